@@ -1,0 +1,42 @@
+# Top-level wrapper around CMake. `make demo` and `make check` work on a fresh
+# Debian 12 machine: both first install any missing Debian packages.
+JOBS ?= $(shell nproc)
+BUILD ?= build
+ATR = $(BUILD)/atr
+
+.PHONY: all deps build demo check unit-asan fuzz bench clean
+
+all: build
+
+deps:
+	@sh scripts/deps.sh
+
+build: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake --build $(BUILD) -j$(JOBS)
+
+demo: build
+	@sh scripts/demo.sh $(ATR)
+
+# All tests: unit + CLI golden tests on the release build, then the unit
+# tests again under AddressSanitizer + UndefinedBehaviorSanitizer.
+check: build unit-asan
+	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+	@cd build-asan && ctest --output-on-failure -j$(JOBS)
+
+unit-asan: deps
+	@CC=clang cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DATR_SANITIZE=ON >/dev/null
+	@cmake --build build-asan -j$(JOBS)
+
+# Each libFuzzer target for FUZZ_SECONDS, seeded from tests/data.
+FUZZ_SECONDS ?= 20
+fuzz: deps
+	@CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATR_FUZZ=ON >/dev/null
+	@cmake --build build-fuzz -j$(JOBS)
+	@sh fuzz/run.sh build-fuzz $(FUZZ_SECONDS)
+
+bench: build
+	@sh bench/convert/run.sh $(ATR)
+
+clean:
+	rm -rf $(BUILD) build-asan build-fuzz

@@ -1,0 +1,161 @@
+/* cmd-convert.c - `atr convert`: any supported format -> atr-trace v1 NDJSON. */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cmd.h"
+#include "trace/reader.h"
+#include "trace/writer.h"
+#include "util/output.h"
+
+static const char help[] =
+    "usage: atr convert [OPTIONS] FILE... -o OUT\n"
+    "\n"
+    "Converts agent trajectories and request logs to atr-trace v1 NDJSON (one\n"
+    "trace per line; docs/trace-format.md). The input format is sniffed from\n"
+    "the content; .gz and .zst inputs are decompressed transparently; FILE may\n"
+    "be - for stdin. OUT is written atomically (a temporary renamed at the\n"
+    "end): on any error no output is left behind. -o - writes to stdout.\n"
+    "\n"
+    "options:\n"
+    "  -o, --output OUT      where to write (required)\n"
+    "  -f, --from FMT        input format instead of sniffing (see below)\n"
+    "  -b, --block-size N    tokens per hash block (default 16)\n"
+    "      --keep-content    also write message text (\"messages\", \"output\")\n"
+    "      --redact-commands drop tool commands, keep only their program name\n"
+    "      --expand          full hash_ids lists instead of prefix references\n"
+    "      --max-line BYTES  largest line/document accepted (default 256M)\n"
+    "  -q, --quiet           no summary on stderr\n"
+    "\n"
+    "formats:\n"
+    "  atr            atr-trace v1 NDJSON (normalises, expands/compacts)\n"
+    "  swe-agent      SWE-agent .traj (trajectory + history + info)\n"
+    "  mini-swe-agent mini-swe-agent .traj.json (1.1 with tool_calls; legacy array)\n"
+    "  openhands      OpenHands/OpenDevin event streams; eval output JSONL\n"
+    "  openai-chat    rows with OpenAI-chat \"messages\" (+ tool_calls), JSON array or NDJSON\n"
+    "  mooncake       Mooncake request trace JSONL (512-token hash blocks)\n"
+    "  azure          Azure LLM inference trace CSV\n"
+    "  burstgpt       BurstGPT CSV\n"
+    "  playwright     Playwright trace.zip\n"
+    "\n"
+    "Message text is never written unless --keep-content; tool commands are\n"
+    "kept (replay runs them) unless --redact-commands.\n";
+
+struct convert_opts {
+    const char *out, *from;
+    struct atr_read_opts read;
+    struct atr_write_opts write;
+    bool quiet;
+};
+
+struct convert_totals {
+    unsigned long files, traces, steps, llm, tool;
+};
+
+static int parse_args(int argc, char **argv, struct convert_opts *o)
+{
+    static const struct option longs[] = {
+        {"output", required_argument, NULL, 'o'},
+        {"from", required_argument, NULL, 'f'},
+        {"block-size", required_argument, NULL, 'b'},
+        {"keep-content", no_argument, NULL, 'K'},
+        {"redact-commands", no_argument, NULL, 'R'},
+        {"expand", no_argument, NULL, 'E'},
+        {"max-line", required_argument, NULL, 'M'},
+        {"quiet", no_argument, NULL, 'q'},
+        {NULL, 0, NULL, 0},
+    };
+    unsigned long long v;
+    int c;
+    while ((c = getopt_long(argc, argv, "o:f:b:q", longs, NULL)) != -1) {
+        switch (c) {
+        case 'o': o->out = optarg; break;
+        case 'f':
+            if (!atr_format_find(optarg))
+                return cli_usage("convert", "unknown format '%s'", optarg);
+            o->from = optarg;
+            break;
+        case 'b':
+            if (!cli_parse_uint(optarg, 1, 1 << 20, &v))
+                return cli_usage("convert", "--block-size wants an integer 1..1048576");
+            o->read.block_size = (uint32_t)v;
+            break;
+        case 'K': o->read.keep_content = true; break;
+        case 'R': o->write.redact_commands = true; break;
+        case 'E': o->write.expand = true; break;
+        case 'M':
+            if (!cli_parse_size(optarg, &o->read.max_line) || o->read.max_line == 0)
+                return cli_usage("convert", "--max-line wants a size like 64M");
+            break;
+        case 'q': o->quiet = true; break;
+        default: return cli_usage("convert", "unknown option");
+        }
+    }
+    if (!o->out)
+        return cli_usage("convert", "missing -o OUT");
+    if (optind >= argc)
+        return cli_usage("convert", "missing input FILE");
+    return EXIT_OK;
+}
+
+/* Streams one input file's traces into out. */
+static int convert_file(const char *path, const struct convert_opts *o, struct atr_output *out,
+                        struct atr_trace *t, struct atr_buf *line, struct convert_totals *tot,
+                        struct atr_error *err)
+{
+    struct atr_reader *r = atr_reader_open(path, o->from, &o->read, err);
+    if (!r)
+        return -1;
+    int rc;
+    while ((rc = atr_reader_next(r, t, err)) == 1) {
+        atr_buf_clear(line);
+        atr_trace_write(line, t, &o->write);
+        if (atr_output_write(out, line->data, line->len, err) < 0) {
+            rc = -1;
+            break;
+        }
+        tot->traces++;
+        tot->steps += t->n_steps;
+        for (size_t k = 0; k < t->n_steps; k++)
+            *(t->steps[k].kind == ATR_STEP_LLM ? &tot->llm : &tot->tool) += 1;
+    }
+    atr_reader_close(r);
+    tot->files++;
+    return rc;
+}
+
+static int run(int argc, char **argv)
+{
+    struct convert_opts o = {0};
+    int rc = parse_args(argc, argv, &o);
+    if (rc != EXIT_OK)
+        return rc;
+    struct atr_error err;
+    struct atr_output *out = atr_output_open(o.out, &err);
+    if (!out)
+        return cli_fail_err(&err);
+    struct atr_trace t = ATR_TRACE_INIT;
+    struct atr_buf line = ATR_BUF_INIT;
+    struct convert_totals tot = {0};
+    int failed = 0;
+    for (int i = optind; i < argc && !failed; i++)
+        failed = convert_file(argv[i], &o, out, &t, &line, &tot, &err) < 0;
+    atr_trace_release(&t);
+    atr_buf_release(&line);
+    if (failed) {
+        atr_output_abort(out);
+        return cli_fail_err(&err);
+    }
+    if (atr_output_commit(out, &err) < 0)
+        return cli_fail_err(&err);
+    if (!o.quiet)
+        fprintf(stderr, "atr: converted %lu file%s: %lu traces, %lu steps (%lu llm, %lu tool)"
+                " -> %s\n", tot.files, tot.files == 1 ? "" : "s", tot.traces, tot.steps,
+                tot.llm, tot.tool, strcmp(o.out, "-") ? o.out : "<stdout>");
+    return EXIT_OK;
+}
+
+const struct atr_cmd cmd_convert_entry = {
+    "convert", "convert traces of any supported format to atr-trace NDJSON", help, run,
+};

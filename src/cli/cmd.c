@@ -1,0 +1,27 @@
+/* cmd.c - the table of commands; adding a command is one file and one line. */
+#include <string.h>
+
+#include "cli/cmd.h"
+
+extern const struct atr_cmd cmd_convert_entry;
+extern const struct atr_cmd cmd_validate_entry;
+extern const struct atr_cmd cmd_stats_entry;
+extern const struct atr_cmd cmd_gen_entry;
+extern const struct atr_cmd cmd_sample_entry;
+
+const struct atr_cmd *const atr_cmds[] = {
+    &cmd_convert_entry,
+    &cmd_validate_entry,
+    &cmd_stats_entry,
+    &cmd_gen_entry,
+    &cmd_sample_entry,
+    NULL,
+};
+
+const struct atr_cmd *atr_cmd_find(const char *name)
+{
+    for (size_t i = 0; atr_cmds[i]; i++)
+        if (strcmp(atr_cmds[i]->name, name) == 0)
+            return atr_cmds[i];
+    return NULL;
+}

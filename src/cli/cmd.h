@@ -1,0 +1,38 @@
+/* cmd.h - the command table: one `struct atr_cmd` per src/cli/cmd-<name>.c. */
+#ifndef ATR_CLI_CMD_H
+#define ATR_CLI_CMD_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "util/error.h"
+
+struct atr_cmd {
+    const char *name;
+    const char *summary;   /* one line for `atr --help` */
+    const char *help;      /* full text for `atr help NAME` / `atr NAME --help` */
+    int (*run)(int argc, char **argv);   /* exit status: 0 ok, 1 failed, 2 usage */
+};
+
+extern const struct atr_cmd *const atr_cmds[];
+const struct atr_cmd *atr_cmd_find(const char *name);
+
+/* Shared CLI helpers (cli/common.c). */
+enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
+
+/* "atr: <msg>" on stderr; returns EXIT_FAIL. */
+int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int cli_fail_err(const struct atr_error *err);
+/* "atr CMD: <msg>\nTry 'atr help CMD'." on stderr; returns EXIT_USAGE. */
+int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prints cmd's help to stdout when argv has -h/--help; returns true then. */
+bool cli_wants_help(const struct atr_cmd *cmd, int argc, char **argv);
+/* Parses a size like "256M", "1G", "4096" into *out; false on junk. */
+bool cli_parse_size(const char *s, size_t *out);
+/* Parses a non-negative integer in [min, max]; false on junk. */
+bool cli_parse_uint(const char *s, unsigned long long min, unsigned long long max,
+                    unsigned long long *out);
+/* Removes temporaries of atomic outputs on SIGINT/SIGTERM, then exits 130/143. */
+void cli_install_signal_cleanup(void);
+
+#endif

@@ -1,0 +1,109 @@
+/* common.c - helpers every command shares: messages, numbers, signals. */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cmd.h"
+#include "util/output.h"
+
+int cli_fail(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("atr: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return EXIT_FAIL;
+}
+
+int cli_fail_err(const struct atr_error *err)
+{
+    return cli_fail("%s", err->msg);
+}
+
+int cli_usage(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "atr %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, " (try 'atr help %s')\n", cmd);
+    va_end(ap);
+    return EXIT_USAGE;
+}
+
+bool cli_wants_help(const struct atr_cmd *cmd, int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0)
+            break;
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            fputs(cmd->help, stdout);
+            return true;
+        }
+    }
+    return false;
+}
+
+bool cli_parse_uint(const char *s, unsigned long long min, unsigned long long max,
+                    unsigned long long *out)
+{
+    if (!s || !*s || *s == '-' || *s == '+')
+        return false;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end || v < min || v > max)
+        return false;
+    *out = v;
+    return true;
+}
+
+bool cli_parse_size(const char *s, size_t *out)
+{
+    if (!s || !*s || *s == '-')
+        return false;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s)
+        return false;
+    unsigned shift = 0;
+    switch (*end) {
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    default: break;
+    }
+    if (*end == 'B' || *end == 'b')
+        end++;
+    if (*end || v > (SIZE_MAX >> shift))
+        return false;
+    *out = (size_t)(v << shift);
+    return true;
+}
+
+static void on_signal(int sig)
+{
+    atr_output_abort_all();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+void cli_install_signal_cleanup(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}

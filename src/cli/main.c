@@ -1,0 +1,61 @@
+/* main.c - atr's entry point: global options, `help`, and command dispatch. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cmd.h"
+
+static void print_overview(FILE *f)
+{
+    fprintf(f, "usage: atr [--version] [--help] COMMAND [ARGS]\n\n"
+               "atr (Agent Trace Runtime) turns agent trajectories and LLM request logs\n"
+               "into one trace format (atr-trace v1) and works with them.\n\n"
+               "commands:\n");
+    for (size_t i = 0; atr_cmds[i]; i++)
+        fprintf(f, "  %-10s %s\n", atr_cmds[i]->name, atr_cmds[i]->summary);
+    fprintf(f, "  %-10s %s\n\n", "help", "show a command's help: atr help COMMAND");
+    fprintf(f, "Every command takes --help. Exit status: 0 ok, 1 failed (bad input),\n"
+               "2 wrong usage.\n");
+}
+
+static int cmd_help(int argc, char **argv)
+{
+    if (argc < 2) {
+        print_overview(stdout);
+        return EXIT_OK;
+    }
+    const struct atr_cmd *cmd = atr_cmd_find(argv[1]);
+    if (!cmd) {
+        fprintf(stderr, "atr: no command '%s' (see 'atr --help')\n", argv[1]);
+        return EXIT_USAGE;
+    }
+    fputs(cmd->help, stdout);
+    return EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        print_overview(stderr);
+        return EXIT_USAGE;
+    }
+    const char *name = argv[1];
+    if (strcmp(name, "--version") == 0 || strcmp(name, "version") == 0) {
+        printf("atr %s\n", ATR_VERSION);
+        return EXIT_OK;
+    }
+    if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
+        print_overview(stdout);
+        return EXIT_OK;
+    }
+    if (strcmp(name, "help") == 0)
+        return cmd_help(argc - 1, argv + 1);
+    const struct atr_cmd *cmd = atr_cmd_find(name);
+    if (!cmd) {
+        fprintf(stderr, "atr: no command '%s' (see 'atr --help')\n", name);
+        return EXIT_USAGE;
+    }
+    if (cli_wants_help(cmd, argc - 1, argv + 1))
+        return EXIT_OK;
+    cli_install_signal_cleanup();
+    return cmd->run(argc - 1, argv + 1);
+}

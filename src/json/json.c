@@ -1,0 +1,988 @@
+/* json.c - strict recursive-descent JSON parser into arena nodes, lookups,
+ * builders and compact output.
+ *
+ * Speed comes from the string path: the closing quote is found with memchr
+ * (checking the backslash run before each candidate), then the body is
+ * copied 16 bytes at a time until a byte that needs work (backslash,
+ * control character, non-ASCII) turns up. Unescaping never lengthens a
+ * string, so the body's raw length bounds the arena copy. */
+#include "json/json.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
+/* Recursion depth is bounded by max_depth; clamp it so a caller's huge
+ * value cannot overflow the C stack. */
+enum { JSON_DEPTH_LIMIT = 4096 };
+
+struct parser {
+    struct atr_arena *arena;
+    const unsigned char *p, *end;
+    const unsigned char *line_start;  /* first byte of the current line */
+    uint32_t line;
+    unsigned depth, max_depth;
+    bool nonfinite;
+    struct atr_json_err *err;
+};
+
+/* Byte classes. */
+static const bool is_ws[256] = {[' '] = 1, ['\t'] = 1, ['\n'] = 1, ['\r'] = 1};
+
+/* Escape letter -> byte it stands for ('u' is handled apart). */
+static const char esc_byte[256] = {
+    ['"'] = '"', ['\\'] = '\\', ['/'] = '/', ['b'] = '\b',
+    ['f'] = '\f', ['n'] = '\n', ['r'] = '\r', ['t'] = '\t',
+};
+
+/* A string body byte copied as it is: printable ASCII except '\\'. */
+static inline bool str_plain(unsigned char c)
+{
+    return c >= 0x20 && c < 0x80 && c != '\\';
+}
+
+/* A byte atr_json_write_string outputs as it is. */
+static inline bool out_plain(unsigned char c)
+{
+    return c >= 0x20 && c != '"' && c != '\\';
+}
+
+static inline bool is_digit(unsigned char c)
+{
+    return (unsigned)(c - '0') < 10;
+}
+
+static inline int hex_val(unsigned char c)
+{
+    if (is_digit(c))
+        return c - '0';
+    c |= 0x20;
+    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* ---- errors and positions ---------------------------------------------- */
+
+static uint32_t col_of(const struct parser *ps, const unsigned char *at)
+{
+    size_t col = (size_t)(at - ps->line_start) + 1;
+    return col > UINT32_MAX ? UINT32_MAX : (uint32_t)col;
+}
+
+static void *fail(struct parser *ps, const unsigned char *at, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void *fail(struct parser *ps, const unsigned char *at, const char *fmt, ...)
+{
+    ps->err->line = ps->line;
+    ps->err->col = col_of(ps, at);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ps->err->msg, sizeof ps->err->msg, fmt, ap);
+    va_end(ap);
+    return NULL;
+}
+
+/* Names the byte at p for "found ..." in messages. */
+static const char *found(const struct parser *ps, const unsigned char *p, char buf[16])
+{
+    if (p >= ps->end)
+        return "end of input";
+    if (*p > 0x20 && *p < 0x7f)
+        snprintf(buf, 16, "'%c'", *p);
+    else
+        snprintf(buf, 16, "byte 0x%02x", *p);
+    return buf;
+}
+
+static inline void skip_ws(struct parser *ps)
+{
+    const unsigned char *p = ps->p;
+    while (p < ps->end && is_ws[*p]) {
+        if (*p == '\n') {
+            ps->line++;
+            ps->line_start = p + 1;
+        }
+        p++;
+    }
+    ps->p = p;
+}
+
+static struct atr_json *new_node(struct parser *ps, enum atr_json_type t,
+                                 const unsigned char *at, size_t extra)
+{
+    struct atr_json *n = atr_arena_alloc(ps->arena, sizeof *n + extra);
+    *n = (struct atr_json){.type = t, .line = ps->line, .col = col_of(ps, at)};
+    return n;
+}
+
+/* ---- strings ------------------------------------------------------------ */
+
+/* Finds the quote that closes the string whose body starts at s: the first
+ * '"' preceded by an even run of backslashes. NULL when there is none. */
+static const unsigned char *find_close(const unsigned char *s, const unsigned char *end)
+{
+    const unsigned char *p = s;
+    while ((p = memchr(p, '"', (size_t)(end - p))) != NULL) {
+        const unsigned char *b = p;
+        while (b > s && b[-1] == '\\')
+            b--;
+        if (((p - b) & 1) == 0)
+            return p;
+        p++;
+    }
+    return NULL;
+}
+
+/* Copies the longest prefix of [p, q) made of str_plain bytes to d and
+ * returns its length. The vector loop may store up to 15 bytes past that
+ * prefix; d never runs ahead of p, so those stores stay inside a buffer of
+ * q - s bytes. */
+static size_t copy_plain(const unsigned char *p, const unsigned char *q, char *d)
+{
+    const unsigned char *s = p;
+#ifdef __SSE2__
+    const __m128i bs = _mm_set1_epi8('\\'), sp = _mm_set1_epi8(0x20);
+    while (q - p >= 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)p);
+        _mm_storeu_si128((__m128i *)d, v);
+        /* Signed compare: bytes below 0x20 and from 0x80 up are both < 0x20. */
+        __m128i bad = _mm_or_si128(_mm_cmpeq_epi8(v, bs), _mm_cmplt_epi8(v, sp));
+        unsigned m = (unsigned)_mm_movemask_epi8(bad);
+        if (m)
+            return (size_t)(p - s) + (unsigned)__builtin_ctz(m);
+        p += 16;
+        d += 16;
+    }
+#endif
+    while (p < q && str_plain(*p))
+        *d++ = (char)*p++;
+    return (size_t)(p - s);
+}
+
+/* Length of the valid UTF-8 sequence at p (non-ASCII lead), or 0. */
+static size_t utf8_len(const unsigned char *p, const unsigned char *q)
+{
+    unsigned char c = p[0], lo = 0x80, hi = 0xbf;
+    size_t n;
+    if (c < 0xc2)
+        return 0;
+    else if (c < 0xe0)
+        n = 2;
+    else if (c < 0xf0) {
+        n = 3;
+        lo = c == 0xe0 ? 0xa0 : 0x80;
+        hi = c == 0xed ? 0x9f : 0xbf;
+    } else if (c < 0xf5) {
+        n = 4;
+        lo = c == 0xf0 ? 0x90 : 0x80;
+        hi = c == 0xf4 ? 0x8f : 0xbf;
+    } else
+        return 0;
+    if ((size_t)(q - p) < n || p[1] < lo || p[1] > hi)
+        return 0;
+    for (size_t i = 2; i < n; i++)
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+    return n;
+}
+
+static size_t put_utf8(char *d, uint32_t cp)
+{
+    if (cp < 0x80) {
+        d[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        d[0] = (char)(0xc0 | cp >> 6);
+        d[1] = (char)(0x80 | (cp & 0x3f));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        d[0] = (char)(0xe0 | cp >> 12);
+        d[1] = (char)(0x80 | (cp >> 6 & 0x3f));
+        d[2] = (char)(0x80 | (cp & 0x3f));
+        return 3;
+    }
+    d[0] = (char)(0xf0 | cp >> 18);
+    d[1] = (char)(0x80 | (cp >> 12 & 0x3f));
+    d[2] = (char)(0x80 | (cp >> 6 & 0x3f));
+    d[3] = (char)(0x80 | (cp & 0x3f));
+    return 4;
+}
+
+/* Reads "\uXXXX" at p (before q) into *cp; false when malformed. */
+static bool read_u(const unsigned char *p, const unsigned char *q, uint32_t *cp)
+{
+    if (q - p < 6 || p[0] != '\\' || p[1] != 'u')
+        return false;
+    uint32_t v = 0;
+    for (int i = 2; i < 6; i++) {
+        int h = hex_val(p[i]);
+        if (h < 0)
+            return false;
+        v = v << 4 | (uint32_t)h;
+    }
+    *cp = v;
+    return true;
+}
+
+/* Decodes the \u escape at p (surrogate pairs combined) into d. Returns the
+ * input bytes consumed and sets *dn to the bytes written, or 0 on error. */
+static size_t unescape_u(struct parser *ps, const unsigned char *p,
+                         const unsigned char *q, char *d, size_t *dn)
+{
+    uint32_t cp, lo;
+    if (!read_u(p, q, &cp))
+        return fail(ps, p, "invalid \\u escape: expected 4 hex digits"), 0;
+    size_t used = 6;
+    if (cp >= 0xdc00 && cp <= 0xdfff)
+        return fail(ps, p, "invalid \\u escape: unpaired low surrogate"), 0;
+    if (cp >= 0xd800 && cp <= 0xdbff) {
+        if (!read_u(p + 6, q, &lo) || lo < 0xdc00 || lo > 0xdfff)
+            return fail(ps, p, "invalid \\u escape: unpaired high surrogate"), 0;
+        cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+        used = 12;
+    }
+    *dn = put_utf8(d, cp);
+    return used;
+}
+
+/* Unescapes and validates the body [s, q) into dst (q - s bytes available).
+ * Returns the output length, or -1 with the error set. */
+static ptrdiff_t unescape(struct parser *ps, const unsigned char *s,
+                          const unsigned char *q, char *dst)
+{
+    const unsigned char *p = s;
+    char *d = dst;
+    for (;;) {
+        size_t n = copy_plain(p, q, d);
+        p += n;
+        d += n;
+        if (p == q)
+            return d - dst;
+        if (*p == '\\') {
+            char c = p + 1 < q ? esc_byte[p[1]] : 0;
+            if (c) {
+                *d++ = c;
+                p += 2;
+                continue;
+            }
+            if (p + 1 < q && p[1] == 'u') {
+                size_t dn, used = unescape_u(ps, p, q, d, &dn);
+                if (!used)
+                    return -1;
+                p += used;
+                d += dn;
+                continue;
+            }
+            char buf[16];
+            fail(ps, p, "invalid escape in string, found %s after '\\'", found(ps, p + 1, buf));
+            return -1;
+        }
+        if (*p < 0x20) {
+            fail(ps, p, "unescaped control character 0x%02x in string", *p);
+            return -1;
+        }
+        n = utf8_len(p, q);
+        if (!n) {
+            fail(ps, p, "invalid UTF-8 in string");
+            return -1;
+        }
+        memcpy(d, p, n);
+        p += n;
+        d += n;
+    }
+}
+
+/* Finds the end of the string at ps->p (its opening quote). */
+static const unsigned char *string_end(struct parser *ps)
+{
+    const unsigned char *q = find_close(ps->p + 1, ps->end);
+    if (q)
+        return q;
+    /* A raw newline is the likelier mistake than a missing quote. */
+    for (const unsigned char *p = ps->p + 1; p < ps->end; p++)
+        if (*p < 0x20)
+            return fail(ps, p, "unescaped control character 0x%02x in string", *p);
+    return fail(ps, ps->p, "unterminated string");
+}
+
+/* Parses the string at ps->p into dst, which string_end's q bounds. */
+static ptrdiff_t parse_string_into(struct parser *ps, const unsigned char *q, char *dst)
+{
+    ptrdiff_t len = unescape(ps, ps->p + 1, q, dst);
+    if (len < 0)
+        return -1;
+    dst[len] = '\0';
+    ps->p = q + 1;
+    return len;
+}
+
+static struct atr_json *parse_string(struct parser *ps)
+{
+    const unsigned char *q = string_end(ps);
+    if (!q)
+        return NULL;
+    size_t cap = (size_t)(q - ps->p);  /* body length + 1 for the NUL */
+    struct atr_json *n = new_node(ps, ATR_JSON_STRING, ps->p, cap);
+    char *dst = (char *)(n + 1);
+    ptrdiff_t len = parse_string_into(ps, q, dst);
+    if (len < 0)
+        return NULL;
+    n->u.str.s = dst;
+    n->u.str.len = (size_t)len;
+    return n;
+}
+
+static int parse_key(struct parser *ps, const char **key, size_t *key_len)
+{
+    const unsigned char *q = string_end(ps);
+    if (!q)
+        return -1;
+    char *dst = atr_arena_alloc(ps->arena, (size_t)(q - ps->p));
+    ptrdiff_t len = parse_string_into(ps, q, dst);
+    if (len < 0)
+        return -1;
+    *key = dst;
+    *key_len = (size_t)len;
+    return 0;
+}
+
+/* ---- numbers and literals ---------------------------------------------- */
+
+/* A NUMBER node carrying a NUL-terminated copy of its literal [s, e). */
+static struct atr_json *number_node(struct parser *ps, const unsigned char *s,
+                                    const unsigned char *e)
+{
+    size_t len = (size_t)(e - s);
+    struct atr_json *n = new_node(ps, ATR_JSON_NUMBER, s, len + 1);
+    char *raw = (char *)(n + 1);
+    memcpy(raw, s, len);
+    raw[len] = '\0';
+    n->raw = raw;
+    n->raw_len = len;
+    return n;
+}
+
+static bool has_word(const unsigned char *p, const unsigned char *end, const char *w)
+{
+    size_t n = strlen(w);
+    return (size_t)(end - p) >= n && memcmp(p, w, n) == 0;
+}
+
+/* Infinity, -Infinity or NaN at ps->p; fallback is the message used when
+ * the text is none of those. */
+static struct atr_json *parse_nonfinite(struct parser *ps, const char *fallback)
+{
+    const unsigned char *s = ps->p;
+    bool neg = *s == '-';
+    const char *w = neg || s[0] == 'I' ? "Infinity" : "NaN";
+    if (!has_word(s + neg, ps->end, w)) {
+        char buf[16];
+        return fail(ps, s + neg, "%s, found %s", fallback, found(ps, s + neg, buf));
+    }
+    if (!ps->nonfinite)
+        return fail(ps, s, "%s%s is not valid JSON (non-finite numbers are off)",
+                    neg ? "-" : "", w);
+    ps->p = s + neg + strlen(w);
+    struct atr_json *n = number_node(ps, s, ps->p);
+    n->u.num = w[0] == 'N' ? NAN : neg ? -INFINITY : INFINITY;
+    return n;
+}
+
+static const unsigned char *skip_digits(const unsigned char *p, const unsigned char *end)
+{
+    while (p < end && is_digit(*p))
+        p++;
+    return p;
+}
+
+/* Checks the grammar of the number at s; returns its end, or NULL with the
+ * error set. *plain is true for an integer literal (no fraction/exponent). */
+static const unsigned char *scan_number(struct parser *ps, const unsigned char *s, bool *plain)
+{
+    const unsigned char *p = s + (*s == '-'), *end = ps->end;
+    if (*p == '0' && p + 1 < end && is_digit(p[1]))
+        return fail(ps, p, "invalid number: leading zero");
+    p = skip_digits(p, end);
+    *plain = true;
+    if (p < end && *p == '.') {
+        *plain = false;
+        if (++p == end || !is_digit(*p))
+            return fail(ps, p, "invalid number: expected digit after '.'");
+        p = skip_digits(p, end);
+    }
+    if (p < end && (*p | 0x20) == 'e') {
+        *plain = false;
+        p++;
+        if (p < end && (*p == '+' || *p == '-'))
+            p++;
+        if (p == end || !is_digit(*p))
+            return fail(ps, p, "invalid number: expected digit in exponent");
+        p = skip_digits(p, end);
+    }
+    return p;
+}
+
+/* Integer literal [s, e) that fits int64 into *out. */
+static bool to_i64(const unsigned char *s, const unsigned char *e, int64_t *out)
+{
+    bool neg = *s == '-';
+    s += neg;
+    if (e - s > 19)
+        return false;
+    uint64_t m = 0;
+    for (; s < e; s++)
+        m = m * 10 + (uint64_t)(*s - '0');  /* 19 digits cannot overflow */
+    if (m > (uint64_t)INT64_MAX + neg)
+        return false;
+    if (neg)
+        *out = m == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)m;
+    else
+        *out = (int64_t)m;
+    return true;
+}
+
+/* Exact double for literals of at most 15 significant digits and a decimal
+ * exponent within +-22 (Clinger's fast path: one correctly rounded
+ * multiply or divide of two exact doubles). */
+static bool fast_double(const char *s, const char *e, double *out)
+{
+#if FLT_EVAL_METHOD == 0
+    static const double p10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7,
+                                 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    bool neg = *s == '-', in_frac = false;
+    uint64_t m = 0;
+    int sig = 0, frac = 0, ex = 0, exneg = 0;
+    for (s += neg; s < e && (is_digit((unsigned char)*s) || *s == '.'); s++) {
+        if (*s == '.') {
+            in_frac = true;
+            continue;
+        }
+        if ((m || *s != '0') && ++sig > 15)
+            return false;
+        m = m * 10 + (uint64_t)(*s - '0');
+        frac += in_frac;
+    }
+    if (s < e) {  /* exponent */
+        s++;
+        exneg = *s == '-';
+        s += *s == '-' || *s == '+';
+        for (; s < e && ex < 10000; s++)
+            ex = ex * 10 + (*s - '0');
+        if (s < e)
+            return false;
+    }
+    int k = (exneg ? -ex : ex) - frac;
+    if (k < -22 || k > 22)
+        return m == 0 ? (*out = neg ? -0.0 : 0.0, true) : false;
+    double v = k >= 0 ? (double)m * p10[k] : (double)m / p10[-k];
+    *out = neg ? -v : v;
+    return true;
+#else
+    (void)s, (void)e, (void)out;
+    return false;
+#endif
+}
+
+static struct atr_json *parse_number(struct parser *ps)
+{
+    const unsigned char *s = ps->p;
+    if (*s == '-' && (s + 1 == ps->end || !is_digit(s[1]))) {
+        if (s + 1 < ps->end && s[1] == 'I')
+            return parse_nonfinite(ps, "invalid number: expected digit after '-'");
+        return fail(ps, s + 1, "invalid number: expected digit after '-'");
+    }
+    bool plain;
+    const unsigned char *e = scan_number(ps, s, &plain);
+    if (!e)
+        return NULL;
+    ps->p = e;
+    struct atr_json *n = number_node(ps, s, e);
+    if (plain && to_i64(s, e, &n->i)) {
+        n->is_int = true;
+        /* "-0" is the integer 0, but keep the sign in num. */
+        n->u.num = n->i == 0 && *s == '-' ? -0.0 : (double)n->i;
+    } else if (!fast_double(n->raw, n->raw + n->raw_len, &n->u.num)) {
+        n->u.num = strtod(n->raw, NULL);  /* out of range gives +-HUGE_VAL or 0 */
+    }
+    return n;
+}
+
+static struct atr_json *parse_literal(struct parser *ps, const char *w, enum atr_json_type t)
+{
+    const unsigned char *s = ps->p;
+    if (!has_word(s, ps->end, w))
+        return fail(ps, s, "invalid literal, expected '%s'", w);
+    ps->p += strlen(w);
+    return new_node(ps, t, s, 0);
+}
+
+/* ---- containers ---------------------------------------------------------- */
+
+static struct atr_json *parse_value(struct parser *ps);
+
+static void link_kid(struct atr_json *parent, struct atr_json *kid)
+{
+    if (parent->u.kids.last)
+        parent->u.kids.last->next = kid;
+    else
+        parent->u.kids.first = kid;
+    parent->u.kids.last = kid;
+    parent->u.kids.count++;
+}
+
+static struct atr_json *open_container(struct parser *ps, enum atr_json_type t)
+{
+    if (++ps->depth > ps->max_depth)
+        return fail(ps, ps->p, "nesting deeper than %u levels", ps->max_depth);
+    struct atr_json *n = new_node(ps, t, ps->p, 0);
+    ps->p++;
+    skip_ws(ps);
+    return n;
+}
+
+static struct atr_json *parse_array(struct parser *ps)
+{
+    struct atr_json *arr = open_container(ps, ATR_JSON_ARRAY);
+    if (!arr)
+        return NULL;
+    if (ps->p < ps->end && *ps->p == ']') {
+        ps->p++;
+        ps->depth--;
+        return arr;
+    }
+    for (;;) {
+        struct atr_json *kid = parse_value(ps);
+        if (!kid)
+            return NULL;
+        link_kid(arr, kid);
+        skip_ws(ps);
+        if (ps->p < ps->end && *ps->p == ',') {
+            ps->p++;
+            skip_ws(ps);
+            continue;
+        }
+        if (ps->p < ps->end && *ps->p == ']')
+            break;
+        char buf[16];
+        return fail(ps, ps->p, "expected ',' or ']' after array element, found %s",
+                    found(ps, ps->p, buf));
+    }
+    ps->p++;
+    ps->depth--;
+    return arr;
+}
+
+/* One "key": value member at ps->p; after names what came before, for the
+ * message when the key is missing. */
+static struct atr_json *parse_member(struct parser *ps, const char *after)
+{
+    char buf[16];
+    const char *key;
+    size_t key_len;
+    if (ps->p >= ps->end || *ps->p != '"')
+        return fail(ps, ps->p, "expected string key %s, found %s", after, found(ps, ps->p, buf));
+    if (parse_key(ps, &key, &key_len) < 0)
+        return NULL;
+    skip_ws(ps);
+    if (ps->p >= ps->end || *ps->p != ':')
+        return fail(ps, ps->p, "expected ':' after object key, found %s", found(ps, ps->p, buf));
+    ps->p++;
+    skip_ws(ps);
+    struct atr_json *v = parse_value(ps);
+    if (v) {
+        v->key = key;
+        v->key_len = key_len;
+    }
+    return v;
+}
+
+static struct atr_json *parse_object(struct parser *ps)
+{
+    struct atr_json *obj = open_container(ps, ATR_JSON_OBJECT);
+    if (!obj)
+        return NULL;
+    if (ps->p < ps->end && *ps->p == '}') {
+        ps->p++;
+        ps->depth--;
+        return obj;
+    }
+    const char *after = "or '}'";
+    for (;;) {
+        struct atr_json *kid = parse_member(ps, after);
+        if (!kid)
+            return NULL;
+        link_kid(obj, kid);
+        skip_ws(ps);
+        if (ps->p < ps->end && *ps->p == ',') {
+            ps->p++;
+            skip_ws(ps);
+            after = "after ','";
+            continue;
+        }
+        if (ps->p < ps->end && *ps->p == '}')
+            break;
+        char buf[16];
+        return fail(ps, ps->p, "expected ',' or '}' after object member, found %s",
+                    found(ps, ps->p, buf));
+    }
+    ps->p++;
+    ps->depth--;
+    return obj;
+}
+
+/* Parses the value at ps->p (whitespace already skipped). */
+static struct atr_json *parse_value(struct parser *ps)
+{
+    char buf[16];
+    if (ps->p >= ps->end)
+        return fail(ps, ps->p, "expected a JSON value, found end of input");
+    switch (*ps->p) {
+    case '"':
+        return parse_string(ps);
+    case '{':
+        return parse_object(ps);
+    case '[':
+        return parse_array(ps);
+    case 't':
+        return parse_literal(ps, "true", ATR_JSON_TRUE);
+    case 'f':
+        return parse_literal(ps, "false", ATR_JSON_FALSE);
+    case 'n':
+        return parse_literal(ps, "null", ATR_JSON_NULL);
+    case 'I':
+    case 'N':
+        return parse_nonfinite(ps, "expected a JSON value");
+    default:
+        if (*ps->p == '-' || is_digit(*ps->p))
+            return parse_number(ps);
+        return fail(ps, ps->p, "expected a JSON value, found %s", found(ps, ps->p, buf));
+    }
+}
+
+int atr_json_parse(struct atr_arena *arena, const char *text, size_t len,
+                   const struct atr_json_opts *opts, struct atr_json **out,
+                   struct atr_json_err *err)
+{
+    struct atr_json_err scratch;
+    const unsigned char *s = (const unsigned char *)(text ? text : "");
+    struct parser ps = {
+        .arena = arena,
+        .p = s,
+        .end = s + (text ? len : 0),
+        .line_start = s,
+        .line = 1,
+        .max_depth = opts && opts->max_depth ? opts->max_depth : ATR_JSON_DEFAULT_DEPTH,
+        .nonfinite = opts && opts->allow_nonfinite,
+        .err = err ? err : &scratch,
+    };
+    if (ps.max_depth > JSON_DEPTH_LIMIT)
+        ps.max_depth = JSON_DEPTH_LIMIT;
+    *out = NULL;
+    skip_ws(&ps);
+    struct atr_json *v = parse_value(&ps);
+    if (!v)
+        return -1;
+    skip_ws(&ps);
+    if (ps.p < ps.end) {
+        char buf[16];
+        fail(&ps, ps.p, "unexpected %s after JSON value", found(&ps, ps.p, buf));
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* ---- lookups ------------------------------------------------------------- */
+
+struct atr_json *atr_json_get(const struct atr_json *obj, const char *key)
+{
+    if (!atr_json_is(obj, ATR_JSON_OBJECT))
+        return NULL;
+    size_t n = strlen(key);
+    for (struct atr_json *m = obj->u.kids.first; m; m = m->next)
+        if (m->key_len == n && memcmp(m->key, key, n) == 0)
+            return m;
+    return NULL;
+}
+
+const char *atr_json_get_str(const struct atr_json *obj, const char *key, size_t *len)
+{
+    const struct atr_json *v = atr_json_get(obj, key);
+    if (!atr_json_is(v, ATR_JSON_STRING))
+        return NULL;
+    if (len)
+        *len = v->u.str.len;
+    return v->u.str.s;
+}
+
+bool atr_json_get_i64(const struct atr_json *obj, const char *key, int64_t *out)
+{
+    const struct atr_json *v = atr_json_get(obj, key);
+    if (!atr_json_is(v, ATR_JSON_NUMBER) || !v->is_int)
+        return false;
+    *out = v->i;
+    return true;
+}
+
+bool atr_json_get_num(const struct atr_json *obj, const char *key, double *out)
+{
+    const struct atr_json *v = atr_json_get(obj, key);
+    if (!atr_json_is(v, ATR_JSON_NUMBER))
+        return false;
+    *out = v->u.num;
+    return true;
+}
+
+bool atr_json_key_is(const struct atr_json *member, const char *key)
+{
+    if (!member || !member->key)
+        return false;
+    size_t n = strlen(key);
+    return member->key_len == n && memcmp(member->key, key, n) == 0;
+}
+
+/* ---- builders ------------------------------------------------------------ */
+
+struct atr_json *atr_json_new(struct atr_arena *a, enum atr_json_type t)
+{
+    struct atr_json *n = atr_arena_alloc(a, sizeof *n);
+    *n = (struct atr_json){.type = t};
+    return n;
+}
+
+struct atr_json *atr_json_new_str(struct atr_arena *a, const char *s, size_t len)
+{
+    struct atr_json *n = atr_json_new(a, ATR_JSON_STRING);
+    n->u.str.s = atr_arena_strndup(a, s ? s : "", s ? len : 0);
+    n->u.str.len = s ? len : 0;
+    return n;
+}
+
+struct atr_json *atr_json_new_i64(struct atr_arena *a, int64_t v)
+{
+    struct atr_json *n = atr_json_new(a, ATR_JSON_NUMBER);
+    n->is_int = true;
+    n->i = v;
+    n->u.num = (double)v;
+    return n;
+}
+
+struct atr_json *atr_json_new_num(struct atr_arena *a, double v)
+{
+    struct atr_json *n = atr_json_new(a, ATR_JSON_NUMBER);
+    n->u.num = v;
+    return n;
+}
+
+void atr_json_append(struct atr_arena *a, struct atr_json *parent,
+                     const char *key, struct atr_json *child)
+{
+    if (parent->type != ATR_JSON_ARRAY && parent->type != ATR_JSON_OBJECT)
+        return;  /* not a container: nothing to append to */
+    child->next = NULL;
+    child->key = NULL;
+    child->key_len = 0;
+    if (parent->type == ATR_JSON_OBJECT) {
+        child->key_len = key ? strlen(key) : 0;
+        child->key = atr_arena_strndup(a, key ? key : "", child->key_len);
+    }
+    link_kid(parent, child);
+}
+
+struct atr_json *atr_json_copy(struct atr_arena *a, const struct atr_json *v)
+{
+    if (!v)
+        return NULL;
+    struct atr_json *n = atr_arena_alloc(a, sizeof *n);
+    *n = *v;
+    n->next = NULL;
+    if (v->key)
+        n->key = atr_arena_strndup(a, v->key, v->key_len);
+    if (v->raw)
+        n->raw = atr_arena_strndup(a, v->raw, v->raw_len);
+    if (v->type == ATR_JSON_STRING)
+        n->u.str.s = atr_arena_strndup(a, v->u.str.s, v->u.str.len);
+    if (v->type == ATR_JSON_ARRAY || v->type == ATR_JSON_OBJECT) {
+        n->u.kids.first = n->u.kids.last = NULL;
+        n->u.kids.count = 0;
+        for (const struct atr_json *k = v->u.kids.first; k; k = k->next)
+            link_kid(n, atr_json_copy(a, k));
+    }
+    return n;
+}
+
+/* ---- output -------------------------------------------------------------- */
+
+/* Length of the prefix of [p, end) that atr_json_write_string copies as is. */
+static size_t out_plain_run(const unsigned char *p, const unsigned char *end)
+{
+    const unsigned char *s = p;
+#ifdef __SSE2__
+    const __m128i qt = _mm_set1_epi8('"'), bs = _mm_set1_epi8('\\');
+    const __m128i x1f = _mm_set1_epi8(0x1f), zero = _mm_setzero_si128();
+    while (end - p >= 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)p);
+        __m128i ctl = _mm_cmpeq_epi8(_mm_subs_epu8(v, x1f), zero);  /* v <= 0x1f */
+        __m128i bad = _mm_or_si128(ctl, _mm_or_si128(_mm_cmpeq_epi8(v, qt),
+                                                     _mm_cmpeq_epi8(v, bs)));
+        unsigned m = (unsigned)_mm_movemask_epi8(bad);
+        if (m)
+            return (size_t)(p - s) + (unsigned)__builtin_ctz(m);
+        p += 16;
+    }
+#endif
+    while (p < end && out_plain(*p))
+        p++;
+    return (size_t)(p - s);
+}
+
+/* Writes the escape for byte c (one that is not out_plain) to e. */
+static size_t escape_byte(unsigned char c, char e[6])
+{
+    static const char hex[] = "0123456789abcdef";
+    static const char short_esc[32] = {['\b'] = 'b', ['\f'] = 'f', ['\n'] = 'n',
+                                       ['\r'] = 'r', ['\t'] = 't'};
+    e[0] = '\\';
+    if (c == '"' || c == '\\') {
+        e[1] = (char)c;
+        return 2;
+    }
+    if (short_esc[c]) {
+        e[1] = short_esc[c];
+        return 2;
+    }
+    memcpy(e + 1, "u00", 3);
+    e[4] = hex[c >> 4];
+    e[5] = hex[c & 15];
+    return 6;
+}
+
+static int write_string(struct atr_buf *b, const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s, *end = p + len;
+    if (atr_buf_putc(b, '"') < 0)
+        return -1;
+    for (;;) {
+        size_t n = out_plain_run(p, end);
+        if (n && atr_buf_append(b, p, n) < 0)
+            return -1;
+        p += n;
+        if (p == end)
+            break;
+        char e[6];
+        if (atr_buf_append(b, e, escape_byte(*p++, e)) < 0)
+            return -1;
+    }
+    return atr_buf_putc(b, '"');
+}
+
+/* Shortest of %.15g, %.16g, %.17g that reads back as v. */
+static int write_double(struct atr_buf *b, double v)
+{
+    if (!isfinite(v))
+        return atr_buf_append(b, "null", 4);
+    if (fabs(v) < 1e15 && v == (double)(int64_t)v && !(v == 0 && signbit(v)))
+        return atr_buf_put_i64(b, (int64_t)v);
+    char tmp[32];
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(tmp, sizeof tmp, "%.*g", prec, v);
+        if (strtod(tmp, NULL) == v)
+            break;
+    }
+    return atr_buf_puts(b, tmp);
+}
+
+static int write_value(struct atr_buf *b, const struct atr_json *v);
+
+static int write_kids(struct atr_buf *b, const struct atr_json *v, char lb, char rb)
+{
+    if (atr_buf_putc(b, lb) < 0)
+        return -1;
+    for (const struct atr_json *k = v->u.kids.first; k; k = k->next) {
+        if (k != v->u.kids.first && atr_buf_putc(b, ',') < 0)
+            return -1;
+        if (v->type == ATR_JSON_OBJECT &&
+            (write_string(b, k->key ? k->key : "", k->key_len) < 0 ||
+             atr_buf_putc(b, ':') < 0))
+            return -1;
+        if (write_value(b, k) < 0)
+            return -1;
+    }
+    return atr_buf_putc(b, rb);
+}
+
+static int write_value(struct atr_buf *b, const struct atr_json *v)
+{
+    switch (v->type) {
+    case ATR_JSON_NULL:
+        return atr_buf_append(b, "null", 4);
+    case ATR_JSON_FALSE:
+        return atr_buf_append(b, "false", 5);
+    case ATR_JSON_TRUE:
+        return atr_buf_append(b, "true", 4);
+    case ATR_JSON_NUMBER:
+        /* A parsed "-0" is an integer whose num keeps the sign: write "-0". */
+        if (v->is_int && (v->i != 0 || !signbit(v->u.num)))
+            return atr_buf_put_i64(b, v->i);
+        return write_double(b, v->u.num);
+    case ATR_JSON_STRING:
+        return write_string(b, v->u.str.s, v->u.str.len);
+    case ATR_JSON_ARRAY:
+        return write_kids(b, v, '[', ']');
+    case ATR_JSON_OBJECT:
+        return write_kids(b, v, '{', '}');
+    }
+    return -1;
+}
+
+/* On failure, drop whatever was partly written so the buffer stays as it
+ * was before the call. */
+static int undo(struct atr_buf *b, size_t len0)
+{
+    b->len = len0;
+    if (b->data)
+        b->data[len0] = '\0';
+    return -1;
+}
+
+int atr_json_write_string(struct atr_buf *b, const char *s, size_t len)
+{
+    size_t len0 = b->len;
+    return write_string(b, s ? s : "", s ? len : 0) < 0 ? undo(b, len0) : 0;
+}
+
+int atr_json_write_value(struct atr_buf *b, const struct atr_json *v)
+{
+    size_t len0 = b->len;
+    return write_value(b, v) < 0 ? undo(b, len0) : 0;
+}
+
+const char *atr_json_type_name(enum atr_json_type t)
+{
+    switch (t) {
+    case ATR_JSON_NULL:
+        return "null";
+    case ATR_JSON_FALSE:
+    case ATR_JSON_TRUE:
+        return "boolean";
+    case ATR_JSON_NUMBER:
+        return "number";
+    case ATR_JSON_STRING:
+        return "string";
+    case ATR_JSON_ARRAY:
+        return "array";
+    case ATR_JSON_OBJECT:
+        return "object";
+    }
+    return "unknown";
+}

@@ -1,0 +1,139 @@
+/* chat-render.c - chat messages as prompt text, shared by the agent-trajectory readers. */
+#include "trace/chat-render.h"
+
+#include <string.h>
+
+/* Rendered text is bounded by the document it came from (itself capped by
+ * the reader's max_line); this cap only guards against a logic error. */
+#define RENDER_MAX ((size_t)1 << 31)
+
+static void put_sep(struct atr_buf *b)
+{
+    if (b->len && b->data[b->len - 1] != '\n')
+        atr_buf_putc(b, '\n');
+}
+
+static void render_content(struct atr_buf *b, const struct atr_json *content)
+{
+    if (atr_json_is(content, ATR_JSON_STRING)) {
+        atr_buf_append(b, content->u.str.s, content->u.str.len);
+        return;
+    }
+    if (!atr_json_is(content, ATR_JSON_ARRAY))
+        return;
+    /* Parts: only text reaches the token count; images and the like are
+     * not text the estimator could count anyway. */
+    for (const struct atr_json *p = content->u.kids.first; p; p = p->next) {
+        size_t n = 0;
+        const char *text;
+        if (p->type == ATR_JSON_STRING) {
+            text = p->u.str.s;
+            n = p->u.str.len;
+        } else {
+            text = atr_json_get_str(p, "text", &n);
+        }
+        if (!text)
+            continue;
+        put_sep(b);
+        atr_buf_append(b, text, n);
+    }
+}
+
+int atr_chat_tool_call(const struct atr_json *call, const char **name,
+                       const struct atr_json **arguments)
+{
+    const struct atr_json *fn = atr_json_get(call, "function");
+    if (!atr_json_is(fn, ATR_JSON_OBJECT))
+        fn = call;      /* some dumps flatten {"name", "arguments"} */
+    *name = atr_json_get_str(fn, "name", NULL);
+    *arguments = atr_json_get(fn, "arguments");
+    return *name != NULL;
+}
+
+static void render_calls(struct atr_buf *b, const struct atr_json *calls)
+{
+    if (!atr_json_is(calls, ATR_JSON_ARRAY))
+        return;
+    for (const struct atr_json *c = calls->u.kids.first; c; c = c->next) {
+        const char *name;
+        const struct atr_json *args;
+        if (!atr_chat_tool_call(c, &name, &args))
+            continue;
+        put_sep(b);
+        atr_buf_puts(b, name);
+        atr_buf_putc(b, '(');
+        if (atr_json_is(args, ATR_JSON_STRING))
+            atr_buf_append(b, args->u.str.s, args->u.str.len);
+        else if (args && args->type != ATR_JSON_NULL)
+            atr_json_write_value(b, args);
+        atr_buf_putc(b, ')');
+    }
+}
+
+const char *atr_chat_render(struct atr_arena *a, const struct atr_json *content,
+                            const struct atr_json *tool_calls, size_t *len)
+{
+    /* The common case, a plain string without calls, needs no copy. */
+    if (atr_json_is(content, ATR_JSON_STRING) &&
+        !(atr_json_is(tool_calls, ATR_JSON_ARRAY) && tool_calls->u.kids.count)) {
+        *len = content->u.str.len;
+        return content->u.str.s;
+    }
+    struct atr_buf b = ATR_BUF_INIT;
+    b.max = RENDER_MAX;
+    render_content(&b, content);
+    render_calls(&b, tool_calls);
+    char *s = atr_arena_strndup(a, b.data ? b.data : "", b.len);
+    *len = b.len;
+    atr_buf_release(&b);
+    return s;
+}
+
+int atr_chat_content_ok(const struct atr_json *content)
+{
+    return !content || content->type == ATR_JSON_NULL || content->type == ATR_JSON_STRING ||
+           content->type == ATR_JSON_ARRAY;
+}
+
+const struct atr_json *atr_chat_tool_args(struct atr_arena *a, const struct atr_json *arguments,
+                                          unsigned max_depth)
+{
+    if (atr_json_is(arguments, ATR_JSON_OBJECT))
+        return arguments;
+    if (!atr_json_is(arguments, ATR_JSON_STRING))
+        return NULL;
+    struct atr_json_opts jo = {max_depth, false};
+    struct atr_json_err je;
+    struct atr_json *out;
+    if (atr_json_parse(a, arguments->u.str.s, arguments->u.str.len, &jo, &out, &je) < 0)
+        return NULL;
+    return atr_json_is(out, ATR_JSON_OBJECT) ? out : NULL;
+}
+
+static size_t strip_suffix(const char *s, size_t n, const char *suffix)
+{
+    size_t k = strlen(suffix);
+    if (n > k && memcmp(s + n - k, suffix, k) == 0)
+        return n - k;
+    return n;
+}
+
+const char *atr_chat_base_name(struct atr_arena *a, const char *name,
+                               const char *const *suffixes)
+{
+    if (!name || !*name || strcmp(name, "<stdin>") == 0 || strcmp(name, "-") == 0)
+        return "stdin";
+    const char *slash = strrchr(name, '/');
+    const char *base = slash ? slash + 1 : name;
+    size_t n = strlen(base);
+    n = strip_suffix(base, n, ".gz");
+    n = strip_suffix(base, n, ".zst");
+    for (size_t i = 0; suffixes && suffixes[i]; i++) {
+        size_t m = strip_suffix(base, n, suffixes[i]);
+        if (m != n) {
+            n = m;
+            break;
+        }
+    }
+    return n ? atr_arena_strndup(a, base, n) : "stdin";
+}

@@ -1,0 +1,44 @@
+/* chat-render.h - chat messages as prompt text, for the agent-trajectory readers.
+ *
+ * Private to src/trace (SWE-agent and mini-swe-agent readers). A message's
+ * text is its content (a string, or a list of {type, text} parts joined by
+ * newlines) followed by one "name(arguments)" line per OpenAI tool call, so
+ * a model call's reply and the same message replayed in later prompts are
+ * the same bytes. Everything returned lives in the given arena. */
+#ifndef ATR_TRACE_CHAT_RENDER_H
+#define ATR_TRACE_CHAT_RENDER_H
+
+#include <stddef.h>
+
+#include "json/json.h"
+#include "util/arena.h"
+
+/* Renders content (string, array of parts, or NULL/null) and tool_calls
+ * (an array or NULL) into a NUL-terminated arena string; *len gets its
+ * length. Parts and calls of unexpected shapes contribute nothing. */
+const char *atr_chat_render(struct atr_arena *a, const struct atr_json *content,
+                            const struct atr_json *tool_calls, size_t *len);
+
+/* True when content is a type a chat message may carry: absent, null,
+ * string, or array of parts. */
+int atr_chat_content_ok(const struct atr_json *content);
+
+/* The "name" and "arguments" of one OpenAI tool call
+ * ({"function": {"name", "arguments"}}); arguments may be a JSON string or
+ * an object. Returns 0 when the call has no function name. */
+int atr_chat_tool_call(const struct atr_json *call, const char **name,
+                       const struct atr_json **arguments);
+
+/* Arguments of a tool call as an object: parsed (into arena a, depth-capped)
+ * when they are a JSON string, as is when already an object; NULL when they
+ * are neither or do not parse. */
+const struct atr_json *atr_chat_tool_args(struct atr_arena *a, const struct atr_json *arguments,
+                                          unsigned max_depth);
+
+/* The base name of an input (directories and the given suffixes removed,
+ * ".gz"/".zst" first), copied into arena a: "dir/x.traj.gz" -> "x".
+ * suffixes is NULL-terminated and tried in order; "<stdin>" gives "stdin". */
+const char *atr_chat_base_name(struct atr_arena *a, const char *name,
+                               const char *const *suffixes);
+
+#endif

@@ -1,0 +1,48 @@
+/* csv.h - private helpers of the request-log readers (mooncake, azure,
+ * burstgpt): a CSV line splitter with quotes, strict number parsing with
+ * byte columns for file:line:col errors, and the file base name used in
+ * trace ids.
+ *
+ * Memory: csv_split unescapes into a copy of the line made in the given
+ * arena, so fields stay valid until that arena is cleared. */
+#ifndef ATR_TRACE_CSV_H
+#define ATR_TRACE_CSV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/arena.h"
+
+struct csv_field {
+    const char *s;            /* unquoted, unescaped, NUL-terminated */
+    size_t len;
+    unsigned long col;        /* 1-based byte column of the field in the line */
+};
+
+/* Splits one line (no line terminator) into fields; fields has room for
+ * max + 1. Returns the number of fields found, or -1 with *bad_col set on a
+ * malformed quoted field. A line with more than max fields returns max + 1
+ * with fields[max] the first extra one (its column is what to report).
+ * Quoted fields may hold commas and "" escapes, not newlines. */
+int csv_split(struct atr_arena *a, const char *line, size_t len,
+              struct csv_field *fields, int max, unsigned long *bad_col);
+
+/* Non-negative decimal integer, digits only (surrounding blanks allowed).
+ * Returns false on anything else, overflow included. */
+bool csv_parse_u63(const char *s, size_t len, int64_t *out);
+
+/* Non-negative finite decimal number ("12", "12.5", "1e3"). */
+bool csv_parse_nonneg_double(const char *s, size_t len, double *out);
+
+/* Whether the fields equal the expected header names (ignoring case and
+ * surrounding blanks; a UTF-8 byte order mark before the first is skipped). */
+bool csv_header_is(const struct csv_field *fields, int n, const char *const *names,
+                   int n_names);
+
+/* Base name of an input name for trace ids: directory and the extensions
+ * .gz/.zst/.csv/.jsonl/.json/.zip/.txt removed; "<stdin>" gives "stdin".
+ * Writes at most cap - 1 bytes. */
+void reqlog_basename(const char *name, char *out, size_t cap);
+
+#endif

@@ -1,0 +1,628 @@
+/* fmt-swe-agent.c - SWE-agent .traj trajectories (one JSON document, one trace).
+ *
+ * A .traj holds "history" (every chat message, demonstrations flagged
+ * is_demo) and "trajectory" (one entry per executed action, with its
+ * execution_time and the shell state after it). Model calls are the
+ * non-demo assistant messages of the history, each prompted with every
+ * message before it; the k-th call's tool step is the k-th trajectory entry,
+ * so steps come out as llm, tool, llm, tool... Files with only a history
+ * (demonstrations) take their tools from the messages' actions; files with
+ * only a trajectory rebuild the chat from its responses and observations. */
+#include <math.h>
+#include <string.h>
+
+#include "trace/chat-render.h"
+#include "trace/convo.h"
+#include "trace/reader.h"
+
+struct swe {
+    struct atr_reader *r;
+    struct atr_trace *t;
+    struct atr_convo convo;
+    const struct atr_json *next_entry;   /* first trajectory entry not yet emitted */
+    const char *cwd, *open_file;         /* shell state before the next action */
+};
+
+/* ---- sniffing ----------------------------------------------------------- */
+
+/* True when "key" occurs in head as an object key (followed by ':'). */
+static int has_key(const char *head, size_t len, const char *key)
+{
+    size_t k = strlen(key);
+    const char *p = head, *end = head + len;
+    while ((p = memmem(p, (size_t)(end - p), key, k)) != NULL) {
+        const char *q = p + k;
+        while (q < end && (*q == ' ' || *q == '\t' || *q == '\r' || *q == '\n'))
+            q++;
+        if (q < end && *q == ':')
+            return 1;
+        p += k;
+    }
+    return 0;
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+static int sniff(const char *head, size_t len, const char *name)
+{
+    size_t i = 0;
+    while (i < len && (head[i] == ' ' || head[i] == '\t' || head[i] == '\r' || head[i] == '\n'))
+        i++;
+    if (i == len || head[i] != '{')
+        return 0;
+    int traj = has_key(head, len, "\"trajectory\"");
+    int hist = has_key(head, len, "\"history\"");
+    int named = name && (ends_with(name, ".traj") || ends_with(name, ".traj.gz") ||
+                         ends_with(name, ".traj.zst"));
+    if (traj && (hist || has_key(head, len, "\"observation\"")))
+        return 95;
+    /* Demonstrations carry only the history, whose messages SWE-agent tags
+     * with message_type (OpenHands' "history" events do not). */
+    if (hist && has_key(head, len, "\"message_type\"") && has_key(head, len, "\"role\""))
+        return 90;
+    if (has_key(head, len, "\"environment\"") && memmem(head, len, "\"swe_main\"", 10))
+        return 85;
+    return named ? 30 : 0;
+}
+
+/* ---- shell words of an action ------------------------------------------- */
+
+struct words {
+    const char *s;
+    size_t len, pos;
+};
+
+static int is_blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
+
+/* Position just past the quoted run starting at pos (a quote char). */
+static size_t skip_quoted(const char *s, size_t len, size_t pos)
+{
+    char q = s[pos++];
+    while (pos < len && s[pos] != q)
+        pos += (q == '"' && s[pos] == '\\' && pos + 1 < len) ? 2 : 1;
+    return pos < len ? pos + 1 : len;
+}
+
+/* Position just past the word starting at pos. */
+static size_t word_end(const char *s, size_t len, size_t pos)
+{
+    while (pos < len && !is_blank(s[pos]) && s[pos] != '\n') {
+        if (s[pos] == '\'' || s[pos] == '"')
+            pos = skip_quoted(s, len, pos);
+        else
+            pos += (s[pos] == '\\' && pos + 1 < len) ? 2 : 1;
+    }
+    return pos;
+}
+
+/* Copies s[pos..end) into out without its quotes and escapes. */
+static size_t unquote(const char *s, size_t pos, size_t end, char *out)
+{
+    size_t o = 0;
+    char q = 0;
+    for (; pos < end; pos++) {
+        char c = s[pos];
+        if (q ? c == q : (c == '\'' || c == '"')) {
+            q = q ? 0 : c;
+            continue;
+        }
+        if (c == '\\' && q != '\'' && pos + 1 < end)
+            c = s[++pos];
+        out[o++] = c;
+    }
+    return o;
+}
+
+/* Next shell word of the action's first line (a quoted word may span
+ * lines), quotes removed, copied into arena a: 1, or 0 at the line's end. */
+static int word_next(struct words *w, struct atr_arena *a, const char **out)
+{
+    while (w->pos < w->len && is_blank(w->s[w->pos]))
+        w->pos++;
+    if (w->pos >= w->len || w->s[w->pos] == '\n')
+        return 0;
+    size_t end = word_end(w->s, w->len, w->pos);
+    char *buf = atr_arena_alloc(a, end - w->pos + 1);
+    buf[unquote(w->s, w->pos, end, buf)] = '\0';
+    w->pos = end;
+    *out = buf;
+    return 1;
+}
+
+/* The first n words (n <= 8) of the action; returns how many there were. */
+static int split_words(struct atr_arena *a, const char *s, size_t len, const char **v, int n)
+{
+    struct words w = {s, len, 0};
+    int k = 0;
+    while (k < n && word_next(&w, a, &v[k]))
+        k++;
+    return k;
+}
+
+/* ---- actions -> tool steps ---------------------------------------------- */
+
+/* SWE-agent's file commands. path: which word names the file (1 or 2),
+ * 0 none, -1 the open file; a 2 falls back to the open file when from_open. */
+static const struct editor_cmd {
+    const char *name;
+    int path;
+    int from_open;
+} editor_cmds[] = {
+    {"open", 1, 0},        {"create", 1, 0},      {"goto", -1, 0},
+    {"scroll_up", -1, 0},  {"scroll_down", -1, 0}, {"edit", -1, 0},
+    {"insert", -1, 0},     {"append", -1, 0},     {"search_file", 2, 1},
+    {"search_dir", 2, 0},  {"find_file", 2, 0},   {"filemap", 1, 0},
+    {"submit", 0, 0},
+};
+
+static const struct editor_cmd *find_editor_cmd(const char *word)
+{
+    for (size_t i = 0; i < sizeof editor_cmds / sizeof editor_cmds[0]; i++)
+        if (strcmp(editor_cmds[i].name, word) == 0)
+            return &editor_cmds[i];
+    return NULL;
+}
+
+static const char *dup_opt(struct atr_trace *t, const char *s)
+{
+    return s && *s ? atr_arena_strdup(&t->arena, s) : NULL;
+}
+
+static void set_editor(struct swe *sw, const char *action, const char *path)
+{
+    struct atr_step *s = atr_trace_add_step(sw->t, ATR_STEP_TOOL);
+    s->tool = "editor";
+    s->action = atr_arena_strdup(&sw->t->arena, action);
+    s->path = dup_opt(sw->t, path);
+    s->cwd = dup_opt(sw->t, sw->cwd);
+}
+
+static const char *word_after(const char **v, int n, const char *flag)
+{
+    for (int i = 0; i + 1 < n; i++)
+        if (strcmp(v[i], flag) == 0)
+            return v[i + 1];
+    return NULL;
+}
+
+static void add_browser(struct swe *sw, const char **v, int n)
+{
+    struct atr_step *s = atr_trace_add_step(sw->t, ATR_STEP_TOOL);
+    s->tool = "browser";
+    s->action = atr_arena_strdup(&sw->t->arena, n > 1 ? v[1] : "unknown");
+    s->url = dup_opt(sw->t, word_after(v, n, "--url"));
+}
+
+static void add_bash(struct swe *sw, const char *cmd, size_t len)
+{
+    struct atr_step *s = atr_trace_add_step(sw->t, ATR_STEP_TOOL);
+    s->tool = "bash";
+    s->command = atr_arena_strndup(&sw->t->arena, cmd, len);
+    s->cwd = dup_opt(sw->t, sw->cwd);
+}
+
+/* One tool step for an action string (nothing for an empty one). The step
+ * is left last in the trace so the caller can add its duration. Returns
+ * whether a step was added. */
+static int add_action(struct swe *sw, const char *act, size_t len)
+{
+    while (len && (*act == ' ' || *act == '\t' || *act == '\r' || *act == '\n'))
+        act++, len--;
+    while (len && (act[len - 1] == ' ' || act[len - 1] == '\t' || act[len - 1] == '\r' ||
+                   act[len - 1] == '\n'))
+        len--;
+    if (!len)
+        return 0;
+    const char *v[8];
+    int n = split_words(&sw->r->scratch, act, len, v, 8);
+    if (n == 0) {
+        add_bash(sw, act, len);
+        return 1;
+    }
+    const struct editor_cmd *ec = find_editor_cmd(v[0]);
+    if (ec) {
+        const char *path = ec->path == -1 ? sw->open_file
+                         : ec->path > 0 && ec->path < n ? v[ec->path]
+                         : ec->from_open ? sw->open_file : NULL;
+        set_editor(sw, v[0], path);
+    } else if (strcmp(v[0], "str_replace_editor") == 0 && n > 1) {
+        set_editor(sw, v[1], n > 2 ? v[2] : NULL);
+    } else if (strcmp(v[0], "web_browser") == 0) {
+        add_browser(sw, v, n);
+    } else if (strncmp(v[0], "exit_", 5) == 0 && n == 1) {
+        /* exit_cost, exit_context, ...: SWE-agent's autosubmission, which
+         * runs the submit command for the agent. */
+        set_editor(sw, v[0], NULL);
+    } else {
+        add_bash(sw, act, len);
+    }
+    return 1;
+}
+
+/* ---- shell state -------------------------------------------------------- */
+
+/* "n/a" and template placeholders ("<path>") are no file. */
+static const char *state_value(struct atr_arena *a, const char *s, size_t n)
+{
+    if (!s || !n || (n == 3 && memcmp(s, "n/a", 3) == 0) || s[0] == '<')
+        return NULL;
+    return atr_arena_strndup(a, s, n);
+}
+
+/* The last "(MARK...)" of an observation, to the ')' ending its line. */
+static const char *scan_marker(struct atr_arena *a, const char *text, size_t len,
+                               const char *mark)
+{
+    size_t k = strlen(mark);
+    const char *last = NULL, *p = text, *end = text + len;
+    while ((p = memmem(p, (size_t)(end - p), mark, k)) != NULL) {
+        last = p + k;
+        p += k;
+    }
+    if (!last)
+        return NULL;
+    const char *q = last;
+    while (q < end && *q != '\n')
+        q++;
+    while (q > last && (q[-1] == '\r' || q[-1] == ' '))
+        q--;
+    if (q == last || q[-1] != ')')
+        return NULL;
+    return state_value(a, last, (size_t)(q - 1 - last));
+}
+
+/* Observations end with "(Open file: F)\n(Current directory: D)": the
+ * state for history-only files, whose entries have no "state". */
+static void scan_observation(struct swe *sw, const char *text, size_t len)
+{
+    const char *f = scan_marker(&sw->r->scratch, text, len, "(Open file: ");
+    const char *d = scan_marker(&sw->r->scratch, text, len, "(Current directory: ");
+    if (memmem(text, len, "(Open file: ", 12))
+        sw->open_file = f;
+    if (d)
+        sw->cwd = d;
+}
+
+/* An entry's "state": an object, or (older versions) the same as a JSON
+ * string. Unparsable state is no state: it only refines cwd and paths. */
+static const struct atr_json *state_object(struct swe *sw, const struct atr_json *st)
+{
+    if (atr_json_is(st, ATR_JSON_OBJECT))
+        return st;
+    if (!atr_json_is(st, ATR_JSON_STRING))
+        return NULL;
+    struct atr_json_opts jo = {sw->r->opts.max_depth, false};
+    struct atr_json_err je;
+    struct atr_json *out;
+    if (atr_json_parse(&sw->r->scratch, st->u.str.s, st->u.str.len, &jo, &out, &je) < 0)
+        return NULL;
+    return atr_json_is(out, ATR_JSON_OBJECT) ? out : NULL;
+}
+
+/* ---- trajectory entries ------------------------------------------------- */
+
+static int check_entry(struct atr_reader *r, const struct atr_json *e)
+{
+    if (!atr_json_is(e, ATR_JSON_OBJECT))
+        return atr_reader_fail_at(r, e, "expected a trajectory entry object, found %s",
+                                  atr_json_type_name(e->type));
+    const char *unused = NULL;
+    if (atr_reader_opt_str(r, e, "action", &unused) < 0 ||
+        atr_reader_opt_str(r, e, "observation", &unused) < 0 ||
+        atr_reader_opt_str(r, e, "response", &unused) < 0)
+        return -1;
+    const struct atr_json *et = atr_json_get(e, "execution_time");
+    if (et && et->type != ATR_JSON_NULL && et->type != ATR_JSON_NUMBER)
+        return atr_reader_fail_at(r, et, "expected \"execution_time\" to be a number, found %s",
+                                  atr_json_type_name(et->type));
+    const struct atr_json *st = atr_json_get(e, "state");
+    if (st && st->type != ATR_JSON_NULL && st->type != ATR_JSON_STRING &&
+        st->type != ATR_JSON_OBJECT)
+        return atr_reader_fail_at(r, st, "expected \"state\" to be a string or an object, found %s",
+                                  atr_json_type_name(st->type));
+    return 0;
+}
+
+static int64_t seconds_to_ms(double sec)
+{
+    if (!isfinite(sec) || sec < 0 || sec > 1e9)
+        return ATR_UNSET;
+    return (int64_t)llround(sec * 1000.0);
+}
+
+/* The tool step of one trajectory entry. The action ran in the state the
+ * previous entry left (its own "state" is the one after it); the first
+ * entry has only its own. */
+static int emit_entry(struct swe *sw, const struct atr_json *e)
+{
+    if (check_entry(sw->r, e) < 0)
+        return -1;
+    const struct atr_json *st = state_object(sw, atr_json_get(e, "state"));
+    size_t n;
+    const char *dir = atr_json_get_str(st, "working_dir", &n);
+    const char *after_cwd = state_value(&sw->r->scratch, dir, dir ? n : 0);
+    const char *file = atr_json_get_str(st, "open_file", &n);
+    const char *after_file = state_value(&sw->r->scratch, file, file ? n : 0);
+    if (!sw->cwd)
+        sw->cwd = after_cwd;
+    if (!sw->open_file)
+        sw->open_file = after_file;
+    const char *act = atr_json_get_str(e, "action", &n);
+    double sec;
+    if (act && add_action(sw, act, n) && atr_json_get_num(e, "execution_time", &sec))
+        sw->t->steps[sw->t->n_steps - 1].dur_ms = seconds_to_ms(sec);
+    if (after_cwd)
+        sw->cwd = after_cwd;
+    if (st)
+        sw->open_file = after_file;
+    return 0;
+}
+
+/* ---- history messages --------------------------------------------------- */
+
+static int check_msg(struct atr_reader *r, const struct atr_json *m, const char **role)
+{
+    if (!atr_json_is(m, ATR_JSON_OBJECT))
+        return atr_reader_fail_at(r, m, "expected a history message object, found %s",
+                                  atr_json_type_name(m->type));
+    struct atr_json *v;
+    if (atr_reader_req(r, m, "role", ATR_JSON_STRING, &v) < 0)
+        return -1;
+    *role = v->u.str.s;
+    const struct atr_json *c = atr_json_get(m, "content");
+    if (!atr_chat_content_ok(c))
+        return atr_reader_fail_at(r, c, "expected \"content\" to be a string or an array "
+                                  "of parts, found %s", atr_json_type_name(c->type));
+    const struct atr_json *tc = atr_json_get(m, "tool_calls");
+    if (tc && tc->type != ATR_JSON_NULL && tc->type != ATR_JSON_ARRAY)
+        return atr_reader_fail_at(r, tc, "expected \"tool_calls\" to be an array, found %s",
+                                  atr_json_type_name(tc->type));
+    const char *unused = NULL;
+    return atr_reader_opt_str(r, m, "action", &unused);
+}
+
+/* A tool call of a history-only file whose message lacks "action". */
+static void add_tool_call(struct swe *sw, const struct atr_json *call)
+{
+    const char *name;
+    const struct atr_json *raw;
+    if (!atr_chat_tool_call(call, &name, &raw))
+        return;
+    const struct atr_json *args = atr_chat_tool_args(&sw->r->scratch, raw, sw->r->opts.max_depth);
+    size_t n;
+    const char *cmd = atr_json_get_str(args, "command", &n);
+    if (strcmp(name, "bash") == 0 && cmd) {
+        add_bash(sw, cmd, n);
+    } else if (strcmp(name, "str_replace_editor") == 0 && cmd) {
+        set_editor(sw, cmd, atr_json_get_str(args, "path", NULL));
+    } else if (find_editor_cmd(name)) {
+        const char *path = atr_json_get_str(args, "path", NULL);
+        if (!path)
+            path = atr_json_get_str(args, "filename", NULL);
+        set_editor(sw, name, path ? path : sw->open_file);
+    } else {
+        struct atr_step *s = atr_trace_add_step(sw->t, ATR_STEP_TOOL);
+        s->tool = atr_arena_strdup(&sw->t->arena, name);
+        s->cwd = dup_opt(sw->t, sw->cwd);
+        if (raw) {
+            s->extra = atr_json_new(&sw->t->arena, ATR_JSON_OBJECT);
+            atr_json_append(&sw->t->arena, s->extra, "arguments",
+                            atr_json_copy(&sw->t->arena, raw));
+        }
+    }
+}
+
+/* Tool steps of a model call that has no trajectory entry. */
+static void emit_msg_tools(struct swe *sw, const struct atr_json *m)
+{
+    size_t n;
+    const char *act = atr_json_get_str(m, "action", &n);
+    if (act && add_action(sw, act, n))
+        return;
+    const struct atr_json *tc = atr_json_get(m, "tool_calls");
+    if (!atr_json_is(tc, ATR_JSON_ARRAY))
+        return;
+    for (const struct atr_json *c = tc->u.kids.first; c; c = c->next)
+        add_tool_call(sw, c);
+}
+
+static int is_demo(const struct atr_json *m)
+{
+    return atr_json_is(atr_json_get(m, "is_demo"), ATR_JSON_TRUE);
+}
+
+static int walk_message(struct swe *sw, const struct atr_json *m)
+{
+    const char *role;
+    if (check_msg(sw->r, m, &role) < 0)
+        return -1;
+    size_t len;
+    const char *text = atr_chat_render(&sw->r->scratch, atr_json_get(m, "content"),
+                                       atr_json_get(m, "tool_calls"), &len);
+    int demo = is_demo(m);
+    if (strcmp(role, "assistant") == 0 && !demo) {
+        atr_convo_llm(&sw->convo, text, len);
+        if (sw->next_entry) {
+            const struct atr_json *e = sw->next_entry;
+            sw->next_entry = e->next;
+            if (emit_entry(sw, e) < 0)
+                return -1;
+        } else {
+            emit_msg_tools(sw, m);
+        }
+    } else if (!demo && strcmp(role, "system") != 0) {
+        scan_observation(sw, text, len);
+    }
+    atr_convo_add(&sw->convo, role, text, len);
+    return 0;
+}
+
+static int walk_history(struct swe *sw, const struct atr_json *history)
+{
+    for (const struct atr_json *m = history->u.kids.first; m; m = m->next)
+        if (walk_message(sw, m) < 0)
+            return -1;
+    /* Entries past the last model call (an autosubmission after the cost
+     * limit, say) still ran: keep them as trailing tool steps. */
+    while (sw->next_entry) {
+        const struct atr_json *e = sw->next_entry;
+        sw->next_entry = e->next;
+        if (emit_entry(sw, e) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Adds the messages of an entry's "query" (the exact prompt SWE-agent 1.x
+ * sent) to the conversation: the only record of the system and instance
+ * prompts in a file without history. */
+static int add_query(struct swe *sw, const struct atr_json *query)
+{
+    for (const struct atr_json *m = query->u.kids.first; m; m = m->next) {
+        const char *role;
+        if (check_msg(sw->r, m, &role) < 0)
+            return -1;
+        size_t len;
+        const char *text = atr_chat_render(&sw->r->scratch, atr_json_get(m, "content"),
+                                           atr_json_get(m, "tool_calls"), &len);
+        atr_convo_add(&sw->convo, role, text, len);
+    }
+    return 0;
+}
+
+/* No history: each entry is one model call (its response) and its action;
+ * the observation joins the prompt of the next call. */
+static int walk_trajectory(struct swe *sw, const struct atr_json *traj)
+{
+    for (const struct atr_json *e = traj->u.kids.first; e; e = e->next) {
+        if (check_entry(sw->r, e) < 0)
+            return -1;
+        const struct atr_json *q = atr_json_get(e, "query");
+        if (e == traj->u.kids.first && atr_json_is(q, ATR_JSON_ARRAY) && add_query(sw, q) < 0)
+            return -1;
+        size_t len = 0, olen = 0;
+        const char *resp = atr_json_get_str(e, "response", &len);
+        atr_convo_llm(&sw->convo, resp ? resp : "", resp ? len : 0);
+        atr_convo_add(&sw->convo, "assistant", resp ? resp : "", resp ? len : 0);
+        if (emit_entry(sw, e) < 0)
+            return -1;
+        const char *obs = atr_json_get_str(e, "observation", &olen);
+        atr_convo_add(&sw->convo, "user", obs ? obs : "", obs ? olen : 0);
+    }
+    return 0;
+}
+
+/* ---- metadata ----------------------------------------------------------- */
+
+static void meta_count(struct atr_trace *t, const struct atr_json *stats, const char *key,
+                       const char *meta_key)
+{
+    double v;
+    if (atr_json_get_num(stats, key, &v) && isfinite(v) && v > 0 && v < 1e15)
+        atr_trace_meta_set_i64(t, meta_key, (int64_t)v);
+}
+
+/* replay_config: an object, or (SWE-agent 0.x) the same as a JSON string. */
+static const struct atr_json *replay_config(struct swe *sw, const struct atr_json *doc)
+{
+    return state_object(sw, atr_json_get(doc, "replay_config"));
+}
+
+static const char *config_model(const struct atr_json *rc)
+{
+    const struct atr_json *model = atr_json_get(atr_json_get(rc, "agent"), "model");
+    const char *name = atr_json_get_str(model, "name", NULL);
+    return name ? name : atr_json_get_str(model, "model_name", NULL);
+}
+
+static int set_meta(struct swe *sw, const struct atr_json *doc)
+{
+    struct atr_trace *t = sw->t;
+    const struct atr_json *info = atr_json_get(doc, "info");
+    if (info && info->type != ATR_JSON_NULL && info->type != ATR_JSON_OBJECT)
+        return atr_reader_fail_at(sw->r, info, "expected \"info\" to be an object, found %s",
+                                  atr_json_type_name(info->type));
+    const struct atr_json *rc = replay_config(sw, doc);
+    const char *model = config_model(rc);
+    if (model)
+        atr_trace_meta_set_str(t, "model", model);
+    const char *exit_status = atr_json_get_str(info, "exit_status", NULL);
+    if (exit_status) {
+        atr_trace_meta_set_str(t, "exit_status", exit_status);
+        atr_trace_meta_set_str(t, "outcome", exit_status);
+    }
+    const struct atr_json *stats = atr_json_get(info, "model_stats");
+    meta_count(t, stats, "tokens_sent", "recorded_input_tokens");
+    meta_count(t, stats, "tokens_received", "recorded_output_tokens");
+    meta_count(t, stats, "api_calls", "api_calls");
+    const char *id = atr_json_get_str(atr_json_get(rc, "problem_statement"), "id", NULL);
+    if (id)
+        atr_trace_meta_set_str(t, "instance_id", id);
+    else
+        id = atr_chat_base_name(&sw->r->scratch, atr_input_name(sw->r->in),
+                                (const char *const[]){".traj", ".json", NULL});
+    t->trace_id = atr_arena_printf(&t->arena, "swe-agent/%s", id);
+    return 0;
+}
+
+/* ---- the reader --------------------------------------------------------- */
+
+static int opt_array(struct atr_reader *r, const struct atr_json *doc, const char *key,
+                     const struct atr_json **out)
+{
+    const struct atr_json *v = atr_json_get(doc, key);
+    *out = NULL;
+    if (!v || v->type == ATR_JSON_NULL)
+        return 0;
+    if (v->type != ATR_JSON_ARRAY)
+        return atr_reader_fail_at(r, v, "expected \"%s\" to be an array, found %s", key,
+                                  atr_json_type_name(v->type));
+    *out = v;
+    return 0;
+}
+
+static int read_doc(struct swe *sw, const struct atr_json *doc)
+{
+    const struct atr_json *history, *traj;
+    if (!atr_json_is(doc, ATR_JSON_OBJECT))
+        return atr_reader_fail_at(sw->r, doc, "expected a SWE-agent trajectory object, found %s",
+                                  atr_json_type_name(doc->type));
+    if (opt_array(sw->r, doc, "history", &history) < 0 ||
+        opt_array(sw->r, doc, "trajectory", &traj) < 0)
+        return -1;
+    if (!history && !traj)
+        return atr_reader_fail_at(sw->r, doc, "expected a \"history\" or \"trajectory\" array");
+    if (set_meta(sw, doc) < 0)
+        return -1;
+    sw->next_entry = traj ? traj->u.kids.first : NULL;
+    if (history && history->u.kids.count)
+        return walk_history(sw, history);
+    return traj ? walk_trajectory(sw, traj) : 0;
+}
+
+static int next(struct atr_reader *r, struct atr_trace *t)
+{
+    if (r->ntraces > 0)
+        return 0;
+    struct atr_json *doc;
+    if (atr_reader_parse_all(r, &r->scratch, &doc) < 0)
+        return -1;
+    t->start_ms = 0;
+    struct swe sw = {.r = r, .t = t};
+    atr_convo_init(&sw.convo, t, r->opts.keep_content);
+    int rc = read_doc(&sw, doc);
+    atr_convo_release(&sw.convo);
+    return rc < 0 ? -1 : 1;
+}
+
+const struct atr_format atr_format_swe_agent = {
+    "swe-agent",
+    "SWE-agent .traj trajectory (history + trajectory, one JSON document)",
+    sniff,
+    next,
+    NULL,
+};

@@ -1,0 +1,249 @@
+/* reader.c - format selection by sniffing, and the helpers formats share. */
+#include "trace/reader.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { SNIFF_BYTES = 64 * 1024, SNIFF_MIN_SCORE = 20 };
+
+static const struct atr_format *sniff_format(struct atr_input *in, struct atr_error *err)
+{
+    const char *head;
+    ssize_t n = atr_input_peek(in, &head, SNIFF_BYTES, err);
+    if (n < 0)
+        return NULL;
+    if (n == 0) {
+        atr_error_set(err, "%s: empty input", atr_input_name(in));
+        return NULL;
+    }
+    const struct atr_format *best = NULL;
+    int best_score = 0;
+    for (size_t i = 0; atr_formats[i]; i++) {
+        int score = atr_formats[i]->sniff(head, (size_t)n, atr_input_name(in));
+        if (score > best_score) {
+            best = atr_formats[i];
+            best_score = score;
+        }
+    }
+    if (best_score < SNIFF_MIN_SCORE) {
+        atr_error_set(err, "%s: unrecognised trace format (use --from; "
+                      "`atr help convert` lists the formats)", atr_input_name(in));
+        return NULL;
+    }
+    return best;
+}
+
+struct atr_reader *atr_reader_open_input(struct atr_input *in, const char *format,
+                                         const struct atr_read_opts *opts,
+                                         struct atr_error *err)
+{
+    const struct atr_format *fmt;
+    if (format) {
+        fmt = atr_format_find(format);
+        if (!fmt) {
+            atr_error_set(err, "unknown format '%s' (`atr help convert` lists them)", format);
+            atr_input_close(in);
+            return NULL;
+        }
+    } else if (!(fmt = sniff_format(in, err))) {
+        atr_input_close(in);
+        return NULL;
+    }
+    struct atr_reader *r = calloc(1, sizeof *r);
+    if (!r)
+        abort();
+    r->fmt = fmt;
+    r->in = in;
+    if (opts)
+        r->opts = *opts;
+    if (!r->opts.block_size)
+        r->opts.block_size = ATR_DEFAULT_BLOCK_SIZE;
+    if (!r->opts.max_line)
+        r->opts.max_line = ATR_DEFAULT_MAX_LINE;
+    if (!r->opts.max_depth)
+        r->opts.max_depth = ATR_JSON_DEFAULT_DEPTH;
+    return r;
+}
+
+struct atr_reader *atr_reader_open(const char *path, const char *format,
+                                   const struct atr_read_opts *opts, struct atr_error *err)
+{
+    struct atr_input *in = atr_input_open(path, err);
+    if (!in)
+        return NULL;
+    return atr_reader_open_input(in, format, opts, err);
+}
+
+int atr_reader_next(struct atr_reader *r, struct atr_trace *t, struct atr_error *err)
+{
+    if (r->failed) {
+        if (err)
+            *err = r->err;
+        return -1;
+    }
+    atr_arena_clear(&r->scratch);
+    atr_trace_clear(t);
+    t->block_size = r->opts.block_size;
+    t->source = r->fmt->name;
+    int rc = r->fmt->next(r, t);
+    if (rc < 0) {
+        r->failed = true;
+        if (err)
+            *err = r->err;
+        return -1;
+    }
+    if (rc > 0)
+        r->ntraces++;
+    return rc;
+}
+
+const char *atr_reader_format(const struct atr_reader *r) { return r->fmt->name; }
+const char *atr_reader_name(const struct atr_reader *r) { return atr_input_name(r->in); }
+
+void atr_reader_close(struct atr_reader *r)
+{
+    if (!r)
+        return;
+    if (r->state && r->fmt->free_state)
+        r->fmt->free_state(r->state);
+    atr_input_close(r->in);
+    atr_arena_release(&r->scratch);
+    free(r);
+}
+
+static int vfail(struct atr_reader *r, unsigned long line, unsigned long col,
+                 const char *fmt, va_list ap)
+{
+    char msg[ATR_ERROR_MAX];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    return atr_error_at(&r->err, atr_input_name(r->in), line, col, "%s", msg);
+}
+
+int atr_reader_fail(struct atr_reader *r, unsigned long line, unsigned long col,
+                    const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vfail(r, line, col, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* A node's line:col is relative to the text parsed; the text began at
+ * base_line:base_col of the file. */
+static void file_pos(const struct atr_reader *r, unsigned long rel_line, unsigned long rel_col,
+                     unsigned long *line, unsigned long *col)
+{
+    *line = r->base_line + rel_line - 1;
+    *col = rel_line == 1 ? r->base_col + rel_col - 1 : rel_col;
+}
+
+int atr_reader_fail_at(struct atr_reader *r, const struct atr_json *j, const char *fmt, ...)
+{
+    unsigned long line = r->base_line, col = r->base_col;
+    if (j && j->line)
+        file_pos(r, j->line, j->col, &line, &col);
+    va_list ap;
+    va_start(ap, fmt);
+    vfail(r, line, col, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+int atr_reader_parse(struct atr_reader *r, struct atr_arena *a, const char *text, size_t len,
+                     unsigned long line, unsigned long col, bool allow_nonfinite,
+                     struct atr_json **out)
+{
+    struct atr_json_opts jo = {r->opts.max_depth, allow_nonfinite};
+    struct atr_json_err je;
+    r->base_line = line;
+    r->base_col = col;
+    if (atr_json_parse(a, text, len, &jo, out, &je) == 0)
+        return 0;
+    unsigned long fl, fc;
+    file_pos(r, je.line, je.col, &fl, &fc);
+    return atr_reader_fail(r, fl, fc, "%s", je.msg);
+}
+
+int atr_reader_parse_all(struct atr_reader *r, struct atr_arena *a, struct atr_json **out)
+{
+    struct atr_buf doc = ATR_BUF_INIT;
+    if (atr_input_read_all(r->in, &doc, r->opts.max_line, &r->err) < 0) {
+        atr_buf_release(&doc);
+        return -1;
+    }
+    int rc = atr_reader_parse(r, a, doc.data ? doc.data : "", doc.len, 1, 1, false, out);
+    atr_buf_release(&doc);
+    return rc;
+}
+
+int atr_reader_getline(struct atr_reader *r, const char **line, size_t *len)
+{
+    int rc = atr_input_getline(r->in, line, len, r->opts.max_line, &r->err);
+    if (rc > 0) {
+        r->base_line = atr_input_lineno(r->in);
+        r->base_col = 1;
+    }
+    return rc;
+}
+
+int atr_reader_array_begin(struct atr_reader *r)
+{
+    return atr_input_array_begin(r->in, &r->err);
+}
+
+int atr_reader_array_next(struct atr_reader *r, struct atr_arena *a, struct atr_json **out)
+{
+    const char *elem;
+    size_t len;
+    unsigned long line, col;
+    int rc = atr_input_array_next(r->in, &elem, &len, &line, &col, r->opts.max_line, &r->err);
+    if (rc <= 0)
+        return rc;
+    if (atr_reader_parse(r, a, elem, len, line, col, false, out) < 0)
+        return -1;
+    return 1;
+}
+
+int atr_reader_req(struct atr_reader *r, const struct atr_json *obj, const char *key,
+                   enum atr_json_type type, struct atr_json **out)
+{
+    struct atr_json *v = atr_json_get(obj, key);
+    if (!v)
+        return atr_reader_fail_at(r, obj, "expected \"%s\" (%s) in this object", key,
+                                  atr_json_type_name(type));
+    bool ok = v->type == type ||
+              (type == ATR_JSON_TRUE && v->type == ATR_JSON_FALSE);   /* "boolean" */
+    if (!ok)
+        return atr_reader_fail_at(r, v, "expected \"%s\" to be %s, found %s", key,
+                                  atr_json_type_name(type), atr_json_type_name(v->type));
+    *out = v;
+    return 0;
+}
+
+int atr_reader_opt_i64(struct atr_reader *r, const struct atr_json *obj, const char *key,
+                       int64_t *out)
+{
+    struct atr_json *v = atr_json_get(obj, key);
+    if (!v || v->type == ATR_JSON_NULL)
+        return 0;
+    if (v->type != ATR_JSON_NUMBER || !v->is_int)
+        return atr_reader_fail_at(r, v, "expected \"%s\" to be an integer", key);
+    *out = v->i;
+    return 0;
+}
+
+int atr_reader_opt_str(struct atr_reader *r, const struct atr_json *obj, const char *key,
+                       const char **out)
+{
+    struct atr_json *v = atr_json_get(obj, key);
+    if (!v || v->type == ATR_JSON_NULL)
+        return 0;
+    if (v->type != ATR_JSON_STRING)
+        return atr_reader_fail_at(r, v, "expected \"%s\" to be a string, found %s", key,
+                                  atr_json_type_name(v->type));
+    *out = v->u.str.s;
+    return 0;
+}

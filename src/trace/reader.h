@@ -1,0 +1,115 @@
+/* reader.h - read traces of any supported format, one trace at a time.
+ *
+ * atr_reader_open sniffs the format from the first bytes (and the file name
+ * as a hint) unless one is named; atr_reader_next then fills one trace per
+ * call, so memory is bounded by the largest trace, never the file.
+ *
+ * Memory: the reader owns its input and buffers; the trace passed to
+ * atr_reader_next is cleared and refilled by the reader, and owned by the
+ * caller (release it with atr_trace_release). */
+#ifndef ATR_TRACE_READER_H
+#define ATR_TRACE_READER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "json/json.h"
+#include "trace/trace.h"
+#include "util/arena.h"
+#include "util/buf.h"
+#include "util/error.h"
+#include "util/input.h"
+
+#define ATR_DEFAULT_MAX_LINE ((size_t)256 << 20)   /* one line or document */
+
+struct atr_read_opts {
+    uint32_t block_size;      /* tokens per hash block; 0 = 16 */
+    bool keep_content;        /* fill step->messages */
+    size_t max_line;          /* 0 = ATR_DEFAULT_MAX_LINE */
+    unsigned max_depth;       /* JSON nesting cap; 0 = 256 */
+};
+
+struct atr_reader;
+
+/* format: a name from atr_formats ("swe-agent", ...) or NULL to sniff. */
+struct atr_reader *atr_reader_open(const char *path, const char *format,
+                                   const struct atr_read_opts *opts,
+                                   struct atr_error *err);
+/* Same over an already open input, which the reader takes over (closes). */
+struct atr_reader *atr_reader_open_input(struct atr_input *in, const char *format,
+                                         const struct atr_read_opts *opts,
+                                         struct atr_error *err);
+/* Returns 1 with *t filled, 0 at the end, -1 with err set. After -1 the
+ * reader is done: further calls return -1 again. */
+int atr_reader_next(struct atr_reader *r, struct atr_trace *t, struct atr_error *err);
+const char *atr_reader_format(const struct atr_reader *r);
+const char *atr_reader_name(const struct atr_reader *r);
+void atr_reader_close(struct atr_reader *r);     /* accepts NULL */
+
+/* ---- the format interface: what src/trace/fmt-*.c implement ---- */
+
+struct atr_format {
+    const char *name;         /* --from name */
+    const char *summary;      /* one line for `atr help convert` */
+    /* Confidence 0..100 that the input is this format, from its first bytes
+     * (decompressed; up to 64 KiB) and its file name (may be "<stdin>"). */
+    int (*sniff)(const char *head, size_t len, const char *name);
+    /* Fills t with the next trace: 1, 0 at the end, -1 after atr_reader_fail. */
+    int (*next)(struct atr_reader *r, struct atr_trace *t);
+    void (*free_state)(void *state);  /* may be NULL */
+};
+
+/* Registry, NULL-terminated, in sniffing priority order. */
+extern const struct atr_format *const atr_formats[];
+const struct atr_format *atr_format_find(const char *name);
+
+/* What a format sees of the reader. */
+struct atr_reader {
+    const struct atr_format *fmt;
+    struct atr_input *in;
+    struct atr_read_opts opts;
+    struct atr_error err;
+    void *state;              /* the format's own, freed with fmt->free_state */
+    unsigned long ntraces;    /* traces returned so far */
+    struct atr_arena scratch; /* cleared by atr_reader_next before each call */
+    bool failed;
+    /* Position of the text last handed to atr_reader_parse, to turn a JSON
+     * node's line/col (relative to that text) into the file's line:col. */
+    unsigned long base_line, base_col;
+};
+
+/* Sets r->err to "FILE:LINE:COL: message" and returns -1. */
+int atr_reader_fail(struct atr_reader *r, unsigned long line, unsigned long col,
+                    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* Same, at the position of node j from the last atr_reader_parse (j may be
+ * NULL: then the start of that text). */
+int atr_reader_fail_at(struct atr_reader *r, const struct atr_json *j,
+                       const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Parses text (which starts at file position line:col) into arena a with the
+ * reader's depth cap; on error fails with the JSON error's file position. */
+int atr_reader_parse(struct atr_reader *r, struct atr_arena *a, const char *text,
+                     size_t len, unsigned long line, unsigned long col,
+                     bool allow_nonfinite, struct atr_json **out);
+
+/* Whole input as one JSON document (single-document formats like .traj). */
+int atr_reader_parse_all(struct atr_reader *r, struct atr_arena *a, struct atr_json **out);
+
+/* Next line of the input; 1, 0 at end, -1 after fail (line too long). */
+int atr_reader_getline(struct atr_reader *r, const char **line, size_t *len);
+
+/* Elements of a top-level JSON array, parsed one at a time: begin once,
+ * then next returns 1 with *out, 0 after the last, -1 after fail. */
+int atr_reader_array_begin(struct atr_reader *r);
+int atr_reader_array_next(struct atr_reader *r, struct atr_arena *a, struct atr_json **out);
+
+/* Schema helpers that fail with a position when the type is wrong.
+ * req_*: the member must exist; opt_*: absent or null gives the default. */
+int atr_reader_req(struct atr_reader *r, const struct atr_json *obj, const char *key,
+                   enum atr_json_type type, struct atr_json **out);
+int atr_reader_opt_i64(struct atr_reader *r, const struct atr_json *obj, const char *key,
+                       int64_t *out);
+int atr_reader_opt_str(struct atr_reader *r, const struct atr_json *obj, const char *key,
+                       const char **out);
+
+#endif

@@ -1,0 +1,82 @@
+/* trace.h - the in-memory form of one atr-trace v1 trace (docs/trace-format.md).
+ *
+ * Memory: a trace owns an arena; every string, step array, hash id list and
+ * JSON node reachable from it is allocated there. atr_trace_clear empties the
+ * trace for reuse (the reader's streaming loop), atr_trace_release frees it.
+ * Readers fill one trace at a time, so memory is bounded by the largest trace. */
+#ifndef ATR_TRACE_TRACE_H
+#define ATR_TRACE_TRACE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "json/json.h"
+#include "util/arena.h"
+
+#define ATR_TRACE_FORMAT "atr-trace/1"
+#define ATR_UNSET INT64_MIN          /* an absent integer field */
+#define ATR_DEFAULT_BLOCK_SIZE 16
+
+enum atr_step_kind { ATR_STEP_LLM, ATR_STEP_TOOL };
+
+struct atr_step {
+    uint32_t i;                  /* index in the trace, 0-based, dense */
+    enum atr_step_kind kind;
+    int64_t t_ms, dur_ms;        /* observed start (relative to the trace) and duration */
+
+    /* kind == llm */
+    int64_t input_tokens, output_tokens, cached_tokens;
+    uint64_t *hash_ids;          /* always the full list in memory */
+    uint32_t n_hash_ids;
+    int64_t recorded_input_tokens, recorded_output_tokens; /* source's real counts */
+    int64_t max_tokens;          /* request's max_tokens when the source has it */
+
+    /* kind == tool */
+    const char *tool;            /* "bash", "editor", "browser", or the source's name */
+    const char *command;         /* bash: the command line */
+    const char *action;          /* editor/browser: "view", "str_replace", "click", ... */
+    const char *path;            /* editor: the file */
+    const char *selector;        /* browser: element selector */
+    const char *url;             /* browser: page url */
+    const char *cwd;
+    int64_t timeout_ms;
+    int64_t exit_code;
+
+    struct atr_json *messages;   /* llm: the real content, only with keep_content:
+                                    messages added since the previous llm step */
+    struct atr_json *output;     /* llm: the reply (STRING), only with keep_content */
+    const char *command_head;    /* set by readers of redacted traces */
+    struct atr_json *extra;      /* unknown fields, an OBJECT, kept through convert */
+};
+
+struct atr_trace {
+    const char *trace_id;
+    const char *source;          /* the reader that made it: "swe-agent", ... */
+    int64_t start_ms;
+    uint32_t block_size;
+    struct atr_json *meta;       /* OBJECT or NULL */
+    struct atr_json *extra;      /* unknown top-level fields, OBJECT or NULL */
+    struct atr_step *steps;
+    size_t n_steps, cap_steps;
+    struct atr_arena arena;      /* owns everything above */
+};
+
+#define ATR_TRACE_INIT {0}
+
+/* Appends a step with every integer field ATR_UNSET and i = its index.
+ * The pointer is valid until the next atr_trace_add_step. */
+struct atr_step *atr_trace_add_step(struct atr_trace *t, enum atr_step_kind kind);
+void atr_trace_clear(struct atr_trace *t);
+void atr_trace_release(struct atr_trace *t);
+
+/* Meta helpers: meta values are JSON nodes in the trace arena. */
+void atr_trace_meta_set_str(struct atr_trace *t, const char *key, const char *val);
+void atr_trace_meta_set_i64(struct atr_trace *t, const char *key, int64_t val);
+
+/* The command head used by stats and sampling: the program name of a
+ * command line ("pytest", "pip", "git", ...), skipping env assignments,
+ * `cd X &&`, sudo, timeout, `python -m`. Writes at most cap-1 bytes. */
+void atr_command_head(const char *command, char *out, size_t cap);
+
+#endif

@@ -1,0 +1,32 @@
+/* buf.h - growing byte buffer with a declared maximum size.
+ *
+ * The buffer owns data (malloc); atr_buf_release frees it, atr_buf_clear
+ * empties it for reuse. Every append checks `max` (0 = no limit) and
+ * returns -1 without changing the buffer when the limit would be passed:
+ * untrusted input can never grow a buffer without bound. data is always
+ * NUL-terminated after a successful append. */
+#ifndef ATR_UTIL_BUF_H
+#define ATR_UTIL_BUF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct atr_buf {
+    char *data;
+    size_t len, cap, max;
+};
+
+#define ATR_BUF_INIT {NULL, 0, 0, 0}
+
+int atr_buf_reserve(struct atr_buf *b, size_t extra);
+int atr_buf_append(struct atr_buf *b, const void *p, size_t n);
+int atr_buf_putc(struct atr_buf *b, char c);
+int atr_buf_puts(struct atr_buf *b, const char *s);
+int atr_buf_printf(struct atr_buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+int atr_buf_put_i64(struct atr_buf *b, int64_t v);  /* decimal, fast path */
+int atr_buf_put_u64(struct atr_buf *b, uint64_t v);
+void atr_buf_clear(struct atr_buf *b);
+void atr_buf_release(struct atr_buf *b);
+
+#endif

@@ -1,0 +1,148 @@
+/* output.c - atomic file output through a temporary renamed on commit. */
+#include "util/output.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+enum { OUT_BUF = 1 << 20, MAX_OPEN = 16 };
+
+struct atr_output {
+    int fd;
+    bool is_stdout;
+    char *path, *tmp;
+    char *buf;
+    size_t len;
+    int slot;
+};
+
+/* Temporaries a signal handler must remove: fixed storage, no malloc. */
+static char open_tmps[MAX_OPEN][4096];
+static volatile sig_atomic_t open_used[MAX_OPEN];
+
+static int register_tmp(const char *tmp)
+{
+    for (int i = 0; i < MAX_OPEN; i++)
+        if (!open_used[i] && strlen(tmp) < sizeof open_tmps[i]) {
+            strcpy(open_tmps[i], tmp);
+            open_used[i] = 1;
+            return i;
+        }
+    return -1;
+}
+
+void atr_output_abort_all(void)
+{
+    for (int i = 0; i < MAX_OPEN; i++)
+        if (open_used[i])
+            unlink(open_tmps[i]);
+}
+
+static void output_free(struct atr_output *o)
+{
+    if (o->slot >= 0)
+        open_used[o->slot] = 0;
+    free(o->path);
+    free(o->tmp);
+    free(o->buf);
+    free(o);
+}
+
+struct atr_output *atr_output_open(const char *path, struct atr_error *err)
+{
+    struct atr_output *o = calloc(1, sizeof *o);
+    if (!o)
+        abort();
+    o->slot = -1;
+    o->buf = malloc(OUT_BUF);
+    o->path = strdup(path);
+    if (!o->buf || !o->path)
+        abort();
+    if (strcmp(path, "-") == 0) {
+        o->fd = 1;
+        o->is_stdout = true;
+        return o;
+    }
+    if (asprintf(&o->tmp, "%s.tmp.XXXXXX", path) < 0)
+        abort();
+    o->fd = mkostemp(o->tmp, O_CLOEXEC);
+    if (o->fd < 0) {
+        atr_error_set(err, "%s: %s", path, strerror(errno));
+        output_free(o);
+        return NULL;
+    }
+    /* mkostemp makes 0600; give the file the mode a plain create would. */
+    mode_t mask = umask(0);
+    umask(mask);
+    fchmod(o->fd, 0666 & ~mask);
+    o->slot = register_tmp(o->tmp);
+    return o;
+}
+
+static int flush_buf(struct atr_output *o, struct atr_error *err)
+{
+    size_t done = 0;
+    while (done < o->len) {
+        ssize_t n = write(o->fd, o->buf + done, o->len - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return atr_error_set(err, "%s: %s", o->path, strerror(errno));
+        done += (size_t)n;
+    }
+    o->len = 0;
+    return 0;
+}
+
+int atr_output_write(struct atr_output *o, const void *p, size_t n, struct atr_error *err)
+{
+    if (o->len + n > OUT_BUF && flush_buf(o, err) < 0)
+        return -1;
+    if (n > OUT_BUF) {
+        size_t saved = o->len;
+        char *savedbuf = o->buf;
+        o->buf = (char *)p;
+        o->len = n;
+        int rc = flush_buf(o, err);
+        o->buf = savedbuf;
+        o->len = saved;
+        return rc;
+    }
+    memcpy(o->buf + o->len, p, n);
+    o->len += n;
+    return 0;
+}
+
+int atr_output_commit(struct atr_output *o, struct atr_error *err)
+{
+    int rc = flush_buf(o, err);
+    if (o->is_stdout) {
+        output_free(o);
+        return rc;
+    }
+    if (close(o->fd) < 0 && rc == 0)
+        rc = atr_error_set(err, "%s: %s", o->path, strerror(errno));
+    if (rc == 0 && rename(o->tmp, o->path) < 0)
+        rc = atr_error_set(err, "%s: %s", o->path, strerror(errno));
+    if (rc < 0)
+        unlink(o->tmp);
+    output_free(o);
+    return rc;
+}
+
+void atr_output_abort(struct atr_output *o)
+{
+    if (!o)
+        return;
+    if (!o->is_stdout) {
+        close(o->fd);
+        unlink(o->tmp);
+    }
+    output_free(o);
+}

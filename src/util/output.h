@@ -1,0 +1,24 @@
+/* output.h - write a file atomically: a temporary beside it, renamed on commit.
+ *
+ * A failed or interrupted command never leaves a partial output behind:
+ * atr_output_abort (also called from the CLI's signal handler through
+ * atr_output_abort_all) removes the temporary. "-" writes to stdout. */
+#ifndef ATR_UTIL_OUTPUT_H
+#define ATR_UTIL_OUTPUT_H
+
+#include <stddef.h>
+
+#include "util/error.h"
+
+struct atr_output;
+
+struct atr_output *atr_output_open(const char *path, struct atr_error *err);
+int atr_output_write(struct atr_output *o, const void *p, size_t n, struct atr_error *err);
+/* Flushes, renames over path and frees o; on failure removes the temporary. */
+int atr_output_commit(struct atr_output *o, struct atr_error *err);
+/* Removes the temporary and frees o; accepts NULL. */
+void atr_output_abort(struct atr_output *o);
+/* Async-signal-safe: unlinks every open temporary. For SIGINT/SIGTERM handlers. */
+void atr_output_abort_all(void);
+
+#endif

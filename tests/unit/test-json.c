@@ -1,0 +1,622 @@
+/* test-json.c - unit tests for the JSON parser, lookups, builders, output. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json/json.h"
+
+static struct atr_arena arena = ATR_ARENA_INIT;
+
+/* Parses from an exact-size heap copy, so reading past len trips ASan. */
+static int parse_opts(const char *text, size_t len, const struct atr_json_opts *o,
+                      struct atr_json **out, struct atr_json_err *err)
+{
+    char *copy = malloc(len ? len : 1);
+    memcpy(copy, text, len);
+    int rc = atr_json_parse(&arena, copy, len, o, out, err);
+    free(copy);  /* the tree must not point into the input */
+    return rc;
+}
+
+static struct atr_json *parse_ok(const char *text)
+{
+    struct atr_json *v = NULL;
+    struct atr_json_err err;
+    int rc = parse_opts(text, strlen(text), NULL, &v, &err);
+    if (rc != 0)
+        fail_msg("parse of %s failed at %u:%u: %s", text, err.line, err.col, err.msg);
+    assert_non_null(v);
+    return v;
+}
+
+/* Expects failure at line:col with a message starting with msg. */
+static void parse_fails_n(const char *text, size_t len, const struct atr_json_opts *o,
+                          uint32_t line, uint32_t col, const char *msg)
+{
+    struct atr_json *v = (struct atr_json *)1;
+    struct atr_json_err err = {0};
+    if (parse_opts(text, len, o, &v, &err) == 0)
+        fail_msg("parse of %s succeeded, expected \"%s\"", text, msg);
+    assert_null(v);
+    if (err.line != line || err.col != col || strncmp(err.msg, msg, strlen(msg)) != 0)
+        fail_msg("%s: got %u:%u \"%s\", want %u:%u \"%s\"", text, err.line, err.col,
+                 err.msg, line, col, msg);
+}
+
+static void parse_fails(const char *text, uint32_t line, uint32_t col, const char *msg)
+{
+    parse_fails_n(text, strlen(text), NULL, line, col, msg);
+}
+
+static const char *to_json(const struct atr_json *v)
+{
+    static struct atr_buf b = ATR_BUF_INIT;
+    atr_buf_clear(&b);
+    assert_int_equal(atr_json_write_value(&b, v), 0);
+    return atr_arena_strndup(&arena, b.data, b.len);
+}
+
+static int teardown(void **state)
+{
+    atr_arena_clear(&arena);
+    return 0;
+}
+
+static void test_scalars(void **state)
+{
+    struct atr_json *v = parse_ok("null");
+    assert_int_equal(v->type, ATR_JSON_NULL);
+    assert_int_equal(v->line, 1);
+    assert_int_equal(v->col, 1);
+    assert_int_equal(parse_ok(" true ")->type, ATR_JSON_TRUE);
+    assert_int_equal(parse_ok("\t\r\nfalse")->type, ATR_JSON_FALSE);
+    v = parse_ok("\n\n   \"hi\"\n");
+    assert_int_equal(v->type, ATR_JSON_STRING);
+    assert_int_equal(v->line, 3);
+    assert_int_equal(v->col, 4);
+    assert_string_equal(v->u.str.s, "hi");
+    assert_int_equal(v->u.str.len, 2);
+    assert_null(v->key);
+    v = parse_ok("42");
+    assert_int_equal(v->type, ATR_JSON_NUMBER);
+    assert_true(v->is_int);
+    assert_int_equal(v->i, 42);
+    assert_true(v->u.num == 42.0);
+    assert_int_equal(v->raw_len, 2);
+    assert_memory_equal(v->raw, "42", 2);
+    v = parse_ok("\"\"");
+    assert_int_equal(v->u.str.len, 0);
+    assert_string_equal(v->u.str.s, "");
+}
+
+static void test_nested(void **state)
+{
+    const char *text = "{\n  \"a\": [1, {\"b\": null}, []],\n  \"c\": {},\n  \"a\": \"dup\"\n}";
+    struct atr_json *v = parse_ok(text);
+    assert_int_equal(v->type, ATR_JSON_OBJECT);
+    assert_int_equal(v->u.kids.count, 3);
+    struct atr_json *a = v->u.kids.first;
+    assert_true(atr_json_key_is(a, "a"));
+    assert_int_equal(a->type, ATR_JSON_ARRAY);
+    assert_int_equal(a->line, 2);
+    assert_int_equal(a->col, 8);
+    assert_int_equal(a->u.kids.count, 3);
+    struct atr_json *one = a->u.kids.first, *inner = one->next, *empty = inner->next;
+    assert_null(one->key);
+    assert_int_equal(one->i, 1);
+    assert_int_equal(one->col, 9);
+    assert_int_equal(inner->type, ATR_JSON_OBJECT);
+    assert_int_equal(inner->u.kids.first->type, ATR_JSON_NULL);
+    assert_true(atr_json_key_is(inner->u.kids.first, "b"));
+    assert_int_equal(empty->type, ATR_JSON_ARRAY);
+    assert_int_equal(empty->u.kids.count, 0);
+    assert_null(empty->u.kids.first);
+    assert_null(empty->next);
+    assert_ptr_equal(a->u.kids.last, empty);
+    struct atr_json *c = a->next;
+    assert_true(atr_json_key_is(c, "c"));
+    assert_int_equal(c->line, 3);
+    assert_int_equal(c->col, 8);
+    /* Duplicates are kept in order; get finds the first. */
+    struct atr_json *dup = c->next;
+    assert_true(atr_json_key_is(dup, "a"));
+    assert_string_equal(dup->u.str.s, "dup");
+    assert_ptr_equal(v->u.kids.last, dup);
+    assert_ptr_equal(atr_json_get(v, "a"), a);
+}
+
+static void want_string(const char *json, const char *want, size_t want_len)
+{
+    struct atr_json *v = parse_ok(json);
+    assert_int_equal(v->type, ATR_JSON_STRING);
+    assert_int_equal(v->u.str.len, want_len);
+    assert_memory_equal(v->u.str.s, want, want_len);
+    assert_int_equal(v->u.str.s[want_len], '\0');
+}
+
+static void test_escapes(void **state)
+{
+    want_string("\"\\\"\\\\\\/\\b\\f\\n\\r\\t\"", "\"\\/\b\f\n\r\t", 8);
+    want_string("\"\\u0041\\u00e9\\u20AC\"", "A\xc3\xa9\xe2\x82\xac", 6);
+    want_string("\"\\ud83d\\ude00\"", "\xf0\x9f\x98\x80", 4);
+    want_string("\"\\uDBFF\\uDFFF\"", "\xf4\x8f\xbf\xbf", 4);
+    want_string("\"a\\u0000b\"", "a\0b", 3);
+    want_string("\"\\\\\"", "\\", 1);
+    want_string("\"x\\\\\\\\\"", "x\\\\", 3);
+    want_string("\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \xed\x9f\xbf\"",
+                  "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \xed\x9f\xbf", 18);
+    want_string("\"\x7f\"", "\x7f", 1);
+}
+
+/* Long strings cross the 16-byte vector path; check escapes at each offset. */
+static void test_long_strings(void **state)
+{
+    static const char *esc[] = {"\\n", "\\\"", "\\u00e9", "\xc3\xa9", "\\ud83d\\ude00", "\\\\"};
+    static const char *dec[] = {"\n", "\"", "\xc3\xa9", "\xc3\xa9", "\xf0\x9f\x98\x80", "\\"};
+    char json[512], want[512];
+    for (int e = 0; e < 6; e++) {
+        for (int at = 0; at < 40; at++) {
+            size_t jn = 0, wn = 0;
+            json[jn++] = '"';
+            for (int k = 0; k < 50; k++) {
+                if (k == at) {
+                    jn += (size_t)sprintf(json + jn, "%s", esc[e]);
+                    wn += (size_t)sprintf(want + wn, "%s", dec[e]);
+                } else {
+                    json[jn++] = want[wn++] = (char)('a' + k % 26);
+                }
+            }
+            json[jn++] = '"';
+            json[jn] = '\0';
+            want_string(json, want, wn);
+        }
+    }
+}
+
+static void test_string_errors(void **state)
+{
+    parse_fails("\"abc", 1, 1, "unterminated string");
+    parse_fails("[\"abc\\\"]", 1, 2, "unterminated string");
+    parse_fails("\"ab\ncd\"", 1, 4, "unescaped control character 0x0a in string");
+    parse_fails("{\"a\":\n \"x\ty\"}", 2, 4, "unescaped control character 0x09");
+    parse_fails("\"ab\ncd", 1, 4, "unescaped control character 0x0a");
+    parse_fails("\"a\\x\"", 1, 3, "invalid escape in string, found 'x' after '\\'");
+    parse_fails("\"a\\'\"", 1, 3, "invalid escape in string");
+    parse_fails("\"\\u12\"", 1, 2, "invalid \\u escape: expected 4 hex digits");
+    parse_fails("\"\\u12g4\"", 1, 2, "invalid \\u escape: expected 4 hex digits");
+    parse_fails("\"xx\\ud800\"", 1, 4, "invalid \\u escape: unpaired high surrogate");
+    parse_fails("\"\\ud800\\u0041\"", 1, 2, "invalid \\u escape: unpaired high surrogate");
+    parse_fails("\"\\ud800\\ud800\"", 1, 2, "invalid \\u escape: unpaired high surrogate");
+    parse_fails("\"\\udc00\"", 1, 2, "invalid \\u escape: unpaired low surrogate");
+    parse_fails("\"\\ud800x\"", 1, 2, "invalid \\u escape: unpaired high surrogate");
+    static const char *bad_utf8[] = {
+        "\"\x80\"", "\"\xc0\x80\"", "\"\xc1\xbf\"", "\"\xe0\x80\x80\"",
+        "\"\xed\xa0\x80\"", "\"\xf0\x80\x80\x80\"", "\"\xf4\x90\x80\x80\"",
+        "\"\xf5\x80\x80\x80\"", "\"\xff\"", "\"\xe2\x82\"", "\"\xc3\"",
+        "\"\xe2\x28\xa1\"", "\"\xf0\x9f\x98\"",
+    };
+    for (size_t i = 0; i < sizeof bad_utf8 / sizeof *bad_utf8; i++)
+        parse_fails(bad_utf8[i], 1, 2, "invalid UTF-8 in string");
+    /* Keys go through the same path. */
+    parse_fails("{\"k\x80\": 1}", 1, 4, "invalid UTF-8 in string");
+    parse_fails("{\"k", 1, 2, "unterminated string");
+}
+
+static void want_int(const char *json, int64_t want)
+{
+    struct atr_json *v = parse_ok(json);
+    assert_int_equal(v->type, ATR_JSON_NUMBER);
+    if (!v->is_int)
+        fail_msg("%s: not is_int", json);
+    assert_true(v->i == want);
+    assert_true(v->u.num == (double)want);
+    assert_int_equal(v->raw_len, strlen(json));
+    assert_memory_equal(v->raw, json, v->raw_len);
+}
+
+static void want_double(const char *json, double want)
+{
+    struct atr_json *v = parse_ok(json);
+    assert_int_equal(v->type, ATR_JSON_NUMBER);
+    if (v->is_int)
+        fail_msg("%s: unexpectedly is_int", json);
+    if (!(v->u.num == want) || signbit(v->u.num) != signbit(want))
+        fail_msg("%s: got %.17g want %.17g", json, v->u.num, want);
+    assert_int_equal(v->raw_len, strlen(json));
+}
+
+static void test_numbers(void **state)
+{
+    want_int("0", 0);
+    want_int("7", 7);
+    want_int("-123", -123);
+    want_int("9223372036854775807", INT64_MAX);
+    want_int("-9223372036854775808", INT64_MIN);
+    want_int("1000000000000000000", 1000000000000000000);
+    want_double("9223372036854775808", 9223372036854775808.0);
+    want_double("-9223372036854775809", -9223372036854775809.0);
+    want_double("12345678901234567890123", 12345678901234567890123.0);
+    want_double("1.5", 1.5);
+    want_double("-0.0", -0.0);
+    want_double("0.1", 0.1);
+    want_double("3.141592653589793", 3.141592653589793);
+    want_double("1e2", 100.0);
+    want_double("1E+2", 100.0);
+    want_double("-2.5e-3", -2.5e-3);
+    want_double("0.000001", 1e-6);
+    want_double("1.7976931348623157e308", 1.7976931348623157e308);
+    want_double("5e-324", 5e-324);
+    want_double("0e0", 0.0);
+    want_double("-0e-400", -0.0);
+    want_double("123456789012345.678", 123456789012345.678);
+    want_double("1e22", 1e22);
+    want_double("1e23", 1e23);
+    want_double("1e0000000000000000000001", 10.0);
+    want_double("1e400", INFINITY);
+    want_double("-1e400", -INFINITY);
+    want_double("1e-400", 0.0);
+    /* "-0" is the integer 0; num keeps the sign. */
+    struct atr_json *v = parse_ok("-0");
+    assert_true(v->is_int);
+    assert_int_equal(v->i, 0);
+    assert_true(signbit(v->u.num));
+    v = parse_ok("[1,-2.5,3]");
+    assert_int_equal(v->u.kids.first->next->raw_len, 4);
+    assert_int_equal(v->u.kids.first->next->col, 4);
+}
+
+static void test_number_errors(void **state)
+{
+    parse_fails("01", 1, 1, "invalid number: leading zero");
+    parse_fails("-01", 1, 2, "invalid number: leading zero");
+    parse_fails("[00]", 1, 2, "invalid number: leading zero");
+    parse_fails("-", 1, 2, "invalid number: expected digit after '-'");
+    parse_fails("-a", 1, 2, "invalid number: expected digit after '-'");
+    parse_fails("1.", 1, 3, "invalid number: expected digit after '.'");
+    parse_fails("1.e5", 1, 3, "invalid number: expected digit after '.'");
+    parse_fails("1e", 1, 3, "invalid number: expected digit in exponent");
+    parse_fails("1e+", 1, 4, "invalid number: expected digit in exponent");
+    parse_fails("[1E-x]", 1, 5, "invalid number: expected digit in exponent");
+    parse_fails(".5", 1, 1, "expected a JSON value, found '.'");
+    parse_fails("+1", 1, 1, "expected a JSON value, found '+'");
+    parse_fails("0x10", 1, 2, "unexpected 'x' after JSON value");
+    parse_fails("1.5.2", 1, 4, "unexpected '.' after JSON value");
+}
+
+static void test_errors(void **state)
+{
+    parse_fails("{\n  \"a\": 1,\n}", 3, 1, "expected string key after ',', found '}'");
+    parse_fails("", 1, 1, "expected a JSON value, found end of input");
+    parse_fails("  \n ", 2, 2, "expected a JSON value, found end of input");
+    parse_fails("[1,]", 1, 4, "expected a JSON value, found ']'");
+    parse_fails("[1 2]", 1, 4, "expected ',' or ']' after array element, found '2'");
+    parse_fails("[1", 1, 3, "expected ',' or ']' after array element, found end of input");
+    parse_fails("[", 1, 2, "expected a JSON value, found end of input");
+    parse_fails("{", 1, 2, "expected string key or '}', found end of input");
+    parse_fails("{1:2}", 1, 2, "expected string key or '}', found '1'");
+    parse_fails("{\"a\" 1}", 1, 6, "expected ':' after object key, found '1'");
+    parse_fails("{\"a\":}", 1, 6, "expected a JSON value, found '}'");
+    parse_fails("{\"a\":1 \"b\":2}", 1, 8, "expected ',' or '}' after object member, found '\"'");
+    parse_fails("{\"a\":1,,}", 1, 8, "expected string key after ','");
+    parse_fails("[1]]", 1, 4, "unexpected ']' after JSON value");
+    parse_fails("{} {}", 1, 4, "unexpected '{' after JSON value");
+    parse_fails("1\n\n  x", 3, 3, "unexpected 'x' after JSON value");
+    parse_fails("tru", 1, 1, "invalid literal, expected 'true'");
+    parse_fails("[fals]", 1, 2, "invalid literal, expected 'false'");
+    parse_fails("nul", 1, 1, "invalid literal, expected 'null'");
+    parse_fails("truex", 1, 5, "unexpected 'x' after JSON value");
+    parse_fails("'a'", 1, 1, "expected a JSON value, found '''");
+    parse_fails("\x01", 1, 1, "expected a JSON value, found byte 0x01");
+    parse_fails("\xef\xbb\xbf{}", 1, 1, "expected a JSON value, found byte 0xef");
+    parse_fails_n("[1,\0]", 5, NULL, 1, 4, "expected a JSON value, found byte 0x00");
+    parse_fails_n("1\0", 2, NULL, 1, 2, "unexpected byte 0x00 after JSON value");
+    /* NULL err is allowed. */
+    struct atr_json *v;
+    assert_int_equal(atr_json_parse(&arena, "[", 1, NULL, &v, NULL), -1);
+}
+
+/* Every prefix of a valid document parses or fails, without reading past
+ * the end (ASan) and with an error position inside the text. */
+static void test_prefixes(void **state)
+{
+    const char *doc = "{\"a\\n\\u00e9\\ud83d\\ude00\": [true, false, null, -1.5e+3, "
+                      "\"x\\\"y\", {\"k\": 12345678901234567890}], \"nan\": NaN}";
+    struct atr_json_opts o = {.allow_nonfinite = true};
+    size_t n = strlen(doc);
+    for (size_t len = 0; len <= n; len++) {
+        struct atr_json *v;
+        struct atr_json_err err = {0};
+        int rc = parse_opts(doc, len, &o, &v, &err);
+        if (len == n) {
+            assert_int_equal(rc, 0);
+            continue;
+        }
+        assert_int_equal(rc, -1);
+        assert_int_equal(err.line, 1);
+        assert_true(err.col >= 1 && err.col <= len + 1);
+    }
+}
+
+static void nest(char *buf, int depth)
+{
+    for (int i = 0; i < depth; i++)
+        buf[i] = '[';
+    for (int i = 0; i < depth; i++)
+        buf[depth + i] = ']';
+    buf[2 * depth] = '\0';
+}
+
+static void test_depth(void **state)
+{
+    char buf[1200];
+    nest(buf, 256);
+    struct atr_json *v = parse_ok(buf);
+    assert_int_equal(v->u.kids.count, 1);
+    nest(buf, 257);
+    parse_fails(buf, 1, 257, "nesting deeper than 256 levels");
+    struct atr_json_opts o = {.max_depth = 3};
+    parse_fails_n("[{\"a\":[{}]}]", 12, &o, 1, 8, "nesting deeper than 3 levels");
+    struct atr_json_err err;
+    assert_int_equal(parse_opts("[{\"a\":[1]}]", 11, &o, &v, &err), 0);
+    o.max_depth = 500;
+    nest(buf, 500);
+    assert_int_equal(parse_opts(buf, 1000, &o, &v, &err), 0);
+}
+
+static void test_nonfinite(void **state)
+{
+    parse_fails("NaN", 1, 1, "NaN is not valid JSON");
+    parse_fails("[1, Infinity]", 1, 5, "Infinity is not valid JSON");
+    parse_fails("-Infinity", 1, 1, "-Infinity is not valid JSON");
+    parse_fails("Nan", 1, 1, "expected a JSON value, found 'N'");
+    parse_fails("Inf", 1, 1, "expected a JSON value, found 'I'");
+    parse_fails("-Inf", 1, 2, "invalid number: expected digit after '-', found 'I'");
+    struct atr_json_opts o = {.allow_nonfinite = true};
+    struct atr_json *v;
+    struct atr_json_err err;
+    const char *t = "[NaN, Infinity, -Infinity, 1]";
+    assert_int_equal(parse_opts(t, strlen(t), &o, &v, &err), 0);
+    struct atr_json *k = v->u.kids.first;
+    assert_int_equal(k->type, ATR_JSON_NUMBER);
+    assert_false(k->is_int);
+    assert_true(isnan(k->u.num));
+    assert_int_equal(k->raw_len, 3);
+    k = k->next;
+    assert_true(isinf(k->u.num) && k->u.num > 0);
+    assert_false(k->is_int);
+    k = k->next;
+    assert_true(isinf(k->u.num) && k->u.num < 0);
+    assert_memory_equal(k->raw, "-Infinity", 9);
+    assert_int_equal(k->col, 17);
+    assert_string_equal(to_json(v), "[null,null,null,1]");
+    parse_fails_n("-NaN", 4, &o, 1, 2, "invalid number: expected digit after '-'");
+    parse_fails_n("Infinityx", 9, &o, 1, 9, "unexpected 'x' after JSON value");
+}
+
+static bool json_equal(const struct atr_json *a, const struct atr_json *b)
+{
+    if (a->type != b->type || a->key_len != b->key_len ||
+        (a->key_len && memcmp(a->key, b->key, a->key_len) != 0))
+        return false;
+    switch (a->type) {
+    case ATR_JSON_NUMBER:
+        return a->u.num == b->u.num || (isnan(a->u.num) && isnan(b->u.num));
+    case ATR_JSON_STRING:
+        return a->u.str.len == b->u.str.len &&
+               memcmp(a->u.str.s, b->u.str.s, a->u.str.len) == 0;
+    case ATR_JSON_ARRAY:
+    case ATR_JSON_OBJECT:
+        if (a->u.kids.count != b->u.kids.count)
+            return false;
+        for (a = a->u.kids.first, b = b->u.kids.first; a; a = a->next, b = b->next)
+            if (!json_equal(a, b))
+                return false;
+        return true;
+    default:
+        return true;
+    }
+}
+
+static void test_roundtrip(void **state)
+{
+    static const char *docs[] = {
+        "{\"role\": \"user\", \"content\": \"line one\\nline \\\"two\\\"\\t\\u0001\\u001f\", "
+        "\"n\": [0, -1, 9223372036854775807, -9223372036854775808, 1.5, 0.1, -0.0, "
+        "1e300, 2.2250738585072014e-308, 123456789012345678901234567890], "
+        "\"e\": {}, \"a\": [], \"t\": true, \"f\": false, \"z\": null, "
+        "\"\\u0000k\\ud83d\\ude00\": \"caf\xc3\xa9\"}",
+        "[[[[\"deep\"]]]]",
+        "\"\\/\\b\\f\\r\"",
+        "-0",
+        "[0.30000000000000004, 1e-7, 100.0, 3.0e2, 1.7976931348623157e308]",
+    };
+    for (size_t i = 0; i < sizeof docs / sizeof *docs; i++) {
+        struct atr_json *v = parse_ok(docs[i]);
+        const char *out = to_json(v);
+        struct atr_json *w = parse_ok(out);
+        assert_true(json_equal(v, w));
+        assert_string_equal(to_json(w), out);
+    }
+    assert_string_equal(to_json(parse_ok("{ \"a\" : [ 1 , 2.5 , \"x\" ] , \"b\" : { } }")),
+                        "{\"a\":[1,2.5,\"x\"],\"b\":{}}");
+}
+
+static void test_write_string(void **state)
+{
+    struct atr_buf b = ATR_BUF_INIT;
+    assert_int_equal(atr_json_write_string(&b, "a\"b\\c\nd\re\tf\bg\fh\x01\x1f\x7f\xc3\xa9", 20), 0);
+    assert_string_equal(b.data, "\"a\\\"b\\\\c\\nd\\re\\tf\\bg\\fh\\u0001\\u001f\x7f\xc3\xa9\"");
+    atr_buf_clear(&b);
+    assert_int_equal(atr_json_write_string(&b, "x\0y", 3), 0);
+    assert_string_equal(b.data, "\"x\\u0000y\"");
+    atr_buf_clear(&b);
+    assert_int_equal(atr_json_write_string(&b, NULL, 0), 0);
+    assert_string_equal(b.data, "\"\"");
+    /* Long input through the vector path, escapes at every offset. */
+    char in[100], want[300];
+    for (int at = 0; at < 64; at++) {
+        size_t wn = 0;
+        want[wn++] = '"';
+        for (int k = 0; k < 64; k++) {
+            in[k] = k == at ? '"' : (char)('A' + k % 26);
+            if (k == at)
+                want[wn++] = '\\';
+            want[wn++] = in[k];
+        }
+        want[wn++] = '"';
+        want[wn] = '\0';
+        atr_buf_clear(&b);
+        assert_int_equal(atr_json_write_string(&b, in, 64), 0);
+        assert_string_equal(b.data, want);
+    }
+    /* At the cap: -1 and the buffer is left as it was. */
+    atr_buf_clear(&b);
+    b.max = 8;
+    assert_int_equal(atr_buf_puts(&b, "ab"), 0);
+    assert_int_equal(atr_json_write_string(&b, "0123\n", 5), -1);
+    assert_string_equal(b.data, "ab");
+    assert_int_equal(atr_json_write_string(&b, "0\n", 2), 0);
+    assert_string_equal(b.data, "ab\"0\\n\"");
+    atr_buf_release(&b);
+}
+
+static void test_write_numbers(void **state)
+{
+    struct atr_json *arr = atr_json_new(&arena, ATR_JSON_ARRAY);
+    double nums[] = {0.1, 0.1 + 0.2, 1.0 / 3, -0.0, 100.0, 1e15, 1e300, 5e-324, -2.5, NAN, INFINITY};
+    for (size_t i = 0; i < sizeof nums / sizeof *nums; i++)
+        atr_json_append(&arena, arr, NULL, atr_json_new_num(&arena, nums[i]));
+    atr_json_append(&arena, arr, NULL, atr_json_new_i64(&arena, INT64_MIN));
+    assert_string_equal(to_json(arr), "[0.1,0.30000000000000004,0.3333333333333333,-0,100,"
+                                    "1e+15,1e+300,4.94065645841247e-324,-2.5,null,null,"
+                                    "-9223372036854775808]");
+}
+
+static void test_write_cap(void **state)
+{
+    struct atr_json *v = parse_ok("{\"key\": [1, 2, \"a long string value\"]}");
+    struct atr_buf b = ATR_BUF_INIT;
+    b.max = 20;
+    assert_int_equal(atr_buf_puts(&b, "x"), 0);
+    assert_int_equal(atr_json_write_value(&b, v), -1);
+    assert_string_equal(b.data, "x");
+    assert_int_equal(b.len, 1);
+    b.max = 0;
+    assert_int_equal(atr_json_write_value(&b, v), 0);
+    assert_string_equal(b.data, "x{\"key\":[1,2,\"a long string value\"]}");
+    atr_buf_release(&b);
+}
+
+static void test_lookups(void **state)
+{
+    struct atr_json *v = parse_ok("{\"s\": \"str\", \"i\": -5, \"d\": 2.5, \"ab\": 1, "
+                                  "\"a\": 2, \"o\": {}}");
+    size_t len = 0;
+    assert_string_equal(atr_json_get_str(v, "s", &len), "str");
+    assert_int_equal(len, 3);
+    assert_null(atr_json_get_str(v, "i", &len));
+    assert_null(atr_json_get_str(v, "missing", NULL));
+    int64_t i = 0;
+    assert_true(atr_json_get_i64(v, "i", &i));
+    assert_int_equal(i, -5);
+    assert_false(atr_json_get_i64(v, "d", &i));
+    assert_false(atr_json_get_i64(v, "s", &i));
+    double d = 0;
+    assert_true(atr_json_get_num(v, "d", &d));
+    assert_true(d == 2.5);
+    assert_true(atr_json_get_num(v, "i", &d));
+    assert_true(d == -5.0);
+    assert_false(atr_json_get_num(v, "o", &d));
+    assert_int_equal(atr_json_get(v, "a")->i, 2);
+    assert_int_equal(atr_json_get(v, "ab")->i, 1);
+    assert_null(atr_json_get(v, ""));
+    assert_null(atr_json_get(atr_json_get(v, "s"), "x"));
+    assert_null(atr_json_get(NULL, "x"));
+    assert_true(atr_json_is(atr_json_get(v, "o"), ATR_JSON_OBJECT));
+    assert_false(atr_json_is(NULL, ATR_JSON_NULL));
+    assert_false(atr_json_key_is(v, "s"));
+    assert_false(atr_json_key_is(NULL, "s"));
+    assert_string_equal(atr_json_type_name(ATR_JSON_NULL), "null");
+    assert_string_equal(atr_json_type_name(ATR_JSON_TRUE), "boolean");
+    assert_string_equal(atr_json_type_name(ATR_JSON_FALSE), "boolean");
+    assert_string_equal(atr_json_type_name(ATR_JSON_NUMBER), "number");
+    assert_string_equal(atr_json_type_name(ATR_JSON_STRING), "string");
+    assert_string_equal(atr_json_type_name(ATR_JSON_ARRAY), "array");
+    assert_string_equal(atr_json_type_name(ATR_JSON_OBJECT), "object");
+}
+
+static void test_builders_and_copy(void **state)
+{
+    struct atr_arena a1 = ATR_ARENA_INIT, a2 = ATR_ARENA_INIT;
+    char key[] = "msgs", text[] = "hi\n";
+    struct atr_json *root = atr_json_new(&a1, ATR_JSON_OBJECT);
+    struct atr_json *msgs = atr_json_new(&a1, ATR_JSON_ARRAY);
+    atr_json_append(&a1, root, key, msgs);
+    key[0] = 'X';  /* keys and strings are copied */
+    atr_json_append(&a1, msgs, "ignored", atr_json_new_str(&a1, text, 3));
+    text[0] = 'X';
+    atr_json_append(&a1, msgs, NULL, atr_json_new_i64(&a1, 7));
+    atr_json_append(&a1, msgs, NULL, atr_json_new(&a1, ATR_JSON_TRUE));
+    atr_json_append(&a1, root, "n", atr_json_new_num(&a1, 0.5));
+    atr_json_append(&a1, root, "z", atr_json_new(&a1, ATR_JSON_NULL));
+    atr_json_append(&a1, root, NULL, atr_json_new_str(&a1, NULL, 0));
+    assert_int_equal(msgs->u.kids.count, 3);
+    assert_null(msgs->u.kids.first->key);
+    assert_int_equal(root->u.kids.count, 4);
+    assert_int_equal(msgs->line, 0);
+    const char *want = "{\"msgs\":[\"hi\\n\",7,true],\"n\":0.5,\"z\":null,\"\":\"\"}";
+    assert_string_equal(to_json(root), want);
+    assert_ptr_equal(atr_json_get(root, "msgs"), msgs);
+
+    struct atr_json *parsed = NULL;
+    struct atr_json_err err;
+    assert_int_equal(atr_json_parse(&a1, "{\"k\": [1.25, \"s\"]}", 18, NULL, &parsed, &err), 0);
+    atr_json_append(&a1, root, "p", parsed);
+    struct atr_json *copy = atr_json_copy(&a2, root);
+    struct atr_json *kcopy = atr_json_copy(&a2, atr_json_get(root, "n"));
+    atr_arena_release(&a1);  /* the copies must not point into a1 */
+    assert_string_equal(to_json(copy),
+                        "{\"msgs\":[\"hi\\n\",7,true],\"n\":0.5,\"z\":null,\"\":\"\","
+                        "\"p\":{\"k\":[1.25,\"s\"]}}");
+    assert_true(atr_json_key_is(kcopy, "n"));
+    assert_null(kcopy->next);
+    struct atr_json *p = atr_json_get(copy, "p");
+    assert_int_equal(p->u.kids.first->u.kids.first->raw_len, 4);
+    assert_memory_equal(p->u.kids.first->u.kids.first->raw, "1.25", 4);
+    assert_int_equal(p->u.kids.first->u.kids.count, 2);
+    assert_null(atr_json_copy(&a2, NULL));
+    atr_arena_release(&a2);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_scalars, teardown),
+        cmocka_unit_test_teardown(test_nested, teardown),
+        cmocka_unit_test_teardown(test_escapes, teardown),
+        cmocka_unit_test_teardown(test_long_strings, teardown),
+        cmocka_unit_test_teardown(test_string_errors, teardown),
+        cmocka_unit_test_teardown(test_numbers, teardown),
+        cmocka_unit_test_teardown(test_number_errors, teardown),
+        cmocka_unit_test_teardown(test_errors, teardown),
+        cmocka_unit_test_teardown(test_prefixes, teardown),
+        cmocka_unit_test_teardown(test_depth, teardown),
+        cmocka_unit_test_teardown(test_nonfinite, teardown),
+        cmocka_unit_test_teardown(test_roundtrip, teardown),
+        cmocka_unit_test_teardown(test_write_string, teardown),
+        cmocka_unit_test_teardown(test_write_numbers, teardown),
+        cmocka_unit_test_teardown(test_write_cap, teardown),
+        cmocka_unit_test_teardown(test_lookups, teardown),
+        cmocka_unit_test_teardown(test_builders_and_copy, teardown),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    atr_arena_release(&arena);
+    return rc;
+}
