@@ -45,7 +45,8 @@ static void input_free(struct atr_input *in)
     ZSTD_freeDCtx(in->zstd);
     if (in->fd > 0)
         close(in->fd);
-    free(in->raw);
+    if (!in->mem)
+        free(in->raw);   /* memory inputs point raw into the caller's data */
     free(in->data);
     free(in->name);
     free(in);

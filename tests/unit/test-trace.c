@@ -1,0 +1,233 @@
+/* test-trace.c - tokens, block hashing, convo, writer and the atr reader. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace/convo.h"
+#include "trace/reader.h"
+#include "trace/tokens.h"
+#include "trace/writer.h"
+
+static void test_estimate(void **state)
+{
+    (void)state;
+    assert_int_equal(atr_tokens_estimate("", 0), 0);
+    assert_int_equal(atr_tokens_estimate("hello world", 11), 2);        /* "hello" " world" */
+    assert_int_equal(atr_tokens_estimate("getUserName", 11), 3);        /* get User Name */
+    assert_int_equal(atr_tokens_estimate("snake_case_name", 15), 3);    /* snake _case _name */
+    assert_int_equal(atr_tokens_estimate("1234567", 7), 3);             /* 123 456 7 */
+    assert_int_equal(atr_tokens_estimate("a == b", 6), 4);              /* a " " "==" " b" */
+    assert_int_equal(atr_tokens_estimate("\xc3\xa9t\xc3\xa9", 5), 3);   /* é t é */
+    /* deterministic and additive over independent pieces */
+    const char *s = "def f(x):\n    return x + 1\n";
+    assert_int_equal(atr_tokens_estimate(s, strlen(s)), atr_tokens_estimate(s, strlen(s)));
+}
+
+static void test_blockhash_prefix_stable(void **state)
+{
+    (void)state;
+    struct atr_blockhash a, b;
+    atr_blockhash_init(&a, 4);
+    atr_blockhash_init(&b, 4);
+    const char *m1 = "the quick brown fox jumps over the lazy dog again and again";
+    atr_blockhash_feed(&a, m1, strlen(m1));
+    atr_blockhash_feed(&b, m1, strlen(m1));
+    atr_blockhash_feed(&b, "more text here", 14);
+    assert_true(a.n_ids >= 2);
+    assert_memory_equal(a.ids, b.ids, a.n_ids * sizeof(uint64_t));
+    for (size_t i = 0; i < b.n_ids; i++)
+        assert_true(b.ids[i] <= ATR_HASH_ID_MASK);
+    /* chained: same block text after a different prefix gets a different id */
+    struct atr_blockhash c;
+    atr_blockhash_init(&c, 4);
+    atr_blockhash_feed(&c, "x ", 2);
+    atr_blockhash_feed(&c, m1, strlen(m1));
+    assert_int_not_equal(c.ids[1], a.ids[1]);
+    atr_blockhash_release(&a);
+    atr_blockhash_release(&b);
+    atr_blockhash_release(&c);
+}
+
+static void build_convo(struct atr_trace *t, bool keep)
+{
+    struct atr_convo c;
+    t->block_size = 16;
+    atr_convo_init(&c, t, keep);
+    atr_convo_add(&c, "system", "You are a helpful agent that fixes bugs in Python repositories.", 63);
+    atr_convo_add(&c, "user", "Fix the failing test in tests/test_core.py please, it says KeyError.", 68);
+    const char *r1 = "Let me look.\nbash(cat tests/test_core.py)";
+    atr_convo_llm(&c, r1, strlen(r1));
+    atr_convo_add(&c, "assistant", r1, strlen(r1));
+    const char *obs = "import pytest\n\ndef test_core():\n    assert core.run({'a': 1})['a'] == 1\n";
+    atr_convo_add(&c, "tool", obs, strlen(obs));
+    const char *r2 = "bash(pytest -x tests/test_core.py)";
+    atr_convo_llm(&c, r2, strlen(r2));
+    atr_convo_release(&c);
+}
+
+static void test_convo_shares_prefix(void **state)
+{
+    (void)state;
+    struct atr_trace t = ATR_TRACE_INIT;
+    atr_trace_clear(&t);
+    build_convo(&t, false);
+    assert_int_equal(t.n_steps, 2);
+    const struct atr_step *s0 = &t.steps[0], *s1 = &t.steps[1];
+    assert_true(s1->input_tokens > s0->input_tokens);
+    assert_int_equal(s0->n_hash_ids, (s0->input_tokens + 15) / 16);
+    assert_int_equal(s1->n_hash_ids, (s1->input_tokens + 15) / 16);
+    size_t full0 = (size_t)s0->input_tokens / 16;
+    assert_true(full0 >= 1);
+    assert_memory_equal(s0->hash_ids, s1->hash_ids, full0 * sizeof(uint64_t));
+    assert_null(s0->messages);
+    atr_trace_release(&t);
+}
+
+static char *write_one(const struct atr_trace *t, bool expand)
+{
+    struct atr_buf b = ATR_BUF_INIT;
+    struct atr_write_opts o = {.expand = expand};
+    atr_trace_write(&b, t, &o);
+    return b.data;
+}
+
+/* Reads NDJSON text with the atr reader; returns 1/0/-1 of the first next(). */
+static int read_text(const char *text, struct atr_trace *t, struct atr_error *err)
+{
+    struct atr_input *in = atr_input_open_mem(text, strlen(text), "t.ndjson");
+    struct atr_reader *r = atr_reader_open_input(in, "atr", NULL, err);
+    assert_non_null(r);
+    int rc = atr_reader_next(r, t, err);
+    atr_reader_close(r);
+    return rc;
+}
+
+static void test_write_read_round_trip(void **state)
+{
+    (void)state;
+    struct atr_trace t = ATR_TRACE_INIT;
+    atr_trace_clear(&t);
+    t.trace_id = "rt/1";
+    t.source = "test";
+    build_convo(&t, true);
+    atr_trace_meta_set_str(&t, "model", "m");
+    atr_trace_meta_set_i64(&t, "n", 3);
+    atr_trace_meta_set_i64(&t, "n", 4);     /* replaces */
+    struct atr_step *tool = atr_trace_add_step(&t, ATR_STEP_TOOL);
+    tool->tool = "bash";
+    tool->command = "pytest -x \"tests/a b.py\"";
+    tool->exit_code = 1;
+    tool->t_ms = 5;
+
+    char *compact = write_one(&t, false);
+    char *expanded = write_one(&t, true);
+    assert_non_null(strstr(compact, "\"prefix\":{\"step\":0,\"blocks\":"));
+    assert_null(strstr(expanded, "\"prefix\""));
+    assert_true(strlen(compact) < strlen(expanded));
+    assert_non_null(strstr(compact, "\"meta\":{\"model\":\"m\",\"n\":4}"));
+
+    /* the reader expands the compact form back to the same full lists */
+    struct atr_trace back = ATR_TRACE_INIT;
+    struct atr_error err;
+    assert_int_equal(read_text(compact, &back, &err), 1);
+    char *again = write_one(&back, true);
+    assert_string_equal(again, expanded);
+    assert_int_equal(back.steps[2].exit_code, 1);
+    assert_string_equal(back.steps[2].command, "pytest -x \"tests/a b.py\"");
+    assert_non_null(back.steps[0].messages);
+    free(compact);
+    free(expanded);
+    free(again);
+    atr_trace_release(&back);
+    atr_trace_release(&t);
+}
+
+static void test_unknown_fields_kept(void **state)
+{
+    (void)state;
+    const char *in = "{\"format\":\"atr-trace/1\",\"x\":{\"y\":[1,2.5,null,\"s\"]},"
+                     "\"trace_id\":\"u\",\"steps\":[{\"i\":0,\"kind\":\"tool\",\"tool\":\"bash\","
+                     "\"future\":true}],\"z\":-1}";
+    struct atr_trace t = ATR_TRACE_INIT;
+    struct atr_error err;
+    assert_int_equal(read_text(in, &t, &err), 1);
+    char *out = write_one(&t, false);
+    assert_string_equal(out, "{\"format\":\"atr-trace/1\",\"trace_id\":\"u\",\"source\":\"atr\","
+                             "\"start_ms\":0,\"block_size\":16,\"steps\":[{\"i\":0,\"kind\":\"tool\",\"tool\":"
+                             "\"bash\",\"future\":true}],\"x\":{\"y\":[1,2.5,null,\"s\"]},\"z\":-1}\n");
+    free(out);
+    atr_trace_release(&t);
+}
+
+static void expect_error(const char *text, const char *msg)
+{
+    struct atr_trace t = ATR_TRACE_INIT;
+    struct atr_error err;
+    assert_int_equal(read_text(text, &t, &err), -1);
+    assert_string_equal(err.msg, msg);
+    atr_trace_release(&t);
+}
+
+static void test_reader_errors(void **state)
+{
+    (void)state;
+    expect_error("[1]", "t.ndjson:1:1: expected a trace object, found array");
+    expect_error("{\"trace_id\":\"a\",\"steps\":[]}",
+                 "t.ndjson:1:1: expected \"format\":\"atr-trace/1\"");
+    expect_error("{\"format\":\"atr-trace/2\",\"trace_id\":\"a\",\"steps\":[]}",
+                 "t.ndjson:1:11: unsupported format version \"atr-trace/2\" (this atr reads atr-trace/1)");
+    expect_error("\n{\"format\":\"atr-trace/1\",\"trace_id\":\"a\",\"steps\":5}",
+                 "t.ndjson:2:48: expected \"steps\" array");
+    expect_error("{\"format\":\"atr-trace/1\",\"trace_id\":\"a\",\"steps\":[{\"kind\":\"gpu\"}]}",
+                 "t.ndjson:1:57: expected \"kind\" to be \"llm\" or \"tool\"");
+    expect_error("{\"format\":\"atr-trace/1\",\"trace_id\":\"a\",\"steps\":[{\"kind\":\"llm\","
+                 "\"input_tokens\":-3}]}",
+                 "t.ndjson:1:78: expected \"input_tokens\" to be a non-negative integer");
+    expect_error("{\"format\":\"atr-trace/1\",\"trace_id\":\"a\",\"steps\":[{\"kind\":\"llm\","
+                 "\"prefix\":{\"step\":0,\"blocks\":1}}]}",
+                 "t.ndjson:1:72: expected \"prefix\".\"step\" to name an earlier llm step");
+    expect_error("{\"format\":\"atr-trace/1\",\"trace_id\":\"a\",\"steps\":[{\"kind\":\"tool\","
+                 "\"tool\":\"bash\",\"t_ms\":9},{\"kind\":\"tool\",\"tool\":\"bash\",\"t_ms\":3}]}",
+                 "t.ndjson:1:88: step 1 starts at 3 ms, before step 0 (9 ms): steps must be in time order");
+    expect_error("{\"format\":\"atr-trace/1\",\"trace_id\":\"a\",\"steps\":[{\"kind\":\"llm\",\"hash_ids\":[1.5]}]}",
+                 "t.ndjson:1:75: expected a hash id (integer 0..2^53-1)");
+    expect_error("{\"format\":\"atr-trace/1\"", "t.ndjson:1:24: expected ',' or '}' after object member, found end of input");
+}
+
+static void test_command_head(void **state)
+{
+    (void)state;
+    static const char *const cases[][2] = {
+        {"pytest -x tests", "pytest"},
+        {"cd /repo && python -m pytest tests/", "pytest"},
+        {"FOO=1 timeout 60 pip install -e .", "pip"},
+        {"sudo /usr/bin/git diff", "git"},
+        {"  grep -rn foo .", "grep"},
+        {"python3 reproduce.py", "python3"},
+        {"", ""},
+    };
+    char head[32];
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        atr_command_head(cases[i][0], head, sizeof head);
+        assert_string_equal(head, cases[i][1]);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_estimate),
+        cmocka_unit_test(test_blockhash_prefix_stable),
+        cmocka_unit_test(test_convo_shares_prefix),
+        cmocka_unit_test(test_write_read_round_trip),
+        cmocka_unit_test(test_unknown_fields_kept),
+        cmocka_unit_test(test_reader_errors),
+        cmocka_unit_test(test_command_head),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
