@@ -1,0 +1,28 @@
+#!/bin/sh
+# run.sh BUILD_DIR SECONDS - runs every libFuzzer target in BUILD_DIR for
+# SECONDS each, seeded from tests/data (the corpus grows in fuzz/corpus-*/,
+# which git ignores). Fails if any target finds a crash, leak or timeout.
+set -eu
+build=$1
+seconds=$2
+root=$(cd "$(dirname "$0")/.." && pwd)
+status=0
+for bin in "$build"/fuzz-*; do
+    [ -x "$bin" ] || continue
+    name=$(basename "$bin")
+    corpus="$root/fuzz/corpus-$name"
+    mkdir -p "$corpus"
+    # Seeds: the test data of the matching format (fuzz-fmt-X -> tests/data/X).
+    fmt=${name#fuzz-fmt-}
+    for d in "$root/tests/data/$fmt" "$root/tests/data/${fmt%%-*}"; do
+        [ -d "$d" ] && find "$d" -type f -size -256k -exec cp {} "$corpus/" \;
+    done
+    [ "$name" = fuzz-json ] && find "$root/tests/data" -name '*.json' -size -64k -exec cp {} "$corpus/" \; 2>/dev/null
+    echo "fuzz: $name for ${seconds}s"
+    if ! "$bin" -max_total_time="$seconds" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
+        -artifact_prefix="$root/fuzz/" "$corpus" >"$build/$name.log" 2>&1; then
+        echo "fuzz: $name FAILED, see $build/$name.log"; tail -n 30 "$build/$name.log"
+        status=1
+    fi
+done
+exit $status

@@ -1,0 +1,69 @@
+# test-core.sh - the CLI itself, atr-trace round trips, compression, bad input.
+
+golden "version" "$DATA/atr/version.golden" "$ATR" --version
+ok "help overview" "$ATR" --help
+check "help lists convert" "grep -q '^  convert' '$T/out'"
+ok "help convert" "$ATR" help convert
+check "convert help lists formats" "grep -q 'mini-swe-agent' '$T/out'"
+ok "convert --help" "$ATR" convert --help
+fails "unknown command" 2 "no command 'frobnicate'" "$ATR" frobnicate
+fails "unknown format" 2 "unknown format 'nope'" "$ATR" convert --from nope x -o y
+fails "missing -o" 2 "missing -o OUT" "$ATR" convert "$DATA/atr/small.ndjson"
+fails "bad block size" 2 "block-size" "$ATR" convert -b 0 "$DATA/atr/small.ndjson" -o "$T/x"
+
+# Round trip: atr -> atr is stable, compact and expanded forms agree.
+ok "convert atr" "$ATR" convert -q "$DATA/atr/small.ndjson" -o "$T/rt1.ndjson"
+ok "convert again" "$ATR" convert -q "$T/rt1.ndjson" -o "$T/rt2.ndjson"
+check "round trip stable" "cmp '$T/rt1.ndjson' '$T/rt2.ndjson'"
+check "unknown fields kept" "grep -q '\"zz\":\\[1,{\"a\":null}\\]' '$T/rt1.ndjson' && grep -q '\"custom\":true' '$T/rt1.ndjson'"
+check "compact prefix written" "grep -q '\"prefix\":{\"step\":0,\"blocks\":3}' '$T/rt1.ndjson'"
+ok "expand" "$ATR" convert -q --expand "$T/rt1.ndjson" -o "$T/exp.ndjson"
+check "expanded ids" "grep -q '\"hash_ids\":\\[11,12,13,14\\]' '$T/exp.ndjson'"
+ok "redact" "$ATR" convert -q --redact-commands "$T/rt1.ndjson" -o "$T/red.ndjson"
+check "command redacted" "! grep -q 'pip install' '$T/red.ndjson' && grep -q '\"command_head\":\"pip\"' '$T/red.ndjson'"
+ok "validate redacted" "$ATR" validate "$T/red.ndjson"
+
+# Compressed and stdin inputs convert to the same bytes.
+gzip -c "$DATA/atr/small.ndjson" >"$T/small.ndjson.gz"
+zstd -q -c "$DATA/atr/small.ndjson" >"$T/small.zst"
+ok "gzip input" "$ATR" convert -q "$T/small.ndjson.gz" -o "$T/gz.ndjson"
+check "gzip same" "cmp '$T/gz.ndjson' '$T/rt1.ndjson'"
+ok "zstd input" "$ATR" convert -q "$T/small.zst" -o "$T/zst.ndjson"
+check "zstd same" "cmp '$T/zst.ndjson' '$T/rt1.ndjson'"
+ok "stdin input" sh -c "cat '$T/small.zst' | '$ATR' convert -q - -o '$T/stdin.ndjson'"
+check "stdin same" "cmp '$T/stdin.ndjson' '$T/rt1.ndjson'"
+ok "stdout output" sh -c "'$ATR' convert -q '$DATA/atr/small.ndjson' -o - >'$T/so.ndjson'"
+check "stdout same" "cmp '$T/so.ndjson' '$T/rt1.ndjson'"
+
+# validate
+golden "validate ok" "$DATA/atr/validate.golden" sh -c "cd '$DATA/atr' && '$ATR' validate small.ndjson"
+cat "$DATA/atr/small.ndjson" "$DATA/atr/small.ndjson" >"$T/dup.ndjson"
+fails "duplicate trace id" 1 'dup.ndjson:2: trace_id "x/1" repeats the trace of line 1' "$ATR" validate "$T/dup.ndjson"
+printf '{"format":"atr-trace/1","trace_id":"a","steps":[{"kind":"llm","input_tokens":40,"hash_ids":[1]}]}\n' >"$T/badlen.ndjson"
+fails "hash ids vs tokens" 1 'badlen.ndjson:1:49: expected 3 hash ids for 40 input tokens in blocks of 16, found 1' "$ATR" validate "$T/badlen.ndjson"
+fails "validate missing file" 1 'nothere.ndjson: No such file or directory' "$ATR" validate "$T/nothere.ndjson"
+
+# Bad input: one error line with a position, exit 1, no output left behind.
+: >"$T/empty.json"
+fails "empty input" 1 'empty.json: empty input' "$ATR" convert "$T/empty.json" -o "$T/o1"
+absent "empty leaves nothing" "$T/o1"
+head -c 4096 /dev/urandom >"$T/junk.bin"
+printf '\001\002\003binary' >>"$T/junk.bin"
+fails "binary input" 1 'unrecognised trace format' "$ATR" convert "$T/junk.bin" -o "$T/o2"
+absent "binary leaves nothing" "$T/o2"
+fails "binary as atr" 1 'junk.bin:1(:[0-9]+)?: ' "$ATR" convert --from atr "$T/junk.bin" -o "$T/o3"
+absent "binary as atr leaves nothing" "$T/o3"
+head -c 150 "$DATA/atr/small.ndjson" >"$T/trunc.ndjson"
+fails "truncated" 1 'trunc.ndjson:1:146: unterminated string' "$ATR" convert "$T/trunc.ndjson" -o "$T/o4"
+absent "truncated leaves nothing" "$T/o4"
+# A good file then a bad one: the output of the good one must not survive.
+fails "second file bad" 1 'trunc.ndjson:1:146' "$ATR" convert "$DATA/atr/small.ndjson" "$T/trunc.ndjson" -o "$T/o5"
+absent "partial output removed" "$T/o5"
+fails "line cap" 1 'small.ndjson:1: line longer than 100 bytes' "$ATR" convert --max-line 100 "$DATA/atr/small.ndjson" -o "$T/o6"
+absent "line cap leaves nothing" "$T/o6"
+python3 -c "print('{\"format\":\"atr-trace/1\",\"trace_id\":\"d\",\"steps\":' + '['*300 + ']'*300 + '}')" >"$T/deep.ndjson"
+fails "nesting cap" 1 'deep.ndjson:1:[0-9]+: nesting deeper than' "$ATR" convert "$T/deep.ndjson" -o "$T/o7"
+printf '\037\213\010\000\000\000\000\000\000\003garbage-garbage' >"$T/corrupt.gz"
+fails "corrupt gzip" 1 'corrupt.gz: corrupt gzip data' "$ATR" convert --from atr "$T/corrupt.gz" -o "$T/o8"
+absent "corrupt gzip leaves nothing" "$T/o8"
+fails "unwritable output" 1 'nodir/out.ndjson: No such file or directory' "$ATR" convert "$DATA/atr/small.ndjson" -o "$T/nodir/out.ndjson"
