@@ -1,0 +1,36 @@
+#!/bin/sh
+# demo.sh ATR - the main job on bundled data, no GPU, no network:
+# generate a synthetic agent workload, convert the bundled real samples of
+# every supported format, validate the results and print their statistics.
+set -eu
+atr=$1
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=$root/build/demo
+rm -rf "$out"
+mkdir -p "$out"
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "generate 20 synthetic SWE-agent-like traces (atr gen)"
+"$atr" gen --kind swe --traces 20 --seed 7 -o "$out/gen-swe.ndjson"
+
+step "convert the bundled real samples (atr convert, format sniffed)"
+for dir in swe-agent mini-swe-agent openhands openai-chat mooncake azure burstgpt playwright; do
+    files=$(find "$root/tests/data/$dir" -maxdepth 1 -type f \
+        ! -name '*.txt' ! -name '*.golden*' ! -name '*.md' ! -name 'bad-*' 2>/dev/null | sort)
+    [ -n "$files" ] || continue
+    # shellcheck disable=SC2086
+    "$atr" convert $files -o "$out/$dir.ndjson"
+done
+
+step "validate everything (atr validate)"
+"$atr" validate "$out"/*.ndjson
+
+step "statistics of the real samples (atr stats)"
+"$atr" stats "$out"/swe-agent.ndjson "$out"/mini-swe-agent.ndjson \
+    "$out"/openhands.ndjson "$out"/openai-chat.ndjson
+
+step "statistics of the generated workload"
+"$atr" stats "$out/gen-swe.ndjson"
+
+printf '\ndemo: outputs in %s\n' "$out"
