@@ -36,6 +36,7 @@ struct atr_input {
     unsigned long col_line;
     size_t col_base;
     bool array_first;
+    size_t chunk;                /* decompressed read size: smaller for small memory inputs */
 };
 
 static void input_free(struct atr_input *in)
@@ -60,6 +61,7 @@ static struct atr_input *input_new(const char *name)
     in->name = strdup(name);
     in->fd = -1;
     in->col_line = 1;
+    in->chunk = RAW_CHUNK;
     if (!in->name)
         abort();
     return in;
@@ -87,6 +89,9 @@ struct atr_input *atr_input_open_mem(const void *data, size_t len, const char *n
     struct atr_input *in = input_new(name);
     in->mem = data;
     in->mem_len = len;
+    /* Fuzzers open thousands of small inputs a second: size buffers to fit. */
+    while (in->chunk > 4096 && in->chunk / 8 > len)
+        in->chunk /= 2;
     return in;
 }
 
@@ -225,9 +230,9 @@ static int fill(struct atr_input *in, size_t want, struct atr_error *err)
             in->col_base -= in->off;
             in->off = 0;
         }
-        if (in->cap - in->len < RAW_CHUNK / 4) {
-            size_t cap = in->cap ? in->cap * 2 : RAW_CHUNK;
-            while (cap - in->len < RAW_CHUNK / 4)
+        if (in->cap - in->len < in->chunk / 4) {
+            size_t cap = in->cap ? in->cap * 2 : in->chunk;
+            while (cap - in->len < in->chunk / 4)
                 cap *= 2;
             char *p = realloc(in->data, cap);
             if (!p)
@@ -284,7 +289,7 @@ int atr_input_getline(struct atr_input *in, const char **line, size_t *len, size
             return atr_error_at(err, in->name, in->lineno + 1, 0,
                                 "line longer than %zu bytes", max);
         scanned = have;
-        if (fill(in, have + RAW_CHUNK / 4, err) < 0)
+        if (fill(in, have + in->chunk / 4, err) < 0)
             return -1;
     }
 }
@@ -380,7 +385,7 @@ static ssize_t scan_value(struct atr_input *in, size_t max, struct atr_error *er
     unsigned long line = in->col_line;
     for (;;) {
         if (in->off + i == in->len) {
-            if (fill(in, i + RAW_CHUNK / 4, err) < 0)
+            if (fill(in, i + in->chunk / 4, err) < 0)
                 return -1;
             if (in->off + i == in->len)
                 return atr_error_at(err, in->name, line, 0,
