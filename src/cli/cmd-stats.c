@@ -1,5 +1,431 @@
-/* cmd-stats.c - placeholder: being written. */
-#include "cli/cmd.h"
+/* cmd-stats.c - `atr stats`: agent shapes of trace files (turns, tool mix,
+ * tokens, prefix reuse, timing, token estimate error), as a table or JSON. */
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
-static int run(int argc, char **argv) { return cli_fail("stats: not implemented yet"); }
-const struct atr_cmd cmd_stats_entry = {"stats", "(not yet)", "usage: atr stats\n", run};
+#include "cli/cmd.h"
+#include "report/stats.h"
+#include "trace/reader.h"
+#include "util/buf.h"
+#include "util/output.h"
+
+static const char help[] =
+    "usage: atr stats [OPTIONS] FILE...\n"
+    "\n"
+    "Summarises the shape of agent traces in any supported format (sniffed;\n"
+    ".gz/.zst transparently; - for stdin); several files are aggregated.\n"
+    "Percentiles are exact (numpy's default linear interpolation). Memory is\n"
+    "bounded by the largest trace, 16 bytes per llm step and 8 per trace (for\n"
+    "the percentiles) and the capped id set of --max-ids.\n"
+    "\n"
+    "options:\n"
+    "      --json            one JSON object instead of the table\n"
+    "  -f, --from FMT        input format instead of sniffing (see atr help convert)\n"
+    "  -b, --block-size N    tokens per hash block for non-atr inputs (default 16)\n"
+    "  -o, --output OUT      write there (atomically) instead of stdout\n"
+    "      --max-ids N       cap of the cross-trace block id set (default 8388608);\n"
+    "                        past it the across-trace reuse is approximate\n"
+    "      --max-line BYTES  largest line/document accepted (default 256M)\n"
+    "\n"
+    "figures (JSON keys; absent figures are null, shown as n/a):\n"
+    "  files[]                {name, format, traces, steps}\n"
+    "  traces, steps, llm_steps, tool_steps, llm_pct, tool_pct\n"
+    "  turns_per_trace        llm steps per trace: {n, mean, p50, p95, max, total}\n"
+    "  input_tokens, output_tokens   per llm step, same keys (steps with counts)\n"
+    "  tool_mix               {kinds, top:[{name, count, pct}]}: name is the command\n"
+    "                         head (pytest, pip, git...), else tool:action or tool;\n"
+    "                         top 15, the rest as \"other\"\n"
+    "  prefix_reuse.within    {shared, blocks, ratio}: per llm step, the longest\n"
+    "                         leading run of hash ids shared with an earlier llm step\n"
+    "                         of its trace, summed, over all hash ids\n"
+    "  prefix_reuse.across    {shared, blocks, ratio, approximate}: leading run of\n"
+    "                         each trace's first llm step seen in earlier traces'\n"
+    "                         first llm steps (a shared system prompt)\n"
+    "  timing                 {llm_ms, llm_steps_timed, tool_ms, tool_steps_timed,\n"
+    "                         llm_tool_ratio}: summed dur_ms where known\n"
+    "  token_error.{step_input,step_output,trace_input,trace_output}\n"
+    "                         {n, estimated, recorded, error_pct}: atr's token\n"
+    "                         estimates vs the source's counts, per step\n"
+    "                         (recorded_*_tokens) or per trace (meta\n"
+    "                         recorded_*_tokens); error_pct = (estimated -\n"
+    "                         recorded) / recorded * 100\n";
+
+struct stats_opts {
+    const char *from, *out;
+    bool json;
+    struct atr_read_opts read;
+    struct atr_stats_opts stats;
+};
+
+/* getopt's '?' or ':' as one usage line naming the option. optopt is set
+ * for unknown short options only ("-z"); long ones are in argv. */
+static int bad_option(int c, char **argv)
+{
+    char short_name[3] = {'-', (char)optopt, '\0'};
+    if (c == ':')
+        return cli_usage("stats", "option '%s' needs a value", argv[optind - 1]);
+    return cli_usage("stats", "unknown option '%s'", optopt ? short_name : argv[optind - 1]);
+}
+
+static int parse_args(int argc, char **argv, struct stats_opts *o)
+{
+    static const struct option longs[] = {
+        {"json", no_argument, NULL, 'J'},
+        {"from", required_argument, NULL, 'f'},
+        {"block-size", required_argument, NULL, 'b'},
+        {"output", required_argument, NULL, 'o'},
+        {"max-ids", required_argument, NULL, 'I'},
+        {"max-line", required_argument, NULL, 'M'},
+        {NULL, 0, NULL, 0},
+    };
+    unsigned long long v;
+    int c;
+    opterr = 0;    /* one error line, ours, naming the option */
+    while ((c = getopt_long(argc, argv, ":f:b:o:", longs, NULL)) != -1) {
+        switch (c) {
+        case 'J': o->json = true; break;
+        case 'o': o->out = optarg; break;
+        case 'f':
+            if (!atr_format_find(optarg))
+                return cli_usage("stats", "unknown format '%s'", optarg);
+            o->from = optarg;
+            break;
+        case 'b':
+            if (!cli_parse_uint(optarg, 1, 1 << 20, &v))
+                return cli_usage("stats", "--block-size wants an integer 1..1048576");
+            o->read.block_size = (uint32_t)v;
+            break;
+        case 'I':
+            if (!cli_parse_uint(optarg, 1, (unsigned long long)1 << 32, &v))
+                return cli_usage("stats", "--max-ids wants an integer 1..4294967296");
+            o->stats.max_seen_ids = (size_t)v;
+            break;
+        case 'M':
+            if (!cli_parse_size(optarg, &o->read.max_line) || o->read.max_line == 0)
+                return cli_usage("stats", "--max-line wants a size like 64M");
+            break;
+        default: return bad_option(c, argv);
+        }
+    }
+    if (optind >= argc)
+        return cli_usage("stats", "missing FILE");
+    return EXIT_OK;
+}
+
+static int add_file(struct atr_stats *st, const char *path, const struct stats_opts *o,
+                    struct atr_trace *t, struct atr_error *err)
+{
+    struct atr_reader *r = atr_reader_open(path, o->from, &o->read, err);
+    if (!r)
+        return -1;
+    atr_stats_add_file(st, atr_reader_name(r), atr_reader_format(r));
+    int rc;
+    while ((rc = atr_reader_next(r, t, err)) == 1)
+        atr_stats_add(st, t);
+    atr_reader_close(r);
+    return rc;
+}
+
+/* ---- the human table ---- */
+
+/* A number right-aligned in width, or "n/a". */
+static void put_num(struct atr_buf *b, int width, int decimals, double x)
+{
+    if (isnan(x))
+        atr_buf_printf(b, "%*s", width, "n/a");
+    else
+        atr_buf_printf(b, "%*.*f", width, decimals, x);
+}
+
+static void put_dist(struct atr_buf *b, const char *label, const struct atr_stats_dist *d)
+{
+    atr_buf_printf(b, "%-24s%8llu", label, (unsigned long long)d->n);
+    put_num(b, 11, 2, d->mean);
+    put_num(b, 11, 2, d->p50);
+    put_num(b, 11, 2, d->p95);
+    put_num(b, 11, 0, d->max);
+    put_num(b, 13, 0, d->total);
+    atr_buf_putc(b, '\n');
+}
+
+static void table_counts(struct atr_buf *b, const struct atr_stats_summary *s)
+{
+    atr_buf_puts(b, "files\n");
+    for (size_t i = 0; i < s->n_files; i++)
+        atr_buf_printf(b, "  %s  (%s, %llu traces, %llu steps)\n", s->files[i].name,
+                       s->files[i].format, (unsigned long long)s->files[i].traces,
+                       (unsigned long long)s->files[i].steps);
+    atr_buf_printf(b, "traces %25llu\n", (unsigned long long)s->traces);
+    atr_buf_printf(b, "steps %26llu\n", (unsigned long long)s->steps);
+    atr_buf_printf(b, "  llm steps %20llu", (unsigned long long)s->llm_steps);
+    put_num(b, 8, 1, s->llm_pct);
+    atr_buf_printf(b, " %%\n  tool steps %19llu", (unsigned long long)s->tool_steps);
+    put_num(b, 8, 1, s->tool_pct);
+    atr_buf_puts(b, " %\n\n");
+    atr_buf_printf(b, "%-24s%8s%11s%11s%11s%11s%13s\n", "", "n", "mean", "p50", "p95",
+                   "max", "total");
+    put_dist(b, "turns per trace", &s->turns);
+    put_dist(b, "input tokens/llm step", &s->input_tokens);
+    put_dist(b, "output tokens/llm step", &s->output_tokens);
+}
+
+static void table_tools(struct atr_buf *b, const struct atr_stats_summary *s)
+{
+    char label[64];
+    snprintf(label, sizeof label, "tool mix (%llu kinds)", (unsigned long long)s->tool_kinds);
+    atr_buf_printf(b, "\n%-32s%10s%8s\n", label, "count", "share");
+    for (size_t i = 0; i < s->n_tools; i++) {
+        atr_buf_printf(b, "  %-30s%10llu", s->tools[i].name,
+                       (unsigned long long)s->tools[i].count);
+        put_num(b, 8, 1, s->tools[i].pct);
+        atr_buf_puts(b, " %\n");
+    }
+}
+
+static void put_reuse(struct atr_buf *b, const char *label, const struct atr_stats_reuse *r,
+                      const char *what)
+{
+    atr_buf_printf(b, "  %-22s", label);
+    put_num(b, 8, 1, r->ratio * 100.0);
+    atr_buf_printf(b, " %%   %llu of %llu %s", (unsigned long long)r->shared,
+                   (unsigned long long)r->blocks, what);
+}
+
+static void table_reuse_time(struct atr_buf *b, const struct atr_stats_summary *s)
+{
+    atr_buf_puts(b, "\nprefix reuse\n");
+    put_reuse(b, "within traces", &s->within, "blocks\n");
+    put_reuse(b, "across traces", &s->across, "first-step blocks");
+    atr_buf_puts(b, s->across_approximate ? " (approximate: id set full)\n" : "\n");
+    atr_buf_puts(b, "\ntime (summed dur_ms)\n");
+    atr_buf_printf(b, "  %-22s%8.1f s   %llu steps timed\n", "llm", (double)s->llm_ms / 1000.0,
+                   (unsigned long long)s->llm_timed);
+    atr_buf_printf(b, "  %-22s%8.1f s   %llu steps timed\n", "tool",
+                   (double)s->tool_ms / 1000.0, (unsigned long long)s->tool_timed);
+    atr_buf_printf(b, "  %-22s", "llm/tool ratio");
+    put_num(b, 8, 2, s->llm_tool_ratio);
+    atr_buf_putc(b, '\n');
+}
+
+/* unit: singular, "step" or "trace". */
+static void put_tokerr(struct atr_buf *b, const char *label, const struct atr_stats_tokerr *e,
+                       const char *unit)
+{
+    atr_buf_printf(b, "  %-22s", label);
+    if (isnan(e->error_pct)) {
+        atr_buf_printf(b, "%8s\n", "n/a");
+        return;
+    }
+    atr_buf_printf(b, "%+8.1f %%   estimated %llu vs recorded %llu over %llu %s%s\n",
+                   e->error_pct, (unsigned long long)e->estimated,
+                   (unsigned long long)e->recorded, (unsigned long long)e->n, unit,
+                   e->n == 1 ? "" : "s");
+}
+
+static void render_table(struct atr_buf *b, const struct atr_stats_summary *s)
+{
+    table_counts(b, s);
+    table_tools(b, s);
+    table_reuse_time(b, s);
+    atr_buf_puts(b, "\ntoken estimates vs recorded counts\n");
+    put_tokerr(b, "step input", &s->step_input, "step");
+    put_tokerr(b, "step output", &s->step_output, "step");
+    put_tokerr(b, "trace input", &s->trace_input, "trace");
+    put_tokerr(b, "trace output", &s->trace_output, "trace");
+}
+
+/* ---- JSON ---- */
+
+/* "key": prefixed by a comma unless first. */
+static void jkey(struct atr_buf *b, const char *key, bool first)
+{
+    if (!first)
+        atr_buf_putc(b, ',');
+    atr_json_write_string(b, key, strlen(key));
+    atr_buf_putc(b, ':');
+}
+
+/* A number rounded to 6 decimals without trailing zeros; null for NAN. */
+static void jnum(struct atr_buf *b, const char *key, double x, bool first)
+{
+    jkey(b, key, first);
+    if (isnan(x) || isinf(x)) {
+        atr_buf_puts(b, "null");
+        return;
+    }
+    char tmp[64];
+    int n = snprintf(tmp, sizeof tmp, "%.6f", x);
+    while (n > 0 && tmp[n - 1] == '0')
+        n--;
+    if (n > 0 && tmp[n - 1] == '.')
+        n--;
+    if (n == 2 && tmp[0] == '-' && tmp[1] == '0')   /* -0.0000001 */
+        tmp[0] = '0', n = 1;
+    atr_buf_append(b, tmp, (size_t)n);
+}
+
+static void jint(struct atr_buf *b, const char *key, uint64_t v, bool first)
+{
+    jkey(b, key, first);
+    atr_buf_put_u64(b, v);
+}
+
+static void jstr(struct atr_buf *b, const char *key, const char *s, bool first)
+{
+    jkey(b, key, first);
+    atr_json_write_string(b, s, strlen(s));
+}
+
+static void json_dist(struct atr_buf *b, const char *key, const struct atr_stats_dist *d)
+{
+    jkey(b, key, false);
+    atr_buf_putc(b, '{');
+    jint(b, "n", d->n, true);
+    jnum(b, "mean", d->mean, false);
+    jnum(b, "p50", d->p50, false);
+    jnum(b, "p95", d->p95, false);
+    jnum(b, "max", d->max, false);
+    jnum(b, "total", d->total, false);
+    atr_buf_putc(b, '}');
+}
+
+static void json_files(struct atr_buf *b, const struct atr_stats_summary *s)
+{
+    jkey(b, "files", true);
+    atr_buf_putc(b, '[');
+    for (size_t i = 0; i < s->n_files; i++) {
+        atr_buf_puts(b, i ? ",{" : "{");
+        jstr(b, "name", s->files[i].name, true);
+        jstr(b, "format", s->files[i].format, false);
+        jint(b, "traces", s->files[i].traces, false);
+        jint(b, "steps", s->files[i].steps, false);
+        atr_buf_putc(b, '}');
+    }
+    atr_buf_putc(b, ']');
+}
+
+static void json_tools(struct atr_buf *b, const struct atr_stats_summary *s)
+{
+    jkey(b, "tool_mix", false);
+    atr_buf_putc(b, '{');
+    jint(b, "kinds", s->tool_kinds, true);
+    jkey(b, "top", false);
+    atr_buf_putc(b, '[');
+    for (size_t i = 0; i < s->n_tools; i++) {
+        atr_buf_puts(b, i ? ",{" : "{");
+        jstr(b, "name", s->tools[i].name, true);
+        jint(b, "count", s->tools[i].count, false);
+        jnum(b, "pct", s->tools[i].pct, false);
+        atr_buf_putc(b, '}');
+    }
+    atr_buf_puts(b, "]}");
+}
+
+static void json_reuse(struct atr_buf *b, const char *key, const struct atr_stats_reuse *r,
+                       bool first)
+{
+    jkey(b, key, first);
+    atr_buf_putc(b, '{');
+    jint(b, "shared", r->shared, true);
+    jint(b, "blocks", r->blocks, false);
+    jnum(b, "ratio", r->ratio, false);
+}
+
+static void json_tokerr(struct atr_buf *b, const char *key, const struct atr_stats_tokerr *e,
+                        bool first)
+{
+    jkey(b, key, first);
+    atr_buf_putc(b, '{');
+    jint(b, "n", e->n, true);
+    jint(b, "estimated", e->estimated, false);
+    jint(b, "recorded", e->recorded, false);
+    jnum(b, "error_pct", e->error_pct, false);
+    atr_buf_putc(b, '}');
+}
+
+static void render_json(struct atr_buf *b, const struct atr_stats_summary *s)
+{
+    atr_buf_putc(b, '{');
+    json_files(b, s);
+    jint(b, "traces", s->traces, false);
+    jint(b, "steps", s->steps, false);
+    jint(b, "llm_steps", s->llm_steps, false);
+    jint(b, "tool_steps", s->tool_steps, false);
+    jnum(b, "llm_pct", s->llm_pct, false);
+    jnum(b, "tool_pct", s->tool_pct, false);
+    json_dist(b, "turns_per_trace", &s->turns);
+    json_dist(b, "input_tokens", &s->input_tokens);
+    json_dist(b, "output_tokens", &s->output_tokens);
+    json_tools(b, s);
+    jkey(b, "prefix_reuse", false);
+    atr_buf_putc(b, '{');
+    json_reuse(b, "within", &s->within, true);
+    atr_buf_putc(b, '}');
+    json_reuse(b, "across", &s->across, false);
+    jkey(b, "approximate", false);
+    atr_buf_puts(b, s->across_approximate ? "true}}" : "false}}");
+    jkey(b, "timing", false);
+    atr_buf_putc(b, '{');
+    jint(b, "llm_ms", s->llm_ms, true);
+    jint(b, "llm_steps_timed", s->llm_timed, false);
+    jint(b, "tool_ms", s->tool_ms, false);
+    jint(b, "tool_steps_timed", s->tool_timed, false);
+    jnum(b, "llm_tool_ratio", s->llm_tool_ratio, false);
+    atr_buf_putc(b, '}');
+    jkey(b, "token_error", false);
+    atr_buf_putc(b, '{');
+    json_tokerr(b, "step_input", &s->step_input, true);
+    json_tokerr(b, "step_output", &s->step_output, false);
+    json_tokerr(b, "trace_input", &s->trace_input, false);
+    json_tokerr(b, "trace_output", &s->trace_output, false);
+    atr_buf_puts(b, "}}\n");
+}
+
+static int emit(const char *path, const struct atr_buf *b)
+{
+    struct atr_error err;
+    struct atr_output *out = atr_output_open(path ? path : "-", &err);
+    if (!out)
+        return cli_fail_err(&err);
+    if (atr_output_write(out, b->data, b->len, &err) < 0) {
+        atr_output_abort(out);
+        return cli_fail_err(&err);
+    }
+    if (atr_output_commit(out, &err) < 0)
+        return cli_fail_err(&err);
+    return EXIT_OK;
+}
+
+static int run(int argc, char **argv)
+{
+    struct stats_opts o = {0};
+    int rc = parse_args(argc, argv, &o);
+    if (rc != EXIT_OK)
+        return rc;
+    struct atr_stats *st = atr_stats_new(&o.stats);
+    struct atr_trace t = ATR_TRACE_INIT;
+    struct atr_error err;
+    int failed = 0;
+    for (int i = optind; i < argc && !failed; i++)
+        failed = add_file(st, argv[i], &o, &t, &err) < 0;
+    atr_trace_release(&t);
+    if (failed) {
+        atr_stats_free(st);
+        return cli_fail_err(&err);
+    }
+    struct atr_stats_summary sum;
+    atr_stats_summarize(st, &sum);
+    struct atr_buf b = ATR_BUF_INIT;
+    (o.json ? render_json : render_table)(&b, &sum);
+    atr_stats_free(st);
+    rc = emit(o.out, &b);
+    atr_buf_release(&b);
+    return rc;
+}
+
+const struct atr_cmd cmd_stats_entry = {
+    "stats", "agent shapes of traces: turns, tool mix, tokens, prefix reuse, timing",
+    help, run,
+};
