@@ -1,0 +1,54 @@
+# test-gen.sh - `atr gen`: valid, deterministic output; exact request sizes;
+# bad options. Sourced by run.sh ($ATR, $DATA, $T).
+
+ok gen-swe "$ATR" gen --kind swe --traces 4 --seed 3 -o "$T/gen-a.ndjson"
+ok gen-swe-validates "$ATR" validate "$T/gen-a.ndjson"
+check gen-swe-count "[ \$(wc -l <'$T/gen-a.ndjson') -eq 4 ]"
+ok gen-swe-again "$ATR" gen --kind swe --traces 4 --seed 3 -q -o "$T/gen-b.ndjson"
+check gen-same-seed-same-bytes "cmp -s '$T/gen-a.ndjson' '$T/gen-b.ndjson'"
+ok gen-swe-seed4 "$ATR" gen --kind swe --traces 4 --seed 4 -q -o "$T/gen-c.ndjson"
+check gen-other-seed-differs "! cmp -s '$T/gen-a.ndjson' '$T/gen-c.ndjson'"
+# trace i does not depend on how many traces follow
+ok gen-swe-two "$ATR" gen --kind swe --traces 2 --seed 3 -q -o "$T/gen-d.ndjson"
+check gen-prefix-of-longer "head -n 2 '$T/gen-a.ndjson' | cmp -s - '$T/gen-d.ndjson'"
+check gen-swe-has-tools "grep -q '\"tool\":\"bash\"' '$T/gen-a.ndjson' && grep -q '\"command\":\"' '$T/gen-a.ndjson'"
+
+# Golden outputs pin the bytes for a seed across machines and versions.
+golden gen-golden-requests "$DATA/gen/requests-seed7.ndjson" \
+    "$ATR" gen --kind requests --traces 3 --seed 7 --input-tokens 40 --output-tokens 5 -o -
+golden gen-golden-chat "$DATA/gen/chat-seed7.ndjson" "$ATR" gen --kind chat --traces 1 --seed 7 -o -
+golden gen-golden-swe "$DATA/gen/swe-seed7.ndjson" "$ATR" gen --kind swe --traces 1 --seed 7 -o -
+
+ok gen-chat "$ATR" gen --kind chat --traces 20 -o "$T/gen-chat.ndjson"
+ok gen-chat-validates "$ATR" validate "$T/gen-chat.ndjson"
+check gen-chat-no-tools "! grep -q '\"kind\":\"tool\"' '$T/gen-chat.ndjson'"
+
+# requests: exact sizes, every trace, all at 0 with --rate inf
+ok gen-requests "$ATR" gen --kind requests --traces 50 --input-tokens 300 --output-tokens 17 \
+    --shared-prefix 100 --rate inf --expand -o "$T/gen-req.ndjson"
+ok gen-requests-validates "$ATR" validate "$T/gen-req.ndjson"
+check gen-requests-input "[ \$(grep -c '\"input_tokens\":300,' '$T/gen-req.ndjson') -eq 50 ]"
+check gen-requests-output "[ \$(grep -c '\"output_tokens\":17,' '$T/gen-req.ndjson') -eq 50 ]"
+check gen-requests-rate-inf "[ \$(grep -c '\"start_ms\":0,' '$T/gen-req.ndjson') -eq 50 ]"
+# 100 shared tokens = 6 full blocks of 16 in common, the 7th differs
+check gen-requests-shared "[ \$(sed 's/.*hash_ids\":\[//' '$T/gen-req.ndjson' | cut -d, -f1-6 | sort -u | wc -l) -eq 1 ] && [ \$(sed 's/.*hash_ids\":\[//' '$T/gen-req.ndjson' | cut -d, -f1-7 | sort -u | wc -l) -eq 50 ]"
+ok gen-keep-content "$ATR" gen --kind requests --traces 2 --keep-content -o "$T/gen-kc.ndjson"
+check gen-keep-content-messages "grep -q '\"messages\":\[{\"role\":\"user\"' '$T/gen-kc.ndjson'"
+ok gen-rate "$ATR" gen --kind requests --traces 5 --rate 0.5 -o "$T/gen-rate.ndjson"
+check gen-rate-spread "[ \$(grep -c '\"start_ms\":0,' '$T/gen-rate.ndjson') -eq 1 ]"
+
+# bad options: usage errors, nothing written
+fails gen-bad-kind 2 "unknown kind 'foo'" "$ATR" gen --kind foo --traces 2 -o "$T/gen-x.ndjson"
+fails gen-traces-zero 2 "--traces wants" "$ATR" gen --kind swe --traces 0 -o "$T/gen-x.ndjson"
+fails gen-traces-junk 2 "--traces wants" "$ATR" gen --kind swe --traces 12x -o "$T/gen-x.ndjson"
+fails gen-no-kind 2 "missing --kind" "$ATR" gen --traces 2 -o "$T/gen-x.ndjson"
+fails gen-no-output 2 "missing -o" "$ATR" gen --kind swe --traces 2
+fails gen-bad-rate 2 "--rate wants" "$ATR" gen --kind swe --traces 2 --rate 0 -o "$T/gen-x.ndjson"
+fails gen-bad-seed 2 "--seed wants" "$ATR" gen --kind swe --traces 2 --seed -1 -o "$T/gen-x.ndjson"
+fails gen-input-too-small 2 "--input-tokens must be more than" \
+    "$ATR" gen --kind requests --traces 2 --input-tokens 3 -o "$T/gen-x.ndjson"
+fails gen-shared-too-big 2 "--input-tokens must be more than" \
+    "$ATR" gen --kind requests --traces 2 --input-tokens 100 --shared-prefix 100 -o "$T/gen-x.ndjson"
+absent gen-nothing-written "$T/gen-x.ndjson"
+fails gen-unwritable 1 "." "$ATR" gen --kind swe --traces 2 -o "$T/no-such-dir/out.ndjson"
+absent gen-unwritable-absent "$T/no-such-dir/out.ndjson"
