@@ -1,11 +1,10 @@
 /* json.c - strict recursive-descent JSON parser into arena nodes, lookups,
  * builders and compact output.
  *
- * Speed comes from the string path: the closing quote is found with memchr
- * (checking the backslash run before each candidate), then the body is
- * copied 16 bytes at a time until a byte that needs work (backslash,
- * control character, non-ASCII) turns up. Unescaping never lengthens a
- * string, so the body's raw length bounds the arena copy. */
+ * Speed comes from the string path: a string is decoded in one pass, 16
+ * bytes at a time until a byte that needs work (quote, backslash, control
+ * character, non-ASCII) turns up, into a scratch buffer, then copied to the
+ * arena once its length is known. */
 #include "json/json.h"
 
 #include <float.h>
@@ -31,7 +30,18 @@ struct parser {
     unsigned depth, max_depth;
     bool nonfinite;
     struct atr_json_err *err;
+    char *scratch;      /* the string being decoded (malloc) */
+    size_t scratch_cap; /* usable bytes; SCRATCH_SLACK more are allocated */
 };
+
+/* Decoding never writes ahead of the input consumed, so a window of cap
+ * input bytes needs cap bytes of scratch, plus slack for the one escape or
+ * UTF-8 sequence that starts inside the window and ends past it. Tests and
+ * fuzzers may build with a tiny first window to exercise its growth. */
+#ifndef ATR_JSON_SCRATCH_MIN
+#define ATR_JSON_SCRATCH_MIN (64 * 1024)
+#endif
+enum { SCRATCH_MIN = ATR_JSON_SCRATCH_MIN, SCRATCH_SLACK = 16 };
 
 /* Byte classes. */
 static const bool is_ws[256] = {[' '] = 1, ['\t'] = 1, ['\n'] = 1, ['\r'] = 1};
@@ -42,10 +52,10 @@ static const char esc_byte[256] = {
     ['f'] = '\f', ['n'] = '\n', ['r'] = '\r', ['t'] = '\t',
 };
 
-/* A string body byte copied as it is: printable ASCII except '\\'. */
+/* A string body byte copied as it is: printable ASCII except '"', '\\'. */
 static inline bool str_plain(unsigned char c)
 {
-    return c >= 0x20 && c < 0x80 && c != '\\';
+    return c >= 0x20 && c < 0x80 && c != '"' && c != '\\';
 }
 
 /* A byte atr_json_write_string outputs as it is. */
@@ -114,31 +124,33 @@ static inline void skip_ws(struct parser *ps)
     ps->p = p;
 }
 
+/* Fills every field of n: the stores stay plain moves, where assigning a
+ * zeroed compound literal becomes a slow `rep stos` for one small node. */
+static void init_node(struct atr_json *n, enum atr_json_type t, uint32_t line, uint32_t col)
+{
+    n->type = t;
+    n->is_int = false;
+    n->line = line;
+    n->col = col;
+    n->key = NULL;
+    n->key_len = 0;
+    n->next = NULL;
+    n->u.kids.first = n->u.kids.last = NULL;  /* the largest union member */
+    n->u.kids.count = 0;
+    n->i = 0;
+    n->raw = NULL;
+    n->raw_len = 0;
+}
+
 static struct atr_json *new_node(struct parser *ps, enum atr_json_type t,
                                  const unsigned char *at, size_t extra)
 {
     struct atr_json *n = atr_arena_alloc(ps->arena, sizeof *n + extra);
-    *n = (struct atr_json){.type = t, .line = ps->line, .col = col_of(ps, at)};
+    init_node(n, t, ps->line, col_of(ps, at));
     return n;
 }
 
 /* ---- strings ------------------------------------------------------------ */
-
-/* Finds the quote that closes the string whose body starts at s: the first
- * '"' preceded by an even run of backslashes. NULL when there is none. */
-static const unsigned char *find_close(const unsigned char *s, const unsigned char *end)
-{
-    const unsigned char *p = s;
-    while ((p = memchr(p, '"', (size_t)(end - p))) != NULL) {
-        const unsigned char *b = p;
-        while (b > s && b[-1] == '\\')
-            b--;
-        if (((p - b) & 1) == 0)
-            return p;
-        p++;
-    }
-    return NULL;
-}
 
 /* Copies the longest prefix of [p, q) made of str_plain bytes to d and
  * returns its length. The vector loop may store up to 15 bytes past that
@@ -148,12 +160,14 @@ static size_t copy_plain(const unsigned char *p, const unsigned char *q, char *d
 {
     const unsigned char *s = p;
 #ifdef __SSE2__
-    const __m128i bs = _mm_set1_epi8('\\'), sp = _mm_set1_epi8(0x20);
+    const __m128i qt = _mm_set1_epi8('"'), bs = _mm_set1_epi8('\\');
+    const __m128i sp = _mm_set1_epi8(0x20);
     while (q - p >= 16) {
         __m128i v = _mm_loadu_si128((const __m128i *)p);
         _mm_storeu_si128((__m128i *)d, v);
         /* Signed compare: bytes below 0x20 and from 0x80 up are both < 0x20. */
-        __m128i bad = _mm_or_si128(_mm_cmpeq_epi8(v, bs), _mm_cmplt_epi8(v, sp));
+        __m128i bad = _mm_or_si128(_mm_cmpeq_epi8(v, qt), _mm_cmpeq_epi8(v, bs));
+        bad = _mm_or_si128(bad, _mm_cmplt_epi8(v, sp));
         unsigned m = (unsigned)_mm_movemask_epi8(bad);
         if (m)
             return (size_t)(p - s) + (unsigned)__builtin_ctz(m);
@@ -166,31 +180,48 @@ static size_t copy_plain(const unsigned char *p, const unsigned char *q, char *d
     return (size_t)(p - s);
 }
 
-/* Length of the valid UTF-8 sequence at p (non-ASCII lead), or 0. */
-static size_t utf8_len(const unsigned char *p, const unsigned char *q)
+static inline bool is_cont(unsigned char c)
 {
-    unsigned char c = p[0], lo = 0x80, hi = 0xbf;
+    return (c & 0xc0) == 0x80;
+}
+
+/* Length of the valid UTF-8 sequence at p (non-ASCII lead), or 0. */
+static inline size_t utf8_len(const unsigned char *p, const unsigned char *q)
+{
+    unsigned char c = p[0];
+    size_t avail = (size_t)(q - p);
+    if (c >= 0xe1 && c <= 0xef && c != 0xed)  /* most of the BMP: CJK and more */
+        return avail >= 3 && is_cont(p[1]) && is_cont(p[2]) ? 3 : 0;
+    if (c >= 0xc2 && c < 0xe0)
+        return avail >= 2 && is_cont(p[1]) ? 2 : 0;
+    if (c == 0xe0 || c == 0xed) {  /* no overlongs, no surrogates */
+        unsigned char lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+        return avail >= 3 && p[1] >= lo && p[1] <= hi && is_cont(p[2]) ? 3 : 0;
+    }
+    if (c >= 0xf0 && c < 0xf5) {  /* U+10000 to U+10FFFF */
+        unsigned char lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+        return avail >= 4 && p[1] >= lo && p[1] <= hi && is_cont(p[2]) && is_cont(p[3]) ? 4 : 0;
+    }
+    return 0;
+}
+
+/* Copies the run of valid multi-byte UTF-8 sequences that start at p and
+ * before lim to d; returns the bytes copied (0 when the first sequence is
+ * invalid). May write 3 bytes past the run. */
+static size_t copy_utf8(const unsigned char *p, const unsigned char *lim,
+                        const unsigned char *end, char *d)
+{
+    const unsigned char *s = p;
     size_t n;
-    if (c < 0xc2)
-        return 0;
-    else if (c < 0xe0)
-        n = 2;
-    else if (c < 0xf0) {
-        n = 3;
-        lo = c == 0xe0 ? 0xa0 : 0x80;
-        hi = c == 0xed ? 0x9f : 0xbf;
-    } else if (c < 0xf5) {
-        n = 4;
-        lo = c == 0xf0 ? 0x90 : 0x80;
-        hi = c == 0xf4 ? 0x8f : 0xbf;
-    } else
-        return 0;
-    if ((size_t)(q - p) < n || p[1] < lo || p[1] > hi)
-        return 0;
-    for (size_t i = 2; i < n; i++)
-        if ((p[i] & 0xc0) != 0x80)
-            return 0;
-    return n;
+    while (p < lim && *p >= 0x80 && (n = utf8_len(p, end)) != 0) {
+        if (end - p >= 4)
+            memcpy(d, p, 4);  /* fixed size: a single move */
+        else
+            memcpy(d, p, n);
+        p += n;
+        d += n;
+    }
+    return (size_t)(p - s);
 }
 
 static size_t put_utf8(char *d, uint32_t cp)
@@ -254,103 +285,117 @@ static size_t unescape_u(struct parser *ps, const unsigned char *p,
     return used;
 }
 
-/* Unescapes and validates the body [s, q) into dst (q - s bytes available).
- * Returns the output length, or -1 with the error set. */
-static ptrdiff_t unescape(struct parser *ps, const unsigned char *s,
-                          const unsigned char *q, char *dst)
+/* Decodes the escape at p (a backslash, before q) into d. Returns the input
+ * bytes consumed and sets *dn to the bytes written, or 0 on error. */
+static size_t unescape(struct parser *ps, const unsigned char *p,
+                       const unsigned char *q, char *d, size_t *dn)
 {
-    const unsigned char *p = s;
-    char *d = dst;
-    for (;;) {
-        size_t n = copy_plain(p, q, d);
-        p += n;
-        d += n;
-        if (p == q)
-            return d - dst;
-        if (*p == '\\') {
-            char c = p + 1 < q ? esc_byte[p[1]] : 0;
-            if (c) {
-                *d++ = c;
-                p += 2;
-                continue;
-            }
-            if (p + 1 < q && p[1] == 'u') {
-                size_t dn, used = unescape_u(ps, p, q, d, &dn);
-                if (!used)
-                    return -1;
-                p += used;
-                d += dn;
-                continue;
-            }
-            char buf[16];
-            fail(ps, p, "invalid escape in string, found %s after '\\'", found(ps, p + 1, buf));
-            return -1;
-        }
-        if (*p < 0x20) {
-            fail(ps, p, "unescaped control character 0x%02x in string", *p);
-            return -1;
-        }
-        n = utf8_len(p, q);
-        if (!n) {
-            fail(ps, p, "invalid UTF-8 in string");
-            return -1;
-        }
-        memcpy(d, p, n);
-        p += n;
-        d += n;
+    char c = esc_byte[p[1]];
+    if (c) {
+        *d = c;
+        *dn = 1;
+        return 2;
     }
+    if (p[1] == 'u')
+        return unescape_u(ps, p, q, d, dn);
+    char buf[16];
+    return fail(ps, p, "invalid escape in string, found %s after '\\'", found(ps, p + 1, buf)), 0;
 }
 
-/* Finds the end of the string at ps->p (its opening quote). */
-static const unsigned char *string_end(struct parser *ps)
+/* Grows the scratch buffer to more than need bytes (keeping its content). */
+static void scratch_grow(struct parser *ps, size_t need)
 {
-    const unsigned char *q = find_close(ps->p + 1, ps->end);
-    if (q)
-        return q;
-    /* A raw newline is the likelier mistake than a missing quote. */
-    for (const unsigned char *p = ps->p + 1; p < ps->end; p++)
-        if (*p < 0x20)
-            return fail(ps, p, "unescaped control character 0x%02x in string", *p);
-    return fail(ps, ps->p, "unterminated string");
+    size_t cap = ps->scratch_cap ? ps->scratch_cap : SCRATCH_MIN;
+    while (cap <= need)
+        cap *= 2;
+    char *p = realloc(ps->scratch, cap + SCRATCH_SLACK);
+    if (!p)
+        abort();
+    ps->scratch = p;
+    ps->scratch_cap = cap;
 }
 
-/* Parses the string at ps->p into dst, which string_end's q bounds. */
-static ptrdiff_t parse_string_into(struct parser *ps, const unsigned char *q, char *dst)
+/* End of the input window starting at s that the scratch buffer covers. */
+static const unsigned char *window(const struct parser *ps, const unsigned char *s)
 {
-    ptrdiff_t len = unescape(ps, ps->p + 1, q, dst);
-    if (len < 0)
-        return -1;
-    dst[len] = '\0';
-    ps->p = q + 1;
-    return len;
+    size_t left = (size_t)(ps->end - s);
+    return s + (left < ps->scratch_cap ? left : ps->scratch_cap);
+}
+
+/* Decodes the special byte at p (before lim): an escape, a control
+ * character or a UTF-8 sequence. Returns the input bytes consumed and sets
+ * *dn to the bytes written, or 0 with the error set. */
+static size_t decode_special(struct parser *ps, const unsigned char *p,
+                             const unsigned char *lim, char *d, size_t *dn)
+{
+    if (*p == '\\')
+        return unescape(ps, p, ps->end, d, dn);
+    if (*p < 0x20)
+        return fail(ps, p, "unescaped control character 0x%02x in string", *p), 0;
+    size_t n = copy_utf8(p, lim, ps->end, d);
+    if (!n)
+        return fail(ps, p, "invalid UTF-8 in string"), 0;
+    *dn = n;
+    return n;
+}
+
+/* Decodes and validates the string whose opening quote is at ps->p into
+ * ps->scratch and moves past its closing quote. Returns the decoded length,
+ * or -1 with the error set. */
+static ptrdiff_t scan_string(struct parser *ps)
+{
+    const unsigned char *open = ps->p, *s = open + 1, *p = s, *end = ps->end;
+    if (!ps->scratch)
+        scratch_grow(ps, 0);
+    const unsigned char *lim = window(ps, s);
+    char *d = ps->scratch;
+    for (;;) {
+        size_t n = copy_plain(p, lim, d), dn;
+        p += n;
+        d += n;
+        if (p >= lim) {  /* end of the window (an escape may overshoot it) */
+            if (lim == end)
+                return fail(ps, open, "unterminated string"), -1;
+            size_t off = (size_t)(d - ps->scratch);
+            scratch_grow(ps, (size_t)(p - s));
+            d = ps->scratch + off;
+            lim = window(ps, s);
+            continue;
+        }
+        if (*p == '"')
+            break;
+        if (*p == '\\' && p + 1 == end)
+            return fail(ps, open, "unterminated string"), -1;
+        if (!(n = decode_special(ps, p, lim, d, &dn)))
+            return -1;
+        p += n;
+        d += dn;
+    }
+    ps->p = p + 1;
+    return d - ps->scratch;
 }
 
 static struct atr_json *parse_string(struct parser *ps)
 {
-    const unsigned char *q = string_end(ps);
-    if (!q)
-        return NULL;
-    size_t cap = (size_t)(q - ps->p);  /* body length + 1 for the NUL */
-    struct atr_json *n = new_node(ps, ATR_JSON_STRING, ps->p, cap);
-    char *dst = (char *)(n + 1);
-    ptrdiff_t len = parse_string_into(ps, q, dst);
+    const unsigned char *open = ps->p;
+    ptrdiff_t len = scan_string(ps);
     if (len < 0)
         return NULL;
-    n->u.str.s = dst;
+    struct atr_json *n = new_node(ps, ATR_JSON_STRING, open, (size_t)len + 1);
+    char *s = (char *)(n + 1);
+    memcpy(s, ps->scratch, (size_t)len);
+    s[len] = '\0';
+    n->u.str.s = s;
     n->u.str.len = (size_t)len;
     return n;
 }
 
 static int parse_key(struct parser *ps, const char **key, size_t *key_len)
 {
-    const unsigned char *q = string_end(ps);
-    if (!q)
-        return -1;
-    char *dst = atr_arena_alloc(ps->arena, (size_t)(q - ps->p));
-    ptrdiff_t len = parse_string_into(ps, q, dst);
+    ptrdiff_t len = scan_string(ps);
     if (len < 0)
         return -1;
-    *key = dst;
+    *key = atr_arena_strndup(ps->arena, ps->scratch, (size_t)len);
     *key_len = (size_t)len;
     return 0;
 }
@@ -690,16 +735,16 @@ int atr_json_parse(struct atr_arena *arena, const char *text, size_t len,
     *out = NULL;
     skip_ws(&ps);
     struct atr_json *v = parse_value(&ps);
-    if (!v)
-        return -1;
-    skip_ws(&ps);
-    if (ps.p < ps.end) {
-        char buf[16];
-        fail(&ps, ps.p, "unexpected %s after JSON value", found(&ps, ps.p, buf));
-        return -1;
+    if (v) {
+        skip_ws(&ps);
+        if (ps.p < ps.end) {
+            char buf[16];
+            v = fail(&ps, ps.p, "unexpected %s after JSON value", found(&ps, ps.p, buf));
+        }
     }
+    free(ps.scratch);
     *out = v;
-    return 0;
+    return v ? 0 : -1;
 }
 
 /* ---- lookups ------------------------------------------------------------- */
@@ -756,7 +801,7 @@ bool atr_json_key_is(const struct atr_json *member, const char *key)
 struct atr_json *atr_json_new(struct atr_arena *a, enum atr_json_type t)
 {
     struct atr_json *n = atr_arena_alloc(a, sizeof *n);
-    *n = (struct atr_json){.type = t};
+    init_node(n, t, 0, 0);
     return n;
 }
 
@@ -867,23 +912,36 @@ static size_t escape_byte(unsigned char c, char e[6])
     return 6;
 }
 
+/* Makes room for n more bytes and the NUL; the common case stays inline. */
+static inline int room(struct atr_buf *b, size_t n)
+{
+    if (b->len + n < b->cap && (!b->max || b->len + n <= b->max))
+        return 0;
+    return atr_buf_reserve(b, n);
+}
+
 static int write_string(struct atr_buf *b, const char *s, size_t len)
 {
     const unsigned char *p = (const unsigned char *)s, *end = p + len;
-    if (atr_buf_putc(b, '"') < 0)
+    if (room(b, 1) < 0)
         return -1;
+    b->data[b->len++] = '"';
     for (;;) {
         size_t n = out_plain_run(p, end);
-        if (n && atr_buf_append(b, p, n) < 0)
+        char e[6];
+        size_t k = p + n < end ? escape_byte(p[n], e) : 0;
+        if (room(b, n + k + 1) < 0)  /* + 1: the closing quote */
             return -1;
-        p += n;
+        memcpy(b->data + b->len, p, n);
+        memcpy(b->data + b->len + n, e, k);
+        b->len += n + k;
+        p += n + (k != 0);
         if (p == end)
             break;
-        char e[6];
-        if (atr_buf_append(b, e, escape_byte(*p++, e)) < 0)
-            return -1;
     }
-    return atr_buf_putc(b, '"');
+    b->data[b->len++] = '"';
+    b->data[b->len] = '\0';
+    return 0;
 }
 
 /* Shortest of %.15g, %.16g, %.17g that reads back as v. */

@@ -95,19 +95,42 @@ int atr_chat_content_ok(const struct atr_json *content)
            content->type == ATR_JSON_ARRAY;
 }
 
-const struct atr_json *atr_chat_tool_args(struct atr_arena *a, const struct atr_json *arguments,
-                                          unsigned max_depth)
+const struct atr_json *atr_chat_object(struct atr_arena *a, const struct atr_json *v,
+                                       unsigned max_depth)
 {
-    if (atr_json_is(arguments, ATR_JSON_OBJECT))
-        return arguments;
-    if (!atr_json_is(arguments, ATR_JSON_STRING))
+    if (atr_json_is(v, ATR_JSON_OBJECT))
+        return v;
+    if (!atr_json_is(v, ATR_JSON_STRING))
         return NULL;
     struct atr_json_opts jo = {max_depth, false};
     struct atr_json_err je;
     struct atr_json *out;
-    if (atr_json_parse(a, arguments->u.str.s, arguments->u.str.len, &jo, &out, &je) < 0)
+    if (atr_json_parse(a, v->u.str.s, v->u.str.len, &jo, &out, &je) < 0)
         return NULL;
     return atr_json_is(out, ATR_JSON_OBJECT) ? out : NULL;
+}
+
+int atr_chat_has_key(const char *head, size_t len, const char *key)
+{
+    size_t k = strlen(key);
+    const char *p = head, *end = head + len;
+    while ((p = memmem(p, (size_t)(end - p), key, k)) != NULL) {
+        const char *q = p + k;
+        while (q < end && (*q == ' ' || *q == '\t' || *q == '\r' || *q == '\n'))
+            q++;
+        if (q < end && *q == ':')
+            return 1;
+        p += k;
+    }
+    return 0;
+}
+
+int atr_chat_name_ends(const char *name, const char *suffix)
+{
+    if (!name)
+        return 0;
+    size_t n = strlen(name), k = strlen(suffix);
+    return n >= k && strcmp(name + n - k, suffix) == 0;
 }
 
 static size_t strip_suffix(const char *s, size_t n, const char *suffix)

@@ -29,11 +29,17 @@ int atr_chat_content_ok(const struct atr_json *content);
 int atr_chat_tool_call(const struct atr_json *call, const char **name,
                        const struct atr_json **arguments);
 
-/* Arguments of a tool call as an object: parsed (into arena a, depth-capped)
- * when they are a JSON string, as is when already an object; NULL when they
- * are neither or do not parse. */
-const struct atr_json *atr_chat_tool_args(struct atr_arena *a, const struct atr_json *arguments,
-                                          unsigned max_depth);
+/* An object, or a JSON string holding one (tool call arguments, SWE-agent's
+ * "state" and replay_config), parsed into arena a with the depth cap; NULL
+ * for other types and for strings that do not parse to an object. */
+const struct atr_json *atr_chat_object(struct atr_arena *a, const struct atr_json *v,
+                                       unsigned max_depth);
+
+/* Sniffing aids: whether key (quotes included, e.g. "\"history\"") occurs
+ * in head as an object key, i.e. followed by ':'; whether name ends with
+ * suffix (name may be NULL). */
+int atr_chat_has_key(const char *head, size_t len, const char *key);
+int atr_chat_name_ends(const char *name, const char *suffix);
 
 /* The base name of an input (directories and the given suffixes removed,
  * ".gz"/".zst" first), copied into arena a: "dir/x.traj.gz" -> "x".

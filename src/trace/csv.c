@@ -161,3 +161,15 @@ void reqlog_basename(const char *name, char *out, size_t cap)
     if (out[0] == '\0')
         snprintf(out, cap, "input");
 }
+
+struct atr_step *reqlog_add_step(struct atr_trace *t, int64_t input_tokens,
+                                 int64_t output_tokens)
+{
+    struct atr_step *s = atr_trace_add_step(t, ATR_STEP_LLM);
+    s->t_ms = 0;
+    s->input_tokens = input_tokens;
+    s->output_tokens = output_tokens;
+    s->hash_ids = atr_arena_alloc(&t->arena, sizeof *s->hash_ids);
+    s->n_hash_ids = 0;
+    return s;
+}

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "trace/trace.h"
 #include "util/arena.h"
 
 struct csv_field {
@@ -39,6 +40,13 @@ bool csv_parse_nonneg_double(const char *s, size_t len, double *out);
  * surrounding blanks; a UTF-8 byte order mark before the first is skipped). */
 bool csv_header_is(const struct csv_field *fields, int n, const char *const *names,
                    int n_names);
+
+/* Appends the one llm step of a request: t_ms 0, the token counts, and
+ * no hash ids. hash_ids is an empty array rather than NULL so consumers
+ * that do pointer arithmetic on it (the writer's hash_ids + 0) stay
+ * defined behaviour. */
+struct atr_step *reqlog_add_step(struct atr_trace *t, int64_t input_tokens,
+                                 int64_t output_tokens);
 
 /* Base name of an input name for trace ids: directory and the extensions
  * .gz/.zst/.csv/.jsonl/.json/.zip/.txt removed; "<stdin>" gives "stdin".

@@ -154,10 +154,7 @@ static int fill_trace(struct atr_reader *r, struct azure_state *st, struct atr_t
     t->source = "azure";
     t->start_ms = (ticks - st->first_ticks + TICKS_PER_MS / 2) / TICKS_PER_MS;
     t->block_size = r->opts.block_size ? r->opts.block_size : ATR_DEFAULT_BLOCK_SIZE;
-    struct atr_step *s = atr_trace_add_step(t, ATR_STEP_LLM);
-    s->t_ms = 0;
-    s->input_tokens = ctx;
-    s->output_tokens = gen;
+    reqlog_add_step(t, ctx, gen);
     return 0;
 }
 

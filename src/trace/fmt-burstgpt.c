@@ -114,10 +114,7 @@ static int fill_trace(struct atr_reader *r, struct burstgpt_state *st, struct at
     meta_field(t, "log_type", &f[COL_LOG]);
     if (tok[1] == 0)
         atr_trace_meta_set_str(t, "outcome", "failed");
-    struct atr_step *s = atr_trace_add_step(t, ATR_STEP_LLM);
-    s->t_ms = 0;
-    s->input_tokens = tok[0];
-    s->output_tokens = tok[1];
+    reqlog_add_step(t, tok[0], tok[1]);
     return 0;
 }
 

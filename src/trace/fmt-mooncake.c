@@ -100,10 +100,7 @@ static int fill_trace(struct atr_reader *r, struct mooncake_state *st, struct at
     t->source = "mooncake";
     t->start_ms = ts - st->first_ts;
     t->block_size = MOONCAKE_BLOCK_SIZE;
-    struct atr_step *s = atr_trace_add_step(t, ATR_STEP_LLM);
-    s->t_ms = 0;
-    s->input_tokens = in_len;
-    s->output_tokens = out_len;
+    struct atr_step *s = reqlog_add_step(t, in_len, out_len);
     return read_hash_ids(r, t, obj, s);
 }
 

@@ -1,9 +1,982 @@
-/* fmt-openhands.c - placeholder: the openhands reader is being written. */
+/* fmt-openhands.c - OpenHands (ex-OpenDevin) event streams as atr traces.
+ *
+ * Three shapes: a JSON array of events (one trace: the runtime replay
+ * fixtures), a JSON array of records whose "trajectory" or "history" holds
+ * the events (the feedback dataset: one trace per record), and eval output
+ * JSON lines ({instance_id, history, metrics, ...}, one trace per line).
+ * Events are walked in order and rendered as the chat the agent saw: one llm
+ * step per model response, one tool step per runnable action, timed from
+ * the event timestamps. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace/chat-render.h"
+#include "trace/convo.h"
 #include "trace/reader.h"
 
-static int sniff(const char *head, size_t len, const char *name) { return 0; }
+enum oh_mode { OH_START, OH_EVENTS, OH_RECORDS, OH_LINES, OH_DONE };
+
+struct oh_state {
+    enum oh_mode mode;
+    unsigned long index;        /* records seen, for ids of records without one */
+    struct atr_arena event;     /* OH_EVENTS: one event at a time */
+};
+
+/* Tool steps waiting for their observation. Actions whose observation never
+ * comes would pile up, so the oldest is dropped past this many. */
+#define OH_MAX_PENDING 64
+
+struct oh_pending {
+    int64_t action_id;          /* the action event's "id", or ATR_UNSET */
+    size_t step;                /* index of its tool step */
+    int64_t ts;                 /* its absolute time (ms), or ATR_UNSET */
+};
+
+/* The walk over one trace's events. Strings kept across events live in the
+ * trace arena: the events themselves may be freed one by one. */
+struct oh_walk {
+    struct atr_reader *r;
+    struct atr_trace *t;
+    struct atr_arena *tmp;              /* per-event renderings */
+    struct atr_convo convo;
+    int64_t t0, prev_ts;                /* absolute ms, ATR_UNSET until seen */
+    const char *resp_id;                /* model_response id of the last llm step */
+    const char *cwd;                    /* shell directory the last run reported */
+    const char *state;                  /* last agent_state */
+    const struct atr_json *latencies;   /* eval output: metrics.response_latencies */
+    struct oh_pending pend[OH_MAX_PENDING];
+    size_t npend;
+    int64_t rec_in, rec_out;            /* sums of the recorded usage */
+    bool have_usage, finished;
+};
+
+/* ---- time ---- */
+
+static bool take_num(const char **p, int n, int *out)
+{
+    int v = 0;
+    for (int i = 0; i < n; i++, (*p)++) {
+        if (**p < '0' || **p > '9')
+            return false;
+        v = v * 10 + (**p - '0');
+    }
+    *out = v;
+    return true;
+}
+
+static bool take_ch(const char **p, const char *set)
+{
+    if (!**p || !strchr(set, **p))
+        return false;
+    (*p)++;
+    return true;
+}
+
+/* Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant). */
+static int64_t days_from_civil(int64_t y, int m, int d)
+{
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;
+    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+/* Milliseconds of ".fraction" (any number of digits); false if none. */
+static bool take_frac(const char **p, int *ms)
+{
+    int kept = 0, v = 0;
+    bool any = false;
+    for (; **p >= '0' && **p <= '9'; (*p)++, any = true)
+        if (kept < 3) {
+            v = v * 10 + (**p - '0');
+            kept++;
+        }
+    for (; kept < 3; kept++)
+        v *= 10;
+    *ms = v;
+    return any;
+}
+
+/* Zone suffix "Z", "+HH:MM", "+HHMM" or none, as minutes east of UTC. */
+static bool take_zone(const char **p, int *minutes)
+{
+    *minutes = 0;
+    if (**p == 'Z') {
+        (*p)++;
+        return true;
+    }
+    if (**p != '+' && **p != '-')
+        return true;
+    int sign = **p == '-' ? -1 : 1, hh, mm;
+    (*p)++;
+    if (!take_num(p, 2, &hh))
+        return false;
+    if (**p == ':')
+        (*p)++;
+    if (!take_num(p, 2, &mm))
+        return false;
+    *minutes = sign * (hh * 60 + mm);
+    return true;
+}
+
+/* "YYYY-MM-DD[T ]HH:MM:SS[.frac][zone]" as ms since the epoch. OpenHands
+ * writes local time without a zone: only differences are meaningful. */
+static bool parse_time(const char *s, int64_t *ms)
+{
+    int y, mo, d, h, mi, sec, frac = 0, zone;
+    const char *p = s;
+    if (!take_num(&p, 4, &y) || !take_ch(&p, "-") || !take_num(&p, 2, &mo) ||
+        !take_ch(&p, "-") || !take_num(&p, 2, &d) || !take_ch(&p, "T ") ||
+        !take_num(&p, 2, &h) || !take_ch(&p, ":") || !take_num(&p, 2, &mi) ||
+        !take_ch(&p, ":") || !take_num(&p, 2, &sec))
+        return false;
+    if (*p == '.' && (p++, !take_frac(&p, &frac)))
+        return false;
+    if (!take_zone(&p, &zone) || *p)
+        return false;
+    if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60)
+        return false;
+    int64_t secs = ((days_from_civil(y, mo, d) * 24 + h) * 60 + mi - zone) * 60 + sec;
+    *ms = secs * 1000 + frac;
+    return true;
+}
+
+/* ---- small JSON helpers ---- */
+
+/* obj[key] as an object: NULL when absent or null, -1 for another type. */
+static int opt_obj(struct atr_reader *r, const struct atr_json *obj, const char *key,
+                   const struct atr_json **out)
+{
+    const struct atr_json *v = atr_json_get(obj, key);
+    *out = NULL;
+    if (!v || v->type == ATR_JSON_NULL)
+        return 0;
+    if (v->type != ATR_JSON_OBJECT)
+        return atr_reader_fail_at(r, v, "expected \"%s\" to be an object, found %s", key,
+                                  atr_json_type_name(v->type));
+    *out = v;
+    return 0;
+}
+
+static const struct atr_json *first_kid(const struct atr_json *arr)
+{
+    return atr_json_is(arr, ATR_JSON_ARRAY) ? arr->u.kids.first : NULL;
+}
+
+static bool str_is(const char *s, const char *lit)
+{
+    return s && strcmp(s, lit) == 0;
+}
+
+static const char *keep(struct oh_walk *w, const char *s)
+{
+    return s ? atr_arena_strdup(&w->t->arena, s) : NULL;
+}
+
+static bool meta_has(const struct atr_trace *t, const char *key)
+{
+    return atr_json_get(t->meta, key) != NULL;
+}
+
+/* ---- the walk ---- */
+
+static void walk_init(struct oh_walk *w, struct atr_reader *r, struct atr_trace *t,
+                      struct atr_arena *tmp)
+{
+    memset(w, 0, sizeof *w);
+    w->r = r;
+    w->t = t;
+    w->tmp = tmp;
+    w->t0 = w->prev_ts = ATR_UNSET;
+    atr_convo_init(&w->convo, t, r->opts.keep_content);
+}
+
+/* Releases the conversation; on success records the totals and outcome. */
+static void walk_finish(struct oh_walk *w, int rc)
+{
+    atr_convo_release(&w->convo);
+    if (rc < 0)
+        return;
+    if (w->have_usage) {
+        atr_trace_meta_set_i64(w->t, "recorded_input_tokens", w->rec_in);
+        atr_trace_meta_set_i64(w->t, "recorded_output_tokens", w->rec_out);
+    }
+    if (w->finished)
+        atr_trace_meta_set_str(w->t, "outcome", "finished");
+    else if (w->state)
+        atr_trace_meta_set_str(w->t, "outcome", w->state);
+}
+
+static int64_t rel_ms(const struct oh_walk *w, int64_t ts)
+{
+    return ts == ATR_UNSET || ts < w->t0 ? ATR_UNSET : ts - w->t0;
+}
+
+/* The event's absolute time (ms) in *ts, ATR_UNSET when it has none. */
+static int event_time(struct oh_walk *w, const struct atr_json *ev, int64_t *ts)
+{
+    const char *s = NULL;
+    *ts = ATR_UNSET;
+    if (atr_reader_opt_str(w->r, ev, "timestamp", &s) < 0)
+        return -1;
+    if (!s)
+        return 0;
+    if (!parse_time(s, ts))
+        return atr_reader_fail_at(w->r, atr_json_get(ev, "timestamp"),
+                                  "expected \"timestamp\" as ISO-8601 date and time");
+    if (w->t0 == ATR_UNSET)
+        w->t0 = *ts;
+    return 0;
+}
+
+static void add_text(struct oh_walk *w, const char *role, const struct atr_json *text)
+{
+    if (atr_json_is(text, ATR_JSON_STRING) && text->u.str.len)
+        atr_convo_add(&w->convo, role, text->u.str.s, text->u.str.len);
+}
+
+/* System prompt (newer OpenHands records it): its text, then the tool schemas
+ * the request carried. */
+static void add_system(struct oh_walk *w, const struct atr_json *args)
+{
+    add_text(w, "system", atr_json_get(args, "content"));
+    const struct atr_json *tools = atr_json_get(args, "tools");
+    if (!atr_json_is(tools, ATR_JSON_ARRAY))
+        return;
+    struct atr_buf b = ATR_BUF_INIT;
+    b.max = w->r->opts.max_line;
+    if (atr_json_write_value(&b, tools) == 0 && b.len)
+        atr_convo_add(&w->convo, "system", b.data, b.len);
+    atr_buf_release(&b);
+}
+
+/* The user's text: "args.content" (or old "extras.content"), else the
+ * event's own "content" or "message". */
+static void add_user(struct oh_walk *w, const struct atr_json *ev, const struct atr_json *args)
+{
+    const struct atr_json *text = atr_json_get(args, "content");
+    if (!atr_json_is(text, ATR_JSON_STRING))
+        text = atr_json_get(ev, "content");
+    if (!atr_json_is(text, ATR_JSON_STRING))
+        text = atr_json_get(ev, "message");
+    add_text(w, "user", text);
+}
+
+/* ---- model calls ---- */
+
+static const struct atr_json *response_message(const struct atr_json *resp)
+{
+    return atr_json_get(first_kid(atr_json_get(resp, "choices")), "message");
+}
+
+/* The model's reply as the next prompt will carry it: content plus one
+ * "name(arguments)" line per tool call. NULL without a model_response. */
+static const char *render_response(struct oh_walk *w, const struct atr_json *resp, size_t *len)
+{
+    const struct atr_json *msg = response_message(resp);
+    if (!atr_json_is(msg, ATR_JSON_OBJECT))
+        return NULL;
+    return atr_chat_render(w->tmp, atr_json_get(msg, "content"),
+                           atr_json_get(msg, "tool_calls"), len);
+}
+
+/* The argument that says what an action does, for replies rendered from the
+ * action itself (sources without model_response). */
+static const char *action_subject(const struct atr_json *args)
+{
+    static const char *const keys[] = {"command", "code", "url", "browser_actions", "path",
+                                       "content", NULL};
+    for (size_t i = 0; keys[i]; i++) {
+        const char *s = atr_json_get_str(args, keys[i], NULL);
+        if (s)
+            return s;
+    }
+    return "";
+}
+
+/* A reply rebuilt from the action when no model_response was recorded (old
+ * OpenDevin, agent messages): thought, then "action(subject)". */
+static const char *render_action(struct oh_walk *w, const struct atr_json *ev, const char *action,
+                                 const struct atr_json *args, size_t *len)
+{
+    const char *thought = atr_json_get_str(args, "thought", NULL);
+    const char *text;
+    if (str_is(action, "message")) {
+        text = atr_json_get_str(args, "content", NULL);
+        if (!text)
+            text = atr_json_get_str(ev, "message", NULL);
+        text = atr_arena_strdup(w->tmp, text ? text : "");
+    } else if (str_is(action, "finish")) {
+        text = thought ? thought : atr_json_get_str(args, "final_thought", NULL);
+        text = atr_arena_strdup(w->tmp, text ? text : "");
+    } else {
+        text = atr_arena_printf(w->tmp, "%s%s%s(%s)", thought ? thought : "",
+                                thought && *thought ? "\n" : "", action, action_subject(args));
+    }
+    *len = strlen(text);
+    return text;
+}
+
+/* Latency (ms) recorded for response rid in eval output metrics, or ATR_UNSET. */
+static int64_t response_latency(const struct oh_walk *w, const char *rid)
+{
+    if (!rid)
+        return ATR_UNSET;
+    for (const struct atr_json *l = first_kid(w->latencies); l; l = l->next) {
+        double secs;
+        if (str_is(atr_json_get_str(l, "response_id", NULL), rid) &&
+            atr_json_get_num(l, "latency", &secs) && secs >= 0 && secs < 1e9)
+            return (int64_t)(secs * 1000.0 + 0.5);
+    }
+    return ATR_UNSET;
+}
+
+/* The call ran from the previous event (what the agent last saw) until its
+ * action was stamped, unless the eval output recorded its latency. */
+static void time_llm(struct oh_walk *w, struct atr_step *s, const char *rid, int64_t ts)
+{
+    if (ts == ATR_UNSET)
+        return;
+    int64_t lat = response_latency(w, rid);
+    if (lat != ATR_UNSET) {
+        int64_t start = ts - lat < w->t0 ? w->t0 : ts - lat;
+        s->t_ms = rel_ms(w, start);
+        s->dur_ms = ts - start;
+    } else if (w->prev_ts != ATR_UNSET && ts >= w->prev_ts) {
+        s->t_ms = rel_ms(w, w->prev_ts);
+        s->dur_ms = ts - w->prev_ts;
+    }
+}
+
+static void record_usage(struct oh_walk *w, struct atr_step *s, const struct atr_json *resp)
+{
+    const struct atr_json *u = atr_json_get(resp, "usage");
+    int64_t n;
+    if (atr_json_get_i64(u, "prompt_tokens", &n) && n >= 0) {
+        s->recorded_input_tokens = n;
+        w->rec_in += n;
+        w->have_usage = true;
+    }
+    if (atr_json_get_i64(u, "completion_tokens", &n) && n >= 0) {
+        s->recorded_output_tokens = n;
+        w->rec_out += n;
+        w->have_usage = true;
+    }
+    const char *model = atr_json_get_str(resp, "model", NULL);
+    if (model && *model && !meta_has(w->t, "model"))
+        atr_trace_meta_set_str(w->t, "model", model);
+}
+
+/* One llm step per model response: several actions of one response (parallel
+ * tool calls) share its id and are one call. */
+static int model_call(struct oh_walk *w, const struct atr_json *ev, const char *action,
+                      const struct atr_json *args, int64_t ts)
+{
+    const struct atr_json *tcm, *resp = NULL;
+    if (opt_obj(w->r, ev, "tool_call_metadata", &tcm) < 0 ||
+        opt_obj(w->r, tcm, "model_response", &resp) < 0)
+        return -1;
+    const char *rid = atr_json_get_str(resp, "id", NULL);
+    if (rid && str_is(w->resp_id, rid))
+        return 0;
+    size_t len = 0;
+    const char *reply = render_response(w, resp, &len);
+    if (!reply)
+        reply = render_action(w, ev, action, args, &len);
+    struct atr_step *s = atr_convo_llm(&w->convo, reply, len);
+    time_llm(w, s, rid, ts);
+    record_usage(w, s, resp);
+    atr_convo_add(&w->convo, "assistant", reply, len);
+    w->resp_id = rid ? keep(w, rid) : NULL;
+    return 0;
+}
+
+/* ---- tool steps ---- */
+
+/* The editor sub-command of an edit: "command" in newer args, else the one
+ * in the model's tool call that produced this action, else "edit". */
+static const char *edit_command(struct oh_walk *w, const struct atr_json *ev,
+                                const struct atr_json *args)
+{
+    const char *cmd = atr_json_get_str(args, "command", NULL);
+    if (cmd && *cmd)
+        return cmd;
+    const struct atr_json *tcm = atr_json_get(ev, "tool_call_metadata");
+    const char *id = atr_json_get_str(tcm, "tool_call_id", NULL);
+    const struct atr_json *msg = response_message(atr_json_get(tcm, "model_response"));
+    for (const struct atr_json *c = first_kid(atr_json_get(msg, "tool_calls")); id && c;
+         c = c->next) {
+        const char *name;
+        const struct atr_json *arguments;
+        if (!str_is(atr_json_get_str(c, "id", NULL), id) ||
+            !atr_chat_tool_call(c, &name, &arguments))
+            continue;
+        const struct atr_json *a = atr_chat_object(w->tmp, arguments, w->r->opts.max_depth);
+        cmd = atr_json_get_str(a, "command", NULL);
+        break;
+    }
+    return cmd && *cmd ? cmd : "edit";
+}
+
+/* "click('a51')" -> "click": the first call of a BrowserGym action string. */
+static const char *browser_verb(struct oh_walk *w, const char *actions)
+{
+    if (!actions)
+        return "interactive";
+    actions += strspn(actions, " \t\r\n");
+    size_t n = strcspn(actions, "( \t\r\n");
+    return n ? atr_arena_strndup(&w->t->arena, actions, n) : "interactive";
+}
+
+static struct atr_step *new_tool(struct oh_walk *w, const char *tool)
+{
+    struct atr_step *s = atr_trace_add_step(w->t, ATR_STEP_TOOL);
+    s->tool = tool;
+    return s;
+}
+
+/* Actions that come from the model but run nothing. */
+static bool runs_nothing(const char *action)
+{
+    static const char *const names[] = {"message", "finish", "think", "reject", "delegate",
+                                        "null", "condensation_request", NULL};
+    for (size_t i = 0; names[i]; i++)
+        if (strcmp(action, names[i]) == 0)
+            return true;
+    return false;
+}
+
+static struct atr_step *run_step(struct oh_walk *w, const struct atr_json *args)
+{
+    const struct atr_json *in = atr_json_get(args, "is_input");
+    bool is_input = atr_json_is(in, ATR_JSON_TRUE) ||
+                    str_is(atr_json_get_str(args, "is_input", NULL), "true");
+    /* Input typed into a running process (C-c, answers) is no command line. */
+    struct atr_step *s = new_tool(w, is_input ? "bash_input" : "bash");
+    s->command = keep(w, atr_json_get_str(args, "command", NULL));
+    if (!s->command)
+        s->command = "";
+    s->cwd = w->cwd;
+    return s;
+}
+
+static struct atr_step *browse_step(struct oh_walk *w, const struct atr_json *args)
+{
+    const char *actions = atr_json_get_str(args, "browser_actions", NULL);
+    struct atr_step *s = new_tool(w, "browser");
+    s->action = browser_verb(w, actions);
+    if (actions) {
+        s->extra = atr_json_new(&w->t->arena, ATR_JSON_OBJECT);
+        atr_json_append(&w->t->arena, s->extra, "browser_actions",
+                        atr_json_new_str(&w->t->arena, actions, strlen(actions)));
+    }
+    return s;
+}
+
+static struct atr_step *editor_step(struct oh_walk *w, const char *action,
+                                    const struct atr_json *args)
+{
+    struct atr_step *s = new_tool(w, "editor");
+    s->action = action;
+    s->path = keep(w, atr_json_get_str(args, "path", NULL));
+    return s;
+}
+
+/* The tool step an agent action runs; NULL for those that run nothing. */
+static struct atr_step *tool_step(struct oh_walk *w, const struct atr_json *ev,
+                                  const char *action, const struct atr_json *args)
+{
+    struct atr_step *s;
+    if (str_is(action, "run"))
+        return run_step(w, args);
+    if (str_is(action, "run_ipython")) {
+        s = new_tool(w, "ipython");
+        s->command = keep(w, atr_json_get_str(args, "code", NULL));
+        s->cwd = w->cwd;
+        return s;
+    }
+    if (str_is(action, "read"))
+        return editor_step(w, "view", args);
+    if (str_is(action, "write"))
+        return editor_step(w, "create", args);
+    if (str_is(action, "edit"))
+        return editor_step(w, keep(w, edit_command(w, ev, args)), args);
+    if (str_is(action, "browse")) {
+        s = new_tool(w, "browser");
+        s->action = "goto";
+        s->url = keep(w, atr_json_get_str(args, "url", NULL));
+        return s;
+    }
+    if (str_is(action, "browse_interactive"))
+        return browse_step(w, args);
+    if (runs_nothing(action))
+        return NULL;
+    return new_tool(w, keep(w, action));   /* mcp, delegate tools, ...: their own name */
+}
+
+static void remember(struct oh_walk *w, int64_t action_id, size_t step, int64_t ts)
+{
+    if (w->npend == OH_MAX_PENDING) {
+        memmove(&w->pend[0], &w->pend[1], (OH_MAX_PENDING - 1) * sizeof w->pend[0]);
+        w->npend--;
+    }
+    w->pend[w->npend++] = (struct oh_pending){action_id, step, ts};
+}
+
+/* Takes the step the observation answers: the one whose action id is cause,
+ * or without a cause (old OpenDevin) the oldest waiting one. */
+static bool take_pending(struct oh_walk *w, int64_t cause, struct oh_pending *out)
+{
+    for (size_t i = 0; i < w->npend; i++) {
+        if (cause != ATR_UNSET && w->pend[i].action_id != cause)
+            continue;
+        *out = w->pend[i];
+        memmove(&w->pend[i], &w->pend[i + 1], (w->npend - i - 1) * sizeof w->pend[0]);
+        w->npend--;
+        return true;
+    }
+    return false;
+}
+
+/* Duration, exit code and the shell's new directory from the observation. */
+static void close_step(struct oh_walk *w, const struct oh_pending *p,
+                       const struct atr_json *extras, int64_t ts)
+{
+    struct atr_step *s = &w->t->steps[p->step];
+    if (p->ts != ATR_UNSET && ts != ATR_UNSET && ts >= p->ts)
+        s->dur_ms = ts - p->ts;
+    const struct atr_json *md = atr_json_get(extras, "metadata");
+    int64_t code;
+    if (atr_json_get_i64(md, "exit_code", &code) || atr_json_get_i64(extras, "exit_code", &code))
+        s->exit_code = code;
+    const char *wd = atr_json_get_str(md, "working_dir", NULL);
+    if (wd && *wd && !str_is(w->cwd, wd))
+        w->cwd = keep(w, wd);
+}
+
+/* ---- events ---- */
+
+/* Actions of source "agent" that the runtime, not the model, produced. */
+static bool from_runtime(const char *action)
+{
+    static const char *const names[] = {"change_agent_state", "recall", "system", "initialize",
+                                        "condensation", NULL};
+    for (size_t i = 0; names[i]; i++)
+        if (strcmp(action, names[i]) == 0)
+            return true;
+    return false;
+}
+
+/* Action arguments: "args" (OpenHands) or "extras" (OpenDevin, 2024). */
+static int action_args(struct atr_reader *r, const struct atr_json *ev, const struct atr_json **args)
+{
+    if (opt_obj(r, ev, "args", args) < 0)
+        return -1;
+    if (!*args && opt_obj(r, ev, "extras", args) < 0)
+        return -1;
+    return 0;
+}
+
+static int walk_action(struct oh_walk *w, const struct atr_json *ev, const char *action,
+                       int64_t ts)
+{
+    const struct atr_json *args;
+    const char *source = NULL;
+    int64_t id = ATR_UNSET;
+    atr_json_get_i64(ev, "id", &id);     /* type checked by walk_event */
+    if (action_args(w->r, ev, &args) < 0 || atr_reader_opt_str(w->r, ev, "source", &source) < 0)
+        return -1;
+    if (str_is(action, "initialize")) {   /* OpenDevin UI: the session's settings */
+        const char *model = atr_json_get_str(args, "LLM_MODEL", NULL);
+        if (model && *model && !meta_has(w->t, "model"))
+            atr_trace_meta_set_str(w->t, "model", model);
+        return 0;
+    }
+    if (str_is(action, "system")) {
+        add_system(w, args);
+        return 0;
+    }
+    bool agent = str_is(source, "agent");
+    if (str_is(action, "message") && !agent) {
+        add_user(w, ev, args);
+        return 0;
+    }
+    if (!agent || from_runtime(action))
+        return 0;
+    if (model_call(w, ev, action, args, ts) < 0)
+        return -1;
+    if (str_is(action, "finish"))
+        w->finished = true;
+    struct atr_step *s = tool_step(w, ev, action, args);
+    if (s) {
+        s->t_ms = rel_ms(w, ts);
+        remember(w, id, s->i, ts);
+    }
+    return 0;
+}
+
+static int walk_observation(struct oh_walk *w, const struct atr_json *ev, const char *obs,
+                            int64_t ts)
+{
+    const struct atr_json *extras;
+    int64_t cause = ATR_UNSET;
+    const char *content = NULL;
+    if (opt_obj(w->r, ev, "extras", &extras) < 0 ||
+        atr_reader_opt_i64(w->r, ev, "cause", &cause) < 0 ||
+        atr_reader_opt_str(w->r, ev, "content", &content) < 0)
+        return -1;
+    if (str_is(obs, "agent_state_changed")) {
+        const char *st = atr_json_get_str(extras, "agent_state", NULL);
+        if (st && !str_is(w->state, st))
+            w->state = keep(w, st);
+        return 0;
+    }
+    /* Without a cause only a tool's own observation may answer a step. */
+    bool quiet = !*obs || str_is(obs, "null") || str_is(obs, "recall");
+    struct oh_pending p;
+    if ((cause != ATR_UNSET || !quiet) && take_pending(w, cause, &p))
+        close_step(w, &p, extras, ts);
+    add_text(w, "tool", atr_json_get(ev, "content"));
+    return 0;
+}
+
+/* One event: an action, an observation, or a UI record (status, error)
+ * that the agent never saw. */
+static int walk_event(struct oh_walk *w, const struct atr_json *ev)
+{
+    if (!atr_json_is(ev, ATR_JSON_OBJECT))
+        return atr_reader_fail_at(w->r, ev, "expected an event object, found %s",
+                                  atr_json_type_name(ev->type));
+    const char *action = NULL, *obs = NULL;
+    int64_t ts, id;
+    if (atr_reader_opt_i64(w->r, ev, "id", &id) < 0 ||
+        atr_reader_opt_str(w->r, ev, "action", &action) < 0 ||
+        atr_reader_opt_str(w->r, ev, "observation", &obs) < 0 || event_time(w, ev, &ts) < 0)
+        return -1;
+    int rc = 0;
+    if (action && *action)
+        rc = walk_action(w, ev, action, ts);
+    else if (obs)
+        rc = walk_observation(w, ev, obs, ts);
+    if (ts != ATR_UNSET)
+        w->prev_ts = ts;
+    return rc;
+}
+
+/* ---- trace ids and records ---- */
+
+static const char *base_name(struct atr_reader *r, struct atr_arena *a)
+{
+    static const char *const suffixes[] = {".jsonl", ".json", ".ndjson", NULL};
+    return atr_chat_base_name(a, atr_reader_name(r), suffixes);
+}
+
+/* A record's id: instance_id (eval output), id (feedback), else file/index. */
+static void record_id(struct atr_reader *r, struct atr_trace *t, struct oh_state *st,
+                      const struct atr_json *rec)
+{
+    const struct atr_json *id = atr_json_get(rec, "instance_id");
+    if (!atr_json_is(id, ATR_JSON_STRING) && !atr_json_is(id, ATR_JSON_NUMBER))
+        id = atr_json_get(rec, "id");
+    if (atr_json_is(id, ATR_JSON_STRING) && id->u.str.len)
+        t->trace_id = atr_arena_printf(&t->arena, "openhands/%s", id->u.str.s);
+    else if (atr_json_is(id, ATR_JSON_NUMBER) && id->is_int)
+        t->trace_id = atr_arena_printf(&t->arena, "openhands/%lld", (long long)id->i);
+    else
+        t->trace_id = atr_arena_printf(&t->arena, "openhands/%s/%lu",
+                                       base_name(r, &r->scratch), st->index);
+    st->index++;
+}
+
+static void meta_str(struct atr_trace *t, const char *key, const struct atr_json *v)
+{
+    if (atr_json_is(v, ATR_JSON_STRING) && v->u.str.len)
+        atr_trace_meta_set_str(t, key, v->u.str.s);
+}
+
+static void record_meta(struct atr_trace *t, const struct atr_json *rec)
+{
+    const struct atr_json *md = atr_json_get(rec, "metadata");
+    meta_str(t, "instance_id", atr_json_get(rec, "instance_id"));
+    meta_str(t, "model", atr_json_get(atr_json_get(md, "llm_config"), "model"));
+    meta_str(t, "agent", atr_json_get(md, "agent_class"));
+    meta_str(t, "feedback", atr_json_get(rec, "feedback"));
+    meta_str(t, "error", atr_json_get(rec, "error"));
+}
+
+/* Eval output keeps totals even where events lack per-call usage. */
+static void record_totals(struct atr_trace *t, const struct atr_json *rec)
+{
+    const struct atr_json *u =
+        atr_json_get(atr_json_get(rec, "metrics"), "accumulated_token_usage");
+    int64_t in, out;
+    if (meta_has(t, "recorded_input_tokens") || !atr_json_get_i64(u, "prompt_tokens", &in) ||
+        !atr_json_get_i64(u, "completion_tokens", &out))
+        return;
+    atr_trace_meta_set_i64(t, "recorded_input_tokens", in);
+    atr_trace_meta_set_i64(t, "recorded_output_tokens", out);
+}
+
+static const struct atr_json *record_events(const struct atr_json *rec)
+{
+    const struct atr_json *ev = atr_json_get(rec, "history");
+    return ev ? ev : atr_json_get(rec, "trajectory");
+}
+
+static bool is_record(const struct atr_json *v)
+{
+    return atr_json_is(v, ATR_JSON_OBJECT) && !atr_json_get(v, "action") &&
+           !atr_json_get(v, "observation") && record_events(v);
+}
+
+/* Events of a record; a history item may be an [action, observation] pair
+ * (OpenDevin eval output). */
+static int walk_events(struct oh_walk *w, const struct atr_json *events)
+{
+    for (const struct atr_json *ev = events->u.kids.first; ev; ev = ev->next) {
+        if (!atr_json_is(ev, ATR_JSON_ARRAY)) {
+            if (walk_event(w, ev) < 0)
+                return -1;
+            continue;
+        }
+        for (const struct atr_json *e = ev->u.kids.first; e; e = e->next)
+            if (walk_event(w, e) < 0)
+                return -1;
+    }
+    return 0;
+}
+
+static int walk_record(struct atr_reader *r, struct atr_trace *t, struct oh_state *st,
+                       const struct atr_json *rec)
+{
+    const struct atr_json *events = record_events(rec);
+    if (!atr_json_is(rec, ATR_JSON_OBJECT) || !atr_json_is(events, ATR_JSON_ARRAY))
+        return atr_reader_fail_at(r, events ? events : rec,
+                                  "expected a record with a \"history\" or \"trajectory\" "
+                                  "array of events");
+    record_id(r, t, st, rec);
+    record_meta(t, rec);
+    struct oh_walk w;
+    walk_init(&w, r, t, &r->scratch);
+    w.latencies = atr_json_get(atr_json_get(rec, "metrics"), "response_latencies");
+    int rc = walk_events(&w, events);
+    walk_finish(&w, rc);
+    if (rc < 0)
+        return -1;
+    record_totals(t, rec);
+    return 1;
+}
+
+/* ---- the shapes ---- */
+
+/* A top-level array of events is one trace, streamed event by event. */
+static int walk_stream(struct atr_reader *r, struct atr_trace *t, struct oh_state *st,
+                       const struct atr_json *first)
+{
+    t->trace_id = atr_arena_printf(&t->arena, "openhands/%s", base_name(r, &t->arena));
+    struct oh_walk w;
+    walk_init(&w, r, t, &st->event);
+    int rc = walk_event(&w, first);
+    while (rc == 0) {
+        struct atr_json *ev;
+        atr_arena_clear(&st->event);
+        rc = atr_reader_array_next(r, &st->event, &ev);
+        if (rc <= 0)
+            break;
+        rc = walk_event(&w, ev);
+    }
+    walk_finish(&w, rc);
+    st->mode = OH_DONE;
+    return rc < 0 ? -1 : 1;
+}
+
+static int start_array(struct atr_reader *r, struct atr_trace *t, struct oh_state *st)
+{
+    struct atr_json *first;
+    if (atr_reader_array_begin(r) < 0)
+        return -1;
+    int rc = atr_reader_array_next(r, &r->scratch, &first);
+    if (rc < 0)
+        return -1;
+    if (rc == 0)
+        return atr_reader_fail(r, r->base_line ? r->base_line : 1, 1,
+                               "expected at least one openhands event");
+    if (!is_record(first)) {
+        st->mode = OH_EVENTS;
+        return walk_stream(r, t, st, first);
+    }
+    st->mode = OH_RECORDS;
+    return walk_record(r, t, st, first);
+}
+
+static int next_record(struct atr_reader *r, struct atr_trace *t, struct oh_state *st)
+{
+    struct atr_json *rec;
+    int rc = atr_reader_array_next(r, &r->scratch, &rec);
+    if (rc <= 0)
+        return rc;
+    return walk_record(r, t, st, rec);
+}
+
+static bool blank(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r')
+            return false;
+    return true;
+}
+
+/* Eval output: one record per line. */
+static int next_line(struct atr_reader *r, struct atr_trace *t, struct oh_state *st)
+{
+    const char *line;
+    size_t len;
+    int rc;
+    while ((rc = atr_reader_getline(r, &line, &len)) > 0 && blank(line, len))
+        ;
+    if (rc < 0)
+        return -1;
+    if (rc == 0)
+        return r->ntraces ? 0 : atr_reader_fail(r, 1, 1, "expected at least one record");
+    struct atr_json *rec;
+    if (atr_reader_parse(r, &r->scratch, line, len, r->base_line, 1, false, &rec) < 0)
+        return -1;
+    return walk_record(r, t, st, rec);
+}
+
+/* A pretty-printed record starts with a line holding only "{". */
+static bool pretty_object(const char *p, const char *end)
+{
+    p++;
+    while (p < end && (*p == ' ' || *p == '\t' || *p == '\r'))
+        p++;
+    return p == end || *p == '\n';
+}
+
+static int next_document(struct atr_reader *r, struct atr_trace *t, struct oh_state *st)
+{
+    struct atr_json *rec;
+    st->mode = OH_DONE;
+    if (atr_reader_parse_all(r, &r->scratch, &rec) < 0)
+        return -1;
+    return walk_record(r, t, st, rec);
+}
+
+/* The first byte decides: '[' an array (of events or records), '{' records. */
+static int start(struct atr_reader *r, struct atr_trace *t, struct oh_state *st)
+{
+    const char *head;
+    ssize_t n = atr_input_peek(r->in, &head, 64 * 1024, &r->err);
+    if (n < 0)
+        return -1;
+    unsigned long line = 1, col = 1;
+    ssize_t i = 0;
+    for (; i < n && strchr(" \t\r\n", head[i]) && head[i]; i++, col++)
+        if (head[i] == '\n')
+            line++, col = 0;
+    if (i < n && head[i] == '[')
+        return start_array(r, t, st);
+    if (i < n && head[i] == '{' && pretty_object(head + i, head + n))
+        return next_document(r, t, st);
+    if (i < n && head[i] == '{') {
+        st->mode = OH_LINES;
+        return next_line(r, t, st);
+    }
+    return atr_reader_fail(r, line, col, "expected a JSON array of openhands events or "
+                                         "JSON lines of records");
+}
+
 static int next(struct atr_reader *r, struct atr_trace *t)
 {
-    return atr_reader_fail(r, 0, 0, "openhands reader not implemented yet");
+    if (!r->state)
+        r->state = calloc(1, sizeof(struct oh_state));
+    struct oh_state *st = r->state;
+    if (!st)
+        abort();
+    switch (st->mode) {
+    case OH_START:
+        return start(r, t, st);
+    case OH_RECORDS:
+        return next_record(r, t, st);
+    case OH_LINES:
+        return next_line(r, t, st);
+    default:
+        return 0;
+    }
 }
-const struct atr_format atr_format_openhands = {"openhands", "(not yet)", sniff, next, NULL};
+
+static void free_state(void *state)
+{
+    struct oh_state *st = state;
+    atr_arena_release(&st->event);
+    free(st);
+}
+
+/* ---- sniffing ---- */
+
+/* Where "key" occurs as an object key in head (an unescaped quote, the
+ * name, a quote, spaces, a colon): the position after the colon, or NULL.
+ * A heuristic that is good enough for sniffing. */
+static const char *find_key(const char *h, size_t len, const char *key)
+{
+    size_t k = strlen(key);
+    const char *end = h + len;
+    for (const char *p = h; p < end && (p = memmem(p, (size_t)(end - p), key, k)); p += k) {
+        if (p == h || p[-1] != '"' || p + k >= end || p[k] != '"')
+            continue;
+        if (p - 1 > h && p[-2] == '\\')
+            continue;
+        const char *q = p + k + 1;
+        while (q < end && strchr(" \t\r\n", *q) && *q)
+            q++;
+        if (q < end && *q == ':')
+            return q + 1;
+    }
+    return NULL;
+}
+
+/* Whether some "key" has the string value val. */
+static bool has_value(const char *h, size_t len, const char *key, const char *val)
+{
+    const char *end = h + len, *p = h;
+    size_t vl = strlen(val);
+    while (p < end && (p = find_key(p, (size_t)(end - p), key))) {
+        while (p < end && strchr(" \t\r\n", *p) && *p)
+            p++;
+        if ((size_t)(end - p) > vl + 1 && *p == '"' && memcmp(p + 1, val, vl) == 0 &&
+            p[vl + 1] == '"')
+            return true;
+    }
+    return false;
+}
+
+static int sniff(const char *head, size_t len, const char *name)
+{
+    size_t i = 0;
+    while (i < len && (head[i] == ' ' || head[i] == '\t' || head[i] == '\r' || head[i] == '\n'))
+        i++;
+    if (i >= len || (head[i] != '[' && head[i] != '{'))
+        return 0;
+    bool source = has_value(head, len, "source", "agent") ||
+                  has_value(head, len, "source", "user") ||
+                  has_value(head, len, "source", "environment");
+    bool event = find_key(head, len, "action") || find_key(head, len, "observation");
+    if (!source || !event)
+        return 0;
+    bool strong = find_key(head, len, "tool_call_metadata") || find_key(head, len, "cause") ||
+                  find_key(head, len, "timestamp");
+    bool records = find_key(head, len, "history") || find_key(head, len, "trajectory");
+    if (head[i] == '[')
+        return strong || records ? 95 : 80;
+    return records ? 90 : 30;
+}
+
+const struct atr_format atr_format_openhands = {
+    "openhands",
+    "OpenHands/OpenDevin event streams: event arrays, feedback records, eval output JSONL",
+    sniff,
+    next,
+    free_state,
+};

@@ -25,28 +25,6 @@ struct swe {
 
 /* ---- sniffing ----------------------------------------------------------- */
 
-/* True when "key" occurs in head as an object key (followed by ':'). */
-static int has_key(const char *head, size_t len, const char *key)
-{
-    size_t k = strlen(key);
-    const char *p = head, *end = head + len;
-    while ((p = memmem(p, (size_t)(end - p), key, k)) != NULL) {
-        const char *q = p + k;
-        while (q < end && (*q == ' ' || *q == '\t' || *q == '\r' || *q == '\n'))
-            q++;
-        if (q < end && *q == ':')
-            return 1;
-        p += k;
-    }
-    return 0;
-}
-
-static int ends_with(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), k = strlen(suffix);
-    return n >= k && strcmp(s + n - k, suffix) == 0;
-}
-
 static int sniff(const char *head, size_t len, const char *name)
 {
     size_t i = 0;
@@ -54,17 +32,18 @@ static int sniff(const char *head, size_t len, const char *name)
         i++;
     if (i == len || head[i] != '{')
         return 0;
-    int traj = has_key(head, len, "\"trajectory\"");
-    int hist = has_key(head, len, "\"history\"");
-    int named = name && (ends_with(name, ".traj") || ends_with(name, ".traj.gz") ||
-                         ends_with(name, ".traj.zst"));
-    if (traj && (hist || has_key(head, len, "\"observation\"")))
+    int traj = atr_chat_has_key(head, len, "\"trajectory\"");
+    int hist = atr_chat_has_key(head, len, "\"history\"");
+    int named = atr_chat_name_ends(name, ".traj") || atr_chat_name_ends(name, ".traj.gz") ||
+                atr_chat_name_ends(name, ".traj.zst");
+    if (traj && (hist || atr_chat_has_key(head, len, "\"observation\"")))
         return 95;
     /* Demonstrations carry only the history, whose messages SWE-agent tags
      * with message_type (OpenHands' "history" events do not). */
-    if (hist && has_key(head, len, "\"message_type\"") && has_key(head, len, "\"role\""))
+    if (hist && atr_chat_has_key(head, len, "\"message_type\"") &&
+        atr_chat_has_key(head, len, "\"role\""))
         return 90;
-    if (has_key(head, len, "\"environment\"") && memmem(head, len, "\"swe_main\"", 10))
+    if (atr_chat_has_key(head, len, "\"environment\"") && memmem(head, len, "\"swe_main\"", 10))
         return 85;
     return named ? 30 : 0;
 }
@@ -276,7 +255,7 @@ static const char *scan_marker(struct atr_arena *a, const char *text, size_t len
 }
 
 /* Observations end with "(Open file: F)\n(Current directory: D)": the
- * state for history-only files, whose entries have no "state". */
+ * shell state of history-only files, which have no trajectory entries. */
 static void scan_observation(struct swe *sw, const char *text, size_t len)
 {
     const char *f = scan_marker(&sw->r->scratch, text, len, "(Open file: ");
@@ -291,16 +270,7 @@ static void scan_observation(struct swe *sw, const char *text, size_t len)
  * string. Unparsable state is no state: it only refines cwd and paths. */
 static const struct atr_json *state_object(struct swe *sw, const struct atr_json *st)
 {
-    if (atr_json_is(st, ATR_JSON_OBJECT))
-        return st;
-    if (!atr_json_is(st, ATR_JSON_STRING))
-        return NULL;
-    struct atr_json_opts jo = {sw->r->opts.max_depth, false};
-    struct atr_json_err je;
-    struct atr_json *out;
-    if (atr_json_parse(&sw->r->scratch, st->u.str.s, st->u.str.len, &jo, &out, &je) < 0)
-        return NULL;
-    return atr_json_is(out, ATR_JSON_OBJECT) ? out : NULL;
+    return atr_chat_object(&sw->r->scratch, st, sw->r->opts.max_depth);
 }
 
 /* ---- trajectory entries ------------------------------------------------- */
@@ -392,7 +362,7 @@ static void add_tool_call(struct swe *sw, const struct atr_json *call)
     const struct atr_json *raw;
     if (!atr_chat_tool_call(call, &name, &raw))
         return;
-    const struct atr_json *args = atr_chat_tool_args(&sw->r->scratch, raw, sw->r->opts.max_depth);
+    const struct atr_json *args = atr_chat_object(&sw->r->scratch, raw, sw->r->opts.max_depth);
     size_t n;
     const char *cmd = atr_json_get_str(args, "command", &n);
     if (strcmp(name, "bash") == 0 && cmd) {
@@ -437,7 +407,7 @@ static int is_demo(const struct atr_json *m)
 
 static int walk_message(struct swe *sw, const struct atr_json *m)
 {
-    const char *role;
+    const char *role = NULL;
     if (check_msg(sw->r, m, &role) < 0)
         return -1;
     size_t len;
@@ -483,7 +453,7 @@ static int walk_history(struct swe *sw, const struct atr_json *history)
 static int add_query(struct swe *sw, const struct atr_json *query)
 {
     for (const struct atr_json *m = query->u.kids.first; m; m = m->next) {
-        const char *role;
+        const char *role = NULL;
         if (check_msg(sw->r, m, &role) < 0)
             return -1;
         size_t len;

@@ -180,6 +180,57 @@ static void test_long_strings(void **state)
     }
 }
 
+/* Strings past the parser's 64 KiB scratch window, with escapes and UTF-8
+ * sequences straddling every alignment of the window's growth points. */
+static void test_huge_strings(void **state)
+{
+    static const char *esc[] = {"\\n", "\\u00e9", "\xc3\xa9", "\xf0\x9f\x98\x80",
+                                "\\ud83d\\ude00", "\\\\", "\\\""};
+    static const char *dec[] = {"\n", "\xc3\xa9", "\xc3\xa9", "\xf0\x9f\x98\x80",
+                                "\xf0\x9f\x98\x80", "\\", "\""};
+    size_t cap = 700000;
+    char *json = malloc(cap), *want = malloc(cap);
+    size_t jn = 0, wn = 0;
+    memcpy(json, "{\"", 2);
+    jn = 2;
+    for (int pass = 0; pass < 2; pass++) {  /* a long key, then a long value */
+        for (int i = 0; jn < (size_t)(pass + 1) * 300000; i++) {
+            int run = i % 37;
+            for (int k = 0; k < run; k++)
+                json[jn++] = want[wn++] = (char)('a' + (i + k) % 26);
+            const char *e = esc[i % 7], *d = dec[i % 7];
+            memcpy(json + jn, e, strlen(e));
+            jn += strlen(e);
+            memcpy(want + wn, d, strlen(d));
+            wn += strlen(d);
+        }
+        if (pass == 0) {
+            memcpy(json + jn, "\": \"", 4);
+            jn += 4;
+        }
+    }
+    memcpy(json + jn, "\"}", 2);
+    jn += 2;
+    struct atr_json *v = NULL;
+    struct atr_json_err err;
+    if (parse_opts(json, jn, NULL, &v, &err) != 0)
+        fail_msg("huge: %u:%u %s", err.line, err.col, err.msg);
+    struct atr_json *m = v->u.kids.first;
+    size_t key_len = m->key_len;
+    assert_memory_equal(m->key, want, key_len);
+    assert_int_equal(m->u.str.len, wn - key_len);
+    assert_memory_equal(m->u.str.s, want + key_len, wn - key_len);
+    assert_int_equal(m->u.str.s[m->u.str.len], '\0');
+    /* Errors far into a long string keep their column. */
+    json[250000] = '\x01';
+    parse_fails_n(json, jn, NULL, 1, 250001, "unescaped control character 0x01");
+    json[200000] = '\xff';
+    parse_fails_n(json, jn, NULL, 1, 200001, "invalid UTF-8 in string");
+    parse_fails_n(json, 150000, NULL, 1, 2, "unterminated string");
+    free(json);
+    free(want);
+}
+
 static void test_string_errors(void **state)
 {
     parse_fails("\"abc", 1, 1, "unterminated string");
@@ -207,6 +258,8 @@ static void test_string_errors(void **state)
     /* Keys go through the same path. */
     parse_fails("{\"k\x80\": 1}", 1, 4, "invalid UTF-8 in string");
     parse_fails("{\"k", 1, 2, "unterminated string");
+    parse_fails("\"ab\\", 1, 1, "unterminated string");
+    parse_fails("  \"ab\\u12", 1, 6, "invalid \\u escape: expected 4 hex digits");
 }
 
 static void want_int(const char *json, int64_t want)
@@ -602,6 +655,7 @@ int main(void)
         cmocka_unit_test_teardown(test_nested, teardown),
         cmocka_unit_test_teardown(test_escapes, teardown),
         cmocka_unit_test_teardown(test_long_strings, teardown),
+        cmocka_unit_test_teardown(test_huge_strings, teardown),
         cmocka_unit_test_teardown(test_string_errors, teardown),
         cmocka_unit_test_teardown(test_numbers, teardown),
         cmocka_unit_test_teardown(test_number_errors, teardown),

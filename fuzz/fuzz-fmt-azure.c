@@ -1,0 +1,3 @@
+/* fuzz-fmt-azure.c - libFuzzer target for the azure reader. */
+#define FUZZ_FORMAT "azure"
+#include "reader.inc"
