@@ -495,15 +495,17 @@ static bool to_i64(const unsigned char *s, const unsigned char *e, int64_t *out)
     return true;
 }
 
+/* Powers of ten that doubles hold exactly. */
+static const double pow10_tab[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7,
+                                   1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                   1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
 /* Exact double for literals of at most 15 significant digits and a decimal
  * exponent within +-22 (Clinger's fast path: one correctly rounded
  * multiply or divide of two exact doubles). */
 static bool fast_double(const char *s, const char *e, double *out)
 {
 #if FLT_EVAL_METHOD == 0
-    static const double p10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7,
-                                 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-                                 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
     bool neg = *s == '-', in_frac = false;
     uint64_t m = 0;
     int sig = 0, frac = 0, ex = 0, exneg = 0;
@@ -529,7 +531,7 @@ static bool fast_double(const char *s, const char *e, double *out)
     int k = (exneg ? -ex : ex) - frac;
     if (k < -22 || k > 22)
         return m == 0 ? (*out = neg ? -0.0 : 0.0, true) : false;
-    double v = k >= 0 ? (double)m * p10[k] : (double)m / p10[-k];
+    double v = k >= 0 ? (double)m * pow10_tab[k] : (double)m / pow10_tab[-k];
     *out = neg ? -v : v;
     return true;
 #else
@@ -944,14 +946,68 @@ static int write_string(struct atr_buf *b, const char *s, size_t len)
     return 0;
 }
 
-/* Shortest of %.15g, %.16g, %.17g that reads back as v. */
+/* Writes m / 10^k (k >= 1) in fixed point to out; returns the length. */
+static size_t format_fixed(bool neg, uint64_t m, int k, char *out)
+{
+    char dig[20];  /* least significant first */
+    int nd = 0;
+    do {
+        dig[nd++] = (char)('0' + m % 10);
+        m /= 10;
+    } while (m);
+    char *o = out;
+    if (neg)
+        *o++ = '-';
+    if (nd <= k) {
+        *o++ = '0';
+        *o++ = '.';
+        for (int i = nd; i < k; i++)
+            *o++ = '0';
+    }
+    for (int i = nd - 1; i >= 0; i--) {
+        if (i == k - 1 && nd > k)
+            *o++ = '.';
+        *o++ = dig[i];
+    }
+    return (size_t)(o - out);
+}
+
+/* Fixed-point text for v with the fewest decimals (at most 15 significant
+ * digits) that reads back exactly, or 0 when there is none; saves printf
+ * for the common short fractions (scores, log-probabilities). m / 10^k of
+ * two exact doubles is one correctly rounded division, as is a reader's
+ * strtod of the same decimal text, so equality here means a round trip. */
+static size_t fixed_double(double v, char out[40])
+{
+#if FLT_EVAL_METHOD == 0
+    double a = fabs(v);
+    if (a < 1e-5)
+        return 0;
+    for (int k = 1; k <= 15; k++) {
+        double t = a * pow10_tab[k];
+        if (t >= 1e15)
+            break;
+        double m = (double)(uint64_t)(t + 0.5);
+        if (m / pow10_tab[k] == a)
+            return format_fixed(v < 0, (uint64_t)m, k, out);
+    }
+#endif
+    (void)v, (void)out;
+    return 0;
+}
+
+/* Shortest of %.15g, %.16g, %.17g that reads back as v (or an equally
+ * exact fixed-point form). Non-finite numbers have no JSON form: null. */
 static int write_double(struct atr_buf *b, double v)
 {
     if (!isfinite(v))
         return atr_buf_append(b, "null", 4);
     if (fabs(v) < 1e15 && v == (double)(int64_t)v && !(v == 0 && signbit(v)))
         return atr_buf_put_i64(b, (int64_t)v);
-    char tmp[32];
+    char tmp[40];
+    size_t n = fabs(v) < 1e15 ? fixed_double(v, tmp) : 0;
+    if (n)
+        return atr_buf_append(b, tmp, n);
     for (int prec = 15; prec <= 17; prec++) {
         snprintf(tmp, sizeof tmp, "%.*g", prec, v);
         if (strtod(tmp, NULL) == v)

@@ -452,11 +452,12 @@ static void emit_steps(struct pw_ctx *c)
     for (size_t k = 0; k < c->n_calls; k++)
         if (c->calls[k].runner != have_library)
             c->calls[n++] = c->calls[k];
+    if (n == 0)
+        return;   /* an archive without calls is a trace without steps */
     qsort(c->calls, n, sizeof *c->calls, cmp_calls);
     for (size_t k = 0; k < n; k++)
         add_step(c->t, &c->calls[k], c->calls[0].start);
-    if (n)
-        atr_trace_meta_set_str(c->t, "steps_from", have_library ? "library" : "test-runner");
+    atr_trace_meta_set_str(c->t, "steps_from", have_library ? "library" : "test-runner");
 }
 
 /* Opens the archive held in memory; NULL after failing. */

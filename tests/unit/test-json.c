@@ -543,13 +543,66 @@ static void test_write_string(void **state)
 static void test_write_numbers(void **state)
 {
     struct atr_json *arr = atr_json_new(&arena, ATR_JSON_ARRAY);
-    double nums[] = {0.1, 0.1 + 0.2, 1.0 / 3, -0.0, 100.0, 1e15, 1e300, 5e-324, -2.5, NAN, INFINITY};
+    double nums[] = {0.1, 0.1 + 0.2, 1.0 / 3, -0.0, 100.0, 1e15, 1e300, 5e-324, -2.5, NAN,
+                     INFINITY, 0.00001234, -123.456, 1e-7, 123456789012.5};
     for (size_t i = 0; i < sizeof nums / sizeof *nums; i++)
         atr_json_append(&arena, arr, NULL, atr_json_new_num(&arena, nums[i]));
     atr_json_append(&arena, arr, NULL, atr_json_new_i64(&arena, INT64_MIN));
     assert_string_equal(to_json(arr), "[0.1,0.30000000000000004,0.3333333333333333,-0,100,"
                                     "1e+15,1e+300,4.94065645841247e-324,-2.5,null,null,"
+                                    "0.00001234,-123.456,1e-07,123456789012.5,"
                                     "-9223372036854775808]");
+}
+
+static uint64_t rng_state = 88172645463325252u;
+
+static uint64_t rng(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+/* Any finite double written and read back is the same double, and the text
+ * is never longer than the %.17g form. */
+static void test_write_numbers_roundtrip(void **state)
+{
+    struct atr_buf b = ATR_BUF_INIT;
+    for (int i = 0; i < 300000; i++) {
+        double v;
+        uint64_t r = rng();
+        switch (i % 4) {
+        case 0:  /* any bit pattern */
+            memcpy(&v, &r, sizeof v);
+            break;
+        case 1:  /* short decimals: scores, log-probabilities */
+            v = (double)(int64_t)(r % 20000001 - 10000000) / pow(10, (double)((r >> 32) % 12));
+            break;
+        case 2:  /* uniform [0, 1) */
+            v = (double)(r >> 11) / 9007199254740992.0;
+            break;
+        default:  /* neighbours of short decimals */
+            v = nextafter((double)(r % 100000) / 1000.0, (r & 1) ? INFINITY : -INFINITY);
+            break;
+        }
+        if (!isfinite(v))
+            continue;
+        atr_buf_clear(&b);
+        struct atr_json n = {.type = ATR_JSON_NUMBER, .u.num = v};
+        assert_int_equal(atr_json_write_value(&b, &n), 0);
+        char *end;
+        double back = strtod(b.data, &end);
+        if (back != v || *end != '\0' || (signbit(back) != signbit(v)))
+            fail_msg("%.17g written as %s", v, b.data);
+        char ref[40];
+        snprintf(ref, sizeof ref, "%.17g", v);
+        assert_true(b.len <= strlen(ref) + 5);  /* fixed point may add "0.0000" */
+        struct atr_json *p = parse_ok(b.data);
+        assert_true(p->u.num == v);
+        atr_arena_clear(&arena);
+    }
+    atr_buf_release(&b);
 }
 
 static void test_write_cap(void **state)
@@ -666,6 +719,7 @@ int main(void)
         cmocka_unit_test_teardown(test_roundtrip, teardown),
         cmocka_unit_test_teardown(test_write_string, teardown),
         cmocka_unit_test_teardown(test_write_numbers, teardown),
+        cmocka_unit_test_teardown(test_write_numbers_roundtrip, teardown),
         cmocka_unit_test_teardown(test_write_cap, teardown),
         cmocka_unit_test_teardown(test_lookups, teardown),
         cmocka_unit_test_teardown(test_builders_and_copy, teardown),
