@@ -285,6 +285,11 @@ def convert_row(row, lineno, bs):
     h = BlockHash(bs)
     meta = row_meta(row)
     steps, pending, prev = [], {}, None
+    tools = row.get("tools")
+    if isinstance(tools, list) and tools:
+        # The tool schemas are part of every prompt, ahead of the messages.
+        h.add("system", json.dumps(tools, ensure_ascii=False,
+                                   separators=(",", ":")).encode("utf-8"))
     for msg in row.get("messages") or []:
         role = msg.get("role") or "user"
         text = render(msg)

@@ -9,6 +9,7 @@
 # over 30 s), both pinned to CPU 0, and prints MB/s, peak RSS and the ratio.
 # Peak memory independence: atr also converts the first quarter of the file
 # and the two peaks are compared. Outputs are deleted at the end.
+# shellcheck disable=SC2046,SC2086  # $PIN and $(median ...) are split on purpose
 set -eu
 
 ATR=${1:?usage: run.sh ATR [SIZE_MB]}

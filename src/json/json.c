@@ -870,22 +870,26 @@ struct atr_json *atr_json_copy(struct atr_arena *a, const struct atr_json *v)
 
 /* ---- output -------------------------------------------------------------- */
 
+#ifdef __SSE2__
+/* Bit i set when byte i of v needs escaping: '"', '\\' or below 0x20. */
+static inline unsigned out_special(__m128i v)
+{
+    __m128i ctl = _mm_cmpeq_epi8(_mm_subs_epu8(v, _mm_set1_epi8(0x1f)), _mm_setzero_si128());
+    __m128i qb = _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
+                              _mm_cmpeq_epi8(v, _mm_set1_epi8('\\')));
+    return (unsigned)_mm_movemask_epi8(_mm_or_si128(ctl, qb));
+}
+#endif
+
 /* Length of the prefix of [p, end) that atr_json_write_string copies as is. */
 static size_t out_plain_run(const unsigned char *p, const unsigned char *end)
 {
     const unsigned char *s = p;
 #ifdef __SSE2__
-    const __m128i qt = _mm_set1_epi8('"'), bs = _mm_set1_epi8('\\');
-    const __m128i x1f = _mm_set1_epi8(0x1f), zero = _mm_setzero_si128();
-    while (end - p >= 16) {
-        __m128i v = _mm_loadu_si128((const __m128i *)p);
-        __m128i ctl = _mm_cmpeq_epi8(_mm_subs_epu8(v, x1f), zero);  /* v <= 0x1f */
-        __m128i bad = _mm_or_si128(ctl, _mm_or_si128(_mm_cmpeq_epi8(v, qt),
-                                                     _mm_cmpeq_epi8(v, bs)));
-        unsigned m = (unsigned)_mm_movemask_epi8(bad);
+    for (; end - p >= 16; p += 16) {
+        unsigned m = out_special(_mm_loadu_si128((const __m128i *)p));
         if (m)
             return (size_t)(p - s) + (unsigned)__builtin_ctz(m);
-        p += 16;
     }
 #endif
     while (p < end && out_plain(*p))
@@ -894,7 +898,7 @@ static size_t out_plain_run(const unsigned char *p, const unsigned char *end)
 }
 
 /* Writes the escape for byte c (one that is not out_plain) to e. */
-static size_t escape_byte(unsigned char c, char e[6])
+static size_t escape_byte(unsigned char c, char *e)
 {
     static const char hex[] = "0123456789abcdef";
     static const char short_esc[32] = {['\b'] = 'b', ['\f'] = 'f', ['\n'] = 'n',
@@ -922,25 +926,75 @@ static inline int room(struct atr_buf *b, size_t n)
     return atr_buf_reserve(b, n);
 }
 
+/* Encodes [p, p + n) into o, which has room for 6 * n bytes (every byte
+ * escaped as \u00XX); returns the bytes written. Plain bytes go 16 at a
+ * time, stored before they are checked: o stays at least 16 bytes short of
+ * its bound while 16 input bytes remain. */
+static size_t encode_block(const unsigned char *p, size_t n, char *o)
+{
+    const unsigned char *end = p + n;
+    char *o0 = o;
+#ifdef __SSE2__
+    while (end - p >= 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)p);
+        _mm_storeu_si128((__m128i *)o, v);
+        unsigned m = out_special(v);
+        if (!m) {
+            p += 16;
+            o += 16;
+            continue;
+        }
+        unsigned k = (unsigned)__builtin_ctz(m);
+        p += k;
+        o += k;
+        o += escape_byte(*p++, o);
+    }
+#endif
+    while (p < end) {
+        if (out_plain(*p))
+            *o++ = (char)*p++;
+        else
+            o += escape_byte(*p++, o);
+    }
+    return (size_t)(o - o0);
+}
+
+/* The exact path near a buffer's cap: reserves only what each run needs. */
+static int encode_capped(struct atr_buf *b, const unsigned char *p, size_t n)
+{
+    const unsigned char *end = p + n;
+    while (p < end) {
+        size_t run = out_plain_run(p, end);
+        char e[6];
+        size_t k = p + run < end ? escape_byte(p[run], e) : 0;
+        if (room(b, run + k) < 0)
+            return -1;
+        memcpy(b->data + b->len, p, run);
+        memcpy(b->data + b->len + run, e, k);
+        b->len += run + k;
+        p += run + (k != 0);
+    }
+    return 0;
+}
+
+enum { OUT_BLOCK = 1024 };
+
 static int write_string(struct atr_buf *b, const char *s, size_t len)
 {
     const unsigned char *p = (const unsigned char *)s, *end = p + len;
     if (room(b, 1) < 0)
         return -1;
     b->data[b->len++] = '"';
-    for (;;) {
-        size_t n = out_plain_run(p, end);
-        char e[6];
-        size_t k = p + n < end ? escape_byte(p[n], e) : 0;
-        if (room(b, n + k + 1) < 0)  /* + 1: the closing quote */
+    while (p < end) {
+        size_t n = (size_t)(end - p) < OUT_BLOCK ? (size_t)(end - p) : OUT_BLOCK;
+        if (room(b, 6 * n) == 0)
+            b->len += encode_block(p, n, b->data + b->len);
+        else if (encode_capped(b, p, n) < 0)
             return -1;
-        memcpy(b->data + b->len, p, n);
-        memcpy(b->data + b->len + n, e, k);
-        b->len += n + k;
-        p += n + (k != 0);
-        if (p == end)
-            break;
+        p += n;
     }
+    if (room(b, 1) < 0)
+        return -1;
     b->data[b->len++] = '"';
     b->data[b->len] = '\0';
     return 0;

@@ -538,6 +538,20 @@ static void walk_finish(struct oc_walk *w, int rc)
         atr_trace_meta_set_i64(w->t, "finish_calls", w->finish_calls);
 }
 
+/* The tool schemas a row's requests carried are part of every prompt (the
+ * chat template renders them), ahead of the messages. */
+static void add_tools(struct oc_walk *w, const struct atr_json *row)
+{
+    const struct atr_json *tools = atr_json_get(row, "tools");
+    if (!atr_json_is(tools, ATR_JSON_ARRAY) || !tools->u.kids.count)
+        return;
+    struct atr_buf b = ATR_BUF_INIT;
+    b.max = w->r->opts.max_line;
+    if (atr_json_write_value(&b, tools) == 0)
+        atr_convo_add(&w->convo, "system", b.data, b.len);
+    atr_buf_release(&b);
+}
+
 static bool is_row(const struct atr_json *v)
 {
     return atr_json_is(v, ATR_JSON_OBJECT) && !atr_json_get(v, "role") &&
@@ -559,6 +573,7 @@ static int walk_row(struct atr_reader *r, struct atr_trace *t, struct oc_state *
     struct oc_walk w;
     walk_init(&w, r, t, &r->scratch);
     w.swe_agent = nebius;
+    add_tools(&w, row);
     int rc = 0;
     for (const struct atr_json *m = msgs->u.kids.first; m && rc == 0; m = m->next)
         rc = walk_message(&w, m);

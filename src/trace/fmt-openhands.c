@@ -441,7 +441,7 @@ static struct atr_step *new_tool(struct oh_walk *w, const char *tool)
 static bool runs_nothing(const char *action)
 {
     static const char *const names[] = {"message", "finish", "think", "reject", "delegate",
-                                        "null", "condensation_request", NULL};
+                                        "condensation_request", NULL};
     for (size_t i = 0; names[i]; i++)
         if (strcmp(action, names[i]) == 0)
             return true;
@@ -513,7 +513,9 @@ static struct atr_step *tool_step(struct oh_walk *w, const struct atr_json *ev,
         return browse_step(w, args);
     if (runs_nothing(action))
         return NULL;
-    return new_tool(w, keep(w, action));   /* mcp, delegate tools, ...: their own name */
+    /* MCP calls are named by the tool they call; others keep the action's name. */
+    const char *mcp = str_is(action, "call_tool_mcp") ? atr_json_get_str(args, "name", NULL) : NULL;
+    return new_tool(w, keep(w, mcp && *mcp ? mcp : action));
 }
 
 static void remember(struct oh_walk *w, int64_t action_id, size_t step, int64_t ts)
@@ -562,7 +564,7 @@ static void close_step(struct oh_walk *w, const struct oh_pending *p,
 static bool from_runtime(const char *action)
 {
     static const char *const names[] = {"change_agent_state", "recall", "system", "initialize",
-                                        "condensation", NULL};
+                                        "condensation", "null", NULL};
     for (size_t i = 0; names[i]; i++)
         if (strcmp(action, names[i]) == 0)
             return true;

@@ -537,6 +537,22 @@ static void test_write_string(void **state)
     assert_string_equal(b.data, "ab");
     assert_int_equal(atr_json_write_string(&b, "0\n", 2), 0);
     assert_string_equal(b.data, "ab\"0\\n\"");
+    /* A long string at exactly the cap, and one byte short of it. */
+    char big[3000];
+    for (size_t i = 0; i < sizeof big; i++)
+        big[i] = i % 7 == 0 ? '\n' : i % 11 == 0 ? '\x01' : 'x';
+    struct atr_buf full = ATR_BUF_INIT;
+    assert_int_equal(atr_json_write_string(&full, big, sizeof big), 0);
+    for (int slack = 0; slack < 2; slack++) {
+        atr_buf_release(&b);
+        b.max = full.len - 1 + (size_t)slack;
+        int rc = atr_json_write_string(&b, big, sizeof big);
+        assert_int_equal(rc, slack ? 0 : -1);
+        assert_int_equal(b.len, slack ? full.len : 0);
+        if (slack)
+            assert_memory_equal(b.data, full.data, full.len);
+    }
+    atr_buf_release(&full);
     atr_buf_release(&b);
 }
 
