@@ -14,6 +14,7 @@
 #include "trace/reader.h"
 
 #define AZURE_COLS 3
+#define AZURE_HEADER "TIMESTAMP,ContextTokens,GeneratedTokens"
 #define TICKS_PER_MS 10000    /* timestamps are kept in 100 ns ticks (7 digits) */
 
 static const char *const azure_header[AZURE_COLS] = {
@@ -108,7 +109,7 @@ static int check_header(struct atr_reader *r, const char *line, size_t len)
     int n = csv_split(&r->scratch, line, len, f, AZURE_COLS, &bad);
     if (n < 0 || !csv_header_is(f, n, azure_header, AZURE_COLS))
         return atr_reader_fail(r, atr_input_lineno(r->in), 1,
-                               "expected header \"TIMESTAMP,ContextTokens,GeneratedTokens\"");
+                               "expected header \"" AZURE_HEADER "\"");
     return 0;
 }
 
@@ -141,15 +142,18 @@ static int fill_trace(struct atr_reader *r, struct azure_state *st, struct atr_t
         return atr_reader_fail(r, lineno, f[0].col,
                                "expected TIMESTAMP as \"YYYY-MM-DD HH:MM:SS.fffffff\"");
     if (!csv_parse_u63(f[1].s, f[1].len, &ctx))
-        return atr_reader_fail(r, lineno, f[1].col, "expected ContextTokens as a non-negative integer");
+        return atr_reader_fail(r, lineno, f[1].col,
+                               "expected ContextTokens as a non-negative integer");
     if (!csv_parse_u63(f[2].s, f[2].len, &gen))
-        return atr_reader_fail(r, lineno, f[2].col, "expected GeneratedTokens as a non-negative integer");
+        return atr_reader_fail(r, lineno, f[2].col,
+                               "expected GeneratedTokens as a non-negative integer");
     if (!st->have_first) {
         st->have_first = true;
         st->first_ticks = ticks;
     }
     if (ticks < st->first_ticks)
-        return atr_reader_fail(r, lineno, f[0].col, "expected TIMESTAMP not before the first row's");
+        return atr_reader_fail(r, lineno, f[0].col,
+                               "expected TIMESTAMP not before the first row's");
     t->trace_id = atr_arena_printf(&t->arena, "azure/%s/%lu", st->base, lineno);
     t->source = "azure";
     t->start_ms = (ticks - st->first_ticks + TICKS_PER_MS / 2) / TICKS_PER_MS;
@@ -194,14 +198,14 @@ static int next(struct atr_reader *r, struct atr_trace *t)
         }
     }
     if (rc == 0 && !st->header_done)
-        return atr_reader_fail(r, 1, 1,
-                               "expected header \"TIMESTAMP,ContextTokens,GeneratedTokens\", got empty input");
+        return atr_reader_fail(r, 1, 1, "expected header \"%s\", got empty input",
+                               AZURE_HEADER);
     return rc;
 }
 
 static int sniff(const char *head, size_t len, const char *name)
 {
-    static const char hdr[] = "TIMESTAMP,ContextTokens,GeneratedTokens";
+    static const char hdr[] = AZURE_HEADER;
     if (len >= 3 && memcmp(head, "\xEF\xBB\xBF", 3) == 0)
         head += 3, len -= 3;
     if (len >= sizeof hdr - 1 && strncasecmp(head, hdr, sizeof hdr - 1) == 0)

@@ -85,7 +85,8 @@ static int arrival_ms(struct atr_reader *r, struct burstgpt_state *st, unsigned 
         st->first_ts = ts;
     }
     if (ts < st->first_ts)
-        return atr_reader_fail(r, lineno, f[COL_TS].col, "expected Timestamp not before the first row's");
+        return atr_reader_fail(r, lineno, f[COL_TS].col,
+                               "expected Timestamp not before the first row's");
     *out = llround((ts - st->first_ts) * 1000.0);
     return 0;
 }

@@ -410,18 +410,21 @@ static const char *dup_or_null(struct atr_trace *t, const char *s)
     return s ? atr_arena_strdup(&t->arena, s) : NULL;
 }
 
+/* Appends key: s to object x unless s is NULL. */
+static void put_str(struct atr_trace *t, struct atr_json *x, const char *key, const char *s)
+{
+    if (s)
+        atr_json_append(&t->arena, x, key, atr_json_new_str(&t->arena, s, strlen(s)));
+}
+
 /* extra: the protocol class/method (a replayer's real call), the parent
  * step of runner steps, and the params with keep_content. */
 static struct atr_json *call_extra(struct atr_trace *t, const struct pw_call *call)
 {
     struct atr_json *x = atr_json_new(&t->arena, ATR_JSON_OBJECT);
-    if (call->klass)
-        atr_json_append(&t->arena, x, "class", atr_json_new_str(&t->arena, call->klass, strlen(call->klass)));
-    if (call->method)
-        atr_json_append(&t->arena, x, "method", atr_json_new_str(&t->arena, call->method, strlen(call->method)));
-    if (call->parent_id)
-        atr_json_append(&t->arena, x, "parent_id",
-                        atr_json_new_str(&t->arena, call->parent_id, strlen(call->parent_id)));
+    put_str(t, x, "class", call->klass);
+    put_str(t, x, "method", call->method);
+    put_str(t, x, "parent_id", call->parent_id);
     if (call->params)
         atr_json_append(&t->arena, x, "params", atr_json_copy(&t->arena, call->params));
     return x->u.kids.count ? x : NULL;
@@ -509,7 +512,8 @@ static int next(struct atr_reader *r, struct atr_trace *t)
     }
     if (data.len == 0) {
         atr_buf_release(&data);
-        return atr_reader_fail(r, 0, 0, "expected a zip archive (playwright trace.zip), got empty input");
+        return atr_reader_fail(r, 0, 0,
+                               "expected a zip archive (playwright trace.zip), got empty input");
     }
     zip_t *za = open_archive(r, &data);
     int rc = za ? read_archive(r, t, za) : -1;

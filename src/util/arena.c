@@ -72,12 +72,15 @@ char *atr_arena_strdup(struct atr_arena *a, const char *s)
 
 char *atr_arena_printf(struct atr_arena *a, const char *fmt, ...)
 {
+    char small[256];
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
     va_end(ap);
     if (n < 0)
         abort();
+    if ((size_t)n < sizeof small)
+        return atr_arena_strndup(a, small, (size_t)n);
     char *p = atr_arena_alloc(a, (size_t)n + 1);
     va_start(ap, fmt);
     vsnprintf(p, (size_t)n + 1, fmt, ap);
