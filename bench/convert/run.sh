@@ -157,7 +157,10 @@ echo
 awk -v mb="$MB" -v qmb="$QMB" -v runs="$RUNS" -v pyn="$PY_N" \
     -v as="$ATR_S" -v ak="$ATR_KB" -v ac="$ATR_CPU" -v qs="$Q_S" -v qk="$Q_KB" -v qc="$Q_CPU" \
     -v ps="$PY_S" -v pk="$PY_KB" -v pc="$PY_CPU" '
+# Times are 10 ms resolution: floor them so tiny inputs never divide by 0.
+function nz(x) { return x < 0.01 ? 0.01 : x }
 function row(name, m, s, c, k) {
+    s = nz(s); c = nz(c)
     printf "%-24s %8.1f %9.2f %8.1f %9.2f %8.1f %12.1f\n", name, m, s, m / s, c, m / c, k / 1024
 }
 BEGIN {
@@ -167,7 +170,7 @@ BEGIN {
     row("atr convert, 1/4 file", qmb, qs, qc, qk)
     row("python reference (" pyn ")", mb, ps, pc, pk)
     printf "\nratio atr/python: %.1fx wall, %.1fx cpu   peak RSS full/quarter: %.2f\n",
-           ps / as, pc / ac, ak / qk
+           nz(ps) / nz(as), nz(pc) / nz(ac), ak / qk
 }'
 echo "traces: atr $ATR_LINES, python $PY_LINES; same token and block counts (first 200 traces): $SAME"
 echo "goals: >= 5x python, >= 200 MB/s on one core, peak RSS independent of size"

@@ -96,13 +96,15 @@ static struct atr_step *take_pending(struct oc_walk *w, const char *call_id)
     return &w->t->steps[step];
 }
 
+/* Last occurrence of needle in h[0..n). Forward memmem is vectorised in
+ * glibc and markers are rare, so this beats a byte-by-byte backward scan. */
 static const char *memrmem(const char *h, size_t n, const char *needle)
 {
     size_t k = strlen(needle);
-    for (size_t i = n; i >= k; i--)
-        if (memcmp(h + i - k, needle, k) == 0)
-            return h + i - k;
-    return NULL;
+    const char *last = NULL, *p = h, *end = h + n;
+    while ((p = memmem(p, (size_t)(end - p), needle, k)) != NULL)
+        last = p++;
+    return last;
 }
 
 /* Exit code a shell observation reports: OpenHands "[Command finished with

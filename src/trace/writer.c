@@ -87,7 +87,9 @@ static void put_hash_ids(struct atr_buf *b, const struct atr_step *s,
         atr_buf_put_u64(b, shared);
         atr_buf_putc(b, '}');
     }
-    if (s->n_hash_ids || !shared)
+    if (!s->hash_ids)
+        put_ids(b, NULL, 0);     /* no pointer arithmetic on NULL */
+    else if (s->n_hash_ids || !shared)
         put_ids(b, s->hash_ids + shared, s->n_hash_ids - shared);
 }
 

@@ -66,15 +66,79 @@ int atr_buf_printf(struct atr_buf *b, const char *fmt, ...)
     return 0;
 }
 
+static const char digit_pairs[] = "00010203040506070809101112131415161718192021222324"
+                                  "25262728293031323334353637383940414243444546474849"
+                                  "50515253545556575859606162636465666768697071727374"
+                                  "75767778798081828384858687888990919293949596979899";
+
+/* Writes exactly 8 digits of v < 10^8 ending just before p. */
+static void put_8_digits(char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++) {
+        unsigned d = (v % 100) * 2;
+        v /= 100;
+        *--p = digit_pairs[d + 1];
+        *--p = digit_pairs[d];
+    }
+}
+
+/* Writes v < 10^8 without leading zeros ending just before p; returns its start. */
+static char *put_short(char *p, uint32_t v)
+{
+    while (v >= 100) {
+        unsigned d = (v % 100) * 2;
+        v /= 100;
+        *--p = digit_pairs[d + 1];
+        *--p = digit_pairs[d];
+    }
+    if (v >= 10) {
+        *--p = digit_pairs[v * 2 + 1];
+        *--p = digit_pairs[v * 2];
+    } else {
+        *--p = (char)('0' + v);
+    }
+    return p;
+}
+
+static unsigned decimal_digits(uint64_t v)
+{
+    static const uint64_t pow10[20] = {
+        1u, 10u, 100u, 1000u, 10000u, 100000u, 1000000u, 10000000u, 100000000u,
+        1000000000u, UINT64_C(10000000000), UINT64_C(100000000000),
+        UINT64_C(1000000000000), UINT64_C(10000000000000), UINT64_C(100000000000000),
+        UINT64_C(1000000000000000), UINT64_C(10000000000000000),
+        UINT64_C(100000000000000000), UINT64_C(1000000000000000000),
+        UINT64_C(10000000000000000000),
+    };
+    if (v == 0)
+        return 1;
+    unsigned t = (unsigned)(64 - __builtin_clzll(v)) * 1233 >> 12;   /* ~log10 */
+    return t - (v < pow10[t]) + 1;
+}
+
 int atr_buf_put_u64(struct atr_buf *b, uint64_t v)
 {
-    char tmp[24];
-    char *p = tmp + sizeof tmp;
-    do {
-        *--p = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    return atr_buf_append(b, p, (size_t)(tmp + sizeof tmp - p));
+    /* Hash ids are 16-digit numbers and the writer prints millions of them:
+     * digits go straight into the buffer, in 8-digit halves so the loops
+     * run on 32-bit values. */
+    unsigned n = decimal_digits(v);
+    if (atr_buf_reserve(b, n) < 0)
+        return -1;
+    char *end = b->data + b->len + n;
+    *end = '\0';
+    b->len += n;
+    if (v >= 100000000u) {
+        put_8_digits(end, (uint32_t)(v % 100000000u));
+        v /= 100000000u;
+        end -= 8;
+        if (v >= 100000000u) {
+            put_8_digits(end, (uint32_t)(v % 100000000u));
+            v /= 100000000u;
+            end -= 8;
+        }
+    }
+    put_short(end, (uint32_t)v);
+    return 0;
 }
 
 int atr_buf_put_i64(struct atr_buf *b, int64_t v)

@@ -196,6 +196,17 @@ static ssize_t produce(struct atr_input *in, char *dst, size_t cap, struct atr_e
 {
     if (!in->sniffed && detect_codec(in, err) < 0)
         return -1;
+    if (in->codec == CODEC_NONE && !in->mem && in->raw_off == in->raw_len && !in->raw_eof) {
+        /* Plain files: read straight into the caller's buffer, no copy. */
+        ssize_t n;
+        do
+            n = read(in->fd, dst, cap);
+        while (n < 0 && errno == EINTR);
+        if (n < 0)
+            return atr_error_set(err, "%s: %s", in->name, strerror(errno));
+        in->raw_eof = n == 0;
+        return n;
+    }
     for (;;) {
         if (raw_fill(in, err) < 0)
             return -1;
