@@ -160,3 +160,103 @@ const char *atr_chat_base_name(struct atr_arena *a, const char *name,
     }
     return n ? atr_arena_strndup(a, base, n) : "stdin";
 }
+
+/* ---- SWE-agent commands -------------------------------------------------- */
+
+struct words {
+    const char *s;
+    size_t len, pos;
+};
+
+static int is_blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
+
+/* Position just past the quoted run starting at pos (a quote char). */
+static size_t skip_quoted(const char *s, size_t len, size_t pos)
+{
+    char q = s[pos++];
+    while (pos < len && s[pos] != q)
+        pos += (q == '"' && s[pos] == '\\' && pos + 1 < len) ? 2 : 1;
+    return pos < len ? pos + 1 : len;
+}
+
+/* Position just past the word starting at pos. */
+static size_t word_end(const char *s, size_t len, size_t pos)
+{
+    while (pos < len && !is_blank(s[pos]) && s[pos] != '\n') {
+        if (s[pos] == '\'' || s[pos] == '"')
+            pos = skip_quoted(s, len, pos);
+        else
+            pos += (s[pos] == '\\' && pos + 1 < len) ? 2 : 1;
+    }
+    return pos;
+}
+
+/* Copies s[pos..end) into out without its quotes and escapes. */
+static size_t unquote(const char *s, size_t pos, size_t end, char *out)
+{
+    size_t o = 0;
+    char q = 0;
+    for (; pos < end; pos++) {
+        char c = s[pos];
+        if (q ? c == q : (c == '\'' || c == '"')) {
+            q = q ? 0 : c;
+            continue;
+        }
+        if (c == '\\' && q != '\'' && pos + 1 < end)
+            c = s[++pos];
+        out[o++] = c;
+    }
+    return o;
+}
+
+/* Next shell word of the action's first line (a quoted word may span
+ * lines), quotes removed, copied into arena a: 1, or 0 at the line's end. */
+static int word_next(struct words *w, struct atr_arena *a, const char **out)
+{
+    while (w->pos < w->len && is_blank(w->s[w->pos]))
+        w->pos++;
+    if (w->pos >= w->len || w->s[w->pos] == '\n')
+        return 0;
+    size_t end = word_end(w->s, w->len, w->pos);
+    char *buf = atr_arena_alloc(a, end - w->pos + 1);
+    buf[unquote(w->s, w->pos, end, buf)] = '\0';
+    w->pos = end;
+    *out = buf;
+    return 1;
+}
+
+/* The first n words (n <= 8) of the action; returns how many there were. */
+int atr_swe_split_words(struct atr_arena *a, const char *s, size_t len, const char **v, int n)
+{
+    struct words w = {s, len, 0};
+    int k = 0;
+    while (k < n && word_next(&w, a, &v[k]))
+        k++;
+    return k;
+}
+
+static const struct atr_swe_cmd editor_cmds[] = {
+    {"open", 1, 0},        {"create", 1, 0},      {"goto", -1, 0},
+    {"scroll_up", -1, 0},  {"scroll_down", -1, 0}, {"edit", -1, 0},
+    {"insert", -1, 0},     {"append", -1, 0},     {"search_file", 2, 1},
+    {"search_dir", 2, 0},  {"find_file", 2, 0},   {"filemap", 1, 0},
+    {"submit", 0, 0},
+};
+
+const struct atr_swe_cmd *atr_swe_cmd_find(const char *word)
+{
+    for (size_t i = 0; i < sizeof editor_cmds / sizeof editor_cmds[0]; i++)
+        if (strcmp(editor_cmds[i].name, word) == 0)
+            return &editor_cmds[i];
+    return NULL;
+}
+
+const char *atr_swe_cmd_path(const struct atr_swe_cmd *c, const char *const *v, int n,
+                             const char *open_file)
+{
+    if (c->path == -1)
+        return open_file;
+    if (c->path > 0 && c->path < n)
+        return v[c->path];
+    return c->from_open ? open_file : NULL;
+}

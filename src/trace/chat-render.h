@@ -1,6 +1,6 @@
 /* chat-render.h - chat messages as prompt text, for the agent-trajectory readers.
  *
- * Private to src/trace (SWE-agent and mini-swe-agent readers). A message's
+ * Private to src/trace (the chat-style trajectory readers). A message's
  * text is its content (a string, or a list of {type, text} parts joined by
  * newlines) followed by one "name(arguments)" line per OpenAI tool call, so
  * a model call's reply and the same message replayed in later prompts are
@@ -46,5 +46,23 @@ int atr_chat_name_ends(const char *name, const char *suffix);
  * suffixes is NULL-terminated and tried in order; "<stdin>" gives "stdin". */
 const char *atr_chat_base_name(struct atr_arena *a, const char *name,
                                const char *const *suffixes);
+
+/* SWE-agent's own file and search commands (open, goto, scroll_up, edit,
+ * find_file, search_dir, submit, ...): they run as "editor" tool steps, not
+ * shell commands. path says which word names the file (1 or 2), 0 none, -1
+ * the open file; a 2 falls back to the open file when from_open. */
+struct atr_swe_cmd {
+    const char *name;
+    int path;
+    int from_open;
+};
+const struct atr_swe_cmd *atr_swe_cmd_find(const char *word);   /* NULL: a shell command */
+const char *atr_swe_cmd_path(const struct atr_swe_cmd *c, const char *const *v, int n,
+                             const char *open_file);
+
+/* The first n (<= 8) shell words of a command's first line (a quoted word
+ * may span lines), quotes and escapes removed, copied into arena a.
+ * Returns how many there were. */
+int atr_swe_split_words(struct atr_arena *a, const char *s, size_t len, const char **v, int n);
 
 #endif

@@ -334,39 +334,26 @@ static bool last_fence(const char *text, size_t n, const char **cmd, size_t *len
     return found;
 }
 
-/* A SWE-agent command: its file viewer and editor, submit, or shell. */
+/* A SWE-agent command: one of its own file/search commands (an editor
+ * step, mapped as the swe-agent reader maps them), or a shell command. */
 static void add_swe_command(struct oc_walk *w, const char *cmd, size_t n)
 {
-    static const char *const viewer[] = {"open", "goto", "scroll_up", "scroll_down", "create",
-                                         "edit", NULL};
-    size_t lead = strspn(cmd, " \t\r\n");
-    const char *word = cmd + (lead < n ? lead : n);
-    size_t wl = strcspn(word, " \t\r\n");
-    if (word + wl > cmd + n)
-        wl = (size_t)(cmd + n - word);
-    char *verb = atr_arena_strndup(w->tmp, word, wl);
-    if (str_is(verb, "submit")) {
-        w->finish_calls++;
-        return;
-    }
+    const char *v[8];
+    int k = atr_swe_split_words(w->tmp, cmd, n, v, 8);
+    const struct atr_swe_cmd *c = k ? atr_swe_cmd_find(v[0]) : NULL;
     struct atr_step *s;
-    if (!str_in(verb, viewer)) {
+    if (!c) {
         s = new_tool(w, "bash");
         s->command = keep(w, cmd, n);
         remember(w, NULL, s->i);
         return;
     }
+    if ((str_is(v[0], "open") || str_is(v[0], "create")) && k > 1)
+        w->open_file = keep(w, v[1], strlen(v[1]));
     s = new_tool(w, "editor");
-    s->action = str_is(verb, "scroll_up") || str_is(verb, "scroll_down") ? "scroll"
-                                                                         : keep(w, verb, wl);
-    if (str_is(verb, "open") || str_is(verb, "create")) {
-        const char *arg = word + wl;
-        arg += strspn(arg, " \t\"'");
-        size_t al = strcspn(arg, " \t\r\n\"'");
-        if (arg + al <= cmd + n && al)
-            w->open_file = keep(w, arg, al);
-    }
-    s->path = w->open_file;
+    s->action = keep(w, v[0], strlen(v[0]));
+    const char *path = atr_swe_cmd_path(c, v, k, w->open_file);
+    s->path = path == w->open_file ? path : keep(w, path, path ? strlen(path) : 0);
     remember(w, NULL, s->i);
 }
 

@@ -48,103 +48,7 @@ static int sniff(const char *head, size_t len, const char *name)
     return named ? 30 : 0;
 }
 
-/* ---- shell words of an action ------------------------------------------- */
-
-struct words {
-    const char *s;
-    size_t len, pos;
-};
-
-static int is_blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
-
-/* Position just past the quoted run starting at pos (a quote char). */
-static size_t skip_quoted(const char *s, size_t len, size_t pos)
-{
-    char q = s[pos++];
-    while (pos < len && s[pos] != q)
-        pos += (q == '"' && s[pos] == '\\' && pos + 1 < len) ? 2 : 1;
-    return pos < len ? pos + 1 : len;
-}
-
-/* Position just past the word starting at pos. */
-static size_t word_end(const char *s, size_t len, size_t pos)
-{
-    while (pos < len && !is_blank(s[pos]) && s[pos] != '\n') {
-        if (s[pos] == '\'' || s[pos] == '"')
-            pos = skip_quoted(s, len, pos);
-        else
-            pos += (s[pos] == '\\' && pos + 1 < len) ? 2 : 1;
-    }
-    return pos;
-}
-
-/* Copies s[pos..end) into out without its quotes and escapes. */
-static size_t unquote(const char *s, size_t pos, size_t end, char *out)
-{
-    size_t o = 0;
-    char q = 0;
-    for (; pos < end; pos++) {
-        char c = s[pos];
-        if (q ? c == q : (c == '\'' || c == '"')) {
-            q = q ? 0 : c;
-            continue;
-        }
-        if (c == '\\' && q != '\'' && pos + 1 < end)
-            c = s[++pos];
-        out[o++] = c;
-    }
-    return o;
-}
-
-/* Next shell word of the action's first line (a quoted word may span
- * lines), quotes removed, copied into arena a: 1, or 0 at the line's end. */
-static int word_next(struct words *w, struct atr_arena *a, const char **out)
-{
-    while (w->pos < w->len && is_blank(w->s[w->pos]))
-        w->pos++;
-    if (w->pos >= w->len || w->s[w->pos] == '\n')
-        return 0;
-    size_t end = word_end(w->s, w->len, w->pos);
-    char *buf = atr_arena_alloc(a, end - w->pos + 1);
-    buf[unquote(w->s, w->pos, end, buf)] = '\0';
-    w->pos = end;
-    *out = buf;
-    return 1;
-}
-
-/* The first n words (n <= 8) of the action; returns how many there were. */
-static int split_words(struct atr_arena *a, const char *s, size_t len, const char **v, int n)
-{
-    struct words w = {s, len, 0};
-    int k = 0;
-    while (k < n && word_next(&w, a, &v[k]))
-        k++;
-    return k;
-}
-
 /* ---- actions -> tool steps ---------------------------------------------- */
-
-/* SWE-agent's file commands. path: which word names the file (1 or 2),
- * 0 none, -1 the open file; a 2 falls back to the open file when from_open. */
-static const struct editor_cmd {
-    const char *name;
-    int path;
-    int from_open;
-} editor_cmds[] = {
-    {"open", 1, 0},        {"create", 1, 0},      {"goto", -1, 0},
-    {"scroll_up", -1, 0},  {"scroll_down", -1, 0}, {"edit", -1, 0},
-    {"insert", -1, 0},     {"append", -1, 0},     {"search_file", 2, 1},
-    {"search_dir", 2, 0},  {"find_file", 2, 0},   {"filemap", 1, 0},
-    {"submit", 0, 0},
-};
-
-static const struct editor_cmd *find_editor_cmd(const char *word)
-{
-    for (size_t i = 0; i < sizeof editor_cmds / sizeof editor_cmds[0]; i++)
-        if (strcmp(editor_cmds[i].name, word) == 0)
-            return &editor_cmds[i];
-    return NULL;
-}
 
 static const char *dup_opt(struct atr_trace *t, const char *s)
 {
@@ -197,17 +101,14 @@ static int add_action(struct swe *sw, const char *act, size_t len)
     if (!len)
         return 0;
     const char *v[8];
-    int n = split_words(&sw->r->scratch, act, len, v, 8);
+    int n = atr_swe_split_words(&sw->r->scratch, act, len, v, 8);
     if (n == 0) {
         add_bash(sw, act, len);
         return 1;
     }
-    const struct editor_cmd *ec = find_editor_cmd(v[0]);
+    const struct atr_swe_cmd *ec = atr_swe_cmd_find(v[0]);
     if (ec) {
-        const char *path = ec->path == -1 ? sw->open_file
-                         : ec->path > 0 && ec->path < n ? v[ec->path]
-                         : ec->from_open ? sw->open_file : NULL;
-        set_editor(sw, v[0], path);
+        set_editor(sw, v[0], atr_swe_cmd_path(ec, v, n, sw->open_file));
     } else if (strcmp(v[0], "str_replace_editor") == 0 && n > 1) {
         set_editor(sw, v[1], n > 2 ? v[2] : NULL);
     } else if (strcmp(v[0], "web_browser") == 0) {
@@ -369,7 +270,7 @@ static void add_tool_call(struct swe *sw, const struct atr_json *call)
         add_bash(sw, cmd, n);
     } else if (strcmp(name, "str_replace_editor") == 0 && cmd) {
         set_editor(sw, cmd, atr_json_get_str(args, "path", NULL));
-    } else if (find_editor_cmd(name)) {
+    } else if (atr_swe_cmd_find(name)) {
         const char *path = atr_json_get_str(args, "path", NULL);
         if (!path)
             path = atr_json_get_str(args, "filename", NULL);

@@ -9,7 +9,8 @@ for f in "$REAL"/openai-chat/*.json; do
 done
 N=$T/oc-nebius_SWE-agent-trajectories.ndjson
 check "openai-chat nebius ids" "grep -q '\"trace_id\":\"openai-chat/tomerfiliba__plumbum-366_17\"' '$N'"
-check "openai-chat nebius fenced command" "grep -q '\"tool\":\"bash\",\"command\":\"find_file \\\\\"image.py\\\\\" plumbum\"' '$N'"
+check "openai-chat nebius fenced command" "grep -q '\"tool\":\"bash\",\"command\":\"ls -F\"' '$N'"
+check "openai-chat nebius swe command" "grep -q '\"tool\":\"editor\",\"action\":\"find_file\",\"path\":\"plumbum\"' '$N'"
 check "openai-chat nebius editor" "grep -q '\"tool\":\"editor\",\"action\":\"edit\",\"path\":\"/plumbum/plumbum/cli/image.py\"' '$N'"
 check "openai-chat nebius 49 calls" "[ \$(grep -o '\"kind\":\"llm\"' '$N' | wc -l) -eq 49 ]"
 S=$T/oc-swe-gym_openhands_sampled_trajectories.ndjson

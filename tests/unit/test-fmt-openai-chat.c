@@ -93,11 +93,13 @@ static void check_nebius(size_t k, const struct atr_trace *t)
     assert_string_equal(meta_str(t, "model"), "swe-agent-llama-70b");
     assert_string_equal(meta_str(t, "outcome"), "resolved");
     assert_string_equal(meta_str(t, "exit_status"), "submitted");
-    assert_int_equal(meta_i64(t, "finish_calls"), 1);     /* "submit" */
-    assert_int_equal(t->n_steps, 11);
+    assert_int_equal(t->n_steps, 12);
     assert_string_equal(t->steps[1].tool, "bash");
     assert_string_equal(t->steps[1].command, "ls -F");
-    assert_string_equal(t->steps[3].command, "find_file \"image.py\" plumbum");
+    /* SWE-agent's own commands are editor steps, as in the swe-agent reader */
+    assert_string_equal(t->steps[3].tool, "editor");
+    assert_string_equal(t->steps[3].action, "find_file");
+    assert_string_equal(t->steps[3].path, "plumbum");
     assert_string_equal(t->steps[5].tool, "editor");
     assert_string_equal(t->steps[5].action, "open");
     assert_string_equal(t->steps[5].path, "plumbum/cli/image.py");
@@ -106,6 +108,7 @@ static void check_nebius(size_t k, const struct atr_trace *t)
     assert_string_equal(t->steps[7].path, "/plumbum/plumbum/cli/image.py");
     assert_string_equal(t->steps[9].command, "python -c \"import plumbum.cli.image\"");
     assert_int_equal(t->steps[10].kind, ATR_STEP_LLM);
+    assert_string_equal(t->steps[11].action, "submit");
 }
 
 static void test_nebius(void **state)
@@ -114,8 +117,8 @@ static void test_nebius(void **state)
     read_all(NEBIUS, &n, check_nebius);
     assert_int_equal(n.traces, 5);
     assert_int_equal(n.llm, 49);            /* "ai" messages */
-    assert_int_equal(n.tool, 44);           /* one command each, less 5 submits */
-    assert_int_equal(n.steps, 93);
+    assert_int_equal(n.tool, 49);           /* one command each, submits included */
+    assert_int_equal(n.steps, 98);
 }
 
 static void check_swe_gym(size_t k, const struct atr_trace *t)
