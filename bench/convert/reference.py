@@ -32,23 +32,40 @@ import sys
 
 MASK = (1 << 53) - 1
 
-# Token grammar of src/trace/tokens.c, alternatives in the order the C code
-# decides (Python's re takes the first alternative that matches). Words cap
-# at 8 bytes including their leading ' ' or '_'; an upper-case run followed
-# by a lower-case letter leaves its last capital to the next word
-# ("HTTPServer" -> "HTTP", "Server").
-_BODY7 = rb"(?:[A-Z]{1,7}(?=[A-Z][a-z])|[A-Z]{2,7}|[A-Z][a-z]{0,6}|[a-z]{1,7})"
-_BODY8 = rb"(?:[A-Z]{1,7}(?=[A-Z][a-z])|[A-Z]{2,8}|[A-Z][a-z]{0,7}|[a-z]{1,8})"
+# Token grammar of src/trace/tokens.c (its transition() is the spec), as one
+# bytes regex; Python's re takes the first alternative that matches, so the
+# order is what makes it agree with the automaton:
+# - a word is upper-case letters then lower-case letters (a lower->upper
+#   change starts a new word), cut every 8 bytes; a lone ' ' or '_' directly
+#   before a letter is the word's first byte (and counts in its 8). After a
+#   cut the word goes on as a new token, which the same alternatives match.
+#   For each cap n the upper-case run is tried longest first, so
+#   "ABCDEFGHIJ" -> "ABCDEFGH", "IJ" and "ABCdefghij" -> "ABCdefgh", "ij".
+# - blanks (' ', '\t') 16 per token; only a lone ' ' joins a word, so
+#   "  foo" -> "  ", "foo" (the word alternatives come first for " foo").
+# - '_' before a letter starts a word, else it is a symbol: symbols 2 per
+#   token ('_' may be either), so "__init" -> "__", "init".
+# - digits 3, newlines (\r, \n) 2, a UTF-8 lead or stray continuation byte
+#   plus up to 3 continuation bytes.
+
+
+def _word(n):
+    """A word of at most n letters: [A-Z]*[a-z]*, the longest upper run first."""
+    alts = [rb"[a-z]{1,%d}" % n, rb"[A-Z][a-z]{1,%d}" % (n - 1)] if n > 1 else [rb"[a-z]"]
+    alts += [rb"[A-Z]{%d}" % k + (rb"[a-z]{0,%d}" % (n - k) if k < n else b"")
+             for k in range(n, 1, -1)]
+    return rb"|".join(alts + [rb"[A-Z]"])
+
+
+_SYM = rb"[^A-Za-z0-9 \t\r\n\x80-\xff]"       # symbols, '_' included
 TOKEN = re.compile(
-    rb" (?=_)"                              # ' ' before '_': a word piece of one byte
-    rb"|[ _](?=[A-Za-z])" + _BODY7 +        # " word", "_word"
-    rb"|" + _BODY8 +                        # word
-    rb"|[0-9]{1,3}"                         # digit groups of 3
-    rb"|[ \t]{1,15}(?= [A-Za-z])"           # blanks, leaving the last to a word
-    rb"|[ \t]{1,16}"                        # blanks, 16 per token
-    rb"|[\r\n]{1,2}"                        # newlines, 2 per token
-    rb"|[\x80-\xff][\x80-\xbf]{0,3}"        # one UTF-8 code point
-    rb"|[^A-Za-z0-9 \t\r\n\x80-\xff]{1,2}"  # punctuation, 2 per token
+    _word(8) +                                  # word
+    rb"|[ _](?:" + _word(7) + rb")" +           # " word", "_word"
+    rb"|[ \t]{1,16}"                            # blanks, 16 per token
+    rb"|[0-9]{1,3}"                             # digit groups of 3
+    rb"|[\r\n]{1,2}"                            # newlines, 2 per token
+    rb"|" + _SYM + _SYM + rb"?"                 # symbols, 2 per token
+    rb"|[\x80-\xff][\x80-\xbf]{0,3}"            # one UTF-8 code point
 )
 
 

@@ -204,8 +204,10 @@ static void keep_arguments(struct oc_walk *w, struct atr_step *s, const struct a
     atr_json_append(&w->t->arena, s->extra, "arguments", atr_json_copy(&w->t->arena, raw));
 }
 
-/* One tool call -> a tool step (NULL for finish/submit/think, which run
- * nothing; finish and submit are counted). args is the parsed object. */
+/* One tool call -> a tool step (NULL for finish and think, which run
+ * nothing; finish is counted). SWE-agent's own commands (submit, open,
+ * find_file, ...) are editor steps, as in the swe-agent reader. args is the
+ * parsed object. */
 static struct atr_step *call_step(struct oc_walk *w, const char *name, const struct atr_json *args,
                                   const struct atr_json *raw)
 {
@@ -229,9 +231,19 @@ static struct atr_step *call_step(struct oc_walk *w, const char *name, const str
     }
     if (str_is(name, "browser") || str_is(name, "web_read") || str_is(name, "browse"))
         return browser_step(w, args);
-    if (str_is(name, "finish") || str_is(name, "submit")) {
+    if (str_is(name, "finish")) {
         w->finish_calls++;
         return NULL;
+    }
+    if (atr_swe_cmd_find(name)) {
+        s = new_tool(w, "editor");
+        s->action = keep(w, name, strlen(name));
+        s->path = keep_str(w, args, "path");
+        if (!s->path)
+            s->path = keep_str(w, args, "filename");
+        if (!s->path)
+            s->path = w->open_file;
+        return s;
     }
     if (str_is(name, "think"))
         return NULL;

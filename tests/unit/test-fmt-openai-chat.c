@@ -164,12 +164,14 @@ static void check_mixed(size_t k, const struct atr_trace *t)
         assert_string_equal(t->trace_id, "openai-chat/swe-smith-like__demo-1");
         assert_string_equal(meta_str(t, "outcome"), "unresolved");
         assert_string_equal(meta_str(t, "model"), "claude-3-7-sonnet");
-        assert_int_equal(t->n_steps, 5);
+        assert_int_equal(t->n_steps, 6);
         assert_string_equal(t->steps[1].command, "find /testbed -name '*.py' | head");
         assert_int_equal(t->steps[1].exit_code, 0);
         assert_string_equal(t->steps[3].action, "str_replace");
         assert_string_equal(t->steps[3].path, "/testbed/a.py");
-        assert_int_equal(meta_i64(t, "finish_calls"), 1);
+        /* SWE-smith runs SWE-agent: its submit is an editor step */
+        assert_string_equal(t->steps[5].tool, "editor");
+        assert_string_equal(t->steps[5].action, "submit");
     } else if (k == 1) {    /* legacy function_call, content as parts */
         assert_string_equal(t->trace_id, "openai-chat/toucan-like-2");
         assert_int_equal(t->n_steps, 3);
@@ -191,7 +193,7 @@ static void test_mixed_rows(void **state)
     read_all(DIR "mixed-rows.jsonl", &n, check_mixed);
     assert_int_equal(n.traces, 3);
     assert_int_equal(n.llm, 7);
-    assert_int_equal(n.tool, 5);
+    assert_int_equal(n.tool, 6);
 }
 
 /* Reads text with the openai-chat reader to the end; returns the last rc,
