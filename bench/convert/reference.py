@@ -4,8 +4,8 @@
 Same work as atr, step for step: stream the NDJSON rows, json.loads each,
 render every message as atr does ("<|role|>\\n" + text + "\\n", an assistant's
 text being its content plus one "name(arguments)" line per tool call),
-estimate tokens with a port of atr's pseudo-tokenizer (src/trace/tokens.c:
-same classes and widths, as one bytes regex), hash chained blocks of 16
+estimate tokens with a port of atr's pseudo-tokenizer (the automaton in
+src/trace/tokens.c: same classes, widths and splits, as one bytes regex), hash chained blocks of 16
 tokens, emit one llm step per assistant message (input = every earlier
 message, output = its reply) and one tool step per tool call (arguments
 parsed from their JSON string), and write atr-trace v1 lines with json.dumps
@@ -114,7 +114,12 @@ class BlockHash:
     A piece is cut into runs of block_size tokens by one findall of a regex
     matching up to block_size tokens, so Python handles blocks, not tokens:
     only the first run (topping up the open block) and the last (partial)
-    one are counted token by token."""
+    one are counted token by token.
+
+    Each piece is tokenised on its own from the start, as atr does. atr
+    closes a full block lazily, when the next token starts (possibly in the
+    next piece); until then the block's id is its partial id, which is the
+    same value, so closing it as soon as it is full gives the same ids."""
 
     __slots__ = ("bs", "tokens", "chain", "in_block", "open_hash", "ids", "runs")
 

@@ -269,22 +269,9 @@ static int read_trace(struct atr_reader *r, struct atr_trace *t, struct atr_json
 
 static int next(struct atr_reader *r, struct atr_trace *t)
 {
-    const char *line;
-    size_t len;
-    for (;;) {
-        int rc = atr_reader_getline(r, &line, &len);
-        if (rc <= 0)
-            return rc;
-        size_t i = 0;
-        while (i < len && (line[i] == ' ' || line[i] == '\t'))
-            i++;
-        if (i == len)
-            continue;          /* blank lines are allowed between traces */
-        struct atr_json *doc;
-        if (atr_reader_parse(r, &t->arena, line, len, r->base_line, 1, false, &doc) < 0)
-            return -1;
-        return read_trace(r, t, doc);
-    }
+    struct atr_json *doc;
+    int rc = atr_reader_json_line(r, &t->arena, &doc);   /* blank lines are skipped */
+    return rc <= 0 ? rc : read_trace(r, t, doc);
 }
 
 const struct atr_format atr_format_atr = {

@@ -105,14 +105,6 @@ static int fill_trace(struct atr_reader *r, struct mooncake_state *st, struct at
 }
 
 /* Whether a line holds only blanks (skipped, as in most JSONL readers). */
-static bool blank(const char *s, size_t len)
-{
-    for (size_t i = 0; i < len; i++)
-        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r')
-            return false;
-    return true;
-}
-
 static struct mooncake_state *state_of(struct atr_reader *r)
 {
     if (!r->state) {
@@ -128,25 +120,13 @@ static struct mooncake_state *state_of(struct atr_reader *r)
 static int next(struct atr_reader *r, struct atr_trace *t)
 {
     struct mooncake_state *st = state_of(r);
-    const char *line;
-    size_t len;
-    int rc;
-    while ((rc = atr_reader_getline(r, &line, &len)) == 1 && blank(line, len))
-        ;
-    if (rc < 0)
-        return -1;
-    if (rc == 0) {
-        if (r->ntraces == 0)
-            return atr_reader_fail(r, 1, 1, "expected a mooncake request line, got empty input");
-        return 0;
-    }
-    unsigned long lineno = atr_input_lineno(r->in);
     struct atr_json *obj;
-    if (atr_reader_parse(r, &r->scratch, line, len, lineno, 1, false, &obj) < 0)
-        return -1;
-    if (fill_trace(r, st, t, obj, lineno) < 0)
-        return -1;
-    return 1;
+    int rc = atr_reader_json_line(r, &r->scratch, &obj);
+    if (rc == 0 && r->ntraces == 0)
+        return atr_reader_fail(r, 1, 1, "expected a mooncake request line, got empty input");
+    if (rc <= 0)
+        return rc;
+    return fill_trace(r, st, t, obj, r->base_line) < 0 ? -1 : 1;
 }
 
 /* Mooncake lines are flat objects with exactly these four keys. */

@@ -629,38 +629,13 @@ static int next_row(struct atr_reader *r, struct atr_trace *t, struct oc_state *
     return walk_row(r, t, st, row);
 }
 
-static bool blank(const char *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r')
-            return false;
-    return true;
-}
-
 static int next_line(struct atr_reader *r, struct atr_trace *t, struct oc_state *st)
 {
-    const char *line;
-    size_t len;
-    int rc;
-    while ((rc = atr_reader_getline(r, &line, &len)) > 0 && blank(line, len))
-        ;
-    if (rc < 0)
-        return -1;
-    if (rc == 0)
-        return r->ntraces ? 0 : atr_reader_fail(r, 1, 1, "expected at least one row");
     struct atr_json *row;
-    if (atr_reader_parse(r, &r->scratch, line, len, r->base_line, 1, false, &row) < 0)
-        return -1;
-    return walk_row(r, t, st, row);
-}
-
-/* A pretty-printed single row starts with a line holding only "{". */
-static bool pretty_object(const char *p, const char *end)
-{
-    p++;
-    while (p < end && (*p == ' ' || *p == '\t' || *p == '\r'))
-        p++;
-    return p == end || *p == '\n';
+    int rc = atr_reader_json_line(r, &r->scratch, &row);
+    if (rc == 0 && !r->ntraces)
+        return atr_reader_fail(r, 1, 1, "expected at least one row");
+    return rc <= 0 ? rc : walk_row(r, t, st, row);
 }
 
 static int next_document(struct atr_reader *r, struct atr_trace *t, struct oc_state *st)
@@ -675,25 +650,15 @@ static int next_document(struct atr_reader *r, struct atr_trace *t, struct oc_st
 /* The first byte decides: '[' rows (or messages) in an array, '{' JSON lines. */
 static int start(struct atr_reader *r, struct atr_trace *t, struct oc_state *st)
 {
-    const char *head;
-    ssize_t n = atr_input_peek(r->in, &head, 64 * 1024, &r->err);
-    if (n < 0)
+    enum atr_json_shape shape;
+    if (atr_reader_json_shape(r, "a JSON array of chat rows or JSON lines", &shape) < 0)
         return -1;
-    unsigned long line = 1, col = 1;
-    ssize_t i = 0;
-    for (; i < n && (head[i] == ' ' || head[i] == '\t' || head[i] == '\r' || head[i] == '\n');
-         i++, col++)
-        if (head[i] == '\n')
-            line++, col = 0;
-    if (i < n && head[i] == '[')
+    if (shape == ATR_SHAPE_ARRAY)
         return start_array(r, t, st);
-    if (i < n && head[i] == '{' && pretty_object(head + i, head + n))
+    if (shape == ATR_SHAPE_DOCUMENT)
         return next_document(r, t, st);
-    if (i < n && head[i] == '{') {
-        st->mode = OC_LINES;
-        return next_line(r, t, st);
-    }
-    return atr_reader_fail(r, line, col, "expected a JSON array of chat rows or JSON lines");
+    st->mode = OC_LINES;
+    return next_line(r, t, st);
 }
 
 static int next(struct atr_reader *r, struct atr_trace *t)
@@ -732,6 +697,15 @@ static bool has_ai_role(const char *head, size_t len)
         if (memmem(head, len, forms[i], strlen(forms[i])))
             return true;
     return false;
+}
+
+/* A pretty-printed single row starts with a line holding only "{". */
+static bool pretty_object(const char *p, const char *end)
+{
+    p++;
+    while (p < end && (*p == ' ' || *p == '\t' || *p == '\r'))
+        p++;
+    return p == end || *p == '\n';
 }
 
 static int sniff(const char *head, size_t len, const char *name)

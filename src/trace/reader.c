@@ -189,6 +189,54 @@ int atr_reader_getline(struct atr_reader *r, const char **line, size_t *len)
     return rc;
 }
 
+static bool blank_line(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r')
+            return false;
+    return true;
+}
+
+int atr_reader_json_line(struct atr_reader *r, struct atr_arena *a, struct atr_json **out)
+{
+    const char *line;
+    size_t len;
+    int rc;
+    while ((rc = atr_reader_getline(r, &line, &len)) > 0 && blank_line(line, len))
+        ;
+    if (rc <= 0)
+        return rc;
+    if (atr_reader_parse(r, a, line, len, r->base_line, 1, false, out) < 0)
+        return -1;
+    return 1;
+}
+
+int atr_reader_json_shape(struct atr_reader *r, const char *what, enum atr_json_shape *shape)
+{
+    const char *head;
+    ssize_t n = atr_input_peek(r->in, &head, SNIFF_BYTES, &r->err);
+    if (n < 0)
+        return -1;
+    unsigned long line = 1, col = 1;
+    ssize_t i = 0;
+    for (; i < n && strchr(" \t\r\n", head[i]) && head[i]; i++, col++)
+        if (head[i] == '\n')
+            line++, col = 0;
+    if (i < n && head[i] == '[') {
+        *shape = ATR_SHAPE_ARRAY;
+        return 0;
+    }
+    if (i < n && head[i] == '{') {
+        /* A pretty-printed document opens with a line holding only "{". */
+        ssize_t j = i + 1;
+        while (j < n && (head[j] == ' ' || head[j] == '\t' || head[j] == '\r'))
+            j++;
+        *shape = j == n || head[j] == '\n' ? ATR_SHAPE_DOCUMENT : ATR_SHAPE_LINES;
+        return 0;
+    }
+    return atr_reader_fail(r, line, col, "expected %s", what);
+}
+
 int atr_reader_array_begin(struct atr_reader *r)
 {
     return atr_input_array_begin(r->in, &r->err);

@@ -98,6 +98,17 @@ int atr_reader_parse_all(struct atr_reader *r, struct atr_arena *a, struct atr_j
 /* Next line of the input; 1, 0 at end, -1 after fail (line too long). */
 int atr_reader_getline(struct atr_reader *r, const char **line, size_t *len);
 
+/* How a JSON input is laid out, from its first non-blank byte: '[' a
+ * top-level array, '{' alone on its line one pretty-printed document, '{'
+ * otherwise JSON lines. Anything else fails at that byte with "expected
+ * <what>". Consumes nothing. */
+enum atr_json_shape { ATR_SHAPE_ARRAY, ATR_SHAPE_DOCUMENT, ATR_SHAPE_LINES };
+int atr_reader_json_shape(struct atr_reader *r, const char *what, enum atr_json_shape *shape);
+
+/* Next non-blank line parsed as one JSON value into a: 1, 0 at the end,
+ * -1 after fail. */
+int atr_reader_json_line(struct atr_reader *r, struct atr_arena *a, struct atr_json **out);
+
 /* Elements of a top-level JSON array, parsed one at a time: begin once,
  * then next returns 1 with *out, 0 after the last, -1 after fail. */
 int atr_reader_array_begin(struct atr_reader *r);
