@@ -173,3 +173,30 @@ struct atr_step *reqlog_add_step(struct atr_trace *t, int64_t input_tokens,
     s->n_hash_ids = 0;
     return s;
 }
+
+static bool blank(const char *s, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r')
+            return false;
+    return true;
+}
+
+int csv_next_row(struct atr_reader *r, bool *header_done, const char *header,
+                 int (*check_header)(struct atr_reader *r, const char *line, size_t len),
+                 const char **line, size_t *len)
+{
+    int rc;
+    while ((rc = atr_reader_getline(r, line, len)) == 1) {
+        if (!*header_done) {
+            if (check_header(r, *line, *len) < 0)
+                return -1;
+            *header_done = true;
+        } else if (!blank(*line, *len)) {
+            return 1;
+        }
+    }
+    if (rc == 0 && !*header_done)
+        return atr_reader_fail(r, 1, 1, "expected header \"%s\", got empty input", header);
+    return rc;
+}

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "trace/reader.h"
 #include "trace/trace.h"
 #include "util/arena.h"
 
@@ -40,6 +41,14 @@ bool csv_parse_nonneg_double(const char *s, size_t len, double *out);
  * surrounding blanks; a UTF-8 byte order mark before the first is skipped). */
 bool csv_header_is(const struct csv_field *fields, int n, const char *const *names,
                    int n_names);
+
+/* Next non-blank data row of a CSV input whose first line is a header;
+ * check_header validates that line once (failing with its position).
+ * Returns 1 with the row, 0 at the end, -1 after fail; an input without
+ * even a header fails with "expected header "HEADER", got empty input". */
+int csv_next_row(struct atr_reader *r, bool *header_done, const char *header,
+                 int (*check_header)(struct atr_reader *r, const char *line, size_t len),
+                 const char **line, size_t *len);
 
 /* Appends the one llm step of a request: t_ms 0, the token counts, and
  * no hash ids. hash_ids is an empty array rather than NULL so consumers

@@ -162,14 +162,6 @@ static int fill_trace(struct atr_reader *r, struct azure_state *st, struct atr_t
     return 0;
 }
 
-static bool blank(const char *s, size_t len)
-{
-    for (size_t i = 0; i < len; i++)
-        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r')
-            return false;
-    return true;
-}
-
 static struct azure_state *state_of(struct atr_reader *r)
 {
     if (!r->state) {
@@ -187,20 +179,8 @@ static int next(struct atr_reader *r, struct atr_trace *t)
     struct azure_state *st = state_of(r);
     const char *line;
     size_t len;
-    int rc;
-    while ((rc = atr_reader_getline(r, &line, &len)) == 1) {
-        if (!st->header_done) {
-            if (check_header(r, line, len) < 0)
-                return -1;
-            st->header_done = true;
-        } else if (!blank(line, len)) {
-            return fill_trace(r, st, t, line, len) < 0 ? -1 : 1;
-        }
-    }
-    if (rc == 0 && !st->header_done)
-        return atr_reader_fail(r, 1, 1, "expected header \"%s\", got empty input",
-                               AZURE_HEADER);
-    return rc;
+    int rc = csv_next_row(r, &st->header_done, AZURE_HEADER, check_header, &line, &len);
+    return rc <= 0 ? rc : fill_trace(r, st, t, line, len) < 0 ? -1 : 1;
 }
 
 static int sniff(const char *head, size_t len, const char *name)

@@ -119,14 +119,6 @@ static int fill_trace(struct atr_reader *r, struct burstgpt_state *st, struct at
     return 0;
 }
 
-static bool blank(const char *s, size_t len)
-{
-    for (size_t i = 0; i < len; i++)
-        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r')
-            return false;
-    return true;
-}
-
 static struct burstgpt_state *state_of(struct atr_reader *r)
 {
     if (!r->state) {
@@ -144,19 +136,8 @@ static int next(struct atr_reader *r, struct atr_trace *t)
     struct burstgpt_state *st = state_of(r);
     const char *line;
     size_t len;
-    int rc;
-    while ((rc = atr_reader_getline(r, &line, &len)) == 1) {
-        if (!st->header_done) {
-            if (check_header(r, line, len) < 0)
-                return -1;
-            st->header_done = true;
-        } else if (!blank(line, len)) {
-            return fill_trace(r, st, t, line, len) < 0 ? -1 : 1;
-        }
-    }
-    if (rc == 0 && !st->header_done)
-        return atr_reader_fail(r, 1, 1, "expected header \"" BURSTGPT_HEADER "\", got empty input");
-    return rc;
+    int rc = csv_next_row(r, &st->header_done, BURSTGPT_HEADER, check_header, &line, &len);
+    return rc <= 0 ? rc : fill_trace(r, st, t, line, len) < 0 ? -1 : 1;
 }
 
 static int sniff(const char *head, size_t len, const char *name)
