@@ -260,3 +260,24 @@ const char *atr_swe_cmd_path(const struct atr_swe_cmd *c, const char *const *v, 
         return v[c->path];
     return c->from_open ? open_file : NULL;
 }
+
+int atr_chat_check_msg(struct atr_reader *r, const struct atr_json *m, const char *what,
+                       const char **role)
+{
+    if (!atr_json_is(m, ATR_JSON_OBJECT))
+        return atr_reader_fail_at(r, m, "expected a %s object, found %s", what,
+                                  atr_json_type_name(m->type));
+    struct atr_json *v;
+    if (atr_reader_req(r, m, "role", ATR_JSON_STRING, &v) < 0)
+        return -1;
+    *role = v->u.str.s;
+    const struct atr_json *c = atr_json_get(m, "content");
+    if (!atr_chat_content_ok(c))
+        return atr_reader_fail_at(r, c, "expected \"content\" to be a string or an array "
+                                  "of parts, found %s", atr_json_type_name(c->type));
+    const struct atr_json *tc = atr_json_get(m, "tool_calls");
+    if (tc && tc->type != ATR_JSON_NULL && tc->type != ATR_JSON_ARRAY)
+        return atr_reader_fail_at(r, tc, "expected \"tool_calls\" to be an array, found %s",
+                                  atr_json_type_name(tc->type));
+    return 0;
+}

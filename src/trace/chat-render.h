@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #include "json/json.h"
+#include "trace/reader.h"
 #include "util/arena.h"
 
 /* Renders content (string, array of parts, or NULL/null) and tool_calls
@@ -18,6 +19,12 @@
  * length. Parts and calls of unexpected shapes contribute nothing. */
 const char *atr_chat_render(struct atr_arena *a, const struct atr_json *content,
                             const struct atr_json *tool_calls, size_t *len);
+
+/* Checks the shape every chat message shares: an object ("expected a
+ * <what> object" otherwise) with a string "role" (stored in *role), content
+ * a string or parts, tool_calls an array when present. Fails at the node. */
+int atr_chat_check_msg(struct atr_reader *r, const struct atr_json *m, const char *what,
+                       const char **role);
 
 /* True when content is a type a chat message may carry: absent, null,
  * string, or array of parts. */

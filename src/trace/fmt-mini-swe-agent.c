@@ -350,22 +350,7 @@ static void take_result(struct mini *m, const struct atr_json *msg, const char *
 
 static int check_msg(struct atr_reader *r, const struct atr_json *msg, const char **role)
 {
-    if (!atr_json_is(msg, ATR_JSON_OBJECT))
-        return atr_reader_fail_at(r, msg, "expected a message object, found %s",
-                                  atr_json_type_name(msg->type));
-    struct atr_json *v;
-    if (atr_reader_req(r, msg, "role", ATR_JSON_STRING, &v) < 0)
-        return -1;
-    *role = v->u.str.s;
-    const struct atr_json *c = atr_json_get(msg, "content");
-    if (!atr_chat_content_ok(c))
-        return atr_reader_fail_at(r, c, "expected \"content\" to be a string or an array "
-                                  "of parts, found %s", atr_json_type_name(c->type));
-    const struct atr_json *tc = atr_json_get(msg, "tool_calls");
-    if (tc && tc->type != ATR_JSON_NULL && tc->type != ATR_JSON_ARRAY)
-        return atr_reader_fail_at(r, tc, "expected \"tool_calls\" to be an array, found %s",
-                                  atr_json_type_name(tc->type));
-    return 0;
+    return atr_chat_check_msg(r, msg, "message", role);
 }
 
 static void model_call(struct mini *m, const struct atr_json *msg, const char *text, size_t len)
