@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "cli/cmd.h"
+#include "cli/progress.h"
 #include "trace/reader.h"
 #include "trace/writer.h"
 #include "util/output.h"
@@ -26,7 +27,7 @@ static const char help[] =
     "      --redact-commands drop tool commands, keep only their program name\n"
     "      --expand          full hash_ids lists instead of prefix references\n"
     "      --max-line BYTES  largest line/document accepted (default 256M)\n"
-    "  -q, --quiet           no summary on stderr\n"
+    "  -q, --quiet           no summary or progress line on stderr\n"
     "\n"
     "formats:\n"
     "  atr            atr-trace v1 NDJSON (normalises, expands/compacts)\n"
@@ -102,7 +103,7 @@ static int parse_args(int argc, char **argv, struct convert_opts *o)
 /* Streams one input file's traces into out. */
 static int convert_file(const char *path, const struct convert_opts *o, struct atr_output *out,
                         struct atr_trace *t, struct atr_buf *line, struct convert_totals *tot,
-                        struct atr_error *err)
+                        struct cli_progress *bar, struct atr_error *err)
 {
     struct atr_reader *r = atr_reader_open(path, o->from, &o->read, err);
     if (!r)
@@ -117,6 +118,11 @@ static int convert_file(const char *path, const struct convert_opts *o, struct a
         }
         tot->traces++;
         tot->steps += t->n_steps;
+        if (bar->on) {
+            unsigned long long done, total;
+            atr_input_progress(r->in, &done, &total);
+            cli_progress_update(bar, atr_reader_name(r), done, total, tot->traces);
+        }
         for (size_t k = 0; k < t->n_steps; k++)
             *(t->steps[k].kind == ATR_STEP_LLM ? &tot->llm : &tot->tool) += 1;
     }
@@ -138,9 +144,12 @@ static int run(int argc, char **argv)
     struct atr_trace t = ATR_TRACE_INIT;
     struct atr_buf line = ATR_BUF_INIT;
     struct convert_totals tot = {0};
+    struct cli_progress bar;
+    cli_progress_init(&bar, o.quiet);
     int failed = 0;
     for (int i = optind; i < argc && !failed; i++)
-        failed = convert_file(argv[i], &o, out, &t, &line, &tot, &err) < 0;
+        failed = convert_file(argv[i], &o, out, &t, &line, &tot, &bar, &err) < 0;
+    cli_progress_end(&bar);
     atr_trace_release(&t);
     atr_buf_release(&line);
     if (failed) {

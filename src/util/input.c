@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,7 @@ struct atr_input {
     size_t col_base;
     bool array_first;
     size_t chunk;                /* decompressed read size: smaller for small memory inputs */
+    unsigned long long raw_read, size;   /* progress: bytes read from the source, its size */
 };
 
 static void input_free(struct atr_input *in)
@@ -81,6 +83,9 @@ struct atr_input *atr_input_open(const char *path, struct atr_error *err)
     in->raw = malloc(RAW_CHUNK);
     if (!in->raw)
         abort();
+    struct stat st;
+    if (fstat(in->fd, &st) == 0 && S_ISREG(st.st_mode))
+        in->size = (unsigned long long)st.st_size;
     return in;
 }
 
@@ -89,6 +94,7 @@ struct atr_input *atr_input_open_mem(const void *data, size_t len, const char *n
     struct atr_input *in = input_new(name);
     in->mem = data;
     in->mem_len = len;
+    in->size = len;
     /* Fuzzers open thousands of small inputs a second: size buffers to fit. */
     while (in->chunk > 4096 && in->chunk / 8 > len)
         in->chunk /= 2;
@@ -102,6 +108,13 @@ void atr_input_close(struct atr_input *in)
 }
 
 const char *atr_input_name(const struct atr_input *in) { return in->name; }
+
+void atr_input_progress(const struct atr_input *in, unsigned long long *done,
+                        unsigned long long *total)
+{
+    *done = in->raw_read;
+    *total = in->size;
+}
 
 const char *atr_input_compression(const struct atr_input *in)
 {
@@ -124,6 +137,7 @@ static int raw_fill(struct atr_input *in, struct atr_error *err)
         in->raw_off = 0;
         in->raw_len = n;
         in->raw_eof = n == 0;
+        in->raw_read += n;
         return 0;
     }
     ssize_t n;
@@ -135,6 +149,7 @@ static int raw_fill(struct atr_input *in, struct atr_error *err)
     in->raw_off = 0;
     in->raw_len = (size_t)n;
     in->raw_eof = n == 0;
+    in->raw_read += (unsigned long long)n;
     return 0;
 }
 
@@ -205,6 +220,7 @@ static ssize_t produce(struct atr_input *in, char *dst, size_t cap, struct atr_e
         if (n < 0)
             return atr_error_set(err, "%s: %s", in->name, strerror(errno));
         in->raw_eof = n == 0;
+        in->raw_read += (unsigned long long)n;
         return n;
     }
     for (;;) {

@@ -24,6 +24,11 @@ void atr_input_close(struct atr_input *in);          /* accepts NULL */
 const char *atr_input_name(const struct atr_input *in);  /* "-" shown as "<stdin>" */
 const char *atr_input_compression(const struct atr_input *in); /* "none", "gzip", "zstd" */
 
+/* Progress for a progress bar: raw (possibly compressed) bytes read so far,
+ * and the input's size when it is a regular file or memory (else 0). */
+void atr_input_progress(const struct atr_input *in, unsigned long long *done,
+                        unsigned long long *total);
+
 /* The first up to n decompressed bytes, without consuming them (n <= 64 KiB).
  * Returns the number available (0 at empty input) or -1 on error. */
 ssize_t atr_input_peek(struct atr_input *in, const char **p, size_t n,
