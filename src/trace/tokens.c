@@ -53,10 +53,12 @@ enum { B_STRIDE = 16 };
 #define T_START 0x8000u
 static unsigned char byte_class[256];
 static uint16_t trans[S_COUNT * B_STRIDE];
-/* The same automaton two bytes at a time, which halves the dependent loads:
- * entry = next state * P_STRIDE, plus the number of starts (0..2) << 14. */
+/* The same automaton two bytes at a time, which halves the dependent loads.
+ * The next state (times P_STRIDE) and the number of token starts (0..2)
+ * live in separate tables so the critical path is one add and one load. */
 enum { P_STRIDE = 128 };
-static uint16_t trans2[S_COUNT * P_STRIDE];
+static uint16_t next2[S_COUNT * P_STRIDE];
+static uint8_t starts2[S_COUNT * P_STRIDE];
 
 /* State entered by a byte of class b that starts a new token. */
 static unsigned char fresh(int b)
@@ -145,13 +147,13 @@ __attribute__((constructor)) static void tables_init(void)
             for (int b2 = 0; b2 < B_COUNT; b2++) {
                 unsigned char t1 = transition(s, b1);
                 unsigned char t2 = transition(t1 & ~START, b2);
-                unsigned starts = (t1 >> 7) + (t2 >> 7);
-                trans2[s * P_STRIDE + b1 * B_COUNT + b2] =
-                    (uint16_t)((t2 & ~START) * P_STRIDE | starts << 14);
+                unsigned i = (unsigned)(s * P_STRIDE + b1 * B_COUNT + b2);
+                next2[i] = (uint16_t)((t2 & ~START) * P_STRIDE);
+                starts2[i] = (uint8_t)((t1 >> 7) + (t2 >> 7));
             }
 }
 
-/* Pair class of p[0], p[1]: the column in trans2. */
+/* Pair class of p[0], p[1]: the column in next2/starts2. */
 static inline unsigned pair(const unsigned char *p)
 {
     return byte_class[p[0]] * B_COUNT + byte_class[p[1]];
@@ -164,9 +166,9 @@ uint64_t atr_tokens_estimate(const char *text, size_t len)
     const unsigned char *end = p + len;
     unsigned st2 = S_START * P_STRIDE;
     for (; end - p >= 2; p += 2) {
-        unsigned t = trans2[st2 + pair(p)];
-        n += t >> 14;
-        st2 = t & 0x3fff;
+        unsigned i = st2 + pair(p);
+        n += starts2[i];
+        st2 = next2[i];
     }
     if (p < end)
         n += trans[st2 / P_STRIDE * B_STRIDE + byte_class[*p]] >> 15;
@@ -219,7 +221,7 @@ void atr_blockhash_feed(struct atr_blockhash *h, const char *text, size_t len)
 {
     const unsigned char *p = (const unsigned char *)text, *end = p + len, *seg = p;
     /* left: token starts the open block can still take; a start past it
-     * begins the next block. Pairs of bytes run through trans2 while they
+     * begins the next block. Pairs of bytes run through next2 while they
      * cannot close a block; near a block's end, one byte at a time. */
     int64_t left = (int64_t)h->block_size - h->in_block;
     uint64_t starts = 0;
@@ -227,11 +229,21 @@ void atr_blockhash_feed(struct atr_blockhash *h, const char *text, size_t len)
     while (p < end) {
         /* While two more starts fit, no pair can close a block: no checks. */
         unsigned st2 = state * P_STRIDE;
+        while (left >= 4 && end - p >= 4) {
+            unsigned i = st2 + pair(p);
+            st2 = next2[i];
+            unsigned j = st2 + pair(p + 2);
+            st2 = next2[j];
+            unsigned k = starts2[i] + starts2[j];
+            starts += k;
+            left -= k;
+            p += 4;
+        }
         while (left >= 2 && end - p >= 2) {
-            unsigned t = trans2[st2 + pair(p)];
-            starts += t >> 14;
-            left -= t >> 14;
-            st2 = t & 0x3fff;
+            unsigned i = st2 + pair(p);
+            starts += starts2[i];
+            left -= starts2[i];
+            st2 = next2[i];
             p += 2;
         }
         state = st2 / P_STRIDE;
