@@ -13,26 +13,28 @@ deps:
 
 build: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-	@cmake --build $(BUILD) -j$(JOBS)
+	@cmake --build $(BUILD) -j$(JOBS) -- --no-print-directory
 
 demo: build
 	@sh scripts/demo.sh $(ATR)
 
-# All tests: unit + CLI golden tests on the release build, then the unit
-# tests again under AddressSanitizer + UndefinedBehaviorSanitizer.
+# All tests: unit + CLI golden tests on the release build, the unit tests
+# again under AddressSanitizer + UndefinedBehaviorSanitizer, and a short
+# run of every fuzz target over its seed corpus (`make fuzz` runs longer).
 check: build unit-asan
-	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 	@cd build-asan && ctest --output-on-failure -j$(JOBS)
+	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=3
+	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 
 unit-asan: deps
 	@CC=clang cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DATR_SANITIZE=ON >/dev/null
-	@cmake --build build-asan -j$(JOBS)
+	@cmake --build build-asan -j$(JOBS) -- --no-print-directory
 
 # Each libFuzzer target for FUZZ_SECONDS, seeded from tests/data.
 FUZZ_SECONDS ?= 20
 fuzz: deps
 	@CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATR_FUZZ=ON >/dev/null
-	@cmake --build build-fuzz -j$(JOBS)
+	@cmake --build build-fuzz -j$(JOBS) -- --no-print-directory
 	@sh fuzz/run.sh build-fuzz $(FUZZ_SECONDS)
 
 bench: build
