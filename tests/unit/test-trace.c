@@ -53,6 +53,50 @@ static void test_blockhash_prefix_stable(void **state)
     atr_blockhash_release(&c);
 }
 
+/* Random text over the classes the tokenizer distinguishes. */
+static size_t random_text(char *buf, size_t cap, uint64_t *seed)
+{
+    static const char alphabet[] = "aaaabbbbzzzzAAZZ    \t__09__..()\n\r\xc3\xa9\x80\xff";
+    *seed = *seed * 6364136223846793005ull + 1442695040888963407ull;
+    size_t n = (size_t)(*seed >> 33) % cap;
+    for (size_t i = 0; i < n; i++) {
+        *seed = *seed * 6364136223846793005ull + 1442695040888963407ull;
+        buf[i] = alphabet[(*seed >> 33) % (sizeof alphabet - 1)];
+    }
+    return n;
+}
+
+/* The estimate (two bytes per step) and the block hasher (pairs, and single
+ * bytes near block ends) must count the same tokens, and feeding more text
+ * must never change the ids of blocks already full. */
+static void test_tokenizer_paths_agree(void **state)
+{
+    (void)state;
+    uint64_t seed = 42;
+    char a[300], b[300];
+    for (int round = 0; round < 3000; round++) {
+        size_t na = random_text(a, sizeof a, &seed), nb = random_text(b, sizeof b, &seed);
+        uint32_t bs = 1 + (uint32_t)(seed >> 60);      /* 1..16 */
+        struct atr_blockhash h1, h2;
+        atr_blockhash_init(&h1, bs);
+        atr_blockhash_init(&h2, bs);
+        atr_blockhash_feed(&h1, a, na);
+        assert_int_equal(h1.tokens, atr_tokens_estimate(a, na));
+        assert_int_equal(h1.n_ids + (h1.in_block ? 1 : 0), (h1.tokens + bs - 1) / bs);
+        atr_blockhash_feed(&h2, a, na);
+        atr_blockhash_feed(&h2, b, nb);
+        assert_int_equal(h2.tokens, h1.tokens + atr_tokens_estimate(b, nb));
+        assert_true(h2.n_ids >= h1.n_ids);
+        if (h1.n_ids)
+            assert_memory_equal(h1.ids, h2.ids, h1.n_ids * sizeof(uint64_t));
+        /* a full block still open at the end of a feed keeps its id */
+        if (h1.in_block == bs && h2.n_ids > h1.n_ids)
+            assert_int_equal(atr_blockhash_partial_id(&h1), h2.ids[h1.n_ids]);
+        atr_blockhash_release(&h1);
+        atr_blockhash_release(&h2);
+    }
+}
+
 static void build_convo(struct atr_trace *t, bool keep)
 {
     struct atr_convo c;
@@ -223,6 +267,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_estimate),
         cmocka_unit_test(test_blockhash_prefix_stable),
+        cmocka_unit_test(test_tokenizer_paths_agree),
         cmocka_unit_test(test_convo_shares_prefix),
         cmocka_unit_test(test_write_read_round_trip),
         cmocka_unit_test(test_unknown_fields_kept),
