@@ -18,9 +18,10 @@ build: deps
 demo: build
 	@sh scripts/demo.sh $(ATR)
 
-# All tests: unit + CLI golden tests on the release build, the unit tests
-# again under AddressSanitizer + UndefinedBehaviorSanitizer, and a short
-# run of every fuzz target over its seed corpus (`make fuzz` runs longer).
+# All tests: unit + CLI golden tests on the release build (gcc), all of
+# them again built with clang under AddressSanitizer + UndefinedBehavior-
+# Sanitizer (the same goldens, so output cannot depend on the compiler), and
+# a short run of every fuzz target (`make fuzz` runs longer).
 check: build unit-asan
 	@cd build-asan && ctest --output-on-failure -j$(JOBS)
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=3

@@ -67,13 +67,19 @@ static void bash_command(struct swe_ctx *x, enum swe_cmd k, struct atr_buf *b)
 {
     struct atr_rng *r = x->r;
     const char *repo = x->repo;
-    int64_t a;
+    int64_t a, len;
+    const char *mod;
+    /* Every random draw is its own statement: the order in which a call's
+     * arguments are evaluated is unspecified (gcc and clang differ), and
+     * the output must be the same bytes whatever compiled it. */
     switch (k) {
     case CMD_CAT: atr_buf_printf(b, "cat %s/%s.py", repo, pick_mod(x)); break;
     case CMD_SED:
         a = atr_rng_range(r, 1, 400);
-        atr_buf_printf(b, "sed -n '%lld,%lldp' %s/%s.py", (long long)a,
-                       (long long)(a + atr_rng_range(r, 20, 80)), repo, pick_mod(x));
+        len = atr_rng_range(r, 20, 80);
+        mod = pick_mod(x);
+        atr_buf_printf(b, "sed -n '%lld,%lldp' %s/%s.py", (long long)a, (long long)(a + len),
+                       repo, mod);
         break;
     case CMD_GREP:
         if (atr_rng_chance(r, 0.5))
@@ -91,8 +97,10 @@ static void bash_command(struct swe_ctx *x, enum swe_cmd k, struct atr_buf *b)
     case CMD_PYTEST:
         if (atr_rng_chance(r, 0.5))
             atr_buf_printf(b, "python -m pytest tests/test_%s.py -x -q", pick_mod(x));
-        else
-            atr_buf_printf(b, "pytest tests/test_%s.py::test_%s -q", pick_mod(x), gen_word(r));
+        else {
+            mod = pick_mod(x);
+            atr_buf_printf(b, "pytest tests/test_%s.py::test_%s -q", mod, gen_word(r));
+        }
         break;
     case CMD_PIP:
         if (atr_rng_chance(r, 0.5))
