@@ -15,7 +15,7 @@ enum { OUT_BUF = 1 << 20, MAX_OPEN = 16 };
 
 struct atr_output {
     int fd;
-    bool is_stdout;
+    bool is_stdout;              /* or another non-file: written directly */
     char *path, *tmp;
     char *buf;
     size_t len;
@@ -67,6 +67,19 @@ struct atr_output *atr_output_open(const char *path, struct atr_error *err)
     if (strcmp(path, "-") == 0) {
         o->fd = 1;
         o->is_stdout = true;
+        return o;
+    }
+    /* /dev/null, a FIFO, /dev/stdout: write straight to it. A temporary
+     * renamed over it would replace the device or pipe with a file. */
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        o->fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (o->fd < 0) {
+            atr_error_set(err, "%s: %s", path, strerror(errno));
+            output_free(o);
+            return NULL;
+        }
+        o->is_stdout = true;     /* no temporary, nothing to rename */
         return o;
     }
     if (asprintf(&o->tmp, "%s.tmp.XXXXXX", path) < 0)
@@ -123,6 +136,8 @@ int atr_output_commit(struct atr_output *o, struct atr_error *err)
 {
     int rc = flush_buf(o, err);
     if (o->is_stdout) {
+        if (o->fd > 2)
+            close(o->fd);
         output_free(o);
         return rc;
     }
@@ -143,6 +158,8 @@ void atr_output_abort(struct atr_output *o)
     if (!o->is_stdout) {
         close(o->fd);
         unlink(o->tmp);
+    } else if (o->fd > 2) {
+        close(o->fd);
     }
     output_free(o);
 }

@@ -67,3 +67,6 @@ printf '\037\213\010\000\000\000\000\000\000\003garbage-garbage' >"$T/corrupt.gz
 fails "corrupt gzip" 1 'corrupt.gz: corrupt gzip data' "$ATR" convert --from atr "$T/corrupt.gz" -o "$T/o8"
 absent "corrupt gzip leaves nothing" "$T/o8"
 fails "unwritable output" 1 'nodir/out.ndjson: No such file or directory' "$ATR" convert "$DATA/atr/small.ndjson" -o "$T/nodir/out.ndjson"
+# -o to a device writes through it; it must stay a device (we run as root).
+ok "output to /dev/null" "$ATR" convert -q "$DATA/atr/small.ndjson" -o /dev/null
+check "/dev/null still a device" "[ -c /dev/null ]"
