@@ -3,7 +3,8 @@
 # Runs as root on a fresh Debian 12 machine (CI, developers); no-op when all present.
 set -eu
 pkgs="cmake make gcc clang pkg-config python3 zlib1g-dev libzstd-dev
-      libxxhash-dev libzip-dev libcmocka-dev libclang-rt-14-dev zstd gzip"
+      libxxhash-dev libzip-dev libcmocka-dev libclang-rt-14-dev zstd gzip
+      busybox-static iproute2 procps"
 missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"

@@ -8,6 +8,7 @@ extern const struct atr_cmd cmd_validate_entry;
 extern const struct atr_cmd cmd_stats_entry;
 extern const struct atr_cmd cmd_gen_entry;
 extern const struct atr_cmd cmd_sample_entry;
+extern const struct atr_cmd cmd_replay_entry;
 
 const struct atr_cmd *const atr_cmds[] = {
     &cmd_convert_entry,
@@ -15,6 +16,7 @@ const struct atr_cmd *const atr_cmds[] = {
     &cmd_stats_entry,
     &cmd_gen_entry,
     &cmd_sample_entry,
+    &cmd_replay_entry,
     NULL,
 };
 

@@ -1,0 +1,480 @@
+/* cmd-replay.c - `atr replay tools`: tool steps of traces as real processes
+ * under cgroup control, with metrics.jsonl and summary.json. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli/cmd.h"
+#include "runner/replay.h"
+#include "runner/summary.h"
+#include "trace/reader.h"
+#include "util/input.h"
+#include "util/output.h"
+
+static const char help[] =
+    "usage: atr replay tools [OPTIONS] TRACE... --out DIR\n"
+    "       atr replay tools --merge DIR... --out DIR\n"
+    "\n"
+    "Runs the tool steps of traces (any supported format) as real processes:\n"
+    "bash steps with /bin/sh -c, in order, each trace in a fresh working\n"
+    "directory; other tools are skipped and counted with a reason. Writes\n"
+    "DIR/metrics.jsonl (one line per step, written as each step ends) and\n"
+    "DIR/summary.json (per configuration), and prints the summary.\n"
+    "\n"
+    "Replayed commands come from downloaded trajectories: untrusted code. By\n"
+    "default each trace runs in new mount, PID and network namespaces with a\n"
+    "scrubbed environment, closed stdin and capped output; running directly\n"
+    "on the host needs --sandbox none.\n"
+    "\n"
+    "configurations (--config, several comma-separated: run one after another):\n"
+    "  none             no cgroup, rusage only (baseline)\n"
+    "  static-env       one cgroup per trace with the limits below\n"
+    "  static-toolcall  a child cgroup per step with the limits below (default)\n"
+    "  dynamic          a child cgroup per step whose memory.high a controller\n"
+    "                   adjusts while it runs (docs/controller.md)\n"
+    "\n"
+    "options:\n"
+    "  -c, --config LIST     configurations (default static-toolcall)\n"
+    "  -o, --out DIR         output directory (created; required)\n"
+    "      --mem-high SIZE   memory.high (v1: soft limit), e.g. 512M\n"
+    "      --mem-max SIZE    memory.max: the hard limit, OOM past it\n"
+    "      --cpu-max CPUS    CPU bandwidth in cores, e.g. 0.5 or 2\n"
+    "      --pids-max N      most processes in the group\n"
+    "      --controller K    dynamic: psi-poll (default) or psi-trigger\n"
+    "      --interval MS     psi-poll interval (default 50)\n"
+    "      --timeout SEC     per-step timeout when the trace has none (default 120)\n"
+    "      --max-output SIZE captured output per step (default 1M; the rest is counted)\n"
+    "      --sandbox MODE    ns (default) or none (run on the host)\n"
+    "      --allow-network   keep the host network inside the sandbox\n"
+    "      --rootfs DIR      run steps inside an exported root file system\n"
+    "      --workdir DIR     where per-trace working directories go (default /tmp)\n"
+    "      --shard I/N       run only traces with index %% N == I (0-based)\n"
+    "      --merge           arguments are output directories of shards: combine\n"
+    "                        their metrics.jsonl into DIR\n"
+    "      --dry-run         print what would run, run nothing\n"
+    "  -f, --from FMT        input format instead of sniffing\n"
+    "  -q, --quiet           no summary table on stdout\n"
+    "\n"
+    "metrics.jsonl: config, trace_id, step_id, tool, cmd, latency_ms, cpu_ms,\n"
+    "cpu_user_ms, cpu_sys_ms, max_rss_mb (rss_scope \"cgroup\": the whole tree's\n"
+    "peak; \"process\": the largest process, without a cgroup), mem_high_events,\n"
+    "mem_max_events, oom_kills, mem_pressure_some_ms, mem_pressure_full_ms,\n"
+    "cpu_pressure_some_ms, exit_code, timed_out, output_bytes,\n"
+    "output_truncated, ctl_adjustments (null: unknown); skipped steps carry\n"
+    "\"skipped\": the reason. Ctrl-C stops cleanly: the running step is killed\n"
+    "and not recorded, groups are removed, summary.json says incomplete.\n";
+
+enum { MAX_CONFIGS = 4 };
+
+struct replay_args {
+    struct atr_replay_opts ro;
+    enum atr_replay_config configs[MAX_CONFIGS];
+    int n_configs;
+    const char *out, *from;
+    unsigned long shard_i, shard_n;
+    bool merge, dry_run, quiet;
+};
+
+static int parse_configs(const char *list, struct replay_args *a)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", list);
+    a->n_configs = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        if (a->n_configs == MAX_CONFIGS ||
+            atr_replay_config_parse(tok, &a->configs[a->n_configs]) < 0)
+            return cli_usage("replay tools", "unknown configuration '%s'", tok);
+        a->n_configs++;
+    }
+    return a->n_configs ? EXIT_OK : cli_usage("replay tools", "empty --config");
+}
+
+static int parse_size_opt(const char *arg, const char *name, int64_t *out)
+{
+    size_t v;
+    if (!cli_parse_size(arg, &v) || v == 0 || v > INT64_MAX)
+        return cli_usage("replay tools", "%s wants a size like 512M", name);
+    *out = (int64_t)v;
+    return EXIT_OK;
+}
+
+static int parse_cpu_max(const char *arg, struct atr_cg_limits *l)
+{
+    char *end;
+    errno = 0;
+    double cores = strtod(arg, &end);
+    if (errno || *end || !(cores > 0) || cores > 4096)
+        return cli_usage("replay tools", "--cpu-max wants a number of cores, e.g. 0.5");
+    l->cpu_period_us = 100000;
+    l->cpu_quota_us = (int64_t)llround(cores * 100000);
+    return EXIT_OK;
+}
+
+static int parse_shard(const char *arg, struct replay_args *a)
+{
+    char *end;
+    errno = 0;
+    unsigned long i = strtoul(arg, &end, 10);
+    if (errno || *end != '/' || !cli_parse_uint(end + 1, 1, 1000000, (unsigned long long *)&a->shard_n) ||
+        i >= a->shard_n)
+        return cli_usage("replay tools", "--shard wants I/N with 0 <= I < N");
+    a->shard_i = i;
+    return EXIT_OK;
+}
+
+static int parse_opt(int c, struct replay_args *a)
+{
+    unsigned long long v;
+    size_t sz;
+    switch (c) {
+    case 'c': return parse_configs(optarg, a);
+    case 'o': a->out = optarg; return EXIT_OK;
+    case 'H': return parse_size_opt(optarg, "--mem-high", &a->ro.limits.mem_high);
+    case 'M': return parse_size_opt(optarg, "--mem-max", &a->ro.limits.mem_max);
+    case 'C': return parse_cpu_max(optarg, &a->ro.limits);
+    case 'P':
+        if (!cli_parse_uint(optarg, 1, 1 << 22, &v))
+            return cli_usage("replay tools", "--pids-max wants a positive integer");
+        a->ro.limits.pids_max = (int64_t)v;
+        return EXIT_OK;
+    case 'K':
+        if (strcmp(optarg, "psi-poll") && strcmp(optarg, "psi-trigger"))
+            return cli_usage("replay tools", "--controller wants psi-poll or psi-trigger");
+        a->ro.controller = strcmp(optarg, "psi-trigger") == 0;
+        return EXIT_OK;
+    case 'I':
+        if (!cli_parse_uint(optarg, 1, 60000, &v))
+            return cli_usage("replay tools", "--interval wants milliseconds 1..60000");
+        a->ro.interval_ms = (int)v;
+        return EXIT_OK;
+    case 'T':
+        if (!cli_parse_uint(optarg, 1, 86400, &v))
+            return cli_usage("replay tools", "--timeout wants seconds 1..86400");
+        a->ro.timeout_ms = (int64_t)v * 1000;
+        return EXIT_OK;
+    case 'O':
+        if (!cli_parse_size(optarg, &sz))
+            return cli_usage("replay tools", "--max-output wants a size like 1M");
+        a->ro.max_output = sz;
+        return EXIT_OK;
+    case 'S':
+        if (strcmp(optarg, "ns") && strcmp(optarg, "none"))
+            return cli_usage("replay tools", "--sandbox wants ns or none");
+        a->ro.sandbox = strcmp(optarg, "ns") == 0;
+        return EXIT_OK;
+    case 'N': a->ro.allow_network = true; return EXIT_OK;
+    case 'R': a->ro.rootfs = optarg; return EXIT_OK;
+    case 'W': a->ro.workdir = optarg; return EXIT_OK;
+    case 'D': return parse_shard(optarg, a);
+    case 'G': a->merge = true; return EXIT_OK;
+    case 'Y': a->dry_run = true; return EXIT_OK;
+    case 'f':
+        if (!atr_format_find(optarg))
+            return cli_usage("replay tools", "unknown format '%s'", optarg);
+        a->from = optarg;
+        return EXIT_OK;
+    case 'q': a->quiet = true; return EXIT_OK;
+    default: return cli_usage("replay tools", "unknown option");
+    }
+}
+
+static int parse_args(int argc, char **argv, struct replay_args *a)
+{
+    static const struct option longs[] = {
+        {"config", required_argument, NULL, 'c'}, {"out", required_argument, NULL, 'o'},
+        {"mem-high", required_argument, NULL, 'H'}, {"mem-max", required_argument, NULL, 'M'},
+        {"cpu-max", required_argument, NULL, 'C'}, {"pids-max", required_argument, NULL, 'P'},
+        {"controller", required_argument, NULL, 'K'}, {"interval", required_argument, NULL, 'I'},
+        {"timeout", required_argument, NULL, 'T'}, {"max-output", required_argument, NULL, 'O'},
+        {"sandbox", required_argument, NULL, 'S'}, {"allow-network", no_argument, NULL, 'N'},
+        {"rootfs", required_argument, NULL, 'R'}, {"workdir", required_argument, NULL, 'W'},
+        {"shard", required_argument, NULL, 'D'}, {"merge", no_argument, NULL, 'G'},
+        {"dry-run", no_argument, NULL, 'Y'}, {"from", required_argument, NULL, 'f'},
+        {"quiet", no_argument, NULL, 'q'}, {NULL, 0, NULL, 0},
+    };
+    struct atr_cg_limits none = ATR_CG_LIMITS_NONE;
+    a->ro.limits = none;
+    a->ro.sandbox = true;
+    a->ro.max_output = 1 << 20;
+    a->ro.timeout_ms = 120000;
+    a->ro.interval_ms = 50;
+    a->configs[0] = ATR_CFG_STATIC_TOOLCALL;
+    a->n_configs = 1;
+    a->shard_n = 1;
+    int c, rc;
+    while ((c = getopt_long(argc, argv, "c:o:f:q", longs, NULL)) != -1)
+        if ((rc = parse_opt(c, a)) != EXIT_OK)
+            return rc;
+    if (!a->out && !a->dry_run)
+        return cli_usage("replay tools", "missing --out DIR");
+    if (optind >= argc)
+        return cli_usage("replay tools", a->merge ? "missing DIR to merge" : "missing TRACE");
+    return EXIT_OK;
+}
+
+/* ---- output ---- */
+
+struct sink_ctx {
+    int fd;                      /* metrics.jsonl, appended line by line */
+    const char *path;
+    const char *config;
+    struct atr_buf line;
+    struct atr_replay_summary *sum;
+    unsigned long lines;
+};
+
+/* One write per line: a line on disk is always complete, even after Ctrl-C. */
+static int write_metrics(void *ctx, const struct atr_step_metrics *m, struct atr_error *err)
+{
+    struct sink_ctx *s = ctx;
+    atr_buf_clear(&s->line);
+    atr_step_metrics_json(&s->line, s->config, m);
+    if (write(s->fd, s->line.data, s->line.len) != (ssize_t)s->line.len)
+        return atr_error_set(err, "%s: %s", s->path, strerror(errno));
+    return atr_replay_summary_add(s->sum, s->line.data, s->line.len - 1, s->path, ++s->lines, err);
+}
+
+static int write_summary(const char *dir, struct atr_replay_summary *sum, const char *backend,
+                         bool incomplete, struct atr_error *err)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/summary.json", dir);
+    struct atr_buf b = ATR_BUF_INIT;
+    atr_replay_summary_json(sum, backend, incomplete, &b);
+    struct atr_output *o = atr_output_open(path, err);
+    int rc = o ? 0 : -1;
+    if (o && (atr_output_write(o, b.data, b.len, err) < 0 || atr_output_commit(o, err) < 0))
+        rc = -1;
+    if (o && rc < 0)
+        atr_output_abort(o);
+    atr_buf_release(&b);
+    return rc;
+}
+
+static void print_summary_table(const char *dir)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/summary.json", dir);
+    struct atr_input *in = atr_input_open(path, NULL);
+    if (!in)
+        return;
+    struct atr_buf b = ATR_BUF_INIT;
+    struct atr_arena a = ATR_ARENA_INIT;
+    struct atr_json *j;
+    struct atr_json_err je;
+    if (atr_input_read_all(in, &b, 1 << 20, NULL) == 0 && b.data &&
+        atr_json_parse(&a, b.data, b.len, NULL, &j, &je) == 0) {
+        const char *backend = atr_json_get_str(j, "backend", NULL);
+        printf("backend: %s\n", backend ? backend : "none");
+        printf("%-16s %6s %5s %5s %6s %9s %9s %9s %9s %5s\n", "config", "steps", "ran", "skip",
+               "failed", "p50 ms", "p95 ms", "p99 ms", "max MB", "oom");
+        struct atr_json *cs = atr_json_get(j, "configs");
+        for (struct atr_json *c = cs ? cs->u.kids.first : NULL; c; c = c->next) {
+            double v[8] = {0};
+            static const char *const keys[] = {"total_steps", "ran_steps", "skipped_steps",
+                                               "failed_steps", "latency_p50_ms", "latency_p95_ms",
+                                               "latency_p99_ms", "max_rss_mb"};
+            for (int k = 0; k < 8; k++)
+                atr_json_get_num(c, keys[k], &v[k]);
+            int64_t oom = 0;
+            atr_json_get_i64(c, "oom_kills", &oom);
+            printf("%-16s %6.0f %5.0f %5.0f %6.0f %9.1f %9.1f %9.1f %9.1f %5lld\n",
+                   atr_json_get_str(c, "config", NULL), v[0], v[1], v[2], v[3], v[4], v[5], v[6],
+                   v[7], (long long)oom);
+        }
+    }
+    atr_arena_release(&a);
+    atr_buf_release(&b);
+    atr_input_close(in);
+}
+
+/* ---- run ---- */
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    atr_replay_stop();
+}
+
+static void install_stop_handler(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+static void dry_run_trace(const struct atr_trace *t, const char *config)
+{
+    for (size_t k = 0; k < t->n_steps; k++) {
+        const struct atr_step *s = &t->steps[k];
+        if (s->kind != ATR_STEP_TOOL)
+            continue;
+        if (s->tool && strcmp(s->tool, "bash") == 0 && s->command)
+            printf("%s\t%s\t%u\trun\t%s\n", config, t->trace_id, s->i, s->command);
+        else
+            printf("%s\t%s\t%u\tskip\t%s\n", config, t->trace_id, s->i,
+                   s->command || (s->tool && strcmp(s->tool, "bash") == 0) ? "command redacted"
+                                                                             : "not a shell command");
+    }
+}
+
+/* Replays every (sharded) trace of every file under one configuration. */
+static int run_config(struct replay_args *a, int argc, char **argv, struct atr_replay *rp,
+                      struct sink_ctx *sink, struct atr_error *err)
+{
+    struct atr_read_opts opts = {0};
+    struct atr_trace t = ATR_TRACE_INIT;
+    unsigned long index = 0;
+    int rc = 0;
+    for (int i = optind; i < argc && rc == 0 && !atr_replay_stopped(); i++) {
+        struct atr_reader *r = atr_reader_open(argv[i], a->from, &opts, err);
+        if (!r) {
+            rc = -1;
+            break;
+        }
+        int more = 0;
+        while (rc == 0 && !atr_replay_stopped() && (more = atr_reader_next(r, &t, err)) == 1) {
+            if (index++ % a->shard_n != a->shard_i)
+                continue;
+            if (a->dry_run)
+                dry_run_trace(&t, sink->config);
+            else
+                rc = atr_replay_trace(rp, &t, write_metrics, sink, err);
+        }
+        if (rc == 0 && more < 0)
+            rc = -1;
+        atr_reader_close(r);
+    }
+    atr_trace_release(&t);
+    return rc;
+}
+
+static int open_out_dir(const char *dir, struct sink_ctx *sink, char *path, size_t cap,
+                        struct atr_error *err)
+{
+    if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+        return atr_error_set(err, "%s: %s", dir, strerror(errno));
+    snprintf(path, cap, "%s/metrics.jsonl", dir);
+    sink->path = path;
+    sink->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_APPEND, 0644);
+    if (sink->fd < 0)
+        return atr_error_set(err, "%s: %s", path, strerror(errno));
+    return 0;
+}
+
+static int run_replay(struct replay_args *a, int argc, char **argv)
+{
+    struct atr_error err;
+    struct sink_ctx sink = {.fd = -1, .sum = atr_replay_summary_new()};
+    char path[PATH_MAX];
+    int rc = 0;
+    struct atr_replay *rp = NULL;
+    if (!a->dry_run && open_out_dir(a->out, &sink, path, sizeof path, &err) < 0)
+        rc = -1;
+    install_stop_handler();
+    for (int c = 0; rc == 0 && c < a->n_configs && !atr_replay_stopped(); c++) {
+        a->ro.config = a->configs[c];
+        sink.config = atr_replay_config_name(a->configs[c]);
+        if (!a->dry_run) {
+            rp = atr_replay_new(&a->ro, &err);
+            if (!rp) {
+                rc = -1;
+                break;
+            }
+            if (atr_replay_host(rp)->mode == ATR_CG_NONE && a->ro.config != ATR_CFG_NONE)
+                fprintf(stderr, "atr: warning: no usable cgroups here (%s): %s runs without "
+                        "limits, rusage only\n", atr_replay_host(rp)->note, sink.config);
+        }
+        rc = run_config(a, argc, argv, rp, &sink, &err);
+        const char *backend = rp ? atr_replay_host(rp)->note : NULL;
+        if (!a->dry_run && write_summary(a->out, sink.sum, backend, atr_replay_stopped(),
+                                         rc < 0 ? NULL : &err) < 0 && rc == 0)
+            rc = -1;
+        atr_replay_free(rp);
+        rp = NULL;
+    }
+    if (sink.fd >= 0)
+        close(sink.fd);
+    atr_buf_release(&sink.line);
+    atr_replay_summary_free(sink.sum);
+    if (rc < 0)
+        return cli_fail_err(&err);
+    if (atr_replay_stopped()) {
+        fprintf(stderr, "atr: interrupted: complete steps are in %s\n", path);
+        return 130;
+    }
+    if (!a->quiet && !a->dry_run)
+        print_summary_table(a->out);
+    return EXIT_OK;
+}
+
+/* --merge: summary of the shards' metrics lines, and their concatenation. */
+static int run_merge(struct replay_args *a, int argc, char **argv)
+{
+    struct atr_error err;
+    struct sink_ctx sink = {.fd = -1, .sum = atr_replay_summary_new()};
+    char path[PATH_MAX];
+    int rc = open_out_dir(a->out, &sink, path, sizeof path, &err);
+    for (int i = optind; rc == 0 && i < argc; i++) {
+        char in_path[PATH_MAX];
+        snprintf(in_path, sizeof in_path, "%s/metrics.jsonl", argv[i]);
+        struct atr_input *in = atr_input_open(in_path, &err);
+        if (!in) {
+            rc = -1;
+            break;
+        }
+        const char *line;
+        size_t len;
+        int more = 0;
+        while (rc == 0 && (more = atr_input_getline(in, &line, &len, 1 << 20, &err)) == 1) {
+            if (len == 0)
+                continue;
+            if (atr_replay_summary_add(sink.sum, line, len, in_path, atr_input_lineno(in),
+                                       &err) < 0 ||
+                write(sink.fd, line, len) != (ssize_t)len || write(sink.fd, "\n", 1) != 1)
+                rc = -1;
+        }
+        if (more < 0)
+            rc = -1;
+        atr_input_close(in);
+    }
+    if (rc == 0)
+        rc = write_summary(a->out, sink.sum, "merged", false, &err);
+    if (sink.fd >= 0)
+        close(sink.fd);
+    atr_buf_release(&sink.line);
+    atr_replay_summary_free(sink.sum);
+    if (rc < 0)
+        return cli_fail_err(&err);
+    if (!a->quiet)
+        print_summary_table(a->out);
+    return EXIT_OK;
+}
+
+static int run(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "tools") != 0)
+        return cli_usage("replay", "wants a mode: atr replay tools ...");
+    struct replay_args a;
+    memset(&a, 0, sizeof a);
+    argc--;
+    argv++;
+    int rc = parse_args(argc, argv, &a);
+    if (rc != EXIT_OK)
+        return rc;
+    return a.merge ? run_merge(&a, argc, argv) : run_replay(&a, argc, argv);
+}
+
+const struct atr_cmd cmd_replay_entry = {
+    "replay", "replay traces: `replay tools` runs tool steps in cgroups", help, run,
+};

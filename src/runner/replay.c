@@ -1,0 +1,361 @@
+/* replay.c - tool-step replay: groups per configuration, work directories,
+ * a scrubbed environment, one spawn and one metrics record per step. */
+#include "runner/replay.h"
+
+#include <errno.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "json/json.h"
+#include "runner/spawn.h"
+
+static volatile sig_atomic_t stop_requested;
+
+struct atr_replay {
+    struct atr_replay_opts o;
+    struct atr_cg_host host;
+    struct atr_cg root;
+    bool have_root;
+    unsigned swept;
+    unsigned long traces;       /* traces started: names their groups */
+};
+
+static const char *const config_names[] = {"none", "static-env", "static-toolcall", "dynamic"};
+
+const char *atr_replay_config_name(enum atr_replay_config c)
+{
+    return config_names[c];
+}
+
+int atr_replay_config_parse(const char *name, enum atr_replay_config *out)
+{
+    for (size_t i = 0; i < sizeof config_names / sizeof *config_names; i++)
+        if (strcmp(name, config_names[i]) == 0) {
+            *out = (enum atr_replay_config)i;
+            return 0;
+        }
+    return -1;
+}
+
+void atr_replay_stop(void)
+{
+    stop_requested = 1;
+    atr_spawn_kill_all();
+}
+
+bool atr_replay_stopped(void) { return stop_requested; }
+
+struct atr_replay *atr_replay_new(const struct atr_replay_opts *o, struct atr_error *err)
+{
+    struct atr_replay *rp = calloc(1, sizeof *rp);
+    if (!rp)
+        abort();
+    rp->o = *o;
+    rp->root.v2_fd = -1;
+    if (atr_cg_detect(&rp->host, NULL, NULL, "", err) < 0)
+        goto fail;
+    if (o->config == ATR_CFG_NONE || rp->host.mode == ATR_CG_NONE)
+        return rp;
+    if (atr_cg_sweep_stale(&rp->host, &rp->swept, err) < 0 ||
+        atr_cg_root(&rp->host, &rp->root, err) < 0)
+        goto fail;
+    rp->have_root = true;
+    return rp;
+fail:
+    free(rp);
+    return NULL;
+}
+
+const struct atr_cg_host *atr_replay_host(const struct atr_replay *rp) { return &rp->host; }
+unsigned atr_replay_swept(const struct atr_replay *rp) { return rp->swept; }
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    remove(path);
+    return 0;
+}
+
+/* rm -rf of a work directory atr made (never follows symlinks out). */
+static void remove_tree(const char *dir)
+{
+    nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+void atr_replay_free(struct atr_replay *rp)
+{
+    if (!rp)
+        return;
+    if (rp->have_root)
+        atr_cg_remove(&rp->host, &rp->root, NULL);
+    free(rp);
+}
+
+/* ---- one trace ---- */
+
+struct trace_run {
+    struct atr_replay *rp;
+    const struct atr_trace *t;
+    char workdir[PATH_MAX];
+    char home[PATH_MAX + 8];
+    char *env[6];
+    struct atr_cg group;        /* the trace's group (static-env: limited) */
+    bool have_group;
+};
+
+static int make_workdir(struct trace_run *tr, struct atr_error *err)
+{
+    const char *base = tr->rp->o.workdir ? tr->rp->o.workdir : "/tmp";
+    snprintf(tr->workdir, sizeof tr->workdir, "%s/atr-work-%ld-%lu-XXXXXX", base,
+             (long)getpid(), tr->rp->traces);
+    if (!mkdtemp(tr->workdir))
+        return atr_error_set(err, "%s: %s", tr->workdir, strerror(errno));
+    /* Replayed commands may run as root in a sandbox: keep it private. */
+    chmod(tr->workdir, 0700);
+    snprintf(tr->home, sizeof tr->home, "HOME=%s", tr->workdir);
+    tr->env[0] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+    tr->env[1] = tr->home;
+    tr->env[2] = "LANG=C.UTF-8";
+    tr->env[3] = "TERM=dumb";
+    tr->env[4] = "PYTHONDONTWRITEBYTECODE=1";
+    tr->env[5] = NULL;
+    return 0;
+}
+
+/* Why a step is not run, or NULL. */
+static const char *skip_reason(const struct atr_step *s)
+{
+    if (s->kind != ATR_STEP_TOOL)
+        return "llm step";
+    if (!s->tool || strcmp(s->tool, "bash") != 0)
+        return "not a shell command";
+    if (!s->command)
+        return "command redacted";
+    return NULL;
+}
+
+static double us_to_ms(int64_t us) { return us < 0 ? -1 : (double)us / 1000.0; }
+
+static int64_t delta(int64_t after, int64_t before)
+{
+    if (after < 0)
+        return -1;
+    return before < 0 ? after : after - before;
+}
+
+/* Fills m from the spawn result and the group's statistics around it. */
+static void fill_metrics(struct atr_step_metrics *m, const struct atr_spawn_result *res,
+                         const struct atr_cg_stats *before, const struct atr_cg_stats *after,
+                         bool have_cg)
+{
+    m->latency_ms = (double)res->wall_us / 1000.0;
+    int64_t user = have_cg ? delta(after->cpu_user_us, before->cpu_user_us) : -1;
+    int64_t sys = have_cg ? delta(after->cpu_sys_us, before->cpu_sys_us) : -1;
+    if (user < 0 || sys < 0) {
+        user = res->cpu_user_us;
+        sys = res->cpu_sys_us;
+    }
+    m->cpu_user_ms = us_to_ms(user);
+    m->cpu_sys_ms = us_to_ms(sys);
+    m->cpu_ms = m->cpu_user_ms + m->cpu_sys_ms;
+    m->rss_is_tree = have_cg && after->mem_peak >= 0;
+    m->max_rss_mb = m->rss_is_tree ? (double)after->mem_peak / (1024.0 * 1024.0)
+                                   : (double)res->ru_maxrss_kb / 1024.0;
+    m->mem_high_events = have_cg ? delta(after->mem_high_events, before->mem_high_events) : -1;
+    m->mem_max_events = have_cg ? delta(after->mem_max_events, before->mem_max_events) : -1;
+    m->oom_kills = have_cg ? delta(after->oom_kills, before->oom_kills) : -1;
+    m->mem_some_ms = have_cg ? us_to_ms(delta(after->mem_some_us, before->mem_some_us)) : -1;
+    m->mem_full_ms = have_cg ? us_to_ms(delta(after->mem_full_us, before->mem_full_us)) : -1;
+    m->cpu_some_ms = have_cg ? us_to_ms(delta(after->cpu_some_us, before->cpu_some_us)) : -1;
+    m->exit_code = res->exit_code;
+    m->timed_out = res->timed_out;
+    m->output_bytes = res->output_bytes;
+    m->output_truncated = res->output_truncated;
+}
+
+static void stats_unknown(struct atr_cg_stats *s)
+{
+    memset(s, 0xff, sizeof *s);     /* every field -1 */
+}
+
+/* Runs one bash step in the configuration's group. */
+static int run_step(struct trace_run *tr, const struct atr_step *s, struct atr_step_metrics *m,
+                    struct atr_error *err)
+{
+    struct atr_replay *rp = tr->rp;
+    const struct atr_cg *g = NULL;
+    struct atr_cg step_group = {.v2_fd = -1};
+    bool per_step = rp->o.config == ATR_CFG_STATIC_TOOLCALL || rp->o.config == ATR_CFG_DYNAMIC;
+    if (tr->have_group && per_step) {
+        char name[32];
+        snprintf(name, sizeof name, "s%u", s->i);
+        if (atr_cg_create(&rp->host, &tr->group, name, &step_group, err) < 0 ||
+            atr_cg_set_limits(&rp->host, &step_group, &rp->o.limits, err) < 0)
+            return -1;
+        g = &step_group;
+    } else if (tr->have_group) {
+        g = &tr->group;
+    }
+    struct atr_cg_stats before, after;
+    stats_unknown(&before);
+    stats_unknown(&after);
+    if (g && atr_cg_read_stats(&rp->host, g, &before, err) < 0)
+        goto fail;
+    struct atr_spawn_opts so = {
+        .command = s->command,
+        .cwd = tr->workdir,
+        .env = tr->env,
+        .host = &rp->host,
+        .cg = g,
+        .sandbox = rp->o.sandbox,
+        .allow_network = rp->o.allow_network,
+        .rootfs = rp->o.rootfs,
+        .max_output = rp->o.max_output,
+        .timeout_ms = s->timeout_ms > 0 ? s->timeout_ms : rp->o.timeout_ms,
+    };
+    struct atr_spawn_result res;
+    memset(&res, 0, sizeof res);
+    int rc = atr_spawn_run(&so, &res, err);
+    free(res.output);
+    if (rc < 0)
+        goto fail;
+    if (g && atr_cg_read_stats(&rp->host, g, &after, err) < 0)
+        goto fail;
+    fill_metrics(m, &res, &before, &after, g != NULL);
+    /* Whatever the step left running dies with the step. */
+    if (g && atr_cg_kill(&rp->host, g, err) < 0)
+        goto fail;
+    if (g == &step_group && atr_cg_remove(&rp->host, &step_group, err) < 0)
+        return -1;
+    return 0;
+fail:
+    if (g == &step_group)
+        atr_cg_remove(&rp->host, &step_group, NULL);
+    return -1;
+}
+
+static int start_trace(struct trace_run *tr, struct atr_error *err)
+{
+    struct atr_replay *rp = tr->rp;
+    if (make_workdir(tr, err) < 0)
+        return -1;
+    if (!rp->have_root)
+        return 0;
+    char name[32];
+    snprintf(name, sizeof name, "t%lu", rp->traces);
+    if (atr_cg_create(&rp->host, &rp->root, name, &tr->group, err) < 0)
+        return -1;
+    tr->have_group = true;
+    if (rp->o.config == ATR_CFG_STATIC_ENV)
+        return atr_cg_set_limits(&rp->host, &tr->group, &rp->o.limits, err);
+    return 0;
+}
+
+static void end_trace(struct trace_run *tr)
+{
+    if (tr->have_group)
+        atr_cg_remove(&tr->rp->host, &tr->group, NULL);
+    if (tr->workdir[0])
+        remove_tree(tr->workdir);
+}
+
+int atr_replay_trace(struct atr_replay *rp, const struct atr_trace *t, atr_replay_sink sink,
+                     void *ctx, struct atr_error *err)
+{
+    struct trace_run tr;
+    memset(&tr, 0, sizeof tr);
+    tr.rp = rp;
+    tr.t = t;
+    tr.group.v2_fd = -1;
+    int rc = start_trace(&tr, err);
+    rp->traces++;
+    for (size_t k = 0; rc == 0 && k < t->n_steps && !stop_requested; k++) {
+        const struct atr_step *s = &t->steps[k];
+        if (s->kind != ATR_STEP_TOOL)
+            continue;
+        struct atr_step_metrics m;
+        memset(&m, 0, sizeof m);
+        m.trace_id = t->trace_id;
+        m.step_id = s->i;
+        m.tool = s->tool ? s->tool : "";
+        m.cmd = s->command;
+        m.exit_code = -1;
+        m.ctl_adjustments = -1;
+        m.skipped = skip_reason(s);
+        if (!m.skipped && run_step(&tr, s, &m, err) < 0) {
+            rc = -1;
+            break;
+        }
+        /* A step cut short by Ctrl-C is not recorded: only complete lines. */
+        if (stop_requested)
+            break;
+        rc = sink(ctx, &m, err);
+    }
+    end_trace(&tr);
+    return rc;
+}
+
+/* ---- metrics.jsonl ---- */
+
+static void put_num(struct atr_buf *b, const char *key, double v)
+{
+    atr_buf_printf(b, ",\"%s\":", key);
+    if (v < 0)
+        atr_buf_puts(b, "null");
+    else
+        atr_buf_printf(b, "%.3f", v);
+}
+
+static void put_int(struct atr_buf *b, const char *key, int64_t v)
+{
+    atr_buf_printf(b, ",\"%s\":", key);
+    if (v < 0)
+        atr_buf_puts(b, "null");
+    else
+        atr_buf_put_i64(b, v);
+}
+
+void atr_step_metrics_json(struct atr_buf *b, const char *config,
+                           const struct atr_step_metrics *m)
+{
+    atr_buf_puts(b, "{\"config\":");
+    atr_json_write_string(b, config, strlen(config));
+    atr_buf_puts(b, ",\"trace_id\":");
+    atr_json_write_string(b, m->trace_id, strlen(m->trace_id));
+    atr_buf_printf(b, ",\"step_id\":%u,\"tool\":", m->step_id);
+    atr_json_write_string(b, m->tool, strlen(m->tool));
+    atr_buf_puts(b, ",\"cmd\":");
+    if (m->cmd)
+        atr_json_write_string(b, m->cmd, strlen(m->cmd));
+    else
+        atr_buf_puts(b, "null");
+    if (m->skipped) {
+        atr_buf_puts(b, ",\"skipped\":");
+        atr_json_write_string(b, m->skipped, strlen(m->skipped));
+        atr_buf_puts(b, "}\n");
+        return;
+    }
+    put_num(b, "latency_ms", m->latency_ms);
+    put_num(b, "cpu_ms", m->cpu_ms);
+    put_num(b, "cpu_user_ms", m->cpu_user_ms);
+    put_num(b, "cpu_sys_ms", m->cpu_sys_ms);
+    put_num(b, "max_rss_mb", m->max_rss_mb);
+    atr_buf_printf(b, ",\"rss_scope\":\"%s\"", m->rss_is_tree ? "cgroup" : "process");
+    put_int(b, "mem_high_events", m->mem_high_events);
+    put_int(b, "mem_max_events", m->mem_max_events);
+    put_int(b, "oom_kills", m->oom_kills);
+    put_num(b, "mem_pressure_some_ms", m->mem_some_ms);
+    put_num(b, "mem_pressure_full_ms", m->mem_full_ms);
+    put_num(b, "cpu_pressure_some_ms", m->cpu_some_ms);
+    atr_buf_printf(b, ",\"exit_code\":%d,\"timed_out\":%s", m->exit_code,
+                   m->timed_out ? "true" : "false");
+    atr_buf_printf(b, ",\"output_bytes\":%llu,\"output_truncated\":%s",
+                   (unsigned long long)m->output_bytes, m->output_truncated ? "true" : "false");
+    put_int(b, "ctl_adjustments", m->ctl_adjustments);
+    atr_buf_puts(b, "}\n");
+}

@@ -1,0 +1,96 @@
+/* replay.h - replay the tool steps of traces as real processes under a
+ * cgroup configuration, one metrics record per step.
+ *
+ * Configurations (the experiment design of docs/replay-tools.md):
+ *   none             no cgroup: rusage only (the baseline)
+ *   static-env       one cgroup per trace with fixed limits
+ *   static-toolcall  a child cgroup per step with fixed per-step limits
+ *   dynamic          a child cgroup per step whose memory.high a controller
+ *                    adjusts while the step runs
+ * Memory: the replay owns its groups and work directories and removes them;
+ * records passed to the callback are valid during the call only. */
+#ifndef ATR_RUNNER_REPLAY_H
+#define ATR_RUNNER_REPLAY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "runner/cgroup.h"
+#include "trace/trace.h"
+#include "util/buf.h"
+#include "util/error.h"
+
+enum atr_replay_config {
+    ATR_CFG_NONE,
+    ATR_CFG_STATIC_ENV,
+    ATR_CFG_STATIC_TOOLCALL,
+    ATR_CFG_DYNAMIC,
+};
+const char *atr_replay_config_name(enum atr_replay_config c);
+int atr_replay_config_parse(const char *name, enum atr_replay_config *out);
+
+struct atr_replay_opts {
+    enum atr_replay_config config;
+    struct atr_cg_limits limits;
+    bool sandbox;               /* new mount, PID, network namespaces */
+    bool allow_network;
+    const char *rootfs;         /* NULL or an exported root file system */
+    const char *workdir;        /* parent of the per-trace work directories */
+    size_t max_output;          /* captured bytes per step */
+    int64_t timeout_ms;         /* per step when the trace has none */
+    int controller;             /* dynamic: 0 psi-poll, 1 psi-trigger */
+    int interval_ms;            /* psi-poll interval */
+};
+
+/* One step's measurements: the fields of metrics.jsonl. Integer fields
+ * are -1 when unknown (e.g. no cgroup: no pressure). */
+struct atr_step_metrics {
+    const char *trace_id;
+    uint32_t step_id;
+    const char *tool;
+    const char *cmd;
+    const char *skipped;        /* NULL, or why the step did not run */
+    double latency_ms;
+    double cpu_ms, cpu_user_ms, cpu_sys_ms;
+    double max_rss_mb;          /* cgroup peak (whole tree), else largest process */
+    bool rss_is_tree;           /* max_rss_mb is the cgroup's peak */
+    int64_t mem_high_events, mem_max_events, oom_kills;
+    double mem_some_ms, mem_full_ms, cpu_some_ms;   /* pressure stall during the step */
+    int exit_code;
+    bool timed_out;
+    uint64_t output_bytes;
+    bool output_truncated;
+    int64_t ctl_adjustments;    /* dynamic: memory.high changes, else -1 */
+};
+
+typedef int (*atr_replay_sink)(void *ctx, const struct atr_step_metrics *m,
+                               struct atr_error *err);
+
+struct atr_replay;
+
+/* Detects cgroups (mode NONE is allowed only for config none or with a
+ * warning the caller prints: see atr_replay_backend), sweeps stale groups
+ * of dead runs, creates this run's root. */
+struct atr_replay *atr_replay_new(const struct atr_replay_opts *o, struct atr_error *err);
+/* What was found: "hybrid: ...", and the number of stale roots swept. */
+const struct atr_cg_host *atr_replay_host(const struct atr_replay *rp);
+unsigned atr_replay_swept(const struct atr_replay *rp);
+
+/* Runs every tool step of t in order, calling sink after each. Returns 0,
+ * or -1 on an error that stops the run (err set); a failing step is not an
+ * error. Stops early (returning 0) once atr_replay_stop was called. */
+int atr_replay_trace(struct atr_replay *rp, const struct atr_trace *t, atr_replay_sink sink,
+                     void *ctx, struct atr_error *err);
+
+/* Async-signal-safe: kill the running step and make atr_replay_trace return. */
+void atr_replay_stop(void);
+bool atr_replay_stopped(void);
+
+/* Removes the run root and every group and work directory; frees rp. */
+void atr_replay_free(struct atr_replay *rp);
+
+/* One metrics.jsonl line (with its "\n") for m under config. */
+void atr_step_metrics_json(struct atr_buf *b, const char *config,
+                           const struct atr_step_metrics *m);
+
+#endif

@@ -1,0 +1,170 @@
+/* summary.c - per-configuration summary of metrics.jsonl lines. */
+#include "runner/summary.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json/json.h"
+#include "report/percentile.h"
+
+enum { MAX_CONFIGS = 8 };
+
+struct config_sum {
+    char name[32];
+    unsigned long traces, total_steps, ran, skipped, failed, timed_out;
+    char last_trace[256];
+    struct atr_samples latency;
+    double cpu_ms, max_rss_mb;
+    long long high, max_events, oom;
+    double mem_some_ms, cpu_some_ms;
+    long long ctl_adjustments;
+};
+
+struct atr_replay_summary {
+    struct config_sum c[MAX_CONFIGS];
+    int n;
+    struct atr_arena arena;     /* one line's JSON at a time */
+};
+
+struct atr_replay_summary *atr_replay_summary_new(void)
+{
+    struct atr_replay_summary *s = calloc(1, sizeof *s);
+    if (!s)
+        abort();
+    return s;
+}
+
+void atr_replay_summary_free(struct atr_replay_summary *s)
+{
+    if (!s)
+        return;
+    for (int i = 0; i < s->n; i++)
+        atr_samples_release(&s->c[i].latency);
+    atr_arena_release(&s->arena);
+    free(s);
+}
+
+static struct config_sum *config_of(struct atr_replay_summary *s, const char *name)
+{
+    for (int i = 0; i < s->n; i++)
+        if (strcmp(s->c[i].name, name) == 0)
+            return &s->c[i];
+    if (s->n == MAX_CONFIGS || strlen(name) >= sizeof s->c[0].name)
+        return NULL;
+    struct config_sum *c = &s->c[s->n++];
+    strcpy(c->name, name);
+    return c;
+}
+
+static double num(const struct atr_json *o, const char *key)
+{
+    double v;
+    return atr_json_get_num(o, key, &v) ? v : -1;
+}
+
+static void add_step(struct config_sum *c, const struct atr_json *o)
+{
+    c->ran++;
+    double lat = num(o, "latency_ms");
+    if (lat >= 0)
+        atr_samples_add(&c->latency, lat);
+    if (num(o, "cpu_ms") > 0)
+        c->cpu_ms += num(o, "cpu_ms");
+    if (num(o, "max_rss_mb") > c->max_rss_mb)
+        c->max_rss_mb = num(o, "max_rss_mb");
+    if (num(o, "mem_high_events") > 0)
+        c->high += (long long)num(o, "mem_high_events");
+    if (num(o, "mem_max_events") > 0)
+        c->max_events += (long long)num(o, "mem_max_events");
+    if (num(o, "oom_kills") > 0)
+        c->oom += (long long)num(o, "oom_kills");
+    if (num(o, "mem_pressure_some_ms") > 0)
+        c->mem_some_ms += num(o, "mem_pressure_some_ms");
+    if (num(o, "cpu_pressure_some_ms") > 0)
+        c->cpu_some_ms += num(o, "cpu_pressure_some_ms");
+    if (num(o, "ctl_adjustments") > 0)
+        c->ctl_adjustments += (long long)num(o, "ctl_adjustments");
+    if (num(o, "exit_code") != 0)
+        c->failed++;
+    struct atr_json *to = atr_json_get(o, "timed_out");
+    if (to && to->type == ATR_JSON_TRUE)
+        c->timed_out++;
+}
+
+int atr_replay_summary_add(struct atr_replay_summary *s, const char *line, size_t len,
+                           const char *file, unsigned long lineno, struct atr_error *err)
+{
+    struct atr_json *o;
+    struct atr_json_err je;
+    atr_arena_clear(&s->arena);
+    if (atr_json_parse(&s->arena, line, len, NULL, &o, &je) < 0)
+        return atr_error_at(err, file, lineno, je.col, "%s", je.msg);
+    const char *config = atr_json_get_str(o, "config", NULL);
+    const char *trace = atr_json_get_str(o, "trace_id", NULL);
+    if (!atr_json_is(o, ATR_JSON_OBJECT) || !config || !trace)
+        return atr_error_at(err, file, lineno, 1,
+                            "expected a metrics object with \"config\" and \"trace_id\"");
+    struct config_sum *c = config_of(s, config);
+    if (!c)
+        return atr_error_at(err, file, lineno, 1, "too many configurations (at most %d)",
+                            MAX_CONFIGS);
+    /* Lines of one trace are consecutive in a metrics file. */
+    if (strncmp(c->last_trace, trace, sizeof c->last_trace - 1) != 0) {
+        c->traces++;
+        snprintf(c->last_trace, sizeof c->last_trace, "%s", trace);
+    }
+    c->total_steps++;
+    if (atr_json_get(o, "skipped"))
+        c->skipped++;
+    else
+        add_step(c, o);
+    return 0;
+}
+
+static void put_ms(struct atr_buf *b, const char *key, double v)
+{
+    if (isnan(v))
+        atr_buf_printf(b, ",\"%s\":null", key);
+    else
+        atr_buf_printf(b, ",\"%s\":%.3f", key, v);
+}
+
+static void config_json(struct config_sum *c, struct atr_buf *b)
+{
+    atr_buf_puts(b, "{\"config\":");
+    atr_json_write_string(b, c->name, strlen(c->name));
+    atr_buf_printf(b, ",\"traces\":%lu,\"total_steps\":%lu,\"ran_steps\":%lu,"
+                      "\"skipped_steps\":%lu,\"failed_steps\":%lu,\"timed_out_steps\":%lu",
+                   c->traces, c->total_steps, c->ran, c->skipped, c->failed, c->timed_out);
+    put_ms(b, "latency_p50_ms", atr_samples_percentile(&c->latency, 50));
+    put_ms(b, "latency_p95_ms", atr_samples_percentile(&c->latency, 95));
+    put_ms(b, "latency_p99_ms", atr_samples_percentile(&c->latency, 99));
+    put_ms(b, "latency_max_ms", atr_samples_percentile(&c->latency, 100));
+    put_ms(b, "cpu_ms_total", c->cpu_ms);
+    put_ms(b, "max_rss_mb", c->max_rss_mb);
+    atr_buf_printf(b, ",\"mem_high_events_total\":%lld,\"mem_max_events_total\":%lld,"
+                      "\"oom_kills\":%lld", c->high, c->max_events, c->oom);
+    put_ms(b, "mem_pressure_some_ms_total", c->mem_some_ms);
+    put_ms(b, "cpu_pressure_some_ms_total", c->cpu_some_ms);
+    atr_buf_printf(b, ",\"ctl_adjustments\":%lld}", c->ctl_adjustments);
+}
+
+void atr_replay_summary_json(struct atr_replay_summary *s, const char *backend,
+                             bool incomplete, struct atr_buf *out)
+{
+    atr_buf_puts(out, "{\"backend\":");
+    if (backend)
+        atr_json_write_string(out, backend, strlen(backend));
+    else
+        atr_buf_puts(out, "null");
+    atr_buf_printf(out, ",\"incomplete\":%s,\"configs\":[", incomplete ? "true" : "false");
+    for (int i = 0; i < s->n; i++) {
+        if (i)
+            atr_buf_putc(out, ',');
+        config_json(&s->c[i], out);
+    }
+    atr_buf_puts(out, "]}\n");
+}

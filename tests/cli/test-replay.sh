@@ -1,0 +1,56 @@
+# test-replay.sh - atr replay tools on real processes and the host's real
+# cgroups (we run as root): metrics, limits, timeouts, leftovers, safety.
+R=$T/replay
+mkdir -p "$R"
+TR=$DATA/replay/steps.ndjson
+# field FILE TRACE STEP CONFIG KEY: one value of a metrics line (a script,
+# so that `check`, which runs sh -c, can call it).
+cat >"$R/field" <<'PY'
+#!/usr/bin/env python3
+import json, sys
+f, trace, step, config, key = sys.argv[1:]
+for l in open(f):
+    m = json.loads(l)
+    if m['trace_id'] == trace and m['step_id'] == int(step) and m['config'] == config:
+        print(m.get(key))
+PY
+chmod +x "$R/field"
+field() { "$R/field" "$@"; }
+
+fails "replay needs a mode" 2 "wants a mode" "$ATR" replay "$TR"
+fails "replay bad config" 2 "unknown configuration 'fast'" "$ATR" replay tools --config fast "$TR" --out "$R/x"
+fails "replay bad mem" 2 "mem-max wants a size" "$ATR" replay tools --mem-max lots "$TR" --out "$R/x"
+fails "replay bad shard" 2 "shard wants I/N" "$ATR" replay tools --shard 3/3 "$TR" --out "$R/x"
+fails "replay missing trace" 1 "nothere.ndjson: No such file" "$ATR" replay tools "$R/nothere.ndjson" --out "$R/x"
+
+ok "dry run" "$ATR" replay tools --dry-run "$TR"
+check "dry run lists runs and skips" "grep -q 'replay/basic	1	run	echo hello' '$T/out' && grep -q 'replay/basic	2	skip	not a shell command' '$T/out' && grep -q 'replay/basic	6	skip	command redacted' '$T/out'"
+
+ok "replay static-toolcall" "$ATR" replay tools -q --config static-toolcall --mem-max 128M --timeout 20 "$TR" --out "$R/st"
+M=$R/st/metrics.jsonl
+check "one line per tool step" "[ \$(wc -l <'$M') -eq 9 ]"
+check "echo ran" "[ \"\$('$R/field' '$M' replay/basic 1 static-toolcall exit_code)\" = 0 ]"
+check "exit code kept" "[ \"\$('$R/field' '$M' replay/basic 3 static-toolcall exit_code)\" = 3 ]"
+check "editor skipped" "[ \"\$('$R/field' '$M' replay/basic 2 static-toolcall skipped)\" = 'not a shell command' ]"
+check "redacted skipped" "[ \"\$('$R/field' '$M' replay/basic 6 static-toolcall skipped)\" = 'command redacted' ]"
+check "64 MiB peak of the tree" "python3 -c \"import sys; v=float('\$('$R/field' '$M' replay/basic 4 static-toolcall max_rss_mb)'); sys.exit(not 60 <= v <= 80)\""
+check "peak from the cgroup" "[ \"\$('$R/field' '$M' replay/basic 4 static-toolcall rss_scope)\" = cgroup ]"
+check "200 MiB over a 128M limit is stopped" "[ \"\$('$R/field' '$M' replay/limits 1 static-toolcall oom_kills)\" -ge 1 ] || [ \"\$('$R/field' '$M' replay/limits 1 static-toolcall mem_max_events)\" -ge 1 ]"
+check "step timeout from the trace" "[ \"\$('$R/field' '$M' replay/limits 2 static-toolcall timed_out)\" = True ]"
+check "timeout took about 1 s" "python3 -c \"import sys; v=float('\$('$R/field' '$M' replay/limits 2 static-toolcall latency_ms)'); sys.exit(not 900 <= v <= 5000)\""
+check "fresh empty work directory" "grep -q '\"trace_id\":\"replay/limits\",\"step_id\":0' '$M'"
+check "background process killed" "! pgrep -f 'sleep [3]00' >/dev/null"
+check "summary written" "python3 -c \"import json; s=json.load(open('$R/st/summary.json')); c=s['configs'][0]; assert c['config']=='static-toolcall' and c['total_steps']==9 and c['skipped_steps']==2 and c['traces']==2, c\""
+check "no cgroup of atr left" "! ls -d /sys/fs/cgroup/*/atr-* /sys/fs/cgroup/*/*/atr-* /sys/fs/cgroup/*/*/*/atr-* 2>/dev/null | grep -q ."
+check "no work directory left" "! ls -d /tmp/atr-work-* 2>/dev/null | grep -q ."
+
+# Several configurations, shards and merge give the same steps.
+ok "replay none+static-env" "$ATR" replay tools -q --config none,static-env --sandbox none "$TR" --out "$R/two"
+check "both configs in summary" "python3 -c \"import json; s=json.load(open('$R/two/summary.json')); assert [c['config'] for c in s['configs']]==['none','static-env']\""
+check "none has no cgroup peak" "[ \"\$('$R/field' '$R/two/metrics.jsonl' replay/basic 4 none rss_scope)\" = process ]"
+ok "shard 0/2" "$ATR" replay tools -q --config none --sandbox none --shard 0/2 "$TR" --out "$R/s0"
+ok "shard 1/2" "$ATR" replay tools -q --config none --sandbox none --shard 1/2 "$TR" --out "$R/s1"
+check "shards split the traces" "grep -q replay/basic '$R/s0/metrics.jsonl' && ! grep -q replay/limits '$R/s0/metrics.jsonl' && grep -q replay/limits '$R/s1/metrics.jsonl'"
+ok "merge" "$ATR" replay tools -q --merge "$R/s0" "$R/s1" --out "$R/merged"
+check "merged steps" "python3 -c \"import json; c=json.load(open('$R/merged/summary.json'))['configs'][0]; assert c['traces']==2 and c['total_steps']==9, c\""
+fails "merge bad input" 1 "metrics.jsonl:1:1: " sh -c "mkdir -p '$R/bad' && echo 'not json' >'$R/bad/metrics.jsonl' && '$ATR' replay tools --merge '$R/bad' --out '$R/m2'"
