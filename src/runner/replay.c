@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "json/json.h"
+#include "runner/controller.h"
 #include "runner/spawn.h"
 
 static volatile sig_atomic_t stop_requested;
@@ -106,6 +107,7 @@ struct trace_run {
     char *env[6];
     struct atr_cg group;        /* the trace's group (static-env: limited) */
     bool have_group;
+    struct atr_ctl_totals ctl_step;   /* dynamic: the last step's samples */
 };
 
 static int make_workdir(struct trace_run *tr, struct atr_error *err)
@@ -183,6 +185,45 @@ static void stats_unknown(struct atr_cg_stats *s)
     memset(s, 0xff, sizeof *s);     /* every field -1 */
 }
 
+/* Default starting budget of a dynamic step without --mem-high. */
+#define DYNAMIC_DEFAULT_HIGH ((int64_t)256 << 20)
+
+/* dynamic: starts the controller on the step's group; *ctl stays NULL for
+ * the other configurations. */
+static int start_controller(struct trace_run *tr, const struct atr_cg *g, struct atr_ctl **ctl,
+                            struct atr_spawn_watch *watch, struct atr_error *err)
+{
+    const struct atr_replay_opts *o = &tr->rp->o;
+    *ctl = NULL;
+    if (o->config != ATR_CFG_DYNAMIC || !g)
+        return 0;
+    struct atr_ctl_opts co = {
+        .kind = o->controller ? ATR_CTL_PSI_TRIGGER : ATR_CTL_PSI_POLL,
+        .interval_ms = o->interval_ms,
+        .mem_high_start = o->limits.mem_high > 0 ? o->limits.mem_high : DYNAMIC_DEFAULT_HIGH,
+        .mem_high_max = o->limits.mem_max > 0 ? o->limits.mem_max : 0,
+    };
+    *ctl = atr_ctl_start(&tr->rp->host, g, &co, watch, err);
+    return *ctl ? 0 : -1;
+}
+
+/* Stops the controller and moves this step's figures into m (the sample
+ * arrays live in tr until the next step). */
+static void stop_controller(struct trace_run *tr, struct atr_ctl *ctl, struct atr_step_metrics *m)
+{
+    struct atr_ctl_report rep;
+    atr_ctl_totals_release(&tr->ctl_step);
+    struct atr_ctl_totals fresh = ATR_CTL_TOTALS_INIT;
+    tr->ctl_step = fresh;
+    atr_ctl_stop(ctl, &rep, &tr->ctl_step);
+    m->ctl_adjustments = (int64_t)rep.adjustments;
+    m->ctl_max_high = rep.max_mem_high;
+    m->ctl_seen_us = tr->ctl_step.seen_us.v;
+    m->ctl_bound_us = tr->ctl_step.bound_us.v;
+    m->ctl_samples = tr->ctl_step.seen_us.n < tr->ctl_step.bound_us.n ? tr->ctl_step.seen_us.n
+                                                                        : tr->ctl_step.bound_us.n;
+}
+
 /* Runs one bash step in the configuration's group. */
 static int run_step(struct trace_run *tr, const struct atr_step *s, struct atr_step_metrics *m,
                     struct atr_error *err)
@@ -204,7 +245,11 @@ static int run_step(struct trace_run *tr, const struct atr_step *s, struct atr_s
     struct atr_cg_stats before, after;
     stats_unknown(&before);
     stats_unknown(&after);
+    struct atr_ctl *ctl = NULL;
+    struct atr_spawn_watch watch;
     if (g && atr_cg_read_stats(&rp->host, g, &before, err) < 0)
+        goto fail;
+    if (start_controller(tr, g, &ctl, &watch, err) < 0)
         goto fail;
     struct atr_spawn_opts so = {
         .command = s->command,
@@ -217,11 +262,14 @@ static int run_step(struct trace_run *tr, const struct atr_step *s, struct atr_s
         .rootfs = rp->o.rootfs,
         .max_output = rp->o.max_output,
         .timeout_ms = s->timeout_ms > 0 ? s->timeout_ms : rp->o.timeout_ms,
+        .watch = ctl ? &watch : NULL,
     };
     struct atr_spawn_result res;
     memset(&res, 0, sizeof res);
     int rc = atr_spawn_run(&so, &res, err);
     free(res.output);
+    if (ctl)
+        stop_controller(tr, ctl, m);
     if (rc < 0)
         goto fail;
     if (g && atr_cg_read_stats(&rp->host, g, &after, err) < 0)
@@ -258,6 +306,7 @@ static int start_trace(struct trace_run *tr, struct atr_error *err)
 
 static void end_trace(struct trace_run *tr)
 {
+    atr_ctl_totals_release(&tr->ctl_step);
     if (tr->have_group)
         atr_cg_remove(&tr->rp->host, &tr->group, NULL);
     if (tr->workdir[0])
@@ -286,6 +335,7 @@ int atr_replay_trace(struct atr_replay *rp, const struct atr_trace *t, atr_repla
         m.cmd = s->command;
         m.exit_code = -1;
         m.ctl_adjustments = -1;
+        m.ctl_max_high = -1;
         m.skipped = skip_reason(s);
         if (!m.skipped && run_step(&tr, s, &m, err) < 0) {
             rc = -1;
@@ -318,6 +368,14 @@ static void put_int(struct atr_buf *b, const char *key, int64_t v)
         atr_buf_puts(b, "null");
     else
         atr_buf_put_i64(b, v);
+}
+
+static void put_samples(struct atr_buf *b, const char *key, const double *v, size_t n)
+{
+    atr_buf_printf(b, ",\"%s\":[", key);
+    for (size_t i = 0; i < n; i++)
+        atr_buf_printf(b, i ? ",%.1f" : "%.1f", v[i]);
+    atr_buf_putc(b, ']');
 }
 
 void atr_step_metrics_json(struct atr_buf *b, const char *config,
@@ -357,5 +415,10 @@ void atr_step_metrics_json(struct atr_buf *b, const char *config,
     atr_buf_printf(b, ",\"output_bytes\":%llu,\"output_truncated\":%s",
                    (unsigned long long)m->output_bytes, m->output_truncated ? "true" : "false");
     put_int(b, "ctl_adjustments", m->ctl_adjustments);
+    if (m->ctl_adjustments >= 0) {
+        put_num(b, "ctl_max_mem_high_mb", m->ctl_max_high < 0 ? -1 : (double)m->ctl_max_high / (1024.0 * 1024.0));
+        put_samples(b, "ctl_reaction_us", m->ctl_seen_us, m->ctl_samples);
+        put_samples(b, "ctl_reaction_bound_us", m->ctl_bound_us, m->ctl_samples);
+    }
     atr_buf_puts(b, "}\n");
 }

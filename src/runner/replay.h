@@ -61,6 +61,11 @@ struct atr_step_metrics {
     uint64_t output_bytes;
     bool output_truncated;
     int64_t ctl_adjustments;    /* dynamic: memory.high changes, else -1 */
+    int64_t ctl_max_high;       /* dynamic: highest memory.high written (bytes), else -1 */
+    /* dynamic: the controller's reaction times of this step, microseconds:
+     * condition seen -> limit written, and its upper bound (controller.h). */
+    const double *ctl_seen_us, *ctl_bound_us;
+    size_t ctl_samples;
 };
 
 typedef int (*atr_replay_sink)(void *ctx, const struct atr_step_metrics *m,

@@ -21,6 +21,7 @@ struct config_sum {
     long long high, max_events, oom;
     double mem_some_ms, cpu_some_ms;
     long long ctl_adjustments;
+    struct atr_samples reaction, reaction_bound;   /* dynamic: microseconds */
 };
 
 struct atr_replay_summary {
@@ -41,8 +42,11 @@ void atr_replay_summary_free(struct atr_replay_summary *s)
 {
     if (!s)
         return;
-    for (int i = 0; i < s->n; i++)
+    for (int i = 0; i < s->n; i++) {
         atr_samples_release(&s->c[i].latency);
+        atr_samples_release(&s->c[i].reaction);
+        atr_samples_release(&s->c[i].reaction_bound);
+    }
     atr_arena_release(&s->arena);
     free(s);
 }
@@ -65,8 +69,19 @@ static double num(const struct atr_json *o, const char *key)
     return atr_json_get_num(o, key, &v) ? v : -1;
 }
 
+static void add_samples(struct atr_samples *to, const struct atr_json *arr)
+{
+    if (!atr_json_is(arr, ATR_JSON_ARRAY))
+        return;
+    for (const struct atr_json *e = arr->u.kids.first; e; e = e->next)
+        if (e->type == ATR_JSON_NUMBER && e->u.num >= 0)
+            atr_samples_add(to, e->u.num);
+}
+
 static void add_step(struct config_sum *c, const struct atr_json *o)
 {
+    add_samples(&c->reaction, atr_json_get(o, "ctl_reaction_us"));
+    add_samples(&c->reaction_bound, atr_json_get(o, "ctl_reaction_bound_us"));
     c->ran++;
     double lat = num(o, "latency_ms");
     if (lat >= 0)
@@ -149,7 +164,14 @@ static void config_json(struct config_sum *c, struct atr_buf *b)
                       "\"oom_kills\":%lld", c->high, c->max_events, c->oom);
     put_ms(b, "mem_pressure_some_ms_total", c->mem_some_ms);
     put_ms(b, "cpu_pressure_some_ms_total", c->cpu_some_ms);
-    atr_buf_printf(b, ",\"ctl_adjustments\":%lld}", c->ctl_adjustments);
+    atr_buf_printf(b, ",\"ctl_adjustments\":%lld", c->ctl_adjustments);
+    /* Reaction: condition seen -> limit written; the bound adds the time it
+     * may have been visible before the controller looked (controller.h). */
+    put_ms(b, "ctl_reaction_p50_us", atr_samples_percentile(&c->reaction, 50));
+    put_ms(b, "ctl_reaction_p99_us", atr_samples_percentile(&c->reaction, 99));
+    put_ms(b, "ctl_reaction_bound_p50_us", atr_samples_percentile(&c->reaction_bound, 50));
+    put_ms(b, "ctl_reaction_bound_p99_us", atr_samples_percentile(&c->reaction_bound, 99));
+    atr_buf_putc(b, '}');
 }
 
 void atr_replay_summary_json(struct atr_replay_summary *s, const char *backend,

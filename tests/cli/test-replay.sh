@@ -63,3 +63,12 @@ check "shards split the traces" "grep -q replay/basic '$R/s0/metrics.jsonl' && !
 ok "merge" "$ATR" replay tools -q --merge "$R/s0" "$R/s1" --out "$R/merged"
 check "merged steps" "python3 -c \"import json; c=json.load(open('$R/merged/summary.json'))['configs'][0]; assert c['traces']==2 and c['total_steps']==9, c\""
 fails "merge bad input" 1 "metrics.jsonl:1:1: " sh -c "mkdir -p '$R/bad' && echo 'not json' >'$R/bad/metrics.jsonl' && '$ATR' replay tools --merge '$R/bad' --out '$R/m2'"
+
+# dynamic: both controllers raise memory.high under a growing step and
+# record their reaction times, per step and in the summary.
+for k in psi-poll psi-trigger; do
+    ok "replay dynamic $k" "$ATR" replay tools -q --config dynamic --controller "$k" --interval 10 --mem-high 8M "$TR" --out "$R/dyn-$k"
+    check "dynamic $k adjusted" "[ \"\$('$R/field' '$R/dyn-$k/metrics.jsonl' replay/basic 4 dynamic ctl_adjustments)\" -ge 1 ]"
+    check "dynamic $k reaction recorded" "python3 -c \"import json; c=json.load(open('$R/dyn-$k/summary.json'))['configs'][0]; assert c['ctl_adjustments']>=1 and c['ctl_reaction_p50_us']>0 and c['ctl_reaction_bound_p99_us']>=c['ctl_reaction_p50_us'], c\""
+done
+check "dynamic leaves no group" "[ -z \"\$(sh '$R/leaks')\" ]"
