@@ -1,7 +1,8 @@
 #!/bin/sh
 # demo.sh ATR - the main job on bundled data, no GPU, no network:
 # generate a synthetic agent workload, convert the bundled real samples of
-# every supported format, validate the results and print their statistics.
+# every supported format, validate the results and print their statistics,
+# then replay tool steps under per-step cgroup limits.
 set -eu
 atr=$1
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -32,5 +33,12 @@ step "statistics of the real samples (atr stats)"
 
 step "statistics of the generated workload"
 "$atr" stats "$out/gen-swe.ndjson"
+
+step "replay tool steps in cgroups (atr replay tools, static-toolcall, --mem-max 128M)"
+# One step of the bundled trace needs 200 MiB: the per-step limit stops it
+# (an OOM kill in its metrics) while the other steps run normally.
+"$atr" replay tools --config static-toolcall --mem-max 128M --timeout 20 \
+    "$root/tests/data/replay/steps.ndjson" --out "$out/replay"
+grep '"oom_kills":[1-9]' "$out/replay/metrics.jsonl" | cut -c1-160
 
 printf '\ndemo: outputs in %s\n' "$out"

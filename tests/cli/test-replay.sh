@@ -72,3 +72,35 @@ for k in psi-poll psi-trigger; do
     check "dynamic $k reaction recorded" "python3 -c \"import json; c=json.load(open('$R/dyn-$k/summary.json'))['configs'][0]; assert c['ctl_adjustments']>=1 and c['ctl_reaction_p50_us']>0 and c['ctl_reaction_bound_p99_us']>=c['ctl_reaction_p50_us'], c\""
 done
 check "dynamic leaves no group" "[ -z \"\$(sh '$R/leaks')\" ]"
+
+# Known resource use through the project's helper: CPU time and the memory
+# peak of the whole tree, also when a forked child does the allocation.
+HOG=$(dirname "$ATR")/atr-memhog
+if [ -x "$HOG" ]; then
+    printf '{"format":"atr-trace/1","trace_id":"hog","steps":[{"kind":"tool","tool":"bash","command":"%s -c 300"},{"kind":"tool","tool":"bash","command":"%s -m 96 -f"},{"kind":"tool","tool":"bash","command":"%s -g 2 -s 100000","timeout_ms":1500}]}\n' "$HOG" "$HOG" "$HOG" >"$R/hog.ndjson"
+    ok "replay memhog" "$ATR" replay tools -q --config static-toolcall --sandbox none "$R/hog.ndjson" --out "$R/hog"
+    check "cpu_ms of a 300 ms spin within 10%" "python3 -c \"import sys; v=float('\$('$R/field' '$R/hog/metrics.jsonl' hog 0 static-toolcall cpu_ms)'); sys.exit(not 270 <= v <= 330)\""
+    check "96 MiB in a forked child within 10%" "python3 -c \"import sys; v=float('\$('$R/field' '$R/hog/metrics.jsonl' hog 1 static-toolcall max_rss_mb)'); sys.exit(not 86.4 <= v <= 105.6)\""
+    check "timed-out step's grandchildren killed" "[ \"\$('$R/field' '$R/hog/metrics.jsonl' hog 2 static-toolcall timed_out)\" = True ] && ! pgrep -f 'atr-memhog [-]g 2' >/dev/null"
+else
+    echo "skip: $HOG not built"
+fi
+
+# Ctrl-C: the running step is killed and not recorded, every line on disk
+# is complete, the summary says incomplete, nothing is left behind.
+printf '{"format":"atr-trace/1","trace_id":"int","steps":[{"kind":"tool","tool":"bash","command":"true"},{"kind":"tool","tool":"bash","command":"sleep 60"},{"kind":"tool","tool":"bash","command":"true"}]}\n' >"$R/int.ndjson"
+"$ATR" replay tools -q "$R/int.ndjson" --out "$R/int" >/dev/null 2>"$R/int.err" &
+pid=$!
+deadline=$(( $(date +%s) + 20 ))
+while [ "$(wc -l <"$R/int/metrics.jsonl" 2>/dev/null || echo 0)" -lt 1 ] && [ "$(date +%s)" -lt "$deadline" ]; do
+    sleep 0.05
+done
+kill -INT "$pid"
+wait "$pid"
+st=$?
+CURRENT="ctrl-c exit status"; [ "$st" -eq 130 ] && pass || fail "exit status $st, not 130"
+check "ctrl-c complete lines only" "[ \$(wc -l <'$R/int/metrics.jsonl') -eq 1 ] && python3 -c \"import json; [json.loads(l) for l in open('$R/int/metrics.jsonl')]\""
+check "ctrl-c summary incomplete" "python3 -c \"import json; assert json.load(open('$R/int/summary.json'))['incomplete'] is True\""
+check "ctrl-c message" "grep -q 'interrupted' '$R/int.err'"
+check "ctrl-c killed the step" "! pgrep -f 'sleep [6]0' >/dev/null"
+check "ctrl-c leaves no group" "[ -z \"\$(sh '$R/leaks')\" ]"
