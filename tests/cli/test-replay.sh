@@ -47,11 +47,12 @@ cat >"$R/leaks" <<'SH'
 for d in /sys/fs/cgroup/*/atr-* /sys/fs/cgroup/*/*/atr-* /sys/fs/cgroup/*/*/*/atr-*; do
     [ -d "$d" ] || continue
     pid=${d##*/atr-}
+    case $pid in *[!0-9]*) continue ;; esac    # only atr's own "atr-<pid>" roots
     [ -d "/proc/$pid" ] || echo "$d"
 done
 SH
 check "no cgroup of atr left" "[ -z \"\$(sh '$R/leaks')\" ]"
-check "no work directory left" "! ls -d /tmp/atr-work-* 2>/dev/null | grep -q ."
+check "no work directory left" "for d in /tmp/atr-work-*; do [ -d \"\$d\" ] || continue; p=\${d#/tmp/atr-work-}; p=\${p%%-*}; [ -d /proc/\$p ] || exit 1; done"
 
 # Several configurations, shards and merge give the same steps.
 ok "replay none+static-env" "$ATR" replay tools -q --config none,static-env --sandbox none "$TR" --out "$R/two"
