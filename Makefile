@@ -4,7 +4,7 @@ JOBS ?= $(shell nproc)
 BUILD ?= build
 ATR = $(BUILD)/atr
 
-.PHONY: all deps build demo check unit-asan fuzz bench clean
+.PHONY: all deps build demo check unit-asan fuzz bench bench-tools clean
 
 all: build
 
@@ -40,6 +40,9 @@ fuzz: deps
 
 bench: build
 	@sh bench/convert/run.sh $(ATR)
+
+bench-tools: build
+	@sh bench/tool-overhead/run.sh $(ATR)
 
 clean:
 	rm -rf $(BUILD) build-asan build-fuzz
