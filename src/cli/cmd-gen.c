@@ -10,7 +10,7 @@
 #include "util/output.h"
 
 static const char help[] =
-    "usage: atr gen --kind swe|chat|requests --traces N [OPTIONS] -o OUT\n"
+    "usage: atr gen --kind swe|chat|requests|noisy --traces N [OPTIONS] -o OUT\n"
     "\n"
     "Writes seeded synthetic traces as atr-trace v1 NDJSON. The output is a\n"
     "function of the options only: the same seed gives the same bytes on every\n"
@@ -29,11 +29,15 @@ static const char help[] =
     "            one of 4 system prompts; user think time ~ exponential(15 s)\n"
     "  requests  one llm step per trace with exactly --input-tokens and\n"
     "            --output-tokens; unique prompts unless --shared-prefix\n"
+    "  noisy     noisy neighbours for `atr replay tools --tenants`: 3..6 bash\n"
+    "            steps, each a CPU spin (1-4 busy loops for 0.25-1 s), a memory\n"
+    "            hog (dd through a 64-256 MiB buffer) or a fork storm (100-400\n"
+    "            /bin/true); all start at 0 (--rate and token options unused)\n"
     "llm dur_ms = 0.015 ms x input tokens + 25 ms x output tokens. Traces\n"
     "arrive as a Poisson process at --rate (start_ms; the first at 0).\n"
     "\n"
     "options:\n"
-    "  -k, --kind KIND         swe, chat or requests (required)\n"
+    "  -k, --kind KIND         swe, chat, requests or noisy (required)\n"
     "  -n, --traces N          number of traces (required, 1..10000000)\n"
     "  -s, --seed S            random seed (default 1)\n"
     "  -r, --rate R            arrivals per second, or inf: all at 0 (default 1)\n"
@@ -51,6 +55,7 @@ struct gen_cli {
     struct atr_write_opts write;
     const char *out;
     bool quiet, have_kind;
+    bool noisy;                 /* --kind noisy: gen-noisy.c, not atr_gen */
 };
 
 static bool parse_rate(const char *s, double *out)
@@ -73,8 +78,9 @@ static int parse_one(int c, const char *arg, struct gen_cli *o)
     unsigned long long v;
     switch (c) {
     case 'k':
-        if (!atr_gen_kind_parse(arg, &o->gen.kind))
-            return cli_usage("gen", "unknown kind '%s' (swe, chat, requests)", arg);
+        o->noisy = strcmp(arg, "noisy") == 0;
+        if (!o->noisy && !atr_gen_kind_parse(arg, &o->gen.kind))
+            return cli_usage("gen", "unknown kind '%s' (swe, chat, requests, noisy)", arg);
         o->have_kind = true;
         return EXIT_OK;
     case 'n':
@@ -158,7 +164,10 @@ static int write_all(struct atr_gen *g, const struct gen_cli *o, struct atr_outp
     struct atr_trace t = ATR_TRACE_INIT;
     struct atr_buf line = ATR_BUF_INIT;
     int rc = 0;
-    while (rc == 0 && atr_gen_next(g, &t) == 1) {
+    for (uint64_t i = 0; rc == 0 && (o->noisy ? i < o->gen.traces : atr_gen_next(g, &t) == 1);
+         i++) {
+        if (o->noisy)
+            atr_gen_noisy_trace(o->gen.seed, i, &t);
         atr_buf_clear(&line);
         atr_trace_write(&line, &t, &o->write);
         rc = atr_output_write(out, line.data, line.len, err);
@@ -195,7 +204,7 @@ static int run(int argc, char **argv)
         return cli_fail_err(&err);
     if (!o.quiet)
         fprintf(stderr, "atr: generated %llu %s traces (seed %llu), %llu steps -> %s\n",
-                (unsigned long long)o.gen.traces, atr_gen_kind_name(o.gen.kind),
+                (unsigned long long)o.gen.traces, o.noisy ? "noisy" : atr_gen_kind_name(o.gen.kind),
                 (unsigned long long)o.gen.seed, steps, strcmp(o.out, "-") ? o.out : "<stdout>");
     return EXIT_OK;
 }

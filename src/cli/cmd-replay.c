@@ -13,6 +13,7 @@
 #include "cli/cmd.h"
 #include "runner/replay.h"
 #include "runner/summary.h"
+#include "runner/tenants.h"
 #include "trace/reader.h"
 #include "util/input.h"
 #include "util/output.h"
@@ -57,6 +58,12 @@ static const char help[] =
     "      --shard I/N       run only traces with index %% N == I (0-based)\n"
     "      --merge           arguments are output directories of shards: combine\n"
     "                        their metrics.jsonl into DIR\n"
+    "      --tenants         every trace is a tenant: all run at once, each in its\n"
+    "                        own subtree with its cpu weight, then each alone;\n"
+    "                        the report gives each tenant's latency inflation\n"
+    "      --tenant-weights W1,W2,...  cpu weights of tenants 0,1,... (1..10000,\n"
+    "                        default 100; v1: cpu.shares = W * 1024 / 100)\n"
+    "      --no-baseline     --tenants without the alone runs (no inflation)\n"
     "      --dry-run         print what would run, run nothing\n"
     "  -f, --from FMT        input format instead of sniffing\n"
     "  -q, --quiet           no summary table on stdout\n"
@@ -66,7 +73,8 @@ static const char help[] =
     "peak; \"process\": the largest process, without a cgroup), mem_high_events,\n"
     "mem_max_events, oom_kills, mem_pressure_some_ms, mem_pressure_full_ms,\n"
     "cpu_pressure_some_ms, exit_code, timed_out, output_bytes,\n"
-    "output_truncated, ctl_adjustments (null: unknown); skipped steps carry\n"
+    "output_truncated, ctl_adjustments (null: unknown), with --tenants also\n"
+    "tenant and phase (shared|alone); skipped steps carry\n"
     "\"skipped\": the reason. Ctrl-C stops cleanly: the running step is killed\n"
     "and not recorded, groups are removed, summary.json says incomplete.\n";
 
@@ -79,6 +87,9 @@ struct replay_args {
     const char *out, *from;
     unsigned long shard_i, shard_n;
     bool merge, dry_run, quiet;
+    bool tenants, no_baseline;
+    int64_t weights[ATR_TENANTS_MAX];
+    size_t n_weights;
 };
 
 static int parse_configs(const char *list, struct replay_args *a)
@@ -129,6 +140,22 @@ static int parse_shard(const char *arg, struct replay_args *a)
     return EXIT_OK;
 }
 
+static int parse_weights(const char *list, struct replay_args *a)
+{
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", list);
+    a->n_weights = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        unsigned long long v;
+        if (a->n_weights == ATR_TENANTS_MAX || !cli_parse_uint(tok, 1, 10000, &v))
+            return cli_usage("replay tools", "--tenant-weights wants at most %d weights "
+                             "1..10000, e.g. 100,400", ATR_TENANTS_MAX);
+        a->weights[a->n_weights++] = (int64_t)v;
+    }
+    return a->n_weights ? EXIT_OK : cli_usage("replay tools", "empty --tenant-weights");
+}
+
 static int parse_opt(int c, struct replay_args *a)
 {
     unsigned long long v;
@@ -175,6 +202,9 @@ static int parse_opt(int c, struct replay_args *a)
     case 'D': return parse_shard(optarg, a);
     case 'G': a->merge = true; return EXIT_OK;
     case 'Y': a->dry_run = true; return EXIT_OK;
+    case 'A': a->tenants = true; return EXIT_OK;
+    case 'B': a->no_baseline = true; return EXIT_OK;
+    case 'E': return parse_weights(optarg, a);
     case 'f':
         if (!atr_format_find(optarg))
             return cli_usage("replay tools", "unknown format '%s'", optarg);
@@ -197,7 +227,9 @@ static int parse_args(int argc, char **argv, struct replay_args *a)
         {"rootfs", required_argument, NULL, 'R'}, {"workdir", required_argument, NULL, 'W'},
         {"shard", required_argument, NULL, 'D'}, {"merge", no_argument, NULL, 'G'},
         {"dry-run", no_argument, NULL, 'Y'}, {"from", required_argument, NULL, 'f'},
-        {"quiet", no_argument, NULL, 'q'}, {NULL, 0, NULL, 0},
+        {"quiet", no_argument, NULL, 'q'}, {"tenants", no_argument, NULL, 'A'},
+        {"no-baseline", no_argument, NULL, 'B'},
+        {"tenant-weights", required_argument, NULL, 'E'}, {NULL, 0, NULL, 0},
     };
     struct atr_cg_limits none = ATR_CG_LIMITS_NONE;
     a->ro.limits = none;
@@ -216,6 +248,11 @@ static int parse_args(int argc, char **argv, struct replay_args *a)
         return cli_usage("replay tools", "missing --out DIR");
     if (optind >= argc)
         return cli_usage("replay tools", a->merge ? "missing DIR to merge" : "missing TRACE");
+    if (a->tenants && (a->merge || a->shard_n > 1))
+        return cli_usage("replay tools", "--tenants runs every trace at once: not with "
+                         "--merge or --shard");
+    if (!a->tenants && (a->n_weights || a->no_baseline))
+        return cli_usage("replay tools", "--tenant-weights and --no-baseline need --tenants");
     return EXIT_OK;
 }
 
@@ -241,13 +278,28 @@ static int write_metrics(void *ctx, const struct atr_step_metrics *m, struct atr
     return atr_replay_summary_add(s->sum, s->line.data, s->line.len - 1, s->path, ++s->lines, err);
 }
 
+/* summary.json's object with ,"tenants":[...] added before its final brace
+ * (the summary module knows configurations, not tenants). */
+static void splice_tenants(struct atr_buf *b, const struct atr_buf *tenants)
+{
+    if (b->len < 2 || b->data[b->len - 2] != '}')
+        return;
+    b->len -= 2;
+    atr_buf_puts(b, ",\"tenants\":[");
+    if (tenants->len)
+        atr_buf_append(b, tenants->data, tenants->len);
+    atr_buf_puts(b, "]}\n");
+}
+
 static int write_summary(const char *dir, struct atr_replay_summary *sum, const char *backend,
-                         bool incomplete, struct atr_error *err)
+                         bool incomplete, const struct atr_buf *tenants, struct atr_error *err)
 {
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/summary.json", dir);
     struct atr_buf b = ATR_BUF_INIT;
     atr_replay_summary_json(sum, backend, incomplete, &b);
+    if (tenants)
+        splice_tenants(&b, tenants);
     struct atr_output *o = atr_output_open(path, err);
     int rc = o ? 0 : -1;
     if (o && (atr_output_write(o, b.data, b.len, err) < 0 || atr_output_commit(o, err) < 0))
@@ -256,6 +308,29 @@ static int write_summary(const char *dir, struct atr_replay_summary *sum, const 
         atr_output_abort(o);
     atr_buf_release(&b);
     return rc;
+}
+
+static void print_tenants_table(struct atr_json *ts)
+{
+    if (!ts || !ts->u.kids.first)
+        return;
+    printf("\n%-16s %6s %-24s %6s %5s %10s %10s %7s %9s %9s %7s\n", "config", "tenant",
+           "trace", "weight", "steps", "alone ms", "shared ms", "x mean", "alone p50",
+           "shared p50", "x p50");
+    for (struct atr_json *t = ts->u.kids.first; t; t = t->next) {
+        static const char *const keys[] = {"tenant", "weight", "steps",
+                                           "latency_mean_ms_alone", "latency_mean_ms_shared",
+                                           "inflation_mean", "latency_p50_ms_alone",
+                                           "latency_p50_ms_shared", "inflation_p50"};
+        double v[9];
+        for (int k = 0; k < 9; k++)
+            if (!atr_json_get_num(t, keys[k], &v[k]))
+                v[k] = NAN;
+        const char *id = atr_json_get_str(t, "trace_id", NULL);
+        printf("%-16s %6.0f %-24.24s %6.0f %5.0f %10.1f %10.1f %7.2f %9.1f %9.1f %7.2f\n",
+               atr_json_get_str(t, "config", NULL), v[0], id ? id : "", v[1], v[2], v[3],
+               v[4], v[5], v[6], v[7], v[8]);
+    }
 }
 
 static void print_summary_table(const char *dir)
@@ -289,6 +364,7 @@ static void print_summary_table(const char *dir)
                    atr_json_get_str(c, "config", NULL), v[0], v[1], v[2], v[3], v[4], v[5], v[6],
                    v[7], (long long)oom);
         }
+        print_tenants_table(atr_json_get(j, "tenants"));
     }
     atr_arena_release(&a);
     atr_buf_release(&b);
@@ -359,6 +435,113 @@ static int run_config(struct replay_args *a, int argc, char **argv, struct atr_r
     return rc;
 }
 
+/* ---- --tenants ---- */
+
+/* The sink of a tenants run: lines go to metrics.jsonl as they come (with
+ * "tenant" and "phase"); shared-phase lines are also kept per tenant and
+ * fed to the configuration summary tenant by tenant afterwards, because
+ * the summary counts a trace per run of consecutive lines. */
+struct tenant_sink_ctx {
+    struct sink_ctx *base;
+    struct atr_buf pending[ATR_TENANTS_MAX];
+};
+
+static int write_tenant_metrics(void *ctx, unsigned tenant, enum atr_tenant_phase phase,
+                                const struct atr_step_metrics *m, struct atr_error *err)
+{
+    struct tenant_sink_ctx *tc = ctx;
+    struct sink_ctx *s = tc->base;
+    atr_buf_clear(&s->line);
+    atr_step_metrics_json(&s->line, s->config, m);
+    s->line.len -= 2;                       /* "}\n" */
+    atr_buf_printf(&s->line, ",\"tenant\":%u,\"phase\":\"%s\"}\n", tenant,
+                   atr_tenant_phase_name(phase));
+    if (write(s->fd, s->line.data, s->line.len) != (ssize_t)s->line.len)
+        return atr_error_set(err, "%s: %s", s->path, strerror(errno));
+    if (phase == ATR_TENANT_SHARED)
+        atr_buf_append(&tc->pending[tenant], s->line.data, s->line.len);
+    return 0;
+}
+
+/* Feeds the kept shared-phase lines to the summary, tenant by tenant. */
+static int summarise_shared(struct tenant_sink_ctx *tc, size_t n, struct atr_error *err)
+{
+    struct sink_ctx *s = tc->base;
+    for (size_t k = 0; k < n; k++) {
+        const char *p = tc->pending[k].data, *end = p + tc->pending[k].len;
+        while (p < end) {
+            const char *nl = memchr(p, '\n', (size_t)(end - p));
+            if (atr_replay_summary_add(s->sum, p, (size_t)(nl - p), s->path, ++s->lines,
+                                       err) < 0)
+                return -1;
+            p = nl + 1;
+        }
+    }
+    return 0;
+}
+
+/* Reads every (tenant) trace of the inputs into traces[]; *n counts them. */
+static int load_tenants(struct replay_args *a, int argc, char **argv, struct atr_trace *traces,
+                        size_t *n, struct atr_error *err)
+{
+    struct atr_read_opts opts = {0};
+    int rc = 0;
+    *n = 0;
+    for (int i = optind; i < argc && rc == 0; i++) {
+        struct atr_reader *r = atr_reader_open(argv[i], a->from, &opts, err);
+        if (!r)
+            return -1;
+        struct atr_trace t = ATR_TRACE_INIT;
+        int more;
+        while ((more = atr_reader_next(r, &t, err)) == 1) {
+            if (*n == ATR_TENANTS_MAX) {
+                rc = atr_error_set(err, "%s: --tenants takes at most %d traces", argv[i],
+                                   ATR_TENANTS_MAX);
+                break;
+            }
+            traces[(*n)++] = t;             /* the trace moves; t starts afresh */
+            memset(&t, 0, sizeof t);
+        }
+        atr_trace_release(&t);
+        if (rc == 0 && more < 0)
+            rc = -1;
+        atr_reader_close(r);
+    }
+    return rc;
+}
+
+/* One configuration with every trace as a tenant; appends the tenants'
+ * summary entries to tenants_json. */
+static int run_config_tenants(struct replay_args *a, int argc, char **argv,
+                              struct atr_replay *rp, struct sink_ctx *sink,
+                              struct atr_buf *tenants_json, struct atr_error *err)
+{
+    struct atr_trace traces[ATR_TENANTS_MAX];
+    struct atr_tenant_report reps[ATR_TENANTS_MAX];
+    struct tenant_sink_ctx tc = {.base = sink};
+    memset(reps, 0, sizeof reps);
+    size_t n = 0;
+    int rc = load_tenants(a, argc, argv, traces, &n, err);
+    if (rc == 0 && n == 0)
+        rc = atr_error_set(err, "--tenants: no traces in the input");
+    struct atr_tenants_opts to = {a->weights, a->n_weights, !a->no_baseline};
+    if (rc == 0)
+        rc = atr_tenants_run(rp, traces, n, &to, write_tenant_metrics, &tc, reps, err);
+    if (rc == 0)
+        rc = summarise_shared(&tc, n, err);
+    for (size_t k = 0; k < n; k++) {
+        if (rc == 0) {
+            if (tenants_json->len)
+                atr_buf_putc(tenants_json, ',');
+            atr_tenant_report_json(&reps[k], sink->config, tenants_json);
+        }
+        atr_tenant_report_release(&reps[k]);
+        atr_buf_release(&tc.pending[k]);
+        atr_trace_release(&traces[k]);
+    }
+    return rc;
+}
+
 static int open_out_dir(const char *dir, struct sink_ctx *sink, char *path, size_t cap,
                         struct atr_error *err)
 {
@@ -379,6 +562,7 @@ static int run_replay(struct replay_args *a, int argc, char **argv)
     char path[PATH_MAX];
     int rc = 0;
     struct atr_replay *rp = NULL;
+    struct atr_buf tenants_json = ATR_BUF_INIT;
     if (!a->dry_run && open_out_dir(a->out, &sink, path, sizeof path, &err) < 0)
         rc = -1;
     install_stop_handler();
@@ -395,9 +579,13 @@ static int run_replay(struct replay_args *a, int argc, char **argv)
                 fprintf(stderr, "atr: warning: no usable cgroups here (%s): %s runs without "
                         "limits, rusage only\n", atr_replay_host(rp)->note, sink.config);
         }
-        rc = run_config(a, argc, argv, rp, &sink, &err);
+        if (a->tenants && !a->dry_run)
+            rc = run_config_tenants(a, argc, argv, rp, &sink, &tenants_json, &err);
+        else
+            rc = run_config(a, argc, argv, rp, &sink, &err);
         const char *backend = rp ? atr_replay_host(rp)->note : NULL;
         if (!a->dry_run && write_summary(a->out, sink.sum, backend, atr_replay_stopped(),
+                                         a->tenants ? &tenants_json : NULL,
                                          rc < 0 ? NULL : &err) < 0 && rc == 0)
             rc = -1;
         atr_replay_free(rp);
@@ -406,6 +594,7 @@ static int run_replay(struct replay_args *a, int argc, char **argv)
     if (sink.fd >= 0)
         close(sink.fd);
     atr_buf_release(&sink.line);
+    atr_buf_release(&tenants_json);
     atr_replay_summary_free(sink.sum);
     if (rc < 0)
         return cli_fail_err(&err);
@@ -449,7 +638,7 @@ static int run_merge(struct replay_args *a, int argc, char **argv)
         atr_input_close(in);
     }
     if (rc == 0)
-        rc = write_summary(a->out, sink.sum, "merged", false, &err);
+        rc = write_summary(a->out, sink.sum, "merged", false, NULL, &err);
     if (sink.fd >= 0)
         close(sink.fd);
     atr_buf_release(&sink.line);

@@ -43,6 +43,12 @@ struct atr_gen *atr_gen_new(const struct atr_gen_opts *opts, struct atr_error *e
 int atr_gen_next(struct atr_gen *g, struct atr_trace *t);
 void atr_gen_free(struct atr_gen *g);                 /* accepts NULL */
 
+/* Noisy neighbours (gen-noisy.c, `atr gen --kind noisy`): fills t with
+ * trace i for seed, bash steps only (CPU spins, memory hogs, fork storms;
+ * docs/gen.md), start_ms 0. Not a kind of atr_gen_new: no llm steps, no
+ * text. t is cleared and refilled, owned by the caller. */
+void atr_gen_noisy_trace(uint64_t seed, uint64_t i, struct atr_trace *t);
+
 /* "swe", "chat", "requests" -> kind; false when unknown. */
 bool atr_gen_kind_parse(const char *name, enum atr_gen_kind *out);
 const char *atr_gen_kind_name(enum atr_gen_kind kind);

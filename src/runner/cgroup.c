@@ -519,8 +519,9 @@ static void v2_enable_string(const struct atr_cg_host *h, char *out, size_t cap)
 
 /* Makes `name` below each of parent's directories (bases for a root);
  * an existing directory is reused. On failure removes what it made. */
-static int make_dirs(const struct atr_cg *parent, const char *name, struct atr_cg *out,
-                     struct atr_error *err)
+/* skip: bit i set = no directory in hierarchy i. */
+static int make_dirs(const struct atr_cg *parent, const char *name, unsigned skip,
+                     struct atr_cg *out, struct atr_error *err)
 {
     bool made[H_COUNT] = {false};
     memset(out, 0, sizeof *out);
@@ -528,7 +529,7 @@ static int make_dirs(const struct atr_cg *parent, const char *name, struct atr_c
     for (int i = 0; i < H_COUNT; i++) {
         const char *pd = cg_cdir(parent, i);
         char *od = cg_dir(out, i);
-        if (!pd[0])
+        if (!pd[0] || (skip & (1u << i)))
             continue;
         if (path_join(od, pd, name) < 0)
             goto fail;
@@ -575,7 +576,7 @@ int atr_cg_root(const struct atr_cg_host *h, struct atr_cg *root, struct atr_err
     memcpy(base.pids, h->pids, sizeof base.pids);
     char name[32];
     snprintf(name, sizeof name, "atr-%ld", (long)getpid());
-    if (make_dirs(&base, name, root, err) < 0)
+    if (make_dirs(&base, name, 0, root, err) < 0)
         return -1;
     if (v2_enable_below(h, root, err) < 0) {
         atr_cg_remove(h, root, NULL);
@@ -584,8 +585,8 @@ int atr_cg_root(const struct atr_cg_host *h, struct atr_cg *root, struct atr_err
     return 0;
 }
 
-int atr_cg_create(const struct atr_cg_host *h, const struct atr_cg *parent, const char *name,
-                  struct atr_cg *out, struct atr_error *err)
+static int create(const struct atr_cg_host *h, const struct atr_cg *parent, const char *name,
+                  unsigned skip, struct atr_cg *out, struct atr_error *err)
 {
     if (!name[0] || strchr(name, '/') || strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
         out->v2_fd = -1;
@@ -596,7 +597,31 @@ int atr_cg_create(const struct atr_cg_host *h, const struct atr_cg *parent, cons
         out->v2_fd = -1;
         return -1;
     }
-    return make_dirs(parent, name, out, err);
+    return make_dirs(parent, name, skip, out, err);
+}
+
+int atr_cg_create(const struct atr_cg_host *h, const struct atr_cg *parent, const char *name,
+                  struct atr_cg *out, struct atr_error *err)
+{
+    return create(h, parent, name, 0, out, err);
+}
+
+/* Each hierarchy costs a mkdir, a join, reads and an rmdir per step, so a
+ * step's group skips the ones its limits do not use: cpu without a quota
+ * or weight, pids without pids.max, and cpuacct when the v2 group gives
+ * cpu.stat. Memory (the peak) and v2 (kill, pressure) are always kept. */
+int atr_cg_create_for(const struct atr_cg_host *h, const struct atr_cg *parent, const char *name,
+                      const struct atr_cg_limits *l, struct atr_cg *out, struct atr_error *err)
+{
+    unsigned skip = 0;
+    bool shared_cpuacct = strcmp(parent->cpu, parent->cpuacct) == 0;   /* "cpu,cpuacct" */
+    if (l->cpu_quota_us < 0 && l->weight < 0)
+        skip |= 1u << H_CPU;
+    if (l->pids_max < 0)
+        skip |= 1u << H_PIDS;
+    if (parent->v2[0] && !shared_cpuacct)
+        skip |= 1u << H_CPUACCT;
+    return create(h, parent, name, skip, out, err);
 }
 
 /* ---- limits ---- */

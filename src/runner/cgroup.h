@@ -77,6 +77,10 @@ int atr_cg_create(const struct atr_cg_host *h, const struct atr_cg *parent, cons
 /* Writes the limits set in l; -1 when the host has no controller for one
  * of them. mem_max also keeps swap from dodging it (v1: memsw.limit when
  * swap exists, v2: memory.swap.max 0). */
+/* Like atr_cg_create, but only in the hierarchies limits l (and the
+ * statistics) need: the cheap choice for per-step groups. */
+int atr_cg_create_for(const struct atr_cg_host *h, const struct atr_cg *parent, const char *name,
+                      const struct atr_cg_limits *l, struct atr_cg *out, struct atr_error *err);
 int atr_cg_set_limits(const struct atr_cg_host *h, const struct atr_cg *g,
                       const struct atr_cg_limits *l, struct atr_error *err);
 /* The dynamic controller's knob: memory.high (v1: memory.soft_limit_in_bytes). */

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <ftw.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +16,9 @@
 #include "runner/controller.h"
 #include "runner/spawn.h"
 
-static volatile sig_atomic_t stop_requested;
+/* Set by a signal handler, read by every replaying thread: a lock-free
+ * atomic is both async-signal-safe and free of data races. */
+static atomic_int stop_requested;
 
 struct atr_replay {
     struct atr_replay_opts o;
@@ -23,7 +26,9 @@ struct atr_replay {
     struct atr_cg root;
     bool have_root;
     unsigned swept;
-    unsigned long traces;       /* traces started: names their groups */
+    /* Traces started: names their groups and work directories. Atomic:
+     * tenants replay traces on one rp from several threads at once. */
+    atomic_ulong traces;
 };
 
 static const char *const config_names[] = {"none", "static-env", "static-toolcall", "dynamic"};
@@ -102,6 +107,8 @@ void atr_replay_free(struct atr_replay *rp)
 struct trace_run {
     struct atr_replay *rp;
     const struct atr_trace *t;
+    const struct atr_cg *parent;      /* the trace's group goes below it */
+    unsigned long index;              /* this trace's number in the run */
     char workdir[PATH_MAX];
     char home[PATH_MAX + 8];
     char *env[6];
@@ -114,7 +121,7 @@ static int make_workdir(struct trace_run *tr, struct atr_error *err)
 {
     const char *base = tr->rp->o.workdir ? tr->rp->o.workdir : "/tmp";
     snprintf(tr->workdir, sizeof tr->workdir, "%s/atr-work-%ld-%lu-XXXXXX", base,
-             (long)getpid(), tr->rp->traces);
+             (long)getpid(), tr->index);
     if (!mkdtemp(tr->workdir))
         return atr_error_set(err, "%s: %s", tr->workdir, strerror(errno));
     /* Replayed commands may run as root in a sandbox: keep it private. */
@@ -127,6 +134,18 @@ static int make_workdir(struct trace_run *tr, struct atr_error *err)
     tr->env[4] = "PYTHONDONTWRITEBYTECODE=1";
     tr->env[5] = NULL;
     return 0;
+}
+
+/* A trace's or step's group, in the hierarchies its limits need. Below a
+ * tenant's group every hierarchy is kept: the tenant's cpu weight only
+ * applies to processes inside its cpu group. */
+static int create_group(struct trace_run *tr, const struct atr_cg *parent, const char *name,
+                        struct atr_cg *out, struct atr_error *err)
+{
+    const struct atr_replay *rp = tr->rp;
+    if (parent != &rp->root)
+        return atr_cg_create(&rp->host, parent, name, out, err);
+    return atr_cg_create_for(&rp->host, parent, name, &rp->o.limits, out, err);
 }
 
 /* Why a step is not run, or NULL. */
@@ -235,7 +254,7 @@ static int run_step(struct trace_run *tr, const struct atr_step *s, struct atr_s
     if (tr->have_group && per_step) {
         char name[32];
         snprintf(name, sizeof name, "s%u", s->i);
-        if (atr_cg_create(&rp->host, &tr->group, name, &step_group, err) < 0 ||
+        if (create_group(tr, &tr->group, name, &step_group, err) < 0 ||
             atr_cg_set_limits(&rp->host, &step_group, &rp->o.limits, err) < 0)
             return -1;
         g = &step_group;
@@ -295,8 +314,8 @@ static int start_trace(struct trace_run *tr, struct atr_error *err)
     if (!rp->have_root)
         return 0;
     char name[32];
-    snprintf(name, sizeof name, "t%lu", rp->traces);
-    if (atr_cg_create(&rp->host, &rp->root, name, &tr->group, err) < 0)
+    snprintf(name, sizeof name, "t%lu", tr->index);
+    if (create_group(tr, tr->parent, name, &tr->group, err) < 0)
         return -1;
     tr->have_group = true;
     if (rp->o.config == ATR_CFG_STATIC_ENV)
@@ -313,16 +332,29 @@ static void end_trace(struct trace_run *tr)
         remove_tree(tr->workdir);
 }
 
+const struct atr_cg *atr_replay_root(const struct atr_replay *rp)
+{
+    return rp->have_root ? &rp->root : NULL;
+}
+
 int atr_replay_trace(struct atr_replay *rp, const struct atr_trace *t, atr_replay_sink sink,
                      void *ctx, struct atr_error *err)
+{
+    return atr_replay_trace_in(rp, NULL, t, sink, ctx, err);
+}
+
+int atr_replay_trace_in(struct atr_replay *rp, const struct atr_cg *parent,
+                        const struct atr_trace *t, atr_replay_sink sink, void *ctx,
+                        struct atr_error *err)
 {
     struct trace_run tr;
     memset(&tr, 0, sizeof tr);
     tr.rp = rp;
     tr.t = t;
+    tr.parent = parent ? parent : &rp->root;
+    tr.index = atomic_fetch_add(&rp->traces, 1);
     tr.group.v2_fd = -1;
     int rc = start_trace(&tr, err);
-    rp->traces++;
     for (size_t k = 0; rc == 0 && k < t->n_steps && !stop_requested; k++) {
         const struct atr_step *s = &t->steps[k];
         if (s->kind != ATR_STEP_TOOL)

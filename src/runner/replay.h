@@ -87,6 +87,19 @@ unsigned atr_replay_swept(const struct atr_replay *rp);
 int atr_replay_trace(struct atr_replay *rp, const struct atr_trace *t, atr_replay_sink sink,
                      void *ctx, struct atr_error *err);
 
+/* The run root, parent of every group of the run; NULL without cgroups. */
+const struct atr_cg *atr_replay_root(const struct atr_replay *rp);
+
+/* Like atr_replay_trace, with the trace's group below parent (a group the
+ * caller made below atr_replay_root, e.g. a tenant's subtree with its cpu
+ * weight) instead of the run root; parent NULL: the run root. Several
+ * threads may replay traces on one rp at once (each trace gets its own
+ * groups and work directory); the sink is then called from those threads,
+ * and serialising it is the caller's job. */
+int atr_replay_trace_in(struct atr_replay *rp, const struct atr_cg *parent,
+                        const struct atr_trace *t, atr_replay_sink sink, void *ctx,
+                        struct atr_error *err);
+
 /* Async-signal-safe: kill the running step and make atr_replay_trace return. */
 void atr_replay_stop(void);
 bool atr_replay_stopped(void);

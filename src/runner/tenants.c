@@ -1,0 +1,265 @@
+/* tenants.c - several traces at once: one thread and one weighted cgroup
+ * subtree per tenant, then each trace alone for the baseline. */
+#include "runner/tenants.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json/json.h"
+
+/* What the tenants share: the sink (serialised by lock) and the start
+ * signal, so that every tenant's first step starts at the same time and
+ * none gets a head start while the others' threads are being made. */
+struct tenants_run {
+    struct atr_replay *rp;
+    atr_tenant_sink sink;
+    void *ctx;
+    pthread_mutex_t lock;
+    pthread_cond_t go_cond;
+    bool go, abort;
+};
+
+struct tenant {
+    struct tenants_run *run;
+    unsigned k;
+    const struct atr_trace *t;
+    struct atr_tenant_report *rep;
+    struct atr_cg group;
+    bool have_group;
+    enum atr_tenant_phase phase;
+    int rc;
+    struct atr_error err;
+};
+
+const char *atr_tenant_phase_name(enum atr_tenant_phase p)
+{
+    return p == ATR_TENANT_SHARED ? "shared" : "alone";
+}
+
+/* ---- report math ---- */
+
+double atr_tenant_mean(const struct atr_samples *s)
+{
+    if (!s->n)
+        return NAN;
+    double sum = 0;
+    for (size_t i = 0; i < s->n; i++)
+        sum += s->v[i];
+    return sum / (double)s->n;
+}
+
+double atr_tenant_p50(struct atr_samples *s)
+{
+    return atr_samples_percentile(s, 50);
+}
+
+double atr_tenant_inflation(double shared, double alone)
+{
+    if (isnan(shared) || isnan(alone) || !(alone > 0))
+        return NAN;
+    return shared / alone;
+}
+
+static void put_num(struct atr_buf *b, const char *key, double v, int digits)
+{
+    if (isnan(v) || isinf(v))
+        atr_buf_printf(b, ",\"%s\":null", key);
+    else
+        atr_buf_printf(b, ",\"%s\":%.*f", key, digits, v);
+}
+
+void atr_tenant_report_json(struct atr_tenant_report *r, const char *config,
+                            struct atr_buf *out)
+{
+    const char *id = r->trace_id ? r->trace_id : "";
+    atr_buf_puts(out, "{\"config\":");
+    atr_json_write_string(out, config, strlen(config));
+    atr_buf_printf(out, ",\"tenant\":%u,\"trace_id\":", r->tenant);
+    atr_json_write_string(out, id, strlen(id));
+    atr_buf_printf(out, ",\"weight\":%lld,\"weight_applied\":%s,\"steps\":%lu",
+                   (long long)r->weight, r->weight_applied ? "true" : "false", r->steps);
+    double mean_alone = atr_tenant_mean(&r->alone), mean_shared = atr_tenant_mean(&r->shared);
+    double p50_alone = atr_tenant_p50(&r->alone), p50_shared = atr_tenant_p50(&r->shared);
+    put_num(out, "latency_mean_ms_alone", mean_alone, 3);
+    put_num(out, "latency_mean_ms_shared", mean_shared, 3);
+    put_num(out, "latency_p50_ms_alone", p50_alone, 3);
+    put_num(out, "latency_p50_ms_shared", p50_shared, 3);
+    put_num(out, "inflation_mean", atr_tenant_inflation(mean_shared, mean_alone), 4);
+    put_num(out, "inflation_p50", atr_tenant_inflation(p50_shared, p50_alone), 4);
+    atr_buf_putc(out, '}');
+}
+
+void atr_tenant_report_release(struct atr_tenant_report *r)
+{
+    free(r->trace_id);
+    r->trace_id = NULL;
+    atr_samples_release(&r->shared);
+    atr_samples_release(&r->alone);
+}
+
+/* ---- running ---- */
+
+/* The replay's sink for one tenant: records the latency for the report,
+ * then hands the record on, one tenant at a time. */
+static int tenant_sink(void *ctx, const struct atr_step_metrics *m, struct atr_error *err)
+{
+    struct tenant *tn = ctx;
+    struct tenants_run *run = tn->run;
+    pthread_mutex_lock(&run->lock);
+    if (!m->skipped) {
+        if (tn->phase == ATR_TENANT_SHARED) {
+            atr_samples_add(&tn->rep->shared, m->latency_ms);
+            tn->rep->steps++;
+        } else {
+            atr_samples_add(&tn->rep->alone, m->latency_ms);
+        }
+    }
+    int rc = run->sink(run->ctx, tn->k, tn->phase, m, err);
+    pthread_mutex_unlock(&run->lock);
+    return rc;
+}
+
+static int replay_tenant(struct tenant *tn)
+{
+    return atr_replay_trace_in(tn->run->rp, tn->have_group ? &tn->group : NULL, tn->t,
+                               tenant_sink, tn, &tn->err);
+}
+
+/* A tenant's thread: waits for the start signal, replays its trace. */
+static void *tenant_main(void *arg)
+{
+    struct tenant *tn = arg;
+    struct tenants_run *run = tn->run;
+    pthread_mutex_lock(&run->lock);
+    while (!run->go)
+        pthread_cond_wait(&run->go_cond, &run->lock);
+    bool abort_run = run->abort;
+    pthread_mutex_unlock(&run->lock);
+    tn->rc = abort_run ? 0 : replay_tenant(tn);
+    return NULL;
+}
+
+static bool host_has_cpu(const struct atr_cg_host *h)
+{
+    return h->cpu[0] || h->v2_cpu;
+}
+
+/* "tenant<k>" below the run root with the tenant's cpu weight (v2
+ * cpu.weight, v1 cpu.shares = weight * 1024 / 100). Without cgroups the
+ * tenant runs ungrouped and the weight is reported as not applied. */
+static int make_group(struct atr_replay *rp, struct tenant *tn, struct atr_error *err)
+{
+    const struct atr_cg *root = atr_replay_root(rp);
+    tn->group.v2_fd = -1;
+    if (!root)
+        return 0;
+    const struct atr_cg_host *h = atr_replay_host(rp);
+    char name[32];
+    snprintf(name, sizeof name, "tenant%u", tn->k);
+    if (atr_cg_create(h, root, name, &tn->group, err) < 0)
+        return -1;
+    tn->have_group = true;
+    if (!host_has_cpu(h))
+        return 0;
+    struct atr_cg_limits l = ATR_CG_LIMITS_NONE;
+    l.weight = tn->rep->weight;
+    if (atr_cg_set_limits(h, &tn->group, &l, err) < 0)
+        return -1;
+    tn->rep->weight_applied = true;
+    return 0;
+}
+
+static int setup_tenants(struct tenants_run *run, struct tenant *tns, const struct atr_trace *traces,
+                         size_t n, const struct atr_tenants_opts *o,
+                         struct atr_tenant_report *reps, struct atr_error *err)
+{
+    for (size_t k = 0; k < n; k++) {
+        struct tenant *tn = &tns[k];
+        tn->run = run;
+        tn->k = (unsigned)k;
+        tn->t = &traces[k];
+        tn->rep = &reps[k];
+        tn->group.v2_fd = -1;
+        reps[k].tenant = (unsigned)k;
+        reps[k].weight = k < o->n_weights ? o->weights[k] : ATR_TENANT_WEIGHT_DEFAULT;
+        free(reps[k].trace_id);
+        reps[k].trace_id = strdup(traces[k].trace_id ? traces[k].trace_id : "");
+        if (!reps[k].trace_id)
+            abort();
+        if (make_group(run->rp, tn, err) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Every tenant at once; the first tenant error is copied to err. */
+static int run_shared(struct tenants_run *run, struct tenant *tns, size_t n,
+                      struct atr_error *err)
+{
+    pthread_t th[ATR_TENANTS_MAX];
+    size_t started = 0;
+    int rc = 0;
+    for (; started < n; started++) {
+        tns[started].phase = ATR_TENANT_SHARED;
+        int e = pthread_create(&th[started], NULL, tenant_main, &tns[started]);
+        if (e) {
+            rc = atr_error_set(err, "tenants: cannot start a thread: %s", strerror(e));
+            break;
+        }
+    }
+    pthread_mutex_lock(&run->lock);
+    run->go = true;
+    run->abort = rc < 0;
+    pthread_cond_broadcast(&run->go_cond);
+    pthread_mutex_unlock(&run->lock);
+    for (size_t k = 0; k < started; k++) {
+        pthread_join(th[k], NULL);
+        if (tns[k].rc < 0 && rc == 0) {
+            *err = tns[k].err;
+            rc = -1;
+        }
+    }
+    return rc;
+}
+
+/* Each tenant alone, in turn, in its own subtree as before. */
+static int run_alone(struct tenant *tns, size_t n, struct atr_error *err)
+{
+    for (size_t k = 0; k < n && !atr_replay_stopped(); k++) {
+        tns[k].phase = ATR_TENANT_ALONE;
+        if (replay_tenant(&tns[k]) < 0) {
+            *err = tns[k].err;
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int atr_tenants_run(struct atr_replay *rp, const struct atr_trace *traces, size_t n,
+                    const struct atr_tenants_opts *o, atr_tenant_sink sink, void *ctx,
+                    struct atr_tenant_report *reps, struct atr_error *err)
+{
+    if (n == 0 || n > ATR_TENANTS_MAX)
+        return atr_error_set(err, "tenants: %zu traces, want 1..%d", n, ATR_TENANTS_MAX);
+    struct tenants_run run = {.rp = rp, .sink = sink, .ctx = ctx};
+    pthread_mutex_init(&run.lock, NULL);
+    pthread_cond_init(&run.go_cond, NULL);
+    struct tenant *tns = calloc(n, sizeof *tns);
+    if (!tns)
+        abort();
+    int rc = setup_tenants(&run, tns, traces, n, o, reps, err);
+    if (rc == 0)
+        rc = run_shared(&run, tns, n, err);
+    if (rc == 0 && o->baseline && !atr_replay_stopped())
+        rc = run_alone(tns, n, err);
+    for (size_t k = 0; k < n; k++)
+        if (tns[k].have_group)
+            atr_cg_remove(atr_replay_host(rp), &tns[k].group, NULL);
+    free(tns);
+    pthread_cond_destroy(&run.go_cond);
+    pthread_mutex_destroy(&run.lock);
+    return rc;
+}
