@@ -148,6 +148,23 @@ static int create_group(struct trace_run *tr, const struct atr_cg *parent, const
     return atr_cg_create_for(&rp->host, parent, name, &rp->o.limits, out, err);
 }
 
+/* Where a step starts: the trace's work directory on the host; inside a
+ * --rootfs image the step's recorded cwd when the image has it (SWE-bench
+ * images have /testbed), else its root. */
+static const char *step_cwd(const struct trace_run *tr, const struct atr_step *s)
+{
+    const char *rootfs = tr->rp->o.rootfs;
+    if (!rootfs)
+        return tr->workdir;
+    char path[PATH_MAX];
+    struct stat st;
+    if (s->cwd && s->cwd[0] == '/' && !strstr(s->cwd, "..") &&
+        snprintf(path, sizeof path, "%s%s", rootfs, s->cwd) < (int)sizeof path &&
+        stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return s->cwd;
+    return "/";
+}
+
 /* Why a step is not run, or NULL. */
 static const char *skip_reason(const struct atr_step *s)
 {
@@ -272,7 +289,7 @@ static int run_step(struct trace_run *tr, const struct atr_step *s, struct atr_s
         goto fail;
     struct atr_spawn_opts so = {
         .command = s->command,
-        .cwd = tr->workdir,
+        .cwd = step_cwd(tr, s),
         .env = tr->env,
         .host = &rp->host,
         .cg = g,

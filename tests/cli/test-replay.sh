@@ -105,3 +105,19 @@ check "ctrl-c summary incomplete" "python3 -c \"import json; assert json.load(op
 check "ctrl-c message" "grep -q 'interrupted' '$R/int.err'"
 check "ctrl-c killed the step" "! pgrep -f 'sleep [6]0' >/dev/null"
 check "ctrl-c leaves no group" "[ -z \"\$(sh '$R/leaks')\" ]"
+
+# --rootfs: steps run inside an exported root file system (a tiny one from
+# Debian's busybox-static), in the step's recorded cwd when the image has it.
+if [ -x /bin/busybox ]; then
+    RF=$R/rootfs
+    mkdir -p "$RF/bin" "$RF/testbed"
+    cp /bin/busybox "$RF/bin/"
+    for c in sh echo cat pwd; do ln -sf busybox "$RF/bin/$c"; done
+    printf '{"format":"atr-trace/1","trace_id":"rf","steps":[{"kind":"tool","tool":"bash","command":"echo hi > /out; pwd > /where","cwd":"/testbed"},{"kind":"tool","tool":"bash","command":"pwd","cwd":"/not-in-image"}]}\n' >"$R/rf.ndjson"
+    ok "replay --rootfs" "$ATR" replay tools -q --rootfs "$RF" "$R/rf.ndjson" --out "$R/rf"
+    check "rootfs step wrote inside the image" "[ \"\$(cat '$RF/out')\" = hi ] && [ ! -e /out ]"
+    check "rootfs step ran in its recorded cwd" "[ \"\$(cat '$RF/where')\" = /testbed ]"
+    check "rootfs falls back to /" "[ \"\$('$R/field' '$R/rf/metrics.jsonl' rf 1 static-toolcall output_bytes)\" = 2 ]"
+else
+    echo "skip: --rootfs tests need /bin/busybox (Debian busybox-static)"
+fi
