@@ -18,6 +18,9 @@ for bin in "$build"/fuzz-*; do
         [ -d "$d" ] && find "$d" -type f -size -256k -exec cp {} "$corpus/" \;
     done
     [ "$name" = fuzz-json ] && find "$root/tests/data" -name '*.json' -size -64k -exec cp {} "$corpus/" \; 2>/dev/null
+    [ "$name" = fuzz-cgroup ] && find "$root/tests/data/cgroup" -type f | while read -r f; do
+        cp "$f" "$corpus/$(echo "${f#"$root"/}" | tr / _)"; done
+    [ "$name" = fuzz-metrics ] && find "$root/tests/data/replay" -name '*.jsonl' -exec cp {} "$corpus/" \; 2>/dev/null
     echo "fuzz: $name for ${seconds}s"
     if ! "$bin" -max_total_time="$seconds" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
         -artifact_prefix="$root/fuzz/" "$corpus" >"$build/$name.log" 2>&1; then
