@@ -379,16 +379,6 @@ static void on_signal(int sig)
     atr_replay_stop();
 }
 
-static void install_stop_handler(void)
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-}
-
 static void dry_run_trace(const struct atr_trace *t, const char *config)
 {
     for (size_t k = 0; k < t->n_steps; k++) {
@@ -565,7 +555,7 @@ static int run_replay(struct replay_args *a, int argc, char **argv)
     struct atr_buf tenants_json = ATR_BUF_INIT;
     if (!a->dry_run && open_out_dir(a->out, &sink, path, sizeof path, &err) < 0)
         rc = -1;
-    install_stop_handler();
+    cli_on_stop_signals(on_signal);
     for (int c = 0; rc == 0 && c < a->n_configs && !atr_replay_stopped(); c++) {
         a->ro.config = a->configs[c];
         sink.config = atr_replay_config_name(a->configs[c]);

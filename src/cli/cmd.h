@@ -32,6 +32,8 @@ bool cli_parse_size(const char *s, size_t *out);
 /* Parses a non-negative integer in [min, max]; false on junk. */
 bool cli_parse_uint(const char *s, unsigned long long min, unsigned long long max,
                     unsigned long long *out);
+/* Runs handler on SIGINT, SIGTERM and SIGHUP. */
+void cli_on_stop_signals(void (*handler)(int));
 /* Removes temporaries of atomic outputs on SIGINT/SIGTERM, then exits 130/143. */
 void cli_install_signal_cleanup(void);
 

@@ -96,14 +96,19 @@ static void on_signal(int sig)
     raise(sig);
 }
 
-void cli_install_signal_cleanup(void)
+void cli_on_stop_signals(void (*handler)(int))
 {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
+    sa.sa_handler = handler;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
+}
+
+void cli_install_signal_cleanup(void)
+{
+    cli_on_stop_signals(on_signal);
     signal(SIGPIPE, SIG_IGN);
 }
