@@ -1,0 +1,123 @@
+/* metrics.h - benchmark figures of an LLM serving run, as `vllm bench serve`
+ * computes them, and the three outputs `atr replay llm` and `atr sim run`
+ * share: the --save-result JSON, the printed result block, and one NDJSON
+ * line per request (--requests-out).
+ *
+ * Definitions (vllm/benchmarks/serve.py, calculate_metrics):
+ *   TTFT  = first chunk - start_s (a success without chunks: end_s - start_s)
+ *   E2EL  = end_s (last chunk) - start_s
+ *   ITL   = gaps between consecutive chunks (chunk_s[i] - chunk_s[i-1])
+ *   TPOT  = (E2EL - TTFT) / (output_tokens - 1), only for output_tokens > 1
+ *           (0 for goodput when output_tokens <= 1, as vLLM does)
+ *   mean, std (population, ddof = 0), median and percentiles (numpy linear)
+ *   over successful requests only; failures are counted, never averaged.
+ *   duration = last end_s - first send_s over all records.
+ *   Peak output tokens/s and peak concurrency: vLLM's one-second buckets
+ *   from the first successful start_s (a chunk counts as one token there).
+ * Where TTFT starts: vLLM takes its start stamp inside the request function,
+ * after the concurrency semaphore, so its TTFT excludes time spent waiting
+ * for a slot. atr keeps that definition in the vLLM keys (comparable
+ * figures) and reports the wait separately, never hidden: the "atr" object
+ * of the result carries client queue time (start_s - send_s) and TTFT and
+ * E2EL measured from send_s.
+ *
+ * Memory: records and their strings are the caller's and are only read.
+ * atr_llm_summarize fills a summary that owns its failure table (malloc);
+ * atr_llm_summary_release frees it. Writers append to a caller's atr_buf. */
+#ifndef ATR_LLM_METRICS_H
+#define ATR_LLM_METRICS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/buf.h"
+#include "util/error.h"
+
+/* One request as the client saw it. Times in seconds on one clock. */
+struct atr_llm_record {
+    uint64_t id;            /* sequence number: the NDJSON line's "id" */
+    double scheduled_s;     /* when the arrival schedule wanted it sent */
+    double send_s;          /* released by the schedule (enters the slot queue) */
+    double start_s;         /* got a concurrency slot, HTTP request issued */
+    double end_s;           /* last chunk (streaming) or failure time */
+    const double *chunk_s;  /* arrival of every chunk with content, first included */
+    size_t n_chunks;
+    int64_t prompt_tokens;  /* from usage */
+    int64_t output_tokens;  /* from usage, never from counting chunks */
+    int64_t cached_tokens;  /* usage.prompt_tokens_details.cached_tokens */
+    bool success;
+    const char *error;      /* failure reason ("http 429", "stream cut"...); NULL on success */
+};
+
+#define ATR_LLM_MAX_PCT 8
+
+/* What the run was asked to do: echoed into the result, never computed. */
+struct atr_llm_bench_config {
+    const char *date;          /* "YYYYMMDD-HHMMSS", passed in for determinism */
+    const char *backend;       /* "openai", "openai-chat", "vllm", "sim" */
+    const char *model_id;
+    const char *tokenizer_id;  /* NULL: same as model_id */
+    int64_t num_prompts;
+    double request_rate;       /* INFINITY writes the string "inf" */
+    double burstiness;
+    int64_t max_concurrency;   /* <= 0: none (JSON null, no block line) */
+    double slo_ttft_ms, slo_tpot_ms, slo_e2el_ms;   /* < 0: not set */
+    double percentiles[ATR_LLM_MAX_PCT];            /* e.g. {99} */
+    size_t n_percentiles;      /* 0 means {99}, vLLM's default */
+    bool e2el_section;         /* print the End-to-end Latency section */
+    bool incomplete;           /* interrupted: only what finished is counted */
+};
+
+/* mean, median, std and the configured percentiles of one metric, in ms. */
+struct atr_llm_stat {
+    double mean, median, std;
+    double p[ATR_LLM_MAX_PCT];
+};
+
+struct atr_llm_failure {
+    char *reason;              /* owned */
+    int64_t count;
+};
+
+struct atr_llm_summary {
+    int64_t completed, failed;
+    int64_t total_input, total_output, cached_tokens;
+    double duration;
+    double request_throughput, output_throughput, total_token_throughput;
+    bool goodput_configured;
+    int64_t good_completed;
+    double request_goodput;
+    double max_output_tokens_per_s;
+    int64_t max_concurrent_requests;
+    struct atr_llm_stat ttft, tpot, itl, e2el;         /* vLLM's */
+    struct atr_llm_stat ttft_send, e2el_send;          /* from send_s */
+    double queue_mean_ms, queue_p99_ms;                /* start_s - send_s */
+    double lag_p50_ms, lag_p99_ms;                     /* send_s - scheduled_s */
+    struct atr_llm_failure *failures;                  /* sorted by reason */
+    size_t n_failures;
+};
+
+/* Computes every figure of records r[0..n) under cfg. */
+int atr_llm_summarize(const struct atr_llm_record *r, size_t n,
+                      const struct atr_llm_bench_config *cfg,
+                      struct atr_llm_summary *out, struct atr_error *err);
+void atr_llm_summary_release(struct atr_llm_summary *s);
+
+/* The --save-result object (vLLM's keys in vLLM's order, then "atr"), one
+ * line, no trailing newline. Floats are written as Python's repr would. */
+int atr_llm_write_result_json(struct atr_buf *b, const struct atr_llm_summary *s,
+                              const struct atr_llm_bench_config *cfg);
+
+/* The "Serving Benchmark Result" block, each line ending in '\n'. */
+int atr_llm_write_block(struct atr_buf *b, const struct atr_llm_summary *s,
+                        const struct atr_llm_bench_config *cfg);
+
+/* One --requests-out line for r, ending in '\n'. */
+int atr_llm_write_request_line(struct atr_buf *b, const struct atr_llm_record *r);
+
+/* A double as Python's repr writes it (shortest round trip, "1.0", "1e-05");
+ * non-finite numbers have no JSON form and write null. */
+int atr_llm_put_pyfloat(struct atr_buf *b, double v);
+
+#endif

@@ -1,0 +1,87 @@
+/* cost.h - hardware and model profiles, and the roofline cost of one
+ * engine iteration (docs/sim.md).
+ *
+ * A profile is "GPU/MODEL" (e.g. "h100/llama-3.1-8b") with --tp tensor
+ * parallelism. An iteration runs a batch: some prefill tokens (chunked
+ * prefill) and some sequences decoding one token each. Its time is
+ *   overhead + max(compute time, memory time)
+ * where compute = 2 x params x tokens (+ attention FLOPs) / (peak FLOPs x
+ * efficiency) and memory = (weights + KV bytes read) / (HBM bandwidth x
+ * efficiency), per GPU under tensor parallelism, plus an all-reduce term.
+ * Memory: profiles are static data; nothing here allocates. */
+#ifndef ATR_SIM_COST_H
+#define ATR_SIM_COST_H
+
+#include <stdint.h>
+
+#include "util/error.h"
+
+struct atr_gpu {
+    const char *name;            /* "h100" */
+    const char *full_name;       /* "NVIDIA H100 SXM 80GB" */
+    double peak_flops;           /* dense BF16/FP16, FLOP/s */
+    double hbm_bytes_per_s;      /* memory bandwidth */
+    double mem_bytes;            /* HBM capacity */
+    /* Extension: the tensor-parallel interconnect (docs/sim.md). */
+    double link_bytes_per_s;     /* per direction: NVLink, or PCIe without P2P links */
+    double link_latency_s;       /* fixed cost of one small all-reduce */
+};
+
+struct atr_model {
+    const char *name;            /* "llama-3.1-8b" */
+    const char *hf_name;         /* "meta-llama/Llama-3.1-8B-Instruct" (for /v1/models) */
+    double params;               /* parameter count */
+    unsigned layers, hidden, heads, kv_heads, head_dim;
+    double bytes_per_weight;     /* 2 for BF16, ~0.5-0.6 for 4-bit AWQ */
+    unsigned kv_bytes_per_elem;  /* 2 (fp16 KV cache) */
+    unsigned max_model_len;
+};
+
+struct atr_profile {
+    const struct atr_gpu *gpu;
+    const struct atr_model *model;
+    unsigned tp;                 /* tensor parallel degree, >= 1 */
+    /* Derived: */
+    double weight_bytes_per_gpu;
+    double kv_bytes_per_token;   /* all layers, K and V, per GPU */
+    uint64_t kv_capacity_tokens; /* (gpu_mem * util - weights - activation reserve) / kv per token */
+    /* Calibration constants (documented in docs/sim.md): */
+    double compute_efficiency, memory_efficiency;   /* achieved / peak, 0..1 */
+    double iter_overhead_s;      /* fixed per-iteration cost (scheduler, launch) */
+    double gpu_memory_utilization;   /* vLLM's default 0.9 */
+    /* Extension: */
+    double per_seq_overhead_s;   /* CPU cost per sequence in the batch (sampling,
+                                    detokenising, streaming) */
+    double activation_reserve_bytes; /* per GPU, kept out of the KV cache */
+    unsigned kv_heads_per_gpu;   /* kv_heads / tp, or 1 when heads are replicated */
+};
+
+/* Resolves "GPU/MODEL" with tp; errors name the known GPUs and models. */
+int atr_profile_find(const char *spec, unsigned tp, struct atr_profile *out,
+                     struct atr_error *err);
+/* NULL-terminated tables, for help texts and tests. */
+extern const struct atr_gpu *const atr_gpus[];
+extern const struct atr_model *const atr_models[];
+
+/* One iteration's work. */
+struct atr_iter_work {
+    uint64_t prefill_tokens;     /* new prompt tokens computed this iteration */
+    uint64_t prefill_ctx_tokens; /* sum over prefill chunks of (cached+earlier) context they attend to */
+    uint64_t decode_seqs;        /* sequences producing one token */
+    uint64_t decode_ctx_tokens;  /* sum of their context lengths (KV read) */
+    /* Extension (zero is allowed; atr_iter_add_prefill fills both): */
+    uint64_t prefill_seqs;       /* prefill chunks in the batch */
+    uint64_t prefill_attn_pairs; /* sum over new prompt tokens of the tokens each
+                                    attends to (itself included); 0 = estimate */
+};
+
+/* Adds a prefill chunk of n new tokens after ctx tokens already in the KV
+ * cache (prefix-cache hits and earlier chunks). */
+void atr_iter_add_prefill(struct atr_iter_work *w, uint64_t n, uint64_t ctx);
+/* Adds a sequence decoding one token with ctx tokens of context. */
+void atr_iter_add_decode(struct atr_iter_work *w, uint64_t ctx);
+
+/* Seconds the iteration takes on profile p; 0 for an empty batch. */
+double atr_iter_seconds(const struct atr_profile *p, const struct atr_iter_work *w);
+
+#endif

@@ -1,0 +1,743 @@
+/* engine.c - vLLM-v1-like engine model in virtual time: scheduler, paged KV
+ * blocks, prefix cache (hash map + LRU of unreferenced cached blocks) and
+ * recompute preemption. */
+#include "sim/engine.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/heap.h"
+
+#define NIL UINT32_MAX
+
+struct block {
+    uint64_t hash;           /* valid when cached */
+    uint32_t ref;            /* requests holding it */
+    uint32_t prev, next;     /* LRU links while cached and ref == 0 */
+    bool cached;             /* registered in the hash map */
+};
+
+struct req {
+    struct atr_sim_record rec;   /* first: the public view */
+    const uint64_t *hash_ids;
+    uint32_t n_hash;             /* usable ids: full prompt blocks only */
+    uint64_t num_tokens;         /* prompt + output tokens so far */
+    uint64_t computed;           /* tokens whose KV is computed */
+    uint32_t *blocks;            /* block table */
+    uint32_t n_blocks, cap_blocks;
+    uint32_t n_hashed;           /* leading blocks already checked into the cache */
+    uint32_t sched_new;          /* tokens scheduled in the current iteration */
+    bool admitted_once;
+};
+
+struct req_vec {
+    struct req **v;
+    size_t len, cap;
+};
+
+struct engine_ring {             /* the waiting queue: preempted go to the head */
+    struct req **v;
+    size_t head, len, cap;
+};
+
+struct atr_engine {
+    struct atr_engine_cfg cfg;
+    double now;
+    struct atr_heap events;
+    bool busy, due;              /* iteration in flight / to be scheduled now */
+
+    struct block *blocks;
+    uint32_t n_blocks;
+    uint32_t *free_stack;        /* uncached, unreferenced blocks */
+    uint32_t n_free;
+    uint32_t lru_head, lru_tail, n_lru;
+    uint32_t used;               /* referenced blocks */
+    uint32_t *map;               /* open addressing: hash -> block, NIL empty */
+    size_t map_mask;
+
+    struct req_vec all, running, batch, done;
+    struct engine_ring waiting;
+    uint64_t pending;
+
+    struct atr_engine_stats st;
+    uint64_t *hist;
+    double kv_time_sum, batch_sum;
+};
+
+/* The iteration-end event's payload: any unique non-request address. */
+static char iter_end_tag;
+
+/* ---- small containers ---- */
+
+static int vec_push(struct req_vec *v, struct req *r)
+{
+    if (v->len == v->cap) {
+        size_t cap = v->cap ? v->cap * 2 : 64;
+        struct req **n = realloc(v->v, cap * sizeof(*n));
+        if (!n)
+            return -1;
+        v->v = n;
+        v->cap = cap;
+    }
+    v->v[v->len++] = r;
+    return 0;
+}
+
+static int ring_grow(struct engine_ring *q)
+{
+    size_t cap = q->cap ? q->cap * 2 : 64;
+    struct req **n = malloc(cap * sizeof(*n));
+    if (!n)
+        return -1;
+    for (size_t i = 0; i < q->len; i++)
+        n[i] = q->v[(q->head + i) % q->cap];
+    free(q->v);
+    q->v = n;
+    q->cap = cap;
+    q->head = 0;
+    return 0;
+}
+
+static int ring_push_back(struct engine_ring *q, struct req *r)
+{
+    if (q->len == q->cap && ring_grow(q) < 0)
+        return -1;
+    q->v[(q->head + q->len) % q->cap] = r;
+    q->len++;
+    return 0;
+}
+
+static int ring_push_front(struct engine_ring *q, struct req *r)
+{
+    if (q->len == q->cap && ring_grow(q) < 0)
+        return -1;
+    q->head = (q->head + q->cap - 1) % q->cap;
+    q->v[q->head] = r;
+    q->len++;
+    return 0;
+}
+
+static struct req *ring_front(const struct engine_ring *q)
+{
+    return q->len ? q->v[q->head] : NULL;
+}
+
+static void ring_pop_front(struct engine_ring *q)
+{
+    q->head = (q->head + 1) % q->cap;
+    q->len--;
+}
+
+/* ---- prefix-cache hash map (linear probing, backward-shift delete) ---- */
+
+static size_t mix(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    x ^= x >> 31;
+    return (size_t)x;
+}
+
+static uint32_t map_find(const struct atr_engine *e, uint64_t hash)
+{
+    for (size_t i = mix(hash) & e->map_mask;; i = (i + 1) & e->map_mask) {
+        uint32_t b = e->map[i];
+        if (b == NIL || e->blocks[b].hash == hash)
+            return b;
+    }
+}
+
+static void map_insert(struct atr_engine *e, uint64_t hash, uint32_t b)
+{
+    size_t i = mix(hash) & e->map_mask;
+    while (e->map[i] != NIL)
+        i = (i + 1) & e->map_mask;
+    e->map[i] = b;
+}
+
+static void map_remove(struct atr_engine *e, uint64_t hash)
+{
+    size_t i = mix(hash) & e->map_mask;
+    while (e->blocks[e->map[i]].hash != hash)
+        i = (i + 1) & e->map_mask;
+    /* Backward shift: pull later entries of the probe run into the hole so
+     * lookups never stop early at it. */
+    for (size_t j = (i + 1) & e->map_mask; e->map[j] != NIL; j = (j + 1) & e->map_mask) {
+        size_t home = mix(e->blocks[e->map[j]].hash) & e->map_mask;
+        if (((j - home) & e->map_mask) >= ((j - i) & e->map_mask)) {
+            e->map[i] = e->map[j];
+            i = j;
+        }
+    }
+    e->map[i] = NIL;
+}
+
+/* ---- block pool ---- */
+
+static void lru_unlink(struct atr_engine *e, uint32_t b)
+{
+    struct block *k = &e->blocks[b];
+    if (k->prev != NIL)
+        e->blocks[k->prev].next = k->next;
+    else
+        e->lru_head = k->next;
+    if (k->next != NIL)
+        e->blocks[k->next].prev = k->prev;
+    else
+        e->lru_tail = k->prev;
+    k->prev = k->next = NIL;
+    e->n_lru--;
+}
+
+static void lru_append(struct atr_engine *e, uint32_t b)
+{
+    struct block *k = &e->blocks[b];
+    k->prev = e->lru_tail;
+    k->next = NIL;
+    if (e->lru_tail != NIL)
+        e->blocks[e->lru_tail].next = b;
+    else
+        e->lru_head = b;
+    e->lru_tail = b;
+    e->n_lru++;
+}
+
+static void block_ref(struct atr_engine *e, uint32_t b)
+{
+    if (e->blocks[b].ref++ == 0) {
+        if (e->blocks[b].cached)
+            lru_unlink(e, b);
+        e->used++;
+    }
+}
+
+static void block_unref(struct atr_engine *e, uint32_t b)
+{
+    if (--e->blocks[b].ref > 0)
+        return;
+    e->used--;
+    if (e->blocks[b].cached)
+        lru_append(e, b);
+    else
+        e->free_stack[e->n_free++] = b;
+}
+
+/* Takes a free block, else evicts the least recently used cached one.
+ * Callers check availability first. */
+static uint32_t block_alloc(struct atr_engine *e)
+{
+    uint32_t b;
+    if (e->n_free) {
+        b = e->free_stack[--e->n_free];
+    } else {
+        b = e->lru_head;
+        lru_unlink(e, b);
+        map_remove(e, e->blocks[b].hash);
+        e->blocks[b].cached = false;
+        e->st.evictions++;
+    }
+    e->blocks[b].ref = 1;
+    e->used++;
+    return b;
+}
+
+static int req_reserve_blocks(struct req *r, uint32_t n)
+{
+    if (n <= r->cap_blocks)
+        return 0;
+    uint32_t cap = r->cap_blocks ? r->cap_blocks : 16;
+    while (cap < n)
+        cap *= 2;
+    uint32_t *nb = realloc(r->blocks, cap * sizeof(*nb));
+    if (!nb)
+        return -1;
+    r->blocks = nb;
+    r->cap_blocks = cap;
+    return 0;
+}
+
+static uint32_t blocks_for(const struct atr_engine *e, uint64_t tokens)
+{
+    return (uint32_t)((tokens + e->cfg.block_size - 1) / e->cfg.block_size);
+}
+
+/* Extends r's block table to hold `tokens` tokens; false (nothing changed)
+ * when not enough blocks can be had. */
+static int req_grow(struct atr_engine *e, struct req *r, uint64_t tokens, bool *ok)
+{
+    uint32_t want = blocks_for(e, tokens);
+    *ok = true;
+    if (want <= r->n_blocks)
+        return 0;
+    if (want - r->n_blocks > e->n_free + e->n_lru) {
+        *ok = false;
+        return 0;
+    }
+    if (req_reserve_blocks(r, want) < 0)
+        return -1;
+    while (r->n_blocks < want)
+        r->blocks[r->n_blocks++] = block_alloc(e);
+    return 0;
+}
+
+/* Frees in reverse so a request's tail blocks are evicted before its head:
+ * the head is the part other prompts are likeliest to share. */
+static void req_free_blocks(struct atr_engine *e, struct req *r)
+{
+    while (r->n_blocks)
+        block_unref(e, r->blocks[--r->n_blocks]);
+    r->n_hashed = 0;
+}
+
+/* Checks newly computed full prompt blocks into the cache. A block whose id
+ * is already cached elsewhere stays private (vLLM keeps duplicates too). */
+static void req_cache_blocks(struct atr_engine *e, struct req *r)
+{
+    if (!e->cfg.prefix_caching)
+        return;
+    uint64_t full = r->computed / e->cfg.block_size;
+    while (r->n_hashed < r->n_hash && r->n_hashed < full) {
+        uint32_t i = r->n_hashed++;
+        uint32_t b = r->blocks[i];
+        uint64_t h = r->hash_ids[i];
+        if (e->blocks[b].cached || map_find(e, h) != NIL)
+            continue;
+        e->blocks[b].cached = true;
+        e->blocks[b].hash = h;
+        map_insert(e, h, b);
+    }
+}
+
+/* ---- admission and preemption ---- */
+
+/* Leading blocks of r found in the cache, leaving at least one token to
+ * compute (the last token must run to produce logits, as in vLLM). */
+static uint32_t prefix_hits(const struct atr_engine *e, const struct req *r,
+                            uint32_t *in_lru)
+{
+    uint64_t limit = (r->num_tokens - 1) / e->cfg.block_size;
+    uint32_t n = 0;
+    *in_lru = 0;
+    if (!e->cfg.prefix_caching)
+        return 0;
+    while (n < r->n_hash && n < limit) {
+        uint32_t b = map_find(e, r->hash_ids[n]);
+        if (b == NIL)
+            break;
+        if (e->blocks[b].ref == 0)
+            (*in_lru)++;
+        n++;
+    }
+    return n;
+}
+
+static void preempt(struct atr_engine *e, struct req *r)
+{
+    req_free_blocks(e, r);
+    r->computed = 0;
+    r->rec.preemptions++;
+    e->st.preemptions++;
+}
+
+static void batch_add(struct atr_engine *e, struct req *r, uint32_t n, uint64_t *budget)
+{
+    r->sched_new = n;
+    *budget -= n;
+    e->batch.v[e->batch.len++] = r;
+}
+
+/* Schedules the running set: decodes and unfinished prefill chunks in
+ * admission order; a request that cannot get a block preempts the most
+ * recently admitted one (itself last). Returns 1 if anything was preempted. */
+static int schedule_running(struct atr_engine *e, uint64_t *budget, bool *preempted)
+{
+    *preempted = false;
+    for (size_t i = 0; i < e->running.len && *budget > 0; i++) {
+        struct req *r = e->running.v[i];
+        uint64_t n = r->num_tokens - r->computed;
+        if (n > *budget)
+            n = *budget;
+        for (;;) {
+            bool ok;
+            if (req_grow(e, r, r->computed + n, &ok) < 0)
+                return -1;
+            if (ok)
+                break;
+            struct req *victim = e->running.v[--e->running.len];
+            preempt(e, victim);
+            *preempted = true;
+            if (ring_push_front(&e->waiting, victim) < 0)
+                return -1;
+            if (victim == r)
+                return 0;
+        }
+        batch_add(e, r, (uint32_t)n, budget);
+    }
+    return 0;
+}
+
+/* Admits r with its prefix hits and a first chunk; *ok false if it does not
+ * fit now (then nothing changed). */
+static int admit(struct atr_engine *e, struct req *r, uint64_t *budget, bool *ok)
+{
+    uint32_t in_lru;
+    uint32_t hits = prefix_hits(e, r, &in_lru);
+    uint64_t cached = (uint64_t)hits * e->cfg.block_size;
+    uint64_t n = r->num_tokens - cached;
+    *ok = false;
+    if (n > *budget) {
+        if (!e->cfg.chunked_prefill)
+            return 0;
+        n = *budget;
+    }
+    uint32_t want = blocks_for(e, cached + n);
+    if (want - hits > e->n_free + e->n_lru - in_lru)
+        return 0;
+    if (req_reserve_blocks(r, want) < 0)
+        return -1;
+    for (uint32_t i = 0; i < hits; i++) {
+        uint32_t b = map_find(e, r->hash_ids[i]);
+        block_ref(e, b);
+        r->blocks[r->n_blocks++] = b;
+    }
+    r->n_hashed = hits;
+    r->computed = cached;
+    bool grown;
+    if (req_grow(e, r, cached + n, &grown) < 0)
+        return -1;
+    if (!r->admitted_once) {
+        r->admitted_once = true;
+        r->rec.cached_tokens = (uint32_t)cached;
+        r->rec.first_scheduled = e->now;
+        e->st.prompt_tokens += r->rec.prompt_tokens;
+        e->st.cached_tokens += cached;
+    }
+    batch_add(e, r, (uint32_t)n, budget);
+    *ok = true;
+    return vec_push(&e->running, r);
+}
+
+static int schedule_waiting(struct atr_engine *e, uint64_t *budget)
+{
+    while (*budget > 0 && e->running.len < e->cfg.max_num_seqs) {
+        struct req *r = ring_front(&e->waiting);
+        bool ok;
+        if (!r)
+            break;
+        if (admit(e, r, budget, &ok) < 0)
+            return -1;
+        if (!ok)
+            break;          /* FCFS: the head blocks the queue */
+        ring_pop_front(&e->waiting);
+    }
+    return 0;
+}
+
+/* ---- iterations ---- */
+
+static void work_of_batch(const struct atr_engine *e, struct atr_iter_work *w)
+{
+    memset(w, 0, sizeof(*w));
+    for (size_t i = 0; i < e->batch.len; i++) {
+        const struct req *r = e->batch.v[i];
+        bool decode = r->rec.tokens_done > 0 && r->num_tokens - r->computed == 1;
+        if (decode) {
+            w->decode_seqs++;
+            w->decode_ctx_tokens += r->num_tokens;
+        } else {
+            w->prefill_tokens += r->sched_new;
+            w->prefill_ctx_tokens += r->computed;
+        }
+    }
+}
+
+static int start_iteration(struct atr_engine *e, struct atr_error *err)
+{
+    uint64_t budget = e->cfg.max_num_batched_tokens;
+    bool preempted;
+    e->batch.len = 0;
+    if (schedule_running(e, &budget, &preempted) < 0 ||
+        (!preempted && schedule_waiting(e, &budget) < 0))
+        return atr_error_set(err, "engine: out of memory");
+    if (e->batch.len == 0)
+        return atr_error_set(err, "engine: stalled with %zu waiting requests",
+                             e->waiting.len);
+    struct atr_iter_work w;
+    work_of_batch(e, &w);
+    double dt = e->cfg.iter_seconds(e->cfg.cost_ctx, &w);
+    if (!(dt > 0) || !isfinite(dt))
+        return atr_error_set(err, "engine: iteration cost %g s is not a positive time", dt);
+    if (atr_heap_push(&e->events, e->now + dt, &iter_end_tag, err) < 0)
+        return -1;
+    e->busy = true;
+    if (e->used > e->st.kv_blocks_peak)
+        e->st.kv_blocks_peak = e->used;
+    e->kv_time_sum += (double)e->used * dt;
+    e->batch_sum += (double)e->batch.len;
+    e->st.busy_seconds += dt;
+    e->st.prefill_tokens += w.prefill_tokens;
+    e->st.decode_tokens += w.decode_seqs;
+    e->hist[e->batch.len]++;
+    if (e->cfg.on_iter) {
+        struct atr_iter_info it = { e->st.iterations, e->now, dt,
+                                    (unsigned)e->batch.len, w, e->used };
+        e->cfg.on_iter(e->cfg.iter_ctx, &it);
+    }
+    e->st.iterations++;
+    return 0;
+}
+
+/* Applies the finished iteration: KV computed, tokens sampled, requests done. */
+static int end_iteration(struct atr_engine *e)
+{
+    for (size_t i = 0; i < e->batch.len; i++) {
+        struct req *r = e->batch.v[i];
+        r->computed += r->sched_new;
+        r->sched_new = 0;
+        req_cache_blocks(e, r);
+        if (r->computed < r->num_tokens)
+            continue;
+        r->rec.token_times[r->rec.tokens_done++] = e->now;
+        if (r->rec.tokens_done == 1)
+            r->rec.first_token = e->now;
+        r->num_tokens++;
+        if (r->rec.tokens_done == r->rec.output_tokens) {
+            r->rec.finish = e->now;
+            req_free_blocks(e, r);
+            e->pending--;
+            e->st.requests_finished++;
+            if (vec_push(&e->done, r) < 0)
+                return -1;
+        }
+    }
+    size_t k = 0;           /* drop finished requests, keeping admission order */
+    for (size_t i = 0; i < e->running.len; i++)
+        if (e->running.v[i]->rec.tokens_done < e->running.v[i]->rec.output_tokens)
+            e->running.v[k++] = e->running.v[i];
+    e->running.len = k;
+    e->batch.len = 0;
+    e->busy = false;
+    return 0;
+}
+
+/* ---- public API ---- */
+
+void atr_engine_cfg_defaults(struct atr_engine_cfg *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->block_size = 16;
+    cfg->max_num_seqs = 256;
+    cfg->max_num_batched_tokens = 8192;
+    cfg->chunked_prefill = true;
+    cfg->prefix_caching = true;
+}
+
+static int engine_alloc(struct atr_engine *e)
+{
+    size_t map_cap = 64;
+    while (map_cap < 2 * (size_t)e->n_blocks)
+        map_cap *= 2;
+    e->map_mask = map_cap - 1;
+    e->blocks = calloc(e->n_blocks ? e->n_blocks : 1, sizeof(*e->blocks));
+    e->free_stack = malloc((e->n_blocks ? e->n_blocks : 1) * sizeof(*e->free_stack));
+    e->map = malloc(map_cap * sizeof(*e->map));
+    e->hist = calloc(e->cfg.max_num_seqs + 1, sizeof(*e->hist));
+    e->batch.v = malloc((e->cfg.max_num_seqs + 1) * sizeof(*e->batch.v));
+    if (!e->blocks || !e->free_stack || !e->map || !e->hist || !e->batch.v)
+        return -1;
+    memset(e->map, 0xff, map_cap * sizeof(*e->map));
+    /* Stack order makes block 0 the first allocated: easier to read in tests. */
+    for (uint32_t i = 0; i < e->n_blocks; i++) {
+        e->blocks[i].prev = e->blocks[i].next = NIL;
+        e->free_stack[i] = e->n_blocks - 1 - i;
+    }
+    e->n_free = e->n_blocks;
+    return 0;
+}
+
+struct atr_engine *atr_engine_new(const struct atr_engine_cfg *cfg, struct atr_error *err)
+{
+    struct atr_engine_cfg c = *cfg;
+    if (!c.iter_seconds)
+        return atr_error_set(err, "engine: no iteration cost callback"), NULL;
+    if (!c.block_size)
+        c.block_size = 16;
+    if (!c.max_num_seqs)
+        c.max_num_seqs = 256;
+    if (!c.max_num_batched_tokens)
+        c.max_num_batched_tokens = 8192;
+    uint64_t nb = c.kv_capacity_tokens / c.block_size;
+    if (nb == 0 || nb >= NIL / 2)
+        return atr_error_set(err, "engine: KV capacity of %llu tokens gives %llu blocks",
+                             (unsigned long long)c.kv_capacity_tokens,
+                             (unsigned long long)nb), NULL;
+    struct atr_engine *e = calloc(1, sizeof(*e));
+    if (!e)
+        return atr_error_set(err, "engine: out of memory"), NULL;
+    e->cfg = c;
+    e->n_blocks = (uint32_t)nb;
+    e->lru_head = e->lru_tail = NIL;
+    atr_heap_init(&e->events);
+    if (engine_alloc(e) < 0) {
+        atr_engine_free(e);
+        return atr_error_set(err, "engine: out of memory"), NULL;
+    }
+    return e;
+}
+
+void atr_engine_free(struct atr_engine *e)
+{
+    if (!e)
+        return;
+    for (size_t i = 0; i < e->all.len; i++) {
+        free(e->all.v[i]->blocks);
+        free(e->all.v[i]->rec.token_times);
+        free(e->all.v[i]);
+    }
+    free(e->all.v);
+    free(e->running.v);
+    free(e->batch.v);
+    free(e->done.v);
+    free(e->waiting.v);
+    free(e->blocks);
+    free(e->free_stack);
+    free(e->map);
+    free(e->hist);
+    atr_heap_release(&e->events);
+    free(e);
+}
+
+static int check_req(const struct atr_engine *e, const struct atr_sim_req *q,
+                     struct atr_error *err)
+{
+    uint64_t id = q->id;
+    if (!(q->arrival >= e->now) || !isfinite(q->arrival))
+        return atr_error_set(err, "engine: request %llu arrives at %g s, before the clock (%g s)",
+                             (unsigned long long)id, q->arrival, e->now);
+    if (q->prompt_tokens == 0 || q->output_tokens == 0)
+        return atr_error_set(err, "engine: request %llu has no prompt or output tokens",
+                             (unsigned long long)id);
+    uint64_t need = blocks_for(e, (uint64_t)q->prompt_tokens + q->output_tokens);
+    if (need > e->n_blocks)
+        return atr_error_set(err, "engine: request %llu needs %llu KV blocks, capacity is %u",
+                             (unsigned long long)id, (unsigned long long)need, e->n_blocks);
+    if (!e->cfg.chunked_prefill &&
+        (uint64_t)q->prompt_tokens + q->output_tokens > e->cfg.max_num_batched_tokens)
+        return atr_error_set(err, "engine: request %llu is longer than max_num_batched_tokens "
+                             "without chunked prefill", (unsigned long long)id);
+    return 0;
+}
+
+int atr_engine_add(struct atr_engine *e, const struct atr_sim_req *q, struct atr_error *err)
+{
+    if (check_req(e, q, err) < 0)
+        return -1;
+    struct req *r = calloc(1, sizeof(*r));
+    double *times = r ? malloc(q->output_tokens * sizeof(*times)) : NULL;
+    if (!times || vec_push(&e->all, r) < 0) {
+        free(times);
+        free(r);
+        return atr_error_set(err, "engine: out of memory");
+    }
+    r->rec.id = q->id;
+    r->rec.prompt_tokens = q->prompt_tokens;
+    r->rec.output_tokens = q->output_tokens;
+    r->rec.arrival = q->arrival;
+    r->rec.first_scheduled = r->rec.first_token = r->rec.finish = NAN;
+    r->rec.token_times = times;
+    r->hash_ids = q->hash_ids;
+    uint64_t full = q->prompt_tokens / e->cfg.block_size;
+    r->n_hash = q->hash_ids ? (uint32_t)(q->n_hash_ids < full ? q->n_hash_ids : full) : 0;
+    r->num_tokens = q->prompt_tokens;
+    e->pending++;
+    e->st.requests_added++;
+    return atr_heap_push(&e->events, q->arrival, r, err) < 0 ? -1 : 0;
+}
+
+double atr_engine_now(const struct atr_engine *e)
+{
+    return e->now;
+}
+
+double atr_engine_next_time(const struct atr_engine *e)
+{
+    if (e->due)
+        return e->now;
+    const struct atr_heap_item *top = atr_heap_peek(&e->events);
+    return top ? top->t : INFINITY;
+}
+
+static int process_event(struct atr_engine *e, void *data)
+{
+    if (data == &iter_end_tag)
+        return end_iteration(e);
+    return ring_push_back(&e->waiting, data);
+}
+
+static int engine_step(struct atr_engine *e, struct atr_error *err)
+{
+    struct atr_heap_item it;
+    if (e->due) {
+        e->due = false;
+        return start_iteration(e, err);
+    }
+    if (!atr_heap_pop(&e->events, &it))
+        return 0;
+    e->now = it.t;
+    if (process_event(e, it.data) < 0)
+        return atr_error_set(err, "engine: out of memory");
+    /* Every event at this instant lands before the next schedule, so an
+     * arrival tied with an iteration end joins that next iteration. */
+    while (atr_heap_peek(&e->events) && atr_heap_peek(&e->events)->t == e->now) {
+        atr_heap_pop(&e->events, &it);
+        if (process_event(e, it.data) < 0)
+            return atr_error_set(err, "engine: out of memory");
+    }
+    if (!e->busy && (e->running.len || e->waiting.len))
+        e->due = true;
+    return 0;
+}
+
+int atr_engine_step(struct atr_engine *e, struct atr_error *err)
+{
+    e->done.len = 0;
+    return engine_step(e, err);
+}
+
+int atr_engine_run_until(struct atr_engine *e, double t, struct atr_error *err)
+{
+    e->done.len = 0;
+    for (;;) {
+        double next = atr_engine_next_time(e);
+        if (next > t || next == INFINITY)
+            return 0;
+        if (engine_step(e, err) < 0)
+            return -1;
+    }
+}
+
+struct atr_sim_record *const *atr_engine_finished(const struct atr_engine *e, size_t *n)
+{
+    *n = e->done.len;
+    return (struct atr_sim_record *const *)e->done.v;
+}
+
+size_t atr_engine_pending(const struct atr_engine *e)
+{
+    return e->pending;
+}
+
+void atr_engine_get_stats(const struct atr_engine *e, struct atr_engine_stats *out)
+{
+    *out = e->st;
+    out->prefix_hit_rate = e->st.prompt_tokens
+        ? (double)e->st.cached_tokens / (double)e->st.prompt_tokens : 0;
+    out->kv_blocks_total = e->n_blocks;
+    out->kv_blocks_mean = e->st.busy_seconds > 0 ? e->kv_time_sum / e->st.busy_seconds : 0;
+    out->batch_mean = e->st.iterations ? e->batch_sum / (double)e->st.iterations : 0;
+    out->batch_hist_len = e->cfg.max_num_seqs + 1;
+    out->batch_hist = e->hist;
+}

@@ -1,0 +1,131 @@
+/* engine.h - deterministic virtual-time model of a vLLM-v1-like serving
+ * engine: continuous batching, chunked prefill, paged KV cache with a prefix
+ * cache over full blocks (LRU eviction), and recompute preemption
+ * (docs/sim-engine.md).
+ *
+ * The engine is event driven. Requests are added with an arrival time at or
+ * after the engine's clock; atr_engine_step() advances to the next event
+ * (an arrival or the end of an iteration), and atr_engine_finished() lists
+ * the requests that finished during the last step or run_until call, so a
+ * driver can add the next turn of a session with arrival = finish + think
+ * time before the engine schedules its next iteration.
+ *
+ * Memory: the engine owns its request states and their records; record
+ * pointers stay valid until atr_engine_free(). The hash_ids array of a
+ * request is borrowed: it must stay valid until the request is reported
+ * finished. The cost callback's context is borrowed. */
+#ifndef ATR_SIM_ENGINE_H
+#define ATR_SIM_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sim/cost.h"
+#include "util/error.h"
+
+/* Passed to on_iter once per iteration, when it is scheduled. */
+struct atr_iter_info {
+    uint64_t index;          /* 0-based iteration number */
+    double start, seconds;   /* start time and duration */
+    unsigned num_seqs;       /* sequences in the batch */
+    struct atr_iter_work work;
+    uint32_t kv_blocks_used; /* referenced KV blocks after allocation */
+};
+
+struct atr_engine_cfg {
+    /* Seconds one iteration takes; must return a finite value > 0. */
+    double (*iter_seconds)(void *ctx, const struct atr_iter_work *w);
+    void *cost_ctx;
+    uint64_t kv_capacity_tokens;     /* KV blocks = this / block_size */
+    unsigned block_size;             /* 0 -> 16 */
+    unsigned max_num_seqs;           /* 0 -> 256 */
+    unsigned max_num_batched_tokens; /* 0 -> 8192 */
+    bool chunked_prefill;            /* vLLM v1 default: true */
+    bool prefix_caching;             /* vLLM v1 default: true */
+    /* Optional per-iteration observer (batch size / KV series). */
+    void (*on_iter)(void *ctx, const struct atr_iter_info *it);
+    void *iter_ctx;
+};
+
+/* Fills the vLLM v1 defaults (block 16, 256 seqs, 8192 tokens, chunked
+ * prefill and prefix caching on); cost and capacity stay to be set. */
+void atr_engine_cfg_defaults(struct atr_engine_cfg *cfg);
+
+struct atr_sim_req {
+    uint64_t id;                /* caller's id, copied into the record */
+    double arrival;             /* seconds, >= the engine's clock */
+    uint32_t prompt_tokens;     /* >= 1 */
+    uint32_t output_tokens;     /* forced output length, >= 1 */
+    const uint64_t *hash_ids;   /* prompt block ids (borrowed), may be NULL */
+    size_t n_hash_ids;          /* ids past the last full block are ignored */
+};
+
+struct atr_sim_record {
+    uint64_t id;
+    uint32_t prompt_tokens, output_tokens;
+    uint32_t cached_tokens;     /* prompt tokens from the prefix cache at first admission */
+    uint32_t preemptions;
+    uint32_t tokens_done;       /* output tokens produced so far */
+    double arrival;
+    double first_scheduled;     /* start of the first iteration that ran it */
+    double first_token;         /* end of the iteration completing its prefill (TTFT) */
+    double finish;              /* time of the last token (E2EL) */
+    double *token_times;        /* [output_tokens]: end of the iteration producing each token */
+};
+
+struct atr_engine_stats {
+    uint64_t iterations;
+    uint64_t requests_added, requests_finished;
+    uint64_t prompt_tokens;         /* over first admissions */
+    uint64_t cached_tokens;         /* over first admissions */
+    double prefix_hit_rate;         /* cached_tokens / prompt_tokens (0 if none) */
+    uint64_t prefill_tokens;        /* tokens computed by prefill chunks, recompute included */
+    uint64_t decode_tokens;
+    uint64_t preemptions;
+    uint64_t evictions;             /* cached blocks evicted for reuse */
+    uint32_t kv_blocks_total, kv_blocks_peak;
+    double kv_blocks_mean;          /* time-weighted over busy time */
+    double busy_seconds;            /* sum of iteration durations */
+    double batch_mean;              /* mean sequences per iteration */
+    unsigned batch_hist_len;        /* max_num_seqs + 1 */
+    const uint64_t *batch_hist;     /* [n] = iterations with n sequences; engine-owned */
+};
+
+struct atr_engine;
+
+/* NULL with err set on bad configuration or out of memory. */
+struct atr_engine *atr_engine_new(const struct atr_engine_cfg *cfg,
+                                  struct atr_error *err);
+void atr_engine_free(struct atr_engine *e);
+
+/* Queues a request. Fails when its arrival is before the engine clock, its
+ * sizes are zero, or it could never fit (prompt + output KV beyond capacity,
+ * or a prompt over max_num_batched_tokens without chunked prefill). */
+int atr_engine_add(struct atr_engine *e, const struct atr_sim_req *req,
+                   struct atr_error *err);
+
+/* Engine clock: the time of the last event processed. */
+double atr_engine_now(const struct atr_engine *e);
+/* Time of the next thing step would do: the clock itself when an iteration
+ * is due to be scheduled, INFINITY when there is nothing left to do. */
+double atr_engine_next_time(const struct atr_engine *e);
+
+/* One step: either schedules the due iteration (clock unchanged), or
+ * advances the clock to the next event time and processes every event at
+ * that time. Clears, then fills, the finished list. 0, or -1 with err set
+ * (the cost callback returned a bad time, or out of memory). */
+int atr_engine_step(struct atr_engine *e, struct atr_error *err);
+/* Steps while next_time <= t; the finished list accumulates over the call.
+ * t = INFINITY runs until every added request finished. */
+int atr_engine_run_until(struct atr_engine *e, double t, struct atr_error *err);
+
+/* Records finished in the last step / run_until call, in finish order. */
+struct atr_sim_record *const *atr_engine_finished(const struct atr_engine *e,
+                                                  size_t *n);
+/* Requests added and not yet finished. */
+size_t atr_engine_pending(const struct atr_engine *e);
+
+void atr_engine_get_stats(const struct atr_engine *e, struct atr_engine_stats *out);
+
+#endif

@@ -1,0 +1,246 @@
+/* test-llm-metrics.c - vLLM benchmark figures on hand-computed request
+ * sets: the result JSON and printed block against golden files in
+ * tests/data/llm/, failures counted but not averaged, "inf" rates,
+ * goodput, empty and all-failed runs, per-request lines. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "llm/metrics.h"
+
+static char *slurp(const char *name)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/llm/%s", ATR_TEST_DATA, name);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    static char buf[8192];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return buf;
+}
+
+static const double c0[] = {0.25, 0.5, 0.75, 1.0};
+static const double c1[] = {1.0, 1.5};
+static const double c2[] = {2.0, 2.125, 2.25, 2.5};
+static const double c3[] = {2.625};
+
+/* Five requests, concurrency 2 (R2 waits 0.5 s for a slot, R3 is sent
+ * 0.125 s late, R4 fails). Every figure is worked out in five.json. */
+static const struct atr_llm_record five[] = {
+    {0, 0.0, 0.0, 0.0, 1.0, c0, 4, 100, 4, 0, true, NULL},
+    {1, 0.5, 0.5, 0.5, 1.5, c1, 2, 200, 3, 64, true, NULL},
+    {2, 1.0, 1.0, 1.5, 2.5, c2, 4, 100, 5, 32, true, NULL},
+    {3, 1.5, 1.625, 1.625, 2.625, c3, 1, 50, 1, 0, true, NULL},
+    {4, 2.0, 2.0, 2.5, 3.0, NULL, 0, 0, 0, 0, false, "http 500"},
+};
+
+static struct atr_llm_bench_config base_cfg(void)
+{
+    struct atr_llm_bench_config c;
+    memset(&c, 0, sizeof c);
+    c.date = "20260101-000000";
+    c.backend = "openai";
+    c.model_id = "m/x";
+    c.num_prompts = 5;
+    c.request_rate = 2.0;
+    c.burstiness = 1.0;
+    c.max_concurrency = 2;
+    c.slo_ttft_ms = c.slo_tpot_ms = c.slo_e2el_ms = -1;
+    c.e2el_section = true;
+    return c;
+}
+
+static void check_outputs(const struct atr_llm_record *r, size_t n,
+                          const struct atr_llm_bench_config *c,
+                          const char *json_golden, const char *block_golden)
+{
+    struct atr_llm_summary s;
+    struct atr_error err;
+    assert_int_equal(atr_llm_summarize(r, n, c, &s, &err), 0);
+    struct atr_buf b = ATR_BUF_INIT;
+    assert_int_equal(atr_llm_write_result_json(&b, &s, c), 0);
+    assert_string_equal(b.data, slurp(json_golden));
+    atr_buf_clear(&b);
+    assert_int_equal(atr_llm_write_block(&b, &s, c), 0);
+    assert_string_equal(b.data, slurp(block_golden));
+    atr_buf_release(&b);
+    atr_llm_summary_release(&s);
+}
+
+static void test_five_golden(void **state)
+{
+    (void)state;
+    struct atr_llm_bench_config c = base_cfg();
+    check_outputs(five, 5, &c, "five.json", "five.txt");
+}
+
+/* Request rate inf is the string "inf" and drops the "configured" line;
+ * no successes gives zeros like vLLM's all-failed file. */
+static void test_all_failed_inf(void **state)
+{
+    (void)state;
+    const struct atr_llm_record f[] = {
+        {0, 0, 0, 0, 0.5, NULL, 0, 0, 0, 0, false, "http 500"},
+        {1, 0, 0, 0, 0.25, NULL, 0, 0, 0, 0, false, "http 500"},
+        {2, 0, 0, 0, 1.0, NULL, 0, 0, 0, 0, false, "http 500"},
+    };
+    struct atr_llm_bench_config c = base_cfg();
+    c.num_prompts = 3;
+    c.request_rate = INFINITY;
+    c.max_concurrency = 0;
+    check_outputs(f, 3, &c, "all-failed.json", "all-failed.txt");
+}
+
+static void test_failures_excluded_and_grouped(void **state)
+{
+    (void)state;
+    struct atr_llm_record r[7];
+    memcpy(r, five, sizeof five);
+    /* a failure with huge latency and tokens must not move any figure */
+    r[5] = (struct atr_llm_record){5, 0, 0, 0, 2.9, c0, 4, 999, 999, 7, false, "stream cut"};
+    r[6] = (struct atr_llm_record){6, 0, 0, 0, 2.0, NULL, 0, 0, 0, 0, false, NULL};
+    struct atr_llm_bench_config c = base_cfg();
+    struct atr_llm_summary s;
+    struct atr_error err;
+    assert_int_equal(atr_llm_summarize(r, 7, &c, &s, &err), 0);
+    assert_int_equal(s.completed, 4);
+    assert_int_equal(s.failed, 3);
+    assert_int_equal(s.total_input, 450);
+    assert_int_equal(s.total_output, 13);
+    assert_int_equal(s.cached_tokens, 96);
+    assert_true(s.ttft.mean == 562.5);
+    assert_true(s.itl.mean == 250.0);
+    assert_int_equal(s.n_failures, 3);   /* sorted by reason */
+    assert_string_equal(s.failures[0].reason, "http 500");
+    assert_string_equal(s.failures[1].reason, "stream cut");
+    assert_string_equal(s.failures[2].reason, "unknown");
+    assert_int_equal(s.failures[0].count, 1);
+    atr_llm_summary_release(&s);
+}
+
+/* SLOs: ttft 600 ms and tpot 300 ms pass R0-R2 (R3's TTFT is 1 s): 3 good
+ * in 3 s. Adding e2el 999 ms fails everyone (all E2EL are 1 s). */
+static void test_goodput(void **state)
+{
+    (void)state;
+    struct atr_llm_bench_config c = base_cfg();
+    c.slo_ttft_ms = 600;
+    c.slo_tpot_ms = 300;
+    struct atr_llm_summary s;
+    struct atr_error err;
+    assert_int_equal(atr_llm_summarize(five, 5, &c, &s, &err), 0);
+    assert_int_equal(s.good_completed, 3);
+    assert_true(s.request_goodput == 1.0);
+    struct atr_buf b = ATR_BUF_INIT;
+    assert_int_equal(atr_llm_write_result_json(&b, &s, &c), 0);
+    assert_non_null(strstr(b.data, "\"request_goodput\": 1.0,"));
+    assert_non_null(strstr(b.data, "\"goodput\": {\"slo_ms\": {\"ttft\": 600.0, \"tpot\": 300.0}, "
+                                   "\"good_requests\": 3, \"request_goodput\": 1.0}"));
+    atr_buf_clear(&b);
+    assert_int_equal(atr_llm_write_block(&b, &s, &c), 0);
+    assert_non_null(strstr(b.data, "\nRequest goodput (req/s):                 1.00      \n"));
+    atr_buf_release(&b);
+    atr_llm_summary_release(&s);
+    c.slo_e2el_ms = 999;
+    assert_int_equal(atr_llm_summarize(five, 5, &c, &s, &err), 0);
+    assert_int_equal(s.good_completed, 0);
+    atr_llm_summary_release(&s);
+}
+
+static void test_empty(void **state)
+{
+    (void)state;
+    struct atr_llm_bench_config c = base_cfg();
+    c.incomplete = true;
+    struct atr_llm_summary s;
+    struct atr_error err;
+    assert_int_equal(atr_llm_summarize(NULL, 0, &c, &s, &err), 0);
+    assert_int_equal(s.completed, 0);
+    assert_true(s.duration == 0.0 && s.request_throughput == 0.0 && s.ttft.p[0] == 0.0);
+    struct atr_buf b = ATR_BUF_INIT;
+    assert_int_equal(atr_llm_write_result_json(&b, &s, &c), 0);
+    assert_non_null(strstr(b.data, "\"atr\": {\"incomplete\": true, "));
+    assert_non_null(strstr(b.data, "\"failures_by_reason\": {}}}"));
+    assert_null(strstr(b.data, "nan"));
+    atr_buf_release(&b);
+    atr_llm_summary_release(&s);
+}
+
+static void test_percentile_keys(void **state)
+{
+    (void)state;
+    struct atr_llm_bench_config c = base_cfg();
+    c.n_percentiles = 2;
+    c.percentiles[0] = 50;
+    c.percentiles[1] = 99.9;
+    struct atr_llm_summary s;
+    struct atr_error err;
+    assert_int_equal(atr_llm_summarize(five, 5, &c, &s, &err), 0);
+    struct atr_buf b = ATR_BUF_INIT;
+    assert_int_equal(atr_llm_write_result_json(&b, &s, &c), 0);
+    assert_non_null(strstr(b.data, "\"p50_ttft_ms\": 500.0, \"p99.9_ttft_ms\": "));
+    atr_buf_clear(&b);
+    assert_int_equal(atr_llm_write_block(&b, &s, &c), 0);
+    assert_non_null(strstr(b.data, "\nP99.9 ITL (ms):"));
+    atr_buf_release(&b);
+    atr_llm_summary_release(&s);
+}
+
+static void test_request_lines(void **state)
+{
+    (void)state;
+    struct atr_buf b = ATR_BUF_INIT;
+    assert_int_equal(atr_llm_write_request_line(&b, &five[2]), 0);
+    assert_int_equal(atr_llm_write_request_line(&b, &five[4]), 0);
+    assert_string_equal(b.data, slurp("requests.ndjson"));
+    atr_buf_release(&b);
+}
+
+static void expect_float(double v, const char *want)
+{
+    struct atr_buf b = ATR_BUF_INIT;
+    assert_int_equal(atr_llm_put_pyfloat(&b, v), 0);
+    assert_string_equal(b.data, want);
+    atr_buf_release(&b);
+}
+
+/* Python repr: what json.dump writes for a float. */
+static void test_pyfloat(void **state)
+{
+    (void)state;
+    expect_float(1.0, "1.0");
+    expect_float(100.0, "100.0");
+    expect_float(0.1, "0.1");
+    expect_float(1e-05, "1e-05");
+    expect_float(0.0001, "0.0001");
+    expect_float(1e16, "1e+16");
+    expect_float(1234567890123456.0, "1234567890123456.0");
+    expect_float(1.0 / 3, "0.3333333333333333");
+    expect_float(-2.5, "-2.5");
+    expect_float(0.0, "0.0");
+    expect_float(NAN, "null");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_five_golden),
+        cmocka_unit_test(test_all_failed_inf),
+        cmocka_unit_test(test_failures_excluded_and_grouped),
+        cmocka_unit_test(test_goodput),
+        cmocka_unit_test(test_empty),
+        cmocka_unit_test(test_percentile_keys),
+        cmocka_unit_test(test_request_lines),
+        cmocka_unit_test(test_pyfloat),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
