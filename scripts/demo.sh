@@ -34,6 +34,9 @@ step "statistics of the real samples (atr stats)"
 step "statistics of the generated workload"
 "$atr" stats "$out/gen-swe.ndjson"
 
+step "the generated agent workload on a simulated H100 serving Llama-3.1-8B (atr sim run)"
+"$atr" sim run "$out/gen-swe.ndjson" --profile h100/llama-3.1-8b --save-result "$out/sim-result.json"
+
 step "replay tool steps in cgroups (atr replay tools, static-toolcall, --mem-max 128M)"
 # One step of the bundled trace needs 200 MiB: the per-step limit stops it
 # (an OOM kill in its metrics) while the other steps run normally.

@@ -9,6 +9,7 @@ extern const struct atr_cmd cmd_stats_entry;
 extern const struct atr_cmd cmd_gen_entry;
 extern const struct atr_cmd cmd_sample_entry;
 extern const struct atr_cmd cmd_replay_entry;
+extern const struct atr_cmd cmd_sim_entry;
 
 const struct atr_cmd *const atr_cmds[] = {
     &cmd_convert_entry,
@@ -17,6 +18,7 @@ const struct atr_cmd *const atr_cmds[] = {
     &cmd_gen_entry,
     &cmd_sample_entry,
     &cmd_replay_entry,
+    &cmd_sim_entry,
     NULL,
 };
 

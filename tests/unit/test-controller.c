@@ -541,8 +541,10 @@ static void test_real_trigger(void **state)
     real_run(state, ATR_CTL_PSI_TRIGGER);
 }
 
-/* Through the step's own wait loop: a shell pipeline whose tail holds
- * 48 MiB (no newline in the input) in a group that starts at 8 MiB. */
+/* Through the step's own wait loop: a shell that holds 48 MiB for 0.5 s in
+ * a group that starts at 8 MiB. Holding it matters: a step that frees its
+ * memory within a few ms can end before the threshold event or the relax
+ * tick is handled (that made this test flaky). */
 static void test_real_spawn(void **state)
 {
     struct real *r = *state;
@@ -558,7 +560,8 @@ static void test_real_spawn(void **state)
         fail_msg("atr_ctl_start: %s", err.msg);
     char *env[] = {"PATH=/usr/bin:/bin", NULL};
     struct atr_spawn_opts so = {
-        .command = "head -c 50331648 /dev/zero | tail -n 1 | wc -c", .cwd = "/", .env = env,
+        .command = "v=$(head -c 50331648 /dev/zero | tr '\\0' a); sleep 0.5; echo ${#v}",
+        .cwd = "/", .env = env,
         .host = &r->host, .cg = &r->g, .max_output = 64, .timeout_ms = 20000, .watch = &w};
     struct atr_spawn_result res;
     int rc = atr_spawn_run(&so, &res, &err);
