@@ -119,7 +119,7 @@ static int add_turn(struct run *rn, struct session *s, double t, struct atr_erro
         .id = rn->next_id++, .arrival = t, .prompt_tokens = u->prompt,
         .output_tokens = u->output, .hash_ids = u->ids, .n_hash_ids = u->n_ids,
     };
-    return atr_engine_add(rn->engine, &req, err);
+    return atr_engine_add(rn->engine, &req, err) ? 0 : -1;
 }
 
 /* Requests are ids in add order; the session of id is found through this. */

@@ -631,16 +631,18 @@ static int check_req(const struct atr_engine *e, const struct atr_sim_req *q,
     return 0;
 }
 
-int atr_engine_add(struct atr_engine *e, const struct atr_sim_req *q, struct atr_error *err)
+const struct atr_sim_record *atr_engine_add(struct atr_engine *e, const struct atr_sim_req *q,
+                                            struct atr_error *err)
 {
     if (check_req(e, q, err) < 0)
-        return -1;
+        return NULL;
     struct req *r = calloc(1, sizeof(*r));
     double *times = r ? malloc(q->output_tokens * sizeof(*times)) : NULL;
     if (!times || vec_push(&e->all, r) < 0) {
         free(times);
         free(r);
-        return atr_error_set(err, "engine: out of memory");
+        atr_error_set(err, "engine: out of memory");
+        return NULL;
     }
     r->rec.id = q->id;
     r->rec.prompt_tokens = q->prompt_tokens;
@@ -654,7 +656,7 @@ int atr_engine_add(struct atr_engine *e, const struct atr_sim_req *q, struct atr
     r->num_tokens = q->prompt_tokens;
     e->pending++;
     e->st.requests_added++;
-    return atr_heap_push(&e->events, q->arrival, r, err) < 0 ? -1 : 0;
+    return atr_heap_push(&e->events, q->arrival, r, err) < 0 ? NULL : &r->rec;
 }
 
 double atr_engine_now(const struct atr_engine *e)

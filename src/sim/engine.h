@@ -99,11 +99,14 @@ struct atr_engine *atr_engine_new(const struct atr_engine_cfg *cfg,
                                   struct atr_error *err);
 void atr_engine_free(struct atr_engine *e);
 
-/* Queues a request. Fails when its arrival is before the engine clock, its
- * sizes are zero, or it could never fit (prompt + output KV beyond capacity,
- * or a prompt over max_num_batched_tokens without chunked prefill). */
-int atr_engine_add(struct atr_engine *e, const struct atr_sim_req *req,
-                   struct atr_error *err);
+/* Queues a request and returns its record (engine-owned, updated as the
+ * engine runs: tokens_done and token_times grow per iteration, which is what
+ * a real-time server streams from). NULL with err set when its arrival is
+ * before the engine clock, its sizes are zero, or it could never fit
+ * (prompt + output KV beyond capacity, or a prompt over
+ * max_num_batched_tokens without chunked prefill). */
+const struct atr_sim_record *atr_engine_add(struct atr_engine *e, const struct atr_sim_req *req,
+                                            struct atr_error *err);
 
 /* Engine clock: the time of the last event processed. */
 double atr_engine_now(const struct atr_engine *e);

@@ -71,7 +71,7 @@ static void add(struct atr_engine *e, uint64_t id, double at, uint32_t prompt,
 {
     struct atr_error err;
     struct atr_sim_req q = { id, at, prompt, out, ids, n_ids };
-    assert_int_equal(atr_engine_add(e, &q, &err), 0);
+    assert_non_null(atr_engine_add(e, &q, &err));
 }
 
 /* Runs to the end; returns records indexed by id (ids 0..n-1). */
@@ -217,7 +217,7 @@ static void test_chunked_prefill(void **state)
     struct atr_error err;
     e = mk(cost_tokens, 32768, NULL, no_chunking);
     struct atr_sim_req q = { 0, 0, 20000, 2, NULL, 0 };
-    assert_int_equal(atr_engine_add(e, &q, &err), -1);
+    assert_null(atr_engine_add(e, &q, &err));
     atr_engine_free(e);
 }
 
@@ -342,14 +342,14 @@ static void test_bad_input(void **state)
     struct atr_error err;
     struct atr_engine *e = mk(cost_const, 160, NULL, NULL);
     struct atr_sim_req big = { 0, 0, 150, 20, NULL, 0 };   /* 170 tokens > 160 */
-    assert_int_equal(atr_engine_add(e, &big, &err), -1);
+    assert_null(atr_engine_add(e, &big, &err));
     add(e, 1, 1.0, 10, 1, NULL, 0);
     assert_int_equal(atr_engine_run_until(e, INFINITY, &err), 0);
     size_t n;
     atr_engine_finished(e, &n);
     assert_int_equal(n, 1);
     struct atr_sim_req late = { 2, 0.5, 10, 1, NULL, 0 };   /* before the clock */
-    assert_int_equal(atr_engine_add(e, &late, &err), -1);
+    assert_null(atr_engine_add(e, &late, &err));
     atr_engine_free(e);
     struct atr_engine_cfg cfg;
     atr_engine_cfg_defaults(&cfg);

@@ -41,7 +41,7 @@ static void test_h100_llama8b_burst(void **state)
     assert_non_null(e);
     for (uint64_t i = 0; i < 100; i++) {
         struct atr_sim_req r = {.id = i, .arrival = 0, .prompt_tokens = 200, .output_tokens = 64};
-        assert_int_equal(atr_engine_add(e, &r, &err), 0);
+        assert_non_null(atr_engine_add(e, &r, &err));
     }
     assert_int_equal(atr_engine_run_until(e, INFINITY, &err), 0);
     size_t n;
