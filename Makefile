@@ -4,7 +4,7 @@ JOBS ?= $(shell nproc)
 BUILD ?= build
 ATR = $(BUILD)/atr
 
-.PHONY: all deps build demo check unit-asan fuzz bench bench-tools clean
+.PHONY: all deps build demo check unit-asan fuzz bench bench-tools bench-sim bench-client clean
 
 all: build
 
@@ -43,6 +43,12 @@ bench: build
 
 bench-tools: build
 	@sh bench/tool-overhead/run.sh $(ATR)
+
+bench-sim: build
+	@sh bench/sim/run.sh $(ATR)
+
+bench-client: build
+	@sh bench/replay-client/run.sh $(ATR)
 
 clean:
 	rm -rf $(BUILD) build-asan build-fuzz

@@ -166,5 +166,5 @@ static int run(int argc, char **argv)
 }
 
 const struct atr_cmd cmd_convert_entry = {
-    "convert", "convert traces of any supported format to atr-trace NDJSON", help, run,
+    "convert", "convert traces of any supported format to atr-trace NDJSON", help, run, NULL,
 };

@@ -210,5 +210,5 @@ static int run(int argc, char **argv)
 }
 
 const struct atr_cmd cmd_gen_entry = {
-    "gen", "seeded synthetic agent traces (swe, chat, requests)", help, run,
+    "gen", "seeded synthetic agent traces (swe, chat, requests)", help, run, NULL,
 };

@@ -21,6 +21,8 @@
 static const char help[] =
     "usage: atr replay tools [OPTIONS] TRACE... --out DIR\n"
     "       atr replay tools --merge DIR... --out DIR\n"
+    "       atr replay llm [OPTIONS] TRACE... --target URL|sim:GPU/MODEL\n"
+    "         (see `atr replay llm --help`)\n"
     "\n"
     "Runs the tool steps of traces (any supported format) as real processes:\n"
     "bash steps with /bin/sh -c, in order, each trace in a fresh working\n"
@@ -642,8 +644,10 @@ static int run_merge(struct replay_args *a, int argc, char **argv)
 
 static int run(int argc, char **argv)
 {
+    if (argc >= 2 && strcmp(argv[1], "llm") == 0)
+        return cmd_replay_llm(argc - 1, argv + 1);
     if (argc < 2 || strcmp(argv[1], "tools") != 0)
-        return cli_usage("replay", "wants a mode: atr replay tools ...");
+        return cli_usage("replay", "wants a mode: atr replay tools ... or atr replay llm ...");
     struct replay_args a;
     memset(&a, 0, sizeof a);
     argc--;
@@ -654,6 +658,9 @@ static int run(int argc, char **argv)
     return a.merge ? run_merge(&a, argc, argv) : run_replay(&a, argc, argv);
 }
 
+static const struct atr_cmd_mode modes[] = { {"llm", cmd_replay_llm_help}, {NULL, NULL} };
+
 const struct atr_cmd cmd_replay_entry = {
-    "replay", "replay traces: `replay tools` runs tool steps in cgroups", help, run,
+    "replay", "replay traces: `replay tools` runs tool steps in cgroups, `replay llm` "
+    "sends llm steps to a server", help, run, modes,
 };

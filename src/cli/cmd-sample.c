@@ -294,5 +294,5 @@ static int run(int argc, char **argv)
 
 const struct atr_cmd cmd_sample_entry = {
     "sample", "seeded smoke / dev / paper subsets, stratified by length and tool mix",
-    help, run,
+    help, run, NULL,
 };

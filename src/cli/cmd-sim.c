@@ -1,5 +1,6 @@
 /* cmd-sim.c - `atr sim run`: the llm steps of traces through the engine
- * model in virtual time, reported as `vllm bench serve` reports a run. */
+ * model in virtual time, reported as `vllm bench serve` reports a run;
+ * dispatches `atr sim serve` (cmd-sim-serve.c). */
 #include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
@@ -7,62 +8,51 @@
 #include <time.h>
 
 #include "cli/cmd.h"
-#include "llm/metrics.h"
+#include "cli/llm-report.h"
+#include "cli/sched-opts.h"
+#include "sched/schedule.h"
+#include "sched/workload.h"
 #include "sim/cost.h"
 #include "sim/engine.h"
-#include "sim/heap.h"
+#include "sim/run.h"
 #include "trace/reader.h"
-#include "util/output.h"
 
 static const char help[] =
     "usage: atr sim run [OPTIONS] TRACE... --profile GPU/MODEL\n"
+    "       atr sim serve [OPTIONS] (--profile GPU/MODEL | --ttft MS --itl MS)\n"
     "\n"
-    "Runs the llm steps of traces through atr's serving-engine model in\n"
-    "virtual time (docs/sim.md, docs/sim-engine.md): continuous batching,\n"
-    "chunked prefill, paged KV cache, a prefix cache over the steps' hash_ids\n"
-    "with LRU eviction, preemption, and a roofline cost per iteration. Each\n"
-    "trace is a session: its first llm step arrives at the trace's start_ms,\n"
-    "each next one when the previous finished plus the recorded duration of\n"
-    "the tool steps between them. Prints the result block `vllm bench serve`\n"
-    "prints, then the engine's own figures.\n"
+    "`sim run` replays the llm steps of traces through atr's serving-engine\n"
+    "model in virtual time (docs/sim.md, docs/sim-engine.md): continuous\n"
+    "batching, chunked prefill, paged KV cache, a prefix cache over the steps'\n"
+    "hash_ids with LRU eviction, preemption, and a roofline cost per\n"
+    "iteration. It prints the result block `vllm bench serve` prints, then\n"
+    "the engine's own figures, and writes the same files as `atr replay llm`.\n"
+    "`sim serve` runs the same engine in real time behind an OpenAI-compatible\n"
+    "HTTP server (see `atr sim serve --help`).\n"
     "\n"
-    "options:\n"
+    "options of sim run:\n"
     "  -p, --profile GPU/MODEL   e.g. h100/llama-3.1-8b (required)\n"
     "      --tp N                tensor parallel degree (default 1)\n"
     "      --max-num-seqs N      default 256\n"
     "      --max-num-batched-tokens N   default 8192\n"
     "      --no-prefix-caching   disable the prefix cache\n"
-    "      --rate inf            every session starts at once (instead of its\n"
-    "                            start_ms); other schedules are not built yet\n"
     "      --save-result FILE    the result JSON (vLLM's --save-result keys + \"atr\")\n"
     "      --requests-out FILE   one line per request\n"
+    "      --goodput SLOS        e.g. ttft:500 tpot:50 e2el:10000 (milliseconds)\n"
     "  -f, --from FMT            input format instead of sniffing\n"
     "  -q, --quiet               no result block\n"
+    SCHED_HELP
     "\n"
     "GPUs: h100 h200 a100-80g l4 rtx3090 rtx4090. Models: llama-3.1-8b\n"
     "llama-3.2-1b llama-3.2-3b llama-3-70b qwen3-4b qwen3-4b-awq qwen3-8b\n"
-    "qwen1.5-0.5b. Not yet: atr sim serve, Poisson/gamma schedules.\n";
-
-/* One llm step of a session, copied out of its trace. */
-struct turn {
-    uint32_t prompt, output;
-    uint64_t *ids;               /* malloc; NULL when the trace's blocks differ */
-    uint32_t n_ids;
-    double think_s;              /* tool time recorded before this turn */
-};
-
-struct session {
-    struct turn *turns;
-    size_t n, next;
-    double start_s;
-};
+    "qwen1.5-0.5b.\n";
 
 struct sim_args {
-    const char *profile, *save, *requests_out, *from;
+    const char *profile, *from;
     unsigned tp;
     struct atr_engine_cfg cfg;
-    bool quiet;
-    bool all_at_once;            /* --rate inf: every session starts at 0 */
+    struct sched_opts sched;
+    struct llm_report_opts report;
 };
 
 static double profile_cost(void *ctx, const struct atr_iter_work *w)
@@ -70,228 +60,36 @@ static double profile_cost(void *ctx, const struct atr_iter_work *w)
     return atr_iter_seconds(ctx, w);
 }
 
-/* Copies t's llm steps into a session. */
-static void load_session(const struct atr_trace *t, unsigned block_size, struct session *s)
+static void print_engine(const struct atr_profile *p, const struct atr_engine *e)
 {
-    memset(s, 0, sizeof *s);
-    s->start_s = t->start_ms > 0 ? (double)t->start_ms / 1000.0 : 0;
-    s->turns = calloc(t->n_steps ? t->n_steps : 1, sizeof *s->turns);
-    if (!s->turns)
-        abort();
-    double tool_ms = 0;
-    for (size_t k = 0; k < t->n_steps; k++) {
-        const struct atr_step *st = &t->steps[k];
-        if (st->kind == ATR_STEP_TOOL) {
-            tool_ms += st->dur_ms > 0 ? (double)st->dur_ms : 0;
-            continue;
-        }
-        if (st->input_tokens <= 0)
-            continue;
-        struct turn *u = &s->turns[s->n++];
-        u->prompt = (uint32_t)st->input_tokens;
-        u->output = st->output_tokens > 0 ? (uint32_t)st->output_tokens : 1;
-        u->think_s = tool_ms / 1000.0;
-        tool_ms = 0;
-        if (st->n_hash_ids && t->block_size == block_size) {
-            u->ids = malloc(st->n_hash_ids * sizeof *u->ids);
-            if (!u->ids)
-                abort();
-            memcpy(u->ids, st->hash_ids, st->n_hash_ids * sizeof *u->ids);
-            u->n_ids = st->n_hash_ids;
-        }
-    }
+    struct atr_engine_stats st;
+    atr_engine_get_stats(e, &st);
+    printf("engine (%s/%s, tp %u): %llu iterations, mean batch %.1f, prefix cache hit "
+           "rate %.1f%%, KV peak %u of %u blocks (mean %.0f), %llu preemptions, "
+           "%llu evictions\n",
+           p->gpu->name, p->model->name, p->tp, (unsigned long long)st.iterations,
+           st.batch_mean, 100 * st.prefix_hit_rate, st.kv_blocks_peak, st.kv_blocks_total,
+           st.kv_blocks_mean, (unsigned long long)st.preemptions,
+           (unsigned long long)st.evictions);
 }
 
-struct run {
-    struct session *sessions;
-    size_t n_sessions;
-    const struct atr_sim_record **done;  /* in finish order; engine-owned */
-    size_t n_done, cap_done;
-    struct atr_heap arrivals;    /* (time, session) of turns not yet added */
-    uint64_t next_id;
-    struct atr_engine *engine;
-};
-
-static int add_turn(struct run *rn, struct session *s, double t, struct atr_error *err)
-{
-    const struct turn *u = &s->turns[s->next];
-    struct atr_sim_req req = {
-        .id = rn->next_id++, .arrival = t, .prompt_tokens = u->prompt,
-        .output_tokens = u->output, .hash_ids = u->ids, .n_hash_ids = u->n_ids,
-    };
-    return atr_engine_add(rn->engine, &req, err) ? 0 : -1;
-}
-
-/* Requests are ids in add order; the session of id is found through this. */
-struct id_map {
-    size_t *session;
-    size_t cap;
-};
-
-static void map_set(struct id_map *m, uint64_t id, size_t s)
-{
-    if (id >= m->cap) {
-        size_t cap = m->cap ? m->cap * 2 : 1024;
-        while (cap <= id)
-            cap *= 2;
-        m->session = realloc(m->session, cap * sizeof *m->session);
-        if (!m->session)
-            abort();
-        m->cap = cap;
-    }
-    m->session[id] = s;
-}
-
-/* Drives the engine: turns enter at their time, a session's next turn when
- * its previous one finished plus the recorded tool time. */
-static int drive(struct run *rn, struct atr_error *err)
-{
-    struct id_map map = {0};
-    int rc = 0;
-    for (size_t i = 0; i < rn->n_sessions && rc == 0; i++)
-        if (rn->sessions[i].n)
-            rc = atr_heap_push(&rn->arrivals, rn->sessions[i].start_s, &rn->sessions[i], err) <
-                 0 ? -1 : 0;
-    while (rc == 0) {
-        const struct atr_heap_item *top = atr_heap_peek(&rn->arrivals);
-        double t_add = top ? top->t : INFINITY, t_eng = atr_engine_next_time(rn->engine);
-        if (isinf(t_add) && isinf(t_eng))
-            break;
-        if (t_add <= t_eng) {
-            struct atr_heap_item it;
-            atr_heap_pop(&rn->arrivals, &it);
-            struct session *s = it.data;
-            map_set(&map, rn->next_id, (size_t)(s - rn->sessions));
-            rc = add_turn(rn, s, it.t, err);
-            continue;
-        }
-        if ((rc = atr_engine_step(rn->engine, err)) < 0)
-            break;
-        size_t n;
-        struct atr_sim_record *const *done = atr_engine_finished(rn->engine, &n);
-        for (size_t k = 0; k < n && rc == 0; k++) {
-            if (rn->n_done == rn->cap_done) {
-                rn->cap_done = rn->cap_done ? rn->cap_done * 2 : 1024;
-                rn->done = realloc(rn->done, rn->cap_done * sizeof *rn->done);
-                if (!rn->done)
-                    abort();
-            }
-            rn->done[rn->n_done++] = done[k];
-            struct session *s = &rn->sessions[map.session[done[k]->id]];
-            if (++s->next < s->n)
-                rc = atr_heap_push(&rn->arrivals, done[k]->finish + s->turns[s->next].think_s, s,
-                                   err) < 0 ? -1 : 0;
-        }
-    }
-    free(map.session);
-    return rc < 0 ? -1 : 0;
-}
-
-static int load_traces(int argc, char **argv, const struct sim_args *a, struct run *rn,
-                       struct atr_error *err)
-{
-    struct atr_read_opts ro = {0};
-    struct atr_trace t = ATR_TRACE_INIT;
-    size_t cap = 0;
-    int rc = 0;
-    for (int i = optind; i < argc && rc == 0; i++) {
-        struct atr_reader *r = atr_reader_open(argv[i], a->from, &ro, err);
-        if (!r)
-            return -1;
-        while ((rc = atr_reader_next(r, &t, err)) == 1) {
-            if (rn->n_sessions == cap) {
-                cap = cap ? cap * 2 : 256;
-                rn->sessions = realloc(rn->sessions, cap * sizeof *rn->sessions);
-                if (!rn->sessions)
-                    abort();
-            }
-            load_session(&t, a->cfg.block_size, &rn->sessions[rn->n_sessions]);
-            if (a->all_at_once)
-                rn->sessions[rn->n_sessions].start_s = 0;
-            rn->n_sessions++;
-        }
-        rc = rc < 0 ? -1 : 0;
-        atr_reader_close(r);
-    }
-    atr_trace_release(&t);
-    return rc;
-}
-
-/* The engine's records as the benchmark metrics see a real run: sent at
- * arrival, a chunk per token. */
-static struct atr_llm_record *to_records(const struct run *rn)
-{
-    struct atr_llm_record *v = calloc(rn->n_done ? rn->n_done : 1, sizeof *v);
-    if (!v)
-        abort();
-    for (size_t i = 0; i < rn->n_done; i++) {
-        const struct atr_sim_record *r = rn->done[i];
-        v[i] = (struct atr_llm_record){
-            .id = r->id, .scheduled_s = r->arrival, .send_s = r->arrival, .start_s = r->arrival,
-            .end_s = r->finish, .chunk_s = r->token_times, .n_chunks = r->output_tokens,
-            .prompt_tokens = r->prompt_tokens, .output_tokens = r->output_tokens,
-            .cached_tokens = r->cached_tokens, .success = true,
-        };
-    }
-    return v;
-}
-
-static int write_file(const char *path, const struct atr_buf *b, struct atr_error *err)
-{
-    struct atr_output *o = atr_output_open(path, err);
-    if (!o)
-        return -1;
-    if (atr_output_write(o, b->data, b->len, err) < 0) {
-        atr_output_abort(o);
-        return -1;
-    }
-    return atr_output_commit(o, err);
-}
-
-static int report(const struct sim_args *a, const struct atr_profile *p, const struct run *rn,
+static int report(const struct sim_args *a, const struct atr_profile *p,
+                  const struct atr_engine *e, const struct atr_llm_record *recs, size_t n,
                   struct atr_error *err)
 {
     char date[32];
-    time_t now = time(NULL);
-    strftime(date, sizeof date, "%Y%m%d-%H%M%S", gmtime(&now));
+    llm_report_date(date);
     struct atr_llm_bench_config cfg = {
         .date = date, .backend = "sim", .model_id = p->model->hf_name,
-        .num_prompts = (int64_t)rn->n_done, .request_rate = a->all_at_once ? INFINITY : 0,
-        .burstiness = 1.0,
-        .slo_ttft_ms = -1, .slo_tpot_ms = -1, .slo_e2el_ms = -1,
+        .num_prompts = (int64_t)n, .request_rate = atr_schedule_rate(&a->sched.schedule),
+        .burstiness = a->sched.schedule.burstiness,
+        .max_concurrency = a->sched.max_concurrency,
     };
-    struct atr_llm_record *recs = to_records(rn);
-    struct atr_llm_summary sum;
-    struct atr_buf b = ATR_BUF_INIT;
-    int rc = atr_llm_summarize(recs, rn->n_done, &cfg, &sum, err);
-    if (rc == 0 && a->save) {
-        atr_llm_write_result_json(&b, &sum, &cfg);
-        atr_buf_putc(&b, '\n');
-        rc = write_file(a->save, &b, err);
-    }
-    if (rc == 0 && a->requests_out) {
-        atr_buf_clear(&b);
-        for (size_t i = 0; i < rn->n_done; i++)
-            atr_llm_write_request_line(&b, &recs[i]);
-        rc = write_file(a->requests_out, &b, err);
-    }
-    if (rc == 0 && !a->quiet) {
-        atr_buf_clear(&b);
-        atr_llm_write_block(&b, &sum, &cfg);
-        fputs(b.data ? b.data : "", stdout);
-        struct atr_engine_stats st;
-        atr_engine_get_stats(rn->engine, &st);
-        printf("engine (%s/%s, tp %u): %llu iterations, mean batch %.1f, prefix cache hit "
-               "rate %.1f%%, KV peak %u of %u blocks, %llu preemptions, %llu evictions\n",
-               p->gpu->name, p->model->name, p->tp, (unsigned long long)st.iterations,
-               st.batch_mean, 100 * st.prefix_hit_rate, st.kv_blocks_peak, st.kv_blocks_total,
-               (unsigned long long)st.preemptions, (unsigned long long)st.evictions);
-    }
-    if (rc == 0)
-        atr_llm_summary_release(&sum);
-    atr_buf_release(&b);
-    free(recs);
-    return rc;
+    if (llm_report_write(&a->report, recs, n, &cfg, err) < 0)
+        return -1;
+    if (!a->report.quiet)
+        print_engine(p, e);
+    return 0;
 }
 
 static int parse_args(int argc, char **argv, struct sim_args *a)
@@ -303,14 +101,22 @@ static int parse_args(int argc, char **argv, struct sim_args *a)
         {"no-prefix-caching", no_argument, NULL, 'N'},
         {"save-result", required_argument, NULL, 'R'},
         {"requests-out", required_argument, NULL, 'O'}, {"from", required_argument, NULL, 'f'},
-        {"rate", required_argument, NULL, 'r'},
+        {"goodput", required_argument, NULL, 'G'},
+        SCHED_LONG_OPTIONS,
         {"quiet", no_argument, NULL, 'q'}, {NULL, 0, NULL, 0},
     };
     unsigned long long v;
-    int c;
+    int c, taken;
     atr_engine_cfg_defaults(&a->cfg);
+    sched_opts_init(&a->sched);
+    llm_report_init(&a->report);
     a->tp = 1;
     while ((c = getopt_long(argc, argv, "p:f:q", longs, NULL)) != -1) {
+        if ((taken = sched_opts_parse(&a->sched, c, optarg, "sim run")) != 0) {
+            if (taken < 0)
+                return -taken;
+            continue;
+        }
         switch (c) {
         case 'p': a->profile = optarg; break;
         case 'T':
@@ -329,19 +135,18 @@ static int parse_args(int argc, char **argv, struct sim_args *a)
             a->cfg.max_num_batched_tokens = (unsigned)v;
             break;
         case 'N': a->cfg.prefix_caching = false; break;
-        case 'r':
-            if (strcmp(optarg, "inf") != 0)
-                return cli_usage("sim run", "--rate: only inf is supported so far");
-            a->all_at_once = true;
+        case 'R': a->report.save_result = optarg; break;
+        case 'O': a->report.requests_out = optarg; break;
+        case 'G':
+            if (!llm_report_parse_goodput(&a->report, optarg))
+                return cli_usage("sim run", "--goodput wants ttft:MS tpot:MS e2el:MS");
             break;
-        case 'R': a->save = optarg; break;
-        case 'O': a->requests_out = optarg; break;
         case 'f':
             if (!atr_format_find(optarg))
                 return cli_usage("sim run", "unknown format '%s'", optarg);
             a->from = optarg;
             break;
-        case 'q': a->quiet = true; break;
+        case 'q': a->report.quiet = true; break;
         default: return cli_usage("sim run", "unknown option");
         }
     }
@@ -349,26 +154,69 @@ static int parse_args(int argc, char **argv, struct sim_args *a)
         return cli_usage("sim run", "missing --profile GPU/MODEL");
     if (optind >= argc)
         return cli_usage("sim run", "missing TRACE");
-    return EXIT_OK;
+    return sched_opts_finish(&a->sched, "sim run");
 }
 
-static void run_free(struct run *rn)
+/* Loads the workload, runs it through a fresh engine, reports. */
+static int simulate(const struct sim_args *a, char *const *paths, size_t n_paths,
+                    const struct atr_profile *p, struct atr_error *err)
 {
-    for (size_t i = 0; i < rn->n_sessions; i++) {
-        for (size_t k = 0; k < rn->sessions[i].n; k++)
-            free(rn->sessions[i].turns[k].ids);
-        free(rn->sessions[i].turns);
+    struct atr_engine_cfg cfg = a->cfg;
+    cfg.iter_seconds = profile_cost;
+    cfg.cost_ctx = (void *)p;
+    cfg.kv_capacity_tokens = p->kv_capacity_tokens;
+    struct atr_workload w = ATR_WORKLOAD_INIT;
+    struct atr_llm_record *recs = NULL;
+    double *starts = NULL;
+    size_t n = 0;
+    struct atr_engine *e = atr_engine_new(&cfg, err);
+    int rc = e ? atr_workload_load(&w, paths, n_paths, a->from, cfg.block_size, err) : -1;
+    if (rc == 0) {
+        starts = calloc(w.n_sessions ? w.n_sessions : 1, sizeof *starts);
+        if (!starts)
+            abort();
+        rc = atr_schedule_starts(&a->sched.schedule, &w, starts, err);
     }
-    free(rn->sessions);
-    free(rn->done);
-    atr_heap_release(&rn->arrivals);
-    atr_engine_free(rn->engine);
+    if (rc == 0) {
+        struct atr_sim_run_cfg rc_cfg = { &w, starts, &a->sched.schedule,
+                                          a->sched.max_concurrency };
+        rc = atr_sim_run(e, &rc_cfg, &recs, &n, err);
+    }
+    if (rc == 0)
+        rc = report(a, p, e, recs, n, err);
+    free(recs);
+    free(starts);
+    atr_workload_release(&w);
+    atr_engine_free(e);
+    return rc;
+}
+
+int cmd_sim_workload(const char *profile, unsigned tp, const struct sched_opts *sched,
+                     const struct llm_report_opts *report, const char *from, char *const *paths,
+                     size_t n_paths)
+{
+    struct sim_args a;
+    memset(&a, 0, sizeof a);
+    atr_engine_cfg_defaults(&a.cfg);
+    a.profile = profile;
+    a.tp = tp;
+    a.sched = *sched;
+    a.report = *report;
+    a.from = from;
+    struct atr_error err;
+    struct atr_profile p;
+    if (atr_profile_find(profile, tp, &p, &err) < 0 ||
+        simulate(&a, paths, n_paths, &p, &err) < 0)
+        return cli_fail_err(&err);
+    return EXIT_OK;
 }
 
 static int run(int argc, char **argv)
 {
+    if (argc >= 2 && strcmp(argv[1], "serve") == 0)
+        return cmd_sim_serve(argc - 1, argv + 1);
     if (argc < 2 || strcmp(argv[1], "run") != 0)
-        return cli_usage("sim", "wants a mode: atr sim run ...");
+        return cli_usage("sim", "wants a mode: atr sim run ... or atr sim serve ...");
     argc--;
     argv++;
     struct sim_args a;
@@ -380,24 +228,14 @@ static int run(int argc, char **argv)
     struct atr_profile p;
     if (atr_profile_find(a.profile, a.tp, &p, &err) < 0)
         return cli_fail_err(&err);
-    a.cfg.iter_seconds = profile_cost;
-    a.cfg.cost_ctx = &p;
-    a.cfg.kv_capacity_tokens = p.kv_capacity_tokens;
-    struct run rn;
-    memset(&rn, 0, sizeof rn);
-    atr_heap_init(&rn.arrivals);
-    rn.engine = atr_engine_new(&a.cfg, &err);
-    rc = rn.engine ? 0 : -1;
-    if (rc == 0)
-        rc = load_traces(argc, argv, &a, &rn, &err);
-    if (rc == 0)
-        rc = drive(&rn, &err);
-    if (rc == 0)
-        rc = report(&a, &p, &rn, &err);
-    run_free(&rn);
-    return rc < 0 ? cli_fail_err(&err) : EXIT_OK;
+    if (simulate(&a, argv + optind, (size_t)(argc - optind), &p, &err) < 0)
+        return cli_fail_err(&err);
+    return EXIT_OK;
 }
 
+static const struct atr_cmd_mode modes[] = { {"serve", cmd_sim_serve_help}, {NULL, NULL} };
+
 const struct atr_cmd cmd_sim_entry = {
-    "sim", "`sim run`: llm steps through the serving-engine model in virtual time", help, run,
+    "sim", "`sim run`: llm steps through the serving-engine model in virtual time; "
+    "`sim serve`: the same engine behind an OpenAI-compatible server", help, run, modes,
 };

@@ -427,5 +427,5 @@ static int run(int argc, char **argv)
 
 const struct atr_cmd cmd_stats_entry = {
     "stats", "agent shapes of traces: turns, tool mix, tokens, prefix reuse, timing",
-    help, run,
+    help, run, NULL,
 };

@@ -122,5 +122,5 @@ static int run(int argc, char **argv)
 
 const struct atr_cmd cmd_validate_entry = {
     "validate", "check atr-trace files: schema and invariants, errors as file:line:col",
-    help, run,
+    help, run, NULL,
 };

@@ -3,15 +3,23 @@
 #define ATR_CLI_CMD_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 
 #include "util/error.h"
+
+/* A mode with its own help text: `atr NAME MODE --help` prints it. */
+struct atr_cmd_mode {
+    const char *name;
+    const char *help;
+};
 
 struct atr_cmd {
     const char *name;
     const char *summary;   /* one line for `atr --help` */
     const char *help;      /* full text for `atr help NAME` / `atr NAME --help` */
     int (*run)(int argc, char **argv);   /* exit status: 0 ok, 1 failed, 2 usage */
+    const struct atr_cmd_mode *modes;    /* NULL-terminated, or NULL */
 };
 
 extern const struct atr_cmd *const atr_cmds[];
@@ -36,5 +44,18 @@ bool cli_parse_uint(const char *s, unsigned long long min, unsigned long long ma
 void cli_on_stop_signals(void (*handler)(int));
 /* Removes temporaries of atomic outputs on SIGINT/SIGTERM, then exits 130/143. */
 void cli_install_signal_cleanup(void);
+
+/* Modes implemented in their own files (cmd-sim-serve.c, cmd-replay-llm.c). */
+int cmd_sim_serve(int argc, char **argv);
+int cmd_replay_llm(int argc, char **argv);
+extern const char cmd_sim_serve_help[];
+extern const char cmd_replay_llm_help[];
+/* `atr sim run` on a workload with default engine settings (replay llm
+ * --target sim:GPU/MODEL); returns an exit status. */
+struct sched_opts;
+struct llm_report_opts;
+int cmd_sim_workload(const char *profile, unsigned tp, const struct sched_opts *sched,
+                     const struct llm_report_opts *report, const char *from, char *const *paths,
+                     size_t n_paths);
 
 #endif

@@ -40,11 +40,15 @@ int cli_usage(const char *cmd, const char *fmt, ...)
 
 bool cli_wants_help(const struct atr_cmd *cmd, int argc, char **argv)
 {
+    const char *help = cmd->help;
+    for (const struct atr_cmd_mode *m = cmd->modes; m && m->name && argc > 1; m++)
+        if (strcmp(argv[1], m->name) == 0)
+            help = m->help;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--") == 0)
             break;
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            fputs(cmd->help, stdout);
+            fputs(help, stdout);
             return true;
         }
     }

@@ -630,6 +630,8 @@ int atr_llm_write_request_line(struct atr_buf *b, const struct atr_llm_record *r
 {
     bool ok = r->success, first = r->success && r->n_chunks > 0;
     if (atr_buf_putc(b, '{') < 0 || kv_int(b, "id", (int64_t)r->id) < 0 ||
+        (r->trace_id && (kv_str(b, "trace_id", r->trace_id) < 0 ||
+                         kv_int(b, "turn", r->turn) < 0)) ||
         kv_bool(b, "success", ok) < 0 ||
         kv_str(b, "error", ok ? NULL : (r->error ? r->error : "unknown")) < 0 ||
         kv_num(b, "scheduled_s", r->scheduled_s) < 0 || kv_num(b, "send_s", r->send_s) < 0 ||

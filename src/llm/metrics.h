@@ -48,6 +48,8 @@ struct atr_llm_record {
     int64_t cached_tokens;  /* usage.prompt_tokens_details.cached_tokens */
     bool success;
     const char *error;      /* failure reason ("http 429", "stream cut"...); NULL on success */
+    const char *trace_id;   /* session it belongs to, or NULL (not written) */
+    int64_t turn;           /* 0-based llm turn in that session */
 };
 
 #define ATR_LLM_MAX_PCT 8

@@ -1,18 +1,24 @@
-/* cost.c - GPU and model profiles and the roofline cost of one engine
- * iteration. Every constant here is explained in docs/sim.md. */
+/* cost.c - GPU and model profiles (JSON files, parsed at first use) and the
+ * roofline cost of one engine iteration. Every constant here is explained in
+ * docs/sim.md. */
 #include "sim/cost.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "json/json.h"
+#include "util/arena.h"
+
 #define GIB (1024.0 * 1024.0 * 1024.0)
-#define MIB (1024.0 * 1024.0)
-#define NVLINK_LATENCY_S 8e-6
-#define PCIE_BYTES_PER_S 25e9     /* PCIe 4.0 x16, achieved, no P2P */
-#define PCIE_LATENCY_S 30e-6
 #define MAX_TP 64u
 #define MIN_KV_TOKENS 16u         /* one vLLM block */
+#define PROFILE_MAX_BYTES (1u << 20)
 
 /* Calibration (docs/sim.md, "Calibration"). */
 #define COMPUTE_EFFICIENCY 0.5
@@ -22,89 +28,378 @@
 #define GPU_MEMORY_UTILIZATION 0.9
 #define ACTIVATION_RESERVE_BYTES (1.5 * GIB)
 
-/* Memory is what the driver reports as total (nvidia-smi, MiB): vLLM's
- * gpu_memory_utilization applies to that figure. */
-static const struct atr_gpu gpu_h100 = {
-    "h100", "NVIDIA H100 SXM 80GB", 989.4e12, 3.35e12, 81559 * MIB,
-    450e9, NVLINK_LATENCY_S,
-};
-static const struct atr_gpu gpu_h200 = {
-    "h200", "NVIDIA H200 SXM 141GB", 989.4e12, 4.8e12, 143771 * MIB,
-    450e9, NVLINK_LATENCY_S,
-};
-static const struct atr_gpu gpu_a100 = {
-    "a100-80g", "NVIDIA A100 SXM 80GB", 312e12, 2.039e12, 81920 * MIB,
-    300e9, NVLINK_LATENCY_S,
-};
-static const struct atr_gpu gpu_l4 = {
-    "l4", "NVIDIA L4 24GB", 121e12, 300e9, 23034 * MIB,
-    PCIE_BYTES_PER_S, PCIE_LATENCY_S,
-};
-static const struct atr_gpu gpu_rtx3090 = {
-    "rtx3090", "NVIDIA GeForce RTX 3090 24GB", 71e12, 936e9, 24576 * MIB,
-    PCIE_BYTES_PER_S, PCIE_LATENCY_S,
-};
-static const struct atr_gpu gpu_rtx4090 = {
-    "rtx4090", "NVIDIA GeForce RTX 4090 24GB", 165.2e12, 1008e9, 24564 * MIB,
-    PCIE_BYTES_PER_S, PCIE_LATENCY_S,
+/* ---- profile files ------------------------------------------------------ */
+
+/* The fields of a profile file; docs/sim.md, "Profile files", lists them. */
+enum field_kind { FIELD_STR, FIELD_NUM, FIELD_UINT };
+
+struct field {
+    const char *key;
+    enum field_kind kind;
+    size_t off;
+    bool optional;
+    const char *unit;        /* for messages */
 };
 
-const struct atr_gpu *const atr_gpus[] = {
-    &gpu_h100, &gpu_h200, &gpu_a100, &gpu_l4, &gpu_rtx3090, &gpu_rtx4090, NULL,
+#define GPU_F(k, kind, opt, unit) {#k, kind, offsetof(struct atr_gpu, k), opt, unit}
+static const struct field gpu_fields[] = {
+    GPU_F(note, FIELD_STR, true, ""),
+    GPU_F(full_name, FIELD_STR, false, ""),
+    GPU_F(peak_flops, FIELD_NUM, false, "dense BF16/FP16 FLOP/s"),
+    GPU_F(hbm_bytes_per_s, FIELD_NUM, false, "bytes/s"),
+    GPU_F(mem_bytes, FIELD_NUM, false, "bytes"),
+    GPU_F(link_bytes_per_s, FIELD_NUM, false, "bytes/s per direction"),
+    GPU_F(link_latency_s, FIELD_NUM, false, "seconds"),
+    {NULL, FIELD_STR, 0, false, NULL},
 };
 
-/* name, hf_name, params, layers, hidden, heads, kv_heads, head_dim,
- * bytes_per_weight, kv_bytes_per_elem, max_model_len */
-static const struct atr_model model_llama31_8b = {
-    "llama-3.1-8b", "meta-llama/Llama-3.1-8B-Instruct", 8.03e9,
-    32, 4096, 32, 8, 128, 2.0, 2, 131072,
-};
-static const struct atr_model model_llama32_1b = {
-    "llama-3.2-1b", "meta-llama/Llama-3.2-1B-Instruct", 1.24e9,
-    16, 2048, 32, 8, 64, 2.0, 2, 131072,
-};
-static const struct atr_model model_llama32_3b = {
-    "llama-3.2-3b", "meta-llama/Llama-3.2-3B-Instruct", 3.21e9,
-    28, 3072, 24, 8, 128, 2.0, 2, 131072,
-};
-static const struct atr_model model_llama3_70b = {
-    "llama-3-70b", "meta-llama/Meta-Llama-3-70B-Instruct", 70.6e9,
-    80, 8192, 64, 8, 128, 2.0, 2, 8192,
-};
-static const struct atr_model model_qwen3_4b = {
-    "qwen3-4b", "Qwen/Qwen3-4B", 4.02e9,
-    36, 2560, 32, 8, 128, 2.0, 2, 40960,
-};
-/* 3.63e9 non-embedding weights at 4 bits plus an fp16 scale and a 4-bit
- * zero per group of 128 (0.5195 B), 0.39e9 tied embedding weights kept in
- * fp16 (2 B): (3.63 x 0.5195 + 0.39 x 2) / 4.02 = 0.66 B per weight. */
-static const struct atr_model model_qwen3_4b_awq = {
-    "qwen3-4b-awq", "Qwen/Qwen3-4B-AWQ", 4.02e9,
-    36, 2560, 32, 8, 128, 0.66, 2, 40960,
-};
-static const struct atr_model model_qwen3_8b = {
-    "qwen3-8b", "Qwen/Qwen3-8B", 8.19e9,
-    36, 4096, 32, 8, 128, 2.0, 2, 40960,
-};
-static const struct atr_model model_qwen15_05b = {
-    "qwen1.5-0.5b", "Qwen/Qwen1.5-0.5B-Chat", 0.46e9,
-    24, 1024, 16, 16, 64, 2.0, 2, 32768,
+#define MODEL_F(k, kind, opt, unit) {#k, kind, offsetof(struct atr_model, k), opt, unit}
+static const struct field model_fields[] = {
+    MODEL_F(note, FIELD_STR, true, ""),
+    MODEL_F(hf_name, FIELD_STR, false, ""),
+    MODEL_F(params, FIELD_NUM, false, "parameter count"),
+    MODEL_F(layers, FIELD_UINT, false, ""),
+    MODEL_F(hidden, FIELD_UINT, false, ""),
+    MODEL_F(heads, FIELD_UINT, false, "attention heads"),
+    MODEL_F(kv_heads, FIELD_UINT, false, "KV heads"),
+    MODEL_F(head_dim, FIELD_UINT, false, ""),
+    MODEL_F(bytes_per_weight, FIELD_NUM, false, "bytes"),
+    MODEL_F(kv_bytes_per_elem, FIELD_UINT, false, "bytes"),
+    MODEL_F(max_model_len, FIELD_UINT, false, "tokens"),
+    {NULL, FIELD_STR, 0, false, NULL},
 };
 
-const struct atr_model *const atr_models[] = {
-    &model_llama31_8b, &model_llama32_1b, &model_llama32_3b, &model_llama3_70b,
-    &model_qwen3_4b, &model_qwen3_4b_awq, &model_qwen3_8b, &model_qwen15_05b,
-    NULL,
+/* The loaded GPUs and models; arrays NULL-terminated, all in arena. */
+struct profile_set {
+    struct atr_arena arena;
+    const struct atr_gpu **gpus;
+    const struct atr_model **models;
+    size_t ngpus, nmodels, gcap, mcap;
+    bool loaded, failed;
+    struct atr_error error;  /* why the last load failed */
 };
+
+static struct profile_set profiles;
+static pthread_once_t first_load = PTHREAD_ONCE_INIT;
+static const struct atr_gpu *const no_gpus[1];
+static const struct atr_model *const no_models[1];
+
+static const char *kind_name(enum field_kind k)
+{
+    return k == FIELD_STR ? "a non-empty string"
+         : k == FIELD_NUM ? "a positive number" : "a positive integer";
+}
+
+/* What v is, for "got ..." in messages: a number's literal, else its type. */
+static void describe(const struct atr_json *v, char *buf, size_t size)
+{
+    if (v->type == ATR_JSON_NUMBER)
+        snprintf(buf, size, "%.*s", (int)(v->raw_len < 40 ? v->raw_len : 40), v->raw);
+    else
+        snprintf(buf, size, "%s", atr_json_type_name(v->type));
+}
+
+/* Stores member v into the struct at base as field f. */
+static int set_field(struct atr_arena *a, const char *path, const struct field *f,
+                     const struct atr_json *v, void *base, struct atr_error *err)
+{
+    char *dst = (char *)base + f->off;
+    bool ok;
+    if (f->kind == FIELD_STR)
+        ok = v->type == ATR_JSON_STRING && (f->optional || v->u.str.len);
+    else if (f->kind == FIELD_NUM)
+        ok = v->type == ATR_JSON_NUMBER && isfinite(v->u.num) && v->u.num > 0;
+    else
+        ok = v->type == ATR_JSON_NUMBER && v->is_int && v->i > 0 && v->i <= UINT32_MAX;
+    if (!ok) {
+        char got[48];
+        describe(v, got, sizeof got);
+        return atr_error_at(err, path, v->line, v->col,
+                            "expected \"%s\" to be %s%s%s%s, got %s", f->key,
+                            kind_name(f->kind), *f->unit ? " (" : "", f->unit,
+                            *f->unit ? ")" : "", got);
+    }
+    if (f->kind == FIELD_STR)
+        *(const char **)dst = atr_arena_strndup(a, v->u.str.s, v->u.str.len);
+    else if (f->kind == FIELD_NUM)
+        memcpy(dst, &v->u.num, sizeof(double));
+    else
+        *(unsigned *)dst = (unsigned)v->i;
+    return 0;
+}
+
+/* Fills the struct at base from a parsed file: every member known and
+ * once, every required field there. */
+static int set_fields(struct atr_arena *a, const char *path, const struct field *fields,
+                      const struct atr_json *obj, void *base, struct atr_error *err)
+{
+    if (obj->type != ATR_JSON_OBJECT)
+        return atr_error_at(err, path, obj->line, obj->col, "expected an object, got %s",
+                            atr_json_type_name(obj->type));
+    unsigned long seen = 0;
+    for (const struct atr_json *v = obj->u.kids.first; v; v = v->next) {
+        size_t i = 0;
+        while (fields[i].key && !atr_json_key_is(v, fields[i].key))
+            i++;
+        if (!fields[i].key || (seen >> i & 1))
+            return atr_error_at(err, path, v->line, v->col, "%s member \"%.*s\"",
+                                fields[i].key ? "duplicate" : "unknown",
+                                (int)(v->key_len < 64 ? v->key_len : 64), v->key);
+        seen |= 1ul << i;
+        if (set_field(a, path, &fields[i], v, base, err) < 0)
+            return -1;
+    }
+    for (size_t i = 0; fields[i].key; i++) {
+        if (seen >> i & 1)
+            continue;
+        if (!fields[i].optional)
+            return atr_error_at(err, path, obj->line, obj->col,
+                                "expected a member \"%s\" (%s%s%s)", fields[i].key,
+                                kind_name(fields[i].kind), *fields[i].unit ? ", " : "",
+                                fields[i].unit);
+        *(const char **)((char *)base + fields[i].off) = "";
+    }
+    return 0;
+}
+
+/* The checks one field at a time cannot make. */
+static int check_model(const char *path, const struct atr_json *obj,
+                       const struct atr_model *m, struct atr_error *err)
+{
+    if (m->heads % m->kv_heads == 0)
+        return 0;
+    const struct atr_json *v = atr_json_get(obj, "kv_heads");
+    return atr_error_at(err, path, v->line, v->col,
+                        "expected \"kv_heads\" to divide \"heads\" (%u), got %u",
+                        m->heads, m->kv_heads);
+}
+
+/* Room for one more entry and the NULL after it in an array of n pointers
+ * (copied bytewise: the arrays hold GPU or model pointers). */
+static void *grow(struct atr_arena *a, void *v, size_t n, size_t *cap)
+{
+    if (n + 1 < *cap)
+        return v;
+    *cap = *cap ? *cap * 2 : 16;
+    void *nv = atr_arena_calloc(a, *cap, sizeof(void *));
+    if (n)
+        memcpy(nv, v, n * sizeof(void *));
+    return nv;
+}
+
+/* Adds g, or replaces the GPU of the same name where it stands. */
+static void put_gpu(struct profile_set *set, const struct atr_gpu *g)
+{
+    for (size_t i = 0; i < set->ngpus; i++)
+        if (!strcmp(set->gpus[i]->name, g->name)) {
+            set->gpus[i] = g;
+            return;
+        }
+    set->gpus = grow(&set->arena, set->gpus, set->ngpus, &set->gcap);
+    set->gpus[set->ngpus++] = g;
+    set->gpus[set->ngpus] = NULL;
+}
+
+static void put_model(struct profile_set *set, const struct atr_model *m)
+{
+    for (size_t i = 0; i < set->nmodels; i++)
+        if (!strcmp(set->models[i]->name, m->name)) {
+            set->models[i] = m;
+            return;
+        }
+    set->models = grow(&set->arena, set->models, set->nmodels, &set->mcap);
+    set->models[set->nmodels++] = m;
+    set->models[set->nmodels] = NULL;
+}
+
+/* Parses one profile file (text[len], NUL-terminated) named name into set. */
+static int load_text(struct profile_set *set, struct atr_arena *scratch, const char *path,
+                     bool gpu, const char *name, const char *text, size_t len,
+                     struct atr_error *err)
+{
+    struct atr_json *root;
+    struct atr_json_err jerr;
+    struct atr_json_opts opts = {.max_depth = 16};
+    if (atr_json_parse(scratch, text, len, &opts, &root, &jerr) < 0)
+        return atr_error_at(err, path, jerr.line, jerr.col, "%s", jerr.msg);
+    struct atr_arena *a = &set->arena;
+    if (gpu) {
+        struct atr_gpu *g = atr_arena_calloc(a, 1, sizeof *g);
+        g->name = atr_arena_strdup(a, name);
+        if (set_fields(a, path, gpu_fields, root, g, err) < 0)
+            return -1;
+        put_gpu(set, g);
+    } else {
+        struct atr_model *m = atr_arena_calloc(a, 1, sizeof *m);
+        m->name = atr_arena_strdup(a, name);
+        if (set_fields(a, path, model_fields, root, m, err) < 0 ||
+            check_model(path, root, m, err) < 0)
+            return -1;
+        put_model(set, m);
+    }
+    return 0;
+}
+
+/* Reads a whole profile file into scratch, NUL-terminated. */
+static char *read_file(struct atr_arena *scratch, const char *path, size_t *len,
+                       struct atr_error *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return atr_error_at(err, path, 0, 0, "%s", strerror(errno)), NULL;
+    char *text = atr_arena_alloc(scratch, PROFILE_MAX_BYTES + 1);
+    size_t n = fread(text, 1, PROFILE_MAX_BYTES + 1, f);
+    int failed = ferror(f), saved = errno;
+    fclose(f);
+    errno = saved;
+    if (failed)
+        return atr_error_at(err, path, 0, 0, "%s", strerror(errno)), NULL;
+    if (n > PROFILE_MAX_BYTES)
+        return atr_error_at(err, path, 0, 0, "larger than %u bytes",
+                            PROFILE_MAX_BYTES), NULL;
+    text[n] = '\0';
+    *len = n;
+    return text;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Loads DIR/SUB/NAME.json, by name; a missing SUB is fine. */
+static int load_subdir(struct profile_set *set, struct atr_arena *scratch,
+                       const char *dir, const char *sub, struct atr_error *err)
+{
+    const char *path = atr_arena_printf(scratch, "%s/%s", dir, sub);
+    DIR *d = opendir(path);
+    if (!d)
+        return errno == ENOENT ? 0 : atr_error_at(err, path, 0, 0, "%s", strerror(errno));
+    const char **names = NULL;
+    size_t n = 0, cap = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t len = strlen(e->d_name);
+        if (e->d_name[0] == '.' || len <= 5 || strcmp(e->d_name + len - 5, ".json"))
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            const char **nv = atr_arena_calloc(scratch, cap, sizeof *nv);
+            if (n)
+                memcpy(nv, names, n * sizeof *nv);
+            names = nv;
+        }
+        names[n++] = atr_arena_strndup(scratch, e->d_name, len - 5);
+    }
+    closedir(d);
+    if (n)
+        qsort(names, n, sizeof *names, by_name);
+    for (size_t i = 0; i < n; i++) {
+        /* the text and its DOM go once the file is parsed */
+        struct atr_arena text_arena = ATR_ARENA_INIT;
+        const char *file = atr_arena_printf(scratch, "%s/%s.json", path, names[i]);
+        size_t len;
+        const char *text = read_file(&text_arena, file, &len, err);
+        int rc = text ? load_text(set, &text_arena, file, !strcmp(sub, "gpus"), names[i],
+                                  text, len, err) : -1;
+        atr_arena_release(&text_arena);
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* The built-in files, as embedded by profiles/embed.cmake. */
+static int load_builtin(struct profile_set *set, struct atr_arena *scratch,
+                        struct atr_error *err)
+{
+    for (const struct atr_profile_blob *b = atr_profile_blobs; b->path; b++) {
+        const char *base = strrchr(b->path, '/') + 1;
+        const char *name = atr_arena_strndup(scratch, base, strlen(base) - 5);
+        bool gpu = strstr(b->path, "/gpus/") != NULL;
+        if (load_text(set, scratch, b->path, gpu, name, (const char *)b->text, b->len,
+                      err) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Built-ins, then the directories of path_list from the last to the first,
+ * so that an earlier one overrides a later one. */
+static int load_all(struct profile_set *set, const char *path_list, struct atr_error *err)
+{
+    struct atr_arena scratch = ATR_ARENA_INIT;
+    int rc = load_builtin(set, &scratch, err);
+    const char *end = path_list ? path_list + strlen(path_list) : NULL;
+    while (rc == 0 && end && end > path_list) {
+        const char *start = end;
+        while (start > path_list && start[-1] != ':')
+            start--;
+        if (start < end) {
+            const char *dir = atr_arena_strndup(&scratch, start, (size_t)(end - start));
+            DIR *d = opendir(dir);
+            if (!d)
+                rc = atr_error_set(err, "profile directory %s: %s", dir, strerror(errno));
+            else
+                closedir(d);
+            if (rc == 0)
+                rc = load_subdir(set, &scratch, dir, "gpus", err);
+            if (rc == 0)
+                rc = load_subdir(set, &scratch, dir, "models", err);
+        }
+        end = start > path_list ? start - 1 : path_list;
+    }
+    atr_arena_release(&scratch);
+    return rc;
+}
+
+int atr_profiles_load(const char *path_list, struct atr_error *err)
+{
+    struct profile_set next = {.loaded = true};
+    int rc = load_all(&next, path_list, &next.error);
+    if (rc < 0) {
+        atr_arena_release(&next.arena);
+        next = (struct profile_set){.loaded = true, .failed = true, .error = next.error};
+        atr_error_set(err, "%s", next.error.msg);
+    }
+    atr_arena_release(&profiles.arena);
+    profiles = next;
+    return rc;
+}
+
+static void load_from_env(void)
+{
+    if (!profiles.loaded)
+        atr_profiles_load(getenv("ATR_PROFILE_PATH"), NULL);
+}
+
+static void ensure_loaded(void)
+{
+    pthread_once(&first_load, load_from_env);
+}
+
+const struct atr_gpu *const *atr_gpu_table(void)
+{
+    ensure_loaded();
+    return profiles.gpus ? profiles.gpus : no_gpus;
+}
+
+const struct atr_model *const *atr_model_table(void)
+{
+    ensure_loaded();
+    return profiles.models ? profiles.models : no_models;
+}
+
+/* ---- resolving GPU/MODEL ------------------------------------------------ */
 
 /* Writes "a, b, c" of the table's names into buf. */
 static void list_names(char *buf, size_t size, int gpus)
 {
+    const struct atr_gpu *const *g = atr_gpu_table();
+    const struct atr_model *const *m = atr_model_table();
     size_t used = 0;
     buf[0] = '\0';
     for (size_t i = 0;; i++) {
-        const char *name = gpus ? (atr_gpus[i] ? atr_gpus[i]->name : NULL)
-                                : (atr_models[i] ? atr_models[i]->name : NULL);
+        const char *name = gpus ? (g[i] ? g[i]->name : NULL) : (m[i] ? m[i]->name : NULL);
         if (!name)
             break;
         int n = snprintf(buf + used, size - used, "%s%s", i ? ", " : "", name);
@@ -116,17 +411,19 @@ static void list_names(char *buf, size_t size, int gpus)
 
 static const struct atr_gpu *find_gpu(const char *name, size_t len)
 {
-    for (size_t i = 0; atr_gpus[i]; i++)
-        if (strlen(atr_gpus[i]->name) == len && !memcmp(atr_gpus[i]->name, name, len))
-            return atr_gpus[i];
+    const struct atr_gpu *const *g = atr_gpu_table();
+    for (size_t i = 0; g[i]; i++)
+        if (strlen(g[i]->name) == len && !memcmp(g[i]->name, name, len))
+            return g[i];
     return NULL;
 }
 
 static const struct atr_model *find_model(const char *name)
 {
-    for (size_t i = 0; atr_models[i]; i++)
-        if (!strcmp(atr_models[i]->name, name))
-            return atr_models[i];
+    const struct atr_model *const *m = atr_model_table();
+    for (size_t i = 0; m[i]; i++)
+        if (!strcmp(m[i]->name, name))
+            return m[i];
     return NULL;
 }
 
@@ -159,7 +456,9 @@ static double derive(struct atr_profile *p)
     double free_bytes = p->gpu->mem_bytes * p->gpu_memory_utilization -
                         p->weight_bytes_per_gpu - p->activation_reserve_bytes;
     double tokens = floor(free_bytes / p->kv_bytes_per_token);
-    p->kv_capacity_tokens = tokens > 0 ? (uint64_t)tokens : 0;
+    /* a user profile may claim absurd memory: no overflowing conversion */
+    p->kv_capacity_tokens = !(tokens > 0) ? 0 : tokens >= 0x1p63 ? (uint64_t)1 << 63
+                                                                 : (uint64_t)tokens;
     return tokens;
 }
 
@@ -207,7 +506,10 @@ static int bad_tp(const struct atr_model *m, unsigned tp, struct atr_error *err)
 int atr_profile_find(const char *spec, unsigned tp, struct atr_profile *out,
                      struct atr_error *err)
 {
-    char names[256];
+    char names[400];
+    ensure_loaded();
+    if (profiles.failed)
+        return atr_error_set(err, "%s", profiles.error.msg);
     const char *slash = strchr(spec, '/');
     if (!slash)
         return atr_error_set(err, "profile \"%s\": expected GPU/MODEL, e.g. "

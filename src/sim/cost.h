@@ -8,10 +8,17 @@
  * where compute = 2 x params x tokens (+ attention FLOPs) / (peak FLOPs x
  * efficiency) and memory = (weights + KV bytes read) / (HBM bandwidth x
  * efficiency), per GPU under tensor parallelism, plus an all-reduce term.
- * Memory: profiles are static data; nothing here allocates. */
+ *
+ * GPUs and models are JSON files (docs/sim.md, "Profile files"): the
+ * built-in ones in profiles/, embedded at build time, and the user's in the
+ * directories of ATR_PROFILE_PATH. They are parsed once, at first use.
+ * Memory: the loaded GPUs and models live until atr_profiles_load replaces
+ * them; every struct atr_profile points into them. Loading is not
+ * thread-safe against atr_profiles_load; first use from several threads is. */
 #ifndef ATR_SIM_COST_H
 #define ATR_SIM_COST_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "util/error.h"
@@ -25,6 +32,7 @@ struct atr_gpu {
     /* Extension: the tensor-parallel interconnect (docs/sim.md). */
     double link_bytes_per_s;     /* per direction: NVLink, or PCIe without P2P links */
     double link_latency_s;       /* fixed cost of one small all-reduce */
+    const char *note;            /* the file's "note", or "" */
 };
 
 struct atr_model {
@@ -35,6 +43,7 @@ struct atr_model {
     double bytes_per_weight;     /* 2 for BF16, ~0.5-0.6 for 4-bit AWQ */
     unsigned kv_bytes_per_elem;  /* 2 (fp16 KV cache) */
     unsigned max_model_len;
+    const char *note;            /* the file's "note", or "" */
 };
 
 struct atr_profile {
@@ -56,12 +65,36 @@ struct atr_profile {
     unsigned kv_heads_per_gpu;   /* kv_heads / tp, or 1 when heads are replicated */
 };
 
-/* Resolves "GPU/MODEL" with tp; errors name the known GPUs and models. */
+/* Resolves "GPU/MODEL" with tp; errors name the known GPUs and models.
+ * Loads the profiles first if nothing loaded them yet, as
+ * atr_profiles_load(getenv("ATR_PROFILE_PATH")) would; when that failed,
+ * every call fails with its error ("FILE:LINE:COL: expected ..."). */
 int atr_profile_find(const char *spec, unsigned tp, struct atr_profile *out,
                      struct atr_error *err);
-/* NULL-terminated tables, for help texts and tests. */
-extern const struct atr_gpu *const atr_gpus[];
-extern const struct atr_model *const atr_models[];
+
+/* (Re)loads the profiles: the built-in ones, then the files NAME.json in
+ * DIR/gpus and DIR/models for each DIR of the colon-separated path_list
+ * (NULL or "" = built-ins only). A name in an earlier DIR overrides the same
+ * name in a later one and a built-in. Every file is checked, used or not.
+ * Returns 0, or -1 with err set; the tables are then empty and
+ * atr_profile_find returns the same error until a load succeeds.
+ * Invalidates every profile, GPU and model obtained before. */
+int atr_profiles_load(const char *path_list, struct atr_error *err);
+
+/* NULL-terminated tables of the loaded GPUs and models (built-ins first, in
+ * their order, then the user's by file name), for help texts and tests;
+ * loads them like atr_profile_find if needed. */
+const struct atr_gpu *const *atr_gpu_table(void);
+const struct atr_model *const *atr_model_table(void);
+
+/* The built-in profile files, generated into the build directory by
+ * profiles/embed.cmake; for cost.c only. Ends with a NULL path. */
+struct atr_profile_blob {
+    const char *path;            /* "profiles/gpus/h100.json" */
+    const unsigned char *text;   /* NUL-terminated */
+    size_t len;                  /* bytes, without the NUL */
+};
+extern const struct atr_profile_blob atr_profile_blobs[];
 
 /* One iteration's work. */
 struct atr_iter_work {

@@ -39,7 +39,9 @@ int atr_buf_append(struct atr_buf *b, const void *p, size_t n)
 
 int atr_buf_putc(struct atr_buf *b, char c)
 {
-    if (b->len + 1 >= b->cap && atr_buf_reserve(b, 1) < 0)
+    /* The cap is checked on every call, not only when growing: a buffer
+     * that already has room must still never pass max. */
+    if ((b->max && b->len >= b->max) || (b->len + 1 >= b->cap && atr_buf_reserve(b, 1) < 0))
         return -1;
     b->data[b->len++] = c;
     b->data[b->len] = '\0';

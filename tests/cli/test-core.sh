@@ -47,7 +47,8 @@ fails "validate missing file" 1 'nothere.ndjson: No such file or directory' "$AT
 : >"$T/empty.json"
 fails "empty input" 1 'empty.json: empty input' "$ATR" convert "$T/empty.json" -o "$T/o1"
 absent "empty leaves nothing" "$T/o1"
-head -c 4096 /dev/urandom >"$T/junk.bin"
+# No newline: an empty first line would move the error to line 2.
+head -c 4096 /dev/urandom | tr -d '\n' >"$T/junk.bin"
 printf '\001\002\003binary' >>"$T/junk.bin"
 fails "binary input" 1 'unrecognised trace format' "$ATR" convert "$T/junk.bin" -o "$T/o2"
 absent "binary leaves nothing" "$T/o2"

@@ -93,7 +93,7 @@ printf '{"format":"atr-trace/1","trace_id":"int","steps":[{"kind":"tool","tool":
 "$ATR" replay tools -q "$R/int.ndjson" --out "$R/int" >/dev/null 2>"$R/int.err" &
 pid=$!
 deadline=$(( $(date +%s) + 20 ))
-while [ "$(wc -l <"$R/int/metrics.jsonl" 2>/dev/null || echo 0)" -lt 1 ] && [ "$(date +%s)" -lt "$deadline" ]; do
+while [ "$( (wc -l <"$R/int/metrics.jsonl") 2>/dev/null || echo 0)" -lt 1 ] && [ "$(date +%s)" -lt "$deadline" ]; do
     sleep 0.05
 done
 kill -INT "$pid"

@@ -36,11 +36,11 @@ static const double c3[] = {2.625};
 /* Five requests, concurrency 2 (R2 waits 0.5 s for a slot, R3 is sent
  * 0.125 s late, R4 fails). Every figure is worked out in five.json. */
 static const struct atr_llm_record five[] = {
-    {0, 0.0, 0.0, 0.0, 1.0, c0, 4, 100, 4, 0, true, NULL},
-    {1, 0.5, 0.5, 0.5, 1.5, c1, 2, 200, 3, 64, true, NULL},
-    {2, 1.0, 1.0, 1.5, 2.5, c2, 4, 100, 5, 32, true, NULL},
-    {3, 1.5, 1.625, 1.625, 2.625, c3, 1, 50, 1, 0, true, NULL},
-    {4, 2.0, 2.0, 2.5, 3.0, NULL, 0, 0, 0, 0, false, "http 500"},
+    {0, 0.0, 0.0, 0.0, 1.0, c0, 4, 100, 4, 0, true, NULL, NULL, 0},
+    {1, 0.5, 0.5, 0.5, 1.5, c1, 2, 200, 3, 64, true, NULL, NULL, 0},
+    {2, 1.0, 1.0, 1.5, 2.5, c2, 4, 100, 5, 32, true, NULL, NULL, 0},
+    {3, 1.5, 1.625, 1.625, 2.625, c3, 1, 50, 1, 0, true, NULL, NULL, 0},
+    {4, 2.0, 2.0, 2.5, 3.0, NULL, 0, 0, 0, 0, false, "http 500", NULL, 0},
 };
 
 static struct atr_llm_bench_config base_cfg(void)
@@ -89,9 +89,9 @@ static void test_all_failed_inf(void **state)
 {
     (void)state;
     const struct atr_llm_record f[] = {
-        {0, 0, 0, 0, 0.5, NULL, 0, 0, 0, 0, false, "http 500"},
-        {1, 0, 0, 0, 0.25, NULL, 0, 0, 0, 0, false, "http 500"},
-        {2, 0, 0, 0, 1.0, NULL, 0, 0, 0, 0, false, "http 500"},
+        {0, 0, 0, 0, 0.5, NULL, 0, 0, 0, 0, false, "http 500", NULL, 0},
+        {1, 0, 0, 0, 0.25, NULL, 0, 0, 0, 0, false, "http 500", NULL, 0},
+        {2, 0, 0, 0, 1.0, NULL, 0, 0, 0, 0, false, "http 500", NULL, 0},
     };
     struct atr_llm_bench_config c = base_cfg();
     c.num_prompts = 3;
@@ -106,8 +106,8 @@ static void test_failures_excluded_and_grouped(void **state)
     struct atr_llm_record r[7];
     memcpy(r, five, sizeof five);
     /* a failure with huge latency and tokens must not move any figure */
-    r[5] = (struct atr_llm_record){5, 0, 0, 0, 2.9, c0, 4, 999, 999, 7, false, "stream cut"};
-    r[6] = (struct atr_llm_record){6, 0, 0, 0, 2.0, NULL, 0, 0, 0, 0, false, NULL};
+    r[5] = (struct atr_llm_record){5, 0, 0, 0, 2.9, c0, 4, 999, 999, 7, false, "stream cut", NULL, 0};
+    r[6] = (struct atr_llm_record){6, 0, 0, 0, 2.0, NULL, 0, 0, 0, 0, false, NULL, NULL, 0};
     struct atr_llm_bench_config c = base_cfg();
     struct atr_llm_summary s;
     struct atr_error err;

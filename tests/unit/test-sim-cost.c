@@ -1,13 +1,17 @@
 /* test-sim-cost.c - profile resolution, KV sizing and the roofline cost of
- * one iteration, on figures worked out by hand from the profile tables. */
+ * one iteration, on figures worked out by hand from the profile files; and
+ * user profile directories (ATR_PROFILE_PATH), overrides and bad files. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <ftw.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "sim/cost.h"
 
@@ -29,17 +33,17 @@ static struct atr_profile find(const char *spec, unsigned tp)
 static void test_every_profile_resolves(void **state)
 {
     size_t n = 0;
-    for (size_t g = 0; atr_gpus[g]; g++)
-        for (size_t m = 0; atr_models[m]; m++) {
+    for (size_t g = 0; atr_gpu_table()[g]; g++)
+        for (size_t m = 0; atr_model_table()[m]; m++) {
             char spec[64];
-            snprintf(spec, sizeof spec, "%s/%s", atr_gpus[g]->name, atr_models[m]->name);
+            snprintf(spec, sizeof spec, "%s/%s", atr_gpu_table()[g]->name, atr_model_table()[m]->name);
             struct atr_profile p;
             int rc = -1;
             for (unsigned tp = 1; tp <= 8 && rc; tp++)
                 rc = atr_profile_find(spec, tp, &p, NULL);
             assert_int_equal(rc, 0);
-            assert_ptr_equal(p.gpu, atr_gpus[g]);
-            assert_ptr_equal(p.model, atr_models[m]);
+            assert_ptr_equal(p.gpu, atr_gpu_table()[g]);
+            assert_ptr_equal(p.model, atr_model_table()[m]);
             assert_true(p.kv_capacity_tokens >= 16);
             n++;
         }
@@ -143,6 +147,204 @@ static void test_tp_halves_weights(void **state)
     assert_int_equal(sixteen.kv_heads_per_gpu, 1);
 }
 
+/* ---- user profile directories ---------------------------------------- */
+
+static char *make_dir(void)
+{
+    char *d = strdup("/tmp/atr-test-profiles-XXXXXX");
+    assert_non_null(mkdtemp(d));
+    return d;
+}
+
+/* Writes dir/rel (rel is "gpus/NAME.json" or "models/NAME.json"). */
+static void write_file(const char *dir, const char *rel, const char *text)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%.*s", dir, (int)(strchr(rel, '/') - rel), rel);
+    mkdir(path, 0777);
+    snprintf(path, sizeof path, "%s/%s", dir, rel);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    return remove(path);
+}
+
+static void remove_dir(char *dir)
+{
+    nftw(dir, rm_one, 8, FTW_DEPTH | FTW_PHYS);
+    free(dir);
+}
+
+static const char *gpu_json(const char *full_name, const char *mem_bytes)
+{
+    static char buf[512];
+    snprintf(buf, sizeof buf,
+             "{\"full_name\": \"%s\", \"peak_flops\": 2250e12, \"hbm_bytes_per_s\": 8e12,\n"
+             " \"mem_bytes\": %s, \"link_bytes_per_s\": 900e9, \"link_latency_s\": 8e-6}\n",
+             full_name, mem_bytes);
+    return buf;
+}
+
+static const char tiny_model[] =
+    "{\n  \"note\": \"a made-up model\",\n  \"hf_name\": \"me/tiny\",\n"
+    "  \"params\": 1e9,\n  \"layers\": 4,\n  \"hidden\": 1024,\n  \"heads\": 8,\n"
+    "  \"kv_heads\": 2,\n  \"head_dim\": 128,\n  \"bytes_per_weight\": 2,\n"
+    "  \"kv_bytes_per_elem\": 2,\n  \"max_model_len\": 4096\n}\n";
+
+static size_t count_gpus(void)
+{
+    size_t n = 0;
+    while (atr_gpu_table()[n])
+        n++;
+    return n;
+}
+
+/* Runs first: nothing has loaded the profiles yet, so the first lookup
+ * reads ATR_PROFILE_PATH. */
+static void test_profile_path_env(void **state)
+{
+    char *dir = make_dir();
+    write_file(dir, "gpus/b200.json", gpu_json("NVIDIA B200", "192e9"));
+    write_file(dir, "gpus/h100.json", gpu_json("my H100", "42949672960"));
+    write_file(dir, "models/tiny.json", tiny_model);
+    write_file(dir, "models/README", "not a profile: ignored");
+    setenv("ATR_PROFILE_PATH", dir, 1);
+
+    struct atr_profile p = find("b200/tiny", 1);
+    assert_string_equal(p.gpu->full_name, "NVIDIA B200");
+    assert_float_equal(p.gpu->mem_bytes, 192e9, 0);
+    assert_string_equal(p.model->hf_name, "me/tiny");
+    assert_string_equal(p.model->note, "a made-up model");
+    assert_string_equal(p.gpu->note, "");
+    /* 2 x 4 layers x 2 KV heads x 128 x 2 bytes */
+    assert_float_equal(p.kv_bytes_per_token, 4096, 0);
+
+    /* the user's h100 replaces the built-in one, in its place */
+    p = find("h100/llama-3.1-8b", 1);
+    assert_string_equal(p.gpu->full_name, "my H100");
+    assert_int_equal(p.kv_capacity_tokens,
+                     (unsigned long long)((0.9 * 40 * GIB - 16.06e9 - 1.5 * GIB) / 131072));
+    assert_ptr_equal(atr_gpu_table()[0], p.gpu);
+    assert_int_equal(count_gpus(), 7);
+    assert_string_equal(atr_gpu_table()[6]->name, "b200");
+
+    /* names listed in errors include the user's */
+    struct atr_error err = {{0}};
+    assert_int_equal(atr_profile_find("b300/tiny", 1, &p, &err), -1);
+    assert_non_null(strstr(err.msg, "rtx4090, b200)"));
+
+    unsetenv("ATR_PROFILE_PATH");
+    assert_int_equal(atr_profiles_load(NULL, &err), 0);
+    assert_int_equal(count_gpus(), 6);
+    assert_string_equal(find("h100/llama-3.1-8b", 1).gpu->full_name, "NVIDIA H100 SXM 80GB");
+    assert_int_equal(atr_profile_find("b200/llama-3.1-8b", 1, &p, NULL), -1);
+    remove_dir(dir);
+}
+
+/* The first directory of the path wins; empty entries are skipped. */
+static void test_profile_path_order(void **state)
+{
+    char *a = make_dir(), *b = make_dir();
+    write_file(a, "gpus/b200.json", gpu_json("from a", "192e9"));
+    write_file(b, "gpus/b200.json", gpu_json("from b", "192e9"));
+    write_file(b, "models/tiny.json", tiny_model);
+    char list[256];
+    struct atr_error err = {{0}};
+
+    snprintf(list, sizeof list, ":%s::%s:", a, b);
+    assert_int_equal(atr_profiles_load(list, &err), 0);
+    assert_string_equal(find("b200/tiny", 1).gpu->full_name, "from a");
+    snprintf(list, sizeof list, "%s:%s", b, a);
+    assert_int_equal(atr_profiles_load(list, &err), 0);
+    assert_string_equal(find("b200/tiny", 1).gpu->full_name, "from b");
+    assert_int_equal(count_gpus(), 7);
+
+    assert_int_equal(atr_profiles_load("/nonexistent-atr-profiles", &err), -1);
+    assert_string_equal(err.msg, "profile directory /nonexistent-atr-profiles: "
+                                 "No such file or directory");
+    assert_int_equal(atr_profiles_load("", &err), 0);
+    assert_int_equal(count_gpus(), 6);
+    remove_dir(a);
+    remove_dir(b);
+}
+
+struct bad_case {
+    const char *file, *text, *msg;   /* msg follows "DIR/file" */
+};
+
+static const struct bad_case bad_cases[] = {
+    {"gpus/x.json", "{\"full_name\": \"X\",\n \"peak_flops\": 1e15,\n",
+     ":3:1: expected string key after ',', found end of input"},
+    {"gpus/x.json", "{\"full_name\": \"X\", \"peak_flops\": 1e15, \"hbm_bytes_per_s\": 1e12,\n"
+                    " \"mem_bytes\": 1e10, \"link_bytes_per_s\": 1e10}",
+     ":1:1: expected a member \"link_latency_s\" (a positive number, seconds)"},
+    {"gpus/x.json", "{\"full_name\": \"X\", \"peak_flops\": \"fast\"}",
+     ":1:34: expected \"peak_flops\" to be a positive number (dense BF16/FP16 FLOP/s), "
+     "got string"},
+    {"gpus/x.json", "{\n  \"mem_bytes\": -85520809984\n}",
+     ":2:16: expected \"mem_bytes\" to be a positive number (bytes), got -85520809984"},
+    {"gpus/x.json", "{\"full_name\": \"\"}",
+     ":1:15: expected \"full_name\" to be a non-empty string, got string"},
+    {"gpus/x.json", "{\"peak_flop\": 1e15}", ":1:15: unknown member \"peak_flop\""},
+    {"gpus/x.json", "{\"note\": \"a\", \"note\": \"b\"}", ":1:23: duplicate member \"note\""},
+    {"gpus/x.json", "[1, 2]", ":1:1: expected an object, got array"},
+    {"gpus/x.json", "", ":1:1: expected a JSON value, found end of input"},
+    {"models/x.json", "{\"layers\": 32.5}",
+     ":1:12: expected \"layers\" to be a positive integer, got 32.5"},
+    {"models/x.json", "{\"layers\": 0}",
+     ":1:12: expected \"layers\" to be a positive integer, got 0"},
+    {"models/x.json", "{\"max_model_len\": 99999999999}",
+     ":1:19: expected \"max_model_len\" to be a positive integer (tokens), got 99999999999"},
+    {"models/x.json", "{\"bytes_per_weight\": true}",
+     ":1:22: expected \"bytes_per_weight\" to be a positive number (bytes), got boolean"},
+};
+
+/* Every bad file fails the load with FILE:LINE:COL, and every lookup after
+ * it with the same message, until a load succeeds. */
+static void test_malformed_profiles(void **state)
+{
+    for (size_t i = 0; i < sizeof bad_cases / sizeof bad_cases[0]; i++) {
+        const struct bad_case *c = &bad_cases[i];
+        char *dir = make_dir();
+        write_file(dir, "models/tiny.json", tiny_model);
+        write_file(dir, c->file, c->text);
+        char want[512];
+        snprintf(want, sizeof want, "%s/%s%s", dir, c->file, c->msg);
+        struct atr_error err = {{0}};
+        assert_int_equal(atr_profiles_load(dir, &err), -1);
+        if (strcmp(err.msg, want))
+            print_error("case %zu: %s\n", i, err.msg);
+        assert_string_equal(err.msg, want);
+
+        struct atr_profile p;
+        struct atr_error again = {{0}};
+        assert_int_equal(atr_profile_find("h100/llama-3.1-8b", 1, &p, &again), -1);
+        assert_string_equal(again.msg, want);
+        assert_null(atr_gpu_table()[0]);
+        assert_null(atr_model_table()[0]);
+        remove_dir(dir);
+    }
+    /* the heads must split evenly over the KV heads */
+    char *dir = make_dir();
+    char text[sizeof tiny_model];
+    snprintf(text, sizeof text, "%s", tiny_model);
+    memcpy(strstr(text, "\"kv_heads\": 2"), "\"kv_heads\": 3", 13);
+    write_file(dir, "models/tiny.json", text);
+    struct atr_error err = {{0}};
+    assert_int_equal(atr_profiles_load(dir, &err), -1);
+    assert_non_null(strstr(err.msg, "/models/tiny.json:8:15: expected \"kv_heads\" to "
+                                    "divide \"heads\" (8), got 3"));
+    remove_dir(dir);
+
+    assert_int_equal(atr_profiles_load(NULL, &err), 0);
+    find("h100/llama-3.1-8b", 1);
+}
+
 static void test_errors(void **state)
 {
     struct atr_profile p;
@@ -177,6 +379,7 @@ static void test_errors(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_profile_path_env),   /* first: before any load */
         cmocka_unit_test(test_every_profile_resolves),
         cmocka_unit_test(test_h100_llama8b_by_hand),
         cmocka_unit_test(test_decode_is_memory_bound),
@@ -184,6 +387,8 @@ int main(void)
         cmocka_unit_test(test_prefill_chunks_accumulate),
         cmocka_unit_test(test_tp_halves_weights),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_profile_path_order),
+        cmocka_unit_test(test_malformed_profiles),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,49 @@
+#!/bin/sh
+# run.sh - simulated requests per CPU-second of `atr sim run` on a
+# 10,000-request agent workload (issue 4's simulator benchmark).
+#
+# usage: sh bench/sim/run.sh ATR         (make bench-sim runs it)
+#
+# Generates `atr gen --kind swe` sessions until they hold at least 10,000
+# llm requests (seeded, so every run simulates the same workload), then
+# times `atr sim run` on h100/llama-3.1-8b under three loads: sessions
+# arriving at 0.5/s (light: small batches), at 5/s (busy), and all at once
+# (KV cache full, preemptions). Each load runs RUNS (3) times; the table
+# gives the median user+system CPU time, simulated requests per CPU-second,
+# and how much faster than real time the simulation ran (simulated duration
+# / wall time). Leaves no files behind.
+set -eu
+
+ATR=${1:?usage: run.sh ATR}
+RUNS=${ATR_BENCH_RUNS:-3}
+case $ATR in /*) ;; *) ATR=$(pwd)/$ATR ;; esac
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/atr-bench-sim.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+trap 'exit 130' INT TERM
+
+"$ATR" gen -q --kind swe --traces 350 --seed 4 -o "$TMP/w.ndjson"
+"$ATR" sim run -q "$TMP/w.ndjson" --profile h100/llama-3.1-8b --rate inf \
+    --save-result "$TMP/probe.json"
+n=$(python3 -c "import json; print(json.load(open('$TMP/probe.json'))['completed'])")
+[ "$n" -ge 10000 ] || { echo "run.sh: workload has only $n requests" >&2; exit 1; }
+
+printf '%-18s %9s %10s %14s %12s %12s\n' load requests "cpu s" "req/cpu-s" "sim s" "x realtime"
+for load in 0.5 5 inf; do
+    : >"$TMP/times"
+    for _ in $(seq "$RUNS"); do
+        /usr/bin/time -f "%e %U %S" -o "$TMP/t" "$ATR" sim run -q "$TMP/w.ndjson" \
+            --profile h100/llama-3.1-8b --rate "$load" --save-result "$TMP/r.json"
+        cat "$TMP/t" >>"$TMP/times"
+    done
+    python3 - "$TMP/times" "$TMP/r.json" "$load" <<'PY'
+import json, statistics, sys
+rows = [list(map(float, l.split())) for l in open(sys.argv[1]) if l.strip()]
+cpu = statistics.median(r[1] + r[2] for r in rows)
+wall = statistics.median(r[0] for r in rows)
+r = json.load(open(sys.argv[2]))
+name = "all at once" if sys.argv[3] == "inf" else sys.argv[3] + " sessions/s"
+print("%-18s %9d %10.2f %14.0f %12.0f %12.0f" % (
+    name, r["completed"], cpu, r["completed"] / max(cpu, 1e-3), r["duration"],
+    r["duration"] / max(wall, 1e-3)))
+PY
+done

@@ -1,0 +1,94 @@
+/* llm-report.c - result JSON, per-request lines and the result block of an
+ * LLM run (see llm-report.h). */
+#include "cli/llm-report.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "util/output.h"
+
+void llm_report_init(struct llm_report_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->slo_ttft_ms = o->slo_tpot_ms = o->slo_e2el_ms = -1;
+}
+
+bool llm_report_parse_goodput(struct llm_report_opts *o, const char *arg)
+{
+    char *copy = strdup(arg), *save = NULL;
+    bool ok = copy != NULL;
+    for (char *tok = copy ? strtok_r(copy, ", ", &save) : NULL; tok && ok;
+         tok = strtok_r(NULL, ", ", &save)) {
+        char *colon = strchr(tok, ':'), *end;
+        if (!colon) {
+            ok = false;
+            break;
+        }
+        *colon = 0;
+        double v = strtod(colon + 1, &end);
+        if (end == colon + 1 || *end || !(v > 0))
+            ok = false;
+        else if (strcmp(tok, "ttft") == 0)
+            o->slo_ttft_ms = v;
+        else if (strcmp(tok, "tpot") == 0)
+            o->slo_tpot_ms = v;
+        else if (strcmp(tok, "e2el") == 0)
+            o->slo_e2el_ms = v;
+        else
+            ok = false;
+    }
+    free(copy);
+    return ok;
+}
+
+void llm_report_date(char out[32])
+{
+    time_t now = time(NULL);
+    struct tm tm;
+    strftime(out, 32, "%Y%m%d-%H%M%S", gmtime_r(&now, &tm));
+}
+
+static int write_file(const char *path, const struct atr_buf *b, struct atr_error *err)
+{
+    struct atr_output *o = atr_output_open(path, err);
+    if (!o)
+        return -1;
+    if (atr_output_write(o, b->data ? b->data : "", b->len, err) < 0) {
+        atr_output_abort(o);
+        return -1;
+    }
+    return atr_output_commit(o, err);
+}
+
+int llm_report_write(const struct llm_report_opts *o, const struct atr_llm_record *r, size_t n,
+                     struct atr_llm_bench_config *cfg, struct atr_error *err)
+{
+    cfg->slo_ttft_ms = o->slo_ttft_ms;
+    cfg->slo_tpot_ms = o->slo_tpot_ms;
+    cfg->slo_e2el_ms = o->slo_e2el_ms;
+    struct atr_llm_summary sum;
+    if (atr_llm_summarize(r, n, cfg, &sum, err) < 0)
+        return -1;
+    struct atr_buf b = ATR_BUF_INIT;
+    int rc = 0;
+    if (o->save_result) {
+        atr_llm_write_result_json(&b, &sum, cfg);
+        atr_buf_putc(&b, '\n');
+        rc = write_file(o->save_result, &b, err);
+    }
+    if (rc == 0 && o->requests_out) {
+        atr_buf_clear(&b);
+        for (size_t i = 0; i < n; i++)
+            atr_llm_write_request_line(&b, &r[i]);
+        rc = write_file(o->requests_out, &b, err);
+    }
+    if (rc == 0 && !o->quiet) {
+        atr_buf_clear(&b);
+        atr_llm_write_block(&b, &sum, cfg);
+        fputs(b.data ? b.data : "", stdout);
+    }
+    atr_llm_summary_release(&sum);
+    atr_buf_release(&b);
+    return rc;
+}

@@ -1,0 +1,33 @@
+/* llm-report.h - the outputs `atr sim run` and `atr replay llm` share: the
+ * --save-result JSON, --requests-out lines, and the printed result block,
+ * plus the --goodput option. */
+#ifndef ATR_CLI_LLM_REPORT_H
+#define ATR_CLI_LLM_REPORT_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "llm/metrics.h"
+
+struct llm_report_opts {
+    const char *save_result;     /* --save-result FILE or NULL */
+    const char *requests_out;    /* --requests-out FILE or NULL */
+    bool quiet;                  /* no block on stdout */
+    double slo_ttft_ms, slo_tpot_ms, slo_e2el_ms;   /* --goodput; < 0: unset */
+};
+
+void llm_report_init(struct llm_report_opts *o);
+/* Parses "--goodput ttft:MS tpot:MS e2el:MS" (one or more words, also
+ * comma-separated in one argument); false on junk. */
+bool llm_report_parse_goodput(struct llm_report_opts *o, const char *arg);
+
+/* "YYYYMMDD-HHMMSS" of now (UTC), as vLLM stamps results. */
+void llm_report_date(char out[32]);
+
+/* Summarizes r[0..n) under cfg (its slo_* fields are taken from o) and
+ * writes the outputs o asks for, atomically. Prints the block to stdout
+ * unless quiet. 0, or -1 with err set. */
+int llm_report_write(const struct llm_report_opts *o, const struct atr_llm_record *r, size_t n,
+                     struct atr_llm_bench_config *cfg, struct atr_error *err);
+
+#endif

@@ -1,0 +1,769 @@
+/* client.c - OpenAI-compatible streaming client: libcurl's multi-socket
+ * interface driven by the caller's libevent loop.
+ *
+ * curl tells us which sockets to watch (on_curl_socket) and when to call it
+ * back (on_curl_timer); libevent tells curl when a socket is ready
+ * (on_socket_event) or the timer expired (on_timer), and after each action
+ * finished transfers are collected from curl_multi_info_read. Easy handles
+ * are kept on a free list with their options and buffers, so a request
+ * costs no allocation once the client is warm, and curl keeps connections
+ * alive in the multi handle's pool.
+ *
+ * A request fails with the first reason seen: the write callback records it
+ * and returns 0 so curl aborts the transfer, the stall timer removes the
+ * transfer itself; both paths end in finish(). */
+#include "llm/client.h"
+
+#include <curl/curl.h>
+#include <event2/event.h>
+#include <event2/event_struct.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "llm/sse.h"
+#include "util/arena.h"
+#include "util/buf.h"
+
+enum {
+    DETAIL_BODY = 200,                 /* bytes of a non-200 body kept in detail */
+    DEFAULT_MAX_RESPONSE = 64 << 20,
+    SSE_MAX_LINE = 1 << 20,            /* one SSE line or event's data */
+    FIRST_CHUNKS = 64,
+    KEEP_BUFFER = 1 << 20,             /* larger buffers are not kept for reuse */
+};
+
+/* How the response body is read, decided at its first byte. */
+enum body_mode { BODY_UNKNOWN, BODY_SSE, BODY_JSON, BODY_ERROR };
+
+/* atr_sse_feed callback results that stop the stream. */
+enum { EVENT_BAD = 1, EVENT_ERROR = 2 };
+
+struct sock {
+    struct atr_llm_client *c;
+    struct event ev;
+    short kind;                        /* libevent flags now registered */
+    struct sock *prev, *next;
+};
+
+struct req {
+    struct atr_llm_client *c;
+    CURL *easy;
+    struct req *prev, *next;           /* active list, or free list (next) */
+    struct event stall_ev;
+    enum atr_llm_api api;
+    bool api_set;
+    uint64_t id;
+    double start_s, last_byte_s, end_s;
+    struct atr_buf body;               /* the request JSON */
+    struct atr_buf resp;               /* non-streaming body, or error body head */
+    struct atr_sse sse;
+    double *chunks;
+    size_t n_chunks, cap_chunks;
+    int64_t prompt, output, cached;
+    size_t received;
+    int status;
+    enum body_mode mode;
+    bool done, usage;
+    const char *reason;                /* NULL while nothing failed */
+    char reason_buf[16];               /* "http NNN" */
+    char detail[256];
+    char errbuf[CURL_ERROR_SIZE];
+};
+
+struct atr_llm_client {
+    struct event_base *base;
+    CURLM *multi;
+    struct event *timer;
+    struct curl_slist *headers;
+    char *url[2];                      /* indexed by enum atr_llm_api */
+    long timeout_ms;
+    double stall_s;
+    size_t max_response;
+    atr_llm_done_fn on_done;
+    void *ctx;
+    struct req *active, *free_list;
+    struct sock *socks;
+    size_t in_flight;
+    struct atr_arena arena;            /* payload trees, cleared per payload */
+};
+
+double atr_llm_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- finishing a request ---------------------------------------------------- */
+
+static void fail(struct req *r, const char *reason, double now)
+{
+    if (r->reason)
+        return;
+    r->reason = reason;
+    r->end_s = now;
+}
+
+static void fail_http(struct req *r, double now)
+{
+    if (r->reason)
+        return;
+    snprintf(r->reason_buf, sizeof r->reason_buf, "http %d", r->status);
+    fail(r, r->reason_buf, now);
+    /* The head of the body, on one line, cut at a UTF-8 boundary. */
+    size_t n = r->resp.len < DETAIL_BODY ? r->resp.len : DETAIL_BODY;
+    if (r->resp.len > DETAIL_BODY) {
+        while (n && ((unsigned char)r->resp.data[n] & 0xC0) == 0x80)
+            n--;
+    }
+    for (size_t i = 0; i < n; i++) {
+        char ch = r->resp.data[i];
+        r->detail[i] = (unsigned char)ch < 0x20 ? ' ' : ch;
+    }
+    r->detail[n] = '\0';
+}
+
+static void set_detail(struct req *r, const char *s)
+{
+    snprintf(r->detail, sizeof r->detail, "%s", s);
+}
+
+static void unlink_active(struct atr_llm_client *c, struct req *r)
+{
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        c->active = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    r->prev = r->next = NULL;
+}
+
+/* A handle on the free list keeps its buffers, unless one outlier request
+ * made them large. */
+static void trim(struct atr_buf *b)
+{
+    if (b->cap > KEEP_BUFFER)
+        atr_buf_release(b);
+}
+
+/* Hands the result to the caller and puts r back on the free list. r must
+ * already be out of the multi handle. */
+static void finish(struct req *r)
+{
+    struct atr_llm_client *c = r->c;
+    event_del(&r->stall_ev);
+    unlink_active(c, r);
+    c->in_flight--;
+    struct atr_llm_result res = {
+        .id = r->id,
+        .start_s = r->start_s,
+        .end_s = r->end_s,
+        .chunk_s = r->chunks,
+        .n_chunks = r->n_chunks,
+        .prompt_tokens = r->prompt,
+        .output_tokens = r->output,
+        .cached_tokens = r->cached,
+        .success = r->reason == NULL,
+        .http_status = r->status,
+        .reason = r->reason,
+        .detail = r->detail,
+    };
+    c->on_done(c->ctx, &res);
+    trim(&r->body);
+    trim(&r->resp);
+    trim(&r->sse.line);
+    trim(&r->sse.data);
+    r->next = c->free_list;
+    c->free_list = r;
+}
+
+/* ---- reading the body --------------------------------------------------------- */
+
+static void add_chunk(struct req *r, double t)
+{
+    if (r->n_chunks == r->cap_chunks) {
+        size_t cap = r->cap_chunks ? r->cap_chunks * 2 : FIRST_CHUNKS;
+        double *p = realloc(r->chunks, cap * sizeof *p);
+        if (!p)
+            abort();
+        r->chunks = p;
+        r->cap_chunks = cap;
+    }
+    r->chunks[r->n_chunks++] = t;
+}
+
+/* Applies one payload (SSE event data or a whole JSON body); returns 0 or
+ * an EVENT_* value with detail set. */
+static int apply_payload(struct req *r, const char *data, size_t len)
+{
+    struct atr_sse_payload pl;
+    int rc = atr_sse_payload_parse(&r->c->arena, data, len, &pl);
+    atr_arena_clear(&r->c->arena);
+    if (rc < 0) {
+        set_detail(r, pl.detail);
+        return EVENT_BAD;
+    }
+    if (pl.error) {
+        set_detail(r, pl.detail);
+        return EVENT_ERROR;
+    }
+    if (pl.done)
+        r->done = true;
+    if (pl.chunk)
+        add_chunk(r, r->last_byte_s);
+    if (pl.usage) {
+        r->usage = true;
+        r->prompt = pl.prompt_tokens;
+        r->output = pl.completion_tokens;
+        r->cached = pl.cached_tokens;
+    }
+    return 0;
+}
+
+static int on_event(void *ud, const char *data, size_t len)
+{
+    struct req *r = ud;
+    if (r->done)
+        return 0;  /* nothing counts after [DONE] */
+    return apply_payload(r, data, len);
+}
+
+/* Maps an SSE parser or payload failure to the request's reason. */
+static void fail_sse(struct req *r, int rc, double now)
+{
+    if (rc == ATR_SSE_ERR_SIZE) {
+        set_detail(r, "an SSE line or event passed the size limit");
+        fail(r, "too large", now);
+    } else if (rc == EVENT_ERROR) {
+        fail(r, "error event", now);
+    } else {
+        if (rc == ATR_SSE_ERR_LINE)
+            set_detail(r, "a line that is not server-sent events");
+        fail(r, "bad sse", now);
+    }
+}
+
+static void pick_mode(struct req *r, const char *p, size_t len)
+{
+    long status = 0;
+    curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
+    r->status = (int)status;
+    if (status != 200) {
+        r->mode = BODY_ERROR;
+        return;
+    }
+    char *ct = NULL;
+    curl_easy_getinfo(r->easy, CURLINFO_CONTENT_TYPE, &ct);
+    if (ct && strstr(ct, "text/event-stream"))
+        r->mode = BODY_SSE;
+    else if (ct && strstr(ct, "application/json"))
+        r->mode = BODY_JSON;
+    else
+        r->mode = len && (p[0] == '{' || p[0] == '[') ? BODY_JSON : BODY_SSE;
+}
+
+static size_t on_write(char *p, size_t size, size_t nmemb, void *ud)
+{
+    struct req *r = ud;
+    size_t len = size * nmemb;
+    double now = atr_llm_now();
+    r->last_byte_s = now;
+    if (r->mode == BODY_UNKNOWN)
+        pick_mode(r, p, len);
+    r->received += len;
+    if (r->received > r->c->max_response) {
+        if (r->mode == BODY_ERROR) {
+            fail_http(r, now);  /* the status says more than the size */
+        } else {
+            snprintf(r->detail, sizeof r->detail, "response passed %zu bytes",
+                     r->c->max_response);
+            fail(r, "too large", now);
+        }
+        return 0;
+    }
+    if (r->mode == BODY_SSE) {
+        int rc = atr_sse_feed(&r->sse, p, len, on_event, r);
+        if (rc) {
+            fail_sse(r, rc, now);
+            return 0;
+        }
+    } else if (r->mode == BODY_JSON) {
+        atr_buf_append(&r->resp, p, len);
+    } else if (r->resp.len < DETAIL_BODY + 4) {
+        size_t room = DETAIL_BODY + 4 - r->resp.len;
+        atr_buf_append(&r->resp, p, len < room ? len : room);
+    }
+    return len;
+}
+
+/* ---- deciding how a transfer ended -------------------------------------------- */
+
+static void conclude_stream(struct req *r, double now)
+{
+    int rc = atr_sse_finish(&r->sse, on_event, r);
+    if (rc) {
+        fail_sse(r, rc, now);
+    } else if (!r->done) {
+        set_detail(r, "the stream ended without data: [DONE]");
+        fail(r, "stream cut", now);
+    } else if (!r->usage) {
+        set_detail(r, "data: [DONE] came without a usage object");
+        fail(r, "no usage", now);
+    }
+}
+
+static void conclude_json(struct req *r, double now)
+{
+    int rc = apply_payload(r, r->resp.data ? r->resp.data : "", r->resp.len);
+    if (rc) {
+        fail_sse(r, rc, now);
+        return;
+    }
+    if (!r->usage) {
+        set_detail(r, "the response has no usage object");
+        fail(r, "no usage", now);
+        return;
+    }
+    /* The whole answer is one chunk, stamped at its last byte. */
+    if (r->n_chunks)
+        r->chunks[0] = r->last_byte_s;
+}
+
+/* The transfer completed at the HTTP level. */
+static void conclude_ok(struct req *r, double now)
+{
+    if (r->status != 200)
+        fail_http(r, now);
+    else if (r->mode == BODY_SSE)
+        conclude_stream(r, now);
+    else if (r->mode == BODY_JSON)
+        conclude_json(r, now);
+    else {
+        set_detail(r, "empty response body");
+        fail(r, "stream cut", now);
+    }
+}
+
+/* The connection failed: before any answer, or part way through it. */
+static void conclude_cut(struct req *r, CURLcode rc, double now)
+{
+    if (r->status == 0) {
+        set_detail(r, r->errbuf[0] ? r->errbuf : curl_easy_strerror(rc));
+        fail(r, "connect", now);
+    } else if (r->status != 200) {
+        fail_http(r, now);
+    } else if (r->mode == BODY_SSE && r->done) {
+        if (!r->usage) {
+            set_detail(r, "data: [DONE] came without a usage object");
+            fail(r, "no usage", now);
+        }
+    } else {
+        set_detail(r, r->errbuf[0] ? r->errbuf : curl_easy_strerror(rc));
+        fail(r, "stream cut", now);
+    }
+}
+
+/* A success ends at its last chunk (vLLM's latency), else its last byte. */
+static void settle_end(struct req *r)
+{
+    if (!r->reason)
+        r->end_s = r->n_chunks ? r->chunks[r->n_chunks - 1] : r->last_byte_s;
+}
+
+static void conclude(struct req *r, CURLcode rc)
+{
+    double now = atr_llm_now();
+    if (r->reason)
+        return;  /* the write callback already failed it */
+    if (r->status == 0) {
+        long status = 0;
+        curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
+        r->status = (int)status;
+    }
+    switch (rc) {
+    case CURLE_OK:
+        conclude_ok(r, now);
+        break;
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+        set_detail(r, r->errbuf[0] ? r->errbuf : curl_easy_strerror(rc));
+        fail(r, "connect", now);
+        break;
+    case CURLE_OPERATION_TIMEDOUT:
+        set_detail(r, r->errbuf[0] ? r->errbuf : curl_easy_strerror(rc));
+        fail(r, "timeout", now);
+        break;
+    case CURLE_GOT_NOTHING:
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+    case CURLE_PARTIAL_FILE:
+        conclude_cut(r, rc, now);
+        break;
+    default:
+        set_detail(r, r->errbuf[0] ? r->errbuf : curl_easy_strerror(rc));
+        fail(r, "transport", now);
+        break;
+    }
+    settle_end(r);
+}
+
+static void check_info(struct atr_llm_client *c)
+{
+    CURLMsg *m;
+    int left;
+    while ((m = curl_multi_info_read(c->multi, &left))) {
+        if (m->msg != CURLMSG_DONE)
+            continue;
+        CURL *easy = m->easy_handle;
+        CURLcode rc = m->data.result;  /* m is invalid once the handle is removed */
+        char *priv = NULL;
+        curl_easy_getinfo(easy, CURLINFO_PRIVATE, &priv);
+        struct req *r = (struct req *)priv;
+        curl_multi_remove_handle(c->multi, easy);
+        conclude(r, rc);
+        finish(r);
+    }
+}
+
+/* ---- libevent <-> curl glue ------------------------------------------------- */
+
+static void on_socket_event(evutil_socket_t fd, short kind, void *arg)
+{
+    struct atr_llm_client *c = ((struct sock *)arg)->c;  /* arg may be freed below */
+    int action = (kind & EV_READ ? CURL_CSELECT_IN : 0) | (kind & EV_WRITE ? CURL_CSELECT_OUT : 0);
+    int running;
+    curl_multi_socket_action(c->multi, fd, action, &running);
+    check_info(c);
+}
+
+static void on_timer(evutil_socket_t fd, short kind, void *arg)
+{
+    struct atr_llm_client *c = arg;
+    int running;
+    curl_multi_socket_action(c->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+    check_info(c);
+}
+
+static int on_curl_timer(CURLM *multi, long ms, void *ud)
+{
+    struct atr_llm_client *c = ud;
+    if (ms < 0) {
+        evtimer_del(c->timer);
+        return 0;
+    }
+    struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
+    return evtimer_add(c->timer, &tv);
+}
+
+static void sock_free(struct atr_llm_client *c, struct sock *s)
+{
+    event_del(&s->ev);
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        c->socks = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    free(s);
+}
+
+static int on_curl_socket(CURL *easy, curl_socket_t fd, int what, void *ud, void *sockp)
+{
+    struct atr_llm_client *c = ud;
+    struct sock *s = sockp;
+    if (what == CURL_POLL_REMOVE) {
+        if (s)
+            sock_free(c, s);
+        return 0;
+    }
+    short kind = EV_PERSIST | (what & CURL_POLL_IN ? EV_READ : 0) |
+                 (what & CURL_POLL_OUT ? EV_WRITE : 0);
+    if (!s) {
+        s = calloc(1, sizeof *s);
+        if (!s)
+            return -1;
+        s->c = c;
+        s->next = c->socks;
+        if (c->socks)
+            c->socks->prev = s;
+        c->socks = s;
+        curl_multi_assign(c->multi, fd, s);
+    } else if (s->kind == kind) {
+        return 0;
+    } else {
+        event_del(&s->ev);
+    }
+    s->kind = kind;
+    event_assign(&s->ev, c->base, fd, kind, on_socket_event, s);
+    return event_add(&s->ev, NULL);
+}
+
+/* ---- stall timer ------------------------------------------------------------- */
+
+static struct timeval seconds_tv(double s)
+{
+    if (s < 0)
+        s = 0;
+    struct timeval tv = {.tv_sec = (time_t)s};
+    tv.tv_usec = (suseconds_t)((s - (double)tv.tv_sec) * 1e6);
+    return tv;
+}
+
+/* Armed once per request; re-armed for the remainder while bytes flow, so
+ * receiving costs no timer operation. */
+static void on_stall(evutil_socket_t fd, short kind, void *arg)
+{
+    struct req *r = arg;
+    double now = atr_llm_now();
+    double left = r->last_byte_s + r->c->stall_s - now;
+    if (left > 0) {
+        struct timeval tv = seconds_tv(left);
+        evtimer_add(&r->stall_ev, &tv);
+        return;
+    }
+    if (r->done && r->usage) {
+        settle_end(r);  /* all was said; only the end of the body is missing */
+    } else {
+        snprintf(r->detail, sizeof r->detail, "no byte for %.3f s", now - r->last_byte_s);
+        fail(r, "stall", now);
+    }
+    curl_multi_remove_handle(r->c->multi, r->easy);
+    finish(r);
+}
+
+/* ---- requests ---------------------------------------------------------------- */
+
+static void req_free(struct req *r)
+{
+    event_del(&r->stall_ev);
+    curl_easy_cleanup(r->easy);
+    atr_buf_release(&r->body);
+    atr_buf_release(&r->resp);
+    atr_sse_release(&r->sse);
+    free(r->chunks);
+    free(r);
+}
+
+static struct req *req_new(struct atr_llm_client *c, struct atr_error *err)
+{
+    struct req *r = calloc(1, sizeof *r);
+    if (!r) {
+        atr_error_set(err, "out of memory");
+        return NULL;
+    }
+    r->c = c;
+    r->easy = curl_easy_init();
+    if (!r->easy) {
+        free(r);
+        atr_error_set(err, "cannot create a libcurl handle");
+        return NULL;
+    }
+    atr_sse_init(&r->sse, SSE_MAX_LINE < c->max_response ? SSE_MAX_LINE : c->max_response);
+    evtimer_assign(&r->stall_ev, c->base, on_stall, r);
+    CURL *e = r->easy;
+    curl_easy_setopt(e, CURLOPT_PRIVATE, (char *)r);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, r->errbuf);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, c->headers);
+    curl_easy_setopt(e, CURLOPT_POST, 1L);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+    /* A load generator talks to its target directly, whatever the
+     * environment's http_proxy says. */
+    curl_easy_setopt(e, CURLOPT_PROXY, "");
+    if (c->timeout_ms > 0)
+        curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, c->timeout_ms);
+    return r;
+}
+
+static void req_prepare(struct req *r, uint64_t id, enum atr_llm_api api)
+{
+    r->id = id;
+    atr_buf_clear(&r->resp);
+    atr_sse_reset(&r->sse);
+    r->n_chunks = 0;
+    r->prompt = r->output = r->cached = -1;
+    r->received = 0;
+    r->status = 0;
+    r->mode = BODY_UNKNOWN;
+    r->done = r->usage = false;
+    r->reason = NULL;
+    r->detail[0] = '\0';
+    r->errbuf[0] = '\0';
+    if (!r->api_set || r->api != api) {
+        curl_easy_setopt(r->easy, CURLOPT_URL, r->c->url[api]);
+        r->api = api;
+        r->api_set = true;
+    }
+}
+
+int atr_llm_client_send(struct atr_llm_client *c, uint64_t id, enum atr_llm_api api,
+                        const char *body, size_t len, struct atr_error *err)
+{
+    struct req *r = c->free_list;
+    if (r)
+        c->free_list = r->next;
+    else if (!(r = req_new(c, err)))
+        return -1;
+    r->next = NULL;
+    req_prepare(r, id, api == ATR_LLM_CHAT ? ATR_LLM_CHAT : ATR_LLM_COMPLETIONS);
+    atr_buf_clear(&r->body);
+    atr_buf_append(&r->body, body, len);
+    curl_easy_setopt(r->easy, CURLOPT_POSTFIELDS, r->body.data);
+    curl_easy_setopt(r->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+    r->start_s = r->last_byte_s = atr_llm_now();
+    CURLMcode mc = curl_multi_add_handle(c->multi, r->easy);
+    if (mc != CURLM_OK) {
+        r->next = c->free_list;
+        c->free_list = r;
+        return atr_error_set(err, "cannot start request: %s", curl_multi_strerror(mc));
+    }
+    r->next = c->active;
+    if (c->active)
+        c->active->prev = r;
+    c->active = r;
+    c->in_flight++;
+    if (c->stall_s > 0) {
+        struct timeval tv = seconds_tv(c->stall_s);
+        evtimer_add(&r->stall_ev, &tv);
+    }
+    return 0;
+}
+
+size_t atr_llm_client_in_flight(const struct atr_llm_client *c)
+{
+    return c->in_flight;
+}
+
+/* ---- client ------------------------------------------------------------------ */
+
+static char *join_url(const char *base, const char *path)
+{
+    size_t n = strlen(base);
+    while (n && base[n - 1] == '/')
+        n--;
+    struct atr_buf b = ATR_BUF_INIT;
+    atr_buf_append(&b, base, n);
+    atr_buf_puts(&b, path);
+    return b.data;
+}
+
+static int set_headers(struct atr_llm_client *c, const char *api_key)
+{
+    /* "Expect:" stops curl from waiting for 100-continue on large bodies. */
+    static const char *const fixed[] = {"Content-Type: application/json",
+                                        "Accept: text/event-stream", "Expect:"};
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) {
+        struct curl_slist *l = curl_slist_append(c->headers, fixed[i]);
+        if (!l)
+            return -1;
+        c->headers = l;
+    }
+    if (api_key && api_key[0]) {
+        struct atr_buf b = ATR_BUF_INIT;
+        atr_buf_printf(&b, "Authorization: Bearer %s", api_key);
+        struct curl_slist *l = curl_slist_append(c->headers, b.data);
+        atr_buf_release(&b);
+        if (!l)
+            return -1;
+        c->headers = l;
+    }
+    return 0;
+}
+
+static long timeout_ms(double s)
+{
+    if (!(s > 0))
+        return 0;
+    double ms = ceil(s * 1000.0);
+    return ms >= (double)LONG_MAX ? LONG_MAX : (long)ms;
+}
+
+static int setup_multi(struct atr_llm_client *c, const struct atr_llm_client_cfg *cfg)
+{
+    c->multi = curl_multi_init();
+    c->timer = evtimer_new(c->base, on_timer, c);
+    if (!c->multi || !c->timer)
+        return -1;
+    curl_multi_setopt(c->multi, CURLMOPT_SOCKETFUNCTION, on_curl_socket);
+    curl_multi_setopt(c->multi, CURLMOPT_SOCKETDATA, c);
+    curl_multi_setopt(c->multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
+    curl_multi_setopt(c->multi, CURLMOPT_TIMERDATA, c);
+    if (cfg->max_connections)
+        curl_multi_setopt(c->multi, CURLMOPT_MAXCONNECTS, (long)cfg->max_connections);
+    return 0;
+}
+
+struct atr_llm_client *atr_llm_client_new(struct event_base *base,
+                                          const struct atr_llm_client_cfg *cfg,
+                                          atr_llm_done_fn on_done, void *ctx,
+                                          struct atr_error *err)
+{
+    static bool curl_ready;
+    if (!curl_ready) {
+        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+            atr_error_set(err, "cannot initialise libcurl");
+            return NULL;
+        }
+        curl_ready = true;
+    }
+    if (!cfg->base_url || !cfg->base_url[0]) {
+        atr_error_set(err, "no base URL");
+        return NULL;
+    }
+    struct atr_llm_client *c = calloc(1, sizeof *c);
+    if (!c) {
+        atr_error_set(err, "out of memory");
+        return NULL;
+    }
+    c->base = base;
+    c->on_done = on_done;
+    c->ctx = ctx;
+    c->timeout_ms = timeout_ms(cfg->timeout_s);
+    c->stall_s = cfg->stall_timeout_s > 0 ? cfg->stall_timeout_s : 0;
+    c->max_response = cfg->max_response ? cfg->max_response : DEFAULT_MAX_RESPONSE;
+    c->url[ATR_LLM_COMPLETIONS] = join_url(cfg->base_url, "/v1/completions");
+    c->url[ATR_LLM_CHAT] = join_url(cfg->base_url, "/v1/chat/completions");
+    if (set_headers(c, cfg->api_key) < 0 || setup_multi(c, cfg) < 0) {
+        atr_llm_client_free(c);
+        atr_error_set(err, "cannot set up libcurl");
+        return NULL;
+    }
+    return c;
+}
+
+void atr_llm_client_free(struct atr_llm_client *c)
+{
+    if (!c)
+        return;
+    while (c->active) {
+        struct req *r = c->active;
+        c->active = r->next;
+        curl_multi_remove_handle(c->multi, r->easy);
+        req_free(r);
+    }
+    while (c->free_list) {
+        struct req *r = c->free_list;
+        c->free_list = r->next;
+        req_free(r);
+    }
+    if (c->multi)
+        curl_multi_cleanup(c->multi);
+    while (c->socks)
+        sock_free(c, c->socks);
+    if (c->timer)
+        event_free(c->timer);
+    curl_slist_free_all(c->headers);
+    free(c->url[0]);
+    free(c->url[1]);
+    atr_arena_release(&c->arena);
+    free(c);
+}

@@ -1,0 +1,332 @@
+/* replay.c - sessions sent to a real server on one event loop (see
+ * replay.h). */
+#include "llm/replay.h"
+
+#include <event2/event.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/heap.h"
+
+/* Warm-up requests use ids from here, so they never touch the records. */
+#define WARMUP_ID (UINT64_C(1) << 62)
+
+/* A session's turn between being due and finishing. */
+struct turn_state {
+    size_t session;
+    double scheduled_s;      /* when the schedule wanted it */
+    double send_s;           /* released */
+};
+
+struct driver {
+    const struct atr_llm_replay_cfg *cfg;
+    struct atr_llm_replay_result *out;
+    struct event_base *base;
+    struct event *timer, *stop_poll;
+    struct atr_llm_client *client;
+    struct atr_error *err;
+    double t0;                       /* monotonic time of the schedule's 0 */
+    size_t *next_turn;               /* per session */
+    struct turn_state *first;        /* per session: its first turn */
+    struct turn_state *by_id;        /* request id -> its turn */
+    struct atr_heap due;             /* (scheduled time, turn) not yet released */
+    struct turn_state **wait;        /* FIFO of released turns waiting for a slot */
+    size_t wait_head, wait_len;
+    size_t in_flight;
+    uint64_t next_id;
+    struct atr_buf body;
+    int failed;                      /* -1 after an internal error */
+    unsigned warm_left, warm_ok;
+    char warm_reason[96];
+};
+
+static double rel_now(const struct driver *d)
+{
+    return atr_llm_now() - d->t0;
+}
+
+static const char *intern_reason(struct atr_llm_replay_result *o, const char *reason)
+{
+    for (size_t i = 0; i < o->n_reasons; i++)
+        if (strcmp(o->reasons[i], reason) == 0)
+            return o->reasons[i];
+    char **v = realloc(o->reasons, (o->n_reasons + 1) * sizeof *v);
+    char *s = strdup(reason);
+    if (!v || !s)
+        abort();
+    o->reasons = v;
+    return o->reasons[o->n_reasons++] = s;
+}
+
+static const struct atr_turn *turn_of(const struct driver *d, const struct turn_state *ts)
+{
+    return &d->cfg->workload->sessions[ts->session].turns[d->next_turn[ts->session]];
+}
+
+/* Hands a released turn to the client. */
+static void start_turn(struct driver *d, struct turn_state *ts)
+{
+    const struct atr_turn *u = turn_of(d, ts);
+    uint64_t id = d->next_id++;
+    d->by_id[id] = *ts;
+    atr_buf_clear(&d->body);
+    /* The unique tail is keyed by (session, turn): distinct within a run. */
+    uint64_t seed = ((uint64_t)ts->session << 20) ^ d->next_turn[ts->session];
+    if (atr_prompt_body(&d->body, &d->cfg->body, u, d->cfg->workload->block_size, seed) < 0 ||
+        atr_llm_client_send(d->client, id, d->cfg->body.api, d->body.data, d->body.len,
+                            d->err) < 0) {
+        d->failed = -1;
+        event_base_loopbreak(d->base);
+        return;
+    }
+    d->in_flight++;
+}
+
+static void release_turn(struct driver *d, struct turn_state *ts)
+{
+    ts->send_s = rel_now(d);
+    unsigned limit = d->cfg->max_concurrency;
+    if (limit && d->in_flight >= limit) {
+        size_t cap = d->cfg->workload->n_sessions;
+        d->wait[(d->wait_head + d->wait_len++) % cap] = ts;
+        return;
+    }
+    start_turn(d, ts);
+}
+
+static void arm_timer(struct driver *d)
+{
+    const struct atr_heap_item *top = atr_heap_peek(&d->due);
+    if (!top) {
+        evtimer_del(d->timer);
+        return;
+    }
+    double wait = top->t - rel_now(d);
+    if (wait < 0)
+        wait = 0;
+    struct timeval tv = { (time_t)wait, (suseconds_t)((wait - floor(wait)) * 1e6) };
+    evtimer_add(d->timer, &tv);
+}
+
+/* Releases every turn whose time has come. A turn is never sent early. */
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+    struct driver *d = arg;
+    const struct atr_heap_item *top;
+    while (d->failed == 0 && (top = atr_heap_peek(&d->due)) && top->t <= rel_now(d)) {
+        struct atr_heap_item it;
+        atr_heap_pop(&d->due, &it);
+        release_turn(d, it.data);
+    }
+    arm_timer(d);
+}
+
+static void schedule_turn(struct driver *d, struct turn_state *ts, double t)
+{
+    ts->scheduled_s = t;
+    if (atr_heap_push(&d->due, t, ts, d->err) < 0) {
+        d->failed = -1;
+        event_base_loopbreak(d->base);
+        return;
+    }
+    const struct atr_heap_item *top = atr_heap_peek(&d->due);
+    if (top->data == ts)             /* new earliest: re-arm */
+        arm_timer(d);
+}
+
+static void on_warmup_done(struct driver *d, const struct atr_llm_result *r)
+{
+    if (r->success)
+        d->warm_ok++;
+    else
+        snprintf(d->warm_reason, sizeof d->warm_reason, "%s%s%s", r->reason,
+                 r->detail && *r->detail ? ": " : "", r->detail ? r->detail : "");
+    if (--d->warm_left == 0)
+        event_base_loopbreak(d->base);
+}
+
+static void record(struct driver *d, const struct atr_llm_result *r, const struct turn_state *ts)
+{
+    struct atr_llm_replay_result *o = d->out;
+    double *chunks = NULL;
+    if (r->n_chunks) {
+        chunks = malloc(r->n_chunks * sizeof *chunks);
+        if (!chunks)
+            abort();
+        for (size_t i = 0; i < r->n_chunks; i++)
+            chunks[i] = r->chunk_s[i] - d->t0;
+    }
+    o->recs[o->n++] = (struct atr_llm_record){
+        .id = r->id, .scheduled_s = ts->scheduled_s, .send_s = ts->send_s,
+        .start_s = r->start_s - d->t0, .end_s = r->end_s - d->t0,
+        .chunk_s = chunks, .n_chunks = r->n_chunks,
+        .prompt_tokens = r->prompt_tokens, .output_tokens = r->output_tokens,
+        .cached_tokens = r->cached_tokens, .success = r->success,
+        .error = r->success ? NULL : intern_reason(o, r->reason ? r->reason : "unknown"),
+        .trace_id = d->cfg->workload->sessions[ts->session].trace_id,
+        .turn = (int64_t)d->next_turn[ts->session],
+    };
+}
+
+static void on_done(void *ctx, const struct atr_llm_result *r)
+{
+    struct driver *d = ctx;
+    if (r->id >= WARMUP_ID) {
+        on_warmup_done(d, r);
+        return;
+    }
+    struct turn_state *ts = &d->by_id[r->id];
+    record(d, r, ts);
+    d->in_flight--;
+    size_t si = ts->session;
+    const struct atr_session *s = &d->cfg->workload->sessions[si];
+    if (++d->next_turn[si] < s->n_turns) {
+        /* by_id[r->id] is recorded and free to carry the session on. */
+        schedule_turn(d, ts, r->end_s - d->t0 +
+                      atr_schedule_think(d->cfg->schedule, &s->turns[d->next_turn[si]]));
+    }
+    if (d->wait_len) {
+        struct turn_state *w = d->wait[d->wait_head];
+        d->wait_head = (d->wait_head + 1) % d->cfg->workload->n_sessions;
+        d->wait_len--;
+        start_turn(d, w);
+    }
+    if (d->cfg->on_progress)
+        d->cfg->on_progress(d->cfg->progress_ctx, d->out->n, d->out->total);
+    if (d->out->n == d->out->total)
+        event_base_loopbreak(d->base);
+}
+
+static void on_stop_poll(evutil_socket_t fd, short what, void *arg)
+{
+    struct driver *d = arg;
+    if (d->cfg->stop && *d->cfg->stop) {
+        d->out->incomplete = true;
+        event_base_loopbreak(d->base);
+    }
+}
+
+/* Sends the warm-up requests (first turns of the first sessions, with
+ * their own unique tails) and waits for them; fails if none succeeded. */
+static int warm_up(struct driver *d)
+{
+    const struct atr_workload *w = d->cfg->workload;
+    size_t with_turns = 0;
+    for (size_t i = 0; i < w->n_sessions; i++)
+        with_turns += w->sessions[i].n_turns > 0;
+    if (!d->cfg->warmup || !with_turns)
+        return 0;
+    for (unsigned k = 0, i = 0; k < d->cfg->warmup; i = (i + 1) % (unsigned)w->n_sessions) {
+        if (!w->sessions[i].n_turns)
+            continue;
+        atr_buf_clear(&d->body);
+        if (atr_prompt_body(&d->body, &d->cfg->body, &w->sessions[i].turns[0], w->block_size,
+                            WARMUP_ID + k) < 0 ||
+            atr_llm_client_send(d->client, WARMUP_ID + k, d->cfg->body.api, d->body.data,
+                                d->body.len, d->err) < 0)
+            return -1;
+        k++;
+    }
+    d->warm_left = d->cfg->warmup;
+    while (d->warm_left && !(d->cfg->stop && *d->cfg->stop))
+        event_base_loop(d->base, EVLOOP_ONCE);
+    if (d->warm_left)
+        return atr_error_set(d->err, "stopped during warm-up");
+    if (!d->warm_ok)
+        return atr_error_set(d->err, "warm-up request failed (%s); is the target serving "
+                             "model '%s'?", d->warm_reason, d->cfg->body.model);
+    return 0;
+}
+
+static int setup(struct driver *d)
+{
+    const struct atr_llm_replay_cfg *cfg = d->cfg;
+    size_t ns = cfg->workload->n_sessions ? cfg->workload->n_sessions : 1;
+    d->next_turn = calloc(ns, sizeof *d->next_turn);
+    d->first = calloc(ns, sizeof *d->first);
+    d->wait = calloc(ns, sizeof *d->wait);
+    d->by_id = calloc(cfg->workload->n_turns + 1, sizeof *d->by_id);
+    d->out->recs = calloc(cfg->workload->n_turns + 1, sizeof *d->out->recs);
+    if (!d->next_turn || !d->first || !d->wait || !d->by_id || !d->out->recs)
+        abort();
+    d->out->total = cfg->workload->n_turns;
+    atr_heap_init(&d->due);
+    /* Precise timers (timerfd): epoll's own timeout has millisecond steps,
+     * which alone would cost up to 1 ms of schedule lag. */
+    struct event_config *ec = event_config_new();
+    if (ec)
+        event_config_set_flag(ec, EVENT_BASE_FLAG_PRECISE_TIMER);
+    d->base = ec ? event_base_new_with_config(ec) : NULL;
+    if (ec)
+        event_config_free(ec);
+    if (!d->base)
+        return atr_error_set(d->err, "cannot create the event loop");
+    d->timer = evtimer_new(d->base, on_timer, d);
+    d->stop_poll = event_new(d->base, -1, EV_PERSIST, on_stop_poll, d);
+    if (!d->timer || !d->stop_poll)
+        return atr_error_set(d->err, "out of memory");
+    struct timeval poll = { 0, 20000 };
+    event_add(d->stop_poll, &poll);
+    d->client = atr_llm_client_new(d->base, &cfg->client, on_done, d, d->err);
+    return d->client ? 0 : -1;
+}
+
+static void teardown(struct driver *d)
+{
+    atr_llm_client_free(d->client);
+    if (d->timer)
+        event_free(d->timer);
+    if (d->stop_poll)
+        event_free(d->stop_poll);
+    if (d->base)
+        event_base_free(d->base);
+    atr_heap_release(&d->due);
+    atr_buf_release(&d->body);
+    free(d->next_turn);
+    free(d->first);
+    free(d->wait);
+    free(d->by_id);
+}
+
+int atr_llm_replay(const struct atr_llm_replay_cfg *cfg, struct atr_llm_replay_result *out,
+                   struct atr_error *err)
+{
+    memset(out, 0, sizeof *out);
+    struct driver d = { .cfg = cfg, .out = out, .err = err };
+    int rc = setup(&d);
+    if (rc == 0)
+        rc = warm_up(&d);
+    if (rc == 0) {
+        d.t0 = atr_llm_now();
+        const struct atr_workload *w = cfg->workload;
+        for (size_t i = 0; i < w->n_sessions && d.failed == 0; i++) {
+            if (!w->sessions[i].n_turns)
+                continue;
+            d.first[i].session = i;
+            schedule_turn(&d, &d.first[i], cfg->starts[i]);
+        }
+        if (out->total && d.failed == 0 && !(cfg->stop && *cfg->stop))
+            event_base_dispatch(d.base);
+        if (cfg->stop && *cfg->stop && out->n < out->total)
+            out->incomplete = true;
+        rc = d.failed;
+    }
+    teardown(&d);
+    if (rc < 0) {
+        atr_llm_replay_release(out);
+        return -1;
+    }
+    return 0;
+}
+
+void atr_llm_replay_release(struct atr_llm_replay_result *r)
+{
+    for (size_t i = 0; i < r->n; i++)
+        free((void *)r->recs[i].chunk_s);
+    free(r->recs);
+    for (size_t i = 0; i < r->n_reasons; i++)
+        free(r->reasons[i]);
+    free(r->reasons);
+    memset(r, 0, sizeof *r);
+}

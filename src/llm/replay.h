@@ -1,0 +1,60 @@
+/* replay.h - a workload's sessions sent to an OpenAI-compatible server in
+ * real time (atr replay llm).
+ *
+ * One libevent loop drives the schedule and the client: a session's first
+ * turn is due at its scheduled start, each next turn when the previous
+ * reply ended plus the (scaled) recorded tool time. A due turn is released
+ * at once (the lag behind its schedule is recorded); with max_concurrency
+ * it then waits in a FIFO for a free slot, and that wait is recorded too
+ * (client queue time), never hidden. Optional warm-up requests run before
+ * the clock starts and are not counted.
+ *
+ * Times in the records are seconds since the first scheduled send.
+ * Memory: the result owns its records, their chunk arrays and their reason
+ * strings; atr_llm_replay_release frees them. cfg and what it points to are
+ * borrowed for the call. */
+#ifndef ATR_LLM_REPLAY_H
+#define ATR_LLM_REPLAY_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "llm/client.h"
+#include "llm/metrics.h"
+#include "llm/prompt.h"
+#include "sched/schedule.h"
+#include "sched/workload.h"
+
+struct atr_llm_replay_cfg {
+    const struct atr_workload *workload;
+    const double *starts;                /* per session (atr_schedule_starts) */
+    const struct atr_schedule *schedule;
+    unsigned max_concurrency;            /* 0 = unlimited */
+    struct atr_body_opts body;
+    struct atr_llm_client_cfg client;
+    unsigned warmup;                     /* uncounted requests before the clock starts */
+    /* Set (e.g. by a signal handler) to stop early: finished requests are
+     * kept, the rest dropped, and the result is marked incomplete. */
+    const volatile sig_atomic_t *stop;
+    void (*on_progress)(void *ctx, size_t done, size_t total);
+    void *progress_ctx;
+};
+
+struct atr_llm_replay_result {
+    struct atr_llm_record *recs;         /* in completion order */
+    size_t n;
+    size_t total;                        /* turns the workload has */
+    bool incomplete;
+    /* private storage */
+    char **reasons;
+    size_t n_reasons;
+};
+
+/* 0 (also when stopped early: see incomplete), or -1 with err set when the
+ * loop cannot run or every warm-up request failed (the reason is named). */
+int atr_llm_replay(const struct atr_llm_replay_cfg *cfg, struct atr_llm_replay_result *out,
+                   struct atr_error *err);
+void atr_llm_replay_release(struct atr_llm_replay_result *r);
+
+#endif

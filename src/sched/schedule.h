@@ -1,0 +1,52 @@
+/* schedule.h - when each session of a workload starts.
+ *
+ * Sessions start in workload order. The kinds:
+ *   trace     the traces' own start times, times time_scale
+ *   poisson   inter-arrival gaps drawn from a gamma distribution with shape
+ *             burstiness and mean 1/rate (burstiness 1 is a Poisson process),
+ *             as `vllm bench serve --request-rate R --burstiness B` does
+ *   constant  one session every 1/rate seconds
+ *   burst     all at time 0 (`--rate inf`)
+ * The first session starts at 0 in every kind. time_scale also scales the
+ * recorded think times (atr_schedule_think). Deterministic for a seed.
+ * Memory: nothing is kept; starts are written into the caller's array. */
+#ifndef ATR_SCHED_SCHEDULE_H
+#define ATR_SCHED_SCHEDULE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sched/workload.h"
+#include "util/error.h"
+
+enum atr_arrival { ATR_ARRIVAL_TRACE, ATR_ARRIVAL_POISSON, ATR_ARRIVAL_CONSTANT, ATR_ARRIVAL_BURST };
+
+struct atr_schedule {
+    enum atr_arrival kind;
+    double rate;                 /* sessions per second (poisson, constant) */
+    double burstiness;           /* gamma shape, > 0; 1 = Poisson */
+    double time_scale;           /* > 0; 0.5 replays twice as fast */
+    uint64_t seed;
+};
+
+/* trace kind, burstiness 1, time_scale 1, seed 0. */
+void atr_schedule_defaults(struct atr_schedule *s);
+
+/* Parses a --rate value: a positive number, or "inf" (burst). Sets kind
+ * to poisson (or burst) unless it is constant already. */
+int atr_schedule_set_rate(struct atr_schedule *s, const char *arg, struct atr_error *err);
+
+/* starts[i] for each of the n sessions of w. */
+int atr_schedule_starts(const struct atr_schedule *s, const struct atr_workload *w,
+                        double *starts, struct atr_error *err);
+
+/* The think time a driver waits before turn t of a session. */
+static inline double atr_schedule_think(const struct atr_schedule *s, const struct atr_turn *t)
+{
+    return t->think_s * s->time_scale;
+}
+
+/* "inf" and a number, for the result's request_rate. */
+double atr_schedule_rate(const struct atr_schedule *s);
+
+#endif

@@ -1,0 +1,137 @@
+/* workload.c - sessions of llm turns read from traces (see workload.h). */
+#include "sched/workload.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "trace/reader.h"
+#include "trace/tokens.h"
+
+static void *xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size);
+    if (!p)
+        abort();
+    return p;
+}
+
+/* Block ids of src (block size from) as ids of block size to. Splitting
+ * derives sub-ids from (id, part); merging hashes each group of ids. Both
+ * are functions of chained ids, so equal prefixes stay equal. Returns the
+ * number written into out (room for n * from / to + 1 ids). */
+static uint32_t rebase_ids(const uint64_t *src, uint32_t n, uint32_t from, uint32_t to,
+                           uint64_t *out)
+{
+    uint32_t k = 0;
+    if (from == to) {
+        memcpy(out, src, n * sizeof *src);
+        return n;
+    }
+    if (from % to == 0) {
+        for (uint32_t i = 0; i < n; i++)
+            for (uint32_t j = 0; j < from / to; j++)
+                out[k++] = XXH3_64bits_withSeed(&src[i], sizeof src[i], j + 1) & ATR_HASH_ID_MASK;
+        return k;
+    }
+    uint32_t group = to / from;        /* to % from == 0, checked by the caller */
+    for (uint32_t i = 0; i + group <= n; i += group)
+        out[k++] = XXH3_64bits(&src[i], group * sizeof *src) & ATR_HASH_ID_MASK;
+    return k;
+}
+
+static void load_turn_ids(struct atr_turn *u, const struct atr_step *st, uint32_t from,
+                          uint32_t to)
+{
+    if (!st->n_hash_ids || !from || (from % to && to % from))
+        return;
+    uint64_t room = (uint64_t)st->n_hash_ids * (from > to ? from / to : 1) + 1;
+    u->ids = xcalloc(room, sizeof *u->ids);
+    u->n_ids = rebase_ids(st->hash_ids, st->n_hash_ids, from, to, u->ids);
+    if (u->n_ids > u->prompt_tokens / to)
+        u->n_ids = u->prompt_tokens / to;
+    if (!u->n_ids) {
+        free(u->ids);
+        u->ids = NULL;
+    }
+}
+
+static void load_session(const struct atr_trace *t, uint32_t block_size, struct atr_session *s)
+{
+    memset(s, 0, sizeof *s);
+    s->trace_id = strdup(t->trace_id ? t->trace_id : "");
+    if (!s->trace_id)
+        abort();
+    s->offset_s = (double)t->start_ms / 1000.0;
+    s->turns = xcalloc(t->n_steps, sizeof *s->turns);
+    double tool_ms = 0;
+    for (size_t k = 0; k < t->n_steps; k++) {
+        const struct atr_step *st = &t->steps[k];
+        if (st->kind == ATR_STEP_TOOL) {
+            tool_ms += st->dur_ms > 0 ? (double)st->dur_ms : 0;
+            continue;
+        }
+        if (st->kind != ATR_STEP_LLM || st->input_tokens <= 0)
+            continue;
+        struct atr_turn *u = &s->turns[s->n_turns++];
+        u->prompt_tokens = st->input_tokens > UINT32_MAX ? UINT32_MAX : (uint32_t)st->input_tokens;
+        u->output_tokens = st->output_tokens <= 0 ? 1
+                           : st->output_tokens > UINT32_MAX ? UINT32_MAX
+                                                           : (uint32_t)st->output_tokens;
+        u->think_s = tool_ms / 1000.0;
+        tool_ms = 0;
+        load_turn_ids(u, st, t->block_size, block_size);
+    }
+}
+
+int atr_workload_load(struct atr_workload *w, char *const *paths, size_t n,
+                      const char *format, uint32_t block_size, struct atr_error *err)
+{
+    struct atr_read_opts ro = { .block_size = block_size ? block_size : 16 };
+    struct atr_trace t = ATR_TRACE_INIT;
+    size_t cap = w->n_sessions;
+    int rc = 0;
+    w->block_size = ro.block_size;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        struct atr_reader *r = atr_reader_open(paths[i], format, &ro, err);
+        if (!r) {
+            rc = -1;
+            break;
+        }
+        while ((rc = atr_reader_next(r, &t, err)) == 1) {
+            if (w->n_sessions == cap) {
+                cap = cap ? cap * 2 : 256;
+                w->sessions = realloc(w->sessions, cap * sizeof *w->sessions);
+                if (!w->sessions)
+                    abort();
+            }
+            struct atr_session *s = &w->sessions[w->n_sessions++];
+            load_session(&t, w->block_size, s);
+            w->n_turns += s->n_turns;
+        }
+        rc = rc < 0 ? -1 : 0;
+        atr_reader_close(r);
+    }
+    atr_trace_release(&t);
+    if (rc == 0 && w->n_sessions) {           /* offsets from the earliest trace */
+        double t0 = w->sessions[0].offset_s;
+        for (size_t i = 1; i < w->n_sessions; i++)
+            if (w->sessions[i].offset_s < t0)
+                t0 = w->sessions[i].offset_s;
+        for (size_t i = 0; i < w->n_sessions; i++)
+            w->sessions[i].offset_s -= t0;
+    }
+    return rc;
+}
+
+void atr_workload_release(struct atr_workload *w)
+{
+    for (size_t i = 0; i < w->n_sessions; i++) {
+        for (size_t k = 0; k < w->sessions[i].n_turns; k++)
+            free(w->sessions[i].turns[k].ids);
+        free(w->sessions[i].turns);
+        free(w->sessions[i].trace_id);
+    }
+    free(w->sessions);
+    memset(w, 0, sizeof *w);
+}

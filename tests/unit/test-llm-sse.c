@@ -1,0 +1,290 @@
+/* test-llm-sse.c - the SSE parser on streams split at every byte position,
+ * CRLF and CR line ends, comments, multi-line data, size limits, garbage;
+ * and the reading of OpenAI stream payloads (chunks, usage, [DONE],
+ * errors, wrong shapes). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "llm/sse.h"
+
+/* Events joined as "<data>|" so a test compares one string. */
+struct sink {
+    struct atr_buf out;
+    int n;
+    int stop_at;          /* return 7 from this event on (1-based); 0 = never */
+};
+
+static int collect(void *ctx, const char *data, size_t len)
+{
+    struct sink *s = ctx;
+    assert_int_equal(data[len], '\0');
+    atr_buf_append(&s->out, data, len);
+    atr_buf_putc(&s->out, '|');
+    s->n++;
+    return s->stop_at && s->n >= s->stop_at ? 7 : 0;
+}
+
+/* Feeds text whole, then finishes; returns the joined events (static). */
+static int run(const char *text, size_t max_line, struct sink *s)
+{
+    struct atr_sse p;
+    atr_sse_init(&p, max_line);
+    int rc = atr_sse_feed(&p, text, strlen(text), collect, s);
+    if (rc == 0)
+        rc = atr_sse_finish(&p, collect, s);
+    atr_sse_release(&p);
+    return rc;
+}
+
+static void expect_events(const char *text, const char *want)
+{
+    struct sink s = {ATR_BUF_INIT, 0, 0};
+    assert_int_equal(run(text, 0, &s), 0);
+    assert_string_equal(s.out.data ? s.out.data : "", want);
+    atr_buf_release(&s.out);
+}
+
+static void test_basic(void **state)
+{
+    expect_events("data: a\n\ndata: b\n\n", "a|b|");
+    expect_events("data:x\n\n", "x|");              /* no space after the colon */
+    expect_events("data:  x\n\n", " x|");           /* only one space is removed */
+    expect_events("data\n\n", "|");                 /* field without colon: empty data */
+    expect_events("\n\n\n", "");                    /* blank lines alone dispatch nothing */
+    expect_events("", "");
+}
+
+static void test_line_ends(void **state)
+{
+    expect_events("data: a\r\n\r\ndata: b\r\n\r\n", "a|b|");
+    expect_events("data: a\r\rdata: b\r\r", "a|b|");
+    expect_events("data: a\r\n\ndata: b\n\r\n", "a|b|");
+}
+
+static void test_comments_and_fields(void **state)
+{
+    expect_events(": ping\n\n", "");
+    expect_events(":\n: keep-alive\ndata: x\n\n", "x|");
+    expect_events("event: message\nid: 7\nretry: 100\ndata: y\n\n", "y|");
+    expect_events("\xEF\xBB\xBF" "data: bom\n\n", "bom|");
+}
+
+static void test_multiline(void **state)
+{
+    expect_events("data: a\ndata: b\ndata: c\n\n", "a\nb\nc|");
+    expect_events("data: a\ndata:\ndata: c\n\n", "a\n\nc|");
+    expect_events("data: a\n: comment inside\ndata: b\n\n", "a\nb|");
+}
+
+static void test_finish(void **state)
+{
+    /* A last event without its blank line, or without any newline. */
+    expect_events("data: x\n", "x|");
+    expect_events("data: [DONE]", "[DONE]|");
+    expect_events("data: a\n\ndata: b", "a|b|");
+}
+
+static const char *const split_stream =
+    "\xEF\xBB\xBF: hello\r\n"
+    "data: {\"choices\":[{\"text\":\"a\"}]}\r\n\r\n"
+    "event: x\rdata: one\rdata: two\r\r"
+    "data: three\n\n"
+    ":ping\n\n"
+    "data:\n"
+    "data: four\r\n"
+    "\n"
+    "data: [DONE]\n\n";
+static const char *const split_want =
+    "{\"choices\":[{\"text\":\"a\"}]}|one\ntwo|three|\nfour|[DONE]|";
+
+/* Every split into two feeds, and byte by byte, gives the same events. */
+static void test_split_everywhere(void **state)
+{
+    size_t n = strlen(split_stream);
+    for (size_t cut = 0; cut <= n; cut++) {
+        struct atr_sse p;
+        struct sink s = {ATR_BUF_INIT, 0, 0};
+        atr_sse_init(&p, 0);
+        assert_int_equal(atr_sse_feed(&p, split_stream, cut, collect, &s), 0);
+        assert_int_equal(atr_sse_feed(&p, split_stream + cut, n - cut, collect, &s), 0);
+        assert_int_equal(atr_sse_finish(&p, collect, &s), 0);
+        assert_string_equal(s.out.data, split_want);
+        atr_sse_release(&p);
+        atr_buf_release(&s.out);
+    }
+    struct atr_sse p;
+    struct sink s = {ATR_BUF_INIT, 0, 0};
+    atr_sse_init(&p, 0);
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(atr_sse_feed(&p, split_stream + i, 1, collect, &s), 0);
+    assert_int_equal(atr_sse_finish(&p, collect, &s), 0);
+    assert_string_equal(s.out.data, split_want);
+    /* Reset forgets a partial event and the sticky state. */
+    assert_int_equal(atr_sse_feed(&p, "data: partial", 13, collect, &s), 0);
+    atr_sse_reset(&p);
+    atr_buf_clear(&s.out);
+    assert_int_equal(atr_sse_feed(&p, "data: z\n\n", 9, collect, &s), 0);
+    assert_string_equal(s.out.data, "z|");
+    atr_sse_release(&p);
+    atr_buf_release(&s.out);
+}
+
+static void test_oversized(void **state)
+{
+    struct sink s = {ATR_BUF_INIT, 0, 0};
+    assert_int_equal(run("data: 0123456789abcdef\n\n", 16, &s), ATR_SSE_ERR_SIZE);
+    assert_int_equal(run("data: 0123456789\n\n", 16, &s), 0);  /* exactly 16 */
+    /* Several lines, each within the limit, whose data is not. */
+    assert_int_equal(run("data: 0123456\ndata: 0123456\ndata: 0\n\n", 16, &s),
+                     ATR_SSE_ERR_SIZE);
+    /* A line split over many feeds, and a never-ending comment. */
+    struct atr_sse p;
+    atr_sse_init(&p, 64);
+    int rc = 0;
+    for (int i = 0; i < 100 && rc == 0; i++)
+        rc = atr_sse_feed(&p, ": xxxxxxxx", 10, collect, &s);
+    assert_int_equal(rc, ATR_SSE_ERR_SIZE);
+    /* Sticky: later feeds keep failing. */
+    assert_int_equal(atr_sse_feed(&p, "\n\ndata: y\n\n", 11, collect, &s), ATR_SSE_ERR_SIZE);
+    assert_int_equal(atr_sse_finish(&p, collect, &s), ATR_SSE_ERR_SIZE);
+    assert_true(p.line.cap <= 256);
+    atr_sse_release(&p);
+    atr_buf_release(&s.out);
+}
+
+static void test_garbage(void **state)
+{
+    struct sink s = {ATR_BUF_INIT, 0, 0};
+    assert_int_equal(run("hello\n\n", 0, &s), ATR_SSE_ERR_LINE);
+    assert_int_equal(run("{\"choices\":[]}\n\n", 0, &s), ATR_SSE_ERR_LINE);
+    assert_int_equal(run("Data: x\n\n", 0, &s), ATR_SSE_ERR_LINE);
+    assert_int_equal(run(" data: x\n\n", 0, &s), ATR_SSE_ERR_LINE);
+    assert_int_equal(run("data: ok\n\nnonsense", 0, &s), ATR_SSE_ERR_LINE);
+    assert_int_equal(s.n, 1);  /* the event before the garbage was delivered */
+    atr_buf_release(&s.out);
+}
+
+static void test_callback_stops(void **state)
+{
+    struct sink s = {ATR_BUF_INIT, 0, 2};
+    assert_int_equal(run("data: 1\n\ndata: 2\n\ndata: 3\n\n", 0, &s), 7);
+    assert_int_equal(s.n, 2);
+    atr_buf_release(&s.out);
+}
+
+/* ---- payloads ---- */
+
+static struct atr_arena arena = ATR_ARENA_INIT;
+
+static int parse(const char *text, struct atr_sse_payload *pl)
+{
+    int rc = atr_sse_payload_parse(&arena, text, strlen(text), pl);
+    atr_arena_clear(&arena);
+    return rc;
+}
+
+static void test_payload_chunks(void **state)
+{
+    struct atr_sse_payload pl;
+    assert_int_equal(parse("{\"id\":\"c\",\"choices\":[{\"index\":0,\"text\":\"hi\"}]}", &pl), 0);
+    assert_true(pl.chunk);
+    assert_false(pl.usage || pl.done || pl.error);
+    assert_int_equal(pl.completion_tokens, -1);
+    /* vLLM counts a chunk with choices even when its text is empty. */
+    assert_int_equal(parse("{\"choices\":[{\"text\":\"\"}]}", &pl), 0);
+    assert_true(pl.chunk);
+    assert_int_equal(parse("{\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}", &pl), 0);
+    assert_true(pl.chunk);
+    assert_int_equal(parse("{\"choices\":[{\"delta\":{\"content\":\"x\"}}]}", &pl), 0);
+    assert_true(pl.chunk);
+    assert_int_equal(parse("{\"choices\":[]}", &pl), 0);
+    assert_false(pl.chunk);
+    assert_int_equal(parse("{\"choices\":null,\"usage\":null}", &pl), 0);
+    assert_false(pl.chunk || pl.usage);
+    assert_int_equal(parse(" [DONE] \r", &pl), 0);
+    assert_true(pl.done);
+    assert_false(pl.chunk);
+}
+
+static void test_payload_usage(void **state)
+{
+    struct atr_sse_payload pl;
+    assert_int_equal(parse("{\"choices\":[],\"usage\":{\"prompt_tokens\":12,"
+                           "\"completion_tokens\":7,\"total_tokens\":19,"
+                           "\"prompt_tokens_details\":{\"cached_tokens\":8}}}", &pl), 0);
+    assert_true(pl.usage);
+    assert_false(pl.chunk);
+    assert_int_equal(pl.prompt_tokens, 12);
+    assert_int_equal(pl.completion_tokens, 7);
+    assert_int_equal(pl.cached_tokens, 8);
+    /* Usage together with the last choice, no details. */
+    assert_int_equal(parse("{\"choices\":[{\"text\":\"z\",\"finish_reason\":\"length\"}],"
+                           "\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":1,"
+                           "\"prompt_tokens_details\":null}}", &pl), 0);
+    assert_true(pl.usage && pl.chunk);
+    assert_int_equal(pl.cached_tokens, -1);
+    /* A non-streaming body: message content and usage. */
+    assert_int_equal(parse("{\"object\":\"chat.completion\",\"choices\":[{\"message\":"
+                           "{\"role\":\"assistant\",\"content\":\"hello\"}}],"
+                           "\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":2}}", &pl), 0);
+    assert_true(pl.usage && pl.chunk);
+    assert_int_equal(pl.completion_tokens, 2);
+    /* Without completion_tokens a usage object says nothing useful. */
+    assert_int_equal(parse("{\"usage\":{\"prompt_tokens\":5}}", &pl), 0);
+    assert_false(pl.usage);
+}
+
+static void test_payload_errors(void **state)
+{
+    struct atr_sse_payload pl;
+    assert_int_equal(parse("{\"error\":{\"message\":\"boom\",\"code\":500}}", &pl), 0);
+    assert_true(pl.error);
+    assert_string_equal(pl.detail, "boom");
+    assert_int_equal(parse("{\"error\":\"plain\"}", &pl), 0);
+    assert_true(pl.error);
+    assert_string_equal(pl.detail, "plain");
+    assert_int_equal(parse("{\"error\":42}", &pl), 0);
+    assert_true(pl.error);
+    assert_int_equal(parse("{\"error\":null,\"choices\":[{}]}", &pl), 0);
+    assert_false(pl.error);
+
+    static const char *const bad[] = {
+        "", "{", "[1,2]", "\"str\"", "[DONE", "{\"choices\":{}}", "{\"choices\":[1]}",
+        "{\"usage\":[]}", "{\"usage\":{\"completion_tokens\":\"7\"}}",
+        "{\"usage\":{\"completion_tokens\":-1}}", "{\"usage\":{\"completion_tokens\":1.5}}",
+        "{\"usage\":{\"completion_tokens\":1,\"prompt_tokens_details\":{\"cached_tokens\":true}}}",
+        "{\"a\":1} x",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(parse(bad[i], &pl), -1);
+        assert_true(pl.detail[0] != '\0');
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_basic),
+        cmocka_unit_test(test_line_ends),
+        cmocka_unit_test(test_comments_and_fields),
+        cmocka_unit_test(test_multiline),
+        cmocka_unit_test(test_finish),
+        cmocka_unit_test(test_split_everywhere),
+        cmocka_unit_test(test_oversized),
+        cmocka_unit_test(test_garbage),
+        cmocka_unit_test(test_callback_stops),
+        cmocka_unit_test(test_payload_chunks),
+        cmocka_unit_test(test_payload_usage),
+        cmocka_unit_test(test_payload_errors),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    atr_arena_release(&arena);
+    return rc;
+}
