@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "cli/cmd.h"
@@ -216,6 +217,17 @@ static int report(const struct llm_args *a, const struct atr_llm_replay_result *
     return llm_report_write(&a->report, res->recs, res->n, &cfg, err);
 }
 
+/* One connection per request in flight: lift the soft descriptor limit
+ * (often 1024) to the hard one. */
+static void raise_fd_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
 static size_t count_ok(const struct atr_llm_replay_result *res)
 {
     size_t ok = 0;
@@ -247,12 +259,15 @@ static int replay(struct llm_args *a, char *const *paths, size_t n_paths)
         .body = { .api = a->api, .model = a->model, .stream = true,
                   .force_length = a->force_length },
         .client = { .base_url = base, .api_key = a->api_key, .timeout_s = a->timeout_s,
-                    .stall_timeout_s = a->stall_s },
+                    .stall_timeout_s = a->stall_s,
+                    .max_connections = a->sched.max_concurrency > ATR_LLM_DEFAULT_CONNECTIONS
+                                           ? a->sched.max_concurrency : 0 },
         .warmup = a->warmup, .stop = &stop_requested,
         .on_progress = on_progress, .progress_ctx = &prog,
     };
     struct atr_llm_replay_result res;
     int status = EXIT_OK;
+    raise_fd_limit();
     cli_on_stop_signals(on_stop);
     if (atr_schedule_starts(&a->sched.schedule, &w, starts, &err) < 0 ||
         atr_llm_replay(&cfg, &res, &err) < 0) {

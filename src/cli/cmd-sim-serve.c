@@ -1,12 +1,362 @@
-/* cmd-sim-serve.c - `atr sim serve`: placeholder until the server lands.
- * NOTE to the helper writing this file: export the help text as
- * `const char cmd_sim_serve_help[]` (declared in cli/cmd.h); main prints it
- * for `atr sim serve --help`. */
-#include "cli/cmd.h"
+/* cmd-sim-serve.c - `atr sim serve`: the engine model (or fixed latencies)
+ * behind an OpenAI-compatible HTTP server, with fault injection. */
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
-const char cmd_sim_serve_help[] = "usage: atr sim serve (not built yet)\n";
+#include <event2/event.h>
+
+#include "cli/cmd.h"
+#include "serve/server.h"
+
+const char cmd_sim_serve_help[] =
+    "usage: atr sim serve --profile GPU/MODEL [OPTIONS]\n"
+    "       atr sim serve --ttft MS --itl MS [OPTIONS]\n"
+    "\n"
+    "An OpenAI-compatible HTTP server (docs/sim-serve.md): POST /v1/completions\n"
+    "and /v1/chat/completions (streaming SSE or not, usage with\n"
+    "prompt_tokens_details.cached_tokens), GET /v1/models, /health and /metrics\n"
+    "(Prometheus, vLLM names). With --profile, atr's engine model runs in real\n"
+    "time and decides when each token is ready; with --ttft/--itl every request\n"
+    "gets its first token after TTFT and one more every ITL (0 and 0: all at\n"
+    "once). Every request produces exactly max_tokens tokens. Once listening it\n"
+    "prints 'atr sim serve: listening on http://HOST:PORT'; SIGINT or SIGTERM\n"
+    "stops it (exit 0).\n"
+    "\n"
+    "engine:\n"
+    "  -p, --profile GPU/MODEL   e.g. h100/llama-3.1-8b\n"
+    "      --tp N                tensor parallel degree (default 1)\n"
+    "      --max-num-seqs N      default 256\n"
+    "      --max-num-batched-tokens N   default 8192\n"
+    "      --no-prefix-caching   disable the prefix cache\n"
+    "      --ttft MS, --itl MS   fixed latencies instead of the engine model\n"
+    "server:\n"
+    "      --host HOST           default 127.0.0.1\n"
+    "      --port P              default 8000; 0 = any free port\n"
+    "      --model NAME          served model id (default: the profile's model\n"
+    "                            name on Hugging Face; fixed mode: atr-sim)\n"
+    "      --max-model-len N     prompt + output token limit (default: the\n"
+    "                            model's; fixed mode 131072)\n"
+    "      --max-body SIZE       request body limit (default 16M)\n"
+    "faults (for testing clients):\n"
+    "      --fail-rate P         fraction of completion requests that fail (0..1)\n"
+    "      --fail-kinds LIST     of 429,500,cut,stall (default all)\n"
+    "      --stall-seconds S     how long a stalled request is held (default 3600)\n"
+    "      --seed N              which requests fail (default 0)\n"
+    "      --startup-delay S     listen only after S seconds\n"
+    "      --crash-after N       exit with status 3 when the N-th completion\n"
+    "                            request arrives\n"
+    "      --hang                accept and read requests, never answer\n";
+
+struct serve_args {
+    struct atr_serve_cfg cfg;
+    const char *profile;
+    unsigned tp;
+    bool fixed;
+    double startup_delay;
+};
+
+struct serve_run {
+    struct event_base *base;
+    struct atr_serve *srv;
+    const struct serve_args *a;
+    struct atr_error err;
+    int failed;
+};
+
+static int usage(const char *fmt, const char *arg)
+{
+    return cli_usage("sim serve", fmt, arg);
+}
+
+static bool parse_double(const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || *end || !(v >= lo && v <= hi))
+        return false;
+    *out = v;
+    return true;
+}
+
+static bool parse_kinds(const char *list, unsigned *out)
+{
+    static const char *const names[] = { "429", "500", "cut", "stall" };
+    char buf[128];
+    if (strlen(list) >= sizeof buf)
+        return false;
+    strcpy(buf, list);
+    *out = 0;
+    for (char *save, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        int k = 0;
+        while (k < 4 && strcmp(tok, names[k]) != 0)
+            k++;
+        if (k == 4)
+            return false;
+        *out |= 1u << k;
+    }
+    return *out != 0;
+}
+
+enum {
+    O_TP = 256, O_SEQS, O_BATCHED, O_NOPC, O_TTFT, O_ITL, O_HOST, O_PORT, O_MODEL, O_MML,
+    O_BODY, O_RATE, O_KINDS, O_STALL, O_SEED, O_DELAY, O_CRASH, O_HANG,
+};
+
+static const struct option longs[] = {
+    {"profile", required_argument, NULL, 'p'}, {"tp", required_argument, NULL, O_TP},
+    {"max-num-seqs", required_argument, NULL, O_SEQS},
+    {"max-num-batched-tokens", required_argument, NULL, O_BATCHED},
+    {"no-prefix-caching", no_argument, NULL, O_NOPC},
+    {"ttft", required_argument, NULL, O_TTFT}, {"itl", required_argument, NULL, O_ITL},
+    {"host", required_argument, NULL, O_HOST}, {"port", required_argument, NULL, O_PORT},
+    {"model", required_argument, NULL, O_MODEL},
+    {"max-model-len", required_argument, NULL, O_MML},
+    {"max-body", required_argument, NULL, O_BODY},
+    {"fail-rate", required_argument, NULL, O_RATE},
+    {"fail-kinds", required_argument, NULL, O_KINDS},
+    {"stall-seconds", required_argument, NULL, O_STALL},
+    {"seed", required_argument, NULL, O_SEED},
+    {"startup-delay", required_argument, NULL, O_DELAY},
+    {"crash-after", required_argument, NULL, O_CRASH},
+    {"hang", no_argument, NULL, O_HANG}, {NULL, 0, NULL, 0},
+};
+
+/* One option; EXIT_OK or the usage status. */
+static int parse_engine_opt(int c, struct serve_args *a)
+{
+    unsigned long long v;
+    double d;
+    switch (c) {
+    case 'p': a->profile = optarg; return EXIT_OK;
+    case O_TP:
+        if (!cli_parse_uint(optarg, 1, 64, &v))
+            return usage("--tp wants 1..64, got '%s'", optarg);
+        a->tp = (unsigned)v;
+        return EXIT_OK;
+    case O_SEQS:
+        if (!cli_parse_uint(optarg, 1, 65536, &v))
+            return usage("--max-num-seqs wants 1..65536, got '%s'", optarg);
+        a->cfg.engine.max_num_seqs = (unsigned)v;
+        return EXIT_OK;
+    case O_BATCHED:
+        if (!cli_parse_uint(optarg, 16, 1 << 24, &v))
+            return usage("--max-num-batched-tokens wants 16..16777216, got '%s'", optarg);
+        a->cfg.engine.max_num_batched_tokens = (unsigned)v;
+        return EXIT_OK;
+    case O_NOPC: a->cfg.engine.prefix_caching = false; return EXIT_OK;
+    case O_TTFT:
+    case O_ITL:
+        if (!parse_double(optarg, 0, 3.6e6, &d))
+            return usage("--ttft and --itl want milliseconds >= 0, got '%s'", optarg);
+        *(c == O_TTFT ? &a->cfg.ttft_s : &a->cfg.itl_s) = d / 1000;
+        a->fixed = true;
+        return EXIT_OK;
+    }
+    return -1;
+}
+
+static int parse_server_opt(int c, struct serve_args *a)
+{
+    unsigned long long v;
+    switch (c) {
+    case O_HOST: a->cfg.host = optarg; return EXIT_OK;
+    case O_PORT:
+        if (!cli_parse_uint(optarg, 0, 65535, &v))
+            return usage("--port wants 0..65535, got '%s'", optarg);
+        a->cfg.port = (unsigned)v;
+        return EXIT_OK;
+    case O_MODEL:
+        if (!*optarg)
+            return usage("--model wants a name%s", "");
+        a->cfg.model_id = optarg;
+        return EXIT_OK;
+    case O_MML:
+        if (!cli_parse_uint(optarg, 2, UINT32_MAX / 2, &v))
+            return usage("--max-model-len wants 2..2147483647, got '%s'", optarg);
+        a->cfg.max_model_len = (unsigned)v;
+        return EXIT_OK;
+    case O_BODY:
+        if (!cli_parse_size(optarg, &a->cfg.max_body) || a->cfg.max_body == 0)
+            return usage("--max-body wants a size, got '%s'", optarg);
+        return EXIT_OK;
+    }
+    return -1;
+}
+
+static int parse_fault_opt(int c, struct serve_args *a)
+{
+    unsigned long long v;
+    switch (c) {
+    case O_RATE:
+        if (!parse_double(optarg, 0, 1, &a->cfg.fail_rate))
+            return usage("--fail-rate wants 0..1, got '%s'", optarg);
+        return EXIT_OK;
+    case O_KINDS:
+        if (!parse_kinds(optarg, &a->cfg.fail_kinds))
+            return usage("--fail-kinds wants a list of 429,500,cut,stall, got '%s'", optarg);
+        return EXIT_OK;
+    case O_STALL:
+        if (!parse_double(optarg, 0, 1e7, &a->cfg.stall_s))
+            return usage("--stall-seconds wants seconds >= 0, got '%s'", optarg);
+        return EXIT_OK;
+    case O_SEED:
+        if (!cli_parse_uint(optarg, 0, UINT64_MAX, &v))
+            return usage("--seed wants an integer >= 0, got '%s'", optarg);
+        a->cfg.seed = v;
+        return EXIT_OK;
+    case O_DELAY:
+        if (!parse_double(optarg, 0, 1e6, &a->startup_delay))
+            return usage("--startup-delay wants seconds >= 0, got '%s'", optarg);
+        return EXIT_OK;
+    case O_CRASH:
+        if (!cli_parse_uint(optarg, 1, UINT64_MAX, &v))
+            return usage("--crash-after wants an integer >= 1, got '%s'", optarg);
+        a->cfg.crash_after = v;
+        return EXIT_OK;
+    case O_HANG: a->cfg.hang = true; return EXIT_OK;
+    }
+    return -1;
+}
+
+static int parse_args(int argc, char **argv, struct serve_args *a)
+{
+    int c, rc;
+    atr_engine_cfg_defaults(&a->cfg.engine);
+    a->tp = 1;
+    a->cfg.port = 8000;
+    a->cfg.stall_s = 3600;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "p:", longs, NULL)) != -1) {
+        if ((rc = parse_engine_opt(c, a)) >= 0 || (rc = parse_server_opt(c, a)) >= 0 ||
+            (rc = parse_fault_opt(c, a)) >= 0) {
+            if (rc != EXIT_OK)
+                return rc;
+            continue;
+        }
+        return usage("unknown option%s", "");
+    }
+    if (optind < argc)
+        return usage("unexpected argument '%s'", argv[optind]);
+    if (!a->profile == !a->fixed)
+        return usage("wants either --profile GPU/MODEL or --ttft MS --itl MS%s", "");
+    return EXIT_OK;
+}
+
+static void raise_nofile(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
+static void on_crash(void *ctx, uint64_t n)
+{
+    fprintf(stderr, "atr sim serve: crashing after %llu requests (--crash-after)\n",
+            (unsigned long long)n);
+    fflush(stderr);
+    _exit(3);
+}
+
+static void on_stop(evutil_socket_t sig, short what, void *arg)
+{
+    event_base_loopbreak(arg);
+}
+
+static void on_ready(evutil_socket_t fd, short what, void *arg)
+{
+    struct serve_run *r = arg;
+    if (atr_serve_listen(r->srv, &r->err) < 0) {
+        r->failed = 1;
+        event_base_loopbreak(r->base);
+        return;
+    }
+    const char *host = r->a->cfg.host ? r->a->cfg.host : "127.0.0.1";
+    printf("atr sim serve: listening on http://%s:%u\n", host, atr_serve_port(r->srv));
+    fflush(stdout);
+}
+
+static struct event_base *new_base(void)
+{
+    struct event_config *ec = event_config_new();
+    if (!ec)
+        return NULL;
+    /* timerfd: token times to the microsecond, not epoll's millisecond */
+    event_config_set_flag(ec, EVENT_BASE_FLAG_PRECISE_TIMER);
+    struct event_base *b = event_base_new_with_config(ec);
+    event_config_free(ec);
+    return b;
+}
+
+/* Runs the loop: signals stop it, the listening starts after the delay. */
+static int serve_loop(struct serve_run *r)
+{
+    struct event *sigint = evsignal_new(r->base, SIGINT, on_stop, r->base);
+    struct event *sigterm = evsignal_new(r->base, SIGTERM, on_stop, r->base);
+    struct event *ready = evtimer_new(r->base, on_ready, r);
+    if (!sigint || !sigterm || !ready)
+        return cli_fail("sim serve: out of memory");
+    evsignal_add(sigint, NULL);
+    evsignal_add(sigterm, NULL);
+    double d = r->a->startup_delay;
+    struct timeval tv = { (time_t)d, (suseconds_t)((d - floor(d)) * 1e6) };
+    evtimer_add(ready, &tv);
+    event_base_dispatch(r->base);
+    event_free(ready);
+    event_free(sigterm);
+    event_free(sigint);
+    const char *why = atr_serve_failed(r->srv);
+    if (r->failed)
+        return cli_fail_err(&r->err);
+    return why ? cli_fail("sim serve: %s", why) : EXIT_OK;
+}
 
 int cmd_sim_serve(int argc, char **argv)
 {
-    return cli_usage("sim serve", "not built yet");
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            fputs(cmd_sim_serve_help, stdout);
+            return EXIT_OK;
+        }
+    struct serve_args a;
+    memset(&a, 0, sizeof a);
+    int rc = parse_args(argc, argv, &a);
+    if (rc != EXIT_OK)
+        return rc;
+    struct atr_error err;
+    struct atr_profile p;
+    if (a.profile) {
+        if (atr_profile_find(a.profile, a.tp, &p, &err) < 0)
+            return cli_fail_err(&err);
+        a.cfg.profile = &p;
+        if (!a.cfg.model_id)
+            a.cfg.model_id = p.model->hf_name;
+        if (!a.cfg.max_model_len)
+            a.cfg.max_model_len = p.model->max_model_len;
+    } else if (!a.cfg.max_model_len) {
+        a.cfg.max_model_len = 131072;
+    }
+    a.cfg.on_crash = on_crash;
+    raise_nofile();
+    signal(SIGPIPE, SIG_IGN);
+    struct serve_run r = { .a = &a };
+    r.base = new_base();
+    if (!r.base)
+        return cli_fail("sim serve: cannot create the event loop");
+    r.srv = atr_serve_new(r.base, &a.cfg, &err);
+    if (!r.srv) {
+        event_base_free(r.base);
+        return cli_fail_err(&err);
+    }
+    rc = serve_loop(&r);
+    atr_serve_free(r.srv);
+    event_base_free(r.base);
+    return rc;
 }

@@ -697,8 +697,15 @@ static int setup_multi(struct atr_llm_client *c, const struct atr_llm_client_cfg
     curl_multi_setopt(c->multi, CURLMOPT_SOCKETDATA, c);
     curl_multi_setopt(c->multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
     curl_multi_setopt(c->multi, CURLMOPT_TIMERDATA, c);
-    if (cfg->max_connections)
-        curl_multi_setopt(c->multi, CURLMOPT_MAXCONNECTS, (long)cfg->max_connections);
+    /* A fixed pool: without it libcurl sizes its idle cache from the
+     * requests in flight, closes and reopens connections at moderate rates,
+     * and under overload opens one connection per request until the
+     * machine runs out of ports and file descriptors. With the cap, excess
+     * requests wait inside libcurl for a connection; that wait is part of
+     * their TTFT, as aiohttp's connector wait is in vLLM's. */
+    long pool = cfg->max_connections ? (long)cfg->max_connections : ATR_LLM_DEFAULT_CONNECTIONS;
+    curl_multi_setopt(c->multi, CURLMOPT_MAXCONNECTS, pool);
+    curl_multi_setopt(c->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, pool);
     return 0;
 }
 

@@ -32,13 +32,16 @@ enum atr_llm_api {
     ATR_LLM_CHAT,             /* POST {base}/v1/chat/completions, "messages" */
 };
 
+#define ATR_LLM_DEFAULT_CONNECTIONS 1024
+
 struct atr_llm_client_cfg {
     const char *base_url;     /* "http://127.0.0.1:8000" (no trailing /v1) */
     const char *api_key;      /* Authorization: Bearer KEY, or NULL */
     double timeout_s;         /* whole-request limit; 0 = none */
     double stall_timeout_s;   /* no byte for this long fails "stall"; 0 = none */
     size_t max_response;      /* bytes one response may carry; 0 = 64 MiB */
-    unsigned max_connections; /* connection pool size; 0 = libcurl's default */
+    unsigned max_connections; /* open connections at most (requests beyond wait
+                                 for one); 0 = ATR_LLM_DEFAULT_CONNECTIONS */
 };
 
 /* How a request ended. The reason strings are stable (tests and the

@@ -29,6 +29,7 @@ struct req {
     uint32_t n_hashed;           /* leading blocks already checked into the cache */
     uint32_t sched_new;          /* tokens scheduled in the current iteration */
     bool admitted_once;
+    size_t all_index;            /* position in e->all (atr_engine_release_record) */
 };
 
 struct req_vec {
@@ -644,6 +645,7 @@ const struct atr_sim_record *atr_engine_add(struct atr_engine *e, const struct a
         atr_error_set(err, "engine: out of memory");
         return NULL;
     }
+    r->all_index = e->all.len - 1;
     r->rec.id = q->id;
     r->rec.prompt_tokens = q->prompt_tokens;
     r->rec.output_tokens = q->output_tokens;
@@ -742,4 +744,45 @@ void atr_engine_get_stats(const struct atr_engine *e, struct atr_engine_stats *o
     out->batch_mean = e->st.iterations ? e->batch_sum / (double)e->st.iterations : 0;
     out->batch_hist_len = e->cfg.max_num_seqs + 1;
     out->batch_hist = e->hist;
+}
+
+size_t atr_engine_num_running(const struct atr_engine *e)
+{
+    return e->running.len;
+}
+
+size_t atr_engine_num_waiting(const struct atr_engine *e)
+{
+    return e->waiting.len;
+}
+
+uint32_t atr_engine_kv_blocks_used(const struct atr_engine *e)
+{
+    return e->used;
+}
+
+uint32_t atr_engine_kv_blocks_total(const struct atr_engine *e)
+{
+    return e->n_blocks;
+}
+
+int atr_engine_release_record(struct atr_engine *e, const struct atr_sim_record *rec)
+{
+    struct req *r = (struct req *)rec;      /* rec is the first member */
+    if (r->rec.tokens_done < r->rec.output_tokens || r->all_index >= e->all.len ||
+        e->all.v[r->all_index] != r)
+        return -1;
+    for (size_t i = 0; i < e->done.len; i++)
+        if (e->done.v[i] == r) {
+            memmove(&e->done.v[i], &e->done.v[i + 1], (e->done.len - i - 1) * sizeof(r));
+            e->done.len--;
+            break;
+        }
+    struct req *last = e->all.v[--e->all.len];
+    e->all.v[r->all_index] = last;
+    last->all_index = r->all_index;
+    free(r->blocks);
+    free(r->rec.token_times);
+    free(r);
+    return 0;
 }

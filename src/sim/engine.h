@@ -131,4 +131,17 @@ size_t atr_engine_pending(const struct atr_engine *e);
 
 void atr_engine_get_stats(const struct atr_engine *e, struct atr_engine_stats *out);
 
+/* Live figures for a server's /metrics: requests admitted and running,
+ * requests waiting for admission, KV blocks referenced now, and the total. */
+size_t atr_engine_num_running(const struct atr_engine *e);
+size_t atr_engine_num_waiting(const struct atr_engine *e);
+uint32_t atr_engine_kv_blocks_used(const struct atr_engine *e);
+uint32_t atr_engine_kv_blocks_total(const struct atr_engine *e);
+
+/* Frees a finished request's state and record, so a long-running server
+ * does not keep every request until atr_engine_free. rec must not be used
+ * afterwards; it also leaves the atr_engine_finished() list. -1 (nothing
+ * freed) when the request has not finished or is not this engine's. */
+int atr_engine_release_record(struct atr_engine *e, const struct atr_sim_record *rec);
+
 #endif

@@ -1,0 +1,91 @@
+/* server.h - `atr sim serve`: an OpenAI-compatible HTTP server (libevent
+ * evhttp, one thread, one event loop) that answers /v1/completions and
+ * /v1/chat/completions from the engine model in real time, or with fixed
+ * latencies, with fault injection for testing clients (docs/sim-serve.md).
+ *
+ * Memory: the server owns its engine, its listening socket and every
+ * request it holds; the event base and the profile are borrowed and must
+ * outlive the server. Nothing here prints. */
+#ifndef ATR_SERVE_SERVER_H
+#define ATR_SERVE_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sim/cost.h"
+#include "sim/engine.h"
+#include "util/arena.h"
+#include "util/error.h"
+
+struct event_base;
+
+/* Fault kinds for --fail-kinds, as bits. */
+enum {
+    ATR_FAULT_429 = 1 << 0,     /* 429 JSON error with Retry-After: 1 */
+    ATR_FAULT_500 = 1 << 1,     /* 500 JSON error */
+    ATR_FAULT_CUT = 1 << 2,     /* about half the tokens, then the connection closes */
+    ATR_FAULT_STALL = 1 << 3,   /* the first token, then nothing until stall_s */
+    ATR_FAULT_ALL = 15,
+};
+
+struct atr_serve_cfg {
+    const char *host;           /* NULL = 127.0.0.1 */
+    unsigned port;              /* 0 = any free port */
+    const char *model_id;       /* served model name (copied) */
+    unsigned max_model_len;     /* prompt + output tokens a request may have */
+    /* Engine mode when profile is set; else fixed latencies. */
+    const struct atr_profile *profile;
+    struct atr_engine_cfg engine;   /* cost and capacity are filled from profile */
+    double ttft_s, itl_s;       /* fixed mode */
+    uint64_t seed;
+    size_t max_body;            /* request body limit; 0 = 16 MiB */
+    double fail_rate;           /* 0..1 */
+    unsigned fail_kinds;        /* ATR_FAULT_* bits; 0 = all */
+    double stall_s;             /* how long a stalled request holds its connection */
+    uint64_t crash_after;       /* 0 = never */
+    bool hang;                  /* read requests, never answer */
+    /* Called when the crash_after-th completion request arrives; expected
+     * not to return (the CLI prints and _exit()s). */
+    void (*on_crash)(void *ctx, uint64_t n);
+    void *crash_ctx;
+};
+
+struct atr_serve;
+
+/* Creates the server (and its engine in engine mode); does not listen yet.
+ * NULL with err set on bad configuration. */
+struct atr_serve *atr_serve_new(struct event_base *base, const struct atr_serve_cfg *cfg,
+                                struct atr_error *err);
+/* Binds and listens on cfg's host and port; -1 with err set. */
+int atr_serve_listen(struct atr_serve *s, struct atr_error *err);
+/* The bound port (after atr_serve_listen). */
+unsigned atr_serve_port(const struct atr_serve *s);
+/* NULL, or why the engine failed (the event loop was broken then). */
+const char *atr_serve_failed(const struct atr_serve *s);
+/* Closes every connection and frees everything; accepts NULL. */
+void atr_serve_free(struct atr_serve *s);
+
+/* ---- request bodies (request.c; exposed for tests and the fuzzer) ---- */
+
+enum atr_serve_api { ATR_SERVE_COMPLETIONS, ATR_SERVE_CHAT };
+
+struct atr_serve_request {
+    const char *model;          /* NULL when absent; valid until the parse arena is cleared */
+    bool stream, include_usage;
+    int64_t max_tokens;         /* -1 when absent */
+    uint64_t prompt_tokens;     /* estimated tokens of the prompt (rendered messages for chat) */
+    uint64_t *hash_ids;         /* prefix block ids, block size 16 (malloc, caller frees) */
+    size_t n_hash_ids;
+};
+
+#define ATR_SERVE_BLOCK_SIZE 16
+
+/* Parses and checks an OpenAI request body. 0, or -1 with err holding the
+ * message for a 400 answer ("messages: expected an array"); nothing to free
+ * then. Parsed strings live in arena. */
+int atr_serve_parse_request(enum atr_serve_api api, const char *body, size_t len,
+                            struct atr_arena *arena, struct atr_serve_request *out,
+                            struct atr_error *err);
+
+#endif

@@ -1,0 +1,185 @@
+# test-replay-llm.sh - atr replay llm against real `atr sim serve` servers on
+# 127.0.0.1: measured latencies, schedules, sessions, faults, failures,
+# prefix reuse over HTTP, Ctrl-C, the sim: target, and bad arguments.
+L=$T/replay-llm
+mkdir -p "$L"
+LLM_PIDS=""
+
+# serve NAME ARGS... : starts `atr sim serve ARGS --port 0`, waits (with a
+# deadline) for its listening line, and sets PORT.
+serve() {
+    name=$1; shift
+    "$ATR" sim serve "$@" --port 0 >"$L/$name.out" 2>"$L/$name.err" &
+    eval "PID_$name=$!"
+    LLM_PIDS="$LLM_PIDS $!"
+    deadline=$(($(date +%s) + 20))
+    PORT=""
+    while [ -z "$PORT" ] && [ "$(date +%s)" -lt "$deadline" ]; do
+        PORT=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$L/$name.out")
+    done
+    [ -n "$PORT" ] || echo "test-replay-llm: server $name did not start: $(cat "$L/$name.err")"
+}
+
+# $J FILE EXPR : true when the Python expression holds for the JSON object r.
+cat >"$L/j.py" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+sys.exit(0 if eval(sys.argv[2]) else 1)
+PY
+J="python3 $L/j.py"
+
+"$ATR" gen -q --kind requests --traces 40 --input-tokens 64 --output-tokens 20 --seed 3 \
+    -o "$L/req.ndjson"
+
+# --- Fixed latencies: TTFT 50 ms, ITL 10 ms, measured within 10%. ---
+serve fixed --ttft 50 --itl 10
+URL=http://127.0.0.1:$PORT
+ok "replay fixed latencies" "$ATR" replay llm -q "$L/req.ndjson" --target "$URL" --rate 40 \
+    --save-result "$L/fixed.json" --requests-out "$L/fixed.ndjson"
+check "all 40 completed" "$J '$L/fixed.json' \"r['completed'] == 40 and r['failed'] == 0\""
+check "output tokens from usage" "$J '$L/fixed.json' \"r['total_output_tokens'] == 800\""
+check "mean TTFT 50 ms +-10%" "$J '$L/fixed.json' \"45 <= r['mean_ttft_ms'] <= 55\""
+check "mean ITL 10 ms +-10%" "$J '$L/fixed.json' \"9 <= r['mean_itl_ms'] <= 11\""
+check "model from /v1/models" "$J '$L/fixed.json' \"r['model_id'] == 'atr-sim'\""
+check "per-request lines" "[ \$(wc -l <'$L/fixed.ndjson') -eq 40 ]"
+
+# --- Poisson at 200/s over 5 s: the achieved rate within 2%. ---
+"$ATR" gen -q --kind requests --traces 1000 --input-tokens 16 --output-tokens 2 --seed 4 \
+    -o "$L/many.ndjson"
+ok "replay poisson 200/s" "$ATR" replay llm -q "$L/many.ndjson" --target "$URL" --rate 200 \
+    --save-result "$L/poisson.json" --requests-out "$L/poisson.ndjson"
+# The client must achieve the schedule's rate within 2%. The schedule's own
+# rate over 1000 draws has a 3% spread around 200 (its distribution is
+# checked on 200,000 draws in test-sched), so it only gets a 10% bound here.
+check "poisson: 1000 sent over about 5 s at the schedule's rate +-2%" "python3 -c \"
+import json
+rows = [json.loads(l) for l in open('$L/poisson.ndjson')]
+sends = sorted(r['send_s'] for r in rows)
+sched = sorted(r['scheduled_s'] for r in rows)
+rate = (len(sends) - 1) / (sends[-1] - sends[0])
+want = (len(sched) - 1) / (sched[-1] - sched[0])
+assert len(rows) == 1000 and abs(rate - want) / want < 0.02, (rate, want)
+assert abs(want - 200) / 200 < 0.10, want
+\""
+check "poisson: sends follow the schedule (lag p99 < 20 ms)" \
+    "$J '$L/poisson.json' \"r['atr']['p99_schedule_lag_ms'] < 20\""
+check "poisson: request_rate recorded" "$J '$L/poisson.json' \"r['request_rate'] == 200\""
+
+# --- Sessions: each turn is sent after the previous reply plus tool time. ---
+# 3 sessions of 4 turns; each turn's prompt extends the previous one's
+# blocks, and all share a 2-block system prompt; 0.1 s of tool time between.
+python3 - "$L/sessions.ndjson" <<'PY'
+import json, sys
+with open(sys.argv[1], "w") as f:
+    for s in range(3):
+        steps, ids = [], [1, 2]
+        for k in range(4):
+            ids = ids + [1000 * (s + 1) + len(ids) + j for j in range(2)]
+            steps.append({"i": len(steps), "kind": "llm", "t_ms": 0, "dur_ms": 100,
+                          "input_tokens": 16 * len(ids), "output_tokens": 5, "hash_ids": ids})
+            steps.append({"i": len(steps), "kind": "tool", "tool": "bash", "command": "true",
+                          "t_ms": 0, "dur_ms": 100})
+        f.write(json.dumps({"format": "atr-trace/1", "trace_id": "s%d" % s, "start_ms": 0,
+                            "block_size": 16, "steps": steps[:-1]}) + "\n")
+PY
+ok "replay sessions" "$ATR" replay llm -q "$L/sessions.ndjson" --target "$URL" --rate inf \
+    --requests-out "$L/ses-req.ndjson" --save-result "$L/ses.json"
+check "sessions keep causal order" "python3 -c \"
+import json, collections
+by = collections.defaultdict(list)
+for l in open('$L/ses-req.ndjson'):
+    r = json.loads(l); by[r['trace_id']].append(r)
+assert sorted(by) == ['s0', 's1', 's2']
+for rows in by.values():
+    rows.sort(key=lambda r: r['turn'])
+    assert [r['turn'] for r in rows] == [0, 1, 2, 3]
+    for a, b in zip(rows, rows[1:]):
+        assert b['scheduled_s'] >= a['end_s'] + 0.0999, (a, b)
+        assert b['send_s'] >= b['scheduled_s'], b
+\""
+
+# --- Max concurrency: the slot wait is reported, not hidden. ---
+ok "replay max-concurrency 2" "$ATR" replay llm -q "$L/req.ndjson" --target "$URL" --rate inf \
+    --max-concurrency 4 --save-result "$L/conc.json" --requests-out "$L/conc.ndjson"
+check "never more than 4 in flight" "python3 -c \"
+import json
+rows = [json.loads(l) for l in open('$L/conc.ndjson')]
+for r in rows:
+    n = sum(1 for o in rows if o['start_s'] <= r['start_s'] < o['end_s'])
+    assert n <= 4, n
+\""
+check "queue time reported" "$J '$L/conc.json' \"r['atr']['mean_client_queue_ms'] > 100 and r['max_concurrency'] == 4\""
+
+# --- Prefix reuse over HTTP: sessions share byte-identical prefixes. ---
+serve engine --profile h100/llama-3.1-8b
+ok "replay sessions on the engine" "$ATR" replay llm -q "$L/sessions.ndjson" \
+    --target "http://127.0.0.1:$PORT" --rate inf --save-result "$L/eng.json"
+# Turn k+1 reuses turn k's blocks and all share the system prompt: over
+# half of the prompt tokens come from the engine's prefix cache.
+check "cached tokens from usage" "$J '$L/eng.json' \"r['atr']['cached_tokens'] > 0.5 * r['total_input_tokens']\""
+kill "$PID_engine" 2>/dev/null
+
+# --- Faults: each one counted with its reason, nothing crashes. ---
+serve faults --ttft 5 --itl 1 --fail-rate 0.5 --fail-kinds 429,500,cut,stall --seed 9
+FURL=http://127.0.0.1:$PORT
+ok "replay with faults" "$ATR" replay llm -q "$L/req.ndjson" --target "$FURL" --rate 100 \
+    --warmup 0 --stall-timeout 0.5 --save-result "$L/faults.json"
+check "faults counted by reason" "$J '$L/faults.json' \"set(r['atr']['failures_by_reason']) == {'http 429', 'http 500', 'stream cut', 'stall'} and r['completed'] + r['failed'] == 40 and r['completed'] > 0\""
+check "client counts = server counts" "python3 -c \"
+import json, re, urllib.request
+m = urllib.request.urlopen('$FURL/metrics').read().decode()
+srv = {k: int(float(v)) for k, v in re.findall(r'atr_sim_faults_total\{kind=\\\"([a-z0-9]+)\\\"[^}]*\} ([0-9.e+]+)', m)}
+cli = json.load(open('$L/faults.json'))['atr']['failures_by_reason']
+names = {'429': 'http 429', '500': 'http 500', 'cut': 'stream cut', 'stall': 'stall'}
+assert all(srv.get(k, 0) == cli.get(v, 0) for k, v in names.items()), (srv, cli)
+\""
+kill "$PID_faults" 2>/dev/null
+
+# --- Servers that die or never answer. ---
+serve crash --ttft 1 --itl 1 --crash-after 5
+ok "server crashing mid-run" "$ATR" replay llm -q "$L/req.ndjson" --target "http://127.0.0.1:$PORT" \
+    --model atr-sim --warmup 0 --rate 200 --save-result "$L/crash.json"
+check "crash: failures counted" "$J '$L/crash.json' \"r['failed'] >= 35 and r['completed'] + r['failed'] == 40\""
+serve hang --ttft 1 --itl 1 --hang
+fails "server that never answers" 1 "every request failed" "$ATR" replay llm -q "$L/req.ndjson" \
+    --target "http://127.0.0.1:$PORT" --model atr-sim --warmup 0 --rate inf --timeout 0.5 \
+    --save-result "$L/hang.json"
+check "hang: timeouts counted" "$J '$L/hang.json' \"r['atr']['failures_by_reason'].get('timeout', 0) + r['atr']['failures_by_reason'].get('stall', 0) == 40\""
+kill "$PID_hang" 2>/dev/null
+fails "nothing listening" 1 "warm-up request failed \\(connect" "$ATR" replay llm -q "$L/req.ndjson" \
+    --target "http://127.0.0.1:1" --model m --save-result "$L/none.json"
+absent "no result without a run" "$L/none.json"
+fails "no /v1/models" 1 "v1/models.*give --model" "$ATR" replay llm -q "$L/req.ndjson" \
+    --target "http://127.0.0.1:1"
+
+# --- Ctrl-C: what finished is saved, marked incomplete. ---
+serve slow --ttft 1 --itl 200
+"$ATR" replay llm -q "$L/req.ndjson" --target "http://127.0.0.1:$PORT" --rate 20 --warmup 0 \
+    --save-result "$L/int.json" --requests-out "$L/int.ndjson" >/dev/null 2>&1 &
+rp=$!
+deadline=$(($(date +%s) + 20))
+while [ "$(date +%s)" -lt "$deadline" ] && kill -0 "$rp" 2>/dev/null; do
+    if curl -s "http://127.0.0.1:$PORT/metrics" | grep -q '^vllm:generation_tokens_total{[^}]*} [1-9][0-9]'; then
+        kill -INT "$rp"; break
+    fi
+done
+wait "$rp"; st=$?
+check "ctrl-c exits 130" "[ $st -eq 130 ]"
+check "ctrl-c result marked incomplete" "$J '$L/int.json' \"r['atr']['incomplete'] is True and r['completed'] < 40\""
+kill "$PID_slow" 2>/dev/null
+
+# --- The sim: target is atr sim run. ---
+ok "replay llm sim target" "$ATR" replay llm "$L/req.ndjson" --target sim:h100/llama-3.1-8b --rate 10
+sed 1d "$T/out" >"$L/sim-target.txt"
+ok "sim run same workload" "$ATR" sim run "$L/req.ndjson" --profile h100/llama-3.1-8b --rate 10
+check "sim target = sim run" "sed 1d '$T/out' | cmp - '$L/sim-target.txt'"
+
+# --- Bad arguments. ---
+fails "replay llm needs a target" 2 "missing --target" "$ATR" replay llm "$L/req.ndjson"
+fails "replay llm bad target" 2 "--target wants" "$ATR" replay llm "$L/req.ndjson" --target ftp://x
+fails "replay llm bad rate" 2 "--rate wants" "$ATR" replay llm "$L/req.ndjson" --target "$URL" --rate -3
+fails "replay llm bad goodput" 2 "--goodput wants" "$ATR" replay llm "$L/req.ndjson" --target "$URL" --goodput fast
+fails "replay llm bad trace" 1 "nope.ndjson" "$ATR" replay llm "$L/nope.ndjson" --target "$URL" --model m
+
+for p in $LLM_PIDS; do kill "$p" 2>/dev/null; done
+for p in $LLM_PIDS; do wait "$p" 2>/dev/null; done

@@ -1,0 +1,254 @@
+# test-sim-serve.sh - atr sim serve over real HTTP with curl and a raw
+# asyncio client: endpoints, SSE shape, token accounting, prefix caching,
+# error answers, faults, --crash-after, --hang, --startup-delay, and 1000
+# concurrent streams. Every server is stopped with SIGTERM (exit 0).
+SV=$T/sim-serve
+mkdir -p "$SV"
+SV_PID=
+
+# sv_start NAME ARGS...: starts a server on a free port and polls (30 s
+# deadline) for its listening line; sets SV_PID and SV_URL.
+sv_start() {
+    sv_name=$1; shift
+    : >"$SV/$sv_name.out"     # exists before the poll reads it
+    "$ATR" sim serve --port 0 "$@" >"$SV/$sv_name.out" 2>"$SV/$sv_name.err" &
+    SV_PID=$!
+    SV_PORT=
+    sv_i=0
+    while [ "$sv_i" -lt 300 ] && [ -z "$SV_PORT" ]; do
+        SV_PORT=$(sed -n 's|^atr sim serve: listening on http://127.0.0.1:\([0-9][0-9]*\)$|\1|p' "$SV/$sv_name.out")
+        [ -n "$SV_PORT" ] && break
+        kill -0 "$SV_PID" 2>/dev/null || break
+        sleep 0.1
+        sv_i=$((sv_i + 1))
+    done
+    SV_URL=http://127.0.0.1:$SV_PORT
+    CURRENT="sim serve $sv_name listens"
+    if [ -n "$SV_PORT" ]; then pass; else fail "no listening line: $(head -c 300 "$SV/$sv_name.err")"; fi
+}
+
+# sv_stop NAME: SIGTERM, and the server exits 0.
+sv_stop() {
+    kill -TERM "$SV_PID" 2>/dev/null
+    wait "$SV_PID"
+    sv_rc=$?
+    SV_PID=
+    CURRENT="sim serve $1 exits 0 on SIGTERM"
+    if [ "$sv_rc" -eq 0 ]; then pass; else fail "exit $sv_rc: $(head -c 300 "$SV/$1.err")"; fi
+}
+
+# sv_post FILE PATH BODY [CURL ARGS]: prints the HTTP status; the body goes to FILE.
+sv_post() {
+    sv_f=$1 sv_p=$2 sv_b=$3; shift 3
+    curl -s -N --max-time 20 -o "$sv_f" -w '%{http_code}' -H 'Content-Type: application/json' \
+        -d "$sv_b" "$@" "$SV_URL$sv_p"
+}
+
+# The SSE / JSON checker: sse.py FILE KIND [N] where KIND is
+#   stream-completions N | stream-chat N   SSE of exactly N token events, usage N, [DONE] last
+#   cut                                    SSE with some tokens and no [DONE]
+#   error CODE                             vLLM's error object with that code
+#   cached                                 usage.prompt_tokens_details.cached_tokens (printed)
+cat >"$SV/sse.py" <<'PY'
+import json, sys
+path, kind = sys.argv[1], sys.argv[2]
+text = open(path, encoding='utf-8').read()
+if kind == 'error':
+    e = json.loads(text)
+    assert e['object'] == 'error' and e['code'] == int(sys.argv[3]) and e['message'], e
+    assert e['type'] and e['param'] is None, e
+    sys.exit(0)
+if kind == 'cached':
+    print(json.loads(text)['usage']['prompt_tokens_details']['cached_tokens'])
+    sys.exit(0)
+assert text.endswith('\n\n'), 'events end with a blank line'
+events = [e for e in text.split('\n\n') if e]
+for e in events:
+    assert e.startswith('data: ') and '\n' not in e, repr(e[:80])
+datas = [e[6:] for e in events]
+if kind == 'cut':
+    assert datas and datas[-1] != '[DONE]' and '[DONE]' not in datas, 'no [DONE] after a cut'
+    print(len(datas))
+    sys.exit(0)
+n = int(sys.argv[3])
+assert datas[-1] == '[DONE]', 'ends with [DONE]'
+chunks = [json.loads(d) for d in datas[:-1]]
+usage = [c for c in chunks if c.get('usage')]
+assert len(usage) == 1 and usage[0]['choices'] == [], usage
+u = usage[0]['usage']
+assert u['completion_tokens'] == n and u['total_tokens'] == u['prompt_tokens'] + n, u
+toks = [c for c in chunks if c['choices']]
+if kind == 'stream-chat':
+    assert toks[0]['choices'][0]['delta'] == {'role': 'assistant', 'content': ''}, toks[0]
+    toks = toks[1:]
+    assert all(c['object'] == 'chat.completion.chunk' for c in chunks)
+    assert all(c['choices'][0]['delta'].get('content') for c in toks)
+else:
+    assert all(c['object'] == 'text_completion' and c['choices'][0]['text'] for c in toks)
+assert len(toks) == n, (len(toks), n)
+assert toks[-1]['choices'][0]['finish_reason'] == 'length'
+assert all(c['choices'][0]['finish_reason'] is None for c in toks[:-1])
+assert len({c['id'] for c in chunks}) == 1
+PY
+sse() { python3 "$SV/sse.py" "$@"; }
+# metric NAME_AND_LABELS: the value of one /metrics sample.
+metric() { curl -s --max-time 10 "$SV_URL/metrics" | awk -v k="$1" '$1 == k {print $2}'; }
+
+fails "serve needs a mode" 2 "either --profile" "$ATR" sim serve --port 0
+fails "serve bad fail kind" 2 "fail-kinds wants" "$ATR" sim serve --ttft 0 --itl 0 --fail-kinds 404
+fails "serve bad profile" 1 "unknown GPU|unknown" "$ATR" sim serve --profile nope/llama-3.1-8b --port 0
+ok "serve --help" "$ATR" sim serve --help
+check "serve help names --fail-kinds" "grep -q -- '--fail-kinds' '$T/out'"
+
+# ---- fixed latencies, zero: endpoints and shapes ----
+sv_start zero --ttft 0 --itl 0 --max-body 64K --max-model-len 4096
+check "health 200" "[ \$(curl -s -o /dev/null -w '%{http_code}' '$SV_URL/health') = 200 ]"
+curl -s "$SV_URL/v1/models" >"$SV/models.json"
+check "models list" "python3 -c \"import json; m=json.load(open('$SV/models.json')); d=m['data'][0]; assert m['object']=='list' and d['id']=='atr-sim' and d['max_model_len']==4096\""
+st=$(sv_post "$SV/c1.json" /v1/completions '{"model":"atr-sim","prompt":"hello there","max_tokens":5}')
+check "completion 200" "[ '$st' = 200 ]"
+check "completion body" "python3 -c \"import json; c=json.load(open('$SV/c1.json')); u=c['usage']; assert c['object']=='text_completion' and u['completion_tokens']==5 and u['prompt_tokens']>0 and u['prompt_tokens_details']['cached_tokens']==0 and c['choices'][0]['finish_reason']=='length'\""
+sv_post "$SV/c2.sse" /v1/completions '{"prompt":"hello there","max_tokens":7,"stream":true,"stream_options":{"include_usage":true}}' >/dev/null
+check "completion stream: 7 chunks, usage, [DONE]" "python3 '$SV/sse.py' '$SV/c2.sse' stream-completions 7"
+sv_post "$SV/c3.sse" /v1/chat/completions '{"messages":[{"role":"system","content":"be brief"},{"role":"user","content":[{"type":"text","text":"hi"}]}],"max_completion_tokens":4,"stream":true,"stream_options":{"include_usage":true}}' >/dev/null
+check "chat stream: role, 4 chunks, usage, [DONE]" "python3 '$SV/sse.py' '$SV/c3.sse' stream-chat 4"
+sv_post "$SV/c4.json" /v1/chat/completions '{"messages":[{"role":"user","content":"hi"}],"max_tokens":3}' >/dev/null
+check "chat non-stream" "python3 -c \"import json; c=json.load(open('$SV/c4.json')); assert c['object']=='chat.completion' and c['choices'][0]['message']['role']=='assistant' and c['usage']['completion_tokens']==3\""
+sv_post "$SV/c5.json" /v1/completions '{"prompt":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17],"max_tokens":1}' >/dev/null
+check "token-id prompt counts ids" "python3 -c \"import json; assert json.load(open('$SV/c5.json'))['usage']['prompt_tokens']==17\""
+sv_post "$SV/c6.json" /v1/completions '{"prompt":"x"}' >/dev/null
+check "completions default 16 tokens" "python3 -c \"import json; assert json.load(open('$SV/c6.json'))['usage']['completion_tokens']==16\""
+sv_post "$SV/c7.sse" /v1/completions '{"prompt":"x","max_tokens":3,"stream":true}' >/dev/null
+check "stream without include_usage has no usage" "! grep -q usage '$SV/c7.sse' && tail -c 14 '$SV/c7.sse' | grep -q 'data: \[DONE\]'"
+
+# Bad requests: the right status, vLLM's error object, and the server lives on.
+n=0
+for case in \
+    "400|/v1/completions|{\"prompt\": \"ab" \
+    "400|/v1/completions|[1,2]" \
+    "400|/v1/completions|{\"prompt\":\"x\",\"max_tokens\":\"5\"}" \
+    "400|/v1/completions|{\"prompt\":3}" \
+    "400|/v1/completions|{\"max_tokens\":3}" \
+    "400|/v1/completions|{\"prompt\":\"x\",\"stream\":1}" \
+    "400|/v1/completions|{\"prompt\":\"x\",\"n\":2}" \
+    "400|/v1/chat/completions|{\"messages\":\"hi\"}" \
+    "400|/v1/chat/completions|{\"messages\":[{\"role\":\"user\",\"content\":5}]}" \
+    "400|/v1/completions|{\"prompt\":\"x\",\"max_tokens\":5000}" \
+    "404|/v1/completions|{\"model\":\"nope\",\"prompt\":\"x\"}" \
+    "404|/v1/nothing|{}" \
+    "400|/v1/completions|"; do
+    code=${case%%|*}; rest=${case#*|}; path=${rest%%|*}; body=${rest#*|}
+    n=$((n + 1))
+    st=$(sv_post "$SV/bad$n.json" "$path" "$body")
+    check "bad request $n ($body) -> $code" "[ '$st' = '$code' ] && python3 '$SV/sse.py' '$SV/bad$n.json' error $code"
+done
+check "messages error says what was expected" "grep -q 'messages: expected an array' '$SV/bad8.json'"
+check "unknown model message as vLLM" "grep -q 'The model \`nope\` does not exist.' '$SV/bad11.json'"
+st=$(curl -s -o "$SV/m405.json" -w '%{http_code}' "$SV_URL/v1/completions")
+check "GET on a POST endpoint -> 405 JSON" "[ '$st' = 405 ] && python3 '$SV/sse.py' '$SV/m405.json' error 405"
+head -c 100000 /dev/zero | tr '\0' 'a' >"$SV/big.txt"
+st=$(curl -s -o /dev/null -w '%{http_code}' --data-binary @"$SV/big.txt" "$SV_URL/v1/completions")
+check "body over --max-body -> 413" "[ '$st' = 413 ]"
+check "bad requests counted" "[ \"\$(curl -s '$SV_URL/metrics' | awk '\$1 ~ /^atr_sim_bad_requests_total/ {print \$2}')\" -ge 14 ]"
+check "still healthy after bad requests" "[ \$(curl -s -o /dev/null -w '%{http_code}' '$SV_URL/health') = 200 ]"
+curl -s "$SV_URL/metrics" >"$SV/metrics.txt"
+check "metrics have HELP and TYPE" "grep -q '^# TYPE vllm:num_requests_running gauge' '$SV/metrics.txt' && grep -q '^# TYPE vllm:time_to_first_token_seconds histogram' '$SV/metrics.txt' && grep -q '^# HELP atr_sim_faults_total' '$SV/metrics.txt'"
+check "metrics count successes" "grep -q '^vllm:request_success_total{finished_reason=\"length\",model_name=\"atr-sim\"} 7$' '$SV/metrics.txt'"
+check "metrics count requests by endpoint" "grep -q 'atr_sim_requests_total{endpoint=\"chat\",model_name=\"atr-sim\"} [1-9]' '$SV/metrics.txt'"
+sv_stop zero
+
+# ---- the engine model: prefix caching, streaming, a client that leaves ----
+sv_start engine --profile h100/llama-3.1-8b --max-num-seqs 64
+LONGP=$(python3 -c "print(' '.join('word%d' % i for i in range(400)))")
+sv_post "$SV/e1.json" /v1/completions "{\"prompt\":\"$LONGP\",\"max_tokens\":4}" >/dev/null
+sv_post "$SV/e2.json" /v1/completions "{\"prompt\":\"$LONGP\",\"max_tokens\":4}" >/dev/null
+check "engine: first prompt not cached" "[ \"\$(python3 '$SV/sse.py' '$SV/e1.json' cached)\" = 0 ]"
+check "engine: repeated prompt cached" "[ \"\$(python3 '$SV/sse.py' '$SV/e2.json' cached)\" -gt 0 ]"
+sv_post "$SV/e3.sse" /v1/chat/completions '{"messages":[{"role":"user","content":"tell me"}],"max_tokens":20,"stream":true,"stream_options":{"include_usage":true}}' >/dev/null
+check "engine: chat stream" "python3 '$SV/sse.py' '$SV/e3.sse' stream-chat 20"
+curl -s -N --max-time 0.3 -d '{"prompt":"leave early","max_tokens":300,"stream":true}' "$SV_URL/v1/completions" >/dev/null 2>&1
+check "engine: server lives after a client left" "[ \$(curl -s -o /dev/null -w '%{http_code}' '$SV_URL/health') = 200 ]"
+check "engine: prefix cache hits in metrics" "[ \"\$(curl -s '$SV_URL/metrics' | awk '\$1 ~ /^vllm:prefix_cache_hits_total/ {print \$2}')\" -gt 0 ]"
+sv_stop engine
+
+# ---- faults ----
+for kind in 429 500; do
+    sv_start "fail-$kind" --ttft 0 --itl 0 --fail-rate 1 --fail-kinds "$kind"
+    st=$(sv_post "$SV/f$kind.json" /v1/completions '{"prompt":"x","max_tokens":2}' -D "$SV/f$kind.hdr")
+    check "fault $kind: status and error object" "[ '$st' = $kind ] && python3 '$SV/sse.py' '$SV/f$kind.json' error $kind"
+    check "fault $kind: counted" "curl -s '$SV_URL/metrics' | grep -q 'atr_sim_faults_total{kind=\"$kind\",model_name=\"atr-sim\"} 1$'"
+    check "fault $kind: server lives" "[ \$(curl -s -o /dev/null -w '%{http_code}' '$SV_URL/health') = 200 ]"
+    sv_stop "fail-$kind"
+done
+check "fault 429 has Retry-After" "grep -qi '^Retry-After: 1' '$SV/f429.hdr'"
+sv_start fail-cut --ttft 0 --itl 10 --fail-rate 1 --fail-kinds cut
+sv_post "$SV/cut.sse" /v1/completions '{"prompt":"x","max_tokens":10,"stream":true,"stream_options":{"include_usage":true}}' >/dev/null
+check "cut stream: half the tokens, no [DONE]" "[ \"\$(python3 '$SV/sse.py' '$SV/cut.sse' cut)\" = 5 ]"
+st=$(sv_post "$SV/cut.json" /v1/completions '{"prompt":"x","max_tokens":4}')
+check "cut non-stream: no answer" "[ '$st' = 000 ] && [ ! -s '$SV/cut.json' ]"
+check "cut counted" "curl -s '$SV_URL/metrics' | grep -q 'kind=\"cut\",model_name=\"atr-sim\"} 2$'"
+sv_stop fail-cut
+sv_start fail-stall --ttft 0 --itl 0 --fail-rate 1 --fail-kinds stall --stall-seconds 1
+sv_post "$SV/stall.sse" /v1/completions '{"prompt":"x","max_tokens":10,"stream":true}' >/dev/null
+check "stall: one token, then closed" "[ \"\$(python3 '$SV/sse.py' '$SV/stall.sse' cut)\" = 1 ]"
+check "stall counted, server lives" "curl -s '$SV_URL/metrics' | grep -q 'kind=\"stall\",model_name=\"atr-sim\"} 1$'"
+sv_stop fail-stall
+# Half the requests fail, deterministically from the seed.
+sv_start fail-half --ttft 0 --itl 0 --fail-rate 0.5 --fail-kinds 429,500 --seed 7
+for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+    sv_post /dev/null /v1/completions '{"prompt":"x","max_tokens":1}' >>"$SV/half.codes"; echo >>"$SV/half.codes"
+done
+check "fail-rate 0.5: some fail, some succeed" "grep -q 200 '$SV/half.codes' && grep -Eq '429|500' '$SV/half.codes'"
+sv_stop fail-half
+
+# ---- crash, hang, startup delay ----
+sv_start crash --ttft 0 --itl 0 --crash-after 2
+st=$(sv_post /dev/null /v1/completions '{"prompt":"x","max_tokens":2}')
+check "crash-after: first request answered" "[ '$st' = 200 ]"
+sv_post /dev/null /v1/completions '{"prompt":"x","max_tokens":2}' >/dev/null
+wait "$SV_PID"; sv_rc=$?
+check "crash-after 2: exit 3 at the 2nd request" "[ $sv_rc = 3 ] && grep -q 'crashing after 2 requests (--crash-after)' '$SV/crash.err'"
+sv_start hang --ttft 0 --itl 0 --hang
+curl -s --max-time 1 "$SV_URL/health" >"$SV/hang.out"; sv_rc=$?
+check "hang: no answer in 1 s" "[ $sv_rc = 28 ] && [ ! -s '$SV/hang.out' ]"
+sv_stop hang
+SV_FREE=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+: >"$SV/delay.out"
+"$ATR" sim serve --port "$SV_FREE" --ttft 0 --itl 0 --startup-delay 1 >"$SV/delay.out" 2>"$SV/delay.err" &
+SV_PID=$!
+curl -s --max-time 5 -o /dev/null "http://127.0.0.1:$SV_FREE/health"; sv_rc=$?
+check "startup-delay: connection refused at first" "[ $sv_rc = 7 ] && [ ! -s '$SV/delay.out' ]"
+sv_i=0
+while [ "$sv_i" -lt 300 ] && ! grep -q listening "$SV/delay.out"; do sleep 0.1; sv_i=$((sv_i + 1)); done
+SV_URL=http://127.0.0.1:$(sed -n 's|.*:\([0-9][0-9]*\)$|\1|p' "$SV/delay.out")
+check "startup-delay: ready after the delay" "[ \$(curl -s -o /dev/null -w '%{http_code}' '$SV_URL/health') = 200 ]"
+sv_stop delay
+
+# ---- 1000 concurrent streams on one core ----
+cat >"$SV/many.py" <<'PY'
+import asyncio, json, resource, sys
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+port, n, mt = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+body = json.dumps({"prompt": "hello", "max_tokens": mt, "stream": True,
+                   "stream_options": {"include_usage": True}}).encode()
+req = (b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+       b"Connection: close\r\nContent-Length: %d\r\n\r\n" % len(body)) + body
+async def one():
+    r, w = await asyncio.open_connection("127.0.0.1", port)
+    w.write(req)
+    await w.drain()
+    data = await r.read()
+    w.close()
+    return data
+async def main():
+    res = await asyncio.gather(*[one() for _ in range(n)], return_exceptions=True)
+    want = b'"completion_tokens":%d' % mt
+    print(sum(1 for d in res if isinstance(d, bytes) and b"data: [DONE]" in d and want in d))
+asyncio.run(main())
+PY
+sv_start many --ttft 200 --itl 100
+timeout 60 /usr/bin/python3 "$SV/many.py" "$SV_PORT" 1000 10 >"$SV/many.out" 2>&1
+check "1000 concurrent streams complete with usage" "[ \"\$(cat '$SV/many.out')\" = 1000 ]"
+check "1000 streams counted" "curl -s '$SV_URL/metrics' | grep -q 'finished_reason=\"length\",model_name=\"atr-sim\"} 1000$'"
+sv_stop many
