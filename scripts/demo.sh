@@ -2,7 +2,8 @@
 # demo.sh ATR - the main job on bundled data, no GPU, no network:
 # generate a synthetic agent workload, convert the bundled real samples of
 # every supported format, validate the results and print their statistics,
-# then replay tool steps under per-step cgroup limits.
+# replay the LLM turns on the serving simulator (virtual time, then over
+# HTTP), then replay tool steps under per-step cgroup limits.
 set -eu
 atr=$1
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -34,8 +35,25 @@ step "statistics of the real samples (atr stats)"
 step "statistics of the generated workload"
 "$atr" stats "$out/gen-swe.ndjson"
 
-step "the generated agent workload on a simulated H100 serving Llama-3.1-8B (atr sim run)"
-"$atr" sim run "$out/gen-swe.ndjson" --profile h100/llama-3.1-8b --save-result "$out/sim-result.json"
+step "LLM replay of the generated agent workload on a simulated H100 serving Llama-3.1-8B (atr replay llm --target sim:, virtual time)"
+"$atr" replay llm "$out/gen-swe.ndjson" --target sim:h100/llama-3.1-8b \
+    --save-result "$out/sim-result.json" --requests-out "$out/sim-requests.ndjson"
+
+step "the same engine in real time over HTTP (atr sim serve + atr replay llm, 200 requests at 40/s)"
+"$atr" sim serve --profile h100/llama-3.1-8b --port 0 >"$out/serve.out" 2>"$out/serve.err" &
+server=$!
+trap 'kill $server 2>/dev/null' EXIT
+deadline=$(($(date +%s) + 20))
+url=""
+while [ -z "$url" ] && [ "$(date +%s)" -lt "$deadline" ]; do
+    url=$(sed -n 's|.*listening on \(http://[^ ]*\)|\1|p' "$out/serve.out")
+done
+[ -n "$url" ] || { echo "demo: atr sim serve did not start: $(cat "$out/serve.err")" >&2; exit 1; }
+"$atr" gen -q --kind requests --traces 200 --input-tokens 400 --output-tokens 32 \
+    --shared-prefix 256 --seed 1 -o "$out/gen-requests.ndjson"
+"$atr" replay llm "$out/gen-requests.ndjson" --target "$url" --rate 40 \
+    --save-result "$out/http-result.json"
+kill "$server"
 
 step "replay tool steps in cgroups (atr replay tools, static-toolcall, --mem-max 128M)"
 # One step of the bundled trace needs 200 MiB: the per-step limit stops it

@@ -16,6 +16,7 @@
 #include "sim/engine.h"
 #include "sim/run.h"
 #include "trace/reader.h"
+#include "util/output.h"
 
 static const char help[] =
     "usage: atr sim run [OPTIONS] TRACE... --profile GPU/MODEL\n"
@@ -26,7 +27,8 @@ static const char help[] =
     "batching, chunked prefill, paged KV cache, a prefix cache over the steps'\n"
     "hash_ids with LRU eviction, preemption, and a roofline cost per\n"
     "iteration. It prints the result block `vllm bench serve` prints, then\n"
-    "the engine's own figures, and writes the same files as `atr replay llm`.\n"
+    "the engine's own figures, and writes the same files as `atr replay llm`\n"
+    "(the result JSON also gets an \"engine\" object under \"atr\").\n"
     "`sim serve` runs the same engine in real time behind an OpenAI-compatible\n"
     "HTTP server (see `atr sim serve --help`).\n"
     "\n"
@@ -39,6 +41,8 @@ static const char help[] =
     "      --save-result FILE    the result JSON (vLLM's --save-result keys + \"atr\")\n"
     "      --requests-out FILE   one line per request\n"
     "      --goodput SLOS        e.g. ttft:500 tpot:50 e2el:10000 (milliseconds)\n"
+    "      --iterations-out FILE one line per engine iteration (batch, prefill\n"
+    "                            tokens, decoding sequences, KV blocks over time)\n"
     "  -f, --from FMT            input format instead of sniffing\n"
     "  -q, --quiet               no result block\n"
     SCHED_HELP
@@ -48,7 +52,7 @@ static const char help[] =
     "qwen1.5-0.5b.\n";
 
 struct sim_args {
-    const char *profile, *from;
+    const char *profile, *from, *iterations_out;
     unsigned tp;
     struct atr_engine_cfg cfg;
     struct sched_opts sched;
@@ -73,23 +77,56 @@ static void print_engine(const struct atr_profile *p, const struct atr_engine *e
            (unsigned long long)st.evictions);
 }
 
+/* The result's "engine" member: what the engine did over the run. The
+ * batch histogram is trimmed after its last non-zero bucket. */
+static void engine_json(struct atr_buf *b, const struct atr_profile *p, const struct atr_engine *e)
+{
+    struct atr_engine_stats st;
+    atr_engine_get_stats(e, &st);
+    atr_buf_printf(b, "\"engine\": {\"profile\": \"%s/%s\", \"tp\": %u, \"iterations\": %llu, "
+                   "\"mean_batch\": ", p->gpu->name, p->model->name, p->tp,
+                   (unsigned long long)st.iterations);
+    atr_llm_put_pyfloat(b, st.batch_mean);
+    atr_buf_puts(b, ", \"prefix_cache_hit_rate\": ");
+    atr_llm_put_pyfloat(b, st.prefix_hit_rate);
+    atr_buf_printf(b, ", \"kv_blocks_total\": %u, \"kv_blocks_peak\": %u, \"kv_blocks_mean\": ",
+                   st.kv_blocks_total, st.kv_blocks_peak);
+    atr_llm_put_pyfloat(b, st.kv_blocks_mean);
+    atr_buf_printf(b, ", \"preemptions\": %llu, \"evictions\": %llu, \"prefill_tokens\": %llu, "
+                   "\"decode_tokens\": %llu, \"busy_s\": ", (unsigned long long)st.preemptions,
+                   (unsigned long long)st.evictions, (unsigned long long)st.prefill_tokens,
+                   (unsigned long long)st.decode_tokens);
+    atr_llm_put_pyfloat(b, st.busy_seconds);
+    unsigned last = 0;
+    for (unsigned i = 0; i < st.batch_hist_len; i++)
+        if (st.batch_hist[i])
+            last = i;
+    atr_buf_puts(b, ", \"batch_histogram\": [");
+    for (unsigned i = 0; i <= last && st.batch_hist_len; i++)
+        atr_buf_printf(b, "%s%llu", i ? ", " : "", (unsigned long long)st.batch_hist[i]);
+    atr_buf_puts(b, "]}");
+}
+
 static int report(const struct sim_args *a, const struct atr_profile *p,
                   const struct atr_engine *e, const struct atr_llm_record *recs, size_t n,
                   struct atr_error *err)
 {
     char date[32];
     llm_report_date(date);
+    struct atr_buf engine = ATR_BUF_INIT;
+    engine_json(&engine, p, e);
     struct atr_llm_bench_config cfg = {
+        .extra_members = engine.data,
         .date = date, .backend = "sim", .model_id = p->model->hf_name,
         .num_prompts = (int64_t)n, .request_rate = atr_schedule_rate(&a->sched.schedule),
         .burstiness = a->sched.schedule.burstiness,
         .max_concurrency = a->sched.max_concurrency,
     };
-    if (llm_report_write(&a->report, recs, n, &cfg, err) < 0)
-        return -1;
-    if (!a->report.quiet)
+    int rc = llm_report_write(&a->report, recs, n, &cfg, err);
+    atr_buf_release(&engine);
+    if (rc == 0 && !a->report.quiet)
         print_engine(p, e);
-    return 0;
+    return rc;
 }
 
 static int parse_args(int argc, char **argv, struct sim_args *a)
@@ -102,6 +139,7 @@ static int parse_args(int argc, char **argv, struct sim_args *a)
         {"save-result", required_argument, NULL, 'R'},
         {"requests-out", required_argument, NULL, 'O'}, {"from", required_argument, NULL, 'f'},
         {"goodput", required_argument, NULL, 'G'},
+        {"iterations-out", required_argument, NULL, 'I'},
         SCHED_LONG_OPTIONS,
         {"quiet", no_argument, NULL, 'q'}, {NULL, 0, NULL, 0},
     };
@@ -136,6 +174,7 @@ static int parse_args(int argc, char **argv, struct sim_args *a)
             break;
         case 'N': a->cfg.prefix_caching = false; break;
         case 'R': a->report.save_result = optarg; break;
+        case 'I': a->iterations_out = optarg; break;
         case 'O': a->report.requests_out = optarg; break;
         case 'G':
             if (!llm_report_parse_goodput(&a->report, optarg))
@@ -157,6 +196,34 @@ static int parse_args(int argc, char **argv, struct sim_args *a)
     return sched_opts_finish(&a->sched, "sim run");
 }
 
+/* One --iterations-out line per engine iteration: the batch over time. */
+static void on_iter(void *ctx, const struct atr_iter_info *it)
+{
+    struct atr_buf *b = ctx;
+    atr_buf_puts(b, "{\"i\": ");
+    atr_buf_put_u64(b, it->index);
+    atr_buf_puts(b, ", \"start_s\": ");
+    atr_llm_put_pyfloat(b, it->start);
+    atr_buf_puts(b, ", \"dur_ms\": ");
+    atr_llm_put_pyfloat(b, it->seconds * 1000);
+    atr_buf_printf(b, ", \"seqs\": %u, \"prefill_tokens\": %llu, \"decode_seqs\": %llu, "
+                   "\"kv_blocks\": %u}\n", it->num_seqs,
+                   (unsigned long long)it->work.prefill_tokens,
+                   (unsigned long long)it->work.decode_seqs, it->kv_blocks_used);
+}
+
+static int write_iterations(const char *path, const struct atr_buf *b, struct atr_error *err)
+{
+    struct atr_output *o = atr_output_open(path, err);
+    if (!o)
+        return -1;
+    if (atr_output_write(o, b->data ? b->data : "", b->len, err) < 0) {
+        atr_output_abort(o);
+        return -1;
+    }
+    return atr_output_commit(o, err);
+}
+
 /* Loads the workload, runs it through a fresh engine, reports. */
 static int simulate(const struct sim_args *a, char *const *paths, size_t n_paths,
                     const struct atr_profile *p, struct atr_error *err)
@@ -165,6 +232,11 @@ static int simulate(const struct sim_args *a, char *const *paths, size_t n_paths
     cfg.iter_seconds = profile_cost;
     cfg.cost_ctx = (void *)p;
     cfg.kv_capacity_tokens = p->kv_capacity_tokens;
+    struct atr_buf iters = ATR_BUF_INIT;
+    if (a->iterations_out) {
+        cfg.on_iter = on_iter;
+        cfg.iter_ctx = &iters;
+    }
     struct atr_workload w = ATR_WORKLOAD_INIT;
     struct atr_llm_record *recs = NULL;
     double *starts = NULL;
@@ -184,6 +256,9 @@ static int simulate(const struct sim_args *a, char *const *paths, size_t n_paths
     }
     if (rc == 0)
         rc = report(a, p, e, recs, n, err);
+    if (rc == 0 && a->iterations_out)
+        rc = write_iterations(a->iterations_out, &iters, err);
+    atr_buf_release(&iters);
     free(recs);
     free(starts);
     atr_workload_release(&w);

@@ -511,6 +511,8 @@ static int write_extras(struct atr_buf *b, const struct atr_llm_summary *s,
         kv_num(b, "prefix_cache_hit_rate", hit) < 0 || write_goodput(b, s, c) < 0 ||
         write_failures(b, s) < 0)
         return -1;
+    if (c->extra_members && (atr_buf_puts(b, ", ") < 0 || atr_buf_puts(b, c->extra_members) < 0))
+        return -1;
     return atr_buf_putc(b, '}');
 }
 

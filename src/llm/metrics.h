@@ -69,6 +69,9 @@ struct atr_llm_bench_config {
     size_t n_percentiles;      /* 0 means {99}, vLLM's default */
     bool e2el_section;         /* print the End-to-end Latency section */
     bool incomplete;           /* interrupted: only what finished is counted */
+    /* Extra members for the result's "atr" object, as JSON text
+     * ("\"engine\": {...}"), or NULL. Borrowed. */
+    const char *extra_members;
 };
 
 /* mean, median, std and the configured percentiles of one metric, in ms. */

@@ -83,11 +83,22 @@ static void start_turn(struct driver *d, struct turn_state *ts)
     d->in_flight++;
 }
 
+/* Requests in flight at most: the user's limit, or the client's connection
+ * pool. Past the pool, libcurl would queue requests itself, which costs it
+ * time per queued request on every connection release (an overloaded
+ * server then stalls the whole client); here they wait in a FIFO and the
+ * wait is reported as client queue time. */
+static size_t in_flight_limit(const struct atr_llm_replay_cfg *cfg)
+{
+    size_t pool = cfg->client.max_connections ? cfg->client.max_connections
+                                              : ATR_LLM_DEFAULT_CONNECTIONS;
+    return cfg->max_concurrency && cfg->max_concurrency < pool ? cfg->max_concurrency : pool;
+}
+
 static void release_turn(struct driver *d, struct turn_state *ts)
 {
     ts->send_s = rel_now(d);
-    unsigned limit = d->cfg->max_concurrency;
-    if (limit && d->in_flight >= limit) {
+    if (d->in_flight >= in_flight_limit(d->cfg)) {
         size_t cap = d->cfg->workload->n_sessions;
         d->wait[(d->wait_head + d->wait_len++) % cap] = ts;
         return;

@@ -6,7 +6,8 @@
  * reply ended plus the (scaled) recorded tool time. A due turn is released
  * at once (the lag behind its schedule is recorded); with max_concurrency
  * it then waits in a FIFO for a free slot, and that wait is recorded too
- * (client queue time), never hidden. Optional warm-up requests run before
+ * (client queue time), never hidden. Without max_concurrency the client's
+ * connection pool (ATR_LLM_DEFAULT_CONNECTIONS) is the limit. Optional warm-up requests run before
  * the clock starts and are not counted.
  *
  * Times in the records are seconds since the first scheduled send.

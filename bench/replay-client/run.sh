@@ -1,0 +1,196 @@
+#!/bin/sh
+# run.sh - `atr replay llm` vs a vLLM-style Python asyncio + aiohttp client,
+# side by side, against `atr sim serve` with zero latency on loopback.
+#
+# usage: sh bench/replay-client/run.sh ATR
+#
+# One server (`atr sim serve --ttft 0 --itl 0 --port 0`, pinned to CPU 1) for
+# the whole run; both clients pinned to CPU 0. Per client and run:
+#   - a rate ladder (ATR_BENCH_RATES, req/s) with constant arrivals, each
+#     step ATR_BENCH_STEP_S (3) seconds of one-turn requests (32 prompt
+#     tokens, 8 output tokens); the sustainable rate is the highest step
+#     whose achieved send rate is within 2% of the asked one, with every
+#     request successful and schedule lag p99 under 1 ms (also reported: the
+#     same with lag p99 under 10 ms). The ladder stops after two failed
+#     steps in a row, or at the first step below 90% of the asked rate.
+#   - the mean TTFT at 100 req/s: with a zero-latency server this is client
+#     + loopback + server time, the same server for both clients.
+#   - CPU seconds per 1000 requests at the 1000 req/s step.
+# ATR_BENCH_RUNS (default 3) interleaved runs; the table gives medians.
+# shellcheck disable=SC2086  # $PIN_* are split on purpose
+set -eu
+
+ATR=${1:?usage: run.sh ATR}
+RUNS=${ATR_BENCH_RUNS:-3}
+STEP_S=${ATR_BENCH_STEP_S:-3}
+RATES=${ATR_BENCH_RATES:-"500 1000 2000 3000 4000 8000 12000 16000 24000 32000"}
+LOW_RATE=100
+CPU_RATE=1000
+PY=/usr/bin/python3          # Debian's python3-aiohttp is only on this one
+HERE=$(cd "$(dirname "$0")" && pwd)
+case $ATR in /*) ;; *) ATR=$(pwd)/$ATR ;; esac
+[ -x "$ATR" ] || { echo "run.sh: $ATR: not an executable" >&2; exit 1; }
+# The reference needs Debian's aiohttp; install it the way the build
+# installs its own dependencies.
+"$PY" -c 'import aiohttp' 2>/dev/null ||
+    { [ "$(id -u)" -eq 0 ] && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-aiohttp >/dev/null; } ||
+    true
+"$PY" -c 'import aiohttp' 2>/dev/null || {
+    echo "run.sh: $PY cannot import aiohttp (apt-get install -y python3-aiohttp)" >&2
+    exit 1
+}
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/atr-bench-client.XXXXXX")
+SRV=""
+cleanup() {
+    if [ -n "$SRV" ]; then
+        kill "$SRV" 2>/dev/null || true
+        wait "$SRV" 2>/dev/null || true
+    fi
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+PIN_CLIENT="" PIN_SERVER=""
+if command -v taskset >/dev/null 2>&1 && taskset -c 0 true 2>/dev/null; then
+    PIN_CLIENT="taskset -c 0"
+    if [ "$(nproc)" -ge 2 ] && taskset -c 1 true 2>/dev/null; then
+        PIN_SERVER="taskset -c 1"
+    fi
+fi
+
+# The server prints its address once it listens; poll for it (10 s at most).
+$PIN_SERVER "$ATR" sim serve --ttft 0 --itl 0 --port 0 >"$WORK/srv.out" 2>"$WORK/srv.err" &
+SRV=$!
+i=0
+while ! grep -q 'listening on' "$WORK/srv.out" 2>/dev/null; do
+    i=$((i + 1))
+    if [ "$i" -gt 200 ] || ! kill -0 "$SRV" 2>/dev/null; then
+        echo "run.sh: atr sim serve did not start:" >&2
+        cat "$WORK/srv.err" >&2
+        exit 1
+    fi
+    sleep 0.05
+done
+URL=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$WORK/srv.out")
+
+# workload N: a file of N one-turn requests (made once per N).
+workload() {
+    f=$WORK/w$1.ndjson
+    [ -s "$f" ] || "$ATR" gen --kind requests --traces "$1" --input-tokens 32 \
+        --output-tokens 8 --seed 1 -o "$f" 2>/dev/null
+    echo "$f"
+}
+
+# step CLIENT RATE N: one timed run; prints "rate n failed achieved p50 p99
+# ttft cpu_s", or "rate 0 0 0 0 0 0 0" when the client did not finish in time.
+step() {
+    q=$WORK/q.ndjson
+    rm -f "$q" "$WORK/py.json" "$WORK/time.txt"
+    limit=$(($3 * 2 / $2 + 10))
+    rc=0
+    case $1 in
+    atr)
+        w=$(workload "$3")
+        /usr/bin/time -f "%U %S" -o "$WORK/time.txt" timeout -k 2 "$limit" \
+            $PIN_CLIENT "$ATR" replay llm "$w" --target "$URL" --model atr-sim \
+            --rate "$2" --arrival constant --requests-out "$q" -q \
+            >/dev/null 2>"$WORK/client.err" || rc=$?
+        cpu=$(awk '{ print $1 + $2 }' "$WORK/time.txt" 2>/dev/null || echo 0)
+        ;;
+    python)
+        timeout -k 2 "$limit" $PIN_CLIENT "$PY" "$HERE/vllm_client.py" --base-url "$URL" \
+            --model atr-sim --rate "$2" --num-requests "$3" --out "$WORK/py.json" \
+            --requests-out "$q" >/dev/null 2>"$WORK/client.err" || rc=$?
+        cpu=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["cpu_s"])' \
+            "$WORK/py.json" 2>/dev/null || echo 0)
+        ;;
+    esac
+    if [ "$rc" -ne 0 ] || [ ! -s "$q" ]; then
+        echo "run.sh: $1 at $2 req/s: exit $rc (timeout ${limit}s: 124)" >&2
+        echo "$2 0 0 0 0 0 0 0"
+        return 0
+    fi
+    echo "$2 $("$PY" "$HERE/summarize.py" "$q") $cpu"
+}
+
+# verdict LINE MAX_P99: 0 when the step passes.
+verdict() {
+    echo "$1" | awk -v m="$2" '{ ok = $2 > 0 && $3 == 0 && $4 >= 0.98 * $1 && $4 <= 1.02 * $1 && $6 < m
+                                 exit !ok }'
+}
+
+# ladder CLIENT RUN: appends every step to steps.txt as "client run LINE".
+ladder() {
+    fails=0
+    for r in $RATES; do
+        line=$(step "$1" "$r" $((r * STEP_S)))
+        echo "$1 $2 $line" >>"$WORK/steps.txt"
+        echo "$1 $2 $line" | awk '{ printf "  %-6s run %s: %6d req/s  sent %9.1f/s  failed %d  lag p50 %.3f p99 %.3f ms  ttft %.3f ms  cpu %.2f s\n", $1, $2, $3, $6, $5, $7, $8, $9, $10 }' >&2
+        if verdict "$line" 10; then fails=0; else fails=$((fails + 1)); fi
+        sent=$(echo "$line" | awk '{ print ($4 < 0.9 * $1) }')
+        [ "$fails" -ge 2 ] || [ "$sent" = 1 ] && break
+    done
+    return 0
+}
+
+echo "machine: $(nproc) CPUs, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"
+echo "date:    $(date -u +%Y-%m-%dT%H:%MZ)"
+echo "server:  $ATR sim serve --ttft 0 --itl 0 ($URL), ${PIN_SERVER:-not pinned}"
+echo "clients: ${PIN_CLIENT:-not pinned}; python: $("$PY" -c 'import sys, aiohttp; print(sys.version.split()[0], "aiohttp", aiohttp.__version__)')"
+echo "ladder:  $RATES req/s, ${STEP_S} s each, constant arrivals; runs: $RUNS (median)"
+echo
+
+: >"$WORK/steps.txt"
+: >"$WORK/low.txt"
+run=1
+while [ "$run" -le "$RUNS" ]; do
+    for c in atr python; do
+        echo "$c $run $(step "$c" "$LOW_RATE" $((LOW_RATE * STEP_S)))" >>"$WORK/low.txt"
+        ladder "$c" "$run"
+    done
+    run=$((run + 1))
+done
+
+# Per client and run: the best step under 1 ms and under 10 ms, the TTFT at
+# LOW_RATE and the CPU per 1000 requests at CPU_RATE; then medians over runs.
+awk -v runs="$RUNS" -v low="$LOW_RATE" -v cr="$CPU_RATE" -v steps="$WORK/steps.txt" '
+function ok(f, m) { return f[4] > 0 && f[5] == 0 && f[6] >= 0.98 * f[3] && f[6] <= 1.02 * f[3] && f[8] < m }
+function med(a, n,   i, j, t) {
+    for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+    return n ? (n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2) : 0
+}
+FILENAME != steps { ttft[$1, $2] = $9; next }
+{
+    split($0, f, " "); k = f[1] SUBSEP f[2]
+    if (ok(f, 1) && f[3] > best1[k]) { best1[k] = f[3]; p99[k] = f[8] }
+    if (ok(f, 10) && f[3] > best10[k]) { best10[k] = f[3]; p99b[k] = f[8] }
+    if (f[3] == cr && f[4] > 0) cpu[k] = f[10] / f[4] * 1000
+}
+END {
+    printf "%-22s %12s %10s %13s %10s %12s %13s\n", "client", "rate p99<1ms", "lag p99", \
+        "rate p99<10ms", "lag p99", "TTFT@" low "/s", "CPU s/1000 rq"
+    n = split("atr python", cl, " ")
+    for (c = 1; c <= n; c++) {
+        for (r = 1; r <= runs; r++) {
+            k = cl[c] SUBSEP r
+            a[r] = best1[k] + 0; b[r] = p99[k] + 0; d[r] = best10[k] + 0; e[r] = p99b[k] + 0
+            g[r] = ttft[cl[c], r] + 0; h[r] = cpu[k] + 0
+        }
+        R1[c] = med(a, runs); R10[c] = med(d, runs)
+        printf "%-22s %12s %10s %13d %10.3f %12.3f %13.3f\n", \
+            (cl[c] == "atr" ? "atr replay llm" : "python vLLM-style"), \
+            (R1[c] ? sprintf("%d", R1[c]) : "none"), (R1[c] ? sprintf("%.3f", med(b, runs)) : "-"), \
+            R10[c], med(e, runs), med(g, runs), med(h, runs)
+    }
+    printf "\nratio atr/python of sustainable rates: p99<1ms %s, p99<10ms %s (goal >= 10x)\n", \
+        (R1[2] ? sprintf("%.1fx", R1[1] / R1[2]) : "n/a (python: none)"), \
+        (R10[2] ? sprintf("%.1fx", R10[1] / R10[2]) : "n/a")
+    printf "(rates: median over %d runs of the highest ladder step passing; lag p99 in ms at that step;\n", runs
+    printf " TTFT@%d/s: mean TTFT in ms at %d req/s; CPU: user+sys per 1000 requests at %d req/s)\n", low, low, cr
+}' "$WORK/low.txt" "$WORK/steps.txt"
+
+if [ "${ATR_BENCH_KEEP:-}" ]; then
+    cp "$WORK/steps.txt" "$WORK/low.txt" "$ATR_BENCH_KEEP"/
+fi
