@@ -65,10 +65,12 @@ static void load_session(const struct atr_trace *t, uint32_t block_size, struct 
     s->offset_s = (double)t->start_ms / 1000.0;
     s->turns = xcalloc(t->n_steps, sizeof *s->turns);
     double tool_ms = 0;
+    const char *tool = NULL;
     for (size_t k = 0; k < t->n_steps; k++) {
         const struct atr_step *st = &t->steps[k];
         if (st->kind == ATR_STEP_TOOL) {
             tool_ms += st->dur_ms > 0 ? (double)st->dur_ms : 0;
+            tool = st->tool;
             continue;
         }
         if (st->kind != ATR_STEP_LLM || st->input_tokens <= 0)
@@ -80,6 +82,9 @@ static void load_session(const struct atr_trace *t, uint32_t block_size, struct 
                                                            : (uint32_t)st->output_tokens;
         u->think_s = tool_ms / 1000.0;
         tool_ms = 0;
+        if (tool && !(u->prev_tool = strdup(tool)))
+            abort();
+        tool = NULL;
         load_turn_ids(u, st, t->block_size, block_size);
     }
 }
@@ -127,8 +132,10 @@ int atr_workload_load(struct atr_workload *w, char *const *paths, size_t n,
 void atr_workload_release(struct atr_workload *w)
 {
     for (size_t i = 0; i < w->n_sessions; i++) {
-        for (size_t k = 0; k < w->sessions[i].n_turns; k++)
+        for (size_t k = 0; k < w->sessions[i].n_turns; k++) {
             free(w->sessions[i].turns[k].ids);
+            free(w->sessions[i].turns[k].prev_tool);
+        }
         free(w->sessions[i].turns);
         free(w->sessions[i].trace_id);
     }

@@ -27,6 +27,7 @@ struct atr_turn {
     uint64_t *ids;               /* prefix block ids in the workload's block size; may be NULL */
     uint32_t n_ids;              /* never more than prompt_tokens / block_size */
     double think_s;              /* recorded tool time before this turn */
+    char *prev_tool;             /* tool of the last step before this turn, or NULL */
 };
 
 struct atr_session {

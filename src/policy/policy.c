@@ -1,0 +1,172 @@
+/* policy.c - the policy registry, option parsing and replica load
+ * tracking shared by every policy (see policy.h). */
+#include "policy/policy-impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct atr_policy_ops *const registry[] = {
+    &atr_policy_naive, &atr_policy_prefix_cache, &atr_policy_prefix_route,
+    &atr_policy_compaction, &atr_policy_max_tokens, &atr_policy_learned, NULL,
+};
+
+const char *const atr_policy_names[] = {
+    "naive", "prefix-cache", "prefix-route", "compaction", "max-tokens", "learned", NULL,
+};
+
+static int split_options(struct atr_policy *p, const char *options, struct atr_error *err)
+{
+    if (!options || !*options)
+        return 0;
+    char *copy = strdup(options), *save = NULL;
+    if (!copy)
+        abort();
+    int rc = 0;
+    for (char *tok = strtok_r(copy, ",", &save); tok && rc == 0; tok = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(tok, '=');
+        if (!eq || eq == tok) {
+            rc = atr_error_set(err, "policy %s: option '%s' is not key=value", p->ops->name, tok);
+            break;
+        }
+        *eq = 0;
+        bool known = false;
+        for (const char *const *k = p->ops->option_keys; k && *k; k++)
+            known |= strcmp(*k, tok) == 0;
+        if (!known) {
+            char list[256] = "";
+            for (const char *const *k = p->ops->option_keys; k && *k; k++)
+                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
+                         k == p->ops->option_keys ? "" : ", ", *k);
+            rc = atr_error_set(err, "policy %s: unknown option '%s' (known: %s)", p->ops->name,
+                               tok, *list ? list : "none");
+            break;
+        }
+        if (p->n_options == ATR_POLICY_MAX_OPTIONS) {
+            rc = atr_error_set(err, "policy %s: too many options", p->ops->name);
+            break;
+        }
+        p->option_keys[p->n_options] = strdup(tok);
+        p->option_values[p->n_options++] = strdup(eq + 1);
+    }
+    free(copy);
+    return rc;
+}
+
+struct atr_policy *atr_policy_new(const char *name, const struct atr_policy_cfg *cfg,
+                                  struct atr_error *err)
+{
+    const struct atr_policy_ops *ops = NULL;
+    for (size_t i = 0; registry[i]; i++)
+        if (strcmp(registry[i]->name, name) == 0)
+            ops = registry[i];
+    if (!ops) {
+        atr_error_set(err, "unknown policy '%s' (known: naive, prefix-cache, prefix-route, "
+                      "compaction, max-tokens, learned)", name);
+        return NULL;
+    }
+    if (cfg->n_replicas < 1) {
+        atr_error_set(err, "policy %s: needs at least one replica", name);
+        return NULL;
+    }
+    struct atr_policy *p = calloc(1, sizeof *p);
+    if (!p || !(p->load = calloc(cfg->n_replicas, sizeof *p->load)))
+        abort();
+    p->ops = ops;
+    p->cfg = *cfg;
+    p->cfg.options = NULL;            /* split below; the caller's string is not kept */
+    if (p->cfg.block_size == 0)
+        p->cfg.block_size = 16;
+    if (split_options(p, cfg->options, err) < 0 || (ops->init && ops->init(p, &p->cfg, err) < 0)) {
+        atr_policy_free(p);
+        return NULL;
+    }
+    return p;
+}
+
+void atr_policy_free(struct atr_policy *p)
+{
+    if (!p)
+        return;
+    if (p->ops->free_state && p->state)
+        p->ops->free_state(p);
+    for (size_t i = 0; i < p->n_options; i++) {
+        free(p->option_keys[i]);
+        free(p->option_values[i]);
+    }
+    free(p->load);
+    free(p);
+}
+
+const char *atr_policy_name(const struct atr_policy *p)
+{
+    return p->ops->name;
+}
+
+void atr_policy_decide(struct atr_policy *p, const struct atr_policy_req *r,
+                       struct atr_policy_decision *d)
+{
+    p->stats.requests++;
+    p->ops->decide(p, r, d);
+    if (d->replica >= p->cfg.n_replicas)
+        d->replica = 0;
+    p->stats.salted += d->salt;
+}
+
+void atr_policy_started(struct atr_policy *p, const struct atr_policy_req *r,
+                        const struct atr_policy_decision *d)
+{
+    p->load[d->replica]++;
+    if (p->ops->started)
+        p->ops->started(p, r, d);
+}
+
+void atr_policy_finished(struct atr_policy *p, const struct atr_policy_req *r,
+                         const struct atr_policy_decision *d, const struct atr_policy_outcome *o)
+{
+    if (p->load[d->replica])
+        p->load[d->replica]--;
+    if (p->ops->finished)
+        p->ops->finished(p, r, d, o);
+}
+
+void atr_policy_get_stats(const struct atr_policy *p, struct atr_policy_stats *out)
+{
+    *out = p->stats;
+}
+
+const uint32_t *atr_policy_load(const struct atr_policy *p)
+{
+    return p->load;
+}
+
+int atr_policy_opt_num(const struct atr_policy *p, const char *key, double def, double lo,
+                       double hi, double *out, struct atr_error *err)
+{
+    *out = def;
+    for (size_t i = 0; i < p->n_options; i++) {
+        if (strcmp(p->option_keys[i], key) != 0)
+            continue;
+        char *end;
+        double v = strtod(p->option_values[i], &end);
+        if (end == p->option_values[i] || *end || !(v >= lo && v <= hi))
+            return atr_error_set(err, "policy %s: %s wants a number in [%g, %g], not '%s'",
+                                 p->ops->name, key, lo, hi, p->option_values[i]);
+        *out = v;
+    }
+    return 0;
+}
+
+unsigned atr_policy_round_robin(struct atr_policy *p)
+{
+    return (unsigned)(p->rr_next++ % p->cfg.n_replicas);
+}
+
+unsigned atr_policy_least_loaded(const struct atr_policy *p)
+{
+    unsigned best = 0;
+    for (unsigned i = 1; i < p->cfg.n_replicas; i++)
+        if (p->load[i] < p->load[best])
+            best = i;
+    return best;
+}
