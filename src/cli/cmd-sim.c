@@ -15,6 +15,8 @@
 #include "sim/cost.h"
 #include "sim/engine.h"
 #include "sim/run.h"
+#include "sim/stats.h"
+#include "policy/policy.h"
 #include "trace/reader.h"
 #include "util/output.h"
 
@@ -42,7 +44,16 @@ static const char help[] =
     "      --requests-out FILE   one line per request\n"
     "      --goodput SLOS        e.g. ttft:500 tpot:50 e2el:10000 (milliseconds)\n"
     "      --iterations-out FILE one line per engine iteration (batch, prefill\n"
-    "                            tokens, decoding sequences, KV blocks over time)\n"
+    "                            tokens, decoding sequences, KV blocks over time;\n"
+    "                            one policy, one replica)\n"
+    "      --policy P[,P...]     run under each runtime policy in turn: naive,\n"
+    "                            prefix-cache, prefix-route, compaction, max-tokens,\n"
+    "                            learned (docs/policies.md); with several, output\n"
+    "                            files get .P before their extension\n"
+    "      --policy-options K=V[,K=V...]   options of the policies (e.g. budget=8192)\n"
+    "      --replicas N          engine replicas the policy routes over (default 1)\n"
+    "      --engine vllm|sglang  scheduler flavour: FCFS (vllm, default) or SGLang's\n"
+    "                            longest-prefix-first\n"
     "  -f, --from FMT            input format instead of sniffing\n"
     "  -q, --quiet               no result block\n"
     SCHED_HELP
@@ -51,9 +62,14 @@ static const char help[] =
     "llama-3.2-1b llama-3.2-3b llama-3-70b qwen3-4b qwen3-4b-awq qwen3-8b\n"
     "qwen1.5-0.5b.\n";
 
+#define MAX_POLICIES 8
+
 struct sim_args {
-    const char *profile, *from, *iterations_out;
-    unsigned tp;
+    const char *profile, *from, *iterations_out, *policy_opts;
+    const char *policies[MAX_POLICIES];
+    size_t n_policies;
+    char *policy_list;           /* strdup of --policy, split in place */
+    unsigned tp, replicas;
     struct atr_engine_cfg cfg;
     struct sched_opts sched;
     struct llm_report_opts report;
@@ -64,69 +80,98 @@ static double profile_cost(void *ctx, const struct atr_iter_work *w)
     return atr_iter_seconds(ctx, w);
 }
 
-static void print_engine(const struct atr_profile *p, const struct atr_engine *e)
+static void print_engine(const struct atr_profile *p, unsigned replicas,
+                         const struct atr_engine_stats *st)
 {
-    struct atr_engine_stats st;
-    atr_engine_get_stats(e, &st);
-    printf("engine (%s/%s, tp %u): %llu iterations, mean batch %.1f, prefix cache hit "
+    printf("engine (%s/%s, tp %u%s%.0u): %llu iterations, mean batch %.1f, prefix cache hit "
            "rate %.1f%%, KV peak %u of %u blocks (mean %.0f), %llu preemptions, "
            "%llu evictions\n",
-           p->gpu->name, p->model->name, p->tp, (unsigned long long)st.iterations,
-           st.batch_mean, 100 * st.prefix_hit_rate, st.kv_blocks_peak, st.kv_blocks_total,
-           st.kv_blocks_mean, (unsigned long long)st.preemptions,
-           (unsigned long long)st.evictions);
+           p->gpu->name, p->model->name, p->tp, replicas > 1 ? ", replicas " : "",
+           replicas > 1 ? replicas : 0, (unsigned long long)st->iterations, st->batch_mean,
+           100 * st->prefix_hit_rate, st->kv_blocks_peak, st->kv_blocks_total,
+           st->kv_blocks_mean, (unsigned long long)st->preemptions,
+           (unsigned long long)st->evictions);
 }
 
-/* The result's "engine" member: what the engine did over the run. The
- * batch histogram is trimmed after its last non-zero bucket. */
-static void engine_json(struct atr_buf *b, const struct atr_profile *p, const struct atr_engine *e)
+/* FILE with ".NAME" before its extension (r.json -> r.naive.json), when
+ * several policies share one --save-result / --requests-out. */
+static char *per_policy_path(const char *path, const char *name)
 {
-    struct atr_engine_stats st;
-    atr_engine_get_stats(e, &st);
-    atr_buf_printf(b, "\"engine\": {\"profile\": \"%s/%s\", \"tp\": %u, \"iterations\": %llu, "
-                   "\"mean_batch\": ", p->gpu->name, p->model->name, p->tp,
-                   (unsigned long long)st.iterations);
-    atr_llm_put_pyfloat(b, st.batch_mean);
-    atr_buf_puts(b, ", \"prefix_cache_hit_rate\": ");
-    atr_llm_put_pyfloat(b, st.prefix_hit_rate);
-    atr_buf_printf(b, ", \"kv_blocks_total\": %u, \"kv_blocks_peak\": %u, \"kv_blocks_mean\": ",
-                   st.kv_blocks_total, st.kv_blocks_peak);
-    atr_llm_put_pyfloat(b, st.kv_blocks_mean);
-    atr_buf_printf(b, ", \"preemptions\": %llu, \"evictions\": %llu, \"prefill_tokens\": %llu, "
-                   "\"decode_tokens\": %llu, \"busy_s\": ", (unsigned long long)st.preemptions,
-                   (unsigned long long)st.evictions, (unsigned long long)st.prefill_tokens,
-                   (unsigned long long)st.decode_tokens);
-    atr_llm_put_pyfloat(b, st.busy_seconds);
-    unsigned last = 0;
-    for (unsigned i = 0; i < st.batch_hist_len; i++)
-        if (st.batch_hist[i])
-            last = i;
-    atr_buf_puts(b, ", \"batch_histogram\": [");
-    for (unsigned i = 0; i <= last && st.batch_hist_len; i++)
-        atr_buf_printf(b, "%s%llu", i ? ", " : "", (unsigned long long)st.batch_hist[i]);
-    atr_buf_puts(b, "]}");
+    if (!path)
+        return NULL;
+    const char *slash = strrchr(path, '/'), *dot = strrchr(path, '.');
+    if (!dot || (slash && dot < slash))
+        dot = path + strlen(path);
+    char *out;
+    if (asprintf(&out, "%.*s.%s%s", (int)(dot - path), path, name, dot) < 0)
+        abort();
+    return out;
 }
 
 static int report(const struct sim_args *a, const struct atr_profile *p,
-                  const struct atr_engine *e, const struct atr_llm_record *recs, size_t n,
-                  struct atr_error *err)
+                  struct atr_engine *const *engines, const struct atr_policy *policy,
+                  const struct atr_llm_record *recs, size_t n, struct atr_error *err)
 {
-    char date[32];
+    char date[32], target[160];
     llm_report_date(date);
-    struct atr_buf engine = ATR_BUF_INIT;
-    engine_json(&engine, p, e);
+    struct atr_engine_stats st;
+    atr_sim_stats_sum(engines, a->replicas, &st);
+    snprintf(target, sizeof target, "sim:%s/%s", p->gpu->name, p->model->name);
+    struct atr_buf extra = ATR_BUF_INIT;
+    atr_buf_printf(&extra, "\"target\": \"%s\", ", target);
+    if (policy) {
+        atr_policy_stats_json(&extra, policy);
+        atr_buf_puts(&extra, ", ");
+    }
+    atr_sim_stats_json(&extra, p, a->replicas, a->cfg.longest_prefix_first ? "sglang" : "vllm",
+                       &st);
     struct atr_llm_bench_config cfg = {
-        .extra_members = engine.data,
+        .extra_members = extra.data,
         .date = date, .backend = "sim", .model_id = p->model->hf_name,
         .num_prompts = (int64_t)n, .request_rate = atr_schedule_rate(&a->sched.schedule),
         .burstiness = a->sched.schedule.burstiness,
         .max_concurrency = a->sched.max_concurrency,
     };
-    int rc = llm_report_write(&a->report, recs, n, &cfg, err);
-    atr_buf_release(&engine);
-    if (rc == 0 && !a->report.quiet)
-        print_engine(p, e);
+    struct llm_report_opts ro = a->report;
+    bool several = a->n_policies > 1;
+    if (several) {
+        ro.save_result = per_policy_path(a->report.save_result, atr_policy_name(policy));
+        ro.requests_out = per_policy_path(a->report.requests_out, atr_policy_name(policy));
+        if (!ro.quiet)
+            printf("\n== policy %s\n", atr_policy_name(policy));
+    }
+    int rc = llm_report_write(&ro, recs, n, &cfg, err);
+    if (rc == 0 && !ro.quiet)
+        print_engine(p, a->replicas, &st);
+    if (several) {
+        free((char *)ro.save_result);
+        free((char *)ro.requests_out);
+    }
+    atr_sim_stats_release(&st);
+    atr_buf_release(&extra);
     return rc;
+}
+
+/* --policy a,b,c: names are checked when the policies are made. */
+static int parse_policies(const char *list, struct sim_args *a)
+{
+    free(a->policy_list);
+    if (!(a->policy_list = strdup(list)))
+        abort();
+    a->n_policies = 0;
+    char *save = NULL;
+    for (char *tok = strtok_r(a->policy_list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        bool known = false;
+        for (size_t i = 0; atr_policy_names[i]; i++)
+            known |= strcmp(atr_policy_names[i], tok) == 0;
+        if (!known)
+            return cli_usage("sim run", "unknown policy '%s' (naive, prefix-cache, prefix-route, "
+                             "compaction, max-tokens, learned)", tok);
+        if (a->n_policies == MAX_POLICIES)
+            return cli_usage("sim run", "--policy takes at most %d policies", MAX_POLICIES);
+        a->policies[a->n_policies++] = tok;
+    }
+    return a->n_policies ? EXIT_OK : cli_usage("sim run", "empty --policy");
 }
 
 static int parse_args(int argc, char **argv, struct sim_args *a)
@@ -140,6 +185,10 @@ static int parse_args(int argc, char **argv, struct sim_args *a)
         {"requests-out", required_argument, NULL, 'O'}, {"from", required_argument, NULL, 'f'},
         {"goodput", required_argument, NULL, 'G'},
         {"iterations-out", required_argument, NULL, 'I'},
+        {"policy", required_argument, NULL, 'P'},
+        {"policy-options", required_argument, NULL, 'o'},
+        {"replicas", required_argument, NULL, 'n'},
+        {"engine", required_argument, NULL, 'E'},
         SCHED_LONG_OPTIONS,
         {"quiet", no_argument, NULL, 'q'}, {NULL, 0, NULL, 0},
     };
@@ -149,6 +198,7 @@ static int parse_args(int argc, char **argv, struct sim_args *a)
     sched_opts_init(&a->sched);
     llm_report_init(&a->report);
     a->tp = 1;
+    a->replicas = 1;
     while ((c = getopt_long(argc, argv, "p:f:q", longs, NULL)) != -1) {
         if ((taken = sched_opts_parse(&a->sched, c, optarg, "sim run")) != 0) {
             if (taken < 0)
@@ -175,6 +225,24 @@ static int parse_args(int argc, char **argv, struct sim_args *a)
         case 'N': a->cfg.prefix_caching = false; break;
         case 'R': a->report.save_result = optarg; break;
         case 'I': a->iterations_out = optarg; break;
+        case 'P':
+            if (parse_policies(optarg, a) != EXIT_OK)
+                return EXIT_USAGE;
+            break;
+        case 'o': a->policy_opts = optarg; break;
+        case 'n':
+            if (!cli_parse_uint(optarg, 1, 256, &v))
+                return cli_usage("sim run", "--replicas wants 1..256");
+            a->replicas = (unsigned)v;
+            break;
+        case 'E':
+            if (strcmp(optarg, "vllm") == 0)
+                a->cfg.longest_prefix_first = false;
+            else if (strcmp(optarg, "sglang") == 0)
+                a->cfg.longest_prefix_first = true;
+            else
+                return cli_usage("sim run", "--engine wants vllm or sglang");
+            break;
         case 'O': a->report.requests_out = optarg; break;
         case 'G':
             if (!llm_report_parse_goodput(&a->report, optarg))
@@ -224,45 +292,72 @@ static int write_iterations(const char *path, const struct atr_buf *b, struct at
     return atr_output_commit(o, err);
 }
 
-/* Loads the workload, runs it through a fresh engine, reports. */
-static int simulate(const struct sim_args *a, char *const *paths, size_t n_paths,
-                    const struct atr_profile *p, struct atr_error *err)
+/* One run of the workload under policy `name` (NULL: as recorded) on
+ * fresh engine replicas. */
+static int run_policy(const struct sim_args *a, const struct atr_profile *p,
+                      const struct atr_workload *w, const double *starts, const char *name,
+                      struct atr_error *err)
 {
     struct atr_engine_cfg cfg = a->cfg;
     cfg.iter_seconds = profile_cost;
     cfg.cost_ctx = (void *)p;
     cfg.kv_capacity_tokens = p->kv_capacity_tokens;
     struct atr_buf iters = ATR_BUF_INIT;
-    if (a->iterations_out) {
+    if (a->iterations_out && a->n_policies <= 1 && a->replicas == 1) {
         cfg.on_iter = on_iter;
         cfg.iter_ctx = &iters;
     }
-    struct atr_workload w = ATR_WORKLOAD_INIT;
+    struct atr_engine **engines = calloc(a->replicas, sizeof *engines);
+    if (!engines)
+        abort();
+    int rc = 0;
+    for (unsigned i = 0; i < a->replicas && rc == 0; i++)
+        rc = (engines[i] = atr_engine_new(&cfg, err)) ? 0 : -1;
+    struct atr_policy *policy = NULL;
+    if (rc == 0 && name) {
+        struct atr_policy_cfg pc = { .n_replicas = a->replicas, .block_size = w->block_size,
+                                     .options = a->policy_opts, .seed = a->sched.schedule.seed };
+        rc = (policy = atr_policy_new(name, &pc, err)) ? 0 : -1;
+    }
     struct atr_llm_record *recs = NULL;
-    double *starts = NULL;
     size_t n = 0;
-    struct atr_engine *e = atr_engine_new(&cfg, err);
-    int rc = e ? atr_workload_load(&w, paths, n_paths, a->from, cfg.block_size, err) : -1;
+    if (rc == 0) {
+        struct atr_sim_run_cfg rcfg = { w, starts, &a->sched.schedule, a->sched.max_concurrency,
+                                        policy };
+        rc = atr_sim_run(engines, a->replicas, &rcfg, &recs, &n, err);
+    }
+    if (rc == 0)
+        rc = report(a, p, engines, policy, recs, n, err);
+    if (rc == 0 && cfg.on_iter)
+        rc = write_iterations(a->iterations_out, &iters, err);
+    atr_buf_release(&iters);
+    free(recs);
+    atr_policy_free(policy);
+    for (unsigned i = 0; i < a->replicas; i++)
+        atr_engine_free(engines[i]);
+    free(engines);
+    return rc;
+}
+
+/* Loads the workload and the schedule once, then runs each policy. */
+static int simulate(const struct sim_args *a, char *const *paths, size_t n_paths,
+                    const struct atr_profile *p, struct atr_error *err)
+{
+    struct atr_workload w = ATR_WORKLOAD_INIT;
+    double *starts = NULL;
+    int rc = atr_workload_load(&w, paths, n_paths, a->from, a->cfg.block_size, err);
     if (rc == 0) {
         starts = calloc(w.n_sessions ? w.n_sessions : 1, sizeof *starts);
         if (!starts)
             abort();
         rc = atr_schedule_starts(&a->sched.schedule, &w, starts, err);
     }
-    if (rc == 0) {
-        struct atr_sim_run_cfg rc_cfg = { &w, starts, &a->sched.schedule,
-                                          a->sched.max_concurrency };
-        rc = atr_sim_run(e, &rc_cfg, &recs, &n, err);
-    }
-    if (rc == 0)
-        rc = report(a, p, e, recs, n, err);
-    if (rc == 0 && a->iterations_out)
-        rc = write_iterations(a->iterations_out, &iters, err);
-    atr_buf_release(&iters);
-    free(recs);
+    if (rc == 0 && a->n_policies == 0)
+        rc = run_policy(a, p, &w, starts, NULL, err);
+    for (size_t i = 0; rc == 0 && i < a->n_policies; i++)
+        rc = run_policy(a, p, &w, starts, a->policies[i], err);
     free(starts);
     atr_workload_release(&w);
-    atr_engine_free(e);
     return rc;
 }
 
@@ -278,6 +373,7 @@ int cmd_sim_workload(const char *profile, unsigned tp, const struct sched_opts *
     a.sched = *sched;
     a.report = *report;
     a.from = from;
+    a.replicas = 1;
     struct atr_error err;
     struct atr_profile p;
     if (atr_profile_find(profile, tp, &p, &err) < 0 ||
@@ -303,9 +399,10 @@ static int run(int argc, char **argv)
     struct atr_profile p;
     if (atr_profile_find(a.profile, a.tp, &p, &err) < 0)
         return cli_fail_err(&err);
-    if (simulate(&a, argv + optind, (size_t)(argc - optind), &p, &err) < 0)
-        return cli_fail_err(&err);
-    return EXIT_OK;
+    rc = simulate(&a, argv + optind, (size_t)(argc - optind), &p, &err) < 0
+             ? cli_fail_err(&err) : EXIT_OK;
+    free(a.policy_list);
+    return rc;
 }
 
 static const struct atr_cmd_mode modes[] = { {"serve", cmd_sim_serve_help}, {NULL, NULL} };

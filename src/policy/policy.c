@@ -2,6 +2,8 @@
  * tracking shared by every policy (see policy.h). */
 #include "policy/policy-impl.h"
 
+#include "util/buf.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,4 +171,33 @@ unsigned atr_policy_least_loaded(const struct atr_policy *p)
         if (p->load[i] < p->load[best])
             best = i;
     return best;
+}
+
+int atr_policy_stats_json(struct atr_buf *b, const struct atr_policy *p)
+{
+    const struct atr_policy_stats *s = &p->stats;
+    const struct { const char *key; uint64_t v; } kv[] = {
+        {"requests", s->requests}, {"salted", s->salted}, {"tokens_saved", s->tokens_saved},
+        {"compactions", s->compactions}, {"blocks_invalidated", s->blocks_invalidated},
+        {"truncated", s->truncated}, {"tokens_cut", s->tokens_cut},
+        {"reserved_tokens", s->reserved_tokens}, {"reserve_saved", s->reserve_saved},
+        {"routed_by_match", s->routed_by_match}, {"routed_by_load", s->routed_by_load},
+    };
+    int rc = atr_buf_printf(b, "\"policy\": \"%s\", \"policy_stats\": {", p->ops->name);
+    for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++)
+        rc |= atr_buf_printf(b, "%s\"%s\": %llu", i ? ", " : "", kv[i].key,
+                             (unsigned long long)kv[i].v);
+    bool any = false;
+    for (size_t i = 0; i < 8 && atr_policy_names[i]; i++)
+        any |= s->per_delegate[i] != 0;
+    if (any) {
+        rc |= atr_buf_puts(b, ", \"delegates\": {");
+        for (size_t i = 0, k = 0; i < 8 && atr_policy_names[i]; i++)
+            if (s->per_delegate[i])
+                rc |= atr_buf_printf(b, "%s\"%s\": %llu", k++ ? ", " : "", atr_policy_names[i],
+                                     (unsigned long long)s->per_delegate[i]);
+        rc |= atr_buf_putc(b, '}');
+    }
+    rc |= atr_buf_putc(b, '}');
+    return rc ? -1 : 0;
 }

@@ -111,6 +111,11 @@ void atr_policy_finished(struct atr_policy *p, const struct atr_policy_req *r,
                          const struct atr_policy_outcome *o);
 void atr_policy_get_stats(const struct atr_policy *p, struct atr_policy_stats *out);
 
+/* "\"policy\": \"NAME\", \"policy_stats\": {...}" for a result's "atr"
+ * object (only the counters that apply). */
+struct atr_buf;
+int atr_policy_stats_json(struct atr_buf *b, const struct atr_policy *p);
+
 /* Requests in flight on each replica, as seen through started/finished. */
 const uint32_t *atr_policy_load(const struct atr_policy *p);
 

@@ -421,8 +421,45 @@ static int admit(struct atr_engine *e, struct req *r, uint64_t *budget, bool *ok
     return vec_push(&e->running, r);
 }
 
+/* Longest-prefix-first: reorders the waiting queue by cached prefix length
+ * (stable), as SGLang's scheduler does; it falls back to FCFS over 128
+ * waiting requests because matching them all would cost too much. */
+#define LPM_MAX_WAITING 128
+
+struct lpm_item {
+    struct req *r;
+    uint32_t hits;
+    size_t order;
+};
+
+static int lpm_cmp(const void *a, const void *b)
+{
+    const struct lpm_item *x = a, *y = b;
+    if (x->hits != y->hits)
+        return x->hits > y->hits ? -1 : 1;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+static void lpm_sort(struct atr_engine *e)
+{
+    struct engine_ring *q = &e->waiting;
+    if (q->len < 2 || q->len > LPM_MAX_WAITING)
+        return;
+    struct lpm_item items[LPM_MAX_WAITING];
+    for (size_t i = 0; i < q->len; i++) {
+        uint32_t in_lru;
+        struct req *r = q->v[(q->head + i) % q->cap];
+        items[i] = (struct lpm_item){ r, prefix_hits(e, r, &in_lru), i };
+    }
+    qsort(items, q->len, sizeof items[0], lpm_cmp);
+    for (size_t i = 0; i < q->len; i++)
+        q->v[(q->head + i) % q->cap] = items[i].r;
+}
+
 static int schedule_waiting(struct atr_engine *e, uint64_t *budget)
 {
+    if (e->cfg.longest_prefix_first)
+        lpm_sort(e);
     while (*budget > 0 && e->running.len < e->cfg.max_num_seqs) {
         struct req *r = ring_front(&e->waiting);
         bool ok;

@@ -43,6 +43,10 @@ struct atr_engine_cfg {
     unsigned max_num_batched_tokens; /* 0 -> 8192 */
     bool chunked_prefill;            /* vLLM v1 default: true */
     bool prefix_caching;             /* vLLM v1 default: true */
+    /* SGLang's default schedule ("lpm"): the waiting queue is served in
+     * order of longest cached prefix (ties in arrival order), FCFS again
+     * when more than 128 requests wait. vLLM: false (FCFS). */
+    bool longest_prefix_first;
     /* Optional per-iteration observer (batch size / KV series). */
     void (*on_iter)(void *ctx, const struct atr_iter_info *it);
     void *iter_ctx;

@@ -1,4 +1,5 @@
-/* run.c - sessions through the engine in virtual time (see run.h). */
+/* run.c - sessions through engine replicas in virtual time, under a
+ * policy (see run.h). */
 #include "sim/run.h"
 
 #include <math.h>
@@ -11,12 +12,23 @@
 struct pending {
     size_t session;
     double send_s;
+    struct atr_policy_req req;       /* what the policy saw */
+    struct atr_policy_decision dec;  /* what it decided */
+};
+
+/* What the policy may know of a session's history. */
+struct session_state {
+    size_t next_turn;
+    double last_end;
+    uint32_t last_output;
+    double output_sum;
 };
 
 struct driver {
     const struct atr_sim_run_cfg *cfg;
-    struct atr_engine *e;
-    size_t *next_turn;               /* per session */
+    struct atr_engine *const *engines;
+    unsigned n_engines;
+    struct session_state *ses;       /* per session */
     struct pending *by_id;           /* request id -> its pending (ids are dense) */
     struct atr_heap sends;           /* (send time, pending) of turns not yet sent */
     struct pending *slots_wait;      /* FIFO of sent turns waiting for a slot */
@@ -27,18 +39,51 @@ struct driver {
     size_t n_recs;
 };
 
+static void fill_policy_req(const struct driver *d, struct pending *p, uint64_t id, double now)
+{
+    const struct atr_session *s = &d->cfg->workload->sessions[p->session];
+    const struct session_state *ss = &d->ses[p->session];
+    const struct atr_turn *u = &s->turns[ss->next_turn];
+    p->req = (struct atr_policy_req){
+        .id = id, .session = p->session, .turn = ss->next_turn,
+        .prompt_tokens = u->prompt_tokens, .ids = u->ids, .n_ids = u->n_ids,
+        .block_size = d->cfg->workload->block_size, .now = now, .think_s = u->think_s,
+        .prev_tool = u->prev_tool, .since_last_s = ss->next_turn ? now - ss->last_end : 0,
+        .prev_output_tokens = ss->last_output,
+        .mean_output_tokens = ss->next_turn ? ss->output_sum / (double)ss->next_turn : 0,
+        .recorded_output_tokens = u->output_tokens,
+    };
+    p->dec = (struct atr_policy_decision){
+        .prompt_tokens = u->prompt_tokens, .ids = u->ids, .n_ids = u->n_ids, .delegate = -1,
+    };
+}
+
+/* The turn gets its slot: the policy decides, its replica takes it. */
 static int start_turn(struct driver *d, const struct pending *p, double now,
                       struct atr_error *err)
 {
-    const struct atr_session *s = &d->cfg->workload->sessions[p->session];
-    const struct atr_turn *u = &s->turns[d->next_turn[p->session]];
+    uint64_t id = d->next_id++;
+    struct pending *q = &d->by_id[id];
+    *q = *p;
+    fill_policy_req(d, q, id, now);
+    if (d->cfg->policy)
+        atr_policy_decide(d->cfg->policy, &q->req, &q->dec);
+    if (q->dec.replica >= d->n_engines)
+        q->dec.replica = 0;
+    uint32_t out = q->req.recorded_output_tokens;
+    if (q->dec.max_tokens && q->dec.max_tokens < out)
+        out = q->dec.max_tokens;
     struct atr_sim_req req = {
-        .id = d->next_id, .arrival = now, .prompt_tokens = u->prompt_tokens,
-        .output_tokens = u->output_tokens, .hash_ids = u->ids, .n_hash_ids = u->n_ids,
+        .id = id, .arrival = now, .prompt_tokens = q->dec.prompt_tokens,
+        .output_tokens = out ? out : 1,
+        .hash_ids = q->dec.salt ? NULL : q->dec.ids, .n_hash_ids = q->dec.salt ? 0 : q->dec.n_ids,
     };
-    d->by_id[d->next_id++] = *p;
     d->in_flight++;
-    return atr_engine_add(d->e, &req, err) ? 0 : -1;
+    if (!atr_engine_add(d->engines[q->dec.replica], &req, err))
+        return -1;
+    if (d->cfg->policy)
+        atr_policy_started(d->cfg->policy, &q->req, &q->dec);
+    return 0;
 }
 
 /* A turn is sent: it starts now, or waits for a slot. */
@@ -54,23 +99,32 @@ static int send_turn(struct driver *d, const struct pending *p, struct atr_error
 
 static int finish(struct driver *d, const struct atr_sim_record *r, struct atr_error *err)
 {
-    const struct pending *p = &d->by_id[r->id];
+    struct pending *p = &d->by_id[r->id];
+    size_t si = p->session;
+    const struct atr_session *s = &d->cfg->workload->sessions[si];
+    struct session_state *ss = &d->ses[si];
     d->recs[d->n_recs++] = (struct atr_llm_record){
         .id = r->id, .scheduled_s = p->send_s, .send_s = p->send_s, .start_s = r->arrival,
         .end_s = r->finish, .chunk_s = r->token_times, .n_chunks = r->output_tokens,
         .prompt_tokens = r->prompt_tokens, .output_tokens = r->output_tokens,
         .cached_tokens = r->cached_tokens, .success = true,
+        .trace_id = s->trace_id, .turn = (int64_t)ss->next_turn,
     };
-    size_t si = p->session;
-    const struct atr_session *s = &d->cfg->workload->sessions[si];
-    d->recs[d->n_recs - 1].trace_id = s->trace_id;
-    d->recs[d->n_recs - 1].turn = (int64_t)d->next_turn[si];
+    if (d->cfg->policy) {
+        struct atr_policy_outcome o = {
+            .success = true, .output_tokens = r->output_tokens,
+            .cached_tokens = r->cached_tokens, .ttft_s = r->first_token - r->arrival,
+            .e2el_s = r->finish - r->arrival,
+        };
+        atr_policy_finished(d->cfg->policy, &p->req, &p->dec, &o);
+    }
     d->in_flight--;
-    if (++d->next_turn[si] < s->n_turns) {
-        struct pending *next = &d->by_id[r->id];   /* reused: the turn is recorded */
-        next->send_s = r->finish + atr_schedule_think(d->cfg->schedule,
-                                                      &s->turns[d->next_turn[si]]);
-        if (atr_heap_push(&d->sends, next->send_s, next, err) < 0)
+    ss->last_end = r->finish;
+    ss->last_output = r->output_tokens;
+    ss->output_sum += r->output_tokens;
+    if (++ss->next_turn < s->n_turns) {
+        p->send_s = r->finish + atr_schedule_think(d->cfg->schedule, &s->turns[ss->next_turn]);
+        if (atr_heap_push(&d->sends, p->send_s, p, err) < 0)   /* p is free to reuse */
             return -1;
     }
     if (d->wait_len) {
@@ -82,11 +136,27 @@ static int finish(struct driver *d, const struct atr_sim_record *r, struct atr_e
     return 0;
 }
 
+/* The replica with the earliest next event, and its time. */
+static unsigned next_engine(const struct driver *d, double *t)
+{
+    unsigned best = 0;
+    *t = INFINITY;
+    for (unsigned i = 0; i < d->n_engines; i++) {
+        double ti = atr_engine_next_time(d->engines[i]);
+        if (ti < *t) {
+            *t = ti;
+            best = i;
+        }
+    }
+    return best;
+}
+
 static int drive(struct driver *d, struct atr_error *err)
 {
     for (;;) {
         const struct atr_heap_item *top = atr_heap_peek(&d->sends);
-        double t_send = top ? top->t : INFINITY, t_eng = atr_engine_next_time(d->e);
+        double t_send = top ? top->t : INFINITY, t_eng;
+        unsigned k = next_engine(d, &t_eng);
         if (isinf(t_send) && isinf(t_eng))
             return 0;
         if (t_send <= t_eng) {       /* sends first: a turn due now joins this iteration */
@@ -96,34 +166,34 @@ static int drive(struct driver *d, struct atr_error *err)
                 return -1;
             continue;
         }
-        if (atr_engine_step(d->e, err) < 0)
+        if (atr_engine_step(d->engines[k], err) < 0)
             return -1;
         size_t n;
-        struct atr_sim_record *const *done = atr_engine_finished(d->e, &n);
-        for (size_t k = 0; k < n; k++)
-            if (finish(d, done[k], err) < 0)
+        struct atr_sim_record *const *done = atr_engine_finished(d->engines[k], &n);
+        for (size_t i = 0; i < n; i++)
+            if (finish(d, done[i], err) < 0)
                 return -1;
     }
 }
 
-int atr_sim_run(struct atr_engine *e, const struct atr_sim_run_cfg *cfg,
-                struct atr_llm_record **out, size_t *n_out, struct atr_error *err)
+int atr_sim_run(struct atr_engine *const *engines, unsigned n_engines,
+                const struct atr_sim_run_cfg *cfg, struct atr_llm_record **out, size_t *n_out,
+                struct atr_error *err)
 {
     const struct atr_workload *w = cfg->workload;
-    struct driver d = { .cfg = cfg, .e = e };
+    if (n_engines < 1)
+        return atr_error_set(err, "simulation needs at least one engine");
+    struct driver d = { .cfg = cfg, .engines = engines, .n_engines = n_engines };
     size_t n_sessions = w->n_sessions ? w->n_sessions : 1;
-    d.next_turn = calloc(n_sessions, sizeof *d.next_turn);
+    d.ses = calloc(n_sessions, sizeof *d.ses);
     d.by_id = calloc(w->n_turns + 1, sizeof *d.by_id);
     d.slots_wait = calloc(n_sessions, sizeof *d.slots_wait);
     d.recs = calloc(w->n_turns + 1, sizeof *d.recs);
-    if (!d.next_turn || !d.by_id || !d.slots_wait || !d.recs)
+    /* First turns live here until their request id is known. */
+    struct pending *first = calloc(n_sessions, sizeof *first);
+    if (!d.ses || !d.by_id || !d.slots_wait || !d.recs || !first)
         abort();
     atr_heap_init(&d.sends);
-    /* First turns: pending slots live at the session's first request id,
-     * which is not known yet, so they start in a per-session array. */
-    struct pending *first = calloc(n_sessions, sizeof *first);
-    if (!first)
-        abort();
     int rc = 0;
     for (size_t i = 0; i < w->n_sessions && rc == 0; i++) {
         if (!w->sessions[i].n_turns)
@@ -135,7 +205,7 @@ int atr_sim_run(struct atr_engine *e, const struct atr_sim_run_cfg *cfg,
         rc = drive(&d, err);
     atr_heap_release(&d.sends);
     free(first);
-    free(d.next_turn);
+    free(d.ses);
     free(d.by_id);
     free(d.slots_wait);
     if (rc < 0) {

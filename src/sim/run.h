@@ -1,20 +1,26 @@
-/* run.h - a workload's sessions through the engine model in virtual time,
- * as a client would have sent them (atr sim run, atr replay llm --target
- * sim:GPU/MODEL).
+/* run.h - a workload's sessions through engine replicas in virtual time,
+ * as a client would have sent them, under a runtime policy (atr sim run,
+ * atr replay llm --target sim:GPU/MODEL).
  *
  * A session's first turn is sent at its scheduled start, each next turn
  * when the previous one finished plus its (scaled) think time. With
  * max_concurrency, a sent turn waits in a FIFO for a free slot, and the
  * wait is kept in its record (send_s -> start_s), as the real client does.
+ * When a turn gets its slot the policy decides its replica and rewrites it
+ * (src/policy/policy.h): a salted request has no prefix-cache keys, a
+ * compacted one its new prompt length and ids, a capped one
+ * min(recorded output, cap) output tokens.
  *
  * Memory: *out is malloc'd (caller frees); each record's chunk_s points
- * into the engine's records and stays valid until atr_engine_free(e). */
+ * into its engine's records and stays valid until that engine is freed.
+ * The policy is borrowed. */
 #ifndef ATR_SIM_RUN_H
 #define ATR_SIM_RUN_H
 
 #include <stddef.h>
 
 #include "llm/metrics.h"
+#include "policy/policy.h"
 #include "sched/schedule.h"
 #include "sched/workload.h"
 #include "sim/engine.h"
@@ -24,10 +30,13 @@ struct atr_sim_run_cfg {
     const double *starts;            /* per session, from atr_schedule_starts */
     const struct atr_schedule *schedule;
     unsigned max_concurrency;        /* 0 = unlimited */
+    struct atr_policy *policy;       /* NULL: every request as recorded, to replica 0 */
 };
 
-/* Runs until every turn finished. Records come in finish order. */
-int atr_sim_run(struct atr_engine *e, const struct atr_sim_run_cfg *cfg,
-                struct atr_llm_record **out, size_t *n_out, struct atr_error *err);
+/* Runs until every turn finished, over engines[0..n_engines) (the policy's
+ * replicas). Records come in finish order. */
+int atr_sim_run(struct atr_engine *const *engines, unsigned n_engines,
+                const struct atr_sim_run_cfg *cfg, struct atr_llm_record **out, size_t *n_out,
+                struct atr_error *err);
 
 #endif

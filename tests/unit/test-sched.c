@@ -202,10 +202,10 @@ static void test_sim_run_max_concurrency(void **state)
     cfg.kv_capacity_tokens = 1 << 16;
     struct atr_error err;
     struct atr_engine *e = atr_engine_new(&cfg, &err);
-    struct atr_sim_run_cfg rc = { &w, starts, &s, 3 };
+    struct atr_sim_run_cfg rc = { &w, starts, &s, 3, NULL };
     struct atr_llm_record *r;
     size_t n;
-    assert_int_equal(atr_sim_run(e, &rc, &r, &n, &err), 0);
+    assert_int_equal(atr_sim_run(&e, 1, &rc, &r, &n, &err), 0);
     assert_int_equal(n, 8);
     double queued = 0;
     for (size_t i = 0; i < n; i++) {

@@ -1,0 +1,24 @@
+/* stats.h - an engine's (or several replicas') figures as one summary and
+ * as the "engine" member of a result JSON.
+ * Memory: the summary's batch histogram is malloc'd and owned by it
+ * (atr_sim_stats_release). */
+#ifndef ATR_SIM_STATS_H
+#define ATR_SIM_STATS_H
+
+#include "sim/cost.h"
+#include "sim/engine.h"
+#include "util/buf.h"
+
+/* Sums replicas: counts and busy time add up, the hit rate is over all
+ * prompt tokens, the KV peak is the largest, the KV mean and the mean batch
+ * are averaged (weighted by busy time and by iterations). */
+void atr_sim_stats_sum(struct atr_engine *const *engines, unsigned n,
+                       struct atr_engine_stats *out);
+void atr_sim_stats_release(struct atr_engine_stats *s);
+
+/* "\"engine\": {...}" (profile, tp, replicas, flavour, the figures and the
+ * batch histogram trimmed after its last non-zero bucket). */
+int atr_sim_stats_json(struct atr_buf *b, const struct atr_profile *p, unsigned replicas,
+                       const char *flavour, const struct atr_engine_stats *s);
+
+#endif
