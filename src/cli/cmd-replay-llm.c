@@ -13,7 +13,9 @@
 #include "cli/llm-report.h"
 #include "cli/sched-opts.h"
 #include "llm/models.h"
+#include "json/json.h"
 #include "llm/replay.h"
+#include "policy/policy.h"
 #include "trace/reader.h"
 
 const char cmd_replay_llm_help[] =
@@ -29,7 +31,9 @@ const char cmd_replay_llm_help[] =
     "the one `vllm bench serve` prints (docs/replay-llm.md).\n"
     "\n"
     "options:\n"
-    "  -t, --target T            http://HOST:PORT of the server, or sim:GPU/MODEL\n"
+    "  -t, --target T            http://HOST:PORT of the server, several separated\n"
+    "                            by commas (replicas the policy routes over), or\n"
+    "                            sim:GPU/MODEL\n"
     "  -m, --model NAME          model to ask for (default: the server's first\n"
     "                            model from /v1/models)\n"
     "      --api KIND            completions (default) or chat\n"
@@ -39,6 +43,9 @@ const char cmd_replay_llm_help[] =
     "                            (default 1; 0 to skip)\n"
     "      --timeout S           fail a request after S seconds (default 600)\n"
     "      --stall-timeout S     fail a request silent for S seconds (default 60)\n"
+    "      --policy P            runtime policy: naive, prefix-cache, prefix-route,\n"
+    "                            compaction, max-tokens, learned (docs/policies.md)\n"
+    "      --policy-options K=V[,K=V...]   its options (e.g. budget=8192)\n"
     "      --tp N                tensor parallel degree of a sim target\n"
     "      --save-result FILE    the result JSON (vLLM's --save-result keys + \"atr\")\n"
     "      --requests-out FILE   one line per request\n"
@@ -50,8 +57,10 @@ const char cmd_replay_llm_help[] =
     "Ctrl-C stops the run: what finished is saved, marked incomplete, and the\n"
     "exit status is 130. A run where every request failed exits 1.\n";
 
+#define MAX_TARGETS 64
+
 struct llm_args {
-    const char *target, *model, *api_key, *from;
+    const char *target, *model, *api_key, *from, *policy, *policy_opts;
     enum atr_llm_api api;
     bool force_length;
     unsigned warmup, tp;
@@ -124,6 +133,8 @@ static int parse_opt(int c, struct llm_args *a)
         a->from = optarg;
         break;
     case 'q': a->report.quiet = true; break;
+    case 'Y': a->policy = optarg; break;
+    case 'o': a->policy_opts = optarg; break;
     default: return cli_usage("replay llm", "unknown option");
     }
     return EXIT_OK;
@@ -140,7 +151,8 @@ static int parse_args(int argc, char **argv, struct llm_args *a)
         {"save-result", required_argument, NULL, 'R'},
         {"requests-out", required_argument, NULL, 'O'},
         {"goodput", required_argument, NULL, 'G'}, {"from", required_argument, NULL, 'f'},
-        {"quiet", no_argument, NULL, 'q'}, SCHED_LONG_OPTIONS, {NULL, 0, NULL, 0},
+        {"quiet", no_argument, NULL, 'q'}, {"policy", required_argument, NULL, 'Y'},
+        {"policy-options", required_argument, NULL, 'o'}, SCHED_LONG_OPTIONS, {NULL, 0, NULL, 0},
     };
     memset(a, 0, sizeof *a);
     a->force_length = true;
@@ -191,10 +203,9 @@ static void on_progress(void *ctx, size_t done, size_t total)
     fflush(stderr);
 }
 
-/* The base URL without a trailing '/' or '/v1'. */
-static void base_url(const char *target, char *out, size_t cap)
+/* Cuts a trailing '/' or '/v1' off a base URL, in place. */
+static void trim_base_url(char *out)
 {
-    snprintf(out, cap, "%s", target);
     size_t n = strlen(out);
     while (n && out[n - 1] == '/')
         out[--n] = 0;
@@ -203,18 +214,28 @@ static void base_url(const char *target, char *out, size_t cap)
 }
 
 static int report(const struct llm_args *a, const struct atr_llm_replay_result *res,
-                  struct atr_error *err)
+                  const struct atr_policy *policy, struct atr_error *err)
 {
     char date[32];
     llm_report_date(date);
+    struct atr_buf extra = ATR_BUF_INIT;
+    atr_buf_puts(&extra, "\"target\": ");
+    atr_json_write_string(&extra, a->target, strlen(a->target));
+    if (policy) {
+        atr_buf_puts(&extra, ", ");
+        atr_policy_stats_json(&extra, policy);
+    }
     struct atr_llm_bench_config cfg = {
+        .extra_members = extra.data,
         .date = date, .backend = a->api == ATR_LLM_CHAT ? "openai-chat" : "openai",
         .model_id = a->model, .num_prompts = (int64_t)res->total,
         .request_rate = atr_schedule_rate(&a->sched.schedule),
         .burstiness = a->sched.schedule.burstiness,
         .max_concurrency = a->sched.max_concurrency, .incomplete = res->incomplete,
     };
-    return llm_report_write(&a->report, res->recs, res->n, &cfg, err);
+    int rc = llm_report_write(&a->report, res->recs, res->n, &cfg, err);
+    atr_buf_release(&extra);
+    return rc;
 }
 
 /* One connection per request in flight: lift the soft descriptor limit
@@ -236,19 +257,53 @@ static size_t count_ok(const struct atr_llm_replay_result *res)
     return ok;
 }
 
+/* Splits --target at commas into base URLs (normalised in place). */
+static int split_targets(const char *target, char *storage, size_t cap, const char **urls,
+                         unsigned *n)
+{
+    snprintf(storage, cap, "%s", target);
+    char *save = NULL;
+    *n = 0;
+    for (char *tok = strtok_r(storage, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (*n == MAX_TARGETS)
+            return cli_usage("replay llm", "--target takes at most %d URLs", MAX_TARGETS);
+        if (strncmp(tok, "http://", 7) != 0 && strncmp(tok, "https://", 8) != 0)
+            return cli_usage("replay llm", "--target wants http://HOST:PORT URLs, not '%s'", tok);
+        trim_base_url(tok);
+        urls[(*n)++] = tok;
+    }
+    return *n ? EXIT_OK : cli_usage("replay llm", "empty --target");
+}
+
 static int replay(struct llm_args *a, char *const *paths, size_t n_paths)
 {
     struct atr_error err;
-    char base[1024], model[512];
-    base_url(a->target, base, sizeof base);
+    char targets[8192], model[512];
+    const char *urls[MAX_TARGETS];
+    unsigned n_urls;
+    int st = split_targets(a->target, targets, sizeof targets, urls, &n_urls);
+    if (st != EXIT_OK)
+        return st;
+    const char *base = urls[0];
+    struct atr_policy *policy = NULL;
+    if (a->policy) {
+        struct atr_policy_cfg pc = { .n_replicas = n_urls, .block_size = 16,
+                                     .options = a->policy_opts, .seed = a->sched.schedule.seed };
+        if (!(policy = atr_policy_new(a->policy, &pc, &err)))
+            return cli_fail_err(&err);
+    }
     if (!a->model) {
-        if (atr_llm_first_model(base, a->api_key, 10, model, sizeof model, &err) < 0)
+        if (atr_llm_first_model(base, a->api_key, 10, model, sizeof model, &err) < 0) {
+            atr_policy_free(policy);
             return cli_fail("%s (give --model)", err.msg);
+        }
         a->model = model;
     }
     struct atr_workload w = ATR_WORKLOAD_INIT;
-    if (atr_workload_load(&w, paths, n_paths, a->from, 16, &err) < 0)
+    if (atr_workload_load(&w, paths, n_paths, a->from, 16, &err) < 0) {
+        atr_policy_free(policy);
         return cli_fail_err(&err);
+    }
     double *starts = calloc(w.n_sessions ? w.n_sessions : 1, sizeof *starts);
     if (!starts)
         abort();
@@ -262,6 +317,7 @@ static int replay(struct llm_args *a, char *const *paths, size_t n_paths)
                     .stall_timeout_s = a->stall_s,
                     .max_connections = a->sched.max_concurrency > ATR_LLM_DEFAULT_CONNECTIONS
                                            ? a->sched.max_concurrency : 0 },
+        .targets = urls, .n_targets = n_urls, .policy = policy,
         .warmup = a->warmup, .stop = &stop_requested,
         .on_progress = on_progress, .progress_ctx = &prog,
     };
@@ -275,7 +331,7 @@ static int replay(struct llm_args *a, char *const *paths, size_t n_paths)
     } else {
         if (prog.on)
             fputs("\r\033[K", stderr);
-        if (report(a, &res, &err) < 0)
+        if (report(a, &res, policy, &err) < 0)
             status = cli_fail_err(&err);
         else if (res.incomplete)
             status = 128 + SIGINT;
@@ -285,6 +341,7 @@ static int replay(struct llm_args *a, char *const *paths, size_t n_paths)
     }
     free(starts);
     atr_workload_release(&w);
+    atr_policy_free(policy);
     return status;
 }
 
@@ -295,7 +352,7 @@ int cmd_replay_llm(int argc, char **argv)
     if (rc != EXIT_OK)
         return rc;
     if (strncmp(a.target, "sim:", 4) == 0)
-        return cmd_sim_workload(a.target + 4, a.tp, &a.sched, &a.report, a.from, argv + optind,
-                                (size_t)(argc - optind));
+        return cmd_sim_workload(a.target + 4, a.tp, a.policy, a.policy_opts, &a.sched, &a.report,
+                                a.from, argv + optind, (size_t)(argc - optind));
     return replay(&a, argv + optind, (size_t)(argc - optind));
 }

@@ -361,7 +361,8 @@ static int simulate(const struct sim_args *a, char *const *paths, size_t n_paths
     return rc;
 }
 
-int cmd_sim_workload(const char *profile, unsigned tp, const struct sched_opts *sched,
+int cmd_sim_workload(const char *profile, unsigned tp, const char *policy,
+                     const char *policy_opts, const struct sched_opts *sched,
                      const struct llm_report_opts *report, const char *from, char *const *paths,
                      size_t n_paths)
 {
@@ -374,6 +375,11 @@ int cmd_sim_workload(const char *profile, unsigned tp, const struct sched_opts *
     a.report = *report;
     a.from = from;
     a.replicas = 1;
+    a.policy_opts = policy_opts;
+    if (policy) {
+        a.policies[0] = policy;
+        a.n_policies = 1;
+    }
     struct atr_error err;
     struct atr_profile p;
     if (atr_profile_find(profile, tp, &p, &err) < 0 ||

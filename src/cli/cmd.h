@@ -54,7 +54,8 @@ extern const char cmd_replay_llm_help[];
  * --target sim:GPU/MODEL); returns an exit status. */
 struct sched_opts;
 struct llm_report_opts;
-int cmd_sim_workload(const char *profile, unsigned tp, const struct sched_opts *sched,
+int cmd_sim_workload(const char *profile, unsigned tp, const char *policy,
+                     const char *policy_opts, const struct sched_opts *sched,
                      const struct llm_report_opts *report, const char *from, char *const *paths,
                      size_t n_paths);
 

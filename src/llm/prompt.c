@@ -74,11 +74,14 @@ int atr_prompt_body(struct atr_buf *b, const struct atr_body_opts *o, const stru
     if (o->salt)     /* plain words and digits: no escaping needed */
         rc |= atr_buf_puts(b, o->salt);
     rc |= atr_prompt_text(b, t, block_size, unique_seed);
+    /* A cap below the recorded length truncates the reply there. */
+    uint32_t out = o->max_tokens && o->max_tokens < t->output_tokens ? o->max_tokens
+                                                                     : t->output_tokens;
     rc |= atr_buf_puts(b, o->api == ATR_LLM_CHAT ? "\"}],\"max_tokens\":" : "\",\"max_tokens\":");
-    rc |= atr_buf_put_u64(b, t->output_tokens);
+    rc |= atr_buf_put_u64(b, o->max_tokens ? o->max_tokens : t->output_tokens);
     if (o->force_length) {
         rc |= atr_buf_puts(b, ",\"min_tokens\":");
-        rc |= atr_buf_put_u64(b, t->output_tokens);
+        rc |= atr_buf_put_u64(b, out);
         rc |= atr_buf_puts(b, ",\"ignore_eos\":true");
     }
     rc |= atr_buf_puts(b, ",\"temperature\":0");

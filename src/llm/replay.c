@@ -17,6 +17,15 @@ struct turn_state {
     size_t session;
     double scheduled_s;      /* when the schedule wanted it */
     double send_s;           /* released */
+    struct atr_policy_req req;       /* what the policy saw */
+    struct atr_policy_decision dec;  /* what it decided */
+};
+
+/* What a policy may know of a session's history. */
+struct session_state {
+    double last_end;
+    uint32_t last_output;
+    double output_sum;
 };
 
 struct driver {
@@ -24,7 +33,9 @@ struct driver {
     struct atr_llm_replay_result *out;
     struct event_base *base;
     struct event *timer, *stop_poll;
-    struct atr_llm_client *client;
+    struct atr_llm_client **clients; /* one per target */
+    unsigned n_clients;
+    struct session_state *ses;       /* per session */
     struct atr_error *err;
     double t0;                       /* monotonic time of the schedule's 0 */
     size_t *next_turn;               /* per session */
@@ -64,23 +75,61 @@ static const struct atr_turn *turn_of(const struct driver *d, const struct turn_
     return &d->cfg->workload->sessions[ts->session].turns[d->next_turn[ts->session]];
 }
 
-/* Hands a released turn to the client. */
+/* Asks the policy (if any) about the turn at time now. */
+static void decide(struct driver *d, struct turn_state *q, uint64_t id, double now)
+{
+    const struct atr_turn *u = turn_of(d, q);
+    const struct session_state *ss = &d->ses[q->session];
+    size_t turn = d->next_turn[q->session];
+    q->req = (struct atr_policy_req){
+        .id = id, .session = q->session, .turn = turn, .prompt_tokens = u->prompt_tokens,
+        .ids = u->ids, .n_ids = u->n_ids, .block_size = d->cfg->workload->block_size,
+        .now = now, .think_s = u->think_s, .prev_tool = u->prev_tool,
+        .since_last_s = turn ? now - ss->last_end : 0, .prev_output_tokens = ss->last_output,
+        .mean_output_tokens = turn ? ss->output_sum / (double)turn : 0,
+        .recorded_output_tokens = u->output_tokens,
+    };
+    q->dec = (struct atr_policy_decision){
+        .prompt_tokens = u->prompt_tokens, .ids = u->ids, .n_ids = u->n_ids, .delegate = -1,
+    };
+    if (d->cfg->policy)
+        atr_policy_decide(d->cfg->policy, &q->req, &q->dec);
+    if (q->dec.replica >= d->n_clients)
+        q->dec.replica = 0;
+}
+
+/* Hands a released turn to its replica's client. */
 static void start_turn(struct driver *d, struct turn_state *ts)
 {
-    const struct atr_turn *u = turn_of(d, ts);
     uint64_t id = d->next_id++;
-    d->by_id[id] = *ts;
+    struct turn_state *q = &d->by_id[id];
+    *q = *ts;
+    decide(d, q, id, rel_now(d));
+    /* The turn as the policy rewrote it. */
+    struct atr_turn u = *turn_of(d, q);
+    u.prompt_tokens = q->dec.prompt_tokens;
+    u.ids = (uint64_t *)q->dec.ids;
+    u.n_ids = q->dec.n_ids;
+    struct atr_body_opts body = d->cfg->body;
+    body.max_tokens = q->dec.max_tokens;
+    char salt[32];
+    if (q->dec.salt) {       /* one unique word first: nothing after it can match */
+        snprintf(salt, sizeof salt, "r%llu ", (unsigned long long)id);
+        body.salt = salt;
+    }
     atr_buf_clear(&d->body);
     /* The unique tail is keyed by (session, turn): distinct within a run. */
-    uint64_t seed = ((uint64_t)ts->session << 20) ^ d->next_turn[ts->session];
-    if (atr_prompt_body(&d->body, &d->cfg->body, u, d->cfg->workload->block_size, seed) < 0 ||
-        atr_llm_client_send(d->client, id, d->cfg->body.api, d->body.data, d->body.len,
-                            d->err) < 0) {
+    uint64_t seed = ((uint64_t)q->session << 20) ^ d->next_turn[q->session];
+    if (atr_prompt_body(&d->body, &body, &u, d->cfg->workload->block_size, seed) < 0 ||
+        atr_llm_client_send(d->clients[q->dec.replica], id, body.api, d->body.data,
+                            d->body.len, d->err) < 0) {
         d->failed = -1;
         event_base_loopbreak(d->base);
         return;
     }
     d->in_flight++;
+    if (d->cfg->policy)
+        atr_policy_started(d->cfg->policy, &q->req, &q->dec);
 }
 
 /* Requests in flight at most: the user's limit, or the client's connection
@@ -192,6 +241,19 @@ static void on_done(void *ctx, const struct atr_llm_result *r)
     d->in_flight--;
     size_t si = ts->session;
     const struct atr_session *s = &d->cfg->workload->sessions[si];
+    uint32_t out = r->output_tokens > 0 ? (uint32_t)r->output_tokens : 0;
+    if (d->cfg->policy) {
+        double ttft = r->n_chunks ? r->chunk_s[0] - r->start_s : 0;
+        struct atr_policy_outcome o = {
+            .success = r->success, .output_tokens = out,
+            .cached_tokens = r->cached_tokens > 0 ? (uint32_t)r->cached_tokens : 0,
+            .ttft_s = ttft, .e2el_s = r->end_s - r->start_s,
+        };
+        atr_policy_finished(d->cfg->policy, &ts->req, &ts->dec, &o);
+    }
+    d->ses[si].last_end = r->end_s - d->t0;
+    d->ses[si].last_output = out;
+    d->ses[si].output_sum += out;
     if (++d->next_turn[si] < s->n_turns) {
         /* by_id[r->id] is recorded and free to carry the session on. */
         schedule_turn(d, ts, r->end_s - d->t0 +
@@ -234,7 +296,7 @@ static int warm_up(struct driver *d)
         atr_buf_clear(&d->body);
         if (atr_prompt_body(&d->body, &d->cfg->body, &w->sessions[i].turns[0], w->block_size,
                             WARMUP_ID + k) < 0 ||
-            atr_llm_client_send(d->client, WARMUP_ID + k, d->cfg->body.api, d->body.data,
+            atr_llm_client_send(d->clients[k % d->n_clients], WARMUP_ID + k, d->cfg->body.api, d->body.data,
                                 d->body.len, d->err) < 0)
             return -1;
         k++;
@@ -255,11 +317,12 @@ static int setup(struct driver *d)
     const struct atr_llm_replay_cfg *cfg = d->cfg;
     size_t ns = cfg->workload->n_sessions ? cfg->workload->n_sessions : 1;
     d->next_turn = calloc(ns, sizeof *d->next_turn);
+    d->ses = calloc(ns, sizeof *d->ses);
     d->first = calloc(ns, sizeof *d->first);
     d->wait = calloc(ns, sizeof *d->wait);
     d->by_id = calloc(cfg->workload->n_turns + 1, sizeof *d->by_id);
     d->out->recs = calloc(cfg->workload->n_turns + 1, sizeof *d->out->recs);
-    if (!d->next_turn || !d->first || !d->wait || !d->by_id || !d->out->recs)
+    if (!d->next_turn || !d->ses || !d->first || !d->wait || !d->by_id || !d->out->recs)
         abort();
     d->out->total = cfg->workload->n_turns;
     atr_heap_init(&d->due);
@@ -279,13 +342,25 @@ static int setup(struct driver *d)
         return atr_error_set(d->err, "out of memory");
     struct timeval poll = { 0, 20000 };
     event_add(d->stop_poll, &poll);
-    d->client = atr_llm_client_new(d->base, &cfg->client, on_done, d, d->err);
-    return d->client ? 0 : -1;
+    d->n_clients = cfg->n_targets > 1 ? cfg->n_targets : 1;
+    if (!(d->clients = calloc(d->n_clients, sizeof *d->clients)))
+        abort();
+    for (unsigned i = 0; i < d->n_clients; i++) {
+        struct atr_llm_client_cfg cc = cfg->client;
+        if (cfg->n_targets > 1)
+            cc.base_url = cfg->targets[i];
+        if (!(d->clients[i] = atr_llm_client_new(d->base, &cc, on_done, d, d->err)))
+            return -1;
+    }
+    return 0;
 }
 
 static void teardown(struct driver *d)
 {
-    atr_llm_client_free(d->client);
+    for (unsigned i = 0; d->clients && i < d->n_clients; i++)
+        atr_llm_client_free(d->clients[i]);
+    free(d->clients);
+    free(d->ses);
     if (d->timer)
         event_free(d->timer);
     if (d->stop_poll)

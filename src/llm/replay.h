@@ -10,6 +10,12 @@
  * connection pool (ATR_LLM_DEFAULT_CONNECTIONS) is the limit. Optional warm-up requests run before
  * the clock starts and are not counted.
  *
+ * With a policy (src/policy/policy.h), each request is decided when it
+ * gets its slot: its replica (one client per target URL), a unique salt
+ * word in front of its prompt, a rewritten prompt (length and block ids),
+ * and an output cap (max_tokens = the cap, min_tokens = the recorded length
+ * under it, so the engine stops where the cap truncates).
+ *
  * Times in the records are seconds since the first scheduled send.
  * Memory: the result owns its records, their chunk arrays and their reason
  * strings; atr_llm_replay_release frees them. cfg and what it points to are
@@ -24,6 +30,7 @@
 #include "llm/client.h"
 #include "llm/metrics.h"
 #include "llm/prompt.h"
+#include "policy/policy.h"
 #include "sched/schedule.h"
 #include "sched/workload.h"
 
@@ -33,7 +40,12 @@ struct atr_llm_replay_cfg {
     const struct atr_schedule *schedule;
     unsigned max_concurrency;            /* 0 = unlimited */
     struct atr_body_opts body;
-    struct atr_llm_client_cfg client;
+    struct atr_llm_client_cfg client;    /* base_url: the first target */
+    /* Replicas: base URLs of every target (n_targets >= 2), or NULL for
+     * client.base_url alone. A policy picks the replica per request. */
+    const char *const *targets;
+    unsigned n_targets;
+    struct atr_policy *policy;           /* NULL: every request as recorded */
     unsigned warmup;                     /* uncounted requests before the clock starts */
     /* Set (e.g. by a signal handler) to stop early: finished requests are
      * kept, the rest dropped, and the result is marked incomplete. */

@@ -117,7 +117,28 @@ ok "replay sessions on the engine" "$ATR" replay llm -q "$L/sessions.ndjson" \
 # Turn k+1 reuses turn k's blocks and all share the system prompt: over
 # half of the prompt tokens come from the engine's prefix cache.
 check "cached tokens from usage" "$J '$L/eng.json' \"r['atr']['cached_tokens'] > 0.5 * r['total_input_tokens']\""
+# Policies on a real HTTP path: naive salts every prompt, so nothing hits;
+# prefix-cache keeps prompts stable, so the cache hits (a fresh server
+# each, so neither run warms the other's cache).
+ok "replay naive policy" "$ATR" replay llm -q "$L/sessions.ndjson" --policy naive \
+    --target "http://127.0.0.1:$PORT" --rate inf --warmup 0 --save-result "$L/pol-naive.json"
+check "naive: salted prompts miss the cache" "$J '$L/pol-naive.json' \"r['atr']['cached_tokens'] == 0 and r['atr']['policy'] == 'naive' and r['atr']['policy_stats']['salted'] == 12\""
 kill "$PID_engine" 2>/dev/null
+serve engine2 --profile h100/llama-3.1-8b
+E2=$PORT
+serve engine3 --profile h100/llama-3.1-8b
+E3=$PORT
+ok "replay prefix-cache policy" "$ATR" replay llm -q "$L/sessions.ndjson" --policy prefix-cache \
+    --target "http://127.0.0.1:$E2" --rate inf --warmup 0 --save-result "$L/pol-pc.json"
+check "prefix-cache: stable prompts hit the cache" "$J '$L/pol-pc.json' \"r['atr']['cached_tokens'] > 0.5 * r['total_input_tokens'] and r['atr']['policy'] == 'prefix-cache'\""
+# Two replicas: every request of the run reaches one of them.
+ok "replay over two replicas" "$ATR" replay llm -q "$L/sessions.ndjson" --policy prefix-route \
+    --target "http://127.0.0.1:$E2,http://127.0.0.1:$E3/v1" --rate inf --warmup 0 \
+    --save-result "$L/pol-pr.json"
+check "two replicas: all completed" "$J '$L/pol-pr.json' \"r['completed'] == 12 and r['atr']['target'].count(',') == 1\""
+kill "$PID_engine2" "$PID_engine3" 2>/dev/null
+fails "replay llm unknown policy" 1 "unknown policy 'fastest'" "$ATR" replay llm "$L/req.ndjson" \
+    --target "$URL" --model m --policy fastest
 
 # --- Faults: each one counted with its reason, nothing crashes. ---
 serve faults --ttft 5 --itl 1 --fail-rate 0.5 --fail-kinds 429,500,cut,stall --seed 9
