@@ -32,6 +32,16 @@ static int split_options(struct atr_policy *p, const char *options, struct atr_e
             break;
         }
         *eq = 0;
+        /* "name.key=value" is for policy `name` only: others skip it, so one
+         * option list serves a run of several policies. */
+        char *dot = strchr(tok, '.');
+        if (dot) {
+            *dot = 0;
+            bool mine = strcmp(tok, p->ops->name) == 0;
+            tok = dot + 1;
+            if (!mine)
+                continue;
+        }
         bool known = false;
         for (const char *const *k = p->ops->option_keys; k && *k; k++)
             known |= strcmp(*k, tok) == 0;

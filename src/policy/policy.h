@@ -69,7 +69,8 @@ struct atr_policy_cfg {
     unsigned n_replicas;         /* >= 1 */
     uint32_t block_size;         /* of the ids, 16 */
     /* Policy options, "key=value,key=value" (e.g. "budget=8192"), or NULL;
-     * unknown keys are an error naming the known ones. */
+     * unknown keys are an error naming the known ones. "name.key=value"
+     * applies to policy `name` only (e.g. "compaction.budget=8192"). */
     const char *options;
     uint64_t seed;
 };
