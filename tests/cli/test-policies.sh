@@ -1,0 +1,52 @@
+# test-policies.sh - runtime policies in the simulator: the issue's
+# acceptance checks on generated agent traces, replicas, engine flavours,
+# and bad policy arguments.
+P=$T/policies
+mkdir -p "$P"
+"$ATR" gen -q --kind swe --traces 24 --seed 11 -o "$P/swe.ndjson"
+
+# prefix-cache against naive on one RTX 3090 with Qwen3-4B-AWQ: the average
+# end-to-end latency must drop by at least 60% (issue 5).
+ok "sim naive and prefix-cache" "$ATR" sim run -q "$P/swe.ndjson" --profile rtx3090/qwen3-4b-awq \
+    --rate 0.05 --policy naive,prefix-cache --save-result "$P/r.json"
+check "naive and prefix-cache results" "[ -s '$P/r.naive.json' ] && [ -s '$P/r.prefix-cache.json' ]"
+check "prefix-cache cuts mean E2E latency by >= 60%" "python3 -c \"
+import json
+n = json.load(open('$P/r.naive.json')); c = json.load(open('$P/r.prefix-cache.json'))
+assert n['atr']['policy'] == 'naive' and c['atr']['policy'] == 'prefix-cache'
+assert n['atr']['prefix_cache_hit_rate'] == 0 and c['atr']['prefix_cache_hit_rate'] > 0.3
+cut = (n['mean_e2el_ms'] - c['mean_e2el_ms']) / n['mean_e2el_ms']
+assert cut >= 0.60, cut
+\""
+
+# Four replicas: cache-aware routing keeps sessions on the replica holding
+# their prefix; round robin scatters them.
+ok "sim 4 replicas" "$ATR" sim run -q "$P/swe.ndjson" --profile rtx3090/qwen3-4b-awq --rate 0.2 \
+    --replicas 4 --policy prefix-cache,prefix-route --save-result "$P/rep.json"
+check "prefix-route beats round robin on hit rate and p99 TTFT" "python3 -c \"
+import json
+rr = json.load(open('$P/rep.prefix-cache.json')); pr = json.load(open('$P/rep.prefix-route.json'))
+assert rr['atr']['engine']['replicas'] == 4
+assert pr['atr']['prefix_cache_hit_rate'] > rr['atr']['prefix_cache_hit_rate'], (pr['atr']['prefix_cache_hit_rate'], rr['atr']['prefix_cache_hit_rate'])
+assert pr['p99_ttft_ms'] < rr['p99_ttft_ms'], (pr['p99_ttft_ms'], rr['p99_ttft_ms'])
+\""
+
+ok "sim sglang flavour" "$ATR" sim run -q "$P/swe.ndjson" --profile rtx3090/qwen3-4b-awq \
+    --rate 0.05 --engine sglang --policy prefix-cache --save-result "$P/sg.json"
+check "sglang flavour recorded" "python3 -c \"
+import json; r = json.load(open('$P/sg.json')); assert r['atr']['engine']['flavour'] == 'sglang'\""
+ok "sim deterministic under a policy" "$ATR" sim run -q "$P/swe.ndjson" --profile rtx3090/qwen3-4b-awq \
+    --rate 0.05 --engine sglang --policy prefix-cache --requests-out "$P/a.ndjson"
+ok "sim deterministic under a policy again" "$ATR" sim run -q "$P/swe.ndjson" \
+    --profile rtx3090/qwen3-4b-awq --rate 0.05 --engine sglang --policy prefix-cache \
+    --requests-out "$P/b.ndjson"
+check "same requests byte for byte" "cmp '$P/a.ndjson' '$P/b.ndjson'"
+
+fails "unknown policy" 2 "unknown policy 'fast'" "$ATR" sim run "$P/swe.ndjson" \
+    --profile h100/llama-3.1-8b --policy naive,fast
+fails "bad replicas" 2 "--replicas wants" "$ATR" sim run "$P/swe.ndjson" \
+    --profile h100/llama-3.1-8b --replicas 0
+fails "bad engine" 2 "--engine wants" "$ATR" sim run "$P/swe.ndjson" \
+    --profile h100/llama-3.1-8b --engine trt
+fails "unknown policy option" 1 "unknown option 'budgett'" "$ATR" sim run "$P/swe.ndjson" \
+    --profile h100/llama-3.1-8b --policy naive --policy-options budgett=3
