@@ -117,7 +117,15 @@ static int report(const struct sim_args *a, const struct atr_profile *p,
     llm_report_date(date);
     struct atr_engine_stats st;
     atr_sim_stats_sum(engines, a->replicas, &st);
-    snprintf(target, sizeof target, "sim:%s/%s", p->gpu->name, p->model->name);
+    /* The target names what makes runs comparable: profile, tensor
+     * parallelism, replicas and scheduler flavour (atr compare groups by it). */
+    int len = snprintf(target, sizeof target, "sim:%s/%s", p->gpu->name, p->model->name);
+    if (p->tp > 1)
+        len += snprintf(target + len, sizeof target - (size_t)len, " tp=%u", p->tp);
+    if (a->replicas > 1)
+        len += snprintf(target + len, sizeof target - (size_t)len, " x%u", a->replicas);
+    if (a->cfg.longest_prefix_first)
+        snprintf(target + len, sizeof target - (size_t)len, " sglang");
     struct atr_buf extra = ATR_BUF_INIT;
     atr_buf_printf(&extra, "\"target\": \"%s\", ", target);
     if (policy) {

@@ -10,6 +10,7 @@ extern const struct atr_cmd cmd_gen_entry;
 extern const struct atr_cmd cmd_sample_entry;
 extern const struct atr_cmd cmd_replay_entry;
 extern const struct atr_cmd cmd_sim_entry;
+extern const struct atr_cmd cmd_compare_entry;
 
 const struct atr_cmd *const atr_cmds[] = {
     &cmd_convert_entry,
@@ -19,6 +20,7 @@ const struct atr_cmd *const atr_cmds[] = {
     &cmd_sample_entry,
     &cmd_replay_entry,
     &cmd_sim_entry,
+    &cmd_compare_entry,
     NULL,
 };
 

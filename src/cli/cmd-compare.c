@@ -1,0 +1,119 @@
+/* cmd-compare.c - `atr compare`: benchmark results of several policies
+ * (atr, vLLM, SGLang result files) side by side, with the cut against naive. */
+#include <getopt.h>
+#include <stdbool.h>
+
+#include "cli/cmd.h"
+#include "report/compare.h"
+#include "util/output.h"
+
+static const char help[] =
+    "usage: atr compare [OPTIONS] RESULT...\n"
+    "\n"
+    "Puts benchmark results side by side, one row per result: atr's\n"
+    "--save-result (atr sim run, atr replay llm), vLLM's `vllm bench serve\n"
+    "--save-result` (\"request_rate\": \"inf\" included) and SGLang's bench_serving\n"
+    "--output-file (JSONL, one row per line; bare Infinity/NaN accepted).\n"
+    ".gz/.zst transparently; - for stdin. Rows are grouped by target, in the\n"
+    "order targets first appear; within one, policies in the order naive,\n"
+    "prefix-cache, prefix-route, compaction, max-tokens, learned, then others\n"
+    "by name. A result without a mean TTFT or mean end-to-end latency is an\n"
+    "error, and nothing is written.\n"
+    "\n"
+    "options:\n"
+    "      --json            a JSON array of row objects instead of the Markdown table\n"
+    "  -o, --output OUT      write there (atomically) instead of stdout\n"
+    "\n"
+    "columns (JSON keys; missing figures are - in the table, null in JSON):\n"
+    "  target                atr.target, else sim:PROFILE (atr.engine.profile),\n"
+    "                        else BACKEND:MODEL_ID of the result\n"
+    "  policy                atr.policy, else the file name without .json/.jsonl\n"
+    "                        (#LINE appended for a JSONL file of several runs)\n"
+    "  avg, p50, p99 TTFT ms mean_ttft_ms, p50_ttft_ms, p99_ttft_ms (from\n"
+    "                        mean_ttft_ms, median_ttft_ms, p99_ttft_ms)\n"
+    "  avg, p50, p99 E2E ms  mean_e2el_ms, p50_e2el_ms, p99_e2el_ms (from vLLM's\n"
+    "                        *_e2el_ms, which `vllm bench serve` writes only with\n"
+    "                        --percentile-metrics ...,e2el, or SGLang's\n"
+    "                        *_e2e_latency_ms)\n"
+    "  req/s                 request_throughput (else completed / duration)\n"
+    "  out tok/s             output_throughput\n"
+    "  prefix hit            prefix_cache_hit_rate (0..1; atr results only)\n"
+    "  E2E cut, TTFT cut     e2el_cut_pct, ttft_cut_pct: (naive - this) / naive\n"
+    "                        of the means, in percent, against the first naive\n"
+    "                        row of the same target\n"
+    "  (JSON only)           file, kind (atr, vllm or sglang)\n";
+
+struct compare_opts {
+    const char *out;
+    bool json;
+};
+
+static int bad_option(int c, char **argv)
+{
+    char short_name[3] = {'-', (char)optopt, '\0'};
+    if (c == ':')
+        return cli_usage("compare", "option '%s' needs a value", argv[optind - 1]);
+    return cli_usage("compare", "unknown option '%s'", optopt ? short_name : argv[optind - 1]);
+}
+
+static int parse_args(int argc, char **argv, struct compare_opts *o)
+{
+    static const struct option longs[] = {
+        {"json", no_argument, NULL, 'J'},
+        {"output", required_argument, NULL, 'o'},
+        {NULL, 0, NULL, 0},
+    };
+    int c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":o:", longs, NULL)) != -1) {
+        switch (c) {
+        case 'J': o->json = true; break;
+        case 'o': o->out = optarg; break;
+        default: return bad_option(c, argv);
+        }
+    }
+    if (optind >= argc)
+        return cli_usage("compare", "missing RESULT");
+    return EXIT_OK;
+}
+
+static int emit(const char *path, const struct atr_buf *b)
+{
+    struct atr_error err;
+    struct atr_output *out = atr_output_open(path ? path : "-", &err);
+    if (!out)
+        return cli_fail_err(&err);
+    if (atr_output_write(out, b->data, b->len, &err) < 0) {
+        atr_output_abort(out);
+        return cli_fail_err(&err);
+    }
+    if (atr_output_commit(out, &err) < 0)
+        return cli_fail_err(&err);
+    return EXIT_OK;
+}
+
+static int run(int argc, char **argv)
+{
+    struct compare_opts o = {0};
+    int rc = parse_args(argc, argv, &o);
+    if (rc != EXIT_OK)
+        return rc;
+    struct atr_compare *c = atr_compare_new();
+    struct atr_error err;
+    for (int i = optind; i < argc; i++)
+        if (atr_compare_add_file(c, argv[i], &err) < 0) {
+            atr_compare_free(c);
+            return cli_fail_err(&err);
+        }
+    struct atr_buf b = ATR_BUF_INIT;
+    rc = (o.json ? atr_compare_write_json : atr_compare_write_markdown)(&b, c);
+    atr_compare_free(c);
+    rc = rc < 0 ? cli_fail("out of memory writing the table") : emit(o.out, &b);
+    atr_buf_release(&b);
+    return rc;
+}
+
+const struct atr_cmd cmd_compare_entry = {
+    "compare", "policies side by side: TTFT, end-to-end latency, throughput, cut vs naive",
+    help, run, NULL,
+};

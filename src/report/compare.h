@@ -1,0 +1,77 @@
+/* compare.h - the policy comparison table: benchmark results (atr's
+ * --save-result, vLLM's `vllm bench serve --save-result`, SGLang's
+ * bench_serving JSONL) as rows grouped by target, with the latency cut of
+ * each policy against the `naive` row of its target.
+ *
+ * Rows come from files (atr_compare_add_file), from JSON text already in
+ * memory (atr_compare_add_json, e.g. a result atr_llm_write_result_json just
+ * wrote) or from figures (atr_compare_add_row). Adding is all or nothing:
+ * a text that fails adds no row.
+ *
+ * Memory: an atr_compare owns its rows and every string in them (copied);
+ * rows returned by atr_compare_rows stay valid until the next add or
+ * atr_compare_free. Writers append to a caller's atr_buf. Nothing prints. */
+#ifndef ATR_REPORT_COMPARE_H
+#define ATR_REPORT_COMPARE_H
+
+#include <stddef.h>
+
+#include "util/buf.h"
+#include "util/error.h"
+
+/* Largest result file read (vLLM's --save-detailed adds per-request texts). */
+#define ATR_COMPARE_MAX_FILE ((size_t)256 << 20)
+
+/* One result. Figures are NAN where the source has none. */
+struct atr_compare_row {
+    const char *file;      /* source name as given ("-" read as "<stdin>") */
+    const char *kind;      /* "atr", "vllm" or "sglang": which tool wrote it */
+    const char *target;    /* grouping key: "sim:rtx3090/qwen3-4b-awq", "vllm:MODEL" */
+    const char *policy;    /* "naive", "prefix-cache", ... or the file stem */
+    double ttft_mean_ms, ttft_p50_ms, ttft_p99_ms;
+    double e2el_mean_ms, e2el_p50_ms, e2el_p99_ms;
+    double request_throughput;   /* requests/s */
+    double output_throughput;    /* output tokens/s */
+    double prefix_hit_rate;      /* 0..1, atr results only */
+    /* (naive - this) / naive * 100 of the means, against the first naive
+     * row (in adding order) of the same target; NAN for that row itself,
+     * without a naive row, or when either mean is missing or naive's is 0.
+     * Filled by atr_compare_rows. */
+    double e2el_cut_pct, ttft_cut_pct;
+};
+
+struct atr_compare;
+
+struct atr_compare *atr_compare_new(void);
+void atr_compare_free(struct atr_compare *c);              /* accepts NULL */
+
+/* Reads path ("-" = stdin; .gz/.zst transparently) and adds its rows. */
+int atr_compare_add_file(struct atr_compare *c, const char *path, struct atr_error *err);
+
+/* Adds the rows of json[0..len): one JSON object, or JSONL with one object
+ * per non-blank line (SGLang appends a line per run). Non-standard
+ * Infinity/NaN are accepted. name is used in messages ("NAME:LINE:COL:
+ * expected ...") and, without atr.policy, as the policy (its base name
+ * without .json/.jsonl/.ndjson/.gz/.zst; "#LINE" appended when a JSONL text
+ * holds several objects). */
+int atr_compare_add_json(struct atr_compare *c, const char *name, const char *json,
+                         size_t len, struct atr_error *err);
+
+/* Adds r as it is (strings copied; NULL kind/target/policy/file read as
+ * "atr"/"unknown"/"unknown"/""); its cut fields are ignored. */
+void atr_compare_add_row(struct atr_compare *c, const struct atr_compare_row *r);
+
+/* The rows in table order, cuts filled: targets in order of first
+ * appearance; within one, naive, prefix-cache, prefix-route, compaction,
+ * max-tokens, learned, then other policies by name; ties in adding order. */
+const struct atr_compare_row *atr_compare_rows(struct atr_compare *c, size_t *n);
+
+/* The Markdown table, one header, one row per result, '\n'-terminated
+ * lines; missing figures show "-". Returns 0, or -1 at b's cap. */
+int atr_compare_write_markdown(struct atr_buf *b, struct atr_compare *c);
+
+/* A JSON array with one object per row (keys in the help of `atr compare`),
+ * one row per line, ending in "]\n"; missing figures are null. */
+int atr_compare_write_json(struct atr_buf *b, struct atr_compare *c);
+
+#endif
