@@ -11,6 +11,7 @@ extern const struct atr_cmd cmd_sample_entry;
 extern const struct atr_cmd cmd_replay_entry;
 extern const struct atr_cmd cmd_sim_entry;
 extern const struct atr_cmd cmd_compare_entry;
+extern const struct atr_cmd cmd_router_entry;
 
 const struct atr_cmd *const atr_cmds[] = {
     &cmd_convert_entry,
@@ -21,6 +22,7 @@ const struct atr_cmd *const atr_cmds[] = {
     &cmd_replay_entry,
     &cmd_sim_entry,
     &cmd_compare_entry,
+    &cmd_router_entry,
     NULL,
 };
 

@@ -1,0 +1,478 @@
+/* cmd-router.c - `atr router train|eval`: the learned policy's MLP, trained
+ * on labels from simulated runs of the candidate policies, and scored on
+ * held-out sessions (src/router/train.h, docs/policies.md "## learned"). */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cmd.h"
+#include "cli/sched-opts.h"
+#include "policy/policy.h"
+#include "router/features.h"
+#include "router/train.h"
+#include "sched/schedule.h"
+#include "sched/workload.h"
+#include "sim/cost.h"
+#include "trace/reader.h"
+#include "util/output.h"
+
+static const char help[] =
+    "usage: atr router train TRACE... --profile GPU/MODEL -o MODEL.json [OPTIONS]\n"
+    "       atr router eval TRACE... --model MODEL.json [--profile GPU/MODEL] [OPTIONS]\n"
+    "\n"
+    "The `learned` policy's router: a small MLP that picks, per request, which\n"
+    "candidate policy decides it, from metadata only (input tokens, turn,\n"
+    "prefix reuse against the previous turn, previous tool and its time, time\n"
+    "since the last call, output lengths so far; docs/policies.md).\n"
+    "`train` runs the traces in the simulator once per candidate on the same\n"
+    "schedule, labels each request with the candidate that gave it the lowest\n"
+    "objective (prefix-cache keeps ties and wins within --margin), holds out a\n"
+    "seeded 25% of the sessions, trains, and writes the model JSON.\n"
+    "`eval` labels the traces the same way and reports, on the held-out\n"
+    "sessions: accuracy beside the majority-class baseline, the confusion\n"
+    "matrix, and the mean latency of the held-out workload simulated under\n"
+    "`learned` (with the model) and under each candidate alone.\n"
+    "\n"
+    "options:\n"
+    "  -p, --profile GPU/MODEL   simulator profile (eval: default the model's)\n"
+    "  -o, --output FILE         train: the model file\n"
+    "  -m, --model FILE          eval: the model file\n"
+    "      --policies A,B,...    train: candidates (default naive,prefix-cache,\n"
+    "                            compaction,max-tokens)\n"
+    "      --objective e2el|ttft train: latency to minimise (default e2el)\n"
+    "      --label request|session   train: one label per request (default) or\n"
+    "                            the best policy of the whole session\n"
+    "      --margin F            train: relative win needed over prefix-cache\n"
+    "                            (default 0.05)\n"
+    "      --holdout F           train: fraction of sessions held out (default 0.25)\n"
+    "      --hidden N[,M]        train: hidden layer widths (default 32,16)\n"
+    "      --epochs N            train: passes over the data (default 200)\n"
+    "      --all                 eval: score every session (traces not trained on)\n"
+    "      --replicas N          engine replicas (default 1)\n"
+    "      --engine vllm|sglang  scheduler flavour (default vllm)\n"
+    "      --tp N                tensor parallel degree (default 1)\n"
+    "  -f, --from FMT            input format instead of sniffing\n"
+    SCHED_HELP
+    "--seed also seeds the split and the weights; eval defaults to the model's.\n";
+
+#define MAX_CANDS 8
+
+struct router_args {
+    bool eval, all, seed_given, by_session;
+    const char *profile, *out, *model, *from;
+    const char *cands[MAX_CANDS];
+    size_t n_cands;
+    char *cand_list;
+    enum atr_router_objective objective;
+    double margin, holdout;
+    size_t hidden[2];
+    unsigned epochs, replicas, tp;
+    bool sglang;
+    struct sched_opts sched;
+};
+
+static int parse_cands(struct router_args *a, const char *list)
+{
+    free(a->cand_list);
+    if (!(a->cand_list = strdup(list)))
+        abort();
+    a->n_cands = 0;
+    char *save = NULL;
+    for (char *t = strtok_r(a->cand_list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        bool known = strcmp(t, "learned") != 0;
+        for (size_t i = 0; known && atr_policy_names[i]; i++)
+            if (strcmp(atr_policy_names[i], t) == 0)
+                break;
+            else if (!atr_policy_names[i + 1])
+                known = false;
+        if (!known)
+            return cli_usage("router", "--policies: '%s' is not a candidate (naive, "
+                             "prefix-cache, prefix-route, compaction, max-tokens)", t);
+        if (a->n_cands == MAX_CANDS)
+            return cli_usage("router", "--policies takes at most %d policies", MAX_CANDS);
+        a->cands[a->n_cands++] = t;
+    }
+    return a->n_cands >= 2 ? EXIT_OK : cli_usage("router", "--policies wants 2 or more");
+}
+
+static int parse_num(const char *arg, double lo, double hi, double *out, const char *what)
+{
+    char *end;
+    double v = strtod(arg, &end);
+    if (end == arg || *end || !(v >= lo && v <= hi))
+        return cli_usage("router", "%s wants a number in [%g, %g]", what, lo, hi);
+    *out = v;
+    return EXIT_OK;
+}
+
+static int parse_hidden(struct router_args *a, const char *arg)
+{
+    unsigned long long v;
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s", arg);
+    char *comma = strchr(buf, ',');
+    if (comma)
+        *comma = 0;
+    a->hidden[0] = a->hidden[1] = 0;
+    if (!cli_parse_uint(buf, 1, 128, &v))
+        return cli_usage("router", "--hidden wants N or N,M with widths 1..128");
+    a->hidden[0] = (size_t)v;
+    if (comma) {
+        if (!cli_parse_uint(comma + 1, 1, 128, &v))
+            return cli_usage("router", "--hidden wants N or N,M with widths 1..128");
+        a->hidden[1] = (size_t)v;
+    }
+    return EXIT_OK;
+}
+
+static void defaults(struct router_args *a)
+{
+    memset(a, 0, sizeof *a);
+    sched_opts_init(&a->sched);
+    a->margin = 0.05;
+    a->holdout = 0.25;
+    a->hidden[0] = 32;
+    a->hidden[1] = 16;
+    a->epochs = 200;
+    a->replicas = 1;
+    a->tp = 1;
+}
+
+static int parse_opt(struct router_args *a, int c)
+{
+    unsigned long long v;
+    switch (c) {
+    case 'p': a->profile = optarg; return EXIT_OK;
+    case 'o': a->out = optarg; return EXIT_OK;
+    case 'm': a->model = optarg; return EXIT_OK;
+    case 'f':
+        if (!atr_format_find(optarg))
+            return cli_usage("router", "unknown format '%s'", optarg);
+        a->from = optarg;
+        return EXIT_OK;
+    case 'P': return parse_cands(a, optarg);
+    case 'J':
+        if (strcmp(optarg, "e2el") && strcmp(optarg, "ttft"))
+            return cli_usage("router", "--objective wants e2el or ttft");
+        a->objective = strcmp(optarg, "ttft") == 0 ? ATR_ROUTER_TTFT : ATR_ROUTER_E2EL;
+        return EXIT_OK;
+    case 'L':
+        if (strcmp(optarg, "request") && strcmp(optarg, "session"))
+            return cli_usage("router", "--label wants request or session");
+        a->by_session = strcmp(optarg, "session") == 0;
+        return EXIT_OK;
+    case 'M': return parse_num(optarg, 0, 10, &a->margin, "--margin");
+    case 'H': return parse_num(optarg, 0.01, 0.99, &a->holdout, "--holdout");
+    case 'W': return parse_hidden(a, optarg);
+    case 'e':
+        if (!cli_parse_uint(optarg, 1, 100000, &v))
+            return cli_usage("router", "--epochs wants 1..100000");
+        a->epochs = (unsigned)v;
+        return EXIT_OK;
+    case 'A': a->all = true; return EXIT_OK;
+    case 'n':
+        if (!cli_parse_uint(optarg, 1, 256, &v))
+            return cli_usage("router", "--replicas wants 1..256");
+        a->replicas = (unsigned)v;
+        return EXIT_OK;
+    case 'T':
+        if (!cli_parse_uint(optarg, 1, 64, &v))
+            return cli_usage("router", "--tp wants 1..64");
+        a->tp = (unsigned)v;
+        return EXIT_OK;
+    case 'E':
+        if (strcmp(optarg, "vllm") && strcmp(optarg, "sglang"))
+            return cli_usage("router", "--engine wants vllm or sglang");
+        a->sglang = strcmp(optarg, "sglang") == 0;
+        return EXIT_OK;
+    default: return cli_usage("router", "unknown option");
+    }
+}
+
+static int parse_args(int argc, char **argv, struct router_args *a)
+{
+    static const struct option longs[] = {
+        {"profile", required_argument, NULL, 'p'}, {"output", required_argument, NULL, 'o'},
+        {"model", required_argument, NULL, 'm'}, {"from", required_argument, NULL, 'f'},
+        {"policies", required_argument, NULL, 'P'}, {"objective", required_argument, NULL, 'J'},
+        {"label", required_argument, NULL, 'L'}, {"margin", required_argument, NULL, 'M'},
+        {"holdout", required_argument, NULL, 'H'}, {"hidden", required_argument, NULL, 'W'},
+        {"epochs", required_argument, NULL, 'e'}, {"all", no_argument, NULL, 'A'},
+        {"replicas", required_argument, NULL, 'n'}, {"tp", required_argument, NULL, 'T'},
+        {"engine", required_argument, NULL, 'E'}, SCHED_LONG_OPTIONS, {NULL, 0, NULL, 0},
+    };
+    int c, taken, rc;
+    while ((c = getopt_long(argc, argv, "p:o:m:f:", longs, NULL)) != -1) {
+        a->seed_given |= c == SCHED_OPT_SEED;
+        if ((taken = sched_opts_parse(&a->sched, c, optarg, "router")) != 0) {
+            if (taken < 0)
+                return -taken;
+            continue;
+        }
+        if ((rc = parse_opt(a, c)) != EXIT_OK)
+            return rc;
+    }
+    if (optind >= argc)
+        return cli_usage("router", "missing TRACE");
+    if (!a->eval && !a->profile)
+        return cli_usage("router", "missing --profile GPU/MODEL");
+    if (!a->eval && !a->out)
+        return cli_usage("router", "train: missing -o MODEL.json");
+    if (a->eval && !a->model)
+        return cli_usage("router", "eval: missing --model MODEL.json");
+    return sched_opts_finish(&a->sched, "router");
+}
+
+static double profile_cost(void *ctx, const struct atr_iter_work *w)
+{
+    return atr_iter_seconds(ctx, w);
+}
+
+/* The workload, its schedule and engine settings, for either mode. */
+struct setup {
+    struct atr_profile profile;
+    struct atr_engine_cfg engine;
+    struct atr_workload w;
+    double *starts;
+    struct atr_router_sim sim;
+};
+
+static int setup_open(struct setup *s, const struct router_args *a, char *const *paths,
+                      size_t n_paths, struct atr_error *err)
+{
+    memset(s, 0, sizeof *s);
+    if (atr_profile_find(a->profile, a->tp, &s->profile, err) < 0)
+        return -1;
+    atr_engine_cfg_defaults(&s->engine);
+    s->engine.iter_seconds = profile_cost;
+    s->engine.cost_ctx = &s->profile;
+    s->engine.kv_capacity_tokens = s->profile.kv_capacity_tokens;
+    s->engine.longest_prefix_first = a->sglang;
+    if (atr_workload_load(&s->w, paths, n_paths, a->from, s->engine.block_size, err) < 0)
+        return -1;
+    if (!(s->starts = calloc(s->w.n_sessions ? s->w.n_sessions : 1, sizeof *s->starts)))
+        abort();
+    if (atr_schedule_starts(&a->sched.schedule, &s->w, s->starts, err) < 0)
+        return -1;
+    s->sim = (struct atr_router_sim){
+        .workload = &s->w, .starts = s->starts, .schedule = &a->sched.schedule,
+        .max_concurrency = a->sched.max_concurrency, .engine = &s->engine,
+        .replicas = a->replicas, .seed = a->sched.schedule.seed,
+    };
+    return 0;
+}
+
+static void setup_close(struct setup *s)
+{
+    free(s->starts);
+    atr_workload_release(&s->w);
+}
+
+static void print_labels(const struct atr_router_data *d, const char *const *cands)
+{
+    size_t count[MAX_CANDS] = { 0 };
+    for (size_t i = 0; i < d->n; i++)
+        count[d->y[i]]++;
+    printf("labels:");
+    for (size_t c = 0; c < d->n_candidates; c++)
+        printf(" %s %zu%s", cands[c], count[c], c + 1 < d->n_candidates ? "," : "\n");
+}
+
+static void print_accuracy(const char *what, const struct atr_router_eval *ev,
+                           const char *const *cands)
+{
+    printf("%s: %zu requests, accuracy %.1f%% (majority baseline %s %.1f%%)\n", what, ev->n,
+           ev->n ? 100.0 * (double)ev->correct / (double)ev->n : 0, cands[ev->majority],
+           ev->n ? 100.0 * (double)ev->majority_correct / (double)ev->n : 0);
+}
+
+static int write_model(const char *path, const struct atr_router_model *m, struct atr_error *err)
+{
+    struct atr_buf b = ATR_BUF_INIT;
+    if (atr_router_model_write(m, &b) < 0) {
+        atr_buf_release(&b);
+        return atr_error_set(err, "%s: model too large", path);
+    }
+    struct atr_output *o = atr_output_open(path, err);
+    int rc = o ? 0 : -1;
+    if (rc == 0 && atr_output_write(o, b.data, b.len, err) < 0) {
+        atr_output_abort(o);
+        rc = -1;
+    } else if (rc == 0) {
+        rc = atr_output_commit(o, err);
+    }
+    atr_buf_release(&b);
+    return rc;
+}
+
+static const char *const default_cands[] = { "naive", "prefix-cache", "compaction", "max-tokens" };
+
+static int train(const struct router_args *a, struct setup *s, struct atr_error *err)
+{
+    const char *const *cands = a->n_cands ? a->cands : default_cands;
+    size_t nc = a->n_cands ? a->n_cands : 4;
+    struct atr_router_label_cfg lc = { cands, nc, a->objective, a->by_session, a->margin,
+                                       a->holdout, a->sched.schedule.seed };
+    struct atr_router_data d;
+    if (atr_router_label(&s->sim, &lc, &d, err) < 0)
+        return -1;
+    struct atr_router_model m;
+    memset(&m, 0, sizeof m);
+    struct atr_router_train_cfg tc = { .hidden = { a->hidden[0], a->hidden[1] },
+                                       .epochs = a->epochs, .batch = 32, .lr = 0.005,
+                                       .l2 = 1e-4, .seed = a->sched.schedule.seed };
+    int rc = atr_router_train(&d, &tc, &m.mlp, err);
+    if (rc == 0) {
+        m.n_candidates = nc;
+        for (size_t c = 0; c < nc; c++)
+            if (!(m.candidates[c] = strdup(cands[c])))
+                abort();
+        snprintf(m.objective, sizeof m.objective, "%s",
+                 a->objective == ATR_ROUTER_TTFT ? "ttft" : "e2el");
+        snprintf(m.profile, sizeof m.profile, "%s", a->profile);
+        snprintf(m.label, sizeof m.label, "%s", a->by_session ? "session" : "request");
+        m.margin = a->margin;
+        m.holdout = a->holdout;
+        m.seed = a->sched.schedule.seed;
+        m.traces = s->w.n_sessions;
+        m.samples = d.n;
+        printf("atr router: %zu requests in %zu sessions (%zu train, %zu held out), objective %s, "
+               "labels per %s (margin %g)\n", d.n, d.n_sessions_train + d.n_sessions_held_out,
+               d.n_sessions_train, d.n_sessions_held_out, m.objective, m.label, m.margin);
+        print_labels(&d, cands);
+        struct atr_router_eval tr, ho;
+        atr_router_evaluate(&m.mlp, &d, true, &tr);
+        atr_router_evaluate(&m.mlp, &d, false, &ho);
+        print_accuracy("all", &tr, cands);
+        print_accuracy("held-out", &ho, cands);
+        rc = write_model(a->out, &m, err);
+        if (rc == 0)
+            printf("wrote %s\n", a->out);
+    }
+    atr_router_model_release(&m);
+    atr_router_data_release(&d);
+    return rc;
+}
+
+static void print_confusion(const struct atr_router_eval *ev, const struct atr_router_model *m)
+{
+    printf("confusion (rows: label, columns: predicted):\n%-14s", "");
+    for (size_t c = 0; c < m->n_candidates; c++)
+        printf(" %13s", m->candidates[c]);
+    printf("\n");
+    for (size_t r = 0; r < m->n_candidates; r++) {
+        printf("%-14s", m->candidates[r]);
+        for (size_t c = 0; c < m->n_candidates; c++)
+            printf(" %13llu", (unsigned long long)ev->confusion[r][c]);
+        printf("\n");
+    }
+}
+
+/* The held-out workload under learned and under each candidate alone. */
+static int print_latency(const struct router_args *a, struct setup *s,
+                         const struct atr_router_data *d, const struct atr_router_model *m,
+                         struct atr_error *err)
+{
+    bool *keep = NULL;
+    if (!a->all) {
+        if (!(keep = calloc(s->w.n_sessions ? s->w.n_sessions : 1, sizeof *keep)))
+            abort();
+        for (size_t i = 0; i < d->n; i++)
+            keep[d->session[i]] |= d->held_out[i];
+    }
+    char *opts;
+    if (asprintf(&opts, "model=%s", a->model) < 0)
+        abort();
+    double e[MAX_CANDS + 1], t[MAX_CANDS + 1];
+    int rc = atr_router_simulate(&s->sim, keep, "learned", opts, &e[0], &t[0], err);
+    size_t best = 1;
+    for (size_t c = 0; rc == 0 && c < m->n_candidates; c++) {
+        rc = atr_router_simulate(&s->sim, keep, m->candidates[c], NULL, &e[c + 1], &t[c + 1], err);
+        if (e[c + 1] < e[best])
+            best = c + 1;
+    }
+    if (rc == 0) {
+        printf("%s workload, simulated (mean ms):\n%-14s %10s %10s\n",
+               a->all ? "whole" : "held-out", "policy", "e2el", "ttft");
+        printf("%-14s %10.1f %10.1f\n", "learned", 1000 * e[0], 1000 * t[0]);
+        for (size_t c = 0; c < m->n_candidates; c++)
+            printf("%-14s %10.1f %10.1f\n", m->candidates[c], 1000 * e[c + 1], 1000 * t[c + 1]);
+        printf("learned vs best fixed (%s): %+.1f%% e2el\n", m->candidates[best - 1],
+               e[best] > 0 ? 100 * (e[0] - e[best]) / e[best] : 0);
+    }
+    free(opts);
+    free(keep);
+    return rc;
+}
+
+static int eval(struct router_args *a, char *const *paths, size_t n_paths, struct atr_error *err)
+{
+    struct atr_router_model m;
+    if (atr_router_model_load(&m, a->model, err) < 0)
+        return -1;
+    if (!a->profile)
+        a->profile = m.profile;
+    if (!a->seed_given)
+        a->sched.schedule.seed = m.seed;
+    struct setup s;
+    int rc = setup_open(&s, a, paths, n_paths, err);
+    struct atr_router_label_cfg lc = {
+        (const char *const *)m.candidates, m.n_candidates,
+        strcmp(m.objective, "ttft") == 0 ? ATR_ROUTER_TTFT : ATR_ROUTER_E2EL,
+        strcmp(m.label, "session") == 0, m.margin, m.holdout, m.seed,
+    };
+    struct atr_router_data d;
+    memset(&d, 0, sizeof d);
+    if (rc == 0)
+        rc = atr_router_label(&s.sim, &lc, &d, err);
+    if (rc == 0 && !a->all && d.n_sessions_held_out == 0)
+        rc = atr_error_set(err, "router eval: no held-out session in these traces (use --all "
+                           "for traces the model was not trained on)");
+    if (rc == 0) {
+        struct atr_router_eval ev;
+        atr_router_evaluate(&m.mlp, &d, a->all, &ev);
+        printf("atr router eval: %s, %s sessions: %zu\n", a->model,
+               a->all ? "all" : "held-out", a->all ? d.n_sessions_held_out + d.n_sessions_train
+               : d.n_sessions_held_out);
+        print_accuracy(a->all ? "all" : "held-out", &ev, (const char *const *)m.candidates);
+        print_confusion(&ev, &m);
+        rc = print_latency(a, &s, &d, &m, err);
+    }
+    atr_router_data_release(&d);
+    setup_close(&s);
+    atr_router_model_release(&m);
+    return rc;
+}
+
+static int run(int argc, char **argv)
+{
+    if (argc < 2 || (strcmp(argv[1], "train") && strcmp(argv[1], "eval")))
+        return cli_usage("router", "wants a mode: atr router train ... or atr router eval ...");
+    struct router_args a;
+    defaults(&a);
+    a.eval = strcmp(argv[1], "eval") == 0;
+    int rc = parse_args(argc - 1, argv + 1, &a);
+    if (rc == EXIT_OK) {
+        struct atr_error err;
+        char *const *paths = argv + 1 + optind;
+        size_t n_paths = (size_t)(argc - 1 - optind);
+        struct setup s;
+        int r;
+        if (a.eval) {
+            r = eval(&a, paths, n_paths, &err);
+        } else {
+            r = setup_open(&s, &a, paths, n_paths, &err);
+            if (r == 0)
+                r = train(&a, &s, &err);
+            setup_close(&s);
+        }
+        rc = r < 0 ? cli_fail_err(&err) : EXIT_OK;
+    }
+    free(a.cand_list);
+    return rc;
+}
+
+const struct atr_cmd cmd_router_entry = {
+    "router", "train and evaluate the learned policy's metadata router (an MLP over "
+    "simulated candidate runs)", help, run, NULL,
+};

@@ -1,0 +1,357 @@
+/* train.c - labels from simulated candidate runs, MLP training and
+ * held-out evaluation for the learned router (see train.h). */
+#include "router/train.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy/policy.h"
+#include "router/features.h"
+#include "sim/run.h"
+
+static void *xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size);
+    if (!p)
+        abort();
+    return p;
+}
+
+bool atr_router_held_out(const char *trace_id, uint64_t seed, double fraction)
+{
+    uint64_t h = 0xcbf29ce484222325ull;                   /* FNV-1a */
+    for (const char *c = trace_id ? trace_id : ""; *c; c++)
+        h = (h ^ (unsigned char)*c) * 0x100000001b3ull;
+    h ^= seed + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    h ^= h >> 30;                                         /* splitmix64 finaliser */
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 27;
+    h *= 0x94d049bb133111ebull;
+    h ^= h >> 31;
+    return (double)(h >> 11) * 0x1p-53 < fraction;
+}
+
+/* What a run tells about one request. */
+struct outcome {
+    const char *trace_id;         /* the workload's pointer: identifies the session */
+    int64_t turn;
+    double start, end, ttft;
+    uint32_t prompt_tokens, output_tokens, cached_tokens;
+};
+
+/* The sessions with keep[i] as a workload sharing w's turns. */
+static void subset(const struct atr_workload *w, const double *starts, const bool *keep,
+                   struct atr_workload *sub, double *sub_starts)
+{
+    *sub = (struct atr_workload){ .sessions = xcalloc(w->n_sessions, sizeof *sub->sessions),
+                                  .block_size = w->block_size };
+    for (size_t i = 0; i < w->n_sessions; i++) {
+        if (keep && !keep[i])
+            continue;
+        sub_starts[sub->n_sessions] = starts[i];
+        sub->sessions[sub->n_sessions++] = w->sessions[i];
+        sub->n_turns += w->sessions[i].n_turns;
+    }
+}
+
+static int run_engines(const struct atr_router_sim *sim, const struct atr_workload *w,
+                       const double *starts, struct atr_policy *policy, struct outcome **out,
+                       size_t *n_out, struct atr_error *err)
+{
+    struct atr_engine **engines = xcalloc(sim->replicas, sizeof *engines);
+    int rc = 0;
+    for (unsigned i = 0; i < sim->replicas && rc == 0; i++)
+        rc = (engines[i] = atr_engine_new(sim->engine, err)) ? 0 : -1;
+    struct atr_llm_record *recs = NULL;
+    size_t n = 0;
+    if (rc == 0) {
+        struct atr_sim_run_cfg rc_cfg = { w, starts, sim->schedule, sim->max_concurrency, policy };
+        rc = atr_sim_run(engines, sim->replicas, &rc_cfg, &recs, &n, err);
+    }
+    if (rc == 0) {
+        *out = xcalloc(n, sizeof **out);
+        *n_out = n;
+        for (size_t i = 0; i < n; i++) {
+            const struct atr_llm_record *r = &recs[i];
+            (*out)[i] = (struct outcome){
+                .trace_id = r->trace_id, .turn = r->turn, .start = r->start_s, .end = r->end_s,
+                .ttft = (r->n_chunks ? r->chunk_s[0] : r->end_s) - r->start_s,
+                .prompt_tokens = (uint32_t)r->prompt_tokens,
+                .output_tokens = (uint32_t)r->output_tokens,
+                .cached_tokens = (uint32_t)r->cached_tokens,
+            };
+        }
+    }
+    free(recs);
+    for (unsigned i = 0; i < sim->replicas; i++)
+        atr_engine_free(engines[i]);
+    free(engines);
+    return rc;
+}
+
+/* Runs the sessions with keep[i] (NULL: all) under a fresh policy. */
+static int run_policy(const struct atr_router_sim *sim, const bool *keep, const char *name,
+                      const char *options, struct outcome **out, size_t *n_out,
+                      struct atr_error *err)
+{
+    const struct atr_workload *w = sim->workload;
+    struct atr_workload sub;
+    double *starts = xcalloc(w->n_sessions, sizeof *starts);
+    subset(w, sim->starts, keep, &sub, starts);
+    struct atr_policy_cfg pc = { .n_replicas = sim->replicas, .block_size = w->block_size,
+                                 .options = options, .seed = sim->seed };
+    struct atr_policy *policy = atr_policy_new(name, &pc, err);
+    int rc = policy ? run_engines(sim, &sub, starts, policy, out, n_out, err) : -1;
+    atr_policy_free(policy);
+    free(sub.sessions);
+    free(starts);
+    return rc;
+}
+
+int atr_router_simulate(const struct atr_router_sim *sim, const bool *keep, const char *policy,
+                        const char *options, double *mean_e2el, double *mean_ttft,
+                        struct atr_error *err)
+{
+    struct outcome *o = NULL;
+    size_t n = 0;
+    if (run_policy(sim, keep, policy, options, &o, &n, err) < 0)
+        return -1;
+    double e = 0, t = 0;
+    for (size_t i = 0; i < n; i++) {
+        e += o[i].end - o[i].start;
+        t += o[i].ttft;
+    }
+    *mean_e2el = n ? e / (double)n : 0;
+    *mean_ttft = n ? t / (double)n : 0;
+    free(o);
+    return 0;
+}
+
+/* Row of each session's first turn, and the session of a trace id pointer. */
+struct rows {
+    const struct atr_workload *w;
+    size_t *base;
+};
+
+static long row_of(const struct rows *rw, const struct outcome *o)
+{
+    /* Records carry the workload's own trace_id pointer: a linear search
+     * is cheap next to a simulation, and needs no index. */
+    for (size_t s = 0; s < rw->w->n_sessions; s++)
+        if (rw->w->sessions[s].trace_id == o->trace_id)
+            return o->turn >= 0 && (size_t)o->turn < rw->w->sessions[s].n_turns
+                       ? (long)(rw->base[s] + (size_t)o->turn) : -1;
+    return -1;
+}
+
+/* Runs every candidate: objective per (row, candidate), what each sent in
+ * sent[row * nc + c], and the default's outcome per row in by_row. */
+static int candidate_runs(const struct atr_router_sim *sim, const struct atr_router_label_cfg *cfg,
+                          const struct rows *rw, struct atr_router_data *d,
+                          struct outcome *by_row, struct outcome *sent, struct atr_error *err)
+{
+    size_t nc = cfg->n_candidates;
+    for (size_t c = 0; c < nc; c++) {
+        struct outcome *o = NULL;
+        size_t n = 0;
+        if (run_policy(sim, NULL, cfg->candidates[c], NULL, &o, &n, err) < 0)
+            return -1;
+        for (size_t i = 0; i < n; i++) {
+            long r = row_of(rw, &o[i]);
+            if (r < 0)
+                continue;
+            d->objective[(size_t)r * nc + c] =
+                cfg->objective == ATR_ROUTER_TTFT ? o[i].ttft : o[i].end - o[i].start;
+            sent[(size_t)r * nc + c] = o[i];
+            if (c == d->default_candidate)
+                by_row[r] = o[i];
+        }
+        free(o);
+    }
+    return 0;
+}
+
+/* The request fields the driver would have filled, from the default's run. */
+static void features(const struct rows *rw, const struct outcome *by_row, struct atr_router_data *d)
+{
+    struct atr_router_fstate st = ATR_ROUTER_FSTATE_INIT;
+    const struct atr_workload *w = rw->w;
+    for (size_t s = 0; s < w->n_sessions; s++) {
+        double out_sum = 0;
+        for (size_t t = 0; t < w->sessions[s].n_turns; t++) {
+            size_t row = rw->base[s] + t;
+            const struct atr_turn *u = &w->sessions[s].turns[t];
+            const struct outcome *prev = t ? &by_row[row - 1] : NULL;
+            struct atr_policy_req req = {
+                .id = row, .session = s, .turn = t, .prompt_tokens = u->prompt_tokens,
+                .ids = u->ids, .n_ids = u->n_ids, .block_size = w->block_size,
+                .now = by_row[row].start, .think_s = u->think_s, .prev_tool = u->prev_tool,
+                .since_last_s = prev ? by_row[row].start - prev->end : 0,
+                .prev_output_tokens = prev ? prev->output_tokens : 0,
+                .mean_output_tokens = t ? out_sum / (double)t : 0,
+                .recorded_output_tokens = u->output_tokens,
+            };
+            atr_router_features(&st, &req, d->x + row * ATR_ROUTER_N_FEATURES);
+            out_sum += by_row[row].output_tokens;
+            d->session[row] = s;
+        }
+    }
+    atr_router_fstate_release(&st);
+}
+
+/* The default unless another candidate beats it by more than margin. */
+static uint32_t pick(const double *obj, size_t nc, size_t def, double margin)
+{
+    size_t best = def;
+    for (size_t c = 0; c < nc; c++)
+        if (obj[c] < obj[best])
+            best = c;
+    return (uint32_t)(obj[def] <= obj[best] * (1 + margin) ? def : best);
+}
+
+/* Whether candidate c did something to the request at row that the default
+ * did not: sent another prompt or output length, or found another amount
+ * in the prefix cache (naive's salt, another replica's cache). A candidate
+ * that sent the same request is credited with the default's latency, so
+ * the shared engine's noise cannot win it the label. */
+static bool acted(const struct outcome *sent, size_t row, size_t nc, size_t c, size_t def)
+{
+    const struct outcome *a = &sent[row * nc + c], *b = &sent[row * nc + def];
+    return a->prompt_tokens != b->prompt_tokens || a->output_tokens != b->output_tokens ||
+           a->cached_tokens != b->cached_tokens;
+}
+
+static void labels(const struct rows *rw, const struct atr_router_label_cfg *cfg,
+                   const struct outcome *sent, struct atr_router_data *d)
+{
+    size_t nc = cfg->n_candidates, def = d->default_candidate;
+    for (size_t s = 0; s < rw->w->n_sessions; s++) {
+        size_t b = rw->base[s], nt = rw->w->sessions[s].n_turns;
+        double sum[ATR_ROUTER_MAX_CANDIDATES] = { 0 };
+        for (size_t t = 0; t < nt; t++) {
+            double obj[ATR_ROUTER_MAX_CANDIDATES];
+            for (size_t c = 0; c < nc; c++) {
+                obj[c] = d->objective[(b + t) * nc + (acted(sent, b + t, nc, c, def) ? c : def)];
+                sum[c] += obj[c];
+            }
+            d->y[b + t] = pick(obj, nc, def, cfg->margin);
+        }
+        if (cfg->by_session)
+            for (size_t t = 0; t < nt; t++)
+                d->y[b + t] = pick(sum, nc, d->default_candidate, cfg->margin);
+        bool held = atr_router_held_out(rw->w->sessions[s].trace_id, cfg->split_seed, cfg->holdout);
+        for (size_t t = 0; t < nt; t++)
+            d->held_out[b + t] = held;
+        if (nt)
+            *(held ? &d->n_sessions_held_out : &d->n_sessions_train) += 1;
+    }
+}
+
+static int check_candidates(const struct atr_router_label_cfg *cfg, struct atr_error *err)
+{
+    if (cfg->n_candidates < 2 || cfg->n_candidates > ATR_ROUTER_MAX_CANDIDATES)
+        return atr_error_set(err, "router: wants 2..%d candidate policies, not %zu",
+                             ATR_ROUTER_MAX_CANDIDATES, cfg->n_candidates);
+    for (size_t c = 0; c < cfg->n_candidates; c++)
+        if (strcmp(cfg->candidates[c], "learned") == 0)
+            return atr_error_set(err, "router: learned cannot be its own candidate");
+    return 0;
+}
+
+int atr_router_label(const struct atr_router_sim *sim, const struct atr_router_label_cfg *cfg,
+                     struct atr_router_data *out, struct atr_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (check_candidates(cfg, err) < 0)
+        return -1;
+    const struct atr_workload *w = sim->workload;
+    struct rows rw = { w, xcalloc(w->n_sessions, sizeof *rw.base) };
+    size_t n = 0, nc = cfg->n_candidates;
+    for (size_t s = 0; s < w->n_sessions; s++) {
+        rw.base[s] = n;
+        n += w->sessions[s].n_turns;
+    }
+    struct atr_router_data *d = out;
+    d->n = n;
+    d->n_candidates = nc;
+    for (size_t c = 0; c < nc; c++)
+        if (strcmp(cfg->candidates[c], "prefix-cache") == 0)
+            d->default_candidate = c;
+    d->x = xcalloc(n * ATR_ROUTER_N_FEATURES, sizeof *d->x);
+    d->y = xcalloc(n, sizeof *d->y);
+    d->objective = xcalloc(n * nc, sizeof *d->objective);
+    d->session = xcalloc(n, sizeof *d->session);
+    d->held_out = xcalloc(n, sizeof *d->held_out);
+    struct outcome *by_row = xcalloc(n, sizeof *by_row), *sent = xcalloc(n * nc, sizeof *sent);
+    int rc = candidate_runs(sim, cfg, &rw, d, by_row, sent, err);
+    if (rc == 0) {
+        features(&rw, by_row, d);
+        labels(&rw, cfg, sent, d);
+    }
+    free(by_row);
+    free(sent);
+    free(rw.base);
+    if (rc < 0)
+        atr_router_data_release(d);
+    return rc;
+}
+
+void atr_router_data_release(struct atr_router_data *d)
+{
+    free(d->x);
+    free(d->y);
+    free(d->objective);
+    free(d->session);
+    free(d->held_out);
+    memset(d, 0, sizeof *d);
+}
+
+int atr_router_train(const struct atr_router_data *d, const struct atr_router_train_cfg *cfg,
+                     struct atr_mlp *out, struct atr_error *err)
+{
+    size_t hidden[2], nh = 0, n = 0;
+    for (size_t i = 0; i < 2 && cfg->hidden[i]; i++)
+        hidden[nh++] = cfg->hidden[i];
+    for (size_t i = 0; i < d->n; i++)
+        n += !d->held_out[i];
+    if (n == 0)
+        return atr_error_set(err, "router: no training sessions (every session is held out)");
+    if (atr_mlp_init(out, ATR_ROUTER_N_FEATURES, hidden, nh, d->n_candidates, cfg->seed, err) < 0)
+        return -1;
+    double *x = xcalloc(n * ATR_ROUTER_N_FEATURES, sizeof *x);
+    uint32_t *y = xcalloc(n, sizeof *y);
+    for (size_t i = 0, k = 0; i < d->n; i++) {
+        if (d->held_out[i])
+            continue;
+        memcpy(x + k * ATR_ROUTER_N_FEATURES, d->x + i * ATR_ROUTER_N_FEATURES,
+               ATR_ROUTER_N_FEATURES * sizeof *x);
+        y[k++] = d->y[i];
+    }
+    atr_mlp_fit_standardize(out, x, n);
+    struct atr_mlp_train_cfg tc = { .epochs = cfg->epochs, .batch = cfg->batch, .lr = cfg->lr,
+                                    .l2 = cfg->l2, .seed = cfg->seed };
+    atr_mlp_train(out, x, y, n, &tc);
+    free(x);
+    free(y);
+    return 0;
+}
+
+void atr_router_evaluate(const struct atr_mlp *m, const struct atr_router_data *d, bool all,
+                         struct atr_router_eval *out)
+{
+    memset(out, 0, sizeof *out);
+    size_t count[ATR_ROUTER_MAX_CANDIDATES] = { 0 };
+    for (size_t i = 0; i < d->n; i++) {
+        if (!all && !d->held_out[i])
+            continue;
+        size_t p = atr_mlp_predict(m, d->x + i * ATR_ROUTER_N_FEATURES);
+        out->confusion[d->y[i]][p]++;
+        out->correct += p == d->y[i];
+        count[d->y[i]]++;
+        out->n++;
+    }
+    for (size_t c = 0; c < d->n_candidates; c++)
+        if (count[c] > count[out->majority])
+            out->majority = c;
+    out->majority_correct = count[out->majority];
+}
