@@ -3,7 +3,8 @@
 # generate a synthetic agent workload, convert the bundled real samples of
 # every supported format, validate the results and print their statistics,
 # replay the LLM turns on the serving simulator (virtual time, then over
-# HTTP), then replay tool steps under per-step cgroup limits.
+# HTTP), replay tool steps under per-step cgroup limits, and end with the
+# six runtime policies compared on the agent workload.
 set -eu
 atr=$1
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -42,7 +43,7 @@ step "LLM replay of the generated agent workload on a simulated H100 serving Lla
 step "the same engine in real time over HTTP (atr sim serve + atr replay llm, 200 requests at 40/s)"
 "$atr" sim serve --profile h100/llama-3.1-8b --port 0 >"$out/serve.out" 2>"$out/serve.err" &
 server=$!
-trap 'kill $server 2>/dev/null' EXIT
+trap 'kill $server 2>/dev/null || true' EXIT
 deadline=$(($(date +%s) + 20))
 url=""
 while [ -z "$url" ] && [ "$(date +%s)" -lt "$deadline" ]; do
@@ -61,5 +62,16 @@ step "replay tool steps in cgroups (atr replay tools, static-toolcall, --mem-max
 "$atr" replay tools --config static-toolcall --mem-max 128M --timeout 20 \
     "$root/tests/data/replay/steps.ndjson" --out "$out/replay"
 grep '"oom_kills":[1-9]' "$out/replay/metrics.jsonl" | cut -c1-160
+
+step "runtime policies on the agent workload, simulated RTX 3090 + Qwen3-4B-AWQ (atr router train, atr sim run --policy, atr compare)"
+# The learned router is trained on other generated sessions than it is run on.
+"$atr" gen -q --kind swe --traces 64 --seed 5 -o "$out/router-train.ndjson"
+"$atr" router train "$out/router-train.ndjson" --profile rtx3090/qwen3-4b-awq --seed 3 \
+    -o "$out/router.json" | tail -n 2
+# Two replicas, so that prefix-route has a choice to make.
+"$atr" sim run -q "$out/gen-swe.ndjson" --profile rtx3090/qwen3-4b-awq --rate 0.05 --replicas 2 \
+    --policy naive,prefix-cache,prefix-route,compaction,max-tokens,learned \
+    --policy-options "learned.model=$out/router.json" --save-result "$out/policy.json"
+"$atr" compare "$out"/policy.*.json
 
 printf '\ndemo: outputs in %s\n' "$out"

@@ -408,12 +408,14 @@ static int run(int argc, char **argv)
     struct sim_args a;
     memset(&a, 0, sizeof a);
     int rc = parse_args(argc, argv, &a);
-    if (rc != EXIT_OK)
-        return rc;
     struct atr_error err;
     struct atr_profile p;
-    if (atr_profile_find(a.profile, a.tp, &p, &err) < 0)
-        return cli_fail_err(&err);
+    if (rc == EXIT_OK && atr_profile_find(a.profile, a.tp, &p, &err) < 0)
+        rc = cli_fail_err(&err);
+    if (rc != EXIT_OK) {
+        free(a.policy_list);
+        return rc;
+    }
     rc = simulate(&a, argv + optind, (size_t)(argc - optind), &p, &err) < 0
              ? cli_fail_err(&err) : EXIT_OK;
     free(a.policy_list);

@@ -289,7 +289,7 @@ static int init(struct atr_policy *p, const struct atr_policy_cfg *cfg, struct a
 {
     double thr, abs, rel, blocks;
     if (atr_policy_opt_num(p, "cache_threshold", 0.3, 0, 1, &thr, err) < 0 ||
-        atr_policy_opt_num(p, "balance_abs", 8, 0, 1e9, &abs, err) < 0 ||
+        atr_policy_opt_num(p, "balance_abs", 2, 0, 1e9, &abs, err) < 0 ||
         atr_policy_opt_num(p, "balance_rel", 1.5, 1, 1e9, &rel, err) < 0 ||
         atr_policy_opt_num(p, "tree_blocks", 100000, 16, 1e8, &blocks, err) < 0)
         return -1;

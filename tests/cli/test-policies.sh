@@ -50,3 +50,30 @@ fails "bad engine" 2 "--engine wants" "$ATR" sim run "$P/swe.ndjson" \
     --profile h100/llama-3.1-8b --engine trt
 fails "unknown policy option" 1 "unknown option 'budgett'" "$ATR" sim run "$P/swe.ndjson" \
     --profile h100/llama-3.1-8b --policy naive --policy-options budgett=3
+
+# The learned router (issue 5): trained on 64 generated agent sessions,
+# evaluated on the quarter held out. Accuracy at least 87.5% and above the
+# majority class; the routed workload within 5% of the best fixed policy.
+"$ATR" gen -q --kind swe --traces 64 --seed 5 -o "$P/r64.ndjson"
+ok "router train" "$ATR" router train "$P/r64.ndjson" --profile rtx3090/qwen3-4b-awq --seed 3 \
+    -o "$P/router.json"
+ok "router eval" "$ATR" router eval "$P/r64.ndjson" --model "$P/router.json"
+cp "$T/out" "$P/eval.txt"
+check "router: held-out accuracy >= 87.5% and above the majority baseline" "python3 -c \"
+import re
+t = open('$P/eval.txt').read()
+acc, base = map(float, re.search(r'held-out: \d+ requests, accuracy ([0-9.]+)% \(majority baseline \S+ ([0-9.]+)%\)', t).groups())
+assert acc >= 87.5 and acc > base, (acc, base)
+\""
+check "router: routed workload within 5% of the best fixed policy" "python3 -c \"
+import re
+t = open('$P/eval.txt').read()
+d = float(re.search(r'learned vs best fixed \(\S+\): ([+-][0-9.]+)% e2el', t).group(1))
+assert d <= 5.0, d
+\""
+# All six policies on the same traces, then the comparison table.
+ok "sim all six policies" "$ATR" sim run -q "$P/swe.ndjson" --profile rtx3090/qwen3-4b-awq \
+    --rate 0.05 --policy naive,prefix-cache,prefix-route,compaction,max-tokens,learned \
+    --policy-options "learned.model=$P/router.json" --save-result "$P/six.json"
+ok "compare six" "$ATR" compare "$P"/six.*.json
+check "compare lists six policies with cuts against naive" "[ \$(grep -c '^| sim:rtx3090/qwen3-4b-awq' '$T/out') -eq 6 ] && grep -q '| learned ' '$T/out'"

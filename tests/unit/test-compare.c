@@ -353,7 +353,7 @@ static void test_files(void **state)
     assert_string_equal(r[0].policy, "sglang_1015_1000_1024_128#1");
     assert_float_equal(r[0].e2el_mean_ms, 42764.518483904474, 1e-9);
     assert_float_equal(r[0].request_throughput, 996 / 84.80149696883745, 1e-9);
-    assert_string_equal(r[2].target, "sim:rtx3090/qwen3-4b-awq");
+    assert_string_equal(r[2].target, "sim:rtx3090/qwen3-4b-awq x2");
     assert_int_equal(atr_compare_add_file(c, ATR_TEST_DATA "/compare/nonexistent.json", &err), -1);
     assert_non_null(strstr(err.msg, "nonexistent.json: "));
     atr_compare_free(c);

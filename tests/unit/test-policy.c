@@ -155,14 +155,22 @@ static void test_prefix_route_load(void **state)
         atr_policy_finished(p, &busy[i].r, &busy[i].d, &o);
     atr_policy_free(p);
 
-    /* The defaults (64 and 1.5) do not call 3 against 0 imbalanced. */
-    p = make("prefix-route", 2, NULL);
+    /* sgl-router's 64 does not call 3 against 0 imbalanced; atr's default
+     * (2) does. */
+    p = make("prefix-route", 2, "balance_abs=64");
     assert_int_equal(route(p, 0, a, 4), 0);
     struct call one = call_of(10, 1, 0, 64, a, 4);
     for (int i = 0; i < 3; i++)
         atr_policy_started(p, &one.r, &one.d);
     assert_int_equal(route(p, 1, b, 4), 0);
     assert_int_equal(stats_of(p).routed_by_load, 0);
+    atr_policy_free(p);
+    p = make("prefix-route", 2, NULL);
+    assert_int_equal(route(p, 0, a, 4), 0);
+    for (int i = 0; i < 3; i++)
+        atr_policy_started(p, &one.r, &one.d);
+    assert_int_equal(route(p, 1, b, 4), 1);
+    assert_int_equal(stats_of(p).routed_by_load, 1);
     atr_policy_free(p);
 }
 
