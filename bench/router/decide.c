@@ -98,6 +98,26 @@ int main(int argc, char **argv)
         sink += atr_mlp_predict(&m.mlp, x);
     }
     double t_forward = now_s() - t0;
+    /* prefix-route over 4 replicas on the same requests: its cost grows
+     * with the prompt's blocks (one lookup and one stamp per block). */
+    struct atr_policy_cfg rcfg = { .n_replicas = 4, .block_size = 16 };
+    struct atr_policy *route = atr_policy_new("prefix-route", &rcfg, &err);
+    if (!route) {
+        fprintf(stderr, "decide: %s\n", err.msg);
+        return 1;
+    }
+    t0 = now_s();
+    for (size_t i = 0; i < n; i++) {
+        struct atr_policy_req r = reqs[i % n_req];
+        r.id = i;
+        struct atr_policy_decision d = { .prompt_tokens = r.prompt_tokens, .ids = r.ids,
+                                         .n_ids = r.n_ids, .delegate = -1 };
+        atr_policy_decide(route, &r, &d);
+        atr_policy_started(route, &r, &d);
+        atr_policy_finished(route, &r, &d, &o);
+    }
+    double t_route = now_s() - t0;
+    atr_policy_free(route);
     FILE *f = fopen(argv[4], "w");
     atr_router_fstate_release(&st);
     for (size_t i = 0; f && i < n_req && i < 10000; i++) {
@@ -108,8 +128,8 @@ int main(int argc, char **argv)
     }
     if (f)
         fclose(f);
-    printf("%zu %.1f %.1f %zu\n", n, 1e9 * t_decide / (double)n, 1e9 * t_forward / (double)n,
-           sink);
+    printf("%zu %.1f %.1f %zu %.1f\n", n, 1e9 * t_decide / (double)n,
+           1e9 * t_forward / (double)n, sink, 1e9 * t_route / (double)n);
     atr_policy_free(p);
     atr_router_fstate_release(&st);
     atr_router_model_release(&m);

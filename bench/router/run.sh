@@ -51,5 +51,7 @@ print("%-34s %12s %14s" % ("", "ns/decision", "vs Python"))
 print("%-34s %12.0f %14s" % ("atr learned decide (4 shadows)", dec, "%.0fx faster" % (pyf / dec)))
 print("%-34s %12.0f %14s" % ("atr features + MLP forward", fwd, "%.0fx faster" % (pyf / fwd)))
 print("%-34s %12.0f %14s" % ("Python forward pass (reference)", pyf, "1x"))
+rt = statistics.median(float(r[4]) for r in c)
+print("%-34s %12.0f %14s" % ("atr prefix-route, 4 replicas", rt, "-"))
 print("decisions per run: %s; Python/C prediction mismatches: %d" % (c[0][0], bad))
 PY

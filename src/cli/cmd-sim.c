@@ -17,6 +17,7 @@
 #include "sim/run.h"
 #include "sim/stats.h"
 #include "policy/policy.h"
+#include "report/compare.h"
 #include "trace/reader.h"
 #include "util/output.h"
 
@@ -49,7 +50,8 @@ static const char help[] =
     "      --policy P[,P...]     run under each runtime policy in turn: naive,\n"
     "                            prefix-cache, prefix-route, compaction, max-tokens,\n"
     "                            learned (docs/policies.md); with several, output\n"
-    "                            files get .P before their extension\n"
+    "                            files get .P before their extension and a table\n"
+    "                            compares them (as atr compare)\n"
     "      --policy-options K=V[,K=V...]   policy options; NAME.K=V for one policy\n"
     "                            of a list (e.g. compaction.budget=8192)\n"
     "      --replicas N          engine replicas the policy routes over (default 1)\n"
@@ -74,6 +76,7 @@ struct sim_args {
     struct atr_engine_cfg cfg;
     struct sched_opts sched;
     struct llm_report_opts report;
+    struct atr_compare *compare; /* several policies: the closing table */
 };
 
 static double profile_cost(void *ctx, const struct atr_iter_work *w)
@@ -149,9 +152,15 @@ static int report(const struct sim_args *a, const struct atr_profile *p,
         if (!ro.quiet)
             printf("\n== policy %s\n", atr_policy_name(policy));
     }
+    struct atr_buf json = ATR_BUF_INIT;
+    if (a->compare)
+        ro.result_json = &json;
     int rc = llm_report_write(&ro, recs, n, &cfg, err);
     if (rc == 0 && !ro.quiet)
         print_engine(p, a->replicas, &st);
+    if (rc == 0 && a->compare)
+        rc = atr_compare_add_json(a->compare, atr_policy_name(policy), json.data, json.len, err);
+    atr_buf_release(&json);
     if (several) {
         free((char *)ro.save_result);
         free((char *)ro.requests_out);
@@ -349,9 +358,11 @@ static int run_policy(const struct sim_args *a, const struct atr_profile *p,
 }
 
 /* Loads the workload and the schedule once, then runs each policy. */
-static int simulate(const struct sim_args *a, char *const *paths, size_t n_paths,
+static int simulate(struct sim_args *a, char *const *paths, size_t n_paths,
                     const struct atr_profile *p, struct atr_error *err)
 {
+    if (a->n_policies > 1 && !a->report.quiet && !(a->compare = atr_compare_new()))
+        abort();
     struct atr_workload w = ATR_WORKLOAD_INIT;
     double *starts = NULL;
     int rc = atr_workload_load(&w, paths, n_paths, a->from, a->cfg.block_size, err);
@@ -365,8 +376,16 @@ static int simulate(const struct sim_args *a, char *const *paths, size_t n_paths
         rc = run_policy(a, p, &w, starts, NULL, err);
     for (size_t i = 0; rc == 0 && i < a->n_policies; i++)
         rc = run_policy(a, p, &w, starts, a->policies[i], err);
+    if (rc == 0 && a->compare) {      /* the policies side by side, as atr compare */
+        struct atr_buf t = ATR_BUF_INIT;
+        atr_compare_write_markdown(&t, a->compare);
+        printf("\n== comparison\n%s", t.data ? t.data : "");
+        atr_buf_release(&t);
+    }
     free(starts);
     atr_workload_release(&w);
+    atr_compare_free(a->compare);
+    a->compare = NULL;
     return rc;
 }
 

@@ -72,10 +72,13 @@ int llm_report_write(const struct llm_report_opts *o, const struct atr_llm_recor
         return -1;
     struct atr_buf b = ATR_BUF_INIT;
     int rc = 0;
-    if (o->save_result) {
+    if (o->save_result || o->result_json) {
         atr_llm_write_result_json(&b, &sum, cfg);
         atr_buf_putc(&b, '\n');
-        rc = write_file(o->save_result, &b, err);
+        if (o->result_json)
+            atr_buf_append(o->result_json, b.data, b.len);
+        if (o->save_result)
+            rc = write_file(o->save_result, &b, err);
     }
     if (rc == 0 && o->requests_out) {
         atr_buf_clear(&b);

@@ -14,6 +14,7 @@ struct llm_report_opts {
     const char *requests_out;    /* --requests-out FILE or NULL */
     bool quiet;                  /* no block on stdout */
     double slo_ttft_ms, slo_tpot_ms, slo_e2el_ms;   /* --goodput; < 0: unset */
+    struct atr_buf *result_json; /* if set, receives the result JSON too (borrowed) */
 };
 
 void llm_report_init(struct llm_report_opts *o);

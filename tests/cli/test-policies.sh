@@ -77,3 +77,6 @@ ok "sim all six policies" "$ATR" sim run -q "$P/swe.ndjson" --profile rtx3090/qw
     --policy-options "learned.model=$P/router.json" --save-result "$P/six.json"
 ok "compare six" "$ATR" compare "$P"/six.*.json
 check "compare lists six policies with cuts against naive" "[ \$(grep -c '^| sim:rtx3090/qwen3-4b-awq' '$T/out') -eq 6 ] && grep -q '| learned ' '$T/out'"
+ok "sim several policies prints the comparison" "$ATR" sim run "$P/swe.ndjson" \
+    --profile rtx3090/qwen3-4b-awq --rate 0.05 --policy naive,compaction
+check "comparison table after the runs" "grep -q '^== comparison' '$T/out' && grep -Eq '^\\| sim:rtx3090/qwen3-4b-awq +\\| compaction +\\|' '$T/out'"
