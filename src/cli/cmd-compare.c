@@ -80,14 +80,7 @@ static int parse_args(int argc, char **argv, struct compare_opts *o)
 static int emit(const char *path, const struct atr_buf *b)
 {
     struct atr_error err;
-    struct atr_output *out = atr_output_open(path ? path : "-", &err);
-    if (!out)
-        return cli_fail_err(&err);
-    if (atr_output_write(out, b->data, b->len, &err) < 0) {
-        atr_output_abort(out);
-        return cli_fail_err(&err);
-    }
-    if (atr_output_commit(out, &err) < 0)
+    if (atr_output_write_file(path ? path : "-", b->data, b->len, &err) < 0)
         return cli_fail_err(&err);
     return EXIT_OK;
 }

@@ -298,18 +298,6 @@ static void on_iter(void *ctx, const struct atr_iter_info *it)
                    (unsigned long long)it->work.decode_seqs, it->kv_blocks_used);
 }
 
-static int write_iterations(const char *path, const struct atr_buf *b, struct atr_error *err)
-{
-    struct atr_output *o = atr_output_open(path, err);
-    if (!o)
-        return -1;
-    if (atr_output_write(o, b->data ? b->data : "", b->len, err) < 0) {
-        atr_output_abort(o);
-        return -1;
-    }
-    return atr_output_commit(o, err);
-}
-
 /* One run of the workload under policy `name` (NULL: as recorded) on
  * fresh engine replicas. */
 static int run_policy(const struct sim_args *a, const struct atr_profile *p,
@@ -347,7 +335,7 @@ static int run_policy(const struct sim_args *a, const struct atr_profile *p,
     if (rc == 0)
         rc = report(a, p, engines, policy, recs, n, err);
     if (rc == 0 && cfg.on_iter)
-        rc = write_iterations(a->iterations_out, &iters, err);
+        rc = atr_output_write_file(a->iterations_out, iters.data, iters.len, err);
     atr_buf_release(&iters);
     free(recs);
     atr_policy_free(policy);

@@ -49,18 +49,6 @@ void llm_report_date(char out[32])
     strftime(out, 32, "%Y%m%d-%H%M%S", gmtime_r(&now, &tm));
 }
 
-static int write_file(const char *path, const struct atr_buf *b, struct atr_error *err)
-{
-    struct atr_output *o = atr_output_open(path, err);
-    if (!o)
-        return -1;
-    if (atr_output_write(o, b->data ? b->data : "", b->len, err) < 0) {
-        atr_output_abort(o);
-        return -1;
-    }
-    return atr_output_commit(o, err);
-}
-
 int llm_report_write(const struct llm_report_opts *o, const struct atr_llm_record *r, size_t n,
                      struct atr_llm_bench_config *cfg, struct atr_error *err)
 {
@@ -78,13 +66,13 @@ int llm_report_write(const struct llm_report_opts *o, const struct atr_llm_recor
         if (o->result_json)
             atr_buf_append(o->result_json, b.data, b.len);
         if (o->save_result)
-            rc = write_file(o->save_result, &b, err);
+            rc = atr_output_write_file(o->save_result, b.data, b.len, err);
     }
     if (rc == 0 && o->requests_out) {
         atr_buf_clear(&b);
         for (size_t i = 0; i < n; i++)
             atr_llm_write_request_line(&b, &r[i]);
-        rc = write_file(o->requests_out, &b, err);
+        rc = atr_output_write_file(o->requests_out, b.data, b.len, err);
     }
     if (rc == 0 && !o->quiet) {
         atr_buf_clear(&b);

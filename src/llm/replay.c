@@ -21,13 +21,6 @@ struct turn_state {
     struct atr_policy_decision dec;  /* what it decided */
 };
 
-/* What a policy may know of a session's history. */
-struct session_state {
-    double last_end;
-    uint32_t last_output;
-    double output_sum;
-};
-
 struct driver {
     const struct atr_llm_replay_cfg *cfg;
     struct atr_llm_replay_result *out;
@@ -35,7 +28,7 @@ struct driver {
     struct event *timer, *stop_poll;
     struct atr_llm_client **clients; /* one per target */
     unsigned n_clients;
-    struct session_state *ses;       /* per session */
+    struct atr_session_history *ses; /* per session */
     struct atr_error *err;
     double t0;                       /* monotonic time of the schedule's 0 */
     size_t *next_turn;               /* per session */
@@ -78,20 +71,8 @@ static const struct atr_turn *turn_of(const struct driver *d, const struct turn_
 /* Asks the policy (if any) about the turn at time now. */
 static void decide(struct driver *d, struct turn_state *q, uint64_t id, double now)
 {
-    const struct atr_turn *u = turn_of(d, q);
-    const struct session_state *ss = &d->ses[q->session];
-    size_t turn = d->next_turn[q->session];
-    q->req = (struct atr_policy_req){
-        .id = id, .session = q->session, .turn = turn, .prompt_tokens = u->prompt_tokens,
-        .ids = u->ids, .n_ids = u->n_ids, .block_size = d->cfg->workload->block_size,
-        .now = now, .think_s = u->think_s, .prev_tool = u->prev_tool,
-        .since_last_s = turn ? now - ss->last_end : 0, .prev_output_tokens = ss->last_output,
-        .mean_output_tokens = turn ? ss->output_sum / (double)turn : 0,
-        .recorded_output_tokens = u->output_tokens,
-    };
-    q->dec = (struct atr_policy_decision){
-        .prompt_tokens = u->prompt_tokens, .ids = u->ids, .n_ids = u->n_ids, .delegate = -1,
-    };
+    atr_policy_request_init(&q->req, &q->dec, d->cfg->workload, q->session,
+                            d->next_turn[q->session], &d->ses[q->session], id, now);
     if (d->cfg->policy)
         atr_policy_decide(d->cfg->policy, &q->req, &q->dec);
     if (q->dec.replica >= d->n_clients)
@@ -251,9 +232,7 @@ static void on_done(void *ctx, const struct atr_llm_result *r)
         };
         atr_policy_finished(d->cfg->policy, &ts->req, &ts->dec, &o);
     }
-    d->ses[si].last_end = r->end_s - d->t0;
-    d->ses[si].last_output = out;
-    d->ses[si].output_sum += out;
+    atr_session_history_add(&d->ses[si], r->end_s - d->t0, out);
     if (++d->next_turn[si] < s->n_turns) {
         /* by_id[r->id] is recorded and free to carry the session on. */
         schedule_turn(d, ts, r->end_s - d->t0 +

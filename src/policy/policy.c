@@ -211,3 +211,28 @@ int atr_policy_stats_json(struct atr_buf *b, const struct atr_policy *p)
     rc |= atr_buf_putc(b, '}');
     return rc ? -1 : 0;
 }
+
+void atr_policy_request_init(struct atr_policy_req *r, struct atr_policy_decision *d,
+                             const struct atr_workload *w, size_t session, size_t turn,
+                             const struct atr_session_history *h, uint64_t id, double now)
+{
+    const struct atr_turn *u = &w->sessions[session].turns[turn];
+    *r = (struct atr_policy_req){
+        .id = id, .session = session, .turn = turn, .prompt_tokens = u->prompt_tokens,
+        .ids = u->ids, .n_ids = u->n_ids, .block_size = w->block_size, .now = now,
+        .think_s = u->think_s, .prev_tool = u->prev_tool,
+        .since_last_s = turn ? now - h->last_end : 0, .prev_output_tokens = h->last_output,
+        .mean_output_tokens = turn ? h->output_sum / (double)turn : 0,
+        .recorded_output_tokens = u->output_tokens,
+    };
+    *d = (struct atr_policy_decision){
+        .prompt_tokens = u->prompt_tokens, .ids = u->ids, .n_ids = u->n_ids, .delegate = -1,
+    };
+}
+
+void atr_session_history_add(struct atr_session_history *h, double end, uint32_t output)
+{
+    h->last_end = end;
+    h->last_output = output;
+    h->output_sum += output;
+}

@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sched/workload.h"
 #include "util/error.h"
 
 /* What a policy may know of one request. */
@@ -90,6 +91,22 @@ struct atr_policy_stats {
     uint64_t routed_by_load;     /* prefix-route: sent to the least loaded */
     uint64_t per_delegate[8];    /* learned: decisions per policy (atr_policy_names order) */
 };
+
+/* What a driver keeps of each session for its policy requests. */
+struct atr_session_history {
+    double last_end;             /* end of the previous turn */
+    uint32_t last_output;        /* its output tokens */
+    double output_sum;           /* over the session's finished turns */
+};
+
+/* Fills r for turn `turn` of session `session` of w at time now, and d with
+ * the defaults (replica 0, no salt, the turn's own prompt and ids, no cap).
+ * r borrows the workload's ids and strings. */
+void atr_policy_request_init(struct atr_policy_req *r, struct atr_policy_decision *d,
+                             const struct atr_workload *w, size_t session, size_t turn,
+                             const struct atr_session_history *h, uint64_t id, double now);
+/* Records a finished turn of the session. */
+void atr_session_history_add(struct atr_session_history *h, double end, uint32_t output);
 
 struct atr_policy;
 

@@ -16,12 +16,10 @@ struct pending {
     struct atr_policy_decision dec;  /* what it decided */
 };
 
-/* What the policy may know of a session's history. */
+/* Where a session is, and its history for the policy. */
 struct session_state {
     size_t next_turn;
-    double last_end;
-    uint32_t last_output;
-    double output_sum;
+    struct atr_session_history hist;
 };
 
 struct driver {
@@ -39,25 +37,6 @@ struct driver {
     size_t n_recs;
 };
 
-static void fill_policy_req(const struct driver *d, struct pending *p, uint64_t id, double now)
-{
-    const struct atr_session *s = &d->cfg->workload->sessions[p->session];
-    const struct session_state *ss = &d->ses[p->session];
-    const struct atr_turn *u = &s->turns[ss->next_turn];
-    p->req = (struct atr_policy_req){
-        .id = id, .session = p->session, .turn = ss->next_turn,
-        .prompt_tokens = u->prompt_tokens, .ids = u->ids, .n_ids = u->n_ids,
-        .block_size = d->cfg->workload->block_size, .now = now, .think_s = u->think_s,
-        .prev_tool = u->prev_tool, .since_last_s = ss->next_turn ? now - ss->last_end : 0,
-        .prev_output_tokens = ss->last_output,
-        .mean_output_tokens = ss->next_turn ? ss->output_sum / (double)ss->next_turn : 0,
-        .recorded_output_tokens = u->output_tokens,
-    };
-    p->dec = (struct atr_policy_decision){
-        .prompt_tokens = u->prompt_tokens, .ids = u->ids, .n_ids = u->n_ids, .delegate = -1,
-    };
-}
-
 /* The turn gets its slot: the policy decides, its replica takes it. */
 static int start_turn(struct driver *d, const struct pending *p, double now,
                       struct atr_error *err)
@@ -65,7 +44,8 @@ static int start_turn(struct driver *d, const struct pending *p, double now,
     uint64_t id = d->next_id++;
     struct pending *q = &d->by_id[id];
     *q = *p;
-    fill_policy_req(d, q, id, now);
+    atr_policy_request_init(&q->req, &q->dec, d->cfg->workload, q->session,
+                            d->ses[q->session].next_turn, &d->ses[q->session].hist, id, now);
     if (d->cfg->policy)
         atr_policy_decide(d->cfg->policy, &q->req, &q->dec);
     if (q->dec.replica >= d->n_engines)
@@ -119,9 +99,7 @@ static int finish(struct driver *d, const struct atr_sim_record *r, struct atr_e
         atr_policy_finished(d->cfg->policy, &p->req, &p->dec, &o);
     }
     d->in_flight--;
-    ss->last_end = r->finish;
-    ss->last_output = r->output_tokens;
-    ss->output_sum += r->output_tokens;
+    atr_session_history_add(&ss->hist, r->finish, r->output_tokens);
     if (++ss->next_turn < s->n_turns) {
         p->send_s = r->finish + atr_schedule_think(d->cfg->schedule, &s->turns[ss->next_turn]);
         if (atr_heap_push(&d->sends, p->send_s, p, err) < 0)   /* p is free to reuse */

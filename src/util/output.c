@@ -163,3 +163,16 @@ void atr_output_abort(struct atr_output *o)
     }
     output_free(o);
 }
+
+int atr_output_write_file(const char *path, const void *data, size_t len,
+                          struct atr_error *err)
+{
+    struct atr_output *o = atr_output_open(path, err);
+    if (!o)
+        return -1;
+    if (atr_output_write(o, data ? data : "", len, err) < 0) {
+        atr_output_abort(o);
+        return -1;
+    }
+    return atr_output_commit(o, err);
+}

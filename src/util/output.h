@@ -21,4 +21,9 @@ void atr_output_abort(struct atr_output *o);
 /* Async-signal-safe: unlinks every open temporary. For SIGINT/SIGTERM handlers. */
 void atr_output_abort_all(void);
 
+/* The whole of data[0..len) to path ("-": stdout) atomically: open, write,
+ * commit, or nothing left behind. 0, or -1 with err set. */
+int atr_output_write_file(const char *path, const void *data, size_t len,
+                          struct atr_error *err);
+
 #endif
