@@ -21,6 +21,11 @@ for bin in "$build"/fuzz-*; do
     [ "$name" = fuzz-cgroup ] && find "$root/tests/data/cgroup" -type f | while read -r f; do
         cp "$f" "$corpus/$(echo "${f#"$root"/}" | tr / _)"; done
     [ "$name" = fuzz-metrics ] && find "$root/tests/data/replay" -name '*.jsonl' -exec cp {} "$corpus/" \; 2>/dev/null
+    # Profile files: the first byte picks GPU (even) or model (odd).
+    if [ "$name" = fuzz-profile ]; then
+        (printf '\000'; cat "$root/profiles/gpus/h100.json") >"$corpus/seed-gpu"
+        (printf '\001'; cat "$root/profiles/models/qwen3-4b-awq.json") >"$corpus/seed-model"
+    fi
     echo "fuzz: $name for ${seconds}s"
     if ! "$bin" -max_total_time="$seconds" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
         -artifact_prefix="$root/fuzz/" "$corpus" >"$build/$name.log" 2>&1; then
