@@ -43,6 +43,9 @@ const char cmd_sim_serve_help[] =
     "      --max-model-len N     prompt + output token limit (default: the\n"
     "                            model's; fixed mode 131072)\n"
     "      --max-body SIZE       request body limit (default 16M)\n"
+    "      --time-scale F        wall seconds per simulated second: 0.1 serves ten\n"
+    "                            times faster than the profile or --ttft/--itl say\n"
+    "                            (tests, demos); /metrics stays in simulated time\n"
     "faults (for testing clients):\n"
     "      --fail-rate P         fraction of completion requests that fail (0..1)\n"
     "      --fail-kinds LIST     of 429,500,cut,stall (default all)\n"
@@ -105,7 +108,7 @@ static bool parse_kinds(const char *list, unsigned *out)
 
 enum {
     O_TP = 256, O_SEQS, O_BATCHED, O_NOPC, O_TTFT, O_ITL, O_HOST, O_PORT, O_MODEL, O_MML,
-    O_BODY, O_RATE, O_KINDS, O_STALL, O_SEED, O_DELAY, O_CRASH, O_HANG,
+    O_BODY, O_RATE, O_KINDS, O_STALL, O_SEED, O_DELAY, O_CRASH, O_HANG, O_SCALE,
 };
 
 static const struct option longs[] = {
@@ -124,7 +127,8 @@ static const struct option longs[] = {
     {"seed", required_argument, NULL, O_SEED},
     {"startup-delay", required_argument, NULL, O_DELAY},
     {"crash-after", required_argument, NULL, O_CRASH},
-    {"hang", no_argument, NULL, O_HANG}, {NULL, 0, NULL, 0},
+    {"hang", no_argument, NULL, O_HANG}, {"time-scale", required_argument, NULL, O_SCALE},
+    {NULL, 0, NULL, 0},
 };
 
 /* One option; EXIT_OK or the usage status. */
@@ -209,6 +213,10 @@ static int parse_fault_opt(int c, struct serve_args *a)
         if (!cli_parse_uint(optarg, 0, UINT64_MAX, &v))
             return usage("--seed wants an integer >= 0, got '%s'", optarg);
         a->cfg.seed = v;
+        return EXIT_OK;
+    case O_SCALE:
+        if (!parse_double(optarg, 1e-6, 1e6, &a->cfg.time_scale))
+            return usage("--time-scale wants a factor > 0, got '%s'", optarg);
         return EXIT_OK;
     case O_DELAY:
         if (!parse_double(optarg, 0, 1e6, &a->startup_delay))

@@ -108,9 +108,10 @@ static double mono_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* Simulated seconds since start: wall time over --time-scale. */
 static double srv_now(const struct atr_serve *s)
 {
-    return mono_now() - s->t0;
+    return (mono_now() - s->t0) / s->cfg.time_scale;
 }
 
 static struct timeval tv_of(double sec)
@@ -431,7 +432,7 @@ static void fixed_arm(struct stream *st, double now)
 {
     const struct atr_serve_cfg *c = &st->srv->cfg;
     double due = st->arrival + c->ttft_s + (double)st->produced * c->itl_s;
-    struct timeval tv = tv_of(due - now);
+    struct timeval tv = tv_of((due - now) * st->srv->cfg.time_scale);
     event_add(st->tok_ev, &tv);
 }
 
@@ -472,7 +473,7 @@ static void engine_arm(struct atr_serve *s, double now)
         event_del(s->engine_ev);
         return;
     }
-    struct timeval tv = tv_of(t - now);
+    struct timeval tv = tv_of((t - now) * s->cfg.time_scale);
     event_add(s->engine_ev, &tv);
 }
 
@@ -841,6 +842,8 @@ struct atr_serve *atr_serve_new(struct event_base *base, const struct atr_serve_
     s->cfg = *cfg;
     if (!s->cfg.max_body)
         s->cfg.max_body = DEFAULT_MAX_BODY;
+    if (!(s->cfg.time_scale > 0))
+        s->cfg.time_scale = 1;
     if (!s->cfg.max_model_len)
         s->cfg.max_model_len = 1;
     s->model_id = strdup(cfg->model_id ? cfg->model_id : "atr-sim");

@@ -43,6 +43,10 @@ struct atr_serve_cfg {
     double fail_rate;           /* 0..1 */
     unsigned fail_kinds;        /* ATR_FAULT_* bits; 0 = all */
     double stall_s;             /* how long a stalled request holds its connection */
+    /* Wall seconds per simulated second (the engine's and fixed mode's
+     * times; not stall_s): 0.1 serves ten times faster than the profile
+     * says, 2 half as fast. 0 = 1. */
+    double time_scale;
     uint64_t crash_after;       /* 0 = never */
     bool hang;                  /* read requests, never answer */
     /* Called when the crash_after-th completion request arrives; expected

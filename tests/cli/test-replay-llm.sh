@@ -43,6 +43,13 @@ check "mean ITL 10 ms +-10%" "$J '$L/fixed.json' \"9 <= r['mean_itl_ms'] <= 11\"
 check "model from /v1/models" "$J '$L/fixed.json' \"r['model_id'] == 'atr-sim'\""
 check "per-request lines" "[ \$(wc -l <'$L/fixed.ndjson') -eq 40 ]"
 
+# --- --time-scale on the server: simulated 100/20 ms served at half. ---
+serve scaled --ttft 100 --itl 20 --time-scale 0.5
+ok "replay against a time-scaled server" "$ATR" replay llm -q "$L/req.ndjson" \
+    --target "http://127.0.0.1:$PORT" --rate 40 --save-result "$L/scaled.json"
+check "time-scaled TTFT 50 ms and ITL 10 ms +-10%" "$J '$L/scaled.json' \"45 <= r['mean_ttft_ms'] <= 55 and 9 <= r['mean_itl_ms'] <= 11\""
+kill "$PID_scaled" 2>/dev/null
+
 # --- Poisson at 200/s over 5 s: the achieved rate within 2%. ---
 "$ATR" gen -q --kind requests --traces 1000 --input-tokens 16 --output-tokens 2 --seed 4 \
     -o "$L/many.ndjson"
