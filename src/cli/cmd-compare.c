@@ -2,6 +2,8 @@
  * (atr, vLLM, SGLang result files) side by side, with the cut against naive. */
 #include <getopt.h>
 #include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cli/cmd.h"
 #include "report/compare.h"
@@ -9,6 +11,7 @@
 
 static const char help[] =
     "usage: atr compare [OPTIONS] RESULT...\n"
+    "       atr compare --run TRACE... --target sim:GPU/MODEL --policy P,P... [sim run OPTIONS]\n"
     "\n"
     "Puts benchmark results side by side, one row per result: atr's\n"
     "--save-result (atr sim run, atr replay llm), vLLM's `vllm bench serve\n"
@@ -19,6 +22,9 @@ static const char help[] =
     "prefix-cache, prefix-route, compaction, max-tokens, learned, then others\n"
     "by name. A result without a mean TTFT or mean end-to-end latency is an\n"
     "error, and nothing is written.\n"
+    "With --run, the traces are first run in the simulator under each policy\n"
+    "(as `atr sim run --profile GPU/MODEL --policy ...`, which takes the same\n"
+    "options) and only the table is printed.\n"
     "\n"
     "options:\n"
     "      --json            a JSON array of row objects instead of the Markdown table\n"
@@ -85,8 +91,41 @@ static int emit(const char *path, const struct atr_buf *b)
     return EXIT_OK;
 }
 
+/* --run: `atr sim run` with --target sim:X as --profile X, table only. */
+static int run_sim(int argc, char **argv)
+{
+    char **args = calloc((size_t)argc + 1, sizeof *args);
+    if (!args)
+        abort();
+    int n = 0;
+    args[n++] = "compare --run";
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        if ((strcmp(a, "--target") == 0 || strcmp(a, "-t") == 0) && i + 1 < argc) {
+            if (strncmp(argv[i + 1], "sim:", 4) != 0) {
+                free(args);
+                return cli_usage("compare", "--run wants --target sim:GPU/MODEL (replay real "
+                                 "targets with atr replay llm, then compare the results)");
+            }
+            args[n++] = "--profile";
+            args[n++] = argv[++i] + 4;
+        } else if (strncmp(a, "--target=", 9) == 0) {
+            free(args);
+            return cli_usage("compare", "write --target sim:GPU/MODEL as two words");
+        } else {
+            args[n++] = argv[i];
+        }
+    }
+    optind = 0;       /* a fresh getopt scan over the new vector */
+    int rc = cmd_sim_compare(n, args);
+    free(args);
+    return rc;
+}
+
 static int run(int argc, char **argv)
 {
+    if (argc >= 2 && strcmp(argv[1], "--run") == 0)
+        return run_sim(argc, argv);
     struct compare_opts o = {0};
     int rc = parse_args(argc, argv, &o);
     if (rc != EXIT_OK)

@@ -77,6 +77,7 @@ struct sim_args {
     struct sched_opts sched;
     struct llm_report_opts report;
     struct atr_compare *compare; /* several policies: the closing table */
+    bool table_only;             /* atr compare --run: only that table */
 };
 
 static double profile_cost(void *ctx, const struct atr_iter_work *w)
@@ -159,7 +160,8 @@ static int report(const struct sim_args *a, const struct atr_profile *p,
     if (rc == 0 && !ro.quiet)
         print_engine(p, a->replicas, &st);
     if (rc == 0 && a->compare)
-        rc = atr_compare_add_json(a->compare, atr_policy_name(policy), json.data, json.len, err);
+        rc = atr_compare_add_json(a->compare, policy ? atr_policy_name(policy) : "recorded",
+                                  json.data, json.len, err);
     atr_buf_release(&json);
     if (several) {
         free((char *)ro.save_result);
@@ -349,7 +351,8 @@ static int run_policy(const struct sim_args *a, const struct atr_profile *p,
 static int simulate(struct sim_args *a, char *const *paths, size_t n_paths,
                     const struct atr_profile *p, struct atr_error *err)
 {
-    if (a->n_policies > 1 && !a->report.quiet && !(a->compare = atr_compare_new()))
+    bool table = a->table_only || (a->n_policies > 1 && !a->report.quiet);
+    if (table && !(a->compare = atr_compare_new()))
         abort();
     struct atr_workload w = ATR_WORKLOAD_INIT;
     double *starts = NULL;
@@ -367,7 +370,7 @@ static int simulate(struct sim_args *a, char *const *paths, size_t n_paths,
     if (rc == 0 && a->compare) {      /* the policies side by side, as atr compare */
         struct atr_buf t = ATR_BUF_INIT;
         atr_compare_write_markdown(&t, a->compare);
-        printf("\n== comparison\n%s", t.data ? t.data : "");
+        printf("%s%s", a->table_only ? "" : "\n== comparison\n", t.data ? t.data : "");
         atr_buf_release(&t);
     }
     free(starts);
@@ -402,6 +405,25 @@ int cmd_sim_workload(const char *profile, unsigned tp, const char *policy,
         simulate(&a, paths, n_paths, &p, &err) < 0)
         return cli_fail_err(&err);
     return EXIT_OK;
+}
+
+int cmd_sim_compare(int argc, char **argv)
+{
+    struct sim_args a;
+    memset(&a, 0, sizeof a);
+    int rc = parse_args(argc, argv, &a);
+    struct atr_error err;
+    struct atr_profile p;
+    if (rc == EXIT_OK && atr_profile_find(a.profile, a.tp, &p, &err) < 0)
+        rc = cli_fail_err(&err);
+    if (rc == EXIT_OK) {
+        a.table_only = true;
+        a.report.quiet = true;
+        rc = simulate(&a, argv + optind, (size_t)(argc - optind), &p, &err) < 0
+                 ? cli_fail_err(&err) : EXIT_OK;
+    }
+    free(a.policy_list);
+    return rc;
 }
 
 static int run(int argc, char **argv)

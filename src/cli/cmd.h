@@ -54,6 +54,9 @@ extern const char cmd_replay_llm_help[];
  * --target sim:GPU/MODEL); returns an exit status. */
 struct sched_opts;
 struct llm_report_opts;
+/* `atr compare --run`: `atr sim run` arguments (argv[0] is a name), the
+ * comparison table only. */
+int cmd_sim_compare(int argc, char **argv);
 int cmd_sim_workload(const char *profile, unsigned tp, const char *policy,
                      const char *policy_opts, const struct sched_opts *sched,
                      const struct llm_report_opts *report, const char *from, char *const *paths,

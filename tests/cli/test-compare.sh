@@ -56,3 +56,13 @@ fails compare-no-files 2 '^atr compare: missing RESULT' "$ATR" compare
 fails compare-no-files-json 2 '^atr compare: missing RESULT' "$ATR" compare --json -o bad.md
 absent compare-no-files-absent bad.md
 fails compare-bad-option 2 "^atr compare: unknown option '--nope'" "$ATR" compare --nope cmp/vllm/naive.json
+
+# --run: simulate the policies, then the table alone.
+"$ATR" gen -q --kind swe --traces 6 --seed 4 -o "$T/cmp-run.ndjson"
+ok "compare --run" "$ATR" compare --run "$T/cmp-run.ndjson" --target sim:rtx3090/qwen3-4b-awq \
+    --rate 0.05 --policy naive,prefix-cache
+check "compare --run prints only the table" "[ \$(wc -l <'$T/out') -eq 4 ] && grep -Eq '^\\| sim:rtx3090/qwen3-4b-awq +\\| prefix-cache ' '$T/out'"
+fails "compare --run needs a sim target" 2 "--run wants --target sim:" "$ATR" compare --run \
+    "$T/cmp-run.ndjson" --target http://127.0.0.1:1 --policy naive
+fails "compare --run needs a profile" 2 "missing --profile" "$ATR" compare --run "$T/cmp-run.ndjson" \
+    --policy naive
