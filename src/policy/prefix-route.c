@@ -190,14 +190,24 @@ static void evict(struct route_state *st, struct blockset *s)
 
 /* Leading ids present in s, up to the first miss: the prefix-tree match,
  * in blocks. */
+/* Leading ids of the request present in s. Along one request's chain,
+ * presence is prefix-closed: whole prefixes are inserted, and a block is
+ * stamped no older than anything deeper in the same chain, so eviction takes
+ * descendants first. The match is therefore the last present position, found
+ * by binary search: O(log n) lookups instead of n. */
 static uint32_t match_len(const struct blockset *s, const uint64_t *ids, uint32_t n)
 {
-    uint32_t m = 0;
-    if (!s->slots)
+    if (!s->slots || n == 0 || !contains(s, ids[0]))
         return 0;
-    while (m < n && contains(s, ids[m]))
-        m++;
-    return m;
+    uint32_t lo = 1, hi = n;      /* ids[lo - 1] is present; the answer is in [lo, hi] */
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo + 1) / 2;
+        if (contains(s, ids[mid - 1]))
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
 }
 
 static void insert_request(struct route_state *st, struct blockset *s, const uint64_t *ids,
