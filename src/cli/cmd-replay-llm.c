@@ -87,7 +87,7 @@ static bool parse_seconds(const char *s, double *out)
     return true;
 }
 
-static int parse_opt(int c, struct llm_args *a)
+static int parse_opt(int c, struct llm_args *a, int argc, char **argv)
 {
     unsigned long long v;
     switch (c) {
@@ -124,7 +124,7 @@ static int parse_opt(int c, struct llm_args *a)
     case 'R': a->report.save_result = optarg; break;
     case 'O': a->report.requests_out = optarg; break;
     case 'G':
-        if (!llm_report_parse_goodput(&a->report, optarg))
+        if (!llm_report_goodput_opt(&a->report, argc, argv))
             return cli_usage("replay llm", "--goodput wants ttft:MS tpot:MS e2el:MS");
         break;
     case 'f':
@@ -170,7 +170,7 @@ static int parse_args(int argc, char **argv, struct llm_args *a)
                 return -rc;
             continue;
         }
-        if ((rc = parse_opt(c, a)) != EXIT_OK)
+        if ((rc = parse_opt(c, a, argc, argv)) != EXIT_OK)
             return rc;
     }
     if (!a->target)

@@ -265,7 +265,7 @@ static int parse_args(int argc, char **argv, struct sim_args *a)
             break;
         case 'O': a->report.requests_out = optarg; break;
         case 'G':
-            if (!llm_report_parse_goodput(&a->report, optarg))
+            if (!llm_report_goodput_opt(&a->report, argc, argv))
                 return cli_usage("sim run", "--goodput wants ttft:MS tpot:MS e2el:MS");
             break;
         case 'f':

@@ -2,6 +2,7 @@
  * LLM run (see llm-report.h). */
 #include "cli/llm-report.h"
 
+#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -40,6 +41,27 @@ bool llm_report_parse_goodput(struct llm_report_opts *o, const char *arg)
     }
     free(copy);
     return ok;
+}
+
+/* "ttft:500" and the like: a key, a colon, a number. */
+static bool is_slo_word(const char *s)
+{
+    const char *colon = strchr(s, ':');
+    char *end;
+    if (!colon || colon == s || strchr(s, '/'))
+        return false;
+    strtod(colon + 1, &end);
+    return end != colon + 1 && *end == 0;
+}
+
+bool llm_report_goodput_opt(struct llm_report_opts *o, int argc, char **argv)
+{
+    if (!llm_report_parse_goodput(o, optarg))
+        return false;
+    while (optind < argc && is_slo_word(argv[optind]))
+        if (!llm_report_parse_goodput(o, argv[optind++]))
+            return false;
+    return true;
 }
 
 void llm_report_date(char out[32])

@@ -22,6 +22,11 @@ void llm_report_init(struct llm_report_opts *o);
  * comma-separated in one argument); false on junk. */
 bool llm_report_parse_goodput(struct llm_report_opts *o, const char *arg);
 
+/* The --goodput option inside a getopt loop: parses optarg, then, as
+ * vLLM's `--goodput ttft:500 tpot:50` takes several words, every following
+ * argument of the form KEY:NUMBER (advancing optind past them). */
+bool llm_report_goodput_opt(struct llm_report_opts *o, int argc, char **argv);
+
 /* "YYYYMMDD-HHMMSS" of now (UTC), as vLLM stamps results. */
 void llm_report_date(char out[32]);
 

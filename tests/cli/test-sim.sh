@@ -22,3 +22,8 @@ fails "sim needs a profile" 2 "missing --profile" "$ATR" sim run "$S/w.ndjson"
 fails "sim unknown gpu" 1 "unknown GPU" "$ATR" sim run "$S/w.ndjson" --profile b200/llama-3.1-8b
 fails "sim model too big" 1 "does not fit" "$ATR" sim run "$S/w.ndjson" --profile h100/llama-3-70b
 fails "sim bad trace" 1 "nope.ndjson: No such file" "$ATR" sim run "$S/nope.ndjson" --profile h100/llama-3.1-8b
+# --goodput takes several words, as vLLM's does.
+ok "goodput as separate words" "$ATR" sim run -q "$S/w.ndjson" --rate inf --profile h100/llama-3.1-8b \
+    --goodput ttft:600 tpot:30 e2el:3000 --save-result "$S/good.json"
+check "goodput SLOs all read" "python3 -c \"import json; g=json.load(open('$S/good.json'))['atr']['goodput']; assert g['slo_ms']=={'ttft':600.0,'tpot':30.0,'e2el':3000.0}, g\""
+fails "goodput junk" 2 "--goodput wants" "$ATR" sim run "$S/w.ndjson" --profile h100/llama-3.1-8b --goodput ttft:fast
