@@ -16,6 +16,7 @@
 #include "json/json.h"
 #include "llm/replay.h"
 #include "policy/policy.h"
+#include "report/compare.h"
 #include "trace/reader.h"
 
 const char cmd_replay_llm_help[] =
@@ -43,8 +44,12 @@ const char cmd_replay_llm_help[] =
     "                            (default 1; 0 to skip)\n"
     "      --timeout S           fail a request after S seconds (default 600)\n"
     "      --stall-timeout S     fail a request silent for S seconds (default 60)\n"
-    "      --policy P            runtime policy: naive, prefix-cache, prefix-route,\n"
-    "                            compaction, max-tokens, learned (docs/policies.md)\n"
+    "      --policy P[,P...]     runtime policies: naive, prefix-cache, prefix-route,\n"
+    "                            compaction, max-tokens, learned (docs/policies.md).\n"
+    "                            Several run one after the other, each with its own\n"
+    "                            run word in front of every prompt (no run reuses\n"
+    "                            another's cached prefixes); output files get .P\n"
+    "                            before their extension, and a table compares them\n"
     "      --policy-options K=V[,K=V...]   its options (e.g. budget=8192)\n"
     "      --tp N                tensor parallel degree of a sim target\n"
     "      --save-result FILE    the result JSON (vLLM's --save-result keys + \"atr\")\n"
@@ -58,9 +63,14 @@ const char cmd_replay_llm_help[] =
     "exit status is 130. A run where every request failed exits 1.\n";
 
 #define MAX_TARGETS 64
+#define MAX_POLICIES 8
 
 struct llm_args {
     const char *target, *model, *api_key, *from, *policy, *policy_opts;
+    const char *policies[MAX_POLICIES];
+    size_t n_policies;
+    char *policy_list;           /* strdup of --policy, split in place */
+    const char *policy_arg;      /* --policy as given */
     enum atr_llm_api api;
     bool force_length;
     unsigned warmup, tp;
@@ -85,6 +95,26 @@ static bool parse_seconds(const char *s, double *out)
         return false;
     *out = v;
     return true;
+}
+
+/* --policy a,b,c: each runs in turn against the same targets. */
+static int parse_policies(const char *list, struct llm_args *a)
+{
+    a->policy_arg = list;
+    free(a->policy_list);
+    if (!(a->policy_list = strdup(list)))
+        abort();
+    a->n_policies = 0;
+    char *save = NULL;
+    for (char *tok = strtok_r(a->policy_list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (a->n_policies == MAX_POLICIES)
+            return cli_usage("replay llm", "--policy takes at most %d policies", MAX_POLICIES);
+        a->policies[a->n_policies++] = tok;
+    }
+    if (!a->n_policies)
+        return cli_usage("replay llm", "empty --policy");
+    a->policy = a->policies[0];
+    return EXIT_OK;
 }
 
 static int parse_opt(int c, struct llm_args *a, int argc, char **argv)
@@ -133,7 +163,7 @@ static int parse_opt(int c, struct llm_args *a, int argc, char **argv)
         a->from = optarg;
         break;
     case 'q': a->report.quiet = true; break;
-    case 'Y': a->policy = optarg; break;
+    case 'Y': return parse_policies(optarg, a);
     case 'o': a->policy_opts = optarg; break;
     default: return cli_usage("replay llm", "unknown option");
     }
@@ -214,11 +244,12 @@ static void trim_base_url(char *out)
 }
 
 static int report(const struct llm_args *a, const struct atr_llm_replay_result *res,
-                  const struct atr_policy *policy, struct atr_error *err)
+                  const struct atr_policy *policy, struct atr_compare *cmp,
+                  struct atr_error *err)
 {
     char date[32];
     llm_report_date(date);
-    struct atr_buf extra = ATR_BUF_INIT;
+    struct atr_buf extra = ATR_BUF_INIT, json = ATR_BUF_INIT;
     atr_buf_puts(&extra, "\"target\": ");
     atr_json_write_string(&extra, a->target, strlen(a->target));
     if (policy) {
@@ -233,8 +264,24 @@ static int report(const struct llm_args *a, const struct atr_llm_replay_result *
         .burstiness = a->sched.schedule.burstiness,
         .max_concurrency = a->sched.max_concurrency, .incomplete = res->incomplete,
     };
-    int rc = llm_report_write(&a->report, res->recs, res->n, &cfg, err);
+    struct llm_report_opts ro = a->report;
+    bool several = a->n_policies > 1;
+    if (several) {
+        ro.save_result = llm_report_policy_path(a->report.save_result, atr_policy_name(policy));
+        ro.requests_out = llm_report_policy_path(a->report.requests_out, atr_policy_name(policy));
+        ro.result_json = &json;
+        if (!ro.quiet)
+            printf("\n== policy %s\n", atr_policy_name(policy));
+    }
+    int rc = llm_report_write(&ro, res->recs, res->n, &cfg, err);
+    if (rc == 0 && cmp)
+        rc = atr_compare_add_json(cmp, atr_policy_name(policy), json.data, json.len, err);
+    if (several) {
+        free((char *)ro.save_result);
+        free((char *)ro.requests_out);
+    }
     atr_buf_release(&extra);
+    atr_buf_release(&json);
     return rc;
 }
 
@@ -275,45 +322,30 @@ static int split_targets(const char *target, char *storage, size_t cap, const ch
     return *n ? EXIT_OK : cli_usage("replay llm", "empty --target");
 }
 
-static int replay(struct llm_args *a, char *const *paths, size_t n_paths)
+/* One run of the workload under policy index k (or as recorded); its exit
+ * status. */
+static int run_policy(struct llm_args *a, const struct atr_workload *w, const double *starts,
+                      const char *const *urls, unsigned n_urls, size_t k,
+                      struct atr_compare *cmp)
 {
     struct atr_error err;
-    char targets[8192], model[512];
-    const char *urls[MAX_TARGETS];
-    unsigned n_urls;
-    int st = split_targets(a->target, targets, sizeof targets, urls, &n_urls);
-    if (st != EXIT_OK)
-        return st;
-    const char *base = urls[0];
     struct atr_policy *policy = NULL;
-    if (a->policy) {
+    if (a->n_policies) {
         struct atr_policy_cfg pc = { .n_replicas = n_urls, .block_size = 16,
                                      .options = a->policy_opts, .seed = a->sched.schedule.seed };
-        if (!(policy = atr_policy_new(a->policy, &pc, &err)))
+        if (!(policy = atr_policy_new(a->policies[k], &pc, &err)))
             return cli_fail_err(&err);
     }
-    if (!a->model) {
-        if (atr_llm_first_model(base, a->api_key, 10, model, sizeof model, &err) < 0) {
-            atr_policy_free(policy);
-            return cli_fail("%s (give --model)", err.msg);
-        }
-        a->model = model;
-    }
-    struct atr_workload w = ATR_WORKLOAD_INIT;
-    if (atr_workload_load(&w, paths, n_paths, a->from, 16, &err) < 0) {
-        atr_policy_free(policy);
-        return cli_fail_err(&err);
-    }
-    double *starts = calloc(w.n_sessions ? w.n_sessions : 1, sizeof *starts);
-    if (!starts)
-        abort();
+    char run_salt[32];
+    snprintf(run_salt, sizeof run_salt, "run%zu ", k + 1);
     struct progress prog = { .on = !a->report.quiet && isatty(STDERR_FILENO) };
     struct atr_llm_replay_cfg cfg = {
-        .workload = &w, .starts = starts, .schedule = &a->sched.schedule,
+        .workload = w, .starts = starts, .schedule = &a->sched.schedule,
         .max_concurrency = a->sched.max_concurrency,
         .body = { .api = a->api, .model = a->model, .stream = true,
-                  .force_length = a->force_length },
-        .client = { .base_url = base, .api_key = a->api_key, .timeout_s = a->timeout_s,
+                  .force_length = a->force_length,
+                  .run_salt = a->n_policies > 1 ? run_salt : NULL },
+        .client = { .base_url = urls[0], .api_key = a->api_key, .timeout_s = a->timeout_s,
                     .stall_timeout_s = a->stall_s,
                     .max_connections = a->sched.max_concurrency > ATR_LLM_DEFAULT_CONNECTIONS
                                            ? a->sched.max_concurrency : 0 },
@@ -323,15 +355,12 @@ static int replay(struct llm_args *a, char *const *paths, size_t n_paths)
     };
     struct atr_llm_replay_result res;
     int status = EXIT_OK;
-    raise_fd_limit();
-    cli_on_stop_signals(on_stop);
-    if (atr_schedule_starts(&a->sched.schedule, &w, starts, &err) < 0 ||
-        atr_llm_replay(&cfg, &res, &err) < 0) {
+    if (atr_llm_replay(&cfg, &res, &err) < 0) {
         status = cli_fail_err(&err);
     } else {
         if (prog.on)
             fputs("\r\033[K", stderr);
-        if (report(a, &res, policy, &err) < 0)
+        if (report(a, &res, policy, cmp, &err) < 0)
             status = cli_fail_err(&err);
         else if (res.incomplete)
             status = 128 + SIGINT;
@@ -339,9 +368,48 @@ static int replay(struct llm_args *a, char *const *paths, size_t n_paths)
             status = cli_fail("every request failed (first: %s)", res.recs[0].error);
         atr_llm_replay_release(&res);
     }
+    atr_policy_free(policy);
+    return status;
+}
+
+static int replay(struct llm_args *a, char *const *paths, size_t n_paths)
+{
+    struct atr_error err;
+    char targets[8192], model[512];
+    const char *urls[MAX_TARGETS];
+    unsigned n_urls;
+    int st = split_targets(a->target, targets, sizeof targets, urls, &n_urls);
+    if (st != EXIT_OK)
+        return st;
+    if (!a->model) {
+        if (atr_llm_first_model(urls[0], a->api_key, 10, model, sizeof model, &err) < 0)
+            return cli_fail("%s (give --model)", err.msg);
+        a->model = model;
+    }
+    struct atr_workload w = ATR_WORKLOAD_INIT;
+    if (atr_workload_load(&w, paths, n_paths, a->from, 16, &err) < 0)
+        return cli_fail_err(&err);
+    double *starts = calloc(w.n_sessions ? w.n_sessions : 1, sizeof *starts);
+    if (!starts)
+        abort();
+    struct atr_compare *cmp = a->n_policies > 1 && !a->report.quiet ? atr_compare_new() : NULL;
+    int status = EXIT_OK;
+    raise_fd_limit();
+    cli_on_stop_signals(on_stop);
+    if (atr_schedule_starts(&a->sched.schedule, &w, starts, &err) < 0)
+        status = cli_fail_err(&err);
+    size_t runs = a->n_policies ? a->n_policies : 1;
+    for (size_t k = 0; k < runs && status == EXIT_OK; k++)
+        status = run_policy(a, &w, starts, urls, n_urls, k, cmp);
+    if (status == EXIT_OK && cmp) {
+        struct atr_buf t = ATR_BUF_INIT;
+        atr_compare_write_markdown(&t, cmp);
+        printf("\n== comparison\n%s", t.data ? t.data : "");
+        atr_buf_release(&t);
+    }
+    atr_compare_free(cmp);
     free(starts);
     atr_workload_release(&w);
-    atr_policy_free(policy);
     return status;
 }
 
@@ -349,10 +417,11 @@ int cmd_replay_llm(int argc, char **argv)
 {
     struct llm_args a;
     int rc = parse_args(argc, argv, &a);
-    if (rc != EXIT_OK)
-        return rc;
-    if (strncmp(a.target, "sim:", 4) == 0)
-        return cmd_sim_workload(a.target + 4, a.tp, a.policy, a.policy_opts, &a.sched, &a.report,
-                                a.from, argv + optind, (size_t)(argc - optind));
-    return replay(&a, argv + optind, (size_t)(argc - optind));
+    if (rc == EXIT_OK && strncmp(a.target, "sim:", 4) == 0)
+        rc = cmd_sim_workload(a.target + 4, a.tp, a.policy_arg, a.policy_opts, &a.sched,
+                              &a.report, a.from, argv + optind, (size_t)(argc - optind));
+    else if (rc == EXIT_OK)
+        rc = replay(&a, argv + optind, (size_t)(argc - optind));
+    free(a.policy_list);
+    return rc;
 }

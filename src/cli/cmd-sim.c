@@ -98,21 +98,6 @@ static void print_engine(const struct atr_profile *p, unsigned replicas,
            (unsigned long long)st->evictions);
 }
 
-/* FILE with ".NAME" before its extension (r.json -> r.naive.json), when
- * several policies share one --save-result / --requests-out. */
-static char *per_policy_path(const char *path, const char *name)
-{
-    if (!path)
-        return NULL;
-    const char *slash = strrchr(path, '/'), *dot = strrchr(path, '.');
-    if (!dot || (slash && dot < slash))
-        dot = path + strlen(path);
-    char *out;
-    if (asprintf(&out, "%.*s.%s%s", (int)(dot - path), path, name, dot) < 0)
-        abort();
-    return out;
-}
-
 static int report(const struct sim_args *a, const struct atr_profile *p,
                   struct atr_engine *const *engines, const struct atr_policy *policy,
                   const struct atr_llm_record *recs, size_t n, struct atr_error *err)
@@ -148,8 +133,8 @@ static int report(const struct sim_args *a, const struct atr_profile *p,
     struct llm_report_opts ro = a->report;
     bool several = a->n_policies > 1;
     if (several) {
-        ro.save_result = per_policy_path(a->report.save_result, atr_policy_name(policy));
-        ro.requests_out = per_policy_path(a->report.requests_out, atr_policy_name(policy));
+        ro.save_result = llm_report_policy_path(a->report.save_result, atr_policy_name(policy));
+        ro.requests_out = llm_report_policy_path(a->report.requests_out, atr_policy_name(policy));
         if (!ro.quiet)
             printf("\n== policy %s\n", atr_policy_name(policy));
     }
@@ -395,16 +380,14 @@ int cmd_sim_workload(const char *profile, unsigned tp, const char *policy,
     a.from = from;
     a.replicas = 1;
     a.policy_opts = policy_opts;
-    if (policy) {
-        a.policies[0] = policy;
-        a.n_policies = 1;
-    }
+    int rc = policy ? parse_policies(policy, &a) : EXIT_OK;
     struct atr_error err;
     struct atr_profile p;
-    if (atr_profile_find(profile, tp, &p, &err) < 0 ||
-        simulate(&a, paths, n_paths, &p, &err) < 0)
-        return cli_fail_err(&err);
-    return EXIT_OK;
+    if (rc == EXIT_OK && (atr_profile_find(profile, tp, &p, &err) < 0 ||
+                          simulate(&a, paths, n_paths, &p, &err) < 0))
+        rc = cli_fail_err(&err);
+    free(a.policy_list);
+    return rc;
 }
 
 int cmd_sim_compare(int argc, char **argv)

@@ -51,7 +51,8 @@ int cmd_replay_llm(int argc, char **argv);
 extern const char cmd_sim_serve_help[];
 extern const char cmd_replay_llm_help[];
 /* `atr sim run` on a workload with default engine settings (replay llm
- * --target sim:GPU/MODEL); returns an exit status. */
+ * --target sim:GPU/MODEL), under the policies of a comma list (or none);
+ * returns an exit status. */
 struct sched_opts;
 struct llm_report_opts;
 /* `atr compare --run`: `atr sim run` arguments (argv[0] is a name), the

@@ -3,6 +3,7 @@
 #include "cli/llm-report.h"
 
 #include <getopt.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -62,6 +63,21 @@ bool llm_report_goodput_opt(struct llm_report_opts *o, int argc, char **argv)
         if (!llm_report_parse_goodput(o, argv[optind++]))
             return false;
     return true;
+}
+
+/* FILE with ".NAME" before its extension (r.json -> r.naive.json), when
+ * several policies share one --save-result / --requests-out. */
+char *llm_report_policy_path(const char *path, const char *name)
+{
+    if (!path)
+        return NULL;
+    const char *slash = strrchr(path, '/'), *dot = strrchr(path, '.');
+    if (!dot || (slash && dot < slash))
+        dot = path + strlen(path);
+    char *out;
+    if (asprintf(&out, "%.*s.%s%s", (int)(dot - path), path, name, dot) < 0)
+        abort();
+    return out;
 }
 
 void llm_report_date(char out[32])

@@ -27,6 +27,11 @@ bool llm_report_parse_goodput(struct llm_report_opts *o, const char *arg);
  * argument of the form KEY:NUMBER (advancing optind past them). */
 bool llm_report_goodput_opt(struct llm_report_opts *o, int argc, char **argv);
 
+/* PATH with ".NAME" before its extension (r.json -> r.naive.json), for
+ * runs of several policies sharing one --save-result / --requests-out;
+ * malloc'd, NULL for a NULL path. */
+char *llm_report_policy_path(const char *path, const char *name);
+
 /* "YYYYMMDD-HHMMSS" of now (UTC), as vLLM stamps results. */
 void llm_report_date(char out[32]);
 

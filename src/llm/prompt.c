@@ -71,7 +71,9 @@ int atr_prompt_body(struct atr_buf *b, const struct atr_body_opts *o, const stru
     rc |= atr_json_write_string(b, model, strlen(model));
     rc |= atr_buf_puts(b, o->api == ATR_LLM_CHAT ? ",\"messages\":[{\"role\":\"user\",\"content\":\""
                                                    : ",\"prompt\":\"");
-    if (o->salt)     /* plain words and digits: no escaping needed */
+    if (o->run_salt)     /* plain words and digits: no escaping needed */
+        rc |= atr_buf_puts(b, o->run_salt);
+    if (o->salt)
         rc |= atr_buf_puts(b, o->salt);
     rc |= atr_prompt_text(b, t, block_size, unique_seed);
     /* A cap below the recorded length truncates the reply there. */

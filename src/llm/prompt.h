@@ -31,8 +31,10 @@ struct atr_body_opts {
     const char *model;           /* required by most servers */
     bool stream;                 /* true: SSE with include_usage */
     bool force_length;           /* ignore_eos + min_tokens = max_tokens (vLLM, SGLang) */
+    const char *run_salt;        /* first of all: a word unique to one run, so runs of
+                                    several policies never share cached prefixes; or NULL */
     const char *salt;            /* prepended to the prompt (defeats prefix caching), or NULL;
-                                    plain letters, digits and spaces only */
+                                    plain letters, digits and spaces only (both) */
     uint32_t max_tokens;         /* output cap below the turn's length, or 0 */
 };
 

@@ -144,6 +144,17 @@ ok "replay over two replicas" "$ATR" replay llm -q "$L/sessions.ndjson" --policy
     --save-result "$L/pol-pr.json"
 check "two replicas: all completed" "$J '$L/pol-pr.json' \"r['completed'] == 12 and r['atr']['target'].count(',') == 1\""
 kill "$PID_engine2" "$PID_engine3" 2>/dev/null
+# Several policies against one server: each run has its own run word, so
+# the second does not reuse the first one's cache, and a table compares them.
+serve engine4 --profile h100/llama-3.1-8b
+ok "replay two policies in turn" "$ATR" replay llm "$L/sessions.ndjson" --policy naive,prefix-cache \
+    --target "http://127.0.0.1:$PORT" --rate inf --warmup 0 --save-result "$L/two.json"
+check "two policies: comparison printed" "grep -q '^== comparison' '$T/out' && grep -Eq '\\| prefix-cache +\\|' '$T/out'"
+check "two policies: naive misses, prefix-cache hits" "$J '$L/two.naive.json' \"r['atr']['cached_tokens'] == 0\" && $J '$L/two.prefix-cache.json' \"r['atr']['cached_tokens'] > 0.5 * r['total_input_tokens']\""
+kill "$PID_engine4" 2>/dev/null
+ok "sim target with two policies" "$ATR" replay llm -q "$L/sessions.ndjson" --target sim:h100/llama-3.1-8b \
+    --policy naive,prefix-cache --save-result "$L/simtwo.json"
+check "sim target: one result per policy" "[ -s '$L/simtwo.naive.json' ] && [ -s '$L/simtwo.prefix-cache.json' ]"
 fails "replay llm unknown policy" 1 "unknown policy 'fastest'" "$ATR" replay llm "$L/req.ndjson" \
     --target "$URL" --model m --policy fastest
 
