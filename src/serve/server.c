@@ -49,7 +49,7 @@ static const char *const fault_names[] = { "429", "500", "cut", "stall" };
 
 struct counters {
     uint64_t requests[2];        /* by api */
-    uint64_t prompt_tokens, generation_tokens, success, bad_requests;
+    uint64_t prompt_tokens, generation_tokens, success, aborted, bad_requests;
     uint64_t faults[4];
     uint64_t ttft_hist[N_BUCKETS + 1];
     double ttft_sum;
@@ -299,6 +299,13 @@ static void on_conn_close(struct evhttp_connection *evcon, void *arg)
     struct stream *st = arg;
     if (!st->req)
         return;
+    /* The client left before the answer was complete: like vLLM, abort the
+     * request in the engine so it stops taking a batch slot and KV. */
+    if (st->rec && st->srv->engine && !st->gen_done) {
+        atr_engine_abort(st->srv->engine, st->rec);
+        st->gen_done = true;
+        st->srv->c.aborted++;
+    }
     if (!evhttp_request_get_connection(st->req))
         evhttp_request_free(st->req);
     st->req = NULL;
@@ -767,6 +774,7 @@ static void handle_metrics(struct atr_serve *s, struct evhttp_request *req)
     metric(s, "vllm:generation_tokens_total", NULL, (double)s->c.generation_tokens);
     metric_head(b, "vllm:request_success_total", "counter", "Count of successfully processed requests.");
     metric(s, "vllm:request_success_total", "finished_reason=\"length\"", (double)s->c.success);
+    metric(s, "vllm:request_success_total", "finished_reason=\"abort\"", (double)s->c.aborted);
     metrics_ttft(s);
     metrics_atr(s);
     send_body(s, req, 200, "text/plain; version=0.0.4; charset=utf-8");

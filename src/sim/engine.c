@@ -29,6 +29,9 @@ struct req {
     uint32_t n_hashed;           /* leading blocks already checked into the cache */
     uint32_t sched_new;          /* tokens scheduled in the current iteration */
     bool admitted_once;
+    bool aborted;                /* atr_engine_abort: stop at the next safe point */
+    bool arriving;               /* its arrival event is still in the heap */
+    bool release_pending;        /* released while the engine still held it */
     size_t all_index;            /* position in e->all (atr_engine_release_record) */
 };
 
@@ -528,6 +531,8 @@ static int start_iteration(struct atr_engine *e, struct atr_error *err)
     return 0;
 }
 
+static void req_destroy(struct atr_engine *e, struct req *r);
+
 /* Applies the finished iteration: KV computed, tokens sampled, requests done. */
 static int end_iteration(struct atr_engine *e)
 {
@@ -536,6 +541,10 @@ static int end_iteration(struct atr_engine *e)
         r->computed += r->sched_new;
         r->sched_new = 0;
         req_cache_blocks(e, r);
+        if (r->aborted) {      /* computed KV stays cached; nothing is sampled */
+            req_free_blocks(e, r);
+            continue;
+        }
         if (r->computed < r->num_tokens)
             continue;
         r->rec.token_times[r->rec.tokens_done++] = e->now;
@@ -553,9 +562,13 @@ static int end_iteration(struct atr_engine *e)
     }
     size_t k = 0;           /* drop finished requests, keeping admission order */
     for (size_t i = 0; i < e->running.len; i++)
-        if (e->running.v[i]->rec.tokens_done < e->running.v[i]->rec.output_tokens)
+        if (e->running.v[i]->rec.tokens_done < e->running.v[i]->rec.output_tokens &&
+            !e->running.v[i]->aborted)
             e->running.v[k++] = e->running.v[i];
     e->running.len = k;
+    for (size_t i = 0; i < e->batch.len; i++)
+        if (e->batch.v[i]->release_pending)
+            req_destroy(e, e->batch.v[i]);
     e->batch.len = 0;
     e->busy = false;
     return 0;
@@ -693,6 +706,7 @@ const struct atr_sim_record *atr_engine_add(struct atr_engine *e, const struct a
     uint64_t full = q->prompt_tokens / e->cfg.block_size;
     r->n_hash = q->hash_ids ? (uint32_t)(q->n_hash_ids < full ? q->n_hash_ids : full) : 0;
     r->num_tokens = q->prompt_tokens;
+    r->arriving = true;
     e->pending++;
     e->st.requests_added++;
     return atr_heap_push(&e->events, q->arrival, r, err) < 0 ? NULL : &r->rec;
@@ -715,6 +729,14 @@ static int process_event(struct atr_engine *e, void *data)
 {
     if (data == &iter_end_tag)
         return end_iteration(e);
+    struct req *r = data;
+    if (r->aborted) {          /* aborted before it arrived */
+        r->arriving = false;
+        if (r->release_pending)
+            req_destroy(e, r);
+        return 0;
+    }
+    r->arriving = false;
     return ring_push_back(&e->waiting, data);
 }
 
@@ -803,12 +825,9 @@ uint32_t atr_engine_kv_blocks_total(const struct atr_engine *e)
     return e->n_blocks;
 }
 
-int atr_engine_release_record(struct atr_engine *e, const struct atr_sim_record *rec)
+/* Unlinks r from e->all and the finished list and frees it. */
+static void req_destroy(struct atr_engine *e, struct req *r)
 {
-    struct req *r = (struct req *)rec;      /* rec is the first member */
-    if (r->rec.tokens_done < r->rec.output_tokens || r->all_index >= e->all.len ||
-        e->all.v[r->all_index] != r)
-        return -1;
     for (size_t i = 0; i < e->done.len; i++)
         if (e->done.v[i] == r) {
             memmove(&e->done.v[i], &e->done.v[i + 1], (e->done.len - i - 1) * sizeof(r));
@@ -821,5 +840,65 @@ int atr_engine_release_record(struct atr_engine *e, const struct atr_sim_record 
     free(r->blocks);
     free(r->rec.token_times);
     free(r);
+}
+
+static bool in_vec(const struct req_vec *v, const struct req *r)
+{
+    for (size_t i = 0; i < v->len; i++)
+        if (v->v[i] == r)
+            return true;
+    return false;
+}
+
+/* Removes r from the waiting queue; false when it is not there. */
+static bool ring_remove(struct engine_ring *q, const struct req *r)
+{
+    for (size_t i = 0; i < q->len; i++) {
+        if (q->v[(q->head + i) % q->cap] != r)
+            continue;
+        for (size_t k = i; k + 1 < q->len; k++)
+            q->v[(q->head + k) % q->cap] = q->v[(q->head + k + 1) % q->cap];
+        q->len--;
+        return true;
+    }
+    return false;
+}
+
+int atr_engine_abort(struct atr_engine *e, const struct atr_sim_record *rec)
+{
+    struct req *r = (struct req *)rec;      /* rec is the first member */
+    if (r->all_index >= e->all.len || e->all.v[r->all_index] != r)
+        return -1;
+    if (r->aborted || r->rec.tokens_done == r->rec.output_tokens)
+        return 0;                           /* already over */
+    r->aborted = true;
+    r->rec.aborted = true;
+    r->rec.finish = e->now;
+    e->pending--;
+    e->st.requests_aborted++;
+    if (r->arriving || (e->busy && in_vec(&e->batch, r)))
+        return 0;                           /* the event or iteration end lets go of it */
+    if (!ring_remove(&e->waiting, r)) {     /* running, between iterations */
+        size_t k = 0;
+        for (size_t i = 0; i < e->running.len; i++)
+            if (e->running.v[i] != r)
+                e->running.v[k++] = e->running.v[i];
+        e->running.len = k;
+    }
+    req_free_blocks(e, r);
+    return 0;
+}
+
+int atr_engine_release_record(struct atr_engine *e, const struct atr_sim_record *rec)
+{
+    struct req *r = (struct req *)rec;      /* rec is the first member */
+    if ((r->rec.tokens_done < r->rec.output_tokens && !r->aborted) ||
+        r->all_index >= e->all.len || e->all.v[r->all_index] != r || r->release_pending)
+        return -1;
+    if (r->aborted && (r->arriving || (e->busy && in_vec(&e->batch, r)))) {
+        r->release_pending = true;          /* freed when the engine lets go of it */
+        return 0;
+    }
+    req_destroy(e, r);
     return 0;
 }

@@ -76,11 +76,13 @@ struct atr_sim_record {
     double first_token;         /* end of the iteration completing its prefill (TTFT) */
     double finish;              /* time of the last token (E2EL) */
     double *token_times;        /* [output_tokens]: end of the iteration producing each token */
+    bool aborted;               /* atr_engine_abort: finish is the abort time, tokens_done
+                                   what it produced */
 };
 
 struct atr_engine_stats {
     uint64_t iterations;
-    uint64_t requests_added, requests_finished;
+    uint64_t requests_added, requests_finished, requests_aborted;
     uint64_t prompt_tokens;         /* over first admissions */
     uint64_t cached_tokens;         /* over first admissions */
     double prefix_hit_rate;         /* cached_tokens / prompt_tokens (0 if none) */
@@ -142,10 +144,20 @@ size_t atr_engine_num_waiting(const struct atr_engine *e);
 uint32_t atr_engine_kv_blocks_used(const struct atr_engine *e);
 uint32_t atr_engine_kv_blocks_total(const struct atr_engine *e);
 
-/* Frees a finished request's state and record, so a long-running server
- * does not keep every request until atr_engine_free. rec must not be used
- * afterwards; it also leaves the atr_engine_finished() list. -1 (nothing
- * freed) when the request has not finished or is not this engine's. */
+/* Aborts a request, as vLLM does when its client goes away: it leaves the
+ * waiting queue or the batch at the next safe point (the end of an
+ * iteration in flight), its blocks are released (computed ones stay in the
+ * prefix cache), and it produces no more tokens. The record gets aborted =
+ * true and finish = the engine clock. 0 (also when it had already ended),
+ * -1 when it is not this engine's. */
+int atr_engine_abort(struct atr_engine *e, const struct atr_sim_record *rec);
+
+/* Frees a finished or aborted request's state and record, so a long-running
+ * server does not keep every request until atr_engine_free. rec must not be
+ * used afterwards; it also leaves the atr_engine_finished() list. An aborted
+ * request still in an iteration or not yet arrived is freed when the engine
+ * lets go of it. -1 (nothing freed) when the request is still running or is
+ * not this engine's. */
 int atr_engine_release_record(struct atr_engine *e, const struct atr_sim_record *rec);
 
 #endif

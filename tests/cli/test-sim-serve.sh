@@ -168,6 +168,14 @@ sv_post "$SV/e3.sse" /v1/chat/completions '{"messages":[{"role":"user","content"
 check "engine: chat stream" "python3 '$SV/sse.py' '$SV/e3.sse' stream-chat 20"
 curl -s -N --max-time 0.3 -d '{"prompt":"leave early","max_tokens":300,"stream":true}' "$SV_URL/v1/completions" >/dev/null 2>&1
 check "engine: server lives after a client left" "[ \$(curl -s -o /dev/null -w '%{http_code}' '$SV_URL/health') = 200 ]"
+# vLLM aborts a request whose client left; so does the engine here (poll
+# with a deadline: the server notices at its next write).
+sv_i=0
+while [ "$sv_i" -lt 100 ] && ! curl -s "$SV_URL/metrics" | grep -q 'finished_reason="abort",model_name="[^"]*"} 1$'; do
+    sleep 0.1; sv_i=$((sv_i + 1))
+done
+check "engine: the left client's request is aborted" "curl -s '$SV_URL/metrics' | grep -q 'finished_reason=\"abort\",model_name=\"[^\"]*\"} 1\$'"
+check "engine: nothing left running" "curl -s '$SV_URL/metrics' | grep -Eq '^vllm:num_requests_running\\{[^}]*\\} 0\$'"
 check "engine: prefix cache hits in metrics" "[ \"\$(curl -s '$SV_URL/metrics' | awk '\$1 ~ /^vllm:prefix_cache_hits_total/ {print \$2}')\" -gt 0 ]"
 sv_stop engine
 

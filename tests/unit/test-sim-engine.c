@@ -358,6 +358,60 @@ static void test_bad_input(void **state)
     assert_null(atr_engine_new(&cfg, &err));
 }
 
+/* Aborts at every stage: before arrival, waiting, mid-iteration, between
+ * iterations. The others finish as if the aborted ones had left, blocks come
+ * back, and every record can be released. */
+static void test_abort(void **state)
+{
+    (void)state;
+    struct atr_error err;
+    struct atr_engine *e = mk(cost_const, 1 << 12, NULL, NULL);
+    struct atr_sim_req q0 = { 0, 0, 32, 8, NULL, 0 }, q1 = { 1, 0, 32, 8, NULL, 0 },
+                       q2 = { 2, 1, 32, 8, NULL, 0 };
+    const struct atr_sim_record *r0 = atr_engine_add(e, &q0, &err);
+    const struct atr_sim_record *r1 = atr_engine_add(e, &q1, &err);
+    const struct atr_sim_record *r2 = atr_engine_add(e, &q2, &err);
+    assert_non_null(r0);
+    assert_non_null(r1);
+    assert_non_null(r2);
+    /* r2 has not arrived yet: aborted and released before its event. */
+    assert_int_equal(atr_engine_abort(e, r2), 0);
+    assert_int_equal(atr_engine_release_record(e, r2), 0);
+    /* Run into the first iteration: r0 and r1 are in the batch. */
+    while (atr_engine_num_running(e) == 0)
+        assert_int_equal(atr_engine_step(e, &err), 0);
+    assert_int_equal(atr_engine_step(e, &err), 0);       /* the iteration starts */
+    assert_true(atr_engine_kv_blocks_used(e) > 0);
+    assert_int_equal(atr_engine_abort(e, r1), 0);       /* mid-iteration */
+    assert_true(r1->aborted);
+    assert_int_equal(atr_engine_release_record(e, r1), 0); /* deferred */
+    assert_int_equal(atr_engine_pending(e), 1);
+    assert_int_equal(atr_engine_run_until(e, INFINITY, &err), 0);
+    assert_int_equal(r0->tokens_done, 8);
+    assert_false(r0->aborted);
+    assert_int_equal(atr_engine_kv_blocks_used(e), 0);
+    assert_int_equal(atr_engine_pending(e), 0);
+    /* Already finished: abort changes nothing. */
+    assert_int_equal(atr_engine_abort(e, r0), 0);
+    assert_false(r0->aborted);
+    assert_int_equal(atr_engine_release_record(e, r0), 0);
+    struct atr_engine_stats st;
+    atr_engine_get_stats(e, &st);
+    assert_int_equal(st.requests_aborted, 2);
+    assert_int_equal(st.requests_finished, 1);
+    /* A running request between iterations, and one that waits. */
+    struct atr_sim_req q3 = { 3, atr_engine_now(e), 32, 8, NULL, 0 };
+    const struct atr_sim_record *r3 = atr_engine_add(e, &q3, &err);
+    assert_int_equal(atr_engine_run_until(e, atr_engine_now(e) + 3 * C0, &err), 0);
+    assert_true(r3->tokens_done > 0 && r3->tokens_done < 8);
+    assert_int_equal(atr_engine_abort(e, r3), 0);
+    assert_int_equal(atr_engine_run_until(e, INFINITY, &err), 0);
+    assert_true(r3->tokens_done < 8);
+    assert_int_equal(atr_engine_release_record(e, r3), 0);
+    assert_int_equal(atr_engine_kv_blocks_used(e), 0);
+    atr_engine_free(e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -370,6 +424,7 @@ int main(void)
         cmocka_unit_test(test_lru_eviction_order),
         cmocka_unit_test(test_sessions_and_determinism),
         cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_abort),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
