@@ -63,14 +63,10 @@ const char cmd_replay_llm_help[] =
     "exit status is 130. A run where every request failed exits 1.\n";
 
 #define MAX_TARGETS 64
-#define MAX_POLICIES 8
 
 struct llm_args {
-    const char *target, *model, *api_key, *from, *policy, *policy_opts;
-    const char *policies[MAX_POLICIES];
-    size_t n_policies;
-    char *policy_list;           /* strdup of --policy, split in place */
-    const char *policy_arg;      /* --policy as given */
+    const char *target, *model, *api_key, *from, *policy_opts;
+    struct llm_policy_list policies;
     enum atr_llm_api api;
     bool force_length;
     unsigned warmup, tp;
@@ -95,26 +91,6 @@ static bool parse_seconds(const char *s, double *out)
         return false;
     *out = v;
     return true;
-}
-
-/* --policy a,b,c: each runs in turn against the same targets. */
-static int parse_policies(const char *list, struct llm_args *a)
-{
-    a->policy_arg = list;
-    free(a->policy_list);
-    if (!(a->policy_list = strdup(list)))
-        abort();
-    a->n_policies = 0;
-    char *save = NULL;
-    for (char *tok = strtok_r(a->policy_list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        if (a->n_policies == MAX_POLICIES)
-            return cli_usage("replay llm", "--policy takes at most %d policies", MAX_POLICIES);
-        a->policies[a->n_policies++] = tok;
-    }
-    if (!a->n_policies)
-        return cli_usage("replay llm", "empty --policy");
-    a->policy = a->policies[0];
-    return EXIT_OK;
 }
 
 static int parse_opt(int c, struct llm_args *a, int argc, char **argv)
@@ -163,7 +139,7 @@ static int parse_opt(int c, struct llm_args *a, int argc, char **argv)
         a->from = optarg;
         break;
     case 'q': a->report.quiet = true; break;
-    case 'Y': return parse_policies(optarg, a);
+    case 'Y': return llm_policy_list_parse(&a->policies, optarg, "replay llm");
     case 'o': a->policy_opts = optarg; break;
     default: return cli_usage("replay llm", "unknown option");
     }
@@ -265,7 +241,7 @@ static int report(const struct llm_args *a, const struct atr_llm_replay_result *
         .max_concurrency = a->sched.max_concurrency, .incomplete = res->incomplete,
     };
     struct llm_report_opts ro = a->report;
-    bool several = a->n_policies > 1;
+    bool several = a->policies.n > 1;
     if (several) {
         ro.save_result = llm_report_policy_path(a->report.save_result, atr_policy_name(policy));
         ro.requests_out = llm_report_policy_path(a->report.requests_out, atr_policy_name(policy));
@@ -330,10 +306,10 @@ static int run_policy(struct llm_args *a, const struct atr_workload *w, const do
 {
     struct atr_error err;
     struct atr_policy *policy = NULL;
-    if (a->n_policies) {
+    if (a->policies.n) {
         struct atr_policy_cfg pc = { .n_replicas = n_urls, .block_size = 16,
                                      .options = a->policy_opts, .seed = a->sched.schedule.seed };
-        if (!(policy = atr_policy_new(a->policies[k], &pc, &err)))
+        if (!(policy = atr_policy_new(a->policies.names[k], &pc, &err)))
             return cli_fail_err(&err);
     }
     char run_salt[32];
@@ -344,7 +320,7 @@ static int run_policy(struct llm_args *a, const struct atr_workload *w, const do
         .max_concurrency = a->sched.max_concurrency,
         .body = { .api = a->api, .model = a->model, .stream = true,
                   .force_length = a->force_length,
-                  .run_salt = a->n_policies > 1 ? run_salt : NULL },
+                  .run_salt = a->policies.n > 1 ? run_salt : NULL },
         .client = { .base_url = urls[0], .api_key = a->api_key, .timeout_s = a->timeout_s,
                     .stall_timeout_s = a->stall_s,
                     .max_connections = a->sched.max_concurrency > ATR_LLM_DEFAULT_CONNECTIONS
@@ -392,13 +368,13 @@ static int replay(struct llm_args *a, char *const *paths, size_t n_paths)
     double *starts = calloc(w.n_sessions ? w.n_sessions : 1, sizeof *starts);
     if (!starts)
         abort();
-    struct atr_compare *cmp = a->n_policies > 1 && !a->report.quiet ? atr_compare_new() : NULL;
+    struct atr_compare *cmp = a->policies.n > 1 && !a->report.quiet ? atr_compare_new() : NULL;
     int status = EXIT_OK;
     raise_fd_limit();
     cli_on_stop_signals(on_stop);
     if (atr_schedule_starts(&a->sched.schedule, &w, starts, &err) < 0)
         status = cli_fail_err(&err);
-    size_t runs = a->n_policies ? a->n_policies : 1;
+    size_t runs = a->policies.n ? a->policies.n : 1;
     for (size_t k = 0; k < runs && status == EXIT_OK; k++)
         status = run_policy(a, &w, starts, urls, n_urls, k, cmp);
     if (status == EXIT_OK && cmp) {
@@ -418,10 +394,10 @@ int cmd_replay_llm(int argc, char **argv)
     struct llm_args a;
     int rc = parse_args(argc, argv, &a);
     if (rc == EXIT_OK && strncmp(a.target, "sim:", 4) == 0)
-        rc = cmd_sim_workload(a.target + 4, a.tp, a.policy_arg, a.policy_opts, &a.sched,
+        rc = cmd_sim_workload(a.target + 4, a.tp, a.policies.arg, a.policy_opts, &a.sched,
                               &a.report, a.from, argv + optind, (size_t)(argc - optind));
     else if (rc == EXIT_OK)
         rc = replay(&a, argv + optind, (size_t)(argc - optind));
-    free(a.policy_list);
+    llm_policy_list_release(&a.policies);
     return rc;
 }

@@ -65,13 +65,9 @@ static const char help[] =
     "llama-3.2-1b llama-3.2-3b llama-3-70b qwen3-4b qwen3-4b-awq qwen3-8b\n"
     "qwen1.5-0.5b.\n";
 
-#define MAX_POLICIES 8
-
 struct sim_args {
     const char *profile, *from, *iterations_out, *policy_opts;
-    const char *policies[MAX_POLICIES];
-    size_t n_policies;
-    char *policy_list;           /* strdup of --policy, split in place */
+    struct llm_policy_list policies;
     unsigned tp, replicas;
     struct atr_engine_cfg cfg;
     struct sched_opts sched;
@@ -88,11 +84,14 @@ static double profile_cost(void *ctx, const struct atr_iter_work *w)
 static void print_engine(const struct atr_profile *p, unsigned replicas,
                          const struct atr_engine_stats *st)
 {
-    printf("engine (%s/%s, tp %u%s%.0u): %llu iterations, mean batch %.1f, prefix cache hit "
+    char rep[32] = "";
+    if (replicas > 1)
+        snprintf(rep, sizeof rep, ", replicas %u", replicas);
+    printf("engine (%s/%s, tp %u%s): %llu iterations, mean batch %.1f, prefix cache hit "
            "rate %.1f%%, KV peak %u of %u blocks (mean %.0f), %llu preemptions, "
            "%llu evictions\n",
-           p->gpu->name, p->model->name, p->tp, replicas > 1 ? ", replicas " : "",
-           replicas > 1 ? replicas : 0, (unsigned long long)st->iterations, st->batch_mean,
+           p->gpu->name, p->model->name, p->tp, rep, (unsigned long long)st->iterations,
+           st->batch_mean,
            100 * st->prefix_hit_rate, st->kv_blocks_peak, st->kv_blocks_total,
            st->kv_blocks_mean, (unsigned long long)st->preemptions,
            (unsigned long long)st->evictions);
@@ -131,7 +130,7 @@ static int report(const struct sim_args *a, const struct atr_profile *p,
         .max_concurrency = a->sched.max_concurrency,
     };
     struct llm_report_opts ro = a->report;
-    bool several = a->n_policies > 1;
+    bool several = a->policies.n > 1;
     if (several) {
         ro.save_result = llm_report_policy_path(a->report.save_result, atr_policy_name(policy));
         ro.requests_out = llm_report_policy_path(a->report.requests_out, atr_policy_name(policy));
@@ -157,26 +156,19 @@ static int report(const struct sim_args *a, const struct atr_profile *p,
     return rc;
 }
 
-/* --policy a,b,c: names are checked when the policies are made. */
+/* --policy a,b,c; sim run checks the names before it starts. */
 static int parse_policies(const char *list, struct sim_args *a)
 {
-    free(a->policy_list);
-    if (!(a->policy_list = strdup(list)))
-        abort();
-    a->n_policies = 0;
-    char *save = NULL;
-    for (char *tok = strtok_r(a->policy_list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    int rc = llm_policy_list_parse(&a->policies, list, "sim run");
+    for (size_t k = 0; rc == EXIT_OK && k < a->policies.n; k++) {
         bool known = false;
         for (size_t i = 0; atr_policy_names[i]; i++)
-            known |= strcmp(atr_policy_names[i], tok) == 0;
+            known |= strcmp(atr_policy_names[i], a->policies.names[k]) == 0;
         if (!known)
-            return cli_usage("sim run", "unknown policy '%s' (naive, prefix-cache, prefix-route, "
-                             "compaction, max-tokens, learned)", tok);
-        if (a->n_policies == MAX_POLICIES)
-            return cli_usage("sim run", "--policy takes at most %d policies", MAX_POLICIES);
-        a->policies[a->n_policies++] = tok;
+            rc = cli_usage("sim run", "unknown policy '%s' (naive, prefix-cache, prefix-route, "
+                           "compaction, max-tokens, learned)", a->policies.names[k]);
     }
-    return a->n_policies ? EXIT_OK : cli_usage("sim run", "empty --policy");
+    return rc;
 }
 
 static int parse_args(int argc, char **argv, struct sim_args *a)
@@ -296,7 +288,7 @@ static int run_policy(const struct sim_args *a, const struct atr_profile *p,
     cfg.cost_ctx = (void *)p;
     cfg.kv_capacity_tokens = p->kv_capacity_tokens;
     struct atr_buf iters = ATR_BUF_INIT;
-    if (a->iterations_out && a->n_policies <= 1 && a->replicas == 1) {
+    if (a->iterations_out && a->policies.n <= 1 && a->replicas == 1) {
         cfg.on_iter = on_iter;
         cfg.iter_ctx = &iters;
     }
@@ -336,7 +328,7 @@ static int run_policy(const struct sim_args *a, const struct atr_profile *p,
 static int simulate(struct sim_args *a, char *const *paths, size_t n_paths,
                     const struct atr_profile *p, struct atr_error *err)
 {
-    bool table = a->table_only || (a->n_policies > 1 && !a->report.quiet);
+    bool table = a->table_only || (a->policies.n > 1 && !a->report.quiet);
     if (table && !(a->compare = atr_compare_new()))
         abort();
     struct atr_workload w = ATR_WORKLOAD_INIT;
@@ -348,10 +340,10 @@ static int simulate(struct sim_args *a, char *const *paths, size_t n_paths,
             abort();
         rc = atr_schedule_starts(&a->sched.schedule, &w, starts, err);
     }
-    if (rc == 0 && a->n_policies == 0)
+    if (rc == 0 && a->policies.n == 0)
         rc = run_policy(a, p, &w, starts, NULL, err);
-    for (size_t i = 0; rc == 0 && i < a->n_policies; i++)
-        rc = run_policy(a, p, &w, starts, a->policies[i], err);
+    for (size_t i = 0; rc == 0 && i < a->policies.n; i++)
+        rc = run_policy(a, p, &w, starts, a->policies.names[i], err);
     if (rc == 0 && a->compare) {      /* the policies side by side, as atr compare */
         struct atr_buf t = ATR_BUF_INIT;
         atr_compare_write_markdown(&t, a->compare);
@@ -386,7 +378,7 @@ int cmd_sim_workload(const char *profile, unsigned tp, const char *policy,
     if (rc == EXIT_OK && (atr_profile_find(profile, tp, &p, &err) < 0 ||
                           simulate(&a, paths, n_paths, &p, &err) < 0))
         rc = cli_fail_err(&err);
-    free(a.policy_list);
+    llm_policy_list_release(&a.policies);
     return rc;
 }
 
@@ -405,7 +397,7 @@ int cmd_sim_compare(int argc, char **argv)
         rc = simulate(&a, argv + optind, (size_t)(argc - optind), &p, &err) < 0
                  ? cli_fail_err(&err) : EXIT_OK;
     }
-    free(a.policy_list);
+    llm_policy_list_release(&a.policies);
     return rc;
 }
 
@@ -425,12 +417,12 @@ static int run(int argc, char **argv)
     if (rc == EXIT_OK && atr_profile_find(a.profile, a.tp, &p, &err) < 0)
         rc = cli_fail_err(&err);
     if (rc != EXIT_OK) {
-        free(a.policy_list);
+        llm_policy_list_release(&a.policies);
         return rc;
     }
     rc = simulate(&a, argv + optind, (size_t)(argc - optind), &p, &err) < 0
              ? cli_fail_err(&err) : EXIT_OK;
-    free(a.policy_list);
+    llm_policy_list_release(&a.policies);
     return rc;
 }
 

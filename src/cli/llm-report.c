@@ -2,12 +2,15 @@
  * LLM run (see llm-report.h). */
 #include "cli/llm-report.h"
 
+#include "cli/cmd.h"
+
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "cli/cmd.h"
 #include "util/output.h"
 
 void llm_report_init(struct llm_report_opts *o)
@@ -78,6 +81,27 @@ char *llm_report_policy_path(const char *path, const char *name)
     if (asprintf(&out, "%.*s.%s%s", (int)(dot - path), path, name, dot) < 0)
         abort();
     return out;
+}
+
+int llm_policy_list_parse(struct llm_policy_list *l, const char *arg, const char *cmd)
+{
+    llm_policy_list_release(l);
+    l->arg = arg;
+    if (!(l->buf = strdup(arg)))
+        abort();
+    char *save = NULL;
+    for (char *tok = strtok_r(l->buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (l->n == LLM_MAX_POLICIES)
+            return cli_usage(cmd, "--policy takes at most %d policies", LLM_MAX_POLICIES);
+        l->names[l->n++] = tok;
+    }
+    return l->n ? EXIT_OK : cli_usage(cmd, "empty --policy");
+}
+
+void llm_policy_list_release(struct llm_policy_list *l)
+{
+    free(l->buf);
+    memset(l, 0, sizeof *l);
 }
 
 void llm_report_date(char out[32])

@@ -32,6 +32,22 @@ bool llm_report_goodput_opt(struct llm_report_opts *o, int argc, char **argv);
  * malloc'd, NULL for a NULL path. */
 char *llm_report_policy_path(const char *path, const char *name);
 
+/* --policy a,b,c, shared by sim run and replay llm. */
+#define LLM_MAX_POLICIES 8
+
+struct llm_policy_list {
+    const char *arg;                     /* as given (borrowed from argv) */
+    const char *names[LLM_MAX_POLICIES]; /* point into buf */
+    size_t n;
+    char *buf;                           /* owned copy, split in place */
+};
+
+/* Splits arg into l (replacing what l held); EXIT_OK or a usage error of
+ * cmd for an empty list or more than LLM_MAX_POLICIES names. Names are
+ * checked when the policies are made (atr_policy_new). */
+int llm_policy_list_parse(struct llm_policy_list *l, const char *arg, const char *cmd);
+void llm_policy_list_release(struct llm_policy_list *l);
+
 /* "YYYYMMDD-HHMMSS" of now (UTC), as vLLM stamps results. */
 void llm_report_date(char out[32]);
 
