@@ -363,19 +363,26 @@ int atr_llm_replay(const struct atr_llm_replay_cfg *cfg, struct atr_llm_replay_r
     if (rc == 0)
         rc = warm_up(&d);
     if (rc == 0) {
-        d.t0 = atr_llm_now();
+        /* Every first turn enters the schedule before the clock starts:
+         * filling the heap takes milliseconds for large workloads, which
+         * would otherwise show as lag on the first requests. */
         const struct atr_workload *w = cfg->workload;
-        for (size_t i = 0; i < w->n_sessions && d.failed == 0; i++) {
+        for (size_t i = 0; i < w->n_sessions && rc == 0; i++) {
             if (!w->sessions[i].n_turns)
                 continue;
             d.first[i].session = i;
-            schedule_turn(&d, &d.first[i], cfg->starts[i]);
+            d.first[i].scheduled_s = cfg->starts[i];
+            rc = atr_heap_push(&d.due, cfg->starts[i], &d.first[i], err) < 0 ? -1 : 0;
         }
-        if (out->total && d.failed == 0 && !(cfg->stop && *cfg->stop))
+        d.t0 = atr_llm_now();
+        if (rc == 0)
+            arm_timer(&d);
+        if (rc == 0 && out->total && d.failed == 0 && !(cfg->stop && *cfg->stop))
             event_base_dispatch(d.base);
         if (cfg->stop && *cfg->stop && out->n < out->total)
             out->incomplete = true;
-        rc = d.failed;
+        if (rc == 0)
+            rc = d.failed;
     }
     teardown(&d);
     if (rc < 0) {
