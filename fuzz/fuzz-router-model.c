@@ -4,8 +4,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "router/features.h"
-#include "router/mlp.h"
+#include "policy/learned-features.h"
+#include "policy/learned-model.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

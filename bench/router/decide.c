@@ -13,7 +13,7 @@
 #include <time.h>
 
 #include "policy/policy.h"
-#include "router/features.h"
+#include "policy/learned-features.h"
 #include "router/mlp.h"
 #include "sched/workload.h"
 

@@ -8,7 +8,7 @@
 #include "cli/cmd.h"
 #include "cli/sched-opts.h"
 #include "policy/policy.h"
-#include "router/features.h"
+#include "policy/learned-features.h"
 #include "router/train.h"
 #include "sched/schedule.h"
 #include "sched/workload.h"

@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "llm/metrics.h"
+#include "stats/metrics.h"
 
 struct llm_report_opts {
     const char *save_result;     /* --save-result FILE or NULL */

@@ -4,7 +4,7 @@
 #define ATR_GEN_GEN_IMPL_H
 
 #include "gen/gen.h"
-#include "gen/rng.h"
+#include "util/rng.h"
 #include "trace/convo.h"
 #include "util/buf.h"
 

@@ -5,7 +5,7 @@
 #include <stdio.h>
 
 #include "gen/gen.h"
-#include "gen/rng.h"
+#include "util/rng.h"
 #include "util/buf.h"
 
 enum noisy_kind { NOISY_CPU, NOISY_MEM, NOISY_FORK, NOISY_N };

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <xxhash.h>
 
-#include "gen/rng.h"
+#include "util/rng.h"
 
 #define HEAD_MAX 64
 #define OTHER_CLASS "other"

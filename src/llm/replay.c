@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/heap.h"
+#include "sched/heap.h"
 
 /* Warm-up requests use ids from here, so they never touch the records. */
 #define WARMUP_ID (UINT64_C(1) << 62)

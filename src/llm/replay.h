@@ -28,7 +28,7 @@
 #include <stddef.h>
 
 #include "llm/client.h"
-#include "llm/metrics.h"
+#include "stats/metrics.h"
 #include "llm/prompt.h"
 #include "policy/policy.h"
 #include "sched/schedule.h"

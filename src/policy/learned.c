@@ -1,4 +1,4 @@
-/* learned.c - the metadata router: a small MLP (src/router/mlp.h, trained
+/* learned.c - the metadata router: a small MLP (policy/learned-model.h, trained
  * by `atr router train`) picks, per request, which candidate policy
  * decides it (docs/policies.md, "## learned").
  *
@@ -20,8 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "router/features.h"
-#include "router/mlp.h"
+#include "policy/learned-features.h"
+#include "policy/learned-model.h"
 
 struct slot {
     bool live;

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "json/json.h"
-#include "llm/metrics.h"
+#include "stats/metrics.h"
 #include "report/compare.h"
 #include "util/arena.h"
 #include "util/input.h"

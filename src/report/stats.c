@@ -5,7 +5,7 @@
 #include <string.h>
 #include <xxhash.h>
 
-#include "report/percentile.h"
+#include "stats/percentile.h"
 #include "report/stats.h"
 #include "util/arena.h"
 

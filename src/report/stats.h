@@ -32,7 +32,7 @@ struct atr_stats_opts {
 };
 
 /* A distribution: n values, their mean, exact percentiles (numpy "linear",
- * report/percentile.h), max and total. Figures are NAN when n == 0. */
+ * stats/percentile.h), max and total. Figures are NAN when n == 0. */
 struct atr_stats_dist {
     uint64_t n;
     double mean, p50, p95, max;

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "policy/policy.h"
-#include "router/features.h"
+#include "policy/learned-features.h"
 #include "sim/run.h"
 
 static void *xcalloc(size_t n, size_t size)

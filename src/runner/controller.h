@@ -31,7 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "report/percentile.h"
+#include "stats/percentile.h"
 #include "runner/cgroup.h"
 #include "runner/spawn.h"
 #include "util/error.h"

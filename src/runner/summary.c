@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "json/json.h"
-#include "report/percentile.h"
+#include "stats/percentile.h"
 
 enum { MAX_CONFIGS = 8 };
 

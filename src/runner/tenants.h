@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "report/percentile.h"
+#include "stats/percentile.h"
 #include "runner/replay.h"
 #include "trace/trace.h"
 #include "util/buf.h"

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gen/rng.h"
+#include "util/rng.h"
 
 void atr_schedule_defaults(struct atr_schedule *s)
 {

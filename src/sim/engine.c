@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/heap.h"
+#include "sched/heap.h"
 
 #define NIL UINT32_MAX
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/heap.h"
+#include "sched/heap.h"
 
 /* A turn between being sent and finishing. */
 struct pending {

@@ -19,7 +19,7 @@
 
 #include <stddef.h>
 
-#include "llm/metrics.h"
+#include "stats/metrics.h"
 #include "policy/policy.h"
 #include "sched/schedule.h"
 #include "sched/workload.h"

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "llm/metrics.h"
+#include "stats/metrics.h"
 
 void atr_sim_stats_sum(struct atr_engine *const *engines, unsigned n,
                        struct atr_engine_stats *out)

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "gen/gen.h"
-#include "gen/rng.h"
+#include "util/rng.h"
 #include "trace/writer.h"
 
 /* ---- rng ---- */

@@ -9,7 +9,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "sim/heap.h"
+#include "sched/heap.h"
 
 static void test_order_and_ties(void **state)
 {

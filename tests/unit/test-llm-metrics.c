@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "llm/metrics.h"
+#include "stats/metrics.h"
 
 static char *slurp(const char *name)
 {

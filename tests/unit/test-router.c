@@ -13,9 +13,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gen/rng.h"
+#include "util/rng.h"
 #include "policy/policy.h"
-#include "router/features.h"
+#include "policy/learned-features.h"
 #include "router/mlp.h"
 #include "router/train.h"
 

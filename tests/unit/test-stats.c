@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "report/percentile.h"
+#include "stats/percentile.h"
 #include "report/stats.h"
 
 #define EPS 1e-9

@@ -24,8 +24,8 @@
  * Memory: records and their strings are the caller's and are only read.
  * atr_llm_summarize fills a summary that owns its failure table (malloc);
  * atr_llm_summary_release frees it. Writers append to a caller's atr_buf. */
-#ifndef ATR_LLM_METRICS_H
-#define ATR_LLM_METRICS_H
+#ifndef ATR_STATS_METRICS_H
+#define ATR_STATS_METRICS_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,5 +1,5 @@
 /* rng.c - xoshiro256** with portable continuous distributions (see rng.h). */
-#include "gen/rng.h"
+#include "util/rng.h"
 
 #include <math.h>
 

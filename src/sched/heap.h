@@ -5,8 +5,8 @@
  * come out in push order and ties never depend on the heap's layout.
  * Memory: the heap owns its item array only; data pointers are borrowed and
  * never freed by the heap. */
-#ifndef ATR_SIM_HEAP_H
-#define ATR_SIM_HEAP_H
+#ifndef ATR_SCHED_HEAP_H
+#define ATR_SCHED_HEAP_H
 
 #include <stdbool.h>
 #include <stddef.h>

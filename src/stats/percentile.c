@@ -2,7 +2,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "report/percentile.h"
+#include "stats/percentile.h"
 
 static int cmp_double(const void *a, const void *b)
 {

@@ -1,14 +1,14 @@
-/* features.c - metadata features of a request for the learned router (see
- * features.h). Logs use atr_det_log so a model trains to the same bits on
+/* learned-features.c - metadata features of a request for the learned router (see
+ * learned-features.h). Logs use atr_det_log so a model trains to the same bits on
  * every machine. */
-#include "router/features.h"
+#include "policy/learned-features.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-#include "gen/rng.h"
+#include "util/rng.h"
 
 const char *const atr_router_feature_names[ATR_ROUTER_N_FEATURES] = {
     "log_input_tokens", "log_turn", "prefix_reuse", "log_new_tokens",

@@ -1,13 +1,13 @@
 /* metrics.c - vLLM's benchmark figures from per-request records, and the
  * result JSON, printed block and per-request lines built from them. */
-#include "llm/metrics.h"
+#include "stats/metrics.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "report/percentile.h"
+#include "stats/percentile.h"
 
 /* Beyond this many one-second buckets (about 3 years) the peak figures are
  * refused: the run's clock is broken, and the arrays would be huge. */

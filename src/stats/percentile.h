@@ -14,8 +14,8 @@
  * Memory: struct atr_samples owns its array (malloc; aborts on
  * out-of-memory like the arena); atr_samples_release frees it. Callers that
  * need several percentiles of the same set pay for one sort only. */
-#ifndef ATR_REPORT_PERCENTILE_H
-#define ATR_REPORT_PERCENTILE_H
+#ifndef ATR_STATS_PERCENTILE_H
+#define ATR_STATS_PERCENTILE_H
 
 #include <stdbool.h>
 #include <stddef.h>

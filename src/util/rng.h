@@ -5,8 +5,8 @@
  * and exp, never libm's transcendental functions, whose last bits differ
  * between C libraries: `atr gen` output is byte-identical for a seed on any
  * machine. */
-#ifndef ATR_GEN_RNG_H
-#define ATR_GEN_RNG_H
+#ifndef ATR_UTIL_RNG_H
+#define ATR_UTIL_RNG_H
 
 #include <stddef.h>
 #include <stdint.h>

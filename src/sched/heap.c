@@ -1,5 +1,5 @@
 /* heap.c - binary min-heap of (time, seq, data) events. */
-#include "sim/heap.h"
+#include "sched/heap.h"
 
 #include <math.h>
 #include <stdlib.h>

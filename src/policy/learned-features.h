@@ -1,4 +1,4 @@
-/* features.h - the learned router's input: a fixed-length feature vector
+/* learned-features.h - the learned router's input: a fixed-length feature vector
  * computed from a request's metadata only (struct atr_policy_req), the
  * same way at training time and at decision time.
  *
@@ -11,8 +11,8 @@
  * Memory: the state owns its copies (malloc); they grow to the longest
  * prompt of each session and are reused, so a steady stream of requests
  * allocates nothing. atr_router_fstate_release frees them. */
-#ifndef ATR_ROUTER_FEATURES_H
-#define ATR_ROUTER_FEATURES_H
+#ifndef ATR_POLICY_LEARNED_FEATURES_H
+#define ATR_POLICY_LEARNED_FEATURES_H
 
 #include <stddef.h>
 #include <stdint.h>
