@@ -14,7 +14,7 @@
 
 #include "policy/policy.h"
 #include "policy/learned-features.h"
-#include "router/mlp.h"
+#include "policy/learned-model.h"
 #include "sched/workload.h"
 
 static double now_s(void)

@@ -1,11 +1,12 @@
 /* cmd-compare.c - `atr compare`: benchmark results of several policies
  * (atr, vLLM, SGLang result files) side by side, with the cut against naive. */
-#include <getopt.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cmd.h"
+#include "cli/sim-run.h"
+#include "cli/opts.h"
 #include "report/compare.h"
 #include "util/output.h"
 
@@ -52,33 +53,25 @@ static const char help[] =
 struct compare_opts {
     const char *out;
     bool json;
+    int first_arg;           /* argv[first_arg..argc): the RESULTs */
 };
 
-static int bad_option(int c, char **argv)
-{
-    char short_name[3] = {'-', (char)optopt, '\0'};
-    if (c == ':')
-        return cli_usage("compare", "option '%s' needs a value", argv[optind - 1]);
-    return cli_usage("compare", "unknown option '%s'", optopt ? short_name : argv[optind - 1]);
-}
+#define ARGS struct compare_opts
+static const struct opt options[] = {
+    OPT_FLAG(ARGS, json, "json", 0),
+    OPT_STRING(ARGS, out, "output", 'o'),
+    OPT_END,
+};
+#undef ARGS
+
+/* Unknown options and missing values are named ("unknown option '--x'"). */
+static const struct opts_cmd parser = {"compare", options, true};
 
 static int parse_args(int argc, char **argv, struct compare_opts *o)
 {
-    static const struct option longs[] = {
-        {"json", no_argument, NULL, 'J'},
-        {"output", required_argument, NULL, 'o'},
-        {NULL, 0, NULL, 0},
-    };
-    int c;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":o:", longs, NULL)) != -1) {
-        switch (c) {
-        case 'J': o->json = true; break;
-        case 'o': o->out = optarg; break;
-        default: return bad_option(c, argv);
-        }
-    }
-    if (optind >= argc)
+    if (opts_parse(&parser, o, argc, argv, &o->first_arg) != EXIT_OK)
+        return EXIT_USAGE;
+    if (o->first_arg >= argc)
         return cli_usage("compare", "missing RESULT");
     return EXIT_OK;
 }
@@ -91,34 +84,43 @@ static int emit(const char *path, const struct atr_buf *b)
     return EXIT_OK;
 }
 
-/* --run: `atr sim run` with --target sim:X as --profile X, table only. */
+/* --run: `atr sim run`'s arguments, with --target sim:GPU/MODEL for its
+ * --profile, and only the comparison table printed. */
+struct compare_run_args {
+    struct sim_run_args sim;
+};
+
+static bool opt_sim_target(void *base, const char *arg, const char *cmd)
+{
+    if (strncmp(arg, "sim:", 4) != 0) {
+        cli_usage(cmd, "--run wants --target sim:GPU/MODEL (replay real targets with atr "
+                  "replay llm, then compare the results)");
+        return false;
+    }
+    ((struct compare_run_args *)base)->sim.profile = arg + 4;
+    return true;
+}
+
+static const struct opt run_options[] = {
+    OPT_CALL("target", 't', opt_sim_target, NULL),
+    OPT_INCLUDE(struct compare_run_args, sim, sim_run_options),
+    OPT_END,
+};
+
+static const struct opts_cmd run_parser = {"compare", run_options, false};
+
 static int run_sim(int argc, char **argv)
 {
-    char **args = calloc((size_t)argc + 1, sizeof *args);
-    if (!args)
-        abort();
-    int n = 0;
-    args[n++] = "compare --run";
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i];
-        if ((strcmp(a, "--target") == 0 || strcmp(a, "-t") == 0) && i + 1 < argc) {
-            if (strncmp(argv[i + 1], "sim:", 4) != 0) {
-                free(args);
-                return cli_usage("compare", "--run wants --target sim:GPU/MODEL (replay real "
-                                 "targets with atr replay llm, then compare the results)");
-            }
-            args[n++] = "--profile";
-            args[n++] = argv[++i] + 4;
-        } else if (strncmp(a, "--target=", 9) == 0) {
-            free(args);
-            return cli_usage("compare", "write --target sim:GPU/MODEL as two words");
-        } else {
-            args[n++] = argv[i];
-        }
-    }
-    optind = 0;       /* a fresh getopt scan over the new vector */
-    int rc = cmd_sim_compare(n, args);
-    free(args);
+    struct compare_run_args a;
+    sim_run_args_init(&a.sim);
+    argc--;                      /* past "--run" */
+    argv++;
+    int rc = opts_parse(&run_parser, &a, argc, argv, &a.sim.first_arg);
+    if (rc == EXIT_OK)
+        rc = sim_run_args_check(&a.sim, argc, "compare");
+    if (rc == EXIT_OK)
+        rc = sim_run_exec(&a.sim, argc, argv, true);
+    sim_run_args_release(&a.sim);
     return rc;
 }
 
@@ -132,7 +134,7 @@ static int run(int argc, char **argv)
         return rc;
     struct atr_compare *c = atr_compare_new();
     struct atr_error err;
-    for (int i = optind; i < argc; i++)
+    for (int i = o.first_arg; i < argc; i++)
         if (atr_compare_add_file(c, argv[i], &err) < 0) {
             atr_compare_free(c);
             return cli_fail_err(&err);

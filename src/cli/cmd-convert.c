@@ -1,10 +1,11 @@
 /* cmd-convert.c - `atr convert`: any supported format -> atr-trace v1 NDJSON. */
-#include <getopt.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli/cmd.h"
+#include "cli/opts.h"
 #include "cli/progress.h"
 #include "trace/reader.h"
 #include "trace/writer.h"
@@ -48,54 +49,37 @@ struct convert_opts {
     struct atr_read_opts read;
     struct atr_write_opts write;
     bool quiet;
+    int first_arg;           /* argv[first_arg..argc): the input FILEs */
 };
 
 struct convert_totals {
     unsigned long files, traces, steps, llm, tool;
 };
 
+#define ARGS struct convert_opts
+static const struct opt options[] = {
+    OPT_STRING(ARGS, out, "output", 'o'),
+    OPT_FROM(ARGS, from),
+    OPT_UINT(ARGS, read.block_size, "block-size", 'b', 1, 1 << 20,
+             "--block-size wants an integer 1..1048576"),
+    OPT_FLAG(ARGS, read.keep_content, "keep-content", 0),
+    OPT_FLAG(ARGS, write.redact_commands, "redact-commands", 0),
+    OPT_FLAG(ARGS, write.expand, "expand", 0),
+    OPT_SIZE(ARGS, read.max_line, "max-line", 0, 1, SIZE_MAX, "--max-line wants a size like 64M"),
+    OPT_FLAG(ARGS, quiet, "quiet", 'q'),
+    OPT_END,
+};
+#undef ARGS
+
+static const struct opts_cmd parser = {"convert", options, false};
+
 static int parse_args(int argc, char **argv, struct convert_opts *o)
 {
-    static const struct option longs[] = {
-        {"output", required_argument, NULL, 'o'},
-        {"from", required_argument, NULL, 'f'},
-        {"block-size", required_argument, NULL, 'b'},
-        {"keep-content", no_argument, NULL, 'K'},
-        {"redact-commands", no_argument, NULL, 'R'},
-        {"expand", no_argument, NULL, 'E'},
-        {"max-line", required_argument, NULL, 'M'},
-        {"quiet", no_argument, NULL, 'q'},
-        {NULL, 0, NULL, 0},
-    };
-    unsigned long long v;
-    int c;
-    while ((c = getopt_long(argc, argv, "o:f:b:q", longs, NULL)) != -1) {
-        switch (c) {
-        case 'o': o->out = optarg; break;
-        case 'f':
-            if (!atr_format_find(optarg))
-                return cli_usage("convert", "unknown format '%s'", optarg);
-            o->from = optarg;
-            break;
-        case 'b':
-            if (!cli_parse_uint(optarg, 1, 1 << 20, &v))
-                return cli_usage("convert", "--block-size wants an integer 1..1048576");
-            o->read.block_size = (uint32_t)v;
-            break;
-        case 'K': o->read.keep_content = true; break;
-        case 'R': o->write.redact_commands = true; break;
-        case 'E': o->write.expand = true; break;
-        case 'M':
-            if (!cli_parse_size(optarg, &o->read.max_line) || o->read.max_line == 0)
-                return cli_usage("convert", "--max-line wants a size like 64M");
-            break;
-        case 'q': o->quiet = true; break;
-        default: return cli_usage("convert", "unknown option");
-        }
-    }
+    if (opts_parse(&parser, o, argc, argv, &o->first_arg) != EXIT_OK)
+        return EXIT_USAGE;
     if (!o->out)
         return cli_usage("convert", "missing -o OUT");
-    if (optind >= argc)
+    if (o->first_arg >= argc)
         return cli_usage("convert", "missing input FILE");
     return EXIT_OK;
 }
@@ -147,7 +131,7 @@ static int run(int argc, char **argv)
     struct cli_progress bar;
     cli_progress_init(&bar, o.quiet);
     int failed = 0;
-    for (int i = optind; i < argc && !failed; i++)
+    for (int i = o.first_arg; i < argc && !failed; i++)
         failed = convert_file(argv[i], &o, out, &t, &line, &tot, &bar, &err) < 0;
     cli_progress_end(&bar);
     atr_trace_release(&t);

@@ -1,10 +1,10 @@
 /* cmd-gen.c - `atr gen`: seeded synthetic agent traces as atr-trace NDJSON. */
-#include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cmd.h"
+#include "cli/opts.h"
 #include "gen/gen.h"
 #include "trace/writer.h"
 #include "util/output.h"
@@ -72,82 +72,53 @@ static bool parse_rate(const char *s, double *out)
     return true;
 }
 
-/* One option's value; returns EXIT_OK or the usage status. */
-static int parse_one(int c, const char *arg, struct gen_cli *o)
+static bool opt_rate(void *o, const char *arg, const char *cmd)
 {
-    unsigned long long v;
-    switch (c) {
-    case 'k':
-        o->noisy = strcmp(arg, "noisy") == 0;
-        if (!o->noisy && !atr_gen_kind_parse(arg, &o->gen.kind))
-            return cli_usage("gen", "unknown kind '%s' (swe, chat, requests, noisy)", arg);
-        o->have_kind = true;
-        return EXIT_OK;
-    case 'n':
-        if (!cli_parse_uint(arg, 1, 10000000, &v))
-            return cli_usage("gen", "--traces wants an integer 1..10000000");
-        o->gen.traces = v;
-        return EXIT_OK;
-    case 's':
-        if (!cli_parse_uint(arg, 0, INT64_MAX, &v))
-            return cli_usage("gen", "--seed wants a non-negative integer");
-        o->gen.seed = v;
-        return EXIT_OK;
-    case 'r':
-        if (!parse_rate(arg, &o->gen.rate))
-            return cli_usage("gen", "--rate wants a positive number or inf");
-        return EXIT_OK;
-    case 'b':
-        if (!cli_parse_uint(arg, 1, 1 << 20, &v))
-            return cli_usage("gen", "--block-size wants an integer 1..1048576");
-        o->gen.block_size = (uint32_t)v;
-        return EXIT_OK;
-    case 'I': case 'O': case 'P':
-        if (!cli_parse_uint(arg, c == 'P' ? 0 : 1, 10000000, &v))
-            return cli_usage("gen", "--%s wants an integer %s..10000000",
-                             c == 'I' ? "input-tokens" : c == 'O' ? "output-tokens"
-                                                                  : "shared-prefix",
-                             c == 'P' ? "0" : "1");
-        *(c == 'I' ? &o->gen.input_tokens : c == 'O' ? &o->gen.output_tokens
-                                                     : &o->gen.shared_prefix) = v;
-        return EXIT_OK;
-    }
-    return cli_usage("gen", "unknown option");
+    return parse_rate(arg, &((struct gen_cli *)o)->gen.rate);
 }
+
+static bool opt_kind(void *base, const char *arg, const char *cmd)
+{
+    struct gen_cli *o = base;
+    o->noisy = strcmp(arg, "noisy") == 0;
+    o->have_kind = true;
+    return o->noisy || atr_gen_kind_parse(arg, &o->gen.kind);
+}
+
+#define ARGS struct gen_cli
+static const struct opt options[] = {
+    OPT_CALL("kind", 'k', opt_kind, "unknown kind '%s' (swe, chat, requests, noisy)"),
+    OPT_UINT(ARGS, gen.traces, "traces", 'n', 1, 10000000,
+             "--traces wants an integer 1..10000000"),
+    OPT_UINT(ARGS, gen.seed, "seed", 's', 0, INT64_MAX, "--seed wants a non-negative integer"),
+    OPT_CALL("rate", 'r', opt_rate, "--rate wants a positive number or inf"),
+    OPT_UINT(ARGS, gen.block_size, "block-size", 'b', 1, 1 << 20,
+             "--block-size wants an integer 1..1048576"),
+    OPT_UINT(ARGS, gen.input_tokens, "input-tokens", 0, 1, 10000000,
+             "--input-tokens wants an integer 1..10000000"),
+    OPT_UINT(ARGS, gen.output_tokens, "output-tokens", 0, 1, 10000000,
+             "--output-tokens wants an integer 1..10000000"),
+    OPT_UINT(ARGS, gen.shared_prefix, "shared-prefix", 0, 0, 10000000,
+             "--shared-prefix wants an integer 0..10000000"),
+    OPT_FLAG(ARGS, gen.keep_content, "keep-content", 0),
+    OPT_FLAG(ARGS, write.expand, "expand", 0),
+    OPT_STRING(ARGS, out, "output", 'o'),
+    OPT_FLAG(ARGS, quiet, "quiet", 'q'),
+    OPT_END,
+};
+#undef ARGS
+
+static const struct opts_cmd parser = {"gen", options, false};
 
 static int parse_args(int argc, char **argv, struct gen_cli *o)
 {
-    static const struct option longs[] = {
-        {"kind", required_argument, NULL, 'k'},
-        {"traces", required_argument, NULL, 'n'},
-        {"seed", required_argument, NULL, 's'},
-        {"rate", required_argument, NULL, 'r'},
-        {"block-size", required_argument, NULL, 'b'},
-        {"input-tokens", required_argument, NULL, 'I'},
-        {"output-tokens", required_argument, NULL, 'O'},
-        {"shared-prefix", required_argument, NULL, 'P'},
-        {"keep-content", no_argument, NULL, 'K'},
-        {"expand", no_argument, NULL, 'E'},
-        {"output", required_argument, NULL, 'o'},
-        {"quiet", no_argument, NULL, 'q'},
-        {NULL, 0, NULL, 0},
-    };
+    int first;
     o->gen.seed = 1;
     o->gen.rate = 1;
-    int c, rc;
-    while ((c = getopt_long(argc, argv, "k:n:s:r:b:o:q", longs, NULL)) != -1) {
-        switch (c) {
-        case 'K': o->gen.keep_content = true; break;
-        case 'E': o->write.expand = true; break;
-        case 'o': o->out = optarg; break;
-        case 'q': o->quiet = true; break;
-        default:
-            if ((rc = parse_one(c, optarg, o)) != EXIT_OK)
-                return rc;
-        }
-    }
-    if (optind < argc)
-        return cli_usage("gen", "unexpected argument '%s'", argv[optind]);
+    if (opts_parse(&parser, o, argc, argv, &first) != EXIT_OK)
+        return EXIT_USAGE;
+    if (first < argc)
+        return cli_usage("gen", "unexpected argument '%s'", argv[first]);
     if (!o->have_kind)
         return cli_usage("gen", "missing --kind");
     if (!o->gen.traces)

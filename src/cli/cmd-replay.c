@@ -2,7 +2,6 @@
  * under cgroup control, with metrics.jsonl and summary.json. */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -11,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli/cmd.h"
+#include "cli/opts.h"
 #include "runner/replay.h"
 #include "runner/summary.h"
 #include "runner/tenants.h"
@@ -92,6 +92,7 @@ struct replay_args {
     bool tenants, no_baseline;
     int64_t weights[ATR_TENANTS_MAX];
     size_t n_weights;
+    int first_arg;           /* argv[first_arg..argc): the TRACEs (or DIRs) */
 };
 
 static int parse_configs(const char *list, struct replay_args *a)
@@ -109,37 +110,40 @@ static int parse_configs(const char *list, struct replay_args *a)
     return a->n_configs ? EXIT_OK : cli_usage("replay tools", "empty --config");
 }
 
-static int parse_size_opt(const char *arg, const char *name, int64_t *out)
+static bool parse_cpu_max(void *base, const char *arg, const char *cmd)
 {
-    size_t v;
-    if (!cli_parse_size(arg, &v) || v == 0 || v > INT64_MAX)
-        return cli_usage("replay tools", "%s wants a size like 512M", name);
-    *out = (int64_t)v;
-    return EXIT_OK;
-}
-
-static int parse_cpu_max(const char *arg, struct atr_cg_limits *l)
-{
+    struct atr_cg_limits *l = &((struct replay_args *)base)->ro.limits;
     char *end;
     errno = 0;
     double cores = strtod(arg, &end);
     if (errno || *end || !(cores > 0) || cores > 4096)
-        return cli_usage("replay tools", "--cpu-max wants a number of cores, e.g. 0.5");
+        return false;
     l->cpu_period_us = 100000;
     l->cpu_quota_us = (int64_t)llround(cores * 100000);
-    return EXIT_OK;
+    return true;
 }
 
-static int parse_shard(const char *arg, struct replay_args *a)
+static bool parse_shard(void *base, const char *arg, const char *cmd)
 {
+    struct replay_args *a = base;
     char *end;
     errno = 0;
     unsigned long i = strtoul(arg, &end, 10);
-    if (errno || *end != '/' || !cli_parse_uint(end + 1, 1, 1000000, (unsigned long long *)&a->shard_n) ||
-        i >= a->shard_n)
-        return cli_usage("replay tools", "--shard wants I/N with 0 <= I < N");
+    unsigned long long n;
+    if (errno || *end != '/' || !cli_parse_uint(end + 1, 1, 1000000, &n) || i >= n)
+        return false;
     a->shard_i = i;
-    return EXIT_OK;
+    a->shard_n = (unsigned long)n;
+    return true;
+}
+
+static bool parse_timeout(void *base, const char *arg, const char *cmd)
+{
+    unsigned long long v;
+    if (!cli_parse_uint(arg, 1, 86400, &v))
+        return false;
+    ((struct replay_args *)base)->ro.timeout_ms = (int64_t)v * 1000;
+    return true;
 }
 
 static int parse_weights(const char *list, struct replay_args *a)
@@ -158,81 +162,55 @@ static int parse_weights(const char *list, struct replay_args *a)
     return a->n_weights ? EXIT_OK : cli_usage("replay tools", "empty --tenant-weights");
 }
 
-static int parse_opt(int c, struct replay_args *a)
+static bool opt_configs(void *a, const char *list, const char *cmd)
 {
-    unsigned long long v;
-    size_t sz;
-    switch (c) {
-    case 'c': return parse_configs(optarg, a);
-    case 'o': a->out = optarg; return EXIT_OK;
-    case 'H': return parse_size_opt(optarg, "--mem-high", &a->ro.limits.mem_high);
-    case 'M': return parse_size_opt(optarg, "--mem-max", &a->ro.limits.mem_max);
-    case 'C': return parse_cpu_max(optarg, &a->ro.limits);
-    case 'P':
-        if (!cli_parse_uint(optarg, 1, 1 << 22, &v))
-            return cli_usage("replay tools", "--pids-max wants a positive integer");
-        a->ro.limits.pids_max = (int64_t)v;
-        return EXIT_OK;
-    case 'K':
-        if (strcmp(optarg, "psi-poll") && strcmp(optarg, "psi-trigger"))
-            return cli_usage("replay tools", "--controller wants psi-poll or psi-trigger");
-        a->ro.controller = strcmp(optarg, "psi-trigger") == 0;
-        return EXIT_OK;
-    case 'I':
-        if (!cli_parse_uint(optarg, 1, 60000, &v))
-            return cli_usage("replay tools", "--interval wants milliseconds 1..60000");
-        a->ro.interval_ms = (int)v;
-        return EXIT_OK;
-    case 'T':
-        if (!cli_parse_uint(optarg, 1, 86400, &v))
-            return cli_usage("replay tools", "--timeout wants seconds 1..86400");
-        a->ro.timeout_ms = (int64_t)v * 1000;
-        return EXIT_OK;
-    case 'O':
-        if (!cli_parse_size(optarg, &sz))
-            return cli_usage("replay tools", "--max-output wants a size like 1M");
-        a->ro.max_output = sz;
-        return EXIT_OK;
-    case 'S':
-        if (strcmp(optarg, "ns") && strcmp(optarg, "none"))
-            return cli_usage("replay tools", "--sandbox wants ns or none");
-        a->ro.sandbox = strcmp(optarg, "ns") == 0;
-        return EXIT_OK;
-    case 'N': a->ro.allow_network = true; return EXIT_OK;
-    case 'R': a->ro.rootfs = optarg; return EXIT_OK;
-    case 'W': a->ro.workdir = optarg; return EXIT_OK;
-    case 'D': return parse_shard(optarg, a);
-    case 'G': a->merge = true; return EXIT_OK;
-    case 'Y': a->dry_run = true; return EXIT_OK;
-    case 'A': a->tenants = true; return EXIT_OK;
-    case 'B': a->no_baseline = true; return EXIT_OK;
-    case 'E': return parse_weights(optarg, a);
-    case 'f':
-        if (!atr_format_find(optarg))
-            return cli_usage("replay tools", "unknown format '%s'", optarg);
-        a->from = optarg;
-        return EXIT_OK;
-    case 'q': a->quiet = true; return EXIT_OK;
-    default: return cli_usage("replay tools", "unknown option");
-    }
+    return parse_configs(list, a) == EXIT_OK;
 }
+
+static bool opt_weights(void *a, const char *list, const char *cmd)
+{
+    return parse_weights(list, a) == EXIT_OK;
+}
+
+#define ARGS struct replay_args
+static const struct opt options[] = {
+    OPT_CALL("config", 'c', opt_configs, NULL),
+    OPT_STRING(ARGS, out, "out", 'o'),
+    OPT_SIZE(ARGS, ro.limits.mem_high, "mem-high", 0, 1, INT64_MAX,
+             "--mem-high wants a size like 512M"),
+    OPT_SIZE(ARGS, ro.limits.mem_max, "mem-max", 0, 1, INT64_MAX,
+             "--mem-max wants a size like 512M"),
+    OPT_CALL("cpu-max", 0, parse_cpu_max, "--cpu-max wants a number of cores, e.g. 0.5"),
+    OPT_UINT(ARGS, ro.limits.pids_max, "pids-max", 0, 1, 1 << 22,
+             "--pids-max wants a positive integer"),
+    OPT_ENUM(ARGS, ro.controller, "controller", 0, OPT_WORDS("psi-poll", "psi-trigger"),
+             "--controller wants psi-poll or psi-trigger"),
+    OPT_UINT(ARGS, ro.interval_ms, "interval", 0, 1, 60000,
+             "--interval wants milliseconds 1..60000"),
+    OPT_CALL("timeout", 0, parse_timeout, "--timeout wants seconds 1..86400"),
+    OPT_SIZE(ARGS, ro.max_output, "max-output", 0, 0, SIZE_MAX,
+             "--max-output wants a size like 1M"),
+    OPT_ENUM(ARGS, ro.sandbox, "sandbox", 0, OPT_WORDS("none", "ns"),
+             "--sandbox wants ns or none"),
+    OPT_FLAG(ARGS, ro.allow_network, "allow-network", 0),
+    OPT_STRING(ARGS, ro.rootfs, "rootfs", 0),
+    OPT_STRING(ARGS, ro.workdir, "workdir", 0),
+    OPT_CALL("shard", 0, parse_shard, "--shard wants I/N with 0 <= I < N"),
+    OPT_FLAG(ARGS, merge, "merge", 0),
+    OPT_FLAG(ARGS, dry_run, "dry-run", 0),
+    OPT_FROM(ARGS, from),
+    OPT_FLAG(ARGS, quiet, "quiet", 'q'),
+    OPT_FLAG(ARGS, tenants, "tenants", 0),
+    OPT_FLAG(ARGS, no_baseline, "no-baseline", 0),
+    OPT_CALL("tenant-weights", 0, opt_weights, NULL),
+    OPT_END,
+};
+#undef ARGS
+
+static const struct opts_cmd parser = {"replay tools", options, false};
 
 static int parse_args(int argc, char **argv, struct replay_args *a)
 {
-    static const struct option longs[] = {
-        {"config", required_argument, NULL, 'c'}, {"out", required_argument, NULL, 'o'},
-        {"mem-high", required_argument, NULL, 'H'}, {"mem-max", required_argument, NULL, 'M'},
-        {"cpu-max", required_argument, NULL, 'C'}, {"pids-max", required_argument, NULL, 'P'},
-        {"controller", required_argument, NULL, 'K'}, {"interval", required_argument, NULL, 'I'},
-        {"timeout", required_argument, NULL, 'T'}, {"max-output", required_argument, NULL, 'O'},
-        {"sandbox", required_argument, NULL, 'S'}, {"allow-network", no_argument, NULL, 'N'},
-        {"rootfs", required_argument, NULL, 'R'}, {"workdir", required_argument, NULL, 'W'},
-        {"shard", required_argument, NULL, 'D'}, {"merge", no_argument, NULL, 'G'},
-        {"dry-run", no_argument, NULL, 'Y'}, {"from", required_argument, NULL, 'f'},
-        {"quiet", no_argument, NULL, 'q'}, {"tenants", no_argument, NULL, 'A'},
-        {"no-baseline", no_argument, NULL, 'B'},
-        {"tenant-weights", required_argument, NULL, 'E'}, {NULL, 0, NULL, 0},
-    };
     struct atr_cg_limits none = ATR_CG_LIMITS_NONE;
     a->ro.limits = none;
     a->ro.sandbox = true;
@@ -242,13 +220,11 @@ static int parse_args(int argc, char **argv, struct replay_args *a)
     a->configs[0] = ATR_CFG_STATIC_TOOLCALL;
     a->n_configs = 1;
     a->shard_n = 1;
-    int c, rc;
-    while ((c = getopt_long(argc, argv, "c:o:f:q", longs, NULL)) != -1)
-        if ((rc = parse_opt(c, a)) != EXIT_OK)
-            return rc;
+    if (opts_parse(&parser, a, argc, argv, &a->first_arg) != EXIT_OK)
+        return EXIT_USAGE;
     if (!a->out && !a->dry_run)
         return cli_usage("replay tools", "missing --out DIR");
-    if (optind >= argc)
+    if (a->first_arg >= argc)
         return cli_usage("replay tools", a->merge ? "missing DIR to merge" : "missing TRACE");
     if (a->tenants && (a->merge || a->shard_n > 1))
         return cli_usage("replay tools", "--tenants runs every trace at once: not with "
@@ -404,7 +380,7 @@ static int run_config(struct replay_args *a, int argc, char **argv, struct atr_r
     struct atr_trace t = ATR_TRACE_INIT;
     unsigned long index = 0;
     int rc = 0;
-    for (int i = optind; i < argc && rc == 0 && !atr_replay_stopped(); i++) {
+    for (int i = a->first_arg; i < argc && rc == 0 && !atr_replay_stopped(); i++) {
         struct atr_reader *r = atr_reader_open(argv[i], a->from, &opts, err);
         if (!r) {
             rc = -1;
@@ -479,7 +455,7 @@ static int load_tenants(struct replay_args *a, int argc, char **argv, struct atr
     struct atr_read_opts opts = {0};
     int rc = 0;
     *n = 0;
-    for (int i = optind; i < argc && rc == 0; i++) {
+    for (int i = a->first_arg; i < argc && rc == 0; i++) {
         struct atr_reader *r = atr_reader_open(argv[i], a->from, &opts, err);
         if (!r)
             return -1;
@@ -606,7 +582,7 @@ static int run_merge(struct replay_args *a, int argc, char **argv)
     struct sink_ctx sink = {.fd = -1, .sum = atr_replay_summary_new()};
     char path[PATH_MAX];
     int rc = open_out_dir(a->out, &sink, path, sizeof path, &err);
-    for (int i = optind; rc == 0 && i < argc; i++) {
+    for (int i = a->first_arg; rc == 0 && i < argc; i++) {
         char in_path[PATH_MAX];
         snprintf(in_path, sizeof in_path, "%s/metrics.jsonl", argv[i]);
         struct atr_input *in = atr_input_open(in_path, &err);

@@ -1,11 +1,11 @@
 /* cmd-router.c - `atr router train|eval`: the learned policy's MLP, trained
  * on labels from simulated runs of the candidate policies, and scored on
  * held-out sessions (src/router/train.h, docs/policies.md "## learned"). */
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cmd.h"
+#include "cli/opts.h"
 #include "cli/sched-opts.h"
 #include "policy/policy.h"
 #include "policy/learned-features.h"
@@ -14,6 +14,7 @@
 #include "sched/workload.h"
 #include "sim/cost.h"
 #include "trace/reader.h"
+#include "util/alloc.h"
 #include "util/output.h"
 
 static const char help[] =
@@ -69,13 +70,13 @@ struct router_args {
     unsigned epochs, replicas, tp;
     bool sglang;
     struct sched_opts sched;
+    int first_arg;               /* argv[first_arg..argc) of parse_args: the TRACEs */
 };
 
 static int parse_cands(struct router_args *a, const char *list)
 {
     free(a->cand_list);
-    if (!(a->cand_list = strdup(list)))
-        abort();
+    a->cand_list = xstrdup(list);
     a->n_cands = 0;
     char *save = NULL;
     for (char *t = strtok_r(a->cand_list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
@@ -95,18 +96,9 @@ static int parse_cands(struct router_args *a, const char *list)
     return a->n_cands >= 2 ? EXIT_OK : cli_usage("router", "--policies wants 2 or more");
 }
 
-static int parse_num(const char *arg, double lo, double hi, double *out, const char *what)
+static bool parse_hidden(void *base, const char *arg, const char *cmd)
 {
-    char *end;
-    double v = strtod(arg, &end);
-    if (end == arg || *end || !(v >= lo && v <= hi))
-        return cli_usage("router", "%s wants a number in [%g, %g]", what, lo, hi);
-    *out = v;
-    return EXIT_OK;
-}
-
-static int parse_hidden(struct router_args *a, const char *arg)
-{
+    struct router_args *a = base;
     unsigned long long v;
     char buf[64];
     snprintf(buf, sizeof buf, "%s", arg);
@@ -115,14 +107,14 @@ static int parse_hidden(struct router_args *a, const char *arg)
         *comma = 0;
     a->hidden[0] = a->hidden[1] = 0;
     if (!cli_parse_uint(buf, 1, 128, &v))
-        return cli_usage("router", "--hidden wants N or N,M with widths 1..128");
+        return false;
     a->hidden[0] = (size_t)v;
     if (comma) {
         if (!cli_parse_uint(comma + 1, 1, 128, &v))
-            return cli_usage("router", "--hidden wants N or N,M with widths 1..128");
+            return false;
         a->hidden[1] = (size_t)v;
     }
-    return EXIT_OK;
+    return true;
 }
 
 static void defaults(struct router_args *a)
@@ -138,81 +130,57 @@ static void defaults(struct router_args *a)
     a->tp = 1;
 }
 
-static int parse_opt(struct router_args *a, int c)
+static bool opt_cands(void *a, const char *list, const char *cmd)
 {
-    unsigned long long v;
-    switch (c) {
-    case 'p': a->profile = optarg; return EXIT_OK;
-    case 'o': a->out = optarg; return EXIT_OK;
-    case 'm': a->model = optarg; return EXIT_OK;
-    case 'f':
-        if (!atr_format_find(optarg))
-            return cli_usage("router", "unknown format '%s'", optarg);
-        a->from = optarg;
-        return EXIT_OK;
-    case 'P': return parse_cands(a, optarg);
-    case 'J':
-        if (strcmp(optarg, "e2el") && strcmp(optarg, "ttft"))
-            return cli_usage("router", "--objective wants e2el or ttft");
-        a->objective = strcmp(optarg, "ttft") == 0 ? ATR_ROUTER_TTFT : ATR_ROUTER_E2EL;
-        return EXIT_OK;
-    case 'L':
-        if (strcmp(optarg, "request") && strcmp(optarg, "session"))
-            return cli_usage("router", "--label wants request or session");
-        a->by_session = strcmp(optarg, "session") == 0;
-        return EXIT_OK;
-    case 'M': return parse_num(optarg, 0, 10, &a->margin, "--margin");
-    case 'H': return parse_num(optarg, 0.01, 0.99, &a->holdout, "--holdout");
-    case 'W': return parse_hidden(a, optarg);
-    case 'e':
-        if (!cli_parse_uint(optarg, 1, 100000, &v))
-            return cli_usage("router", "--epochs wants 1..100000");
-        a->epochs = (unsigned)v;
-        return EXIT_OK;
-    case 'A': a->all = true; return EXIT_OK;
-    case 'n':
-        if (!cli_parse_uint(optarg, 1, 256, &v))
-            return cli_usage("router", "--replicas wants 1..256");
-        a->replicas = (unsigned)v;
-        return EXIT_OK;
-    case 'T':
-        if (!cli_parse_uint(optarg, 1, 64, &v))
-            return cli_usage("router", "--tp wants 1..64");
-        a->tp = (unsigned)v;
-        return EXIT_OK;
-    case 'E':
-        if (strcmp(optarg, "vllm") && strcmp(optarg, "sglang"))
-            return cli_usage("router", "--engine wants vllm or sglang");
-        a->sglang = strcmp(optarg, "sglang") == 0;
-        return EXIT_OK;
-    default: return cli_usage("router", "unknown option");
-    }
+    return parse_cands(a, list) == EXIT_OK;
 }
+
+/* --seed of the schedule group, noting that it was given. */
+static bool opt_seed(void *base, const char *arg, const char *cmd)
+{
+    struct router_args *a = base;
+    unsigned long long v;
+    if (!cli_parse_uint(arg, 0, UINT64_MAX, &v))
+        return false;
+    a->sched.schedule.seed = v;
+    a->seed_given = true;
+    return true;
+}
+
+#define ARGS struct router_args
+static const struct opt options[] = {
+    OPT_STRING(ARGS, profile, "profile", 'p'),
+    OPT_STRING(ARGS, out, "output", 'o'),
+    OPT_STRING(ARGS, model, "model", 'm'),
+    OPT_FROM(ARGS, from),
+    OPT_CALL("policies", 0, opt_cands, NULL),
+    OPT_ENUM(ARGS, objective, "objective", 0, OPT_WORDS("e2el", "ttft"),
+             "--objective wants e2el or ttft"),
+    OPT_ENUM(ARGS, by_session, "label", 0, OPT_WORDS("request", "session"),
+             "--label wants request or session"),
+    OPT_DOUBLE(ARGS, margin, "margin", 0, 0, 10, "--margin wants a number in [0, 10]"),
+    OPT_DOUBLE(ARGS, holdout, "holdout", 0, 0.01, 0.99,
+               "--holdout wants a number in [0.01, 0.99]"),
+    OPT_CALL("hidden", 0, parse_hidden, "--hidden wants N or N,M with widths 1..128"),
+    OPT_UINT(ARGS, epochs, "epochs", 0, 1, 100000, "--epochs wants 1..100000"),
+    OPT_FLAG(ARGS, all, "all", 0),
+    OPT_UINT(ARGS, replicas, "replicas", 0, 1, 256, "--replicas wants 1..256"),
+    OPT_UINT(ARGS, tp, "tp", 0, 1, 64, "--tp wants 1..64"),
+    OPT_ENUM(ARGS, sglang, "engine", 0, OPT_WORDS("vllm", "sglang"),
+             "--engine wants vllm or sglang"),
+    OPT_CALL("seed", 0, opt_seed, "--seed wants a non-negative integer"),
+    OPT_INCLUDE(ARGS, sched, sched_opts_group),
+    OPT_END,
+};
+#undef ARGS
+
+static const struct opts_cmd parser = {"router", options, false};
 
 static int parse_args(int argc, char **argv, struct router_args *a)
 {
-    static const struct option longs[] = {
-        {"profile", required_argument, NULL, 'p'}, {"output", required_argument, NULL, 'o'},
-        {"model", required_argument, NULL, 'm'}, {"from", required_argument, NULL, 'f'},
-        {"policies", required_argument, NULL, 'P'}, {"objective", required_argument, NULL, 'J'},
-        {"label", required_argument, NULL, 'L'}, {"margin", required_argument, NULL, 'M'},
-        {"holdout", required_argument, NULL, 'H'}, {"hidden", required_argument, NULL, 'W'},
-        {"epochs", required_argument, NULL, 'e'}, {"all", no_argument, NULL, 'A'},
-        {"replicas", required_argument, NULL, 'n'}, {"tp", required_argument, NULL, 'T'},
-        {"engine", required_argument, NULL, 'E'}, SCHED_LONG_OPTIONS, {NULL, 0, NULL, 0},
-    };
-    int c, taken, rc;
-    while ((c = getopt_long(argc, argv, "p:o:m:f:", longs, NULL)) != -1) {
-        a->seed_given |= c == SCHED_OPT_SEED;
-        if ((taken = sched_opts_parse(&a->sched, c, optarg, "router")) != 0) {
-            if (taken < 0)
-                return -taken;
-            continue;
-        }
-        if ((rc = parse_opt(a, c)) != EXIT_OK)
-            return rc;
-    }
-    if (optind >= argc)
+    if (opts_parse(&parser, a, argc, argv, &a->first_arg) != EXIT_OK)
+        return EXIT_USAGE;
+    if (a->first_arg >= argc)
         return cli_usage("router", "missing TRACE");
     if (!a->eval && !a->profile)
         return cli_usage("router", "missing --profile GPU/MODEL");
@@ -223,17 +191,10 @@ static int parse_args(int argc, char **argv, struct router_args *a)
     return sched_opts_finish(&a->sched, "router");
 }
 
-static double profile_cost(void *ctx, const struct atr_iter_work *w)
-{
-    return atr_iter_seconds(ctx, w);
-}
-
-/* The workload, its schedule and engine settings, for either mode. */
+/* The workload, its schedule and the simulator target, for either mode. */
 struct setup {
-    struct atr_profile profile;
-    struct atr_engine_cfg engine;
+    struct atr_target target;
     struct atr_workload w;
-    double *starts;
     struct atr_router_sim sim;
 };
 
@@ -241,31 +202,24 @@ static int setup_open(struct setup *s, const struct router_args *a, char *const 
                       size_t n_paths, struct atr_error *err)
 {
     memset(s, 0, sizeof *s);
-    if (atr_profile_find(a->profile, a->tp, &s->profile, err) < 0)
+    if (atr_target_sim(&s->target, a->profile, a->tp, err) < 0)
         return -1;
-    atr_engine_cfg_defaults(&s->engine);
-    s->engine.iter_seconds = profile_cost;
-    s->engine.cost_ctx = &s->profile;
-    s->engine.kv_capacity_tokens = s->profile.kv_capacity_tokens;
-    s->engine.longest_prefix_first = a->sglang;
-    if (atr_workload_load(&s->w, paths, n_paths, a->from, s->engine.block_size, err) < 0)
-        return -1;
-    if (!(s->starts = calloc(s->w.n_sessions ? s->w.n_sessions : 1, sizeof *s->starts)))
-        abort();
-    if (atr_schedule_starts(&a->sched.schedule, &s->w, s->starts, err) < 0)
+    s->target.engine.longest_prefix_first = a->sglang;
+    s->target.replicas = a->replicas;
+    if (atr_workload_load(&s->w, paths, n_paths, a->from, s->target.engine.block_size, err) < 0)
         return -1;
     s->sim = (struct atr_router_sim){
-        .workload = &s->w, .starts = s->starts, .schedule = &a->sched.schedule,
-        .max_concurrency = a->sched.max_concurrency, .engine = &s->engine,
-        .replicas = a->replicas, .seed = a->sched.schedule.seed,
+        .workload = &s->w, .schedule = &a->sched.schedule,
+        .max_concurrency = a->sched.max_concurrency, .target = &s->target,
+        .seed = a->sched.schedule.seed,
     };
     return 0;
 }
 
 static void setup_close(struct setup *s)
 {
-    free(s->starts);
     atr_workload_release(&s->w);
+    atr_target_release(&s->target);
 }
 
 static void print_labels(const struct atr_router_data *d, const char *const *cands)
@@ -454,8 +408,8 @@ static int run(int argc, char **argv)
     int rc = parse_args(argc - 1, argv + 1, &a);
     if (rc == EXIT_OK) {
         struct atr_error err;
-        char *const *paths = argv + 1 + optind;
-        size_t n_paths = (size_t)(argc - 1 - optind);
+        char *const *paths = argv + 1 + a.first_arg;
+        size_t n_paths = (size_t)(argc - 1 - a.first_arg);
         struct setup s;
         int r;
         if (a.eval) {

@@ -1,11 +1,12 @@
 /* cmd-sample.c - `atr sample`: a seeded subset of traces, stratified by
  * length and tool mix, in two passes so memory stays bounded. */
-#include <getopt.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli/cmd.h"
+#include "cli/opts.h"
 #include "gen/sample.h"
 #include "trace/reader.h"
 #include "trace/writer.h"
@@ -63,54 +64,40 @@ static bool parse_size(const char *s, size_t *out)
     return true;
 }
 
+static bool opt_size(void *o, const char *arg, const char *cmd)
+{
+    return parse_size(arg, &((struct sample_cli *)o)->size);
+}
+
+#define ARGS struct sample_cli
+static const struct opt options[] = {
+    OPT_CALL("size", 'n', opt_size, "--size wants smoke, dev, paper or a positive integer"),
+    OPT_UINT(ARGS, seed, "seed", 's', 0, UINT64_MAX, "--seed wants a non-negative integer"),
+    OPT_FROM(ARGS, from),
+    OPT_UINT(ARGS, read.block_size, "block-size", 'b', 1, 1 << 20,
+             "--block-size wants an integer 1..1048576"),
+    OPT_STRING(ARGS, out, "output", 'o'),
+    OPT_FLAG(ARGS, quiet, "quiet", 'q'),
+    OPT_END,
+};
+#undef ARGS
+
+static const struct opts_cmd parser = {"sample", options, false};
+
 static int parse_args(int argc, char **argv, struct sample_cli *o)
 {
-    static const struct option longs[] = {
-        {"size", required_argument, NULL, 'n'},
-        {"seed", required_argument, NULL, 's'},
-        {"from", required_argument, NULL, 'f'},
-        {"block-size", required_argument, NULL, 'b'},
-        {"output", required_argument, NULL, 'o'},
-        {"quiet", no_argument, NULL, 'q'},
-        {NULL, 0, NULL, 0},
-    };
-    unsigned long long v;
-    int c;
+    int first;
     o->seed = 1;
-    while ((c = getopt_long(argc, argv, "n:s:f:b:o:q", longs, NULL)) != -1) {
-        switch (c) {
-        case 'n':
-            if (!parse_size(optarg, &o->size))
-                return cli_usage("sample", "--size wants smoke, dev, paper or a positive integer");
-            break;
-        case 's':
-            if (!cli_parse_uint(optarg, 0, UINT64_MAX, &v))
-                return cli_usage("sample", "--seed wants a non-negative integer");
-            o->seed = v;
-            break;
-        case 'f':
-            if (!atr_format_find(optarg))
-                return cli_usage("sample", "unknown format '%s'", optarg);
-            o->from = optarg;
-            break;
-        case 'b':
-            if (!cli_parse_uint(optarg, 1, 1 << 20, &v))
-                return cli_usage("sample", "--block-size wants an integer 1..1048576");
-            o->read.block_size = (uint32_t)v;
-            break;
-        case 'o': o->out = optarg; break;
-        case 'q': o->quiet = true; break;
-        default: return cli_usage("sample", "unknown option");
-        }
-    }
+    if (opts_parse(&parser, o, argc, argv, &first) != EXIT_OK)
+        return EXIT_USAGE;
     if (!o->size)
         return cli_usage("sample", "missing --size");
     if (!o->out)
         return cli_usage("sample", "missing -o OUT");
-    if (optind >= argc)
+    if (first >= argc)
         return cli_usage("sample", "missing input FILE");
-    o->files = argv + optind;
-    o->n_files = argc - optind;
+    o->files = argv + first;
+    o->n_files = argc - first;
     return EXIT_OK;
 }
 

@@ -1,8 +1,8 @@
 /* cmd-sim-serve.c - `atr sim serve`: the engine model (or fixed latencies)
  * behind an OpenAI-compatible HTTP server, with fault injection. */
-#include <getopt.h>
 #include <math.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +12,7 @@
 #include <event2/event.h>
 
 #include "cli/cmd.h"
+#include "cli/opts.h"
 #include "serve/server.h"
 
 const char cmd_sim_serve_help[] =
@@ -87,9 +88,10 @@ static bool parse_double(const char *s, double lo, double hi, double *out)
     return true;
 }
 
-static bool parse_kinds(const char *list, unsigned *out)
+static bool parse_kinds(void *base, const char *list, const char *cmd)
 {
     static const char *const names[] = { "429", "500", "cut", "stall" };
+    unsigned *out = &((struct serve_args *)base)->cfg.fail_kinds;
     char buf[128];
     if (strlen(list) >= sizeof buf)
         return false;
@@ -106,151 +108,81 @@ static bool parse_kinds(const char *list, unsigned *out)
     return *out != 0;
 }
 
-enum {
-    O_TP = 256, O_SEQS, O_BATCHED, O_NOPC, O_TTFT, O_ITL, O_HOST, O_PORT, O_MODEL, O_MML,
-    O_BODY, O_RATE, O_KINDS, O_STALL, O_SEED, O_DELAY, O_CRASH, O_HANG, O_SCALE,
+/* --ttft MS and --itl MS: fixed latencies instead of the engine model. */
+static bool parse_fixed(double *out, struct serve_args *a, const char *arg)
+{
+    double ms;
+    if (!parse_double(arg, 0, 3.6e6, &ms))
+        return false;
+    *out = ms / 1000;
+    a->fixed = true;
+    return true;
+}
+
+static bool parse_ttft(void *a, const char *arg, const char *cmd)
+{
+    return parse_fixed(&((struct serve_args *)a)->cfg.ttft_s, a, arg);
+}
+
+static bool parse_itl(void *a, const char *arg, const char *cmd)
+{
+    return parse_fixed(&((struct serve_args *)a)->cfg.itl_s, a, arg);
+}
+
+static bool nonempty(const char *s)
+{
+    return *s != 0;
+}
+
+#define ARGS struct serve_args
+static const struct opt options[] = {
+    OPT_STRING(ARGS, profile, "profile", 'p'),
+    OPT_UINT(ARGS, tp, "tp", 0, 1, 64, "--tp wants 1..64, got '%s'"),
+    OPT_UINT(ARGS, cfg.engine.max_num_seqs, "max-num-seqs", 0, 1, 65536,
+             "--max-num-seqs wants 1..65536, got '%s'"),
+    OPT_UINT(ARGS, cfg.engine.max_num_batched_tokens, "max-num-batched-tokens", 0, 16, 1 << 24,
+             "--max-num-batched-tokens wants 16..16777216, got '%s'"),
+    OPT_FLAG_OFF(ARGS, cfg.engine.prefix_caching, "no-prefix-caching", 0),
+    OPT_CALL("ttft", 0, parse_ttft, "--ttft and --itl want milliseconds >= 0, got '%s'"),
+    OPT_CALL("itl", 0, parse_itl, "--ttft and --itl want milliseconds >= 0, got '%s'"),
+    /* server */
+    OPT_STRING(ARGS, cfg.host, "host", 0),
+    OPT_UINT(ARGS, cfg.port, "port", 0, 0, 65535, "--port wants 0..65535, got '%s'"),
+    OPT_STRING_CHECK(ARGS, cfg.model_id, "model", 0, nonempty, "--model wants a name"),
+    OPT_UINT(ARGS, cfg.max_model_len, "max-model-len", 0, 2, UINT32_MAX / 2,
+             "--max-model-len wants 2..2147483647, got '%s'"),
+    OPT_SIZE(ARGS, cfg.max_body, "max-body", 0, 1, SIZE_MAX, "--max-body wants a size, got '%s'"),
+    OPT_DOUBLE(ARGS, cfg.time_scale, "time-scale", 0, 1e-6, 1e6,
+               "--time-scale wants a factor > 0, got '%s'"),
+    /* faults */
+    OPT_DOUBLE(ARGS, cfg.fail_rate, "fail-rate", 0, 0, 1, "--fail-rate wants 0..1, got '%s'"),
+    OPT_CALL("fail-kinds", 0, parse_kinds,
+             "--fail-kinds wants a list of 429,500,cut,stall, got '%s'"),
+    OPT_DOUBLE(ARGS, cfg.stall_s, "stall-seconds", 0, 0, 1e7,
+               "--stall-seconds wants seconds >= 0, got '%s'"),
+    OPT_UINT(ARGS, cfg.seed, "seed", 0, 0, UINT64_MAX, "--seed wants an integer >= 0, got '%s'"),
+    OPT_DOUBLE(ARGS, startup_delay, "startup-delay", 0, 0, 1e6,
+               "--startup-delay wants seconds >= 0, got '%s'"),
+    OPT_UINT(ARGS, cfg.crash_after, "crash-after", 0, 1, UINT64_MAX,
+             "--crash-after wants an integer >= 1, got '%s'"),
+    OPT_FLAG(ARGS, cfg.hang, "hang", 0),
+    OPT_END,
 };
+#undef ARGS
 
-static const struct option longs[] = {
-    {"profile", required_argument, NULL, 'p'}, {"tp", required_argument, NULL, O_TP},
-    {"max-num-seqs", required_argument, NULL, O_SEQS},
-    {"max-num-batched-tokens", required_argument, NULL, O_BATCHED},
-    {"no-prefix-caching", no_argument, NULL, O_NOPC},
-    {"ttft", required_argument, NULL, O_TTFT}, {"itl", required_argument, NULL, O_ITL},
-    {"host", required_argument, NULL, O_HOST}, {"port", required_argument, NULL, O_PORT},
-    {"model", required_argument, NULL, O_MODEL},
-    {"max-model-len", required_argument, NULL, O_MML},
-    {"max-body", required_argument, NULL, O_BODY},
-    {"fail-rate", required_argument, NULL, O_RATE},
-    {"fail-kinds", required_argument, NULL, O_KINDS},
-    {"stall-seconds", required_argument, NULL, O_STALL},
-    {"seed", required_argument, NULL, O_SEED},
-    {"startup-delay", required_argument, NULL, O_DELAY},
-    {"crash-after", required_argument, NULL, O_CRASH},
-    {"hang", no_argument, NULL, O_HANG}, {"time-scale", required_argument, NULL, O_SCALE},
-    {NULL, 0, NULL, 0},
-};
-
-/* One option; EXIT_OK or the usage status. */
-static int parse_engine_opt(int c, struct serve_args *a)
-{
-    unsigned long long v;
-    double d;
-    switch (c) {
-    case 'p': a->profile = optarg; return EXIT_OK;
-    case O_TP:
-        if (!cli_parse_uint(optarg, 1, 64, &v))
-            return usage("--tp wants 1..64, got '%s'", optarg);
-        a->tp = (unsigned)v;
-        return EXIT_OK;
-    case O_SEQS:
-        if (!cli_parse_uint(optarg, 1, 65536, &v))
-            return usage("--max-num-seqs wants 1..65536, got '%s'", optarg);
-        a->cfg.engine.max_num_seqs = (unsigned)v;
-        return EXIT_OK;
-    case O_BATCHED:
-        if (!cli_parse_uint(optarg, 16, 1 << 24, &v))
-            return usage("--max-num-batched-tokens wants 16..16777216, got '%s'", optarg);
-        a->cfg.engine.max_num_batched_tokens = (unsigned)v;
-        return EXIT_OK;
-    case O_NOPC: a->cfg.engine.prefix_caching = false; return EXIT_OK;
-    case O_TTFT:
-    case O_ITL:
-        if (!parse_double(optarg, 0, 3.6e6, &d))
-            return usage("--ttft and --itl want milliseconds >= 0, got '%s'", optarg);
-        *(c == O_TTFT ? &a->cfg.ttft_s : &a->cfg.itl_s) = d / 1000;
-        a->fixed = true;
-        return EXIT_OK;
-    }
-    return -1;
-}
-
-static int parse_server_opt(int c, struct serve_args *a)
-{
-    unsigned long long v;
-    switch (c) {
-    case O_HOST: a->cfg.host = optarg; return EXIT_OK;
-    case O_PORT:
-        if (!cli_parse_uint(optarg, 0, 65535, &v))
-            return usage("--port wants 0..65535, got '%s'", optarg);
-        a->cfg.port = (unsigned)v;
-        return EXIT_OK;
-    case O_MODEL:
-        if (!*optarg)
-            return usage("--model wants a name%s", "");
-        a->cfg.model_id = optarg;
-        return EXIT_OK;
-    case O_MML:
-        if (!cli_parse_uint(optarg, 2, UINT32_MAX / 2, &v))
-            return usage("--max-model-len wants 2..2147483647, got '%s'", optarg);
-        a->cfg.max_model_len = (unsigned)v;
-        return EXIT_OK;
-    case O_BODY:
-        if (!cli_parse_size(optarg, &a->cfg.max_body) || a->cfg.max_body == 0)
-            return usage("--max-body wants a size, got '%s'", optarg);
-        return EXIT_OK;
-    }
-    return -1;
-}
-
-static int parse_fault_opt(int c, struct serve_args *a)
-{
-    unsigned long long v;
-    switch (c) {
-    case O_RATE:
-        if (!parse_double(optarg, 0, 1, &a->cfg.fail_rate))
-            return usage("--fail-rate wants 0..1, got '%s'", optarg);
-        return EXIT_OK;
-    case O_KINDS:
-        if (!parse_kinds(optarg, &a->cfg.fail_kinds))
-            return usage("--fail-kinds wants a list of 429,500,cut,stall, got '%s'", optarg);
-        return EXIT_OK;
-    case O_STALL:
-        if (!parse_double(optarg, 0, 1e7, &a->cfg.stall_s))
-            return usage("--stall-seconds wants seconds >= 0, got '%s'", optarg);
-        return EXIT_OK;
-    case O_SEED:
-        if (!cli_parse_uint(optarg, 0, UINT64_MAX, &v))
-            return usage("--seed wants an integer >= 0, got '%s'", optarg);
-        a->cfg.seed = v;
-        return EXIT_OK;
-    case O_SCALE:
-        if (!parse_double(optarg, 1e-6, 1e6, &a->cfg.time_scale))
-            return usage("--time-scale wants a factor > 0, got '%s'", optarg);
-        return EXIT_OK;
-    case O_DELAY:
-        if (!parse_double(optarg, 0, 1e6, &a->startup_delay))
-            return usage("--startup-delay wants seconds >= 0, got '%s'", optarg);
-        return EXIT_OK;
-    case O_CRASH:
-        if (!cli_parse_uint(optarg, 1, UINT64_MAX, &v))
-            return usage("--crash-after wants an integer >= 1, got '%s'", optarg);
-        a->cfg.crash_after = v;
-        return EXIT_OK;
-    case O_HANG: a->cfg.hang = true; return EXIT_OK;
-    }
-    return -1;
-}
+static const struct opts_cmd parser = {"sim serve", options, false};
 
 static int parse_args(int argc, char **argv, struct serve_args *a)
 {
-    int c, rc;
+    int first;
     atr_engine_cfg_defaults(&a->cfg.engine);
     a->tp = 1;
     a->cfg.port = 8000;
     a->cfg.stall_s = 3600;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "p:", longs, NULL)) != -1) {
-        if ((rc = parse_engine_opt(c, a)) >= 0 || (rc = parse_server_opt(c, a)) >= 0 ||
-            (rc = parse_fault_opt(c, a)) >= 0) {
-            if (rc != EXIT_OK)
-                return rc;
-            continue;
-        }
-        return usage("unknown option%s", "");
-    }
-    if (optind < argc)
-        return usage("unexpected argument '%s'", argv[optind]);
+    if (opts_parse(&parser, a, argc, argv, &first) != EXIT_OK)
+        return EXIT_USAGE;
+    if (first < argc)
+        return usage("unexpected argument '%s'", argv[first]);
     if (!a->profile == !a->fixed)
         return usage("wants either --profile GPU/MODEL or --ttft MS --itl MS%s", "");
     return EXIT_OK;

@@ -1,11 +1,13 @@
 /* cmd-stats.c - `atr stats`: agent shapes of trace files (turns, tool mix,
  * tokens, prefix reuse, timing, token estimate error), as a table or JSON. */
-#include <getopt.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cmd.h"
+#include "cli/opts.h"
+#include "json/writer.h"
 #include "report/stats.h"
 #include "trace/reader.h"
 #include "util/buf.h"
@@ -57,59 +59,31 @@ struct stats_opts {
     bool json;
     struct atr_read_opts read;
     struct atr_stats_opts stats;
+    int first_arg;           /* argv[first_arg..argc): the FILEs */
 };
 
-/* getopt's '?' or ':' as one usage line naming the option. optopt is set
- * for unknown short options only ("-z"); long ones are in argv. */
-static int bad_option(int c, char **argv)
-{
-    char short_name[3] = {'-', (char)optopt, '\0'};
-    if (c == ':')
-        return cli_usage("stats", "option '%s' needs a value", argv[optind - 1]);
-    return cli_usage("stats", "unknown option '%s'", optopt ? short_name : argv[optind - 1]);
-}
+#define ARGS struct stats_opts
+static const struct opt options[] = {
+    OPT_FLAG(ARGS, json, "json", 0),
+    OPT_FROM(ARGS, from),
+    OPT_UINT(ARGS, read.block_size, "block-size", 'b', 1, 1 << 20,
+             "--block-size wants an integer 1..1048576"),
+    OPT_STRING(ARGS, out, "output", 'o'),
+    OPT_UINT(ARGS, stats.max_seen_ids, "max-ids", 0, 1, (unsigned long long)1 << 32,
+             "--max-ids wants an integer 1..4294967296"),
+    OPT_SIZE(ARGS, read.max_line, "max-line", 0, 1, SIZE_MAX, "--max-line wants a size like 64M"),
+    OPT_END,
+};
+#undef ARGS
+
+/* Unknown options and missing values are named ("unknown option '-z'"). */
+static const struct opts_cmd parser = {"stats", options, true};
 
 static int parse_args(int argc, char **argv, struct stats_opts *o)
 {
-    static const struct option longs[] = {
-        {"json", no_argument, NULL, 'J'},
-        {"from", required_argument, NULL, 'f'},
-        {"block-size", required_argument, NULL, 'b'},
-        {"output", required_argument, NULL, 'o'},
-        {"max-ids", required_argument, NULL, 'I'},
-        {"max-line", required_argument, NULL, 'M'},
-        {NULL, 0, NULL, 0},
-    };
-    unsigned long long v;
-    int c;
-    opterr = 0;    /* one error line, ours, naming the option */
-    while ((c = getopt_long(argc, argv, ":f:b:o:", longs, NULL)) != -1) {
-        switch (c) {
-        case 'J': o->json = true; break;
-        case 'o': o->out = optarg; break;
-        case 'f':
-            if (!atr_format_find(optarg))
-                return cli_usage("stats", "unknown format '%s'", optarg);
-            o->from = optarg;
-            break;
-        case 'b':
-            if (!cli_parse_uint(optarg, 1, 1 << 20, &v))
-                return cli_usage("stats", "--block-size wants an integer 1..1048576");
-            o->read.block_size = (uint32_t)v;
-            break;
-        case 'I':
-            if (!cli_parse_uint(optarg, 1, (unsigned long long)1 << 32, &v))
-                return cli_usage("stats", "--max-ids wants an integer 1..4294967296");
-            o->stats.max_seen_ids = (size_t)v;
-            break;
-        case 'M':
-            if (!cli_parse_size(optarg, &o->read.max_line) || o->read.max_line == 0)
-                return cli_usage("stats", "--max-line wants a size like 64M");
-            break;
-        default: return bad_option(c, argv);
-        }
-    }
-    if (optind >= argc)
+    if (opts_parse(&parser, o, argc, argv, &o->first_arg) != EXIT_OK)
+        return EXIT_USAGE;
+    if (o->first_arg >= argc)
         return cli_usage("stats", "missing FILE");
     return EXIT_OK;
 }
@@ -238,149 +212,137 @@ static void render_table(struct atr_buf *b, const struct atr_stats_summary *s)
 
 /* ---- JSON ---- */
 
-/* "key": prefixed by a comma unless first. */
-static void jkey(struct atr_buf *b, const char *key, bool first)
+/* Figures are rounded to 6 decimals without trailing zeros; absent (NaN)
+ * ones are null. */
+static void kv_num(struct atr_jw *w, const char *key, double x)
 {
-    if (!first)
-        atr_buf_putc(b, ',');
-    atr_json_write_string(b, key, strlen(key));
-    atr_buf_putc(b, ':');
+    atr_jw_kv_fixed_trim(w, key, x, 6);
 }
 
-/* A number rounded to 6 decimals without trailing zeros; null for NAN. */
-static void jnum(struct atr_buf *b, const char *key, double x, bool first)
+static void json_dist(struct atr_jw *w, const char *key, const struct atr_stats_dist *d)
 {
-    jkey(b, key, first);
-    if (isnan(x) || isinf(x)) {
-        atr_buf_puts(b, "null");
-        return;
-    }
-    char tmp[64];
-    int n = snprintf(tmp, sizeof tmp, "%.6f", x);
-    while (n > 0 && tmp[n - 1] == '0')
-        n--;
-    if (n > 0 && tmp[n - 1] == '.')
-        n--;
-    if (n == 2 && tmp[0] == '-' && tmp[1] == '0')   /* -0.0000001 */
-        tmp[0] = '0', n = 1;
-    atr_buf_append(b, tmp, (size_t)n);
+    atr_jw_key(w, key);
+    atr_jw_object_begin(w);
+    atr_jw_kv_uint(w, "n", d->n);
+    kv_num(w, "mean", d->mean);
+    kv_num(w, "p50", d->p50);
+    kv_num(w, "p95", d->p95);
+    kv_num(w, "max", d->max);
+    kv_num(w, "total", d->total);
+    atr_jw_object_end(w);
 }
 
-static void jint(struct atr_buf *b, const char *key, uint64_t v, bool first)
+static void json_files(struct atr_jw *w, const struct atr_stats_summary *s)
 {
-    jkey(b, key, first);
-    atr_buf_put_u64(b, v);
-}
-
-static void jstr(struct atr_buf *b, const char *key, const char *s, bool first)
-{
-    jkey(b, key, first);
-    atr_json_write_string(b, s, strlen(s));
-}
-
-static void json_dist(struct atr_buf *b, const char *key, const struct atr_stats_dist *d)
-{
-    jkey(b, key, false);
-    atr_buf_putc(b, '{');
-    jint(b, "n", d->n, true);
-    jnum(b, "mean", d->mean, false);
-    jnum(b, "p50", d->p50, false);
-    jnum(b, "p95", d->p95, false);
-    jnum(b, "max", d->max, false);
-    jnum(b, "total", d->total, false);
-    atr_buf_putc(b, '}');
-}
-
-static void json_files(struct atr_buf *b, const struct atr_stats_summary *s)
-{
-    jkey(b, "files", true);
-    atr_buf_putc(b, '[');
+    atr_jw_key(w, "files");
+    atr_jw_array_begin(w);
     for (size_t i = 0; i < s->n_files; i++) {
-        atr_buf_puts(b, i ? ",{" : "{");
-        jstr(b, "name", s->files[i].name, true);
-        jstr(b, "format", s->files[i].format, false);
-        jint(b, "traces", s->files[i].traces, false);
-        jint(b, "steps", s->files[i].steps, false);
-        atr_buf_putc(b, '}');
+        atr_jw_object_begin(w);
+        atr_jw_kv_str(w, "name", s->files[i].name);
+        atr_jw_kv_str(w, "format", s->files[i].format);
+        atr_jw_kv_uint(w, "traces", s->files[i].traces);
+        atr_jw_kv_uint(w, "steps", s->files[i].steps);
+        atr_jw_object_end(w);
     }
-    atr_buf_putc(b, ']');
+    atr_jw_array_end(w);
 }
 
-static void json_tools(struct atr_buf *b, const struct atr_stats_summary *s)
+static void json_tools(struct atr_jw *w, const struct atr_stats_summary *s)
 {
-    jkey(b, "tool_mix", false);
-    atr_buf_putc(b, '{');
-    jint(b, "kinds", s->tool_kinds, true);
-    jkey(b, "top", false);
-    atr_buf_putc(b, '[');
+    atr_jw_key(w, "tool_mix");
+    atr_jw_object_begin(w);
+    atr_jw_kv_uint(w, "kinds", s->tool_kinds);
+    atr_jw_key(w, "top");
+    atr_jw_array_begin(w);
     for (size_t i = 0; i < s->n_tools; i++) {
-        atr_buf_puts(b, i ? ",{" : "{");
-        jstr(b, "name", s->tools[i].name, true);
-        jint(b, "count", s->tools[i].count, false);
-        jnum(b, "pct", s->tools[i].pct, false);
-        atr_buf_putc(b, '}');
+        atr_jw_object_begin(w);
+        atr_jw_kv_str(w, "name", s->tools[i].name);
+        atr_jw_kv_uint(w, "count", s->tools[i].count);
+        kv_num(w, "pct", s->tools[i].pct);
+        atr_jw_object_end(w);
     }
-    atr_buf_puts(b, "]}");
+    atr_jw_array_end(w);
+    atr_jw_object_end(w);
 }
 
-static void json_reuse(struct atr_buf *b, const char *key, const struct atr_stats_reuse *r,
-                       bool first)
+/* Leaves the object open: "across" adds whether it is approximate. */
+static void json_reuse(struct atr_jw *w, const char *key, const struct atr_stats_reuse *r)
 {
-    jkey(b, key, first);
-    atr_buf_putc(b, '{');
-    jint(b, "shared", r->shared, true);
-    jint(b, "blocks", r->blocks, false);
-    jnum(b, "ratio", r->ratio, false);
+    atr_jw_key(w, key);
+    atr_jw_object_begin(w);
+    atr_jw_kv_uint(w, "shared", r->shared);
+    atr_jw_kv_uint(w, "blocks", r->blocks);
+    kv_num(w, "ratio", r->ratio);
 }
 
-static void json_tokerr(struct atr_buf *b, const char *key, const struct atr_stats_tokerr *e,
-                        bool first)
+static void json_prefix_reuse(struct atr_jw *w, const struct atr_stats_summary *s)
 {
-    jkey(b, key, first);
-    atr_buf_putc(b, '{');
-    jint(b, "n", e->n, true);
-    jint(b, "estimated", e->estimated, false);
-    jint(b, "recorded", e->recorded, false);
-    jnum(b, "error_pct", e->error_pct, false);
-    atr_buf_putc(b, '}');
+    atr_jw_key(w, "prefix_reuse");
+    atr_jw_object_begin(w);
+    json_reuse(w, "within", &s->within);
+    atr_jw_object_end(w);
+    json_reuse(w, "across", &s->across);
+    atr_jw_kv_bool(w, "approximate", s->across_approximate);
+    atr_jw_object_end(w);
+    atr_jw_object_end(w);
+}
+
+static void json_timing(struct atr_jw *w, const struct atr_stats_summary *s)
+{
+    atr_jw_key(w, "timing");
+    atr_jw_object_begin(w);
+    atr_jw_kv_uint(w, "llm_ms", s->llm_ms);
+    atr_jw_kv_uint(w, "llm_steps_timed", s->llm_timed);
+    atr_jw_kv_uint(w, "tool_ms", s->tool_ms);
+    atr_jw_kv_uint(w, "tool_steps_timed", s->tool_timed);
+    kv_num(w, "llm_tool_ratio", s->llm_tool_ratio);
+    atr_jw_object_end(w);
+}
+
+static void json_tokerr(struct atr_jw *w, const char *key, const struct atr_stats_tokerr *e)
+{
+    atr_jw_key(w, key);
+    atr_jw_object_begin(w);
+    atr_jw_kv_uint(w, "n", e->n);
+    atr_jw_kv_uint(w, "estimated", e->estimated);
+    atr_jw_kv_uint(w, "recorded", e->recorded);
+    kv_num(w, "error_pct", e->error_pct);
+    atr_jw_object_end(w);
+}
+
+static void json_token_error(struct atr_jw *w, const struct atr_stats_summary *s)
+{
+    atr_jw_key(w, "token_error");
+    atr_jw_object_begin(w);
+    json_tokerr(w, "step_input", &s->step_input);
+    json_tokerr(w, "step_output", &s->step_output);
+    json_tokerr(w, "trace_input", &s->trace_input);
+    json_tokerr(w, "trace_output", &s->trace_output);
+    atr_jw_object_end(w);
 }
 
 static void render_json(struct atr_buf *b, const struct atr_stats_summary *s)
 {
-    atr_buf_putc(b, '{');
-    json_files(b, s);
-    jint(b, "traces", s->traces, false);
-    jint(b, "steps", s->steps, false);
-    jint(b, "llm_steps", s->llm_steps, false);
-    jint(b, "tool_steps", s->tool_steps, false);
-    jnum(b, "llm_pct", s->llm_pct, false);
-    jnum(b, "tool_pct", s->tool_pct, false);
-    json_dist(b, "turns_per_trace", &s->turns);
-    json_dist(b, "input_tokens", &s->input_tokens);
-    json_dist(b, "output_tokens", &s->output_tokens);
-    json_tools(b, s);
-    jkey(b, "prefix_reuse", false);
-    atr_buf_putc(b, '{');
-    json_reuse(b, "within", &s->within, true);
-    atr_buf_putc(b, '}');
-    json_reuse(b, "across", &s->across, false);
-    jkey(b, "approximate", false);
-    atr_buf_puts(b, s->across_approximate ? "true}}" : "false}}");
-    jkey(b, "timing", false);
-    atr_buf_putc(b, '{');
-    jint(b, "llm_ms", s->llm_ms, true);
-    jint(b, "llm_steps_timed", s->llm_timed, false);
-    jint(b, "tool_ms", s->tool_ms, false);
-    jint(b, "tool_steps_timed", s->tool_timed, false);
-    jnum(b, "llm_tool_ratio", s->llm_tool_ratio, false);
-    atr_buf_putc(b, '}');
-    jkey(b, "token_error", false);
-    atr_buf_putc(b, '{');
-    json_tokerr(b, "step_input", &s->step_input, true);
-    json_tokerr(b, "step_output", &s->step_output, false);
-    json_tokerr(b, "trace_input", &s->trace_input, false);
-    json_tokerr(b, "trace_output", &s->trace_output, false);
-    atr_buf_puts(b, "}}\n");
+    struct atr_jw w;
+    atr_jw_init(&w, b, ATR_JW_COMPACT);
+    atr_jw_object_begin(&w);
+    json_files(&w, s);
+    atr_jw_kv_uint(&w, "traces", s->traces);
+    atr_jw_kv_uint(&w, "steps", s->steps);
+    atr_jw_kv_uint(&w, "llm_steps", s->llm_steps);
+    atr_jw_kv_uint(&w, "tool_steps", s->tool_steps);
+    kv_num(&w, "llm_pct", s->llm_pct);
+    kv_num(&w, "tool_pct", s->tool_pct);
+    json_dist(&w, "turns_per_trace", &s->turns);
+    json_dist(&w, "input_tokens", &s->input_tokens);
+    json_dist(&w, "output_tokens", &s->output_tokens);
+    json_tools(&w, s);
+    json_prefix_reuse(&w, s);
+    json_timing(&w, s);
+    json_token_error(&w, s);
+    atr_jw_object_end(&w);
+    atr_jw_newline(&w);
+    (void)atr_jw_finish(&w);     /* b has no cap */
 }
 
 static int emit(const char *path, const struct atr_buf *b)
@@ -401,7 +363,7 @@ static int run(int argc, char **argv)
     struct atr_trace t = ATR_TRACE_INIT;
     struct atr_error err;
     int failed = 0;
-    for (int i = optind; i < argc && !failed; i++)
+    for (int i = o.first_arg; i < argc && !failed; i++)
         failed = add_file(st, argv[i], &o, &t, &err) < 0;
     atr_trace_release(&t);
     if (failed) {

@@ -1,11 +1,13 @@
 /* cmd-validate.c - `atr validate`: schema and invariants of atr-trace files. */
-#include <getopt.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
 
 #include "cli/cmd.h"
+#include "cli/opts.h"
 #include "trace/reader.h"
+#include "util/alloc.h"
 
 static const char help[] =
     "usage: atr validate [--max-line BYTES] FILE...\n"
@@ -29,10 +31,8 @@ struct id_set {
 static void id_set_grow(struct id_set *s)
 {
     size_t cap = s->cap ? s->cap * 2 : 1024;
-    uint64_t *h = calloc(cap, sizeof *h);
-    unsigned long *l = calloc(cap, sizeof *l);
-    if (!h || !l)
-        abort();
+    uint64_t *h = xcalloc(cap, sizeof *h);
+    unsigned long *l = xcalloc(cap, sizeof *l);
     for (size_t i = 0; i < s->cap; i++)
         if (s->line[i]) {
             size_t j = s->hash[i] & (cap - 1);
@@ -98,23 +98,24 @@ static int validate_file(const char *path, const struct atr_read_opts *ro)
     return status;
 }
 
+static const struct opt options[] = {
+    OPT_SIZE(struct atr_read_opts, max_line, "max-line", 0, 1, SIZE_MAX,
+             "--max-line wants a size like 64M"),
+    OPT_END,
+};
+
+static const struct opts_cmd parser = {"validate", options, false};
+
 static int run(int argc, char **argv)
 {
-    static const struct option longs[] = {
-        {"max-line", required_argument, NULL, 'M'},
-        {NULL, 0, NULL, 0},
-    };
     struct atr_read_opts ro = {0};
-    int c;
-    while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
-        if (c != 'M' || !cli_parse_size(optarg, &ro.max_line) || ro.max_line == 0)
-            return cli_usage("validate", c == 'M' ? "--max-line wants a size like 64M"
-                                                  : "unknown option");
-    }
-    if (optind >= argc)
+    int first;
+    if (opts_parse(&parser, &ro, argc, argv, &first) != EXIT_OK)
+        return EXIT_USAGE;
+    if (first >= argc)
         return cli_usage("validate", "missing FILE");
     int status = EXIT_OK;
-    for (int i = optind; i < argc; i++)
+    for (int i = first; i < argc; i++)
         if (validate_file(argv[i], &ro) != EXIT_OK)
             status = EXIT_FAIL;
     return status;

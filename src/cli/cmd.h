@@ -50,17 +50,5 @@ int cmd_sim_serve(int argc, char **argv);
 int cmd_replay_llm(int argc, char **argv);
 extern const char cmd_sim_serve_help[];
 extern const char cmd_replay_llm_help[];
-/* `atr sim run` on a workload with default engine settings (replay llm
- * --target sim:GPU/MODEL), under the policies of a comma list (or none);
- * returns an exit status. */
-struct sched_opts;
-struct llm_report_opts;
-/* `atr compare --run`: `atr sim run` arguments (argv[0] is a name), the
- * comparison table only. */
-int cmd_sim_compare(int argc, char **argv);
-int cmd_sim_workload(const char *profile, unsigned tp, const char *policy,
-                     const char *policy_opts, const struct sched_opts *sched,
-                     const struct llm_report_opts *report, const char *from, char *const *paths,
-                     size_t n_paths);
 
 #endif

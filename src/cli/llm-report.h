@@ -1,12 +1,14 @@
-/* llm-report.h - the outputs `atr sim run` and `atr replay llm` share: the
- * --save-result JSON, --requests-out lines, and the printed result block,
- * plus the --goodput option. */
+/* llm-report.h - the options of the outputs `atr sim run` and `atr replay
+ * llm` share (--save-result, --requests-out, --goodput, --quiet; an option
+ * group), the --policy list, and the helpers that name the outputs of a
+ * series of runs (cli/llm-run.c writes them). */
 #ifndef ATR_CLI_LLM_REPORT_H
 #define ATR_CLI_LLM_REPORT_H
 
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "cli/opts.h"
 #include "stats/metrics.h"
 
 struct llm_report_opts {
@@ -14,7 +16,6 @@ struct llm_report_opts {
     const char *requests_out;    /* --requests-out FILE or NULL */
     bool quiet;                  /* no block on stdout */
     double slo_ttft_ms, slo_tpot_ms, slo_e2el_ms;   /* --goodput; < 0: unset */
-    struct atr_buf *result_json; /* if set, receives the result JSON too (borrowed) */
 };
 
 void llm_report_init(struct llm_report_opts *o);
@@ -22,10 +23,10 @@ void llm_report_init(struct llm_report_opts *o);
  * comma-separated in one argument); false on junk. */
 bool llm_report_parse_goodput(struct llm_report_opts *o, const char *arg);
 
-/* The --goodput option inside a getopt loop: parses optarg, then, as
- * vLLM's `--goodput ttft:500 tpot:50` takes several words, every following
- * argument of the form KEY:NUMBER (advancing optind past them). */
-bool llm_report_goodput_opt(struct llm_report_opts *o, int argc, char **argv);
+/* --save-result, --requests-out, --goodput (with vLLM's following
+ * KEY:NUMBER words) and -q/--quiet, filling a struct llm_report_opts:
+ * OPT_INCLUDE(struct my_args, report, llm_report_opts_group). */
+extern const struct opt llm_report_opts_group[];
 
 /* PATH with ".NAME" before its extension (r.json -> r.naive.json), for
  * runs of several policies sharing one --save-result / --requests-out;
@@ -50,11 +51,5 @@ void llm_policy_list_release(struct llm_policy_list *l);
 
 /* "YYYYMMDD-HHMMSS" of now (UTC), as vLLM stamps results. */
 void llm_report_date(char out[32]);
-
-/* Summarizes r[0..n) under cfg (its slo_* fields are taken from o) and
- * writes the outputs o asks for, atomically. Prints the block to stdout
- * unless quiet. 0, or -1 with err set. */
-int llm_report_write(const struct llm_report_opts *o, const struct atr_llm_record *r, size_t n,
-                     struct atr_llm_bench_config *cfg, struct atr_error *err);
 
 #endif

@@ -1,8 +1,8 @@
-/* sched-opts.c - parsing of the shared arrival-schedule options. */
+/* sched-opts.c - the shared arrival-schedule options as an option group. */
 #include "cli/sched-opts.h"
 
 #include <math.h>
-#include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "cli/cmd.h"
@@ -13,59 +13,32 @@ void sched_opts_init(struct sched_opts *o)
     atr_schedule_defaults(&o->schedule);
 }
 
-static bool parse_positive(const char *arg, double *out)
+/* --rate R|inf: the schedule's own parser says what is wrong. */
+static bool parse_rate(void *base, const char *arg, const char *cmd)
 {
-    char *end;
-    double v = strtod(arg, &end);
-    if (end == arg || *end || !(v > 0) || !isfinite(v))
-        return false;
-    *out = v;
-    return true;
+    struct sched_opts *o = base;
+    struct atr_error err;
+    if (atr_schedule_set_rate(&o->schedule, arg, &err) == 0)
+        return true;
+    cli_usage(cmd, "%s", err.msg);
+    return false;
 }
 
-int sched_opts_parse(struct sched_opts *o, int c, const char *arg, const char *cmd)
-{
-    struct atr_schedule *s = &o->schedule;
-    struct atr_error err;
-    unsigned long long v;
-    switch (c) {
-    case SCHED_OPT_RATE:
-        if (atr_schedule_set_rate(s, arg, &err) < 0)
-            return -cli_usage(cmd, "%s", err.msg);
-        return 1;
-    case SCHED_OPT_BURSTINESS:
-        if (!parse_positive(arg, &s->burstiness))
-            return -cli_usage(cmd, "--burstiness wants a number > 0");
-        return 1;
-    case SCHED_OPT_TIME_SCALE:
-        if (!parse_positive(arg, &s->time_scale))
-            return -cli_usage(cmd, "--time-scale wants a number > 0");
-        return 1;
-    case SCHED_OPT_SEED:
-        if (!cli_parse_uint(arg, 0, UINT64_MAX, &v))
-            return -cli_usage(cmd, "--seed wants a non-negative integer");
-        s->seed = v;
-        return 1;
-    case SCHED_OPT_MAX_CONCURRENCY:
-        if (!cli_parse_uint(arg, 1, 1000000, &v))
-            return -cli_usage(cmd, "--max-concurrency wants 1..1000000");
-        o->max_concurrency = (unsigned)v;
-        return 1;
-    case SCHED_OPT_ARRIVAL:
-        if (strcmp(arg, "trace") == 0)
-            s->kind = ATR_ARRIVAL_TRACE;
-        else if (strcmp(arg, "poisson") == 0)
-            s->kind = ATR_ARRIVAL_POISSON;
-        else if (strcmp(arg, "constant") == 0)
-            s->kind = ATR_ARRIVAL_CONSTANT;
-        else if (strcmp(arg, "burst") == 0)
-            s->kind = ATR_ARRIVAL_BURST;
-        else
-            return -cli_usage(cmd, "--arrival wants trace, poisson, constant or burst");
-        return 1;
-    }
-    return 0;
-}
+#define ARGS struct sched_opts
+const struct opt sched_opts_group[] = {
+    OPT_CALL("rate", 0, parse_rate, NULL),
+    OPT_DOUBLE(ARGS, schedule.burstiness, "burstiness", 0, OPT_GT0, OPT_FINITE,
+               "--burstiness wants a number > 0"),
+    OPT_ENUM(ARGS, schedule.kind, "arrival", 0, OPT_WORDS("trace", "poisson", "constant", "burst"),
+             "--arrival wants trace, poisson, constant or burst"),
+    OPT_DOUBLE(ARGS, schedule.time_scale, "time-scale", 0, OPT_GT0, OPT_FINITE,
+               "--time-scale wants a number > 0"),
+    OPT_UINT(ARGS, schedule.seed, "seed", 0, 0, UINT64_MAX, "--seed wants a non-negative integer"),
+    OPT_UINT(ARGS, max_concurrency, "max-concurrency", 0, 1, 1000000,
+             "--max-concurrency wants 1..1000000"),
+    OPT_END,
+};
+#undef ARGS
 
 int sched_opts_finish(struct sched_opts *o, const char *cmd)
 {

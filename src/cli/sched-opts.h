@@ -1,24 +1,13 @@
-/* sched-opts.h - the arrival-schedule options `atr sim run` and `atr replay
- * llm` share: --rate, --burstiness, --arrival, --time-scale, --seed,
- * --max-concurrency. */
+/* sched-opts.h - the arrival-schedule options `atr sim run`, `atr replay
+ * llm` and `atr router` share: --rate, --burstiness, --arrival,
+ * --time-scale, --seed, --max-concurrency, as an option group. */
 #ifndef ATR_CLI_SCHED_OPTS_H
 #define ATR_CLI_SCHED_OPTS_H
 
-#include <getopt.h>
 #include <stdbool.h>
 
+#include "cli/opts.h"
 #include "sched/schedule.h"
-
-enum { SCHED_OPT_RATE = 0x1000, SCHED_OPT_BURSTINESS, SCHED_OPT_ARRIVAL, SCHED_OPT_TIME_SCALE,
-       SCHED_OPT_SEED, SCHED_OPT_MAX_CONCURRENCY };
-
-#define SCHED_LONG_OPTIONS                                                          \
-    {"rate", required_argument, NULL, SCHED_OPT_RATE},                              \
-    {"burstiness", required_argument, NULL, SCHED_OPT_BURSTINESS},                  \
-    {"arrival", required_argument, NULL, SCHED_OPT_ARRIVAL},                        \
-    {"time-scale", required_argument, NULL, SCHED_OPT_TIME_SCALE},                  \
-    {"seed", required_argument, NULL, SCHED_OPT_SEED},                              \
-    {"max-concurrency", required_argument, NULL, SCHED_OPT_MAX_CONCURRENCY}
 
 #define SCHED_HELP                                                                  \
     "arrival schedule (each trace is a session; its first turn starts on the\n"    \
@@ -39,11 +28,11 @@ struct sched_opts {
     unsigned max_concurrency;
 };
 
+/* The schedule options, filling a struct sched_opts: include them with
+ * OPT_INCLUDE(struct my_args, sched, sched_opts_group). */
+extern const struct opt sched_opts_group[];
+
 void sched_opts_init(struct sched_opts *o);
-/* Handles option c if it is one of SCHED_OPT_*: returns 1 when taken, 0
- * when c is not a schedule option, or EXIT_USAGE's negation (-2) after
- * printing a usage error for cmd. */
-int sched_opts_parse(struct sched_opts *o, int c, const char *arg, const char *cmd);
 /* Checks combinations after parsing; EXIT_OK or EXIT_USAGE. */
 int sched_opts_finish(struct sched_opts *o, const char *cmd);
 

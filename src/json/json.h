@@ -1,4 +1,5 @@
 /* json.h - fast JSON parser into an arena DOM, and JSON string output.
+ * Documents are written with the streaming writer, json/writer.h.
  *
  * atr parses hundreds of MB of trajectories per second, reports errors as
  * line:col, caps nesting depth, and reads the non-standard `Infinity`, `NaN`

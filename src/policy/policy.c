@@ -2,6 +2,8 @@
  * tracking shared by every policy (see policy.h). */
 #include "policy/policy-impl.h"
 
+#include "json/writer.h"
+#include "util/alloc.h"
 #include "util/buf.h"
 
 #include <stdio.h>
@@ -21,9 +23,7 @@ static int split_options(struct atr_policy *p, const char *options, struct atr_e
 {
     if (!options || !*options)
         return 0;
-    char *copy = strdup(options), *save = NULL;
-    if (!copy)
-        abort();
+    char *copy = xstrdup(options), *save = NULL;
     int rc = 0;
     for (char *tok = strtok_r(copy, ",", &save); tok && rc == 0; tok = strtok_r(NULL, ",", &save)) {
         char *eq = strchr(tok, '=');
@@ -81,9 +81,8 @@ struct atr_policy *atr_policy_new(const char *name, const struct atr_policy_cfg 
         atr_error_set(err, "policy %s: needs at least one replica", name);
         return NULL;
     }
-    struct atr_policy *p = calloc(1, sizeof *p);
-    if (!p || !(p->load = calloc(cfg->n_replicas, sizeof *p->load)))
-        abort();
+    struct atr_policy *p = xcalloc(1, sizeof *p);
+    p->load = xcalloc(cfg->n_replicas, sizeof *p->load);
     p->ops = ops;
     p->cfg = *cfg;
     p->cfg.options = NULL;            /* split below; the caller's string is not kept */
@@ -183,9 +182,8 @@ unsigned atr_policy_least_loaded(const struct atr_policy *p)
     return best;
 }
 
-int atr_policy_stats_json(struct atr_buf *b, const struct atr_policy *p)
+void atr_policy_stats_write(struct atr_jw *w, const char *name, const struct atr_policy_stats *s)
 {
-    const struct atr_policy_stats *s = &p->stats;
     const struct { const char *key; uint64_t v; } kv[] = {
         {"requests", s->requests}, {"salted", s->salted}, {"tokens_saved", s->tokens_saved},
         {"compactions", s->compactions}, {"blocks_invalidated", s->blocks_invalidated},
@@ -193,23 +191,23 @@ int atr_policy_stats_json(struct atr_buf *b, const struct atr_policy *p)
         {"reserved_tokens", s->reserved_tokens}, {"reserve_saved", s->reserve_saved},
         {"routed_by_match", s->routed_by_match}, {"routed_by_load", s->routed_by_load},
     };
-    int rc = atr_buf_printf(b, "\"policy\": \"%s\", \"policy_stats\": {", p->ops->name);
+    atr_jw_kv_str(w, "policy", name);
+    atr_jw_key(w, "policy_stats");
+    atr_jw_object_begin(w);
     for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++)
-        rc |= atr_buf_printf(b, "%s\"%s\": %llu", i ? ", " : "", kv[i].key,
-                             (unsigned long long)kv[i].v);
+        atr_jw_kv_uint(w, kv[i].key, kv[i].v);
     bool any = false;
     for (size_t i = 0; i < 8 && atr_policy_names[i]; i++)
         any |= s->per_delegate[i] != 0;
-    if (any) {
-        rc |= atr_buf_puts(b, ", \"delegates\": {");
-        for (size_t i = 0, k = 0; i < 8 && atr_policy_names[i]; i++)
+    if (any) {                      /* the learned policy: its choices */
+        atr_jw_key(w, "delegates");
+        atr_jw_object_begin(w);
+        for (size_t i = 0; i < 8 && atr_policy_names[i]; i++)
             if (s->per_delegate[i])
-                rc |= atr_buf_printf(b, "%s\"%s\": %llu", k++ ? ", " : "", atr_policy_names[i],
-                                     (unsigned long long)s->per_delegate[i]);
-        rc |= atr_buf_putc(b, '}');
+                atr_jw_kv_uint(w, atr_policy_names[i], s->per_delegate[i]);
+        atr_jw_object_end(w);
     }
-    rc |= atr_buf_putc(b, '}');
-    return rc ? -1 : 0;
+    atr_jw_object_end(w);
 }
 
 void atr_policy_request_init(struct atr_policy_req *r, struct atr_policy_decision *d,

@@ -129,10 +129,10 @@ void atr_policy_finished(struct atr_policy *p, const struct atr_policy_req *r,
                          const struct atr_policy_outcome *o);
 void atr_policy_get_stats(const struct atr_policy *p, struct atr_policy_stats *out);
 
-/* "\"policy\": \"NAME\", \"policy_stats\": {...}" for a result's "atr"
- * object (only the counters that apply). */
-struct atr_buf;
-int atr_policy_stats_json(struct atr_buf *b, const struct atr_policy *p);
+/* The members "policy": NAME and "policy_stats": {...} of a result's "atr"
+ * object (every counter; "delegates" only for the learned policy). */
+struct atr_jw;
+void atr_policy_stats_write(struct atr_jw *w, const char *name, const struct atr_policy_stats *s);
 
 /* Requests in flight on each replica, as seen through started/finished. */
 const uint32_t *atr_policy_load(const struct atr_policy *p);

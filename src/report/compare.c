@@ -7,9 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json/json.h"
-#include "stats/metrics.h"
 #include "report/compare.h"
+
+#include "json/json.h"
+#include "json/writer.h"
+#include "util/alloc.h"
 #include "util/arena.h"
 #include "util/input.h"
 
@@ -22,10 +24,7 @@ struct atr_compare {
 
 struct atr_compare *atr_compare_new(void)
 {
-    struct atr_compare *c = calloc(1, sizeof *c);
-    if (!c)
-        abort();
-    return c;
+    return xcalloc(1, sizeof(struct atr_compare));
 }
 
 void atr_compare_free(struct atr_compare *c)
@@ -42,11 +41,9 @@ static struct atr_compare_row *push_row(struct atr_compare *c)
 {
     if (c->n == c->cap) {
         size_t cap = c->cap ? c->cap * 2 : 16;
-        struct atr_compare_row *rows = realloc(c->rows, cap * sizeof *rows);
-        size_t *seq = realloc(c->seq, cap * sizeof *seq);
-        if (!rows || !seq)
-            abort();
-        c->rows = rows, c->seq = seq, c->cap = cap;
+        c->rows = xreallocarray(c->rows, cap, sizeof *c->rows);
+        c->seq = xreallocarray(c->seq, cap, sizeof *c->seq);
+        c->cap = cap;
     }
     c->seq[c->n] = c->next_seq++;
     return &c->rows[c->n++];
@@ -60,6 +57,38 @@ void atr_compare_add_row(struct atr_compare *c, const struct atr_compare_row *r)
     dst->kind = atr_arena_strdup(&c->strings, r->kind ? r->kind : "atr");
     dst->target = atr_arena_strdup(&c->strings, r->target ? r->target : "unknown");
     dst->policy = atr_arena_strdup(&c->strings, r->policy ? r->policy : "unknown");
+}
+
+/* A figure as a result file would give it back: JSON has no inf or NaN. */
+static double finite_or_nan(double v)
+{
+    return isfinite(v) ? v : NAN;
+}
+
+/* The 99th percentile among the configured ones, else NAN. */
+static double p99_of(const struct atr_llm_stat *st, const struct atr_llm_bench_config *cfg)
+{
+    for (size_t i = 0; i < atr_llm_pct_count(cfg); i++)
+        if (atr_llm_pct_at(cfg, i) == 99)
+            return finite_or_nan(st->p[i]);
+    return NAN;
+}
+
+void atr_compare_add_summary(struct atr_compare *c, const char *target, const char *policy,
+                             const struct atr_llm_summary *s,
+                             const struct atr_llm_bench_config *cfg)
+{
+    struct atr_compare_row r = {
+        .file = policy, .kind = "atr", .target = target, .policy = policy,
+        .ttft_mean_ms = finite_or_nan(s->ttft.mean), .ttft_p50_ms = finite_or_nan(s->ttft.median),
+        .ttft_p99_ms = p99_of(&s->ttft, cfg),
+        .e2el_mean_ms = finite_or_nan(s->e2el.mean), .e2el_p50_ms = finite_or_nan(s->e2el.median),
+        .e2el_p99_ms = p99_of(&s->e2el, cfg),
+        .request_throughput = finite_or_nan(s->request_throughput),
+        .output_throughput = finite_or_nan(s->output_throughput),
+        .prefix_hit_rate = s->total_input ? (double)s->cached_tokens / (double)s->total_input : 0,
+    };
+    atr_compare_add_row(c, &r);
 }
 
 /* ---- one result object into a row ---- */
@@ -394,9 +423,7 @@ static size_t group_of(const struct atr_compare *c, size_t i)
 
 static void sort_rows(struct atr_compare *c)
 {
-    struct sort_key *k = malloc((c->n ? c->n : 1) * sizeof *k);
-    if (!k)
-        abort();
+    struct sort_key *k = xcalloc(c->n, sizeof *k);
     for (size_t i = 0; i < c->n; i++)
         k[i] = (struct sort_key){group_of(c, i), policy_rank(c->rows[i].policy), c->seq[i],
                                  c->rows[i]};
@@ -512,9 +539,7 @@ int atr_compare_write_markdown(struct atr_buf *b, struct atr_compare *c)
 {
     size_t n;
     const struct atr_compare_row *rows = atr_compare_rows(c, &n);
-    char (*cells)[N_COLS][CELL_MAX] = malloc((n + 1) * sizeof *cells);
-    if (!cells)
-        abort();
+    char (*cells)[N_COLS][CELL_MAX] = xcalloc(n + 1, sizeof *cells);
     size_t w[N_COLS];
     for (int i = 0; i < N_COLS; i++) {
         snprintf(cells[0][i], CELL_MAX, "%s", col_head[i]);
@@ -535,28 +560,26 @@ int atr_compare_write_markdown(struct atr_buf *b, struct atr_compare *c)
 
 /* ---- JSON ---- */
 
-static int jstr(struct atr_buf *b, const char *key, const char *v)
+/* One row object, compact, as the table's JSON form lists it. */
+static void json_row(struct atr_jw *w, const struct atr_compare_row *r)
 {
-    return atr_buf_printf(b, ",\"%s\":", key) | atr_json_write_string(b, v, strlen(v));
-}
-
-static int jnum(struct atr_buf *b, const char *key, double v)
-{
-    return atr_buf_printf(b, ",\"%s\":", key) | atr_llm_put_pyfloat(b, v);
-}
-
-static int json_row(struct atr_buf *b, const struct atr_compare_row *r)
-{
-    int rc = atr_buf_puts(b, "{\"file\":") | atr_json_write_string(b, r->file, strlen(r->file));
-    rc |= jstr(b, "kind", r->kind) | jstr(b, "target", r->target) | jstr(b, "policy", r->policy);
-    rc |= jnum(b, "mean_ttft_ms", r->ttft_mean_ms) | jnum(b, "p50_ttft_ms", r->ttft_p50_ms);
-    rc |= jnum(b, "p99_ttft_ms", r->ttft_p99_ms) | jnum(b, "mean_e2el_ms", r->e2el_mean_ms);
-    rc |= jnum(b, "p50_e2el_ms", r->e2el_p50_ms) | jnum(b, "p99_e2el_ms", r->e2el_p99_ms);
-    rc |= jnum(b, "request_throughput", r->request_throughput);
-    rc |= jnum(b, "output_throughput", r->output_throughput);
-    rc |= jnum(b, "prefix_cache_hit_rate", r->prefix_hit_rate);
-    rc |= jnum(b, "e2el_cut_pct", r->e2el_cut_pct) | jnum(b, "ttft_cut_pct", r->ttft_cut_pct);
-    return rc | atr_buf_putc(b, '}');
+    atr_jw_object_begin(w);
+    atr_jw_kv_str(w, "file", r->file);
+    atr_jw_kv_str(w, "kind", r->kind);
+    atr_jw_kv_str(w, "target", r->target);
+    atr_jw_kv_str(w, "policy", r->policy);
+    atr_jw_kv_pyfloat(w, "mean_ttft_ms", r->ttft_mean_ms);
+    atr_jw_kv_pyfloat(w, "p50_ttft_ms", r->ttft_p50_ms);
+    atr_jw_kv_pyfloat(w, "p99_ttft_ms", r->ttft_p99_ms);
+    atr_jw_kv_pyfloat(w, "mean_e2el_ms", r->e2el_mean_ms);
+    atr_jw_kv_pyfloat(w, "p50_e2el_ms", r->e2el_p50_ms);
+    atr_jw_kv_pyfloat(w, "p99_e2el_ms", r->e2el_p99_ms);
+    atr_jw_kv_pyfloat(w, "request_throughput", r->request_throughput);
+    atr_jw_kv_pyfloat(w, "output_throughput", r->output_throughput);
+    atr_jw_kv_pyfloat(w, "prefix_cache_hit_rate", r->prefix_hit_rate);
+    atr_jw_kv_pyfloat(w, "e2el_cut_pct", r->e2el_cut_pct);
+    atr_jw_kv_pyfloat(w, "ttft_cut_pct", r->ttft_cut_pct);
+    atr_jw_object_end(w);
 }
 
 int atr_compare_write_json(struct atr_buf *b, struct atr_compare *c)
@@ -564,7 +587,11 @@ int atr_compare_write_json(struct atr_buf *b, struct atr_compare *c)
     size_t n;
     const struct atr_compare_row *rows = atr_compare_rows(c, &n);
     int rc = atr_buf_puts(b, n ? "[\n" : "[");
-    for (size_t i = 0; i < n; i++)
-        rc |= json_row(b, &rows[i]) | atr_buf_puts(b, i + 1 < n ? ",\n" : "\n");
+    for (size_t i = 0; i < n; i++) {       /* one row per line */
+        struct atr_jw w;
+        atr_jw_init(&w, b, ATR_JW_COMPACT);
+        json_row(&w, &rows[i]);
+        rc |= atr_jw_finish(&w) | atr_buf_puts(b, i + 1 < n ? ",\n" : "\n");
+    }
     return (rc | atr_buf_puts(b, "]\n")) ? -1 : 0;
 }

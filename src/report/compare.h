@@ -3,10 +3,11 @@
  * bench_serving JSONL) as rows grouped by target, with the latency cut of
  * each policy against the `naive` row of its target.
  *
- * Rows come from files (atr_compare_add_file), from JSON text already in
- * memory (atr_compare_add_json, e.g. a result atr_llm_write_result_json just
- * wrote) or from figures (atr_compare_add_row). Adding is all or nothing:
- * a text that fails adds no row.
+ * Rows come from files (atr_compare_add_file), from JSON text
+ * (atr_compare_add_json), from the summary of a run just made
+ * (atr_compare_add_summary: no JSON in between) or from figures
+ * (atr_compare_add_row). Adding is all or nothing: a text that fails adds
+ * no row.
  *
  * Memory: an atr_compare owns its rows and every string in them (copied);
  * rows returned by atr_compare_rows stay valid until the next add or
@@ -16,6 +17,7 @@
 
 #include <stddef.h>
 
+#include "stats/metrics.h"
 #include "util/buf.h"
 #include "util/error.h"
 
@@ -56,6 +58,12 @@ int atr_compare_add_file(struct atr_compare *c, const char *path, struct atr_err
  * holds several objects). */
 int atr_compare_add_json(struct atr_compare *c, const char *name, const char *json,
                          size_t len, struct atr_error *err);
+
+/* Adds the row of a run's summary s (cfg: its percentiles) as its result
+ * file would give it: kind "atr", file and policy the policy's name. */
+void atr_compare_add_summary(struct atr_compare *c, const char *target, const char *policy,
+                             const struct atr_llm_summary *s,
+                             const struct atr_llm_bench_config *cfg);
 
 /* Adds r as it is (strings copied; NULL kind/target/policy/file read as
  * "atr"/"unknown"/"unknown"/""); its cut fields are ignored. */

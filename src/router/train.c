@@ -5,17 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policy/policy.h"
 #include "policy/learned-features.h"
-#include "sim/run.h"
-
-static void *xcalloc(size_t n, size_t size)
-{
-    void *p = calloc(n ? n : 1, size);
-    if (!p)
-        abort();
-    return p;
-}
+#include "policy/policy.h"
+#include "util/alloc.h"
 
 bool atr_router_held_out(const char *trace_id, uint64_t seed, double fraction)
 {
@@ -39,73 +31,34 @@ struct outcome {
     uint32_t prompt_tokens, output_tokens, cached_tokens;
 };
 
-/* The sessions with keep[i] as a workload sharing w's turns. */
-static void subset(const struct atr_workload *w, const double *starts, const bool *keep,
-                   struct atr_workload *sub, double *sub_starts)
-{
-    *sub = (struct atr_workload){ .sessions = xcalloc(w->n_sessions, sizeof *sub->sessions),
-                                  .block_size = w->block_size };
-    for (size_t i = 0; i < w->n_sessions; i++) {
-        if (keep && !keep[i])
-            continue;
-        sub_starts[sub->n_sessions] = starts[i];
-        sub->sessions[sub->n_sessions++] = w->sessions[i];
-        sub->n_turns += w->sessions[i].n_turns;
-    }
-}
-
-static int run_engines(const struct atr_router_sim *sim, const struct atr_workload *w,
-                       const double *starts, struct atr_policy *policy, struct outcome **out,
-                       size_t *n_out, struct atr_error *err)
-{
-    struct atr_engine **engines = xcalloc(sim->replicas, sizeof *engines);
-    int rc = 0;
-    for (unsigned i = 0; i < sim->replicas && rc == 0; i++)
-        rc = (engines[i] = atr_engine_new(sim->engine, err)) ? 0 : -1;
-    struct atr_llm_record *recs = NULL;
-    size_t n = 0;
-    if (rc == 0) {
-        struct atr_sim_run_cfg rc_cfg = { w, starts, sim->schedule, sim->max_concurrency, policy };
-        rc = atr_sim_run(engines, sim->replicas, &rc_cfg, &recs, &n, err);
-    }
-    if (rc == 0) {
-        *out = xcalloc(n, sizeof **out);
-        *n_out = n;
-        for (size_t i = 0; i < n; i++) {
-            const struct atr_llm_record *r = &recs[i];
-            (*out)[i] = (struct outcome){
-                .trace_id = r->trace_id, .turn = r->turn, .start = r->start_s, .end = r->end_s,
-                .ttft = (r->n_chunks ? r->chunk_s[0] : r->end_s) - r->start_s,
-                .prompt_tokens = (uint32_t)r->prompt_tokens,
-                .output_tokens = (uint32_t)r->output_tokens,
-                .cached_tokens = (uint32_t)r->cached_tokens,
-            };
-        }
-    }
-    free(recs);
-    for (unsigned i = 0; i < sim->replicas; i++)
-        atr_engine_free(engines[i]);
-    free(engines);
-    return rc;
-}
-
-/* Runs the sessions with keep[i] (NULL: all) under a fresh policy. */
+/* Runs the sessions with keep[i] (NULL: all) under policy name, and
+ * keeps what each request's record tells. */
 static int run_policy(const struct atr_router_sim *sim, const bool *keep, const char *name,
                       const char *options, struct outcome **out, size_t *n_out,
                       struct atr_error *err)
 {
-    const struct atr_workload *w = sim->workload;
-    struct atr_workload sub;
-    double *starts = xcalloc(w->n_sessions, sizeof *starts);
-    subset(w, sim->starts, keep, &sub, starts);
-    struct atr_policy_cfg pc = { .n_replicas = sim->replicas, .block_size = w->block_size,
-                                 .options = options, .seed = sim->seed };
-    struct atr_policy *policy = atr_policy_new(name, &pc, err);
-    int rc = policy ? run_engines(sim, &sub, starts, policy, out, n_out, err) : -1;
-    atr_policy_free(policy);
-    free(sub.sessions);
-    free(starts);
-    return rc;
+    struct atr_exp_cfg cfg = {
+        .workload = sim->workload, .schedule = sim->schedule,
+        .max_concurrency = sim->max_concurrency, .keep = keep, .policy = name,
+        .policy_options = options, .seed = sim->seed,
+    };
+    struct atr_exp_result res;
+    if (atr_exp_run(sim->target, &cfg, &res, err) < 0)
+        return -1;
+    *out = xcalloc(res.n, sizeof **out);
+    *n_out = res.n;
+    for (size_t i = 0; i < res.n; i++) {
+        const struct atr_llm_record *r = &res.recs[i];
+        (*out)[i] = (struct outcome){
+            .trace_id = r->trace_id, .turn = r->turn, .start = r->start_s, .end = r->end_s,
+            .ttft = atr_llm_ttft_s(r),
+            .prompt_tokens = (uint32_t)r->prompt_tokens,
+            .output_tokens = (uint32_t)r->output_tokens,
+            .cached_tokens = (uint32_t)r->cached_tokens,
+        };
+    }
+    atr_exp_result_release(&res);
+    return 0;
 }
 
 int atr_router_simulate(const struct atr_router_sim *sim, const bool *keep, const char *policy,

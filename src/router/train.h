@@ -22,22 +22,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "exp/exp.h"
 #include "router/mlp.h"
 #include "sched/schedule.h"
 #include "sched/workload.h"
-#include "sim/engine.h"
 #include "util/error.h"
 
 enum atr_router_objective { ATR_ROUTER_E2EL, ATR_ROUTER_TTFT };
 
-/* How the candidates are simulated: the same for every run. */
+/* How the candidates are run: the same experiment for every one. */
 struct atr_router_sim {
     const struct atr_workload *workload;
-    const double *starts;                 /* per session */
     const struct atr_schedule *schedule;
     unsigned max_concurrency;
-    const struct atr_engine_cfg *engine;  /* cost and KV capacity set */
-    unsigned replicas;                    /* >= 1 */
+    const struct atr_target *target;      /* a sim: target (exp/exp.h) */
     uint64_t seed;                        /* policies' seed */
 };
 

@@ -13,8 +13,10 @@
 #include <unistd.h>
 
 #include "json/json.h"
+#include "json/writer.h"
 #include "runner/controller.h"
 #include "runner/spawn.h"
+#include "util/alloc.h"
 
 /* Set by a signal handler, read by every replaying thread: a lock-free
  * atomic is both async-signal-safe and free of data races. */
@@ -58,9 +60,7 @@ bool atr_replay_stopped(void) { return stop_requested; }
 
 struct atr_replay *atr_replay_new(const struct atr_replay_opts *o, struct atr_error *err)
 {
-    struct atr_replay *rp = calloc(1, sizeof *rp);
-    if (!rp)
-        abort();
+    struct atr_replay *rp = xcalloc(1, sizeof *rp);
     rp->o = *o;
     rp->root.v2_fd = -1;
     if (atr_cg_detect(&rp->host, NULL, NULL, "", err) < 0)
@@ -401,73 +401,75 @@ int atr_replay_trace_in(struct atr_replay *rp, const struct atr_cg *parent,
 
 /* ---- metrics.jsonl ---- */
 
-static void put_num(struct atr_buf *b, const char *key, double v)
+/* Figures a backend could not measure are negative: null in the record. */
+static void kv_ms(struct atr_jw *w, const char *key, double v)
 {
-    atr_buf_printf(b, ",\"%s\":", key);
     if (v < 0)
-        atr_buf_puts(b, "null");
+        atr_jw_kv_null(w, key);
     else
-        atr_buf_printf(b, "%.3f", v);
+        atr_jw_kv_fixed(w, key, v, 3);
 }
 
-static void put_int(struct atr_buf *b, const char *key, int64_t v)
+static void kv_count(struct atr_jw *w, const char *key, int64_t v)
 {
-    atr_buf_printf(b, ",\"%s\":", key);
     if (v < 0)
-        atr_buf_puts(b, "null");
+        atr_jw_kv_null(w, key);
     else
-        atr_buf_put_i64(b, v);
+        atr_jw_kv_int(w, key, v);
 }
 
-static void put_samples(struct atr_buf *b, const char *key, const double *v, size_t n)
+static void kv_samples(struct atr_jw *w, const char *key, const double *v, size_t n)
 {
-    atr_buf_printf(b, ",\"%s\":[", key);
+    atr_jw_key(w, key);
+    atr_jw_array_begin(w);
     for (size_t i = 0; i < n; i++)
-        atr_buf_printf(b, i ? ",%.1f" : "%.1f", v[i]);
-    atr_buf_putc(b, ']');
+        atr_jw_fixed(w, v[i], 1);
+    atr_jw_array_end(w);
+}
+
+static void put_measured(struct atr_jw *w, const struct atr_step_metrics *m)
+{
+    kv_ms(w, "latency_ms", m->latency_ms);
+    kv_ms(w, "cpu_ms", m->cpu_ms);
+    kv_ms(w, "cpu_user_ms", m->cpu_user_ms);
+    kv_ms(w, "cpu_sys_ms", m->cpu_sys_ms);
+    kv_ms(w, "max_rss_mb", m->max_rss_mb);
+    atr_jw_kv_str(w, "rss_scope", m->rss_is_tree ? "cgroup" : "process");
+    kv_count(w, "mem_high_events", m->mem_high_events);
+    kv_count(w, "mem_max_events", m->mem_max_events);
+    kv_count(w, "oom_kills", m->oom_kills);
+    kv_ms(w, "mem_pressure_some_ms", m->mem_some_ms);
+    kv_ms(w, "mem_pressure_full_ms", m->mem_full_ms);
+    kv_ms(w, "cpu_pressure_some_ms", m->cpu_some_ms);
+    atr_jw_kv_int(w, "exit_code", m->exit_code);
+    atr_jw_kv_bool(w, "timed_out", m->timed_out);
+    atr_jw_kv_uint(w, "output_bytes", m->output_bytes);
+    atr_jw_kv_bool(w, "output_truncated", m->output_truncated);
+    kv_count(w, "ctl_adjustments", m->ctl_adjustments);
+    if (m->ctl_adjustments >= 0) {
+        double high_mb = m->ctl_max_high < 0 ? -1 : (double)m->ctl_max_high / (1024.0 * 1024.0);
+        kv_ms(w, "ctl_max_mem_high_mb", high_mb);
+        kv_samples(w, "ctl_reaction_us", m->ctl_seen_us, m->ctl_samples);
+        kv_samples(w, "ctl_reaction_bound_us", m->ctl_bound_us, m->ctl_samples);
+    }
 }
 
 void atr_step_metrics_json(struct atr_buf *b, const char *config,
                            const struct atr_step_metrics *m)
 {
-    atr_buf_puts(b, "{\"config\":");
-    atr_json_write_string(b, config, strlen(config));
-    atr_buf_puts(b, ",\"trace_id\":");
-    atr_json_write_string(b, m->trace_id, strlen(m->trace_id));
-    atr_buf_printf(b, ",\"step_id\":%u,\"tool\":", m->step_id);
-    atr_json_write_string(b, m->tool, strlen(m->tool));
-    atr_buf_puts(b, ",\"cmd\":");
-    if (m->cmd)
-        atr_json_write_string(b, m->cmd, strlen(m->cmd));
+    struct atr_jw w;
+    atr_jw_init(&w, b, ATR_JW_COMPACT);
+    atr_jw_object_begin(&w);
+    atr_jw_kv_str(&w, "config", config);
+    atr_jw_kv_str(&w, "trace_id", m->trace_id);
+    atr_jw_kv_uint(&w, "step_id", m->step_id);
+    atr_jw_kv_str(&w, "tool", m->tool);
+    atr_jw_kv_str(&w, "cmd", m->cmd);
+    if (m->skipped)
+        atr_jw_kv_str(&w, "skipped", m->skipped);
     else
-        atr_buf_puts(b, "null");
-    if (m->skipped) {
-        atr_buf_puts(b, ",\"skipped\":");
-        atr_json_write_string(b, m->skipped, strlen(m->skipped));
-        atr_buf_puts(b, "}\n");
-        return;
-    }
-    put_num(b, "latency_ms", m->latency_ms);
-    put_num(b, "cpu_ms", m->cpu_ms);
-    put_num(b, "cpu_user_ms", m->cpu_user_ms);
-    put_num(b, "cpu_sys_ms", m->cpu_sys_ms);
-    put_num(b, "max_rss_mb", m->max_rss_mb);
-    atr_buf_printf(b, ",\"rss_scope\":\"%s\"", m->rss_is_tree ? "cgroup" : "process");
-    put_int(b, "mem_high_events", m->mem_high_events);
-    put_int(b, "mem_max_events", m->mem_max_events);
-    put_int(b, "oom_kills", m->oom_kills);
-    put_num(b, "mem_pressure_some_ms", m->mem_some_ms);
-    put_num(b, "mem_pressure_full_ms", m->mem_full_ms);
-    put_num(b, "cpu_pressure_some_ms", m->cpu_some_ms);
-    atr_buf_printf(b, ",\"exit_code\":%d,\"timed_out\":%s", m->exit_code,
-                   m->timed_out ? "true" : "false");
-    atr_buf_printf(b, ",\"output_bytes\":%llu,\"output_truncated\":%s",
-                   (unsigned long long)m->output_bytes, m->output_truncated ? "true" : "false");
-    put_int(b, "ctl_adjustments", m->ctl_adjustments);
-    if (m->ctl_adjustments >= 0) {
-        put_num(b, "ctl_max_mem_high_mb", m->ctl_max_high < 0 ? -1 : (double)m->ctl_max_high / (1024.0 * 1024.0));
-        put_samples(b, "ctl_reaction_us", m->ctl_seen_us, m->ctl_samples);
-        put_samples(b, "ctl_reaction_bound_us", m->ctl_bound_us, m->ctl_samples);
-    }
-    atr_buf_puts(b, "}\n");
+        put_measured(&w, m);
+    atr_jw_object_end(&w);
+    atr_jw_newline(&w);
+    (void)atr_jw_finish(&w);   /* callers give a buffer without cap; at one, no half line */
 }

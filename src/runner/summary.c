@@ -1,14 +1,15 @@
 /* summary.c - per-configuration summary of metrics.jsonl lines. */
 #include "runner/summary.h"
 
-#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "json/json.h"
+#include "json/writer.h"
 #include "stats/percentile.h"
+#include "util/alloc.h"
 
 enum { MAX_CONFIGS = 8 };
 
@@ -32,10 +33,7 @@ struct atr_replay_summary {
 
 struct atr_replay_summary *atr_replay_summary_new(void)
 {
-    struct atr_replay_summary *s = calloc(1, sizeof *s);
-    if (!s)
-        abort();
-    return s;
+    return xcalloc(1, sizeof(struct atr_replay_summary));
 }
 
 void atr_replay_summary_free(struct atr_replay_summary *s)
@@ -139,54 +137,59 @@ int atr_replay_summary_add(struct atr_replay_summary *s, const char *line, size_
     return 0;
 }
 
-static void put_ms(struct atr_buf *b, const char *key, double v)
+static void put_counts(struct atr_jw *w, const struct config_sum *c)
 {
-    if (isnan(v))
-        atr_buf_printf(b, ",\"%s\":null", key);
-    else
-        atr_buf_printf(b, ",\"%s\":%.3f", key, v);
+    atr_jw_kv_uint(w, "traces", c->traces);
+    atr_jw_kv_uint(w, "total_steps", c->total_steps);
+    atr_jw_kv_uint(w, "ran_steps", c->ran);
+    atr_jw_kv_uint(w, "skipped_steps", c->skipped);
+    atr_jw_kv_uint(w, "failed_steps", c->failed);
+    atr_jw_kv_uint(w, "timed_out_steps", c->timed_out);
 }
 
-static void config_json(struct config_sum *c, struct atr_buf *b)
+/* Figures with 3 decimals; a percentile of no samples is NaN: null. */
+static void put_config(struct atr_jw *w, struct config_sum *c)
 {
-    atr_buf_puts(b, "{\"config\":");
-    atr_json_write_string(b, c->name, strlen(c->name));
-    atr_buf_printf(b, ",\"traces\":%lu,\"total_steps\":%lu,\"ran_steps\":%lu,"
-                      "\"skipped_steps\":%lu,\"failed_steps\":%lu,\"timed_out_steps\":%lu",
-                   c->traces, c->total_steps, c->ran, c->skipped, c->failed, c->timed_out);
-    put_ms(b, "latency_p50_ms", atr_samples_percentile(&c->latency, 50));
-    put_ms(b, "latency_p95_ms", atr_samples_percentile(&c->latency, 95));
-    put_ms(b, "latency_p99_ms", atr_samples_percentile(&c->latency, 99));
-    put_ms(b, "latency_max_ms", atr_samples_percentile(&c->latency, 100));
-    put_ms(b, "cpu_ms_total", c->cpu_ms);
-    put_ms(b, "max_rss_mb", c->max_rss_mb);
-    atr_buf_printf(b, ",\"mem_high_events_total\":%lld,\"mem_max_events_total\":%lld,"
-                      "\"oom_kills\":%lld", c->high, c->max_events, c->oom);
-    put_ms(b, "mem_pressure_some_ms_total", c->mem_some_ms);
-    put_ms(b, "cpu_pressure_some_ms_total", c->cpu_some_ms);
-    atr_buf_printf(b, ",\"ctl_adjustments\":%lld", c->ctl_adjustments);
+    atr_jw_object_begin(w);
+    atr_jw_kv_str(w, "config", c->name);
+    put_counts(w, c);
+    atr_jw_kv_fixed(w, "latency_p50_ms", atr_samples_percentile(&c->latency, 50), 3);
+    atr_jw_kv_fixed(w, "latency_p95_ms", atr_samples_percentile(&c->latency, 95), 3);
+    atr_jw_kv_fixed(w, "latency_p99_ms", atr_samples_percentile(&c->latency, 99), 3);
+    atr_jw_kv_fixed(w, "latency_max_ms", atr_samples_percentile(&c->latency, 100), 3);
+    atr_jw_kv_fixed(w, "cpu_ms_total", c->cpu_ms, 3);
+    atr_jw_kv_fixed(w, "max_rss_mb", c->max_rss_mb, 3);
+    atr_jw_kv_int(w, "mem_high_events_total", c->high);
+    atr_jw_kv_int(w, "mem_max_events_total", c->max_events);
+    atr_jw_kv_int(w, "oom_kills", c->oom);
+    atr_jw_kv_fixed(w, "mem_pressure_some_ms_total", c->mem_some_ms, 3);
+    atr_jw_kv_fixed(w, "cpu_pressure_some_ms_total", c->cpu_some_ms, 3);
+    atr_jw_kv_int(w, "ctl_adjustments", c->ctl_adjustments);
     /* Reaction: condition seen -> limit written; the bound adds the time it
      * may have been visible before the controller looked (controller.h). */
-    put_ms(b, "ctl_reaction_p50_us", atr_samples_percentile(&c->reaction, 50));
-    put_ms(b, "ctl_reaction_p99_us", atr_samples_percentile(&c->reaction, 99));
-    put_ms(b, "ctl_reaction_bound_p50_us", atr_samples_percentile(&c->reaction_bound, 50));
-    put_ms(b, "ctl_reaction_bound_p99_us", atr_samples_percentile(&c->reaction_bound, 99));
-    atr_buf_putc(b, '}');
+    atr_jw_kv_fixed(w, "ctl_reaction_p50_us", atr_samples_percentile(&c->reaction, 50), 3);
+    atr_jw_kv_fixed(w, "ctl_reaction_p99_us", atr_samples_percentile(&c->reaction, 99), 3);
+    atr_jw_kv_fixed(w, "ctl_reaction_bound_p50_us",
+                    atr_samples_percentile(&c->reaction_bound, 50), 3);
+    atr_jw_kv_fixed(w, "ctl_reaction_bound_p99_us",
+                    atr_samples_percentile(&c->reaction_bound, 99), 3);
+    atr_jw_object_end(w);
 }
 
 void atr_replay_summary_json(struct atr_replay_summary *s, const char *backend,
                              bool incomplete, struct atr_buf *out)
 {
-    atr_buf_puts(out, "{\"backend\":");
-    if (backend)
-        atr_json_write_string(out, backend, strlen(backend));
-    else
-        atr_buf_puts(out, "null");
-    atr_buf_printf(out, ",\"incomplete\":%s,\"configs\":[", incomplete ? "true" : "false");
-    for (int i = 0; i < s->n; i++) {
-        if (i)
-            atr_buf_putc(out, ',');
-        config_json(&s->c[i], out);
-    }
-    atr_buf_puts(out, "]}\n");
+    struct atr_jw w;
+    atr_jw_init(&w, out, ATR_JW_COMPACT);
+    atr_jw_object_begin(&w);
+    atr_jw_kv_str(&w, "backend", backend);
+    atr_jw_kv_bool(&w, "incomplete", incomplete);
+    atr_jw_key(&w, "configs");
+    atr_jw_array_begin(&w);
+    for (int i = 0; i < s->n; i++)
+        put_config(&w, &s->c[i]);
+    atr_jw_array_end(&w);
+    atr_jw_object_end(&w);
+    atr_jw_newline(&w);
+    (void)atr_jw_finish(&w);   /* the caller's buffer has no cap */
 }

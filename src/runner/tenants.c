@@ -8,7 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json/json.h"
+#include "json/writer.h"
+#include "util/alloc.h"
 
 /* What the tenants share: the sink (serialised by lock) and the start
  * signal, so that every tenant's first step starts at the same time and
@@ -63,33 +64,28 @@ double atr_tenant_inflation(double shared, double alone)
     return shared / alone;
 }
 
-static void put_num(struct atr_buf *b, const char *key, double v, int digits)
-{
-    if (isnan(v) || isinf(v))
-        atr_buf_printf(b, ",\"%s\":null", key);
-    else
-        atr_buf_printf(b, ",\"%s\":%.*f", key, digits, v);
-}
-
 void atr_tenant_report_json(struct atr_tenant_report *r, const char *config,
                             struct atr_buf *out)
 {
-    const char *id = r->trace_id ? r->trace_id : "";
-    atr_buf_puts(out, "{\"config\":");
-    atr_json_write_string(out, config, strlen(config));
-    atr_buf_printf(out, ",\"tenant\":%u,\"trace_id\":", r->tenant);
-    atr_json_write_string(out, id, strlen(id));
-    atr_buf_printf(out, ",\"weight\":%lld,\"weight_applied\":%s,\"steps\":%lu",
-                   (long long)r->weight, r->weight_applied ? "true" : "false", r->steps);
     double mean_alone = atr_tenant_mean(&r->alone), mean_shared = atr_tenant_mean(&r->shared);
     double p50_alone = atr_tenant_p50(&r->alone), p50_shared = atr_tenant_p50(&r->shared);
-    put_num(out, "latency_mean_ms_alone", mean_alone, 3);
-    put_num(out, "latency_mean_ms_shared", mean_shared, 3);
-    put_num(out, "latency_p50_ms_alone", p50_alone, 3);
-    put_num(out, "latency_p50_ms_shared", p50_shared, 3);
-    put_num(out, "inflation_mean", atr_tenant_inflation(mean_shared, mean_alone), 4);
-    put_num(out, "inflation_p50", atr_tenant_inflation(p50_shared, p50_alone), 4);
-    atr_buf_putc(out, '}');
+    struct atr_jw w;
+    atr_jw_init(&w, out, ATR_JW_COMPACT);
+    atr_jw_object_begin(&w);
+    atr_jw_kv_str(&w, "config", config);
+    atr_jw_kv_uint(&w, "tenant", r->tenant);
+    atr_jw_kv_str(&w, "trace_id", r->trace_id ? r->trace_id : "");
+    atr_jw_kv_int(&w, "weight", r->weight);
+    atr_jw_kv_bool(&w, "weight_applied", r->weight_applied);
+    atr_jw_kv_uint(&w, "steps", r->steps);
+    atr_jw_kv_fixed(&w, "latency_mean_ms_alone", mean_alone, 3);
+    atr_jw_kv_fixed(&w, "latency_mean_ms_shared", mean_shared, 3);
+    atr_jw_kv_fixed(&w, "latency_p50_ms_alone", p50_alone, 3);
+    atr_jw_kv_fixed(&w, "latency_p50_ms_shared", p50_shared, 3);
+    atr_jw_kv_fixed(&w, "inflation_mean", atr_tenant_inflation(mean_shared, mean_alone), 4);
+    atr_jw_kv_fixed(&w, "inflation_p50", atr_tenant_inflation(p50_shared, p50_alone), 4);
+    atr_jw_object_end(&w);
+    (void)atr_jw_finish(&w);   /* the caller's buffer has no cap */
 }
 
 void atr_tenant_report_release(struct atr_tenant_report *r)
@@ -186,9 +182,7 @@ static int setup_tenants(struct tenants_run *run, struct tenant *tns, const stru
         reps[k].tenant = (unsigned)k;
         reps[k].weight = k < o->n_weights ? o->weights[k] : ATR_TENANT_WEIGHT_DEFAULT;
         free(reps[k].trace_id);
-        reps[k].trace_id = strdup(traces[k].trace_id ? traces[k].trace_id : "");
-        if (!reps[k].trace_id)
-            abort();
+        reps[k].trace_id = xstrdup(traces[k].trace_id ? traces[k].trace_id : "");
         if (make_group(run->rp, tn, err) < 0)
             return -1;
     }
@@ -247,9 +241,7 @@ int atr_tenants_run(struct atr_replay *rp, const struct atr_trace *traces, size_
     struct tenants_run run = {.rp = rp, .sink = sink, .ctx = ctx};
     pthread_mutex_init(&run.lock, NULL);
     pthread_cond_init(&run.go_cond, NULL);
-    struct tenant *tns = calloc(n, sizeof *tns);
-    if (!tns)
-        abort();
+    struct tenant *tns = xcalloc(n, sizeof *tns);
     int rc = setup_tenants(&run, tns, traces, n, o, reps, err);
     if (rc == 0)
         rc = run_shared(&run, tns, n, err);

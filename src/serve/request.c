@@ -6,6 +6,7 @@
 #include "json/json.h"
 #include "serve/server.h"
 #include "trace/tokens.h"
+#include "util/alloc.h"
 #include "util/buf.h"
 
 /* Chat messages are rendered "<|role|>\n" + content + "\n"; the rendered
@@ -80,9 +81,7 @@ static int hash_token_ids(struct atr_serve_request *out, const struct atr_json *
 {
     size_t n_blocks = arr->u.kids.count / ATR_SERVE_BLOCK_SIZE;
     out->prompt_tokens = arr->u.kids.count;
-    out->hash_ids = n_blocks ? malloc(n_blocks * sizeof *out->hash_ids) : NULL;
-    if (n_blocks && !out->hash_ids)
-        return atr_error_set(err, "prompt: out of memory");
+    out->hash_ids = n_blocks ? xreallocarray(NULL, n_blocks, sizeof *out->hash_ids) : NULL;
     uint64_t chain = 0, h = 0;
     size_t i = 0;
     for (const struct atr_json *k = arr->u.kids.first; k; k = k->next, i++) {

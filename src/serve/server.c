@@ -24,7 +24,9 @@
 #include <event2/keyvalq_struct.h>
 
 #include "json/json.h"
+#include "json/writer.h"
 #include "serve/server.h"
+#include "util/alloc.h"
 #include "util/buf.h"
 
 #define DEFAULT_MAX_BODY (16u << 20)
@@ -73,14 +75,14 @@ struct stream {
     const struct atr_sim_record *rec;   /* engine mode */
     struct event *tok_ev;        /* fixed mode: next token due */
     struct event *close_ev;      /* close (cut, stall) or reap */
-    struct atr_buf head;         /* `data: {"id":...,"model":"M",` */
+    char id[40];                 /* "cmpl-SEQ", "chatcmpl-SEQ": every chunk's "id" */
 };
 
 struct atr_serve {
     struct event_base *base;
     struct atr_serve_cfg cfg;
     char *model_id;
-    struct atr_buf model_json;   /* the id as a JSON string */
+    struct atr_buf model_json;   /* the id as a JSON string, for /metrics labels */
     struct evhttp *http;
     unsigned port;
     struct atr_engine *engine;
@@ -164,11 +166,17 @@ static void send_body(struct atr_serve *s, struct evhttp_request *req, int code,
 static void send_error(struct atr_serve *s, struct evhttp_request *req, int code,
                        const char *msg)
 {
-    struct atr_buf *b = &s->tmp;
-    atr_buf_clear(b);
-    atr_buf_puts(b, "{\"object\":\"error\",\"message\":");
-    atr_json_write_string(b, msg, strlen(msg));
-    atr_buf_printf(b, ",\"type\":\"%s\",\"param\":null,\"code\":%d}", error_type(code), code);
+    struct atr_jw w;
+    atr_buf_clear(&s->tmp);
+    atr_jw_init(&w, &s->tmp, ATR_JW_COMPACT);
+    atr_jw_object_begin(&w);
+    atr_jw_kv_str(&w, "object", "error");
+    atr_jw_kv_str(&w, "message", msg);
+    atr_jw_kv_str(&w, "type", error_type(code));
+    atr_jw_kv_null(&w, "param");
+    atr_jw_kv_int(&w, "code", code);
+    atr_jw_object_end(&w);
+    (void)atr_jw_finish(&w);     /* tmp has no cap */
     if (code == 429)
         evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", "1");
     if (code >= 400 && code < 500 && code != 429)
@@ -178,49 +186,104 @@ static void send_error(struct atr_serve *s, struct evhttp_request *req, int code
 
 /* ---- stream text ---- */
 
-static void put_usage(struct atr_buf *b, const struct stream *st)
+/* The members every object of a stream opens with. */
+static void put_head(struct atr_jw *w, const struct stream *st)
+{
+    const struct atr_serve *s = st->srv;
+    bool chat = st->api == ATR_SERVE_CHAT;
+    atr_jw_kv_str(w, "id", st->id);
+    atr_jw_kv_str(w, "object", chat ? (st->stream ? "chat.completion.chunk" : "chat.completion")
+                                    : "text_completion");
+    atr_jw_kv_int(w, "created", s->created + (long long)st->arrival);
+    atr_jw_kv_str(w, "model", s->model_id);
+}
+
+static void put_usage(struct atr_jw *w, const struct stream *st)
 {
     uint32_t cached = st->rec ? st->rec->cached_tokens : 0;
-    atr_buf_puts(b, "\"usage\":{\"prompt_tokens\":");
-    atr_buf_put_u64(b, st->prompt_tokens);
-    atr_buf_puts(b, ",\"total_tokens\":");
-    atr_buf_put_u64(b, (uint64_t)st->prompt_tokens + st->max_tokens);
-    atr_buf_puts(b, ",\"completion_tokens\":");
-    atr_buf_put_u64(b, st->max_tokens);
-    atr_buf_puts(b, ",\"prompt_tokens_details\":{\"cached_tokens\":");
-    atr_buf_put_u64(b, cached);
-    atr_buf_puts(b, "}}");
+    atr_jw_key(w, "usage");
+    atr_jw_object_begin(w);
+    atr_jw_kv_uint(w, "prompt_tokens", st->prompt_tokens);
+    atr_jw_kv_uint(w, "total_tokens", (uint64_t)st->prompt_tokens + st->max_tokens);
+    atr_jw_kv_uint(w, "completion_tokens", st->max_tokens);
+    atr_jw_key(w, "prompt_tokens_details");
+    atr_jw_object_begin(w);
+    atr_jw_kv_uint(w, "cached_tokens", cached);
+    atr_jw_object_end(w);
+    atr_jw_object_end(w);
+}
+
+/* "choices" with the one choice: chat's text is the content of `wrap`
+ * ("delta" in chunks, "message" whole; role: it opens the answer),
+ * a completion's is "text". fin NULL writes null. */
+static void put_choices(struct atr_jw *w, const struct stream *st, const char *wrap, bool role,
+                        const char *text, size_t len, const char *fin)
+{
+    bool chat = st->api == ATR_SERVE_CHAT;
+    atr_jw_key(w, "choices");
+    atr_jw_array_begin(w);
+    atr_jw_object_begin(w);
+    atr_jw_kv_int(w, "index", 0);
+    if (chat) {
+        atr_jw_key(w, wrap);
+        atr_jw_object_begin(w);
+        if (role)
+            atr_jw_kv_str(w, "role", "assistant");
+        atr_jw_kv_strn(w, "content", text, len);
+        atr_jw_object_end(w);
+    } else {
+        atr_jw_kv_strn(w, "text", text, len);
+    }
+    atr_jw_kv_null(w, "logprobs");
+    atr_jw_kv_str(w, "finish_reason", fin);
+    if (!chat)
+        atr_jw_kv_null(w, "stop_reason");
+    atr_jw_object_end(w);
+    atr_jw_array_end(w);
+}
+
+/* An SSE event's JSON opens with the head; chunk_end closes it. */
+static void chunk_begin(struct atr_jw *w, struct atr_buf *b, const struct stream *st)
+{
+    atr_buf_puts(b, "data: ");
+    atr_jw_init(w, b, ATR_JW_COMPACT);
+    atr_jw_object_begin(w);
+    put_head(w, st);
+}
+
+static void chunk_end(struct atr_jw *w, struct atr_buf *b)
+{
+    atr_jw_object_end(w);
+    (void)atr_jw_finish(w);      /* tmp has no cap */
+    atr_buf_puts(b, "\n\n");
 }
 
 /* One SSE event per token; chat opens with the assistant role. */
 static void put_token_event(struct atr_buf *b, const struct stream *st, uint32_t k)
 {
-    const char *fin = k + 1 == st->max_tokens ? "\"length\"" : "null";
+    const char *fin = k + 1 == st->max_tokens ? "length" : NULL;
+    const char *word = words[k % N_WORDS];
+    struct atr_jw w;
     if (st->api == ATR_SERVE_CHAT && k == 0) {
-        atr_buf_append(b, st->head.data, st->head.len);
-        atr_buf_puts(b, "\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\","
-                        "\"content\":\"\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n");
+        chunk_begin(&w, b, st);
+        put_choices(&w, st, "delta", true, "", 0, NULL);
+        chunk_end(&w, b);
     }
-    atr_buf_append(b, st->head.data, st->head.len);
-    if (st->api == ATR_SERVE_CHAT) {
-        atr_buf_puts(b, "\"choices\":[{\"index\":0,\"delta\":{\"content\":\"");
-        atr_buf_puts(b, words[k % N_WORDS]);
-        atr_buf_printf(b, "\"},\"logprobs\":null,\"finish_reason\":%s}]}\n\n", fin);
-    } else {
-        atr_buf_puts(b, "\"choices\":[{\"index\":0,\"text\":\"");
-        atr_buf_puts(b, words[k % N_WORDS]);
-        atr_buf_printf(b, "\",\"logprobs\":null,\"finish_reason\":%s,\"stop_reason\":null}]}"
-                          "\n\n", fin);
-    }
+    chunk_begin(&w, b, st);
+    put_choices(&w, st, "delta", false, word, strlen(word), fin);
+    chunk_end(&w, b);
 }
 
 static void put_stream_end(struct atr_buf *b, const struct stream *st)
 {
     if (st->include_usage) {
-        atr_buf_append(b, st->head.data, st->head.len);
-        atr_buf_puts(b, "\"choices\":[],");
-        put_usage(b, st);
-        atr_buf_puts(b, "}\n\n");
+        struct atr_jw w;
+        chunk_begin(&w, b, st);
+        atr_jw_key(&w, "choices");
+        atr_jw_array_begin(&w);
+        atr_jw_array_end(&w);
+        put_usage(&w, st);
+        chunk_end(&w, b);
     }
     atr_buf_puts(b, "data: [DONE]\n\n");
 }
@@ -228,31 +291,18 @@ static void put_stream_end(struct atr_buf *b, const struct stream *st)
 /* The non-streaming answer: every token's text at once. */
 static void put_full_answer(struct atr_buf *b, const struct stream *st)
 {
-    atr_buf_append(b, st->head.data + 6, st->head.len - 6);    /* no "data: " */
-    atr_buf_puts(b, st->api == ATR_SERVE_CHAT
-                        ? "\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\","
-                          "\"content\":\""
-                        : "\"choices\":[{\"index\":0,\"text\":\"");
+    struct atr_buf text = ATR_BUF_INIT;
     for (uint32_t k = 0; k < st->max_tokens; k++)
-        atr_buf_puts(b, words[k % N_WORDS]);
-    atr_buf_puts(b, st->api == ATR_SERVE_CHAT
-                        ? "\"},\"logprobs\":null,\"finish_reason\":\"length\"}],"
-                        : "\",\"logprobs\":null,\"finish_reason\":\"length\","
-                          "\"stop_reason\":null}],");
-    put_usage(b, st);
-    atr_buf_puts(b, "}");
-}
-
-static void build_head(struct stream *st)
-{
-    const struct atr_serve *s = st->srv;
-    bool chat = st->api == ATR_SERVE_CHAT;
-    atr_buf_printf(&st->head, "data: {\"id\":\"%s-%llu\",\"object\":\"%s\",\"created\":%lld,"
-                   "\"model\":", chat ? "chatcmpl" : "cmpl", (unsigned long long)st->seq,
-                   chat ? (st->stream ? "chat.completion.chunk" : "chat.completion")
-                        : "text_completion", s->created + (long long)st->arrival);
-    atr_buf_append(&st->head, s->model_json.data, s->model_json.len);
-    atr_buf_putc(&st->head, ',');
+        atr_buf_puts(&text, words[k % N_WORDS]);
+    struct atr_jw w;
+    atr_jw_init(&w, b, ATR_JW_COMPACT);
+    atr_jw_object_begin(&w);
+    put_head(&w, st);
+    put_choices(&w, st, "message", true, text.data ? text.data : "", text.len, "length");
+    put_usage(&w, st);
+    atr_jw_object_end(&w);
+    (void)atr_jw_finish(&w);     /* tmp has no cap */
+    atr_buf_release(&text);
 }
 
 /* ---- stream life ---- */
@@ -273,7 +323,6 @@ static void stream_free(struct stream *st)
         event_free(st->tok_ev);
     event_free(st->close_ev);
     free(st->hash_ids);
-    atr_buf_release(&st->head);
     free(st);
 }
 
@@ -558,15 +607,15 @@ static struct stream *stream_new(struct atr_serve *s, struct evhttp_request *req
                                  enum atr_serve_api api, struct atr_serve_request *r,
                                  uint32_t max_tokens, uint64_t seq)
 {
-    struct stream *st = calloc(1, sizeof *st);
-    if (!st)
-        abort();
+    struct stream *st = xcalloc(1, sizeof *st);
     st->srv = s;
     st->req = req;
     st->api = api;
     st->stream = r->stream;
     st->include_usage = r->stream && r->include_usage;
     st->seq = seq;
+    snprintf(st->id, sizeof st->id, "%s-%llu", api == ATR_SERVE_CHAT ? "chatcmpl" : "cmpl",
+             (unsigned long long)seq);
     st->prompt_tokens = (uint32_t)r->prompt_tokens;
     st->max_tokens = max_tokens;
     st->hash_ids = r->hash_ids;
@@ -577,8 +626,7 @@ static struct stream *stream_new(struct atr_serve *s, struct evhttp_request *req
     if (!s->engine)
         st->tok_ev = event_new(s->base, -1, 0, on_tok_ev, st);
     if (!st->close_ev || (!s->engine && !st->tok_ev))
-        abort();
-    build_head(st);
+        abort();   /* libevent could not allocate */
     st->next = s->streams;
     if (s->streams)
         s->streams->prev = st;
@@ -675,15 +723,28 @@ static void handle_completion(struct atr_serve *s, struct evhttp_request *req,
 
 static void handle_models(struct atr_serve *s, struct evhttp_request *req)
 {
-    struct atr_buf *b = &s->tmp;
-    atr_buf_clear(b);
-    atr_buf_puts(b, "{\"object\":\"list\",\"data\":[{\"id\":");
-    atr_buf_append(b, s->model_json.data, s->model_json.len);
-    atr_buf_printf(b, ",\"object\":\"model\",\"created\":%lld,\"owned_by\":\"atr\",\"root\":",
-                   s->created);
-    atr_buf_append(b, s->model_json.data, s->model_json.len);
-    atr_buf_printf(b, ",\"parent\":null,\"max_model_len\":%u,\"permission\":[]}]}",
-                   s->cfg.max_model_len);
+    struct atr_jw w;
+    atr_buf_clear(&s->tmp);
+    atr_jw_init(&w, &s->tmp, ATR_JW_COMPACT);
+    atr_jw_object_begin(&w);
+    atr_jw_kv_str(&w, "object", "list");
+    atr_jw_key(&w, "data");
+    atr_jw_array_begin(&w);
+    atr_jw_object_begin(&w);
+    atr_jw_kv_str(&w, "id", s->model_id);
+    atr_jw_kv_str(&w, "object", "model");
+    atr_jw_kv_int(&w, "created", s->created);
+    atr_jw_kv_str(&w, "owned_by", "atr");
+    atr_jw_kv_str(&w, "root", s->model_id);
+    atr_jw_kv_null(&w, "parent");
+    atr_jw_kv_uint(&w, "max_model_len", s->cfg.max_model_len);
+    atr_jw_key(&w, "permission");
+    atr_jw_array_begin(&w);
+    atr_jw_array_end(&w);
+    atr_jw_object_end(&w);
+    atr_jw_array_end(&w);
+    atr_jw_object_end(&w);
+    (void)atr_jw_finish(&w);     /* tmp has no cap */
     send_body(s, req, 200, "application/json");
 }
 
@@ -843,9 +904,7 @@ static void setup_faults(struct atr_serve *s)
 struct atr_serve *atr_serve_new(struct event_base *base, const struct atr_serve_cfg *cfg,
                                 struct atr_error *err)
 {
-    struct atr_serve *s = calloc(1, sizeof *s);
-    if (!s)
-        return atr_error_set(err, "serve: out of memory"), NULL;
+    struct atr_serve *s = xcalloc(1, sizeof *s);
     s->base = base;
     s->cfg = *cfg;
     if (!s->cfg.max_body)
@@ -854,12 +913,12 @@ struct atr_serve *atr_serve_new(struct event_base *base, const struct atr_serve_
         s->cfg.time_scale = 1;
     if (!s->cfg.max_model_len)
         s->cfg.max_model_len = 1;
-    s->model_id = strdup(cfg->model_id ? cfg->model_id : "atr-sim");
+    s->model_id = xstrdup(cfg->model_id ? cfg->model_id : "atr-sim");
     s->t0 = mono_now();
     s->created = (long long)time(NULL);
     s->out = evbuffer_new();
     s->http = evhttp_new(base);
-    if (!s->model_id || !s->out || !s->http) {
+    if (!s->out || !s->http) {
         atr_serve_free(s);
         return atr_error_set(err, "serve: out of memory"), NULL;
     }

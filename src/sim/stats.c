@@ -1,10 +1,11 @@
-/* stats.c - engine figures summed over replicas, and their JSON. */
+/* stats.c - engine figures summed over replicas, and their result member. */
 #include "sim/stats.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "stats/metrics.h"
+#include "util/alloc.h"
 
 void atr_sim_stats_sum(struct atr_engine *const *engines, unsigned n,
                        struct atr_engine_stats *out)
@@ -17,8 +18,7 @@ void atr_sim_stats_sum(struct atr_engine *const *engines, unsigned n,
         atr_engine_get_stats(engines[i], &s);
         if (!hist) {
             out->batch_hist_len = s.batch_hist_len;
-            if (!(hist = calloc(s.batch_hist_len ? s.batch_hist_len : 1, sizeof *hist)))
-                abort();
+            hist = xcalloc(s.batch_hist_len, sizeof *hist);
         }
         for (unsigned k = 0; k < s.batch_hist_len && k < out->batch_hist_len; k++)
             hist[k] += s.batch_hist[k];
@@ -51,32 +51,36 @@ void atr_sim_stats_release(struct atr_engine_stats *s)
     s->batch_hist = NULL;
 }
 
-int atr_sim_stats_json(struct atr_buf *b, const struct atr_profile *p, unsigned replicas,
-                       const char *flavour, const struct atr_engine_stats *st)
+void atr_sim_stats_write(struct atr_jw *w, const struct atr_profile *p, unsigned replicas,
+                         const char *flavour, const struct atr_engine_stats *st)
 {
-    int rc = atr_buf_printf(b, "\"engine\": {\"profile\": \"%s/%s\", \"tp\": %u, "
-                            "\"replicas\": %u, \"flavour\": \"%s\", \"iterations\": %llu, "
-                            "\"mean_batch\": ", p->gpu->name, p->model->name, p->tp, replicas,
-                            flavour, (unsigned long long)st->iterations);
-    rc |= atr_llm_put_pyfloat(b, st->batch_mean);
-    rc |= atr_buf_puts(b, ", \"prefix_cache_hit_rate\": ");
-    rc |= atr_llm_put_pyfloat(b, st->prefix_hit_rate);
-    rc |= atr_buf_printf(b, ", \"kv_blocks_total\": %u, \"kv_blocks_peak\": %u, "
-                         "\"kv_blocks_mean\": ", st->kv_blocks_total, st->kv_blocks_peak);
-    rc |= atr_llm_put_pyfloat(b, st->kv_blocks_mean);
-    rc |= atr_buf_printf(b, ", \"preemptions\": %llu, \"evictions\": %llu, "
-                         "\"prefill_tokens\": %llu, \"decode_tokens\": %llu, \"busy_s\": ",
-                         (unsigned long long)st->preemptions, (unsigned long long)st->evictions,
-                         (unsigned long long)st->prefill_tokens,
-                         (unsigned long long)st->decode_tokens);
-    rc |= atr_llm_put_pyfloat(b, st->busy_seconds);
-    unsigned last = 0;
+    char profile[128];
+    snprintf(profile, sizeof profile, "%s/%s", p->gpu->name, p->model->name);
+    atr_jw_key(w, "engine");
+    atr_jw_object_begin(w);
+    atr_jw_kv_str(w, "profile", profile);
+    atr_jw_kv_uint(w, "tp", p->tp);
+    atr_jw_kv_uint(w, "replicas", replicas);
+    atr_jw_kv_str(w, "flavour", flavour);
+    atr_jw_kv_uint(w, "iterations", st->iterations);
+    atr_jw_kv_pyfloat(w, "mean_batch", st->batch_mean);
+    atr_jw_kv_pyfloat(w, "prefix_cache_hit_rate", st->prefix_hit_rate);
+    atr_jw_kv_uint(w, "kv_blocks_total", st->kv_blocks_total);
+    atr_jw_kv_uint(w, "kv_blocks_peak", st->kv_blocks_peak);
+    atr_jw_kv_pyfloat(w, "kv_blocks_mean", st->kv_blocks_mean);
+    atr_jw_kv_uint(w, "preemptions", st->preemptions);
+    atr_jw_kv_uint(w, "evictions", st->evictions);
+    atr_jw_kv_uint(w, "prefill_tokens", st->prefill_tokens);
+    atr_jw_kv_uint(w, "decode_tokens", st->decode_tokens);
+    atr_jw_kv_pyfloat(w, "busy_s", st->busy_seconds);
+    unsigned last = 0;              /* the histogram ends at its last non-zero bucket */
     for (unsigned i = 0; i < st->batch_hist_len; i++)
         if (st->batch_hist[i])
             last = i;
-    rc |= atr_buf_puts(b, ", \"batch_histogram\": [");
+    atr_jw_key(w, "batch_histogram");
+    atr_jw_array_begin(w);
     for (unsigned i = 0; i <= last && st->batch_hist_len; i++)
-        rc |= atr_buf_printf(b, "%s%llu", i ? ", " : "", (unsigned long long)st->batch_hist[i]);
-    rc |= atr_buf_puts(b, "]}");
-    return rc ? -1 : 0;
+        atr_jw_uint(w, st->batch_hist[i]);
+    atr_jw_array_end(w);
+    atr_jw_object_end(w);
 }

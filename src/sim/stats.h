@@ -7,7 +7,7 @@
 
 #include "sim/cost.h"
 #include "sim/engine.h"
-#include "util/buf.h"
+#include "json/writer.h"
 
 /* Sums replicas: counts and busy time add up, the hit rate is over all
  * prompt tokens, the KV peak is the largest, the KV mean and the mean batch
@@ -16,9 +16,10 @@ void atr_sim_stats_sum(struct atr_engine *const *engines, unsigned n,
                        struct atr_engine_stats *out);
 void atr_sim_stats_release(struct atr_engine_stats *s);
 
-/* "\"engine\": {...}" (profile, tp, replicas, flavour, the figures and the
- * batch histogram trimmed after its last non-zero bucket). */
-int atr_sim_stats_json(struct atr_buf *b, const struct atr_profile *p, unsigned replicas,
-                       const char *flavour, const struct atr_engine_stats *s);
+/* The member "engine": {...} of a result's "atr" object (profile, tp,
+ * replicas, flavour, the figures and the batch histogram trimmed after its
+ * last non-zero bucket). */
+void atr_sim_stats_write(struct atr_jw *w, const struct atr_profile *p, unsigned replicas,
+                         const char *flavour, const struct atr_engine_stats *s);
 
 #endif

@@ -1,7 +1,6 @@
-/* metrics.h - benchmark figures of an LLM serving run, as `vllm bench serve`
- * computes them, and the three outputs `atr replay llm` and `atr sim run`
- * share: the --save-result JSON, the printed result block, and one NDJSON
- * line per request (--requests-out).
+/* metrics.h - the request record both targets yield (the simulator and a
+ * real server) and the benchmark figures of a run, as `vllm bench serve`
+ * computes them. The outputs written from them are in stats/result.h.
  *
  * Definitions (vllm/benchmarks/serve.py, calculate_metrics):
  *   TTFT  = first chunk - start_s (a success without chunks: end_s - start_s)
@@ -23,7 +22,7 @@
  *
  * Memory: records and their strings are the caller's and are only read.
  * atr_llm_summarize fills a summary that owns its failure table (malloc);
- * atr_llm_summary_release frees it. Writers append to a caller's atr_buf. */
+ * atr_llm_summary_release frees it. */
 #ifndef ATR_STATS_METRICS_H
 #define ATR_STATS_METRICS_H
 
@@ -31,7 +30,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "util/buf.h"
 #include "util/error.h"
 
 /* One request as the client saw it. Times in seconds on one clock. */
@@ -69,9 +67,6 @@ struct atr_llm_bench_config {
     size_t n_percentiles;      /* 0 means {99}, vLLM's default */
     bool e2el_section;         /* print the End-to-end Latency section */
     bool incomplete;           /* interrupted: only what finished is counted */
-    /* Extra members for the result's "atr" object, as JSON text
-     * ("\"engine\": {...}"), or NULL. Borrowed. */
-    const char *extra_members;
 };
 
 /* mean, median, std and the configured percentiles of one metric, in ms. */
@@ -109,20 +104,15 @@ int atr_llm_summarize(const struct atr_llm_record *r, size_t n,
                       struct atr_llm_summary *out, struct atr_error *err);
 void atr_llm_summary_release(struct atr_llm_summary *s);
 
-/* The --save-result object (vLLM's keys in vLLM's order, then "atr"), one
- * line, no trailing newline. Floats are written as Python's repr would. */
-int atr_llm_write_result_json(struct atr_buf *b, const struct atr_llm_summary *s,
-                              const struct atr_llm_bench_config *cfg);
+/* The configured percentiles: how many, and the i-th (vLLM's default {99}
+ * when none is set). */
+size_t atr_llm_pct_count(const struct atr_llm_bench_config *cfg);
+double atr_llm_pct_at(const struct atr_llm_bench_config *cfg, size_t i);
 
-/* The "Serving Benchmark Result" block, each line ending in '\n'. */
-int atr_llm_write_block(struct atr_buf *b, const struct atr_llm_summary *s,
-                        const struct atr_llm_bench_config *cfg);
-
-/* One --requests-out line for r, ending in '\n'. */
-int atr_llm_write_request_line(struct atr_buf *b, const struct atr_llm_record *r);
-
-/* A double as Python's repr writes it (shortest round trip, "1.0", "1e-05");
- * non-finite numbers have no JSON form and write null. */
-int atr_llm_put_pyfloat(struct atr_buf *b, double v);
+/* TTFT of one record in seconds: first chunk (or the end of a response
+ * without chunks) minus start_s. */
+double atr_llm_ttft_s(const struct atr_llm_record *r);
+/* TPOT as vLLM's goodput sees it, seconds: 0 for one output token or none. */
+double atr_llm_tpot_s(const struct atr_llm_record *r);
 
 #endif

@@ -5,6 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+
+#include "util/alloc.h"
 
 enum { SNIFF_BYTES = 64 * 1024, SNIFF_MIN_SCORE = 20 };
 
@@ -51,9 +54,7 @@ struct atr_reader *atr_reader_open_input(struct atr_input *in, const char *forma
         atr_input_close(in);
         return NULL;
     }
-    struct atr_reader *r = calloc(1, sizeof *r);
-    if (!r)
-        abort();
+    struct atr_reader *r = xcalloc(1, sizeof *r);
     r->fmt = fmt;
     r->in = in;
     if (opts)
@@ -197,13 +198,19 @@ static bool blank_line(const char *s, size_t n)
     return true;
 }
 
+int atr_reader_getline_nonblank(struct atr_reader *r, const char **line, size_t *len)
+{
+    int rc;
+    while ((rc = atr_reader_getline(r, line, len)) > 0 && blank_line(*line, *len))
+        ;
+    return rc;
+}
+
 int atr_reader_json_line(struct atr_reader *r, struct atr_arena *a, struct atr_json **out)
 {
     const char *line;
     size_t len;
-    int rc;
-    while ((rc = atr_reader_getline(r, &line, &len)) > 0 && blank_line(line, len))
-        ;
+    int rc = atr_reader_getline_nonblank(r, &line, &len);
     if (rc <= 0)
         return rc;
     if (atr_reader_parse(r, a, line, len, r->base_line, 1, false, out) < 0)
@@ -237,6 +244,13 @@ int atr_reader_json_shape(struct atr_reader *r, const char *what, enum atr_json_
     return atr_reader_fail(r, line, col, "expected %s", what);
 }
 
+int atr_reader_document(struct atr_reader *r, struct atr_json **doc)
+{
+    if (r->ntraces > 0)
+        return 0;
+    return atr_reader_parse_all(r, &r->scratch, doc) < 0 ? -1 : 1;
+}
+
 int atr_reader_array_begin(struct atr_reader *r)
 {
     return atr_input_array_begin(r->in, &r->err);
@@ -253,6 +267,126 @@ int atr_reader_array_next(struct atr_reader *r, struct atr_arena *a, struct atr_
     if (atr_reader_parse(r, a, elem, len, line, col, false, out) < 0)
         return -1;
     return 1;
+}
+
+/* ---- JSON streams ---- */
+
+enum stream_mode { STREAM_START, STREAM_ROWS, STREAM_LINES, STREAM_DONE };
+
+struct stream_state {
+    enum stream_mode mode;
+    struct atr_arena elem;      /* the elements of a one-trace array, one at a time */
+};
+
+static int stream_row(struct atr_reader *r, struct atr_trace *t, const struct atr_json_stream *s)
+{
+    struct atr_json *row;
+    int rc = atr_reader_array_next(r, &r->scratch, &row);
+    return rc <= 0 ? rc : s->row(r, t, row);
+}
+
+static int stream_line(struct atr_reader *r, struct atr_trace *t, const struct atr_json_stream *s)
+{
+    struct atr_json *row;
+    int rc = atr_reader_json_line(r, &r->scratch, &row);
+    if (rc == 0 && !r->ntraces)
+        return atr_reader_fail(r, 1, 1, "expected %s", s->no_lines);
+    return rc <= 0 ? rc : s->row(r, t, row);
+}
+
+/* The first element decides: rows, or the elements of one trace. */
+static int stream_array(struct atr_reader *r, struct atr_trace *t, struct stream_state *st,
+                        const struct atr_json_stream *s)
+{
+    struct atr_json *first;
+    if (atr_reader_array_begin(r) < 0)
+        return -1;
+    int rc = atr_reader_array_next(r, &r->scratch, &first);
+    if (rc < 0)
+        return -1;
+    if (rc == 0)
+        return atr_reader_fail(r, r->base_line ? r->base_line : 1, 1, "expected %s",
+                               s->no_elements);
+    st->mode = s->one_trace(first) ? STREAM_DONE : STREAM_ROWS;
+    if (st->mode == STREAM_DONE)
+        return s->elements(r, t, first, &st->elem);
+    return s->row(r, t, first);
+}
+
+static int stream_start(struct atr_reader *r, struct atr_trace *t, struct stream_state *st,
+                        const struct atr_json_stream *s)
+{
+    enum atr_json_shape shape;
+    struct atr_json *row;
+    if (atr_reader_json_shape(r, s->expected, &shape) < 0)
+        return -1;
+    if (shape == ATR_SHAPE_ARRAY)
+        return stream_array(r, t, st, s);
+    if (shape == ATR_SHAPE_LINES) {
+        st->mode = STREAM_LINES;
+        return stream_line(r, t, s);
+    }
+    st->mode = STREAM_DONE;
+    return atr_reader_parse_all(r, &r->scratch, &row) < 0 ? -1 : s->row(r, t, row);
+}
+
+int atr_reader_json_stream(struct atr_reader *r, struct atr_trace *t,
+                           const struct atr_json_stream *s)
+{
+    if (!r->state)
+        r->state = xcalloc(1, sizeof(struct stream_state));
+    struct stream_state *st = r->state;
+    switch (st->mode) {
+    case STREAM_START:
+        return stream_start(r, t, st, s);
+    case STREAM_ROWS:
+        return stream_row(r, t, s);
+    case STREAM_LINES:
+        return stream_line(r, t, s);
+    default:
+        return 0;
+    }
+}
+
+void atr_reader_json_stream_free(void *state)
+{
+    struct stream_state *st = state;
+    atr_arena_release(&st->elem);
+    free(st);
+}
+
+int atr_reader_json_each(struct atr_reader *r, struct atr_arena *a, const struct atr_json *first,
+                         int (*fn)(void *ctx, const struct atr_json *e), void *ctx)
+{
+    struct atr_json *e;
+    int rc = fn(ctx, first);
+    while (rc == 0) {
+        atr_arena_clear(a);
+        if ((rc = atr_reader_array_next(r, a, &e)) <= 0)
+            break;
+        rc = fn(ctx, e);
+    }
+    return rc;
+}
+
+/* ---- sniffing ---- */
+
+char atr_sniff_first(const char *head, size_t len, size_t *at)
+{
+    size_t i = 0;
+    while (i < len && (head[i] == ' ' || head[i] == '\t' || head[i] == '\r' || head[i] == '\n'))
+        i++;
+    if (at)
+        *at = i;
+    return i < len ? head[i] : '\0';
+}
+
+bool atr_sniff_prefix(const char *head, size_t len, const char *prefix)
+{
+    size_t n = strlen(prefix);
+    if (len >= 3 && memcmp(head, "\xEF\xBB\xBF", 3) == 0)
+        head += 3, len -= 3;
+    return len >= n && strncasecmp(head, prefix, n) == 0;
 }
 
 int atr_reader_req(struct atr_reader *r, const struct atr_json *obj, const char *key,
@@ -283,15 +417,29 @@ int atr_reader_opt_i64(struct atr_reader *r, const struct atr_json *obj, const c
     return 0;
 }
 
+int atr_reader_opt(struct atr_reader *r, const struct atr_json *obj, const char *key,
+                   enum atr_json_type type, const struct atr_json **out)
+{
+    const struct atr_json *v = atr_json_get(obj, key);
+    const char *want = atr_json_type_name(type);
+    *out = NULL;
+    if (!v || v->type == ATR_JSON_NULL)
+        return 0;
+    if (v->type != type)
+        return atr_reader_fail_at(r, v, "expected \"%s\" to be %s %s, found %s", key,
+                                  strchr("aeiou", want[0]) ? "an" : "a", want,
+                                  atr_json_type_name(v->type));
+    *out = v;
+    return 0;
+}
+
 int atr_reader_opt_str(struct atr_reader *r, const struct atr_json *obj, const char *key,
                        const char **out)
 {
-    struct atr_json *v = atr_json_get(obj, key);
-    if (!v || v->type == ATR_JSON_NULL)
-        return 0;
-    if (v->type != ATR_JSON_STRING)
-        return atr_reader_fail_at(r, v, "expected \"%s\" to be a string, found %s", key,
-                                  atr_json_type_name(v->type));
-    *out = v->u.str.s;
+    const struct atr_json *v;
+    if (atr_reader_opt(r, obj, key, ATR_JSON_STRING, &v) < 0)
+        return -1;
+    if (v)
+        *out = v->u.str.s;
     return 0;
 }

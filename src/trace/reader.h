@@ -46,7 +46,7 @@ const char *atr_reader_format(const struct atr_reader *r);
 const char *atr_reader_name(const struct atr_reader *r);
 void atr_reader_close(struct atr_reader *r);     /* accepts NULL */
 
-/* ---- the format interface: what src/trace/fmt-*.c implement ---- */
+/* ---- the format interface: what src/trace/fmt/ implements ---- */
 
 struct atr_format {
     const char *name;         /* --from name */
@@ -97,6 +97,8 @@ int atr_reader_parse_all(struct atr_reader *r, struct atr_arena *a, struct atr_j
 
 /* Next line of the input; 1, 0 at end, -1 after fail (line too long). */
 int atr_reader_getline(struct atr_reader *r, const char **line, size_t *len);
+/* Same, skipping lines of only blanks (spaces, tabs, CR). */
+int atr_reader_getline_nonblank(struct atr_reader *r, const char **line, size_t *len);
 
 /* How a JSON input is laid out, from its first non-blank byte: '[' a
  * top-level array, '{' alone on its line one pretty-printed document, '{'
@@ -114,10 +116,48 @@ int atr_reader_json_line(struct atr_reader *r, struct atr_arena *a, struct atr_j
 int atr_reader_array_begin(struct atr_reader *r);
 int atr_reader_array_next(struct atr_reader *r, struct atr_arena *a, struct atr_json **out);
 
+/* Single-document formats (.traj): the whole input parsed into r->scratch
+ * on the first call: 1 with *doc, 0 on later calls, -1 after fail. */
+int atr_reader_document(struct atr_reader *r, struct atr_json **doc);
+
+/* A JSON stream: a top-level array, JSON lines, or one pretty-printed
+ * document (atr_reader_json_shape decides). Each row is one trace, except
+ * an array whose first element one_trace accepts: its elements are one
+ * trace, streamed one at a time. */
+struct atr_json_stream {
+    const char *expected;     /* "expected %s" when neither '[' nor '{' opens */
+    const char *no_elements;  /* "expected %s" for an empty array */
+    const char *no_lines;     /* "expected %s" for JSON lines without a line */
+    bool (*one_trace)(const struct atr_json *first);
+    /* Fill t: 1, or -1 after fail. elements walks first and the rest with
+     * atr_reader_json_each, parsing each into tmp. */
+    int (*row)(struct atr_reader *r, struct atr_trace *t, const struct atr_json *row);
+    int (*elements)(struct atr_reader *r, struct atr_trace *t, const struct atr_json *first,
+                    struct atr_arena *tmp);
+};
+/* A format's next() for a JSON stream; its free_state is
+ * atr_reader_json_stream_free (the stream keeps its mode in r->state). */
+int atr_reader_json_stream(struct atr_reader *r, struct atr_trace *t,
+                           const struct atr_json_stream *s);
+void atr_reader_json_stream_free(void *state);
+/* Calls fn on first, then on each further array element, parsed into a
+ * (cleared before each): 0 after the last, -1 once fn or parsing fails. */
+int atr_reader_json_each(struct atr_reader *r, struct atr_arena *a, const struct atr_json *first,
+                         int (*fn)(void *ctx, const struct atr_json *e), void *ctx);
+
+/* Sniffing: the first byte of head that is not JSON whitespace ('\0' when
+ * none), its index in *at (may be NULL). */
+char atr_sniff_first(const char *head, size_t len, size_t *at);
+/* Whether head starts with prefix, ignoring case and a UTF-8 byte order
+ * mark (CSV headers). */
+bool atr_sniff_prefix(const char *head, size_t len, const char *prefix);
+
 /* Schema helpers that fail with a position when the type is wrong.
  * req_*: the member must exist; opt_*: absent or null gives the default. */
 int atr_reader_req(struct atr_reader *r, const struct atr_json *obj, const char *key,
                    enum atr_json_type type, struct atr_json **out);
+int atr_reader_opt(struct atr_reader *r, const struct atr_json *obj, const char *key,
+                   enum atr_json_type type, const struct atr_json **out);   /* NULL if absent */
 int atr_reader_opt_i64(struct atr_reader *r, const struct atr_json *obj, const char *key,
                        int64_t *out);
 int atr_reader_opt_str(struct atr_reader *r, const struct atr_json *obj, const char *key,

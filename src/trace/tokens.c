@@ -23,6 +23,8 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "util/alloc.h"
+
 enum { WORD_WIDTH = 8, DIGIT_WIDTH = 3, SPACE_WIDTH = 16, NL_WIDTH = 2, PUNCT_WIDTH = 2,
        UTF8_MAX = 4 };
 
@@ -185,10 +187,7 @@ static void push_id(struct atr_blockhash *h, uint64_t id)
 {
     if (h->n_ids == h->cap_ids) {
         size_t cap = h->cap_ids ? h->cap_ids * 2 : 256;
-        uint64_t *p = realloc(h->ids, cap * sizeof *p);
-        if (!p)
-            abort();
-        h->ids = p;
+        h->ids = xreallocarray(h->ids, cap, sizeof *h->ids);
         h->cap_ids = cap;
     }
     h->ids[h->n_ids++] = id;

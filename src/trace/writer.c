@@ -3,65 +3,42 @@
 
 #include <string.h>
 
-/* The helpers ignore append results: the output buffer has no cap (see
- * writer.h), so appends cannot fail; only the last one is checked. */
+#include "json/writer.h"
 
-static void put_key(struct atr_buf *b, const char *key)
+/* Fields that are absent (NULL, ATR_UNSET) are left out of the line. */
+static void opt_i64(struct atr_jw *w, const char *key, int64_t v)
 {
-    atr_buf_putc(b, ',');
-    atr_buf_putc(b, '"');
-    atr_buf_puts(b, key);
-    atr_buf_putc(b, '"');
-    atr_buf_putc(b, ':');
+    if (v != ATR_UNSET)
+        atr_jw_kv_int(w, key, v);
 }
 
-static void put_i64(struct atr_buf *b, const char *key, int64_t v)
+static void opt_str(struct atr_jw *w, const char *key, const char *s)
 {
-    if (v == ATR_UNSET)
-        return;
-    put_key(b, key);
-    atr_buf_put_i64(b, v);
+    if (s)
+        atr_jw_kv_str(w, key, s);
 }
 
-static void put_str(struct atr_buf *b, const char *key, const char *s)
+static void opt_json(struct atr_jw *w, const char *key, const struct atr_json *j)
 {
-    if (!s)
-        return;
-    put_key(b, key);
-    atr_json_write_string(b, s, strlen(s));
-}
-
-static void put_json(struct atr_buf *b, const char *key, const struct atr_json *j)
-{
-    if (!j)
-        return;
-    put_key(b, key);
-    atr_json_write_value(b, j);
+    if (j)
+        atr_jw_kv_value(w, key, j);
 }
 
 /* Unknown fields go back at the end of their object, in their order. */
-static void put_extra(struct atr_buf *b, const struct atr_json *extra)
+static void put_extra(struct atr_jw *w, const struct atr_json *extra)
 {
     if (!atr_json_is(extra, ATR_JSON_OBJECT))
         return;
     for (const struct atr_json *m = extra->u.kids.first; m; m = m->next) {
-        atr_buf_putc(b, ',');
-        atr_json_write_string(b, m->key, m->key_len);
-        atr_buf_putc(b, ':');
-        atr_json_write_value(b, m);
+        atr_jw_keyn(w, m->key, m->key_len);
+        atr_jw_value(w, m);
     }
 }
 
-static void put_ids(struct atr_buf *b, const uint64_t *ids, size_t n)
+static void put_ids(struct atr_jw *w, const uint64_t *ids, size_t n)
 {
-    put_key(b, "hash_ids");
-    atr_buf_putc(b, '[');
-    for (size_t k = 0; k < n; k++) {
-        if (k)
-            atr_buf_putc(b, ',');
-        atr_buf_put_u64(b, ids[k]);
-    }
-    atr_buf_putc(b, ']');
+    atr_jw_key(w, "hash_ids");
+    atr_jw_uint_array(w, ids, n);
 }
 
 static size_t common_prefix(const struct atr_step *a, const struct atr_step *b)
@@ -75,62 +52,86 @@ static size_t common_prefix(const struct atr_step *a, const struct atr_step *b)
 
 /* An llm step's ids, as a reference to the previous llm step's leading ids
  * plus its own, unless expanded output was asked for. */
-static void put_hash_ids(struct atr_buf *b, const struct atr_step *s,
+static void put_hash_ids(struct atr_jw *w, const struct atr_step *s,
                          const struct atr_step *prev, bool expand)
 {
     size_t shared = (!expand && prev) ? common_prefix(prev, s) : 0;
     if (shared) {
-        put_key(b, "prefix");
-        atr_buf_puts(b, "{\"step\":");
-        atr_buf_put_u64(b, prev->i);
-        atr_buf_puts(b, ",\"blocks\":");
-        atr_buf_put_u64(b, shared);
-        atr_buf_putc(b, '}');
+        atr_jw_key(w, "prefix");
+        atr_jw_object_begin(w);
+        atr_jw_kv_uint(w, "step", prev->i);
+        atr_jw_kv_uint(w, "blocks", shared);
+        atr_jw_object_end(w);
     }
     if (!s->hash_ids)
-        put_ids(b, NULL, 0);     /* no pointer arithmetic on NULL */
+        put_ids(w, NULL, 0);     /* no pointer arithmetic on NULL */
     else if (s->n_hash_ids || !shared)
-        put_ids(b, s->hash_ids + shared, s->n_hash_ids - shared);
+        put_ids(w, s->hash_ids + shared, s->n_hash_ids - shared);
 }
 
-static void put_step(struct atr_buf *b, const struct atr_step *s, const struct atr_step *prev,
+static void put_tool_fields(struct atr_jw *w, const struct atr_step *s,
+                            const struct atr_write_opts *o)
+{
+    opt_str(w, "tool", s->tool);
+    if (s->command && !o->redact_commands) {
+        atr_jw_kv_str(w, "command", s->command);
+    } else if (s->command || s->command_head) {
+        char head[64];
+        atr_command_head(s->command, head, sizeof head);
+        atr_jw_kv_str(w, "command_head", s->command ? head : s->command_head);
+    }
+    opt_str(w, "action", s->action);
+    opt_str(w, "path", s->path);
+    opt_str(w, "selector", s->selector);
+    opt_str(w, "url", s->url);
+    opt_str(w, "cwd", s->cwd);
+    opt_i64(w, "timeout_ms", s->timeout_ms);
+}
+
+static void put_llm_fields(struct atr_jw *w, const struct atr_step *s,
+                           const struct atr_step *prev, const struct atr_write_opts *o)
+{
+    opt_i64(w, "input_tokens", s->input_tokens);
+    opt_i64(w, "output_tokens", s->output_tokens);
+    opt_i64(w, "cached_tokens", s->cached_tokens);
+    opt_i64(w, "max_tokens", s->max_tokens);
+    opt_i64(w, "recorded_input_tokens", s->recorded_input_tokens);
+    opt_i64(w, "recorded_output_tokens", s->recorded_output_tokens);
+    put_hash_ids(w, s, prev, o->expand);
+    opt_json(w, "messages", s->messages);
+    opt_json(w, "output", s->output);
+}
+
+static void put_step(struct atr_jw *w, const struct atr_step *s, const struct atr_step *prev,
                      const struct atr_write_opts *o)
 {
-    atr_buf_puts(b, "{\"i\":");
-    atr_buf_put_u64(b, s->i);
-    put_str(b, "kind", s->kind == ATR_STEP_LLM ? "llm" : "tool");
-    if (s->kind == ATR_STEP_TOOL) {
-        put_str(b, "tool", s->tool);
-        if (s->command && !o->redact_commands) {
-            put_str(b, "command", s->command);
-        } else if (s->command || s->command_head) {
-            char head[64];
-            atr_command_head(s->command, head, sizeof head);
-            put_str(b, "command_head", s->command ? head : s->command_head);
-        }
-        put_str(b, "action", s->action);
-        put_str(b, "path", s->path);
-        put_str(b, "selector", s->selector);
-        put_str(b, "url", s->url);
-        put_str(b, "cwd", s->cwd);
-        put_i64(b, "timeout_ms", s->timeout_ms);
+    atr_jw_object_begin(w);
+    atr_jw_kv_uint(w, "i", s->i);
+    atr_jw_kv_str(w, "kind", s->kind == ATR_STEP_LLM ? "llm" : "tool");
+    if (s->kind == ATR_STEP_TOOL)
+        put_tool_fields(w, s, o);
+    opt_i64(w, "t_ms", s->t_ms);
+    opt_i64(w, "dur_ms", s->dur_ms);
+    if (s->kind == ATR_STEP_LLM)
+        put_llm_fields(w, s, prev, o);
+    opt_i64(w, "exit_code", s->exit_code);
+    put_extra(w, s->extra);
+    atr_jw_object_end(w);
+}
+
+static void put_steps(struct atr_jw *w, const struct atr_trace *t,
+                      const struct atr_write_opts *o)
+{
+    atr_jw_key(w, "steps");
+    atr_jw_array_begin(w);
+    const struct atr_step *prev_llm = NULL;
+    for (size_t k = 0; k < t->n_steps; k++) {
+        const struct atr_step *s = &t->steps[k];
+        put_step(w, s, prev_llm, o);
+        if (s->kind == ATR_STEP_LLM)
+            prev_llm = s;
     }
-    put_i64(b, "t_ms", s->t_ms);
-    put_i64(b, "dur_ms", s->dur_ms);
-    if (s->kind == ATR_STEP_LLM) {
-        put_i64(b, "input_tokens", s->input_tokens);
-        put_i64(b, "output_tokens", s->output_tokens);
-        put_i64(b, "cached_tokens", s->cached_tokens);
-        put_i64(b, "max_tokens", s->max_tokens);
-        put_i64(b, "recorded_input_tokens", s->recorded_input_tokens);
-        put_i64(b, "recorded_output_tokens", s->recorded_output_tokens);
-        put_hash_ids(b, s, prev, o->expand);
-        put_json(b, "messages", s->messages);
-        put_json(b, "output", s->output);
-    }
-    put_i64(b, "exit_code", s->exit_code);
-    put_extra(b, s->extra);
-    atr_buf_putc(b, '}');
+    atr_jw_array_end(w);
 }
 
 int atr_trace_write(struct atr_buf *b, const struct atr_trace *t,
@@ -138,30 +139,18 @@ int atr_trace_write(struct atr_buf *b, const struct atr_trace *t,
 {
     static const struct atr_write_opts defaults = {0};
     const struct atr_write_opts *o = opts ? opts : &defaults;
-    size_t start = b->len;
-    atr_buf_puts(b, "{\"format\":\"" ATR_TRACE_FORMAT "\"");
-    put_str(b, "trace_id", t->trace_id ? t->trace_id : "");
-    put_str(b, "source", t->source);
-    put_i64(b, "start_ms", t->start_ms);
-    put_key(b, "block_size");
-    atr_buf_put_u64(b, t->block_size ? t->block_size : ATR_DEFAULT_BLOCK_SIZE);
-    put_json(b, "meta", t->meta);
-    put_key(b, "steps");
-    atr_buf_putc(b, '[');
-    const struct atr_step *prev_llm = NULL;
-    for (size_t k = 0; k < t->n_steps; k++) {
-        const struct atr_step *s = &t->steps[k];
-        if (k)
-            atr_buf_putc(b, ',');
-        put_step(b, s, prev_llm, o);
-        if (s->kind == ATR_STEP_LLM)
-            prev_llm = s;
-    }
-    atr_buf_putc(b, ']');
-    put_extra(b, t->extra);
-    if (atr_buf_puts(b, "}\n") < 0) {
-        b->len = start;     /* never leave half a line */
-        return -1;
-    }
-    return 0;
+    struct atr_jw w;
+    atr_jw_init(&w, b, ATR_JW_COMPACT);
+    atr_jw_object_begin(&w);
+    atr_jw_kv_str(&w, "format", ATR_TRACE_FORMAT);
+    atr_jw_kv_str(&w, "trace_id", t->trace_id ? t->trace_id : "");
+    opt_str(&w, "source", t->source);
+    opt_i64(&w, "start_ms", t->start_ms);
+    atr_jw_kv_uint(&w, "block_size", t->block_size ? t->block_size : ATR_DEFAULT_BLOCK_SIZE);
+    opt_json(&w, "meta", t->meta);
+    put_steps(&w, t, o);
+    put_extra(&w, t->extra);
+    atr_jw_object_end(&w);
+    atr_jw_newline(&w);
+    return atr_jw_finish(&w);   /* on failure, never leaves half a line */
 }

@@ -1,4 +1,5 @@
-/* test-json.c - unit tests for the JSON parser, lookups, builders, output. */
+/* test-json.c - unit tests for the JSON parser, lookups, builders, output,
+ * and the streaming writer. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 
 #include "json/json.h"
+#include "json/writer.h"
 
 static struct atr_arena arena = ATR_ARENA_INIT;
 
@@ -717,6 +719,243 @@ static void test_builders_and_copy(void **state)
     atr_arena_release(&a2);
 }
 
+/* ---- streaming writer ---- */
+
+static struct atr_buf jw_buf = ATR_BUF_INIT;
+
+static struct atr_jw *jw_start(enum atr_jw_style style)
+{
+    static struct atr_jw w;
+    atr_buf_clear(&jw_buf);
+    atr_jw_init(&w, &jw_buf, style);
+    return &w;
+}
+
+/* Finishes w and expects the buffer to hold want. */
+static void jw_expect(struct atr_jw *w, const char *want)
+{
+    assert_int_equal(atr_jw_finish(w), 0);
+    assert_string_equal(jw_buf.data ? jw_buf.data : "", want);
+}
+
+/* One document with every kind of value, nested two deep. */
+static void jw_sample(struct atr_jw *w)
+{
+    atr_jw_object_begin(w);
+    atr_jw_kv_str(w, "s", "a\"b\n");
+    atr_jw_kv_int(w, "i", -3);
+    atr_jw_kv_uint(w, "u", UINT64_MAX);
+    atr_jw_kv_bool(w, "t", true);
+    atr_jw_kv_null(w, "n");
+    atr_jw_key(w, "a");
+    atr_jw_array_begin(w);
+    atr_jw_pyfloat(w, 0.5);
+    atr_jw_str(w, NULL);
+    atr_jw_object_begin(w);
+    atr_jw_object_end(w);
+    atr_jw_array_begin(w);
+    atr_jw_array_end(w);
+    atr_jw_array_end(w);
+    atr_jw_kv_raw(w, "r", "{\"x\":1}", 7);
+    atr_jw_object_end(w);
+}
+
+static void test_writer_styles(void **state)
+{
+    struct atr_jw *w = jw_start(ATR_JW_COMPACT);
+    jw_sample(w);
+    jw_expect(w, "{\"s\":\"a\\\"b\\n\",\"i\":-3,\"u\":18446744073709551615,\"t\":true,"
+                 "\"n\":null,\"a\":[0.5,null,{},[]],\"r\":{\"x\":1}}");
+    w = jw_start(ATR_JW_PYTHON);
+    jw_sample(w);
+    jw_expect(w, "{\"s\": \"a\\\"b\\n\", \"i\": -3, \"u\": 18446744073709551615, \"t\": true, "
+                 "\"n\": null, \"a\": [0.5, null, {}, []], \"r\": {\"x\":1}}");
+}
+
+static void test_writer_documents(void **state)
+{
+    /* NDJSON: top-level documents take no separator, newlines between. */
+    atr_buf_clear(&jw_buf);
+    atr_buf_puts(&jw_buf, "kept ");
+    struct atr_jw w;
+    atr_jw_init(&w, &jw_buf, ATR_JW_COMPACT);
+    atr_jw_int(&w, 1);
+    atr_jw_newline(&w);
+    atr_jw_array_begin(&w);
+    atr_jw_int(&w, 2);
+    atr_jw_int(&w, 3);
+    atr_jw_array_end(&w);
+    atr_jw_newline(&w);
+    jw_expect(&w, "kept 1\n[2,3]\n");
+    /* Keys are escaped; keyn takes a length. */
+    struct atr_jw *p = jw_start(ATR_JW_COMPACT);
+    atr_jw_object_begin(p);
+    atr_jw_keyn(p, "k\tey!", 4);
+    atr_jw_strn(p, "a\0b", 3);
+    atr_jw_kv_strn(p, "z", "xyz", 2);
+    atr_jw_object_end(p);
+    jw_expect(p, "{\"k\\tey\":\"a\\u0000b\",\"z\":\"xy\"}");
+}
+
+static void test_writer_misuse(void **state)
+{
+    struct atr_jw *w = jw_start(ATR_JW_COMPACT);
+    atr_jw_key(w, "k");                  /* a key outside an object */
+    assert_true(atr_jw_failed(w));
+    assert_int_equal(atr_jw_finish(w), -1);
+    w = jw_start(ATR_JW_COMPACT);
+    atr_jw_object_begin(w);
+    atr_jw_int(w, 1);                    /* a value without a key */
+    assert_int_equal(atr_jw_finish(w), -1);
+    assert_int_equal(jw_buf.len, 0);     /* cut back to where init was */
+    w = jw_start(ATR_JW_COMPACT);
+    atr_jw_object_begin(w);
+    atr_jw_array_end(w);                 /* mismatched end */
+    assert_int_equal(atr_jw_finish(w), -1);
+    w = jw_start(ATR_JW_COMPACT);
+    atr_jw_array_begin(w);               /* left open */
+    assert_int_equal(atr_jw_finish(w), -1);
+    w = jw_start(ATR_JW_COMPACT);
+    atr_jw_object_begin(w);
+    atr_jw_key(w, "k");
+    atr_jw_key(w, "k2");                 /* two keys in a row */
+    assert_int_equal(atr_jw_finish(w), -1);
+    w = jw_start(ATR_JW_COMPACT);
+    atr_jw_array_begin(w);
+    atr_jw_newline(w);                   /* newline inside a container */
+    assert_int_equal(atr_jw_finish(w), -1);
+    w = jw_start(ATR_JW_COMPACT);
+    atr_jw_array_end(w);                 /* end with nothing open */
+    assert_int_equal(atr_jw_finish(w), -1);
+}
+
+static void test_writer_depth(void **state)
+{
+    struct atr_jw *w = jw_start(ATR_JW_COMPACT);
+    for (int i = 0; i < ATR_JW_MAX_DEPTH; i++)
+        atr_jw_array_begin(w);
+    assert_false(atr_jw_failed(w));
+    for (int i = 0; i < ATR_JW_MAX_DEPTH; i++)
+        atr_jw_array_end(w);
+    assert_int_equal(atr_jw_finish(w), 0);
+    assert_int_equal(jw_buf.len, 2 * ATR_JW_MAX_DEPTH);
+    w = jw_start(ATR_JW_COMPACT);
+    for (int i = 0; i <= ATR_JW_MAX_DEPTH; i++)
+        atr_jw_array_begin(w);
+    assert_true(atr_jw_failed(w));
+    for (int i = 0; i <= ATR_JW_MAX_DEPTH; i++)
+        atr_jw_array_end(w);
+    assert_int_equal(atr_jw_finish(w), -1);
+    assert_int_equal(jw_buf.len, 0);
+}
+
+/* The writer stops at the buffer's cap, stays failed, and cuts back. */
+static void test_writer_cap(void **state)
+{
+    struct atr_buf b = ATR_BUF_INIT;
+    b.max = 24;
+    atr_buf_puts(&b, "old\n");
+    struct atr_jw w;
+    atr_jw_init(&w, &b, ATR_JW_COMPACT);
+    atr_jw_object_begin(&w);
+    atr_jw_kv_str(&w, "key", "a long value past the cap");
+    assert_true(atr_jw_failed(&w));
+    size_t len = b.len;
+    atr_jw_kv_int(&w, "k", 1);           /* would fit; must not be written */
+    assert_int_equal(b.len, len);
+    atr_jw_object_end(&w);
+    assert_int_equal(atr_jw_finish(&w), -1);
+    assert_string_equal(b.data, "old\n");
+    /* Exactly at the cap is fine. */
+    atr_jw_init(&w, &b, ATR_JW_COMPACT);
+    atr_jw_object_begin(&w);
+    atr_jw_kv_str(&w, "key", "0123456789");
+    atr_jw_object_end(&w);
+    assert_int_equal(atr_jw_finish(&w), 0);
+    assert_int_equal(b.len, 24);
+    atr_buf_release(&b);
+}
+
+static const char *pyfloat(double v)
+{
+    struct atr_jw *w = jw_start(ATR_JW_PYTHON);
+    atr_jw_pyfloat(w, v);
+    assert_int_equal(atr_jw_finish(w), 0);
+    return jw_buf.data;
+}
+
+static void test_writer_pyfloat(void **state)
+{
+    assert_string_equal(pyfloat(0.0), "0.0");
+    assert_string_equal(pyfloat(-0.0), "-0.0");
+    assert_string_equal(pyfloat(1.0), "1.0");
+    assert_string_equal(pyfloat(-2.0), "-2.0");
+    assert_string_equal(pyfloat(0.1), "0.1");
+    assert_string_equal(pyfloat(1e-05), "1e-05");
+    assert_string_equal(pyfloat(0.0001), "0.0001");
+    assert_string_equal(pyfloat(1e+16), "1e+16");
+    assert_string_equal(pyfloat(1e16 - 2), "9999999999999998.0");
+    assert_string_equal(pyfloat(123456789.0), "123456789.0");
+    assert_string_equal(pyfloat(1.0 / 3), "0.3333333333333333");
+    assert_string_equal(pyfloat(2.5e-300), "2.5e-300");
+    assert_string_equal(pyfloat(1.7976931348623157e308), "1.7976931348623157e+308");
+    assert_string_equal(pyfloat(INFINITY), "null");
+    assert_string_equal(pyfloat(-INFINITY), "null");
+    assert_string_equal(pyfloat(NAN), "null");
+    struct atr_buf b = ATR_BUF_INIT;
+    assert_int_equal(atr_json_put_pyfloat(&b, 1234.5), 0);
+    assert_string_equal(b.data, "1234.5");
+    atr_buf_release(&b);
+}
+
+static void test_writer_fixed(void **state)
+{
+    struct atr_jw *w = jw_start(ATR_JW_COMPACT);
+    atr_jw_array_begin(w);
+    atr_jw_fixed(w, 1.0, 3);
+    atr_jw_fixed(w, 2.34567, 1);
+    atr_jw_fixed(w, NAN, 3);
+    atr_jw_fixed(w, -INFINITY, 3);
+    atr_jw_fixed(w, 7.5, 0);
+    atr_jw_fixed_trim(w, 2.5, 6);
+    atr_jw_fixed_trim(w, 3.0, 6);
+    atr_jw_fixed_trim(w, 0.1234567, 6);
+    atr_jw_fixed_trim(w, -0.0000001, 6);
+    atr_jw_fixed_trim(w, 100.0, 0);      /* no fraction: zeros stay */
+    atr_jw_fixed_trim(w, 100.0, 6);
+    atr_jw_fixed_trim(w, NAN, 6);
+    atr_jw_array_end(w);
+    jw_expect(w, "[1.000,2.3,null,null,8,2.5,3,0.123457,0,100,100,null]");
+}
+
+/* DOM values: compact as atr_json_write_value; Python style re-spaced. */
+static void test_writer_value(void **state)
+{
+    struct atr_json *v = parse_ok("{\"a\": [1, 2.50, \"x\", {}], \"b\": {\"c\": null}, \"d\": -0}");
+    struct atr_jw *w = jw_start(ATR_JW_COMPACT);
+    atr_jw_array_begin(w);
+    atr_jw_value(w, v);
+    atr_jw_value(w, NULL);
+    atr_jw_array_end(w);
+    jw_expect(w, "[{\"a\":[1,2.5,\"x\",{}],\"b\":{\"c\":null},\"d\":-0},null]");
+    w = jw_start(ATR_JW_PYTHON);
+    atr_jw_object_begin(w);
+    atr_jw_kv_value(w, "v", v);
+    atr_jw_object_end(w);
+    jw_expect(w, "{\"v\": {\"a\": [1, 2.5, \"x\", {}], \"b\": {\"c\": null}, \"d\": -0}}");
+    /* Python style walks the tree, so the depth cap applies. */
+    char deep[2 * ATR_JW_MAX_DEPTH + 3];
+    memset(deep, '[', ATR_JW_MAX_DEPTH + 1);
+    memset(deep + ATR_JW_MAX_DEPTH + 1, ']', ATR_JW_MAX_DEPTH + 1);
+    deep[2 * ATR_JW_MAX_DEPTH + 2] = '\0';
+    w = jw_start(ATR_JW_PYTHON);
+    atr_jw_value(w, parse_ok(deep));
+    assert_int_equal(atr_jw_finish(w), -1);
+    w = jw_start(ATR_JW_COMPACT);
+    atr_jw_value(w, parse_ok(deep));
+    jw_expect(w, deep);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -739,8 +978,17 @@ int main(void)
         cmocka_unit_test_teardown(test_write_cap, teardown),
         cmocka_unit_test_teardown(test_lookups, teardown),
         cmocka_unit_test_teardown(test_builders_and_copy, teardown),
+        cmocka_unit_test_teardown(test_writer_styles, teardown),
+        cmocka_unit_test_teardown(test_writer_documents, teardown),
+        cmocka_unit_test_teardown(test_writer_misuse, teardown),
+        cmocka_unit_test_teardown(test_writer_depth, teardown),
+        cmocka_unit_test_teardown(test_writer_cap, teardown),
+        cmocka_unit_test_teardown(test_writer_pyfloat, teardown),
+        cmocka_unit_test_teardown(test_writer_fixed, teardown),
+        cmocka_unit_test_teardown(test_writer_value, teardown),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     atr_arena_release(&arena);
+    atr_buf_release(&jw_buf);
     return rc;
 }

@@ -13,7 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json/writer.h"
 #include "stats/metrics.h"
+#include "stats/result.h"
 
 static char *slurp(const char *name)
 {
@@ -208,7 +210,7 @@ static void test_request_lines(void **state)
 static void expect_float(double v, const char *want)
 {
     struct atr_buf b = ATR_BUF_INIT;
-    assert_int_equal(atr_llm_put_pyfloat(&b, v), 0);
+    assert_int_equal(atr_json_put_pyfloat(&b, v), 0);
     assert_string_equal(b.data, want);
     atr_buf_release(&b);
 }

@@ -1,4 +1,4 @@
-/* fmt-burstgpt.c - BurstGPT request log CSV: one single-step llm trace per
+/* burstgpt.c - BurstGPT request log CSV: one single-step llm trace per
  * row.
  *
  * Header "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type";
@@ -12,10 +12,8 @@
  * apart or filter them; successful rows carry no outcome. */
 #include <math.h>
 #include <stdlib.h>
-#include <string.h>
-#include <strings.h>
 
-#include "trace/csv.h"
+#include "trace/fmt/reqlog.h"
 #include "trace/reader.h"
 
 #define BURSTGPT_COLS 6
@@ -28,38 +26,10 @@ static const char *const burstgpt_header[BURSTGPT_COLS] = {
     "Timestamp", "Model", "Request tokens", "Response tokens", "Total tokens", "Log Type"};
 
 struct burstgpt_state {
-    bool header_done;
+    struct reqlog_state log;
     bool have_first;
     double first_ts;          /* seconds */
-    char base[128];
 };
-
-static int check_header(struct atr_reader *r, const char *line, size_t len)
-{
-    struct csv_field f[BURSTGPT_COLS + 1];
-    unsigned long bad;
-    int n = csv_split(&r->scratch, line, len, f, BURSTGPT_COLS, &bad);
-    if (n < 0 || !csv_header_is(f, n, burstgpt_header, BURSTGPT_COLS))
-        return atr_reader_fail(r, atr_input_lineno(r->in), 1,
-                               "expected header \"" BURSTGPT_HEADER "\"");
-    return 0;
-}
-
-static int split_row(struct atr_reader *r, const char *line, size_t len, unsigned long lineno,
-                     struct csv_field *f)
-{
-    unsigned long bad;
-    int n = csv_split(&r->scratch, line, len, f, BURSTGPT_COLS, &bad);
-    if (n < 0)
-        return atr_reader_fail(r, lineno, bad, "expected a well-formed quoted field");
-    if (n < BURSTGPT_COLS)
-        return atr_reader_fail(r, lineno, len + 1, "expected %d columns, got %d",
-                               BURSTGPT_COLS, n);
-    if (n > BURSTGPT_COLS)
-        return atr_reader_fail(r, lineno, f[BURSTGPT_COLS].col, "expected %d columns, got more",
-                               BURSTGPT_COLS);
-    return 0;
-}
 
 /* The three token columns, each a non-negative integer. */
 static int parse_tokens(struct atr_reader *r, unsigned long lineno, const struct csv_field *f,
@@ -98,19 +68,14 @@ static void meta_field(struct atr_trace *t, const char *key, const struct csv_fi
         atr_trace_meta_set_str(t, key, f->s);
 }
 
-static int fill_trace(struct atr_reader *r, struct burstgpt_state *st, struct atr_trace *t,
-                      const char *line, size_t len)
+static int fill_trace(struct atr_reader *r, void *state, struct atr_trace *t,
+                      const struct reqlog_row *row)
 {
-    unsigned long lineno = atr_input_lineno(r->in);
-    struct csv_field f[BURSTGPT_COLS + 1];
+    const struct csv_field *f = row->f;
     int64_t tok[3] = {0}, start = 0;
-    if (split_row(r, line, len, lineno, f) < 0 || parse_tokens(r, lineno, f, tok) < 0 ||
-        arrival_ms(r, st, lineno, f, &start) < 0)
+    if (parse_tokens(r, row->line, f, tok) < 0 || arrival_ms(r, state, row->line, f, &start) < 0)
         return -1;
-    t->trace_id = atr_arena_printf(&t->arena, "burstgpt/%s/%lu", st->base, lineno);
-    t->source = "burstgpt";
     t->start_ms = start;
-    t->block_size = r->opts.block_size ? r->opts.block_size : ATR_DEFAULT_BLOCK_SIZE;
     meta_field(t, "model", &f[COL_MODEL]);
     meta_field(t, "log_type", &f[COL_LOG]);
     if (tok[1] == 0)
@@ -119,44 +84,24 @@ static int fill_trace(struct atr_reader *r, struct burstgpt_state *st, struct at
     return 0;
 }
 
-static struct burstgpt_state *state_of(struct atr_reader *r)
-{
-    if (!r->state) {
-        struct burstgpt_state *st = calloc(1, sizeof *st);
-        if (!st)
-            abort();   /* as the arena does: no recovery from OOM */
-        reqlog_basename(atr_input_name(r->in), st->base, sizeof st->base);
-        r->state = st;
-    }
-    return r->state;
-}
+static const struct reqlog_format burstgpt_log = {
+    sizeof(struct burstgpt_state), BURSTGPT_HEADER, burstgpt_header, BURSTGPT_COLS, NULL,
+    fill_trace,
+};
 
 static int next(struct atr_reader *r, struct atr_trace *t)
 {
-    struct burstgpt_state *st = state_of(r);
-    const char *line;
-    size_t len;
-    int rc = csv_next_row(r, &st->header_done, BURSTGPT_HEADER, check_header, &line, &len);
-    return rc <= 0 ? rc : fill_trace(r, st, t, line, len) < 0 ? -1 : 1;
+    return reqlog_next(r, t, &burstgpt_log);
 }
 
 static int sniff(const char *head, size_t len, const char *name)
 {
-    static const char hdr[] = "Timestamp,Model,Request tokens,Response tokens";
-    if (len >= 3 && memcmp(head, "\xEF\xBB\xBF", 3) == 0)
-        head += 3, len -= 3;
-    if (len >= sizeof hdr - 1 && strncasecmp(head, hdr, sizeof hdr - 1) == 0)
-        return 100;
-    return 0;
-}
-
-static void free_state(void *state)
-{
-    free(state);
+    return atr_sniff_prefix(head, len, "Timestamp,Model,Request tokens,Response tokens") ? 100
+                                                                                        : 0;
 }
 
 const struct atr_format atr_format_burstgpt = {
     "burstgpt",
     "BurstGPT request log CSV (Timestamp,Model,Request tokens,Response tokens,...)",
-    sniff, next, free_state,
+    sniff, next, free,
 };

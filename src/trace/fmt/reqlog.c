@@ -1,4 +1,5 @@
-/* csv.c - CSV line splitting and number parsing for the request-log readers. */
+/* reqlog.c - the request-log readers' row driver, CSV line splitting and
+ * number parsing. */
 #include <ctype.h>
 #include <math.h>
 #include <stdio.h>
@@ -6,7 +7,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "trace/csv.h"
+#include "trace/fmt/reqlog.h"
+#include "util/alloc.h"
 
 /* Unescapes the quoted field whose opening quote is at s[*pos], in place
  * (the text moves one byte left). On success *pos is just after the
@@ -115,8 +117,10 @@ bool csv_parse_nonneg_double(const char *s, size_t len, double *out)
     return true;
 }
 
-bool csv_header_is(const struct csv_field *fields, int n, const char *const *names,
-                   int n_names)
+/* Whether the fields equal the expected header names (ignoring case and
+ * surrounding blanks; a UTF-8 byte order mark before the first is skipped). */
+static bool header_is(const struct csv_field *fields, int n, const char *const *names,
+                      int n_names)
 {
     if (n != n_names)
         return false;
@@ -174,29 +178,85 @@ struct atr_step *reqlog_add_step(struct atr_trace *t, int64_t input_tokens,
     return s;
 }
 
-static bool blank(const char *s, size_t len)
+/* Checks the header line: the format's columns, nothing else. */
+static int check_header(struct atr_reader *r, const struct reqlog_format *f, const char *line,
+                        size_t len)
 {
-    for (size_t i = 0; i < len; i++)
-        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r')
-            return false;
-    return true;
+    struct csv_field fields[REQLOG_MAX_COLS + 1];
+    unsigned long bad;
+    int n = csv_split(&r->scratch, line, len, fields, f->ncols, &bad);
+    if (n < 0 || !header_is(fields, n, f->columns, f->ncols))
+        return atr_reader_fail(r, r->base_line, 1, "expected header \"%s\"", f->header);
+    return 0;
 }
 
-int csv_next_row(struct atr_reader *r, bool *header_done, const char *header,
-                 int (*check_header)(struct atr_reader *r, const char *line, size_t len),
-                 const char **line, size_t *len)
+/* Next data row of a CSV input, whose first line is the header. */
+static int csv_row(struct atr_reader *r, struct reqlog_state *st, const struct reqlog_format *f,
+                   const char **line, size_t *len)
 {
-    int rc;
-    while ((rc = atr_reader_getline(r, line, len)) == 1) {
-        if (!*header_done) {
-            if (check_header(r, *line, *len) < 0)
-                return -1;
-            *header_done = true;
-        } else if (!blank(*line, *len)) {
-            return 1;
-        }
+    if (!st->header_done) {
+        int rc = atr_reader_getline(r, line, len);
+        if (rc == 0)
+            return atr_reader_fail(r, 1, 1, "expected header \"%s\", got empty input",
+                                   f->header);
+        if (rc < 0 || check_header(r, f, *line, *len) < 0)
+            return -1;
+        st->header_done = true;
     }
-    if (rc == 0 && !*header_done)
-        return atr_reader_fail(r, 1, 1, "expected header \"%s\", got empty input", header);
-    return rc;
+    return atr_reader_getline_nonblank(r, line, len);
+}
+
+/* Splits a data row into exactly f->ncols fields. */
+static int split_row(struct atr_reader *r, const struct reqlog_format *f, const char *line,
+                     size_t len, struct csv_field *fields)
+{
+    unsigned long bad, lineno = r->base_line;
+    int n = csv_split(&r->scratch, line, len, fields, f->ncols, &bad);
+    if (n < 0)
+        return atr_reader_fail(r, lineno, bad, "expected a well-formed quoted field");
+    if (n < f->ncols)
+        return atr_reader_fail(r, lineno, len + 1, "expected %d columns, got %d", f->ncols, n);
+    if (n > f->ncols)
+        return atr_reader_fail(r, lineno, fields[f->ncols].col,
+                               "expected %d columns, got more", f->ncols);
+    return 0;
+}
+
+/* The next row, CSV or JSON: 1, 0 at the end, -1 after fail. */
+static int next_row(struct atr_reader *r, struct reqlog_state *st,
+                    const struct reqlog_format *f, struct reqlog_row *row,
+                    struct csv_field *fields)
+{
+    const char *line;
+    size_t len;
+    struct atr_json *obj;
+    if (!f->header) {
+        int rc = atr_reader_json_line(r, &r->scratch, &obj);
+        if (rc == 0 && r->ntraces == 0)
+            return atr_reader_fail(r, 1, 1, "expected %s, got empty input", f->what);
+        row->obj = obj;
+        return rc;
+    }
+    int rc = csv_row(r, st, f, &line, &len);
+    if (rc <= 0)
+        return rc;
+    row->f = fields;
+    return split_row(r, f, line, len, fields) < 0 ? -1 : 1;
+}
+
+int reqlog_next(struct atr_reader *r, struct atr_trace *t, const struct reqlog_format *f)
+{
+    if (!r->state) {
+        struct reqlog_state *st = r->state = xcalloc(1, f->state_size);
+        reqlog_basename(atr_input_name(r->in), st->base, sizeof st->base);
+    }
+    struct reqlog_state *st = r->state;
+    struct csv_field fields[REQLOG_MAX_COLS + 1];
+    struct reqlog_row row = {0};
+    int rc = next_row(r, st, f, &row, fields);
+    if (rc <= 0)
+        return rc;
+    row.line = r->base_line;
+    t->trace_id = atr_arena_printf(&t->arena, "%s/%s/%lu", r->fmt->name, st->base, row.line);
+    return f->fill(r, st, t, &row) < 0 ? -1 : 1;
 }

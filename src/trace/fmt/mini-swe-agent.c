@@ -1,4 +1,4 @@
-/* fmt-mini-swe-agent.c - mini-swe-agent trajectories (.traj.json, one trace).
+/* mini-swe-agent.c - mini-swe-agent trajectories (.traj.json, one trace).
  *
  * Two shapes: "mini-swe-agent-1.x" objects {info, messages, instance_id}
  * whose assistant messages carry OpenAI tool_calls (and extra.actions, the
@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "trace/chat-render.h"
 #include "trace/convo.h"
+#include "trace/fmt/chat-render.h"
 #include "trace/reader.h"
 
 /* A tool step waiting for the message that reports its result. */
@@ -82,15 +82,13 @@ static int sniff_array(const char *head, size_t len, int named)
 
 static int sniff(const char *head, size_t len, const char *name)
 {
-    size_t i = 0;
-    while (i < len && (head[i] == ' ' || head[i] == '\t' || head[i] == '\r' || head[i] == '\n'))
-        i++;
+    char first = atr_sniff_first(head, len, NULL);
     int named = atr_chat_name_ends(name, ".traj.json") ||
                 atr_chat_name_ends(name, ".traj.json.gz") ||
                 atr_chat_name_ends(name, ".traj.json.zst");
-    if (i < len && head[i] == '{')
+    if (first == '{')
         return sniff_object(head, len, named);
-    if (i < len && head[i] == '[')
+    if (first == '[')
         return sniff_array(head, len, named);
     return 0;
 }
@@ -494,16 +492,14 @@ static int read_doc(struct mini *m, const struct atr_json *doc)
 
 static int next(struct atr_reader *r, struct atr_trace *t)
 {
-    if (r->ntraces > 0)
-        return 0;
     struct atr_json *doc;
-    if (atr_reader_parse_all(r, &r->scratch, &doc) < 0)
-        return -1;
-    t->start_ms = 0;
+    int rc = atr_reader_document(r, &doc);
+    if (rc <= 0)
+        return rc;
     struct mini m = {.r = r, .t = t, .timeout_ms = ATR_UNSET, .origin = ATR_UNSET,
                      .prev_end = ATR_UNSET};
     atr_convo_init(&m.convo, t, r->opts.keep_content);
-    int rc = read_doc(&m, doc);
+    rc = read_doc(&m, doc);
     atr_convo_release(&m.convo);
     return rc < 0 ? -1 : 1;
 }

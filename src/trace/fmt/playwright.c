@@ -1,4 +1,4 @@
-/* fmt-playwright.c - Playwright trace archives (trace.zip, trace format
+/* playwright.c - Playwright trace archives (trace.zip, trace format
  * v4-v8): one trace of browser tool steps per archive.
  *
  * The archive holds *.trace members, each newline-delimited JSON events.
@@ -29,7 +29,7 @@
 #include <string.h>
 #include <zip.h>
 
-#include "trace/csv.h"
+#include "trace/fmt/reqlog.h"
 #include "trace/reader.h"
 
 #define PW_MAX_ENTRIES 100000

@@ -1,4 +1,4 @@
-/* fmt-swe-agent.c - SWE-agent .traj trajectories (one JSON document, one trace).
+/* swe-agent.c - SWE-agent .traj trajectories (one JSON document, one trace).
  *
  * A .traj holds "history" (every chat message, demonstrations flagged
  * is_demo) and "trajectory" (one entry per executed action, with its
@@ -11,8 +11,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "trace/chat-render.h"
 #include "trace/convo.h"
+#include "trace/fmt/chat-render.h"
 #include "trace/reader.h"
 
 struct swe {
@@ -27,10 +27,7 @@ struct swe {
 
 static int sniff(const char *head, size_t len, const char *name)
 {
-    size_t i = 0;
-    while (i < len && (head[i] == ' ' || head[i] == '\t' || head[i] == '\r' || head[i] == '\n'))
-        i++;
-    if (i == len || head[i] != '{')
+    if (atr_sniff_first(head, len, NULL) != '{')
         return 0;
     int traj = atr_chat_has_key(head, len, "\"trajectory\"");
     int hist = atr_chat_has_key(head, len, "\"history\"");
@@ -235,12 +232,17 @@ static int emit_entry(struct swe *sw, const struct atr_json *e)
 
 /* ---- history messages --------------------------------------------------- */
 
-static int check_msg(struct atr_reader *r, const struct atr_json *m, const char **role)
+/* A message's role, and its content and tool calls as prompt text. */
+static int read_msg(struct swe *sw, const struct atr_json *m, const char **role,
+                    const char **text, size_t *len)
 {
-    if (atr_chat_check_msg(r, m, "history message", role) < 0)
-        return -1;
     const char *unused = NULL;
-    return atr_reader_opt_str(r, m, "action", &unused);
+    if (atr_chat_check_msg(sw->r, m, "history message", role) < 0 ||
+        atr_reader_opt_str(sw->r, m, "action", &unused) < 0)
+        return -1;
+    *text = atr_chat_render(&sw->r->scratch, atr_json_get(m, "content"),
+                            atr_json_get(m, "tool_calls"), len);
+    return 0;
 }
 
 /* A tool call of a history-only file whose message lacks "action". */
@@ -293,25 +295,27 @@ static int is_demo(const struct atr_json *m)
     return atr_json_is(atr_json_get(m, "is_demo"), ATR_JSON_TRUE);
 }
 
+/* Emits the trajectory entry of the next model call (the two line up). */
+static int emit_next_entry(struct swe *sw)
+{
+    const struct atr_json *e = sw->next_entry;
+    sw->next_entry = e->next;
+    return emit_entry(sw, e);
+}
+
 static int walk_message(struct swe *sw, const struct atr_json *m)
 {
-    const char *role = NULL;
-    if (check_msg(sw->r, m, &role) < 0)
-        return -1;
+    const char *role = NULL, *text;
     size_t len;
-    const char *text = atr_chat_render(&sw->r->scratch, atr_json_get(m, "content"),
-                                       atr_json_get(m, "tool_calls"), &len);
+    if (read_msg(sw, m, &role, &text, &len) < 0)
+        return -1;
     int demo = is_demo(m);
     if (strcmp(role, "assistant") == 0 && !demo) {
         atr_convo_llm(&sw->convo, text, len);
-        if (sw->next_entry) {
-            const struct atr_json *e = sw->next_entry;
-            sw->next_entry = e->next;
-            if (emit_entry(sw, e) < 0)
-                return -1;
-        } else {
+        if (!sw->next_entry)
             emit_msg_tools(sw, m);
-        }
+        else if (emit_next_entry(sw) < 0)
+            return -1;
     } else if (!demo && strcmp(role, "system") != 0) {
         scan_observation(sw, text, len);
     }
@@ -326,12 +330,9 @@ static int walk_history(struct swe *sw, const struct atr_json *history)
             return -1;
     /* Entries past the last model call (an autosubmission after the cost
      * limit, say) still ran: keep them as trailing tool steps. */
-    while (sw->next_entry) {
-        const struct atr_json *e = sw->next_entry;
-        sw->next_entry = e->next;
-        if (emit_entry(sw, e) < 0)
+    while (sw->next_entry)
+        if (emit_next_entry(sw) < 0)
             return -1;
-    }
     return 0;
 }
 
@@ -341,12 +342,10 @@ static int walk_history(struct swe *sw, const struct atr_json *history)
 static int add_query(struct swe *sw, const struct atr_json *query)
 {
     for (const struct atr_json *m = query->u.kids.first; m; m = m->next) {
-        const char *role = NULL;
-        if (check_msg(sw->r, m, &role) < 0)
-            return -1;
+        const char *role = NULL, *text;
         size_t len;
-        const char *text = atr_chat_render(&sw->r->scratch, atr_json_get(m, "content"),
-                                           atr_json_get(m, "tool_calls"), &len);
+        if (read_msg(sw, m, &role, &text, &len) < 0)
+            return -1;
         atr_convo_add(&sw->convo, role, text, len);
     }
     return 0;
@@ -429,28 +428,14 @@ static int set_meta(struct swe *sw, const struct atr_json *doc)
 
 /* ---- the reader --------------------------------------------------------- */
 
-static int opt_array(struct atr_reader *r, const struct atr_json *doc, const char *key,
-                     const struct atr_json **out)
-{
-    const struct atr_json *v = atr_json_get(doc, key);
-    *out = NULL;
-    if (!v || v->type == ATR_JSON_NULL)
-        return 0;
-    if (v->type != ATR_JSON_ARRAY)
-        return atr_reader_fail_at(r, v, "expected \"%s\" to be an array, found %s", key,
-                                  atr_json_type_name(v->type));
-    *out = v;
-    return 0;
-}
-
 static int read_doc(struct swe *sw, const struct atr_json *doc)
 {
     const struct atr_json *history, *traj;
     if (!atr_json_is(doc, ATR_JSON_OBJECT))
         return atr_reader_fail_at(sw->r, doc, "expected a SWE-agent trajectory object, found %s",
                                   atr_json_type_name(doc->type));
-    if (opt_array(sw->r, doc, "history", &history) < 0 ||
-        opt_array(sw->r, doc, "trajectory", &traj) < 0)
+    if (atr_reader_opt(sw->r, doc, "history", ATR_JSON_ARRAY, &history) < 0 ||
+        atr_reader_opt(sw->r, doc, "trajectory", ATR_JSON_ARRAY, &traj) < 0)
         return -1;
     if (!history && !traj)
         return atr_reader_fail_at(sw->r, doc, "expected a \"history\" or \"trajectory\" array");
@@ -464,15 +449,13 @@ static int read_doc(struct swe *sw, const struct atr_json *doc)
 
 static int next(struct atr_reader *r, struct atr_trace *t)
 {
-    if (r->ntraces > 0)
-        return 0;
     struct atr_json *doc;
-    if (atr_reader_parse_all(r, &r->scratch, &doc) < 0)
-        return -1;
-    t->start_ms = 0;
+    int rc = atr_reader_document(r, &doc);
+    if (rc <= 0)
+        return rc;
     struct swe sw = {.r = r, .t = t};
     atr_convo_init(&sw.convo, t, r->opts.keep_content);
-    int rc = read_doc(&sw, doc);
+    rc = read_doc(&sw, doc);
     atr_convo_release(&sw.convo);
     return rc < 0 ? -1 : 1;
 }

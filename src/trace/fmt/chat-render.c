@@ -1,5 +1,5 @@
 /* chat-render.c - chat messages as prompt text, shared by the agent-trajectory readers. */
-#include "trace/chat-render.h"
+#include "trace/fmt/chat-render.h"
 
 #include <string.h>
 

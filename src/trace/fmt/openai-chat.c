@@ -1,4 +1,4 @@
-/* fmt-openai-chat.c - OpenAI-chat-style agent trajectories as atr traces.
+/* openai-chat.c - OpenAI-chat-style agent trajectories as atr traces.
  *
  * Dataset rows, one trace each, in a top-level JSON array (streamed one row
  * at a time) or as JSON lines: {"messages": [...]} with OpenAI tool_calls,
@@ -7,20 +7,11 @@
  * commands sit in ``` fences. A bare array of messages is one trace. Every
  * assistant message is one model call; its tool calls become tool steps,
  * completed by the tool (or next user) message that answers them. */
-#include <stdlib.h>
 #include <string.h>
 
-#include "trace/chat-render.h"
 #include "trace/convo.h"
+#include "trace/fmt/chat-render.h"
 #include "trace/reader.h"
-
-enum oc_mode { OC_START, OC_ROWS, OC_LINES, OC_DONE };
-
-struct oc_state {
-    enum oc_mode mode;
-    unsigned long index;        /* rows seen: ids of rows without one */
-    struct atr_arena msg;       /* bare message arrays: one message at a time */
-};
 
 /* Calls waiting for their result; calls never answered are dropped, oldest
  * first, past this many. */
@@ -481,8 +472,8 @@ static const char *base_name(struct atr_reader *r, struct atr_arena *a)
     return atr_chat_base_name(a, atr_reader_name(r), suffixes);
 }
 
-static void row_id(struct atr_reader *r, struct atr_trace *t, struct oc_state *st,
-                   const struct atr_json *row)
+/* Rows without an id are numbered by their place in the file. */
+static void row_id(struct atr_reader *r, struct atr_trace *t, const struct atr_json *row)
 {
     static const char *const keys[] = {"instance_id", "traj_id", "id", NULL};
     const char *id = NULL;
@@ -495,8 +486,7 @@ static void row_id(struct atr_reader *r, struct atr_trace *t, struct oc_state *s
         t->trace_id = atr_arena_printf(&t->arena, "openai-chat/%s", id);
     else
         t->trace_id = atr_arena_printf(&t->arena, "openai-chat/%s/%lu",
-                                       base_name(r, &r->scratch), st->index);
-    st->index++;
+                                       base_name(r, &r->scratch), r->ntraces);
 }
 
 static void meta_str(struct atr_trace *t, const char *key, const struct atr_json *v)
@@ -559,8 +549,7 @@ static bool is_row(const struct atr_json *v)
            (atr_json_get(v, "messages") || atr_json_get(v, "trajectory"));
 }
 
-static int walk_row(struct atr_reader *r, struct atr_trace *t, struct oc_state *st,
-                    const struct atr_json *row)
+static int walk_row(struct atr_reader *r, struct atr_trace *t, const struct atr_json *row)
 {
     const struct atr_json *msgs = atr_json_get(row, "messages");
     bool nebius = !msgs;
@@ -569,7 +558,7 @@ static int walk_row(struct atr_reader *r, struct atr_trace *t, struct oc_state *
     if (!atr_json_is(row, ATR_JSON_OBJECT) || !atr_json_is(msgs, ATR_JSON_ARRAY))
         return atr_reader_fail_at(r, msgs ? msgs : row,
                                   "expected a row with a \"messages\" array");
-    row_id(r, t, st, row);
+    row_id(r, t, row);
     row_meta(t, row);
     struct oc_walk w;
     walk_init(&w, r, t, &r->scratch);
@@ -582,109 +571,37 @@ static int walk_row(struct atr_reader *r, struct atr_trace *t, struct oc_state *
     return rc < 0 ? -1 : 1;
 }
 
+static int each_message(void *w, const struct atr_json *m)
+{
+    return walk_message(w, m);
+}
+
 /* A bare array of messages is one conversation, streamed message by message. */
-static int walk_messages(struct atr_reader *r, struct atr_trace *t, struct oc_state *st,
-                         const struct atr_json *first)
+static int walk_messages(struct atr_reader *r, struct atr_trace *t, const struct atr_json *first,
+                         struct atr_arena *tmp)
 {
     t->trace_id = atr_arena_printf(&t->arena, "openai-chat/%s", base_name(r, &t->arena));
     struct oc_walk w;
-    walk_init(&w, r, t, &st->msg);
-    int rc = walk_message(&w, first);
-    while (rc == 0) {
-        struct atr_json *m;
-        atr_arena_clear(&st->msg);
-        rc = atr_reader_array_next(r, &st->msg, &m);
-        if (rc <= 0)
-            break;
-        rc = walk_message(&w, m);
-    }
+    walk_init(&w, r, t, tmp);
+    int rc = atr_reader_json_each(r, tmp, first, each_message, &w);
     walk_finish(&w, rc);
-    st->mode = OC_DONE;
     return rc < 0 ? -1 : 1;
 }
 
-static int start_array(struct atr_reader *r, struct atr_trace *t, struct oc_state *st)
+static bool is_messages(const struct atr_json *first)
 {
-    struct atr_json *first;
-    if (atr_reader_array_begin(r) < 0)
-        return -1;
-    int rc = atr_reader_array_next(r, &r->scratch, &first);
-    if (rc < 0)
-        return -1;
-    if (rc == 0)
-        return atr_reader_fail(r, r->base_line ? r->base_line : 1, 1,
-                               "expected at least one row");
-    if (atr_json_is(first, ATR_JSON_OBJECT) && atr_json_get(first, "role") && !is_row(first))
-        return walk_messages(r, t, st, first);
-    st->mode = OC_ROWS;
-    return walk_row(r, t, st, first);
+    return atr_json_is(first, ATR_JSON_OBJECT) && atr_json_get(first, "role") && !is_row(first);
 }
 
-static int next_row(struct atr_reader *r, struct atr_trace *t, struct oc_state *st)
-{
-    struct atr_json *row;
-    int rc = atr_reader_array_next(r, &r->scratch, &row);
-    if (rc <= 0)
-        return rc;
-    return walk_row(r, t, st, row);
-}
-
-static int next_line(struct atr_reader *r, struct atr_trace *t, struct oc_state *st)
-{
-    struct atr_json *row;
-    int rc = atr_reader_json_line(r, &r->scratch, &row);
-    if (rc == 0 && !r->ntraces)
-        return atr_reader_fail(r, 1, 1, "expected at least one row");
-    return rc <= 0 ? rc : walk_row(r, t, st, row);
-}
-
-static int next_document(struct atr_reader *r, struct atr_trace *t, struct oc_state *st)
-{
-    struct atr_json *row;
-    st->mode = OC_DONE;
-    if (atr_reader_parse_all(r, &r->scratch, &row) < 0)
-        return -1;
-    return walk_row(r, t, st, row);
-}
-
-/* The first byte decides: '[' rows (or messages) in an array, '{' JSON lines. */
-static int start(struct atr_reader *r, struct atr_trace *t, struct oc_state *st)
-{
-    enum atr_json_shape shape;
-    if (atr_reader_json_shape(r, "a JSON array of chat rows or JSON lines", &shape) < 0)
-        return -1;
-    if (shape == ATR_SHAPE_ARRAY)
-        return start_array(r, t, st);
-    if (shape == ATR_SHAPE_DOCUMENT)
-        return next_document(r, t, st);
-    st->mode = OC_LINES;
-    return next_line(r, t, st);
-}
+/* '[' rows (or messages) in an array, '{' JSON lines or one pretty row. */
+static const struct atr_json_stream oc_stream = {
+    "a JSON array of chat rows or JSON lines", "at least one row", "at least one row",
+    is_messages, walk_row, walk_messages,
+};
 
 static int next(struct atr_reader *r, struct atr_trace *t)
 {
-    if (!r->state)
-        r->state = calloc(1, sizeof(struct oc_state));
-    struct oc_state *st = r->state;
-    if (!st)
-        abort();
-    switch (st->mode) {
-    case OC_START:
-        return start(r, t, st);
-    case OC_ROWS:
-        return next_row(r, t, st);
-    case OC_LINES:
-        return next_line(r, t, st);
-    default:
-        return 0;
-    }
-}
-
-static void free_state(void *state)
-{
-    struct oc_state *st = state;
-    atr_arena_release(&st->msg);
-    free(st);
+    return atr_reader_json_stream(r, t, &oc_stream);
 }
 
 /* ---- sniffing ---- */
@@ -710,10 +627,9 @@ static bool pretty_object(const char *p, const char *end)
 
 static int sniff(const char *head, size_t len, const char *name)
 {
-    size_t i = 0;
-    while (i < len && (head[i] == ' ' || head[i] == '\t' || head[i] == '\r' || head[i] == '\n'))
-        i++;
-    if (i >= len || (head[i] != '[' && head[i] != '{'))
+    size_t i;
+    char first = atr_sniff_first(head, len, &i);
+    if (first != '[' && first != '{')
         return 0;
     if (atr_chat_has_key(head, len, "\"trajectory_format\"") ||
         atr_chat_has_key(head, len, "\"observation\""))
@@ -722,7 +638,7 @@ static int sniff(const char *head, size_t len, const char *name)
     bool chat = role && atr_chat_has_key(head, len, "\"messages\"");
     bool nebius = role && atr_chat_has_key(head, len, "\"trajectory\"") &&
                   has_ai_role(head, len) && atr_chat_has_key(head, len, "\"text\"");
-    if (head[i] == '[')
+    if (first == '[')
         return chat || nebius ? 90 : role ? 30 : 0;
     if (pretty_object(head + i, head + len))
         return (chat || nebius) && !atr_chat_has_key(head, len, "\"info\"") ? 25 : 0;
@@ -735,5 +651,5 @@ const struct atr_format atr_format_openai_chat = {
     "SWE-agent (JSON array or JSON lines)",
     sniff,
     next,
-    free_state,
+    atr_reader_json_stream_free,
 };

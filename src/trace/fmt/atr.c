@@ -1,4 +1,4 @@
-/* fmt-atr.c - reader of atr-trace v1 NDJSON itself, with the format's schema
+/* atr.c - reader of atr-trace v1 NDJSON itself, with the format's schema
  * and invariants (docs/trace-format.md) checked at file:line:col. */
 #include <stdio.h>
 #include <string.h>
@@ -8,10 +8,8 @@
 
 static int sniff(const char *head, size_t len, const char *name)
 {
-    size_t i = 0;
-    while (i < len && (head[i] == ' ' || head[i] == '\n' || head[i] == '\r' || head[i] == '\t'))
-        i++;
-    if (i == len || head[i] != '{')
+    size_t i;
+    if (atr_sniff_first(head, len, &i) != '{')
         return 0;
     const char *hit = memmem(head + i, len - i < 512 ? len - i : 512, "\"atr-trace/", 11);
     return hit ? 100 : 0;

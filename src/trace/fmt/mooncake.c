@@ -1,4 +1,4 @@
-/* fmt-mooncake.c - Mooncake request traces (JSONL): one single-step llm
+/* mooncake.c - Mooncake request traces (JSONL): one single-step llm
  * trace per request line.
  *
  * Each line is {"timestamp": ms, "input_length": N, "output_length": N,
@@ -13,16 +13,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "trace/csv.h"
+#include "trace/fmt/reqlog.h"
 #include "trace/reader.h"
 #include "trace/tokens.h"
 
 #define MOONCAKE_BLOCK_SIZE 512
 
 struct mooncake_state {
+    struct reqlog_state log;
     bool have_first;
     int64_t first_ts;         /* timestamp of the first request, ms */
-    char base[128];           /* file base name, for trace ids */
 };
 
 /* A required non-negative integer member. */
@@ -77,10 +77,12 @@ static int read_hash_ids(struct atr_reader *r, struct atr_trace *t, const struct
     return 0;
 }
 
-/* Fills t from one parsed request object found at line `line`. */
-static int fill_trace(struct atr_reader *r, struct mooncake_state *st, struct atr_trace *t,
-                      const struct atr_json *obj, unsigned long line)
+/* Fills t from one parsed request object. */
+static int fill_trace(struct atr_reader *r, void *state, struct atr_trace *t,
+                      const struct reqlog_row *row)
 {
+    struct mooncake_state *st = state;
+    const struct atr_json *obj = row->obj;
     int64_t ts = 0, in_len = 0, out_len = 0;
     if (obj->type != ATR_JSON_OBJECT)
         return atr_reader_fail_at(r, obj, "expected a request object, got %s",
@@ -96,46 +98,26 @@ static int fill_trace(struct atr_reader *r, struct mooncake_state *st, struct at
         return atr_reader_fail_at(r, atr_json_get(obj, "timestamp"),
                                   "expected \"timestamp\" not before the first request's (%lld)",
                                   (long long)st->first_ts);
-    t->trace_id = atr_arena_printf(&t->arena, "mooncake/%s/%lu", st->base, line);
-    t->source = "mooncake";
     t->start_ms = ts - st->first_ts;
     t->block_size = MOONCAKE_BLOCK_SIZE;
     struct atr_step *s = reqlog_add_step(t, in_len, out_len);
     return read_hash_ids(r, t, obj, s);
 }
 
-/* Whether a line holds only blanks (skipped, as in most JSONL readers). */
-static struct mooncake_state *state_of(struct atr_reader *r)
-{
-    if (!r->state) {
-        struct mooncake_state *st = calloc(1, sizeof *st);
-        if (!st)
-            abort();   /* as the arena does: no recovery from OOM */
-        reqlog_basename(atr_input_name(r->in), st->base, sizeof st->base);
-        r->state = st;
-    }
-    return r->state;
-}
+static const struct reqlog_format mooncake_log = {
+    sizeof(struct mooncake_state), NULL, NULL, 0, "a mooncake request line", fill_trace,
+};
 
 static int next(struct atr_reader *r, struct atr_trace *t)
 {
-    struct mooncake_state *st = state_of(r);
-    struct atr_json *obj;
-    int rc = atr_reader_json_line(r, &r->scratch, &obj);
-    if (rc == 0 && r->ntraces == 0)
-        return atr_reader_fail(r, 1, 1, "expected a mooncake request line, got empty input");
-    if (rc <= 0)
-        return rc;
-    return fill_trace(r, st, t, obj, r->base_line) < 0 ? -1 : 1;
+    return reqlog_next(r, t, &mooncake_log);
 }
 
 /* Mooncake lines are flat objects with exactly these four keys. */
 static int sniff(const char *head, size_t len, const char *name)
 {
-    size_t i = 0;
-    while (i < len && (head[i] == ' ' || head[i] == '\n' || head[i] == '\r' || head[i] == '\t'))
-        i++;
-    if (i == len || head[i] != '{')
+    size_t i;
+    if (atr_sniff_first(head, len, &i) != '{')
         return 0;
     const char *nl = memchr(head + i, '\n', len - i);
     size_t n = nl ? (size_t)(nl - head) - i : len - i;
@@ -149,13 +131,8 @@ static int sniff(const char *head, size_t len, const char *name)
     return 0;
 }
 
-static void free_state(void *state)
-{
-    free(state);
-}
-
 const struct atr_format atr_format_mooncake = {
     "mooncake",
     "Mooncake request trace JSONL (timestamp, input_length, output_length, hash_ids)",
-    sniff, next, free_state,
+    sniff, next, free,
 };

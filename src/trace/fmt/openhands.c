@@ -1,4 +1,4 @@
-/* fmt-openhands.c - OpenHands (ex-OpenDevin) event streams as atr traces.
+/* openhands.c - OpenHands (ex-OpenDevin) event streams as atr traces.
  *
  * Three shapes: a JSON array of events (one trace: the runtime replay
  * fixtures), a JSON array of records whose "trajectory" or "history" holds
@@ -7,20 +7,12 @@
  * Events are walked in order and rendered as the chat the agent saw: one llm
  * step per model response, one tool step per runnable action, timed from
  * the event timestamps. */
-#include <stdlib.h>
 #include <string.h>
 
-#include "trace/chat-render.h"
 #include "trace/convo.h"
+#include "trace/fmt/chat-render.h"
 #include "trace/reader.h"
-
-enum oh_mode { OH_START, OH_EVENTS, OH_RECORDS, OH_LINES, OH_DONE };
-
-struct oh_state {
-    enum oh_mode mode;
-    unsigned long index;        /* records seen, for ids of records without one */
-    struct atr_arena event;     /* OH_EVENTS: one event at a time */
-};
+#include "util/date.h"
 
 /* Tool steps waiting for their observation. Actions whose observation never
  * comes would pile up, so the oldest is dropped past this many. */
@@ -70,17 +62,6 @@ static bool take_ch(const char **p, const char *set)
         return false;
     (*p)++;
     return true;
-}
-
-/* Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant). */
-static int64_t days_from_civil(int64_t y, int m, int d)
-{
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    int64_t yoe = y - era * 400;
-    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
 }
 
 /* Milliseconds of ".fraction" (any number of digits); false if none. */
@@ -138,27 +119,12 @@ static bool parse_time(const char *s, int64_t *ms)
         return false;
     if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60)
         return false;
-    int64_t secs = ((days_from_civil(y, mo, d) * 24 + h) * 60 + mi - zone) * 60 + sec;
+    int64_t secs = ((atr_days_from_civil(y, mo, d) * 24 + h) * 60 + mi - zone) * 60 + sec;
     *ms = secs * 1000 + frac;
     return true;
 }
 
 /* ---- small JSON helpers ---- */
-
-/* obj[key] as an object: NULL when absent or null, -1 for another type. */
-static int opt_obj(struct atr_reader *r, const struct atr_json *obj, const char *key,
-                   const struct atr_json **out)
-{
-    const struct atr_json *v = atr_json_get(obj, key);
-    *out = NULL;
-    if (!v || v->type == ATR_JSON_NULL)
-        return 0;
-    if (v->type != ATR_JSON_OBJECT)
-        return atr_reader_fail_at(r, v, "expected \"%s\" to be an object, found %s", key,
-                                  atr_json_type_name(v->type));
-    *out = v;
-    return 0;
-}
 
 static const struct atr_json *first_kid(const struct atr_json *arr)
 {
@@ -375,8 +341,8 @@ static int model_call(struct oh_walk *w, const struct atr_json *ev, const char *
                       const struct atr_json *args, int64_t ts)
 {
     const struct atr_json *tcm, *resp = NULL;
-    if (opt_obj(w->r, ev, "tool_call_metadata", &tcm) < 0 ||
-        opt_obj(w->r, tcm, "model_response", &resp) < 0)
+    if (atr_reader_opt(w->r, ev, "tool_call_metadata", ATR_JSON_OBJECT, &tcm) < 0 ||
+        atr_reader_opt(w->r, tcm, "model_response", ATR_JSON_OBJECT, &resp) < 0)
         return -1;
     const char *rid = atr_json_get_str(resp, "id", NULL);
     if (rid && str_is(w->resp_id, rid))
@@ -574,9 +540,9 @@ static bool from_runtime(const char *action)
 /* Action arguments: "args" (OpenHands) or "extras" (OpenDevin, 2024). */
 static int action_args(struct atr_reader *r, const struct atr_json *ev, const struct atr_json **args)
 {
-    if (opt_obj(r, ev, "args", args) < 0)
+    if (atr_reader_opt(r, ev, "args", ATR_JSON_OBJECT, args) < 0)
         return -1;
-    if (!*args && opt_obj(r, ev, "extras", args) < 0)
+    if (!*args && atr_reader_opt(r, ev, "extras", ATR_JSON_OBJECT, args) < 0)
         return -1;
     return 0;
 }
@@ -625,7 +591,7 @@ static int walk_observation(struct oh_walk *w, const struct atr_json *ev, const 
     const struct atr_json *extras;
     int64_t cause = ATR_UNSET;
     const char *content = NULL;
-    if (opt_obj(w->r, ev, "extras", &extras) < 0 ||
+    if (atr_reader_opt(w->r, ev, "extras", ATR_JSON_OBJECT, &extras) < 0 ||
         atr_reader_opt_i64(w->r, ev, "cause", &cause) < 0 ||
         atr_reader_opt_str(w->r, ev, "content", &content) < 0)
         return -1;
@@ -676,8 +642,7 @@ static const char *base_name(struct atr_reader *r, struct atr_arena *a)
 }
 
 /* A record's id: instance_id (eval output), id (feedback), else file/index. */
-static void record_id(struct atr_reader *r, struct atr_trace *t, struct oh_state *st,
-                      const struct atr_json *rec)
+static void record_id(struct atr_reader *r, struct atr_trace *t, const struct atr_json *rec)
 {
     const struct atr_json *id = atr_json_get(rec, "instance_id");
     if (!atr_json_is(id, ATR_JSON_STRING) && !atr_json_is(id, ATR_JSON_NUMBER))
@@ -688,8 +653,7 @@ static void record_id(struct atr_reader *r, struct atr_trace *t, struct oh_state
         t->trace_id = atr_arena_printf(&t->arena, "openhands/%lld", (long long)id->i);
     else
         t->trace_id = atr_arena_printf(&t->arena, "openhands/%s/%lu",
-                                       base_name(r, &r->scratch), st->index);
-    st->index++;
+                                       base_name(r, &r->scratch), r->ntraces);
 }
 
 static void meta_str(struct atr_trace *t, const char *key, const struct atr_json *v)
@@ -750,15 +714,14 @@ static int walk_events(struct oh_walk *w, const struct atr_json *events)
     return 0;
 }
 
-static int walk_record(struct atr_reader *r, struct atr_trace *t, struct oh_state *st,
-                       const struct atr_json *rec)
+static int walk_record(struct atr_reader *r, struct atr_trace *t, const struct atr_json *rec)
 {
     const struct atr_json *events = record_events(rec);
     if (!atr_json_is(rec, ATR_JSON_OBJECT) || !atr_json_is(events, ATR_JSON_ARRAY))
         return atr_reader_fail_at(r, events ? events : rec,
                                   "expected a record with a \"history\" or \"trajectory\" "
                                   "array of events");
-    record_id(r, t, st, rec);
+    record_id(r, t, rec);
     record_meta(t, rec);
     struct oh_walk w;
     walk_init(&w, r, t, &r->scratch);
@@ -773,112 +736,38 @@ static int walk_record(struct atr_reader *r, struct atr_trace *t, struct oh_stat
 
 /* ---- the shapes ---- */
 
+static int each_event(void *w, const struct atr_json *ev)
+{
+    return walk_event(w, ev);
+}
+
 /* A top-level array of events is one trace, streamed event by event. */
-static int walk_stream(struct atr_reader *r, struct atr_trace *t, struct oh_state *st,
-                       const struct atr_json *first)
+static int walk_stream(struct atr_reader *r, struct atr_trace *t, const struct atr_json *first,
+                       struct atr_arena *tmp)
 {
     t->trace_id = atr_arena_printf(&t->arena, "openhands/%s", base_name(r, &t->arena));
     struct oh_walk w;
-    walk_init(&w, r, t, &st->event);
-    int rc = walk_event(&w, first);
-    while (rc == 0) {
-        struct atr_json *ev;
-        atr_arena_clear(&st->event);
-        rc = atr_reader_array_next(r, &st->event, &ev);
-        if (rc <= 0)
-            break;
-        rc = walk_event(&w, ev);
-    }
+    walk_init(&w, r, t, tmp);
+    int rc = atr_reader_json_each(r, tmp, first, each_event, &w);
     walk_finish(&w, rc);
-    st->mode = OH_DONE;
     return rc < 0 ? -1 : 1;
 }
 
-static int start_array(struct atr_reader *r, struct atr_trace *t, struct oh_state *st)
+static bool is_events(const struct atr_json *first)
 {
-    struct atr_json *first;
-    if (atr_reader_array_begin(r) < 0)
-        return -1;
-    int rc = atr_reader_array_next(r, &r->scratch, &first);
-    if (rc < 0)
-        return -1;
-    if (rc == 0)
-        return atr_reader_fail(r, r->base_line ? r->base_line : 1, 1,
-                               "expected at least one openhands event");
-    if (!is_record(first)) {
-        st->mode = OH_EVENTS;
-        return walk_stream(r, t, st, first);
-    }
-    st->mode = OH_RECORDS;
-    return walk_record(r, t, st, first);
+    return !is_record(first);
 }
 
-static int next_record(struct atr_reader *r, struct atr_trace *t, struct oh_state *st)
-{
-    struct atr_json *rec;
-    int rc = atr_reader_array_next(r, &r->scratch, &rec);
-    if (rc <= 0)
-        return rc;
-    return walk_record(r, t, st, rec);
-}
-
-/* Eval output: one record per line. */
-static int next_line(struct atr_reader *r, struct atr_trace *t, struct oh_state *st)
-{
-    struct atr_json *rec;
-    int rc = atr_reader_json_line(r, &r->scratch, &rec);
-    if (rc == 0 && !r->ntraces)
-        return atr_reader_fail(r, 1, 1, "expected at least one record");
-    return rc <= 0 ? rc : walk_record(r, t, st, rec);
-}
-
-static int next_document(struct atr_reader *r, struct atr_trace *t, struct oh_state *st)
-{
-    struct atr_json *rec;
-    st->mode = OH_DONE;
-    if (atr_reader_parse_all(r, &r->scratch, &rec) < 0)
-        return -1;
-    return walk_record(r, t, st, rec);
-}
-
-/* The first byte decides: '[' an array (of events or records), '{' records. */
-static int start(struct atr_reader *r, struct atr_trace *t, struct oh_state *st)
-{
-    enum atr_json_shape shape;
-    if (atr_reader_json_shape(r, "a JSON array of openhands events or JSON lines of records", &shape) < 0)
-        return -1;
-    if (shape == ATR_SHAPE_ARRAY)
-        return start_array(r, t, st);
-    if (shape == ATR_SHAPE_DOCUMENT)
-        return next_document(r, t, st);
-    st->mode = OH_LINES;
-    return next_line(r, t, st);
-}
+/* '[' an array of events or of records, '{' records (eval output lines). */
+static const struct atr_json_stream oh_stream = {
+    "a JSON array of openhands events or JSON lines of records",
+    "at least one openhands event", "at least one record",
+    is_events, walk_record, walk_stream,
+};
 
 static int next(struct atr_reader *r, struct atr_trace *t)
 {
-    if (!r->state)
-        r->state = calloc(1, sizeof(struct oh_state));
-    struct oh_state *st = r->state;
-    if (!st)
-        abort();
-    switch (st->mode) {
-    case OH_START:
-        return start(r, t, st);
-    case OH_RECORDS:
-        return next_record(r, t, st);
-    case OH_LINES:
-        return next_line(r, t, st);
-    default:
-        return 0;
-    }
-}
-
-static void free_state(void *state)
-{
-    struct oh_state *st = state;
-    atr_arena_release(&st->event);
-    free(st);
+    return atr_reader_json_stream(r, t, &oh_stream);
 }
 
 /* ---- sniffing ---- */
@@ -921,10 +810,8 @@ static bool has_value(const char *h, size_t len, const char *key, const char *va
 
 static int sniff(const char *head, size_t len, const char *name)
 {
-    size_t i = 0;
-    while (i < len && (head[i] == ' ' || head[i] == '\t' || head[i] == '\r' || head[i] == '\n'))
-        i++;
-    if (i >= len || (head[i] != '[' && head[i] != '{'))
+    char first = atr_sniff_first(head, len, NULL);
+    if (first != '[' && first != '{')
         return 0;
     bool source = has_value(head, len, "source", "agent") ||
                   has_value(head, len, "source", "user") ||
@@ -935,7 +822,7 @@ static int sniff(const char *head, size_t len, const char *name)
     bool strong = find_key(head, len, "tool_call_metadata") || find_key(head, len, "cause") ||
                   find_key(head, len, "timestamp");
     bool records = find_key(head, len, "history") || find_key(head, len, "trajectory");
-    if (head[i] == '[')
+    if (first == '[')
         return strong || records ? 95 : 80;
     return records ? 90 : 30;
 }
@@ -945,5 +832,5 @@ const struct atr_format atr_format_openhands = {
     "OpenHands/OpenDevin event streams: event arrays, feedback records, eval output JSONL",
     sniff,
     next,
-    free_state,
+    atr_reader_json_stream_free,
 };

@@ -1,12 +1,12 @@
-/* csv.h - private helpers of the request-log readers (mooncake, azure,
- * burstgpt): a CSV line splitter with quotes, strict number parsing with
- * byte columns for file:line:col errors, and the file base name used in
- * trace ids.
+/* reqlog.h - private helpers of the request-log readers (mooncake, azure,
+ * burstgpt): the one-trace-per-row driver they share, a CSV line splitter
+ * with quotes, strict number parsing with byte columns for file:line:col
+ * errors, and the file base name used in trace ids.
  *
  * Memory: csv_split unescapes into a copy of the line made in the given
  * arena, so fields stay valid until that arena is cleared. */
-#ifndef ATR_TRACE_CSV_H
-#define ATR_TRACE_CSV_H
+#ifndef ATR_TRACE_FMT_REQLOG_H
+#define ATR_TRACE_FMT_REQLOG_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -37,19 +37,6 @@ bool csv_parse_u63(const char *s, size_t len, int64_t *out);
 /* Non-negative finite decimal number ("12", "12.5", "1e3"). */
 bool csv_parse_nonneg_double(const char *s, size_t len, double *out);
 
-/* Whether the fields equal the expected header names (ignoring case and
- * surrounding blanks; a UTF-8 byte order mark before the first is skipped). */
-bool csv_header_is(const struct csv_field *fields, int n, const char *const *names,
-                   int n_names);
-
-/* Next non-blank data row of a CSV input whose first line is a header;
- * check_header validates that line once (failing with its position).
- * Returns 1 with the row, 0 at the end, -1 after fail; an input without
- * even a header fails with "expected header "HEADER", got empty input". */
-int csv_next_row(struct atr_reader *r, bool *header_done, const char *header,
-                 int (*check_header)(struct atr_reader *r, const char *line, size_t len),
-                 const char **line, size_t *len);
-
 /* Appends the one llm step of a request: t_ms 0, the token counts, and
  * no hash ids. hash_ids is an empty array rather than NULL so consumers
  * that do pointer arithmetic on it (the writer's hash_ids + 0) stay
@@ -61,5 +48,38 @@ struct atr_step *reqlog_add_step(struct atr_trace *t, int64_t input_tokens,
  * .gz/.zst/.csv/.jsonl/.json/.zip/.txt removed; "<stdin>" gives "stdin".
  * Writes at most cap - 1 bytes. */
 void reqlog_basename(const char *name, char *out, size_t cap);
+
+/* ---- one trace per row ---- */
+
+/* What every request-log reader's state starts with. */
+struct reqlog_state {
+    bool header_done;         /* CSV: the header line was checked */
+    char base[128];           /* file base name, for trace ids */
+};
+
+#define REQLOG_MAX_COLS 8
+
+/* One row: its file line and, for CSV, its fields; for JSON lines, its value. */
+struct reqlog_row {
+    unsigned long line;
+    const struct csv_field *f;     /* CSV: exactly ncols fields */
+    const struct atr_json *obj;    /* JSON lines */
+};
+
+/* A request-log format: CSV under a header line when header is set, else
+ * JSON lines. */
+struct reqlog_format {
+    size_t state_size;             /* the reader's state: a struct reqlog_state first */
+    const char *header;            /* CSV: the header line, */
+    const char *const *columns;    /* its ncols names (case and blanks ignored) */
+    int ncols;                     /* at most REQLOG_MAX_COLS */
+    const char *what;              /* JSON lines: what an empty input lacks */
+    /* Fills t, whose trace_id "FORMAT/BASE/LINE" is set: 0, or -1 after fail. */
+    int (*fill)(struct atr_reader *r, void *state, struct atr_trace *t,
+                const struct reqlog_row *row);
+};
+
+/* A request-log format's next(); its free_state is free. */
+int reqlog_next(struct atr_reader *r, struct atr_trace *t, const struct reqlog_format *f);
 
 #endif

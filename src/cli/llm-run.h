@@ -1,0 +1,34 @@
+/* llm-run.h - what `atr sim run`, `atr replay llm` and `atr compare --run`
+ * share after parsing: a workload on one target (exp/exp.h) under each
+ * policy of a list in turn, each run's outputs written as it ends, and the
+ * comparison table of the runs at the end. */
+#ifndef ATR_CLI_LLM_RUN_H
+#define ATR_CLI_LLM_RUN_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "cli/llm-report.h"
+#include "cli/sched-opts.h"
+#include "exp/exp.h"
+
+struct llm_run {
+    const char *from;                     /* input format, or NULL: sniffed */
+    const struct llm_policy_list *policies;   /* none: one run as recorded */
+    const char *policy_opts;
+    const struct sched_opts *sched;
+    const struct llm_report_opts *report;
+    const char *iterations_out;           /* sim: one line per iteration (one run, one replica) */
+    bool table_only;                      /* print only the comparison table */
+    const volatile sig_atomic_t *stop;    /* HTTP: set by a signal to stop early */
+};
+
+/* Loads the traces paths[0..n_paths) and runs them on t once per policy.
+ * Returns the exit status: 0; 1 on a failure (printed); 130 when stopped
+ * early (what finished is written, marked incomplete); 1 when every
+ * request of a run failed. */
+int llm_run(const struct llm_run *r, const struct atr_target *t, char *const *paths,
+            size_t n_paths);
+
+#endif

@@ -1,0 +1,95 @@
+/* sim-run.c - `atr sim run`'s arguments and run, shared with `atr compare
+ * --run` (see sim-run.h). */
+#include "cli/sim-run.h"
+
+#include <string.h>
+
+#include "cli/cmd.h"
+#include "cli/llm-run.h"
+#include "exp/exp.h"
+#include "policy/policy.h"
+
+/* --policy a,b,c; sim run checks the names before it starts. */
+static bool opt_policies(void *base, const char *list, const char *cmd)
+{
+    struct sim_run_args *a = base;
+    if (llm_policy_list_parse(&a->policies, list, cmd) != EXIT_OK)
+        return false;
+    for (size_t k = 0; k < a->policies.n; k++) {
+        bool known = false;
+        for (size_t i = 0; atr_policy_names[i]; i++)
+            known |= strcmp(atr_policy_names[i], a->policies.names[k]) == 0;
+        if (!known) {
+            cli_usage(cmd, "unknown policy '%s' (naive, prefix-cache, prefix-route, "
+                      "compaction, max-tokens, learned)", a->policies.names[k]);
+            return false;
+        }
+    }
+    return true;
+}
+
+#define ARGS struct sim_run_args
+const struct opt sim_run_options[] = {
+    OPT_STRING(ARGS, profile, "profile", 'p'),
+    OPT_UINT(ARGS, tp, "tp", 0, 1, 64, "--tp wants 1..64"),
+    OPT_UINT(ARGS, engine.max_num_seqs, "max-num-seqs", 0, 1, 65536,
+             "--max-num-seqs wants 1..65536"),
+    OPT_UINT(ARGS, engine.max_num_batched_tokens, "max-num-batched-tokens", 0, 16, 1 << 24,
+             "--max-num-batched-tokens wants 16..16777216"),
+    OPT_FLAG_OFF(ARGS, engine.prefix_caching, "no-prefix-caching", 0),
+    OPT_STRING(ARGS, iterations_out, "iterations-out", 0),
+    OPT_CALL("policy", 0, opt_policies, NULL),
+    OPT_STRING(ARGS, policy_opts, "policy-options", 0),
+    OPT_UINT(ARGS, replicas, "replicas", 0, 1, 256, "--replicas wants 1..256"),
+    OPT_ENUM(ARGS, engine.longest_prefix_first, "engine", 0, OPT_WORDS("vllm", "sglang"),
+             "--engine wants vllm or sglang"),
+    OPT_FROM(ARGS, from),
+    OPT_INCLUDE(ARGS, report, llm_report_opts_group),
+    OPT_INCLUDE(ARGS, sched, sched_opts_group),
+    OPT_END,
+};
+#undef ARGS
+
+void sim_run_args_init(struct sim_run_args *a)
+{
+    memset(a, 0, sizeof *a);
+    atr_engine_cfg_defaults(&a->engine);
+    sched_opts_init(&a->sched);
+    llm_report_init(&a->report);
+    a->tp = 1;
+    a->replicas = 1;
+}
+
+int sim_run_args_check(struct sim_run_args *a, int argc, const char *cmd)
+{
+    if (!a->profile)
+        return cli_usage(cmd, "missing --profile GPU/MODEL");
+    if (a->first_arg >= argc)
+        return cli_usage(cmd, "missing TRACE");
+    return sched_opts_finish(&a->sched, cmd);
+}
+
+void sim_run_args_release(struct sim_run_args *a)
+{
+    llm_policy_list_release(&a->policies);
+}
+
+int sim_run_exec(const struct sim_run_args *a, int argc, char **argv, bool table_only)
+{
+    struct atr_target t;
+    struct atr_error err;
+    if (atr_target_sim(&t, a->profile, a->tp, &err) < 0)
+        return cli_fail_err(&err);
+    t.engine = a->engine;
+    t.replicas = a->replicas;
+    struct llm_report_opts report = a->report;
+    report.quiet |= table_only;
+    struct llm_run r = {
+        .from = a->from, .policies = &a->policies, .policy_opts = a->policy_opts,
+        .sched = &a->sched, .report = &report, .iterations_out = a->iterations_out,
+        .table_only = table_only,
+    };
+    int rc = llm_run(&r, &t, argv + a->first_arg, (size_t)(argc - a->first_arg));
+    atr_target_release(&t);
+    return rc;
+}

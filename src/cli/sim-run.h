@@ -1,0 +1,37 @@
+/* sim-run.h - the arguments of `atr sim run`, which `atr compare --run`
+ * takes too: the simulator target (profile, tp, engine limits, replicas,
+ * flavour), the policies, the schedule and the outputs, as one option
+ * group, and the run itself (cli/llm-run.h). */
+#ifndef ATR_CLI_SIM_RUN_H
+#define ATR_CLI_SIM_RUN_H
+
+#include "cli/llm-report.h"
+#include "cli/opts.h"
+#include "cli/sched-opts.h"
+#include "sim/engine.h"
+
+struct sim_run_args {
+    const char *profile, *from, *iterations_out, *policy_opts;
+    struct llm_policy_list policies;
+    unsigned tp, replicas;
+    struct atr_engine_cfg engine;
+    struct sched_opts sched;
+    struct llm_report_opts report;
+    int first_arg;               /* argv[first_arg..argc): the TRACEs */
+};
+
+/* Every option of `atr sim run`: OPT_INCLUDE(T, F, sim_run_options). */
+extern const struct opt sim_run_options[];
+
+/* Sets the defaults; call before parsing. */
+void sim_run_args_init(struct sim_run_args *a);
+/* After parsing: --profile given, a TRACE, a sound schedule. EXIT_OK or a
+ * usage error of cmd. */
+int sim_run_args_check(struct sim_run_args *a, int argc, const char *cmd);
+void sim_run_args_release(struct sim_run_args *a);
+
+/* Runs the TRACEs argv[a->first_arg..argc) on the simulator under each
+ * policy; table_only prints only the comparison table. Exit status. */
+int sim_run_exec(const struct sim_run_args *a, int argc, char **argv, bool table_only);
+
+#endif

@@ -1,0 +1,131 @@
+/* exp.h - one experiment: a workload run against a target, the simulator
+ * in virtual time or OpenAI-compatible servers in real time, under one
+ * runtime policy, yielding the requests' records and the figures of the
+ * engine and the policy as structs. `atr sim run`, `atr replay llm`,
+ * `atr compare --run` and router training all run workloads through this
+ * call; a series of policies is a loop over it.
+ *
+ *     struct atr_target t;       atr_target_parse(&t, "sim:h100/llama-3.1-8b", 1, &err);
+ *     struct atr_exp_cfg cfg = { .workload = &w, .schedule = &s, ... };
+ *     struct atr_exp_result r;   atr_exp_run(&t, &cfg, &r, &err);
+ *     ... r.recs[0..r.n), r.engine, r.policy_stats ...
+ *     atr_exp_result_release(&r);
+ *
+ * Targets. "sim:GPU/MODEL" makes fresh engine replicas (t->replicas, the
+ * engine settings in t->engine) for every run, so no run sees another's
+ * cache. "http://HOST:PORT[,URL...]" sends to those servers, one replica
+ * per URL; runs of a series keep apart by a run word in front of every
+ * prompt (cfg->run_salt).
+ *
+ * Memory: a target owns its URL copies (atr_target_release). A result owns
+ * its records, their chunk arrays and strings (atr_exp_result_release);
+ * the workload and schedule are borrowed for the call. */
+#ifndef ATR_EXP_EXP_H
+#define ATR_EXP_EXP_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "llm/client.h"
+#include "llm/prompt.h"
+#include "llm/replay.h"
+#include "policy/policy.h"
+#include "sched/schedule.h"
+#include "sched/workload.h"
+#include "sim/cost.h"
+#include "sim/engine.h"
+#include "stats/metrics.h"
+
+enum atr_target_kind { ATR_TARGET_SIM, ATR_TARGET_HTTP };
+
+#define ATR_TARGET_MAX_URLS 64
+
+struct atr_target {
+    enum atr_target_kind kind;
+    const char *spec;                    /* as given (borrowed) */
+    /* sim: */
+    struct atr_profile profile;
+    struct atr_engine_cfg engine;        /* vLLM's defaults; callers may change limits,
+                                            prefix caching and the flavour */
+    unsigned replicas;                   /* >= 1 */
+    /* HTTP: each URL is a replica. */
+    char *urls[ATR_TARGET_MAX_URLS];     /* base URLs without a trailing '/' or '/v1' */
+    unsigned n_urls;
+    struct atr_llm_client_cfg client;    /* its base_url is set per URL */
+    struct atr_body_opts body;           /* api, model, force_length */
+    unsigned warmup;                     /* uncounted requests before the clock starts */
+};
+
+/* What atr_target_parse returns for a spec that is not a target at all
+ * (a usage error), as against -1 for one that names no known profile. */
+#define ATR_TARGET_BAD_SPEC (-2)
+
+/* Parses spec: "sim:GPU/MODEL" (tp: tensor parallel degree of the
+ * profile), or one or more comma-separated http:// or https:// URLs. Sim
+ * targets get vLLM's engine defaults and one replica; HTTP targets the
+ * completions API, streaming, forced output lengths, one warm-up request
+ * and timeouts of 600 s (whole request) and 60 s (silence). */
+int atr_target_parse(struct atr_target *t, const char *spec, unsigned tp, struct atr_error *err);
+/* The simulator target of profile "GPU/MODEL" (as "sim:GPU/MODEL"). */
+int atr_target_sim(struct atr_target *t, const char *profile, unsigned tp, struct atr_error *err);
+void atr_target_release(struct atr_target *t);
+
+/* The name results group by: "sim:GPU/MODEL[ tp=N][ xR][ sglang]" (what
+ * makes simulated runs comparable), or the spec of an HTTP target. */
+void atr_target_name(const struct atr_target *t, char *out, size_t cap);
+
+struct atr_exp_cfg {
+    const struct atr_workload *workload;
+    const struct atr_schedule *schedule; /* sessions' starts (the same for every run) */
+    unsigned max_concurrency;            /* 0 = unlimited */
+    const bool *keep;                    /* run only sessions i with keep[i]; NULL: all */
+    const char *policy;                  /* NULL: every request as recorded */
+    const char *policy_options;          /* "k=v,..." or NULL */
+    uint64_t seed;                       /* the policy's */
+    /* sim: one line per engine iteration (a single replica only). */
+    void (*on_iter)(void *ctx, const struct atr_iter_info *it);
+    void *iter_ctx;
+    /* HTTP: */
+    const char *run_salt;                /* word in front of every prompt, or NULL */
+    const volatile sig_atomic_t *stop;   /* set to stop early (result incomplete) */
+    void (*on_progress)(void *ctx, size_t done, size_t total);
+    void *progress_ctx;
+};
+
+struct atr_exp_result {
+    struct atr_llm_record *recs;         /* in finish order */
+    size_t n;
+    size_t total;                        /* turns the run was to send */
+    bool incomplete;                     /* stopped early: only what finished is here */
+    const char *policy;                  /* the policy's name (static), or NULL */
+    struct atr_policy_stats policy_stats;
+    bool has_engine;                     /* sim targets: */
+    struct atr_engine_stats engine;      /* summed over replicas */
+    /* private: what the records point into */
+    struct atr_engine **engines;
+    unsigned n_engines;
+    struct atr_llm_replay_result replay;
+};
+
+/* Runs cfg's workload on t under cfg->policy. 0 (also when stopped early),
+ * or -1 with err set (a schedule the workload cannot have, a policy that
+ * does not exist or refuses its options, a server that never answered). */
+int atr_exp_run(const struct atr_target *t, const struct atr_exp_cfg *cfg,
+                struct atr_exp_result *out, struct atr_error *err);
+void atr_exp_result_release(struct atr_exp_result *r);
+
+/* What the result object echoes of the run (vLLM's header keys). date:
+ * "YYYYMMDD-HHMMSS", kept by the caller; SLOs and percentiles unset. */
+void atr_exp_bench_config(const struct atr_target *t, const struct atr_exp_cfg *cfg,
+                          const struct atr_exp_result *r, const char *date,
+                          struct atr_llm_bench_config *out);
+
+/* The --save-result object of a run, one line, no newline: vLLM's keys,
+ * then under "atr" atr's figures, the target's name, the policy and its
+ * counters, and the engine's figures (sim targets). 0, or -1 at b's cap. */
+int atr_exp_write_result(struct atr_buf *b, const struct atr_target *t,
+                         const struct atr_exp_result *r, const struct atr_llm_summary *s,
+                         const struct atr_llm_bench_config *cfg);
+
+#endif

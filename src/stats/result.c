@@ -1,0 +1,281 @@
+/* result.c - the result object, the printed block and the per-request
+ * lines of an LLM run (see result.h). */
+#include "stats/result.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* "99" for integral percentiles, else Python's str(float), as vLLM names keys. */
+static void pct_word(double p, char *out, size_t cap)
+{
+    if (p == floor(p))
+        snprintf(out, cap, "%d", (int)p);
+    else
+        snprintf(out, cap, "%.15g", p);
+}
+
+/* mean_, median_, std_ and pN_ NAME_ms. */
+static void put_stat(struct atr_jw *w, const char *name, const struct atr_llm_stat *st,
+                     const struct atr_llm_bench_config *cfg)
+{
+    char key[64], pw[32];
+    snprintf(key, sizeof key, "mean_%s_ms", name);
+    atr_jw_kv_pyfloat(w, key, st->mean);
+    snprintf(key, sizeof key, "median_%s_ms", name);
+    atr_jw_kv_pyfloat(w, key, st->median);
+    snprintf(key, sizeof key, "std_%s_ms", name);
+    atr_jw_kv_pyfloat(w, key, st->std);
+    for (size_t i = 0; i < atr_llm_pct_count(cfg); i++) {
+        pct_word(atr_llm_pct_at(cfg, i), pw, sizeof pw);
+        snprintf(key, sizeof key, "p%s_%s_ms", pw, name);
+        atr_jw_kv_pyfloat(w, key, st->p[i]);
+    }
+}
+
+static void put_header(struct atr_jw *w, const struct atr_llm_bench_config *c)
+{
+    atr_jw_kv_str(w, "date", c->date);
+    atr_jw_kv_str(w, "endpoint_type", c->backend);
+    atr_jw_kv_str(w, "backend", c->backend);
+    atr_jw_kv_null(w, "label");
+    atr_jw_kv_str(w, "model_id", c->model_id);
+    atr_jw_kv_str(w, "tokenizer_id", c->tokenizer_id ? c->tokenizer_id : c->model_id);
+    atr_jw_kv_int(w, "num_prompts", c->num_prompts);
+    if (isinf(c->request_rate))
+        atr_jw_kv_str(w, "request_rate", "inf");      /* vLLM writes the string */
+    else
+        atr_jw_kv_pyfloat(w, "request_rate", c->request_rate);
+    atr_jw_kv_pyfloat(w, "burstiness", c->burstiness);
+    if (c->max_concurrency > 0)
+        atr_jw_kv_int(w, "max_concurrency", c->max_concurrency);
+    else
+        atr_jw_kv_null(w, "max_concurrency");
+}
+
+static void put_totals(struct atr_jw *w, const struct atr_llm_summary *s)
+{
+    atr_jw_kv_pyfloat(w, "duration", s->duration);
+    atr_jw_kv_int(w, "completed", s->completed);
+    atr_jw_kv_int(w, "failed", s->failed);
+    atr_jw_kv_int(w, "total_input_tokens", s->total_input);
+    atr_jw_kv_int(w, "total_output_tokens", s->total_output);
+    atr_jw_kv_pyfloat(w, "request_throughput", s->request_throughput);
+    if (s->goodput_configured)
+        atr_jw_kv_pyfloat(w, "request_goodput", s->request_goodput);
+    else
+        atr_jw_kv_null(w, "request_goodput");
+    atr_jw_kv_pyfloat(w, "output_throughput", s->output_throughput);
+    atr_jw_kv_pyfloat(w, "total_token_throughput", s->total_token_throughput);
+    atr_jw_kv_pyfloat(w, "max_output_tokens_per_s", s->max_output_tokens_per_s);
+    atr_jw_kv_int(w, "max_concurrent_requests", s->max_concurrent_requests);
+}
+
+static void put_goodput(struct atr_jw *w, const struct atr_llm_summary *s,
+                        const struct atr_llm_bench_config *c)
+{
+    if (!s->goodput_configured) {
+        atr_jw_kv_null(w, "goodput");
+        return;
+    }
+    atr_jw_key(w, "goodput");
+    atr_jw_object_begin(w);
+    atr_jw_key(w, "slo_ms");
+    atr_jw_object_begin(w);
+    const struct { const char *key; double ms; } slo[] = {
+        {"ttft", c->slo_ttft_ms}, {"tpot", c->slo_tpot_ms}, {"e2el", c->slo_e2el_ms},
+    };
+    for (size_t i = 0; i < sizeof slo / sizeof slo[0]; i++)
+        if (slo[i].ms >= 0)
+            atr_jw_kv_pyfloat(w, slo[i].key, slo[i].ms);
+    atr_jw_object_end(w);
+    atr_jw_kv_int(w, "good_requests", s->good_completed);
+    atr_jw_kv_pyfloat(w, "request_goodput", s->request_goodput);
+    atr_jw_object_end(w);
+}
+
+static void put_failures(struct atr_jw *w, const struct atr_llm_summary *s)
+{
+    atr_jw_key(w, "failures_by_reason");
+    atr_jw_object_begin(w);
+    for (size_t i = 0; i < s->n_failures; i++)
+        atr_jw_kv_int(w, s->failures[i].reason, s->failures[i].count);
+    atr_jw_object_end(w);
+}
+
+/* atr's figures, under one "atr" key so no vLLM reader trips on them. */
+static void put_atr_figures(struct atr_jw *w, const struct atr_llm_summary *s,
+                            const struct atr_llm_bench_config *c)
+{
+    double hit = s->total_input ? (double)s->cached_tokens / (double)s->total_input : 0.0;
+    atr_jw_kv_bool(w, "incomplete", c->incomplete);
+    atr_jw_kv_pyfloat(w, "mean_client_queue_ms", s->queue_mean_ms);
+    atr_jw_kv_pyfloat(w, "p99_client_queue_ms", s->queue_p99_ms);
+    atr_jw_kv_pyfloat(w, "p50_schedule_lag_ms", s->lag_p50_ms);
+    atr_jw_kv_pyfloat(w, "p99_schedule_lag_ms", s->lag_p99_ms);
+    put_stat(w, "ttft_from_send", &s->ttft_send, c);
+    put_stat(w, "e2el_from_send", &s->e2el_send, c);
+    atr_jw_kv_int(w, "cached_tokens", s->cached_tokens);
+    atr_jw_kv_pyfloat(w, "prefix_cache_hit_rate", hit);
+    put_goodput(w, s, c);
+    put_failures(w, s);
+}
+
+void atr_llm_result_begin(struct atr_jw *w, const struct atr_llm_summary *s,
+                          const struct atr_llm_bench_config *cfg)
+{
+    atr_jw_object_begin(w);
+    put_header(w, cfg);
+    put_totals(w, s);
+    put_stat(w, "ttft", &s->ttft, cfg);
+    put_stat(w, "tpot", &s->tpot, cfg);
+    put_stat(w, "itl", &s->itl, cfg);
+    put_stat(w, "e2el", &s->e2el, cfg);
+    atr_jw_key(w, "atr");
+    atr_jw_object_begin(w);
+    put_atr_figures(w, s, cfg);
+}
+
+void atr_llm_result_end(struct atr_jw *w)
+{
+    atr_jw_object_end(w);
+    atr_jw_object_end(w);
+}
+
+int atr_llm_write_result_json(struct atr_buf *b, const struct atr_llm_summary *s,
+                              const struct atr_llm_bench_config *cfg)
+{
+    struct atr_jw w;
+    atr_jw_init(&w, b, ATR_JW_PYTHON);
+    atr_llm_result_begin(&w, s, cfg);
+    atr_llm_result_end(&w);
+    return atr_jw_finish(&w);
+}
+
+/* ---- the printed block ---- */
+
+/* Python's "{:<40} {:<10.2f}" and "{:<40} {:<10}". */
+static int line_f(struct atr_buf *b, const char *label, double v)
+{
+    return atr_buf_printf(b, "%-40s %-10.2f\n", label, v);
+}
+
+static int line_i(struct atr_buf *b, const char *label, int64_t v)
+{
+    char num[32];
+    snprintf(num, sizeof num, "%lld", (long long)v);
+    return atr_buf_printf(b, "%-40s %-10s\n", label, num);
+}
+
+/* "{s:{c}^{n}}": centred in 50 columns, the extra fill char on the right. */
+static int header_line(struct atr_buf *b, const char *title, char fill)
+{
+    size_t len = strlen(title), pad = len < 50 ? 50 - len : 0;
+    char line[64];
+    memset(line, fill, pad / 2);
+    memcpy(line + pad / 2, title, len < 50 ? len : 50);
+    memset(line + pad / 2 + (len < 50 ? len : 50), fill, pad - pad / 2);
+    line[(len < 50 ? len : 50) + pad] = '\0';
+    return atr_buf_printf(b, "%s\n", line);
+}
+
+static int block_metric(struct atr_buf *b, const char *name, const char *title,
+                        const struct atr_llm_stat *st, const struct atr_llm_bench_config *c)
+{
+    char label[64], w[32];
+    int rc = header_line(b, title, '-');
+    snprintf(label, sizeof label, "Mean %s (ms):", name);
+    rc |= line_f(b, label, st->mean);
+    snprintf(label, sizeof label, "Median %s (ms):", name);
+    rc |= line_f(b, label, st->median);
+    for (size_t i = 0; i < atr_llm_pct_count(c); i++) {
+        pct_word(atr_llm_pct_at(c, i), w, sizeof w);
+        snprintf(label, sizeof label, "P%s %s (ms):", w, name);
+        rc |= line_f(b, label, st->p[i]);
+    }
+    return rc;
+}
+
+static int block_totals(struct atr_buf *b, const struct atr_llm_summary *s,
+                        const struct atr_llm_bench_config *c)
+{
+    int rc = line_i(b, "Successful requests:", s->completed);
+    rc |= line_i(b, "Failed requests:", s->failed);
+    if (c->max_concurrency > 0)
+        rc |= line_i(b, "Maximum request concurrency:", c->max_concurrency);
+    if (!isinf(c->request_rate))
+        rc |= line_f(b, "Request rate configured (RPS):", c->request_rate);
+    rc |= line_f(b, "Benchmark duration (s):", s->duration);
+    rc |= line_i(b, "Total input tokens:", s->total_input);
+    rc |= line_i(b, "Total generated tokens:", s->total_output);
+    rc |= line_f(b, "Request throughput (req/s):", s->request_throughput);
+    if (s->goodput_configured)
+        rc |= line_f(b, "Request goodput (req/s):", s->request_goodput);
+    rc |= line_f(b, "Output token throughput (tok/s):", s->output_throughput);
+    rc |= line_f(b, "Peak output token throughput (tok/s):", s->max_output_tokens_per_s);
+    rc |= line_f(b, "Peak concurrent requests:", (double)s->max_concurrent_requests);
+    return rc | line_f(b, "Total Token throughput (tok/s):", s->total_token_throughput);
+}
+
+int atr_llm_write_block(struct atr_buf *b, const struct atr_llm_summary *s,
+                        const struct atr_llm_bench_config *cfg)
+{
+    int rc = header_line(b, " Serving Benchmark Result ", '=');
+    rc |= block_totals(b, s, cfg);
+    rc |= block_metric(b, "TTFT", "Time to First Token", &s->ttft, cfg);
+    rc |= block_metric(b, "TPOT", "Time per Output Token (excl. 1st token)", &s->tpot, cfg);
+    rc |= block_metric(b, "ITL", "Inter-token Latency", &s->itl, cfg);
+    if (cfg->e2el_section)
+        rc |= block_metric(b, "E2EL", "End-to-end Latency", &s->e2el, cfg);
+    return rc | header_line(b, "", '=') ? -1 : 0;
+}
+
+/* ---- one line per request ---- */
+
+static void put_ms_or_null(struct atr_jw *w, const char *key, bool have, double s)
+{
+    if (have)
+        atr_jw_kv_pyfloat(w, key, s * 1000);
+    else
+        atr_jw_kv_null(w, key);
+}
+
+static void put_itls(struct atr_jw *w, const struct atr_llm_record *r)
+{
+    atr_jw_key(w, "itl_ms");
+    atr_jw_array_begin(w);
+    for (size_t i = 1; i < r->n_chunks; i++)
+        atr_jw_pyfloat(w, (r->chunk_s[i] - r->chunk_s[i - 1]) * 1000);
+    atr_jw_array_end(w);
+}
+
+int atr_llm_write_request_line(struct atr_buf *b, const struct atr_llm_record *r)
+{
+    bool ok = r->success, first = r->success && r->n_chunks > 0;
+    struct atr_jw w;
+    atr_jw_init(&w, b, ATR_JW_PYTHON);
+    atr_jw_object_begin(&w);
+    atr_jw_kv_int(&w, "id", (int64_t)r->id);
+    if (r->trace_id) {
+        atr_jw_kv_str(&w, "trace_id", r->trace_id);
+        atr_jw_kv_int(&w, "turn", r->turn);
+    }
+    atr_jw_kv_bool(&w, "success", ok);
+    atr_jw_kv_str(&w, "error", ok ? NULL : (r->error ? r->error : "unknown"));
+    atr_jw_kv_pyfloat(&w, "scheduled_s", r->scheduled_s);
+    atr_jw_kv_pyfloat(&w, "send_s", r->send_s);
+    atr_jw_kv_pyfloat(&w, "start_s", r->start_s);
+    atr_jw_kv_pyfloat(&w, "end_s", r->end_s);
+    atr_jw_kv_pyfloat(&w, "schedule_lag_ms", (r->send_s - r->scheduled_s) * 1000);
+    atr_jw_kv_pyfloat(&w, "queue_ms", (r->start_s - r->send_s) * 1000);
+    put_ms_or_null(&w, "ttft_ms", first, first ? atr_llm_ttft_s(r) : 0);
+    put_ms_or_null(&w, "tpot_ms", ok && r->output_tokens > 1, atr_llm_tpot_s(r));
+    put_ms_or_null(&w, "e2el_ms", ok, r->end_s - r->start_s);
+    put_itls(&w, r);
+    atr_jw_kv_int(&w, "prompt_tokens", r->prompt_tokens);
+    atr_jw_kv_int(&w, "output_tokens", r->output_tokens);
+    atr_jw_kv_int(&w, "cached_tokens", r->cached_tokens);
+    atr_jw_object_end(&w);
+    atr_jw_newline(&w);
+    return atr_jw_finish(&w);
+}
