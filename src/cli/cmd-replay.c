@@ -11,10 +11,12 @@
 
 #include "cli/cmd.h"
 #include "cli/opts.h"
+#include "json/writer.h"
 #include "runner/replay.h"
 #include "runner/summary.h"
 #include "runner/tenants.h"
 #include "trace/reader.h"
+#include "util/alloc.h"
 #include "util/input.h"
 #include "util/output.h"
 
@@ -242,42 +244,65 @@ struct sink_ctx {
     const char *config;
     struct atr_buf line;
     struct atr_replay_summary *sum;
+    struct atr_arena arena;      /* one step's figures at a time */
     unsigned long lines;
 };
 
+/* The tenants' summary entries of every configuration run so far. */
+struct tenant_rows {
+    struct atr_tenant_summary v[MAX_CONFIGS * ATR_TENANTS_MAX];
+    size_t n;
+};
+
 /* One write per line: a line on disk is always complete, even after Ctrl-C. */
+static int put_line(struct sink_ctx *s, const char *line, size_t len, struct atr_error *err)
+{
+    if (write(s->fd, line, len) != (ssize_t)len)
+        return atr_error_set(err, "%s: %s", s->path, strerror(errno));
+    return 0;
+}
+
 static int write_metrics(void *ctx, const struct atr_step_metrics *m, struct atr_error *err)
 {
     struct sink_ctx *s = ctx;
     atr_buf_clear(&s->line);
     atr_step_metrics_json(&s->line, s->config, m);
-    if (write(s->fd, s->line.data, s->line.len) != (ssize_t)s->line.len)
-        return atr_error_set(err, "%s: %s", s->path, strerror(errno));
-    return atr_replay_summary_add(s->sum, s->line.data, s->line.len - 1, s->path, ++s->lines, err);
+    if (put_line(s, s->line.data, s->line.len, err) < 0)
+        return -1;
+    struct atr_replay_step st;
+    atr_arena_clear(&s->arena);
+    atr_replay_step_from_metrics(&st, s->config, m, &s->arena);
+    return atr_replay_summary_add(s->sum, &st, s->path, ++s->lines, err);
 }
 
-/* summary.json's object with ,"tenants":[...] added before its final brace
- * (the summary module knows configurations, not tenants). */
-static void splice_tenants(struct atr_buf *b, const struct atr_buf *tenants)
+/* summary.json: the configurations, and with --tenants (rows not NULL)
+ * the tenants' entries. */
+static void summary_doc(struct atr_buf *b, struct atr_replay_summary *sum, const char *backend,
+                        bool incomplete, const struct tenant_rows *rows)
 {
-    if (b->len < 2 || b->data[b->len - 2] != '}')
-        return;
-    b->len -= 2;
-    atr_buf_puts(b, ",\"tenants\":[");
-    if (tenants->len)
-        atr_buf_append(b, tenants->data, tenants->len);
-    atr_buf_puts(b, "]}\n");
+    struct atr_jw w;
+    atr_jw_init(&w, b, ATR_JW_COMPACT);
+    atr_jw_object_begin(&w);
+    atr_replay_summary_members(sum, backend, incomplete, &w);
+    if (rows) {
+        atr_jw_key(&w, "tenants");
+        atr_jw_array_begin(&w);
+        for (size_t k = 0; k < rows->n; k++)
+            atr_tenant_summary_put(&w, &rows->v[k]);
+        atr_jw_array_end(&w);
+    }
+    atr_jw_object_end(&w);
+    atr_jw_newline(&w);
+    (void)atr_jw_finish(&w);   /* the buffer has no cap */
 }
 
 static int write_summary(const char *dir, struct atr_replay_summary *sum, const char *backend,
-                         bool incomplete, const struct atr_buf *tenants, struct atr_error *err)
+                         bool incomplete, const struct tenant_rows *rows, struct atr_error *err)
 {
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/summary.json", dir);
     struct atr_buf b = ATR_BUF_INIT;
-    atr_replay_summary_json(sum, backend, incomplete, &b);
-    if (tenants)
-        splice_tenants(&b, tenants);
+    summary_doc(&b, sum, backend, incomplete, rows);
     struct atr_output *o = atr_output_open(path, err);
     int rc = o ? 0 : -1;
     if (o && (atr_output_write(o, b.data, b.len, err) < 0 || atr_output_commit(o, err) < 0))
@@ -288,65 +313,43 @@ static int write_summary(const char *dir, struct atr_replay_summary *sum, const 
     return rc;
 }
 
-static void print_tenants_table(struct atr_json *ts)
+static void print_tenants_table(const struct tenant_rows *rows)
 {
-    if (!ts || !ts->u.kids.first)
+    if (!rows || !rows->n)
         return;
     printf("\n%-16s %6s %-24s %6s %5s %10s %10s %7s %9s %9s %7s\n", "config", "tenant",
            "trace", "weight", "steps", "alone ms", "shared ms", "x mean", "alone p50",
            "shared p50", "x p50");
-    for (struct atr_json *t = ts->u.kids.first; t; t = t->next) {
-        static const char *const keys[] = {"tenant", "weight", "steps",
-                                           "latency_mean_ms_alone", "latency_mean_ms_shared",
-                                           "inflation_mean", "latency_p50_ms_alone",
-                                           "latency_p50_ms_shared", "inflation_p50"};
-        double v[9];
-        for (int k = 0; k < 9; k++)
-            if (!atr_json_get_num(t, keys[k], &v[k]))
-                v[k] = NAN;
-        const char *id = atr_json_get_str(t, "trace_id", NULL);
-        printf("%-16s %6.0f %-24.24s %6.0f %5.0f %10.1f %10.1f %7.2f %9.1f %9.1f %7.2f\n",
-               atr_json_get_str(t, "config", NULL), v[0], id ? id : "", v[1], v[2], v[3],
-               v[4], v[5], v[6], v[7], v[8]);
+    for (size_t k = 0; k < rows->n; k++) {
+        const struct atr_tenant_summary *t = &rows->v[k];
+        printf("%-16s %6u %-24.24s %6lld %5lu %10.1f %10.1f %7.2f %9.1f %9.1f %7.2f\n",
+               t->config, t->tenant, t->trace_id, (long long)t->weight, t->steps,
+               t->latency_mean_ms_alone, t->latency_mean_ms_shared, t->inflation_mean,
+               t->latency_p50_ms_alone, t->latency_p50_ms_shared, t->inflation_p50);
     }
 }
 
-static void print_summary_table(const char *dir)
+/* The table shows a figure summary.json writes as null (no samples) as 0. */
+static double or0(double v)
 {
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/summary.json", dir);
-    struct atr_input *in = atr_input_open(path, NULL);
-    if (!in)
-        return;
-    struct atr_buf b = ATR_BUF_INIT;
-    struct atr_arena a = ATR_ARENA_INIT;
-    struct atr_json *j;
-    struct atr_json_err je;
-    if (atr_input_read_all(in, &b, 1 << 20, NULL) == 0 && b.data &&
-        atr_json_parse(&a, b.data, b.len, NULL, &j, &je) == 0) {
-        const char *backend = atr_json_get_str(j, "backend", NULL);
-        printf("backend: %s\n", backend ? backend : "none");
-        printf("%-16s %6s %5s %5s %6s %9s %9s %9s %9s %5s\n", "config", "steps", "ran", "skip",
-               "failed", "p50 ms", "p95 ms", "p99 ms", "max MB", "oom");
-        struct atr_json *cs = atr_json_get(j, "configs");
-        for (struct atr_json *c = cs ? cs->u.kids.first : NULL; c; c = c->next) {
-            double v[8] = {0};
-            static const char *const keys[] = {"total_steps", "ran_steps", "skipped_steps",
-                                               "failed_steps", "latency_p50_ms", "latency_p95_ms",
-                                               "latency_p99_ms", "max_rss_mb"};
-            for (int k = 0; k < 8; k++)
-                atr_json_get_num(c, keys[k], &v[k]);
-            int64_t oom = 0;
-            atr_json_get_i64(c, "oom_kills", &oom);
-            printf("%-16s %6.0f %5.0f %5.0f %6.0f %9.1f %9.1f %9.1f %9.1f %5lld\n",
-                   atr_json_get_str(c, "config", NULL), v[0], v[1], v[2], v[3], v[4], v[5], v[6],
-                   v[7], (long long)oom);
-        }
-        print_tenants_table(atr_json_get(j, "tenants"));
+    return isnan(v) ? 0 : v;
+}
+
+static void print_summary_table(struct atr_replay_summary *sum, const char *backend,
+                                const struct tenant_rows *rows)
+{
+    printf("backend: %s\n", backend ? backend : "none");
+    printf("%-16s %6s %5s %5s %6s %9s %9s %9s %9s %5s\n", "config", "steps", "ran", "skip",
+           "failed", "p50 ms", "p95 ms", "p99 ms", "max MB", "oom");
+    for (size_t i = 0; i < atr_replay_summary_n_configs(sum); i++) {
+        struct atr_replay_config_summary c;
+        atr_replay_summary_config(sum, i, &c);
+        printf("%-16s %6lu %5lu %5lu %6lu %9.1f %9.1f %9.1f %9.1f %5lld\n", c.config,
+               c.total_steps, c.ran_steps, c.skipped_steps, c.failed_steps,
+               or0(c.latency_p50_ms), or0(c.latency_p95_ms), or0(c.latency_p99_ms),
+               c.max_rss_mb, (long long)c.oom_kills);
     }
-    atr_arena_release(&a);
-    atr_buf_release(&b);
-    atr_input_close(in);
+    print_tenants_table(rows);
 }
 
 /* ---- run ---- */
@@ -406,13 +409,30 @@ static int run_config(struct replay_args *a, int argc, char **argv, struct atr_r
 /* ---- --tenants ---- */
 
 /* The sink of a tenants run: lines go to metrics.jsonl as they come (with
- * "tenant" and "phase"); shared-phase lines are also kept per tenant and
+ * "tenant" and "phase"); shared-phase steps are also kept per tenant and
  * fed to the configuration summary tenant by tenant afterwards, because
- * the summary counts a trace per run of consecutive lines. */
+ * the summary counts a trace per run of consecutive steps. */
+struct step_list {
+    struct atr_replay_step *v;
+    size_t n, cap;
+};
+
 struct tenant_sink_ctx {
     struct sink_ctx *base;
-    struct atr_buf pending[ATR_TENANTS_MAX];
+    struct step_list pending[ATR_TENANTS_MAX];
+    struct atr_arena arena;      /* the pending steps' strings and samples */
 };
+
+static void keep_step(struct tenant_sink_ctx *tc, unsigned tenant,
+                      const struct atr_step_metrics *m)
+{
+    struct step_list *l = &tc->pending[tenant];
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 16;
+        l->v = xrealloc(l->v, l->cap * sizeof *l->v);
+    }
+    atr_replay_step_from_metrics(&l->v[l->n++], tc->base->config, m, &tc->arena);
+}
 
 static int write_tenant_metrics(void *ctx, unsigned tenant, enum atr_tenant_phase phase,
                                 const struct atr_step_metrics *m, struct atr_error *err)
@@ -420,32 +440,31 @@ static int write_tenant_metrics(void *ctx, unsigned tenant, enum atr_tenant_phas
     struct tenant_sink_ctx *tc = ctx;
     struct sink_ctx *s = tc->base;
     atr_buf_clear(&s->line);
-    atr_step_metrics_json(&s->line, s->config, m);
-    s->line.len -= 2;                       /* "}\n" */
-    atr_buf_printf(&s->line, ",\"tenant\":%u,\"phase\":\"%s\"}\n", tenant,
-                   atr_tenant_phase_name(phase));
-    if (write(s->fd, s->line.data, s->line.len) != (ssize_t)s->line.len)
-        return atr_error_set(err, "%s: %s", s->path, strerror(errno));
+    atr_tenant_metrics_json(&s->line, s->config, tenant, phase, m);
+    if (put_line(s, s->line.data, s->line.len, err) < 0)
+        return -1;
     if (phase == ATR_TENANT_SHARED)
-        atr_buf_append(&tc->pending[tenant], s->line.data, s->line.len);
+        keep_step(tc, tenant, m);
     return 0;
 }
 
-/* Feeds the kept shared-phase lines to the summary, tenant by tenant. */
+/* Feeds the kept shared-phase steps to the summary, tenant by tenant. */
 static int summarise_shared(struct tenant_sink_ctx *tc, size_t n, struct atr_error *err)
 {
     struct sink_ctx *s = tc->base;
-    for (size_t k = 0; k < n; k++) {
-        const char *p = tc->pending[k].data, *end = p + tc->pending[k].len;
-        while (p < end) {
-            const char *nl = memchr(p, '\n', (size_t)(end - p));
-            if (atr_replay_summary_add(s->sum, p, (size_t)(nl - p), s->path, ++s->lines,
+    for (size_t k = 0; k < n; k++)
+        for (size_t i = 0; i < tc->pending[k].n; i++)
+            if (atr_replay_summary_add(s->sum, &tc->pending[k].v[i], s->path, ++s->lines,
                                        err) < 0)
                 return -1;
-            p = nl + 1;
-        }
-    }
     return 0;
+}
+
+static void tenant_sink_release(struct tenant_sink_ctx *tc)
+{
+    for (size_t k = 0; k < ATR_TENANTS_MAX; k++)
+        free(tc->pending[k].v);
+    atr_arena_release(&tc->arena);
 }
 
 /* Reads every (tenant) trace of the inputs into traces[]; *n counts them. */
@@ -479,10 +498,10 @@ static int load_tenants(struct replay_args *a, int argc, char **argv, struct atr
 }
 
 /* One configuration with every trace as a tenant; appends the tenants'
- * summary entries to tenants_json. */
+ * summary entries to rows. */
 static int run_config_tenants(struct replay_args *a, int argc, char **argv,
                               struct atr_replay *rp, struct sink_ctx *sink,
-                              struct atr_buf *tenants_json, struct atr_error *err)
+                              struct tenant_rows *rows, struct atr_error *err)
 {
     struct atr_trace traces[ATR_TENANTS_MAX];
     struct atr_tenant_report reps[ATR_TENANTS_MAX];
@@ -498,15 +517,12 @@ static int run_config_tenants(struct replay_args *a, int argc, char **argv,
     if (rc == 0)
         rc = summarise_shared(&tc, n, err);
     for (size_t k = 0; k < n; k++) {
-        if (rc == 0) {
-            if (tenants_json->len)
-                atr_buf_putc(tenants_json, ',');
-            atr_tenant_report_json(&reps[k], sink->config, tenants_json);
-        }
+        if (rc == 0)
+            atr_tenant_report_summary(&reps[k], sink->config, &rows->v[rows->n++]);
         atr_tenant_report_release(&reps[k]);
-        atr_buf_release(&tc.pending[k]);
         atr_trace_release(&traces[k]);
     }
+    tenant_sink_release(&tc);
     return rc;
 }
 
@@ -530,7 +546,8 @@ static int run_replay(struct replay_args *a, int argc, char **argv)
     char path[PATH_MAX];
     int rc = 0;
     struct atr_replay *rp = NULL;
-    struct atr_buf tenants_json = ATR_BUF_INIT;
+    struct tenant_rows rows = {.n = 0};
+    char last_backend[256] = "";
     if (!a->dry_run && open_out_dir(a->out, &sink, path, sizeof path, &err) < 0)
         rc = -1;
     cli_on_stop_signals(on_signal);
@@ -548,12 +565,14 @@ static int run_replay(struct replay_args *a, int argc, char **argv)
                         "limits, rusage only\n", atr_replay_host(rp)->note, sink.config);
         }
         if (a->tenants && !a->dry_run)
-            rc = run_config_tenants(a, argc, argv, rp, &sink, &tenants_json, &err);
+            rc = run_config_tenants(a, argc, argv, rp, &sink, &rows, &err);
         else
             rc = run_config(a, argc, argv, rp, &sink, &err);
         const char *backend = rp ? atr_replay_host(rp)->note : NULL;
+        if (backend)
+            snprintf(last_backend, sizeof last_backend, "%s", backend);
         if (!a->dry_run && write_summary(a->out, sink.sum, backend, atr_replay_stopped(),
-                                         a->tenants ? &tenants_json : NULL,
+                                         a->tenants ? &rows : NULL,
                                          rc < 0 ? NULL : &err) < 0 && rc == 0)
             rc = -1;
         atr_replay_free(rp);
@@ -562,7 +581,11 @@ static int run_replay(struct replay_args *a, int argc, char **argv)
     if (sink.fd >= 0)
         close(sink.fd);
     atr_buf_release(&sink.line);
-    atr_buf_release(&tenants_json);
+    atr_arena_release(&sink.arena);
+    if (rc == 0 && !atr_replay_stopped() && !a->quiet && !a->dry_run)
+        print_summary_table(sink.sum, last_backend, a->tenants ? &rows : NULL);
+    for (size_t k = 0; k < rows.n; k++)
+        atr_tenant_summary_release(&rows.v[k]);
     atr_replay_summary_free(sink.sum);
     if (rc < 0)
         return cli_fail_err(&err);
@@ -570,9 +593,20 @@ static int run_replay(struct replay_args *a, int argc, char **argv)
         fprintf(stderr, "atr: interrupted: complete steps are in %s\n", path);
         return 130;
     }
-    if (!a->quiet && !a->dry_run)
-        print_summary_table(a->out);
     return EXIT_OK;
+}
+
+/* One shard's line: counted in the summary, copied to metrics.jsonl. */
+static int merge_line(struct sink_ctx *s, const char *line, size_t len, const char *file,
+                      unsigned long lineno, struct atr_error *err)
+{
+    struct atr_replay_step st;
+    atr_arena_clear(&s->arena);
+    if (atr_replay_step_parse(&st, line, len, &s->arena, file, lineno, err) < 0 ||
+        atr_replay_summary_add(s->sum, &st, file, lineno, err) < 0 ||
+        put_line(s, line, len, err) < 0)
+        return -1;
+    return put_line(s, "\n", 1, err);
 }
 
 /* --merge: summary of the shards' metrics lines, and their concatenation. */
@@ -596,9 +630,7 @@ static int run_merge(struct replay_args *a, int argc, char **argv)
         while (rc == 0 && (more = atr_input_getline(in, &line, &len, 1 << 20, &err)) == 1) {
             if (len == 0)
                 continue;
-            if (atr_replay_summary_add(sink.sum, line, len, in_path, atr_input_lineno(in),
-                                       &err) < 0 ||
-                write(sink.fd, line, len) != (ssize_t)len || write(sink.fd, "\n", 1) != 1)
+            if (merge_line(&sink, line, len, in_path, atr_input_lineno(in), &err) < 0)
                 rc = -1;
         }
         if (more < 0)
@@ -610,11 +642,12 @@ static int run_merge(struct replay_args *a, int argc, char **argv)
     if (sink.fd >= 0)
         close(sink.fd);
     atr_buf_release(&sink.line);
+    atr_arena_release(&sink.arena);
+    if (rc == 0 && !a->quiet)
+        print_summary_table(sink.sum, "merged", NULL);
     atr_replay_summary_free(sink.sum);
     if (rc < 0)
         return cli_fail_err(&err);
-    if (!a->quiet)
-        print_summary_table(a->out);
     return EXIT_OK;
 }
 

@@ -43,35 +43,38 @@ struct opt {
     const char *err;                /* usage text for a bad value; a %s in it is the value */
 };
 
-/* The field F of struct type T. Integer kinds check that F is an integer
- * (`%` wants one), the others that F has the expected type. */
+/* An entry's names; the field F of struct type T. Integer kinds check that
+ * F is an integer (`%` wants one), the others that F has the expected type. */
+#define OPT_NAMED_(NAME, SHORT, KIND) .name = NAME, .short_name = SHORT, .kind = KIND
 #define OPT_AT_(T, F) .off = offsetof(T, F), .size = sizeof(((T *)0)->F)
 #define OPT_INT_(T, F) OPT_AT_(T, F) + 0 * sizeof(((T *)0)->F % 1)
 #define OPT_TYPED_(T, F, type) \
     .off = offsetof(T, F) + 0 * sizeof(&((T *)0)->F == (type *)0), .size = sizeof(type)
 
 #define OPT_FLAG(T, F, NAME, SHORT) \
-    {.name = NAME, .short_name = SHORT, .kind = OPT_KIND_FLAG, OPT_TYPED_(T, F, bool), .min = 1}
+    {OPT_NAMED_(NAME, SHORT, OPT_KIND_FLAG), OPT_TYPED_(T, F, bool), .min = 1}
 #define OPT_FLAG_OFF(T, F, NAME, SHORT) \
-    {.name = NAME, .short_name = SHORT, .kind = OPT_KIND_FLAG, OPT_TYPED_(T, F, bool), .min = 0}
+    {OPT_NAMED_(NAME, SHORT, OPT_KIND_FLAG), OPT_TYPED_(T, F, bool), .min = 0}
 #define OPT_STRING(T, F, NAME, SHORT) \
-    {.name = NAME, .short_name = SHORT, .kind = OPT_KIND_STRING, OPT_TYPED_(T, F, const char *)}
+    {OPT_NAMED_(NAME, SHORT, OPT_KIND_STRING), OPT_TYPED_(T, F, const char *)}
 #define OPT_STRING_CHECK(T, F, NAME, SHORT, CHECK, ERR) \
-    {.name = NAME, .short_name = SHORT, .kind = OPT_KIND_STRING, OPT_TYPED_(T, F, const char *), .check = CHECK, .err = ERR}
+    {OPT_NAMED_(NAME, SHORT, OPT_KIND_STRING), OPT_TYPED_(T, F, const char *), .check = CHECK, \
+     .err = ERR}
 #define OPT_UINT(T, F, NAME, SHORT, MIN, MAX, ERR) \
-    {.name = NAME, .short_name = SHORT, .kind = OPT_KIND_UINT, OPT_INT_(T, F), .min = MIN, .max = MAX, .err = ERR}
+    {OPT_NAMED_(NAME, SHORT, OPT_KIND_UINT), OPT_INT_(T, F), .min = MIN, .max = MAX, .err = ERR}
 #define OPT_SIZE(T, F, NAME, SHORT, MIN, MAX, ERR) \
-    {.name = NAME, .short_name = SHORT, .kind = OPT_KIND_SIZE, OPT_INT_(T, F), .min = MIN, .max = MAX, .err = ERR}
+    {OPT_NAMED_(NAME, SHORT, OPT_KIND_SIZE), OPT_INT_(T, F), .min = MIN, .max = MAX, .err = ERR}
 #define OPT_DOUBLE(T, F, NAME, SHORT, LO, HI, ERR) \
-    {.name = NAME, .short_name = SHORT, .kind = OPT_KIND_DOUBLE, OPT_TYPED_(T, F, double), .lo = LO, .hi = HI, .err = ERR}
+    {OPT_NAMED_(NAME, SHORT, OPT_KIND_DOUBLE), OPT_TYPED_(T, F, double), .lo = LO, .hi = HI, \
+     .err = ERR}
 /* OPT_ENUM(..., OPT_WORDS("vllm", "sglang"), "--engine wants vllm or sglang") */
 #define OPT_WORDS(...) ((const char *const[]){__VA_ARGS__, NULL})
 #define OPT_ENUM(T, F, NAME, SHORT, WORDS, ERR) \
-    {.name = NAME, .short_name = SHORT, .kind = OPT_KIND_ENUM, OPT_INT_(T, F), .words = WORDS, .err = ERR}
+    {OPT_NAMED_(NAME, SHORT, OPT_KIND_ENUM), OPT_INT_(T, F), .words = WORDS, .err = ERR}
 #define OPT_CALL(NAME, SHORT, FN, ERR) \
-    {.name = NAME, .short_name = SHORT, .kind = OPT_KIND_CALL, .call = FN, .err = ERR}
+    {OPT_NAMED_(NAME, SHORT, OPT_KIND_CALL), .call = FN, .err = ERR}
 #define OPT_CALL_WORDS(NAME, SHORT, FN, MORE, ERR) \
-    {.name = NAME, .short_name = SHORT, .kind = OPT_KIND_WORDS, .call = FN, .more = MORE, .err = ERR}
+    {OPT_NAMED_(NAME, SHORT, OPT_KIND_WORDS), .call = FN, .more = MORE, .err = ERR}
 #define OPT_INCLUDE(T, F, GROUP) {.kind = OPT_KIND_INCLUDE, OPT_AT_(T, F), .group = GROUP}
 #define OPT_END {.kind = OPT_KIND_END}
 

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/alloc.h"
+
 /* Lowercase words of at most 7 letters: " word" is exactly one estimated
  * token (a word piece is a blank plus up to 7 letters), which is what lets
  * `--kind requests` hit exact token counts. */
@@ -123,9 +125,7 @@ static int prepare_requests(struct atr_gen *g, struct atr_error *err)
 
 struct atr_gen *atr_gen_new(const struct atr_gen_opts *opts, struct atr_error *err)
 {
-    struct atr_gen *g = calloc(1, sizeof *g);
-    if (!g)
-        abort();
+    struct atr_gen *g = xcalloc(1, sizeof *g);
     g->o = *opts;
     if (!g->o.block_size)
         g->o.block_size = ATR_DEFAULT_BLOCK_SIZE;

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "util/alloc.h"
 #include "util/rng.h"
 
 #define HEAD_MAX 64
@@ -34,20 +35,9 @@ struct atr_sampler {
     size_t n_strata;
 };
 
-static void *xrealloc(void *p, size_t n)
-{
-    p = realloc(p, n ? n : 1);
-    if (!p)
-        abort();
-    return p;
-}
-
 struct atr_sampler *atr_sampler_new(void)
 {
-    struct atr_sampler *s = calloc(1, sizeof *s);
-    if (!s)
-        abort();
-    return s;
+    return xcalloc(1, sizeof(struct atr_sampler));
 }
 
 void atr_sampler_free(struct atr_sampler *s)
@@ -110,9 +100,7 @@ void atr_trace_dominant_tool(const struct atr_trace *t, char *out, size_t cap)
 static void slots_grow(struct atr_sampler *s)
 {
     size_t n = s->n_slots ? s->n_slots * 2 : 64;
-    uint32_t *slots = calloc(n, sizeof *slots);
-    if (!slots)
-        abort();
+    uint32_t *slots = xcalloc(n, sizeof *slots);
     for (size_t k = 0; k < s->n_cls; k++) {
         size_t j = XXH3_64bits(s->cls[k].name, strlen(s->cls[k].name)) & (n - 1);
         while (slots[j])
@@ -134,11 +122,9 @@ static uint32_t class_id(struct atr_sampler *s, const char *name)
             return s->slots[j] - 1;
     if (s->n_cls == s->cap_cls) {
         s->cap_cls = s->cap_cls ? s->cap_cls * 2 : 16;
-        s->cls = xrealloc(s->cls, s->cap_cls * sizeof *s->cls);
+        s->cls = xreallocarray(s->cls, s->cap_cls, sizeof *s->cls);
     }
-    s->cls[s->n_cls] = (struct sample_class){strdup(name), 0, 0};
-    if (!s->cls[s->n_cls].name)
-        abort();
+    s->cls[s->n_cls] = (struct sample_class){xstrdup(name), 0, 0};
     s->slots[j] = (uint32_t)++s->n_cls;
     return (uint32_t)s->n_cls - 1;
 }
@@ -152,7 +138,7 @@ void atr_sampler_add(struct atr_sampler *s, const struct atr_trace *t)
         turns += t->steps[i].kind == ATR_STEP_LLM;
     if (s->n == s->cap) {
         s->cap = s->cap ? s->cap * 2 : 1024;
-        s->recs = xrealloc(s->recs, s->cap * sizeof *s->recs);
+        s->recs = xreallocarray(s->recs, s->cap, sizeof *s->recs);
     }
     uint32_t id = class_id(s, head);
     s->cls[id].traces++;
@@ -202,7 +188,7 @@ static int by_frequency(const void *a, const void *b)
  * rest share "other". Fills names[rank]; returns the number of ranks. */
 static size_t rank_classes(struct atr_sampler *s, const char **names)
 {
-    struct class_order *o = xrealloc(NULL, s->n_cls * sizeof *o);
+    struct class_order *o = xreallocarray(NULL, s->n_cls, sizeof *o);
     for (size_t k = 0; k < s->n_cls; k++)
         o[k] = (struct class_order){s->cls[k].traces, s->cls[k].name, (uint32_t)k};
     qsort(o, s->n_cls, sizeof *o, by_frequency);
@@ -229,7 +215,7 @@ static int by_value(const void *a, const void *b)
  * turns. Returns the number of cuts. */
 static size_t length_cuts(const struct atr_sampler *s, uint32_t *cuts)
 {
-    uint32_t *v = xrealloc(NULL, s->n * sizeof *v);
+    uint32_t *v = xreallocarray(NULL, s->n, sizeof *v);
     for (size_t k = 0; k < s->n; k++)
         v[k] = s->recs[k].turns;
     qsort(v, s->n, sizeof *v, by_value);
@@ -321,7 +307,7 @@ static void record_strata(struct atr_sampler *s, const size_t *size, const size_
                           const uint32_t *lo, const uint32_t *hi, const char **names,
                           size_t n, size_t n_ranks)
 {
-    s->strata = xrealloc(s->strata, n * sizeof *s->strata);
+    s->strata = xreallocarray(s->strata, n, sizeof *s->strata);
     s->n_strata = 0;
     for (size_t k = 0; k < n; k++)
         if (size[k])
@@ -332,18 +318,16 @@ static void record_strata(struct atr_sampler *s, const size_t *size, const size_
 void atr_sampler_choose(struct atr_sampler *s, size_t want, uint64_t seed)
 {
     free(s->picked);
-    s->picked = calloc(s->n / 8 + 1, 1);
+    s->picked = xcalloc(s->n / 8 + 1, 1);
     s->n_strata = 0;
-    if (!s->picked)
-        abort();
     if (s->n == 0)
         return;
     const char *names[MAX_CLASSES];
     uint32_t cuts[ATR_SAMPLE_LENGTH_BINS], lo[MAX_STRATA], hi[MAX_STRATA];
     size_t n_ranks = rank_classes(s, names), n_cuts = length_cuts(s, cuts);
     size_t n = (n_cuts + 1) * n_ranks, size[MAX_STRATA] = {0}, start[MAX_STRATA + 1];
-    size_t quota[MAX_STRATA], *at = xrealloc(NULL, s->n * sizeof *at);
-    size_t *members = xrealloc(NULL, s->n * sizeof *members);
+    size_t quota[MAX_STRATA], *at = xreallocarray(NULL, s->n, sizeof *at);
+    size_t *members = xreallocarray(NULL, s->n, sizeof *members);
     for (size_t i = 0; i < s->n; i++) {
         size_t k = stratum_of(s, &s->recs[i], cuts, n_cuts, n_ranks);
         at[i] = k;

@@ -6,6 +6,7 @@
  * character, non-ASCII) turns up, into a scratch buffer, then copied to the
  * arena once its length is known. */
 #include "json/json.h"
+#include "util/alloc.h"
 
 #include <float.h>
 #include <math.h>
@@ -308,10 +309,7 @@ static void scratch_grow(struct parser *ps, size_t need)
     size_t cap = ps->scratch_cap ? ps->scratch_cap : SCRATCH_MIN;
     while (cap <= need)
         cap *= 2;
-    char *p = realloc(ps->scratch, cap + SCRATCH_SLACK);
-    if (!p)
-        abort();
-    ps->scratch = p;
+    ps->scratch = xrealloc(ps->scratch, cap + SCRATCH_SLACK);
     ps->scratch_cap = cap;
 }
 

@@ -110,27 +110,42 @@ void atr_jw_object_end(struct atr_jw *w) { close_container(w, true); }
 void atr_jw_array_begin(struct atr_jw *w) { open_container(w, false); }
 void atr_jw_array_end(struct atr_jw *w) { close_container(w, false); }
 
-/* Keys are short and need no escapes, nearly always: then the quoted key
- * and its colon go in with one reserve and one copy. False when the key
- * needs the general path. */
-static bool put_plain_key(struct atr_jw *w, const char *key, size_t len)
+/* Keys are short and need no escapes, nearly always: then the separator,
+ * the quoted key and its colon go in with one reserve and one copy (a
+ * trace line has a dozen keys per step, so this is convert's hot path).
+ * False when the key needs the general path. */
+static bool put_plain_key(struct atr_jw *w, const char *key, size_t len, bool sep)
 {
     if (len > 64)
         return false;
-    for (size_t i = 0; i < len; i++)
-        if ((unsigned char)key[i] < 0x20 || key[i] == '"' || key[i] == '\\')
-            return false;
-    size_t colon = w->style == ATR_JW_PYTHON ? 2 : 1;
-    if (atr_buf_reserve(w->b, len + 2 + colon) < 0) {
+    bool spaced = w->style == ATR_JW_PYTHON;
+    size_t n = (sep ? 1 + spaced : 0) + len + 3 + spaced;
+    if (atr_buf_reserve(w->b, n) < 0) {
         fail(w);
         return true;
     }
     char *o = w->b->data + w->b->len;
-    o[0] = '"';
-    memcpy(o + 1, key, len);
-    memcpy(o + 1 + len, "\": ", 1 + colon);
-    w->b->len += len + 2 + colon;
-    w->b->data[w->b->len] = '\0';
+    if (sep) {
+        *o++ = ',';
+        if (spaced)
+            *o++ = ' ';
+    }
+    *o++ = '"';
+    bool escape = false;          /* copied and checked in one pass */
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)key[i];
+        escape |= c < 0x20 || c == '"' || c == '\\';
+        o[i] = (char)c;
+    }
+    if (escape)                   /* nothing counted yet: the general path rewrites it */
+        return false;
+    o += len;
+    *o++ = '"';
+    *o++ = ':';
+    if (spaced)
+        *o++ = ' ';
+    w->b->len += n;
+    *o = '\0';
     return true;
 }
 
@@ -142,13 +157,15 @@ void atr_jw_keyn(struct atr_jw *w, const char *key, size_t len)
         fail(w);
         return;
     }
-    if (w->has_item[w->depth])
-        put_sep(w);
+    bool sep = w->has_item[w->depth];
     w->has_item[w->depth] = true;
     w->after_key = true;
-    if (w->err || put_plain_key(w, key, len))
+    if (put_plain_key(w, key, len, sep))
         return;
-    put_rc(w, atr_json_write_string(w->b, key, len));
+    if (sep)
+        put_sep(w);
+    if (!w->err)
+        put_rc(w, atr_json_write_string(w->b, key, len));
     put(w, ": ", w->style == ATR_JW_PYTHON ? 2 : 1);
 }
 
@@ -207,14 +224,17 @@ void atr_jw_null(struct atr_jw *w)
 void atr_jw_uint_array(struct atr_jw *w, const uint64_t *v, size_t n)
 {
     atr_jw_array_begin(w);
-    for (size_t i = 0; i < n && !w->err; i++) {
+    if (w->err)
+        return;
+    bool spaced = w->style == ATR_JW_PYTHON;
+    int rc = 0;                   /* a tight loop: block ids are most of a trace line */
+    for (size_t i = 0; i < n; i++) {
         if (i)
-            put_sep(w);
-        if (atr_buf_put_u64(w->b, v[i]) < 0)
-            fail(w);
+            rc |= spaced ? atr_buf_append(w->b, ", ", 2) : atr_buf_putc(w->b, ',');
+        rc |= atr_buf_put_u64(w->b, v[i]);
     }
-    if (!w->err)
-        w->has_item[w->depth] = n > 0;
+    put_rc(w, rc);
+    w->has_item[w->depth] = n > 0;
     atr_jw_array_end(w);
 }
 

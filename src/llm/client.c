@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "llm/sse.h"
+#include "util/alloc.h"
 #include "util/arena.h"
 #include "util/buf.h"
 
@@ -188,10 +189,7 @@ static void add_chunk(struct req *r, double t)
 {
     if (r->n_chunks == r->cap_chunks) {
         size_t cap = r->cap_chunks ? r->cap_chunks * 2 : FIRST_CHUNKS;
-        double *p = realloc(r->chunks, cap * sizeof *p);
-        if (!p)
-            abort();
-        r->chunks = p;
+        r->chunks = xreallocarray(r->chunks, cap, sizeof *r->chunks);
         r->cap_chunks = cap;
     }
     r->chunks[r->n_chunks++] = t;
@@ -485,9 +483,7 @@ static int on_curl_socket(CURL *easy, curl_socket_t fd, int what, void *ud, void
     short kind = EV_PERSIST | (what & CURL_POLL_IN ? EV_READ : 0) |
                  (what & CURL_POLL_OUT ? EV_WRITE : 0);
     if (!s) {
-        s = calloc(1, sizeof *s);
-        if (!s)
-            return -1;
+        s = xcalloc(1, sizeof *s);
         s->c = c;
         s->next = c->socks;
         if (c->socks)
@@ -552,11 +548,7 @@ static void req_free(struct req *r)
 
 static struct req *req_new(struct atr_llm_client *c, struct atr_error *err)
 {
-    struct req *r = calloc(1, sizeof *r);
-    if (!r) {
-        atr_error_set(err, "out of memory");
-        return NULL;
-    }
+    struct req *r = xcalloc(1, sizeof *r);
     r->c = c;
     r->easy = curl_easy_init();
     if (!r->easy) {
@@ -726,11 +718,7 @@ struct atr_llm_client *atr_llm_client_new(struct event_base *base,
         atr_error_set(err, "no base URL");
         return NULL;
     }
-    struct atr_llm_client *c = calloc(1, sizeof *c);
-    if (!c) {
-        atr_error_set(err, "out of memory");
-        return NULL;
-    }
+    struct atr_llm_client *c = xcalloc(1, sizeof *c);
     c->base = base;
     c->on_done = on_done;
     c->ctx = ctx;

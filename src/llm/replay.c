@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "sched/heap.h"
+#include "util/alloc.h"
 
 /* Warm-up requests use ids from here, so they never touch the records. */
 #define WARMUP_ID (UINT64_C(1) << 62)
@@ -55,12 +56,8 @@ static const char *intern_reason(struct atr_llm_replay_result *o, const char *re
     for (size_t i = 0; i < o->n_reasons; i++)
         if (strcmp(o->reasons[i], reason) == 0)
             return o->reasons[i];
-    char **v = realloc(o->reasons, (o->n_reasons + 1) * sizeof *v);
-    char *s = strdup(reason);
-    if (!v || !s)
-        abort();
-    o->reasons = v;
-    return o->reasons[o->n_reasons++] = s;
+    o->reasons = xreallocarray(o->reasons, o->n_reasons + 1, sizeof *o->reasons);
+    return o->reasons[o->n_reasons++] = xstrdup(reason);
 }
 
 static const struct atr_turn *turn_of(const struct driver *d, const struct turn_state *ts)
@@ -192,9 +189,7 @@ static void record(struct driver *d, const struct atr_llm_result *r, const struc
     struct atr_llm_replay_result *o = d->out;
     double *chunks = NULL;
     if (r->n_chunks) {
-        chunks = malloc(r->n_chunks * sizeof *chunks);
-        if (!chunks)
-            abort();
+        chunks = xreallocarray(NULL, r->n_chunks, sizeof *chunks);
         for (size_t i = 0; i < r->n_chunks; i++)
             chunks[i] = r->chunk_s[i] - d->t0;
     }
@@ -295,14 +290,12 @@ static int setup(struct driver *d)
 {
     const struct atr_llm_replay_cfg *cfg = d->cfg;
     size_t ns = cfg->workload->n_sessions ? cfg->workload->n_sessions : 1;
-    d->next_turn = calloc(ns, sizeof *d->next_turn);
-    d->ses = calloc(ns, sizeof *d->ses);
-    d->first = calloc(ns, sizeof *d->first);
-    d->wait = calloc(ns, sizeof *d->wait);
-    d->by_id = calloc(cfg->workload->n_turns + 1, sizeof *d->by_id);
-    d->out->recs = calloc(cfg->workload->n_turns + 1, sizeof *d->out->recs);
-    if (!d->next_turn || !d->ses || !d->first || !d->wait || !d->by_id || !d->out->recs)
-        abort();
+    d->next_turn = xcalloc(ns, sizeof *d->next_turn);
+    d->ses = xcalloc(ns, sizeof *d->ses);
+    d->first = xcalloc(ns, sizeof *d->first);
+    d->wait = xcalloc(ns, sizeof *d->wait);
+    d->by_id = xcalloc(cfg->workload->n_turns + 1, sizeof *d->by_id);
+    d->out->recs = xcalloc(cfg->workload->n_turns + 1, sizeof *d->out->recs);
     d->out->total = cfg->workload->n_turns;
     atr_heap_init(&d->due);
     /* Precise timers (timerfd): epoll's own timeout has millisecond steps,
@@ -322,8 +315,7 @@ static int setup(struct driver *d)
     struct timeval poll = { 0, 20000 };
     event_add(d->stop_poll, &poll);
     d->n_clients = cfg->n_targets > 1 ? cfg->n_targets : 1;
-    if (!(d->clients = calloc(d->n_clients, sizeof *d->clients)))
-        abort();
+    d->clients = xcalloc(d->n_clients, sizeof *d->clients);
     for (unsigned i = 0; i < d->n_clients; i++) {
         struct atr_llm_client_cfg cc = cfg->client;
         if (cfg->n_targets > 1)

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "trace/tokens.h"
+#include "util/alloc.h"
 
 struct session {
     uint32_t epoch;                    /* compactions so far; 0 = never */
@@ -62,22 +63,14 @@ static uint64_t summary_id(uint64_t anchor, uint32_t epoch, uint32_t j)
     return derived_id(mix64(anchor + UINT64_C(0x9e3779b97f4a7c15) * (j + 1)), epoch);
 }
 
-static void *xrealloc_zero(void *p, size_t old_n, size_t new_n, size_t size)
-{
-    char *q = realloc(p, new_n * size);
-    if (!q)
-        abort();
-    memset(q + old_n * size, 0, (new_n - old_n) * size);
-    return q;
-}
-
 static struct session *session_of(struct compaction_state *st, size_t i)
 {
     if (i >= st->n_ses) {
         size_t n = st->n_ses ? st->n_ses : 16;
         while (n <= i)
             n *= 2;
-        st->ses = xrealloc_zero(st->ses, st->n_ses, n, sizeof *st->ses);
+        st->ses = xreallocarray(st->ses, n, sizeof *st->ses);
+        memset(st->ses + st->n_ses, 0, (n - st->n_ses) * sizeof *st->ses);
         st->n_ses = n;
     }
     return &st->ses[i];
@@ -89,12 +82,12 @@ static uint64_t *buffer_for(struct compaction_state *st, uint64_t req, size_t n)
         size_t m = st->n_bufs ? st->n_bufs : 64;
         while (m <= req)
             m *= 2;
-        st->bufs = xrealloc_zero(st->bufs, st->n_bufs, m, sizeof *st->bufs);
+        st->bufs = xreallocarray(st->bufs, m, sizeof *st->bufs);
+        memset(st->bufs + st->n_bufs, 0, (m - st->n_bufs) * sizeof *st->bufs);
         st->n_bufs = m;
     }
     free(st->bufs[req]);               /* a request id decided twice: the latest wins */
-    if (!(st->bufs[req] = malloc((n ? n : 1) * sizeof **st->bufs)))
-        abort();
+    st->bufs[req] = xreallocarray(NULL, n ? n : 1, sizeof **st->bufs);
     return st->bufs[req];
 }
 
@@ -236,9 +229,7 @@ static int init(struct atr_policy *p, const struct atr_policy_cfg *cfg, struct a
         return atr_error_set(err, "policy compaction: keep_head + keep_tail + summary (%g) must "
                              "be below budget (%g), or compaction cannot shrink the prompt",
                              head + tail + summary, budget);
-    struct compaction_state *st = calloc(1, sizeof *st);
-    if (!st)
-        abort();
+    struct compaction_state *st = xcalloc(1, sizeof *st);
     st->budget = (uint32_t)budget;
     st->head_blocks = (uint32_t)head / bs;
     st->tail_tokens = (uint32_t)tail;

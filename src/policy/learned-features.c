@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "util/alloc.h"
 #include "util/rng.h"
 
 const char *const atr_router_feature_names[ATR_ROUTER_N_FEATURES] = {
@@ -69,9 +70,7 @@ static struct atr_router_fsession *session_of(struct atr_router_fstate *st, size
         size_t n = st->n_ses ? st->n_ses : 16;
         while (n <= s)
             n *= 2;
-        struct atr_router_fsession *p = realloc(st->ses, n * sizeof *p);
-        if (!p)
-            abort();
+        struct atr_router_fsession *p = xreallocarray(st->ses, n, sizeof *p);
         memset(p + st->n_ses, 0, (n - st->n_ses) * sizeof *p);
         st->ses = p;
         st->n_ses = n;
@@ -85,10 +84,7 @@ static void remember(struct atr_router_fsession *ss, const uint64_t *ids, uint32
         uint32_t cap = ss->cap ? ss->cap : 64;
         while (cap < n)
             cap *= 2;
-        uint64_t *p = realloc(ss->ids, cap * sizeof *p);
-        if (!p)
-            abort();
-        ss->ids = p;
+        ss->ids = xreallocarray(ss->ids, cap, sizeof *ss->ids);
         ss->cap = cap;
     }
     if (n)

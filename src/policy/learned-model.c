@@ -214,8 +214,7 @@ static int read_candidates(const struct mctx *c, const struct atr_json *root,
         if (!atr_json_is(v, ATR_JSON_STRING) || !known_candidate(v->u.str.s))
             return expected(c, v, "a policy name other than learned (naive, prefix-cache, "
                             "prefix-route, compaction, max-tokens)");
-        if (!(m->candidates[m->n_candidates++] = strdup(v->u.str.s)))
-            abort();
+        m->candidates[m->n_candidates++] = xstrdup(v->u.str.s);
     }
     return 0;
 }

@@ -22,6 +22,7 @@
 
 #include "policy/learned-features.h"
 #include "policy/learned-model.h"
+#include "util/alloc.h"
 
 struct slot {
     bool live;
@@ -83,13 +84,10 @@ static int init(struct atr_policy *p, const struct atr_policy_cfg *cfg, struct a
     if (!path || !*path)
         return atr_error_set(err, "policy learned: needs model=PATH "
                              "(train one with atr router train)");
-    struct learned *l = calloc(1, sizeof *l);
-    if (!l)
-        abort();
+    struct learned *l = xcalloc(1, sizeof *l);
     p->state = l;
     l->ring_cap = 64;
-    if (!(l->ring = calloc(l->ring_cap, sizeof *l->ring)))
-        abort();
+    l->ring = xcalloc(l->ring_cap, sizeof *l->ring);
     if (atr_router_model_load(&l->model, path, err) < 0)
         return -1;                               /* atr_policy_new frees the state */
     return make_candidates(l, cfg, err);
@@ -99,9 +97,7 @@ static int init(struct atr_policy *p, const struct atr_policy_cfg *cfg, struct a
 static void grow(struct learned *l, uint64_t id)
 {
     for (size_t cap = l->ring_cap * 2;; cap *= 2) {
-        struct slot *r = calloc(cap, sizeof *r);
-        if (!r)
-            abort();
+        struct slot *r = xcalloc(cap, sizeof *r);
         bool clash = false;
         for (size_t i = 0; i < l->ring_cap && !clash; i++) {
             const struct slot *s = &l->ring[i];

@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/alloc.h"
+
 #define RESERVOIR 4096                 /* recent outputs over all sessions */
 #define VALUE_LIMIT 65536              /* outputs are counted up to this (clamped) */
 
@@ -78,9 +80,7 @@ static struct session_outputs *session_of(struct max_tokens_state *st, size_t i)
         size_t n = st->n_ses ? st->n_ses : 16;
         while (n <= i)
             n *= 2;
-        struct session_outputs *s = realloc(st->ses, n * sizeof *s);
-        if (!s)
-            abort();
+        struct session_outputs *s = xreallocarray(st->ses, n, sizeof *s);
         memset(s + st->n_ses, 0, (n - st->n_ses) * sizeof *s);
         st->ses = s;
         st->n_ses = n;
@@ -92,8 +92,7 @@ static void remember_session(struct session_outputs *s, uint32_t v)
 {
     if (s->n == s->cap) {
         s->cap = s->cap ? 2 * s->cap : 8;
-        if (!(s->sorted = realloc(s->sorted, s->cap * sizeof *s->sorted)))
-            abort();
+        s->sorted = xreallocarray(s->sorted, s->cap, sizeof *s->sorted);
     }
     uint32_t i = s->n++;
     for (; i && s->sorted[i - 1] > v; i--)
@@ -164,9 +163,7 @@ static int init(struct atr_policy *p, const struct atr_policy_cfg *cfg, struct a
         return -1;
     if (lo > hi)
         return atr_error_set(err, "policy max-tokens: min (%g) is above max (%g)", lo, hi);
-    struct max_tokens_state *st = calloc(1, sizeof *st);
-    if (!st)
-        abort();
+    struct max_tokens_state *st = xcalloc(1, sizeof *st);
     st->quantile = q;
     st->margin = margin;
     st->initial = (uint32_t)initial;

@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/alloc.h"
+
 #define DEPTH_BITS 20
 #define DEPTH_MAX ((UINT64_C(1) << DEPTH_BITS) - 1)
 
@@ -56,14 +58,6 @@ static uint64_t mix64(uint64_t x)
     x ^= x >> 27;
     x *= UINT64_C(0x94d049bb133111eb);
     return x ^ (x >> 31);
-}
-
-static void *xcalloc(size_t n, size_t size)
-{
-    void *p = calloc(n, size);
-    if (!p)
-        abort();
-    return p;
 }
 
 /* Slot of id, or the empty slot where it would go. */

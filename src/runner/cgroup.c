@@ -2,6 +2,7 @@
  * detection from mountinfo, groups spanning the hierarchies in use,
  * limits, statistics, kill and removal (see cgroup.h). */
 #include "runner/cgroup.h"
+#include "util/alloc.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -450,9 +451,7 @@ int atr_cg_detect(struct atr_cg_host *h, const char *mountinfo, const char *proc
                   const char *sysfs_root, struct atr_error *err)
 {
     memset(h, 0, sizeof *h);
-    struct detect *d = calloc(1, sizeof *d);
-    if (!d)
-        return atr_error_set(err, "out of memory");
+    struct detect *d = xcalloc(1, sizeof *d);
     if (!sysfs_root)
         sysfs_root = "";
     /* A missing file means no cgroups, not an error. */

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "runner/controller.h"
+#include "util/alloc.h"
 
 #define PAGE 4096
 
@@ -545,11 +546,7 @@ struct atr_ctl *atr_ctl_start(const struct atr_cg_host *host, const struct atr_c
                               const struct atr_ctl_opts *opts, struct atr_spawn_watch *watch,
                               struct atr_error *err)
 {
-    struct atr_ctl *c = calloc(1, sizeof *c);
-    if (!c) {
-        atr_error_set(err, "out of memory");
-        return NULL;
-    }
+    struct atr_ctl *c = xcalloc(1, sizeof *c);
     c->host = host;
     c->g = g;
     c->kind = opts->kind;

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <ftw.h>
+#include <math.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -407,7 +408,7 @@ static void kv_ms(struct atr_jw *w, const char *key, double v)
     if (v < 0)
         atr_jw_kv_null(w, key);
     else
-        atr_jw_kv_fixed(w, key, v, 3);
+        atr_jw_kv_fixed(w, key, v, ATR_METRICS_MS_DIGITS);
 }
 
 static void kv_count(struct atr_jw *w, const char *key, int64_t v)
@@ -423,7 +424,7 @@ static void kv_samples(struct atr_jw *w, const char *key, const double *v, size_
     atr_jw_key(w, key);
     atr_jw_array_begin(w);
     for (size_t i = 0; i < n; i++)
-        atr_jw_fixed(w, v[i], 1);
+        atr_jw_fixed(w, v[i], ATR_METRICS_US_DIGITS);
     atr_jw_array_end(w);
 }
 
@@ -454,22 +455,38 @@ static void put_measured(struct atr_jw *w, const struct atr_step_metrics *m)
     }
 }
 
+void atr_step_metrics_members(struct atr_jw *w, const char *config,
+                              const struct atr_step_metrics *m)
+{
+    atr_jw_kv_str(w, "config", config);
+    atr_jw_kv_str(w, "trace_id", m->trace_id);
+    atr_jw_kv_uint(w, "step_id", m->step_id);
+    atr_jw_kv_str(w, "tool", m->tool);
+    atr_jw_kv_str(w, "cmd", m->cmd);
+    if (m->skipped)
+        atr_jw_kv_str(w, "skipped", m->skipped);
+    else
+        put_measured(w, m);
+}
+
 void atr_step_metrics_json(struct atr_buf *b, const char *config,
                            const struct atr_step_metrics *m)
 {
     struct atr_jw w;
     atr_jw_init(&w, b, ATR_JW_COMPACT);
     atr_jw_object_begin(&w);
-    atr_jw_kv_str(&w, "config", config);
-    atr_jw_kv_str(&w, "trace_id", m->trace_id);
-    atr_jw_kv_uint(&w, "step_id", m->step_id);
-    atr_jw_kv_str(&w, "tool", m->tool);
-    atr_jw_kv_str(&w, "cmd", m->cmd);
-    if (m->skipped)
-        atr_jw_kv_str(&w, "skipped", m->skipped);
-    else
-        put_measured(&w, m);
+    atr_step_metrics_members(&w, config, m);
     atr_jw_object_end(&w);
     atr_jw_newline(&w);
     (void)atr_jw_finish(&w);   /* callers give a buffer without cap; at one, no half line */
+}
+
+/* Past 1e15 doubles are at least 0.125 apart: the text reads back as v. */
+double atr_metrics_fixed(double v, int digits)
+{
+    if (!isfinite(v) || fabs(v) >= 1e15)
+        return v;
+    char text[64];
+    snprintf(text, sizeof text, "%.*f", digits, v);
+    return strtod(text, NULL);
 }

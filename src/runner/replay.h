@@ -110,5 +110,18 @@ void atr_replay_free(struct atr_replay *rp);
 /* One metrics.jsonl line (with its "\n") for m under config. */
 void atr_step_metrics_json(struct atr_buf *b, const char *config,
                            const struct atr_step_metrics *m);
+/* The same line's members, into an object w has open (for lines that add
+ * members of their own, e.g. a tenant's). */
+struct atr_jw;
+void atr_step_metrics_members(struct atr_jw *w, const char *config,
+                              const struct atr_step_metrics *m);
+
+/* Decimals of metrics.jsonl: milliseconds (and MB), reaction microseconds. */
+#define ATR_METRICS_MS_DIGITS 3
+#define ATR_METRICS_US_DIGITS 1
+/* v as a reader of the JSON sees it: "%.*f" of v read back (non-finite v
+ * unchanged), so figures computed from live records equal those computed
+ * from the lines written for them. */
+double atr_metrics_fixed(double v, int digits);
 
 #endif

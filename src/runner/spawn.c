@@ -29,6 +29,7 @@
  * process that left the group (setsid) survives. With a cgroup, the caller
  * kills the group's leftovers (atr_cg_kill) after reading its statistics. */
 #include "runner/spawn.h"
+#include "util/alloc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -449,12 +450,7 @@ static void outcap_keep(struct outcap *c, const char *data, size_t n)
             cap *= 2;
         if (c->max < SIZE_MAX && cap > c->max + 1)
             cap = c->max + 1;
-        char *b = realloc(c->buf, cap);
-        if (!b) {
-            c->max = c->len;
-            return;
-        }
-        c->buf = b;
+        c->buf = xrealloc(c->buf, cap);
         c->cap = cap;
     }
     memcpy(c->buf + c->len, data, n);
@@ -773,11 +769,10 @@ static int spawn_attempt(struct child_plan *plan, struct spawn_fds *f, struct sp
 static void result_output(struct atr_spawn_result *r, struct outcap *c)
 {
     if (!c->buf)
-        c->buf = malloc(1);   /* an empty string; NULL only if even this fails */
-    if (c->buf)
-        c->buf[c->len] = '\0';
+        c->buf = xmalloc(1);  /* an empty string */
+    c->buf[c->len] = '\0';
     r->output = c->buf;
-    r->output_len = c->buf ? c->len : 0;
+    r->output_len = c->len;
     r->output_bytes = c->total;
     r->output_truncated = c->total > c->len;
 }

@@ -1,6 +1,9 @@
-/* summary.c - per-configuration summary of metrics.jsonl lines. */
+/* summary.c - per-configuration summary of replayed steps, from live
+ * records or from metrics.jsonl lines. */
 #include "runner/summary.h"
 
+#include <limits.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +14,7 @@
 #include "stats/percentile.h"
 #include "util/alloc.h"
 
-enum { MAX_CONFIGS = 8 };
+enum { MAX_CONFIGS = 8, DIGITS = 3 /* of summary.json's figures */ };
 
 struct config_sum {
     char name[32];
@@ -28,7 +31,6 @@ struct config_sum {
 struct atr_replay_summary {
     struct config_sum c[MAX_CONFIGS];
     int n;
-    struct atr_arena arena;     /* one line's JSON at a time */
 };
 
 struct atr_replay_summary *atr_replay_summary_new(void)
@@ -45,9 +47,155 @@ void atr_replay_summary_free(struct atr_replay_summary *s)
         atr_samples_release(&s->c[i].reaction);
         atr_samples_release(&s->c[i].reaction_bound);
     }
-    atr_arena_release(&s->arena);
     free(s);
 }
+
+/* ---- a step from a live record ---- */
+
+/* A figure as its metrics.jsonl field reads: negative and non-finite
+ * ones are written null (unknown: -1). */
+static double line_ms(double v)
+{
+    if (v < 0 || !isfinite(v))
+        return -1;
+    return atr_metrics_fixed(v, ATR_METRICS_MS_DIGITS);
+}
+
+static int64_t line_count(int64_t v)
+{
+    return v < 0 ? -1 : v;
+}
+
+/* Reaction samples as the line's array reads (non-finite ones are null). */
+static const double *line_samples(struct atr_arena *a, const double *v, size_t n,
+                                  size_t *out_n)
+{
+    double *out = atr_arena_calloc(a, n ? n : 1, sizeof *out);
+    *out_n = 0;
+    for (size_t i = 0; i < n; i++)
+        if (isfinite(v[i]))
+            out[(*out_n)++] = atr_metrics_fixed(v[i], ATR_METRICS_US_DIGITS);
+    return out;
+}
+
+static void measured_from(struct atr_replay_step *out, const struct atr_step_metrics *m,
+                          struct atr_arena *a)
+{
+    out->latency_ms = line_ms(m->latency_ms);
+    out->cpu_ms = line_ms(m->cpu_ms);
+    out->max_rss_mb = line_ms(m->max_rss_mb);
+    out->mem_high_events = line_count(m->mem_high_events);
+    out->mem_max_events = line_count(m->mem_max_events);
+    out->oom_kills = line_count(m->oom_kills);
+    out->mem_some_ms = line_ms(m->mem_some_ms);
+    out->cpu_some_ms = line_ms(m->cpu_some_ms);
+    out->ctl_adjustments = line_count(m->ctl_adjustments);
+    out->exit_code = m->exit_code;
+    out->timed_out = m->timed_out;
+    if (m->ctl_adjustments < 0)
+        return;     /* the line has no reaction arrays */
+    out->reaction_us = line_samples(a, m->ctl_seen_us, m->ctl_samples, &out->n_reaction);
+    out->reaction_bound_us = line_samples(a, m->ctl_bound_us, m->ctl_samples,
+                                          &out->n_reaction_bound);
+}
+
+void atr_replay_step_from_metrics(struct atr_replay_step *out, const char *config,
+                                  const struct atr_step_metrics *m, struct atr_arena *a)
+{
+    memset(out, 0, sizeof *out);
+    out->config = atr_arena_strdup(a, config);
+    out->trace_id = atr_arena_strdup(a, m->trace_id ? m->trace_id : "");
+    out->skipped = m->skipped != NULL;
+    out->exit_code = -1;
+    if (!out->skipped)
+        measured_from(out, m, a);
+}
+
+/* ---- a step from a metrics.jsonl line ---- */
+
+/* A number member, or -1 when absent, null or not a number. */
+static double num(const struct atr_json *o, const char *key)
+{
+    double v;
+    return atr_json_get_num(o, key, &v) ? v : -1;
+}
+
+/* A count member: its whole part when positive, 0 or -1 otherwise. */
+static int64_t count(const struct atr_json *o, const char *key)
+{
+    double v = num(o, key);
+    if (!(v > 0))
+        return v == 0 ? 0 : -1;
+    return v < 9.2e18 ? (int64_t)v : INT64_MAX;
+}
+
+/* exit_code: 0 only when the line says 0; anything else is a failure. */
+static int exit_code(const struct atr_json *o)
+{
+    double v = num(o, "exit_code");
+    if (v == 0)
+        return 0;
+    return v >= INT_MIN && v <= INT_MAX && v == (double)(int)v ? (int)v : -1;
+}
+
+/* The numbers of an array member, in a (others skipped). */
+static const double *samples(struct atr_arena *a, const struct atr_json *arr, size_t *n)
+{
+    *n = 0;
+    if (!atr_json_is(arr, ATR_JSON_ARRAY))
+        return NULL;
+    size_t cap = 0;
+    for (const struct atr_json *e = arr->u.kids.first; e; e = e->next)
+        cap++;
+    double *out = atr_arena_calloc(a, cap ? cap : 1, sizeof *out);
+    for (const struct atr_json *e = arr->u.kids.first; e; e = e->next)
+        if (e->type == ATR_JSON_NUMBER)
+            out[(*n)++] = e->u.num;
+    return out;
+}
+
+static void measured_parse(struct atr_replay_step *out, const struct atr_json *o,
+                           struct atr_arena *a)
+{
+    out->latency_ms = num(o, "latency_ms");
+    out->cpu_ms = num(o, "cpu_ms");
+    out->max_rss_mb = num(o, "max_rss_mb");
+    out->mem_high_events = count(o, "mem_high_events");
+    out->mem_max_events = count(o, "mem_max_events");
+    out->oom_kills = count(o, "oom_kills");
+    out->mem_some_ms = num(o, "mem_pressure_some_ms");
+    out->cpu_some_ms = num(o, "cpu_pressure_some_ms");
+    out->ctl_adjustments = count(o, "ctl_adjustments");
+    out->exit_code = exit_code(o);
+    const struct atr_json *to = atr_json_get(o, "timed_out");
+    out->timed_out = to && to->type == ATR_JSON_TRUE;
+    out->reaction_us = samples(a, atr_json_get(o, "ctl_reaction_us"), &out->n_reaction);
+    out->reaction_bound_us = samples(a, atr_json_get(o, "ctl_reaction_bound_us"),
+                                     &out->n_reaction_bound);
+}
+
+int atr_replay_step_parse(struct atr_replay_step *out, const char *line, size_t len,
+                          struct atr_arena *a, const char *file, unsigned long lineno,
+                          struct atr_error *err)
+{
+    struct atr_json *o;
+    struct atr_json_err je;
+    memset(out, 0, sizeof *out);
+    if (atr_json_parse(a, line, len, NULL, &o, &je) < 0)
+        return atr_error_at(err, file, lineno, je.col, "%s", je.msg);
+    out->config = atr_json_get_str(o, "config", NULL);
+    out->trace_id = atr_json_get_str(o, "trace_id", NULL);
+    if (!atr_json_is(o, ATR_JSON_OBJECT) || !out->config || !out->trace_id)
+        return atr_error_at(err, file, lineno, 1,
+                            "expected a metrics object with \"config\" and \"trace_id\"");
+    out->skipped = atr_json_get(o, "skipped") != NULL;
+    out->exit_code = -1;
+    if (!out->skipped)
+        measured_parse(out, o, a);
+    return 0;
+}
+
+/* ---- counting ---- */
 
 static struct config_sum *config_of(struct atr_replay_summary *s, const char *name)
 {
@@ -61,119 +209,171 @@ static struct config_sum *config_of(struct atr_replay_summary *s, const char *na
     return c;
 }
 
-static double num(const struct atr_json *o, const char *key)
+static void add_samples(struct atr_samples *to, const double *v, size_t n)
 {
-    double v;
-    return atr_json_get_num(o, key, &v) ? v : -1;
+    for (size_t i = 0; i < n; i++)
+        if (v[i] >= 0)
+            atr_samples_add(to, v[i]);
 }
 
-static void add_samples(struct atr_samples *to, const struct atr_json *arr)
+static void add_step(struct config_sum *c, const struct atr_replay_step *st)
 {
-    if (!atr_json_is(arr, ATR_JSON_ARRAY))
-        return;
-    for (const struct atr_json *e = arr->u.kids.first; e; e = e->next)
-        if (e->type == ATR_JSON_NUMBER && e->u.num >= 0)
-            atr_samples_add(to, e->u.num);
-}
-
-static void add_step(struct config_sum *c, const struct atr_json *o)
-{
-    add_samples(&c->reaction, atr_json_get(o, "ctl_reaction_us"));
-    add_samples(&c->reaction_bound, atr_json_get(o, "ctl_reaction_bound_us"));
+    add_samples(&c->reaction, st->reaction_us, st->n_reaction);
+    add_samples(&c->reaction_bound, st->reaction_bound_us, st->n_reaction_bound);
     c->ran++;
-    double lat = num(o, "latency_ms");
-    if (lat >= 0)
-        atr_samples_add(&c->latency, lat);
-    if (num(o, "cpu_ms") > 0)
-        c->cpu_ms += num(o, "cpu_ms");
-    if (num(o, "max_rss_mb") > c->max_rss_mb)
-        c->max_rss_mb = num(o, "max_rss_mb");
-    if (num(o, "mem_high_events") > 0)
-        c->high += (long long)num(o, "mem_high_events");
-    if (num(o, "mem_max_events") > 0)
-        c->max_events += (long long)num(o, "mem_max_events");
-    if (num(o, "oom_kills") > 0)
-        c->oom += (long long)num(o, "oom_kills");
-    if (num(o, "mem_pressure_some_ms") > 0)
-        c->mem_some_ms += num(o, "mem_pressure_some_ms");
-    if (num(o, "cpu_pressure_some_ms") > 0)
-        c->cpu_some_ms += num(o, "cpu_pressure_some_ms");
-    if (num(o, "ctl_adjustments") > 0)
-        c->ctl_adjustments += (long long)num(o, "ctl_adjustments");
-    if (num(o, "exit_code") != 0)
+    if (st->latency_ms >= 0)
+        atr_samples_add(&c->latency, st->latency_ms);
+    if (st->cpu_ms > 0)
+        c->cpu_ms += st->cpu_ms;
+    if (st->max_rss_mb > c->max_rss_mb)
+        c->max_rss_mb = st->max_rss_mb;
+    if (st->mem_high_events > 0)
+        c->high += st->mem_high_events;
+    if (st->mem_max_events > 0)
+        c->max_events += st->mem_max_events;
+    if (st->oom_kills > 0)
+        c->oom += st->oom_kills;
+    if (st->mem_some_ms > 0)
+        c->mem_some_ms += st->mem_some_ms;
+    if (st->cpu_some_ms > 0)
+        c->cpu_some_ms += st->cpu_some_ms;
+    if (st->ctl_adjustments > 0)
+        c->ctl_adjustments += st->ctl_adjustments;
+    if (st->exit_code != 0)
         c->failed++;
-    struct atr_json *to = atr_json_get(o, "timed_out");
-    if (to && to->type == ATR_JSON_TRUE)
+    if (st->timed_out)
         c->timed_out++;
 }
 
-int atr_replay_summary_add(struct atr_replay_summary *s, const char *line, size_t len,
+int atr_replay_summary_add(struct atr_replay_summary *s, const struct atr_replay_step *st,
                            const char *file, unsigned long lineno, struct atr_error *err)
 {
-    struct atr_json *o;
-    struct atr_json_err je;
-    atr_arena_clear(&s->arena);
-    if (atr_json_parse(&s->arena, line, len, NULL, &o, &je) < 0)
-        return atr_error_at(err, file, lineno, je.col, "%s", je.msg);
-    const char *config = atr_json_get_str(o, "config", NULL);
-    const char *trace = atr_json_get_str(o, "trace_id", NULL);
-    if (!atr_json_is(o, ATR_JSON_OBJECT) || !config || !trace)
-        return atr_error_at(err, file, lineno, 1,
-                            "expected a metrics object with \"config\" and \"trace_id\"");
-    struct config_sum *c = config_of(s, config);
+    struct config_sum *c = config_of(s, st->config);
     if (!c)
         return atr_error_at(err, file, lineno, 1, "too many configurations (at most %d)",
                             MAX_CONFIGS);
     /* Lines of one trace are consecutive in a metrics file. */
-    if (strncmp(c->last_trace, trace, sizeof c->last_trace - 1) != 0) {
+    if (strncmp(c->last_trace, st->trace_id, sizeof c->last_trace - 1) != 0) {
         c->traces++;
-        snprintf(c->last_trace, sizeof c->last_trace, "%s", trace);
+        snprintf(c->last_trace, sizeof c->last_trace, "%s", st->trace_id);
     }
     c->total_steps++;
-    if (atr_json_get(o, "skipped"))
+    if (st->skipped)
         c->skipped++;
     else
-        add_step(c, o);
+        add_step(c, st);
     return 0;
 }
 
-static void put_counts(struct atr_jw *w, const struct config_sum *c)
+/* ---- figures ---- */
+
+size_t atr_replay_summary_n_configs(const struct atr_replay_summary *s)
+{
+    return (size_t)s->n;
+}
+
+/* A figure as summary.json writes it. */
+static double fig(double v)
+{
+    return atr_metrics_fixed(v, DIGITS);
+}
+
+static double pct(struct atr_samples *s, double p)
+{
+    return fig(atr_samples_percentile(s, p));
+}
+
+static void counts_of(const struct config_sum *c, struct atr_replay_config_summary *out)
+{
+    out->config = c->name;
+    out->traces = c->traces;
+    out->total_steps = c->total_steps;
+    out->ran_steps = c->ran;
+    out->skipped_steps = c->skipped;
+    out->failed_steps = c->failed;
+    out->timed_out_steps = c->timed_out;
+    out->mem_high_events_total = c->high;
+    out->mem_max_events_total = c->max_events;
+    out->oom_kills = c->oom;
+    out->ctl_adjustments = c->ctl_adjustments;
+}
+
+void atr_replay_summary_config(struct atr_replay_summary *s, size_t i,
+                               struct atr_replay_config_summary *out)
+{
+    struct config_sum *c = &s->c[i];
+    counts_of(c, out);
+    out->latency_p50_ms = pct(&c->latency, 50);
+    out->latency_p95_ms = pct(&c->latency, 95);
+    out->latency_p99_ms = pct(&c->latency, 99);
+    out->latency_max_ms = pct(&c->latency, 100);
+    out->cpu_ms_total = fig(c->cpu_ms);
+    out->max_rss_mb = fig(c->max_rss_mb);
+    out->mem_pressure_some_ms_total = fig(c->mem_some_ms);
+    out->cpu_pressure_some_ms_total = fig(c->cpu_some_ms);
+    out->ctl_reaction_p50_us = pct(&c->reaction, 50);
+    out->ctl_reaction_p99_us = pct(&c->reaction, 99);
+    out->ctl_reaction_bound_p50_us = pct(&c->reaction_bound, 50);
+    out->ctl_reaction_bound_p99_us = pct(&c->reaction_bound, 99);
+}
+
+/* ---- summary.json ---- */
+
+static void put_counts(struct atr_jw *w, const struct atr_replay_config_summary *c)
 {
     atr_jw_kv_uint(w, "traces", c->traces);
     atr_jw_kv_uint(w, "total_steps", c->total_steps);
-    atr_jw_kv_uint(w, "ran_steps", c->ran);
-    atr_jw_kv_uint(w, "skipped_steps", c->skipped);
-    atr_jw_kv_uint(w, "failed_steps", c->failed);
-    atr_jw_kv_uint(w, "timed_out_steps", c->timed_out);
+    atr_jw_kv_uint(w, "ran_steps", c->ran_steps);
+    atr_jw_kv_uint(w, "skipped_steps", c->skipped_steps);
+    atr_jw_kv_uint(w, "failed_steps", c->failed_steps);
+    atr_jw_kv_uint(w, "timed_out_steps", c->timed_out_steps);
 }
 
-/* Figures with 3 decimals; a percentile of no samples is NaN: null. */
-static void put_config(struct atr_jw *w, struct config_sum *c)
+/* Reaction: condition seen -> limit written; the bound adds the time it
+ * may have been visible before the controller looked (controller.h). */
+static void put_reaction(struct atr_jw *w, const struct atr_replay_config_summary *c)
+{
+    atr_jw_kv_fixed(w, "ctl_reaction_p50_us", c->ctl_reaction_p50_us, DIGITS);
+    atr_jw_kv_fixed(w, "ctl_reaction_p99_us", c->ctl_reaction_p99_us, DIGITS);
+    atr_jw_kv_fixed(w, "ctl_reaction_bound_p50_us", c->ctl_reaction_bound_p50_us, DIGITS);
+    atr_jw_kv_fixed(w, "ctl_reaction_bound_p99_us", c->ctl_reaction_bound_p99_us, DIGITS);
+}
+
+/* Figures with 3 decimals; NaN (a percentile of no samples) is null. */
+static void put_config(struct atr_jw *w, const struct atr_replay_config_summary *c)
 {
     atr_jw_object_begin(w);
-    atr_jw_kv_str(w, "config", c->name);
+    atr_jw_kv_str(w, "config", c->config);
     put_counts(w, c);
-    atr_jw_kv_fixed(w, "latency_p50_ms", atr_samples_percentile(&c->latency, 50), 3);
-    atr_jw_kv_fixed(w, "latency_p95_ms", atr_samples_percentile(&c->latency, 95), 3);
-    atr_jw_kv_fixed(w, "latency_p99_ms", atr_samples_percentile(&c->latency, 99), 3);
-    atr_jw_kv_fixed(w, "latency_max_ms", atr_samples_percentile(&c->latency, 100), 3);
-    atr_jw_kv_fixed(w, "cpu_ms_total", c->cpu_ms, 3);
-    atr_jw_kv_fixed(w, "max_rss_mb", c->max_rss_mb, 3);
-    atr_jw_kv_int(w, "mem_high_events_total", c->high);
-    atr_jw_kv_int(w, "mem_max_events_total", c->max_events);
-    atr_jw_kv_int(w, "oom_kills", c->oom);
-    atr_jw_kv_fixed(w, "mem_pressure_some_ms_total", c->mem_some_ms, 3);
-    atr_jw_kv_fixed(w, "cpu_pressure_some_ms_total", c->cpu_some_ms, 3);
+    atr_jw_kv_fixed(w, "latency_p50_ms", c->latency_p50_ms, DIGITS);
+    atr_jw_kv_fixed(w, "latency_p95_ms", c->latency_p95_ms, DIGITS);
+    atr_jw_kv_fixed(w, "latency_p99_ms", c->latency_p99_ms, DIGITS);
+    atr_jw_kv_fixed(w, "latency_max_ms", c->latency_max_ms, DIGITS);
+    atr_jw_kv_fixed(w, "cpu_ms_total", c->cpu_ms_total, DIGITS);
+    atr_jw_kv_fixed(w, "max_rss_mb", c->max_rss_mb, DIGITS);
+    atr_jw_kv_int(w, "mem_high_events_total", c->mem_high_events_total);
+    atr_jw_kv_int(w, "mem_max_events_total", c->mem_max_events_total);
+    atr_jw_kv_int(w, "oom_kills", c->oom_kills);
+    atr_jw_kv_fixed(w, "mem_pressure_some_ms_total", c->mem_pressure_some_ms_total, DIGITS);
+    atr_jw_kv_fixed(w, "cpu_pressure_some_ms_total", c->cpu_pressure_some_ms_total, DIGITS);
     atr_jw_kv_int(w, "ctl_adjustments", c->ctl_adjustments);
-    /* Reaction: condition seen -> limit written; the bound adds the time it
-     * may have been visible before the controller looked (controller.h). */
-    atr_jw_kv_fixed(w, "ctl_reaction_p50_us", atr_samples_percentile(&c->reaction, 50), 3);
-    atr_jw_kv_fixed(w, "ctl_reaction_p99_us", atr_samples_percentile(&c->reaction, 99), 3);
-    atr_jw_kv_fixed(w, "ctl_reaction_bound_p50_us",
-                    atr_samples_percentile(&c->reaction_bound, 50), 3);
-    atr_jw_kv_fixed(w, "ctl_reaction_bound_p99_us",
-                    atr_samples_percentile(&c->reaction_bound, 99), 3);
+    put_reaction(w, c);
     atr_jw_object_end(w);
+}
+
+void atr_replay_summary_members(struct atr_replay_summary *s, const char *backend,
+                                bool incomplete, struct atr_jw *w)
+{
+    atr_jw_kv_str(w, "backend", backend);
+    atr_jw_kv_bool(w, "incomplete", incomplete);
+    atr_jw_key(w, "configs");
+    atr_jw_array_begin(w);
+    for (size_t i = 0; i < atr_replay_summary_n_configs(s); i++) {
+        struct atr_replay_config_summary c;
+        atr_replay_summary_config(s, i, &c);
+        put_config(w, &c);
+    }
+    atr_jw_array_end(w);
 }
 
 void atr_replay_summary_json(struct atr_replay_summary *s, const char *backend,
@@ -182,13 +382,7 @@ void atr_replay_summary_json(struct atr_replay_summary *s, const char *backend,
     struct atr_jw w;
     atr_jw_init(&w, out, ATR_JW_COMPACT);
     atr_jw_object_begin(&w);
-    atr_jw_kv_str(&w, "backend", backend);
-    atr_jw_kv_bool(&w, "incomplete", incomplete);
-    atr_jw_key(&w, "configs");
-    atr_jw_array_begin(&w);
-    for (int i = 0; i < s->n; i++)
-        put_config(&w, &s->c[i]);
-    atr_jw_array_end(&w);
+    atr_replay_summary_members(s, backend, incomplete, &w);
     atr_jw_object_end(&w);
     atr_jw_newline(&w);
     (void)atr_jw_finish(&w);   /* the caller's buffer has no cap */

@@ -1,28 +1,91 @@
-/* summary.h - summary.json of a tool replay, computed from metrics.jsonl
- * lines, so a live run and a merge of shards (atr replay tools --merge)
- * give the same figures from the same lines. Percentiles sort the
- * samples, so writing the summary is not const.
- * Memory: the summary owns its per-config latency arrays (malloc). */
+/* summary.h - summary.json of a tool replay: per-configuration figures of
+ * the steps' metrics, so a live run (records from the runner) and a merge
+ * of shards (atr replay tools --merge, lines read from metrics.jsonl) give
+ * the same figures from the same steps.
+ *
+ * Memory: the summary owns its per-configuration samples and names; a
+ * step's strings and sample arrays live in the arena given to the function
+ * that filled it (until that arena is cleared). Percentiles sort the
+ * samples, so reading the figures is not const. */
 #ifndef ATR_RUNNER_SUMMARY_H
 #define ATR_RUNNER_SUMMARY_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
+#include "runner/replay.h"
+#include "util/arena.h"
 #include "util/buf.h"
 #include "util/error.h"
+
+/* One step as the summary counts it: what its metrics.jsonl line holds,
+ * at the line's precision. Negative figures are unknown (null there). */
+struct atr_replay_step {
+    const char *config, *trace_id;
+    bool skipped;                   /* the line has "skipped" */
+    double latency_ms, cpu_ms, max_rss_mb;
+    int64_t mem_high_events, mem_max_events, oom_kills;
+    double mem_some_ms, cpu_some_ms;    /* pressure stall */
+    int64_t ctl_adjustments;
+    int exit_code;                  /* nonzero: failed (-1: unknown) */
+    bool timed_out;
+    /* dynamic: reaction times (us), condition seen -> limit written, and
+     * its bound; negative samples are not counted. */
+    const double *reaction_us, *reaction_bound_us;
+    size_t n_reaction, n_reaction_bound;
+};
+
+/* out from a live record under config, its figures rounded as the line
+ * atr_step_metrics_json writes for it; strings and samples copied to a. */
+void atr_replay_step_from_metrics(struct atr_replay_step *out, const char *config,
+                                  const struct atr_step_metrics *m, struct atr_arena *a);
+/* out from one metrics.jsonl line (len bytes, no "\n"), parsed in a;
+ * errors are "file:line:col: ..." (-1, err set). */
+int atr_replay_step_parse(struct atr_replay_step *out, const char *line, size_t len,
+                          struct atr_arena *a, const char *file, unsigned long lineno,
+                          struct atr_error *err);
+
+/* One configuration's figures as summary.json writes them: rounded to its
+ * 3 decimals, NaN where it writes null (a percentile of no samples). */
+struct atr_replay_config_summary {
+    const char *config;             /* owned by the summary */
+    unsigned long traces, total_steps, ran_steps, skipped_steps, failed_steps,
+        timed_out_steps;
+    double latency_p50_ms, latency_p95_ms, latency_p99_ms, latency_max_ms;
+    double cpu_ms_total, max_rss_mb;
+    int64_t mem_high_events_total, mem_max_events_total, oom_kills;
+    double mem_pressure_some_ms_total, cpu_pressure_some_ms_total;
+    int64_t ctl_adjustments;
+    double ctl_reaction_p50_us, ctl_reaction_p99_us;
+    double ctl_reaction_bound_p50_us, ctl_reaction_bound_p99_us;
+};
 
 struct atr_replay_summary;
 
 struct atr_replay_summary *atr_replay_summary_new(void);
 void atr_replay_summary_free(struct atr_replay_summary *s);   /* accepts NULL */
 
-/* Adds one metrics.jsonl line; where names it in errors (file:line). */
-int atr_replay_summary_add(struct atr_replay_summary *s, const char *line, size_t len,
+/* Counts one step (the steps of one trace come one after another: a trace
+ * is a run of consecutive steps with its id). file and lineno name the
+ * step's line in errors (file:line: too many configurations). */
+int atr_replay_summary_add(struct atr_replay_summary *s, const struct atr_replay_step *st,
                            const char *file, unsigned long lineno, struct atr_error *err);
 
-/* Appends summary.json: {"backend": ..., "configs": [{config, traces,
- * total_steps, latency_p50_ms, ...}, ...]}. backend may be NULL. */
+/* Configurations seen, in order of their first step; the figures of the
+ * i-th (i < atr_replay_summary_n_configs). */
+size_t atr_replay_summary_n_configs(const struct atr_replay_summary *s);
+void atr_replay_summary_config(struct atr_replay_summary *s, size_t i,
+                               struct atr_replay_config_summary *out);
+
+/* summary.json's members "backend", "incomplete" and "configs":
+ * [{config, traces, total_steps, latency_p50_ms, ...}, ...], into an
+ * object w has open (where callers may add members of their own).
+ * backend may be NULL. */
+struct atr_jw;
+void atr_replay_summary_members(struct atr_replay_summary *s, const char *backend,
+                                bool incomplete, struct atr_jw *w);
+/* The whole summary.json document (with its "\n"), appended to out. */
 void atr_replay_summary_json(struct atr_replay_summary *s, const char *backend,
                              bool incomplete, struct atr_buf *out);
 

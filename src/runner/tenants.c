@@ -64,27 +64,77 @@ double atr_tenant_inflation(double shared, double alone)
     return shared / alone;
 }
 
-void atr_tenant_report_json(struct atr_tenant_report *r, const char *config,
-                            struct atr_buf *out)
+/* Latencies as the entry writes them (3 decimals), inflation 4. */
+enum { MS_DIGITS = 3, INFLATION_DIGITS = 4 };
+
+void atr_tenant_report_summary(struct atr_tenant_report *r, const char *config,
+                               struct atr_tenant_summary *out)
 {
     double mean_alone = atr_tenant_mean(&r->alone), mean_shared = atr_tenant_mean(&r->shared);
     double p50_alone = atr_tenant_p50(&r->alone), p50_shared = atr_tenant_p50(&r->shared);
+    out->config = config;
+    out->tenant = r->tenant;
+    out->trace_id = xstrdup(r->trace_id ? r->trace_id : "");
+    out->weight = r->weight;
+    out->weight_applied = r->weight_applied;
+    out->steps = r->steps;
+    out->latency_mean_ms_alone = atr_metrics_fixed(mean_alone, MS_DIGITS);
+    out->latency_mean_ms_shared = atr_metrics_fixed(mean_shared, MS_DIGITS);
+    out->latency_p50_ms_alone = atr_metrics_fixed(p50_alone, MS_DIGITS);
+    out->latency_p50_ms_shared = atr_metrics_fixed(p50_shared, MS_DIGITS);
+    out->inflation_mean = atr_metrics_fixed(atr_tenant_inflation(mean_shared, mean_alone),
+                                            INFLATION_DIGITS);
+    out->inflation_p50 = atr_metrics_fixed(atr_tenant_inflation(p50_shared, p50_alone),
+                                           INFLATION_DIGITS);
+}
+
+void atr_tenant_summary_put(struct atr_jw *w, const struct atr_tenant_summary *t)
+{
+    atr_jw_object_begin(w);
+    atr_jw_kv_str(w, "config", t->config);
+    atr_jw_kv_uint(w, "tenant", t->tenant);
+    atr_jw_kv_str(w, "trace_id", t->trace_id);
+    atr_jw_kv_int(w, "weight", t->weight);
+    atr_jw_kv_bool(w, "weight_applied", t->weight_applied);
+    atr_jw_kv_uint(w, "steps", t->steps);
+    atr_jw_kv_fixed(w, "latency_mean_ms_alone", t->latency_mean_ms_alone, MS_DIGITS);
+    atr_jw_kv_fixed(w, "latency_mean_ms_shared", t->latency_mean_ms_shared, MS_DIGITS);
+    atr_jw_kv_fixed(w, "latency_p50_ms_alone", t->latency_p50_ms_alone, MS_DIGITS);
+    atr_jw_kv_fixed(w, "latency_p50_ms_shared", t->latency_p50_ms_shared, MS_DIGITS);
+    atr_jw_kv_fixed(w, "inflation_mean", t->inflation_mean, INFLATION_DIGITS);
+    atr_jw_kv_fixed(w, "inflation_p50", t->inflation_p50, INFLATION_DIGITS);
+    atr_jw_object_end(w);
+}
+
+void atr_tenant_summary_release(struct atr_tenant_summary *t)
+{
+    free(t->trace_id);
+    t->trace_id = NULL;
+}
+
+void atr_tenant_report_json(struct atr_tenant_report *r, const char *config,
+                            struct atr_buf *out)
+{
+    struct atr_tenant_summary t;
+    atr_tenant_report_summary(r, config, &t);
     struct atr_jw w;
     atr_jw_init(&w, out, ATR_JW_COMPACT);
+    atr_tenant_summary_put(&w, &t);
+    (void)atr_jw_finish(&w);   /* the caller's buffer has no cap */
+    atr_tenant_summary_release(&t);
+}
+
+void atr_tenant_metrics_json(struct atr_buf *b, const char *config, unsigned tenant,
+                             enum atr_tenant_phase phase, const struct atr_step_metrics *m)
+{
+    struct atr_jw w;
+    atr_jw_init(&w, b, ATR_JW_COMPACT);
     atr_jw_object_begin(&w);
-    atr_jw_kv_str(&w, "config", config);
-    atr_jw_kv_uint(&w, "tenant", r->tenant);
-    atr_jw_kv_str(&w, "trace_id", r->trace_id ? r->trace_id : "");
-    atr_jw_kv_int(&w, "weight", r->weight);
-    atr_jw_kv_bool(&w, "weight_applied", r->weight_applied);
-    atr_jw_kv_uint(&w, "steps", r->steps);
-    atr_jw_kv_fixed(&w, "latency_mean_ms_alone", mean_alone, 3);
-    atr_jw_kv_fixed(&w, "latency_mean_ms_shared", mean_shared, 3);
-    atr_jw_kv_fixed(&w, "latency_p50_ms_alone", p50_alone, 3);
-    atr_jw_kv_fixed(&w, "latency_p50_ms_shared", p50_shared, 3);
-    atr_jw_kv_fixed(&w, "inflation_mean", atr_tenant_inflation(mean_shared, mean_alone), 4);
-    atr_jw_kv_fixed(&w, "inflation_p50", atr_tenant_inflation(p50_shared, p50_alone), 4);
+    atr_step_metrics_members(&w, config, m);
+    atr_jw_kv_uint(&w, "tenant", tenant);
+    atr_jw_kv_str(&w, "phase", atr_tenant_phase_name(phase));
     atr_jw_object_end(&w);
+    atr_jw_newline(&w);
     (void)atr_jw_finish(&w);   /* the caller's buffer has no cap */
 }
 

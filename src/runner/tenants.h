@@ -5,7 +5,8 @@
  * tenant's latency inflation is shared / alone on the same steps.
  *
  * Memory: a report copies its trace id and owns its latency samples
- * (atr_tenant_report_release); step records passed to the sink are valid
+ * (atr_tenant_report_release); a summary entry copies the trace id again
+ * (atr_tenant_summary_release); step records passed to the sink are valid
  * during the call only. */
 #ifndef ATR_RUNNER_TENANTS_H
 #define ATR_RUNNER_TENANTS_H
@@ -65,12 +66,39 @@ double atr_tenant_mean(const struct atr_samples *s);
 double atr_tenant_p50(struct atr_samples *s);
 double atr_tenant_inflation(double shared, double alone);
 
-/* Appends one summary.json "tenants" entry: {"config", "tenant",
- * "trace_id", "weight", "weight_applied", "steps", "latency_mean_ms_alone",
+/* One summary.json "tenants" entry, its figures as written: latencies
+ * rounded to 3 decimals, inflations to 4, NaN where it writes null. */
+struct atr_tenant_summary {
+    const char *config;             /* not copied: a static name */
+    unsigned tenant;
+    char *trace_id;                 /* malloc copy: atr_tenant_summary_release */
+    int64_t weight;
+    bool weight_applied;
+    unsigned long steps;
+    double latency_mean_ms_alone, latency_mean_ms_shared;
+    double latency_p50_ms_alone, latency_p50_ms_shared;
+    double inflation_mean, inflation_p50;
+};
+
+/* The entry of r under config (sorts r's samples). */
+void atr_tenant_report_summary(struct atr_tenant_report *r, const char *config,
+                               struct atr_tenant_summary *out);
+/* Writes the entry as a value: {"config", "tenant", "trace_id", "weight",
+ * "weight_applied", "steps", "latency_mean_ms_alone",
  * "latency_mean_ms_shared", "latency_p50_ms_alone", "latency_p50_ms_shared",
  * "inflation_mean", "inflation_p50"}; unknown numbers are null. */
+struct atr_jw;
+void atr_tenant_summary_put(struct atr_jw *w, const struct atr_tenant_summary *t);
+void atr_tenant_summary_release(struct atr_tenant_summary *t);
+
+/* Appends r's entry (as atr_tenant_summary_put writes it) to out. */
 void atr_tenant_report_json(struct atr_tenant_report *r, const char *config,
                             struct atr_buf *out);
 void atr_tenant_report_release(struct atr_tenant_report *r);
+
+/* One metrics.jsonl line of a tenant's step: the members of
+ * atr_step_metrics_json, then "tenant" and "phase". */
+void atr_tenant_metrics_json(struct atr_buf *b, const char *config, unsigned tenant,
+                             enum atr_tenant_phase phase, const struct atr_step_metrics *m);
 
 #endif

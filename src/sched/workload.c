@@ -7,14 +7,7 @@
 
 #include "trace/reader.h"
 #include "trace/tokens.h"
-
-static void *xcalloc(size_t n, size_t size)
-{
-    void *p = calloc(n ? n : 1, size);
-    if (!p)
-        abort();
-    return p;
-}
+#include "util/alloc.h"
 
 /* Block ids of src (block size from) as ids of block size to. Splitting
  * derives sub-ids from (id, part); merging hashes each group of ids. Both
@@ -59,9 +52,7 @@ static void load_turn_ids(struct atr_turn *u, const struct atr_step *st, uint32_
 static void load_session(const struct atr_trace *t, uint32_t block_size, struct atr_session *s)
 {
     memset(s, 0, sizeof *s);
-    s->trace_id = strdup(t->trace_id ? t->trace_id : "");
-    if (!s->trace_id)
-        abort();
+    s->trace_id = xstrdup(t->trace_id ? t->trace_id : "");
     s->offset_s = (double)t->start_ms / 1000.0;
     s->turns = xcalloc(t->n_steps, sizeof *s->turns);
     double tool_ms = 0;
@@ -82,8 +73,8 @@ static void load_session(const struct atr_trace *t, uint32_t block_size, struct 
                                                            : (uint32_t)st->output_tokens;
         u->think_s = tool_ms / 1000.0;
         tool_ms = 0;
-        if (tool && !(u->prev_tool = strdup(tool)))
-            abort();
+        if (tool)
+            u->prev_tool = xstrdup(tool);
         tool = NULL;
         load_turn_ids(u, st, t->block_size, block_size);
     }
@@ -106,9 +97,7 @@ int atr_workload_load(struct atr_workload *w, char *const *paths, size_t n,
         while ((rc = atr_reader_next(r, &t, err)) == 1) {
             if (w->n_sessions == cap) {
                 cap = cap ? cap * 2 : 256;
-                w->sessions = realloc(w->sessions, cap * sizeof *w->sessions);
-                if (!w->sessions)
-                    abort();
+                w->sessions = xreallocarray(w->sessions, cap, sizeof *w->sessions);
             }
             struct atr_session *s = &w->sessions[w->n_sessions++];
             load_session(&t, w->block_size, s);

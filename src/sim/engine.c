@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "sched/heap.h"
+#include "util/alloc.h"
 
 #define NIL UINT32_MAX
 
@@ -74,52 +75,43 @@ static char iter_end_tag;
 
 /* ---- small containers ---- */
 
-static int vec_push(struct req_vec *v, struct req *r)
+static void vec_push(struct req_vec *v, struct req *r)
 {
     if (v->len == v->cap) {
         size_t cap = v->cap ? v->cap * 2 : 64;
-        struct req **n = realloc(v->v, cap * sizeof(*n));
-        if (!n)
-            return -1;
-        v->v = n;
+        v->v = xreallocarray(v->v, cap, sizeof(*v->v));
         v->cap = cap;
     }
     v->v[v->len++] = r;
-    return 0;
 }
 
-static int ring_grow(struct engine_ring *q)
+static void ring_grow(struct engine_ring *q)
 {
     size_t cap = q->cap ? q->cap * 2 : 64;
-    struct req **n = malloc(cap * sizeof(*n));
-    if (!n)
-        return -1;
+    struct req **n = xreallocarray(NULL, cap, sizeof(*n));
     for (size_t i = 0; i < q->len; i++)
         n[i] = q->v[(q->head + i) % q->cap];
     free(q->v);
     q->v = n;
     q->cap = cap;
     q->head = 0;
-    return 0;
 }
 
-static int ring_push_back(struct engine_ring *q, struct req *r)
+static void ring_push_back(struct engine_ring *q, struct req *r)
 {
-    if (q->len == q->cap && ring_grow(q) < 0)
-        return -1;
+    if (q->len == q->cap)
+        ring_grow(q);
     q->v[(q->head + q->len) % q->cap] = r;
     q->len++;
-    return 0;
 }
 
-static int ring_push_front(struct engine_ring *q, struct req *r)
+static void ring_push_front(struct engine_ring *q, struct req *r)
 {
-    if (q->len == q->cap && ring_grow(q) < 0)
-        return -1;
+    if (q->len == q->cap)
+        ring_grow(q);
     q->head = (q->head + q->cap - 1) % q->cap;
     q->v[q->head] = r;
     q->len++;
-    return 0;
 }
 
 static struct req *ring_front(const struct engine_ring *q)
@@ -248,19 +240,15 @@ static uint32_t block_alloc(struct atr_engine *e)
     return b;
 }
 
-static int req_reserve_blocks(struct req *r, uint32_t n)
+static void req_reserve_blocks(struct req *r, uint32_t n)
 {
     if (n <= r->cap_blocks)
-        return 0;
+        return;
     uint32_t cap = r->cap_blocks ? r->cap_blocks : 16;
     while (cap < n)
         cap *= 2;
-    uint32_t *nb = realloc(r->blocks, cap * sizeof(*nb));
-    if (!nb)
-        return -1;
-    r->blocks = nb;
+    r->blocks = xreallocarray(r->blocks, cap, sizeof(*r->blocks));
     r->cap_blocks = cap;
-    return 0;
 }
 
 static uint32_t blocks_for(const struct atr_engine *e, uint64_t tokens)
@@ -270,21 +258,19 @@ static uint32_t blocks_for(const struct atr_engine *e, uint64_t tokens)
 
 /* Extends r's block table to hold `tokens` tokens; false (nothing changed)
  * when not enough blocks can be had. */
-static int req_grow(struct atr_engine *e, struct req *r, uint64_t tokens, bool *ok)
+static void req_grow(struct atr_engine *e, struct req *r, uint64_t tokens, bool *ok)
 {
     uint32_t want = blocks_for(e, tokens);
     *ok = true;
     if (want <= r->n_blocks)
-        return 0;
+        return;
     if (want - r->n_blocks > e->n_free + e->n_lru) {
         *ok = false;
-        return 0;
+        return;
     }
-    if (req_reserve_blocks(r, want) < 0)
-        return -1;
+    req_reserve_blocks(r, want);
     while (r->n_blocks < want)
         r->blocks[r->n_blocks++] = block_alloc(e);
-    return 0;
 }
 
 /* Frees in reverse so a request's tail blocks are evicted before its head:
@@ -356,7 +342,7 @@ static void batch_add(struct atr_engine *e, struct req *r, uint32_t n, uint64_t 
 /* Schedules the running set: decodes and unfinished prefill chunks in
  * admission order; a request that cannot get a block preempts the most
  * recently admitted one (itself last). Returns 1 if anything was preempted. */
-static int schedule_running(struct atr_engine *e, uint64_t *budget, bool *preempted)
+static void schedule_running(struct atr_engine *e, uint64_t *budget, bool *preempted)
 {
     *preempted = false;
     for (size_t i = 0; i < e->running.len && *budget > 0; i++) {
@@ -366,26 +352,23 @@ static int schedule_running(struct atr_engine *e, uint64_t *budget, bool *preemp
             n = *budget;
         for (;;) {
             bool ok;
-            if (req_grow(e, r, r->computed + n, &ok) < 0)
-                return -1;
+            req_grow(e, r, r->computed + n, &ok);
             if (ok)
                 break;
             struct req *victim = e->running.v[--e->running.len];
             preempt(e, victim);
             *preempted = true;
-            if (ring_push_front(&e->waiting, victim) < 0)
-                return -1;
+            ring_push_front(&e->waiting, victim);
             if (victim == r)
-                return 0;
+                return;
         }
         batch_add(e, r, (uint32_t)n, budget);
     }
-    return 0;
 }
 
 /* Admits r with its prefix hits and a first chunk; *ok false if it does not
  * fit now (then nothing changed). */
-static int admit(struct atr_engine *e, struct req *r, uint64_t *budget, bool *ok)
+static void admit(struct atr_engine *e, struct req *r, uint64_t *budget, bool *ok)
 {
     uint32_t in_lru;
     uint32_t hits = prefix_hits(e, r, &in_lru);
@@ -394,14 +377,13 @@ static int admit(struct atr_engine *e, struct req *r, uint64_t *budget, bool *ok
     *ok = false;
     if (n > *budget) {
         if (!e->cfg.chunked_prefill)
-            return 0;
+            return;
         n = *budget;
     }
     uint32_t want = blocks_for(e, cached + n);
     if (want - hits > e->n_free + e->n_lru - in_lru)
-        return 0;
-    if (req_reserve_blocks(r, want) < 0)
-        return -1;
+        return;
+    req_reserve_blocks(r, want);
     for (uint32_t i = 0; i < hits; i++) {
         uint32_t b = map_find(e, r->hash_ids[i]);
         block_ref(e, b);
@@ -410,8 +392,7 @@ static int admit(struct atr_engine *e, struct req *r, uint64_t *budget, bool *ok
     r->n_hashed = hits;
     r->computed = cached;
     bool grown;
-    if (req_grow(e, r, cached + n, &grown) < 0)
-        return -1;
+    req_grow(e, r, cached + n, &grown);
     if (!r->admitted_once) {
         r->admitted_once = true;
         r->rec.cached_tokens = (uint32_t)cached;
@@ -421,7 +402,7 @@ static int admit(struct atr_engine *e, struct req *r, uint64_t *budget, bool *ok
     }
     batch_add(e, r, (uint32_t)n, budget);
     *ok = true;
-    return vec_push(&e->running, r);
+    vec_push(&e->running, r);
 }
 
 /* Longest-prefix-first: reorders the waiting queue by cached prefix length
@@ -459,7 +440,7 @@ static void lpm_sort(struct atr_engine *e)
         q->v[(q->head + i) % q->cap] = items[i].r;
 }
 
-static int schedule_waiting(struct atr_engine *e, uint64_t *budget)
+static void schedule_waiting(struct atr_engine *e, uint64_t *budget)
 {
     if (e->cfg.longest_prefix_first)
         lpm_sort(e);
@@ -468,13 +449,11 @@ static int schedule_waiting(struct atr_engine *e, uint64_t *budget)
         bool ok;
         if (!r)
             break;
-        if (admit(e, r, budget, &ok) < 0)
-            return -1;
+        admit(e, r, budget, &ok);
         if (!ok)
             break;          /* FCFS: the head blocks the queue */
         ring_pop_front(&e->waiting);
     }
-    return 0;
 }
 
 /* ---- iterations ---- */
@@ -500,9 +479,9 @@ static int start_iteration(struct atr_engine *e, struct atr_error *err)
     uint64_t budget = e->cfg.max_num_batched_tokens;
     bool preempted;
     e->batch.len = 0;
-    if (schedule_running(e, &budget, &preempted) < 0 ||
-        (!preempted && schedule_waiting(e, &budget) < 0))
-        return atr_error_set(err, "engine: out of memory");
+    schedule_running(e, &budget, &preempted);
+    if (!preempted)
+        schedule_waiting(e, &budget);
     if (e->batch.len == 0)
         return atr_error_set(err, "engine: stalled with %zu waiting requests",
                              e->waiting.len);
@@ -534,7 +513,7 @@ static int start_iteration(struct atr_engine *e, struct atr_error *err)
 static void req_destroy(struct atr_engine *e, struct req *r);
 
 /* Applies the finished iteration: KV computed, tokens sampled, requests done. */
-static int end_iteration(struct atr_engine *e)
+static void end_iteration(struct atr_engine *e)
 {
     for (size_t i = 0; i < e->batch.len; i++) {
         struct req *r = e->batch.v[i];
@@ -556,8 +535,7 @@ static int end_iteration(struct atr_engine *e)
             req_free_blocks(e, r);
             e->pending--;
             e->st.requests_finished++;
-            if (vec_push(&e->done, r) < 0)
-                return -1;
+            vec_push(&e->done, r);
         }
     }
     size_t k = 0;           /* drop finished requests, keeping admission order */
@@ -571,7 +549,6 @@ static int end_iteration(struct atr_engine *e)
             req_destroy(e, e->batch.v[i]);
     e->batch.len = 0;
     e->busy = false;
-    return 0;
 }
 
 /* ---- public API ---- */
@@ -586,19 +563,17 @@ void atr_engine_cfg_defaults(struct atr_engine_cfg *cfg)
     cfg->prefix_caching = true;
 }
 
-static int engine_alloc(struct atr_engine *e)
+static void engine_alloc(struct atr_engine *e)
 {
     size_t map_cap = 64;
     while (map_cap < 2 * (size_t)e->n_blocks)
         map_cap *= 2;
     e->map_mask = map_cap - 1;
-    e->blocks = calloc(e->n_blocks ? e->n_blocks : 1, sizeof(*e->blocks));
-    e->free_stack = malloc((e->n_blocks ? e->n_blocks : 1) * sizeof(*e->free_stack));
-    e->map = malloc(map_cap * sizeof(*e->map));
-    e->hist = calloc(e->cfg.max_num_seqs + 1, sizeof(*e->hist));
-    e->batch.v = malloc((e->cfg.max_num_seqs + 1) * sizeof(*e->batch.v));
-    if (!e->blocks || !e->free_stack || !e->map || !e->hist || !e->batch.v)
-        return -1;
+    e->blocks = xcalloc(e->n_blocks ? e->n_blocks : 1, sizeof(*e->blocks));
+    e->free_stack = xreallocarray(NULL, e->n_blocks ? e->n_blocks : 1, sizeof(*e->free_stack));
+    e->map = xreallocarray(NULL, map_cap, sizeof(*e->map));
+    e->hist = xcalloc(e->cfg.max_num_seqs + 1, sizeof(*e->hist));
+    e->batch.v = xreallocarray(NULL, e->cfg.max_num_seqs + 1, sizeof(*e->batch.v));
     memset(e->map, 0xff, map_cap * sizeof(*e->map));
     /* Stack order makes block 0 the first allocated: easier to read in tests. */
     for (uint32_t i = 0; i < e->n_blocks; i++) {
@@ -606,7 +581,6 @@ static int engine_alloc(struct atr_engine *e)
         e->free_stack[i] = e->n_blocks - 1 - i;
     }
     e->n_free = e->n_blocks;
-    return 0;
 }
 
 struct atr_engine *atr_engine_new(const struct atr_engine_cfg *cfg, struct atr_error *err)
@@ -625,17 +599,12 @@ struct atr_engine *atr_engine_new(const struct atr_engine_cfg *cfg, struct atr_e
         return atr_error_set(err, "engine: KV capacity of %llu tokens gives %llu blocks",
                              (unsigned long long)c.kv_capacity_tokens,
                              (unsigned long long)nb), NULL;
-    struct atr_engine *e = calloc(1, sizeof(*e));
-    if (!e)
-        return atr_error_set(err, "engine: out of memory"), NULL;
+    struct atr_engine *e = xcalloc(1, sizeof(*e));
     e->cfg = c;
     e->n_blocks = (uint32_t)nb;
     e->lru_head = e->lru_tail = NIL;
     atr_heap_init(&e->events);
-    if (engine_alloc(e) < 0) {
-        atr_engine_free(e);
-        return atr_error_set(err, "engine: out of memory"), NULL;
-    }
+    engine_alloc(e);
     return e;
 }
 
@@ -687,14 +656,9 @@ const struct atr_sim_record *atr_engine_add(struct atr_engine *e, const struct a
 {
     if (check_req(e, q, err) < 0)
         return NULL;
-    struct req *r = calloc(1, sizeof(*r));
-    double *times = r ? malloc(q->output_tokens * sizeof(*times)) : NULL;
-    if (!times || vec_push(&e->all, r) < 0) {
-        free(times);
-        free(r);
-        atr_error_set(err, "engine: out of memory");
-        return NULL;
-    }
+    struct req *r = xcalloc(1, sizeof(*r));
+    double *times = xreallocarray(NULL, q->output_tokens, sizeof(*times));
+    vec_push(&e->all, r);
     r->all_index = e->all.len - 1;
     r->rec.id = q->id;
     r->rec.prompt_tokens = q->prompt_tokens;
@@ -725,19 +689,21 @@ double atr_engine_next_time(const struct atr_engine *e)
     return top ? top->t : INFINITY;
 }
 
-static int process_event(struct atr_engine *e, void *data)
+static void process_event(struct atr_engine *e, void *data)
 {
-    if (data == &iter_end_tag)
-        return end_iteration(e);
+    if (data == &iter_end_tag) {
+        end_iteration(e);
+        return;
+    }
     struct req *r = data;
     if (r->aborted) {          /* aborted before it arrived */
         r->arriving = false;
         if (r->release_pending)
             req_destroy(e, r);
-        return 0;
+        return;
     }
     r->arriving = false;
-    return ring_push_back(&e->waiting, data);
+    ring_push_back(&e->waiting, data);
 }
 
 static int engine_step(struct atr_engine *e, struct atr_error *err)
@@ -750,14 +716,12 @@ static int engine_step(struct atr_engine *e, struct atr_error *err)
     if (!atr_heap_pop(&e->events, &it))
         return 0;
     e->now = it.t;
-    if (process_event(e, it.data) < 0)
-        return atr_error_set(err, "engine: out of memory");
+    process_event(e, it.data);
     /* Every event at this instant lands before the next schedule, so an
      * arrival tied with an iteration end joins that next iteration. */
     while (atr_heap_peek(&e->events) && atr_heap_peek(&e->events)->t == e->now) {
         atr_heap_pop(&e->events, &it);
-        if (process_event(e, it.data) < 0)
-            return atr_error_set(err, "engine: out of memory");
+        process_event(e, it.data);
     }
     if (!e->busy && (e->running.len || e->waiting.len))
         e->due = true;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "sched/heap.h"
+#include "util/alloc.h"
 
 /* A turn between being sent and finishing. */
 struct pending {
@@ -163,14 +164,12 @@ int atr_sim_run(struct atr_engine *const *engines, unsigned n_engines,
         return atr_error_set(err, "simulation needs at least one engine");
     struct driver d = { .cfg = cfg, .engines = engines, .n_engines = n_engines };
     size_t n_sessions = w->n_sessions ? w->n_sessions : 1;
-    d.ses = calloc(n_sessions, sizeof *d.ses);
-    d.by_id = calloc(w->n_turns + 1, sizeof *d.by_id);
-    d.slots_wait = calloc(n_sessions, sizeof *d.slots_wait);
-    d.recs = calloc(w->n_turns + 1, sizeof *d.recs);
+    d.ses = xcalloc(n_sessions, sizeof *d.ses);
+    d.by_id = xcalloc(w->n_turns + 1, sizeof *d.by_id);
+    d.slots_wait = xcalloc(n_sessions, sizeof *d.slots_wait);
+    d.recs = xcalloc(w->n_turns + 1, sizeof *d.recs);
     /* First turns live here until their request id is known. */
-    struct pending *first = calloc(n_sessions, sizeof *first);
-    if (!d.ses || !d.by_id || !d.slots_wait || !d.recs || !first)
-        abort();
+    struct pending *first = xcalloc(n_sessions, sizeof *first);
     atr_heap_init(&d.sends);
     int rc = 0;
     for (size_t i = 0; i < w->n_sessions && rc == 0; i++) {

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "stats/percentile.h"
+#include "util/alloc.h"
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -45,10 +46,7 @@ void atr_samples_add(struct atr_samples *s, double x)
 {
     if (s->n == s->cap) {
         size_t cap = s->cap ? s->cap * 2 : 256;
-        double *v = realloc(s->v, cap * sizeof *v);
-        if (!v)
-            abort();
-        s->v = v;
+        s->v = xreallocarray(s->v, cap, sizeof *s->v);
         s->cap = cap;
     }
     s->v[s->n++] = x;

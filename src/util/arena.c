@@ -1,5 +1,6 @@
 /* arena.c - chunked bump allocator. */
 #include "util/arena.h"
+#include "util/alloc.h"
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -18,9 +19,7 @@ enum { ARENA_MIN_CHUNK = 64 * 1024 };
 static struct atr_arena_chunk *chunk_new(size_t need)
 {
     size_t size = need > ARENA_MIN_CHUNK ? need : ARENA_MIN_CHUNK;
-    struct atr_arena_chunk *c = malloc(sizeof *c + size);
-    if (!c)
-        abort();
+    struct atr_arena_chunk *c = xmalloc(sizeof *c + size);
     c->next = NULL;
     c->size = size;
     c->off = 0;

@@ -1,5 +1,6 @@
 /* buf.c - growing byte buffer with a cap. */
 #include "util/buf.h"
+#include "util/alloc.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -18,10 +19,7 @@ int atr_buf_reserve(struct atr_buf *b, size_t extra)
     size_t cap = b->cap ? b->cap : 256;
     while (cap < need)
         cap = cap > SIZE_MAX / 2 ? need : cap * 2;
-    char *p = realloc(b->data, cap);
-    if (!p)
-        abort();
-    b->data = p;
+    b->data = xrealloc(b->data, cap);
     b->cap = cap;
     return 0;
 }

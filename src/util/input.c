@@ -1,6 +1,7 @@
 /* input.c - buffered, transparently decompressing byte source with line and
  * JSON-array splitting. */
 #include "util/input.h"
+#include "util/alloc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -57,15 +58,11 @@ static void input_free(struct atr_input *in)
 
 static struct atr_input *input_new(const char *name)
 {
-    struct atr_input *in = calloc(1, sizeof *in);
-    if (!in)
-        abort();
-    in->name = strdup(name);
+    struct atr_input *in = xcalloc(1, sizeof *in);
+    in->name = xstrdup(name);
     in->fd = -1;
     in->col_line = 1;
     in->chunk = RAW_CHUNK;
-    if (!in->name)
-        abort();
     return in;
 }
 
@@ -80,9 +77,7 @@ struct atr_input *atr_input_open(const char *path, struct atr_error *err)
         input_free(in);
         return NULL;
     }
-    in->raw = malloc(RAW_CHUNK);
-    if (!in->raw)
-        abort();
+    in->raw = xmalloc(RAW_CHUNK);
     struct stat st;
     if (fstat(in->fd, &st) == 0 && S_ISREG(st.st_mode))
         in->size = (unsigned long long)st.st_size;
@@ -261,10 +256,7 @@ static int fill(struct atr_input *in, size_t want, struct atr_error *err)
             size_t cap = in->cap ? in->cap * 2 : in->chunk;
             while (cap - in->len < in->chunk / 4)
                 cap *= 2;
-            char *p = realloc(in->data, cap);
-            if (!p)
-                abort();
-            in->data = p;
+            in->data = xrealloc(in->data, cap);
             in->cap = cap;
         }
         ssize_t n = produce(in, in->data + in->len, in->cap - in->len - 1, err);

@@ -1,5 +1,6 @@
 /* output.c - atomic file output through a temporary renamed on commit. */
 #include "util/output.h"
+#include "util/alloc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -56,14 +57,10 @@ static void output_free(struct atr_output *o)
 
 struct atr_output *atr_output_open(const char *path, struct atr_error *err)
 {
-    struct atr_output *o = calloc(1, sizeof *o);
-    if (!o)
-        abort();
+    struct atr_output *o = xcalloc(1, sizeof *o);
     o->slot = -1;
-    o->buf = malloc(OUT_BUF);
-    o->path = strdup(path);
-    if (!o->buf || !o->path)
-        abort();
+    o->buf = xmalloc(OUT_BUF);
+    o->path = xstrdup(path);
     if (strcmp(path, "-") == 0) {
         o->fd = 1;
         o->is_stdout = true;
@@ -82,8 +79,7 @@ struct atr_output *atr_output_open(const char *path, struct atr_error *err)
         o->is_stdout = true;     /* no temporary, nothing to rename */
         return o;
     }
-    if (asprintf(&o->tmp, "%s.tmp.XXXXXX", path) < 0)
-        abort();
+    o->tmp = xasprintf("%s.tmp.XXXXXX", path);
     o->fd = mkostemp(o->tmp, O_CLOEXEC);
     if (o->fd < 0) {
         atr_error_set(err, "%s: %s", path, strerror(errno));

