@@ -279,8 +279,7 @@ static int train(const struct router_args *a, struct setup *s, struct atr_error 
     if (rc == 0) {
         m.n_candidates = nc;
         for (size_t c = 0; c < nc; c++)
-            if (!(m.candidates[c] = strdup(cands[c])))
-                abort();
+            m.candidates[c] = xstrdup(cands[c]);
         snprintf(m.objective, sizeof m.objective, "%s",
                  a->objective == ATR_ROUTER_TTFT ? "ttft" : "e2el");
         snprintf(m.profile, sizeof m.profile, "%s", a->profile);
@@ -329,14 +328,11 @@ static int print_latency(const struct router_args *a, struct setup *s,
 {
     bool *keep = NULL;
     if (!a->all) {
-        if (!(keep = calloc(s->w.n_sessions ? s->w.n_sessions : 1, sizeof *keep)))
-            abort();
+        keep = xcalloc(s->w.n_sessions, sizeof *keep);
         for (size_t i = 0; i < d->n; i++)
             keep[d->session[i]] |= d->held_out[i];
     }
-    char *opts;
-    if (asprintf(&opts, "model=%s", a->model) < 0)
-        abort();
+    char *opts = xasprintf("model=%s", a->model);
     double e[MAX_CANDS + 1], t[MAX_CANDS + 1];
     int rc = atr_router_simulate(&s->sim, keep, "learned", opts, &e[0], &t[0], err);
     size_t best = 1;

@@ -7,6 +7,7 @@
 
 #include "stats/percentile.h"
 #include "report/stats.h"
+#include "util/alloc.h"
 #include "util/arena.h"
 
 /* ---- a set of block ids (cross-trace reuse) ----
@@ -50,9 +51,7 @@ static void id_set_put(uint64_t *slot, size_t cap, uint64_t id)
 static void id_set_grow(struct id_set *s)
 {
     size_t cap = s->cap ? s->cap * 2 : 1024;
-    uint64_t *slot = malloc(cap * sizeof *slot);
-    if (!slot)
-        abort();
+    uint64_t *slot = xreallocarray(NULL, cap, sizeof *slot);
     memset(slot, 0xff, cap * sizeof *slot);
     for (size_t i = 0; i < s->cap; i++)
         if (s->slot[i] != ID_EMPTY)
@@ -116,9 +115,7 @@ static void trie_reset(struct trie *t, size_t n)
         want *= 2;
     if (t->cap < want || t->cap > 8 * want) {
         free(t->e);
-        t->e = calloc(want, sizeof *t->e);
-        if (!t->e)
-            abort();
+        t->e = xcalloc(want, sizeof *t->e);
         t->cap = want;
     } else {
         memset(t->e, 0, t->cap * sizeof *t->e);
@@ -189,9 +186,7 @@ static struct tool_slot *tool_find(struct tool_map *m, const char *name, uint64_
 static void tool_grow(struct tool_map *m)
 {
     struct tool_map bigger = {NULL, m->cap ? m->cap * 2 : 64, m->n, m->overflow};
-    bigger.slot = calloc(bigger.cap, sizeof *bigger.slot);
-    if (!bigger.slot)
-        abort();
+    bigger.slot = xcalloc(bigger.cap, sizeof *bigger.slot);
     for (size_t i = 0; i < m->cap; i++)
         if (m->slot[i].name)
             *tool_find(&bigger, m->slot[i].name, m->slot[i].hash) = m->slot[i];
@@ -237,9 +232,7 @@ void atr_stats_tool_name(const struct atr_step *step, char *out, size_t cap)
 
 struct atr_stats *atr_stats_new(const struct atr_stats_opts *opts)
 {
-    struct atr_stats *s = calloc(1, sizeof *s);
-    if (!s)
-        abort();
+    struct atr_stats *s = xcalloc(1, sizeof *s);
     s->seen.max = opts && opts->max_seen_ids ? opts->max_seen_ids : ATR_STATS_DEFAULT_MAX_IDS;
     return s;
 }
@@ -264,9 +257,7 @@ void atr_stats_add_file(struct atr_stats *s, const char *name, const char *forma
 {
     if (s->n_files == s->cap_files) {
         s->cap_files = s->cap_files ? s->cap_files * 2 : 8;
-        s->files = realloc(s->files, s->cap_files * sizeof *s->files);
-        if (!s->files)
-            abort();
+        s->files = xreallocarray(s->files, s->cap_files, sizeof *s->files);
     }
     s->files[s->n_files++] = (struct atr_stats_file){
         atr_arena_strdup(&s->arena, name ? name : "-"),
@@ -437,9 +428,7 @@ static size_t summarize_tools(struct atr_stats *s)
 {
     const struct tool_map *m = &s->tools;
     free(s->top);
-    s->top = malloc((m->n + 1) * sizeof *s->top);
-    if (!s->top)
-        abort();
+    s->top = xreallocarray(NULL, m->n + 1, sizeof *s->top);
     size_t n = 0;
     for (size_t i = 0; i < m->cap; i++)
         if (m->slot[i].name)
