@@ -78,16 +78,6 @@ static int usage(const char *fmt, const char *arg)
     return cli_usage("sim serve", fmt, arg);
 }
 
-static bool parse_double(const char *s, double lo, double hi, double *out)
-{
-    char *end;
-    double v = strtod(s, &end);
-    if (end == s || *end || !(v >= lo && v <= hi))
-        return false;
-    *out = v;
-    return true;
-}
-
 static bool parse_kinds(void *base, const char *list, const char *cmd)
 {
     static const char *const names[] = { "429", "500", "cut", "stall" };
@@ -112,7 +102,7 @@ static bool parse_kinds(void *base, const char *list, const char *cmd)
 static bool parse_fixed(double *out, struct serve_args *a, const char *arg)
 {
     double ms;
-    if (!parse_double(arg, 0, 3.6e6, &ms))
+    if (!cli_parse_double(arg, 0, 3.6e6, &ms))
         return false;
     *out = ms / 1000;
     a->fixed = true;

@@ -37,6 +37,8 @@ int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(print
 bool cli_wants_help(const struct atr_cmd *cmd, int argc, char **argv);
 /* Parses a size like "256M", "1G", "4096" into *out; false on junk. */
 bool cli_parse_size(const char *s, size_t *out);
+/* Parses a number in [lo, hi] (never NaN) into *out; false on junk. */
+bool cli_parse_double(const char *s, double lo, double hi, double *out);
 /* Parses a non-negative integer in [min, max]; false on junk. */
 bool cli_parse_uint(const char *s, unsigned long long min, unsigned long long max,
                     unsigned long long *out);

@@ -69,6 +69,16 @@ bool cli_parse_uint(const char *s, unsigned long long min, unsigned long long ma
     return true;
 }
 
+bool cli_parse_double(const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || *end || !(v >= lo && v <= hi))
+        return false;
+    *out = v;
+    return true;
+}
+
 bool cli_parse_size(const char *s, size_t *out)
 {
     if (!s || !*s || *s == '-')

@@ -80,16 +80,6 @@ static void store(void *field, size_t size, unsigned long long v)
     }
 }
 
-static bool parse_double(const char *s, double lo, double hi, double *out)
-{
-    char *end;
-    double v = strtod(s, &end);
-    if (end == s || *end || !(v >= lo && v <= hi))
-        return false;
-    *out = v;
-    return true;
-}
-
 static bool parse_enum(const char *s, const char *const *words, unsigned long long *out)
 {
     for (unsigned long long k = 0; words[k]; k++)
@@ -119,7 +109,7 @@ static bool set_value(const struct parse *p, const struct found *f, const char *
         v = sz;
         break;
     case OPT_KIND_ENUM: ok = parse_enum(arg, o->words, &v); break;
-    case OPT_KIND_DOUBLE: return parse_double(arg, o->lo, o->hi, field);
+    case OPT_KIND_DOUBLE: return cli_parse_double(arg, o->lo, o->hi, field);
     default: return o->call(f->base, arg, p->c->name);
     }
     if (ok)
