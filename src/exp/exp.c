@@ -215,10 +215,10 @@ int atr_exp_run(const struct atr_target *t, const struct atr_exp_cfg *cfg,
 
 void atr_exp_result_release(struct atr_exp_result *r)
 {
-    if (r->has_engine) {
-        free(r->recs);           /* sim records are the driver's; replay's are its own */
+    if (r->n_engines) {          /* sim: the driver's array; chunk times are the engines' */
+        free(r->recs);
         atr_sim_stats_release(&r->engine);
-    } else if (r->recs == r->replay.recs) {
+    } else {                     /* HTTP: the replay owns records and chunk times */
         atr_llm_replay_release(&r->replay);
     }
     for (unsigned i = 0; i < r->n_engines; i++)

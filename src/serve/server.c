@@ -76,6 +76,10 @@ struct stream {
     struct event *tok_ev;        /* fixed mode: next token due */
     struct event *close_ev;      /* close (cut, stall) or reap */
     char id[40];                 /* "cmpl-SEQ", "chatcmpl-SEQ": every chunk's "id" */
+    /* A token event's text before its word, after it, and after it on the
+     * last token (streams only; see token_template). */
+    struct atr_buf tok;
+    size_t tok_pre, tok_more;
 };
 
 struct atr_serve {
@@ -258,20 +262,49 @@ static void chunk_end(struct atr_jw *w, struct atr_buf *b)
     atr_buf_puts(b, "\n\n");
 }
 
+/* The events of one stream differ only in the word and, on the last token,
+ * the finish reason: the writer renders one event with a marker for the
+ * word, once per stream, and each token copies the text around it (a
+ * token event is the server's hot path). */
+static void token_template(struct stream *st)
+{
+    static const char mark[] = "\\u0001";       /* how the writer escapes "\x01" */
+    struct atr_buf b = ATR_BUF_INIT;
+    for (int last = 0; last < 2; last++) {
+        struct atr_jw w;
+        atr_buf_clear(&b);
+        chunk_begin(&w, &b, st);
+        put_choices(&w, st, "delta", false, "\x01", 1, last ? "length" : NULL);
+        chunk_end(&w, &b);
+        const char *at = strstr(b.data, mark);
+        size_t pre = (size_t)(at - b.data), post = pre + sizeof mark - 1;
+        if (!last) {
+            atr_buf_append(&st->tok, b.data, pre);
+            st->tok_pre = pre;
+            st->tok_more = b.len - post;
+        }
+        atr_buf_append(&st->tok, b.data + post, b.len - post);
+    }
+    atr_buf_release(&b);
+}
+
 /* One SSE event per token; chat opens with the assistant role. */
 static void put_token_event(struct atr_buf *b, const struct stream *st, uint32_t k)
 {
-    const char *fin = k + 1 == st->max_tokens ? "length" : NULL;
-    const char *word = words[k % N_WORDS];
-    struct atr_jw w;
     if (st->api == ATR_SERVE_CHAT && k == 0) {
+        struct atr_jw w;
         chunk_begin(&w, b, st);
         put_choices(&w, st, "delta", true, "", 0, NULL);
         chunk_end(&w, b);
     }
-    chunk_begin(&w, b, st);
-    put_choices(&w, st, "delta", false, word, strlen(word), fin);
-    chunk_end(&w, b);
+    const char *post = st->tok.data + st->tok_pre;
+    bool last = k + 1 == st->max_tokens;
+    atr_buf_append(b, st->tok.data, st->tok_pre);
+    atr_buf_puts(b, words[k % N_WORDS]);          /* plain words: nothing to escape */
+    if (last)
+        atr_buf_append(b, post + st->tok_more, st->tok.len - st->tok_pre - st->tok_more);
+    else
+        atr_buf_append(b, post, st->tok_more);
 }
 
 static void put_stream_end(struct atr_buf *b, const struct stream *st)
@@ -323,6 +356,7 @@ static void stream_free(struct stream *st)
         event_free(st->tok_ev);
     event_free(st->close_ev);
     free(st->hash_ids);
+    atr_buf_release(&st->tok);
     free(st);
 }
 
@@ -622,6 +656,8 @@ static struct stream *stream_new(struct atr_serve *s, struct evhttp_request *req
     st->n_hash_ids = r->n_hash_ids;
     r->hash_ids = NULL;
     st->arrival = srv_now(s);
+    if (st->stream)
+        token_template(st);
     st->close_ev = event_new(s->base, -1, 0, on_close_ev, st);
     if (!s->engine)
         st->tok_ev = event_new(s->base, -1, 0, on_tok_ev, st);
