@@ -10,8 +10,11 @@
 # arriving at 0.5/s (light: small batches), at 5/s (busy), and all at once
 # (KV cache full, preemptions). Each load runs RUNS (3) times; the table
 # gives the median user+system CPU time, simulated requests per CPU-second,
-# and how much faster than real time the simulation ran (simulated duration
-# / wall time). Leaves no files behind.
+# how much faster than real time the simulation ran (simulated duration
+# / wall time), the peak resident memory of those runs (the largest) in MB
+# and KB per request, and that of one more run writing --requests-out (it
+# should be the same: lines are written a record at a time). Leaves no
+# files behind.
 set -eu
 
 ATR=${1:?usage: run.sh ATR}
@@ -27,23 +30,30 @@ trap 'exit 130' INT TERM
 n=$(python3 -c "import json; print(json.load(open('$TMP/probe.json'))['completed'])")
 [ "$n" -ge 10000 ] || { echo "run.sh: workload has only $n requests" >&2; exit 1; }
 
-printf '%-18s %9s %10s %14s %12s %12s\n' load requests "cpu s" "req/cpu-s" "sim s" "x realtime"
+printf '%-18s %9s %10s %14s %12s %12s %8s %7s %12s\n' load requests "cpu s" "req/cpu-s" \
+    "sim s" "x realtime" "RSS MB" "KB/req" "+req-out MB"
 for load in 0.5 5 inf; do
     : >"$TMP/times"
     for _ in $(seq "$RUNS"); do
-        /usr/bin/time -f "%e %U %S" -o "$TMP/t" "$ATR" sim run -q "$TMP/w.ndjson" \
+        /usr/bin/time -f "%e %U %S %M" -o "$TMP/t" "$ATR" sim run -q "$TMP/w.ndjson" \
             --profile h100/llama-3.1-8b --rate "$load" --save-result "$TMP/r.json"
         cat "$TMP/t" >>"$TMP/times"
     done
-    python3 - "$TMP/times" "$TMP/r.json" "$load" <<'PY'
+    /usr/bin/time -f "%M" -o "$TMP/rss" "$ATR" sim run -q "$TMP/w.ndjson" \
+        --profile h100/llama-3.1-8b --rate "$load" --requests-out "$TMP/q.ndjson"
+    rm -f "$TMP/q.ndjson"
+    python3 - "$TMP/times" "$TMP/r.json" "$load" "$TMP/rss" <<'PY'
 import json, statistics, sys
 rows = [list(map(float, l.split())) for l in open(sys.argv[1]) if l.strip()]
 cpu = statistics.median(r[1] + r[2] for r in rows)
 wall = statistics.median(r[0] for r in rows)
+rss_kb = max(r[3] for r in rows)
+rss_out_kb = float(open(sys.argv[4]).read())
 r = json.load(open(sys.argv[2]))
 name = "all at once" if sys.argv[3] == "inf" else sys.argv[3] + " sessions/s"
-print("%-18s %9d %10.2f %14.0f %12.0f %12.0f" % (
+print("%-18s %9d %10.2f %14.0f %12.0f %12.0f %8.0f %7.1f %12.0f" % (
     name, r["completed"], cpu, r["completed"] / max(cpu, 1e-3), r["duration"],
-    r["duration"] / max(wall, 1e-3)))
+    r["duration"] / max(wall, 1e-3), rss_kb / 1024, rss_kb / r["completed"],
+    rss_out_kb / 1024))
 PY
 done

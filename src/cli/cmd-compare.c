@@ -41,7 +41,13 @@ static const char help[] =
     "  avg, p50, p99 E2E ms  mean_e2el_ms, p50_e2el_ms, p99_e2el_ms (from vLLM's\n"
     "                        *_e2el_ms, which `vllm bench serve` writes only with\n"
     "                        --percentile-metrics ...,e2el, or SGLang's\n"
-    "                        *_e2e_latency_ms)\n"
+    "                        *_e2e_latency_ms); p99 is - for a result run with\n"
+    "                        --percentiles without 99\n"
+    "  avg, p50, p99 session s\n"
+    "                        mean_session_ms, p50_session_ms, p99_session_ms:\n"
+    "                        session completion time of a multi-turn workload\n"
+    "                        (atr.sessions: mean, median and p99_completion_ms),\n"
+    "                        seconds in the table; only when a row has one\n"
     "  req/s                 request_throughput (else completed / duration)\n"
     "  out tok/s             output_throughput\n"
     "  prefix hit            prefix_cache_hit_rate (0..1; atr results only)\n"
@@ -65,7 +71,7 @@ static const struct opt options[] = {
 #undef ARGS
 
 /* Unknown options and missing values are named ("unknown option '--x'"). */
-static const struct opts_cmd parser = {"compare", options, true};
+static const struct opts_cmd parser = {"compare", options};
 
 static int parse_args(int argc, char **argv, struct compare_opts *o)
 {
@@ -107,7 +113,7 @@ static const struct opt run_options[] = {
     OPT_END,
 };
 
-static const struct opts_cmd run_parser = {"compare", run_options, false};
+static const struct opts_cmd run_parser = {"compare", run_options};
 
 static int run_sim(int argc, char **argv)
 {
@@ -116,6 +122,8 @@ static int run_sim(int argc, char **argv)
     argc--;                      /* past "--run" */
     argv++;
     int rc = opts_parse(&run_parser, &a, argc, argv, &a.sim.first_arg);
+    if (rc == EXIT_OK && !a.sim.profile)     /* what this command calls it */
+        rc = cli_usage("compare", "--run wants --target sim:GPU/MODEL");
     if (rc == EXIT_OK)
         rc = sim_run_args_check(&a.sim, argc, "compare");
     if (rc == EXIT_OK)
@@ -148,6 +156,6 @@ static int run(int argc, char **argv)
 }
 
 const struct atr_cmd cmd_compare_entry = {
-    "compare", "policies side by side: TTFT, end-to-end latency, throughput, cut vs naive",
+    "compare", "policies side by side: TTFT, E2E latency, throughput, cut vs naive",
     help, run, NULL,
 };

@@ -71,7 +71,7 @@ static const struct opt options[] = {
 };
 #undef ARGS
 
-static const struct opts_cmd parser = {"convert", options, false};
+static const struct opts_cmd parser = {"convert", options};
 
 static int parse_args(int argc, char **argv, struct convert_opts *o)
 {
@@ -143,9 +143,10 @@ static int run(int argc, char **argv)
     if (atr_output_commit(out, &err) < 0)
         return cli_fail_err(&err);
     if (!o.quiet)
-        fprintf(stderr, "atr: converted %lu file%s: %lu traces, %lu steps (%lu llm, %lu tool)"
-                " -> %s\n", tot.files, tot.files == 1 ? "" : "s", tot.traces, tot.steps,
-                tot.llm, tot.tool, strcmp(o.out, "-") ? o.out : "<stdout>");
+        fprintf(stderr, "atr: converted %lu file%s: %lu trace%s, %lu step%s (%lu llm, %lu tool)"
+                " -> %s\n", tot.files, cli_s(tot.files), tot.traces, cli_s(tot.traces),
+                tot.steps, cli_s(tot.steps), tot.llm, tot.tool,
+                strcmp(o.out, "-") ? o.out : "<stdout>");
     return EXIT_OK;
 }
 

@@ -108,7 +108,7 @@ static const struct opt options[] = {
 };
 #undef ARGS
 
-static const struct opts_cmd parser = {"gen", options, false};
+static const struct opts_cmd parser = {"gen", options};
 
 static int parse_args(int argc, char **argv, struct gen_cli *o)
 {
@@ -174,12 +174,13 @@ static int run(int argc, char **argv)
     if (atr_output_commit(out, &err) < 0)
         return cli_fail_err(&err);
     if (!o.quiet)
-        fprintf(stderr, "atr: generated %llu %s traces (seed %llu), %llu steps -> %s\n",
+        fprintf(stderr, "atr: generated %llu %s trace%s (seed %llu), %llu step%s -> %s\n",
                 (unsigned long long)o.gen.traces, o.noisy ? "noisy" : atr_gen_kind_name(o.gen.kind),
-                (unsigned long long)o.gen.seed, steps, strcmp(o.out, "-") ? o.out : "<stdout>");
+                cli_s(o.gen.traces), (unsigned long long)o.gen.seed, steps, cli_s(steps),
+                strcmp(o.out, "-") ? o.out : "<stdout>");
     return EXIT_OK;
 }
 
 const struct atr_cmd cmd_gen_entry = {
-    "gen", "seeded synthetic agent traces (swe, chat, requests)", help, run, NULL,
+    "gen", "seeded synthetic agent traces (swe, chat, requests, noisy)", help, run, NULL,
 };

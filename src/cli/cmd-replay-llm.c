@@ -47,21 +47,30 @@ const char cmd_replay_llm_help[] =
     "                            before their extension, and a table compares them\n"
     "      --policy-options K=V[,K=V...]   its options (e.g. budget=8192)\n"
     "      --tp N                tensor parallel degree of a sim target\n"
+    "      --skip-oversized      sim target: reject a request too long for the KV\n"
+    "                            cache as vLLM does instead of stopping the run\n"
     "      --save-result FILE    the result JSON (vLLM's --save-result keys + \"atr\")\n"
     "      --requests-out FILE   one line per request\n"
     "      --goodput SLOS        e.g. ttft:500 tpot:50 e2el:10000 (milliseconds)\n"
+    "      --percentiles P,P...  percentiles of every latency figure, e.g.\n"
+    "                            50,90,95,99,99.9 (default 99; sessions 90,99);\n"
+    "                            vLLM's --metric-percentiles is the same option\n"
     "  -f, --from FMT            input format instead of sniffing\n"
     "  -q, --quiet               no result block, no progress\n"
     SCHED_HELP
     "\n"
-    "Ctrl-C stops the run: what finished is saved, marked incomplete, and the\n"
-    "exit status is 130. A run where every request failed exits 1.\n";
+    "Output files are checked before anything runs and written all or none.\n"
+    "Ctrl-C or SIGTERM stops the run and says \"interrupted\" on stderr; against\n"
+    "a server, what finished is printed under an \"INCOMPLETE (interrupted)\"\n"
+    "line and saved, marked incomplete (a sim: target saves nothing); the exit\n"
+    "status is 130. Traces without llm steps, and a run where every request\n"
+    "failed, exit 1.\n";
 
 struct llm_args {
     const char *target, *model, *api_key, *from, *policy_opts;
     struct llm_policy_list policies;
     enum atr_llm_api api;
-    bool force_length;
+    bool force_length, skip_oversized;
     unsigned warmup, tp;
     double timeout_s, stall_s;
     struct sched_opts sched;
@@ -95,6 +104,7 @@ static const struct opt options[] = {
     OPT_DOUBLE(ARGS, stall_s, "stall-timeout", 0, 0, OPT_FINITE,
                "--stall-timeout wants seconds"),
     OPT_UINT(ARGS, tp, "tp", 0, 1, 64, "--tp wants 1..64"),
+    OPT_FLAG(ARGS, skip_oversized, "skip-oversized", 0),
     OPT_FROM(ARGS, from),
     OPT_CALL("policy", 0, opt_policies, NULL),
     OPT_STRING(ARGS, policy_opts, "policy-options", 0),
@@ -104,7 +114,7 @@ static const struct opt options[] = {
 };
 #undef ARGS
 
-static const struct opts_cmd parser = {"replay llm", options, false};
+static const struct opts_cmd parser = {"replay llm", options};
 
 static int parse_args(int argc, char **argv, struct llm_args *a)
 {
@@ -123,7 +133,8 @@ static int parse_args(int argc, char **argv, struct llm_args *a)
         return cli_usage("replay llm", "missing --target URL|sim:GPU/MODEL");
     if (a->first_arg >= argc)
         return cli_usage("replay llm", "missing TRACE");
-    return sched_opts_finish(&a->sched, "replay llm");
+    int rc = cli_check_policies("replay llm", a->policies.names, a->policies.n, a->policy_opts);
+    return rc != EXIT_OK ? rc : sched_opts_finish(&a->sched, "replay llm");
 }
 
 /* One connection per request in flight: lift the soft descriptor limit
@@ -142,12 +153,12 @@ static int open_target(const struct llm_args *a, struct atr_target *t, char *mod
 {
     struct atr_error err;
     int rc = atr_target_parse(t, a->target, a->tp, &err);
-    if (rc == ATR_TARGET_BAD_SPEC)
+    if (rc < 0)          /* not a target, or a sim: profile or --tp that is none */
         return cli_usage("replay llm", "%s", err.msg);
-    if (rc < 0)
-        return cli_fail_err(&err);
-    if (t->kind == ATR_TARGET_SIM)
+    if (t->kind == ATR_TARGET_SIM) {
+        t->engine.skip_oversized = a->skip_oversized;
         return EXIT_OK;
+    }
     t->body.api = a->api;
     t->body.model = a->model;
     t->body.force_length = a->force_length;

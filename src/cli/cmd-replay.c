@@ -13,6 +13,7 @@
 #include "cli/opts.h"
 #include "json/writer.h"
 #include "runner/replay.h"
+#include "runner/spawn.h"
 #include "runner/summary.h"
 #include "runner/tenants.h"
 #include "trace/reader.h"
@@ -35,7 +36,10 @@ static const char help[] =
     "Replayed commands come from downloaded trajectories: untrusted code. By\n"
     "default each trace runs in new mount, PID and network namespaces with a\n"
     "scrubbed environment, closed stdin and capped output; running directly\n"
-    "on the host needs --sandbox none.\n"
+    "on the host needs --sandbox none. Both the sandbox and cgroups need root\n"
+    "(or CAP_SYS_ADMIN and a delegated cgroup): without them atr says what is\n"
+    "missing and what to pass before running anything (exit 2). Work\n"
+    "directories and groups of runs killed by SIGKILL are removed by the next.\n"
     "\n"
     "configurations (--config, several comma-separated: run one after another):\n"
     "  none             no cgroup, rusage only (baseline)\n"
@@ -59,7 +63,7 @@ static const char help[] =
     "      --allow-network   keep the host network inside the sandbox\n"
     "      --rootfs DIR      run steps inside an exported root file system\n"
     "      --workdir DIR     where per-trace working directories go (default /tmp)\n"
-    "      --shard I/N       run only traces with index %% N == I (0-based)\n"
+    "      --shard I/N       run only traces with index % N == I (0-based)\n"
     "      --merge           arguments are output directories of shards: combine\n"
     "                        their metrics.jsonl into DIR\n"
     "      --tenants         every trace is a tenant: all run at once, each in its\n"
@@ -77,10 +81,18 @@ static const char help[] =
     "peak; \"process\": the largest process, without a cgroup), mem_high_events,\n"
     "mem_max_events, oom_kills, mem_pressure_some_ms, mem_pressure_full_ms,\n"
     "cpu_pressure_some_ms, exit_code, timed_out, output_bytes,\n"
-    "output_truncated, ctl_adjustments (null: unknown), with --tenants also\n"
-    "tenant and phase (shared|alone); skipped steps carry\n"
-    "\"skipped\": the reason. Ctrl-C stops cleanly: the running step is killed\n"
-    "and not recorded, groups are removed, summary.json says incomplete.\n";
+    "output_truncated, ctl_adjustments (null: unknown), missing_cwd (only\n"
+    "when the step's recorded cwd is absent here, e.g. /testbed), with\n"
+    "--tenants also tenant and phase (shared|alone); skipped steps carry\n"
+    "\"skipped\": the reason.\n"
+    "\n"
+    "summary.json and the table group failed steps by cause: timeout, oom,\n"
+    "command_not_found (exit 127), missing_directory (the recorded cwd is\n"
+    "absent: the trace wants its repository image, see --rootfs),\n"
+    "nonzero_exit. Ctrl-C stops cleanly: the running step is killed and not\n"
+    "recorded, groups are removed. A run that stops early (Ctrl-C, an error\n"
+    "such as a bad line in TRACE) has \"incomplete\": true and \"reason\".\n"
+    "Input without tool steps is an error (exit 1).\n";
 
 enum { MAX_CONFIGS = 4 };
 
@@ -209,7 +221,7 @@ static const struct opt options[] = {
 };
 #undef ARGS
 
-static const struct opts_cmd parser = {"replay tools", options, false};
+static const struct opts_cmd parser = {"replay tools", options};
 
 static int parse_args(int argc, char **argv, struct replay_args *a)
 {
@@ -246,6 +258,7 @@ struct sink_ctx {
     struct atr_replay_summary *sum;
     struct atr_arena arena;      /* one step's figures at a time */
     unsigned long lines;
+    unsigned long input_tool_steps;   /* in every trace read, whatever its shard */
 };
 
 /* The tenants' summary entries of every configuration run so far. */
@@ -275,15 +288,17 @@ static int write_metrics(void *ctx, const struct atr_step_metrics *m, struct atr
     return atr_replay_summary_add(s->sum, &st, s->path, ++s->lines, err);
 }
 
-/* summary.json: the configurations, and with --tenants (rows not NULL)
- * the tenants' entries. */
+/* summary.json: the configurations, why the run stopped early ("reason":
+ * null when it did not), and with --tenants (rows not NULL) the tenants'
+ * entries. */
 static void summary_doc(struct atr_buf *b, struct atr_replay_summary *sum, const char *backend,
-                        bool incomplete, const struct tenant_rows *rows)
+                        const char *stopped, const struct tenant_rows *rows)
 {
     struct atr_jw w;
     atr_jw_init(&w, b, ATR_JW_COMPACT);
     atr_jw_object_begin(&w);
-    atr_replay_summary_members(sum, backend, incomplete, &w);
+    atr_replay_summary_members(sum, backend, stopped != NULL, &w);
+    atr_jw_kv_str(&w, "reason", stopped);
     if (rows) {
         atr_jw_key(&w, "tenants");
         atr_jw_array_begin(&w);
@@ -296,13 +311,15 @@ static void summary_doc(struct atr_buf *b, struct atr_replay_summary *sum, const
     (void)atr_jw_finish(&w);   /* the buffer has no cap */
 }
 
+/* stopped: why the run ended early, or NULL (complete). */
 static int write_summary(const char *dir, struct atr_replay_summary *sum, const char *backend,
-                         bool incomplete, const struct tenant_rows *rows, struct atr_error *err)
+                         const char *stopped, const struct tenant_rows *rows,
+                         struct atr_error *err)
 {
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/summary.json", dir);
     struct atr_buf b = ATR_BUF_INIT;
-    summary_doc(&b, sum, backend, incomplete, rows);
+    summary_doc(&b, sum, backend, stopped, rows);
     struct atr_output *o = atr_output_open(path, err);
     int rc = o ? 0 : -1;
     if (o && (atr_output_write(o, b.data, b.len, err) < 0 || atr_output_commit(o, err) < 0))
@@ -335,8 +352,46 @@ static double or0(double v)
     return isnan(v) ? 0 : v;
 }
 
+static const char *const cause_labels[ATR_CAUSE_COUNT] = {
+    [ATR_CAUSE_TIMEOUT] = "timeout", [ATR_CAUSE_OOM] = "OOM",
+    [ATR_CAUSE_NOT_FOUND] = "command not found (exit 127)",
+    [ATR_CAUSE_NO_DIR] = "missing directory", [ATR_CAUSE_EXIT] = "non-zero exit",
+};
+
+/* One line per configuration with failures: how many of each cause. */
+static void print_failures(const struct atr_replay_config_summary *c)
+{
+    if (!c->failed_steps)
+        return;
+    printf("%-16s failed:", c->config);
+    const char *sep = " ";
+    for (int k = 0; k < ATR_CAUSE_COUNT; k++)
+        if (c->failures[k]) {
+            printf("%s%lu %s", sep, c->failures[k], cause_labels[k]);
+            sep = ", ";
+        }
+    printf("\n");
+}
+
+/* A trace recorded in a repository image (cwd /testbed, /workspace) wants
+ * that image: on the host its tools and files are missing. */
+static void print_image_hint(const struct atr_replay_config_summary *c, const char *rootfs)
+{
+    if (!c->missing_cwd_steps)
+        return;
+    unsigned long n = c->missing_cwd_steps;
+    const char *s = n == 1 ? "" : "s", *verb = n == 1 ? "expects" : "expect";
+    if (rootfs)
+        printf("hint: %lu step%s %s %s, which the --rootfs image lacks\n", n, s, verb,
+               c->missing_cwd);
+    else
+        printf("hint: %lu step%s %s a working directory this host lacks (e.g. %s): the trace "
+               "wants its repository image; replay inside it with --rootfs DIR\n", n, s, verb,
+               c->missing_cwd);
+}
+
 static void print_summary_table(struct atr_replay_summary *sum, const char *backend,
-                                const struct tenant_rows *rows)
+                                const struct tenant_rows *rows, const char *rootfs)
 {
     printf("backend: %s\n", backend ? backend : "none");
     printf("%-16s %6s %5s %5s %6s %9s %9s %9s %9s %5s\n", "config", "steps", "ran", "skip",
@@ -349,6 +404,14 @@ static void print_summary_table(struct atr_replay_summary *sum, const char *back
                or0(c.latency_p50_ms), or0(c.latency_p95_ms), or0(c.latency_p99_ms),
                c.max_rss_mb, (long long)c.oom_kills);
     }
+    struct atr_replay_config_summary c, worst = {.missing_cwd_steps = 0};
+    for (size_t i = 0; i < atr_replay_summary_n_configs(sum); i++) {
+        atr_replay_summary_config(sum, i, &c);
+        print_failures(&c);
+        if (c.missing_cwd_steps > worst.missing_cwd_steps)
+            worst = c;
+    }
+    print_image_hint(&worst, rootfs);
     print_tenants_table(rows);
 }
 
@@ -375,6 +438,14 @@ static void dry_run_trace(const struct atr_trace *t, const char *config)
     }
 }
 
+static size_t tool_steps(const struct atr_trace *t)
+{
+    size_t n = 0;
+    for (size_t k = 0; k < t->n_steps; k++)
+        n += t->steps[k].kind == ATR_STEP_TOOL;
+    return n;
+}
+
 /* Replays every (sharded) trace of every file under one configuration. */
 static int run_config(struct replay_args *a, int argc, char **argv, struct atr_replay *rp,
                       struct sink_ctx *sink, struct atr_error *err)
@@ -391,6 +462,7 @@ static int run_config(struct replay_args *a, int argc, char **argv, struct atr_r
         }
         int more = 0;
         while (rc == 0 && !atr_replay_stopped() && (more = atr_reader_next(r, &t, err)) == 1) {
+            sink->input_tool_steps += tool_steps(&t);
             if (index++ % a->shard_n != a->shard_i)
                 continue;
             if (a->dry_run)
@@ -469,7 +541,7 @@ static void tenant_sink_release(struct tenant_sink_ctx *tc)
 
 /* Reads every (tenant) trace of the inputs into traces[]; *n counts them. */
 static int load_tenants(struct replay_args *a, int argc, char **argv, struct atr_trace *traces,
-                        size_t *n, struct atr_error *err)
+                        size_t *n, unsigned long *n_tool_steps, struct atr_error *err)
 {
     struct atr_read_opts opts = {0};
     int rc = 0;
@@ -486,6 +558,7 @@ static int load_tenants(struct replay_args *a, int argc, char **argv, struct atr
                                    ATR_TENANTS_MAX);
                 break;
             }
+            *n_tool_steps += tool_steps(&t);
             traces[(*n)++] = t;             /* the trace moves; t starts afresh */
             memset(&t, 0, sizeof t);
         }
@@ -508,7 +581,7 @@ static int run_config_tenants(struct replay_args *a, int argc, char **argv,
     struct tenant_sink_ctx tc = {.base = sink};
     memset(reps, 0, sizeof reps);
     size_t n = 0;
-    int rc = load_tenants(a, argc, argv, traces, &n, err);
+    int rc = load_tenants(a, argc, argv, traces, &n, &sink->input_tool_steps, err);
     if (rc == 0 && n == 0)
         rc = atr_error_set(err, "--tenants: no traces in the input");
     struct atr_tenants_opts to = {a->weights, a->n_weights, !a->no_baseline};
@@ -539,58 +612,110 @@ static int open_out_dir(const char *dir, struct sink_ctx *sink, char *path, size
     return 0;
 }
 
+/* Before anything runs or is written: can this user make the sandbox's
+ * namespaces and the groups the configurations need? A non-root user
+ * usually can do neither, and finding out at the first step would leave
+ * a summary of nothing. */
+static int check_host(const struct replay_args *a)
+{
+    char msg[2 * ATR_ERROR_MAX + 512] = "";
+    size_t n = 0;
+    struct atr_error err;
+    if (a->ro.sandbox && atr_spawn_probe_sandbox(a->ro.allow_network, &err) < 0)
+        n += (size_t)snprintf(msg, sizeof msg, "%s: pass --sandbox none to run steps on the "
+                              "host", err.msg);
+    bool need_cg = false;
+    for (int c = 0; c < a->n_configs; c++)
+        need_cg |= a->configs[c] != ATR_CFG_NONE;
+    struct atr_cg_host host;
+    if (need_cg && atr_cg_detect(&host, NULL, NULL, "", &err) == 0 && host.mode == ATR_CG_NONE &&
+        host.denied[0])
+        snprintf(msg + n, sizeof msg - n, "%scgroups are not delegated to this user (%.512s is not "
+                 "writable): pass --config none, or run atr in a delegated cgroup "
+                 "(systemd-run --user --scope -p Delegate=yes atr ...)", n ? "; " : "",
+                 host.denied);
+    return msg[0] ? cli_usage("replay tools", "%s", msg) : EXIT_OK;
+}
+
+static int no_tool_steps(const struct replay_args *a, int argc, char **argv,
+                         struct atr_error *err)
+{
+    int more = argc - a->first_arg - 1;
+    if (more > 0)
+        return atr_error_set(err, "no tool steps in %s and %d more input%s",
+                             argv[a->first_arg], more, more > 1 ? "s" : "");
+    return atr_error_set(err, "no tool steps in %s", argv[a->first_arg]);
+}
+
+/* One configuration: its replay (which sweeps what dead runs left and
+ * makes the run's groups), every trace, the replay freed; backend gets
+ * what was found. */
+static int run_one(struct replay_args *a, int argc, char **argv, int c, struct sink_ctx *sink,
+                   struct tenant_rows *rows, char *backend, size_t cap, struct atr_error *err)
+{
+    a->ro.config = a->configs[c];
+    sink->config = atr_replay_config_name(a->configs[c]);
+    if (a->dry_run)
+        return run_config(a, argc, argv, NULL, sink, err);
+    struct atr_replay *rp = atr_replay_new(&a->ro, err);
+    if (!rp)
+        return -1;
+    const struct atr_cg_host *host = atr_replay_host(rp);
+    snprintf(backend, cap, "%s", host->note);
+    if (host->mode == ATR_CG_NONE && a->ro.config != ATR_CFG_NONE)
+        fprintf(stderr, "atr: warning: no usable cgroups here (%s): %s runs without "
+                "limits, rusage only\n", host->note, sink->config);
+    int rc = a->tenants ? run_config_tenants(a, argc, argv, rp, sink, rows, err)
+                        : run_config(a, argc, argv, rp, sink, err);
+    atr_replay_free(rp);
+    return rc;
+}
+
 static int run_replay(struct replay_args *a, int argc, char **argv)
 {
+    if (!a->dry_run) {
+        int usage = check_host(a);
+        if (usage != EXIT_OK)
+            return usage;
+    }
     struct atr_error err;
     struct sink_ctx sink = {.fd = -1, .sum = atr_replay_summary_new()};
-    char path[PATH_MAX];
+    char path[PATH_MAX] = "";
     int rc = 0;
-    struct atr_replay *rp = NULL;
     struct tenant_rows rows = {.n = 0};
-    char last_backend[256] = "";
+    char backend[256] = "";
     if (!a->dry_run && open_out_dir(a->out, &sink, path, sizeof path, &err) < 0)
         rc = -1;
     cli_on_stop_signals(on_signal);
     for (int c = 0; rc == 0 && c < a->n_configs && !atr_replay_stopped(); c++) {
-        a->ro.config = a->configs[c];
-        sink.config = atr_replay_config_name(a->configs[c]);
-        if (!a->dry_run) {
-            rp = atr_replay_new(&a->ro, &err);
-            if (!rp) {
-                rc = -1;
-                break;
-            }
-            if (atr_replay_host(rp)->mode == ATR_CG_NONE && a->ro.config != ATR_CFG_NONE)
-                fprintf(stderr, "atr: warning: no usable cgroups here (%s): %s runs without "
-                        "limits, rusage only\n", atr_replay_host(rp)->note, sink.config);
-        }
-        if (a->tenants && !a->dry_run)
-            rc = run_config_tenants(a, argc, argv, rp, &sink, &rows, &err);
-        else
-            rc = run_config(a, argc, argv, rp, &sink, &err);
-        const char *backend = rp ? atr_replay_host(rp)->note : NULL;
-        if (backend)
-            snprintf(last_backend, sizeof last_backend, "%s", backend);
-        if (!a->dry_run && write_summary(a->out, sink.sum, backend, atr_replay_stopped(),
-                                         a->tenants ? &rows : NULL,
-                                         rc < 0 ? NULL : &err) < 0 && rc == 0)
+        rc = run_one(a, argc, argv, c, &sink, &rows, backend, sizeof backend, &err);
+        if (rc == 0 && !atr_replay_stopped() && sink.input_tool_steps == 0)
+            rc = no_tool_steps(a, argc, argv, &err);
+        if (a->dry_run)
+            continue;
+        /* Every early stop is marked, with its reason: an error's message. */
+        const char *stopped = rc < 0 ? err.msg : atr_replay_stopped() ? "interrupted" : NULL;
+        if (write_summary(a->out, sink.sum, backend[0] ? backend : NULL, stopped,
+                          a->tenants ? &rows : NULL, rc < 0 ? NULL : &err) < 0 && rc == 0)
             rc = -1;
-        atr_replay_free(rp);
-        rp = NULL;
     }
     if (sink.fd >= 0)
         close(sink.fd);
     atr_buf_release(&sink.line);
     atr_arena_release(&sink.arena);
     if (rc == 0 && !atr_replay_stopped() && !a->quiet && !a->dry_run)
-        print_summary_table(sink.sum, last_backend, a->tenants ? &rows : NULL);
+        print_summary_table(sink.sum, backend[0] ? backend : NULL, a->tenants ? &rows : NULL,
+                            a->ro.rootfs);
     for (size_t k = 0; k < rows.n; k++)
         atr_tenant_summary_release(&rows.v[k]);
     atr_replay_summary_free(sink.sum);
     if (rc < 0)
         return cli_fail_err(&err);
     if (atr_replay_stopped()) {
-        fprintf(stderr, "atr: interrupted: complete steps are in %s\n", path);
+        if (path[0])
+            fprintf(stderr, "atr: interrupted: complete steps are in %s\n", path);
+        else
+            fprintf(stderr, "atr: interrupted\n");
         return 130;
     }
     return EXIT_OK;
@@ -638,13 +763,13 @@ static int run_merge(struct replay_args *a, int argc, char **argv)
         atr_input_close(in);
     }
     if (rc == 0)
-        rc = write_summary(a->out, sink.sum, "merged", false, NULL, &err);
+        rc = write_summary(a->out, sink.sum, "merged", NULL, NULL, &err);
     if (sink.fd >= 0)
         close(sink.fd);
     atr_buf_release(&sink.line);
     atr_arena_release(&sink.arena);
     if (rc == 0 && !a->quiet)
-        print_summary_table(sink.sum, "merged", NULL);
+        print_summary_table(sink.sum, "merged", NULL, NULL);
     atr_replay_summary_free(sink.sum);
     if (rc < 0)
         return cli_fail_err(&err);

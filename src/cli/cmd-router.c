@@ -174,7 +174,7 @@ static const struct opt options[] = {
 };
 #undef ARGS
 
-static const struct opts_cmd parser = {"router", options, false};
+static const struct opts_cmd parser = {"router", options};
 
 static int parse_args(int argc, char **argv, struct router_args *a)
 {
@@ -188,6 +188,8 @@ static int parse_args(int argc, char **argv, struct router_args *a)
         return cli_usage("router", "train: missing -o MODEL.json");
     if (a->eval && !a->model)
         return cli_usage("router", "eval: missing --model MODEL.json");
+    if (a->profile && cli_check_profile("router", a->profile, a->tp) != EXIT_OK)
+        return EXIT_USAGE;
     return sched_opts_finish(&a->sched, "router");
 }
 
@@ -240,28 +242,21 @@ static void print_accuracy(const char *what, const struct atr_router_eval *ev,
            ev->n ? 100.0 * (double)ev->majority_correct / (double)ev->n : 0);
 }
 
-static int write_model(const char *path, const struct atr_router_model *m, struct atr_error *err)
+/* The model JSON into o (committed by the caller). */
+static int write_model(struct atr_output *o, const char *path, const struct atr_router_model *m,
+                       struct atr_error *err)
 {
     struct atr_buf b = ATR_BUF_INIT;
-    if (atr_router_model_write(m, &b) < 0) {
-        atr_buf_release(&b);
-        return atr_error_set(err, "%s: model too large", path);
-    }
-    struct atr_output *o = atr_output_open(path, err);
-    int rc = o ? 0 : -1;
-    if (rc == 0 && atr_output_write(o, b.data, b.len, err) < 0) {
-        atr_output_abort(o);
-        rc = -1;
-    } else if (rc == 0) {
-        rc = atr_output_commit(o, err);
-    }
+    int rc = atr_router_model_write(m, &b) < 0 ? atr_error_set(err, "%s: model too large", path)
+             : atr_output_write(o, b.data, b.len, err);
     atr_buf_release(&b);
     return rc;
 }
 
 static const char *const default_cands[] = { "naive", "prefix-cache", "compaction", "max-tokens" };
 
-static int train(const struct router_args *a, struct setup *s, struct atr_error *err)
+static int train(const struct router_args *a, struct setup *s, struct atr_output *out,
+                 struct atr_error *err)
 {
     const char *const *cands = a->n_cands ? a->cands : default_cands;
     size_t nc = a->n_cands ? a->n_cands : 4;
@@ -298,13 +293,35 @@ static int train(const struct router_args *a, struct setup *s, struct atr_error 
         atr_router_evaluate(&m.mlp, &d, false, &ho);
         print_accuracy("all", &tr, cands);
         print_accuracy("held-out", &ho, cands);
-        rc = write_model(a->out, &m, err);
-        if (rc == 0)
-            printf("wrote %s\n", a->out);
+        rc = write_model(out, a->out, &m, err);
     }
     atr_router_model_release(&m);
     atr_router_data_release(&d);
     return rc;
+}
+
+/* `router train`: -o is opened first, so a path that cannot be written
+ * fails before the labelling runs, and the model is committed only when
+ * everything succeeded. */
+static int train_file(const struct router_args *a, char *const *paths, size_t n_paths,
+                      struct atr_error *err)
+{
+    struct atr_output *out = atr_output_open(a->out, err);
+    if (!out)
+        return -1;
+    struct setup s;
+    int rc = setup_open(&s, a, paths, n_paths, err);
+    if (rc == 0)
+        rc = train(a, &s, out, err);
+    setup_close(&s);
+    if (rc < 0) {
+        atr_output_abort(out);
+        return -1;
+    }
+    if (atr_output_commit(out, err) < 0)
+        return -1;
+    printf("wrote %s\n", a->out);
+    return 0;
 }
 
 static void print_confusion(const struct atr_router_eval *ev, const struct atr_router_model *m)
@@ -406,15 +423,11 @@ static int run(int argc, char **argv)
         struct atr_error err;
         char *const *paths = argv + 1 + a.first_arg;
         size_t n_paths = (size_t)(argc - 1 - a.first_arg);
-        struct setup s;
         int r;
         if (a.eval) {
             r = eval(&a, paths, n_paths, &err);
         } else {
-            r = setup_open(&s, &a, paths, n_paths, &err);
-            if (r == 0)
-                r = train(&a, &s, &err);
-            setup_close(&s);
+            r = train_file(&a, paths, n_paths, &err);
         }
         rc = r < 0 ? cli_fail_err(&err) : EXIT_OK;
     }

@@ -82,7 +82,7 @@ static const struct opt options[] = {
 };
 #undef ARGS
 
-static const struct opts_cmd parser = {"sample", options, false};
+static const struct opts_cmd parser = {"sample", options};
 
 static int parse_args(int argc, char **argv, struct sample_cli *o)
 {
@@ -280,6 +280,6 @@ static int run(int argc, char **argv)
 }
 
 const struct atr_cmd cmd_sample_entry = {
-    "sample", "seeded smoke / dev / paper subsets, stratified by length and tool mix",
+    "sample", "seeded smoke/dev/paper subsets, stratified by length and tool mix",
     help, run, NULL,
 };

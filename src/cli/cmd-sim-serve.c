@@ -61,7 +61,7 @@ struct serve_args {
     struct atr_serve_cfg cfg;
     const char *profile;
     unsigned tp;
-    bool fixed;
+    bool ttft_given, itl_given;  /* fixed latencies: both or neither */
     double startup_delay;
 };
 
@@ -99,24 +99,26 @@ static bool parse_kinds(void *base, const char *list, const char *cmd)
 }
 
 /* --ttft MS and --itl MS: fixed latencies instead of the engine model. */
-static bool parse_fixed(double *out, struct serve_args *a, const char *arg)
+static bool parse_fixed(double *out, bool *given, const char *arg)
 {
     double ms;
     if (!cli_parse_double(arg, 0, 3.6e6, &ms))
         return false;
     *out = ms / 1000;
-    a->fixed = true;
+    *given = true;
     return true;
 }
 
-static bool parse_ttft(void *a, const char *arg, const char *cmd)
+static bool parse_ttft(void *base, const char *arg, const char *cmd)
 {
-    return parse_fixed(&((struct serve_args *)a)->cfg.ttft_s, a, arg);
+    struct serve_args *a = base;
+    return parse_fixed(&a->cfg.ttft_s, &a->ttft_given, arg);
 }
 
-static bool parse_itl(void *a, const char *arg, const char *cmd)
+static bool parse_itl(void *base, const char *arg, const char *cmd)
 {
-    return parse_fixed(&((struct serve_args *)a)->cfg.itl_s, a, arg);
+    struct serve_args *a = base;
+    return parse_fixed(&a->cfg.itl_s, &a->itl_given, arg);
 }
 
 static bool nonempty(const char *s)
@@ -160,7 +162,7 @@ static const struct opt options[] = {
 };
 #undef ARGS
 
-static const struct opts_cmd parser = {"sim serve", options, false};
+static const struct opts_cmd parser = {"sim serve", options};
 
 static int parse_args(int argc, char **argv, struct serve_args *a)
 {
@@ -173,8 +175,13 @@ static int parse_args(int argc, char **argv, struct serve_args *a)
         return EXIT_USAGE;
     if (first < argc)
         return usage("unexpected argument '%s'", argv[first]);
-    if (!a->profile == !a->fixed)
+    bool fixed = a->ttft_given || a->itl_given;
+    if (!a->profile == !fixed)
         return usage("wants either --profile GPU/MODEL or --ttft MS --itl MS%s", "");
+    /* One of the two alone would leave the other at 0 without a word. */
+    if (a->ttft_given != a->itl_given)
+        return usage("%s alone: fixed latencies want both --ttft MS and --itl MS",
+                     a->ttft_given ? "--ttft" : "--itl");
     return EXIT_OK;
 }
 
@@ -250,11 +257,6 @@ static int serve_loop(struct serve_run *r)
 
 int cmd_sim_serve(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            fputs(cmd_sim_serve_help, stdout);
-            return EXIT_OK;
-        }
     struct serve_args a;
     memset(&a, 0, sizeof a);
     int rc = parse_args(argc, argv, &a);
@@ -264,7 +266,7 @@ int cmd_sim_serve(int argc, char **argv)
     struct atr_profile p;
     if (a.profile) {
         if (atr_profile_find(a.profile, a.tp, &p, &err) < 0)
-            return cli_fail_err(&err);
+            return usage("%s", err.msg);     /* --profile or --tp */
         a.cfg.profile = &p;
         if (!a.cfg.model_id)
             a.cfg.model_id = p.model->hf_name;

@@ -26,9 +26,15 @@ static const char help[] =
     "      --max-num-seqs N      default 256\n"
     "      --max-num-batched-tokens N   default 8192\n"
     "      --no-prefix-caching   disable the prefix cache\n"
+    "      --skip-oversized      reject a request too long for the KV cache as vLLM\n"
+    "                            does (a failed request, its session goes on)\n"
+    "                            instead of stopping the run\n"
     "      --save-result FILE    the result JSON (vLLM's --save-result keys + \"atr\")\n"
     "      --requests-out FILE   one line per request\n"
     "      --goodput SLOS        e.g. ttft:500 tpot:50 e2el:10000 (milliseconds)\n"
+    "      --percentiles P,P...  percentiles of every latency figure, e.g.\n"
+    "                            50,90,95,99,99.9 (default 99; sessions 90,99);\n"
+    "                            vLLM's --metric-percentiles is the same option\n"
     "      --iterations-out FILE one line per engine iteration (batch, prefill\n"
     "                            tokens, decoding sequences, KV blocks over time;\n"
     "                            one policy, one replica)\n"
@@ -50,7 +56,7 @@ static const char help[] =
     "llama-3.2-1b llama-3.2-3b llama-3-70b qwen3-4b qwen3-4b-awq qwen3-8b\n"
     "qwen1.5-0.5b.\n";
 
-static const struct opts_cmd parser = {"sim run", sim_run_options, false};
+static const struct opts_cmd parser = {"sim run", sim_run_options};
 
 static int run(int argc, char **argv)
 {
@@ -74,6 +80,6 @@ static int run(int argc, char **argv)
 static const struct atr_cmd_mode modes[] = { {"serve", cmd_sim_serve_help}, {NULL, NULL} };
 
 const struct atr_cmd cmd_sim_entry = {
-    "sim", "`sim run`: llm steps through the serving-engine model in virtual time; "
-    "`sim serve`: the same engine behind an OpenAI-compatible server", help, run, modes,
+    "sim", "the serving-engine model: `sim run` replays llm steps in virtual time, "
+    "`sim serve` serves the OpenAI API", help, run, modes,
 };

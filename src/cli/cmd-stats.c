@@ -77,7 +77,7 @@ static const struct opt options[] = {
 #undef ARGS
 
 /* Unknown options and missing values are named ("unknown option '-z'"). */
-static const struct opts_cmd parser = {"stats", options, true};
+static const struct opts_cmd parser = {"stats", options};
 
 static int parse_args(int argc, char **argv, struct stats_opts *o)
 {
@@ -113,6 +113,16 @@ static void put_num(struct atr_buf *b, int width, int decimals, double x)
         atr_buf_printf(b, "%*.*f", width, decimals, x);
 }
 
+/* A percentage right-aligned in width, then " %"; or "n/a" where the "%"
+ * would end. */
+static void put_pct(struct atr_buf *b, int width, double x)
+{
+    if (isnan(x))
+        atr_buf_printf(b, "%*s", width + 2, "n/a");
+    else
+        atr_buf_printf(b, "%*.1f %%", width, x);
+}
+
 static void put_dist(struct atr_buf *b, const char *label, const struct atr_stats_dist *d)
 {
     atr_buf_printf(b, "%-24s%8llu", label, (unsigned long long)d->n);
@@ -127,17 +137,19 @@ static void put_dist(struct atr_buf *b, const char *label, const struct atr_stat
 static void table_counts(struct atr_buf *b, const struct atr_stats_summary *s)
 {
     atr_buf_puts(b, "files\n");
-    for (size_t i = 0; i < s->n_files; i++)
-        atr_buf_printf(b, "  %s  (%s, %llu traces, %llu steps)\n", s->files[i].name,
-                       s->files[i].format, (unsigned long long)s->files[i].traces,
-                       (unsigned long long)s->files[i].steps);
+    for (size_t i = 0; i < s->n_files; i++) {
+        const struct atr_stats_file *f = &s->files[i];
+        atr_buf_printf(b, "  %s  (%s, %llu trace%s, %llu step%s)\n", f->name, f->format,
+                       (unsigned long long)f->traces, cli_s(f->traces),
+                       (unsigned long long)f->steps, cli_s(f->steps));
+    }
     atr_buf_printf(b, "traces %25llu\n", (unsigned long long)s->traces);
     atr_buf_printf(b, "steps %26llu\n", (unsigned long long)s->steps);
     atr_buf_printf(b, "  llm steps %20llu", (unsigned long long)s->llm_steps);
-    put_num(b, 8, 1, s->llm_pct);
-    atr_buf_printf(b, " %%\n  tool steps %19llu", (unsigned long long)s->tool_steps);
-    put_num(b, 8, 1, s->tool_pct);
-    atr_buf_puts(b, " %\n\n");
+    put_pct(b, 8, s->llm_pct);
+    atr_buf_printf(b, "\n  tool steps %19llu", (unsigned long long)s->tool_steps);
+    put_pct(b, 8, s->tool_pct);
+    atr_buf_puts(b, "\n\n");
     atr_buf_printf(b, "%-24s%8s%11s%11s%11s%11s%13s\n", "", "n", "mean", "p50", "p95",
                    "max", "total");
     put_dist(b, "turns per trace", &s->turns);
@@ -145,16 +157,21 @@ static void table_counts(struct atr_buf *b, const struct atr_stats_summary *s)
     put_dist(b, "output tokens/llm step", &s->output_tokens);
 }
 
+/* Sections without a figure (no tool steps, no hash ids, nothing timed,
+ * no recorded counts) are left out rather than shown as a row of n/a. */
 static void table_tools(struct atr_buf *b, const struct atr_stats_summary *s)
 {
+    if (!s->n_tools)
+        return;
     char label[64];
-    snprintf(label, sizeof label, "tool mix (%llu kinds)", (unsigned long long)s->tool_kinds);
+    snprintf(label, sizeof label, "tool mix (%llu kind%s)", (unsigned long long)s->tool_kinds,
+             cli_s(s->tool_kinds));
     atr_buf_printf(b, "\n%-32s%10s%8s\n", label, "count", "share");
     for (size_t i = 0; i < s->n_tools; i++) {
         atr_buf_printf(b, "  %-30s%10llu", s->tools[i].name,
                        (unsigned long long)s->tools[i].count);
-        put_num(b, 8, 1, s->tools[i].pct);
-        atr_buf_puts(b, " %\n");
+        put_pct(b, 8, s->tools[i].pct);
+        atr_buf_putc(b, '\n');
     }
 }
 
@@ -162,22 +179,34 @@ static void put_reuse(struct atr_buf *b, const char *label, const struct atr_sta
                       const char *what)
 {
     atr_buf_printf(b, "  %-22s", label);
-    put_num(b, 8, 1, r->ratio * 100.0);
-    atr_buf_printf(b, " %%   %llu of %llu %s", (unsigned long long)r->shared,
+    put_pct(b, 8, r->ratio * 100.0);
+    atr_buf_printf(b, "   %llu of %llu %s", (unsigned long long)r->shared,
                    (unsigned long long)r->blocks, what);
 }
 
-static void table_reuse_time(struct atr_buf *b, const struct atr_stats_summary *s)
+static void table_reuse(struct atr_buf *b, const struct atr_stats_summary *s)
 {
+    if (!s->within.blocks && !s->across.blocks)
+        return;
     atr_buf_puts(b, "\nprefix reuse\n");
     put_reuse(b, "within traces", &s->within, "blocks\n");
     put_reuse(b, "across traces", &s->across, "first-step blocks");
     atr_buf_puts(b, s->across_approximate ? " (approximate: id set full)\n" : "\n");
+}
+
+static void put_time(struct atr_buf *b, const char *label, uint64_t ms, uint64_t timed)
+{
+    atr_buf_printf(b, "  %-22s%8.1f s   %llu step%s timed\n", label, (double)ms / 1000.0,
+                   (unsigned long long)timed, cli_s(timed));
+}
+
+static void table_time(struct atr_buf *b, const struct atr_stats_summary *s)
+{
+    if (!s->llm_timed && !s->tool_timed)
+        return;
     atr_buf_puts(b, "\ntime (summed dur_ms)\n");
-    atr_buf_printf(b, "  %-22s%8.1f s   %llu steps timed\n", "llm", (double)s->llm_ms / 1000.0,
-                   (unsigned long long)s->llm_timed);
-    atr_buf_printf(b, "  %-22s%8.1f s   %llu steps timed\n", "tool",
-                   (double)s->tool_ms / 1000.0, (unsigned long long)s->tool_timed);
+    put_time(b, "llm", s->llm_ms, s->llm_timed);
+    put_time(b, "tool", s->tool_ms, s->tool_timed);
     atr_buf_printf(b, "  %-22s", "llm/tool ratio");
     put_num(b, 8, 2, s->llm_tool_ratio);
     atr_buf_putc(b, '\n');
@@ -195,19 +224,27 @@ static void put_tokerr(struct atr_buf *b, const char *label, const struct atr_st
     atr_buf_printf(b, "%+8.1f %%   estimated %llu vs recorded %llu over %llu %s%s\n",
                    e->error_pct, (unsigned long long)e->estimated,
                    (unsigned long long)e->recorded, (unsigned long long)e->n, unit,
-                   e->n == 1 ? "" : "s");
+                   cli_s(e->n));
+}
+
+static void table_tokens(struct atr_buf *b, const struct atr_stats_summary *s)
+{
+    if (!s->step_input.n && !s->step_output.n && !s->trace_input.n && !s->trace_output.n)
+        return;
+    atr_buf_puts(b, "\ntoken estimates vs recorded counts\n");
+    put_tokerr(b, "step input", &s->step_input, "step");
+    put_tokerr(b, "step output", &s->step_output, "step");
+    put_tokerr(b, "trace input", &s->trace_input, "trace");
+    put_tokerr(b, "trace output", &s->trace_output, "trace");
 }
 
 static void render_table(struct atr_buf *b, const struct atr_stats_summary *s)
 {
     table_counts(b, s);
     table_tools(b, s);
-    table_reuse_time(b, s);
-    atr_buf_puts(b, "\ntoken estimates vs recorded counts\n");
-    put_tokerr(b, "step input", &s->step_input, "step");
-    put_tokerr(b, "step output", &s->step_output, "step");
-    put_tokerr(b, "trace input", &s->trace_input, "trace");
-    put_tokerr(b, "trace output", &s->trace_output, "trace");
+    table_reuse(b, s);
+    table_time(b, s);
+    table_tokens(b, s);
 }
 
 /* ---- JSON ---- */
@@ -381,6 +418,6 @@ static int run(int argc, char **argv)
 }
 
 const struct atr_cmd cmd_stats_entry = {
-    "stats", "agent shapes of traces: turns, tool mix, tokens, prefix reuse, timing",
+    "stats", "shapes of traces: turns, tool mix, tokens, prefix reuse, timing",
     help, run, NULL,
 };

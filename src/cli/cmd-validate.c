@@ -18,7 +18,7 @@ static const char help[] =
     "block_size), prefix references to earlier llm steps, unique trace ids.\n"
     "Prints one line per valid file; the first problem of an invalid file is\n"
     "reported as FILE:LINE:COL: what was expected. Exit status 1 if any file\n"
-    "is invalid.\n";
+    "is invalid, or has no trace (\"empty input\").\n";
 
 /* Trace ids seen in one file: open addressing over 64-bit hashes, keeping
  * the line of the first occurrence. Memory is 16 bytes per trace. */
@@ -89,8 +89,11 @@ static int validate_file(const char *path, const struct atr_read_opts *ro)
     }
     if (rc < 0)
         status = cli_fail_err(&err);
+    else if (status == EXIT_OK && !traces)    /* as convert and stats say it */
+        status = cli_fail("%s: empty input", atr_reader_name(r));
     if (status == EXIT_OK)
-        printf("%s: ok, %lu traces, %lu steps\n", atr_reader_name(r), traces, steps);
+        printf("%s: ok, %lu trace%s, %lu step%s\n", atr_reader_name(r), traces, cli_s(traces),
+               steps, cli_s(steps));
     free(ids.hash);
     free(ids.line);
     atr_trace_release(&t);
@@ -104,7 +107,7 @@ static const struct opt options[] = {
     OPT_END,
 };
 
-static const struct opts_cmd parser = {"validate", options, false};
+static const struct opts_cmd parser = {"validate", options};
 
 static int run(int argc, char **argv)
 {
@@ -122,6 +125,6 @@ static int run(int argc, char **argv)
 }
 
 const struct atr_cmd cmd_validate_entry = {
-    "validate", "check atr-trace files: schema and invariants, errors as file:line:col",
+    "validate", "check atr-trace files: schema, invariants, errors at file:line:col",
     help, run, NULL,
 };

@@ -28,13 +28,29 @@ const struct atr_cmd *atr_cmd_find(const char *name);
 /* Shared CLI helpers (cli/common.c). */
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 
+/* The plural ending of a count: "1 trace", "2 traces", "0 traces". */
+static inline const char *cli_s(unsigned long long n)
+{
+    return n == 1 ? "" : "s";
+}
+
 /* "atr: <msg>" on stderr; returns EXIT_FAIL. */
 int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int cli_fail_err(const struct atr_error *err);
 /* "atr CMD: <msg>\nTry 'atr help CMD'." on stderr; returns EXIT_USAGE. */
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The help of cmd's mode (`atr sim serve`), or cmd's own when mode is NULL
+ * or not one of its modes with a page of its own. */
+const char *cli_mode_help(const struct atr_cmd *cmd, const char *mode);
 /* Prints cmd's help to stdout when argv has -h/--help; returns true then. */
 bool cli_wants_help(const struct atr_cmd *cmd, int argc, char **argv);
+/* --profile GPU/MODEL with --tp N of cmd, checked before any work: a usage
+ * error for an unknown GPU or model, or a tp the model cannot be split by. */
+int cli_check_profile(const char *cmd, const char *profile, unsigned tp);
+/* --policy P,... and --policy-options of cmd, checked before any work: a
+ * usage error for options without policies, unknown names or keys, values
+ * out of range (policy.h: atr_policy_check). */
+int cli_check_policies(const char *cmd, const char *const *names, size_t n, const char *options);
 /* Parses a size like "256M", "1G", "4096" into *out; false on junk. */
 bool cli_parse_size(const char *s, size_t *out);
 /* Parses a number in [lo, hi] (never NaN) into *out; false on junk. */

@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include "cli/cmd.h"
+#include "policy/policy.h"
+#include "sim/cost.h"
 #include "util/output.h"
 
 int cli_fail(const char *fmt, ...)
@@ -38,12 +40,17 @@ int cli_usage(const char *cmd, const char *fmt, ...)
     return EXIT_USAGE;
 }
 
+const char *cli_mode_help(const struct atr_cmd *cmd, const char *mode)
+{
+    for (const struct atr_cmd_mode *m = cmd->modes; m && m->name && mode; m++)
+        if (strcmp(mode, m->name) == 0)
+            return m->help;
+    return cmd->help;
+}
+
 bool cli_wants_help(const struct atr_cmd *cmd, int argc, char **argv)
 {
-    const char *help = cmd->help;
-    for (const struct atr_cmd_mode *m = cmd->modes; m && m->name && argc > 1; m++)
-        if (strcmp(argv[1], m->name) == 0)
-            help = m->help;
+    const char *help = cli_mode_help(cmd, argc > 1 ? argv[1] : NULL);
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--") == 0)
             break;
@@ -53,6 +60,26 @@ bool cli_wants_help(const struct atr_cmd *cmd, int argc, char **argv)
         }
     }
     return false;
+}
+
+int cli_check_profile(const char *cmd, const char *profile, unsigned tp)
+{
+    struct atr_profile p;
+    struct atr_error err;
+    if (atr_profile_find(profile, tp, &p, &err) < 0)
+        return cli_usage(cmd, "%s", err.msg);
+    return EXIT_OK;
+}
+
+int cli_check_policies(const char *cmd, const char *const *names, size_t n, const char *options)
+{
+    struct atr_error err;
+    if (options && !n)
+        return cli_usage(cmd, "--policy-options wants --policy (without one the run is as "
+                         "recorded)");
+    if (atr_policy_check(names, n, options, &err) < 0)
+        return cli_usage(cmd, "%s", err.msg);
+    return EXIT_OK;
 }
 
 bool cli_parse_uint(const char *s, unsigned long long min, unsigned long long max,
@@ -103,8 +130,13 @@ bool cli_parse_size(const char *s, size_t *out)
     return true;
 }
 
+/* Says why the command stops (write: async-signal-safe), removes the
+ * temporaries, and dies of sig so the parent sees the signal (130, 143). */
 static void on_signal(int sig)
 {
+    static const char msg[] = "atr: interrupted\n";
+    ssize_t n = write(STDERR_FILENO, msg, sizeof msg - 1);
+    (void)n;
     atr_output_abort_all();
     signal(sig, SIG_DFL);
     raise(sig);

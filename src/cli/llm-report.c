@@ -45,6 +45,43 @@ bool llm_report_parse_goodput(struct llm_report_opts *o, const char *arg)
     return ok;
 }
 
+/* One percentile: a number in [0, 100], not one already listed. */
+static bool add_percentile(struct llm_report_opts *o, const char *word)
+{
+    char *end;
+    double p = strtod(word, &end);
+    if (end == word || *end || !(p >= 0 && p <= 100) || o->n_percentiles == ATR_LLM_MAX_PCT)
+        return false;
+    for (size_t i = 0; i < o->n_percentiles; i++)
+        if (o->percentiles[i] == p)
+            return false;     /* two equal keys in one JSON object */
+    o->percentiles[o->n_percentiles++] = p;
+    return true;
+}
+
+bool llm_report_parse_percentiles(struct llm_report_opts *o, const char *arg)
+{
+    struct llm_report_opts t = *o;
+    char *copy = xstrdup(arg), *save = NULL;
+    bool ok = true;
+    t.n_percentiles = 0;      /* a repeated option replaces the list */
+    for (char *tok = strtok_r(copy, ",", &save); tok && ok; tok = strtok_r(NULL, ",", &save))
+        ok = add_percentile(&t, tok);
+    /* strtok_r skips empty words: "50,,90" and "50," are typos, not lists */
+    size_t len = strlen(arg);
+    ok = ok && t.n_percentiles && arg[0] != ',' && arg[len - 1] != ',' && !strstr(arg, ",,");
+    if (ok)
+        *o = t;
+    free(copy);
+    return ok;
+}
+
+static bool parse_percentiles(void *base, const char *arg, const char *cmd)
+{
+    (void)cmd;
+    return llm_report_parse_percentiles(base, arg);
+}
+
 /* "ttft:500" and the like: a key, a colon, a number. */
 static bool is_slo_word(const char *s)
 {
@@ -61,13 +98,21 @@ static bool parse_goodput(void *base, const char *arg, const char *cmd)
     return llm_report_parse_goodput(base, arg);
 }
 
-/* vLLM's `--goodput ttft:500 tpot:50` takes every following KEY:NUMBER. */
+#define PCT_ERR(NAME) \
+    "--" NAME " wants up to 8 distinct numbers 0..100, comma-separated " \
+    "(e.g. 50,90,99,99.9), not '%s'"
+_Static_assert(ATR_LLM_MAX_PCT == 8, "PCT_ERR names the limit");
+
+/* vLLM's `--goodput ttft:500 tpot:50` takes every following KEY:NUMBER;
+ * --metric-percentiles is vLLM's name of --percentiles. */
 #define ARGS struct llm_report_opts
 const struct opt llm_report_opts_group[] = {
     OPT_STRING(ARGS, save_result, "save-result", 0),
     OPT_STRING(ARGS, requests_out, "requests-out", 0),
     OPT_CALL_WORDS("goodput", 0, parse_goodput, is_slo_word,
                    "--goodput wants ttft:MS tpot:MS e2el:MS"),
+    OPT_CALL("percentiles", 0, parse_percentiles, PCT_ERR("percentiles")),
+    OPT_CALL("metric-percentiles", 0, parse_percentiles, PCT_ERR("metric-percentiles")),
     OPT_FLAG(ARGS, quiet, "quiet", 'q'),
     OPT_END,
 };

@@ -1,6 +1,6 @@
 /* llm-report.h - the options of the outputs `atr sim run` and `atr replay
- * llm` share (--save-result, --requests-out, --goodput, --quiet; an option
- * group), the --policy list, and the helpers that name the outputs of a
+ * llm` share (--save-result, --requests-out, --goodput, --percentiles,
+ * --quiet; an option group), the --policy list, and the helpers that name the outputs of a
  * series of runs (cli/llm-run.c writes them). */
 #ifndef ATR_CLI_LLM_REPORT_H
 #define ATR_CLI_LLM_REPORT_H
@@ -16,6 +16,8 @@ struct llm_report_opts {
     const char *requests_out;    /* --requests-out FILE or NULL */
     bool quiet;                  /* no block on stdout */
     double slo_ttft_ms, slo_tpot_ms, slo_e2el_ms;   /* --goodput; < 0: unset */
+    double percentiles[ATR_LLM_MAX_PCT];            /* --percentiles */
+    size_t n_percentiles;                           /* 0: unset (the defaults) */
 };
 
 void llm_report_init(struct llm_report_opts *o);
@@ -23,8 +25,13 @@ void llm_report_init(struct llm_report_opts *o);
  * comma-separated in one argument); false on junk. */
 bool llm_report_parse_goodput(struct llm_report_opts *o, const char *arg);
 
+/* Parses "--percentiles 50,90,99.9": up to ATR_LLM_MAX_PCT distinct numbers
+ * in [0, 100], comma-separated; false on junk (o keeps what it held). */
+bool llm_report_parse_percentiles(struct llm_report_opts *o, const char *arg);
+
 /* --save-result, --requests-out, --goodput (with vLLM's following
- * KEY:NUMBER words) and -q/--quiet, filling a struct llm_report_opts:
+ * KEY:NUMBER words), --percentiles (or vLLM's --metric-percentiles) and
+ * -q/--quiet, filling a struct llm_report_opts:
  * OPT_INCLUDE(struct my_args, report, llm_report_opts_group). */
 extern const struct opt llm_report_opts_group[];
 

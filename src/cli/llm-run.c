@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "cli/cmd.h"
@@ -17,6 +18,7 @@
 struct progress {
     bool on;
     double last;
+    const char *label;
 };
 
 static void on_progress(void *ctx, size_t done, size_t total)
@@ -26,7 +28,7 @@ static void on_progress(void *ctx, size_t done, size_t total)
     if (!p->on || (now - p->last < 0.25 && done < total))
         return;
     p->last = now;
-    fprintf(stderr, "\rreplay llm  %3.0f%%  %zu/%zu requests ",
+    fprintf(stderr, "\r%s  %3.0f%%  %zu/%zu requests ", p->label,
             total ? 100.0 * (double)done / (double)total : 100.0, done, total);
     fflush(stderr);
 }
@@ -80,35 +82,113 @@ static void run_paths_make(struct run_paths *p, const struct llm_report_opts *o,
                       : o->requests_out ? xstrdup(o->requests_out) : NULL;
 }
 
-static int write_files(const struct run_paths *p, const struct atr_target *t,
+/* Every file of the series, opened before the workload is read (a path
+ * that cannot be written fails before any work) and committed together at
+ * the end, so a series leaves all its files or none. Run k writes
+ * files[2k] (--save-result) and files[2k + 1] (--requests-out); the last
+ * slot is --iterations-out. */
+enum { ITERS = 2 * LLM_MAX_POLICIES };
+
+struct outputs {
+    struct atr_output *files[ITERS + 1];
+};
+
+static size_t n_runs(const struct llm_run *r)
+{
+    return r->policies->n ? r->policies->n : 1;
+}
+
+/* --iterations-out applies to a single run on a single replica. */
+static bool wants_iterations(const struct llm_run *r, const struct atr_target *t)
+{
+    return r->iterations_out && n_runs(r) == 1 && t->replicas == 1;
+}
+
+static int open_path(struct atr_output **o, const char *path, struct atr_error *err)
+{
+    return path && !(*o = atr_output_open(path, err)) ? -1 : 0;
+}
+
+static void drop(struct atr_output **f)
+{
+    atr_output_abort(*f);
+    *f = NULL;
+}
+
+/* Keeps the files of runs [0, kept) (--iterations-out with any) and
+ * removes the other temporaries. */
+static void outputs_keep(struct outputs *o, size_t kept)
+{
+    for (size_t i = 2 * kept; i < ITERS; i++)
+        drop(&o->files[i]);
+    if (!kept)
+        drop(&o->files[ITERS]);
+}
+
+static int outputs_open(struct outputs *o, const struct llm_run *r, const struct atr_target *t,
+                        struct atr_error *err)
+{
+    memset(o, 0, sizeof *o);
+    int rc = 0;
+    for (size_t k = 0; k < n_runs(r) && rc == 0; k++) {
+        struct run_paths p;
+        run_paths_make(&p, r->report, r->policies->n ? r->policies->names[k] : NULL,
+                       n_runs(r) > 1);
+        rc = open_path(&o->files[2 * k], p.save_result, err);
+        if (rc == 0)
+            rc = open_path(&o->files[2 * k + 1], p.requests_out, err);
+        free(p.save_result);
+        free(p.requests_out);
+    }
+    if (rc == 0 && wants_iterations(r, t))
+        rc = open_path(&o->files[ITERS], r->iterations_out, err);
+    if (rc < 0)
+        outputs_keep(o, 0);
+    return rc;
+}
+
+/* The result object and the request lines of one run into its files. */
+static int write_files(struct atr_output *const *files, const struct atr_target *t,
                        const struct atr_exp_result *res, const struct atr_llm_summary *sum,
                        const struct atr_llm_bench_config *bc, struct atr_error *err)
 {
     struct atr_buf b = ATR_BUF_INIT;
     int rc = 0;
-    if (p->save_result) {
+    if (files[0]) {
         atr_exp_write_result(&b, t, res, sum, bc);
         atr_buf_putc(&b, '\n');
-        rc = atr_output_write_file(p->save_result, b.data, b.len, err);
+        rc = atr_output_write(files[0], b.data, b.len, err);
     }
-    if (rc == 0 && p->requests_out) {
-        atr_buf_clear(&b);
-        for (size_t i = 0; i < res->n; i++)
-            atr_llm_write_request_line(&b, &res->recs[i]);
-        rc = atr_output_write_file(p->requests_out, b.data, b.len, err);
+    for (size_t i = 0; rc == 0 && files[1] && i < res->n; i++) {
+        atr_buf_clear(&b);       /* a line at a time: memory stays flat */
+        atr_llm_write_request_line(&b, &res->recs[i]);
+        rc = atr_output_write(files[1], b.data, b.len, err);
     }
     atr_buf_release(&b);
     return rc;
 }
 
-/* Summarizes one run, writes its files and prints its block (unless
- * quiet); adds its row to cmp when there is one. */
+/* A run stopped early says so above its block: the figures are of what
+ * finished, not of the workload. */
+static void print_block(const struct atr_exp_result *res, const struct atr_llm_summary *sum,
+                        const struct atr_llm_bench_config *bc)
+{
+    if (res->incomplete)
+        printf("INCOMPLETE (interrupted): %zu of %zu requests finished\n", res->n, res->total);
+    struct atr_buf b = ATR_BUF_INIT;
+    atr_llm_write_block(&b, sum, bc);
+    fputs(b.data ? b.data : "", stdout);
+    atr_buf_release(&b);
+}
+
+/* Summarizes one run, writes it into its files and prints its block
+ * (unless quiet); adds its row to cmp when there is one. */
 static int report(const struct llm_run *r, const struct atr_target *t,
                   const struct atr_exp_cfg *cfg, const struct atr_exp_result *res,
-                  struct atr_compare *cmp, struct atr_error *err)
+                  struct atr_output *const *files, struct atr_compare *cmp,
+                  struct atr_error *err)
 {
     const struct llm_report_opts *o = r->report;
-    bool several = r->policies->n > 1;
     char date[32];
     llm_report_date(date);
     struct atr_llm_bench_config bc;
@@ -116,19 +196,17 @@ static int report(const struct llm_run *r, const struct atr_target *t,
     bc.slo_ttft_ms = o->slo_ttft_ms;
     bc.slo_tpot_ms = o->slo_tpot_ms;
     bc.slo_e2el_ms = o->slo_e2el_ms;
+    for (size_t i = 0; i < o->n_percentiles; i++)
+        bc.percentiles[i] = o->percentiles[i];
+    bc.n_percentiles = o->n_percentiles;
     struct atr_llm_summary sum;
     if (atr_llm_summarize(res->recs, res->n, &bc, &sum, err) < 0)
         return -1;
-    if (several && !o->quiet)
+    if (n_runs(r) > 1 && !o->quiet)
         printf("\n== policy %s\n", res->policy);
-    struct run_paths paths;
-    run_paths_make(&paths, o, res->policy, several);
-    int rc = write_files(&paths, t, res, &sum, &bc, err);
+    int rc = write_files(files, t, res, &sum, &bc, err);
     if (rc == 0 && !o->quiet) {
-        struct atr_buf b = ATR_BUF_INIT;
-        atr_llm_write_block(&b, &sum, &bc);
-        fputs(b.data ? b.data : "", stdout);
-        atr_buf_release(&b);
+        print_block(res, &sum, &bc);
         if (res->has_engine)
             print_engine(t, &res->engine);
     }
@@ -138,8 +216,6 @@ static int report(const struct llm_run *r, const struct atr_target *t,
         const char *policy = res->policy ? res->policy : "recorded";
         atr_compare_add_summary(cmp, name, policy, &sum, &bc);
     }
-    free(paths.save_result);
-    free(paths.requests_out);
     atr_llm_summary_release(&sum);
     return rc;
 }
@@ -152,61 +228,105 @@ static size_t count_ok(const struct atr_exp_result *res)
     return ok;
 }
 
-/* Run k of the series (policy k, or as recorded); its exit status. */
-static int run_one(const struct llm_run *r, const struct atr_target *t,
-                   const struct atr_workload *w, size_t k, struct atr_compare *cmp)
+/* The exit status of a run whose results are written: a stopped run and
+ * one where nothing succeeded fail, each saying so. */
+static int run_status(const struct atr_exp_result *res)
 {
-    bool several = r->policies->n > 1;
+    if (res->incomplete) {
+        cli_fail("interrupted: %zu of %zu requests finished, the result is marked incomplete",
+                 res->n, res->total);
+        return 128 + SIGINT;
+    }
+    if (res->n && !count_ok(res))
+        return cli_fail("every request failed (first: %s)", res->recs[0].error);
+    return EXIT_OK;
+}
+
+/* Run k of the series (policy k, or as recorded) into its files in o; its
+ * exit status. *written: its results are in its files (false: the series
+ * failed, and keeps none of its files). */
+static int run_one(const struct llm_run *r, const struct atr_target *t,
+                   const struct atr_workload *w, size_t k, struct outputs *o,
+                   struct atr_compare *cmp, bool *written)
+{
+    *written = false;
     char run_salt[32];
     snprintf(run_salt, sizeof run_salt, "run%zu ", k + 1);
-    struct progress prog = { .on = t->kind == ATR_TARGET_HTTP && !r->report->quiet &&
-                                   isatty(STDERR_FILENO) };
+    struct progress prog = { .on = !r->report->quiet && isatty(STDERR_FILENO),
+                             .label = t->kind == ATR_TARGET_SIM ? "sim" : "replay llm" };
     struct atr_buf iters = ATR_BUF_INIT;
-    bool want_iters = r->iterations_out && !several && t->replicas == 1;
+    struct atr_output *iters_out = o->files[ITERS];
     struct atr_exp_cfg cfg = {
         .workload = w, .schedule = &r->sched->schedule,
         .max_concurrency = r->sched->max_concurrency,
         .policy = r->policies->n ? r->policies->names[k] : NULL,
         .policy_options = r->policy_opts, .seed = r->sched->schedule.seed,
-        .on_iter = want_iters ? on_iter : NULL, .iter_ctx = &iters,
-        .run_salt = several ? run_salt : NULL, .stop = r->stop,
+        .on_iter = iters_out ? on_iter : NULL, .iter_ctx = &iters,
+        .run_salt = n_runs(r) > 1 ? run_salt : NULL, .stop = r->stop,
         .on_progress = on_progress, .progress_ctx = &prog,
     };
     struct atr_error err;
     struct atr_exp_result res;
-    if (atr_exp_run(t, &cfg, &res, &err) < 0) {
+    int ran = atr_exp_run(t, &cfg, &res, &err);
+    if (prog.on)             /* the progress line goes before anything else is said */
+        fputs("\r\033[K", stderr);
+    if (ran < 0) {
         atr_buf_release(&iters);
         return cli_fail_err(&err);
     }
-    if (prog.on)
-        fputs("\r\033[K", stderr);
-    int status = EXIT_OK;
-    if (report(r, t, &cfg, &res, cmp, &err) < 0 ||
-        (want_iters && atr_output_write_file(r->iterations_out, iters.data, iters.len, &err) < 0))
+    int status;
+    if (report(r, t, &cfg, &res, &o->files[2 * k], cmp, &err) < 0 ||
+        (iters_out && atr_output_write(iters_out, iters.data ? iters.data : "", iters.len,
+                                       &err) < 0)) {
         status = cli_fail_err(&err);
-    else if (res.incomplete)
-        status = 128 + SIGINT;
-    else if (res.n && !count_ok(&res))
-        status = cli_fail("every request failed (first: %s)", res.recs[0].error);
+    } else {
+        *written = true;
+        status = run_status(&res);
+    }
     atr_exp_result_release(&res);
     atr_buf_release(&iters);
     return status;
+}
+
+/* Reads the workload; an exit status. One without llm steps fails: a run
+ * of nothing would report zeros as if they were measured. */
+static int load(const struct llm_run *r, const struct atr_target *t, char *const *paths,
+                size_t n_paths, struct atr_workload *w)
+{
+    struct atr_error err;
+    uint32_t block = t->kind == ATR_TARGET_SIM ? t->engine.block_size : 16;
+    if (atr_workload_load(w, paths, n_paths, r->from, block, &err) < 0)
+        return cli_fail_err(&err);
+    if (w->n_turns)
+        return EXIT_OK;
+    struct atr_buf names = ATR_BUF_INIT;
+    for (size_t i = 0; i < n_paths; i++)
+        atr_buf_printf(&names, "%s%s", i ? ", " : "", paths[i]);
+    int rc = cli_fail("no llm steps in %s", names.data ? names.data : "the input");
+    atr_buf_release(&names);
+    return rc;
 }
 
 int llm_run(const struct llm_run *r, const struct atr_target *t, char *const *paths,
             size_t n_paths)
 {
     struct atr_error err;
-    struct atr_workload w = ATR_WORKLOAD_INIT;
-    uint32_t block = t->kind == ATR_TARGET_SIM ? t->engine.block_size : 16;
-    if (atr_workload_load(&w, paths, n_paths, r->from, block, &err) < 0)
+    struct outputs o;
+    if (outputs_open(&o, r, t, &err) < 0)
         return cli_fail_err(&err);
-    bool table = r->table_only || (r->policies->n > 1 && !r->report->quiet);
+    struct atr_workload w = ATR_WORKLOAD_INIT;
+    int status = load(r, t, paths, n_paths, &w);
+    bool table = r->table_only || (n_runs(r) > 1 && !r->report->quiet);
     struct atr_compare *cmp = table ? atr_compare_new() : NULL;
-    int status = EXIT_OK;
-    size_t runs = r->policies->n ? r->policies->n : 1;
-    for (size_t k = 0; k < runs && status == EXIT_OK; k++)
-        status = run_one(r, t, &w, k, cmp);
+    bool written = status == EXIT_OK;
+    size_t done = 0;
+    for (size_t k = 0; k < n_runs(r) && status == EXIT_OK; k++) {
+        status = run_one(r, t, &w, k, &o, cmp, &written);
+        done += written;
+    }
+    outputs_keep(&o, written ? done : 0);
+    if (atr_output_commit_all(o.files, ITERS + 1, &err) < 0)
+        status = cli_fail_err(&err);
     if (status == EXIT_OK && cmp) {      /* the runs side by side, as atr compare */
         struct atr_buf b = ATR_BUF_INIT;
         atr_compare_write_markdown(&b, cmp);

@@ -1,6 +1,7 @@
 /* llm-run.h - what `atr sim run`, `atr replay llm` and `atr compare --run`
  * share after parsing: a workload on one target (exp/exp.h) under each
- * policy of a list in turn, each run's outputs written as it ends, and the
+ * policy of a list in turn, the outputs of every run (opened before the
+ * first starts, committed together after the last: all or none), and the
  * comparison table of the runs at the end. */
 #ifndef ATR_CLI_LLM_RUN_H
 #define ATR_CLI_LLM_RUN_H
@@ -25,9 +26,10 @@ struct llm_run {
 };
 
 /* Loads the traces paths[0..n_paths) and runs them on t once per policy.
- * Returns the exit status: 0; 1 on a failure (printed); 130 when stopped
- * early (what finished is written, marked incomplete); 1 when every
- * request of a run failed. */
+ * Returns the exit status: 0; 1 on a failure (printed; no output file is
+ * left), also for traces without llm steps and when every request of a
+ * run failed (its files are kept); 130 when stopped early ("interrupted"
+ * on stderr; what finished is written and printed, marked incomplete). */
 int llm_run(const struct llm_run *r, const struct atr_target *t, char *const *paths,
             size_t n_paths);
 

@@ -4,6 +4,24 @@
 
 #include "cli/cmd.h"
 
+/* "  NAME       summary", the summary wrapped at word breaks to 80 columns
+ * under itself (summaries are one line in the table, any length). */
+static void print_entry(FILE *f, const char *name, const char *summary)
+{
+    enum { INDENT = 13, WIDTH = 80 };
+    int col = fprintf(f, "  %-10s", name);
+    const char *s = summary;
+    while (*s) {
+        size_t word = strcspn(s, " ");
+        if (col > INDENT && col + 1 + (int)word > WIDTH)
+            col = fprintf(f, "\n%*s", INDENT - 1, "") - 1;
+        col += fprintf(f, " %.*s", (int)word, s);
+        s += word;
+        s += strspn(s, " ");
+    }
+    fputc('\n', f);
+}
+
 static void print_overview(FILE *f)
 {
     fprintf(f, "usage: atr [--version] [--help] COMMAND [ARGS]\n\n"
@@ -11,12 +29,15 @@ static void print_overview(FILE *f)
                "into one trace format (atr-trace v1) and works with them.\n\n"
                "commands:\n");
     for (size_t i = 0; atr_cmds[i]; i++)
-        fprintf(f, "  %-10s %s\n", atr_cmds[i]->name, atr_cmds[i]->summary);
-    fprintf(f, "  %-10s %s\n\n", "help", "show a command's help: atr help COMMAND");
+        print_entry(f, atr_cmds[i]->name, atr_cmds[i]->summary);
+    print_entry(f, "help", "show a command's help: atr help COMMAND [MODE]");
+    fputc('\n', f);
     fprintf(f, "Every command takes --help. Exit status: 0 ok, 1 failed (bad input),\n"
                "2 wrong usage.\n");
 }
 
+/* atr help [COMMAND [MODE]]: a mode with a page of its own (sim serve,
+ * replay llm) gets that page, as `atr COMMAND MODE --help` does. */
 static int cmd_help(int argc, char **argv)
 {
     if (argc < 2) {
@@ -28,7 +49,7 @@ static int cmd_help(int argc, char **argv)
         fprintf(stderr, "atr: no command '%s' (see 'atr --help')\n", argv[1]);
         return EXIT_USAGE;
     }
-    fputs(cmd->help, stdout);
+    fputs(cli_mode_help(cmd, argc > 2 ? argv[2] : NULL), stdout);
     return EXIT_OK;
 }
 

@@ -57,16 +57,12 @@ static int bad_value(const struct parse *p, const struct opt *o, const char *arg
 
 static int unknown(const struct parse *p, const char *what)
 {
-    if (p->c->named)
-        return cli_usage(p->c->name, "unknown option '%s'", what);
-    return cli_usage(p->c->name, "unknown option");
+    return cli_usage(p->c->name, "unknown option '%s'", what);
 }
 
 static int needs_value(const struct parse *p, const char *what)
 {
-    if (p->c->named)
-        return cli_usage(p->c->name, "option '%s' needs a value", what);
-    return cli_usage(p->c->name, "unknown option");
+    return cli_usage(p->c->name, "option '%s' needs a value", what);
 }
 
 /* Stores v into an integer field of size bytes (bounds made it fit). */

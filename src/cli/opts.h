@@ -87,12 +87,11 @@ bool opts_is_format(const char *name);
 #define OPT_GT0 0x1p-1074
 #define OPT_FINITE DBL_MAX
 
-/* A command's options and how it words a usage error. */
+/* A command's options. Usage errors name the command and the option:
+ * "atr sim run: unknown option '--x'", "... option '--x' needs a value". */
 struct opts_cmd {
     const char *name;        /* "sim run": errors read "atr sim run: ..." */
     const struct opt *opts;
-    bool named;              /* "unknown option '--x'", "option '--x' needs a value";
-                              * else both are "unknown option" */
 };
 
 /* Parses argv[1..argc) as getopt_long would: "--name value", "--name=value",

@@ -7,29 +7,22 @@
 
 #include "cli/cmd.h"
 
+static const char *const arrivals[] = {"trace", "poisson", "constant", "burst", NULL};
+
 void sched_opts_init(struct sched_opts *o)
 {
     memset(o, 0, sizeof *o);
     atr_schedule_defaults(&o->schedule);
-}
-
-/* --rate R|inf: the schedule's own parser says what is wrong. */
-static bool parse_rate(void *base, const char *arg, const char *cmd)
-{
-    struct sched_opts *o = base;
-    struct atr_error err;
-    if (atr_schedule_set_rate(&o->schedule, arg, &err) == 0)
-        return true;
-    cli_usage(cmd, "%s", err.msg);
-    return false;
+    o->arrival = -1;
+    o->burstiness = NAN;
 }
 
 #define ARGS struct sched_opts
 const struct opt sched_opts_group[] = {
-    OPT_CALL("rate", 0, parse_rate, NULL),
-    OPT_DOUBLE(ARGS, schedule.burstiness, "burstiness", 0, OPT_GT0, OPT_FINITE,
+    OPT_STRING(ARGS, rate, "rate", 0),
+    OPT_DOUBLE(ARGS, burstiness, "burstiness", 0, OPT_GT0, OPT_FINITE,
                "--burstiness wants a number > 0"),
-    OPT_ENUM(ARGS, schedule.kind, "arrival", 0, OPT_WORDS("trace", "poisson", "constant", "burst"),
+    OPT_ENUM(ARGS, arrival, "arrival", 0, arrivals,
              "--arrival wants trace, poisson, constant or burst"),
     OPT_DOUBLE(ARGS, schedule.time_scale, "time-scale", 0, OPT_GT0, OPT_FINITE,
                "--time-scale wants a number > 0"),
@@ -40,15 +33,46 @@ const struct opt sched_opts_group[] = {
 };
 #undef ARGS
 
+/* --arrival KIND against --rate (already applied: poisson, or burst for
+ * inf): the kinds that time sessions by the rate want one, the others
+ * would ignore it. */
+static int apply_arrival(struct sched_opts *o, const char *cmd)
+{
+    struct atr_schedule *s = &o->schedule;
+    switch (o->arrival) {
+    case ATR_ARRIVAL_TRACE:
+    case ATR_ARRIVAL_BURST:
+        if (o->rate)
+            return cli_usage(cmd, "--arrival %s takes no --rate (--rate R alone: Poisson "
+                             "arrivals, R sessions/s)", arrivals[o->arrival]);
+        s->kind = (enum atr_arrival)o->arrival;
+        return EXIT_OK;
+    case ATR_ARRIVAL_POISSON:
+    case ATR_ARRIVAL_CONSTANT:
+        if (!o->rate)
+            return cli_usage(cmd, "--arrival poisson and constant want --rate R");
+        if (o->arrival == ATR_ARRIVAL_CONSTANT && isinf(s->rate))
+            return cli_usage(cmd, "--arrival constant wants a finite --rate");
+        if (o->arrival == ATR_ARRIVAL_CONSTANT)
+            s->kind = ATR_ARRIVAL_CONSTANT;
+        return EXIT_OK;   /* poisson at rate inf is the burst --rate inf made */
+    default:
+        return EXIT_OK;
+    }
+}
+
 int sched_opts_finish(struct sched_opts *o, const char *cmd)
 {
     struct atr_schedule *s = &o->schedule;
-    bool wants_rate = s->kind == ATR_ARRIVAL_POISSON || s->kind == ATR_ARRIVAL_CONSTANT;
-    if (wants_rate && !(s->rate > 0))
-        return cli_usage(cmd, "--arrival poisson and constant want --rate R");
-    if (s->kind == ATR_ARRIVAL_CONSTANT && isinf(s->rate))
-        return cli_usage(cmd, "--arrival constant wants a finite --rate");
-    if (s->kind == ATR_ARRIVAL_POISSON && isinf(s->rate))
-        s->kind = ATR_ARRIVAL_BURST;
+    struct atr_error err;
+    if (o->rate && atr_schedule_set_rate(s, o->rate, &err) < 0)
+        return cli_usage(cmd, "%s", err.msg);
+    int rc = apply_arrival(o, cmd);
+    if (rc != EXIT_OK || isnan(o->burstiness))
+        return rc;
+    if (s->kind != ATR_ARRIVAL_POISSON)
+        return cli_usage(cmd, "--burstiness shapes Poisson gaps: it wants a finite --rate R, "
+                         "without --arrival constant");
+    s->burstiness = o->burstiness;
     return EXIT_OK;
 }

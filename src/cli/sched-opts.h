@@ -15,9 +15,10 @@
     "tool time):\n"                                                                \
     "      --rate R|inf          sessions per second, Poisson arrivals; inf: all\n" \
     "                            at once (default: the traces' own start times)\n"  \
-    "      --burstiness B        gamma shape of the gaps (1 = Poisson, <1 burstier)\n" \
+    "      --burstiness B        gamma shape of --rate's gaps (1 = Poisson, <1\n"  \
+    "                            burstier); only with a finite --rate\n"          \
     "      --arrival KIND        trace, poisson, constant (gaps of exactly 1/R) or\n" \
-    "                            burst\n"                                           \
+    "                            burst; trace and burst take no --rate\n"         \
     "      --time-scale F        multiply trace start times and tool times by F\n"  \
     "      --seed N              seed of the random gaps (default 0)\n"             \
     "      --max-concurrency N   at most N requests in flight; the wait for a slot\n" \
@@ -26,6 +27,10 @@
 struct sched_opts {
     struct atr_schedule schedule;
     unsigned max_concurrency;
+    /* As given, in any order; sched_opts_finish makes the schedule of them. */
+    int arrival;                 /* enum atr_arrival, or -1: not given */
+    const char *rate;            /* NULL: not given */
+    double burstiness;           /* NaN: not given */
 };
 
 /* The schedule options, filling a struct sched_opts: include them with
@@ -33,7 +38,8 @@ struct sched_opts {
 extern const struct opt sched_opts_group[];
 
 void sched_opts_init(struct sched_opts *o);
-/* Checks combinations after parsing; EXIT_OK or EXIT_USAGE. */
+/* Sets the schedule from --rate, --arrival and --burstiness, after parsing:
+ * EXIT_OK, or EXIT_USAGE for a combination where one would be ignored. */
 int sched_opts_finish(struct sched_opts *o, const char *cmd);
 
 #endif

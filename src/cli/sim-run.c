@@ -7,25 +7,12 @@
 #include "cli/cmd.h"
 #include "cli/llm-run.h"
 #include "exp/exp.h"
-#include "policy/policy.h"
 
-/* --policy a,b,c; sim run checks the names before it starts. */
+/* --policy a,b,c: the names are checked with the options (sim_run_args_check). */
 static bool opt_policies(void *base, const char *list, const char *cmd)
 {
     struct sim_run_args *a = base;
-    if (llm_policy_list_parse(&a->policies, list, cmd) != EXIT_OK)
-        return false;
-    for (size_t k = 0; k < a->policies.n; k++) {
-        bool known = false;
-        for (size_t i = 0; atr_policy_names[i]; i++)
-            known |= strcmp(atr_policy_names[i], a->policies.names[k]) == 0;
-        if (!known) {
-            cli_usage(cmd, "unknown policy '%s' (naive, prefix-cache, prefix-route, "
-                      "compaction, max-tokens, learned)", a->policies.names[k]);
-            return false;
-        }
-    }
-    return true;
+    return llm_policy_list_parse(&a->policies, list, cmd) == EXIT_OK;
 }
 
 #define ARGS struct sim_run_args
@@ -37,6 +24,7 @@ const struct opt sim_run_options[] = {
     OPT_UINT(ARGS, engine.max_num_batched_tokens, "max-num-batched-tokens", 0, 16, 1 << 24,
              "--max-num-batched-tokens wants 16..16777216"),
     OPT_FLAG_OFF(ARGS, engine.prefix_caching, "no-prefix-caching", 0),
+    OPT_FLAG(ARGS, engine.skip_oversized, "skip-oversized", 0),
     OPT_STRING(ARGS, iterations_out, "iterations-out", 0),
     OPT_CALL("policy", 0, opt_policies, NULL),
     OPT_STRING(ARGS, policy_opts, "policy-options", 0),
@@ -66,7 +54,10 @@ int sim_run_args_check(struct sim_run_args *a, int argc, const char *cmd)
         return cli_usage(cmd, "missing --profile GPU/MODEL");
     if (a->first_arg >= argc)
         return cli_usage(cmd, "missing TRACE");
-    return sched_opts_finish(&a->sched, cmd);
+    int rc = cli_check_profile(cmd, a->profile, a->tp);
+    if (rc == EXIT_OK)
+        rc = cli_check_policies(cmd, a->policies.names, a->policies.n, a->policy_opts);
+    return rc != EXIT_OK ? rc : sched_opts_finish(&a->sched, cmd);
 }
 
 void sim_run_args_release(struct sim_run_args *a)

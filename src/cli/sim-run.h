@@ -25,8 +25,9 @@ extern const struct opt sim_run_options[];
 
 /* Sets the defaults; call before parsing. */
 void sim_run_args_init(struct sim_run_args *a);
-/* After parsing: --profile given, a TRACE, a sound schedule. EXIT_OK or a
- * usage error of cmd. */
+/* After parsing, before any work: --profile given and known (with --tp),
+ * a TRACE, policies and their options that can be made, a sound schedule.
+ * EXIT_OK or a usage error of cmd. */
 int sim_run_args_check(struct sim_run_args *a, int argc, const char *cmd);
 void sim_run_args_release(struct sim_run_args *a);
 

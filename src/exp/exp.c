@@ -151,7 +151,8 @@ static int run_sim(const struct atr_target *t, const struct atr_exp_cfg *cfg,
     for (unsigned i = 0; i < t->replicas; i++)
         if (!(out->engines[i] = atr_engine_new(&ec, err)))
             return -1;
-    struct atr_sim_run_cfg rc = { w, starts, cfg->schedule, cfg->max_concurrency, policy };
+    struct atr_sim_run_cfg rc = { w, starts, cfg->schedule, cfg->max_concurrency, policy,
+                                  cfg->on_progress, cfg->progress_ctx };
     if (atr_sim_run(out->engines, t->replicas, &rc, &out->recs, &out->n, err) < 0)
         return -1;
     out->total = out->n;

@@ -252,13 +252,21 @@ int atr_json_put_pyfloat(struct atr_buf *b, double v)
 {
     if (!isfinite(v))
         return atr_buf_puts(b, "null");
+    /* The fewest digits that read back: binary search over 1..17 (17 always
+     * do). More digits never read back worse (each rounding to nearest is
+     * at least as close as the shorter one), so the search finds what a
+     * scan from 1 up would, in 5 tries instead of up to 17. */
     char tmp[64];
-    int prec = 1;
-    for (; prec < 17; prec++) {
-        snprintf(tmp, sizeof tmp, "%.*e", prec - 1, v);
+    int lo = 1, hi = 17;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        snprintf(tmp, sizeof tmp, "%.*e", mid - 1, v);
         if (strtod(tmp, NULL) == v)
-            break;
+            hi = mid;
+        else
+            lo = mid + 1;
     }
+    int prec = lo;
     snprintf(tmp, sizeof tmp, "%.*e", prec - 1, v);
     int exp10 = atoi(strchr(tmp, 'e') + 1);
     if (v == 0 || exp10 < -4 || exp10 >= 16)

@@ -307,7 +307,8 @@ static void conclude_stream(struct req *r, double now)
     if (rc) {
         fail_sse(r, rc, now);
     } else if (!r->done) {
-        set_detail(r, "the stream ended without data: [DONE]");
+        snprintf(r->detail, sizeof r->detail,
+                 "the stream ended after %zu bytes without data: [DONE]", r->received);
         fail(r, "stream cut", now);
     } else if (!r->usage) {
         set_detail(r, "data: [DONE] came without a usage object");
@@ -347,11 +348,26 @@ static void conclude_ok(struct req *r, double now)
     }
 }
 
+/* What happened to a connection that closed early, in words a user can
+ * act on: before any answer (the server died or refused), or how far into
+ * the answer, with curl's own text last. */
+static void set_cut_detail(struct req *r, CURLcode rc)
+{
+    const char *curl = r->errbuf[0] ? r->errbuf : curl_easy_strerror(rc);
+    if (r->status == 0)
+        snprintf(r->detail, sizeof r->detail,
+                 "the server closed the connection before answering (%.150s)", curl);
+    else
+        snprintf(r->detail, sizeof r->detail,
+                 "the connection closed after %zu bytes of the HTTP %d body, before "
+                 "data: [DONE] (%.120s)", r->received, r->status, curl);
+}
+
 /* The connection failed: before any answer, or part way through it. */
 static void conclude_cut(struct req *r, CURLcode rc, double now)
 {
     if (r->status == 0) {
-        set_detail(r, r->errbuf[0] ? r->errbuf : curl_easy_strerror(rc));
+        set_cut_detail(r, rc);
         fail(r, "connect", now);
     } else if (r->status != 200) {
         fail_http(r, now);
@@ -361,7 +377,7 @@ static void conclude_cut(struct req *r, CURLcode rc, double now)
             fail(r, "no usage", now);
         }
     } else {
-        set_detail(r, r->errbuf[0] ? r->errbuf : curl_easy_strerror(rc));
+        set_cut_detail(r, rc);
         fail(r, "stream cut", now);
     }
 }

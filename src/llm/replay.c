@@ -43,7 +43,8 @@ struct driver {
     struct atr_buf body;
     int failed;                      /* -1 after an internal error */
     unsigned warm_left, warm_ok;
-    char warm_reason[96];
+    int warm_status;                 /* HTTP status of the last failed warm-up */
+    char warm_reason[320];
 };
 
 static double rel_now(const struct driver *d)
@@ -175,11 +176,13 @@ static void schedule_turn(struct driver *d, struct turn_state *ts, double t)
 
 static void on_warmup_done(struct driver *d, const struct atr_llm_result *r)
 {
-    if (r->success)
+    if (r->success) {
         d->warm_ok++;
-    else
+    } else {
+        d->warm_status = r->http_status;
         snprintf(d->warm_reason, sizeof d->warm_reason, "%s%s%s", r->reason,
                  r->detail && *r->detail ? ": " : "", r->detail ? r->detail : "");
+    }
     if (--d->warm_left == 0)
         event_base_loopbreak(d->base);
 }
@@ -255,7 +258,9 @@ static void on_stop_poll(evutil_socket_t fd, short what, void *arg)
 }
 
 /* Sends the warm-up requests (first turns of the first sessions, with
- * their own unique tails) and waits for them; fails if none succeeded. */
+ * their own unique tails) and waits for them; fails if none succeeded,
+ * saying what happened to the last. A stop meanwhile ends the run before
+ * it starts: nothing measured, marked incomplete. */
 static int warm_up(struct driver *d)
 {
     const struct atr_workload *w = d->cfg->workload;
@@ -278,12 +283,18 @@ static int warm_up(struct driver *d)
     d->warm_left = d->cfg->warmup;
     while (d->warm_left && !(d->cfg->stop && *d->cfg->stop))
         event_base_loop(d->base, EVLOOP_ONCE);
-    if (d->warm_left)
-        return atr_error_set(d->err, "stopped during warm-up");
-    if (!d->warm_ok)
-        return atr_error_set(d->err, "warm-up request failed (%s); is the target serving "
-                             "model '%s'?", d->warm_reason, d->cfg->body.model);
-    return 0;
+    if (d->warm_left) {              /* stopped: a run of nothing, marked so */
+        d->out->incomplete = true;
+        return 0;
+    }
+    if (d->warm_ok)
+        return 0;
+    /* Only an answer that refuses the request can mean another model; a
+     * connection that closed or timed out says nothing about the model. */
+    bool refused = (d->warm_status == 400 || d->warm_status == 404) && d->cfg->body.model;
+    return atr_error_set(d->err, "warm-up request failed (%s)%s%s%s", d->warm_reason,
+                         refused ? "; is the target serving model '" : "",
+                         refused ? d->cfg->body.model : "", refused ? "'?" : "");
 }
 
 static int setup(struct driver *d)

@@ -114,6 +114,44 @@ const char *atr_policy_name(const struct atr_policy *p)
     return p->ops->name;
 }
 
+/* The first "name.key=value" of options whose name is none of names[0..n),
+ * copied into out; false when there is none. */
+static bool stray_option(const char *const *names, size_t n, const char *options, char *out,
+                         size_t cap)
+{
+    for (const char *tok = options; *tok; tok += *tok == ',') {
+        size_t len = strcspn(tok, ","), key = strcspn(tok, "=,");
+        const char *dot = memchr(tok, '.', key);
+        bool listed = !dot;
+        for (size_t i = 0; i < n && !listed; i++)
+            listed = strlen(names[i]) == (size_t)(dot - tok) &&
+                     strncmp(names[i], tok, (size_t)(dot - tok)) == 0;
+        if (!listed) {
+            snprintf(out, cap, "%.*s", (int)len, tok);
+            return true;
+        }
+        tok += len;
+    }
+    return false;
+}
+
+int atr_policy_check(const char *const *names, size_t n, const char *options,
+                     struct atr_error *err)
+{
+    char stray[128];
+    if (options && stray_option(names, n, options, stray, sizeof stray))
+        return atr_error_set(err, "policy option '%s' is for a policy not in the run",
+                             stray);
+    struct atr_policy_cfg cfg = {.n_replicas = 1, .block_size = 16, .options = options};
+    for (size_t i = 0; i < n; i++) {
+        struct atr_policy *p = atr_policy_new(names[i], &cfg, err);
+        if (!p)
+            return -1;
+        atr_policy_free(p);
+    }
+    return 0;
+}
+
 void atr_policy_decide(struct atr_policy *p, const struct atr_policy_req *r,
                        struct atr_policy_decision *d)
 {

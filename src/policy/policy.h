@@ -120,6 +120,13 @@ struct atr_policy *atr_policy_new(const char *name, const struct atr_policy_cfg 
 void atr_policy_free(struct atr_policy *p);
 const char *atr_policy_name(const struct atr_policy *p);
 
+/* Checks, before a run, that the policies names[0..n) can be made with
+ * options (atr_policy_cfg.options): known names, known keys, values in
+ * range, and every "name.key=value" naming one of them (it would be
+ * ignored otherwise). 0, or -1 with err set. */
+int atr_policy_check(const char *const *names, size_t n, const char *options,
+                     struct atr_error *err);
+
 void atr_policy_decide(struct atr_policy *p, const struct atr_policy_req *r,
                        struct atr_policy_decision *d);
 void atr_policy_started(struct atr_policy *p, const struct atr_policy_req *r,

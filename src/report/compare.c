@@ -65,13 +65,29 @@ static double finite_or_nan(double v)
     return isfinite(v) ? v : NAN;
 }
 
-/* The 99th percentile among the configured ones, else NAN. */
-static double p99_of(const struct atr_llm_stat *st, const struct atr_llm_bench_config *cfg)
+/* The 99th percentile among the configured ones (of request or session
+ * figures), else NAN. */
+static double p99_of(const struct atr_llm_stat *st, const struct atr_llm_bench_config *cfg,
+                     bool session)
 {
-    for (size_t i = 0; i < atr_llm_pct_count(cfg); i++)
-        if (atr_llm_pct_at(cfg, i) == 99)
+    double pct[ATR_LLM_MAX_PCT];
+    size_t n = atr_llm_pct_list(cfg, session, pct);
+    for (size_t i = 0; i < n; i++)
+        if (pct[i] == 99)
             return finite_or_nan(st->p[i]);
     return NAN;
+}
+
+/* Session completion figures, as the result file has them: only for a
+ * multi-turn workload. */
+static void session_figures(struct atr_compare_row *r, const struct atr_llm_summary *s,
+                            const struct atr_llm_bench_config *cfg)
+{
+    const struct atr_llm_stat *st = &s->sessions.completion;
+    bool have = s->sessions.multi_turn;
+    r->session_mean_ms = have ? finite_or_nan(st->mean) : NAN;
+    r->session_p50_ms = have ? finite_or_nan(st->median) : NAN;
+    r->session_p99_ms = have ? p99_of(st, cfg, true) : NAN;
 }
 
 void atr_compare_add_summary(struct atr_compare *c, const char *target, const char *policy,
@@ -81,13 +97,14 @@ void atr_compare_add_summary(struct atr_compare *c, const char *target, const ch
     struct atr_compare_row r = {
         .file = policy, .kind = "atr", .target = target, .policy = policy,
         .ttft_mean_ms = finite_or_nan(s->ttft.mean), .ttft_p50_ms = finite_or_nan(s->ttft.median),
-        .ttft_p99_ms = p99_of(&s->ttft, cfg),
+        .ttft_p99_ms = p99_of(&s->ttft, cfg, false),
         .e2el_mean_ms = finite_or_nan(s->e2el.mean), .e2el_p50_ms = finite_or_nan(s->e2el.median),
-        .e2el_p99_ms = p99_of(&s->e2el, cfg),
+        .e2el_p99_ms = p99_of(&s->e2el, cfg, false),
         .request_throughput = finite_or_nan(s->request_throughput),
         .output_throughput = finite_or_nan(s->output_throughput),
         .prefix_hit_rate = s->total_input ? (double)s->cached_tokens / (double)s->total_input : 0,
     };
+    session_figures(&r, s, cfg);
     atr_compare_add_row(c, &r);
 }
 
@@ -115,6 +132,10 @@ static const char *const k_e2el_p50[] = {"median_e2el_ms", "median_e2e_latency_m
 static const char *const k_e2el_p99[] = {"p99_e2el_ms", "p99_e2e_latency_ms", NULL};
 static const char *const k_req_tput[] = {"request_throughput", NULL};
 static const char *const k_out_tput[] = {"output_throughput", NULL};
+/* under atr.sessions */
+static const char *const k_ses_mean[] = {"mean_completion_ms", NULL};
+static const char *const k_ses_p50[] = {"median_completion_ms", NULL};
+static const char *const k_ses_p99[] = {"p99_completion_ms", NULL};
 
 /* A number as vLLM and SGLang may write it: a JSON number, a bare
  * Infinity/NaN, or a string like "inf" (request_rate). */
@@ -168,6 +189,27 @@ static int get_figures(const struct atr_json *o, struct atr_compare_row *r,
     if (isnan(r->request_throughput) && atr_json_get_num(o, "completed", &done) &&
         atr_json_get_num(o, "duration", &dur) && dur > 0)
         r->request_throughput = done / dur;
+    return 0;
+}
+
+/* atr's own figures: prefix hit rate and, for multi-turn workloads, session
+ * completion (NAN without them: vLLM and SGLang files, older atr files). */
+static int get_atr_figures(const struct atr_json *atr, struct atr_compare_row *r,
+                           const struct src *s, struct atr_error *err)
+{
+    r->prefix_hit_rate = r->session_mean_ms = r->session_p50_ms = r->session_p99_ms = NAN;
+    if (!atr)
+        return 0;
+    const struct atr_json *ses = atr_json_get(atr, "sessions");
+    if (get_figure(atr, (const char *const[]){"prefix_cache_hit_rate", NULL},
+                   &r->prefix_hit_rate, s, err) < 0)
+        return -1;
+    if (!atr_json_is(ses, ATR_JSON_OBJECT))
+        return 0;
+    if (get_figure(ses, k_ses_mean, &r->session_mean_ms, s, err) < 0 ||
+        get_figure(ses, k_ses_p50, &r->session_p50_ms, s, err) < 0 ||
+        get_figure(ses, k_ses_p99, &r->session_p99_ms, s, err) < 0)
+        return -1;
     return 0;
 }
 
@@ -248,9 +290,7 @@ static int row_from_object(struct atr_compare *c, const struct atr_json *o,
     const struct atr_json *atr = atr_json_get(o, "atr");
     if (!atr_json_is(atr, ATR_JSON_OBJECT))
         atr = NULL;
-    r->prefix_hit_rate = NAN;
-    if (atr && get_figure(atr, (const char *const[]){"prefix_cache_hit_rate", NULL},
-                          &r->prefix_hit_rate, s, err) < 0)
+    if (get_atr_figures(atr, r, s, err) < 0)
         return -1;
     r->file = atr_arena_strdup(&c->strings, s->name);
     r->kind = kind_of(o, atr);
@@ -468,12 +508,28 @@ const struct atr_compare_row *atr_compare_rows(struct atr_compare *c, size_t *n)
 
 /* ---- Markdown ---- */
 
-enum { N_COLS = 13, CELL_MAX = 160 };
+enum { N_COLS = 16, CELL_MAX = 160, FIRST_SESSION_COL = 8, N_SESSION_COLS = 3 };
 
 static const char *const col_head[N_COLS] = {
     "target", "policy", "avg TTFT ms", "p50 TTFT ms", "p99 TTFT ms", "avg E2E ms",
-    "p50 E2E ms", "p99 E2E ms", "req/s", "out tok/s", "prefix hit", "E2E cut", "TTFT cut",
+    "p50 E2E ms", "p99 E2E ms", "avg session s", "p50 session s", "p99 session s",
+    "req/s", "out tok/s", "prefix hit", "E2E cut", "TTFT cut",
 };
+
+static bool has_session(const struct atr_compare_row *r)
+{
+    return isfinite(r->session_mean_ms) || isfinite(r->session_p50_ms) ||
+           isfinite(r->session_p99_ms);
+}
+
+/* Whether any row has a session figure: only then are there session columns. */
+static bool any_session(const struct atr_compare_row *rows, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (has_session(&rows[i]))
+            return true;
+    return false;
+}
 
 /* A figure with decimals and a suffix, "-" when missing; never "-0.0". */
 static void fmt_num(char *out, double v, int decimals, const char *suffix)
@@ -507,30 +563,56 @@ static void row_cells(const struct atr_compare_row *r, char cells[N_COLS][CELL_M
                           r->e2el_mean_ms, r->e2el_p50_ms, r->e2el_p99_ms};
     for (int i = 0; i < 6; i++)
         fmt_num(cells[2 + i], ms[i], 1, "");
-    fmt_num(cells[8], r->request_throughput, 2, "");
-    fmt_num(cells[9], r->output_throughput, 1, "");
-    fmt_num(cells[10], r->prefix_hit_rate * 100.0, 1, "%");
-    fmt_num(cells[11], r->e2el_cut_pct, 2, "%");
-    fmt_num(cells[12], r->ttft_cut_pct, 2, "%");
+    /* sessions last minutes: seconds read better than ms */
+    const double ses[N_SESSION_COLS] = {r->session_mean_ms, r->session_p50_ms,
+                                        r->session_p99_ms};
+    for (int i = 0; i < N_SESSION_COLS; i++)
+        fmt_num(cells[FIRST_SESSION_COL + i], ses[i] / 1000, 2, "");
+    fmt_num(cells[11], r->request_throughput, 2, "");
+    fmt_num(cells[12], r->output_throughput, 1, "");
+    fmt_num(cells[13], r->prefix_hit_rate * 100.0, 1, "%");
+    fmt_num(cells[14], r->e2el_cut_pct, 2, "%");
+    fmt_num(cells[15], r->ttft_cut_pct, 2, "%");
+}
+
+/* The columns shown, in order, and their widths. */
+struct layout {
+    int col[N_COLS];
+    int n;
+    size_t w[N_COLS];
+};
+
+static void layout_init(struct layout *l, bool sessions)
+{
+    l->n = 0;
+    for (int c = 0; c < N_COLS; c++) {
+        bool session_col = c >= FIRST_SESSION_COL && c < FIRST_SESSION_COL + N_SESSION_COLS;
+        if (sessions || !session_col)
+            l->col[l->n++] = c;
+        l->w[c] = strlen(col_head[c]);
+    }
 }
 
 /* One table line; text columns left-aligned, figures right-aligned. */
-static int put_line(struct atr_buf *b, char cells[N_COLS][CELL_MAX], const size_t *w)
+static int put_line(struct atr_buf *b, char cells[N_COLS][CELL_MAX], const struct layout *l)
 {
     int rc = 0;
-    for (int i = 0; i < N_COLS; i++)
-        rc |= atr_buf_printf(b, i < 2 ? "| %-*s " : "| %*s ", (int)w[i], cells[i]);
+    for (int i = 0; i < l->n; i++) {
+        int c = l->col[i];
+        rc |= atr_buf_printf(b, c < 2 ? "| %-*s " : "| %*s ", (int)l->w[c], cells[c]);
+    }
     return rc | atr_buf_puts(b, "|\n");
 }
 
-static int put_rule(struct atr_buf *b, const size_t *w)
+static int put_rule(struct atr_buf *b, const struct layout *l)
 {
     int rc = 0;
-    for (int i = 0; i < N_COLS; i++) {
+    for (int i = 0; i < l->n; i++) {
+        int c = l->col[i];
         rc |= atr_buf_puts(b, "| ");
-        for (size_t k = 0; k + (i >= 2) < w[i]; k++)
+        for (size_t k = 0; k + (c >= 2) < l->w[c]; k++)
             rc |= atr_buf_putc(b, '-');
-        rc |= atr_buf_puts(b, i >= 2 ? ": " : " ");
+        rc |= atr_buf_puts(b, c >= 2 ? ": " : " ");
     }
     return rc | atr_buf_puts(b, "|\n");
 }
@@ -540,28 +622,28 @@ int atr_compare_write_markdown(struct atr_buf *b, struct atr_compare *c)
     size_t n;
     const struct atr_compare_row *rows = atr_compare_rows(c, &n);
     char (*cells)[N_COLS][CELL_MAX] = xcalloc(n + 1, sizeof *cells);
-    size_t w[N_COLS];
-    for (int i = 0; i < N_COLS; i++) {
+    struct layout l;
+    layout_init(&l, any_session(rows, n));
+    for (int i = 0; i < N_COLS; i++)
         snprintf(cells[0][i], CELL_MAX, "%s", col_head[i]);
-        w[i] = strlen(col_head[i]);
-    }
     for (size_t r = 0; r < n; r++) {
         row_cells(&rows[r], cells[r + 1]);
         for (int i = 0; i < N_COLS; i++)
-            if (strlen(cells[r + 1][i]) > w[i])
-                w[i] = strlen(cells[r + 1][i]);
+            if (strlen(cells[r + 1][i]) > l.w[i])
+                l.w[i] = strlen(cells[r + 1][i]);
     }
-    int rc = put_line(b, cells[0], w) | put_rule(b, w);
+    int rc = put_line(b, cells[0], &l) | put_rule(b, &l);
     for (size_t r = 0; r < n; r++)
-        rc |= put_line(b, cells[r + 1], w);
+        rc |= put_line(b, cells[r + 1], &l);
     free(cells);
     return rc ? -1 : 0;
 }
 
 /* ---- JSON ---- */
 
-/* One row object, compact, as the table's JSON form lists it. */
-static void json_row(struct atr_jw *w, const struct atr_compare_row *r)
+/* One row object, compact, as the table's JSON form lists it; the session
+ * keys only in a table with session figures. */
+static void json_row(struct atr_jw *w, const struct atr_compare_row *r, bool sessions)
 {
     atr_jw_object_begin(w);
     atr_jw_kv_str(w, "file", r->file);
@@ -574,6 +656,11 @@ static void json_row(struct atr_jw *w, const struct atr_compare_row *r)
     atr_jw_kv_pyfloat(w, "mean_e2el_ms", r->e2el_mean_ms);
     atr_jw_kv_pyfloat(w, "p50_e2el_ms", r->e2el_p50_ms);
     atr_jw_kv_pyfloat(w, "p99_e2el_ms", r->e2el_p99_ms);
+    if (sessions) {
+        atr_jw_kv_pyfloat(w, "mean_session_ms", r->session_mean_ms);
+        atr_jw_kv_pyfloat(w, "p50_session_ms", r->session_p50_ms);
+        atr_jw_kv_pyfloat(w, "p99_session_ms", r->session_p99_ms);
+    }
     atr_jw_kv_pyfloat(w, "request_throughput", r->request_throughput);
     atr_jw_kv_pyfloat(w, "output_throughput", r->output_throughput);
     atr_jw_kv_pyfloat(w, "prefix_cache_hit_rate", r->prefix_hit_rate);
@@ -586,11 +673,12 @@ int atr_compare_write_json(struct atr_buf *b, struct atr_compare *c)
 {
     size_t n;
     const struct atr_compare_row *rows = atr_compare_rows(c, &n);
+    bool sessions = any_session(rows, n);
     int rc = atr_buf_puts(b, n ? "[\n" : "[");
     for (size_t i = 0; i < n; i++) {       /* one row per line */
         struct atr_jw w;
         atr_jw_init(&w, b, ATR_JW_COMPACT);
-        json_row(&w, &rows[i]);
+        json_row(&w, &rows[i], sessions);
         rc |= atr_jw_finish(&w) | atr_buf_puts(b, i + 1 < n ? ",\n" : "\n");
     }
     return (rc | atr_buf_puts(b, "]\n")) ? -1 : 0;

@@ -35,6 +35,8 @@ struct atr_compare_row {
     double request_throughput;   /* requests/s */
     double output_throughput;    /* output tokens/s */
     double prefix_hit_rate;      /* 0..1, atr results only */
+    /* Session completion time (atr.sessions of a multi-turn workload). */
+    double session_mean_ms, session_p50_ms, session_p99_ms;
     /* (naive - this) / naive * 100 of the means, against the first naive
      * row (in adding order) of the same target; NAN for that row itself,
      * without a naive row, or when either mean is missing or naive's is 0.
@@ -75,11 +77,13 @@ void atr_compare_add_row(struct atr_compare *c, const struct atr_compare_row *r)
 const struct atr_compare_row *atr_compare_rows(struct atr_compare *c, size_t *n);
 
 /* The Markdown table, one header, one row per result, '\n'-terminated
- * lines; missing figures show "-". Returns 0, or -1 at b's cap. */
+ * lines; missing figures show "-". The session columns are there only when
+ * some row has a session figure. Returns 0, or -1 at b's cap. */
 int atr_compare_write_markdown(struct atr_buf *b, struct atr_compare *c);
 
 /* A JSON array with one object per row (keys in the help of `atr compare`),
- * one row per line, ending in "]\n"; missing figures are null. */
+ * one row per line, ending in "]\n"; missing figures are null. The session
+ * keys are there only when some row has a session figure. */
 int atr_compare_write_json(struct atr_buf *b, struct atr_compare *c);
 
 #endif

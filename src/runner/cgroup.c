@@ -322,26 +322,28 @@ static int parse_lines(const char *file, struct detect *d, void (*fn)(struct det
 }
 
 /* Our directory in hierarchy h: sysfs_root + mount point + our path
- * below the mount's root; "" when absent, outside the mount (another
- * namespace's view) or not a writable directory. */
-static void base_dir(const struct detect *d, int h, const char *sysfs_root, char *out)
+ * below the mount's root, into out. Returns 0 when it is a writable
+ * directory, else why not: ENOENT when absent or outside the mount
+ * (another namespace's view), access's errno (EACCES: not delegated to
+ * this user) when it is there but not ours to write. */
+static int base_dir(const struct detect *d, int h, const char *sysfs_root, char *out)
 {
     out[0] = '\0';
     const struct mount_rec *m = &d->mnt[h];
     if (!m->found || !d->have_path[h])
-        return;
+        return ENOENT;
     const char *rel = d->path[h];
     size_t rlen = strcmp(m->root, "/") == 0 ? 0 : strlen(m->root);
     if (strncmp(rel, m->root, rlen) != 0 || (rel[rlen] != '/' && rel[rlen] != '\0'))
-        return;
+        return ENOENT;
     rel += rlen;
     if (strcmp(rel, "/") == 0)
         rel = "";
     int n = snprintf(out, PATH_MAX, "%s%s%s", sysfs_root, m->point, rel);
     struct stat st;
-    if (n < 0 || n >= PATH_MAX || stat(out, &st) < 0 || !S_ISDIR(st.st_mode) ||
-        access(out, W_OK) < 0)
-        out[0] = '\0';
+    if (n < 0 || n >= PATH_MAX || stat(out, &st) < 0 || !S_ISDIR(st.st_mode))
+        return ENOENT;
+    return access(out, W_OK) == 0 ? 0 : errno;
 }
 
 /* cgroup.kill is absent from a hierarchy's root group: look at a sibling
@@ -458,8 +460,13 @@ int atr_cg_detect(struct atr_cg_host *h, const char *mountinfo, const char *proc
     parse_lines(mountinfo ? mountinfo : "/proc/self/mountinfo", d, parse_mount_line);
     parse_lines(proc_cgroup ? proc_cgroup : "/proc/self/cgroup", d, parse_cgroup_line);
     char *dst[H_COUNT] = {h->v2, h->memory, h->cpu, h->cpuacct, h->pids};
-    for (int i = 0; i < H_COUNT; i++)
-        base_dir(d, i, sysfs_root, dst[i]);
+    for (int i = 0; i < H_COUNT; i++) {
+        int e = base_dir(d, i, sysfs_root, dst[i]);
+        if ((e == EACCES || e == EPERM) && !h->denied[0])
+            memcpy(h->denied, dst[i], sizeof h->denied);
+        if (e)
+            dst[i][0] = '\0';
+    }
     free(d);
     int enable_errno = 0;
     if (h->v2[0]) {

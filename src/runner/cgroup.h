@@ -41,6 +41,8 @@ struct atr_cg_host {
     char pids[PATH_MAX];
     bool psi;                   /* <group>/memory.pressure exists (v2) */
     bool kill_file;             /* cgroup.kill exists (v2, 5.14+) */
+    char denied[PATH_MAX];      /* a base this user may not write (cgroups not
+                                 * delegated to it), or "" */
     char note[256];             /* one line for the report: what was found */
 };
 

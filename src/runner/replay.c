@@ -2,6 +2,7 @@
  * a scrubbed environment, one spawn and one metrics record per step. */
 #include "runner/replay.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
 #include <math.h>
@@ -59,11 +60,66 @@ void atr_replay_stop(void)
 
 bool atr_replay_stopped(void) { return stop_requested; }
 
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    remove(path);
+    return 0;
+}
+
+/* rm -rf of a work directory atr made (never follows symlinks out). */
+static void remove_tree(const char *dir)
+{
+    nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static const char *workdir_base(const struct atr_replay_opts *o)
+{
+    return o->workdir ? o->workdir : "/tmp";
+}
+
+/* "atr-work-<pid>-..." -> pid, else 0. */
+static pid_t workdir_pid(const char *name)
+{
+    static const char prefix[] = "atr-work-";
+    if (strncmp(name, prefix, sizeof prefix - 1) != 0)
+        return 0;
+    char *end;
+    errno = 0;
+    long v = strtol(name + sizeof prefix - 1, &end, 10);
+    return *end == '-' && !errno && v > 0 && v <= INT32_MAX ? (pid_t)v : 0;
+}
+
+/* Work directories of runs that died without cleaning up (SIGKILL), as
+ * atr_cg_sweep_stale sweeps their groups: the name carries the run's pid,
+ * and only directories of pids that no longer exist go, only our own
+ * (a shared /tmp holds other users' runs). A pid reused since is alive:
+ * its directory stays, never the other way round. */
+static void sweep_workdirs(const char *base)
+{
+    DIR *d = opendir(base);
+    if (!d)
+        return;
+    char path[PATH_MAX];
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        pid_t pid = workdir_pid(e->d_name);
+        struct stat st;
+        if (pid <= 0 || pid == getpid() || kill(pid, 0) == 0 || errno != ESRCH ||
+            snprintf(path, sizeof path, "%s/%s", base, e->d_name) >= (int)sizeof path ||
+            lstat(path, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
+            continue;
+        remove_tree(path);
+    }
+    closedir(d);
+}
+
 struct atr_replay *atr_replay_new(const struct atr_replay_opts *o, struct atr_error *err)
 {
     struct atr_replay *rp = xcalloc(1, sizeof *rp);
     rp->o = *o;
     rp->root.v2_fd = -1;
+    sweep_workdirs(workdir_base(o));
     if (atr_cg_detect(&rp->host, NULL, NULL, "", err) < 0)
         goto fail;
     if (o->config == ATR_CFG_NONE || rp->host.mode == ATR_CG_NONE)
@@ -80,19 +136,6 @@ fail:
 
 const struct atr_cg_host *atr_replay_host(const struct atr_replay *rp) { return &rp->host; }
 unsigned atr_replay_swept(const struct atr_replay *rp) { return rp->swept; }
-
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st, (void)flag, (void)ftw;
-    remove(path);
-    return 0;
-}
-
-/* rm -rf of a work directory atr made (never follows symlinks out). */
-static void remove_tree(const char *dir)
-{
-    nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
 
 void atr_replay_free(struct atr_replay *rp)
 {
@@ -120,9 +163,8 @@ struct trace_run {
 
 static int make_workdir(struct trace_run *tr, struct atr_error *err)
 {
-    const char *base = tr->rp->o.workdir ? tr->rp->o.workdir : "/tmp";
-    snprintf(tr->workdir, sizeof tr->workdir, "%s/atr-work-%ld-%lu-XXXXXX", base,
-             (long)getpid(), tr->index);
+    snprintf(tr->workdir, sizeof tr->workdir, "%s/atr-work-%ld-%lu-XXXXXX",
+             workdir_base(&tr->rp->o), (long)getpid(), tr->index);
     if (!mkdtemp(tr->workdir))
         return atr_error_set(err, "%s: %s", tr->workdir, strerror(errno));
     /* Replayed commands may run as root in a sandbox: keep it private. */
@@ -149,21 +191,32 @@ static int create_group(struct trace_run *tr, const struct atr_cg *parent, const
     return atr_cg_create_for(&rp->host, parent, name, &rp->o.limits, out, err);
 }
 
+/* Does the step's recorded cwd exist where steps run (inside --rootfs
+ * when set)? Relative or ".."-laden paths are never looked up. */
+static bool cwd_present(const char *rootfs, const char *cwd)
+{
+    char path[PATH_MAX];
+    struct stat st;
+    return cwd[0] == '/' && !strstr(cwd, "..") &&
+           snprintf(path, sizeof path, "%s%s", rootfs ? rootfs : "", cwd) < (int)sizeof path &&
+           stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* The step's recorded cwd when it is absent here: a trace recorded in a
+ * repository image (/testbed) replayed on a host without it. */
+static const char *missing_cwd(const struct trace_run *tr, const struct atr_step *s)
+{
+    return s->cwd && s->cwd[0] && !cwd_present(tr->rp->o.rootfs, s->cwd) ? s->cwd : NULL;
+}
+
 /* Where a step starts: the trace's work directory on the host; inside a
  * --rootfs image the step's recorded cwd when the image has it (SWE-bench
  * images have /testbed), else its root. */
 static const char *step_cwd(const struct trace_run *tr, const struct atr_step *s)
 {
-    const char *rootfs = tr->rp->o.rootfs;
-    if (!rootfs)
+    if (!tr->rp->o.rootfs)
         return tr->workdir;
-    char path[PATH_MAX];
-    struct stat st;
-    if (s->cwd && s->cwd[0] == '/' && !strstr(s->cwd, "..") &&
-        snprintf(path, sizeof path, "%s%s", rootfs, s->cwd) < (int)sizeof path &&
-        stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-        return s->cwd;
-    return "/";
+    return s->cwd && cwd_present(tr->rp->o.rootfs, s->cwd) ? s->cwd : "/";
 }
 
 /* Why a step is not run, or NULL. */
@@ -312,6 +365,7 @@ static int run_step(struct trace_run *tr, const struct atr_step *s, struct atr_s
     if (g && atr_cg_read_stats(&rp->host, g, &after, err) < 0)
         goto fail;
     fill_metrics(m, &res, &before, &after, g != NULL);
+    m->missing_cwd = missing_cwd(tr, s);
     /* Whatever the step left running dies with the step. */
     if (g && atr_cg_kill(&rp->host, g, err) < 0)
         goto fail;
@@ -444,6 +498,8 @@ static void put_measured(struct atr_jw *w, const struct atr_step_metrics *m)
     kv_ms(w, "cpu_pressure_some_ms", m->cpu_some_ms);
     atr_jw_kv_int(w, "exit_code", m->exit_code);
     atr_jw_kv_bool(w, "timed_out", m->timed_out);
+    if (m->missing_cwd)
+        atr_jw_kv_str(w, "missing_cwd", m->missing_cwd);
     atr_jw_kv_uint(w, "output_bytes", m->output_bytes);
     atr_jw_kv_bool(w, "output_truncated", m->output_truncated);
     kv_count(w, "ctl_adjustments", m->ctl_adjustments);

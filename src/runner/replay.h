@@ -58,6 +58,7 @@ struct atr_step_metrics {
     double mem_some_ms, mem_full_ms, cpu_some_ms;   /* pressure stall during the step */
     int exit_code;
     bool timed_out;
+    const char *missing_cwd;    /* the step's recorded cwd, absent here (or in --rootfs) */
     uint64_t output_bytes;
     bool output_truncated;
     int64_t ctl_adjustments;    /* dynamic: memory.high changes, else -1 */
@@ -74,8 +75,9 @@ typedef int (*atr_replay_sink)(void *ctx, const struct atr_step_metrics *m,
 struct atr_replay;
 
 /* Detects cgroups (mode NONE is allowed only for config none or with a
- * warning the caller prints: see atr_replay_backend), sweeps stale groups
- * of dead runs, creates this run's root. */
+ * warning the caller prints: see atr_replay_host), sweeps the stale
+ * groups and work directories of dead runs (killed by SIGKILL), creates
+ * this run's root. */
 struct atr_replay *atr_replay_new(const struct atr_replay_opts *o, struct atr_error *err);
 /* What was found: "hybrid: ...", and the number of stale roots swept. */
 const struct atr_cg_host *atr_replay_host(const struct atr_replay *rp);

@@ -820,3 +820,24 @@ int atr_spawn_run(const struct atr_spawn_opts *o, struct atr_spawn_result *r,
     fds_close(&f);
     return 0;
 }
+
+/* A child tries the sandbox's unshare and reports its errno as its exit
+ * status: the namespaces are the caller's, so only a throwaway process
+ * can find out without changing them. */
+int atr_spawn_probe_sandbox(bool allow_network, struct atr_error *err)
+{
+    int flags = CLONE_NEWNS | CLONE_NEWPID | (allow_network ? 0 : CLONE_NEWNET);
+    pid_t pid = fork();
+    if (pid < 0)
+        return atr_error_set(err, "spawn: fork: %s", strerror(errno));
+    if (pid == 0)
+        _exit(unshare(flags) == 0 ? 0 : errno > 0 && errno < 256 ? errno : EPERM);
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+        return 0;
+    return atr_error_set(err, "new mount, PID%s namespaces are refused (unshare: %s)",
+                         allow_network ? "" : " and network",
+                         strerror(WIFEXITED(st) ? WEXITSTATUS(st) : EPERM));
+}

@@ -72,6 +72,10 @@ struct atr_spawn_result {
 int atr_spawn_run(const struct atr_spawn_opts *o, struct atr_spawn_result *r,
                   struct atr_error *err);
 
+/* Can this process make the sandbox's namespaces (root, or CAP_SYS_ADMIN)?
+ * 0, or -1 with err saying which were refused and why. Forks once. */
+int atr_spawn_probe_sandbox(bool allow_network, struct atr_error *err);
+
 /* Kills every child atr_spawn_run has alive, with its process group (for
  * SIGINT handlers: async-signal-safe). The running atr_spawn_run calls then
  * return normally with exit_code 137. */

@@ -19,6 +19,8 @@ enum { MAX_CONFIGS = 8, DIGITS = 3 /* of summary.json's figures */ };
 struct config_sum {
     char name[32];
     unsigned long traces, total_steps, ran, skipped, failed, timed_out;
+    unsigned long failures[ATR_CAUSE_COUNT], missing_cwd_steps;
+    char *missing_cwd;          /* the first recorded cwd that was absent */
     char last_trace[256];
     struct atr_samples latency;
     double cpu_ms, max_rss_mb;
@@ -46,6 +48,7 @@ void atr_replay_summary_free(struct atr_replay_summary *s)
         atr_samples_release(&s->c[i].latency);
         atr_samples_release(&s->c[i].reaction);
         atr_samples_release(&s->c[i].reaction_bound);
+        free(s->c[i].missing_cwd);
     }
     free(s);
 }
@@ -92,6 +95,7 @@ static void measured_from(struct atr_replay_step *out, const struct atr_step_met
     out->ctl_adjustments = line_count(m->ctl_adjustments);
     out->exit_code = m->exit_code;
     out->timed_out = m->timed_out;
+    out->missing_cwd = m->missing_cwd ? atr_arena_strdup(a, m->missing_cwd) : NULL;
     if (m->ctl_adjustments < 0)
         return;     /* the line has no reaction arrays */
     out->reaction_us = line_samples(a, m->ctl_seen_us, m->ctl_samples, &out->n_reaction);
@@ -169,6 +173,7 @@ static void measured_parse(struct atr_replay_step *out, const struct atr_json *o
     out->exit_code = exit_code(o);
     const struct atr_json *to = atr_json_get(o, "timed_out");
     out->timed_out = to && to->type == ATR_JSON_TRUE;
+    out->missing_cwd = atr_json_get_str(o, "missing_cwd", NULL);
     out->reaction_us = samples(a, atr_json_get(o, "ctl_reaction_us"), &out->n_reaction);
     out->reaction_bound_us = samples(a, atr_json_get(o, "ctl_reaction_bound_us"),
                                      &out->n_reaction_bound);
@@ -193,6 +198,33 @@ int atr_replay_step_parse(struct atr_replay_step *out, const char *line, size_t 
     if (!out->skipped)
         measured_parse(out, o, a);
     return 0;
+}
+
+/* ---- causes ---- */
+
+static const char *const cause_keys[ATR_CAUSE_COUNT] = {
+    "timeout", "oom", "command_not_found", "missing_directory", "nonzero_exit",
+};
+
+const char *atr_replay_cause_key(enum atr_replay_cause c)
+{
+    return cause_keys[c];
+}
+
+/* The shell's own verdicts first (timeout and OOM are why the exit code
+ * is what it is; 127 is sh's "not found"), then the directory the step
+ * expected, which explains the failure of a step that ran elsewhere. */
+enum atr_replay_cause atr_replay_step_cause(const struct atr_replay_step *st)
+{
+    if (st->skipped || st->exit_code == 0)
+        return ATR_CAUSE_COUNT;
+    if (st->timed_out)
+        return ATR_CAUSE_TIMEOUT;
+    if (st->oom_kills > 0)
+        return ATR_CAUSE_OOM;
+    if (st->exit_code == 127)
+        return ATR_CAUSE_NOT_FOUND;
+    return st->missing_cwd ? ATR_CAUSE_NO_DIR : ATR_CAUSE_EXIT;
 }
 
 /* ---- counting ---- */
@@ -241,8 +273,16 @@ static void add_step(struct config_sum *c, const struct atr_replay_step *st)
         c->ctl_adjustments += st->ctl_adjustments;
     if (st->exit_code != 0)
         c->failed++;
+    enum atr_replay_cause cause = atr_replay_step_cause(st);
+    if (cause != ATR_CAUSE_COUNT)
+        c->failures[cause]++;
     if (st->timed_out)
         c->timed_out++;
+    if (st->missing_cwd) {
+        c->missing_cwd_steps++;
+        if (!c->missing_cwd)
+            c->missing_cwd = xstrdup(st->missing_cwd);
+    }
 }
 
 int atr_replay_summary_add(struct atr_replay_summary *s, const struct atr_replay_step *st,
@@ -292,6 +332,9 @@ static void counts_of(const struct config_sum *c, struct atr_replay_config_summa
     out->skipped_steps = c->skipped;
     out->failed_steps = c->failed;
     out->timed_out_steps = c->timed_out;
+    memcpy(out->failures, c->failures, sizeof out->failures);
+    out->missing_cwd_steps = c->missing_cwd_steps;
+    out->missing_cwd = c->missing_cwd;
     out->mem_high_events_total = c->high;
     out->mem_max_events_total = c->max_events;
     out->oom_kills = c->oom;
@@ -329,6 +372,18 @@ static void put_counts(struct atr_jw *w, const struct atr_replay_config_summary 
     atr_jw_kv_uint(w, "timed_out_steps", c->timed_out_steps);
 }
 
+/* failed_steps by cause, and the recorded cwd that hints at an image. */
+static void put_failures(struct atr_jw *w, const struct atr_replay_config_summary *c)
+{
+    atr_jw_key(w, "failures");
+    atr_jw_object_begin(w);
+    for (int k = 0; k < ATR_CAUSE_COUNT; k++)
+        atr_jw_kv_uint(w, cause_keys[k], c->failures[k]);
+    atr_jw_object_end(w);
+    atr_jw_kv_uint(w, "missing_cwd_steps", c->missing_cwd_steps);
+    atr_jw_kv_str(w, "missing_cwd", c->missing_cwd);
+}
+
 /* Reaction: condition seen -> limit written; the bound adds the time it
  * may have been visible before the controller looked (controller.h). */
 static void put_reaction(struct atr_jw *w, const struct atr_replay_config_summary *c)
@@ -345,6 +400,7 @@ static void put_config(struct atr_jw *w, const struct atr_replay_config_summary 
     atr_jw_object_begin(w);
     atr_jw_kv_str(w, "config", c->config);
     put_counts(w, c);
+    put_failures(w, c);
     atr_jw_kv_fixed(w, "latency_p50_ms", c->latency_p50_ms, DIGITS);
     atr_jw_kv_fixed(w, "latency_p95_ms", c->latency_p95_ms, DIGITS);
     atr_jw_kv_fixed(w, "latency_p99_ms", c->latency_p99_ms, DIGITS);

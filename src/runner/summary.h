@@ -30,6 +30,7 @@ struct atr_replay_step {
     int64_t ctl_adjustments;
     int exit_code;                  /* nonzero: failed (-1: unknown) */
     bool timed_out;
+    const char *missing_cwd;        /* the recorded cwd the replay lacked, or NULL */
     /* dynamic: reaction times (us), condition seen -> limit written, and
      * its bound; negative samples are not counted. */
     const double *reaction_us, *reaction_bound_us;
@@ -46,12 +47,32 @@ int atr_replay_step_parse(struct atr_replay_step *out, const char *line, size_t 
                           struct atr_arena *a, const char *file, unsigned long lineno,
                           struct atr_error *err);
 
+/* Why a step that ran failed, the first that applies in this order:
+ * killed at its timeout, OOM-killed, exit 127 (the shell found no such
+ * command), its recorded cwd absent here (the trace wants its repository
+ * image), any other non-zero exit. */
+enum atr_replay_cause {
+    ATR_CAUSE_TIMEOUT,
+    ATR_CAUSE_OOM,
+    ATR_CAUSE_NOT_FOUND,
+    ATR_CAUSE_NO_DIR,
+    ATR_CAUSE_EXIT,
+    ATR_CAUSE_COUNT,
+};
+/* "timeout", "oom", "command_not_found", "missing_directory", "nonzero_exit" */
+const char *atr_replay_cause_key(enum atr_replay_cause c);
+/* The cause of st, or ATR_CAUSE_COUNT when it did not fail (or was skipped). */
+enum atr_replay_cause atr_replay_step_cause(const struct atr_replay_step *st);
+
 /* One configuration's figures as summary.json writes them: rounded to its
  * 3 decimals, NaN where it writes null (a percentile of no samples). */
 struct atr_replay_config_summary {
     const char *config;             /* owned by the summary */
     unsigned long traces, total_steps, ran_steps, skipped_steps, failed_steps,
         timed_out_steps;
+    unsigned long failures[ATR_CAUSE_COUNT];   /* failed_steps by cause */
+    unsigned long missing_cwd_steps;   /* steps whose recorded cwd was absent */
+    const char *missing_cwd;        /* the first such cwd, or NULL (owned by the summary) */
     double latency_p50_ms, latency_p95_ms, latency_p99_ms, latency_max_ms;
     double cpu_ms_total, max_rss_mb;
     int64_t mem_high_events_total, mem_max_events_total, oom_kills;
@@ -79,7 +100,8 @@ void atr_replay_summary_config(struct atr_replay_summary *s, size_t i,
                                struct atr_replay_config_summary *out);
 
 /* summary.json's members "backend", "incomplete" and "configs":
- * [{config, traces, total_steps, latency_p50_ms, ...}, ...], into an
+ * [{config, traces, total_steps, ..., failures: {cause: n}, missing_cwd,
+ * latency_p50_ms, ...}, ...], into an
  * object w has open (where callers may add members of their own).
  * backend may be NULL. */
 struct atr_jw;

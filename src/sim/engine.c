@@ -1,6 +1,7 @@
 /* engine.c - vLLM-v1-like engine model in virtual time: scheduler, paged KV
- * blocks, prefix cache (hash map + LRU of unreferenced cached blocks) and
- * recompute preemption. */
+ * blocks, prefix cache (hash map + LRU of unreferenced cached blocks),
+ * recompute preemption, and a log of iteration ends that token times point
+ * into. */
 #include "sim/engine.h"
 
 #include <math.h>
@@ -34,6 +35,9 @@ struct req {
     bool arriving;               /* its arrival event is still in the heap */
     bool release_pending;        /* released while the engine still held it */
     size_t all_index;            /* position in e->all (atr_engine_release_record) */
+    uint64_t first_iter;         /* iteration of its first token (tokens_done > 0) */
+    double *times;               /* its own token times, once they stopped being
+                                    consecutive iterations of the log; else NULL */
 };
 
 struct req_vec {
@@ -68,6 +72,13 @@ struct atr_engine {
     struct atr_engine_stats st;
     uint64_t *hist;
     double kv_time_sum, batch_sum;
+
+    /* End time of iterations log_base .. log_base + log_len - 1. A request
+     * decoding without a pause gets one token per iteration, so its token
+     * times are a slice of this log and need no array of their own. */
+    double *log;
+    uint64_t log_base;
+    size_t log_len, log_cap;
 };
 
 /* The iteration-end event's payload: any unique non-request address. */
@@ -123,6 +134,58 @@ static void ring_pop_front(struct engine_ring *q)
 {
     q->head = (q->head + 1) % q->cap;
     q->len--;
+}
+
+/* ---- the log of iteration ends ---- */
+
+/* The first log index a live record's token times still point to. */
+static uint64_t log_needed_from(const struct atr_engine *e)
+{
+    uint64_t lo = e->log_base + e->log_len;
+    for (size_t i = 0; i < e->all.len; i++) {
+        const struct req *r = e->all.v[i];
+        if (r->rec.tokens_done && !r->times && r->first_iter < lo)
+            lo = r->first_iter;
+    }
+    return lo;
+}
+
+/* Appends the end of the iteration being scheduled. When full, it first
+ * drops the entries no live record needs (a server releases its records),
+ * and grows only when more than half of it is still needed, so a long-lived
+ * server's log stays as short as its live requests allow. */
+static void log_push(struct atr_engine *e, double t)
+{
+    if (e->log_len == e->log_cap) {
+        size_t drop = (size_t)(log_needed_from(e) - e->log_base);
+        if (drop && drop >= e->log_cap / 2) {
+            memmove(e->log, e->log + drop, (e->log_len - drop) * sizeof *e->log);
+            e->log_len -= drop;
+            e->log_base += drop;
+        } else {
+            e->log_cap = e->log_cap ? 2 * e->log_cap : 4096;
+            e->log = xreallocarray(e->log, e->log_cap, sizeof *e->log);
+        }
+    }
+    e->log[e->log_len++] = t;
+}
+
+/* Records r's next token, produced by the iteration ending now. The first
+ * gap (a preemption, a batch that left it out) copies the slice so far into
+ * an array of its own. */
+static void token_add(struct atr_engine *e, struct req *r)
+{
+    uint64_t k = e->st.iterations - 1;      /* one iteration in flight: this one */
+    uint32_t n = r->rec.tokens_done;
+    if (n == 0) {
+        r->first_iter = k;
+    } else if (!r->times && k != r->first_iter + n) {
+        r->times = xreallocarray(NULL, r->rec.output_tokens, sizeof *r->times);
+        memcpy(r->times, e->log + (r->first_iter - e->log_base), n * sizeof *r->times);
+    }
+    if (r->times)
+        r->times[n] = e->now;
+    r->rec.tokens_done = n + 1;
 }
 
 /* ---- prefix-cache hash map (linear probing, backward-shift delete) ---- */
@@ -492,6 +555,7 @@ static int start_iteration(struct atr_engine *e, struct atr_error *err)
         return atr_error_set(err, "engine: iteration cost %g s is not a positive time", dt);
     if (atr_heap_push(&e->events, e->now + dt, &iter_end_tag, err) < 0)
         return -1;
+    log_push(e, e->now + dt);    /* the same double the clock will reach */
     e->busy = true;
     if (e->used > e->st.kv_blocks_peak)
         e->st.kv_blocks_peak = e->used;
@@ -526,13 +590,16 @@ static void end_iteration(struct atr_engine *e)
         }
         if (r->computed < r->num_tokens)
             continue;
-        r->rec.token_times[r->rec.tokens_done++] = e->now;
+        token_add(e, r);
         if (r->rec.tokens_done == 1)
             r->rec.first_token = e->now;
         r->num_tokens++;
         if (r->rec.tokens_done == r->rec.output_tokens) {
             r->rec.finish = e->now;
             req_free_blocks(e, r);
+            free(r->blocks);     /* a finished request keeps only its record */
+            r->blocks = NULL;
+            r->cap_blocks = 0;
             e->pending--;
             e->st.requests_finished++;
             vec_push(&e->done, r);
@@ -614,9 +681,10 @@ void atr_engine_free(struct atr_engine *e)
         return;
     for (size_t i = 0; i < e->all.len; i++) {
         free(e->all.v[i]->blocks);
-        free(e->all.v[i]->rec.token_times);
+        free(e->all.v[i]->times);
         free(e->all.v[i]);
     }
+    free(e->log);
     free(e->all.v);
     free(e->running.v);
     free(e->batch.v);
@@ -630,34 +698,46 @@ void atr_engine_free(struct atr_engine *e)
     free(e);
 }
 
+bool atr_engine_fits(const struct atr_engine *e, uint32_t prompt_tokens,
+                     uint32_t output_tokens)
+{
+    uint64_t tokens = (uint64_t)prompt_tokens + output_tokens;
+    return blocks_for(e, tokens) <= e->n_blocks &&
+           (e->cfg.chunked_prefill || tokens <= e->cfg.max_num_batched_tokens);
+}
+
 static int check_req(const struct atr_engine *e, const struct atr_sim_req *q,
                      struct atr_error *err)
 {
-    uint64_t id = q->id;
+    unsigned long long id = q->id;
     if (!(q->arrival >= e->now) || !isfinite(q->arrival))
         return atr_error_set(err, "engine: request %llu arrives at %g s, before the clock (%g s)",
-                             (unsigned long long)id, q->arrival, e->now);
+                             id, q->arrival, e->now);
     if (q->prompt_tokens == 0 || q->output_tokens == 0)
-        return atr_error_set(err, "engine: request %llu has no prompt or output tokens",
-                             (unsigned long long)id);
-    uint64_t need = blocks_for(e, (uint64_t)q->prompt_tokens + q->output_tokens);
-    if (need > e->n_blocks)
-        return atr_error_set(err, "engine: request %llu needs %llu KV blocks, capacity is %u",
-                             (unsigned long long)id, (unsigned long long)need, e->n_blocks);
-    if (!e->cfg.chunked_prefill &&
-        (uint64_t)q->prompt_tokens + q->output_tokens > e->cfg.max_num_batched_tokens)
-        return atr_error_set(err, "engine: request %llu is longer than max_num_batched_tokens "
-                             "without chunked prefill", (unsigned long long)id);
+        return atr_error_set(err, "engine: request %llu has no prompt or output tokens", id);
     return 0;
 }
 
-const struct atr_sim_record *atr_engine_add(struct atr_engine *e, const struct atr_sim_req *q,
-                                            struct atr_error *err)
+/* Why a request can never run, with its sizes (no "engine:" prefix: the
+ * driver puts the trace and turn in front). */
+static int oversized_error(const struct atr_engine *e, const struct atr_sim_req *q,
+                           struct atr_error *err)
 {
-    if (check_req(e, q, err) < 0)
-        return NULL;
+    uint64_t need = blocks_for(e, (uint64_t)q->prompt_tokens + q->output_tokens);
+    if (need > e->n_blocks)
+        return atr_error_set(err, "request %llu needs %llu KV blocks (%u prompt + %u output "
+                             "tokens), the KV cache holds %u", (unsigned long long)q->id,
+                             (unsigned long long)need, q->prompt_tokens, q->output_tokens,
+                             e->n_blocks);
+    return atr_error_set(err, "request %llu (%u prompt + %u output tokens) is longer than "
+                         "max_num_batched_tokens (%u) without chunked prefill",
+                         (unsigned long long)q->id, q->prompt_tokens, q->output_tokens,
+                         e->cfg.max_num_batched_tokens);
+}
+
+static struct req *req_new(struct atr_engine *e, const struct atr_sim_req *q)
+{
     struct req *r = xcalloc(1, sizeof(*r));
-    double *times = xreallocarray(NULL, q->output_tokens, sizeof(*times));
     vec_push(&e->all, r);
     r->all_index = e->all.len - 1;
     r->rec.id = q->id;
@@ -665,15 +745,42 @@ const struct atr_sim_record *atr_engine_add(struct atr_engine *e, const struct a
     r->rec.output_tokens = q->output_tokens;
     r->rec.arrival = q->arrival;
     r->rec.first_scheduled = r->rec.first_token = r->rec.finish = NAN;
-    r->rec.token_times = times;
     r->hash_ids = q->hash_ids;
     uint64_t full = q->prompt_tokens / e->cfg.block_size;
     r->n_hash = q->hash_ids ? (uint32_t)(q->n_hash_ids < full ? q->n_hash_ids : full) : 0;
     r->num_tokens = q->prompt_tokens;
+    return r;
+}
+
+const struct atr_sim_record *atr_engine_add(struct atr_engine *e, const struct atr_sim_req *q,
+                                            struct atr_error *err)
+{
+    if (check_req(e, q, err) < 0)
+        return NULL;
+    bool fits = atr_engine_fits(e, q->prompt_tokens, q->output_tokens);
+    if (!fits && !e->cfg.skip_oversized)
+        return oversized_error(e, q, err), NULL;
+    struct req *r = req_new(e, q);
+    if (!fits) {             /* vLLM answers such a request with an error at once */
+        r->rec.rejected = true;
+        r->rec.finish = q->arrival;
+        r->hash_ids = NULL;
+        e->st.requests_rejected++;
+        return &r->rec;
+    }
     r->arriving = true;
     e->pending++;
     e->st.requests_added++;
     return atr_heap_push(&e->events, q->arrival, r, err) < 0 ? NULL : &r->rec;
+}
+
+const double *atr_engine_token_times(const struct atr_engine *e,
+                                     const struct atr_sim_record *rec)
+{
+    const struct req *r = (const struct req *)rec;      /* rec is the first member */
+    if (!rec->tokens_done)
+        return NULL;
+    return r->times ? r->times : e->log + (r->first_iter - e->log_base);
 }
 
 double atr_engine_now(const struct atr_engine *e)
@@ -802,7 +909,7 @@ static void req_destroy(struct atr_engine *e, struct req *r)
     e->all.v[r->all_index] = last;
     last->all_index = r->all_index;
     free(r->blocks);
-    free(r->rec.token_times);
+    free(r->times);
     free(r);
 }
 
@@ -833,7 +940,7 @@ int atr_engine_abort(struct atr_engine *e, const struct atr_sim_record *rec)
     struct req *r = (struct req *)rec;      /* rec is the first member */
     if (r->all_index >= e->all.len || e->all.v[r->all_index] != r)
         return -1;
-    if (r->aborted || r->rec.tokens_done == r->rec.output_tokens)
+    if (r->aborted || r->rec.rejected || r->rec.tokens_done == r->rec.output_tokens)
         return 0;                           /* already over */
     r->aborted = true;
     r->rec.aborted = true;
@@ -856,7 +963,7 @@ int atr_engine_abort(struct atr_engine *e, const struct atr_sim_record *rec)
 int atr_engine_release_record(struct atr_engine *e, const struct atr_sim_record *rec)
 {
     struct req *r = (struct req *)rec;      /* rec is the first member */
-    if ((r->rec.tokens_done < r->rec.output_tokens && !r->aborted) ||
+    if ((r->rec.tokens_done < r->rec.output_tokens && !r->aborted && !r->rec.rejected) ||
         r->all_index >= e->all.len || e->all.v[r->all_index] != r || r->release_pending)
         return -1;
     if (r->aborted && (r->arriving || (e->busy && in_vec(&e->batch, r)))) {

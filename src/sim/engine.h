@@ -11,8 +11,12 @@
  * time before the engine schedules its next iteration.
  *
  * Memory: the engine owns its request states and their records; record
- * pointers stay valid until atr_engine_free(). The hash_ids array of a
- * request is borrowed: it must stay valid until the request is reported
+ * pointers stay valid until atr_engine_free() (or atr_engine_release_record).
+ * A finished request keeps only its record (block table freed); its token
+ * times live in the engine's log of iteration ends when they came from
+ * consecutive iterations, the usual case, so a run of many requests costs
+ * a few hundred bytes each (atr_engine_token_times). The hash_ids array of
+ * a request is borrowed: it must stay valid until the request is reported
  * finished. The cost callback's context is borrowed. */
 #ifndef ATR_SIM_ENGINE_H
 #define ATR_SIM_ENGINE_H
@@ -47,6 +51,11 @@ struct atr_engine_cfg {
      * order of longest cached prefix (ties in arrival order), FCFS again
      * when more than 128 requests wait. vLLM: false (FCFS). */
     bool longest_prefix_first;
+    /* A request that could never fit (atr_engine_fits false) is rejected
+     * by atr_engine_add, as vLLM rejects a prompt longer than it can hold,
+     * instead of being an error: its record says rejected and it never
+     * runs. */
+    bool skip_oversized;
     /* Optional per-iteration observer (batch size / KV series). */
     void (*on_iter)(void *ctx, const struct atr_iter_info *it);
     void *iter_ctx;
@@ -75,14 +84,16 @@ struct atr_sim_record {
     double first_scheduled;     /* start of the first iteration that ran it */
     double first_token;         /* end of the iteration completing its prefill (TTFT) */
     double finish;              /* time of the last token (E2EL) */
-    double *token_times;        /* [output_tokens]: end of the iteration producing each token */
     bool aborted;               /* atr_engine_abort: finish is the abort time, tokens_done
                                    what it produced */
+    bool rejected;              /* skip_oversized: refused at atr_engine_add (finish =
+                                   arrival, no tokens) */
 };
 
 struct atr_engine_stats {
     uint64_t iterations;
     uint64_t requests_added, requests_finished, requests_aborted;
+    uint64_t requests_rejected;     /* skip_oversized: refused as too long */
     uint64_t prompt_tokens;         /* over first admissions */
     uint64_t cached_tokens;         /* over first admissions */
     double prefix_hit_rate;         /* cached_tokens / prompt_tokens (0 if none) */
@@ -106,13 +117,26 @@ struct atr_engine *atr_engine_new(const struct atr_engine_cfg *cfg,
 void atr_engine_free(struct atr_engine *e);
 
 /* Queues a request and returns its record (engine-owned, updated as the
- * engine runs: tokens_done and token_times grow per iteration, which is what
- * a real-time server streams from). NULL with err set when its arrival is
- * before the engine clock, its sizes are zero, or it could never fit
- * (prompt + output KV beyond capacity, or a prompt over
- * max_num_batched_tokens without chunked prefill). */
+ * engine runs: tokens_done grows per iteration, which is what a real-time
+ * server streams from). NULL with err set when its arrival is before the
+ * engine clock, its sizes are zero, or it could never fit (see
+ * atr_engine_fits) and skip_oversized is off; with skip_oversized such a
+ * request's record comes back already over, with rejected set. */
 const struct atr_sim_record *atr_engine_add(struct atr_engine *e, const struct atr_sim_req *req,
                                             struct atr_error *err);
+
+/* Whether a request of these sizes could ever be scheduled: its prompt +
+ * output KV blocks within the whole cache, and without chunked prefill the
+ * whole request within max_num_batched_tokens. */
+bool atr_engine_fits(const struct atr_engine *e, uint32_t prompt_tokens,
+                     uint32_t output_tokens);
+
+/* The times of r's tokens_done tokens so far: the end of the iteration that
+ * produced each (r->first_token is the first). Valid until the next step
+ * or run_until call (the log they may point into grows), so after the last
+ * step until atr_engine_free; NULL when r has no tokens. */
+const double *atr_engine_token_times(const struct atr_engine *e,
+                                     const struct atr_sim_record *r);
 
 /* Engine clock: the time of the last event processed. */
 double atr_engine_now(const struct atr_engine *e);

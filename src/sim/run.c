@@ -3,6 +3,7 @@
 #include "sim/run.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +24,12 @@ struct session_state {
     struct atr_session_history hist;
 };
 
+/* Which engine record a driver record's token times come from. */
+struct rec_src {
+    const struct atr_sim_record *r;  /* NULL: a rejected turn, no tokens */
+    unsigned engine;
+};
+
 struct driver {
     const struct atr_sim_run_cfg *cfg;
     struct atr_engine *const *engines;
@@ -35,8 +42,66 @@ struct driver {
     size_t in_flight;
     uint64_t next_id;
     struct atr_llm_record *recs;
+    struct rec_src *src;             /* per record; chunk_s is set from it at the end */
     size_t n_recs;
 };
+
+/* The turn of p is over (finished or rejected, ending at rec->end_s): its
+ * record is kept, the policy told, and the session's next turn is due after
+ * its think time (p is free to reuse for it). The caller fills the slot. */
+static int turn_over(struct driver *d, struct pending *p, const struct atr_llm_record *rec,
+                     const struct atr_policy_outcome *o, struct atr_error *err)
+{
+    size_t si = p->session;
+    const struct atr_session *s = &d->cfg->workload->sessions[si];
+    struct session_state *ss = &d->ses[si];
+    d->recs[d->n_recs++] = *rec;
+    if (d->cfg->policy)
+        atr_policy_finished(d->cfg->policy, &p->req, &p->dec, o);
+    d->in_flight--;
+    atr_session_history_add(&ss->hist, rec->end_s, o->output_tokens);
+    if (++ss->next_turn < s->n_turns) {
+        p->send_s = rec->end_s + atr_schedule_think(d->cfg->schedule, &s->turns[ss->next_turn]);
+        if (atr_heap_push(&d->sends, p->send_s, p, err) < 0)
+            return -1;
+    }
+    if (d->cfg->on_progress)
+        d->cfg->on_progress(d->cfg->progress_ctx, d->n_recs, d->cfg->workload->n_turns);
+    return 0;
+}
+
+/* A turn the engine rejected as too long: a failed record at once, as the
+ * client of a vLLM server gets its error response. */
+static int reject(struct driver *d, struct pending *q, double now, struct atr_error *err)
+{
+    const struct atr_session *s = &d->cfg->workload->sessions[q->session];
+    struct atr_llm_record rec = {
+        .id = q->req.id, .scheduled_s = q->send_s, .send_s = q->send_s, .start_s = now,
+        .end_s = now, .prompt_tokens = q->dec.prompt_tokens, .success = false,
+        .error = ATR_SIM_OVERSIZED_ERROR, .trace_id = s->trace_id,
+        .turn = (int64_t)d->ses[q->session].next_turn,
+    };
+    struct atr_policy_outcome o = { .success = false };
+    d->src[d->n_recs] = (struct rec_src){ NULL, 0 };
+    return turn_over(d, q, &rec, &o, err);
+}
+
+/* Puts the trace and turn in front of the engine's refusal, and what to do
+ * about a request the KV cache cannot hold. */
+static int add_failed(const struct driver *d, const struct pending *q,
+                      const struct atr_sim_req *req, struct atr_error *err)
+{
+    const struct atr_engine *e = d->engines[q->dec.replica];
+    if (atr_engine_fits(e, req->prompt_tokens, req->output_tokens))
+        return -1;
+    char why[ATR_ERROR_MAX];
+    snprintf(why, sizeof why, "%s", err->msg);
+    return atr_error_set(err, "trace %s, llm turn %zu: %s; use a larger --tp or a profile "
+                         "with more KV cache, or --skip-oversized to reject such requests "
+                         "as vLLM does and go on",
+                         d->cfg->workload->sessions[q->session].trace_id,
+                         d->ses[q->session].next_turn, why);
+}
 
 /* The turn gets its slot: the policy decides, its replica takes it. */
 static int start_turn(struct driver *d, const struct pending *p, double now,
@@ -60,10 +125,26 @@ static int start_turn(struct driver *d, const struct pending *p, double now,
         .hash_ids = q->dec.salt ? NULL : q->dec.ids, .n_hash_ids = q->dec.salt ? 0 : q->dec.n_ids,
     };
     d->in_flight++;
-    if (!atr_engine_add(d->engines[q->dec.replica], &req, err))
-        return -1;
+    const struct atr_sim_record *r = atr_engine_add(d->engines[q->dec.replica], &req, err);
+    if (!r)
+        return add_failed(d, q, &req, err);
     if (d->cfg->policy)
         atr_policy_started(d->cfg->policy, &q->req, &q->dec);
+    return r->rejected ? reject(d, q, now, err) : 0;
+}
+
+/* Starts turns waiting for a slot while there are free ones (a rejected
+ * turn gives its slot back at once). */
+static int fill_slots(struct driver *d, double now, struct atr_error *err)
+{
+    unsigned limit = d->cfg->max_concurrency;
+    while (d->wait_len && (!limit || d->in_flight < limit)) {
+        struct pending w = d->slots_wait[d->wait_head];
+        d->wait_head = (d->wait_head + 1) % d->cfg->workload->n_sessions;
+        d->wait_len--;
+        if (start_turn(d, &w, now, err) < 0)
+            return -1;
+    }
     return 0;
 }
 
@@ -78,41 +159,29 @@ static int send_turn(struct driver *d, const struct pending *p, struct atr_error
     return start_turn(d, p, p->send_s, err);
 }
 
-static int finish(struct driver *d, const struct atr_sim_record *r, struct atr_error *err)
+/* Engine k finished r: its record (token times set at the end, when no
+ * engine steps any more), then a waiting turn takes the slot. */
+static int finish(struct driver *d, const struct atr_sim_record *r, unsigned k,
+                  struct atr_error *err)
 {
     struct pending *p = &d->by_id[r->id];
-    size_t si = p->session;
-    const struct atr_session *s = &d->cfg->workload->sessions[si];
-    struct session_state *ss = &d->ses[si];
-    d->recs[d->n_recs++] = (struct atr_llm_record){
+    const struct atr_session *s = &d->cfg->workload->sessions[p->session];
+    struct atr_llm_record rec = {
         .id = r->id, .scheduled_s = p->send_s, .send_s = p->send_s, .start_s = r->arrival,
-        .end_s = r->finish, .chunk_s = r->token_times, .n_chunks = r->output_tokens,
+        .end_s = r->finish, .n_chunks = r->output_tokens,
         .prompt_tokens = r->prompt_tokens, .output_tokens = r->output_tokens,
         .cached_tokens = r->cached_tokens, .success = true,
-        .trace_id = s->trace_id, .turn = (int64_t)ss->next_turn,
+        .trace_id = s->trace_id, .turn = (int64_t)d->ses[p->session].next_turn,
     };
-    if (d->cfg->policy) {
-        struct atr_policy_outcome o = {
-            .success = true, .output_tokens = r->output_tokens,
-            .cached_tokens = r->cached_tokens, .ttft_s = r->first_token - r->arrival,
-            .e2el_s = r->finish - r->arrival,
-        };
-        atr_policy_finished(d->cfg->policy, &p->req, &p->dec, &o);
-    }
-    d->in_flight--;
-    atr_session_history_add(&ss->hist, r->finish, r->output_tokens);
-    if (++ss->next_turn < s->n_turns) {
-        p->send_s = r->finish + atr_schedule_think(d->cfg->schedule, &s->turns[ss->next_turn]);
-        if (atr_heap_push(&d->sends, p->send_s, p, err) < 0)   /* p is free to reuse */
-            return -1;
-    }
-    if (d->wait_len) {
-        struct pending w = d->slots_wait[d->wait_head];
-        d->wait_head = (d->wait_head + 1) % d->cfg->workload->n_sessions;
-        d->wait_len--;
-        return start_turn(d, &w, r->finish, err);
-    }
-    return 0;
+    struct atr_policy_outcome o = {
+        .success = true, .output_tokens = r->output_tokens,
+        .cached_tokens = r->cached_tokens, .ttft_s = r->first_token - r->arrival,
+        .e2el_s = r->finish - r->arrival,
+    };
+    d->src[d->n_recs] = (struct rec_src){ r, k };
+    if (turn_over(d, p, &rec, &o, err) < 0)
+        return -1;
+    return fill_slots(d, r->finish, err);
 }
 
 /* The replica with the earliest next event, and its time. */
@@ -150,9 +219,20 @@ static int drive(struct driver *d, struct atr_error *err)
         size_t n;
         struct atr_sim_record *const *done = atr_engine_finished(d->engines[k], &n);
         for (size_t i = 0; i < n; i++)
-            if (finish(d, done[i], err) < 0)
+            if (finish(d, done[i], k, err) < 0)
                 return -1;
     }
+}
+
+/* Points each record's chunk_s at its token times in its engine, now that
+ * no engine steps any more (an engine's log of iteration ends moves while
+ * it grows). */
+static void set_chunks(struct driver *d)
+{
+    for (size_t i = 0; i < d->n_recs; i++)
+        if (d->src[i].r)
+            d->recs[i].chunk_s = atr_engine_token_times(d->engines[d->src[i].engine],
+                                                        d->src[i].r);
 }
 
 int atr_sim_run(struct atr_engine *const *engines, unsigned n_engines,
@@ -168,6 +248,7 @@ int atr_sim_run(struct atr_engine *const *engines, unsigned n_engines,
     d.by_id = xcalloc(w->n_turns + 1, sizeof *d.by_id);
     d.slots_wait = xcalloc(n_sessions, sizeof *d.slots_wait);
     d.recs = xcalloc(w->n_turns + 1, sizeof *d.recs);
+    d.src = xcalloc(w->n_turns + 1, sizeof *d.src);
     /* First turns live here until their request id is known. */
     struct pending *first = xcalloc(n_sessions, sizeof *first);
     atr_heap_init(&d.sends);
@@ -185,6 +266,9 @@ int atr_sim_run(struct atr_engine *const *engines, unsigned n_engines,
     free(d.ses);
     free(d.by_id);
     free(d.slots_wait);
+    if (rc == 0)
+        set_chunks(&d);
+    free(d.src);
     if (rc < 0) {
         free(d.recs);
         return -1;

@@ -11,9 +11,15 @@
  * compacted one its new prompt length and ids, a capped one
  * min(recorded output, cap) output tokens.
  *
+ * A turn too long for the KV cache stops the run with an error naming its
+ * trace and turn, unless the engines have skip_oversized: then it gets a
+ * failed record ("prompt too long for the KV cache") at once, as a client
+ * gets vLLM's error response, and its session goes on with its next turn
+ * after the think time.
+ *
  * Memory: *out is malloc'd (caller frees); each record's chunk_s points
- * into its engine's records and stays valid until that engine is freed.
- * The policy is borrowed. */
+ * into its engine (atr_engine_token_times) and stays valid until that
+ * engine is freed. The policy is borrowed. */
 #ifndef ATR_SIM_RUN_H
 #define ATR_SIM_RUN_H
 
@@ -31,7 +37,15 @@ struct atr_sim_run_cfg {
     const struct atr_schedule *schedule;
     unsigned max_concurrency;        /* 0 = unlimited */
     struct atr_policy *policy;       /* NULL: every request as recorded, to replica 0 */
+    /* Optional: called as each turn ends, with the turns ended so far and
+     * the workload's total (a display throttles itself). */
+    void (*on_progress)(void *ctx, size_t done, size_t total);
+    void *progress_ctx;
 };
+
+/* The error of a turn the KV cache cannot hold, as failures_by_reason
+ * groups it. */
+#define ATR_SIM_OVERSIZED_ERROR "prompt too long for the KV cache"
 
 /* Runs until every turn finished, over engines[0..n_engines) (the policy's
  * replicas). Records come in finish order. */

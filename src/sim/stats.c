@@ -25,6 +25,7 @@ void atr_sim_stats_sum(struct atr_engine *const *engines, unsigned n,
         out->iterations += s.iterations;
         out->requests_added += s.requests_added;
         out->requests_finished += s.requests_finished;
+        out->requests_rejected += s.requests_rejected;
         out->prompt_tokens += s.prompt_tokens;
         out->cached_tokens += s.cached_tokens;
         out->prefill_tokens += s.prefill_tokens;
@@ -73,6 +74,7 @@ void atr_sim_stats_write(struct atr_jw *w, const struct atr_profile *p, unsigned
     atr_jw_kv_uint(w, "prefill_tokens", st->prefill_tokens);
     atr_jw_kv_uint(w, "decode_tokens", st->decode_tokens);
     atr_jw_kv_pyfloat(w, "busy_s", st->busy_seconds);
+    atr_jw_kv_uint(w, "skipped_oversized", st->requests_rejected);
     unsigned last = 0;              /* the histogram ends at its last non-zero bucket */
     for (unsigned i = 0; i < st->batch_hist_len; i++)
         if (st->batch_hist[i])

@@ -17,7 +17,8 @@ void atr_sim_stats_sum(struct atr_engine *const *engines, unsigned n,
 void atr_sim_stats_release(struct atr_engine_stats *s);
 
 /* The member "engine": {...} of a result's "atr" object (profile, tp,
- * replicas, flavour, the figures and the batch histogram trimmed after its
+ * replicas, flavour, the figures, the requests rejected as too long for the
+ * KV cache ("skipped_oversized"), and the batch histogram trimmed after its
  * last non-zero bucket). */
 void atr_sim_stats_write(struct atr_jw *w, const struct atr_profile *p, unsigned replicas,
                          const char *flavour, const struct atr_engine_stats *s);

@@ -82,10 +82,27 @@ double atr_llm_pct_at(const struct atr_llm_bench_config *cfg, size_t i)
     return cfg->n_percentiles ? cfg->percentiles[i] : 99.0;
 }
 
-/* Figures of one metric in ms; an empty set gives zeros (vLLM's `x or 0`).
- * Computed in seconds and scaled last, in vLLM's order. */
-static void stat_fill(struct atr_samples *s, const struct atr_llm_bench_config *cfg,
-                      struct atr_llm_stat *st)
+size_t atr_llm_pct_list(const struct atr_llm_bench_config *cfg, bool sessions,
+                        double out[ATR_LLM_MAX_PCT])
+{
+    /* Sessions are long: their median and tail both matter, one high point
+     * alone says little. */
+    static const double session_default[] = {90, 99};
+    if (sessions && !cfg->n_percentiles) {
+        memcpy(out, session_default, sizeof session_default);
+        return 2;
+    }
+    size_t n = atr_llm_pct_count(cfg);
+    for (size_t i = 0; i < n; i++)
+        out[i] = atr_llm_pct_at(cfg, i);
+    return n;
+}
+
+/* Figures of one metric in ms at percentiles pct[0..n); an empty set gives
+ * zeros (vLLM's `x or 0`). Computed in seconds and scaled last, in vLLM's
+ * order. */
+static void stat_fill_at(struct atr_samples *s, const double *pct, size_t n,
+                         struct atr_llm_stat *st)
 {
     memset(st, 0, sizeof *st);
     if (s->n == 0)
@@ -93,8 +110,16 @@ static void stat_fill(struct atr_samples *s, const struct atr_llm_bench_config *
     st->mean = np_mean(s->v, s->n) * 1000;
     st->std = np_std(s->v, s->n) * 1000;
     st->median = np_median(s) * 1000;
-    for (size_t i = 0; i < atr_llm_pct_count(cfg); i++)
-        st->p[i] = atr_samples_percentile(s, atr_llm_pct_at(cfg, i)) * 1000;
+    for (size_t i = 0; i < n; i++)
+        st->p[i] = atr_samples_percentile(s, pct[i]) * 1000;
+}
+
+static void stat_fill(struct atr_samples *s, const struct atr_llm_bench_config *cfg,
+                      struct atr_llm_stat *st)
+{
+    double pct[ATR_LLM_MAX_PCT];
+    size_t n = atr_llm_pct_list(cfg, false, pct);
+    stat_fill_at(s, pct, n, st);
 }
 
 static double pct_ms(struct atr_samples *s, double p)
@@ -257,6 +282,76 @@ static void fill_sets(const struct atr_llm_record *r, size_t n, struct sets *k,
     }
 }
 
+/* ---- sessions ---- */
+
+/* Records ordered by session (trace_id), then turn, then send time. */
+static int cmp_session(const void *pa, const void *pb)
+{
+    const struct atr_llm_record *a = *(const struct atr_llm_record *const *)pa;
+    const struct atr_llm_record *b = *(const struct atr_llm_record *const *)pb;
+    int c = strcmp(a->trace_id, b->trace_id);
+    if (c)
+        return c;
+    if (a->turn != b->turn)
+        return a->turn < b->turn ? -1 : 1;
+    return (a->send_s > b->send_s) - (a->send_s < b->send_s);
+}
+
+struct session_sets {
+    struct atr_samples completion, model, think;
+};
+
+/* One session, v[0..n) (its records in turn order), into the sets. */
+static void add_session(const struct atr_llm_record *const *v, size_t n,
+                        struct session_sets *k, struct atr_llm_sessions *out)
+{
+    double first = INFINITY, last = -INFINITY, model = 0;
+    bool ok = true;
+    for (size_t i = 0; i < n; i++) {
+        first = fmin(first, v[i]->send_s);
+        last = fmax(last, v[i]->end_s);
+        model += v[i]->end_s - v[i]->send_s;
+        ok &= v[i]->success;
+    }
+    out->multi_turn |= n > 1;
+    if (!ok) {
+        out->failed++;
+        return;
+    }
+    out->completed++;
+    atr_samples_add(&k->completion, last - first);
+    atr_samples_add(&k->model, model);
+    /* Turns never overlap, so only rounding can make this negative. */
+    atr_samples_add(&k->think, fmax(0.0, (last - first) - model));
+}
+
+/* Groups the records by trace_id and fills s->sessions. */
+static void fill_sessions(const struct atr_llm_record *r, size_t n,
+                          const struct atr_llm_bench_config *cfg, struct atr_llm_summary *s)
+{
+    const struct atr_llm_record **v = xcalloc(n ? n : 1, sizeof *v);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (r[i].trace_id)
+            v[m++] = &r[i];
+    qsort(v, m, sizeof *v, cmp_session);
+    struct session_sets k = {ATR_SAMPLES_INIT, ATR_SAMPLES_INIT, ATR_SAMPLES_INIT};
+    for (size_t i = 0, j; i < m; i = j) {
+        for (j = i + 1; j < m && strcmp(v[j]->trace_id, v[i]->trace_id) == 0; j++)
+            ;
+        add_session(v + i, j - i, &k, &s->sessions);
+    }
+    double pct[ATR_LLM_MAX_PCT];
+    size_t np = atr_llm_pct_list(cfg, true, pct);
+    stat_fill_at(&k.completion, pct, np, &s->sessions.completion);
+    stat_fill_at(&k.model, pct, np, &s->sessions.model);
+    stat_fill_at(&k.think, pct, np, &s->sessions.think);
+    atr_samples_release(&k.completion);
+    atr_samples_release(&k.model);
+    atr_samples_release(&k.think);
+    free(v);
+}
+
 static void fill_duration(const struct atr_llm_record *r, size_t n, struct atr_llm_summary *s)
 {
     double first = INFINITY, last = -INFINITY;
@@ -297,6 +392,7 @@ int atr_llm_summarize(const struct atr_llm_record *r, size_t n,
     out->lag_p50_ms = pct_ms(&k.lag, 50);
     out->lag_p99_ms = pct_ms(&k.lag, 99);
     sets_release(&k);
+    fill_sessions(r, n, cfg, out);
     count_failures(r, n, out);
     if (peaks(r, n, out, err) < 0) {
         atr_llm_summary_release(out);

@@ -20,6 +20,14 @@
  * of the result carries client queue time (start_s - send_s) and TTFT and
  * E2EL measured from send_s.
  *
+ * Sessions (multi-turn agent workloads): a session is the records sharing
+ * a trace_id (each trace is one session; records without one belong to
+ * none). Its completion time runs from the send_s of its first turn to the
+ * end_s of its last; its model time is the sum of end_s - send_s over its
+ * turns (client queue included), its think time the rest (tool calls and
+ * thinking between turns). A session with a failed turn counts as failed
+ * and is left out of the figures, as failed requests are.
+ *
  * Memory: records and their strings are the caller's and are only read.
  * atr_llm_summarize fills a summary that owns its failure table (malloc);
  * atr_llm_summary_release frees it. */
@@ -64,7 +72,7 @@ struct atr_llm_bench_config {
     int64_t max_concurrency;   /* <= 0: none (JSON null, no block line) */
     double slo_ttft_ms, slo_tpot_ms, slo_e2el_ms;   /* < 0: not set */
     double percentiles[ATR_LLM_MAX_PCT];            /* e.g. {99} */
-    size_t n_percentiles;      /* 0 means {99}, vLLM's default */
+    size_t n_percentiles;      /* 0 means {99}, vLLM's default ({90, 99} for sessions) */
     bool e2el_section;         /* print the End-to-end Latency section */
     bool incomplete;           /* interrupted: only what finished is counted */
 };
@@ -73,6 +81,16 @@ struct atr_llm_bench_config {
 struct atr_llm_stat {
     double mean, median, std;
     double p[ATR_LLM_MAX_PCT];
+};
+
+/* Per-session figures, in ms, over the sessions whose turns all succeeded.
+ * Percentiles: the configured ones, else {90, 99}. */
+struct atr_llm_sessions {
+    bool multi_turn;                 /* some session has two turns or more */
+    int64_t completed, failed;       /* sessions */
+    struct atr_llm_stat completion;  /* first send_s to last end_s */
+    struct atr_llm_stat model;       /* sum of end_s - send_s over turns */
+    struct atr_llm_stat think;       /* completion - model: tools, thinking */
 };
 
 struct atr_llm_failure {
@@ -94,6 +112,7 @@ struct atr_llm_summary {
     struct atr_llm_stat ttft_send, e2el_send;          /* from send_s */
     double queue_mean_ms, queue_p99_ms;                /* start_s - send_s */
     double lag_p50_ms, lag_p99_ms;                     /* send_s - scheduled_s */
+    struct atr_llm_sessions sessions;
     struct atr_llm_failure *failures;                  /* sorted by reason */
     size_t n_failures;
 };
@@ -108,6 +127,10 @@ void atr_llm_summary_release(struct atr_llm_summary *s);
  * when none is set). */
 size_t atr_llm_pct_count(const struct atr_llm_bench_config *cfg);
 double atr_llm_pct_at(const struct atr_llm_bench_config *cfg, size_t i);
+/* The percentiles of request figures (sessions false: as above) or of
+ * session figures (the configured ones, else {90, 99}) into out; how many. */
+size_t atr_llm_pct_list(const struct atr_llm_bench_config *cfg, bool sessions,
+                        double out[ATR_LLM_MAX_PCT]);
 
 /* TTFT of one record in seconds: first chunk (or the end of a response
  * without chunks) minus start_s. */

@@ -15,22 +15,31 @@ static void pct_word(double p, char *out, size_t cap)
         snprintf(out, cap, "%.15g", p);
 }
 
-/* mean_, median_, std_ and pN_ NAME_ms. */
-static void put_stat(struct atr_jw *w, const char *name, const struct atr_llm_stat *st,
-                     const struct atr_llm_bench_config *cfg)
+/* mean_, median_, std_ and pN_ NAME_ms; session figures at their own
+ * percentiles. */
+static void put_stat_of(struct atr_jw *w, const char *name, const struct atr_llm_stat *st,
+                        const struct atr_llm_bench_config *cfg, bool session)
 {
     char key[64], pw[32];
+    double pct[ATR_LLM_MAX_PCT];
+    size_t n = atr_llm_pct_list(cfg, session, pct);
     snprintf(key, sizeof key, "mean_%s_ms", name);
     atr_jw_kv_pyfloat(w, key, st->mean);
     snprintf(key, sizeof key, "median_%s_ms", name);
     atr_jw_kv_pyfloat(w, key, st->median);
     snprintf(key, sizeof key, "std_%s_ms", name);
     atr_jw_kv_pyfloat(w, key, st->std);
-    for (size_t i = 0; i < atr_llm_pct_count(cfg); i++) {
-        pct_word(atr_llm_pct_at(cfg, i), pw, sizeof pw);
+    for (size_t i = 0; i < n; i++) {
+        pct_word(pct[i], pw, sizeof pw);
         snprintf(key, sizeof key, "p%s_%s_ms", pw, name);
         atr_jw_kv_pyfloat(w, key, st->p[i]);
     }
+}
+
+static void put_stat(struct atr_jw *w, const char *name, const struct atr_llm_stat *st,
+                     const struct atr_llm_bench_config *cfg)
+{
+    put_stat_of(w, name, st, cfg, false);
 }
 
 static void put_header(struct atr_jw *w, const struct atr_llm_bench_config *c)
@@ -103,6 +112,23 @@ static void put_failures(struct atr_jw *w, const struct atr_llm_summary *s)
     atr_jw_object_end(w);
 }
 
+/* "sessions": counts and per-session figures, for multi-turn workloads only
+ * (a workload of single requests would repeat its request figures). */
+static void put_sessions(struct atr_jw *w, const struct atr_llm_sessions *ss,
+                         const struct atr_llm_bench_config *c)
+{
+    if (!ss->multi_turn)
+        return;
+    atr_jw_key(w, "sessions");
+    atr_jw_object_begin(w);
+    atr_jw_kv_int(w, "completed", ss->completed);
+    atr_jw_kv_int(w, "failed", ss->failed);
+    put_stat_of(w, "completion", &ss->completion, c, true);
+    put_stat_of(w, "model_time", &ss->model, c, true);
+    put_stat_of(w, "think_time", &ss->think, c, true);
+    atr_jw_object_end(w);
+}
+
 /* atr's figures, under one "atr" key so no vLLM reader trips on them. */
 static void put_atr_figures(struct atr_jw *w, const struct atr_llm_summary *s,
                             const struct atr_llm_bench_config *c)
@@ -119,6 +145,7 @@ static void put_atr_figures(struct atr_jw *w, const struct atr_llm_summary *s,
     atr_jw_kv_pyfloat(w, "prefix_cache_hit_rate", hit);
     put_goodput(w, s, c);
     put_failures(w, s);
+    put_sessions(w, &s->sessions, c);
 }
 
 void atr_llm_result_begin(struct atr_jw *w, const struct atr_llm_summary *s,
@@ -179,21 +206,43 @@ static int header_line(struct atr_buf *b, const char *title, char fill)
     return atr_buf_printf(b, "%s\n", line);
 }
 
-static int block_metric(struct atr_buf *b, const char *name, const char *title,
-                        const struct atr_llm_stat *st, const struct atr_llm_bench_config *c)
+/* Mean, median and percentile lines of one metric. */
+static int block_lines(struct atr_buf *b, const char *name, const struct atr_llm_stat *st,
+                       const struct atr_llm_bench_config *c, bool session)
 {
     char label[64], w[32];
-    int rc = header_line(b, title, '-');
+    double pct[ATR_LLM_MAX_PCT];
+    size_t n = atr_llm_pct_list(c, session, pct);
     snprintf(label, sizeof label, "Mean %s (ms):", name);
-    rc |= line_f(b, label, st->mean);
+    int rc = line_f(b, label, st->mean);
     snprintf(label, sizeof label, "Median %s (ms):", name);
     rc |= line_f(b, label, st->median);
-    for (size_t i = 0; i < atr_llm_pct_count(c); i++) {
-        pct_word(atr_llm_pct_at(c, i), w, sizeof w);
+    for (size_t i = 0; i < n; i++) {
+        pct_word(pct[i], w, sizeof w);
         snprintf(label, sizeof label, "P%s %s (ms):", w, name);
         rc |= line_f(b, label, st->p[i]);
     }
     return rc;
+}
+
+static int block_metric(struct atr_buf *b, const char *name, const char *title,
+                        const struct atr_llm_stat *st, const struct atr_llm_bench_config *c)
+{
+    return header_line(b, title, '-') | block_lines(b, name, st, c, false);
+}
+
+/* Session figures, for multi-turn workloads only (see put_sessions). */
+static int block_sessions(struct atr_buf *b, const struct atr_llm_sessions *ss,
+                          const struct atr_llm_bench_config *c)
+{
+    if (!ss->multi_turn)
+        return 0;
+    int rc = header_line(b, "Session Metrics", '-');
+    rc |= line_i(b, "Completed sessions:", ss->completed);
+    rc |= line_i(b, "Failed sessions:", ss->failed);
+    rc |= block_lines(b, "completion time", &ss->completion, c, true);
+    rc |= block_lines(b, "model time", &ss->model, c, true);
+    return rc | block_lines(b, "think/tool time", &ss->think, c, true);
 }
 
 static int block_totals(struct atr_buf *b, const struct atr_llm_summary *s,
@@ -227,6 +276,7 @@ int atr_llm_write_block(struct atr_buf *b, const struct atr_llm_summary *s,
     rc |= block_metric(b, "ITL", "Inter-token Latency", &s->itl, cfg);
     if (cfg->e2el_section)
         rc |= block_metric(b, "E2EL", "End-to-end Latency", &s->e2el, cfg);
+    rc |= block_sessions(b, &s->sessions, cfg);
     return rc | header_line(b, "", '=') ? -1 : 0;
 }
 

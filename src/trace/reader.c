@@ -9,7 +9,25 @@
 
 #include "util/alloc.h"
 
-enum { SNIFF_BYTES = 64 * 1024, SNIFF_MIN_SCORE = 20 };
+/* LOOKS_LIKE_SCORE: a score that is no mere hint (a file name, a lone
+ * "role" key), for telling a --from format that the input is another. */
+enum { SNIFF_BYTES = 64 * 1024, SNIFF_MIN_SCORE = 20, LOOKS_LIKE_SCORE = 50 };
+
+/* The format head looks most like, and its score. */
+static const struct atr_format *best_sniff(const char *head, size_t n, const char *name,
+                                           int *score)
+{
+    const struct atr_format *best = NULL;
+    *score = 0;
+    for (size_t i = 0; atr_formats[i]; i++) {
+        int s = atr_formats[i]->sniff(head, n, name);
+        if (s > *score) {
+            best = atr_formats[i];
+            *score = s;
+        }
+    }
+    return best;
+}
 
 static const struct atr_format *sniff_format(struct atr_input *in, struct atr_error *err)
 {
@@ -21,21 +39,39 @@ static const struct atr_format *sniff_format(struct atr_input *in, struct atr_er
         atr_error_set(err, "%s: empty input", atr_input_name(in));
         return NULL;
     }
-    const struct atr_format *best = NULL;
-    int best_score = 0;
-    for (size_t i = 0; atr_formats[i]; i++) {
-        int score = atr_formats[i]->sniff(head, (size_t)n, atr_input_name(in));
-        if (score > best_score) {
-            best = atr_formats[i];
-            best_score = score;
-        }
-    }
+    int best_score;
+    const struct atr_format *best = best_sniff(head, (size_t)n, atr_input_name(in), &best_score);
     if (best_score < SNIFF_MIN_SCORE) {
         atr_error_set(err, "%s: unrecognised trace format (use --from; "
                       "`atr help convert` lists the formats)", atr_input_name(in));
         return NULL;
     }
     return best;
+}
+
+/* For a format named with --from: the format the input sniffs as instead,
+ * when it plainly is another one (NULL otherwise). A failure on the first
+ * trace then says so: the error alone ("1:2: expected string key") would
+ * not tell that the file is of another format. */
+static const struct atr_format *looks_like(struct atr_input *in, const struct atr_format *fmt)
+{
+    const char *head;
+    struct atr_error ignored;     /* reading fails again, and is reported, later */
+    ssize_t n = atr_input_peek(in, &head, SNIFF_BYTES, &ignored);
+    if (n <= 0 || fmt->sniff(head, (size_t)n, atr_input_name(in)) >= SNIFF_MIN_SCORE)
+        return NULL;
+    int score;
+    const struct atr_format *best = best_sniff(head, (size_t)n, atr_input_name(in), &score);
+    return score >= LOOKS_LIKE_SCORE ? best : NULL;
+}
+
+/* Appends to a first trace's error which format the input looks like. */
+static void name_other_format(struct atr_reader *r)
+{
+    const char *name = r->fmt->name;
+    size_t len = strlen(r->err.msg);
+    snprintf(r->err.msg + len, sizeof r->err.msg - len, " (not %s %s trace: it looks like %s)",
+             strchr("aeiou", name[0]) ? "an" : "a", name, r->looks_like->name);
 }
 
 struct atr_reader *atr_reader_open_input(struct atr_input *in, const char *format,
@@ -57,6 +93,7 @@ struct atr_reader *atr_reader_open_input(struct atr_input *in, const char *forma
     struct atr_reader *r = xcalloc(1, sizeof *r);
     r->fmt = fmt;
     r->in = in;
+    r->looks_like = format ? looks_like(in, fmt) : NULL;
     if (opts)
         r->opts = *opts;
     if (!r->opts.block_size)
@@ -90,6 +127,8 @@ int atr_reader_next(struct atr_reader *r, struct atr_trace *t, struct atr_error 
     t->source = r->fmt->name;
     int rc = r->fmt->next(r, t);
     if (rc < 0) {
+        if (r->looks_like && r->ntraces == 0)
+            name_other_format(r);
         r->failed = true;
         if (err)
             *err = r->err;

@@ -70,6 +70,8 @@ struct atr_reader {
     struct atr_read_opts opts;
     struct atr_error err;
     void *state;              /* the format's own, freed with fmt->free_state */
+    /* With a named format: the one the input sniffs as instead, or NULL. */
+    const struct atr_format *looks_like;
     unsigned long ntraces;    /* traces returned so far */
     struct atr_arena scratch; /* cleared by atr_reader_next before each call */
     bool failed;

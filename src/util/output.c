@@ -12,13 +12,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-enum { OUT_BUF = 1 << 20, MAX_OPEN = 16 };
+enum { OUT_BUF = 1 << 20, MAX_OPEN = 32 };
 
 struct atr_output {
     int fd;
     bool is_stdout;              /* or another non-file: written directly */
     char *path, *tmp;
-    char *buf;
+    char *buf;                   /* allocated at the first write: outputs opened
+                                    early to check their paths cost no memory */
     size_t len;
     int slot;
 };
@@ -59,7 +60,6 @@ struct atr_output *atr_output_open(const char *path, struct atr_error *err)
 {
     struct atr_output *o = xcalloc(1, sizeof *o);
     o->slot = -1;
-    o->buf = xmalloc(OUT_BUF);
     o->path = xstrdup(path);
     if (strcmp(path, "-") == 0) {
         o->fd = 1;
@@ -111,6 +111,8 @@ static int flush_buf(struct atr_output *o, struct atr_error *err)
 
 int atr_output_write(struct atr_output *o, const void *p, size_t n, struct atr_error *err)
 {
+    if (!o->buf)
+        o->buf = xmalloc(OUT_BUF);
     if (o->len + n > OUT_BUF && flush_buf(o, err) < 0)
         return -1;
     if (n > OUT_BUF) {
@@ -158,6 +160,22 @@ void atr_output_abort(struct atr_output *o)
         close(o->fd);
     }
     output_free(o);
+}
+
+int atr_output_commit_all(struct atr_output **os, size_t n, struct atr_error *err)
+{
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++)
+        if (os[i])
+            rc = flush_buf(os[i], err);
+    for (size_t i = 0; i < n; i++) {
+        if (rc < 0)
+            atr_output_abort(os[i]);
+        else if (os[i])
+            rc = atr_output_commit(os[i], err);
+        os[i] = NULL;
+    }
+    return rc;
 }
 
 int atr_output_write_file(const char *path, const void *data, size_t len,

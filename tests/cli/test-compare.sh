@@ -64,5 +64,5 @@ ok "compare --run" "$ATR" compare --run "$T/cmp-run.ndjson" --target sim:rtx3090
 check "compare --run prints only the table" "[ \$(wc -l <'$T/out') -eq 4 ] && grep -Eq '^\\| sim:rtx3090/qwen3-4b-awq +\\| prefix-cache ' '$T/out'"
 fails "compare --run needs a sim target" 2 "--run wants --target sim:" "$ATR" compare --run \
     "$T/cmp-run.ndjson" --target http://127.0.0.1:1 --policy naive
-fails "compare --run needs a profile" 2 "missing --profile" "$ATR" compare --run "$T/cmp-run.ndjson" \
+fails "compare --run needs a profile" 2 "^atr compare: --run wants --target sim:GPU/MODEL" "$ATR" compare --run "$T/cmp-run.ndjson" \
     --policy naive

@@ -71,3 +71,40 @@ fails "unwritable output" 1 'nodir/out.ndjson: No such file or directory' "$ATR"
 # -o to a device writes through it; it must stay a device (we run as root).
 ok "output to /dev/null" "$ATR" convert -q "$DATA/atr/small.ndjson" -o /dev/null
 check "/dev/null still a device" "[ -c /dev/null ]"
+
+# Outputs are checked before the work (issue 11, item 10): the bad -o is
+# named before the missing input is read.
+fails "convert: -o checked first" 1 "^atr: /proc/x: " "$ATR" convert "$T/nothere.ndjson" -o /proc/x
+fails "router train: -o checked first" 1 "^atr: /proc/x: " "$ATR" router train "$T/nothere.ndjson" \
+    --profile h100/llama-3.1-8b -o /proc/x
+
+# Interrupted convert (item 14): one "interrupted" line, exit 130, no
+# output. The input is a FIFO held open, so convert is still reading when
+# the signal comes; the output's temporary shows it has started.
+mkfifo "$T/conv.fifo"
+"$ATR" convert -q "$T/conv.fifo" -o "$T/o9" 2>"$T/conv-int.err" &
+cvp=$!
+exec 3>"$T/conv.fifo"
+cat "$DATA/atr/small.ndjson" >&3
+deadline=$(($(date +%s) + 20))
+while ! ls "$T"/o9.tmp.* >/dev/null 2>&1 && [ "$(date +%s)" -lt "$deadline" ]; do :; done
+kill -INT "$cvp"
+wait "$cvp"; st=$?
+exec 3>&-
+check "convert: SIGINT exits 130" "[ $st -eq 130 ]"
+check "convert: SIGINT says interrupted, once" "[ \"\$(cat '$T/conv-int.err')\" = 'atr: interrupted' ]"
+absent "convert: SIGINT leaves no output" "$T/o9"
+
+# Issue 11, item 16: validate says "empty input" as convert and stats do,
+# and a file read as the wrong format says which format it looks like.
+fails "validate empty input" 1 '^atr: .*empty.json: empty input$' "$ATR" validate "$T/empty.json"
+fails "stats empty input" 1 '^atr: .*empty.json: empty input$' "$ATR" stats "$T/empty.json"
+fails "--from atr on a .traj" 1 \
+    'function_calling_simple\.traj:1:2: .* \(not an atr trace: it looks like swe-agent\)$' \
+    "$ATR" convert --from atr "$DATA/swe-agent/function_calling_simple.traj" -o "$T/o10"
+absent "--from atr on a .traj leaves nothing" "$T/o10"
+fails "validate of a .traj" 1 '\(not an atr trace: it looks like swe-agent\)$' \
+    "$ATR" validate "$DATA/swe-agent/function_calling_simple.traj"
+# Counts are singular where they are one (item 16).
+"$ATR" convert "$DATA/atr/small.ndjson" -o "$T/o11" 2>"$T/conv-one.err"
+check "convert summary in the singular" "grep -q '^atr: converted 1 file: 1 trace, 3 steps ' '$T/conv-one.err'"

@@ -58,3 +58,13 @@ absent "openhands binary leaves nothing" "$T/h4"
 fails "openhands empty" 1 'empty-oh.json:1:1: expected a JSON array of openhands events' \
     "$ATR" convert --from openhands "$T/empty-oh.json" -o "$T/h5"
 absent "openhands empty leaves nothing" "$T/h5"
+
+# A SWE-agent file read as openhands (its "history" is chat messages, not
+# events) is a format error, not "1 traces, 0 steps" (issue 11, item 9).
+for f in "$REAL"/swe-agent/*.traj; do
+    b=$(basename "$f" .traj)
+    fails "openhands: swe-agent $b refused" 1 \
+        "$b\\.traj:[0-9]+:[0-9]+: expected an openhands event \\(an object with \"action\" or \"observation\"\\) \\(not an openhands trace: it looks like swe-agent\\)$" \
+        "$ATR" convert --from openhands "$f" -o "$T/oh-swe.ndjson"
+    absent "openhands: swe-agent $b leaves nothing" "$T/oh-swe.ndjson"
+done

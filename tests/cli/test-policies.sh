@@ -48,7 +48,7 @@ fails "bad replicas" 2 "--replicas wants" "$ATR" sim run "$P/swe.ndjson" \
     --profile h100/llama-3.1-8b --replicas 0
 fails "bad engine" 2 "--engine wants" "$ATR" sim run "$P/swe.ndjson" \
     --profile h100/llama-3.1-8b --engine trt
-fails "unknown policy option" 1 "unknown option 'budgett'" "$ATR" sim run "$P/swe.ndjson" \
+fails "unknown policy option" 2 "unknown option 'budgett'" "$ATR" sim run "$P/swe.ndjson" \
     --profile h100/llama-3.1-8b --policy naive --policy-options budgett=3
 
 # The learned router (issue 5): trained on 64 generated agent sessions,
@@ -80,3 +80,46 @@ check "compare lists six policies with cuts against naive" "[ \$(grep -c '^| sim
 ok "sim several policies prints the comparison" "$ATR" sim run "$P/swe.ndjson" \
     --profile rtx3090/qwen3-4b-awq --rate 0.05 --policy naive,compaction
 check "comparison table after the runs" "grep -q '^== comparison' '$T/out' && grep -Eq '^\\| sim:rtx3090/qwen3-4b-awq +\\| compaction +\\|' '$T/out'"
+
+# A request larger than the KV cache (issue 11, item 8): the run stops
+# naming the trace and turn and what to do, or with --skip-oversized it is
+# rejected as vLLM rejects it, counted, and its session goes on.
+cat >"$P/big.ndjson" <<'END'
+{"format":"atr-trace/1","trace_id":"big","steps":[{"i":0,"kind":"llm","t_ms":0,"dur_ms":100,"input_tokens":100,"output_tokens":8},{"i":1,"kind":"tool","tool":"bash","command":"true","t_ms":100,"dur_ms":50},{"i":2,"kind":"llm","t_ms":150,"dur_ms":100,"input_tokens":3000000,"output_tokens":8},{"i":3,"kind":"llm","t_ms":250,"dur_ms":100,"input_tokens":200,"output_tokens":8}]}
+{"format":"atr-trace/1","trace_id":"small","steps":[{"i":0,"kind":"llm","t_ms":0,"dur_ms":100,"input_tokens":50,"output_tokens":4}]}
+END
+fails "oversized request names trace, turn and the way out" 1 \
+    "^atr: trace big, llm turn 1: request [0-9]+ needs 187501 KV blocks \(3000000 prompt \+ 8 output tokens\), the KV cache holds [0-9]+; use a larger --tp .*--skip-oversized" \
+    "$ATR" sim run "$P/big.ndjson" --profile h100/llama-3.1-8b --save-result "$P/big-fail.json"
+absent "oversized request: no result left" "$P/big-fail.json"
+ok "sim run --skip-oversized" "$ATR" sim run -q "$P/big.ndjson" --profile h100/llama-3.1-8b \
+    --skip-oversized --save-result "$P/big.json" --requests-out "$P/big-req.ndjson"
+check "skipped request counted and its session goes on" "python3 -c \"
+import json
+r = json.load(open('$P/big.json'))
+assert r['completed'] == 3 and r['failed'] == 1, r
+assert r['atr']['failures_by_reason'] == {'prompt too long for the KV cache': 1}, r['atr']
+assert r['atr']['engine']['skipped_oversized'] == 1, r['atr']['engine']
+q = {(l['trace_id'], l['turn']): l for l in map(json.loads, open('$P/big-req.ndjson'))}
+assert not q[('big', 1)]['success'] and q[('big', 1)]['error'] == 'prompt too long for the KV cache'
+assert q[('big', 2)]['success'] and q[('big', 2)]['send_s'] == q[('big', 1)]['end_s']
+\""
+ok "replay llm --target sim: --skip-oversized" "$ATR" replay llm -q "$P/big.ndjson" \
+    --target sim:h100/llama-3.1-8b --skip-oversized --save-result "$P/big-replay.json"
+check "replay llm counts the skipped request" "python3 -c \"
+import json; r = json.load(open('$P/big-replay.json')); assert r['failed'] == 1 and r['atr']['engine']['skipped_oversized'] == 1\""
+ok "compare --run --skip-oversized" "$ATR" compare --run "$P/big.ndjson" \
+    --target sim:h100/llama-3.1-8b --policy naive,prefix-cache --skip-oversized
+check "skipped_oversized is 0 when nothing was skipped" "python3 -c \"
+import json; r = json.load(open('$P/sg.json')); assert r['atr']['engine']['skipped_oversized'] == 0\""
+
+# Progress on a terminal (item 19): sim run draws one line on stderr and
+# clears it; not a terminal, nothing.
+ok "sim run off a terminal shows no progress" "$ATR" sim run "$P/big.ndjson" \
+    --profile h100/llama-3.1-8b --skip-oversized
+check "no progress line off a terminal" "[ ! -s '$T/err' ]"
+if command -v script >/dev/null 2>&1; then
+    script -qec "'$ATR' sim run '$P/big.ndjson' --profile h100/llama-3.1-8b --skip-oversized >/dev/null" \
+        /dev/null >"$P/tty.txt" 2>&1
+    check "progress on a terminal, then cleared" "grep -q 'sim  100%  4/4 requests' '$P/tty.txt' && [ \"\$(tail -c 4 '$P/tty.txt' | od -An -c | tr -d ' ')\" = '\\r033[K' ]"
+fi

@@ -15,7 +15,7 @@ serve() {
     deadline=$(($(date +%s) + 20))
     PORT=""
     while [ -z "$PORT" ] && [ "$(date +%s)" -lt "$deadline" ]; do
-        PORT=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$L/$name.out")
+        PORT=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$L/$name.out" 2>/dev/null)
     done
     [ -n "$PORT" ] || echo "test-replay-llm: server $name did not start: $(cat "$L/$name.err")"
 }
@@ -163,7 +163,7 @@ kill "$PID_engine4" 2>/dev/null
 ok "sim target with two policies" "$ATR" replay llm -q "$L/sessions.ndjson" --target sim:h100/llama-3.1-8b \
     --policy naive,prefix-cache --save-result "$L/simtwo.json"
 check "sim target: one result per policy" "[ -s '$L/simtwo.naive.json' ] && [ -s '$L/simtwo.prefix-cache.json' ]"
-fails "replay llm unknown policy" 1 "unknown policy 'fastest'" "$ATR" replay llm "$L/req.ndjson" \
+fails "replay llm unknown policy" 2 "unknown policy 'fastest'" "$ATR" replay llm "$L/req.ndjson" \
     --target "$URL" --model m --policy fastest
 
 # --- Faults: each one counted with its reason, nothing crashes. ---
@@ -201,8 +201,8 @@ fails "no /v1/models" 1 "v1/models.*give --model" "$ATR" replay llm -q "$L/req.n
 
 # --- Ctrl-C: what finished is saved, marked incomplete. ---
 serve slow --ttft 1 --itl 200
-"$ATR" replay llm -q "$L/req.ndjson" --target "http://127.0.0.1:$PORT" --rate 20 --warmup 0 \
-    --save-result "$L/int.json" --requests-out "$L/int.ndjson" >/dev/null 2>&1 &
+"$ATR" replay llm "$L/req.ndjson" --target "http://127.0.0.1:$PORT" --rate 20 --warmup 0 \
+    --save-result "$L/int.json" --requests-out "$L/int.ndjson" >"$L/int.out" 2>"$L/int.err" &
 rp=$!
 deadline=$(($(date +%s) + 20))
 while [ "$(date +%s)" -lt "$deadline" ] && kill -0 "$rp" 2>/dev/null; do
@@ -213,6 +213,10 @@ done
 wait "$rp"; st=$?
 check "ctrl-c exits 130" "[ $st -eq 130 ]"
 check "ctrl-c result marked incomplete" "$J '$L/int.json' \"r['atr']['incomplete'] is True and r['completed'] < 40\""
+# The block printed after Ctrl-C says first that it is partial, and
+# stderr says why the run ended, once (issue 11, item 14).
+check "ctrl-c block headed INCOMPLETE" "head -n 1 '$L/int.out' | grep -Eq '^INCOMPLETE \(interrupted\): [0-9]+ of 40 requests finished$'"
+check "ctrl-c says interrupted, once" "[ \$(wc -l <'$L/int.err') -eq 1 ] && grep -q '^atr: interrupted: [0-9]* of 40 requests finished, the result is marked incomplete$' '$L/int.err'"
 kill "$PID_slow" 2>/dev/null
 
 # --- The sim: target is atr sim run. ---
@@ -220,6 +224,84 @@ ok "replay llm sim target" "$ATR" replay llm "$L/req.ndjson" --target sim:h100/l
 sed 1d "$T/out" >"$L/sim-target.txt"
 ok "sim run same workload" "$ATR" sim run "$L/req.ndjson" --profile h100/llama-3.1-8b --rate 10
 check "sim target = sim run" "sed 1d '$T/out' | cmp - '$L/sim-target.txt'"
+
+# --- Empty workloads, outputs, deaths at warm-up, Ctrl-C (issue 11). ---
+printf '{"format":"atr-trace/1","trace_id":"t","steps":[{"i":0,"kind":"tool","tool":"bash","command":"true","t_ms":0,"dur_ms":5}]}\n' >"$L/tools.ndjson"
+fails "replay llm sim: no llm steps" 1 "no llm steps in .*/tools\\.ndjson$" "$ATR" replay llm \
+    "$L/tools.ndjson" --target sim:h100/llama-3.1-8b --save-result "$L/empty.json"
+absent "replay llm sim: no llm steps writes nothing" "$L/empty.json"
+fails "replay llm HTTP: no llm steps" 1 "no llm steps in .*/tools\\.ndjson$" "$ATR" replay llm \
+    "$L/tools.ndjson" --target "$URL" --model atr-sim --save-result "$L/empty.json"
+absent "replay llm HTTP: no llm steps writes nothing" "$L/empty.json"
+
+# Outputs are checked before the work (the bad output is named before the
+# missing trace is read) and written all or none.
+fails "replay llm: outputs checked first" 1 "^atr: /proc/x: " "$ATR" replay llm "$L/nope.ndjson" \
+    --target "$URL" --model m --save-result /proc/x
+fails "replay llm: bad --requests-out" 1 "/proc/x: " "$ATR" replay llm -q "$L/req.ndjson" \
+    --target "$URL" --model atr-sim --save-result "$L/ok.json" --requests-out /proc/x
+absent "replay llm: bad --requests-out leaves no result" "$L/ok.json"
+fails "replay llm sim: bad --requests-out" 1 "/proc/x: " "$ATR" replay llm -q "$L/req.ndjson" \
+    --target sim:h100/llama-3.1-8b --save-result "$L/ok.json" --requests-out /proc/x
+absent "replay llm sim: bad --requests-out leaves no result" "$L/ok.json"
+# A bad policy of a series is a usage error before the first runs (issue
+# 11, item 13): the series leaves none of its files.
+fails "replay llm: a series that fails" 2 "unknown policy 'fastest'" "$ATR" replay llm -q \
+    "$L/sessions.ndjson" --target sim:h100/llama-3.1-8b --policy naive,fastest \
+    --save-result "$L/ser.json"
+absent "replay llm: a series that fails leaves nothing" "$L/ser.naive.json"
+
+# A server that dies at warm-up: the error says what happened to the
+# connection, and asks about the model only when the server refused it.
+serve crashwarm --ttft 1 --itl 1 --crash-after 1
+fails "death at warm-up: closed before answering" 1 \
+    "warm-up request failed \\(connect: the server closed the connection before answering" \
+    "$ATR" replay llm -q "$L/req.ndjson" --target "http://127.0.0.1:$PORT" --model atr-sim \
+    --save-result "$L/cw.json"
+check "death at warm-up: no question about the model" "! grep -q 'serving model' '$T/err'"
+absent "death at warm-up: no result" "$L/cw.json"
+serve cutwarm --ttft 1 --itl 1 --fail-rate 1 --fail-kinds cut
+fails "cut at warm-up: bytes and status" 1 \
+    "warm-up request failed \\(stream cut: the connection closed after [1-9][0-9]* bytes of the HTTP 200 body, before data: \\[DONE\\]" \
+    "$ATR" replay llm -q "$L/req.ndjson" --target "http://127.0.0.1:$PORT" --model atr-sim
+check "cut at warm-up: no question about the model" "! grep -q 'serving model' '$T/err'"
+kill "$PID_cutwarm" 2>/dev/null
+fails "wrong model at warm-up: asks about the model" 1 "http 404: .*; is the target serving model 'nope'\\?$" \
+    "$ATR" replay llm -q "$L/req.ndjson" --target "$URL" --model nope
+
+# Ctrl-C during warm-up (a server that never answers): a run of nothing,
+# marked incomplete, not an error. The output's temporary shows the run
+# has started (the stop handler is in place before it is opened).
+serve hang2 --ttft 1 --itl 1 --hang
+"$ATR" replay llm "$L/req.ndjson" --target "http://127.0.0.1:$PORT" --model atr-sim \
+    --save-result "$L/wint.json" >"$L/wint.out" 2>"$L/wint.err" &
+rp=$!
+deadline=$(($(date +%s) + 20))
+while ! ls "$L"/wint.json.tmp.* >/dev/null 2>&1 && [ "$(date +%s)" -lt "$deadline" ]; do :; done
+kill -INT "$rp"
+wait "$rp"; st=$?
+kill "$PID_hang2" 2>/dev/null
+check "ctrl-c at warm-up exits 130" "[ $st -eq 130 ]"
+check "ctrl-c at warm-up says interrupted, once" "[ \$(wc -l <'$L/wint.err') -eq 1 ] && grep -q '^atr: interrupted: 0 of 40 requests' '$L/wint.err'"
+check "ctrl-c at warm-up: block headed INCOMPLETE" "head -n 1 '$L/wint.out' | grep -q '^INCOMPLETE (interrupted)'"
+check "ctrl-c at warm-up: result marked incomplete" "$J '$L/wint.json' \"r['atr']['incomplete'] is True and r['completed'] == 0\""
+
+# Ctrl-C on the sim target: the trace comes through a FIFO held open, so
+# the run is still reading when the signal comes.
+mkfifo "$L/fifo"
+"$ATR" replay llm "$L/fifo" --target sim:h100/llama-3.1-8b --save-result "$L/sint.json" \
+    >"$L/sint.out" 2>"$L/sint.err" &
+rp=$!
+exec 3>"$L/fifo"
+cat "$L/req.ndjson" >&3
+deadline=$(($(date +%s) + 20))
+while ! ls "$L"/sint.json.tmp.* >/dev/null 2>&1 && [ "$(date +%s)" -lt "$deadline" ]; do :; done
+kill -INT "$rp"
+wait "$rp"; st=$?
+exec 3>&-
+check "sim target: ctrl-c exits 130" "[ $st -eq 130 ]"
+check "sim target: ctrl-c says interrupted, once" "[ \"\$(cat '$L/sint.err')\" = 'atr: interrupted' ] && [ ! -s '$L/sint.out' ]"
+absent "sim target: ctrl-c leaves no result" "$L/sint.json"
 
 # --- Bad arguments. ---
 fails "replay llm needs a target" 2 "missing --target" "$ATR" replay llm "$L/req.ndjson"

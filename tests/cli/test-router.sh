@@ -18,7 +18,7 @@ check "learned reports its delegates" "python3 -c \"import json; s=json.load(ope
 ok "router eval --all" "$ATR" router eval "$R/swe.ndjson" --model "$R/m.json" --all --profile rtx3090/qwen3-4b-awq
 check "eval --all scores every request" "grep -Eq '^all: 439 requests' '$T/out'"
 
-fails "sim learned needs a model" 1 "policy learned: needs model=PATH \\(train one with atr router train\\)" "$ATR" sim run "$R/swe.ndjson" --profile rtx3090/qwen3-4b-awq --policy learned
+fails "sim learned needs a model" 2 "policy learned: needs model=PATH \\(train one with atr router train\\)" "$ATR" sim run "$R/swe.ndjson" --profile rtx3090/qwen3-4b-awq --policy learned
 printf '{"format": "atr-router/1", "objective": "e2el",\n "candidates": ["naive", "bogus"]}\n' >"$R/bad.json"
 fails "eval bad model" 1 "bad.json:2:26: expected a policy name" "$ATR" router eval "$R/swe.ndjson" --model "$R/bad.json"
 printf '{"format": "atr-router/1", "candidates": [1,\n' >"$R/trunc.json"

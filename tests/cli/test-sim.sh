@@ -19,11 +19,60 @@ check "sessions hit the prefix cache" "grep -Eq 'prefix cache hit rate ([1-9][0-
 
 fails "sim needs a mode" 2 "wants a mode" "$ATR" sim "$S/w.ndjson"
 fails "sim needs a profile" 2 "missing --profile" "$ATR" sim run "$S/w.ndjson"
-fails "sim unknown gpu" 1 "unknown GPU" "$ATR" sim run "$S/w.ndjson" --profile b200/llama-3.1-8b
-fails "sim model too big" 1 "does not fit" "$ATR" sim run "$S/w.ndjson" --profile h100/llama-3-70b
+fails "sim unknown gpu" 2 "unknown GPU" "$ATR" sim run "$S/w.ndjson" --profile b200/llama-3.1-8b
+fails "sim model too big" 2 "does not fit" "$ATR" sim run "$S/w.ndjson" --profile h100/llama-3-70b
 fails "sim bad trace" 1 "nope.ndjson: No such file" "$ATR" sim run "$S/nope.ndjson" --profile h100/llama-3.1-8b
 # --goodput takes several words, as vLLM's does.
 ok "goodput as separate words" "$ATR" sim run -q "$S/w.ndjson" --rate inf --profile h100/llama-3.1-8b \
     --goodput ttft:600 tpot:30 e2el:3000 --save-result "$S/good.json"
 check "goodput SLOs all read" "python3 -c \"import json; g=json.load(open('$S/good.json'))['atr']['goodput']; assert g['slo_ms']=={'ttft':600.0,'tpot':30.0,'e2el':3000.0}, g\""
 fails "goodput junk" 2 "--goodput wants" "$ATR" sim run "$S/w.ndjson" --profile h100/llama-3.1-8b --goodput ttft:fast
+
+# Empty workloads are an error, not a block of zeros (issue 11, item 7).
+printf '{"format":"atr-trace/1","trace_id":"t","steps":[{"i":0,"kind":"tool","tool":"bash","command":"true","t_ms":0,"dur_ms":5}]}\n' >"$S/tools.ndjson"
+fails "sim run: no llm steps" 1 "no llm steps in .*/tools\\.ndjson$" "$ATR" sim run "$S/tools.ndjson" \
+    --profile h100/llama-3.1-8b --save-result "$S/empty.json"
+absent "sim run: no llm steps writes nothing" "$S/empty.json"
+fails "sim run: no llm steps names every input" 1 "no llm steps in .*/tools\\.ndjson, .*/tools\\.ndjson$" \
+    "$ATR" sim run "$S/tools.ndjson" "$S/tools.ndjson" --profile h100/llama-3.1-8b
+
+# Outputs are checked before the work and written all or none (item 10):
+# the bad output is named before the missing trace is read, and a good
+# output beside a bad one is not left behind.
+fails "sim run: outputs checked first" 1 "^atr: /proc/x: " "$ATR" sim run "$S/nope.ndjson" \
+    --profile h100/llama-3.1-8b --save-result /proc/x
+fails "sim run: bad --requests-out" 1 "/proc/x: " "$ATR" sim run -q "$S/w.ndjson" \
+    --profile h100/llama-3.1-8b --save-result "$S/ok.json" --requests-out /proc/x
+absent "sim run: bad --requests-out leaves no result" "$S/ok.json"
+fails "sim run: bad --iterations-out" 1 "/proc/x: " "$ATR" sim run -q "$S/w.ndjson" \
+    --profile h100/llama-3.1-8b --save-result "$S/ok.json" --iterations-out /proc/x
+absent "sim run: bad --iterations-out leaves no result" "$S/ok.json"
+fails "sim run: bad output of a series" 1 "/proc/x\\.naive: " "$ATR" sim run -q \
+    "$S/w.ndjson" --profile h100/llama-3.1-8b --policy naive,prefix-cache \
+    --save-result "$S/pol.json" --requests-out /proc/x
+absent "sim run: a series with a bad output leaves nothing" "$S/pol.naive.json"
+fails "compare --run: bad output" 1 "/proc/x\\.naive: " "$ATR" compare --run "$S/w.ndjson" \
+    --target sim:h100/llama-3.1-8b --policy naive,prefix-cache --save-result "$S/cmp.json" \
+    --requests-out /proc/x
+absent "compare --run: no result left" "$S/cmp.naive.json"
+ok "sim run: all outputs written" "$ATR" sim run -q "$S/w.ndjson" --profile h100/llama-3.1-8b \
+    --save-result "$S/all.json" --requests-out "$S/all.ndjson" --iterations-out "$S/all-it.ndjson"
+check "sim run: every output there" "[ -s '$S/all.json' ] && [ -s '$S/all.ndjson' ] && [ -s '$S/all-it.ndjson' ] && ! ls '$S'/*.tmp.* >/dev/null 2>&1"
+
+# Interrupted (item 14): one "interrupted" line, exit 130, no output left.
+# The trace comes through a FIFO held open, so the run is still reading
+# when the signal comes; its output temporary shows it has started.
+mkfifo "$S/fifo"
+"$ATR" sim run "$S/fifo" --profile h100/llama-3.1-8b --save-result "$S/int.json" \
+    >"$S/int.out" 2>"$S/int.err" &
+sp=$!
+exec 3>"$S/fifo"
+cat "$S/w.ndjson" >&3
+deadline=$(($(date +%s) + 20))
+while ! ls "$S"/int.json.tmp.* >/dev/null 2>&1 && [ "$(date +%s)" -lt "$deadline" ]; do :; done
+kill -INT "$sp"
+wait "$sp"; st=$?
+exec 3>&-
+check "sim run: SIGINT exits 130" "[ $st -eq 130 ]"
+check "sim run: SIGINT says interrupted, once" "[ \"\$(cat '$S/int.err')\" = 'atr: interrupted' ] && [ ! -s '$S/int.out' ]"
+absent "sim run: SIGINT leaves no result" "$S/int.json"

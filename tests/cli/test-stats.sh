@@ -2,13 +2,22 @@
 # figures are worked out in tests/data/stats/README, aggregation, stdin,
 # compressed input, -o, bad input and options, and the real samples.
 S=$DATA/stats
-cp "$S/small.ndjson" "$S/notools.ndjson" "$S/bad.ndjson" .     # relative names in goldens
+cp "$S/small.ndjson" "$S/notools.ndjson" "$S/bad.ndjson" "$S/onetool.ndjson" "$S/nosteps.ndjson" .
 
 golden stats-table "$S/small.txt" "$ATR" stats small.ndjson
 golden stats-json "$S/small.json" "$ATR" stats --json small.ndjson
 golden stats-from-atr "$S/small.txt" "$ATR" stats --from atr small.ndjson
 golden stats-capped "$S/notools-capped.json" "$ATR" stats --json --max-ids 2 notools.ndjson
 check stats-json-parses "! command -v python3 || python3 -m json.tool '$S/small.json'"
+
+# Wording (issue 11, item 16): singular counts, no "n/a %", and sections
+# without a figure left out (tests/data/stats/README).
+golden stats-no-tools "$S/notools.txt" "$ATR" stats notools.ndjson
+golden stats-one-tool "$S/onetool.txt" "$ATR" stats onetool.ndjson
+golden stats-no-steps "$S/nosteps.txt" "$ATR" stats nosteps.ndjson
+check stats-no-na-pct "! grep -q 'n/a %' '$S/nosteps.txt' '$S/onetool.txt' '$S/notools.txt'"
+check stats-singular "grep -q '(atr, 1 trace, 1 step)' '$S/onetool.txt' && grep -q '^tool mix (1 kind) ' '$S/onetool.txt'"
+check stats-no-empty-tool-mix "! grep -q '^tool mix' '$S/notools.txt'"
 
 # several files are aggregated, and listed one by one
 ok stats-two-files "$ATR" stats --json small.ndjson notools.ndjson

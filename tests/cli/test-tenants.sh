@@ -2,8 +2,10 @@
 # real processes and cgroups: a victim of short shell loops beside a noisy
 # neighbour, both phases recorded, inflation computed, nothing left behind.
 # No timing threshold is asserted: inflation depends on the machine.
+# Leftovers are looked for only among what this run made (see
+# test-replay.sh): its session, its "atr-PID" groups, its --workdir.
 TN=$T/tenants
-mkdir -p "$TN"
+mkdir -p "$TN" "$TN/wd"
 
 # --kind noisy: valid, deterministic, all three neighbours in the mix.
 ok "gen noisy" "$ATR" gen -q --kind noisy --traces 20 --seed 5 -o "$TN/noisy20.ndjson"
@@ -30,9 +32,10 @@ fails "tenants not with shard" 2 "not with --merge or --shard" "$ATR" replay too
 fails "tenant weights need tenants" 2 "need --tenants" "$ATR" replay tools --tenant-weights 100,200 "$TN/victim.ndjson" --out "$TN/x"
 fails "tenant weight range" 2 "tenant-weights wants" "$ATR" replay tools --tenants --tenant-weights 100,0 "$TN/victim.ndjson" --out "$TN/x"
 
-# In the background only to learn its pid: what it leaves is named by it
-# (other atr runs may share this host's cgroups and /tmp meanwhile).
-"$ATR" replay tools --tenants --tenant-weights 100,100 --config static-toolcall --mem-max 384M --pids-max 1000 --timeout 20 "$TN/victim.ndjson" "$TN/noisy.ndjson" --out "$TN/run" >"$T/out" 2>"$T/err" &
+# In the background, in a session of its own, only to learn its pid (and
+# session): what it leaves is named by it (other atr runs may share this
+# host's cgroups and /tmp meanwhile).
+setsid "$ATR" replay tools --tenants --tenant-weights 100,100 --config static-toolcall --mem-max 384M --pids-max 1000 --timeout 20 --workdir "$TN/wd" "$TN/victim.ndjson" "$TN/noisy.ndjson" --out "$TN/run" >"$T/out" 2>"$T/err" &
 pid=$!
 wait "$pid"
 st=$?
@@ -64,9 +67,9 @@ c = s['configs'][0]
 assert c['config'] == 'static-toolcall' and c['traces'] == 2 and c['total_steps'] == 10 + noisy_steps, c
 PY
 check "tenants summary, phases and inflation" "python3 '$TN/check.py' '$TN/run' '$TN/noisy.ndjson'"
-check "tenants leave no cgroup" "! ls -d /sys/fs/cgroup/*/atr-$pid /sys/fs/cgroup/*/*/atr-$pid /sys/fs/cgroup/*/*/*/atr-$pid 2>/dev/null | grep -q ."
-check "tenants leave no process" "! pgrep -f 'while [:]; do :; done' >/dev/null && ! pgrep -f 'i -l[t] 20000' >/dev/null"
-check "tenants leave no work directory" "! ls -d /tmp/atr-work-$pid-* 2>/dev/null | grep -q ."
+check "tenants leave no cgroup" "! sh '$DATA/replay/leftovers.sh' $pid | grep -q '^cgroup '"
+check "tenants leave no process" "! sh '$DATA/replay/leftovers.sh' $pid | grep -q '^process '"
+check "tenants leave no work directory" "[ -z \"\$(sh '$DATA/replay/leftovers.sh' $pid '$TN/wd')\" ]"
 
 # --no-baseline: the shared phase only, so no inflation.
 printf '{"format":"atr-trace/1","trace_id":"a","steps":[{"kind":"tool","tool":"bash","command":"true"}]}\n{"format":"atr-trace/1","trace_id":"b","steps":[{"kind":"tool","tool":"bash","command":"true"},{"kind":"tool","tool":"editor","action":"view","path":"x"}]}\n' >"$TN/ab.ndjson"

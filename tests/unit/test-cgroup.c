@@ -263,6 +263,49 @@ static void test_detect_v2_cannot_enable(void **state)
     print_message("note: %s\n", h.note);
 }
 
+/* Detects root's fixture host as a user the base does not belong to
+ * (nobody, in a child, when we are root); 0 when that user is told the
+ * base is not delegated to it and no hierarchy is usable. */
+static int detect_as_stranger(const char *root, const char *base)
+{
+    bool as_root = geteuid() == 0;
+    pid_t pid = as_root ? fork() : 0;
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        if (as_root && (setgid(65534) < 0 || setuid(65534) < 0))
+            _exit(3);
+        struct atr_cg_host h;
+        detect_fixture("v2", root, &h);
+        int ok = h.mode == ATR_CG_NONE && strcmp(h.denied, base) == 0;
+        if (as_root)                /* the forked child */
+            _exit(ok ? 0 : 1);
+        return ok ? 0 : 1;
+    }
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 2;
+}
+
+/* A base that exists but is not ours to write (a non-root user's own
+ * session group): named in `denied`, so the CLI can say what is missing
+ * (delegation) rather than run without limits. */
+static void test_detect_not_delegated(void **state)
+{
+    (void)state;
+    char root[64], base[PATH_MAX * 2];
+    scratch_v2(root, false);
+    snprintf(base, sizeof base, "%s/sys/fs/cgroup/system.slice/atr.service", root);
+    assert_int_equal(chmod(root, 0755), 0);      /* mkdtemp's 0700: let nobody in */
+    assert_int_equal(chmod(base, 0555), 0);
+    int rc = detect_as_stranger(root, base);
+    chmod(base, 0755);
+    rm_scratch(root);
+    assert_int_equal(rc, 0);
+    struct atr_cg_host h;
+    detect_fixture("v2", FIX "/v2", &h);          /* a writable base: nothing denied */
+    assert_string_equal(h.denied, "");
+}
+
 static void test_detect_hybrid(void **state)
 {
     (void)state;
@@ -714,6 +757,7 @@ int main(void)
         cmocka_unit_test(test_detect_v2),
         cmocka_unit_test(test_detect_v2_enables_controllers),
         cmocka_unit_test(test_detect_v2_cannot_enable),
+        cmocka_unit_test(test_detect_not_delegated),
         cmocka_unit_test(test_detect_hybrid),
         cmocka_unit_test(test_detect_v1),
         cmocka_unit_test(test_detect_none),

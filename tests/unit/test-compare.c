@@ -1,6 +1,7 @@
 /* test-compare.c - `atr compare`'s reader of atr, vLLM and SGLang result
  * files, the cuts against naive, the row order, and the Markdown and JSON
- * output, on small hand-written results whose figures are checked by hand. */
+ * output (session columns only when a row has them), on small hand-written
+ * results whose figures are checked by hand. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -325,6 +326,67 @@ static void test_json(void **state)
     atr_compare_free(c);
 }
 
+/* Session completion columns: read from atr.sessions, in the table (in
+ * seconds) and the JSON only when some row has them; a vLLM row shows -. */
+static void test_session_columns(void **state)
+{
+    struct atr_compare *c = atr_compare_new();
+    struct atr_error err;
+    assert_int_equal(add(c, "s.json",
+                         "{\"mean_ttft_ms\": 10, \"mean_e2el_ms\": 100,"
+                         " \"atr\": {\"policy\": \"naive\", \"target\": \"sim:t\","
+                         " \"sessions\": {\"completed\": 2, \"failed\": 0,"
+                         " \"mean_completion_ms\": 4500.0, \"median_completion_ms\": 4250.0,"
+                         " \"p90_completion_ms\": 4900.0}}}",
+                         &err),
+                     0);
+    assert_int_equal(add(c, "v.json", "{\"backend\": \"vllm\", \"model_id\": \"m\","
+                                      " \"mean_ttft_ms\": 20, \"mean_e2el_ms\": 200}", &err),
+                     0);
+    size_t n;
+    const struct atr_compare_row *r = atr_compare_rows(c, &n);
+    assert_float_equal(r[0].session_mean_ms, 4500, EPS);
+    assert_float_equal(r[0].session_p50_ms, 4250, EPS);
+    assert_true(isnan(r[0].session_p99_ms));        /* run without p99 */
+    assert_true(isnan(r[1].session_mean_ms));
+    struct atr_buf b = ATR_BUF_INIT;
+    assert_int_equal(atr_compare_write_markdown(&b, c), 0);
+    assert_non_null(strstr(b.data, "| p99 E2E ms | avg session s | p50 session s |"
+                                   " p99 session s | req/s |"));
+    assert_non_null(strstr(b.data, "|          4.50 |          4.25 |             - |"));
+    assert_non_null(strstr(b.data, "|             - |             - |             - |"));
+    atr_buf_clear(&b);
+    assert_int_equal(atr_compare_write_json(&b, c), 0);
+    assert_non_null(strstr(b.data, "\"mean_session_ms\":4500.0,\"p50_session_ms\":4250.0,"
+                                   "\"p99_session_ms\":null,\"request_throughput\""));
+    assert_non_null(strstr(b.data, "\"mean_session_ms\":null,\"p50_session_ms\":null,"));
+    atr_buf_release(&b);
+    atr_compare_free(c);
+}
+
+/* A run's summary gives its session figures only for a multi-turn
+ * workload, p99 from the session percentiles (default {90, 99}). */
+static void test_summary_sessions(void **state)
+{
+    struct atr_llm_summary s;
+    memset(&s, 0, sizeof s);
+    struct atr_llm_bench_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    s.sessions.completion = (struct atr_llm_stat){.mean = 3000, .median = 2000, .p = {5000, 6000}};
+    struct atr_compare *c = atr_compare_new();
+    atr_compare_add_summary(c, "sim:t", "naive", &s, &cfg);     /* single turns */
+    s.sessions.multi_turn = true;
+    atr_compare_add_summary(c, "sim:t", "learned", &s, &cfg);
+    size_t n;
+    const struct atr_compare_row *r = atr_compare_rows(c, &n);
+    assert_true(isnan(r[0].session_mean_ms) && isnan(r[0].session_p99_ms));
+    assert_float_equal(r[1].session_mean_ms, 3000, EPS);
+    assert_float_equal(r[1].session_p50_ms, 2000, EPS);
+    assert_float_equal(r[1].session_p99_ms, 6000, EPS);
+    assert_true(isnan(r[1].ttft_p99_ms) == false);    /* requests: {99}, p[0] */
+    atr_compare_free(c);
+}
+
 /* Rounded figures never show as "-0.0". */
 static void test_negative_zero(void **state)
 {
@@ -372,6 +434,8 @@ int main(void)
         cmocka_unit_test(test_add_row),
         cmocka_unit_test(test_markdown),
         cmocka_unit_test(test_json),
+        cmocka_unit_test(test_session_columns),
+        cmocka_unit_test(test_summary_sessions),
         cmocka_unit_test(test_negative_zero),
         cmocka_unit_test(test_files),
     };

@@ -265,8 +265,11 @@ static void test_bad_inputs(void **state)
                  "m.traj.json:1:1: expected a mini-swe-agent trajectory object or an array "
                  "of messages, found string");
     expect_error("{\"info\": {}}", "m.traj.json:1:1: expected \"messages\" (array) in this object");
+    /* Without the .traj.json keys this is the shape of an openai-chat row,
+     * and the error says so. */
     expect_error("{\"messages\": {\"role\": \"user\"}}",
-                 "m.traj.json:1:14: expected \"messages\" to be array, found object");
+                 "m.traj.json:1:14: expected \"messages\" to be array, found object "
+                 "(not a mini-swe-agent trace: it looks like openai-chat)");
     expect_error("{\"messages\": [], \"info\": \"x\"}",
                  "m.traj.json:1:26: expected \"info\" to be an object, found string");
     expect_error("[\n  {\"role\": \"user\", \"content\": \"x\"},\n  null\n]",

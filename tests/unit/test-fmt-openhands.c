@@ -326,6 +326,14 @@ static void test_bad_inputs(void **state)
                  64, "oh.json:1: array element longer than 64 bytes");
     expect_error("\n\n", 0, "oh.json:3:1: expected a JSON array of openhands events or "
                             "JSON lines of records");
+    /* Other files with a "history" (SWE-agent's chat) or an array of rows
+     * are no event streams: an error, not a trace without steps. */
+    expect_error("{\"history\": [{\"role\": \"system\", \"content\": \"x\"}]}\n", 0,
+                 "oh.json:1:14: expected an openhands event (an object with \"action\" or "
+                 "\"observation\")");
+    expect_error("[{\"role\": \"user\", \"content\": \"hi\"}]", 0,
+                 "oh.json:1:2: expected an openhands event (an object with \"action\" or "
+                 "\"observation\")");
 }
 
 static void test_sniff(void **state)

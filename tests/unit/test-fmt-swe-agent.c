@@ -1,6 +1,7 @@
 /* test-fmt-swe-agent.c - the SWE-agent .traj reader on the real demonstration
  * trajectories, on synthetic edge cases (demos, parts, history-only,
- * trajectory-only) and on bad inputs. Expected values were read off the
+ * trajectory-only), on bad inputs, and read as another format by mistake
+ * (--from). Expected values were read off the
  * source files with python. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -402,6 +403,34 @@ static void test_sniff(void **state)
     assert_int_equal(f->sniff("", 0, "a.traj"), 0);
 }
 
+/* A .traj read with another reader named (--from atr, --from openhands):
+ * that reader's error, then that the input looks like swe-agent. */
+static void expect_named_error(const char *format, const char *msg)
+{
+    const char *traj = "{\n  \"environment\": \"swe_main\",\n  \"history\": [\n"
+                       "    {\"role\": \"system\", \"content\": \"x\"}],\n"
+                       "  \"trajectory\": [{\"action\": \"ls\", \"observation\": \"\"}]\n}\n";
+    struct atr_input *in = atr_input_open_mem(traj, strlen(traj), "t.traj");
+    struct atr_error err;
+    struct atr_reader *r = atr_reader_open_input(in, format, NULL, &err);
+    assert_non_null(r);
+    struct atr_trace t = ATR_TRACE_INIT;
+    assert_int_equal(atr_reader_next(r, &t, &err), -1);
+    if (strcmp(err.msg, msg) != 0)
+        fail_msg("got \"%s\", wanted \"%s\"", err.msg, msg);
+    atr_trace_release(&t);
+    atr_reader_close(r);
+}
+
+static void test_named_other_format(void **state)
+{
+    expect_named_error("atr", "t.traj:1:2: expected string key or '}', found end of input "
+                              "(not an atr trace: it looks like swe-agent)");
+    expect_named_error("openhands", "t.traj:4:5: expected an openhands event (an object with "
+                                    "\"action\" or \"observation\") (not an openhands trace: "
+                                    "it looks like swe-agent)");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -414,6 +443,7 @@ int main(void)
         cmocka_unit_test(test_bad_inputs),
         cmocka_unit_test(test_edge_shapes),
         cmocka_unit_test(test_sniff),
+        cmocka_unit_test(test_named_other_format),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -223,6 +223,36 @@ static void test_atomic_output(void **state)
     assert_non_null(strstr(err.msg, "/nonexistent-dir/x: No such file or directory"));
 }
 
+/* Several outputs as one: all committed, or (a write fails at the flush)
+ * none of them and no temporary. /dev/full fails every write. */
+static void test_output_commit_all(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/atr-test-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char a[256], b[256];
+    snprintf(a, sizeof a, "%s/a.json", dir);
+    snprintf(b, sizeof b, "%s/b.json", dir);
+    struct atr_error err;
+    struct atr_output *os[3] = { atr_output_open(a, &err), NULL, atr_output_open(b, &err) };
+    assert_int_equal(atr_output_write(os[0], "a", 1, &err), 0);
+    assert_int_equal(atr_output_write(os[2], "b", 1, &err), 0);
+    assert_int_equal(atr_output_commit_all(os, 3, &err), 0);
+    assert_null(os[0]);
+    assert_int_equal(access(a, F_OK), 0);
+    assert_int_equal(access(b, F_OK), 0);
+    unlink(a);
+    unlink(b);
+    struct atr_output *bad[2] = { atr_output_open(a, &err), atr_output_open("/dev/full", &err) };
+    assert_non_null(bad[1]);
+    assert_int_equal(atr_output_write(bad[0], "a", 1, &err), 0);
+    assert_int_equal(atr_output_write(bad[1], "b", 1, &err), 0);
+    assert_int_equal(atr_output_commit_all(bad, 2, &err), -1);
+    assert_non_null(strstr(err.msg, "/dev/full: "));
+    assert_null(bad[0]);
+    assert_int_equal(rmdir(dir), 0);                /* neither a.json nor a temporary */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -234,6 +264,7 @@ int main(void)
         cmocka_unit_test(test_array_split),
         cmocka_unit_test(test_array_errors),
         cmocka_unit_test(test_atomic_output),
+        cmocka_unit_test(test_output_commit_all),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

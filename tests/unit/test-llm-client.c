@@ -626,6 +626,19 @@ static void test_stream_ends(void **state)
     expect_fail(NULL, "{\"x\":\"sse\",\"n\":3,\"gap_ms\":1,\"end\":\"cut\"}", "stream cut");
     /* Usage seen, but no [DONE]: still cut. */
     expect_fail(NULL, "{\"x\":\"sse\",\"n\":3,\"gap_ms\":1,\"end\":\"nodone\"}", "stream cut");
+    /* The detail says how far the answer got (a warm-up error shows it). */
+    struct got cut;
+    size_t bytes = 0;
+    one(NULL, ATR_LLM_COMPLETIONS, "{\"x\":\"sse\",\"n\":3,\"gap_ms\":1,\"end\":\"cut\"}", &cut);
+    assert_int_equal(sscanf(cut.detail, "the connection closed after %zu bytes of the HTTP 200 body, "
+                            "before data: [DONE] (", &bytes), 1);
+    assert_true(bytes > 12);
+    assert_non_null(strstr(cut.detail, " bytes of the HTTP 200 body, before data: [DONE] ("));
+    one(NULL, ATR_LLM_COMPLETIONS, "{\"x\":\"sse\",\"n\":3,\"gap_ms\":1,\"end\":\"nodone\"}", &cut);
+    assert_int_equal(sscanf(cut.detail, "the stream ended after %zu bytes without data: [DONE]",
+                            &bytes), 1);
+    assert_true(bytes > 0);
+    assert_non_null(strstr(cut.detail, " bytes without data: [DONE]"));
     expect_fail(NULL, "{\"x\":\"sse\",\"n\":3,\"gap_ms\":1,\"usage\":\"none\"}", "no usage");
     expect_fail(NULL, "{\"x\":\"sse\",\"n\":2,\"gap_ms\":1,\"end\":\"error\"}", "error event");
     struct got g;
@@ -669,8 +682,11 @@ static void test_connect(void **state)
     snprintf(url, sizeof url, "http://127.0.0.1:%d", ntohs(sin.sin_port));
     struct atr_llm_client_cfg cfg = {.base_url = url};
     expect_fail(&cfg, "{}", "connect");
-    /* Closed without any answer. */
+    /* Closed without any answer: said so, not left to curl's words. */
     expect_fail(NULL, "{\"x\":\"close\"}", "connect");
+    struct got g;
+    one(NULL, ATR_LLM_COMPLETIONS, "{\"x\":\"close\"}", &g);
+    assert_non_null(strstr(g.detail, "the server closed the connection before answering ("));
 }
 
 static void test_too_large(void **state)

@@ -1,7 +1,8 @@
 /* test-llm-metrics.c - vLLM benchmark figures on hand-computed request
  * sets: the result JSON and printed block against golden files in
  * tests/data/llm/, failures counted but not averaged, "inf" rates,
- * goodput, empty and all-failed runs, per-request lines. */
+ * goodput, empty and all-failed runs, per-request lines, per-session
+ * figures of multi-turn workloads and configured percentiles. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -197,6 +198,138 @@ static void test_percentile_keys(void **state)
     atr_llm_summary_release(&s);
 }
 
+/* More than ATR_LLM_MAX_PCT percentiles is refused, not truncated. */
+static void test_too_many_percentiles(void **state)
+{
+    (void)state;
+    struct atr_llm_bench_config c = base_cfg();
+    c.n_percentiles = ATR_LLM_MAX_PCT + 1;
+    struct atr_llm_summary s;
+    struct atr_error err;
+    assert_int_equal(atr_llm_summarize(five, 5, &c, &s, &err), -1);
+    assert_non_null(strstr(err.msg, "at most 8 percentiles"));
+}
+
+/* Three sessions, records in no particular order, and one request of no
+ * session. Session a: turns at 0-1 s, 2-2.5 s, sent at 3.5 s and started
+ * at 4 s (queued), ended at 5 s: completion 5 s, model 1 + 0.5 + 1.5 = 3 s,
+ * think 2 s. Session b: 1-2 s and 4-5 s: completion 4 s, model 2 s, think
+ * 2 s. Session c: its second turn failed, so the session failed. */
+static const struct atr_llm_record sessions[] = {
+    {0, 0.0, 0.0, 0.0, 1.0, c0, 4, 100, 4, 0, true, NULL, "a", 0},
+    {1, 1.0, 1.0, 1.0, 2.0, c1, 2, 100, 3, 0, true, NULL, "b", 0},
+    {2, 3.5, 3.5, 4.0, 5.0, c3, 1, 100, 1, 0, true, NULL, "a", 2},
+    {3, 0.0, 0.0, 0.0, 1.0, c0, 4, 100, 4, 0, true, NULL, "c", 0},
+    {4, 2.0, 2.0, 2.0, 2.5, c3, 1, 100, 1, 0, true, NULL, "a", 1},
+    {5, 4.0, 4.0, 4.0, 5.0, c2, 4, 100, 5, 0, true, NULL, "b", 1},
+    {6, 2.0, 2.0, 2.0, 3.0, NULL, 0, 0, 0, 0, false, "http 500", "c", 1},
+    {7, 0.5, 0.5, 0.5, 9.0, c1, 2, 100, 3, 0, true, NULL, NULL, 0},
+};
+#define N_SESSION_RECS (sizeof sessions / sizeof sessions[0])
+
+static void test_sessions_hand_computed(void **state)
+{
+    (void)state;
+    struct atr_llm_bench_config c = base_cfg();
+    struct atr_llm_summary s;
+    struct atr_error err;
+    assert_int_equal(atr_llm_summarize(sessions, N_SESSION_RECS, &c, &s, &err), 0);
+    const struct atr_llm_sessions *ss = &s.sessions;
+    assert_true(ss->multi_turn);
+    assert_int_equal(ss->completed, 2);
+    assert_int_equal(ss->failed, 1);
+    /* completion {5, 4} s, model {3, 2} s, think {2, 2} s; default p90, p99 */
+    assert_float_equal(ss->completion.mean, 4500, 1e-9);
+    assert_float_equal(ss->completion.median, 4500, 1e-9);
+    assert_float_equal(ss->completion.std, 500, 1e-9);
+    assert_float_equal(ss->completion.p[0], 4900, 1e-9);
+    assert_float_equal(ss->completion.p[1], 4990, 1e-9);
+    assert_float_equal(ss->model.mean, 2500, 1e-9);
+    assert_float_equal(ss->model.p[0], 2900, 1e-9);
+    assert_float_equal(ss->model.p[1], 2990, 1e-9);
+    assert_float_equal(ss->think.mean, 2000, 1e-9);
+    assert_float_equal(ss->think.std, 0, 1e-9);
+    assert_float_equal(ss->think.p[1], 2000, 1e-9);
+    assert_int_equal(s.completed, 7);    /* request figures are untouched */
+    atr_llm_summary_release(&s);
+}
+
+static void test_sessions_outputs(void **state)
+{
+    (void)state;
+    struct atr_llm_bench_config c = base_cfg();
+    struct atr_llm_summary s;
+    struct atr_error err;
+    assert_int_equal(atr_llm_summarize(sessions, N_SESSION_RECS, &c, &s, &err), 0);
+    struct atr_buf b = ATR_BUF_INIT;
+    assert_int_equal(atr_llm_write_result_json(&b, &s, &c), 0);
+    assert_non_null(strstr(b.data, "\"failures_by_reason\": {\"http 500\": 1}, "
+                                   "\"sessions\": {\"completed\": 2, \"failed\": 1, "
+                                   "\"mean_completion_ms\": 4500.0, "
+                                   "\"median_completion_ms\": 4500.0, "
+                                   "\"std_completion_ms\": 500.0, \"p90_completion_ms\": "));
+    assert_non_null(strstr(b.data, "\"mean_model_time_ms\": 2500.0, "));
+    assert_non_null(strstr(b.data, "\"p99_think_time_ms\": 2000.0}}}"));
+    assert_non_null(strstr(b.data, "\"p99_ttft_ms\": "));   /* requests keep {99} */
+    assert_null(strstr(b.data, "\"p90_ttft_ms\""));
+    atr_buf_clear(&b);
+    assert_int_equal(atr_llm_write_block(&b, &s, &c), 0);
+    assert_non_null(strstr(b.data,
+                           "\n-----------------Session Metrics------------------\n"
+                           "Completed sessions:                      2         \n"
+                           "Failed sessions:                         1         \n"
+                           "Mean completion time (ms):               4500.00   \n"
+                           "Median completion time (ms):             4500.00   \n"
+                           "P90 completion time (ms):                4900.00   \n"
+                           "P99 completion time (ms):                4990.00   \n"
+                           "Mean model time (ms):                    2500.00   \n"));
+    assert_non_null(strstr(b.data, "\nP99 think/tool time (ms):                2000.00   \n"
+                                   "==================================================\n"));
+    atr_buf_release(&b);
+    atr_llm_summary_release(&s);
+}
+
+/* One turn per session (each request its own trace) is not a multi-turn
+ * workload: no "sessions" object, no section, the same bytes as without
+ * trace ids. */
+static void test_single_turn_sessions_silent(void **state)
+{
+    (void)state;
+    struct atr_llm_record r[5];
+    memcpy(r, five, sizeof five);
+    const char *ids[5] = {"t0", "t1", "t2", "t3", "t4"};
+    for (int i = 0; i < 5; i++)
+        r[i].trace_id = ids[i];
+    struct atr_llm_bench_config c = base_cfg();
+    check_outputs(r, 5, &c, "five.json", "five.txt");
+}
+
+/* --percentiles applies to session figures too, with vLLM's key words. */
+static void test_session_percentile_keys(void **state)
+{
+    (void)state;
+    struct atr_llm_bench_config c = base_cfg();
+    c.n_percentiles = 2;
+    c.percentiles[0] = 50;
+    c.percentiles[1] = 99.9;
+    struct atr_llm_summary s;
+    struct atr_error err;
+    assert_int_equal(atr_llm_summarize(sessions, N_SESSION_RECS, &c, &s, &err), 0);
+    assert_float_equal(s.sessions.completion.p[0], 4500, 1e-9);
+    assert_float_equal(s.sessions.completion.p[1], 4999, 1e-9);
+    struct atr_buf b = ATR_BUF_INIT;
+    assert_int_equal(atr_llm_write_result_json(&b, &s, &c), 0);
+    assert_non_null(strstr(b.data, "\"p50_completion_ms\": 4500.0, \"p99.9_completion_ms\": "));
+    assert_null(strstr(b.data, "p90_completion_ms"));
+    assert_non_null(strstr(b.data, "\"p99.9_e2el_from_send_ms\": "));
+    atr_buf_clear(&b);
+    assert_int_equal(atr_llm_write_block(&b, &s, &c), 0);
+    assert_non_null(strstr(b.data, "\nP99.9 think/tool time (ms):"));
+    assert_non_null(strstr(b.data, "\nP50 TPOT (ms):"));
+    atr_buf_release(&b);
+    atr_llm_summary_release(&s);
+}
+
 static void test_request_lines(void **state)
 {
     (void)state;
@@ -241,6 +374,11 @@ int main(void)
         cmocka_unit_test(test_goodput),
         cmocka_unit_test(test_empty),
         cmocka_unit_test(test_percentile_keys),
+        cmocka_unit_test(test_too_many_percentiles),
+        cmocka_unit_test(test_sessions_hand_computed),
+        cmocka_unit_test(test_sessions_outputs),
+        cmocka_unit_test(test_single_turn_sessions_silent),
+        cmocka_unit_test(test_session_percentile_keys),
         cmocka_unit_test(test_request_lines),
         cmocka_unit_test(test_pyfloat),
     };

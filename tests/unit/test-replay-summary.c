@@ -1,7 +1,8 @@
 /* test-replay-summary.c - the tool replay's summary: a live record and the
  * metrics.jsonl line written for it count the same (to the byte of
  * summary.json), line parse errors with their place, the figures as
- * structs, traces as runs of consecutive steps, and a tenant's line. */
+ * structs, traces as runs of consecutive steps, failures by cause, and a
+ * tenant's line. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -63,6 +64,7 @@ static size_t steps(struct atr_step_metrics *m)
     m[1].skipped = "not a shell command";
     m[2] = measured("t2", NAN);
     m[2].exit_code = 3;
+    m[2].missing_cwd = "/testbed";
     m[3] = measured("t2", 30.4446);
     m[3].timed_out = true;
     m[3].exit_code = -9;
@@ -179,6 +181,55 @@ static void test_figures(void **state)
     atr_replay_summary_free(s);
 }
 
+/* One step per cause, in the order the causes are tried: a timed-out
+ * step that was also OOM-killed is a timeout, exit 127 in a missing cwd
+ * is "command not found", any other exit there is "missing directory". */
+static void test_causes(void **state)
+{
+    (void)state;
+    struct atr_step_metrics m[7];
+    for (int i = 0; i < 7; i++) {
+        m[i] = measured("t", 1);
+        m[i].oom_kills = 0;
+    }
+    m[0].exit_code = 137, m[0].timed_out = true, m[0].oom_kills = 1;
+    m[1].exit_code = 137, m[1].oom_kills = 2;
+    m[2].exit_code = 127, m[2].missing_cwd = "/testbed";
+    m[3].exit_code = 2, m[3].missing_cwd = "/workspace";
+    m[4].exit_code = 1;
+    m[5].missing_cwd = "/testbed";          /* ran fine there: not a failure */
+    m[6].skipped = "not a shell command";
+    static const enum atr_replay_cause want[7] = {
+        ATR_CAUSE_TIMEOUT, ATR_CAUSE_OOM, ATR_CAUSE_NOT_FOUND, ATR_CAUSE_NO_DIR, ATR_CAUSE_EXIT,
+        ATR_CAUSE_COUNT, ATR_CAUSE_COUNT,
+    };
+    struct atr_replay_summary *s = atr_replay_summary_new();
+    struct atr_arena a = ATR_ARENA_INIT;
+    for (int i = 0; i < 7; i++) {
+        struct atr_replay_step st;
+        atr_arena_clear(&a);
+        atr_replay_step_from_metrics(&st, "none", &m[i], &a);
+        assert_int_equal(atr_replay_step_cause(&st), want[i]);
+        add_line(s, &a, "none", &m[i]);     /* the line carries what the cause needs */
+    }
+    struct atr_replay_config_summary c;
+    atr_replay_summary_config(s, 0, &c);
+    assert_int_equal(c.failed_steps, 5);
+    for (int k = 0; k < ATR_CAUSE_COUNT; k++)
+        assert_int_equal(c.failures[k], 1);
+    assert_int_equal(c.missing_cwd_steps, 3);
+    assert_string_equal(c.missing_cwd, "/testbed");
+    struct atr_buf j = ATR_BUF_INIT;
+    atr_replay_summary_json(s, NULL, false, &j);
+    assert_non_null(strstr(j.data, "\"failed_steps\":5,\"timed_out_steps\":1,\"failures\":"
+                                   "{\"timeout\":1,\"oom\":1,\"command_not_found\":1,"
+                                   "\"missing_directory\":1,\"nonzero_exit\":1},"
+                                   "\"missing_cwd_steps\":3,\"missing_cwd\":\"/testbed\","));
+    atr_buf_release(&j);
+    atr_arena_release(&a);
+    atr_replay_summary_free(s);
+}
+
 static void test_members_and_tenant_line(void **state)
 {
     (void)state;
@@ -227,6 +278,7 @@ int main(void)
         cmocka_unit_test(test_parse_errors),
         cmocka_unit_test(test_too_many_configs),
         cmocka_unit_test(test_figures),
+        cmocka_unit_test(test_causes),
         cmocka_unit_test(test_members_and_tenant_line),
         cmocka_unit_test(test_metrics_fixed),
     };

@@ -104,7 +104,7 @@ static void test_ttft_itl_constant(void **state)
     assert_true(r[0]->first_scheduled == 0.5);
     assert_true(r[0]->first_token == 0.5 + C0);
     for (int k = 0; k < 4; k++)
-        assert_true(r[0]->token_times[k] == 0.5 + (k + 1) * C0);
+        assert_true(atr_engine_token_times(e, r[0])[k] == 0.5 + (k + 1) * C0);
     assert_true(r[0]->finish == 0.5 + 4 * C0);
     assert_int_equal(r[0]->tokens_done, 4);
     assert_int_equal(log.n, 4);
@@ -129,8 +129,8 @@ static void test_ttft_itl_token_cost(void **state)
     double t2 = t1 + C0 + 2 * CT;       /* two decodes */
     double t3 = t2 + C0 + 1 * CT;       /* A alone */
     assert_true(r[0]->first_token == t1 && r[1]->first_token == t1);
-    assert_true(r[1]->token_times[1] == t2 && r[1]->finish == t2);
-    assert_true(r[0]->token_times[1] == t2 && r[0]->finish == t3);
+    assert_true(atr_engine_token_times(e, r[1])[1] == t2 && r[1]->finish == t2);
+    assert_true(atr_engine_token_times(e, r[0])[1] == t2 && r[0]->finish == t3);
     struct atr_engine_stats st;
     atr_engine_get_stats(e, &st);
     assert_int_equal(st.iterations, 3);
@@ -239,9 +239,10 @@ static void test_preemption(void **state)
     for (int i = 0; i < 3; i++) {
         sum += r[i]->preemptions;
         assert_int_equal(r[i]->tokens_done, 40);
+        const double *t = atr_engine_token_times(e, r[i]);
         for (int k = 1; k < 40; k++)
-            assert_true(r[i]->token_times[k] > r[i]->token_times[k - 1]);
-        assert_true(r[i]->finish == r[i]->token_times[39]);
+            assert_true(t[k] > t[k - 1]);
+        assert_true(r[i]->finish == t[39]);
     }
     assert_int_equal(st.preemptions, sum);
     assert_true(st.kv_blocks_peak <= 10);
@@ -308,7 +309,7 @@ static size_t run_workload(struct flat *out, size_t cap)
             const struct atr_sim_record *r = f[i];
             assert_true(n < cap);
             out[n++] = (struct flat){ r->id, r->first_token, r->finish,
-                                      r->token_times[r->tokens_done - 1],
+                                      atr_engine_token_times(e, r)[r->tokens_done - 1],
                                       r->cached_tokens, r->preemptions };
             uint32_t s = (uint32_t)(r->id / TURNS);
             if (++turn[s] < TURNS)
@@ -356,6 +357,47 @@ static void test_bad_input(void **state)
     cfg.iter_seconds = cost_const;
     cfg.kv_capacity_tokens = 8;        /* less than one block */
     assert_null(atr_engine_new(&cfg, &err));
+}
+
+static void skip_oversized(struct atr_engine_cfg *cfg)
+{
+    cfg->skip_oversized = true;
+}
+
+/* skip_oversized: a request the cache cannot hold comes back rejected at
+ * once (no tokens, finish = arrival), never runs, is counted apart, and
+ * the others run as if it had not been sent. */
+static void test_skip_oversized(void **state)
+{
+    (void)state;
+    struct atr_error err;
+    struct atr_engine *e = mk(cost_const, 160, NULL, skip_oversized);
+    assert_false(atr_engine_fits(e, 150, 20));     /* 11 blocks of 10 */
+    assert_true(atr_engine_fits(e, 150, 10));
+    struct atr_sim_req big = { 7, 0.25, 150, 20, NULL, 0 };
+    const struct atr_sim_record *r = atr_engine_add(e, &big, &err);
+    assert_non_null(r);
+    assert_true(r->rejected);
+    assert_true(r->finish == 0.25);
+    assert_int_equal(r->tokens_done, 0);
+    assert_null(atr_engine_token_times(e, r));
+    assert_int_equal(atr_engine_pending(e), 0);
+    assert_true(atr_engine_next_time(e) == INFINITY);
+    add(e, 1, 0.5, 10, 2, NULL, 0);
+    assert_int_equal(atr_engine_run_until(e, INFINITY, &err), 0);
+    size_t n;
+    struct atr_sim_record *const *f = atr_engine_finished(e, &n);
+    assert_int_equal(n, 1);
+    assert_int_equal(f[0]->id, 1);
+    assert_true(f[0]->finish == 0.5 + 2 * C0);
+    struct atr_engine_stats st;
+    atr_engine_get_stats(e, &st);
+    assert_int_equal(st.requests_rejected, 1);
+    assert_int_equal(st.requests_added, 1);
+    assert_int_equal(atr_engine_abort(e, r), 0);           /* already over */
+    assert_false(r->aborted);
+    assert_int_equal(atr_engine_release_record(e, r), 0);
+    atr_engine_free(e);
 }
 
 /* Aborts at every stage: before arrival, waiting, mid-iteration, between
@@ -424,6 +466,7 @@ int main(void)
         cmocka_unit_test(test_lru_eviction_order),
         cmocka_unit_test(test_sessions_and_determinism),
         cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_skip_oversized),
         cmocka_unit_test(test_abort),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -373,6 +373,18 @@ static bool can_sandbox(void)
     return ok;
 }
 
+/* The up-front probe (atr replay tools checks it before writing
+ * anything) agrees with what a sandboxed step finds, and says why not. */
+static void test_probe_sandbox(void **state)
+{
+    (void)state;
+    struct atr_error err;
+    int rc = atr_spawn_probe_sandbox(false, &err);
+    assert_int_equal(rc == 0, can_sandbox());
+    if (rc < 0)
+        assert_non_null(strstr(err.msg, "network namespaces are refused (unshare: "));
+}
+
 static void test_sandbox_pid1(void **state)
 {
     if (!can_sandbox())
@@ -736,6 +748,7 @@ int main(void)
         cmocka_unit_test(test_rss),
         cmocka_unit_test(test_watch),
         cmocka_unit_test(test_kill_all),
+        cmocka_unit_test(test_probe_sandbox),
         cmocka_unit_test(test_sandbox_pid1),
         cmocka_unit_test(test_sandbox_network),
         cmocka_unit_test(test_sandbox_mounts),

@@ -714,6 +714,24 @@ static int walk_events(struct oh_walk *w, const struct atr_json *events)
     return 0;
 }
 
+/* Whether ev opens an event stream: an object with "action" or
+ * "observation" (null included: UI records). Other files have a "history"
+ * too (SWE-agent's is chat messages); read as events they would give empty
+ * traces without a word. */
+static bool is_event(const struct atr_json *ev)
+{
+    if (atr_json_is(ev, ATR_JSON_ARRAY))     /* an [action, observation] pair */
+        ev = ev->u.kids.first;
+    return atr_json_is(ev, ATR_JSON_OBJECT) &&
+           (atr_json_get(ev, "action") || atr_json_get(ev, "observation"));
+}
+
+static int not_events(struct atr_reader *r, const struct atr_json *ev)
+{
+    return atr_reader_fail_at(r, ev, "expected an openhands event (an object with \"action\" "
+                              "or \"observation\")");
+}
+
 static int walk_record(struct atr_reader *r, struct atr_trace *t, const struct atr_json *rec)
 {
     const struct atr_json *events = record_events(rec);
@@ -721,6 +739,9 @@ static int walk_record(struct atr_reader *r, struct atr_trace *t, const struct a
         return atr_reader_fail_at(r, events ? events : rec,
                                   "expected a record with a \"history\" or \"trajectory\" "
                                   "array of events");
+    const struct atr_json *first = events->u.kids.first;
+    if (first && atr_json_is(first, ATR_JSON_OBJECT) && !is_event(first))
+        return not_events(r, first);
     record_id(r, t, rec);
     record_meta(t, rec);
     struct oh_walk w;
@@ -745,6 +766,8 @@ static int each_event(void *w, const struct atr_json *ev)
 static int walk_stream(struct atr_reader *r, struct atr_trace *t, const struct atr_json *first,
                        struct atr_arena *tmp)
 {
+    if (atr_json_is(first, ATR_JSON_OBJECT) && !is_event(first))
+        return not_events(r, first);
     t->trace_id = atr_arena_printf(&t->arena, "openhands/%s", base_name(r, &t->arena));
     struct oh_walk w;
     walk_init(&w, r, t, tmp);
