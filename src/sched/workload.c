@@ -33,20 +33,71 @@ static uint32_t rebase_ids(const uint64_t *src, uint32_t n, uint32_t from, uint3
     return k;
 }
 
-static void load_turn_ids(struct atr_turn *u, const struct atr_step *st, uint32_t from,
-                          uint32_t to)
+/* Turn u's block ids (malloc'd; u->n_ids set), or NULL when it has none. */
+static uint64_t *load_turn_ids(struct atr_turn *u, const struct atr_step *st, uint32_t from,
+                               uint32_t to)
 {
     if (!st->n_hash_ids || !from || (from % to && to % from))
-        return;
+        return NULL;
     uint64_t room = (uint64_t)st->n_hash_ids * (from > to ? from / to : 1) + 1;
-    u->ids = xcalloc(room, sizeof *u->ids);
-    u->n_ids = rebase_ids(st->hash_ids, st->n_hash_ids, from, to, u->ids);
+    uint64_t *ids = xcalloc(room, sizeof *ids);
+    u->n_ids = rebase_ids(st->hash_ids, st->n_hash_ids, from, to, ids);
     if (u->n_ids > u->prompt_tokens / to)
         u->n_ids = u->prompt_tokens / to;
     if (!u->n_ids) {
-        free(u->ids);
-        u->ids = NULL;
+        free(ids);
+        return NULL;
     }
+    return ids;
+}
+
+/* A session's turns share their block ids: an agent's every call repeats
+ * its history, so turn t's ids usually start with all of turn t-1's, and
+ * a copy per turn grows quadratically with the turns (~6.6 KB per turn on
+ * coding-agent traces). Turns whose ids are a prefix of the chain, or
+ * extend it, point into one array; a turn that does neither starts a new
+ * chain. The session owns the chains. */
+struct chain {
+    uint64_t *ids;
+    uint32_t n, cap;
+    size_t first;                /* the first turn in this chain */
+};
+
+/* The chain's turns point into its (final) array; the session keeps it. */
+static void chain_close(struct chain *c, struct atr_session *s, size_t end)
+{
+    if (!c->ids)
+        return;
+    for (size_t k = c->first; k < end; k++)
+        if (s->turns[k].n_ids)
+            s->turns[k].ids = c->ids;
+    s->id_chains = xreallocarray(s->id_chains, s->n_id_chains + 1, sizeof *s->id_chains);
+    s->id_chains[s->n_id_chains++] = c->ids;
+    *c = (struct chain){ NULL, 0, 0, end };
+}
+
+/* Adds turn k's ids (ids[0..n_ids), taken over) to the session's chains. */
+static void chain_add(struct chain *c, struct atr_session *s, size_t k, uint64_t *ids)
+{
+    const struct atr_turn *u = &s->turns[k];
+    if (!ids)
+        return;
+    uint32_t common = u->n_ids < c->n ? u->n_ids : c->n;
+    if (!c->ids || memcmp(c->ids, ids, common * sizeof *ids) != 0) {
+        chain_close(c, s, k);
+        c->ids = ids;            /* the turn's array becomes the new chain */
+        c->n = c->cap = u->n_ids;
+        return;
+    }
+    if (u->n_ids > c->n) {       /* extends the chain */
+        if (u->n_ids > c->cap) {
+            c->cap = u->n_ids > 2 * c->cap ? u->n_ids : 2 * c->cap;
+            c->ids = xreallocarray(c->ids, c->cap, sizeof *c->ids);
+        }
+        memcpy(c->ids + c->n, ids + c->n, (u->n_ids - c->n) * sizeof *ids);
+        c->n = u->n_ids;
+    }
+    free(ids);
 }
 
 static void load_session(const struct atr_trace *t, uint32_t block_size, struct atr_session *s)
@@ -57,6 +108,7 @@ static void load_session(const struct atr_trace *t, uint32_t block_size, struct 
     s->turns = xcalloc(t->n_steps, sizeof *s->turns);
     double tool_ms = 0;
     const char *tool = NULL;
+    struct chain chain = { NULL, 0, 0, 0 };
     for (size_t k = 0; k < t->n_steps; k++) {
         const struct atr_step *st = &t->steps[k];
         if (st->kind == ATR_STEP_TOOL) {
@@ -76,8 +128,9 @@ static void load_session(const struct atr_trace *t, uint32_t block_size, struct 
         if (tool)
             u->prev_tool = xstrdup(tool);
         tool = NULL;
-        load_turn_ids(u, st, t->block_size, block_size);
+        chain_add(&chain, s, s->n_turns - 1, load_turn_ids(u, st, t->block_size, block_size));
     }
+    chain_close(&chain, s, s->n_turns);
 }
 
 int atr_workload_load(struct atr_workload *w, char *const *paths, size_t n,
@@ -121,10 +174,11 @@ int atr_workload_load(struct atr_workload *w, char *const *paths, size_t n,
 void atr_workload_release(struct atr_workload *w)
 {
     for (size_t i = 0; i < w->n_sessions; i++) {
-        for (size_t k = 0; k < w->sessions[i].n_turns; k++) {
-            free(w->sessions[i].turns[k].ids);
+        for (size_t k = 0; k < w->sessions[i].n_turns; k++)
             free(w->sessions[i].turns[k].prev_tool);
-        }
+        for (size_t k = 0; k < w->sessions[i].n_id_chains; k++)
+            free(w->sessions[i].id_chains[k]);
+        free(w->sessions[i].id_chains);
         free(w->sessions[i].turns);
         free(w->sessions[i].trace_id);
     }

@@ -24,7 +24,8 @@
 struct atr_turn {
     uint32_t prompt_tokens;      /* >= 1 */
     uint32_t output_tokens;      /* >= 1: the recorded reply length (forced on replay) */
-    uint64_t *ids;               /* prefix block ids in the workload's block size; may be NULL */
+    const uint64_t *ids;         /* prefix block ids in the workload's block size, or NULL;
+                                    into one of the session's id_chains (read-only) */
     uint32_t n_ids;              /* never more than prompt_tokens / block_size */
     double think_s;              /* recorded tool time before this turn */
     char *prev_tool;             /* tool of the last step before this turn, or NULL */
@@ -35,6 +36,11 @@ struct atr_session {
     double offset_s;             /* trace start relative to the earliest trace */
     struct atr_turn *turns;
     size_t n_turns;
+    /* The turns' block ids: a turn whose ids start with all of an earlier
+     * turn's shares that turn's array (agent prompts repeat their history,
+     * so a copy per turn would grow quadratically). */
+    uint64_t **id_chains;
+    size_t n_id_chains;
 };
 
 struct atr_workload {

@@ -192,15 +192,18 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null 2>&1; then
     NOBODY="setpriv --reuid=65534 --regid=65534 --clear-groups"
     chmod 711 "$T" "$R"                    # our own dirs: let nobody reach $R/np
     mkdir -p "$R/np" && chmod 777 "$R/np"
-    fails "non-root: sandbox refused, what to pass" 2 "namespaces are refused \(unshare: Operation not permitted\): pass --sandbox none" $NOBODY "$ATR" replay tools "$TR" --out "$R/np/a"
+    # The checkout may sit where nobody cannot enter: give nobody its own
+    # copies of the binary and the trace.
+    cp "$ATR" "$R/np/atr" && cp "$TR" "$R/np/steps.ndjson" && chmod 755 "$R/np/atr"
+    fails "non-root: sandbox refused, what to pass" 2 "namespaces are refused \(unshare: Operation not permitted\): pass --sandbox none" $NOBODY "$R/np/atr" replay tools "$R/np/steps.ndjson" --out "$R/np/a"
     absent "non-root: nothing written" "$R/np/a"
     if grep -q '"backend":"none' "$R/st/summary.json"; then
         echo "skip: non-root cgroup delegation check (no cgroups here)"
     else
-        fails "non-root: cgroups not delegated, what to pass" 2 "^atr replay tools: cgroups are not delegated to this user \(.* is not writable\): pass --config none, or run atr in a delegated cgroup" $NOBODY "$ATR" replay tools --sandbox none "$TR" --out "$R/np/b"
+        fails "non-root: cgroups not delegated, what to pass" 2 "^atr replay tools: cgroups are not delegated to this user \(.* is not writable\): pass --config none, or run atr in a delegated cgroup" $NOBODY "$R/np/atr" replay tools --sandbox none "$R/np/steps.ndjson" --out "$R/np/b"
         absent "non-root: nothing written either" "$R/np/b"
     fi
-    ok "non-root: --sandbox none --config none runs" $NOBODY "$ATR" replay tools -q --sandbox none --config none "$TR" --out "$R/np/c"
+    ok "non-root: --sandbox none --config none runs" $NOBODY "$R/np/atr" replay tools -q --sandbox none --config none "$R/np/steps.ndjson" --out "$R/np/c"
 else
     echo "skip: non-root replay checks need root and setpriv (util-linux)"
 fi
