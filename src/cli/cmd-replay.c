@@ -62,7 +62,8 @@ static const char help[] =
     "      --sandbox MODE    ns (default) or none (run on the host)\n"
     "      --allow-network   keep the host network inside the sandbox\n"
     "      --rootfs DIR      run steps inside an exported root file system\n"
-    "      --workdir DIR     where per-trace working directories go (default /tmp)\n"
+    "      --workdir DIR     where per-trace working directories go (default $TMPDIR,\n"
+    "                        else /tmp)\n"
     "      --shard I/N       run only traces with index % N == I (0-based)\n"
     "      --merge           arguments are output directories of shards: combine\n"
     "                        their metrics.jsonl into DIR\n"
@@ -236,6 +237,9 @@ static int parse_args(int argc, char **argv, struct replay_args *a)
     a->shard_n = 1;
     if (opts_parse(&parser, a, argc, argv, &a->first_arg) != EXIT_OK)
         return EXIT_USAGE;
+    const char *tmpdir = getenv("TMPDIR");
+    if (!a->ro.workdir && tmpdir && *tmpdir)
+        a->ro.workdir = tmpdir;     /* else the library's /tmp */
     if (!a->out && !a->dry_run)
         return cli_usage("replay tools", "missing --out DIR");
     if (a->first_arg >= argc)

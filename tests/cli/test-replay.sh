@@ -149,6 +149,13 @@ own "the next run" "$ATR" replay tools -q --workdir "$R/kwd" "$R/next.ndjson" --
 check "the next run sweeps the dead run's work directory and groups" "[ -z \"\$(sh '$DATA/replay/leftovers.sh' $kpid '$R/kwd' | grep -v 'atr-work-$$-0-live')\" ]"
 check "a live pid's work directory is kept" "[ -d '$R/kwd/atr-work-$$-0-live' ]"
 
+# Without --workdir, work directories go under $TMPDIR (each test run has
+# its own), not /tmp.
+mkdir -p "$R/tmpd"
+printf '{"format":"atr-trace/1","trace_id":"w","steps":[{"kind":"tool","tool":"bash","command":"pwd >%s/pwd.txt"}]}\n' "$R" >"$R/pwd.ndjson"
+TMPDIR=$R/tmpd ok "work directory under TMPDIR" "$ATR" replay tools -q --sandbox none --config none "$R/pwd.ndjson" --out "$R/pwd"
+check "the step ran in \$TMPDIR/atr-work-*" "grep -q '^$R/tmpd/atr-work-' '$R/pwd.txt'"
+
 # A parse error mid-file stops the run: the summary of the steps that ran
 # says incomplete, and why.
 { cat "$TR"; printf '{"format":"atr-trace/1","trace_id":"cut","steps":[{"kind":"to'; } >"$R/trunc.ndjson"
@@ -203,7 +210,7 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null 2>&1; then
         fails "non-root: cgroups not delegated, what to pass" 2 "^atr replay tools: cgroups are not delegated to this user \(.* is not writable\): pass --config none, or run atr in a delegated cgroup" $NOBODY "$R/np/atr" replay tools --sandbox none "$R/np/steps.ndjson" --out "$R/np/b"
         absent "non-root: nothing written either" "$R/np/b"
     fi
-    ok "non-root: --sandbox none --config none runs" $NOBODY "$R/np/atr" replay tools -q --sandbox none --config none "$R/np/steps.ndjson" --out "$R/np/c"
+    ok "non-root: --sandbox none --config none runs" $NOBODY "$R/np/atr" replay tools -q --sandbox none --config none --workdir "$R/np" "$R/np/steps.ndjson" --out "$R/np/c"
 else
     echo "skip: non-root replay checks need root and setpriv (util-linux)"
 fi
