@@ -274,6 +274,10 @@ static int peaks(const struct atr_llm_record *r, size_t n, struct atr_llm_summar
 static void fill_sets(const struct atr_llm_record *r, size_t n, struct sets *k,
                       struct atr_llm_summary *s, const struct atr_llm_bench_config *c)
 {
+    size_t gaps = 0;            /* the inter-token gaps: the largest set, sized once */
+    for (size_t i = 0; i < n; i++)
+        gaps += r[i].success && r[i].n_chunks > 1 ? r[i].n_chunks - 1 : 0;
+    atr_samples_reserve(&k->itl, gaps);
     for (size_t i = 0; i < n; i++) {
         if (r[i].success)
             add_success(k, &r[i], s, c);

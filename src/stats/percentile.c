@@ -1,14 +1,103 @@
-/* percentile.c - numpy-compatible ("linear") exact percentiles by sorting. */
+/* percentile.c - numpy-compatible ("linear") exact percentiles by sorting
+ * in place. */
 #include <math.h>
 #include <stdlib.h>
 
 #include "stats/percentile.h"
 #include "util/alloc.h"
 
-static int cmp_double(const void *a, const void *b)
+/* Sorting in place, ascending: an introsort (quicksort with a median of
+ * three, insertion sort below 16 values, heapsort past a depth limit).
+ * glibc's qsort merge-sorts through a copy of the whole array (8 bytes more
+ * per sample at the peak, the largest allocation of a simulation's summary)
+ * and calls a comparator per comparison. */
+static void insertion_sort(double *v, size_t n)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
+    for (size_t i = 1; i < n; i++) {
+        double x = v[i];
+        size_t j = i;
+        for (; j > 0 && v[j - 1] > x; j--)
+            v[j] = v[j - 1];
+        v[j] = x;
+    }
+}
+
+static void sift_down(double *v, size_t root, size_t n)
+{
+    double x = v[root];
+    for (size_t child; (child = 2 * root + 1) < n; root = child) {
+        if (child + 1 < n && v[child + 1] > v[child])
+            child++;
+        if (!(v[child] > x))
+            break;
+        v[root] = v[child];
+    }
+    v[root] = x;
+}
+
+static void heap_sort(double *v, size_t n)
+{
+    for (size_t i = n / 2; i-- > 0;)
+        sift_down(v, i, n);
+    for (size_t end = n; end-- > 1;) {
+        double t = v[0];
+        v[0] = v[end];
+        v[end] = t;
+        sift_down(v, 0, end);
+    }
+}
+
+static void swap(double *a, double *b)
+{
+    double t = *a;
+    *a = *b;
+    *b = t;
+}
+
+static void intro_sort(double *v, size_t n, unsigned depth)
+{
+    while (n > 16) {
+        if (depth-- == 0) {
+            heap_sort(v, n);
+            return;
+        }
+        size_t mid = n / 2;                 /* median of three into v[0] */
+        if (v[mid] < v[0])
+            swap(&v[mid], &v[0]);
+        if (v[n - 1] < v[0])
+            swap(&v[n - 1], &v[0]);
+        if (v[n - 1] < v[mid])
+            swap(&v[n - 1], &v[mid]);
+        double pivot = v[mid];
+        size_t i = 0, j = n - 1;            /* Hoare partition */
+        for (;;) {
+            while (v[i] < pivot)
+                i++;
+            while (pivot < v[j])
+                j--;
+            if (i >= j)
+                break;
+            swap(&v[i++], &v[j--]);
+        }
+        size_t left = j + 1;                /* [0, left) <= pivot <= [left, n) */
+        if (left < n - left) {              /* recurse into the smaller side */
+            intro_sort(v, left, depth);
+            v += left;
+            n -= left;
+        } else {
+            intro_sort(v + left, n - left, depth);
+            n = left;
+        }
+    }
+    insertion_sort(v, n);
+}
+
+static void sort_doubles(double *v, size_t n)
+{
+    unsigned depth = 0;
+    for (size_t k = n; k > 1; k >>= 1)
+        depth += 2;
+    intro_sort(v, n, depth);
 }
 
 /* numpy's _lerp: the two-sided form keeps the result exact at g = 1 and
@@ -37,9 +126,16 @@ double atr_percentile_sorted(const double *v, size_t n, double p)
 
 double atr_percentile(double *v, size_t n, double p)
 {
-    if (n > 1)
-        qsort(v, n, sizeof *v, cmp_double);
+    sort_doubles(v, n);
     return atr_percentile_sorted(v, n, p);
+}
+
+void atr_samples_reserve(struct atr_samples *s, size_t n)
+{
+    if (n > s->cap) {
+        s->v = xreallocarray(s->v, n, sizeof *s->v);
+        s->cap = n;
+    }
 }
 
 void atr_samples_add(struct atr_samples *s, double x)
@@ -56,8 +152,7 @@ void atr_samples_add(struct atr_samples *s, double x)
 double atr_samples_percentile(struct atr_samples *s, double p)
 {
     if (!s->sorted) {
-        if (s->n > 1)
-            qsort(s->v, s->n, sizeof *s->v, cmp_double);
+        sort_doubles(s->v, s->n);
         s->sorted = true;
     }
     return atr_percentile_sorted(s->v, s->n, p);

@@ -35,6 +35,8 @@ struct atr_samples {
 
 #define ATR_SAMPLES_INIT {NULL, 0, 0, false}
 
+/* Room for n samples in all, so adding that many never copies the array. */
+void atr_samples_reserve(struct atr_samples *s, size_t n);
 void atr_samples_add(struct atr_samples *s, double x);
 /* Percentile p of the samples added so far (sorts them once; NAN when empty). */
 double atr_samples_percentile(struct atr_samples *s, double p);
