@@ -12,6 +12,7 @@ extern const struct atr_cmd cmd_replay_entry;
 extern const struct atr_cmd cmd_sim_entry;
 extern const struct atr_cmd cmd_compare_entry;
 extern const struct atr_cmd cmd_router_entry;
+extern const struct atr_cmd cmd_bench_entry;
 
 const struct atr_cmd *const atr_cmds[] = {
     &cmd_convert_entry,
@@ -23,6 +24,7 @@ const struct atr_cmd *const atr_cmds[] = {
     &cmd_sim_entry,
     &cmd_compare_entry,
     &cmd_router_entry,
+    &cmd_bench_entry,
     NULL,
 };
 

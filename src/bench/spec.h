@@ -1,0 +1,107 @@
+/* spec.h - benchmark specs of `atr bench` (docs/bench.md): the items (a
+ * commit, its parent, a model, the agents' patches), the variants (server
+ * command templates), model overrides and the workload, read from JSON and
+ * checked whole before anything runs; and the placeholder expansion.
+ *
+ * Memory: a spec owns one arena; every string and array below lives in it
+ * until atr_bench_spec_free. Expansion returns a malloc'd string. */
+#ifndef ATR_BENCH_SPEC_H
+#define ATR_BENCH_SPEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/arena.h"
+#include "util/error.h"
+
+#define ATR_BENCH_STARTUP_TIMEOUT_S 300
+#define ATR_BENCH_BENCHMARK_TIMEOUT_S 900
+#define ATR_BENCH_DEFAULT_PORT 8000
+#define ATR_BENCH_SPEC_MAX (16u << 20)   /* bytes of spec text read at most */
+
+struct atr_bench_variant {
+    const char *name;              /* "baseline", "human", "agent", ... */
+    const char *server;            /* start command template (required) */
+    const char *prepare;           /* optional template, NULL: none */
+    const char *ready_url;         /* template, GET until 200 */
+    bool per_agent;                /* run once per agent of the item; {patch} allowed */
+    double startup_timeout_s, benchmark_timeout_s;
+};
+
+struct atr_bench_agent {
+    const char *name;
+    const char *patch;             /* resolved path, NULL: the agent made none */
+};
+
+struct atr_bench_item {
+    const char *human_commit, *human_commit_full, *parent_commit;
+    const char *model;             /* as written; atr_bench_model() applies overrides */
+    struct atr_bench_agent *agents;
+    size_t n_agents;
+    const struct atr_bench_variant **variants;  /* to run: the item's list or all */
+    size_t n_variants;
+};
+
+struct atr_bench_override {
+    const char *from, *to, *reason;
+};
+
+enum atr_bench_mode { ATR_BENCH_SERVING, ATR_BENCH_COMMAND };
+
+struct atr_bench_workload {
+    enum atr_bench_mode mode;
+    const char *trace;             /* serving: resolved path of an atr trace, or NULL */
+    const char *command;           /* command: template of the benchmark script */
+    /* serving without a trace: generated fixed-size requests */
+    uint64_t requests, input_tokens, output_tokens;   /* 100, 200, 64 */
+    bool ignore_eos;               /* default true */
+    double rate;                   /* requests/s; 0: all at once */
+    uint64_t concurrency;          /* at most this many in flight; 0: no limit */
+};
+
+struct atr_bench_spec {
+    struct atr_arena arena;
+    const char *path;              /* as given, for messages */
+    const char *workdir;           /* resolved; default "atr-bench" beside the spec */
+    unsigned port;
+    const char *cleanup;           /* template run after each item, or NULL */
+    struct atr_bench_variant *variants;
+    size_t n_variants;
+    struct atr_bench_item *items;
+    size_t n_items;
+    struct atr_bench_override *overrides;
+    size_t n_overrides;
+    struct atr_bench_workload workload;
+};
+
+/* Parses spec text; path names it in errors ("spec.json:3:14: ..." or
+ * "spec.json: items[2].model: ...") and relative paths in it (trace, patches,
+ * workdir) are taken from path's folder. Returns NULL with err set. */
+struct atr_bench_spec *atr_bench_spec_parse(const char *text, size_t len, const char *path,
+                                            struct atr_error *err);
+/* Reads and parses the file at path. */
+struct atr_bench_spec *atr_bench_spec_load(const char *path, struct atr_error *err);
+void atr_bench_spec_free(struct atr_bench_spec *s);   /* accepts NULL */
+
+/* The model served for item: the override's `to`, or the item's model.
+ * *ov, when not NULL, is set to the override applied or NULL. */
+const char *atr_bench_model(const struct atr_bench_spec *s, const struct atr_bench_item *item,
+                            const struct atr_bench_override **ov);
+
+/* The values placeholders stand for; NULL: not available here (a {patch}
+ * outside a per-agent variant). */
+struct atr_bench_vars {
+    const char *model, *commit, *parent, *patch, *workdir;
+    unsigned port;
+};
+
+/* Expands {model} {port} {commit} {parent} {patch} {workdir} in tmpl; "{{"
+ * and "}}" stand for a brace. With shell set, every value is single-quoted
+ * unless it is made of [A-Za-z0-9_./:@%+=,-] only, so a value never splits
+ * into words or runs as code. Returns a malloc'd string, or NULL with err
+ * naming the placeholder (unknown one, unavailable value, unclosed brace). */
+char *atr_bench_expand(const char *tmpl, const struct atr_bench_vars *v, bool shell,
+                       struct atr_error *err);
+
+#endif

@@ -1,0 +1,45 @@
+# test-bench-spec.sh - `atr bench run SPEC --dry-run` (docs/bench.md): the
+# plan of the example spec and of a command-mode spec (golden files in
+# tests/data/bench-spec/), nothing started, and bad specs: one line naming
+# FILE:LINE:COL and the field, exit 2.
+B=$DATA/bench-spec
+
+# Run from the checkout so that the paths in the plan (taken from the
+# spec's folder) read the same wherever it is.
+golden bench-plan-sim "$B/sim-plan.txt" sh -c "cd '$ROOT' && '$ATR' bench run --dry-run examples/bench/sim.json"
+golden bench-plan-command "$B/command-plan.txt" sh -c "cd '$DATA/..' && '$ATR' bench run -n data/bench-spec/command.json"
+check bench-plan-override "grep -q 'model override: meta-llama/Llama-3.1-8B-Instruct -> meta-llama/Llama-3.2-1B-Instruct' '$B/sim-plan.txt' && grep -q -- '--model meta-llama/Llama-3.2-1B-Instruct' '$B/sim-plan.txt'"
+# a value with a space or a quote is single-quoted ('\'' for each quote)
+check bench-plan-quoted "grep -qF -e \"--model 'odd model'\" '$B/command-plan.txt'"
+
+# --dry-run starts nothing: no prepare, server or cleanup command runs.
+cat >started.json <<EOS
+{"format": "atr-bench-spec/1", "workdir": "$T/work",
+ "variants": {"v": {"prepare": "touch $T/prepared", "server": "touch $T/started",
+                    "ready_url": "http://127.0.0.1:{port}/health"}},
+ "cleanup": "touch $T/cleaned",
+ "items": [{"human_commit": "c", "parent_commit": "p", "model": "m"}]}
+EOS
+ok bench-dry-run "$ATR" bench run --dry-run started.json
+check bench-dry-run-plan "grep -q '^    server:   touch $T/started$' '$T/out' && grep -q '^1 run$' '$T/out'"
+absent bench-dry-run-no-prepare "$T/prepared"
+absent bench-dry-run-no-server "$T/started"
+absent bench-dry-run-no-cleanup "$T/cleaned"
+absent bench-dry-run-no-workdir "$T/work"
+
+# Without --dry-run: not built yet, said plainly, exit 2, nothing started.
+fails bench-run-not-yet 2 '^atr bench run: only --dry-run is built so far; the runner comes with issue 12$' "$ATR" bench run started.json
+absent bench-run-not-yet-nothing "$T/started"
+
+# Bad specs: one line, FILE:LINE:COL, what was expected, exit 2.
+fails bench-bad-json 2 "^atr bench run: .*bad-json\.json:2:39: expected ',' or '\}'" "$ATR" bench run -n "$B/bad-json.json"
+fails bench-bad-missing 2 '^atr bench run: .*bad-missing\.json:3:12: items\[0\]: missing "model"$' "$ATR" bench run -n "$B/bad-missing.json"
+fails bench-bad-placeholder 2 '^atr bench run: .*bad-placeholder\.json:2:35: variants\.human\.server: unknown placeholder \{gpu\}' "$ATR" bench run -n "$B/bad-placeholder.json"
+fails bench-bad-variant 2 '^atr bench run: .*bad-variant\.json:4:35: items\[0\]\.variants: unknown variant "agnet"$' "$ATR" bench run -n "$B/bad-variant.json"
+fails bench-bad-type 2 '^atr bench run: .*bad-type\.json:3:25: variants\.human\.startup_timeout_s: expected a number' "$ATR" bench run -n "$B/bad-type.json"
+fails bench-missing-spec 2 '^atr bench run: nonexistent\.json: ' "$ATR" bench run -n nonexistent.json
+fails bench-no-spec 2 'missing SPEC' "$ATR" bench run --dry-run
+fails bench-two-specs 2 'wants one SPEC' "$ATR" bench run --dry-run started.json started.json
+fails bench-run-bad-option 2 "unknown option '--bogus'" "$ATR" bench run --bogus started.json
+ok bench-run-help "$ATR" bench run --help
+check bench-run-help-says-not-yet "grep -q 'Only --dry-run is built so far' '$T/out'"

@@ -1,0 +1,94 @@
+# test-bench.sh - `atr bench report`: per-group counts and rates of
+# ISO-Bench-style folders checked against figures computed here in Python
+# from the files themselves, group naming and merging, --json, --csv,
+# --noise, -o, and bad inputs (one error line, exit 1 or 2, no output).
+rm -rf bench && cp -R "$DATA/bench" bench && chmod -R u+w bench   # relative names
+
+# The expected figures, computed from the files without atr: status counts,
+# and outcomes as docs/bench.md maps ISO-Bench's error texts.
+cat >"$T/expect.py" <<'PY'
+import json, os, sys
+def outcome(d):
+    if "outcome" in d: return d["outcome"]
+    s, e, raw = d["status"], (d.get("error") or "").lower(), (d.get("raw_output") or "").lower()
+    if s == "success": return "success"
+    if "out of memory" in e or (s == "error" and "out of memory" in raw): return "oom"
+    if "no metrics" in e: return "no_metrics"
+    if "crash" in e: return "server_crashed"
+    if "start" in e: return "startup_timeout"
+    if s == "timeout" or "timed out" in e: return "benchmark_timeout"
+    if "patch" in e: return "patch_failed"
+    return "other_error"
+got = {g["group"]: g for g in json.load(open(sys.argv[1]))}
+for arg in sys.argv[2:]:
+    name, d = arg.split("=")
+    docs = [json.load(open(os.path.join(d, f))) for f in sorted(os.listdir(d)) if f.endswith(".json")]
+    st = [x["status"] for x in docs]
+    want = {"group": name, "total": len(docs), "success": st.count("success"),
+            "error": st.count("error"), "timeout": st.count("timeout")}
+    outs = {}
+    for x in docs: outs[outcome(x)] = outs.get(outcome(x), 0) + 1
+    g = got[name]
+    for k, v in want.items(): assert g[k] == v, (name, k, g[k], v)
+    assert g["outcomes"] == outs, (name, g["outcomes"], outs)
+    rate = 100.0 * want["success"] / want["total"]
+    assert abs(g["success_rate"] - rate) < 1e-4, (name, g["success_rate"], rate)
+    print("%s %d of %d, %.1f %%" % (name, want["success"], want["total"], rate))
+PY
+G="bench/claude_code/results bench/codex/results bench/iso-bench"
+# shellcheck disable=SC2086
+ok bench-json "$ATR" bench report --json $G
+cp "$T/out" "$T/report.json"
+check bench-json-counts "python3 '$T/expect.py' '$T/report.json' claude_code=bench/claude_code/results codex=bench/codex/results iso-bench=bench/iso-bench >'$T/rates'"
+check bench-json-keys "python3 -c 'import json,sys; g=json.load(open(sys.argv[1]))[0]; assert set(g) >= {\"group\",\"total\",\"success\",\"error\",\"timeout\",\"success_rate\",\"outcomes\",\"comparison\",\"wins\",\"ties\",\"losses\",\"without_latency\"}' '$T/report.json'"
+check bench-json-geomean "python3 -c 'import json,sys,math; g=json.load(open(sys.argv[1]))[0]; r=[3500/3300,2120/2100,3900/4400,1300/1200]; assert abs(g[\"geomean_agent_over_human\"]-math.exp(sum(map(math.log,r))/4))<1e-3; assert (g[\"wins\"],g[\"ties\"],g[\"losses\"])==(2,1,1); assert g[\"without_latency\"]==[\"bench/claude_code/results/3d4e5f60_agent_result.json\"]' '$T/report.json'"
+# the Markdown states the same rates, in the issue's words
+# shellcheck disable=SC2086
+ok bench-md "$ATR" bench report $G
+check bench-rates-computed "[ \$(wc -l <'$T/rates') -eq 3 ]"
+check bench-md-rates "while read -r name rate; do grep -q \"^## \$name\$\" '$T/out' && grep -q \"| \$rate |\$\" '$T/out' || exit 1; done <'$T/rates'"
+check bench-md-rate-text "grep -q '| 21 | 14 | 6 | 1 | 14 of 21, 66.7 % |' '$T/out'"
+check bench-md-verdicts "grep -q '^| 0a1b2c3d | agent | 3000.00 | 3300.00 | 3500.00 | 1.061 | 1.167 | win |' '$T/out' && grep -q 'noise threshold 5 %' '$T/out'"
+# --noise: 2120/2100 is a tie at 5 % and a win at 0.5 %
+ok bench-noise "$ATR" bench report --json --noise 0.5 bench/claude_code/results
+check bench-noise-wins "python3 -c 'import json,sys; g=json.load(open(sys.argv[1]))[0]; assert (g[\"wins\"],g[\"ties\"],g[\"losses\"])==(3,0,1)' '$T/out'"
+
+# --csv: one row per result, every figure
+# shellcheck disable=SC2086
+ok bench-csv "$ATR" bench report --csv $G
+check bench-csv-rows "python3 -c 'import csv,sys; r=list(csv.DictReader(open(sys.argv[1]))); assert len(r)==28; assert r[0][\"group\"]==\"claude_code\"; assert sum(x[\"outcome\"]==\"success\" for x in r)==17' '$T/out'"
+
+# naming: NAME=DIR; shards given one name merge into one group
+ok bench-name "$ATR" bench report --json mine=bench/codex/results mine=bench/iso-bench
+check bench-name-merged "python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert [g[\"group\"] for g in r]==[\"mine\"] and r[0][\"total\"]==7' '$T/out'"
+# vLLM and SGLang files: one result per SGLang line; the old vLLM schema has no throughput
+ok bench-vllm-sglang "$ATR" bench report --json bench/vllm bench/sglang
+check bench-vllm-sglang-counts "python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert [(g[\"group\"],g[\"total\"],g[\"success\"]) for g in r]==[(\"vllm\",1,1),(\"sglang\",2,2)]' '$T/out'"
+# -o writes the file atomically, nothing on stdout
+ok bench-output "$ATR" bench report -o "$T/report.md" bench/iso-bench
+check bench-output-file "grep -q '^## iso-bench' '$T/report.md' && [ ! -s '$T/out' ]"
+
+# bad inputs: one line FILE:LINE:COL, exit 1, nothing written
+mkdir -p bad1 bad2 bad3 bad4 bad5 empty && echo x >empty/notes.txt
+head -c 200 bench/iso-bench/e206b543_human_result.json >bad1/e206b543_human_result.json
+sed 's/"status": "success"/"status": "done"/' bench/iso-bench/e206b543_human_result.json >bad2/e206b543_human_result.json
+sed 's/"metrics": {/"metrics": 3, "x": {/' bench/iso-bench/e206b543_human_result.json >bad3/e206b543_human_result.json
+{ head -n 1 bench/sglang/sglang_1015_1000_1024_128.jsonl; echo '{"backend": "sglang", "completed": "x"}'; } >bad4/runs.jsonl
+echo '{"hello": 1}' >bad5/x.json
+fails bench-bad-json 1 '^atr: bad1/e206b543_human_result\.json:[0-9]+:[0-9]+: ' "$ATR" bench report bad1
+fails bench-bad-status 1 '^atr: bad2/e206b543_human_result\.json:6:13: expected status success, error or timeout$' "$ATR" bench report bad2
+fails bench-bad-metrics 1 'e206b543_human_result\.json:[0-9]+:[0-9]+: expected an object as "metrics"$' "$ATR" bench report bad3
+fails bench-bad-jsonl-line 1 '^atr: bad4/runs\.jsonl:2:[0-9]+: expected a number as "completed"$' "$ATR" bench report bad4
+fails bench-not-result 1 '^atr: bad5/x\.json:1:1: expected a result' "$ATR" bench report bad5
+fails bench-no-results 1 'empty: no result files' "$ATR" bench report empty
+fails bench-missing-dir 1 'nosuch: cannot read the folder' "$ATR" bench report nosuch
+fails bench-bad-after-good 1 'bad1/' "$ATR" bench report -o "$T/never.md" bench/iso-bench bad1
+absent bench-bad-no-output "$T/never.md"
+# usage: exit 2, naming the option
+fails bench-no-dir 2 'atr bench report: missing DIR' "$ATR" bench report
+fails bench-bad-noise 2 'atr bench report: --noise wants a percentage' "$ATR" bench report --noise -1 bench/iso-bench
+fails bench-json-csv 2 'atr bench report: --json and --csv' "$ATR" bench report --json --csv bench/iso-bench
+fails bench-no-mode 2 'atr bench: wants a mode' "$ATR" bench
+fails bench-unknown-opt 2 "unknown option '--bogus'" "$ATR" bench report --bogus bench/iso-bench
+ok bench-report-help "$ATR" bench report --help
+check bench-report-help-text "grep -q 'usage: atr bench report' '$T/out'"

@@ -1,0 +1,153 @@
+/* test-bench-results.c - the benchmark result reader (bench/results.h):
+ * ISO-Bench error texts to outcomes, atr's own files, vLLM and SGLang
+ * figures, names to variant and agent, errors with line:col and the
+ * all-or-nothing add, on small hand-written results and the real files in
+ * tests/data/bench. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "bench/report.h"
+#include "bench/results.h"
+
+static int add(struct atr_bench_set *s, const char *name, const char *json, struct atr_error *err)
+{
+    return atr_bench_read_text(s, name, json, strlen(json), err);
+}
+
+/* The outcome of an ISO-Bench file with this status, error and console tail. */
+static enum atr_bench_outcome iso(const char *status, const char *error, const char *raw)
+{
+    char json[512];
+    snprintf(json, sizeof json, "{\"human_commit\": \"abcd1234\", \"status\": \"%s\","
+             " \"error\": %s, \"raw_output\": \"%s\", \"metrics\": {}}", status, error, raw);
+    struct atr_bench_set s = {0};
+    struct atr_error err;
+    assert_int_equal(add(&s, "abcd1234_agent_result.json", json, &err), 0);
+    assert_int_equal(s.n, 1);
+    enum atr_bench_outcome o = s.v[0].outcome;
+    atr_bench_set_release(&s);
+    return o;
+}
+
+static void test_iso_outcomes(void **state)
+{
+    assert_int_equal(iso("success", "null", ""), ATR_BENCH_SUCCESS);
+    assert_int_equal(iso("error", "\"Server crashed after applying patch\"", ""),
+                     ATR_BENCH_SERVER_CRASHED);
+    assert_int_equal(iso("error", "\"No metrics in output\"", ""), ATR_BENCH_NO_METRICS);
+    assert_int_equal(iso("timeout", "\"took too long\"", ""), ATR_BENCH_BENCHMARK_TIMEOUT);
+    assert_int_equal(iso("error", "\"Server crashed after applying patch\"",
+                         "torch.OutOfMemoryError: CUDA out of memory"), ATR_BENCH_OOM);
+    assert_int_equal(iso("error", "\"Server failed to start within 300s\"", ""),
+                     ATR_BENCH_STARTUP_TIMEOUT);
+    assert_int_equal(iso("error", "\"patch does not apply\"", ""), ATR_BENCH_PATCH_FAILED);
+    assert_int_equal(iso("error", "\"image not found\"", ""), ATR_BENCH_OTHER_ERROR);
+}
+
+static void test_atr_file(void **state)
+{
+    struct atr_bench_set s = {0};
+    struct atr_error err;
+    assert_int_equal(add(&s, "results/0a1b2c3d_agent_codex_result.json",
+                         "{\"human_commit\": \"0a1b2c3d\", \"model\": \"m\", \"status\": \"error\","
+                         " \"error\": \"killed\", \"outcome\": \"oom\", \"metrics\": {}}", &err), 0);
+    assert_string_equal(s.v[0].kind, "atr");
+    assert_int_equal(s.v[0].outcome, ATR_BENCH_OOM);
+    assert_int_equal(s.v[0].status, ATR_BENCH_ERROR);
+    assert_string_equal(s.v[0].variant, "agent");
+    assert_string_equal(s.v[0].agent, "codex");
+    assert_false(s.v[0].has_latency);
+    atr_bench_set_release(&s);
+}
+
+static void test_iso_metrics(void **state)
+{
+    struct atr_bench_set s = {0};
+    struct atr_error err;
+    assert_int_equal(atr_bench_read_file(&s, ATR_TEST_DATA "/bench/iso-bench/e206b543_human_result.json",
+                                         &err), 0);
+    const struct atr_bench_result *r = &s.v[0];
+    assert_string_equal(r->kind, "iso-bench");
+    assert_string_equal(r->commit, "e206b543");
+    assert_string_equal(r->variant, "human");
+    assert_null(r->agent);
+    assert_float_equal(r->req_s, 49.4, 1e-9);
+    assert_float_equal(r->tok_s, 3161.47, 1e-9);
+    assert_float_equal(r->ttft_p99_ms, 920.66, 1e-9);
+    assert_float_equal(r->tpot_p99_ms, 30.25, 1e-9);
+    assert_true(r->has_latency);
+    atr_bench_set_release(&s);
+}
+
+static void test_vllm_sglang(void **state)
+{
+    struct atr_bench_set s = {0};
+    struct atr_error err;
+    assert_int_equal(atr_bench_read_dir(&s, ATR_TEST_DATA "/bench/sglang", &err), 0);
+    assert_int_equal(s.n, 2);        /* one per JSONL line, bare Infinity read */
+    assert_string_equal(s.v[0].kind, "sglang");
+    assert_float_equal(s.v[0].req_s, 996 / 84.80149696883745, 1e-9);   /* completed / duration */
+    assert_true(s.v[0].has_latency);
+    assert_int_equal(add(&s, "v.json", "{\"backend\": \"vllm\", \"model_id\": \"m\","
+                         " \"completed\": 0, \"request_throughput\": 0.0}", &err), 0);
+    assert_string_equal(s.v[2].kind, "vllm");
+    assert_int_equal(s.v[2].outcome, ATR_BENCH_NO_METRICS);
+    assert_int_equal(s.v[2].status, ATR_BENCH_ERROR);
+    atr_bench_set_release(&s);
+}
+
+static void test_errors(void **state)
+{
+    struct atr_bench_set s = {0};
+    struct atr_error err;
+    assert_int_equal(add(&s, "a.json", "{\"status\": \"success\",\n \"outcome\": \"fine\"}", &err), -1);
+    assert_string_equal(err.msg, "a.json:2:13: expected a known outcome (docs/bench.md)");
+    assert_int_equal(add(&s, "a.json", "[1]", &err), -1);
+    assert_string_equal(err.msg, "a.json:1:1: expected a result object");
+    assert_int_equal(add(&s, "a.json", "{\"status\": \"success\", \"metrics\": {\"ttft_p99_ms\": \"9\"}}",
+                         &err), -1);
+    assert_string_equal(err.msg, "a.json:1:50: expected a number as \"ttft_p99_ms\"");
+    /* all or nothing: the good first line is not kept */
+    assert_int_equal(add(&s, "r.jsonl", "{\"backend\": \"sglang\"}\n\n{\"backend\": 1,", &err), -1);
+    assert_string_equal(err.msg, "r.jsonl:3:15: expected string key after ',', found end of input");
+    assert_int_equal(s.n, 0);
+    atr_bench_set_release(&s);
+}
+
+/* Shards of one run under one name make one group. */
+static void test_report_merge(void **state)
+{
+    struct atr_bench_report *r = atr_bench_report_new(5);
+    struct atr_bench_set s = {0};
+    struct atr_error err;
+    assert_int_equal(atr_bench_read_dir(&s, ATR_TEST_DATA "/bench/iso-bench", &err), 0);
+    atr_bench_report_add(r, "g", &s);
+    assert_int_equal(s.n, 0);
+    assert_int_equal(atr_bench_read_dir(&s, ATR_TEST_DATA "/bench/codex/results", &err), 0);
+    atr_bench_report_add(r, "g", &s);
+    struct atr_buf b = ATR_BUF_INIT;
+    assert_int_equal(atr_bench_report_json(&b, r), 0);
+    assert_non_null(strstr(b.data, "\"group\": \"g\", \"total\": 7, \"success\": 3, \"error\": 4"));
+    atr_buf_release(&b);
+    atr_bench_report_free(r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_iso_outcomes),
+        cmocka_unit_test(test_atr_file),
+        cmocka_unit_test(test_iso_metrics),
+        cmocka_unit_test(test_vllm_sglang),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_report_merge),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

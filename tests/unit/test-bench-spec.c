@@ -1,0 +1,294 @@
+/* test-bench-spec.c - `atr bench` specs: parsing, defaults, model overrides,
+ * placeholder expansion with shell quoting, and every bad-spec error with
+ * its position (docs/bench.md). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/spec.h"
+
+#define VARIANT "{\"server\": \"srv --port {port} --model {model}\", " \
+                "\"ready_url\": \"http://127.0.0.1:{port}/health\"}"
+#define ITEM "{\"human_commit\": \"c1\", \"parent_commit\": \"p1\", \"model\": \"m/a\"}"
+/* The smallest valid spec: one variant, one item. */
+#define MINIMAL "{\"format\": \"atr-bench-spec/1\", \"variants\": {\"baseline\": " VARIANT \
+                "}, \"items\": [" ITEM "]}"
+
+static struct atr_bench_spec *parse(const char *text, const char *path, struct atr_error *err)
+{
+    return atr_bench_spec_parse(text, strlen(text), path, err);
+}
+
+static void test_defaults(void **state)
+{
+    struct atr_error err;
+    struct atr_bench_spec *s = parse(MINIMAL, "spec.json", &err);
+    assert_non_null(s);
+    assert_int_equal(s->port, 8000);
+    assert_string_equal(s->workdir, "atr-bench");
+    assert_null(s->cleanup);
+    assert_int_equal(s->n_variants, 1);
+    assert_string_equal(s->variants[0].name, "baseline");
+    assert_null(s->variants[0].prepare);
+    assert_false(s->variants[0].per_agent);
+    assert_true(s->variants[0].startup_timeout_s == 300);
+    assert_true(s->variants[0].benchmark_timeout_s == 900);
+    assert_int_equal(s->n_items, 1);
+    assert_string_equal(s->items[0].human_commit_full, "c1");
+    assert_int_equal(s->items[0].n_variants, 1);
+    assert_int_equal(s->items[0].n_agents, 0);
+    const struct atr_bench_workload *w = &s->workload;
+    assert_int_equal(w->mode, ATR_BENCH_SERVING);
+    assert_null(w->trace);
+    assert_int_equal(w->requests, 100);
+    assert_int_equal(w->input_tokens, 200);
+    assert_int_equal(w->output_tokens, 64);
+    assert_true(w->ignore_eos);
+    assert_true(w->rate == 0 && w->concurrency == 0);
+    atr_bench_spec_free(s);
+}
+
+static void test_example(void **state)
+{
+    struct atr_error err;
+    struct atr_bench_spec *s =
+        atr_bench_spec_load(ATR_TEST_DATA "/../../examples/bench/sim.json", &err);
+    assert_non_null(s);
+    assert_int_equal(s->n_variants, 3);
+    assert_true(s->variants[2].per_agent);
+    assert_int_equal(s->n_items, 2);
+    assert_int_equal(s->items[0].n_agents, 4);
+    assert_null(s->items[0].agents[3].patch);                   /* "none": null */
+    assert_non_null(strstr(s->items[0].agents[0].patch, "examples/bench/patches/fast.flags"));
+    assert_int_equal(s->workload.requests, 20);
+    atr_bench_spec_free(s);
+}
+
+static void test_paths_from_spec_folder(void **state)
+{
+    const char *text = "{\"format\": \"atr-bench-spec/1\", \"workdir\": \"/abs/w\","
+        "\"variants\": {\"agent\": {\"per_agent\": true, \"server\": \"s {patch}\","
+        "\"ready_url\": \"u\"}}, \"items\": [{\"human_commit\": \"c\", \"parent_commit\": \"p\","
+        "\"model\": \"m\", \"agents\": {\"a\": \"p/a.diff\", \"b\": \"/x/b.diff\"}}],"
+        "\"workload\": {\"trace\": \"t.ndjson\"}}";
+    struct atr_error err;
+    struct atr_bench_spec *s = parse(text, "dir/sub/spec.json", &err);
+    assert_non_null(s);
+    assert_string_equal(s->workdir, "/abs/w");
+    assert_string_equal(s->items[0].agents[0].patch, "dir/sub/p/a.diff");
+    assert_string_equal(s->items[0].agents[1].patch, "/x/b.diff");
+    assert_string_equal(s->workload.trace, "dir/sub/t.ndjson");
+    atr_bench_spec_free(s);
+}
+
+static void test_overrides_and_item_variants(void **state)
+{
+    const char *text = "{\"format\": \"atr-bench-spec/1\", \"variants\": {\"baseline\": " VARIANT
+        ", \"human\": " VARIANT "}, \"items\": [" ITEM ", {\"human_commit\": \"c2\","
+        "\"parent_commit\": \"p2\", \"model\": \"m/b\", \"variants\": [\"human\"]}],"
+        "\"model_overrides\": {\"m/a\": {\"to\": \"m/small\", \"reason\": \"too old\"}},"
+        "\"workload\": {\"generate\": {\"requests\": 5, \"rate\": 2.5, \"ignore_eos\": false}}}";
+    struct atr_error err;
+    struct atr_bench_spec *s = parse(text, "s.json", &err);
+    assert_non_null(s);
+    const struct atr_bench_override *ov;
+    assert_string_equal(atr_bench_model(s, &s->items[0], &ov), "m/small");
+    assert_non_null(ov);
+    assert_string_equal(ov->reason, "too old");
+    assert_string_equal(atr_bench_model(s, &s->items[1], &ov), "m/b");
+    assert_null(ov);
+    assert_int_equal(s->items[0].n_variants, 2);
+    assert_int_equal(s->items[1].n_variants, 1);
+    assert_string_equal(s->items[1].variants[0]->name, "human");
+    assert_int_equal(s->workload.requests, 5);
+    assert_int_equal(s->workload.input_tokens, 200);
+    assert_true(s->workload.rate == 2.5);
+    assert_false(s->workload.ignore_eos);
+    atr_bench_spec_free(s);
+}
+
+static void test_command_mode(void **state)
+{
+    const char *text = "{\"format\": \"atr-bench-spec/1\", \"variants\": {\"v\": " VARIANT
+        "}, \"items\": [" ITEM "], \"workload\": {\"mode\": \"command\","
+        "\"command\": \"python bench.py --model {model}\"}}";
+    struct atr_error err;
+    struct atr_bench_spec *s = parse(text, "s.json", &err);
+    assert_non_null(s);
+    assert_int_equal(s->workload.mode, ATR_BENCH_COMMAND);
+    assert_string_equal(s->workload.command, "python bench.py --model {model}");
+    atr_bench_spec_free(s);
+}
+
+/* ---- placeholders ---- */
+
+static char *expand(const char *tmpl, const char *patch, bool shell, struct atr_error *err)
+{
+    struct atr_bench_vars v = {"org/model-1", "abc123", "def456", patch, "/w d", 8001};
+    return atr_bench_expand(tmpl, &v, shell, err);
+}
+
+static void test_expand(void **state)
+{
+    struct atr_error err;
+    char *s = expand("run {model} {port} {commit} {parent} {patch} {workdir}", "p.diff", true,
+                     &err);
+    assert_string_equal(s, "run org/model-1 8001 abc123 def456 p.diff '/w d'");
+    free(s);
+    s = expand("{workdir}", NULL, false, &err);           /* URLs are not shell-quoted */
+    assert_string_equal(s, "/w d");
+    free(s);
+    s = expand("awk '{{print $1}}' {{port}}", NULL, true, &err);
+    assert_string_equal(s, "awk '{print $1}' {port}");
+    free(s);
+    s = expand("", NULL, true, &err);
+    assert_string_equal(s, "");
+    free(s);
+}
+
+static void test_expand_quotes_every_unsafe_value(void **state)
+{
+    struct atr_bench_vars v = {"it's; rm -rf /", "", "$(x)", NULL, "a`b`", 1};
+    struct atr_error err;
+    char *s = atr_bench_expand("{model}|{commit}|{parent}|{workdir}", &v, true, &err);
+    assert_string_equal(s, "'it'\\''s; rm -rf /'|''|'$(x)'|'a`b`'");
+    free(s);
+}
+
+static void test_expand_errors(void **state)
+{
+    struct atr_error err;
+    assert_null(expand("x {modle}", NULL, true, &err));
+    assert_non_null(strstr(err.msg, "unknown placeholder {modle}"));
+    assert_null(expand("x {patch}", NULL, true, &err));
+    assert_non_null(strstr(err.msg, "{patch} is not available here"));
+    assert_null(expand("x {model", NULL, true, &err));
+    assert_non_null(strstr(err.msg, "unclosed '{'"));
+    assert_null(expand("x }", NULL, true, &err));
+    assert_non_null(strstr(err.msg, "a lone '}'"));
+}
+
+/* ---- bad specs: each with the position and words of its error ---- */
+
+struct bad_case {
+    const char *text;
+    const char *msg;   /* the whole error begins with this */
+};
+
+static const struct bad_case bad_cases[] = {
+    {"", "b.json:1:1: "},
+    {"{\"format\": \"atr-bench-spec/1\",}", "b.json:1:31: "},
+    {"[]", "b.json:1:1: spec: expected an object, not array"},
+    {"{}", "b.json:1:1: spec: missing \"format\""},
+    {"{\"format\": \"x\"}", "b.json:1:12: format: expected \"atr-bench-spec/1\""},
+    {"{\"format\": \"atr-bench-spec/1\", \"bogus\": 1}", "b.json:1:41: spec: unknown field \"bogus\""},
+    {"{\"format\": \"atr-bench-spec/1\", \"items\": []}", "b.json:1:1: spec: missing \"variants\""},
+    {"{\"format\": \"atr-bench-spec/1\", \"variants\": {}}",
+     "b.json:1:44: variants: expected at least one variant"},
+    {"{\"format\": \"atr-bench-spec/1\", \"variants\": {\"v\": 1}}",
+     "b.json:1:50: variants.v: expected an object, not number"},
+    {"{\"format\": \"atr-bench-spec/1\", \"variants\": {\"v\": {\"ready_url\": \"u\"}}}",
+     "b.json:1:50: variants.v: missing \"server\""},
+    {"{\"format\": \"atr-bench-spec/1\", \"variants\": {\"v\": {\"server\": 5, \"ready_url\": \"u\"}}}",
+     "b.json:1:61: variants.v.server: expected a non-empty string"},
+    {"{\"format\": \"atr-bench-spec/1\", \"variants\": {\"v\": {\"server\": \"s {gpu}\", "
+     "\"ready_url\": \"u\"}}}",
+     "b.json:1:61: variants.v.server: unknown placeholder {gpu}"},
+    {"{\"format\": \"atr-bench-spec/1\", \"variants\": {\"v\": {\"server\": \"s {patch}\", "
+     "\"ready_url\": \"u\"}}}",
+     "b.json:1:61: variants.v.server: {patch} is not available here (only in a per_agent variant)"},
+    {"{\"format\": \"atr-bench-spec/1\", \"variants\": {\"v\": {\"server\": \"s\", \"ready_url\": "
+     "\"u\", \"startup_timeout_s\": \"5\"}}}",
+     "b.json:1:105: variants.v.startup_timeout_s: expected a number from 0.001 to 604800"},
+    {"{\"format\": \"atr-bench-spec/1\", \"variants\": {\"v\": {\"server\": \"s\", \"ready_url\": "
+     "\"u\", \"per_agent\": 1}}}",
+     "b.json:1:97: variants.v.per_agent: expected true or false"},
+    {"{\"format\": \"atr-bench-spec/1\", \"variants\": {\"v\": " VARIANT "}}",
+     "b.json:1:1: spec: missing \"items\""},
+    {"{\"format\": \"atr-bench-spec/1\", \"variants\": {\"v\": " VARIANT "}, \"items\": {}}",
+     "b.json:1:156: items: expected a non-empty array of items"},
+    {"{\"format\": \"atr-bench-spec/1\", \"variants\": {\"v\": " VARIANT "}, \"items\": "
+     "[{\"human_commit\": \"c\", \"parent_commit\": \"p\"}]}",
+     "b.json:1:157: items[0]: missing \"model\""},
+    {"{\"format\": \"atr-bench-spec/1\", \"variants\": {\"v\": " VARIANT "}, \"items\": [" ITEM
+     ", " ITEM ", {\"human_commit\": \"c\", \"parent_commit\": 7, \"model\": \"m\"}]}",
+     "b.json:1:"},  /* items[2].parent_commit: checked below by words */
+    {"{\"format\": \"atr-bench-spec/1\", \"variants\": {\"v\": " VARIANT "}, \"items\": "
+     "[{\"human_commit\": \"c\", \"parent_commit\": \"p\", \"model\": \"m\", \"variants\": "
+     "[\"v\", \"turbo\"]}]}",
+     "b.json:1:233: items[0].variants: unknown variant \"turbo\""},
+    {"{\"format\": \"atr-bench-spec/1\", \"variants\": {\"v\": " VARIANT "}, \"items\": "
+     "[{\"human_commit\": \"c\", \"parent_commit\": \"p\", \"model\": \"m\", \"agents\": "
+     "{\"a\": 3}}]}",
+     "b.json:1:231: items[0].agents.a: expected a patch file name or null"},
+    {"{\"format\": \"atr-bench-spec/1\", \"variants\": {\"v\": " VARIANT "}, \"items\": [" ITEM
+     "], \"model_overrides\": {\"m/a\": {\"to\": \"m/b\"}}}",
+     "b.json:1:"},  /* model_overrides.m/a: missing "reason" */
+    {"{\"format\": \"atr-bench-spec/1\", \"variants\": {\"v\": " VARIANT "}, \"items\": [" ITEM
+     "], \"workload\": {\"mode\": \"offline\"}}", "b.json:1:"},
+    {"{\"format\": \"atr-bench-spec/1\", \"variants\": {\"v\": " VARIANT "}, \"items\": [" ITEM
+     "], \"workload\": {\"mode\": \"command\"}}", "b.json:1:"},
+    {"{\"format\": \"atr-bench-spec/1\", \"variants\": {\"v\": " VARIANT "}, \"items\": [" ITEM
+     "], \"workload\": {\"generate\": {\"rate\": 1, \"concurrency\": 4}}}", "b.json:1:"},
+    {"{\"format\": \"atr-bench-spec/1\", \"variants\": {\"v\": " VARIANT "}, \"items\": [" ITEM
+     "], \"workload\": {\"generate\": {\"requests\": 0}}}", "b.json:1:"},
+    {"{\"format\": \"atr-bench-spec/1\", \"port\": 70000}",
+     "b.json:1:40: spec.port: expected an integer from 1 to 65535"},
+    {"{\"format\": \"atr-bench-spec/1\", \"cleanup\": \"rm {patch}\"}",
+     "b.json:1:43: spec.cleanup: {patch} is not available here"},
+};
+
+/* The words of the cases whose column is long to count by hand (the
+ * position is that of the value, or of the object a member is missing from). */
+static const char *const bad_words[] = {
+    [18] = "items[2].parent_commit: expected a non-empty string",
+    [21] = "model_overrides.m/a: missing \"reason\"",
+    [22] = "workload.mode: expected \"serving\" or \"command\"",
+    [23] = "workload: mode \"command\" wants \"command\"",
+    [24] = "workload.generate: give \"rate\" or \"concurrency\", not both",
+    [25] = "workload.generate.requests: expected an integer from 1 to",
+};
+
+static void test_bad_specs(void **state)
+{
+    for (size_t i = 0; i < sizeof bad_cases / sizeof *bad_cases; i++) {
+        struct atr_error err = {{0}};
+        struct atr_bench_spec *s = parse(bad_cases[i].text, "b.json", &err);
+        if (s)
+            fail_msg("case %zu parsed", i);
+        if (strncmp(err.msg, bad_cases[i].msg, strlen(bad_cases[i].msg)) != 0)
+            fail_msg("case %zu: got '%s', wanted '%s...'", i, err.msg, bad_cases[i].msg);
+        if (i < sizeof bad_words / sizeof *bad_words && bad_words[i]
+            && !strstr(err.msg, bad_words[i]))
+            fail_msg("case %zu: got '%s', wanted '%s'", i, err.msg, bad_words[i]);
+    }
+}
+
+static void test_missing_file(void **state)
+{
+    struct atr_error err;
+    assert_null(atr_bench_spec_load("/nonexistent/spec.json", &err));
+    assert_non_null(strstr(err.msg, "/nonexistent/spec.json"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_example),
+        cmocka_unit_test(test_paths_from_spec_folder),
+        cmocka_unit_test(test_overrides_and_item_variants),
+        cmocka_unit_test(test_command_mode),
+        cmocka_unit_test(test_expand),
+        cmocka_unit_test(test_expand_quotes_every_unsafe_value),
+        cmocka_unit_test(test_expand_errors),
+        cmocka_unit_test(test_bad_specs),
+        cmocka_unit_test(test_missing_file),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
