@@ -299,22 +299,13 @@ int atr_bench_report_markdown(struct atr_buf *b, const struct atr_bench_report *
 
 /* ---- JSON ---- */
 
-static void jw_num(struct atr_jw *w, const char *key, double v)
-{
-    atr_jw_key(w, key);
-    if (isfinite(v))
-        atr_jw_fixed_trim(w, v, 4);
-    else
-        atr_jw_null(w);
-}
-
 static void json_counts(struct atr_jw *w, const struct counts *c)
 {
     atr_jw_kv_uint(w, "total", c->total);
     atr_jw_kv_uint(w, "success", c->status[ATR_BENCH_OK]);
     atr_jw_kv_uint(w, "error", c->status[ATR_BENCH_ERROR]);
     atr_jw_kv_uint(w, "timeout", c->status[ATR_BENCH_TIMEOUT]);
-    jw_num(w, "success_rate", pct(c->status[ATR_BENCH_OK], c->total));
+    atr_jw_kv_fixed_trim(w, "success_rate", pct(c->status[ATR_BENCH_OK], c->total), 4);
     atr_jw_key(w, "outcomes");
     atr_jw_object_begin(w);
     for (int o = 0; o < ATR_BENCH_OUTCOMES; o++)
@@ -332,18 +323,18 @@ static void json_comparison(struct atr_jw *w, const struct comparison *c, double
         atr_jw_object_begin(w);
         atr_jw_kv_str(w, "commit", r->commit);
         atr_jw_kv_str(w, "agent", r->agent);
-        jw_num(w, "baseline_tok_s", r->base);
-        jw_num(w, "human_tok_s", r->human);
-        jw_num(w, "agent_tok_s", r->agent_v);
-        jw_num(w, "agent_over_human", r->agent_v / r->human);
-        jw_num(w, "agent_over_baseline", r->agent_v / r->base);
+        atr_jw_kv_fixed_trim(w, "baseline_tok_s", r->base, 4);
+        atr_jw_kv_fixed_trim(w, "human_tok_s", r->human, 4);
+        atr_jw_kv_fixed_trim(w, "agent_tok_s", r->agent_v, 4);
+        atr_jw_kv_fixed_trim(w, "agent_over_human", r->agent_v / r->human, 4);
+        atr_jw_kv_fixed_trim(w, "agent_over_baseline", r->agent_v / r->base, 4);
         atr_jw_kv_str(w, "verdict", strcmp(verdict(r, noise), "-") ? verdict(r, noise) : NULL);
         atr_jw_object_end(w);
     }
     atr_jw_array_end(w);
-    jw_num(w, "geomean_agent_over_human", c->gm_human);
-    jw_num(w, "geomean_agent_over_baseline", c->gm_base);
-    jw_num(w, "noise_pct", noise * 100);
+    atr_jw_kv_fixed_trim(w, "geomean_agent_over_human", c->gm_human, 4);
+    atr_jw_kv_fixed_trim(w, "geomean_agent_over_baseline", c->gm_base, 4);
+    atr_jw_kv_fixed_trim(w, "noise_pct", noise * 100, 4);
     atr_jw_kv_uint(w, "wins", c->wins);
     atr_jw_kv_uint(w, "ties", c->ties);
     atr_jw_kv_uint(w, "losses", c->losses);
