@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <strings.h>
 
 #include "bench/results.h"
@@ -109,7 +110,7 @@ static bool says(const char *text, const char *what)
     return text && strcasestr(text, what);
 }
 
-static bool says_oom(const char *text)
+bool atr_bench_says_oom(const char *text)
 {
     return says(text, "out of memory") || says(text, "outofmemory") || says(text, "oom-kill")
            || says(text, "oomkilled");
@@ -122,7 +123,7 @@ static enum atr_bench_outcome outcome_of(enum atr_bench_status st, const char *e
 {
     if (st == ATR_BENCH_OK)
         return ATR_BENCH_SUCCESS;
-    if (says_oom(error) || (st == ATR_BENCH_ERROR && says_oom(raw)))
+    if (atr_bench_says_oom(error) || (st == ATR_BENCH_ERROR && atr_bench_says_oom(raw)))
         return ATR_BENCH_OOM;
     if (says(error, "no metrics"))
         return ATR_BENCH_NO_METRICS;
@@ -377,9 +378,18 @@ int atr_bench_read_dir(struct atr_bench_set *s, const char *dir, struct atr_erro
             names[n++] = xasprintf("%s/%s", dir, e->d_name);
         }
     closedir(d);
-    if (n)
-        qsort(names, n, sizeof *names, by_name);
-    int rc = n ? 0 : atr_error_set(err, "%s: no result files (*.json, *.jsonl)", dir);
+    if (!n) {
+        /* The folder `atr bench run -o DIR` made: its results are below. */
+        char *below = xasprintf("%s/results", dir);
+        struct stat st;
+        int rc = stat(below, &st) == 0 && S_ISDIR(st.st_mode)
+                     ? atr_bench_read_dir(s, below, err)
+                     : atr_error_set(err, "%s: no result files (*.json, *.jsonl)", dir);
+        free(below);
+        return rc;
+    }
+    qsort(names, n, sizeof *names, by_name);
+    int rc = 0;
     for (size_t i = 0; i < n; i++) {
         if (rc == 0)
             rc = atr_bench_read_file(s, names[i], err);

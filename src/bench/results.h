@@ -64,10 +64,15 @@ int atr_bench_read_text(struct atr_bench_set *s, const char *name, const char *t
                         size_t len, struct atr_error *err);
 /* Reads one file (.gz/.zst transparently). */
 int atr_bench_read_file(struct atr_bench_set *s, const char *path, struct atr_error *err);
-/* Reads every *.json and *.jsonl in dir, by name; a folder without one is
- * an error. */
+/* Reads every *.json and *.jsonl in dir, by name; a folder without one
+ * but with a results/ folder (what `atr bench run -o DIR` makes) is read
+ * through that; otherwise it is an error. */
 int atr_bench_read_dir(struct atr_bench_set *s, const char *dir, struct atr_error *err);
 
 void atr_bench_set_release(struct atr_bench_set *s);
+
+/* Does text say the process ran out of memory (a CUDA or torch OOM line,
+ * an OOM kill)? Case-insensitive; NULL: no. */
+bool atr_bench_says_oom(const char *text);
 
 #endif

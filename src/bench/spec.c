@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <xxhash.h>
+
 #include "bench/spec.h"
 #include "json/json.h"
 #include "util/alloc.h"
@@ -372,7 +374,7 @@ static int parse_top(struct ctx *c, const struct atr_json *root)
         return bad(c, atr_json_get(root, "format"), "format", "expected \"atr-bench-spec/1\"");
     s->workdir = "atr-bench";
     if (get_str(c, root, "spec", "workdir", false, &s->workdir)
-        || get_uint(c, root, "spec", "port", 1, 65535, &port)
+        || get_uint(c, root, "spec", "port", 0, 65535, &port)
         || get_str(c, root, "spec", "cleanup", false, &s->cleanup)
         || check_template(c, root, "spec", "cleanup", false))
         return -1;
@@ -401,6 +403,7 @@ struct atr_bench_spec *atr_bench_spec_parse(const char *text, size_t len, const 
         atr_bench_spec_free(s);
         return NULL;
     }
+    snprintf(s->hash, sizeof s->hash, "%016llx", (unsigned long long)XXH3_64bits(text, len));
     return s;
 }
 

@@ -64,7 +64,7 @@ struct atr_bench_spec {
     struct atr_arena arena;
     const char *path;              /* as given, for messages */
     const char *workdir;           /* resolved; default "atr-bench" beside the spec */
-    unsigned port;
+    unsigned port;                 /* 0: a free one, chosen before each server start */
     const char *cleanup;           /* template run after each item, or NULL */
     struct atr_bench_variant *variants;
     size_t n_variants;
@@ -73,6 +73,7 @@ struct atr_bench_spec {
     struct atr_bench_override *overrides;
     size_t n_overrides;
     struct atr_bench_workload workload;
+    char hash[17];                 /* XXH3-64 of the spec text, hex: results name it */
 };
 
 /* Parses spec text; path names it in errors ("spec.json:3:14: ..." or

@@ -1,36 +1,100 @@
-/* cmd-bench-run.c - `atr bench run SPEC --dry-run`: reads a benchmark spec
- * (docs/bench.md), checks it whole and prints the plan, every item x
- * variant with its commands expanded; nothing is started. */
+/* cmd-bench-run.c - `atr bench run SPEC -o DIR`: runs a benchmark spec
+ * (docs/bench.md) through bench/run.h with progress on stderr; with
+ * --dry-run it checks the spec whole and prints the plan, every item x
+ * variant with its commands expanded, and starts nothing. */
 #include <stdio.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <unistd.h>
 
+#include "bench/run.h"
 #include "bench/spec.h"
 #include "cli/cmd.h"
 #include "cli/opts.h"
+#include "runner/spawn.h"
 
 const char cmd_bench_run_help[] =
-    "usage: atr bench run SPEC --dry-run\n"
+    "usage: atr bench run SPEC -o DIR [OPTIONS]\n"
+    "       atr bench run SPEC --dry-run\n"
     "\n"
-    "Reads the benchmark spec SPEC (JSON, docs/bench.md): items (a commit, its\n"
-    "parent, a model, per agent a patch), variants (baseline, human, agent, ...:\n"
-    "server start command templates with {model} {port} {commit} {parent}\n"
-    "{patch} {workdir}, prepare command, readiness URL, timeouts), model\n"
-    "overrides and the workload. A bad spec is reported as FILE:LINE:COL: what\n"
-    "was expected (exit 2), before anything starts.\n"
+    "Runs the benchmark spec SPEC (JSON, docs/bench.md): for every item (a\n"
+    "commit, its parent, a model, per agent a patch) and variant (baseline,\n"
+    "human, agent, ...), one after another: the prepare command, the server\n"
+    "command in its own process group and cgroup, readiness polled until the\n"
+    "URL answers 200, the workload (atr's own client: TTFT, TPOT, ITL, E2EL;\n"
+    "or a benchmark command whose output is parsed), then SIGTERM, SIGKILL\n"
+    "after the grace period, until the port is free. Each run writes\n"
+    "DIR/results/<commit8>_<variant>[_<agent>]_result.json with exactly one\n"
+    "outcome (success, no_metrics, server_crashed, startup_timeout,\n"
+    "benchmark_timeout, oom, patch_failed) and DIR/logs/<same>.log. Runs with a\n"
+    "result are skipped, so a run killed at any point resumes where it was.\n"
+    "A bad spec is reported as FILE:LINE:COL: what was expected (exit 2),\n"
+    "before anything starts. Outcomes are results, not errors: exit 0 once\n"
+    "every run has one; 1 when the runner cannot go on; 130 on Ctrl-C (the\n"
+    "interrupted run writes no result).\n"
     "\n"
-    "Only --dry-run is built so far; the runner comes with issue 12, and until\n"
-    "then `atr bench run` without --dry-run exits 2 and starts nothing.\n"
-    "\n"
-    "  -n, --dry-run   print the plan: per item and variant the expanded server,\n"
-    "                  prepare and benchmark commands, readiness URL, timeouts,\n"
-    "                  workload and model override; start nothing\n";
+    "  -o, --out DIR        results/ and logs/ go here (created if missing)\n"
+    "      --retry-failed   run again the runs whose result is not a success\n"
+    "      --only COMMIT    only the items whose commit starts with COMMIT\n"
+    "      --shard I/N      only items k with k mod N = I-1 (I from 1): N\n"
+    "                       machines split one spec; `atr bench report` merges\n"
+    "                       their folders\n"
+    "      --grace S        seconds from SIGTERM to SIGKILL (default 10)\n"
+    "      --port P         the server's port instead of the spec's; 0: a free\n"
+    "                       one, chosen before each server start\n"
+    "  -q, --quiet          no progress lines on stderr\n"
+    "  -n, --dry-run        print the plan: per item and variant the expanded\n"
+    "                       server, prepare and benchmark commands, readiness\n"
+    "                       URL, timeouts, workload and model override; start\n"
+    "                       nothing\n";
 
 struct run_args {
-    bool dry_run;
+    bool dry_run, retry_failed, quiet;
+    const char *out, *only;
+    unsigned shard, shards;
+    double grace_s;
+    unsigned port;
+    bool port_given;
 };
+
+static bool parse_port(void *base, const char *arg, const char *cmd)
+{
+    struct run_args *a = base;
+    unsigned long long p;
+    if (!cli_parse_uint(arg, 0, 65535, &p))
+        return false;
+    a->port = (unsigned)p;
+    a->port_given = true;
+    return true;
+}
+
+static bool parse_shard(void *base, const char *arg, const char *cmd)
+{
+    struct run_args *a = base;
+    unsigned i, n;
+    char tail;
+    if (sscanf(arg, "%u/%u%c", &i, &n, &tail) != 2 || n < 1 || i < 1 || i > n || n > 100000)
+        return false;
+    a->shard = i;
+    a->shards = n;
+    return true;
+}
+
+static bool nonempty(const char *s)
+{
+    return *s != '\0';
+}
 
 static const struct opt options[] = {
     OPT_FLAG(struct run_args, dry_run, "dry-run", 'n'),
+    OPT_STRING_CHECK(struct run_args, out, "out", 'o', nonempty, "--out wants a folder"),
+    OPT_FLAG(struct run_args, retry_failed, "retry-failed", 0),
+    OPT_STRING_CHECK(struct run_args, only, "only", 0, nonempty, "--only wants a commit"),
+    OPT_CALL("shard", 0, parse_shard, "--shard wants I/N with 1 <= I <= N, got '%s'"),
+    OPT_DOUBLE(struct run_args, grace_s, "grace", 0, 0.001, 3600,
+               "--grace wants seconds from 0.001 to 3600, got '%s'"),
+    OPT_CALL("port", 0, parse_port, "--port wants 0..65535, got '%s'"),
+    OPT_FLAG(struct run_args, quiet, "quiet", 'q'),
     OPT_END,
 };
 
@@ -133,12 +197,90 @@ static void print_plan(const struct atr_bench_spec *s)
 {
     printf("plan of %s: %zu item%s, %zu variant%s; nothing is started\n", s->path, s->n_items,
            cli_s(s->n_items), s->n_variants, cli_s(s->n_variants));
-    printf("port %u, workdir %s\n", s->port, s->workdir);
+    if (s->port)
+        printf("port %u, workdir %s\n", s->port, s->workdir);
+    else
+        printf("port: a free one per run ({port} shows 0 here), workdir %s\n", s->workdir);
     print_workload(&s->workload);
     size_t runs = 0;
     for (size_t i = 0; i < s->n_items; i++)
         runs += print_item(s, i);
     printf("\n%zu run%s\n", runs, cli_s(runs));
+}
+
+static volatile sig_atomic_t stop_requested;
+
+/* Ctrl-C: the runner tears the server down and writes no result for the
+ * run it interrupted; commands in flight (prepare, benchmark) die now. */
+static void on_stop(int sig)
+{
+    static const char msg[] = "atr bench run: interrupted, stopping the server\n";
+    ssize_t n = write(STDERR_FILENO, msg, sizeof msg - 1);
+    (void)n;
+    stop_requested = 1;
+    atr_spawn_kill_all();
+}
+
+static const char *const phase_words[] = {
+    [ATR_BENCH_PHASE_SKIP] = "has a result, skipped",
+    [ATR_BENCH_PHASE_PREPARE] = "prepare",
+    [ATR_BENCH_PHASE_START] = "start server",
+    [ATR_BENCH_PHASE_BENCHMARK] = "benchmark",
+    [ATR_BENCH_PHASE_STOP] = "stop server",
+    [ATR_BENCH_PHASE_DONE] = "done",
+    [ATR_BENCH_PHASE_CLEANUP] = "cleanup",
+};
+
+/* "[3/14] a1b2c3d4 agent fast: benchmark (2.1 s)" on stderr. */
+static void on_progress(void *ctx, const struct atr_bench_progress *p)
+{
+    if (p->phase == ATR_BENCH_PHASE_CLEANUP) {
+        fprintf(stderr, "       %.8s: cleanup\n", p->commit);
+        return;
+    }
+    fprintf(stderr, "[%zu/%zu] %.8s %s%s%s: %s", p->index, p->total, p->commit, p->variant,
+            p->agent ? " " : "", p->agent ? p->agent : "", phase_words[p->phase]);
+    if (p->phase == ATR_BENCH_PHASE_DONE)
+        fprintf(stderr, ", %s%s%s", atr_bench_outcome_name(p->outcome), p->error ? ": " : "",
+                p->error ? p->error : "");
+    if (p->phase != ATR_BENCH_PHASE_SKIP)
+        fprintf(stderr, " (%.1f s)", p->elapsed_s);
+    fputc('\n', stderr);
+}
+
+static void print_totals(const struct atr_bench_run_stats *st, const char *out)
+{
+    printf("%zu run%s: %zu written, %zu had a result", st->runs, cli_s(st->runs), st->done,
+           st->skipped);
+    for (int k = 0; k < ATR_BENCH_OUTCOMES; k++)
+        if (st->outcomes[k])
+            printf("; %zu %s", st->outcomes[k], atr_bench_outcome_name((enum atr_bench_outcome)k));
+    printf("\nresults in %s/results, logs in %s/logs\n", out, out);
+}
+
+static int run_spec(const struct run_args *a, const struct atr_bench_spec *s, const char *self)
+{
+    struct atr_bench_run_opts o = {
+        .out_dir = a->out, .retry_failed = a->retry_failed, .only = a->only,
+        .shard = a->shard, .shards = a->shards, .grace_s = a->grace_s, .self = self,
+        .port = a->port_given ? (int)a->port : -1,
+        .stop = &stop_requested, .on_progress = a->quiet ? NULL : on_progress,
+    };
+    cli_on_stop_signals(on_stop);
+    signal(SIGPIPE, SIG_IGN);
+    struct atr_bench_run_stats st;
+    struct atr_error err;
+    int rc = atr_bench_run(s, &o, &st, &err);
+    if (rc < 0)
+        return cli_fail_err(&err);
+    if (st.interrupted) {
+        fprintf(stderr, "atr bench run: interrupted: %zu result%s written; run it again to "
+                "go on\n", st.done, cli_s(st.done));
+        return 130;
+    }
+    if (!a->quiet)
+        print_totals(&st, a->out);
+    return EXIT_OK;
 }
 
 int cmd_bench_run(int argc, char **argv)
@@ -151,11 +293,8 @@ int cmd_bench_run(int argc, char **argv)
         return cli_usage("bench run", "missing SPEC");
     if (argc - first > 1)
         return cli_usage("bench run", "wants one SPEC, got %d", argc - first);
-    if (!a.dry_run) {
-        fprintf(stderr, "atr bench run: only --dry-run is built so far; the runner comes "
-                        "with issue 12\n");
-        return EXIT_USAGE;
-    }
+    if (!a.dry_run && !a.out)
+        return cli_usage("bench run", "wants -o DIR (where results and logs go), or --dry-run");
     struct atr_error err;
     struct atr_bench_spec *s = atr_bench_spec_load(argv[first], &err);
     if (!s) {
@@ -163,7 +302,11 @@ int cmd_bench_run(int argc, char **argv)
         fprintf(stderr, "atr bench run: %s\n", err.msg);
         return EXIT_USAGE;
     }
-    print_plan(s);
+    int rc = EXIT_OK;
+    if (a.dry_run)
+        print_plan(s);
+    else
+        rc = run_spec(&a, s, "/proc/self/exe");   /* this atr first on PATH */
     atr_bench_spec_free(s);
-    return EXIT_OK;
+    return rc;
 }

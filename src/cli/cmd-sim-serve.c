@@ -55,6 +55,10 @@ const char cmd_sim_serve_help[] =
     "      --startup-delay S     listen only after S seconds\n"
     "      --crash-after N       exit with status 3 when the N-th completion\n"
     "                            request arrives\n"
+    "      --oom-after N         print a CUDA out-of-memory error as vLLM does and\n"
+    "                            exit with status 1 when the N-th completion\n"
+    "                            request arrives\n"
+    "      --oom-at-start        the same while starting, instead of listening\n"
     "      --hang                accept and read requests, never answer\n";
 
 struct serve_args {
@@ -63,6 +67,8 @@ struct serve_args {
     unsigned tp;
     bool ttft_given, itl_given;  /* fixed latencies: both or neither */
     double startup_delay;
+    uint64_t oom_after;
+    bool oom_at_start;
 };
 
 struct serve_run {
@@ -157,6 +163,9 @@ static const struct opt options[] = {
                "--startup-delay wants seconds >= 0, got '%s'"),
     OPT_UINT(ARGS, cfg.crash_after, "crash-after", 0, 1, UINT64_MAX,
              "--crash-after wants an integer >= 1, got '%s'"),
+    OPT_UINT(ARGS, oom_after, "oom-after", 0, 1, UINT64_MAX,
+             "--oom-after wants an integer >= 1, got '%s'"),
+    OPT_FLAG(ARGS, oom_at_start, "oom-at-start", 0),
     OPT_FLAG(ARGS, cfg.hang, "hang", 0),
     OPT_END,
 };
@@ -182,6 +191,8 @@ static int parse_args(int argc, char **argv, struct serve_args *a)
     if (a->ttft_given != a->itl_given)
         return usage("%s alone: fixed latencies want both --ttft MS and --itl MS",
                      a->ttft_given ? "--ttft" : "--itl");
+    if (a->oom_after && a->cfg.crash_after)
+        return usage("--oom-after and --crash-after both say when to exit; give one%s", "");
     return EXIT_OK;
 }
 
@@ -202,6 +213,22 @@ static void on_crash(void *ctx, uint64_t n)
     _exit(3);
 }
 
+/* The line a real engine dies with when the GPU runs out of memory: what
+ * `atr bench run` (and ISO-Bench's scripts) look for in a server log. */
+static void die_of_oom(void)
+{
+    fprintf(stderr, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. "
+                    "GPU 0 has a total capacity of 79.19 GiB of which 1.06 GiB is free. "
+                    "(atr sim serve --oom-after/--oom-at-start)\n");
+    fflush(stderr);
+    _exit(1);
+}
+
+static void on_oom(void *ctx, uint64_t n)
+{
+    die_of_oom();
+}
+
 static void on_stop(evutil_socket_t sig, short what, void *arg)
 {
     event_base_loopbreak(arg);
@@ -210,6 +237,8 @@ static void on_stop(evutil_socket_t sig, short what, void *arg)
 static void on_ready(evutil_socket_t fd, short what, void *arg)
 {
     struct serve_run *r = arg;
+    if (r->a->oom_at_start)          /* dies where it would have listened */
+        die_of_oom();
     if (atr_serve_listen(r->srv, &r->err) < 0) {
         r->failed = 1;
         event_base_loopbreak(r->base);
@@ -276,6 +305,11 @@ int cmd_sim_serve(int argc, char **argv)
         a.cfg.max_model_len = 131072;
     }
     a.cfg.on_crash = on_crash;
+    if (a.oom_after) {
+        a.cfg.crash_after = a.oom_after;
+        a.cfg.on_crash = on_oom;
+    }
+
     raise_nofile();
     signal(SIGPIPE, SIG_IGN);
     struct serve_run r = { .a = &a };

@@ -841,3 +841,121 @@ int atr_spawn_probe_sandbox(bool allow_network, struct atr_error *err)
                          allow_network ? "" : " and network",
                          strerror(WIFEXITED(st) ? WEXITSTATUS(st) : EPERM));
 }
+
+/* ---- background processes ------------------------------------------------- */
+
+int atr_spawn_start(const struct atr_spawn_opts *o, int out_fd, struct atr_spawn_proc *p,
+                    struct atr_error *err)
+{
+    memset(p, 0, sizeof *p);
+    p->pidfd = -1;
+    struct child_plan plan;
+    plan_init(&plan, o);
+    if (check_opts(o, err) < 0 || plan_paths(&plan, err) < 0)
+        return -1;
+    ino_t ino = cg_ino(o->cg);
+    plan.use_into = !poisoned(ino);
+    for (int attempt = 0; attempt < 2; attempt++) {
+        int rep[2], devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (devnull < 0 || pipe2(rep, O_CLOEXEC) < 0) {
+            int e = errno;
+            if (devnull >= 0)
+                close(devnull);
+            return atr_error_set(err, "spawn: pipes: %s", strerror(e));
+        }
+        plan.devnull = devnull;
+        plan.out_w = out_fd;
+        plan.rep_w = rep[1];
+        pid_t pid = start_blocked(&plan, &p->pidfd);
+        int e = errno;
+        close(rep[1]);
+        close(devnull);
+        int rc = pid < 0 ? atr_error_set(err, "spawn: clone: %s", strerror(e))
+                         : await_exec(&plan, rep[0], pid, err);
+        close(rep[0]);
+        if (rc == 0) {
+            p->pid = pid;
+            return 0;
+        }
+        if (p->pidfd >= 0)
+            close(p->pidfd);
+        p->pidfd = -1;
+        if (rc < 0 || !plan.used_into)
+            return rc < 0 ? -1 : atr_error_set(err, "spawn: the child was killed before it started");
+        poison(ino);               /* see spawn_attempt: once more, joined from the child */
+        plan.use_into = false;
+    }
+    return atr_error_set(err, "spawn: the child was killed before it started");
+}
+
+/* Reaps the shell if it has exited; true then. */
+static bool proc_reap(struct atr_spawn_proc *p, struct atr_spawn_result *r)
+{
+    int status = 0;
+    struct rusage ru;
+    memset(&ru, 0, sizeof ru);
+    pid_t got;
+    while ((got = wait4(p->pid, &status, WNOHANG, &ru)) < 0 && errno == EINTR)
+        ;
+    if (got != p->pid)
+        return false;
+    live_del(p->pid);
+    p->reaped = true;
+    memset(r, 0, sizeof *r);
+    fill_status(r, status, &ru);
+    return true;
+}
+
+int atr_spawn_wait(struct atr_spawn_proc *p, int timeout_ms, struct atr_spawn_result *r)
+{
+    if (p->reaped)
+        return 1;
+    int64_t until = now_us() + (int64_t)timeout_ms * 1000;
+    for (;;) {
+        if (proc_reap(p, r))
+            return 1;
+        int64_t left_ms = (until - now_us()) / 1000;
+        if (left_ms <= 0)
+            return 0;
+        if (p->pidfd >= 0) {
+            struct pollfd pf = {.fd = p->pidfd, .events = POLLIN};
+            poll(&pf, 1, (int)left_ms);
+        } else {
+            struct timespec ts = {0, 1000000};   /* no pidfd: look every ms */
+            nanosleep(&ts, NULL);
+        }
+    }
+}
+
+/* A group's id is not reused while any member lives, so this never asks
+ * about another program's processes. Exited members that are our children
+ * (orphans adopted as a subreaper) are reaped first: a zombie still counts
+ * as a member, and init may take a second to reap one. */
+bool atr_spawn_group_alive(const struct atr_spawn_proc *p)
+{
+    if (p->pid <= 0)
+        return false;
+    while (waitpid(-p->pid, NULL, WNOHANG) > 0)
+        ;
+    return kill(-p->pid, 0) == 0 || errno == EPERM;
+}
+
+void atr_spawn_kill(struct atr_spawn_proc *p, struct atr_spawn_result *r)
+{
+    if (p->pid <= 0)
+        return;
+    kill(-p->pid, SIGKILL);
+    if (!p->reaped) {
+        kill(p->pid, SIGKILL);
+        while (!proc_reap(p, r)) {
+            struct pollfd pf = {.fd = p->pidfd, .events = POLLIN};
+            if (p->pidfd < 0 || poll(&pf, 1, 100) < 0) {
+                struct timespec ts = {0, 1000000};
+                nanosleep(&ts, NULL);
+            }
+        }
+    }
+    if (p->pidfd >= 0)
+        close(p->pidfd);
+    p->pidfd = -1;
+}

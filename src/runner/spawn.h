@@ -72,6 +72,34 @@ struct atr_spawn_result {
 int atr_spawn_run(const struct atr_spawn_opts *o, struct atr_spawn_result *r,
                   struct atr_error *err);
 
+/* A process left running in the background (a server under `atr bench
+ * run`): started as atr_spawn_run starts a step (process group leader, in
+ * its cgroup, SIGKILL when the calling thread dies), but with stdout and
+ * stderr on a file of the caller's and no wait. o->max_output, timeout_ms
+ * and watch are not used. */
+struct atr_spawn_proc {
+    pid_t pid;                  /* also its process group id */
+    int pidfd;                  /* -1 where the kernel gives none */
+    bool reaped;
+};
+
+/* Starts o->command with stdout and stderr on out_fd. 0, or -1 with err. */
+int atr_spawn_start(const struct atr_spawn_opts *o, int out_fd, struct atr_spawn_proc *p,
+                    struct atr_error *err);
+/* Waits up to timeout_ms (0: just looks) for the shell to exit. Returns 1
+ * when it has exited (reaped once, r filled: exit code, signal, rusage;
+ * the rest of its process group is left alone), 0 while it runs. */
+int atr_spawn_wait(struct atr_spawn_proc *p, int timeout_ms, struct atr_spawn_result *r);
+/* Are processes of p's process group still alive (the shell's children
+ * after the shell has exited)? Reaps the group's exited members that are
+ * the caller's children: call prctl(PR_SET_CHILD_SUBREAPER) first, so the
+ * shell's orphans become the caller's and need not wait for init. */
+bool atr_spawn_group_alive(const struct atr_spawn_proc *p);
+/* SIGKILLs p's process group (what the shell left) and, not yet reaped,
+ * the shell, then reaps it; r as for atr_spawn_wait when it was not
+ * reaped before (untouched otherwise). Closes the pidfd. */
+void atr_spawn_kill(struct atr_spawn_proc *p, struct atr_spawn_result *r);
+
 /* Can this process make the sandbox's namespaces (root, or CAP_SYS_ADMIN)?
  * 0, or -1 with err saying which were refused and why. Forks once. */
 int atr_spawn_probe_sandbox(bool allow_network, struct atr_error *err);

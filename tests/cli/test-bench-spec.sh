@@ -27,9 +27,12 @@ absent bench-dry-run-no-server "$T/started"
 absent bench-dry-run-no-cleanup "$T/cleaned"
 absent bench-dry-run-no-workdir "$T/work"
 
-# Without --dry-run: not built yet, said plainly, exit 2, nothing started.
-fails bench-run-not-yet 2 '^atr bench run: only --dry-run is built so far; the runner comes with issue 12$' "$ATR" bench run started.json
-absent bench-run-not-yet-nothing "$T/started"
+# Without --dry-run it wants -o DIR: exit 2, nothing started.
+fails bench-run-wants-out 2 '^atr bench run: wants -o DIR' "$ATR" bench run started.json
+absent bench-run-wants-out-nothing "$T/started"
+# A bad spec with -o: exit 2 before anything starts, not even the folder.
+fails bench-run-bad-spec-out 2 "bad-json\.json:2:39" "$ATR" bench run -o "$T/never" "$B/bad-json.json"
+absent bench-run-bad-spec-no-folder "$T/never"
 
 # Bad specs: one line, FILE:LINE:COL, what was expected, exit 2.
 fails bench-bad-json 2 "^atr bench run: .*bad-json\.json:2:39: expected ',' or '\}'" "$ATR" bench run -n "$B/bad-json.json"
@@ -42,4 +45,4 @@ fails bench-no-spec 2 'missing SPEC' "$ATR" bench run --dry-run
 fails bench-two-specs 2 'wants one SPEC' "$ATR" bench run --dry-run started.json started.json
 fails bench-run-bad-option 2 "unknown option '--bogus'" "$ATR" bench run --bogus started.json
 ok bench-run-help "$ATR" bench run --help
-check bench-run-help-says-not-yet "grep -q 'Only --dry-run is built so far' '$T/out'"
+check bench-run-help-outcomes "grep -q 'benchmark_timeout, oom, patch_failed' '$T/out' && grep -q -- '--shard I/N' '$T/out'"

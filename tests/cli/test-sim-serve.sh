@@ -216,6 +216,15 @@ check "crash-after: first request answered" "[ '$st' = 200 ]"
 sv_post /dev/null /v1/completions '{"prompt":"x","max_tokens":2}' >/dev/null
 wait "$SV_PID"; sv_rc=$?
 check "crash-after 2: exit 3 at the 2nd request" "[ $sv_rc = 3 ] && grep -q 'crashing after 2 requests (--crash-after)' '$SV/crash.err'"
+sv_start oom --ttft 0 --itl 0 --oom-after 2
+st=$(sv_post /dev/null /v1/completions '{"prompt":"x","max_tokens":2}')
+sv_post /dev/null /v1/completions '{"prompt":"x","max_tokens":2}' >/dev/null
+wait "$SV_PID"; sv_rc=$?
+check "oom-after 2: first answered, CUDA OOM line and exit 1 at the 2nd" "[ '$st' = 200 ] && [ $sv_rc = 1 ] && grep -q '^torch.OutOfMemoryError: CUDA out of memory' '$SV/oom.err'"
+"$ATR" sim serve --port 0 --ttft 0 --itl 0 --oom-at-start >"$SV/oom0.out" 2>"$SV/oom0.err"; sv_rc=$?
+check "oom-at-start: exit 1 before listening" "[ $sv_rc = 1 ] && [ ! -s '$SV/oom0.out' ] && grep -q 'CUDA out of memory' '$SV/oom0.err'"
+"$ATR" sim serve --port 0 --ttft 0 --itl 0 --oom-after 1 --crash-after 1 >/dev/null 2>"$SV/oom2.err"; sv_rc=$?
+check "oom-after with crash-after: usage error" "[ $sv_rc = 2 ] && grep -q 'give one' '$SV/oom2.err'"
 sv_start hang --ttft 0 --itl 0 --hang
 curl -s --max-time 1 "$SV_URL/health" >"$SV/hang.out"; sv_rc=$?
 check "hang: no answer in 1 s" "[ $sv_rc = 28 ] && [ ! -s '$SV/hang.out' ]"

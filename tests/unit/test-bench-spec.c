@@ -238,7 +238,7 @@ static const struct bad_case bad_cases[] = {
     {"{\"format\": \"atr-bench-spec/1\", \"variants\": {\"v\": " VARIANT "}, \"items\": [" ITEM
      "], \"workload\": {\"generate\": {\"requests\": 0}}}", "b.json:1:"},
     {"{\"format\": \"atr-bench-spec/1\", \"port\": 70000}",
-     "b.json:1:40: spec.port: expected an integer from 1 to 65535"},
+     "b.json:1:40: spec.port: expected an integer from 0 to 65535"},
     {"{\"format\": \"atr-bench-spec/1\", \"cleanup\": \"rm {patch}\"}",
      "b.json:1:43: spec.cleanup: {patch} is not available here"},
 };

@@ -1,0 +1,87 @@
+/* run.h - the runner of `atr bench run`: every item x variant (x agent) of
+ * a spec, one after another: prepare, start the server in its own process
+ * group and cgroup, poll its readiness URL, run the workload (atr's own
+ * client, or a benchmark command whose output is parsed), stop the server
+ * (SIGTERM, SIGKILL after a grace period) until its port is free, and
+ * write one result file with exactly one outcome (docs/bench.md).
+ *
+ * Files under the output folder:
+ *   results/<commit8>_<variant>[_<agent>]_result.json   atomically renamed
+ *   logs/<commit8>_<variant>[_<agent>].log              prepare, server and
+ *                                                       benchmark output
+ *   logs/<commit8>_cleanup.log                          the item's cleanup
+ * A run with a result file is skipped (resume), unless retry_failed and
+ * its outcome is not success. A guard process (runner/guard.h) stops the
+ * server and removes the cgroups should atr die.
+ *
+ * Memory: nothing is kept past the call. Nothing prints: progress goes
+ * through the callback. */
+#ifndef ATR_BENCH_RUN_H
+#define ATR_BENCH_RUN_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "bench/results.h"
+#include "bench/spec.h"
+#include "util/error.h"
+
+#define ATR_BENCH_GRACE_S 10.0         /* SIGTERM to SIGKILL */
+#define ATR_BENCH_PORT_FREE_S 30.0     /* after the server stopped */
+
+enum atr_bench_phase {
+    ATR_BENCH_PHASE_SKIP,              /* has a result already */
+    ATR_BENCH_PHASE_PREPARE,
+    ATR_BENCH_PHASE_START,
+    ATR_BENCH_PHASE_BENCHMARK,
+    ATR_BENCH_PHASE_STOP,
+    ATR_BENCH_PHASE_DONE,              /* result written: outcome set */
+    ATR_BENCH_PHASE_CLEANUP,           /* the item's cleanup command */
+};
+
+struct atr_bench_progress {
+    size_t index, total;               /* 1-based run number of this invocation */
+    const char *commit, *variant, *agent;   /* agent NULL when none */
+    enum atr_bench_phase phase;
+    double elapsed_s;                  /* since the run began */
+    enum atr_bench_outcome outcome;    /* DONE */
+    const char *error;                 /* DONE: NULL on success */
+    const char *result_path;           /* DONE, SKIP */
+};
+
+struct atr_bench_run_opts {
+    const char *out_dir;               /* created if missing */
+    bool retry_failed;                 /* rerun results whose outcome is not success */
+    const char *only;                  /* run only items whose commit starts so; NULL all */
+    unsigned shard, shards;            /* run items k with k % shards == shard - 1; 0: all */
+    double grace_s;                    /* 0: ATR_BENCH_GRACE_S */
+    int port;                          /* >= 0: instead of the spec's (0: a free one
+                                          per run); -1: the spec's */
+    const char *self;                  /* the atr binary, put first on the commands' PATH
+                                          (so "atr sim serve" in a spec is this atr); or NULL */
+    const volatile sig_atomic_t *stop; /* set by a signal: tear down, write nothing more */
+    void (*on_progress)(void *ctx, const struct atr_bench_progress *p);
+    void *ctx;
+};
+
+struct atr_bench_run_stats {
+    size_t runs;                       /* in this invocation's share */
+    size_t skipped;                    /* had a result */
+    size_t done;                       /* results written now */
+    size_t outcomes[ATR_BENCH_OUTCOMES];    /* of those written now */
+    bool interrupted;
+};
+
+/* Runs s. 0 when every run of the share has a result (or stop was set:
+ * st->interrupted), -1 with err set when the run could not go on (the
+ * output folder is not writable, the port is held by another program, a
+ * server outlived its stop). */
+int atr_bench_run(const struct atr_bench_spec *s, const struct atr_bench_run_opts *o,
+                  struct atr_bench_run_stats *st, struct atr_error *err);
+
+/* The result file name of one run: "<commit8>_<variant>[_<agent>]". */
+void atr_bench_run_name(char *out, size_t cap, const char *commit, const char *variant,
+                        const char *agent);
+
+#endif
