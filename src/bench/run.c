@@ -744,7 +744,7 @@ static void benchmark(struct run *r)
     r->benchmark_s = mono_s() - start;
     enum cut cut = (enum cut)atomic_load(&wd.cut);
     /* Requests that failed may be the server dying: let its exit show. */
-    if (cut == CUT_NONE && r->m.failed != 0 &&
+    if (cut == CUT_NONE && r->m.failed > 0 &&
         atr_spawn_wait(&r->proc, CRASH_SETTLE_MS, &r->exit) == 1)
         cut = CUT_CRASH;
     if (cut == CUT_CRASH || (cut != CUT_INTERRUPT && atr_spawn_wait(&r->proc, 0, &r->exit) == 1)) {

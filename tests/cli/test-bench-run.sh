@@ -1,0 +1,171 @@
+# test-bench-run.sh - `atr bench run` for real: the example spec
+# (examples/bench/sim.json, `atr sim serve` as the engine) produces every
+# outcome; SIGKILL of atr mid-run leaves no server, cgroup or temporary and
+# a second run resumes; two shards merge into the unsharded report; Ctrl-C;
+# a port already taken; command mode parsing vLLM's console output.
+# Ports are free ones chosen by atr (--port 0, "port": 0), so two suites
+# can run at once.
+
+BR=$T/bench-run
+mkdir -p "$BR"
+LEFT=$DATA/replay/leftovers.sh
+
+# outcome_is DIR NAME OUTCOME : DIR/results/NAME_result.json has it (a
+# script, as check's conditions run in a new shell).
+cat >"$BR/outcome_is" <<'SH'
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(d['outcome'] != sys.argv[2])" \
+    "$1/results/$2_result.json" "$3"
+SH
+outcome_is="sh $BR/outcome_is"
+
+# wait_for SECONDS CONDITION : polls the shell condition until it holds.
+wait_for() {
+    wf_until=$(( $(date +%s) + $1 ))
+    while ! sh -c "$2" 2>/dev/null; do
+        [ "$(date +%s)" -ge "$wf_until" ] && return 1
+        sleep 0.05
+    done
+}
+
+# ---- the example: every outcome, killed with SIGKILL mid-run and resumed ----
+# The stall run (item 2) holds the benchmark for 10 s: kill atr there.
+setsid "$ATR" bench run "$ROOT/examples/bench/sim.json" --port 0 -o "$BR/full" \
+    >"$BR/full.out" 2>"$BR/full.err" &
+KPID=$!
+wait_for 60 "grep -q 'agent stall: benchmark' '$BR/full.err'"
+check bench-run-reached-stall "grep -q 'agent stall: benchmark' '$BR/full.err'"
+STALL_PORT=$(sed -n 's|^atr sim serve: listening on http://127.0.0.1:\([0-9]*\)$|\1|p' "$BR/full/logs/b2c3d4e5_agent_stall.log")
+kill -KILL "$KPID"
+wait "$KPID" 2>/dev/null
+# The guard stops the server and removes the cgroups: poll until it has.
+wait_for 10 "[ -z \"\$(sh '$LEFT' $KPID)\" ]"
+check bench-run-sigkill-no-leftovers "[ -z \"\$(sh '$LEFT' $KPID)\" ]"
+check bench-run-sigkill-port-free "[ -n '$STALL_PORT' ] && ! curl -s -m 1 -o /dev/null http://127.0.0.1:$STALL_PORT/health"
+check bench-run-sigkill-no-temporaries "! ls '$BR/full/results' | grep -q tmp"
+check bench-run-sigkill-no-stall-result "[ ! -e '$BR/full/results/b2c3d4e5_agent_stall_result.json' ]"
+check bench-run-sigkill-7-results "[ \$(ls '$BR/full/results' | wc -l) = 7 ]"
+
+setsid "$ATR" bench run "$ROOT/examples/bench/sim.json" --port 0 -o "$BR/full" \
+    >"$BR/resume.out" 2>"$BR/resume.err" &
+RPID=$!
+wait "$RPID"; rc=$?
+check bench-run-resume-exit-0 "[ $rc = 0 ]"
+check bench-run-resume-skipped-7 "grep -q '^11 runs: 4 written, 7 had a result; 1 startup_timeout; 1 benchmark_timeout; 1 oom; 1 patch_failed$' '$BR/resume.out'"
+check bench-run-resume-says-skipped "[ \$(grep -c 'has a result, skipped' '$BR/resume.err') = 7 ]"
+check bench-run-resume-no-leftovers "[ -z \"\$(sh '$LEFT' $RPID)\" ]"
+check bench-run-11-results "[ \$(ls '$BR/full/results' | wc -l) = 11 ] && [ \$(ls '$BR/full/logs' | wc -l) = 13 ]"
+for pair in a1b2c3d4_baseline:success a1b2c3d4_human:success a1b2c3d4_agent_fast:success \
+    a1b2c3d4_agent_crash:server_crashed a1b2c3d4_agent_fail-all:no_metrics \
+    b2c3d4e5_baseline:success b2c3d4e5_human:success b2c3d4e5_agent_stall:benchmark_timeout \
+    b2c3d4e5_agent_oom:oom b2c3d4e5_agent_slow-start:startup_timeout \
+    b2c3d4e5_agent_empty:patch_failed; do
+    check "bench-run-outcome-${pair%%:*}" "$outcome_is '$BR/full' ${pair%%:*} ${pair#*:}"
+done
+check bench-run-no-agent-none "[ ! -e '$BR/full/results/a1b2c3d4_agent_none_result.json' ]"
+
+# ISO-Bench's fields, the full latency set, and atr's own.
+cat >"$BR/fields.py" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for k in ("human_commit", "human_commit_full", "parent_commit", "model", "status", "error",
+          "duration_s", "metrics", "raw_output", "timestamp", "outcome", "agent", "variant",
+          "server_exit", "model_override", "atr_version", "spec_hash", "server_log_tail"):
+    assert k in d, k
+m = d["metrics"]
+for f in ("ttft", "tpot", "itl", "e2el"):
+    for s in ("mean", "median", "p90", "p99"):
+        assert m[f"{f}_{s}_ms"] > 0, (f, s)
+assert m["request_throughput_req_s"] > 0 and m["output_token_throughput_tok_s"] > 0
+assert m["completed"] == 20 and m["failed"] == 0
+assert d["status"] == "success" and d["error"] is None
+assert "Serving Benchmark Result" in d["raw_output"]
+assert d["timing"]["startup_s"] > 0 and d["timing"]["teardown_s"] > 0
+PY
+check bench-run-result-fields "python3 '$BR/fields.py' '$BR/full/results/a1b2c3d4_human_result.json'"
+check bench-run-model-override "python3 -c \"
+import json; d = json.load(open('$BR/full/results/b2c3d4e5_human_result.json'))
+assert d['model'] == 'meta-llama/Llama-3.2-1B-Instruct', d['model']
+assert d['model_override'] == {'from': 'meta-llama/Llama-3.1-8B-Instruct', 'to': 'meta-llama/Llama-3.2-1B-Instruct', 'reason': 'the parent engine cannot load Llama 3.1 rope scaling'}
+assert '--model meta-llama/Llama-3.2-1B-Instruct' in d['server_command']\""
+check bench-run-crash-status "python3 -c \"
+import json; d = json.load(open('$BR/full/results/a1b2c3d4_agent_crash_result.json'))
+assert d['status'] == 'error' and d['server_exit']['phase'] == 'the benchmark' and d['server_exit']['status'] == 3, d['server_exit']
+assert 'crashing after 5 requests' in d['server_log_tail']\""
+check bench-run-oom-line "python3 -c \"
+import json; d = json.load(open('$BR/full/results/b2c3d4e5_agent_oom_result.json'))
+assert 'CUDA out of memory' in d['error'] and d['server_exit']['status'] == 1\""
+check bench-run-timeouts-status "python3 -c \"
+import json
+for n in ('b2c3d4e5_agent_stall', 'b2c3d4e5_agent_slow-start'):
+    assert json.load(open('$BR/full/results/' + n + '_result.json'))['status'] == 'timeout', n\""
+check bench-run-patch-failed-no-server "python3 -c \"
+import json; d = json.load(open('$BR/full/results/b2c3d4e5_agent_empty_result.json'))
+assert d['server_exit'] is None and 'prepare ended with exit status 1' in d['error']\""
+ok bench-run-report "$ATR" bench report "$BR/full"
+check bench-run-report-counts "grep -q '| 11 | 5 | 4 | 2 | 5 of 11, 45.5 % |' '$T/out'"
+
+# ---- shards: 1/2 and 2/2 into two folders, merged by name = unsharded ----
+ok bench-run-shard-1 "$ATR" bench run "$ROOT/examples/bench/sim.json" --port 0 -q --shard 1/2 -o "$BR/s1"
+ok bench-run-shard-2 "$ATR" bench run "$ROOT/examples/bench/sim.json" --port 0 -q --shard 2/2 -o "$BR/s2"
+check bench-run-shards-split "[ \$(ls '$BR/s1/results' | grep -c '^a1b2c3d4_') = 5 ] && [ \$(ls '$BR/s2/results' | grep -c '^b2c3d4e5_') = 6 ] && ! ls '$BR/s1/results' | grep -q b2c3d4e5"
+"$ATR" bench report --json all="$BR/full" >"$BR/full.json"
+"$ATR" bench report --json all="$BR/s1" all="$BR/s2" >"$BR/shards.json"
+cat >"$BR/counts.py" <<'PY'
+import json, sys
+def counts(path):
+    g = json.load(open(path))[0]
+    keep = {k: g[k] for k in ("group", "total", "success", "error", "timeout", "success_rate", "outcomes")}
+    keep["verdicts"] = sorted((c["commit"], c["agent"], c["verdict"] is not None) for c in g["comparison"])
+    return keep
+a, b = counts(sys.argv[1]), counts(sys.argv[2])
+assert a == b, (a, b)
+PY
+check bench-run-shards-equal-unsharded "python3 '$BR/counts.py' '$BR/full.json' '$BR/shards.json'"
+fails bench-run-bad-shard 2 "--shard wants I/N" "$ATR" bench run "$ROOT/examples/bench/sim.json" --shard 3/2 -o "$BR/x"
+fails bench-run-bad-shard-zero 2 "--shard wants I/N" "$ATR" bench run "$ROOT/examples/bench/sim.json" --shard 0/2 -o "$BR/x"
+
+# ---- --only and --retry-failed ----
+ok bench-run-only "$ATR" bench run "$ROOT/examples/bench/sim.json" --port 0 -q --only b2c3 -o "$BR/only"
+check bench-run-only-one-item "[ \$(ls '$BR/only/results' | wc -l) = 6 ] && ! ls '$BR/only/results' | grep -q a1b2c3d4"
+# Retry: the 5 failures of item 2 run again (the same outcomes), successes stay.
+before=$(stat -c %Y "$BR/only/results/b2c3d4e5_human_result.json")
+"$ATR" bench run "$ROOT/examples/bench/sim.json" --port 0 --only b2c3d4e5 --retry-failed -o "$BR/only" >"$BR/retry.out" 2>"$BR/retry.err"
+check bench-run-retry-failed "grep -q '^6 runs: 4 written, 2 had a result;' '$BR/retry.out' && [ \$(stat -c %Y '$BR/only/results/b2c3d4e5_human_result.json') = $before ]"
+
+# ---- Ctrl-C mid-benchmark: exit 130, no result for that run, nothing left ----
+setsid "$ATR" bench run "$ROOT/examples/bench/sim.json" --port 0 --only b2c3d4e5 -o "$BR/int" \
+    >"$BR/int.out" 2>"$BR/int.err" &
+IPID=$!
+wait_for 60 "grep -q 'agent stall: benchmark' '$BR/int.err'"
+kill -INT "$IPID"
+wait "$IPID"; rc=$?
+check bench-run-sigint-130 "[ $rc = 130 ] && grep -q 'interrupted' '$BR/int.err'"
+check bench-run-sigint-no-stall-result "[ ! -e '$BR/int/results/b2c3d4e5_agent_stall_result.json' ] && [ -e '$BR/int/results/b2c3d4e5_human_result.json' ]"
+check bench-run-sigint-no-leftovers "[ -z \"\$(sh '$LEFT' $IPID)\" ]"
+
+# ---- a port already held by another server: exit 1, nothing run ----
+"$ATR" sim serve --port 0 --ttft 0 --itl 0 >"$BR/held.out" 2>&1 &
+HPID=$!
+wait_for 10 "grep -q listening '$BR/held.out'"
+HELD=$(sed -n 's|.*127.0.0.1:\([0-9]*\)$|\1|p' "$BR/held.out")
+fails bench-run-port-held 1 "port $HELD is in use before the baseline server of a1b2c3d4 started" \
+    "$ATR" bench run "$ROOT/examples/bench/sim.json" -q --port "$HELD" -o "$BR/held"
+check bench-run-port-held-no-results "[ -z \"\$(ls '$BR/held/results')\" ]"
+kill "$HPID"; wait "$HPID" 2>/dev/null
+
+# ---- command mode: vLLM's console output parsed; none; a timeout ----
+mkdir -p "$BR/cmd/work"
+cp "$DATA/bench-run/command.json" "$BR/cmd/"
+cp "$DATA/bench-run/vllm-serving-output.txt" "$BR/cmd/work/output.txt"
+ok bench-run-command "$ATR" bench run "$BR/cmd/command.json" -q -o "$BR/cmd/ok"
+check bench-run-command-figures "python3 -c \"
+import json; d = json.load(open('$BR/cmd/ok/results/c0ffee00_baseline_result.json'))
+m = d['metrics']
+assert d['outcome'] == 'success' and m['ttft_p99_ms'] == 920.66 and m['itl_median_ms'] == 16.98 and m['request_throughput_req_s'] == 49.4 and m['completed'] == 100, m\""
+check bench-run-oom-at-start "$outcome_is '$BR/cmd/ok' c0ffee00_human oom && grep -q '\"phase\": \"startup\"' '$BR/cmd/ok/results/c0ffee00_human_result.json'"
+: >"$BR/cmd/work/output.txt"
+ok bench-run-command-empty "$ATR" bench run "$BR/cmd/command.json" -q -o "$BR/cmd/none"
+check bench-run-command-no-metrics "$outcome_is '$BR/cmd/none' c0ffee00_baseline no_metrics"
+touch "$BR/cmd/work/sleep"
+ok bench-run-command-slow "$ATR" bench run "$BR/cmd/command.json" -q -o "$BR/cmd/slow"
+check bench-run-command-timeout "$outcome_is '$BR/cmd/slow' c0ffee00_baseline benchmark_timeout"
