@@ -856,7 +856,7 @@ int atr_spawn_start(const struct atr_spawn_opts *o, int out_fd, struct atr_spawn
     ino_t ino = cg_ino(o->cg);
     plan.use_into = !poisoned(ino);
     for (int attempt = 0; attempt < 2; attempt++) {
-        int rep[2], devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        int rep[2], devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
         if (devnull < 0 || pipe2(rep, O_CLOEXEC) < 0) {
             int e = errno;
             if (devnull >= 0)
@@ -864,7 +864,7 @@ int atr_spawn_start(const struct atr_spawn_opts *o, int out_fd, struct atr_spawn
             return atr_error_set(err, "spawn: pipes: %s", strerror(e));
         }
         plan.devnull = devnull;
-        plan.out_w = out_fd;
+        plan.out_w = out_fd >= 0 ? out_fd : devnull;
         plan.rep_w = rep[1];
         pid_t pid = start_blocked(&plan, &p->pidfd);
         int e = errno;

@@ -83,7 +83,8 @@ struct atr_spawn_proc {
     bool reaped;
 };
 
-/* Starts o->command with stdout and stderr on out_fd. 0, or -1 with err. */
+/* Starts o->command with stdout and stderr on out_fd (-1: /dev/null).
+ * 0, or -1 with err. */
 int atr_spawn_start(const struct atr_spawn_opts *o, int out_fd, struct atr_spawn_proc *p,
                     struct atr_error *err);
 /* Waits up to timeout_ms (0: just looks) for the shell to exit. Returns 1
