@@ -86,6 +86,8 @@ struct runner {
     struct atr_cg root;
     struct atr_guard guard;
     char **env;                      /* environ with the atr binary's folder on PATH */
+    struct atr_workload workload;    /* serving: loaded once, before anything starts */
+    struct atr_schedule schedule;
     char *path_var;
     char *results_dir, *logs_dir;
     size_t index, total, serial;
@@ -582,14 +584,22 @@ static void generated_workload(const struct atr_bench_workload *wl, struct atr_w
     }
 }
 
-static int load_workload(struct run *r, struct atr_workload *w, struct atr_schedule *sched)
+/* The serving workload, read before anything starts: a trace that cannot
+ * be read is the spec's fault, not a run's outcome. */
+static int load_workload(struct runner *rn)
 {
-    const struct atr_bench_workload *wl = &r->rn->s->workload;
+    const struct atr_bench_workload *wl = &rn->s->workload;
+    struct atr_workload *w = &rn->workload;
+    struct atr_schedule *sched = &rn->schedule;
     atr_schedule_defaults(sched);
+    if (wl->mode != ATR_BENCH_SERVING)
+        return 0;
     if (wl->trace) {
         char *paths[1] = {(char *)wl->trace};
-        if (atr_workload_load(w, paths, 1, NULL, 16, r->rn->err) < 0)
+        if (atr_workload_load(w, paths, 1, NULL, 16, rn->err) < 0)
             return -1;
+        if (!w->n_turns)
+            return atr_error_set(rn->err, "%s: no llm steps to send", wl->trace);
     } else {
         generated_workload(wl, w);
         sched->kind = ATR_ARRIVAL_BURST;
@@ -642,29 +652,23 @@ static void serving_figures(struct run *r, const struct atr_target *t,
 static void bench_serving(struct run *r, struct watchdog *wd)
 {
     struct runner *rn = r->rn;
-    struct atr_workload w;
-    struct atr_schedule sched;
-    if (load_workload(r, &w, &sched) < 0) {
-        decide(r, ATR_BENCH_NO_METRICS, "No metrics: %s", rn->err->msg);
-        return;
-    }
     struct atr_target t;
     struct atr_error err;
     char base[512];
     snprintf(base, sizeof base, "http://127.0.0.1:%u", r->port);
     if (atr_target_parse(&t, base, 1, &err) < 0) {
-        atr_workload_release(&w);
         decide(r, ATR_BENCH_NO_METRICS, "No metrics: %s", err.msg);
         return;
     }
     t.body.model = r->vars.model;
     t.body.force_length = rn->s->workload.ignore_eos;
     struct atr_exp_cfg cfg = {
-        .workload = &w, .schedule = &sched, .stop = &wd->stop,
+        .workload = &rn->workload, .schedule = &rn->schedule, .stop = &wd->stop,
         .max_concurrency = (unsigned)rn->s->workload.concurrency,
     };
     struct atr_exp_result res;
-    log_line(r, "==> benchmark: %zu requests to %s, model %s", w.n_turns, base, r->vars.model);
+    log_line(r, "==> benchmark: %zu requests to %s, model %s", rn->workload.n_turns, base,
+             r->vars.model);
     if (atr_exp_run(&t, &cfg, &res, &err) < 0) {
         snprintf(r->error, sizeof r->error, "%s", err.msg);
         memset(&res, 0, sizeof res);
@@ -675,7 +679,6 @@ static void bench_serving(struct run *r, struct watchdog *wd)
     log_line(r, "<== benchmark: %s", r->bench_summary ? r->bench_summary : r->error);
     atr_exp_result_release(&res);
     atr_target_release(&t);
-    atr_workload_release(&w);
 }
 
 /* ---- the benchmark: a command ------------------------------------------------------- */
@@ -1189,6 +1192,8 @@ static int setup_cgroups(struct runner *rn)
 static int setup(struct runner *rn)
 {
     const struct atr_bench_run_opts *o = rn->o;
+    if (load_workload(rn) < 0)
+        return -1;
     rn->results_dir = xasprintf("%s/results", o->out_dir);
     rn->logs_dir = xasprintf("%s/logs", o->out_dir);
     if (make_dir(o->out_dir, rn->err) < 0 || make_dir(rn->results_dir, rn->err) < 0 ||
@@ -1209,6 +1214,7 @@ static int setup(struct runner *rn)
 
 static void teardown(struct runner *rn)
 {
+    atr_workload_release(&rn->workload);
     atr_guard_stop(&rn->guard);
     if (rn->use_cg) {
         struct atr_error ignored;

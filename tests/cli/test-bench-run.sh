@@ -169,3 +169,19 @@ check bench-run-command-no-metrics "$outcome_is '$BR/cmd/none' c0ffee00_baseline
 touch "$BR/cmd/work/sleep"
 ok bench-run-command-slow "$ATR" bench run "$BR/cmd/command.json" -q -o "$BR/cmd/slow"
 check bench-run-command-timeout "$outcome_is '$BR/cmd/slow' c0ffee00_baseline benchmark_timeout"
+
+# ---- serving mode with a trace: its llm steps are the requests ----
+cat >"$BR/trace.json" <<EOF2
+{"format": "atr-bench-spec/1", "port": 0,
+ "variants": {"human": {"server": "atr sim serve --ttft 1 --itl 1 --port {port} --model {model}",
+                        "ready_url": "http://127.0.0.1:{port}/health"}},
+ "workload": {"trace": "$DATA/atr/small.ndjson"},
+ "items": [{"human_commit": "abcdef12", "parent_commit": "p", "model": "m"}]}
+EOF2
+ok bench-run-trace "$ATR" bench run "$BR/trace.json" -q -o "$BR/trace"
+check bench-run-trace-requests "python3 -c \"
+import json; d = json.load(open('$BR/trace/results/abcdef12_human_result.json'))
+assert d['outcome'] == 'success' and d['metrics']['completed'] == 2 and d['benchmark'] == '2 of 2 requests succeeded', d['benchmark']\""
+sed "s|small.ndjson|missing.ndjson|" "$BR/trace.json" >"$BR/trace-missing.json"
+fails bench-run-trace-missing 1 "missing\.ndjson: No such file or directory" "$ATR" bench run "$BR/trace-missing.json" -q -o "$BR/never"
+absent bench-run-trace-missing-nothing "$BR/never"
