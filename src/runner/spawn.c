@@ -790,17 +790,27 @@ static int check_opts(const struct atr_spawn_opts *o, struct atr_error *err)
     return 0;
 }
 
+/* The plan for o, checked; *ino names the v2 group for the poison list. */
+static int plan_prepare(struct child_plan *p, const struct atr_spawn_opts *o, ino_t *ino,
+                        struct atr_error *err)
+{
+    plan_init(p, o);
+    if (check_opts(o, err) < 0 || plan_paths(p, err) < 0)
+        return -1;
+    *ino = cg_ino(o->cg);
+    p->use_into = !poisoned(*ino);
+    return 0;
+}
+
 int atr_spawn_run(const struct atr_spawn_opts *o, struct atr_spawn_result *r,
                   struct atr_error *err)
 {
     memset(r, 0, sizeof *r);
     r->exit_code = -1;
     struct child_plan plan;
-    plan_init(&plan, o);
-    if (check_opts(o, err) < 0 || plan_paths(&plan, err) < 0)
+    ino_t ino;
+    if (plan_prepare(&plan, o, &ino, err) < 0)
         return -1;
-    ino_t ino = cg_ino(o->cg);
-    plan.use_into = !poisoned(ino);
     struct spawn_fds f;
     struct spawn_run s = {.o = o, .pidfd = -1, .out = {.max = o->max_output}};
     int64_t t0 = now_us();
@@ -850,11 +860,9 @@ int atr_spawn_start(const struct atr_spawn_opts *o, int out_fd, struct atr_spawn
     memset(p, 0, sizeof *p);
     p->pidfd = -1;
     struct child_plan plan;
-    plan_init(&plan, o);
-    if (check_opts(o, err) < 0 || plan_paths(&plan, err) < 0)
+    ino_t ino;
+    if (plan_prepare(&plan, o, &ino, err) < 0)
         return -1;
-    ino_t ino = cg_ino(o->cg);
-    plan.use_into = !poisoned(ino);
     for (int attempt = 0; attempt < 2; attempt++) {
         int rep[2], devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
         if (devnull < 0 || pipe2(rep, O_CLOEXEC) < 0) {
