@@ -1,0 +1,224 @@
+/* run-server.c - `atr bench run`'s server lifecycle: the port free
+ * before and after, the start in its own process group and cgroup, readiness
+ * polled with a deadline, SIGTERM then SIGKILL. */
+#include "bench/run-impl.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* Does anything listen on 127.0.0.1:port? */
+/* A port nothing listens on now, from the kernel's ephemeral range; 0
+ * when none can be had. */
+unsigned run_free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return 0;
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    unsigned port = 0;
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+        port = ntohs(a.sin_port);
+    close(fd);
+    return port;
+}
+
+static bool port_open(unsigned port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return false;
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    bool open_ = connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
+    close(fd);
+    return open_;
+}
+
+/* Polls until nothing listens on the port; false at the deadline. */
+static bool await_port_free(unsigned port, double limit_s)
+{
+    double until = mono_s() + limit_s;
+    while (port_open(port)) {
+        if (mono_s() > until)
+            return false;
+        struct timespec ts = {0, 2000000};
+        nanosleep(&ts, NULL);
+    }
+    return true;
+}
+
+int run_server_start(struct run *r)
+{
+    struct runner *rn = r->rn;
+    if (port_open(r->port))
+        return atr_error_set(rn->err, "port %u is in use before the %s server of %s started: "
+                             "another server holds it (stop it, or set \"port\" in %s)",
+                             r->port, r->var->name, r->it->human_commit, rn->s->path);
+    struct atr_error err;
+    if (rn->use_cg) {
+        char name[64];
+        snprintf(name, sizeof name, "server-%zu", ++rn->serial);
+        if (atr_cg_create(&rn->host, &rn->root, name, &r->cg, &err) < 0)
+            return atr_error_set(rn->err, "server cgroup: %s", err.msg);
+        r->has_cg = true;
+    }
+    run_log_line(r, "==> server: %s", r->server_cmd);
+    struct atr_spawn_opts so = {
+        .command = r->server_cmd, .env = rn->env, .host = &rn->host,
+        .cg = r->has_cg ? &r->cg : NULL,
+    };
+    if (atr_spawn_start(&so, r->log_fd, &r->proc, &err) < 0)
+        return atr_error_set(rn->err, "server of %s %s: %s", r->it->human_commit, r->var->name,
+                             err.msg);
+    r->started = true;
+    atr_guard_watch(&rn->guard, r->proc.pid);
+    return 0;
+}
+
+/* The server exited on its own in phase: server_crashed, or oom. */
+void run_server_died(struct run *r, const char *phase)
+{
+    r->exit_phase = phase;
+    char why[64], line[320];
+    run_describe_exit(&r->exit, why, sizeof why);
+    run_log_line(r, "<== server: %s during %s", why, phase);
+    if (run_log_says_oom(r, line, sizeof line))
+        run_decide(r, ATR_BENCH_OOM, "Server ran out of memory during %s (%s): %s", phase, why, line);
+    else
+        run_decide(r, ATR_BENCH_SERVER_CRASHED, "Server crashed during %s: %s", phase, why);
+}
+
+static size_t discard(char *p, size_t size, size_t n, void *ctx)
+{
+    return size * n;
+}
+
+/* One GET of the readiness URL: its status, or 0 with why set. */
+static long probe(CURL *h, char *why, size_t cap, long timeout_ms)
+{
+    char ebuf[CURL_ERROR_SIZE] = "";
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, ebuf);
+    CURLcode rc = curl_easy_perform(h);
+    long status = 0;
+    if (rc == CURLE_OK)
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    if (rc != CURLE_OK)
+        snprintf(why, cap, "%s", *ebuf ? ebuf : curl_easy_strerror(rc));
+    else if (status != 200)
+        snprintf(why, cap, "HTTP %ld", status);
+    return status;
+}
+
+/* Polls the readiness URL until 200, the server's exit, the deadline or a
+ * stop. true when ready. */
+bool run_await_ready(struct run *r)
+{
+    CURL *h = curl_easy_init();
+    if (!h) {
+        run_decide(r, ATR_BENCH_STARTUP_TIMEOUT, "Server not ready: libcurl cannot start");
+        return false;
+    }
+    curl_easy_setopt(h, CURLOPT_URL, r->ready_url);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard);
+    curl_easy_setopt(h, CURLOPT_PROXY, "");      /* never through an http_proxy */
+    double start = mono_s(), until = start + r->var->startup_timeout_s;
+    char why[CURL_ERROR_SIZE + 32] = "no answer yet";
+    bool ready = false;
+    while (!run_stopped(r)) {
+        double left = until - mono_s();
+        if (left <= 0)
+            break;
+        long ms = (long)(left * 1000) + 1;
+        if (probe(h, why, sizeof why, ms < PROBE_TIMEOUT_MS ? ms : PROBE_TIMEOUT_MS) == 200) {
+            ready = true;
+            break;
+        }
+        if (atr_spawn_wait(&r->proc, READY_POLL_MS, &r->exit) == 1) {
+            curl_easy_cleanup(h);
+            run_server_died(r, "startup");
+            return false;
+        }
+    }
+    curl_easy_cleanup(h);
+    r->startup_s = mono_s() - start;
+    if (ready) {
+        r->ready_unix = unix_s();
+        run_log_line(r, "==> ready after %.3f s: %s", r->startup_s, r->ready_url);
+        return true;
+    }
+    if (run_stopped(r))
+        r->interrupted = true;
+    else
+        run_decide(r, ATR_BENCH_STARTUP_TIMEOUT, "Server not ready within %g s (%s: %s)",
+               r->var->startup_timeout_s, r->ready_url, why);
+    return false;
+}
+
+static void read_cg_stats(struct run *r)
+{
+    if (!r->has_cg)
+        return;
+    struct atr_cg_stats cs;
+    struct atr_error err;
+    if (atr_cg_read_stats(&r->rn->host, &r->cg, &cs, &err) == 0) {
+        r->oom_kills = cs.oom_kills;
+        r->mem_peak = cs.mem_peak;
+    }
+}
+
+/* SIGTERM to the process group, the grace period, then SIGKILL; the
+ * cgroup's stragglers killed and the group removed; the port free again. */
+int run_server_stop(struct run *r)
+{
+    struct runner *rn = r->rn;
+    if (!r->started)
+        return 0;
+    run_progress(r, ATR_BENCH_PHASE_STOP);
+    double grace = rn->o->grace_s > 0 ? rn->o->grace_s : ATR_BENCH_GRACE_S;
+    double t = mono_s();
+    r->term_unix = unix_s();
+    if (!r->proc.reaped) {
+        kill(-r->proc.pid, SIGTERM);
+        kill(r->proc.pid, SIGTERM);
+    }
+    double until = t + grace;
+    while (mono_s() < until) {
+        struct atr_spawn_result res;
+        bool shell_gone = atr_spawn_wait(&r->proc, 2, r->proc.reaped ? &res : &r->exit) == 1;
+        if (shell_gone && !atr_spawn_group_alive(&r->proc))
+            break;
+        if (shell_gone) {            /* its children are still shutting down */
+            struct timespec ts = {0, 2000000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    r->killed = !r->proc.reaped || atr_spawn_group_alive(&r->proc);
+    atr_spawn_kill(&r->proc, &r->exit);
+    read_cg_stats(r);
+    struct atr_error err;
+    if (r->has_cg) {
+        atr_cg_remove(&rn->host, &r->cg, &err);
+        r->has_cg = false;
+    }
+    atr_guard_watch(&rn->guard, 0);
+    r->started = false;
+    run_log_line(r, "<== server stopped%s", r->killed ? " with SIGKILL after the grace period" : "");
+    if (!await_port_free(r->port, ATR_BENCH_PORT_FREE_S))
+        return atr_error_set(rn->err, "port %u still in use %g s after the %s server of %s "
+                             "stopped: a process outside its process group and cgroup holds "
+                             "it (a container? see docs/bench.md)", r->port,
+                             ATR_BENCH_PORT_FREE_S, r->var->name, r->it->human_commit);
+    r->port_free_unix = unix_s();
+    r->teardown_s = mono_s() - t;
+    return 0;
+}
