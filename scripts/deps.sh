@@ -10,6 +10,16 @@ missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
 done
+# The OpenAI Node SDK for tests/cli/test-proxy-clients.sh, from the lockfile;
+# without npm (or the registry) that test fails and says why, the build goes on.
+node_deps() {
+    d=$(dirname "$0")/../tests/node
+    [ -f "$d/node_modules/openai/package.json" ] && return 0
+    command -v npm >/dev/null 2>&1 || { echo "deps: no npm, tests/node not installed" >&2; return 0; }
+    echo "deps: npm ci in tests/node" >&2
+    (cd "$d" && npm ci --no-audit --no-fund >/dev/null) || echo "deps: npm ci in tests/node failed" >&2
+}
+node_deps
 [ -z "$missing" ] && exit 0
 echo "deps: installing$missing" >&2
 SUDO=""

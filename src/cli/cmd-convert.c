@@ -8,6 +8,7 @@
 #include "cli/opts.h"
 #include "cli/progress.h"
 #include "trace/reader.h"
+#include "trace/sessions.h"
 #include "trace/writer.h"
 #include "util/output.h"
 
@@ -27,6 +28,7 @@ static const char help[] =
     "      --keep-content    also write message text (\"messages\", \"output\")\n"
     "      --redact-commands drop tool commands, keep only their program name\n"
     "      --expand          full hash_ids lists instead of prefix references\n"
+    "      --sessions        fold an atr proxy journal into one trace per session\n"
     "      --max-line BYTES  largest line/document accepted (default 256M)\n"
     "  -q, --quiet           no summary or progress line on stderr\n"
     "\n"
@@ -42,13 +44,19 @@ static const char help[] =
     "  playwright     Playwright trace.zip\n"
     "\n"
     "Message text is never written unless --keep-content; tool commands are\n"
-    "kept (replay runs them) unless --redact-commands.\n";
+    "kept (replay runs them) unless --redact-commands.\n"
+    "\n"
+    "--sessions reads the journal of atr proxy (one request per line; rotated\n"
+    "files too: J.1 J) and writes one trace per meta.session, its requests in\n"
+    "start order as llm steps and the time between a reply and the next\n"
+    "request as \"client\" tool steps, which replay waits as think time\n"
+    "(docs/proxy.md). A line without meta.session is an error.\n";
 
 struct convert_opts {
     const char *out, *from;
     struct atr_read_opts read;
     struct atr_write_opts write;
-    bool quiet;
+    bool quiet, sessions;
     int first_arg;           /* argv[first_arg..argc): the input FILEs */
 };
 
@@ -65,6 +73,7 @@ static const struct opt options[] = {
     OPT_FLAG(ARGS, read.keep_content, "keep-content", 0),
     OPT_FLAG(ARGS, write.redact_commands, "redact-commands", 0),
     OPT_FLAG(ARGS, write.expand, "expand", 0),
+    OPT_FLAG(ARGS, sessions, "sessions", 0),
     OPT_SIZE(ARGS, read.max_line, "max-line", 0, 1, SIZE_MAX, "--max-line wants a size like 64M"),
     OPT_FLAG(ARGS, quiet, "quiet", 'q'),
     OPT_END,
@@ -115,6 +124,33 @@ static int convert_file(const char *path, const struct convert_opts *o, struct a
     return rc;
 }
 
+/* --sessions: every input's requests folded, then one trace per session. */
+static int convert_sessions(int argc, char **argv, const struct convert_opts *o,
+                            struct atr_output *out, struct convert_totals *tot,
+                            struct atr_error *err)
+{
+    struct atr_sessions *s = atr_sessions_new();
+    struct atr_trace t = ATR_TRACE_INIT;
+    struct atr_buf line = ATR_BUF_INIT;
+    int rc = 0;
+    for (int i = o->first_arg; i < argc && rc == 0; i++, tot->files++)
+        rc = atr_sessions_read(s, argv[i], o->from, &o->read, err);
+    for (size_t k = 0; rc == 0 && k < atr_sessions_count(s); k++) {
+        atr_sessions_build(s, k, o->read.keep_content, &t);
+        atr_buf_clear(&line);
+        atr_trace_write(&line, &t, &o->write);
+        rc = atr_output_write(out, line.data, line.len, err);
+        tot->traces++;
+        tot->steps += t.n_steps;
+        for (size_t j = 0; j < t.n_steps; j++)
+            *(t.steps[j].kind == ATR_STEP_LLM ? &tot->llm : &tot->tool) += 1;
+    }
+    atr_buf_release(&line);
+    atr_trace_release(&t);
+    atr_sessions_free(s);
+    return rc;
+}
+
 static int run(int argc, char **argv)
 {
     struct convert_opts o = {0};
@@ -131,7 +167,9 @@ static int run(int argc, char **argv)
     struct cli_progress bar;
     cli_progress_init(&bar, o.quiet);
     int failed = 0;
-    for (int i = o.first_arg; i < argc && !failed; i++)
+    if (o.sessions)
+        failed = convert_sessions(argc, argv, &o, out, &tot, &err) < 0;
+    for (int i = o.first_arg; i < argc && !failed && !o.sessions; i++)
         failed = convert_file(argv[i], &o, out, &t, &line, &tot, &bar, &err) < 0;
     cli_progress_end(&bar);
     atr_trace_release(&t);

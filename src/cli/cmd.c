@@ -13,6 +13,7 @@ extern const struct atr_cmd cmd_sim_entry;
 extern const struct atr_cmd cmd_compare_entry;
 extern const struct atr_cmd cmd_router_entry;
 extern const struct atr_cmd cmd_bench_entry;
+extern const struct atr_cmd cmd_proxy_entry;
 
 const struct atr_cmd *const atr_cmds[] = {
     &cmd_convert_entry,
@@ -25,6 +26,7 @@ const struct atr_cmd *const atr_cmds[] = {
     &cmd_compare_entry,
     &cmd_router_entry,
     &cmd_bench_entry,
+    &cmd_proxy_entry,
     NULL,
 };
 

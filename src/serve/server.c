@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -984,8 +986,12 @@ static int listen_socket(const char *host, unsigned port, struct atr_error *err)
     if (rc != 0)
         return atr_error_set(err, "serve: %s: %s", host, gai_strerror(rc));
     int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), one = 1;
-    if (fd >= 0)
+    if (fd >= 0) {
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        /* Accepted sockets inherit it: each SSE chunk leaves at once instead
+         * of waiting (Nagle) for the client's delayed ACK of the last. */
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    }
     if (fd < 0 || bind(fd, res->ai_addr, res->ai_addrlen) < 0 || listen(fd, LISTEN_BACKLOG) < 0) {
         int e = errno;
         if (fd >= 0)

@@ -1,0 +1,224 @@
+# test-proxy.sh - `atr proxy` between curl and real `atr sim serve`
+# upstreams: streams relayed with the injected usage chunk stripped, JSON
+# answers, merged /v1/models, /metrics, /healthz, sessions, prefix-aware
+# routing, the journal, keys, limits, hostile input, an upstream that is
+# down, one killed mid-stream, a client that leaves, SIGTERM draining.
+# Every server is on a free port (--port 0) and stopped by its PID.
+
+PX=$T/proxy
+mkdir -p "$PX"
+
+# px_wait_port FILE PID : the port from "...: listening on http://H:PORT".
+px_wait_port() {
+    px_i=0 px_port=
+    while [ "$px_i" -lt 300 ] && [ -z "$px_port" ]; do
+        px_port=$(sed -n 's|^atr [a-z ]*: listening on http://127.0.0.1:\([0-9][0-9]*\)$|\1|p' "$1")
+        [ -n "$px_port" ] && break
+        kill -0 "$2" 2>/dev/null || break
+        sleep 0.05
+        px_i=$((px_i + 1))
+    done
+    echo "$px_port"
+}
+
+# px_up NAME ARGS... : starts sim serve; sets UP_PID, UP_PORT.
+px_up() {
+    n=$1; shift
+    : >"$PX/$n.out"
+    "$ATR" sim serve --port 0 "$@" >"$PX/$n.out" 2>"$PX/$n.err" &
+    UP_PID=$!
+    UP_PORT=$(px_wait_port "$PX/$n.out" $UP_PID)
+}
+
+# px_start NAME ARGS... : starts the proxy; sets PX_PID, PX_URL.
+px_start() {
+    n=$1; shift
+    : >"$PX/$n.out"
+    "$ATR" proxy --port 0 "$@" >"$PX/$n.out" 2>"$PX/$n.err" &
+    PX_PID=$!
+    PX_URL=http://127.0.0.1:$(px_wait_port "$PX/$n.out" $PX_PID)
+}
+
+px_stop() {
+    kill "$1" 2>/dev/null
+    wait "$1" 2>/dev/null
+}
+
+# Strips what differs between two runs of sim serve: ids and times.
+cat >"$PX/norm.py" <<'PY'
+import json, re, sys
+out = []
+for line in open(sys.argv[1], encoding="utf-8"):
+    line = line.rstrip("\n")
+    if line.startswith("data: {"):
+        d = json.loads(line[6:])
+        d.pop("created", None)
+        d["id"] = re.sub(r"\d+$", "N", d.get("id", ""))
+        line = "data: " + json.dumps(d, sort_keys=True)
+    elif line.startswith("{"):
+        d = json.loads(line)
+        d.pop("created", None)
+        d["id"] = re.sub(r"\d+$", "N", d.get("id", ""))
+        line = json.dumps(d, sort_keys=True)
+    out.append(line)
+print("\n".join(out))
+PY
+norm() { python3 "$PX/norm.py" "$1"; }
+
+px_up a --ttft 0 --itl 0
+UPA_PID=$UP_PID UPA=http://127.0.0.1:$UP_PORT
+px_up b --ttft 0 --itl 0 --model other-model
+UPB_PID=$UP_PID UPB=http://127.0.0.1:$UP_PORT
+px_start main --upstream "$UPA" --record "$PX/journal.ndjson" --fsync-interval 0.05 -v
+MAIN_PID=$PX_PID MAIN=$PX_URL
+check proxy-listening-line "grep -q '^atr proxy: listening on http://127.0.0.1:[0-9]*$' '$PX/main.out' && [ \$(wc -l <'$PX/main.out') = 1 ]"
+
+# ---- streams: the same events as direct, minus the usage chunk nobody asked for ----
+REQ='{"model":"atr-sim","prompt":"hello there","max_tokens":5,"stream":true}'
+curl -sN "$UPA/v1/completions" -d "$REQ" >"$PX/direct.sse"
+curl -sN "$MAIN/v1/completions" -d "$REQ" >"$PX/proxied.sse"
+check proxy-stream-equal "[ \"\$(python3 '$PX/norm.py' '$PX/direct.sse')\" = \"\$(python3 '$PX/norm.py' '$PX/proxied.sse')\" ] && grep -q '^data: \[DONE\]' '$PX/proxied.sse'"
+check proxy-stream-no-usage "! grep -q usage '$PX/proxied.sse'"
+REQU='{"model":"atr-sim","prompt":"hello there","max_tokens":5,"stream":true,"stream_options":{"include_usage":true}}'
+curl -sN "$UPA/v1/completions" -d "$REQU" >"$PX/direct-u.sse"
+curl -sN "$MAIN/v1/completions" -d "$REQU" >"$PX/proxied-u.sse"
+check proxy-stream-usage-kept "[ \"\$(python3 '$PX/norm.py' '$PX/direct-u.sse')\" = \"\$(python3 '$PX/norm.py' '$PX/proxied-u.sse')\" ] && grep -q '\"completion_tokens\":5' '$PX/proxied-u.sse'"
+CHAT='{"model":"atr-sim","messages":[{"role":"user","content":"hi"}],"max_tokens":4}'
+curl -s "$UPA/v1/chat/completions" -d "$CHAT" >"$PX/direct.json"
+curl -s "$MAIN/v1/chat/completions" -d "$CHAT" >"$PX/proxied.json"
+check proxy-json-equal "[ \"\$(python3 '$PX/norm.py' '$PX/direct.json')\" = \"\$(python3 '$PX/norm.py' '$PX/proxied.json')\" ]"
+st=$(curl -s -o "$PX/health" -w '%{http_code}' "$MAIN/healthz")
+check proxy-healthz "[ '$st' = 200 ]"
+curl -s "$MAIN/metrics" >"$PX/metrics.txt"
+check proxy-metrics "grep -q '^atr_proxy_requests_total 3$' '$PX/metrics.txt' && grep -q '^atr_proxy_generation_tokens_total 14$' '$PX/metrics.txt' && grep -q '^# TYPE atr_proxy_time_to_first_token_seconds histogram' '$PX/metrics.txt' && grep -q 'atr_proxy_upstream_requests_total{upstream=\"$UPA\"} 3' '$PX/metrics.txt'"
+check proxy-verbose-lines "[ \$(grep -c '^atr proxy: ' '$PX/main.err') = 3 ]"
+
+# ---- sessions: a header, and prefix continuity of a growing chat ----
+H1='{"model":"atr-sim","messages":[{"role":"system","content":"'$(python3 -c "print('word ' * 200)")'"},{"role":"user","content":"fix the bug"}],"max_tokens":2}'
+H2='{"model":"atr-sim","messages":[{"role":"system","content":"'$(python3 -c "print('word ' * 200)")'"},{"role":"user","content":"fix the bug"},{"role":"assistant","content":"ok"},{"role":"user","content":"now test it"}],"max_tokens":2}'
+curl -s -o /dev/null "$MAIN/v1/chat/completions" -d "$H1"
+curl -s -o /dev/null "$MAIN/v1/chat/completions" -d "$H2"
+curl -s -o /dev/null -H 'X-Session-Id: agent-7' "$MAIN/v1/chat/completions" -d "$CHAT"
+curl -s -o /dev/null -H 'X-Session-Id: agent-7' "$MAIN/v1/chat/completions" -d "$CHAT"
+px_stop $MAIN_PID
+check proxy-journal-lines "[ \$(wc -l <'$PX/journal.ndjson') = 7 ]"
+ok proxy-journal-validates "$ATR" validate "$PX/journal.ndjson"
+cat >"$PX/sessions.py" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+m = [r["meta"] for r in rows]
+# the growing chat: the second request continues the first's session
+assert m[3]["session_source"] == "new" and m[4]["session_source"] == "prefix", m[3:5]
+assert m[4]["session"] == m[3]["session"] and m[4]["turn"] == 1
+assert m[5]["session"] == "agent-7" and m[5]["session_source"] == "header" and m[6]["turn"] == 1
+h3, h4 = rows[3]["steps"][0]["hash_ids"], rows[4]["steps"][0]["hash_ids"]
+# the shared full blocks (the last id of the shorter prompt is its open block)
+assert len(h4) > len(h3) > 1 and h4[:len(h3) - 1] == h3[:-1]
+s0 = rows[0]["steps"][0]
+assert s0["output_tokens"] == 5 and m[0]["stream"] and m[0]["status"] == 200, rows[0]
+assert m[0]["ttft_ms"] >= 0 and m[0]["itl_ms"]["n"] == 4
+text = open(sys.argv[1]).read()
+assert "hello there" not in text and "fix the bug" not in text    # metadata only
+PY
+check proxy-journal-sessions "python3 '$PX/sessions.py' '$PX/journal.ndjson'"
+
+# ---- /v1/models merged; prefix-aware routing keeps a session on one upstream ----
+px_start models --upstream "$UPA" --upstream "$UPB"
+curl -s "$PX_URL/v1/models" >"$PX/models.json"
+px_stop $PX_PID
+check proxy-models-merged "python3 -c \"import json; d=json.load(open('$PX/models.json')); assert sorted(m['id'] for m in d['data']) == ['atr-sim', 'other-model'], d\""
+px_up a2 --ttft 0 --itl 0
+UPA2_PID=$UP_PID UPA2=http://127.0.0.1:$UP_PORT
+px_start two --upstream "$UPA" --upstream "$UPA2" --policy prefix-route --record "$PX/two.ndjson"
+TWO_PID=$PX_PID TWO=$PX_URL
+for i in 1 2 3; do curl -s -o /dev/null "$TWO/v1/chat/completions" -d "$H1"; done
+px_stop $TWO_PID
+px_stop $UPA2_PID
+check proxy-prefix-route-sticky "python3 -c \"import json; r=[json.loads(l)['meta'] for l in open('$PX/two.ndjson')]; assert len(r) == 3 and len({m['upstream'] for m in r}) == 1 and r[0]['policy'] == 'prefix-route', r\""
+
+# ---- an upstream that is down: 502, or the next upstream before the first byte ----
+DEAD=http://127.0.0.1:$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+px_start dead --upstream "$DEAD"
+DEAD_PID=$PX_PID
+st=$(curl -s -o "$PX/502.json" -w '%{http_code}' "$PX_URL/v1/chat/completions" -d "$CHAT")
+check proxy-upstream-down-502 "[ '$st' = 502 ] && python3 -c \"import json; e=json.load(open('$PX/502.json'))['error']; assert e['code'] == 502 and e['type'] and e['message']\""
+px_stop $DEAD_PID
+px_start retry --upstream "$DEAD" --upstream "$UPA" --record "$PX/retry.ndjson"
+RETRY_PID=$PX_PID
+st=$(curl -s -o /dev/null -w '%{http_code}' "$PX_URL/v1/chat/completions" -d "$CHAT")
+px_stop $RETRY_PID
+check proxy-retry-next-upstream "[ '$st' = 200 ] && python3 -c \"import json; m=json.loads(open('$PX/retry.ndjson').readline())['meta']; assert m['retries'] == 1 and m['upstream'] == 1, m\""
+
+# ---- an upstream killed mid-stream: an SSE error event and a clean end ----
+px_up slow --ttft 0 --itl 100
+SLOW_PID=$UP_PID SLOW=http://127.0.0.1:$UP_PORT
+px_start cut --upstream "$SLOW" --record "$PX/cut.ndjson"
+CUT_PID=$PX_PID
+curl -sN "$PX_URL/v1/completions" -d '{"model":"atr-sim","prompt":"x","max_tokens":100,"stream":true}' >"$PX/cut.sse" &
+CURL_PID=$!
+i=0; while [ $i -lt 100 ] && [ "$(grep -c '^data: {' "$PX/cut.sse" 2>/dev/null)" -lt 3 ]; do sleep 0.05; i=$((i+1)); done
+kill -KILL $SLOW_PID; wait $SLOW_PID 2>/dev/null
+wait $CURL_PID; rc=$?
+check proxy-cut-error-event "[ $rc = 0 ] && tail -n 2 '$PX/cut.sse' | grep -q '^data: {\"error\":{\"message\":\"upstream closed the stream\"' && ! grep -q DONE '$PX/cut.sse'"
+px_stop $CUT_PID
+check proxy-cut-recorded "python3 -c \"import json; m=json.loads(open('$PX/cut.ndjson').readline())['meta']; assert m['error'] == 'upstream cut', m\""
+
+# ---- a client that leaves: the upstream request is cancelled ----
+px_up slow2 --ttft 0 --itl 100
+SLOW2_PID=$UP_PID SLOW2=http://127.0.0.1:$UP_PORT
+px_start gone --upstream "$SLOW2" --record "$PX/gone.ndjson"
+GONE_PID=$PX_PID
+curl -sN --max-time 0.5 "$PX_URL/v1/completions" -d '{"model":"atr-sim","prompt":"x","max_tokens":100,"stream":true}' >/dev/null
+i=0; while [ $i -lt 100 ] && ! curl -s "$SLOW2/metrics" | grep -q '^vllm:num_requests_running{model_name="atr-sim"} 0'; do sleep 0.05; i=$((i+1)); done
+check proxy-client-gone-cancels-upstream "curl -s '$SLOW2/metrics' | grep -q '^vllm:num_requests_running{model_name=\"atr-sim\"} 0'"
+px_stop $GONE_PID
+check proxy-client-gone-recorded "python3 -c \"import json; m=json.loads(open('$PX/gone.ndjson').readline())['meta']; assert m['error'] == 'client gone', m\""
+
+# ---- SIGTERM: the stream in flight finishes, then exit 0 ----
+px_start drain --upstream "$SLOW2"
+DRAIN_PID=$PX_PID
+curl -sN "$PX_URL/v1/completions" -d '{"model":"atr-sim","prompt":"x","max_tokens":10,"stream":true}' >"$PX/drain.sse" &
+CURL_PID=$!
+i=0; while [ $i -lt 100 ] && ! grep -q '^data: {' "$PX/drain.sse" 2>/dev/null; do sleep 0.02; i=$((i+1)); done
+kill -TERM $DRAIN_PID
+wait $DRAIN_PID; rc=$?
+wait $CURL_PID
+check proxy-sigterm-drains "[ $rc = 0 ] && [ \$(grep -c '^data: {' '$PX/drain.sse') = 10 ] && grep -q '^data: \[DONE\]' '$PX/drain.sse'"
+
+# ---- keys ----
+export ATR_TEST_PROXY_KEY=sk-secret-123
+px_start keyed --upstream "$UPA" --client-key-env ATR_TEST_PROXY_KEY -v
+KEY_PID=$PX_PID
+st=$(curl -s -o "$PX/401.json" -w '%{http_code}' "$PX_URL/v1/chat/completions" -d "$CHAT")
+st2=$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer sk-wrong-123' "$PX_URL/v1/chat/completions" -d "$CHAT")
+st3=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $ATR_TEST_PROXY_KEY" "$PX_URL/v1/chat/completions" -d "$CHAT")
+px_stop $KEY_PID
+check proxy-client-key "[ '$st' = 401 ] && [ '$st2' = 401 ] && [ '$st3' = 200 ] && grep -q AuthenticationError '$PX/401.json'"
+check proxy-key-never-printed "! grep -q sk-secret '$PX/keyed.err' '$PX/keyed.out'"
+fails proxy-key-env-missing 2 "ATR_TEST_UNSET_KEY is not set" "$ATR" proxy --upstream "$UPA" --client-key-env ATR_TEST_UNSET_KEY
+
+# ---- hostile input: clear errors, the proxy stays up ----
+px_start hostile --upstream "$UPA" --max-body 64K
+HOS_PID=$PX_PID
+st=$(curl -s -o "$PX/400.json" -w '%{http_code}' "$PX_URL/v1/chat/completions" -d '{"model": "x", "messages": [')
+check proxy-bad-json-400 "[ '$st' = 400 ] && grep -q 'request body: 1:' '$PX/400.json'"
+st=$(curl -s -o /dev/null -w '%{http_code}' "$PX_URL/v1/chat/completions" -d '[1,2]')
+check proxy-not-object-400 "[ '$st' = 400 ]"
+head -c 200000 /dev/zero | tr '\0' 'a' >"$PX/big.txt"
+st=$(curl -s -o /dev/null -w '%{http_code}' "$PX_URL/v1/completions" --data-binary @"$PX/big.txt")
+check proxy-body-too-large "[ '$st' = 413 ]"
+st=$(curl -s -o /dev/null -w '%{http_code}' --path-as-is "$PX_URL/v1/../etc/passwd")
+st2=$(curl -s -o /dev/null -w '%{http_code}' "$PX_URL/v1/models%00x")
+check proxy-bad-paths "[ '$st' = 400 ] && [ '$st2' = 400 ]"
+st=$(curl -s -o /dev/null -w '%{http_code}' -X GET "$PX_URL/v1/chat/completions")
+check proxy-wrong-method "[ '$st' = 405 ]"
+check proxy-still-up "[ \$(curl -s -o /dev/null -w '%{http_code}' '$PX_URL/healthz') = 200 ] && kill -0 $HOS_PID"
+px_stop $HOS_PID
+
+fails proxy-no-upstream 2 "wants at least one --upstream" "$ATR" proxy
+fails proxy-bad-upstream 2 "--upstream wants http://HOST:PORT" "$ATR" proxy --upstream ftp://x
+fails proxy-bad-policy 2 "unknown policy" "$ATR" proxy --upstream "$UPA" --policy nope
+
+px_stop $SLOW2_PID
+px_stop $UPA_PID
+px_stop $UPB_PID
