@@ -156,7 +156,12 @@ px_start cut --upstream "$SLOW" --record "$PX/cut.ndjson"
 CUT_PID=$PX_PID
 curl -sN "$PX_URL/v1/completions" -d '{"model":"atr-sim","prompt":"x","max_tokens":100,"stream":true}' >"$PX/cut.sse" &
 CURL_PID=$!
-i=0; while [ $i -lt 100 ] && [ "$(grep -c '^data: {' "$PX/cut.sse" 2>/dev/null)" -lt 3 ]; do sleep 0.05; i=$((i+1)); done
+i=0
+while [ $i -lt 200 ]; do
+    n=$(grep -c '^data: {' "$PX/cut.sse" 2>/dev/null)
+    [ "${n:-0}" -ge 3 ] && break
+    sleep 0.05; i=$((i+1))
+done
 kill -KILL $SLOW_PID; wait $SLOW_PID 2>/dev/null
 wait $CURL_PID; rc=$?
 check proxy-cut-error-event "[ $rc = 0 ] && tail -n 2 '$PX/cut.sse' | grep -q '^data: {\"error\":{\"message\":\"upstream closed the stream\"' && ! grep -q DONE '$PX/cut.sse'"
@@ -214,6 +219,116 @@ st=$(curl -s -o /dev/null -w '%{http_code}' -X GET "$PX_URL/v1/chat/completions"
 check proxy-wrong-method "[ '$st' = 405 ]"
 check proxy-still-up "[ \$(curl -s -o /dev/null -w '%{http_code}' '$PX_URL/healthz') = 200 ] && kill -0 $HOS_PID"
 px_stop $HOS_PID
+
+# ---- a slow reader: the proxy pauses the upstream, its memory stays flat ----
+px_up fast --ttft 0 --itl 0
+FAST_PID=$UP_PID FAST=http://127.0.0.1:$UP_PORT
+px_start slowread --upstream "$FAST" --max-buffered 64K
+SR_PID=$PX_PID SR_PORT=${PX_URL##*:}
+rss() { sed -n 's/^VmRSS:[^0-9]*\([0-9]*\).*/\1/p' "/proc/$1/status"; }
+RSS0=$(rss $SR_PID)
+cat >"$PX/stall.py" <<'PY'
+import socket, sys, time
+port = int(sys.argv[1])
+body = b'{"model":"atr-sim","prompt":"x","max_tokens":2000000,"stream":true,"ignore_eos":true}'
+s = socket.create_connection(("127.0.0.1", port))
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+          b"Content-Length: %d\r\n\r\n" % len(body) + body)
+s.recv(1024)                 # the stream started; now read nothing
+time.sleep(float(sys.argv[2]))
+s.close()
+PY
+python3 "$PX/stall.py" "$SR_PORT" 3 &
+STALL_PID=$!
+i=0; while [ $i -lt 40 ]; do sleep 0.05; i=$((i+1)); done   # the stream runs against a full socket
+RSS1=$(rss $SR_PID)
+wait $STALL_PID
+check proxy-slow-reader-bounded "[ \$(( $RSS1 - $RSS0 )) -lt 16384 ]"
+check proxy-slow-reader-still-serves "[ \$(curl -s -o /dev/null -w '%{http_code}' '$PX_URL/healthz') = 200 ]"
+px_stop $SR_PID
+px_stop $FAST_PID
+
+# ---- more hostile input: a 1 GB body, 100k headers, slow headers ----
+px_start hostile2 --upstream "$UPA"
+H2_PID=$PX_PID H2_PORT=${PX_URL##*:}
+RSS0=$(rss $H2_PID)
+python3 - "$H2_PORT" >"$PX/gb.out" 2>&1 <<'PY'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+          b"Content-Length: 1073741824\r\n\r\n")
+chunk, sent = b"a" * (1 << 20), 0
+try:
+    while sent < 1 << 30:            # 1 GB, until the proxy refuses it
+        s.sendall(chunk)
+        sent += len(chunk)
+except OSError:
+    pass
+s.settimeout(10)
+try:
+    print(s.recv(100).split(b"\r\n")[0].decode(), sent >> 20)
+except OSError as e:
+    print("closed", e, sent >> 20)
+PY
+check proxy-1gb-body-413 "grep -q '^HTTP/1.1 413 ' '$PX/gb.out'"
+python3 - "$H2_PORT" >"$PX/headers.out" 2>&1 <<'PY'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.settimeout(10)
+try:
+    s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n" + b"".join(b"X-H%d: v\r\n" % i for i in range(100000)) + b"\r\n")
+except OSError:
+    pass
+try:
+    print(s.recv(100).split(b"\r\n")[0].decode())
+except OSError as e:
+    print("closed", e)
+PY
+check proxy-100k-headers-refused "! grep -q ' 200 ' '$PX/headers.out'"
+python3 - "$H2_PORT" <<'PY' &
+import socket, sys, time
+socks = []
+for i in range(200):                 # slowloris: headers that never end
+    s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n")
+    socks.append(s)
+time.sleep(3)
+PY
+LORIS_PID=$!
+sleep 0.5
+st=$(curl -s -m 5 -o /dev/null -w '%{http_code}' "$PX_URL/v1/chat/completions" -d "$CHAT")
+check proxy-slowloris-others-served "[ '$st' = 200 ]"
+wait $LORIS_PID
+RSS1=$(rss $H2_PID)
+check proxy-hostile-memory-flat "[ \$(( $RSS1 - $RSS0 )) -lt 32768 ] && kill -0 $H2_PID"
+px_stop $H2_PID
+
+# ---- record live agent sessions, fold them, replay the recording ----
+"$ATR" gen --kind swe --traces 3 --seed 4 -o "$PX/swe.ndjson" 2>/dev/null
+px_up eng1 --profile h100/llama-3.1-8b --time-scale 0.02
+ENG1_PID=$UP_PID
+px_start rec --upstream "http://127.0.0.1:$UP_PORT" --record "$PX/live.ndjson"
+REC_PID=$PX_PID
+ok proxy-replay-through "$ATR" replay llm -q --warmup 0 "$PX/swe.ndjson" --target "$PX_URL" --time-scale 0.001 --rate inf --save-result "$PX/r1.json"
+px_stop $REC_PID
+px_stop $ENG1_PID
+ok proxy-fold-sessions "$ATR" convert -q "$PX/live.ndjson" --sessions -o "$PX/sessions.ndjson"
+px_up eng2 --profile h100/llama-3.1-8b --time-scale 0.02
+ENG2_PID=$UP_PID
+ok proxy-replay-recording "$ATR" replay llm -q --warmup 0 "$PX/sessions.ndjson" --target "http://127.0.0.1:$UP_PORT" --time-scale 0.001 --rate inf --save-result "$PX/r2.json"
+px_stop $ENG2_PID
+cat >"$PX/roundtrip.py" <<'PY'
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+assert a["completed"] == b["completed"] == 75, (a["completed"], b["completed"])
+assert a["total_output_tokens"] == b["total_output_tokens"], (a["total_output_tokens"], b["total_output_tokens"])
+assert abs(a["total_input_tokens"] - b["total_input_tokens"]) <= 0.01 * a["total_input_tokens"]
+ha, hb = a["atr"]["prefix_cache_hit_rate"], b["atr"]["prefix_cache_hit_rate"]
+assert abs(ha - hb) <= 0.05 * ha, (ha, hb)
+PY
+check proxy-recording-replays-alike "python3 '$PX/roundtrip.py' '$PX/r1.json' '$PX/r2.json'"
+check proxy-recording-three-sessions "[ \$(wc -l <'$PX/sessions.ndjson') = 3 ]"
 
 fails proxy-no-upstream 2 "wants at least one --upstream" "$ATR" proxy
 fails proxy-bad-upstream 2 "--upstream wants http://HOST:PORT" "$ATR" proxy --upstream ftp://x

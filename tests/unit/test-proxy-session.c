@@ -1,0 +1,86 @@
+/* test-proxy-session.c - which session a proxied request belongs to
+ * (proxy/session.c): named by header or user, prefix continuity of a
+ * growing prompt, new sessions, and a table grown past its first size. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#include "proxy/proxy-impl.h"
+
+static size_t find(struct proxy_sessions *s, const char *name, const uint64_t *ids, size_t n,
+                   const char **src)
+{
+    return proxy_session_find(s, name, name ? strlen(name) : 0, "header", ids, n, src);
+}
+
+static void test_named(void **state)
+{
+    struct proxy_sessions s;
+    proxy_sessions_init(&s);
+    const char *src;
+    size_t a = find(&s, "agent-1", NULL, 0, &src);
+    assert_string_equal(src, "header");
+    size_t b = find(&s, "agent-2", NULL, 0, &src);
+    assert_int_not_equal(a, b);
+    assert_int_equal(find(&s, "agent-1", NULL, 0, &src), a);
+    assert_string_equal(s.v[a].id, "agent-1");
+    proxy_sessions_release(&s);
+}
+
+static void test_prefix_continuity(void **state)
+{
+    struct proxy_sessions s;
+    proxy_sessions_init(&s);
+    const char *src;
+    uint64_t turn1[] = {11, 12, 13}, turn2[] = {11, 12, 13, 14, 15}, other[] = {21, 22};
+    size_t a = find(&s, NULL, turn1, 3, &src);
+    assert_string_equal(src, "new");
+    proxy_session_note(&s, a, turn1, 3);
+    size_t b = find(&s, NULL, other, 2, &src);
+    assert_string_equal(src, "new");
+    assert_int_not_equal(a, b);
+    proxy_session_note(&s, b, other, 2);
+    assert_int_equal(find(&s, NULL, turn2, 5, &src), a);     /* turn 2 extends turn 1 */
+    assert_string_equal(src, "prefix");
+    proxy_session_note(&s, a, turn2, 5);
+    uint64_t turn3[] = {11, 12, 13, 14, 15, 16};
+    assert_int_equal(find(&s, NULL, turn3, 6, &src), a);
+    uint64_t fork[] = {11, 12, 99};                          /* shares less than a whole prompt */
+    size_t c = find(&s, NULL, fork, 3, &src);
+    assert_string_equal(src, "new");
+    assert_int_not_equal(c, a);
+    proxy_sessions_release(&s);
+}
+
+static void test_many(void **state)
+{
+    struct proxy_sessions s;
+    proxy_sessions_init(&s);
+    const char *src;
+    char name[32];
+    for (int i = 0; i < 5000; i++) {
+        snprintf(name, sizeof name, "s-%d", i);
+        assert_int_equal(find(&s, name, NULL, 0, &src), (size_t)i);
+    }
+    for (int i = 0; i < 5000; i += 97) {
+        snprintf(name, sizeof name, "s-%d", i);
+        assert_int_equal(find(&s, name, NULL, 0, &src), (size_t)i);
+    }
+    assert_int_equal(s.n, 5000);
+    proxy_sessions_release(&s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_named),
+        cmocka_unit_test(test_prefix_continuity),
+        cmocka_unit_test(test_many),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
