@@ -343,8 +343,6 @@ static void set_defaults(struct atr_proxy_cfg *c)
         c->max_headers = 64u << 10;
     if (!c->max_connections)
         c->max_connections = 4096;
-    if (c->connect_timeout_s <= 0)
-        c->connect_timeout_s = 5;
     if (c->first_byte_timeout_s <= 0)
         c->first_byte_timeout_s = 600;
     if (c->idle_timeout_s <= 0)

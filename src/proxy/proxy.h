@@ -39,9 +39,10 @@ struct atr_proxy_cfg {
     size_t max_body;                 /* request body bytes [16 MiB]: 413 */
     size_t max_headers;              /* request header bytes [64 KiB]: 431/400 */
     unsigned max_connections;        /* client connections [4096]: 503 beyond */
-    double connect_timeout_s;        /* to an upstream [5] */
     double first_byte_timeout_s;     /* upstream's first byte [600] */
-    double idle_timeout_s;           /* between upstream bytes, and idle clients [120] */
+    double idle_timeout_s;           /* between upstream bytes, and idle clients [120];
+                                        also bounds a connect (libevent 2.1 has one
+                                        timeout per connection) */
     size_t max_buffered;             /* bytes queued for one slow client before the
                                         upstream is paused [256 KiB] */
     void (*on_record)(void *ctx, const struct atr_proxy_record *r);

@@ -190,6 +190,14 @@ wait $DRAIN_PID; rc=$?
 wait $CURL_PID
 check proxy-sigterm-drains "[ $rc = 0 ] && [ \$(grep -c '^data: {' '$PX/drain.sse') = 10 ] && grep -q '^data: \[DONE\]' '$PX/drain.sse'"
 
+# ---- SIGKILL: every finished request's line is whole ----
+px_start killed --upstream "$UPA" --record "$PX/killed.ndjson" --fsync-interval 10
+KILLED_PID=$PX_PID
+for i in 1 2 3 4 5; do curl -s -o /dev/null "$PX_URL/v1/chat/completions" -d "$CHAT"; done
+kill -KILL $KILLED_PID; wait $KILLED_PID 2>/dev/null
+check proxy-sigkill-journal-whole "[ \$(wc -l <'$PX/killed.ndjson') = 5 ] && python3 -c \"import json; [json.loads(l) for l in open('$PX/killed.ndjson')]\""
+ok proxy-sigkill-journal-validates "$ATR" validate "$PX/killed.ndjson"
+
 # ---- keys ----
 export ATR_TEST_PROXY_KEY=sk-secret-123
 px_start keyed --upstream "$UPA" --client-key-env ATR_TEST_PROXY_KEY -v
