@@ -10,12 +10,9 @@
  * directly; they mark it and let its reap event do it from the loop. */
 #include <errno.h>
 #include <math.h>
-#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -29,11 +26,11 @@
 #include "json/writer.h"
 #include "serve/server.h"
 #include "util/alloc.h"
+#include "util/net.h"
 #include "util/buf.h"
 
 #define DEFAULT_MAX_BODY (16u << 20)
 #define CHAT_DEFAULT_MAX 4096
-#define LISTEN_BACKLOG 4096
 
 /* vLLM's time_to_first_token_seconds buckets. */
 static const double ttft_buckets[] = {
@@ -975,45 +972,12 @@ struct atr_serve *atr_serve_new(struct event_base *base, const struct atr_serve_
     return s;
 }
 
-static int listen_socket(const char *host, unsigned port, struct atr_error *err)
-{
-    struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-                              .ai_flags = AI_PASSIVE | AI_NUMERICSERV };
-    struct addrinfo *res;
-    char ps[16];
-    snprintf(ps, sizeof ps, "%u", port);
-    int rc = getaddrinfo(host, ps, &hints, &res);
-    if (rc != 0)
-        return atr_error_set(err, "serve: %s: %s", host, gai_strerror(rc));
-    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), one = 1;
-    if (fd >= 0) {
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        /* Accepted sockets inherit it: each SSE chunk leaves at once instead
-         * of waiting (Nagle) for the client's delayed ACK of the last. */
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    }
-    if (fd < 0 || bind(fd, res->ai_addr, res->ai_addrlen) < 0 || listen(fd, LISTEN_BACKLOG) < 0) {
-        int e = errno;
-        if (fd >= 0)
-            close(fd);
-        freeaddrinfo(res);
-        return atr_error_set(err, "serve: cannot listen on %s:%u: %s", host, port, strerror(e));
-    }
-    freeaddrinfo(res);
-    return fd;
-}
-
 int atr_serve_listen(struct atr_serve *s, struct atr_error *err)
 {
     const char *host = s->cfg.host ? s->cfg.host : "127.0.0.1";
-    int fd = listen_socket(host, s->cfg.port, err);
+    int fd = atr_net_listen("serve", host, s->cfg.port, &s->port, err);
     if (fd < 0)
         return -1;
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof ss;
-    if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
-        s->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
-                                                 : ((struct sockaddr_in *)&ss)->sin_port);
     if (!evhttp_accept_socket_with_handle(s->http, fd)) {
         close(fd);
         return atr_error_set(err, "serve: cannot accept on %s", host);
