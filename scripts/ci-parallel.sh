@@ -15,6 +15,8 @@ copy() {
     git -C "$ROOT" ls-files -co --exclude-standard -z |
         tar -C "$ROOT" --null -T - --ignore-failed-read -cf - | tar -C "$W/$1/main" -xf -
     [ ! -d "$ROOT/../shared" ] || ln -s "$(cd "$ROOT/../shared" && pwd)" "$W/$1/shared"
+    # what `make check` installed in a clone (git ignores it): the Node SDK
+    [ ! -d "$ROOT/tests/node/node_modules" ] || cp -a "$ROOT/tests/node/node_modules" "$W/$1/main/tests/node/"
 }
 
 copy 1 && copy 2 || { echo "ci-parallel: cannot copy $ROOT" >&2; exit 1; }
