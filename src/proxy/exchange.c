@@ -374,13 +374,53 @@ static void take_usage(struct exchange *ex, const struct atr_sse_payload *pl)
 
 /* One SSE event: stamped, read for usage, queued for the client unless it
  * is the usage chunk the client did not ask for. */
+/* The common event, a content chunk without usage, is told by one scan
+ * over its quotes for the keys "choices", "usage" and "error": a chunk is
+ * "choices" then '[' and something other than ']' (vLLM's rule). Only
+ * events that mention usage or an error, or have no choices, are parsed
+ * whole; parsing every chunk cost more CPU than the rest of the relay. */
+static bool key_at(const char *q, const char *end, const char *key, size_t n)
+{
+    return (size_t)(end - q) > n + 1 && memcmp(q + 1, key, n) == 0 && q[n + 1] == '"';
+}
+
+static bool quick_chunk(const char *data, size_t len, bool *needs_parse)
+{
+    const char *end = data + len, *choices = NULL;
+    bool other = false;
+    for (const char *q = memchr(data, '"', len); q; q = memchr(q + 1, '"', (size_t)(end - q - 1))) {
+        if (!choices && key_at(q, end, "choices", 7))
+            choices = q + 9;
+        else if (key_at(q, end, "usage", 5) || key_at(q, end, "error", 5))
+            other = true;
+        if (q + 1 >= end)
+            break;
+    }
+    const char *c = choices;
+    while (c && c < end && (*c == ' ' || *c == ':' || *c == '\t' || *c == '\n' || *c == '\r'))
+        c++;
+    bool chunk = c && c < end && *c == '[';
+    if (chunk) {
+        for (c++; c < end && (*c == ' ' || *c == '\t' || *c == '\n' || *c == '\r'); c++)
+            ;
+        chunk = c < end && *c != ']';
+    }
+    *needs_parse = other || !chunk;
+    return chunk;
+}
+
 static int on_event(void *ctx, const char *data, size_t len)
 {
     struct exchange *ex = ctx;
     struct atr_sse_payload pl;
-    atr_arena_clear(&ex->scratch);
-    bool parsed = atr_sse_payload_parse(&ex->scratch, data, len, &pl) == 0;
-    if (parsed && pl.chunk)
+    bool needs_parse, parsed = false;
+    bool chunk = quick_chunk(data, len, &needs_parse);
+    if (needs_parse) {
+        atr_arena_clear(&ex->scratch);
+        parsed = atr_sse_payload_parse(&ex->scratch, data, len, &pl) == 0;
+        chunk = parsed && pl.chunk;
+    }
+    if (chunk)
         stamp_chunk(ex);
     if (parsed && pl.usage)
         take_usage(ex, &pl);
