@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 
 #include "exp/exp.h"
+#include "exp/sweep.h"
 #include "stats/result.h"
 #include "util/alloc.h"
 
@@ -48,23 +49,6 @@ static void *watchdog_main(void *arg)
     return NULL;
 }
 
-/* The generated workload: n single-turn sessions of fixed lengths. */
-static void generated_workload(const struct atr_bench_workload *wl, struct atr_workload *w)
-{
-    *w = (struct atr_workload)ATR_WORKLOAD_INIT;
-    w->block_size = 16;
-    w->n_sessions = w->n_turns = (size_t)wl->requests;
-    w->sessions = xcalloc(w->n_sessions, sizeof *w->sessions);
-    for (size_t i = 0; i < w->n_sessions; i++) {
-        struct atr_session *s = &w->sessions[i];
-        s->trace_id = xasprintf("request-%zu", i);
-        s->turns = xcalloc(1, sizeof *s->turns);
-        s->n_turns = 1;
-        s->turns[0].prompt_tokens = (uint32_t)wl->input_tokens;
-        s->turns[0].output_tokens = (uint32_t)wl->output_tokens;
-    }
-}
-
 /* The serving workload, read before anything starts: a trace that cannot
  * be read is the spec's fault, not a run's outcome. */
 int run_load_workload(struct runner *rn)
@@ -82,7 +66,8 @@ int run_load_workload(struct runner *rn)
         if (!w->n_turns)
             return atr_error_set(rn->err, "%s: no llm steps to send", wl->trace);
     } else {
-        generated_workload(wl, w);
+        atr_workload_generated(w, (size_t)wl->requests, (uint32_t)wl->input_tokens,
+                               (uint32_t)wl->output_tokens);
         sched->kind = ATR_ARRIVAL_BURST;
     }
     if (wl->rate > 0) {

@@ -14,6 +14,8 @@ extern const struct atr_cmd cmd_compare_entry;
 extern const struct atr_cmd cmd_router_entry;
 extern const struct atr_cmd cmd_bench_entry;
 extern const struct atr_cmd cmd_proxy_entry;
+extern const struct atr_cmd cmd_report_entry;
+extern const struct atr_cmd cmd_sweep_entry;
 
 const struct atr_cmd *const atr_cmds[] = {
     &cmd_convert_entry,
@@ -27,6 +29,8 @@ const struct atr_cmd *const atr_cmds[] = {
     &cmd_router_entry,
     &cmd_bench_entry,
     &cmd_proxy_entry,
+    &cmd_report_entry,
+    &cmd_sweep_entry,
     NULL,
 };
 

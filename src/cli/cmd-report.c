@@ -1,0 +1,116 @@
+/* cmd-report.c - `atr report INPUT... -o report.html`: one self-contained
+ * HTML file from trace files, result JSON and bench folders (docs/report.md). */
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cmd.h"
+#include "cli/opts.h"
+#include "report/html.h"
+#include "util/buf.h"
+#include "util/output.h"
+
+static const char help[] =
+    "usage: atr report [OPTIONS] INPUT... -o REPORT.html\n"
+    "\n"
+    "Writes one self-contained HTML file (data, CSS and JS inline, no network\n"
+    "request; tables readable without JS; light and dark follow the system)\n"
+    "from atr outputs, each recognised by its content:\n"
+    "  trace files     any format the trace readers sniff (.gz/.zst too):\n"
+    "                  the trace explorer, a step timeline per trace\n"
+    "  result JSON     --save-result of `atr sim run` / `atr replay llm`\n"
+    "                  (or vLLM's): percentile tables and bar charts\n"
+    "  bench folders   result folders of `atr bench`: counts and the 3-way\n"
+    "                  comparison of `atr bench report`\n"
+    "A section appears only when its inputs are given. The data appendix\n"
+    "lists every input with its size and XXH3-128 hash.\n"
+    "\n"
+    "options:\n"
+    "  -o, --output FILE   the report (written atomically; required)\n";
+
+struct report_opts {
+    const char *out;
+    int first_arg;
+};
+
+#define ARGS struct report_opts
+static const struct opt options[] = {
+    OPT_STRING(ARGS, out, "output", 'o'),
+    OPT_END,
+};
+#undef ARGS
+
+static const struct opts_cmd parser = {"report", options};
+
+/* Whether an argument can be shown in a shell command line unquoted. */
+static bool plain_word(const char *s)
+{
+    return *s && strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                           "0123456789_./=,:+-@%") == strlen(s);
+}
+
+/* "atr report ..." as typed, each argument single-quoted where needed. */
+static void command_line(struct atr_buf *b, int argc, char **argv)
+{
+    atr_buf_puts(b, "atr");
+    for (int i = 0; i < argc; i++) {
+        atr_buf_putc(b, ' ');
+        if (plain_word(argv[i])) {
+            atr_buf_puts(b, argv[i]);
+            continue;
+        }
+        atr_buf_putc(b, '\'');
+        for (const char *p = argv[i]; *p; p++)
+            atr_buf_puts(b, *p == '\'' ? "'\\''" : (char[]){*p, 0});
+        atr_buf_putc(b, '\'');
+    }
+}
+
+static int build(struct atr_html *h, int argc, char **argv, const struct report_opts *o,
+                 struct atr_buf *page)
+{
+    struct atr_error err;
+    for (int i = o->first_arg; i < argc; i++)
+        if (atr_html_add(h, argv[i], &err) < 0)
+            return cli_fail_err(&err);
+    struct atr_buf cmd = ATR_BUF_INIT;
+    command_line(&cmd, argc, argv);
+    struct atr_html_meta meta = {ATR_VERSION, cmd.data};
+    int rc = atr_html_write(page, h, &meta);
+    atr_buf_release(&cmd);
+    return rc < 0 ? cli_fail("out of memory writing the report") : EXIT_OK;
+}
+
+static int run(int argc, char **argv)
+{
+    struct report_opts o = {0};
+    if (opts_parse(&parser, &o, argc, argv, &o.first_arg) != EXIT_OK)
+        return EXIT_USAGE;
+    if (o.first_arg >= argc)
+        return cli_usage("report", "missing INPUT");
+    if (!o.out)
+        return cli_usage("report", "missing -o REPORT.html");
+    struct atr_error err;
+    struct atr_output *out = atr_output_open(o.out, &err);
+    if (!out)
+        return cli_fail_err(&err);
+    struct atr_html *h = atr_html_new();
+    struct atr_buf page = ATR_BUF_INIT;
+    int rc = build(h, argc, argv, &o, &page);
+    if (rc == EXIT_OK && atr_output_write(out, page.data, page.len, &err) < 0)
+        rc = cli_fail_err(&err);
+    if (rc != EXIT_OK)
+        atr_output_abort(out);
+    else if (atr_output_commit(out, &err) < 0)
+        rc = cli_fail_err(&err);
+    atr_buf_release(&page);
+    atr_html_free(h);
+    return rc;
+}
+
+const struct atr_cmd cmd_report_entry = {
+    .name = "report",
+    .summary = "one self-contained HTML report from traces, results and bench folders",
+    .help = help,
+    .run = run,
+};

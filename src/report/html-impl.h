@@ -1,0 +1,62 @@
+/* html-impl.h - what html.c (reading the inputs) hands html-write.c
+ * (rendering them): inputs, per-trace rows, parsed results, bench groups. */
+#ifndef ATR_REPORT_HTML_IMPL_H
+#define ATR_REPORT_HTML_IMPL_H
+
+#include <stdint.h>
+
+#include "bench/report.h"
+#include "json/json.h"
+#include "trace/trace.h"
+#include "util/arena.h"
+#include "util/buf.h"
+
+#define ATR_HTML_LABEL_MAX 64     /* bytes of a tool step's label in the timeline data */
+
+enum atr_html_kind { ATR_HTML_TRACES, ATR_HTML_RESULT, ATR_HTML_BENCH };
+
+struct atr_html_input {
+    const char *path;
+    enum atr_html_kind kind;
+    const char *detail;        /* "swe-agent, 3 traces", "vllm result", ... */
+    uint64_t size;             /* bytes (a folder: its files, summed) */
+    char hash[33];             /* XXH3-128, hex */
+};
+
+struct atr_html_result {
+    const char *name;          /* the input's path */
+    const struct atr_json *root;
+};
+
+struct atr_html {
+    struct atr_arena arena;    /* inputs, results' DOMs, strings */
+    struct atr_html_input *inputs;
+    size_t n_inputs, cap_inputs;
+    struct atr_html_result *results;
+    size_t n_results, cap_results;
+    /* Traces are rendered as they are read: their table rows (HTML) and
+     * their data (JSON array elements, comma-separated). */
+    struct atr_buf trace_rows, trace_json;
+    uint64_t traces, steps;
+    struct atr_bench_report *bench;   /* NULL until a folder is added */
+    size_t bench_groups;
+};
+
+/* Per trace: steps by kind, tokens summed where known, duration (-1:
+ * unknown), within-trace prefix reuse as `atr stats` has it (NAN: no ids). */
+struct atr_html_figures {
+    uint64_t llm, tool;
+    int64_t in, out, dur;
+    double reuse;
+};
+
+/* src/report/assets/report.css and report.js, NUL-terminated, embedded by
+ * src/report/assets/embed.cmake. */
+extern const unsigned char atr_report_css[];
+extern const unsigned char atr_report_js[];
+
+/* html-write.c: appends trace i's <tr> of the trace table to b. */
+void atr_html_trace_row(struct atr_buf *b, uint64_t i, const char *file,
+                        const struct atr_trace *t, const struct atr_html_figures *f);
+
+#endif

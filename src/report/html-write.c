@@ -1,0 +1,534 @@
+/* html-write.c - `atr report`'s page: the sections as HTML tables and SVG
+ * charts (readable without JS, printable), the data as JSON for the JS,
+ * and the CSS and JS (src/report/assets/, embedded at build time) inline.
+ *
+ * Escaping: every text from an input goes through atr_html_escape; the
+ * JSON data block has every '<' written as \u003c, so nothing in it can
+ * close the <script> element it sits in. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json/writer.h"
+#include "report/html-impl.h"
+#include "report/html.h"
+
+/* Okabe-Ito; the CSS colours series by class c0..c7 (report.css). */
+#define SERIES_COLOURS 8
+
+/* The four latency figures of vLLM's result, in its order. */
+static const struct metric {
+    const char *key, *label;
+} metrics[] = {
+    {"ttft", "TTFT"}, {"tpot", "TPOT"}, {"itl", "ITL"}, {"e2el", "E2EL"},
+};
+#define N_METRICS (sizeof metrics / sizeof metrics[0])
+#define MAX_STATS 16              /* mean, median, std and percentiles */
+
+int atr_html_escape(struct atr_buf *b, const char *s, size_t len)
+{
+    size_t from = 0;
+    int rc = 0;
+    for (size_t i = 0; i < len && rc == 0; i++) {
+        const char *e = NULL;
+        switch (s[i]) {
+        case '&': e = "&amp;"; break;
+        case '<': e = "&lt;"; break;
+        case '>': e = "&gt;"; break;
+        case '"': e = "&quot;"; break;
+        case '\'': e = "&#39;"; break;
+        case '\0': e = "\xef\xbf\xbd"; break;
+        default: continue;
+        }
+        rc = atr_buf_append(b, s + from, i - from) | atr_buf_puts(b, e);
+        from = i + 1;
+    }
+    return rc ? -1 : atr_buf_append(b, s + from, len - from);
+}
+
+static void esc(struct atr_buf *b, const char *s)
+{
+    if (s)
+        atr_html_escape(b, s, strlen(s));
+    else
+        atr_buf_puts(b, "n/a");
+}
+
+/* A number with decimals, or "n/a". */
+static void num(struct atr_buf *b, double x, int decimals)
+{
+    if (isnan(x) || isinf(x))
+        atr_buf_puts(b, "n/a");
+    else
+        atr_buf_printf(b, "%.*f", decimals, x);
+}
+
+static void td_num(struct atr_buf *b, double x, int decimals)
+{
+    atr_buf_puts(b, "<td class=\"n\">");
+    num(b, x, decimals);
+    atr_buf_puts(b, "</td>");
+}
+
+static void td_str(struct atr_buf *b, const char *s)
+{
+    atr_buf_puts(b, "<td>");
+    esc(b, s);
+    atr_buf_puts(b, "</td>");
+}
+
+void atr_html_trace_row(struct atr_buf *b, uint64_t i, const char *file,
+                        const struct atr_trace *t, const struct atr_html_figures *f)
+{
+    atr_buf_printf(b, "<tr data-i=\"%llu\"><td class=\"n\">%llu</td>", (unsigned long long)i,
+                   (unsigned long long)i + 1);
+    td_str(b, file);
+    td_str(b, t->source);
+    td_str(b, t->trace_id);
+    td_num(b, (double)t->n_steps, 0);
+    td_num(b, (double)f->llm, 0);
+    td_num(b, (double)f->tool, 0);
+    td_num(b, (double)f->in, 0);
+    td_num(b, (double)f->out, 0);
+    td_num(b, f->dur < 0 ? NAN : (double)f->dur / 1000, 1);
+    td_num(b, f->reuse * 100, 1);
+    atr_buf_puts(b, "</tr>\n");
+}
+
+/* ---- page frame ---- */
+
+static void head(struct atr_buf *b)
+{
+    atr_buf_puts(b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+                    "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+                    "<meta name=\"color-scheme\" content=\"light dark\">\n"
+                    "<title>atr report</title>\n<style>\n");
+    atr_buf_puts(b, (const char *)atr_report_css);
+    atr_buf_puts(b, "</style>\n</head>\n<body>\n<header><h1>atr report</h1><nav>");
+}
+
+static void nav(struct atr_buf *b, const struct atr_html *h)
+{
+    atr_buf_puts(b, "<a href=\"#overview\">Overview</a>");
+    if (h->traces)
+        atr_buf_puts(b, " <a href=\"#traces\">Traces</a>");
+    if (h->n_results)
+        atr_buf_puts(b, " <a href=\"#results\">Results</a>");
+    if (h->bench)
+        atr_buf_puts(b, " <a href=\"#bench\">Bench</a>");
+    atr_buf_puts(b, " <a href=\"#appendix\">Data</a></nav></header>\n<main>\n");
+}
+
+static void overview(struct atr_buf *b, const struct atr_html *h)
+{
+    size_t trace_files = 0;
+    for (size_t i = 0; i < h->n_inputs; i++)
+        trace_files += h->inputs[i].kind == ATR_HTML_TRACES;
+    atr_buf_puts(b, "<section id=\"overview\"><h2>Overview</h2>\n<table class=\"kv\">\n");
+    atr_buf_printf(b, "<tr><th>inputs</th><td class=\"n\">%zu</td></tr>\n", h->n_inputs);
+    atr_buf_printf(b, "<tr><th>trace files</th><td class=\"n\">%zu</td></tr>\n", trace_files);
+    atr_buf_printf(b, "<tr><th>traces</th><td class=\"n\">%llu</td></tr>\n",
+                   (unsigned long long)h->traces);
+    atr_buf_printf(b, "<tr><th>steps</th><td class=\"n\">%llu</td></tr>\n",
+                   (unsigned long long)h->steps);
+    atr_buf_printf(b, "<tr><th>result files</th><td class=\"n\">%zu</td></tr>\n", h->n_results);
+    atr_buf_printf(b, "<tr><th>bench groups</th><td class=\"n\">%zu</td></tr>\n",
+                   h->bench_groups);
+    atr_buf_puts(b, "</table></section>\n");
+}
+
+static void traces(struct atr_buf *b, const struct atr_html *h)
+{
+    if (!h->traces)
+        return;
+    atr_buf_printf(b, "<section id=\"traces\"><h2>Traces</h2>\n<p>%llu trace%s. "
+                      "Click a row for its step timeline.</p>\n<div id=\"trace-tools\"></div>\n",
+                   (unsigned long long)h->traces, h->traces == 1 ? "" : "s");
+    atr_buf_puts(b, "<table id=\"trace-table\"><thead><tr><th>#</th><th>file</th>"
+                    "<th>source</th><th>id</th><th>steps</th><th>llm</th><th>tool</th>"
+                    "<th>input tokens</th><th>output tokens</th><th>duration (s)</th>"
+                    "<th>prefix reuse (%)</th></tr></thead>\n<tbody>\n");
+    atr_buf_append(b, h->trace_rows.data, h->trace_rows.len);
+    atr_buf_puts(b, "</tbody></table>\n<div id=\"timeline\"></div></section>\n");
+}
+
+/* ---- results ---- */
+
+/* The statistic a key names for metric m ("p99" for "p99_ttft_ms"), or
+ * NULL when it names none. */
+static const char *stat_of(const struct atr_json *member, const char *m, char *out, size_t cap)
+{
+    char suffix[32];
+    snprintf(suffix, sizeof suffix, "_%s_ms", m);
+    size_t n = member->key_len, sl = strlen(suffix);
+    if (n <= sl || n - sl >= cap || memcmp(member->key + n - sl, suffix, sl) != 0)
+        return NULL;
+    memcpy(out, member->key, n - sl);
+    out[n - sl] = '\0';
+    bool pct = out[0] == 'p' && strspn(out + 1, "0123456789.") == strlen(out + 1) && out[1];
+    bool named = !strcmp(out, "mean") || !strcmp(out, "median") || !strcmp(out, "std");
+    return pct || named ? out : NULL;
+}
+
+/* The statistics of metric m over all results, in the order first found. */
+static size_t stats_of(const struct atr_html *h, const char *m, char names[][16])
+{
+    size_t n = 0;
+    for (size_t r = 0; r < h->n_results; r++)
+        for (const struct atr_json *e = h->results[r].root->u.kids.first; e; e = e->next) {
+            char s[16];
+            if (!stat_of(e, m, s, sizeof s) || n == MAX_STATS)
+                continue;
+            size_t k = 0;
+            while (k < n && strcmp(names[k], s))
+                k++;
+            if (k == n)
+                memcpy(names[n++], s, sizeof s);
+        }
+    return n;
+}
+
+static double figure(const struct atr_json *root, const char *stat, const char *m)
+{
+    char key[320];
+    double v;
+    snprintf(key, sizeof key, "%s_%s_ms", stat, m);
+    return atr_json_get_num(root, key, &v) ? v : NAN;
+}
+
+static void latency_table(struct atr_buf *b, const struct atr_html *h, const struct metric *m)
+{
+    char names[MAX_STATS][16];
+    size_t n = stats_of(h, m->key, names);
+    if (!n)
+        return;
+    atr_buf_printf(b, "<h3>%s (ms)</h3>\n<table><thead><tr><th>result</th>", m->label);
+    for (size_t s = 0; s < n; s++)
+        atr_buf_printf(b, "<th>%s</th>", names[s]);
+    atr_buf_puts(b, "</tr></thead><tbody>\n");
+    for (size_t r = 0; r < h->n_results; r++) {
+        atr_buf_printf(b, "<tr><td><span class=\"key c%zu\"></span>", r % SERIES_COLOURS);
+        esc(b, h->results[r].name);
+        atr_buf_puts(b, "</td>");
+        for (size_t s = 0; s < n; s++)
+            td_num(b, figure(h->results[r].root, names[s], m->key), 2);
+        atr_buf_puts(b, "</tr>\n");
+    }
+    atr_buf_puts(b, "</tbody></table>\n");
+}
+
+/* The smallest 1, 2 or 5 times a power of ten at or above x. */
+static double nice_ceiling(double x)
+{
+    if (!(x > 0))
+        return 1;
+    double p = pow(10, floor(log10(x)));
+    return x <= p ? p : x <= 2 * p ? 2 * p : x <= 5 * p ? 5 * p : 10 * p;
+}
+
+#define CW 640                    /* chart size, SVG user units */
+#define CH 260
+#define CL 64                     /* plot area margins */
+#define CR 16
+#define CT 16
+#define CB 48
+
+static void chart_axes(struct atr_buf *b, const struct metric *m, double top)
+{
+    double ph = CH - CT - CB;
+    for (int i = 0; i <= 4; i++) {
+        double y = CT + ph - ph * i / 4;
+        atr_buf_printf(b, "<line class=\"grid\" x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\"/>"
+                          "<text class=\"tick\" x=\"%d\" y=\"%.1f\" text-anchor=\"end\">",
+                       CL, CW - CR, y, y, CL - 6, y + 4);
+        num(b, top * i / 4, top >= 20 ? 0 : 2);
+        atr_buf_puts(b, "</text>\n");
+    }
+    atr_buf_printf(b, "<text class=\"axis\" transform=\"translate(14 %d) rotate(-90)\" "
+                      "text-anchor=\"middle\">%s (ms)</text>\n", CT + (CH - CT - CB) / 2,
+                   m->label);
+    atr_buf_printf(b, "<text class=\"axis\" x=\"%d\" y=\"%d\" text-anchor=\"middle\">"
+                      "statistic</text>\n", CL + (CW - CL - CR) / 2, CH - 6);
+}
+
+static void chart_bars(struct atr_buf *b, const struct atr_html *h, const struct metric *m,
+                       char names[][16], size_t n, double top)
+{
+    double pw = CW - CL - CR, ph = CH - CT - CB, gw = pw / (double)n;
+    double bw = gw * 0.8 / (double)h->n_results;
+    for (size_t s = 0; s < n; s++) {
+        double gx = CL + gw * (double)s;
+        atr_buf_printf(b, "<text class=\"tick\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">"
+                          "%s</text>\n", gx + gw / 2, CH - CB + 16, names[s]);
+        for (size_t r = 0; r < h->n_results; r++) {
+            double v = figure(h->results[r].root, names[s], m->key);
+            if (isnan(v) || v < 0)
+                continue;
+            double bh = ph * v / top;
+            atr_buf_printf(b, "<rect class=\"c%zu\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+                              "height=\"%.1f\"><title>", r % SERIES_COLOURS,
+                           gx + gw * 0.1 + bw * (double)r, CT + ph - bh, bw, bh);
+            esc(b, h->results[r].name);
+            atr_buf_printf(b, ": %s %s = %.2f ms</title></rect>\n", m->label, names[s], v);
+        }
+    }
+}
+
+/* One bar chart of metric m: a group per statistic (std left out), a bar
+ * per result, value axis in ms from 0. */
+static void latency_chart(struct atr_buf *b, const struct atr_html *h, const struct metric *m)
+{
+    char all[MAX_STATS][16], names[MAX_STATS][16];
+    size_t n_all = stats_of(h, m->key, all), n = 0;
+    double max = 0;
+    for (size_t s = 0; s < n_all; s++) {
+        if (!strcmp(all[s], "std"))
+            continue;
+        memcpy(names[n++], all[s], 16);
+        for (size_t r = 0; r < h->n_results; r++) {
+            double v = figure(h->results[r].root, all[s], m->key);
+            max = v > max ? v : max;
+        }
+    }
+    if (!n)
+        return;
+    double top = nice_ceiling(max);
+    atr_buf_printf(b, "<figure><svg class=\"chart\" viewBox=\"0 0 %d %d\" role=\"img\" "
+                      "aria-label=\"%s by statistic, ms\">\n", CW, CH, m->label);
+    chart_axes(b, m, top);
+    chart_bars(b, h, m, names, n, top);
+    atr_buf_printf(b, "</svg><figcaption>%s (ms) per statistic; one bar per result"
+                      "</figcaption></figure>\n", m->label);
+}
+
+static double atr_num(const struct atr_json *root, const char *key)
+{
+    double v;
+    return atr_json_get_num(root, key, &v) ? v : NAN;
+}
+
+static void throughput_table(struct atr_buf *b, const struct atr_html *h)
+{
+    atr_buf_puts(b, "<h3>Throughput</h3>\n<table><thead><tr><th>result</th><th>target</th>"
+                    "<th>policy</th><th>completed</th><th>failed</th><th>duration (s)</th>"
+                    "<th>requests/s</th><th>output tokens/s</th><th>total tokens/s</th>"
+                    "</tr></thead><tbody>\n");
+    for (size_t r = 0; r < h->n_results; r++) {
+        const struct atr_json *root = h->results[r].root, *atr = atr_json_get(root, "atr");
+        atr_buf_printf(b, "<tr><td><span class=\"key c%zu\"></span>", r % SERIES_COLOURS);
+        esc(b, h->results[r].name);
+        atr_buf_puts(b, "</td>");
+        td_str(b, atr ? atr_json_get_str(atr, "target", NULL) : NULL);
+        td_str(b, atr ? atr_json_get_str(atr, "policy", NULL) : NULL);
+        td_num(b, atr_num(root, "completed"), 0);
+        td_num(b, atr_num(root, "failed"), 0);
+        td_num(b, atr_num(root, "duration"), 2);
+        td_num(b, atr_num(root, "request_throughput"), 3);
+        td_num(b, atr_num(root, "output_throughput"), 1);
+        td_num(b, atr_num(root, "total_token_throughput"), 1);
+        atr_buf_puts(b, "</tr>\n");
+    }
+    atr_buf_puts(b, "</tbody></table>\n");
+}
+
+static void results(struct atr_buf *b, const struct atr_html *h)
+{
+    if (!h->n_results)
+        return;
+    atr_buf_printf(b, "<section id=\"results\"><h2>Results</h2>\n<p>%zu result file%s "
+                      "(vLLM's figures; percentiles as in <code>vllm bench serve</code>).</p>\n",
+                   h->n_results, h->n_results == 1 ? "" : "s");
+    throughput_table(b, h);
+    for (size_t m = 0; m < N_METRICS; m++) {
+        latency_table(b, h, &metrics[m]);
+        latency_chart(b, h, &metrics[m]);
+    }
+    atr_buf_puts(b, "</section>\n");
+}
+
+/* ---- bench ---- */
+
+static void bench_counts_row(struct atr_buf *b, const struct atr_json *g)
+{
+    atr_buf_puts(b, "<tr>");
+    td_str(b, atr_json_get_str(g, "group", NULL));
+    td_num(b, atr_num(g, "total"), 0);
+    td_num(b, atr_num(g, "success"), 0);
+    td_num(b, atr_num(g, "error"), 0);
+    td_num(b, atr_num(g, "timeout"), 0);
+    td_num(b, atr_num(g, "success_rate"), 1);
+    atr_buf_puts(b, "<td>");
+    const struct atr_json *o = atr_json_get(g, "outcomes");
+    for (const struct atr_json *e = o && atr_json_is(o, ATR_JSON_OBJECT) ? o->u.kids.first : NULL;
+         e; e = e->next) {
+        atr_html_escape(b, e->key, e->key_len);
+        atr_buf_printf(b, " %.0f%s", e->u.num, e->next ? ", " : "");
+    }
+    atr_buf_puts(b, "</td></tr>\n");
+}
+
+static void bench_comparison(struct atr_buf *b, const struct atr_json *g)
+{
+    const struct atr_json *rows = atr_json_get(g, "comparison");
+    if (!rows || !atr_json_is(rows, ATR_JSON_ARRAY) || !rows->u.kids.first)
+        return;
+    atr_buf_puts(b, "<h3>");
+    esc(b, atr_json_get_str(g, "group", NULL));
+    atr_buf_puts(b, ": agent against baseline and human (output tokens/s)</h3>\n<table><thead>"
+                    "<tr><th>commit</th><th>agent</th><th>baseline tok/s</th><th>human tok/s</th>"
+                    "<th>agent tok/s</th><th>agent / human</th><th>agent / baseline</th>"
+                    "<th>verdict</th></tr></thead><tbody>\n");
+    for (const struct atr_json *r = rows->u.kids.first; r; r = r->next) {
+        atr_buf_puts(b, "<tr>");
+        td_str(b, atr_json_get_str(r, "commit", NULL));
+        td_str(b, atr_json_get_str(r, "agent", NULL));
+        td_num(b, atr_num(r, "baseline_tok_s"), 1);
+        td_num(b, atr_num(r, "human_tok_s"), 1);
+        td_num(b, atr_num(r, "agent_tok_s"), 1);
+        td_num(b, atr_num(r, "agent_over_human"), 3);
+        td_num(b, atr_num(r, "agent_over_baseline"), 3);
+        td_str(b, atr_json_get_str(r, "verdict", NULL));
+        atr_buf_puts(b, "</tr>\n");
+    }
+    atr_buf_printf(b, "</tbody></table>\n<p>geometric mean agent / human ");
+    num(b, atr_num(g, "geomean_agent_over_human"), 3);
+    atr_buf_puts(b, ", agent / baseline ");
+    num(b, atr_num(g, "geomean_agent_over_baseline"), 3);
+    atr_buf_printf(b, "; wins %.0f, ties %.0f, losses %.0f (noise ", atr_num(g, "wins"),
+                   atr_num(g, "ties"), atr_num(g, "losses"));
+    num(b, atr_num(g, "noise_pct"), 1);
+    atr_buf_puts(b, " %)</p>\n");
+}
+
+/* The bench report's own JSON (bench/report.h keeps its structs private),
+ * read back as a DOM for the tables and embedded as is for the JS. */
+static void bench(struct atr_buf *b, const struct atr_html *h, const struct atr_buf *json)
+{
+    struct atr_arena a = {0};
+    struct atr_json *root;
+    struct atr_json_err jerr;
+    if (!h->bench || atr_json_parse(&a, json->data, json->len, NULL, &root, &jerr) < 0 ||
+        !atr_json_is(root, ATR_JSON_ARRAY)) {
+        atr_arena_release(&a);
+        return;
+    }
+    atr_buf_puts(b, "<section id=\"bench\"><h2>Bench</h2>\n<table><thead><tr><th>group</th>"
+                    "<th>results</th><th>success</th><th>error</th><th>timeout</th>"
+                    "<th>success (%)</th><th>outcomes</th></tr></thead><tbody>\n");
+    for (const struct atr_json *g = root->u.kids.first; g; g = g->next)
+        bench_counts_row(b, g);
+    atr_buf_puts(b, "</tbody></table>\n");
+    for (const struct atr_json *g = root->u.kids.first; g; g = g->next)
+        bench_comparison(b, g);
+    atr_buf_puts(b, "</section>\n");
+    atr_arena_release(&a);
+}
+
+/* ---- appendix and data ---- */
+
+static const char *kind_name(enum atr_html_kind k)
+{
+    return k == ATR_HTML_TRACES ? "traces" : k == ATR_HTML_RESULT ? "result" : "bench";
+}
+
+static void appendix(struct atr_buf *b, const struct atr_html *h, const struct atr_html_meta *m)
+{
+    atr_buf_puts(b, "<section id=\"appendix\"><h2>Data appendix</h2>\n<table><thead><tr>"
+                    "<th>input</th><th>kind</th><th>content</th><th>bytes</th>"
+                    "<th>XXH3-128</th></tr></thead><tbody>\n");
+    for (size_t i = 0; i < h->n_inputs; i++) {
+        const struct atr_html_input *in = &h->inputs[i];
+        atr_buf_puts(b, "<tr>");
+        td_str(b, in->path);
+        td_str(b, kind_name(in->kind));
+        td_str(b, in->detail);
+        td_num(b, (double)in->size, 0);
+        atr_buf_printf(b, "<td><code>%s</code></td></tr>\n", in->hash);
+    }
+    atr_buf_puts(b, "</tbody></table>\n<p>atr ");
+    esc(b, m->version);
+    atr_buf_puts(b, "; command: <code>");
+    esc(b, m->command_line);
+    atr_buf_puts(b, "</code></p></section>\n");
+}
+
+static void data_json(struct atr_buf *out, const struct atr_html *h,
+                      const struct atr_html_meta *m, const struct atr_buf *bench_json)
+{
+    struct atr_jw w;
+    atr_jw_init(&w, out, ATR_JW_COMPACT);
+    atr_jw_object_begin(&w);
+    atr_jw_kv_str(&w, "version", m->version);
+    atr_jw_kv_str(&w, "command", m->command_line);
+    atr_jw_key(&w, "inputs");
+    atr_jw_array_begin(&w);
+    for (size_t i = 0; i < h->n_inputs; i++) {
+        atr_jw_object_begin(&w);
+        atr_jw_kv_str(&w, "path", h->inputs[i].path);
+        atr_jw_kv_str(&w, "kind", kind_name(h->inputs[i].kind));
+        atr_jw_kv_uint(&w, "bytes", h->inputs[i].size);
+        atr_jw_kv_str(&w, "xxh3_128", h->inputs[i].hash);
+        atr_jw_object_end(&w);
+    }
+    atr_jw_array_end(&w);
+    struct atr_buf list = ATR_BUF_INIT;   /* elements written as the traces were read */
+    atr_buf_putc(&list, '[');
+    atr_buf_append(&list, h->trace_json.data, h->trace_json.len);
+    atr_buf_putc(&list, ']');
+    atr_jw_kv_raw(&w, "traces", list.data, list.len);
+    atr_buf_release(&list);
+    atr_jw_key(&w, "results");
+    atr_jw_array_begin(&w);
+    for (size_t r = 0; r < h->n_results; r++)
+        atr_jw_value(&w, h->results[r].root);
+    atr_jw_array_end(&w);
+    if (bench_json->len)
+        atr_jw_kv_raw(&w, "bench", bench_json->data, bench_json->len);
+    atr_jw_object_end(&w);
+    atr_jw_finish(&w);
+}
+
+/* The data as JSON inside <script type="application/json">, each '<' as
+ * \u003c (JSON has '<' only inside strings, where the escape reads back
+ * the same), so "</script>" or "<!--" in an input cannot end the element. */
+static void data_block(struct atr_buf *b, const struct atr_html *h,
+                       const struct atr_html_meta *m, const struct atr_buf *bench_json)
+{
+    struct atr_buf json = ATR_BUF_INIT;
+    data_json(&json, h, m, bench_json);
+    atr_buf_puts(b, "<script type=\"application/json\" id=\"data\">");
+    size_t from = 0;
+    for (size_t i = 0; i < json.len; i++)
+        if (json.data[i] == '<') {
+            atr_buf_append(b, json.data + from, i - from);
+            atr_buf_puts(b, "\\u003c");
+            from = i + 1;
+        }
+    atr_buf_append(b, json.data + from, json.len - from);
+    atr_buf_puts(b, "</script>\n");
+    atr_buf_release(&json);
+}
+
+int atr_html_write(struct atr_buf *b, const struct atr_html *h, const struct atr_html_meta *m)
+{
+    struct atr_buf bench_json = ATR_BUF_INIT, page = ATR_BUF_INIT;
+    if (h->bench)
+        atr_bench_report_json(&bench_json, h->bench);
+    head(&page);             /* page has no cap: only the copy into b can fail */
+    nav(&page, h);
+    overview(&page, h);
+    traces(&page, h);
+    results(&page, h);
+    bench(&page, h, &bench_json);
+    appendix(&page, h, m);
+    atr_buf_puts(&page, "</main>\n");
+    data_block(&page, h, m, &bench_json);
+    atr_buf_puts(&page, "<script type=\"module\">\n");
+    atr_buf_puts(&page, (const char *)atr_report_js);
+    atr_buf_puts(&page, "</script>\n</body>\n</html>\n");
+    int rc = atr_buf_append(b, page.data, page.len);
+    atr_buf_release(&page);
+    atr_buf_release(&bench_json);
+    return rc;
+}

@@ -1,0 +1,122 @@
+# test-report.sh - `atr report`: one self-contained HTML file from bundled
+# traces, a result JSON made here and bench folders; hostile text stays
+# text; bad inputs fail with one line and leave no file (docs/report.md).
+R=$T/report
+mkdir -p "$R"
+
+# The page's facts, from Python's html.parser: external references, the
+# sections, the trace table's rows, and the data block's raw text.
+cat >"$R/facts.py" <<'EOF'
+import json, sys
+from html.parser import HTMLParser
+
+class Facts(HTMLParser):
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.refs, self.sections, self.rows, self.imgs = [], [], 0, 0
+        self.in_traces = self.in_data = False
+        self.data = ""
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag in ("script", "img", "iframe", "audio", "video", "source") and a.get("src"):
+            self.refs.append((tag, a["src"]))
+        if tag == "link" and a.get("href"):
+            self.refs.append((tag, a["href"]))
+        if tag == "img":
+            self.imgs += 1
+        if tag == "section":
+            self.sections.append(a.get("id"))
+        if tag == "table" and a.get("id") == "trace-table":
+            self.in_traces = True
+        if tag == "tr" and self.in_traces and "data-i" in a:
+            self.rows += 1
+        if tag == "script" and a.get("id") == "data":
+            self.in_data = True
+    def handle_endtag(self, tag):
+        if tag == "table":
+            self.in_traces = False
+        if tag == "script":
+            self.in_data = False
+    def handle_data(self, d):
+        if self.in_data:
+            self.data += d
+
+text = open(sys.argv[1], encoding="utf-8").read()
+f = Facts()
+f.feed(text)
+data = json.loads(f.data)
+print(json.dumps({
+    "refs": f.refs, "sections": f.sections, "rows": f.rows, "imgs": f.imgs,
+    "urls": text.count("http://") + text.count("https://"),
+    "traces": len(data["traces"]), "results": len(data["results"]),
+    "raw_lt_in_data": "<" in f.data,
+    "ids": [t["id"] for t in data["traces"]],
+}))
+EOF
+
+# ---- a report from bundled data ----
+"$ATR" sim run -q "$DATA/atr/small.ndjson" --profile h100/llama-3.1-8b --save-result "$R/sim.json" \
+    >/dev/null 2>&1
+ok "report from traces, a result and bench folders" "$ATR" report -o "$R/all.html" \
+    "$DATA/atr/small.ndjson" "$DATA/swe-agent/function_calling_simple.traj" "$R/sim.json" \
+    "$DATA/bench/claude_code" "$DATA/bench/iso-bench"
+check "report written" "[ -s '$R/all.html' ]"
+check "report is html.parser-clean" "python3 '$R/facts.py' '$R/all.html' >'$R/facts.json'"
+traces=$("$ATR" stats --json "$DATA/atr/small.ndjson" "$DATA/swe-agent/function_calling_simple.traj" |
+    python3 -c "import json, sys; print(json.load(sys.stdin)['traces'])")
+check "no external reference (script src, link href, img src)" \
+    "python3 -c \"import json; f = json.load(open('$R/facts.json')); assert f['refs'] == [], f['refs']\""
+check "no http:// or https:// anywhere" \
+    "python3 -c \"import json; f = json.load(open('$R/facts.json')); assert f['urls'] == 0, f['urls']\""
+for s in overview traces results bench appendix; do
+    check "section $s present" \
+        "python3 -c \"import json; assert '$s' in json.load(open('$R/facts.json'))['sections']\""
+done
+check "trace table rows = trace count ($traces)" \
+    "python3 -c \"import json; f = json.load(open('$R/facts.json')); assert f['rows'] == $traces == f['traces'], f\""
+check "one result in the data" \
+    "python3 -c \"import json; assert json.load(open('$R/facts.json'))['results'] == 1\""
+check "percentile table and charts" "grep -q '<h3>TTFT (ms)</h3>' '$R/all.html' && grep -q 'E2EL (ms)</text>' '$R/all.html'"
+check "bench comparison" "grep -q 'claude_code: agent against baseline and human' '$R/all.html'"
+check "appendix has size and XXH3-128 hash of an input" \
+    "grep -Eq 'sim.json</td><td>result</td><td>[^<]*</td><td class=\"n\">[0-9]+</td><td><code>[0-9a-f]{32}</code>' '$R/all.html'"
+check "appendix has the version and the command line" \
+    "grep -q 'command: <code>atr report -o ' '$R/all.html'"
+check "light and dark" "grep -q 'prefers-color-scheme: dark' '$R/all.html'"
+
+# A section appears only when its inputs are given.
+ok "report from traces alone" "$ATR" report "$DATA/atr/small.ndjson" -o "$R/traces.html"
+check "no results or bench section without those inputs" \
+    "! grep -q 'id=\"results\"' '$R/traces.html' && ! grep -q 'id=\"bench\"' '$R/traces.html'"
+ok "report from a result alone" "$ATR" report "$R/sim.json" -o "$R/result.html"
+check "no traces section without traces" "! grep -q 'id=\"traces\"' '$R/result.html'"
+ok "report from vLLM's own result file" "$ATR" report \
+    "$DATA/bench/vllm/nv-action__serving_llama8B_tp1_1.json" -o "$R/vllm.html"
+check "vLLM's result is a result" \
+    "grep -q 'id=\"results\"' '$R/vllm.html' && grep -q 'result (vLLM)' '$R/vllm.html'"
+
+# ---- hostile text: trace id, meta and a tool command hold </script>,
+# <img onerror>, quotes, RTL marks and an escaped NUL ----
+ok "report of a hostile trace" "$ATR" report "$DATA/report/hostile.ndjson" -o "$R/hostile.html"
+check "hostile: no raw <img anywhere" "! grep -q '<img' '$R/hostile.html'"
+check "hostile: </script> only where the two script elements end" \
+    "[ \$(grep -o '</script' '$R/hostile.html' | wc -l) -eq 2 ]"
+check "hostile: html.parser sees no img and a data block without '<'" \
+    "python3 '$R/facts.py' '$R/hostile.html' >'$R/hf.json' && python3 -c \"
+import json; f = json.load(open('$R/hf.json'))
+assert f['imgs'] == 0 and not f['raw_lt_in_data'] and f['rows'] == 1, f
+assert f['ids'][0].startswith('</script><img src=x onerror=alert(1)>'), f['ids']\""
+check "hostile: shown as escaped text in the table" \
+    "grep -q '&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt; &quot;dq&quot; &#39;sq&#39;' '$R/hostile.html'"
+check "hostile: no NUL byte in the page" "[ \$(tr -cd '\\000' <'$R/hostile.html' | wc -c) -eq 0 ]"
+
+# ---- bad input: one error line, exit 1, no file left ----
+fails "none of the kinds" 1 "none.txt: not a trace file, result JSON or bench folder" \
+    "$ATR" report "$DATA/report/none.txt" -o "$R/bad.html"
+absent "none of the kinds leaves no report" "$R/bad.html"
+fails "missing input" 1 "nope.ndjson: no such file or folder" \
+    "$ATR" report "$DATA/atr/small.ndjson" "$R/nope.ndjson" -o "$R/bad.html"
+absent "missing input leaves no report" "$R/bad.html"
+fails "no -o" 2 "missing -o" "$ATR" report "$DATA/atr/small.ndjson"
+fails "no input" 2 "missing INPUT" "$ATR" report -o "$R/bad.html"
+absent "usage error leaves no report" "$R/bad.html"

@@ -1,0 +1,71 @@
+// report-check.mjs REPORT.html OUT_DIR [FILTER_TEXT] - opens an `atr report`
+// file in headless Debian Chromium (playwright-core, no download) as a user
+// would, offline, and writes OUT_DIR/check.json: console and page errors,
+// every network request attempted (all are refused), dialogs (an alert from
+// injected markup), the sections shown, the trace rows before and after
+// typing FILTER_TEXT into the explorer's filter, whether a trace timeline
+// opens on a row click, and the load time to the last chart drawn. One
+// screenshot per section goes to OUT_DIR.
+import { chromium } from "playwright-core";
+import { writeFileSync } from "node:fs";
+import { resolve } from "node:path";
+
+const [report, outDir, filterText] = process.argv.slice(2);
+if (!report || !outDir) {
+  console.error("usage: report-check.mjs REPORT.html OUT_DIR [FILTER_TEXT]");
+  process.exit(2);
+}
+const url = "file://" + resolve(report);
+const out = { consoleErrors: [], pageErrors: [], requests: [], dialogs: [], sections: [] };
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+  args: ["--no-sandbox", "--disable-gpu"],
+});
+try {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  page.on("console", (m) => { if (m.type() === "error") out.consoleErrors.push(m.text()); });
+  page.on("pageerror", (e) => out.pageErrors.push(String(e)));
+  page.on("dialog", async (d) => { out.dialogs.push(d.message()); await d.dismiss(); });
+  await page.route("**/*", (route) => {
+    const u = route.request().url();
+    if (u === url) return route.continue();
+    out.requests.push(u);
+    return route.abort();
+  });
+  const t0 = Date.now();
+  await page.goto(url, { waitUntil: "load" });
+  await page.waitForFunction(() => document.body && document.body.dataset.ready === "1",
+                             null, { timeout: 20000 }).catch(() => {});
+  out.loadMs = Date.now() - t0;
+  out.ready = await page.evaluate(() => document.body.dataset.ready === "1");
+  out.injected = await page.evaluate(() => window.__atr_injected === true);
+  out.sections = await page.$$eval("section[id]", (s) => s.map((e) => e.id));
+  const rows = () => page.$$eval("#traces tbody tr:not([hidden])", (r) => r.length);
+  out.traceRowsShown = await rows().catch(() => -1);
+  out.traceCount = await page.evaluate(() => {
+    const d = document.getElementById("data");
+    try { return JSON.parse(d.textContent).traces.length; } catch (e) { return -1; }
+  });
+  if (filterText) {
+    const box = await page.$("#traces input[type=search]");
+    if (box) {
+      await box.fill(filterText);
+      await page.waitForTimeout(100);
+      out.traceRowsFiltered = await rows();
+      await box.fill("");
+    }
+  }
+  const first = await page.$("#traces tbody tr");
+  if (first) {
+    await first.click();
+    out.timelineOpened = await page.waitForSelector("#timeline svg", { timeout: 3000 })
+      .then(() => true).catch(() => false);
+  }
+  for (const id of out.sections) {
+    const el = await page.$("#" + id);
+    if (el) await el.screenshot({ path: `${outDir}/section-${id}.png` }).catch(() => {});
+  }
+} finally {
+  await browser.close();
+}
+writeFileSync(`${outDir}/check.json`, JSON.stringify(out, null, 1));
