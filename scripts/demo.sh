@@ -74,4 +74,7 @@ step "runtime policies on the agent workload, simulated RTX 3090 + Qwen3-4B-AWQ 
     --policy-options "learned.model=$out/router.json" --save-result "$out/policy.json"
 "$atr" compare "$out"/policy.*.json
 
-printf '\ndemo: outputs in %s\n' "$out"
+step "everything in one page (atr report)"
+"$atr" report "$out/gen-swe.ndjson" "$out"/policy.*.json "$out/http-result.json" \
+    "$root/tests/data/bench/claude_code" -o "$out/report.html"
+printf '\ndemo: outputs in %s\ndemo: report: %s/report.html\n' "$out" "$out"
