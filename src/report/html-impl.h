@@ -38,6 +38,13 @@ struct atr_html {
      * their data (JSON array elements, comma-separated). */
     struct atr_buf trace_rows, trace_json;
     uint64_t traces, steps;
+    /* Tool labels of the timelines, each once ("labels" in the data; steps
+     * refer to them by index: agent tools repeat the same few commands). */
+    struct atr_buf labels_json;         /* JSON strings, comma-separated */
+    uint32_t n_labels;
+    uint64_t *label_keys;               /* open addressing: XXH3 of the label */
+    uint32_t *label_vals;               /* index + 1; 0: free slot */
+    size_t label_slots;
     struct atr_bench_report *bench;   /* NULL until a folder is added */
     size_t bench_groups;
 };

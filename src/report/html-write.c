@@ -477,6 +477,11 @@ static void data_json(struct atr_buf *out, const struct atr_html *h,
     atr_buf_append(&list, h->trace_json.data, h->trace_json.len);
     atr_buf_putc(&list, ']');
     atr_jw_kv_raw(&w, "traces", list.data, list.len);
+    atr_buf_clear(&list);
+    atr_buf_putc(&list, '[');
+    atr_buf_append(&list, h->labels_json.data, h->labels_json.len);
+    atr_buf_putc(&list, ']');
+    atr_jw_kv_raw(&w, "labels", list.data, list.len);
     atr_buf_release(&list);
     atr_jw_key(&w, "results");
     atr_jw_array_begin(&w);

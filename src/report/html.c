@@ -35,6 +35,9 @@ void atr_html_free(struct atr_html *h)
     free(h->results);
     atr_buf_release(&h->trace_rows);
     atr_buf_release(&h->trace_json);
+    atr_buf_release(&h->labels_json);
+    free(h->label_keys);
+    free(h->label_vals);
     atr_bench_report_free(h->bench);
     free(h);
 }
@@ -304,10 +307,58 @@ static int64_t known(int64_t v)
     return v == ATR_UNSET ? 0 : v;
 }
 
-/* Per step [0, start ms, duration ms, input tokens, output tokens] for an
- * llm step, [1, start ms, duration ms, label] for a tool step; a step
- * without a time starts where the previous one ended. */
-static void timeline_json(struct atr_jw *w, const struct atr_trace *t)
+static size_t label_slot(const struct atr_html *h, uint64_t key)
+{
+    size_t mask = h->label_slots - 1, i = (size_t)(key >> 7) & mask;
+    while (h->label_vals[i] && h->label_keys[i] != key)
+        i = (i + 1) & mask;
+    return i;
+}
+
+static void labels_grow(struct atr_html *h)
+{
+    uint64_t *keys = h->label_keys;
+    uint32_t *vals = h->label_vals;
+    size_t old = h->label_slots;
+    h->label_slots = old ? old * 2 : 1024;
+    h->label_keys = xcalloc(h->label_slots, sizeof *h->label_keys);
+    h->label_vals = xcalloc(h->label_slots, sizeof *h->label_vals);
+    for (size_t i = 0; i < old; i++)
+        if (vals[i]) {
+            size_t k = label_slot(h, keys[i]);
+            h->label_keys[k] = keys[i];
+            h->label_vals[k] = vals[i];
+        }
+    free(keys);
+    free(vals);
+}
+
+/* The index of label in the report's label table, added when new. Labels
+ * are told apart by their 64-bit hash (a collision would show one label
+ * in place of another in a tooltip: harmless, and unlikely at 2^-64). */
+static uint32_t label_index(struct atr_html *h, const char *label, size_t len)
+{
+    if ((size_t)(h->n_labels + 1) * 4 > h->label_slots * 3)
+        labels_grow(h);
+    uint64_t key = XXH3_64bits(label, len);
+    size_t k = label_slot(h, key);
+    if (!h->label_vals[k]) {
+        if (h->n_labels)
+            atr_buf_putc(&h->labels_json, ',');
+        atr_json_write_string(&h->labels_json, label, len);
+        h->label_keys[k] = key;
+        h->label_vals[k] = ++h->n_labels;
+    }
+    return h->label_vals[k] - 1;
+}
+
+/* The steps as one flat array: an llm step is 0, gap, duration, input
+ * tokens, output tokens; a tool step is 1, gap, duration, label index.
+ * gap is the step's start minus the previous step's end in ms (0 for
+ * back-to-back steps, which most are); a step without a time starts
+ * where the previous one ended. Flat and gap-coded because at 10 000
+ * traces the timelines are most of the report. */
+static void timeline_json(struct atr_html *h, struct atr_jw *w, const struct atr_trace *t)
 {
     char label[ATR_HTML_LABEL_MAX + 1];
     int64_t at = 0, base = INT64_MIN;
@@ -318,18 +369,16 @@ static void timeline_json(struct atr_jw *w, const struct atr_trace *t)
         if (s->t_ms != ATR_UNSET && base == INT64_MIN)
             base = s->t_ms;
         int64_t start = s->t_ms != ATR_UNSET ? s->t_ms - base : at;
-        at = start + known(s->dur_ms);
-        atr_jw_array_begin(w);
         atr_jw_int(w, s->kind == ATR_STEP_LLM ? 0 : 1);
-        atr_jw_int(w, start);
+        atr_jw_int(w, start - at);
         atr_jw_int(w, known(s->dur_ms));
+        at = start + known(s->dur_ms);
         if (s->kind == ATR_STEP_LLM) {
             atr_jw_int(w, known(s->input_tokens));
             atr_jw_int(w, known(s->output_tokens));
         } else {
-            atr_jw_strn(w, label, tool_label(s, label, sizeof label));
+            atr_jw_uint(w, label_index(h, label, tool_label(s, label, sizeof label)));
         }
-        atr_jw_array_end(w);
     }
     atr_jw_array_end(w);
 }
@@ -355,7 +404,7 @@ static void trace_json(struct atr_html *h, const char *file, const struct atr_tr
     else
         atr_jw_kv_null(&w, "dur");
     atr_jw_kv_fixed_trim(&w, "reuse", f->reuse, 4);
-    timeline_json(&w, t);
+    timeline_json(h, &w, t);
     atr_jw_object_end(&w);
     atr_jw_finish(&w);
 }

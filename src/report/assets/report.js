@@ -7,6 +7,22 @@ const PAGE = 200;
 const SVG = (() => { const d = document.createElement("div"); d.innerHTML = "<svg></svg>"; return d.firstChild.namespaceURI; })();
 const data = JSON.parse(document.getElementById("data").textContent);
 const traces = data.traces || [];
+const labels = data.labels || [];
+
+// A trace's flat, gap-coded step list (see timeline_json in html.c) as
+// [kind, start ms, duration ms, a, b]: llm a, b = tokens in, out; tool a =
+// its label.
+function steps(t) {
+  const f = t.tl || [], out = [];
+  let at = 0;
+  for (let i = 0; i < f.length;) {
+    const kind = f[i], start = at + f[i + 1], dur = f[i + 2];
+    at = start + dur;
+    if (kind === 0) { out.push([0, start, dur, f[i + 3], f[i + 4]]); i += 5; }
+    else { out.push([1, start, dur, labels[f[i + 3]] ?? "", 0]); i += 4; }
+  }
+  return out;
+}
 
 // The table's columns: the data key of each, and whether it is a number.
 const COLUMNS = [
@@ -68,8 +84,8 @@ function timeline(i) {
   const t = traces[i], box = document.getElementById("timeline");
   box.replaceChildren();
   box.appendChild(el("h3", {}, `Timeline of ${t.id ?? "(no id)"} (${t.steps} steps)`));
-  const steps = t.tl || [];
-  const end = Math.max(1, ...steps.map(s => s[1] + s[2]));
+  const all = steps(t);
+  const end = all.reduce((m, s) => Math.max(m, s[1] + s[2]), 1);
   const W = 1000, L = 60, R = 20, rowH = 22, top = 10, H = top + rowH * 2 + 44;
   const x = ms => L + (W - L - R) * ms / end;
   const svg = el("svg:svg", { class: "timeline", viewBox: `0 0 ${W} ${H}`, role: "img",
@@ -84,7 +100,7 @@ function timeline(i) {
   }
   svg.appendChild(el("svg:text", { class: "axis", x: (L + W - R) / 2, y: H - 6, "text-anchor": "middle" },
                      "time since the trace's first step (s)"));
-  for (const [kind, start, dur, a, b] of steps) {
+  for (const [kind, start, dur, a, b] of all) {
     const label = kind ? a : `llm ${a} in, ${b} out`;
     const rect = el("svg:rect", { class: kind ? "tool" : "llm", x: x(start), y: top + rowH * kind + 3,
                                   width: Math.max(1.5, x(start + dur) - x(start)), height: rowH - 6 });
