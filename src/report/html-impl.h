@@ -1,5 +1,6 @@
 /* html-impl.h - what html.c (reading the inputs) hands html-write.c
- * (rendering them): inputs, per-trace rows, parsed results, bench groups. */
+ * (rendering them): inputs, per-trace rows, parsed results and sweeps,
+ * bench groups. */
 #ifndef ATR_REPORT_HTML_IMPL_H
 #define ATR_REPORT_HTML_IMPL_H
 
@@ -13,7 +14,7 @@
 
 #define ATR_HTML_LABEL_MAX 64     /* bytes of a tool step's label in the timeline data */
 
-enum atr_html_kind { ATR_HTML_TRACES, ATR_HTML_RESULT, ATR_HTML_BENCH };
+enum atr_html_kind { ATR_HTML_TRACES, ATR_HTML_RESULT, ATR_HTML_BENCH, ATR_HTML_SWEEP };
 
 struct atr_html_input {
     const char *path;
@@ -28,12 +29,20 @@ struct atr_html_result {
     const struct atr_json *root;
 };
 
+/* An `atr sweep` result (docs/sweep.md): its "runs" is an array of objects. */
+struct atr_html_sweep {
+    const char *name;          /* the input's path */
+    const struct atr_json *root;
+};
+
 struct atr_html {
     struct atr_arena arena;    /* inputs, results' DOMs, strings */
     struct atr_html_input *inputs;
     size_t n_inputs, cap_inputs;
     struct atr_html_result *results;
     size_t n_results, cap_results;
+    struct atr_html_sweep *sweeps;
+    size_t n_sweeps, cap_sweeps;
     /* Traces are rendered as they are read: their table rows (HTML) and
      * their data (JSON array elements, comma-separated). */
     struct atr_buf trace_rows, trace_json;

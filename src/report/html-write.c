@@ -115,6 +115,8 @@ static void nav(struct atr_buf *b, const struct atr_html *h)
         atr_buf_puts(b, " <a href=\"#traces\">Traces</a>");
     if (h->n_results)
         atr_buf_puts(b, " <a href=\"#results\">Results</a>");
+    if (h->n_sweeps)
+        atr_buf_puts(b, " <a href=\"#sweeps\">Sweeps</a>");
     if (h->bench)
         atr_buf_puts(b, " <a href=\"#bench\">Bench</a>");
     atr_buf_puts(b, " <a href=\"#appendix\">Data</a></nav></header>\n<main>\n");
@@ -133,6 +135,7 @@ static void overview(struct atr_buf *b, const struct atr_html *h)
     atr_buf_printf(b, "<tr><th>steps</th><td class=\"n\">%llu</td></tr>\n",
                    (unsigned long long)h->steps);
     atr_buf_printf(b, "<tr><th>result files</th><td class=\"n\">%zu</td></tr>\n", h->n_results);
+    atr_buf_printf(b, "<tr><th>sweep files</th><td class=\"n\">%zu</td></tr>\n", h->n_sweeps);
     atr_buf_printf(b, "<tr><th>bench groups</th><td class=\"n\">%zu</td></tr>\n",
                    h->bench_groups);
     atr_buf_puts(b, "</table></section>\n");
@@ -347,6 +350,316 @@ static void results(struct atr_buf *b, const struct atr_html *h)
     atr_buf_puts(b, "</section>\n");
 }
 
+/* ---- sweeps ---- */
+
+/* A run's figure under metrics (a number), or NAN. */
+static double run_num(const struct atr_json *run, const char *key)
+{
+    const struct atr_json *m = atr_json_get(run, "metrics");
+    return m && atr_json_is(m, ATR_JSON_OBJECT) ? atr_num(m, key) : NAN;
+}
+
+/* A run's p99 of a latency ("ttft_ms"), or NAN. */
+static double run_p99(const struct atr_json *run, const char *key)
+{
+    const struct atr_json *m = atr_json_get(run, "metrics");
+    const struct atr_json *o = m && atr_json_is(m, ATR_JSON_OBJECT) ? atr_json_get(m, key) : NULL;
+    return o && atr_json_is(o, ATR_JSON_OBJECT) ? atr_num(o, "p99") : NAN;
+}
+
+/* The SLO object, or NULL when the sweep had none. */
+static const struct atr_json *sweep_slo(const struct atr_json *root)
+{
+    const struct atr_json *slo = atr_json_get(root, "slo");
+    return slo && atr_json_is(slo, ATR_JSON_OBJECT) ? slo : NULL;
+}
+
+/* The index into runs of the goodput run, or -1. */
+static long goodput_run(const struct atr_json *root, double *rate)
+{
+    const struct atr_json *g = atr_json_get(root, "goodput");
+    double v;
+    *rate = NAN;
+    if (!g || !atr_json_is(g, ATR_JSON_OBJECT) || !atr_json_get_num(g, "run", &v) || v < 0 ||
+        v > 1e9)
+        return -1;
+    *rate = atr_num(g, "goodput_rate");
+    return (long)v;
+}
+
+static void sweep_header(struct atr_buf *b, const struct atr_html_sweep *sw)
+{
+    const struct atr_json *root = sw->root, *w = atr_json_get(root, "workload"), *slo;
+    atr_buf_puts(b, "<h3>");
+    esc(b, sw->name);
+    atr_buf_puts(b, "</h3>\n<p>target ");
+    esc(b, atr_json_get_str(root, "target", NULL));
+    const char *policy = atr_json_get_str(root, "policy", NULL);
+    atr_buf_puts(b, ", policy ");
+    esc(b, policy ? policy : "none");
+    if (w && atr_json_is(w, ATR_JSON_OBJECT)) {
+        const char *kind = atr_json_get_str(w, "kind", NULL);
+        atr_buf_puts(b, "; workload ");
+        esc(b, kind);
+        if (kind && !strcmp(kind, "generated")) {
+            atr_buf_puts(b, ", ");
+            num(b, atr_num(w, "requests"), 0);
+            atr_buf_puts(b, " requests of ");
+            num(b, atr_num(w, "input_tokens"), 0);
+            atr_buf_puts(b, " input and ");
+            num(b, atr_num(w, "output_tokens"), 0);
+            atr_buf_puts(b, " output tokens");
+        } else {
+            atr_buf_puts(b, ", ");
+            num(b, atr_num(w, "sessions"), 0);
+            atr_buf_puts(b, " sessions, ");
+            num(b, atr_num(w, "turns"), 0);
+            atr_buf_puts(b, " turns");
+        }
+        atr_buf_puts(b, ", seed ");
+        num(b, atr_num(w, "seed"), 0);
+    }
+    atr_buf_puts(b, "; SLO ");
+    if (!(slo = sweep_slo(root)) || !slo->u.kids.first)
+        atr_buf_puts(b, "none");
+    for (const struct atr_json *e = slo ? slo->u.kids.first : NULL; e; e = e->next) {
+        size_t n = e->key_len > 3 && !memcmp(e->key + e->key_len - 3, "_ms", 3) ? e->key_len - 3
+                                                                               : e->key_len;
+        atr_html_escape(b, e->key, n);
+        atr_buf_puts(b, " &le; ");
+        num(b, atr_json_is(e, ATR_JSON_NUMBER) ? e->u.num : NAN, 1);
+        atr_buf_puts(b, e->next ? " ms, " : " ms");
+    }
+    atr_buf_puts(b, "</p>\n");
+}
+
+static void sweep_table(struct atr_buf *b, const struct atr_html_sweep *sw)
+{
+    const struct atr_json *runs = atr_json_get(sw->root, "runs");
+    bool slo = sweep_slo(sw->root) != NULL;
+    double rate;
+    long gp = goodput_run(sw->root, &rate);
+    atr_buf_puts(b, "<table class=\"sweep\"><thead><tr><th>#</th><th>kind</th>"
+                    "<th>rate asked (sessions/s)</th><th>achieved requests/s</th>"
+                    "<th>output tokens/s</th><th>TTFT p99 (ms)</th><th>TPOT p99 (ms)</th>"
+                    "<th>E2EL p99 (ms)</th>");
+    if (slo)
+        atr_buf_puts(b, "<th>meets SLO</th>");
+    atr_buf_puts(b, "</tr></thead><tbody>\n");
+    long i = 0;
+    for (const struct atr_json *r = runs->u.kids.first; r; r = r->next, i++) {
+        const char *kind = atr_json_get_str(r, "kind", NULL);
+        atr_buf_printf(b, "<tr data-run=\"%ld\"><td class=\"n\">%ld</td><td>", i, i + 1);
+        esc(b, kind);
+        if (i == gp)
+            atr_buf_puts(b, " <strong>(goodput)</strong>");
+        atr_buf_puts(b, "</td>");
+        double v;
+        if (atr_json_get_num(r, "rate", &v))
+            td_num(b, v, 3);
+        else
+            td_str(b, kind && !strcmp(kind, "synchronous") ? "sync"
+                      : kind && !strcmp(kind, "throughput") ? "max" : NULL);
+        td_num(b, run_num(r, "request_throughput"), 3);
+        td_num(b, run_num(r, "output_throughput"), 1);
+        td_num(b, run_p99(r, "ttft_ms"), 2);
+        td_num(b, run_p99(r, "tpot_ms"), 2);
+        td_num(b, run_p99(r, "e2el_ms"), 2);
+        if (slo) {
+            const struct atr_json *m = atr_json_get(r, "meets_slo");
+            td_str(b, m && atr_json_is(m, ATR_JSON_TRUE) ? "yes"
+                      : m && atr_json_is(m, ATR_JSON_FALSE) ? "no" : NULL);
+        }
+        atr_buf_puts(b, "</tr>\n");
+    }
+    atr_buf_puts(b, "</tbody></table>\n");
+    if (!slo)
+        return;
+    if (gp < 0) {
+        atr_buf_puts(b, "<p>goodput: no rate meets the SLO.</p>\n");
+        return;
+    }
+    atr_buf_puts(b, "<p>goodput rate ");
+    num(b, rate, 3);
+    atr_buf_printf(b, " sessions/s (run %ld).</p>\n", gp + 1);
+}
+
+struct sweep_pt {
+    double x, y;
+    long run;
+    bool fail;
+};
+
+static int by_x(const void *a, const void *b)
+{
+    const struct sweep_pt *p = a, *q = b;
+    return p->x < q->x ? -1 : p->x > q->x ? 1 : (p->run > q->run) - (p->run < q->run);
+}
+
+#define ST 34                     /* a sweep chart's top margin: its title */
+
+/* The y-axis: linear from 0 or log over whole decades. */
+struct yaxis {
+    bool log;
+    double lo, hi;
+};
+
+static double y_at(const struct yaxis *a, double v)
+{
+    double ph = CH - ST - CB;
+    double f = a->log ? (log10(v) - log10(a->lo)) / (log10(a->hi) - log10(a->lo))
+                      : (v - a->lo) / (a->hi - a->lo);
+    return ST + ph - ph * f;
+}
+
+static void sweep_axes(struct atr_buf *b, const struct yaxis *ya, double xtop, const char *label)
+{
+    if (ya->log) {
+        for (double v = ya->lo; v <= ya->hi * 1.0001; v *= 10) {
+            double y = y_at(ya, v);
+            atr_buf_printf(b, "<line class=\"grid\" x1=\"%d\" x2=\"%d\" y1=\"%.1f\" "
+                              "y2=\"%.1f\"/><text class=\"tick\" x=\"%d\" y=\"%.1f\" "
+                              "text-anchor=\"end\">%g</text>\n", CL, CW - CR, y, y, CL - 6,
+                           y + 4, v);
+        }
+    } else {
+        for (int i = 0; i <= 4; i++) {
+            double v = ya->hi * i / 4, y = y_at(ya, v);
+            atr_buf_printf(b, "<line class=\"grid\" x1=\"%d\" x2=\"%d\" y1=\"%.1f\" "
+                              "y2=\"%.1f\"/><text class=\"tick\" x=\"%d\" y=\"%.1f\" "
+                              "text-anchor=\"end\">%g</text>\n", CL, CW - CR, y, y, CL - 6,
+                           y + 4, v);
+        }
+    }
+    double pw = CW - CL - CR;
+    for (int i = 0; i <= 4; i++) {
+        double x = CL + pw * i / 4;
+        atr_buf_printf(b, "<line class=\"grid\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\"/>"
+                          "<text class=\"tick\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">"
+                          "%g</text>\n", x, x, ST, CH - CB, x, CH - CB + 16, xtop * i / 4);
+    }
+    atr_buf_printf(b, "<text class=\"axis\" transform=\"translate(14 %d) rotate(-90)\" "
+                      "text-anchor=\"middle\">%s p99 (ms%s)</text>\n", ST + (CH - ST - CB) / 2,
+                   label, ya->log ? ", log scale" : "");
+    atr_buf_printf(b, "<text class=\"axis\" x=\"%d\" y=\"%d\" text-anchor=\"middle\">"
+                      "achieved request throughput (requests/s)</text>\n",
+                   CL + (CW - CL - CR) / 2, CH - 6);
+    atr_buf_printf(b, "<text class=\"title\" x=\"%d\" y=\"18\">%s p99 against request "
+                      "throughput</text>\n", CL, label);
+}
+
+/* The curve of one latency's p99 (key "ttft_ms", label "TTFT") against
+ * achieved request throughput: a point per run, joined in order of
+ * throughput; the SLO's p99 bound on it dashed; the goodput run ringed. */
+static void sweep_chart(struct atr_buf *b, const struct atr_html_sweep *sw, const char *key,
+                        const char *label)
+{
+    const struct atr_json *runs = atr_json_get(sw->root, "runs"), *slo = sweep_slo(sw->root);
+    size_t cap = 0, n = 0;
+    for (const struct atr_json *r = runs->u.kids.first; r; r = r->next)
+        cap++;
+    struct sweep_pt *pts = malloc((cap ? cap : 1) * sizeof *pts);
+    if (!pts)
+        return;
+    long i = 0;
+    for (const struct atr_json *r = runs->u.kids.first; r; r = r->next, i++) {
+        double x = run_num(r, "request_throughput"), y = run_p99(r, key);
+        if (isnan(x) || isinf(x) || isnan(y) || isinf(y) || x < 0 || y < 0)
+            continue;
+        const struct atr_json *m = atr_json_get(r, "meets_slo");
+        pts[n++] = (struct sweep_pt){x, y, i, m && atr_json_is(m, ATR_JSON_FALSE)};
+    }
+    if (!n) {
+        free(pts);
+        return;
+    }
+    qsort(pts, n, sizeof *pts, by_x);
+    char slo_key[32];         /* "ttft_ms" -> "ttft_p99_ms" */
+    size_t stem = strcspn(key, "_");
+    snprintf(slo_key, sizeof slo_key, "%.*s_p99_ms", (int)stem, key);
+    double bound = slo ? atr_num(slo, slo_key) : NAN, rate;
+    if (!(bound > 0) || isinf(bound))
+        bound = NAN;
+    long gp = goodput_run(sw->root, &rate);
+    double xmax = 0, lo = INFINITY, hi = 0;
+    for (size_t k = 0; k < n; k++) {
+        xmax = pts[k].x > xmax ? pts[k].x : xmax;
+        lo = pts[k].y > 0 && pts[k].y < lo ? pts[k].y : lo;
+        hi = pts[k].y > hi ? pts[k].y : hi;
+    }
+    if (!isnan(bound)) {
+        lo = bound < lo ? bound : lo;
+        hi = bound > hi ? bound : hi;
+    }
+    struct yaxis ya = {.log = isfinite(lo) && hi / lo > 20};
+    if (ya.log) {
+        ya.lo = pow(10, floor(log10(lo)));
+        ya.hi = pow(10, ceil(log10(hi)));
+        if (ya.hi <= ya.lo)
+            ya.hi = ya.lo * 10;
+    } else {
+        ya.lo = 0;
+        ya.hi = nice_ceiling(hi);
+    }
+    double xtop = nice_ceiling(xmax), pw = CW - CL - CR;
+    atr_buf_printf(b, "<figure><svg class=\"chart\" viewBox=\"0 0 %d %d\" role=\"img\" "
+                      "aria-label=\"%s p99 (ms) against request throughput (requests/s)\">\n",
+                   CW, CH, label);
+    sweep_axes(b, &ya, xtop, label);
+    atr_buf_puts(b, "<polyline class=\"sweep-line\" points=\"");
+    for (size_t k = 0; k < n; k++) {
+        double y = ya.log && pts[k].y <= 0 ? ya.lo : pts[k].y;
+        atr_buf_printf(b, "%s%.1f,%.1f", k ? " " : "", CL + pw * pts[k].x / xtop, y_at(&ya, y));
+    }
+    atr_buf_puts(b, "\"/>\n");
+    if (!isnan(bound)) {
+        double y = y_at(&ya, bound);
+        atr_buf_printf(b, "<line class=\"slo\" x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\">"
+                          "<title>SLO: %s p99 &le; %g ms</title></line>\n<text class=\"slo-label\" "
+                          "x=\"%d\" y=\"%.1f\">SLO</text>\n", CL, CW - CR, y, y, label, bound,
+                       CL + 4, y - 4);
+    }
+    for (size_t k = 0; k < n; k++) {
+        double y = ya.log && pts[k].y <= 0 ? ya.lo : pts[k].y;
+        double cx = CL + pw * pts[k].x / xtop, cy = y_at(&ya, y);
+        const struct atr_json *r = runs->u.kids.first;
+        for (long j = 0; j < pts[k].run; j++)
+            r = r->next;
+        atr_buf_printf(b, "<circle class=\"pt%s\" cx=\"%.1f\" cy=\"%.1f\" r=\"4\"><title>"
+                          "run %ld, ", pts[k].fail ? " fail" : "", cx, cy, pts[k].run + 1);
+        esc(b, atr_json_get_str(r, "kind", NULL));
+        atr_buf_printf(b, ": %.3f requests/s, %s p99 %.2f ms</title></circle>\n", pts[k].x,
+                       label, pts[k].y);
+        if (pts[k].run == gp)
+            atr_buf_printf(b, "<circle class=\"goodput\" cx=\"%.1f\" cy=\"%.1f\" r=\"8\"/>"
+                              "<text class=\"goodput-label\" x=\"%.1f\" y=\"%.1f\" "
+                              "text-anchor=\"%s\">goodput</text>\n", cx, cy,
+                           cx > CW - CR - 70 ? cx - 11 : cx + 11, cy - 10,
+                           cx > CW - CR - 70 ? "end" : "start");
+    }
+    atr_buf_printf(b, "</svg><figcaption>%s p99 (ms) of each run against its achieved "
+                      "request throughput, joined in order of throughput%s%s</figcaption>"
+                      "</figure>\n", label, slo ? "; hollow points miss the SLO" : "",
+                   isnan(bound) ? "" : "; dashed: the SLO's bound");
+    free(pts);
+}
+
+static void sweeps(struct atr_buf *b, const struct atr_html *h)
+{
+    if (!h->n_sweeps)
+        return;
+    atr_buf_printf(b, "<section id=\"sweeps\"><h2>Sweeps</h2>\n<p>%zu sweep file%s "
+                      "(<code>atr sweep</code>: vLLM's figures per run; rates are "
+                      "sessions/s).</p>\n", h->n_sweeps, h->n_sweeps == 1 ? "" : "s");
+    for (size_t s = 0; s < h->n_sweeps; s++) {
+        sweep_header(b, &h->sweeps[s]);
+        sweep_table(b, &h->sweeps[s]);
+        sweep_chart(b, &h->sweeps[s], "ttft_ms", "TTFT");
+        sweep_chart(b, &h->sweeps[s], "tpot_ms", "TPOT");
+    }
+    atr_buf_puts(b, "</section>\n");
+}
+
 /* ---- bench ---- */
 
 static void bench_counts_row(struct atr_buf *b, const struct atr_json *g)
@@ -429,7 +742,8 @@ static void bench(struct atr_buf *b, const struct atr_html *h, const struct atr_
 
 static const char *kind_name(enum atr_html_kind k)
 {
-    return k == ATR_HTML_TRACES ? "traces" : k == ATR_HTML_RESULT ? "result" : "bench";
+    return k == ATR_HTML_TRACES ? "traces" : k == ATR_HTML_RESULT ? "result"
+         : k == ATR_HTML_SWEEP ? "sweep" : "bench";
 }
 
 static void appendix(struct atr_buf *b, const struct atr_html *h, const struct atr_html_meta *m)
@@ -488,6 +802,11 @@ static void data_json(struct atr_buf *out, const struct atr_html *h,
     for (size_t r = 0; r < h->n_results; r++)
         atr_jw_value(&w, h->results[r].root);
     atr_jw_array_end(&w);
+    atr_jw_key(&w, "sweeps");
+    atr_jw_array_begin(&w);
+    for (size_t s = 0; s < h->n_sweeps; s++)
+        atr_jw_value(&w, h->sweeps[s].root);
+    atr_jw_array_end(&w);
     if (bench_json->len)
         atr_jw_kv_raw(&w, "bench", bench_json->data, bench_json->len);
     atr_jw_object_end(&w);
@@ -525,6 +844,7 @@ int atr_html_write(struct atr_buf *b, const struct atr_html *h, const struct atr
     overview(&page, h);
     traces(&page, h);
     results(&page, h);
+    sweeps(&page, h);
     bench(&page, h, &bench_json);
     appendix(&page, h, m);
     atr_buf_puts(&page, "</main>\n");

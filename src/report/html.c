@@ -1,6 +1,6 @@
 /* html.c - `atr report`'s inputs: each path recognised by content (a
  * folder of bench results, a result JSON with vLLM's figures, traces in any
- * format the readers sniff), hashed for the data appendix and turned into
+ * format the readers sniff, an `atr sweep` result), hashed for the data appendix and turned into
  * what html-write.c renders. */
 #include <dirent.h>
 #include <stdio.h>
@@ -33,6 +33,7 @@ void atr_html_free(struct atr_html *h)
     atr_arena_release(&h->arena);
     free(h->inputs);
     free(h->results);
+    free(h->sweeps);
     atr_buf_release(&h->trace_rows);
     atr_buf_release(&h->trace_json);
     atr_buf_release(&h->labels_json);
@@ -229,6 +230,59 @@ static int add_result(struct atr_html *h, const char *path, struct atr_input *sr
     h->results[h->n_results++] = (struct atr_html_result){in->path, root};
     const struct atr_json *atr = atr_json_get(root, "atr");
     in->detail = atr && atr_json_is(atr, ATR_JSON_OBJECT) ? "result (atr)" : "result (vLLM)";
+    return hash_path(in, false, err);
+}
+
+/* ---- sweep JSON ---- */
+
+#define SWEEP_FORMAT "atr-sweep/1"
+
+/* Whether the first bytes may be an `atr sweep` result: '{' first and the
+ * format's name, quoted, among them (atr writes "format" first). */
+static bool looks_like_sweep(const char *head, size_t len)
+{
+    static const char name[] = "\"" SWEEP_FORMAT "\"";
+    return atr_sniff_first(head, len, NULL) == '{' && memmem(head, len, name, sizeof name - 1);
+}
+
+/* 0 with the sweep added, 1 when the file is not one JSON object with
+ * "format": "atr-sweep/1" (the caller tries the other kinds), -1 when it
+ * is one but its runs are not an array of objects, or it cannot be
+ * hashed. */
+static int add_sweep(struct atr_html *h, const char *path, struct atr_input *src,
+                     struct atr_error *err)
+{
+    struct atr_buf text = {.max = RESULT_MAX + 1};
+    struct atr_error ignored;
+    int rc = atr_input_read_all(src, &text, RESULT_MAX, &ignored) < 0 ? 1 : 0;
+    atr_input_close(src);
+    struct atr_json *root = NULL;
+    struct atr_json_err jerr;
+    const char *format;
+    if (rc == 0 && (atr_json_parse(&h->arena, text.data, text.len, NULL, &root, &jerr) < 0 ||
+                    !atr_json_is(root, ATR_JSON_OBJECT) ||
+                    !(format = atr_json_get_str(root, "format", NULL)) ||
+                    strcmp(format, SWEEP_FORMAT) != 0))
+        rc = 1;
+    atr_buf_release(&text);
+    if (rc)
+        return rc;
+    const struct atr_json *runs = atr_json_get(root, "runs");
+    if (!runs || !atr_json_is(runs, ATR_JSON_ARRAY))
+        return atr_error_set(err, "%s: malformed %s result: \"runs\" is not an array", path,
+                             SWEEP_FORMAT);
+    size_t n = 0;
+    for (const struct atr_json *r = runs->u.kids.first; r; r = r->next, n++)
+        if (!atr_json_is(r, ATR_JSON_OBJECT))
+            return atr_error_set(err, "%s: malformed %s result: run %zu is not an object",
+                                 path, SWEEP_FORMAT, n + 1);
+    if (h->n_sweeps == h->cap_sweeps) {
+        h->cap_sweeps = h->cap_sweeps ? h->cap_sweeps * 2 : 4;
+        h->sweeps = xrealloc(h->sweeps, h->cap_sweeps * sizeof *h->sweeps);
+    }
+    struct atr_html_input *in = add_input(h, path, ATR_HTML_SWEEP);
+    h->sweeps[h->n_sweeps++] = (struct atr_html_sweep){in->path, root};
+    in->detail = atr_arena_printf(&h->arena, "sweep, %zu run%s", n, n == 1 ? "" : "s");
     return hash_path(in, false, err);
 }
 
@@ -462,6 +516,17 @@ int atr_html_add(struct atr_html *h, const char *path, struct atr_error *err)
     if (n < 0) {
         atr_input_close(src);
         return -1;
+    }
+    if (looks_like_sweep(head, (size_t)n)) {
+        int rc = add_sweep(h, path, src, err);
+        if (rc <= 0)
+            return rc;
+        if (!(src = atr_input_open(path, err)))   /* read again, as another kind */
+            return -1;
+        if ((n = atr_input_peek(src, &head, 1 << 16, err)) < 0) {
+            atr_input_close(src);
+            return -1;
+        }
     }
     if (looks_like_result(head, (size_t)n)) {
         int rc = add_result(h, path, src, err);

@@ -1,6 +1,6 @@
 # test-report.sh - `atr report`: one self-contained HTML file from bundled
-# traces, a result JSON made here and bench folders; hostile text stays
-# text; bad inputs fail with one line and leave no file (docs/report.md).
+# traces, a result JSON and a sweep made here and bench folders; hostile
+# text stays text; bad inputs fail with one line and leave no file (docs/report.md).
 R=$T/report
 mkdir -p "$R"
 
@@ -109,6 +109,40 @@ assert f['ids'][0].startswith('</script><img src=x onerror=alert(1)>'), f['ids']
 check "hostile: shown as escaped text in the table" \
     "grep -q '&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt; &quot;dq&quot; &#39;sq&#39;' '$R/hostile.html'"
 check "hostile: no NUL byte in the page" "[ \$(tr -cd '\\000' <'$R/hostile.html' | wc -c) -eq 0 ]"
+
+# ---- sweeps: `atr sweep` results get a Sweeps section after Results ----
+"$ATR" sweep --generate 40:200:64 --target sim:h100/llama-3.1-8b --rates 3 \
+    --slo ttft_p99=200ms -q -o "$R/sweep.json" >/dev/null 2>&1
+check "sweep result made" "[ -s '$R/sweep.json' ]"
+ok "report of a sweep and a result" "$ATR" report "$R/sim.json" "$R/sweep.json" -o "$R/sweep.html"
+check "sweep: html.parser-clean, Sweeps right after Results" \
+    "python3 '$R/facts.py' '$R/sweep.html' >'$R/sf.json' && python3 -c \"
+import json; s = json.load(open('$R/sf.json'))['sections']
+assert s == ['overview', 'results', 'sweeps', 'appendix'], s\""
+check "sweep: a table row per run" "python3 -c \"
+import json, re
+runs = len(json.load(open('$R/sweep.json'))['runs'])
+page = open('$R/sweep.html').read()
+sec = page[page.index('<section id=\\\"sweeps\\\"'):]
+sec = sec[:sec.index('</section>')]
+rows = len(re.findall(r'<tr data-run=', sec))
+assert runs >= 5 and rows == runs, (rows, runs)\""
+check "sweep: SVG with the dashed SLO line and its label" \
+    "grep -q '<line class=\"slo\"' '$R/sweep.html' && grep -q '>SLO</text>' '$R/sweep.html'"
+check "sweep: the goodput point labelled" "grep -q '>goodput</text>' '$R/sweep.html'"
+check "sweep: axes with units" \
+    "grep -Eq 'TTFT p99 \(ms(, log scale)?\)</text>' '$R/sweep.html' && grep -q 'achieved request throughput (requests/s)</text>' '$R/sweep.html'"
+check "sweep: in the data block and the appendix" \
+    "grep -q '\"sweeps\":\[{\"format\":\"atr-sweep/1\"' '$R/sweep.html' && grep -q 'sweep.json</td><td>sweep</td>' '$R/sweep.html'"
+check "no Sweeps section without a sweep input" "! grep -q 'id=\"sweeps\"' '$R/all.html'"
+ok "report of a hostile sweep" "$ATR" report "$DATA/report/sweep-hostile.json" -o "$R/sweep-hostile.html"
+check "hostile sweep: no raw <img or <i>, </script> only twice" \
+    "! grep -q '<img' '$R/sweep-hostile.html' && ! grep -q '<i>p' '$R/sweep-hostile.html' && [ \$(grep -o '</script' '$R/sweep-hostile.html' | wc -l) -eq 2 ]"
+check "hostile sweep: kind shown as escaped text" \
+    "grep -q '<td>&lt;img src=z onerror=alert(2)&gt;</td>' '$R/sweep-hostile.html'"
+fails "malformed sweep (runs not an array)" 1 'sweep-bad-runs.json: malformed atr-sweep/1 result: "runs" is not an array' \
+    "$ATR" report "$DATA/atr/small.ndjson" "$DATA/report/sweep-bad-runs.json" -o "$R/bad.html"
+absent "malformed sweep leaves no report" "$R/bad.html"
 
 # ---- bad input: one error line, exit 1, no file left ----
 fails "none of the kinds" 1 "none.txt: not a trace file, result JSON or bench folder" \
