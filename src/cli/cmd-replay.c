@@ -295,14 +295,30 @@ static int write_metrics(void *ctx, const struct atr_step_metrics *m, struct atr
 /* summary.json: the configurations, why the run stopped early ("reason":
  * null when it did not), and with --tenants (rows not NULL) the tenants'
  * entries. */
+static void kv_bytes(struct atr_jw *w, const char *key, int64_t v)
+{
+    if (v >= 0)
+        atr_jw_kv_int(w, key, v);
+    else
+        atr_jw_kv_null(w, key);
+}
+
 static void summary_doc(struct atr_buf *b, struct atr_replay_summary *sum, const char *backend,
-                        const char *stopped, const struct tenant_rows *rows)
+                        const char *stopped, const struct tenant_rows *rows,
+                        const struct atr_cg_limits *limits)
 {
     struct atr_jw w;
     atr_jw_init(&w, b, ATR_JW_COMPACT);
     atr_jw_object_begin(&w);
     atr_replay_summary_members(sum, backend, stopped != NULL, &w);
     atr_jw_kv_str(&w, "reason", stopped);
+    if (limits) {                  /* --mem-high / --mem-max as given: charts draw them */
+        atr_jw_key(&w, "limits");
+        atr_jw_object_begin(&w);
+        kv_bytes(&w, "mem_high_bytes", limits->mem_high);
+        kv_bytes(&w, "mem_max_bytes", limits->mem_max);
+        atr_jw_object_end(&w);
+    }
     if (rows) {
         atr_jw_key(&w, "tenants");
         atr_jw_array_begin(&w);
@@ -318,12 +334,12 @@ static void summary_doc(struct atr_buf *b, struct atr_replay_summary *sum, const
 /* stopped: why the run ended early, or NULL (complete). */
 static int write_summary(const char *dir, struct atr_replay_summary *sum, const char *backend,
                          const char *stopped, const struct tenant_rows *rows,
-                         struct atr_error *err)
+                         const struct atr_cg_limits *limits, struct atr_error *err)
 {
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/summary.json", dir);
     struct atr_buf b = ATR_BUF_INIT;
-    summary_doc(&b, sum, backend, stopped, rows);
+    summary_doc(&b, sum, backend, stopped, rows, limits);
     struct atr_output *o = atr_output_open(path, err);
     int rc = o ? 0 : -1;
     if (o && (atr_output_write(o, b.data, b.len, err) < 0 || atr_output_commit(o, err) < 0))
@@ -700,7 +716,8 @@ static int run_replay(struct replay_args *a, int argc, char **argv)
         /* Every early stop is marked, with its reason: an error's message. */
         const char *stopped = rc < 0 ? err.msg : atr_replay_stopped() ? "interrupted" : NULL;
         if (write_summary(a->out, sink.sum, backend[0] ? backend : NULL, stopped,
-                          a->tenants ? &rows : NULL, rc < 0 ? NULL : &err) < 0 && rc == 0)
+                          a->tenants ? &rows : NULL, &a->ro.limits, rc < 0 ? NULL : &err) < 0 &&
+            rc == 0)
             rc = -1;
     }
     if (sink.fd >= 0)
@@ -767,7 +784,7 @@ static int run_merge(struct replay_args *a, int argc, char **argv)
         atr_input_close(in);
     }
     if (rc == 0)
-        rc = write_summary(a->out, sink.sum, "merged", NULL, NULL, &err);
+        rc = write_summary(a->out, sink.sum, "merged", NULL, NULL, NULL, &err);
     if (sink.fd >= 0)
         close(sink.fd);
     atr_buf_release(&sink.line);

@@ -14,7 +14,9 @@
 
 #define ATR_HTML_LABEL_MAX 64     /* bytes of a tool step's label in the timeline data */
 
-enum atr_html_kind { ATR_HTML_TRACES, ATR_HTML_RESULT, ATR_HTML_BENCH, ATR_HTML_SWEEP };
+enum atr_html_kind {
+    ATR_HTML_TRACES, ATR_HTML_RESULT, ATR_HTML_BENCH, ATR_HTML_SWEEP, ATR_HTML_REPLAY
+};
 
 struct atr_html_input {
     const char *path;
@@ -35,6 +37,23 @@ struct atr_html_sweep {
     const struct atr_json *root;
 };
 
+/* One step of a tool replay's metrics.jsonl (docs/replay-tools.md), as the
+ * chart needs it; peak_mb < 0: unknown, events < 0: unknown. */
+struct atr_html_replay_step {
+    const char *config, *trace_id;
+    int64_t step_id, mem_high_events, mem_max_events, oom_kills;
+    double peak_mb;
+    bool skipped;
+};
+
+/* An `atr replay tools --out DIR` folder: summary.json and its steps. */
+struct atr_html_replay {
+    const char *name;          /* the input's path */
+    const struct atr_json *summary;
+    struct atr_html_replay_step *steps;   /* in the arena */
+    size_t n_steps;
+};
+
 struct atr_html {
     struct atr_arena arena;    /* inputs, results' DOMs, strings */
     struct atr_html_input *inputs;
@@ -43,6 +62,8 @@ struct atr_html {
     size_t n_results, cap_results;
     struct atr_html_sweep *sweeps;
     size_t n_sweeps, cap_sweeps;
+    struct atr_html_replay *replays;
+    size_t n_replays, cap_replays;
     /* Traces are rendered as they are read: their table rows (HTML) and
      * their data (JSON array elements, comma-separated). */
     struct atr_buf trace_rows, trace_json;
@@ -74,5 +95,14 @@ extern const unsigned char atr_report_js[];
 /* html-write.c: appends trace i's <tr> of the trace table to b. */
 void atr_html_trace_row(struct atr_buf *b, uint64_t i, const char *file,
                         const struct atr_trace *t, const struct atr_html_figures *f);
+
+/* html-replay.c: whether dir holds metrics.jsonl and summary.json (a tool
+ * replay's folder); reading it (0, or -1 with err set: FILE:LINE: ...);
+ * the Tool replay section. add_input and hash_path are html.c's. */
+struct atr_error;
+bool atr_html_is_replay_dir(const char *dir);
+int atr_html_read_replay(struct atr_html *h, const char *dir, struct atr_html_replay *out,
+                         struct atr_error *err);
+void atr_html_replay_section(struct atr_buf *b, const struct atr_html *h);
 
 #endif

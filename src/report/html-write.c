@@ -117,6 +117,8 @@ static void nav(struct atr_buf *b, const struct atr_html *h)
         atr_buf_puts(b, " <a href=\"#results\">Results</a>");
     if (h->n_sweeps)
         atr_buf_puts(b, " <a href=\"#sweeps\">Sweeps</a>");
+    if (h->n_replays)
+        atr_buf_puts(b, " <a href=\"#replay\">Tool replay</a>");
     if (h->bench)
         atr_buf_puts(b, " <a href=\"#bench\">Bench</a>");
     atr_buf_puts(b, " <a href=\"#appendix\">Data</a></nav></header>\n<main>\n");
@@ -136,6 +138,8 @@ static void overview(struct atr_buf *b, const struct atr_html *h)
                    (unsigned long long)h->steps);
     atr_buf_printf(b, "<tr><th>result files</th><td class=\"n\">%zu</td></tr>\n", h->n_results);
     atr_buf_printf(b, "<tr><th>sweep files</th><td class=\"n\">%zu</td></tr>\n", h->n_sweeps);
+    atr_buf_printf(b, "<tr><th>tool replay folders</th><td class=\"n\">%zu</td></tr>\n",
+                   h->n_replays);
     atr_buf_printf(b, "<tr><th>bench groups</th><td class=\"n\">%zu</td></tr>\n",
                    h->bench_groups);
     atr_buf_puts(b, "</table></section>\n");
@@ -743,7 +747,7 @@ static void bench(struct atr_buf *b, const struct atr_html *h, const struct atr_
 static const char *kind_name(enum atr_html_kind k)
 {
     return k == ATR_HTML_TRACES ? "traces" : k == ATR_HTML_RESULT ? "result"
-         : k == ATR_HTML_SWEEP ? "sweep" : "bench";
+         : k == ATR_HTML_SWEEP ? "sweep" : k == ATR_HTML_REPLAY ? "tool replay" : "bench";
 }
 
 static void appendix(struct atr_buf *b, const struct atr_html *h, const struct atr_html_meta *m)
@@ -807,6 +811,11 @@ static void data_json(struct atr_buf *out, const struct atr_html *h,
     for (size_t s = 0; s < h->n_sweeps; s++)
         atr_jw_value(&w, h->sweeps[s].root);
     atr_jw_array_end(&w);
+    atr_jw_key(&w, "replays");
+    atr_jw_array_begin(&w);
+    for (size_t r = 0; r < h->n_replays; r++)
+        atr_jw_value(&w, h->replays[r].summary);
+    atr_jw_array_end(&w);
     if (bench_json->len)
         atr_jw_kv_raw(&w, "bench", bench_json->data, bench_json->len);
     atr_jw_object_end(&w);
@@ -845,6 +854,7 @@ int atr_html_write(struct atr_buf *b, const struct atr_html *h, const struct atr
     traces(&page, h);
     results(&page, h);
     sweeps(&page, h);
+    atr_html_replay_section(&page, h);
     bench(&page, h, &bench_json);
     appendix(&page, h, m);
     atr_buf_puts(&page, "</main>\n");

@@ -34,6 +34,7 @@ void atr_html_free(struct atr_html *h)
     free(h->inputs);
     free(h->results);
     free(h->sweeps);
+    free(h->replays);
     atr_buf_release(&h->trace_rows);
     atr_buf_release(&h->trace_json);
     atr_buf_release(&h->labels_json);
@@ -170,6 +171,29 @@ static int add_bench(struct atr_html *h, const char *dir, struct atr_error *err)
     h->bench_groups++;
     struct atr_html_input *in = add_input(h, dir, ATR_HTML_BENCH);
     in->detail = atr_arena_printf(&h->arena, "bench folder, %zu result%s", n, n == 1 ? "" : "s");
+    return hash_path(in, true, err);
+}
+
+/* ---- tool replay folders ---- */
+
+static int add_replay(struct atr_html *h, const char *dir, struct atr_error *err)
+{
+    struct atr_html_replay r;
+    if (atr_html_read_replay(h, dir, &r, err) < 0)
+        return -1;
+    if (h->n_replays == h->cap_replays) {
+        h->cap_replays = h->cap_replays ? h->cap_replays * 2 : 4;
+        h->replays = xrealloc(h->replays, h->cap_replays * sizeof *h->replays);
+    }
+    struct atr_html_input *in = add_input(h, dir, ATR_HTML_REPLAY);
+    r.name = in->path;
+    h->replays[h->n_replays++] = r;
+    const struct atr_json *c = atr_json_get(r.summary, "configs");
+    size_t n = 0;
+    for (const struct atr_json *e = c ? c->u.kids.first : NULL; e; e = e->next)
+        n++;
+    in->detail = atr_arena_printf(&h->arena, "tool replay, %zu config%s, %zu step line%s", n,
+                                  n == 1 ? "" : "s", r.n_steps, r.n_steps == 1 ? "" : "s");
     return hash_path(in, true, err);
 }
 
@@ -507,7 +531,8 @@ int atr_html_add(struct atr_html *h, const char *path, struct atr_error *err)
     if (stat(path, &sb) < 0)
         return atr_error_set(err, "%s: no such file or folder", path);
     if (S_ISDIR(sb.st_mode))
-        return add_bench(h, path, err);
+        return atr_html_is_replay_dir(path) ? add_replay(h, path, err)
+                                            : add_bench(h, path, err);
     struct atr_input *src = atr_input_open(path, err);
     if (!src)
         return -1;

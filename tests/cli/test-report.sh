@@ -144,6 +144,46 @@ fails "malformed sweep (runs not an array)" 1 'sweep-bad-runs.json: malformed at
     "$ATR" report "$DATA/atr/small.ndjson" "$DATA/report/sweep-bad-runs.json" -o "$R/bad.html"
 absent "malformed sweep leaves no report" "$R/bad.html"
 
+# ---- a tool replay folder (tests/data/report/replay: a recorded
+# `atr replay tools --config none,static-toolcall --mem-max 128M` run of
+# tests/data/replay/steps.ndjson, its summary.json given "limits") ----
+ok "report of a replay folder" "$ATR" report "$DATA/report/replay" -o "$R/replay.html"
+check "replay: a Tool replay section, after Sweeps and before Bench in the nav" \
+    "grep -q '<section id=\"replay\"><h2>Tool replay</h2>' '$R/replay.html' && grep -q 'href=\"#replay\">Tool replay</a>' '$R/replay.html'"
+check "replay: a row per config" \
+    "python3 -c \"
+import re
+t = open('$R/replay.html').read()
+sec = t[t.index('<section id=\\\"replay\\\"'):]
+sec = sec[:sec.index('</section>')]
+assert re.findall(r'<tr data-config><td>([^<]*)</td>', sec) == ['none', 'static-toolcall'], sec
+assert sec.count('<svg class=\\\"chart replay-chart\\\"') == 2
+\""
+check "replay: the OOM kill counted in the table" \
+    "grep -q '<tr data-config><td>static-toolcall</td><td class=\"n\">2</td><td class=\"n\">9</td><td class=\"n\">7</td><td class=\"n\">2</td><td class=\"n\">2</td><td class=\"n\">1</td><td class=\"n\">1</td><td class=\"n\">0</td><td class=\"n\">95</td>' '$R/replay.html'"
+check "replay: the chart's dashed memory.max line at 128 MiB" \
+    "grep -q '<line class=\"mem-max\" .*<title>memory.max = 128.0 MiB</title>' '$R/replay.html' && grep -q '>memory.max</text>' '$R/replay.html'"
+check "replay: the OOM-killed step marked, and a legend" \
+    "grep -q '<rect class=\"mem-oom\" x=\"[0-9.]*\" y=\"[0-9.]*\" width=\"[0-9.]*\" height=\"[0-9.]*\"><title>replay/limits step 1: peak 128.0 MiB, 1 OOM kill' '$R/replay.html' && grep -q 'class=\"oom-mark\"' '$R/replay.html' && grep -q '>OOM kill</text>' '$R/replay.html'"
+check "replay: axes with units" \
+    "grep -q '>peak memory (MiB)</text>' '$R/replay.html' && grep -q '>step, in the order run</text>' '$R/replay.html'"
+check "replay: in the appendix and the data block" \
+    "grep -q 'replay</td><td>tool replay</td>' '$R/replay.html' && grep -q '\"replays\":\[{\"backend\"' '$R/replay.html'"
+check "no Tool replay section without a replay folder" "! grep -q 'id=\"replay\"' '$R/all.html'"
+mkdir -p "$R/replay-hostile"
+sed 's/static-toolcall/<b>st<\/b>/; s/replay\/limits/<img src=q>/' "$DATA/report/replay/summary.json" \
+    >"$R/replay-hostile/summary.json"
+sed 's/static-toolcall/<b>st<\/b>/; s/replay\/limits/<img src=q>/' "$DATA/report/replay/metrics.jsonl" \
+    >"$R/replay-hostile/metrics.jsonl"
+ok "report of a hostile replay folder" "$ATR" report "$R/replay-hostile" -o "$R/replay-hostile.html"
+check "hostile replay: config and trace id as escaped text" \
+    "! grep -q '<img' '$R/replay-hostile.html' && ! grep -q '<b>st' '$R/replay-hostile.html' && grep -q '<tr data-config><td>&lt;b&gt;st&lt;/b&gt;</td>' '$R/replay-hostile.html' && grep -q '<title>&lt;img src=q&gt; step 1' '$R/replay-hostile.html'"
+mkdir -p "$R/replay-nosummary"
+cp "$DATA/report/replay/metrics.jsonl" "$R/replay-nosummary/"
+fails "a folder without summary.json is read as bench results" 1 \
+    'metrics.jsonl:1:1: expected a result' "$ATR" report "$R/replay-nosummary" -o "$R/bad.html"
+absent "the failed bench read leaves no report" "$R/bad.html"
+
 # ---- bad input: one error line, exit 1, no file left ----
 fails "none of the kinds" 1 "none.txt: not a trace file, result JSON or bench folder" \
     "$ATR" report "$DATA/report/none.txt" -o "$R/bad.html"
