@@ -54,6 +54,8 @@ struct atr_html_replay {
     size_t n_steps;
 };
 
+struct atr_html_shapes;
+
 struct atr_html {
     struct atr_arena arena;    /* inputs, results' DOMs, strings */
     struct atr_html_input *inputs;
@@ -75,6 +77,7 @@ struct atr_html {
     uint64_t *label_keys;               /* open addressing: XXH3 of the label */
     uint32_t *label_vals;               /* index + 1; 0: free slot */
     size_t label_slots;
+    struct atr_html_shapes *shapes;   /* per-source distributions; NULL until a trace */
     struct atr_bench_report *bench;   /* NULL until a folder is added */
     size_t bench_groups;
 };
@@ -104,5 +107,11 @@ bool atr_html_is_replay_dir(const char *dir);
 int atr_html_read_replay(struct atr_html *h, const char *dir, struct atr_html_replay *out,
                          struct atr_error *err);
 void atr_html_replay_section(struct atr_buf *b, const struct atr_html *h);
+
+/* html-shapes.c: the Agent shapes section's figures, gathered per trace as
+ * it is read; the section (after Traces); freeing them. */
+void atr_html_shapes_add(struct atr_html *h, const struct atr_trace *t);
+void atr_html_shapes_section(struct atr_buf *b, const struct atr_html *h);
+void atr_html_shapes_free(struct atr_html_shapes *sh);
 
 #endif

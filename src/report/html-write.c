@@ -112,7 +112,7 @@ static void nav(struct atr_buf *b, const struct atr_html *h)
 {
     atr_buf_puts(b, "<a href=\"#overview\">Overview</a>");
     if (h->traces)
-        atr_buf_puts(b, " <a href=\"#traces\">Traces</a>");
+        atr_buf_puts(b, " <a href=\"#traces\">Traces</a> <a href=\"#shapes\">Agent shapes</a>");
     if (h->n_results)
         atr_buf_puts(b, " <a href=\"#results\">Results</a>");
     if (h->n_sweeps)
@@ -852,6 +852,7 @@ int atr_html_write(struct atr_buf *b, const struct atr_html *h, const struct atr
     nav(&page, h);
     overview(&page, h);
     traces(&page, h);
+    atr_html_shapes_section(&page, h);
     results(&page, h);
     sweeps(&page, h);
     atr_html_replay_section(&page, h);

@@ -40,6 +40,7 @@ void atr_html_free(struct atr_html *h)
     atr_buf_release(&h->labels_json);
     free(h->label_keys);
     free(h->label_vals);
+    atr_html_shapes_free(h->shapes);
     atr_bench_report_free(h->bench);
     free(h);
 }
@@ -502,6 +503,7 @@ static int add_traces(struct atr_html *h, const char *path, struct atr_input *sr
         struct atr_html_figures f = figures(&t);
         atr_html_trace_row(&h->trace_rows, h->traces, path, &t, &f);
         trace_json(h, path, &t, &f);
+        atr_html_shapes_add(h, &t);   /* not undone on error: the command fails then */
         h->traces++;
         h->steps += t.n_steps;
         n++;

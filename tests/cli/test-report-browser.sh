@@ -23,7 +23,7 @@ else
     check report-browser-no-errors "python3 -c \"import json; c=json.load(open('$J')); assert not c['consoleErrors'] and not c['pageErrors'], c\""
     check report-browser-no-network "python3 -c \"import json; c=json.load(open('$J')); assert c['requests'] == [], c['requests']\""
     check report-browser-ready "python3 -c \"import json; c=json.load(open('$J')); assert c['ready'], c\""
-    check report-browser-sections "python3 -c \"import json; c=json.load(open('$J')); assert c['sections'] == ['overview', 'traces', 'results', 'bench', 'appendix'], c['sections']\""
+    check report-browser-sections "python3 -c \"import json; c=json.load(open('$J')); assert c['sections'] == ['overview', 'traces', 'shapes', 'results', 'bench', 'appendix'], c['sections']\""
     check report-browser-rows "python3 -c \"import json; c=json.load(open('$J')); assert c['traceCount'] == 31 and c['traceRowsShown'] == 31, c\""
     check report-browser-filter "python3 -c \"import json; c=json.load(open('$J')); assert 0 < c['traceRowsFiltered'] < 31, c\""
     check report-browser-timeline "python3 -c \"import json; c=json.load(open('$J')); assert c['timelineOpened'], c\""

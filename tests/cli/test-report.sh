@@ -95,6 +95,56 @@ ok "report from vLLM's own result file" "$ATR" report \
 check "vLLM's result is a result" \
     "grep -q 'id=\"results\"' '$R/vllm.html' && grep -q 'result (vLLM)' '$R/vllm.html'"
 
+# ---- agent shapes: per-source distributions, after Traces ----
+"$ATR" gen -q --kind swe --traces 20 --seed 2 -o "$R/gen.ndjson" >/dev/null 2>&1
+ok "report of two trace sources" "$ATR" report "$DATA/atr/small.ndjson" "$R/gen.ndjson" -o "$R/shapes.html"
+cat >"$R/shapes.py" <<'EOF2'
+import json, re, sys
+page, gen = sys.argv[1], sys.argv[2]
+t = open(page, encoding="utf-8").read()
+sec = t[t.index('<section id="shapes">'):]
+sec = sec[:sec.index('</section>')]
+srcs = set()
+for l in (sys.argv[3], gen):
+    for line in open(l, encoding="utf-8"):
+        if line.strip():
+            o = json.loads(line)
+            if o.get("type", "trace") == "trace" and "steps" in o:
+                srcs.add(o.get("source") or "unknown")
+def table(d):
+    m = re.search(r'<table class="shape" data-dist="%s">.*?</table>' % d, sec, re.S)
+    assert m, d
+    rows = {}
+    for r in re.findall(r'<tr data-src>(.*?)</tr>', m.group(0)):
+        cells = re.findall(r'<td[^>]*>(?:<span[^>]*></span>)?([^<]*)</td>', r)
+        rows[cells[0]] = cells[1:]
+    return rows
+for d in ("steps", "input", "output", "think", "tools"):
+    rows = table(d)
+    assert sorted(rows) == sorted(srcs), (d, sorted(rows), sorted(srcs))
+# steps per trace of source "gen", numpy's linear percentile
+v = sorted(len(json.loads(l)["steps"]) for l in open(gen, encoding="utf-8") if l.strip())
+h = (len(v) - 1) * 0.5
+lo = int(h)
+p50 = v[lo] + (v[min(lo + 1, len(v) - 1)] - v[lo]) * (h - lo)
+got = float(table("steps")["gen"][2])
+assert abs(got - p50) < 1e-9, (got, p50)
+for s, cells in table("tools").items():
+    shares = [float(c) for c in cells[1:] if c != "n/a"]
+    assert not shares or abs(sum(shares) - 100) <= 0.2, (s, shares)
+assert "growth" in sec and re.search(r'prompt growth p50', sec)
+print("ok", sorted(srcs), p50)
+EOF2
+check "shapes: the section after Traces, in the nav" \
+    "python3 '$R/facts.py' '$R/shapes.html' >'$R/shf.json' && python3 -c \"
+import json; s = json.load(open('$R/shf.json'))['sections']
+assert s == ['overview', 'traces', 'shapes', 'appendix'], s\" && grep -q 'href=\"#shapes\">Agent shapes</a>' '$R/shapes.html'"
+check "shapes: a row per source per distribution, gen's steps p50 as numpy, tool mix sums to 100 %" \
+    "python3 '$R/shapes.py' '$R/shapes.html' '$R/gen.ndjson' '$DATA/atr/small.ndjson' >/dev/null"
+check "shapes: box charts with labelled axes" \
+    "grep -q '<svg class=\"chart shape-chart\"' '$R/shapes.html' && grep -Eq '>Input tokens per llm call \(tokens(, log scale)?\)</text>' '$R/shapes.html'"
+check "no Agent shapes section without traces" "! grep -q 'id=\"shapes\"' '$R/result.html'"
+
 # ---- hostile text: trace id, meta and a tool command hold </script>,
 # <img onerror>, quotes, RTL marks and an escaped NUL ----
 ok "report of a hostile trace" "$ATR" report "$DATA/report/hostile.ndjson" -o "$R/hostile.html"
