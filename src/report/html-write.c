@@ -124,12 +124,51 @@ static void nav(struct atr_buf *b, const struct atr_html *h)
     atr_buf_puts(b, " <a href=\"#appendix\">Data</a></nav></header>\n<main>\n");
 }
 
+/* The policy of result r ("atr"."policy"), or NULL. */
+static const char *result_policy(const struct atr_html_result *r)
+{
+    const struct atr_json *atr = atr_json_get(r->root, "atr");
+    return atr ? atr_json_get_str(atr, "policy", NULL) : NULL;
+}
+
+/* The headline: among results of policies, the one with the lowest mean
+ * end-to-end latency against `naive`'s, as a sentence; nothing unless
+ * both are there (one sentence a reader can quote, with its figures). */
+static void headline(struct atr_buf *b, const struct atr_html *h)
+{
+    const struct atr_html_result *naive = NULL, *best = NULL;
+    double naive_ms = 0, best_ms = 0, v;
+    for (size_t i = 0; i < h->n_results; i++) {
+        const struct atr_html_result *r = &h->results[i];
+        const char *pol = result_policy(r);
+        if (!pol || !atr_json_get_num(r->root, "mean_e2el_ms", &v) || !(v > 0))
+            continue;
+        if (strcmp(pol, "naive") == 0 && !naive) {
+            naive = r;
+            naive_ms = v;
+        } else if (strcmp(pol, "naive") != 0 && (!best || v < best_ms)) {
+            best = r;
+            best_ms = v;
+        }
+    }
+    if (!naive || !best)
+        return;
+    double cut = 100.0 * (1.0 - best_ms / naive_ms);
+    atr_buf_puts(b, "<p class=\"headline\">");
+    esc(b, result_policy(best));
+    atr_buf_printf(b, " %s mean end-to-end latency %.0f %% against naive on these "
+                      "traces (%.1f ms &rarr; %.1f ms).</p>\n",
+                   cut >= 0 ? "cuts" : "raises", fabs(cut), naive_ms, best_ms);
+}
+
 static void overview(struct atr_buf *b, const struct atr_html *h)
 {
     size_t trace_files = 0;
     for (size_t i = 0; i < h->n_inputs; i++)
         trace_files += h->inputs[i].kind == ATR_HTML_TRACES;
-    atr_buf_puts(b, "<section id=\"overview\"><h2>Overview</h2>\n<table class=\"kv\">\n");
+    atr_buf_puts(b, "<section id=\"overview\"><h2>Overview</h2>\n");
+    headline(b, h);
+    atr_buf_puts(b, "<table class=\"kv\">\n");
     atr_buf_printf(b, "<tr><th>inputs</th><td class=\"n\">%zu</td></tr>\n", h->n_inputs);
     atr_buf_printf(b, "<tr><th>trace files</th><td class=\"n\">%zu</td></tr>\n", trace_files);
     atr_buf_printf(b, "<tr><th>traces</th><td class=\"n\">%llu</td></tr>\n",

@@ -244,3 +244,13 @@ absent "missing input leaves no report" "$R/bad.html"
 fails "no -o" 2 "missing -o" "$ATR" report "$DATA/atr/small.ndjson"
 fails "no input" 2 "missing INPUT" "$ATR" report -o "$R/bad.html"
 absent "usage error leaves no report" "$R/bad.html"
+
+# ---- the overview's headline: the best policy against naive ----
+"$ATR" gen -q --kind swe --traces 6 --seed 5 -o "$R/hl.ndjson"
+"$ATR" sim run -q "$R/hl.ndjson" --profile h100/llama-3.1-8b --rate 0.2 \
+    --policy naive,prefix-cache --save-result "$R/hl.json" >/dev/null 2>&1
+ok "report headline" "$ATR" report "$R"/hl.naive.json "$R"/hl.prefix-cache.json -o "$R/hl.html"
+check "headline names the policy, the cut and both means" \
+    "grep -Eq '<p class=\"headline\">prefix-cache (cuts|raises) mean end-to-end latency [0-9]+ % against naive on these traces \([0-9.]+ ms &rarr; [0-9.]+ ms\)\.</p>' '$R/hl.html'"
+ok "report without naive" "$ATR" report "$R"/hl.prefix-cache.json -o "$R/hl1.html"
+check "no headline without naive" "! grep -q 'class=\"headline\"' '$R/hl1.html'"
