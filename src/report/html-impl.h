@@ -90,6 +90,14 @@ struct atr_html_figures {
     double reuse;
 };
 
+/* html-write.c: table cells and text, for every section's writer. Text
+ * is HTML-escaped (NULL: "n/a"); a number has `decimals` places, and a
+ * NaN or infinity is "n/a". */
+void atr_html_esc(struct atr_buf *b, const char *s);
+void atr_html_num(struct atr_buf *b, double x, int decimals);
+void atr_html_td_num(struct atr_buf *b, double x, int decimals);
+void atr_html_td_str(struct atr_buf *b, const char *s);
+
 /* src/report/assets/report.css and report.js, NUL-terminated, embedded by
  * src/report/assets/embed.cmake. */
 extern const unsigned char atr_report_css[];

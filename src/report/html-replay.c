@@ -164,33 +164,10 @@ int atr_html_read_replay(struct atr_html *h, const char *dir, struct atr_html_re
 
 /* ---- rendering ---- */
 
-static void esc(struct atr_buf *b, const char *s)
-{
-    if (s)
-        atr_html_escape(b, s, strlen(s));
-    else
-        atr_buf_puts(b, "n/a");
-}
-
-static void num(struct atr_buf *b, double x, int decimals)
-{
-    if (isnan(x) || isinf(x))
-        atr_buf_puts(b, "n/a");
-    else
-        atr_buf_printf(b, "%.*f", decimals, x);
-}
-
 static double get(const struct atr_json *o, const char *key)
 {
     double v;
     return o && atr_json_get_num(o, key, &v) ? v : NAN;
-}
-
-static void td_num(struct atr_buf *b, double x, int decimals)
-{
-    atr_buf_puts(b, "<td class=\"n\">");
-    num(b, x, decimals);
-    atr_buf_puts(b, "</td>");
 }
 
 /* summary.json's "limits" in MiB (NAN: unset or not recorded). */
@@ -215,22 +192,22 @@ static void configs_table(struct atr_buf *b, const struct atr_json *configs)
         if (!atr_json_is(c, ATR_JSON_OBJECT))
             continue;
         atr_buf_puts(b, "<tr data-config><td>");
-        esc(b, atr_json_get_str(c, "config", NULL));
+        atr_html_esc(b, atr_json_get_str(c, "config", NULL));
         atr_buf_puts(b, "</td>");
         static const char *const ints[] = {"traces", "total_steps", "ran_steps",
                                            "skipped_steps", "failed_steps", "timed_out_steps",
                                            "oom_kills", "mem_high_events_total",
                                            "mem_max_events_total"};
         for (size_t i = 0; i < sizeof ints / sizeof *ints; i++)
-            td_num(b, get(c, ints[i]), 0);
-        td_num(b, get(c, "latency_p50_ms"), 1);
-        td_num(b, get(c, "latency_p95_ms"), 1);
-        td_num(b, get(c, "latency_p99_ms"), 1);
-        td_num(b, get(c, "latency_max_ms"), 1);
-        td_num(b, get(c, "cpu_ms_total"), 1);
-        td_num(b, get(c, "max_rss_mb"), 1);
-        td_num(b, get(c, "mem_pressure_some_ms_total"), 1);
-        td_num(b, get(c, "cpu_pressure_some_ms_total"), 1);
+            atr_html_td_num(b, get(c, ints[i]), 0);
+        atr_html_td_num(b, get(c, "latency_p50_ms"), 1);
+        atr_html_td_num(b, get(c, "latency_p95_ms"), 1);
+        atr_html_td_num(b, get(c, "latency_p99_ms"), 1);
+        atr_html_td_num(b, get(c, "latency_max_ms"), 1);
+        atr_html_td_num(b, get(c, "cpu_ms_total"), 1);
+        atr_html_td_num(b, get(c, "max_rss_mb"), 1);
+        atr_html_td_num(b, get(c, "mem_pressure_some_ms_total"), 1);
+        atr_html_td_num(b, get(c, "cpu_pressure_some_ms_total"), 1);
         atr_buf_puts(b, "<td>");
         const struct atr_json *fl = atr_json_get(c, "failures");
         bool any = false;
@@ -314,9 +291,9 @@ static void config_chart(struct atr_buf *b, const struct atr_html_replay *r, con
     top = nice_top(top * 1.05);
     atr_buf_puts(b, "<figure><svg class=\"chart replay-chart\" viewBox=\"0 0 640 280\" "
                     "role=\"img\" aria-label=\"peak memory (MiB) per step of ");
-    esc(b, config);
+    atr_html_esc(b, config);
     atr_buf_puts(b, "\">\n<text class=\"title\" x=\"64\" y=\"18\">");
-    esc(b, config);
+    atr_html_esc(b, config);
     atr_buf_puts(b, ": peak memory per step</text>\n");
     /* legend */
     atr_buf_printf(b, "<rect class=\"mem-ok\" x=\"%d\" y=\"26\" width=\"10\" height=\"8\"/>"
@@ -349,9 +326,9 @@ static void config_chart(struct atr_buf *b, const struct atr_html_replay *r, con
                                                                           : "mem-ok";
         atr_buf_printf(b, "<rect class=\"%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
                           "height=\"%.1f\"><title>", cls, x, y, bw, yat(0, top) - y);
-        esc(b, s->trace_id);
+        atr_html_esc(b, s->trace_id);
         atr_buf_printf(b, " step %lld: peak ", (long long)s->step_id);
-        num(b, s->peak_mb < 0 ? NAN : s->peak_mb, 1);
+        atr_html_num(b, s->peak_mb < 0 ? NAN : s->peak_mb, 1);
         atr_buf_puts(b, " MiB");
         if (s->oom_kills > 0)
             atr_buf_printf(b, ", %lld OOM kill%s", (long long)s->oom_kills,
@@ -397,20 +374,20 @@ static void tenants_table(struct atr_buf *b, const struct atr_json *summary)
         if (!atr_json_is(e, ATR_JSON_OBJECT))
             continue;
         atr_buf_puts(b, "<tr><td>");
-        esc(b, atr_json_get_str(e, "config", NULL));
+        atr_html_esc(b, atr_json_get_str(e, "config", NULL));
         atr_buf_puts(b, "</td>");
-        td_num(b, get(e, "tenant"), 0);
+        atr_html_td_num(b, get(e, "tenant"), 0);
         atr_buf_puts(b, "<td>");
-        esc(b, atr_json_get_str(e, "trace_id", NULL));
+        atr_html_esc(b, atr_json_get_str(e, "trace_id", NULL));
         atr_buf_puts(b, "</td>");
-        td_num(b, get(e, "weight"), 0);
-        td_num(b, get(e, "steps"), 0);
-        td_num(b, get(e, "latency_mean_ms_alone"), 1);
-        td_num(b, get(e, "latency_mean_ms_shared"), 1);
-        td_num(b, get(e, "latency_p50_ms_alone"), 1);
-        td_num(b, get(e, "latency_p50_ms_shared"), 1);
-        td_num(b, get(e, "inflation_mean"), 2);
-        td_num(b, get(e, "inflation_p50"), 2);
+        atr_html_td_num(b, get(e, "weight"), 0);
+        atr_html_td_num(b, get(e, "steps"), 0);
+        atr_html_td_num(b, get(e, "latency_mean_ms_alone"), 1);
+        atr_html_td_num(b, get(e, "latency_mean_ms_shared"), 1);
+        atr_html_td_num(b, get(e, "latency_p50_ms_alone"), 1);
+        atr_html_td_num(b, get(e, "latency_p50_ms_shared"), 1);
+        atr_html_td_num(b, get(e, "inflation_mean"), 2);
+        atr_html_td_num(b, get(e, "inflation_p50"), 2);
         atr_buf_puts(b, "</tr>\n");
     }
     atr_buf_puts(b, "</tbody></table>\n");
@@ -428,9 +405,9 @@ void atr_html_replay_section(struct atr_buf *b, const struct atr_html *h)
         const struct atr_html_replay *r = &h->replays[i];
         const struct atr_json *s = r->summary, *inc = atr_json_get(s, "incomplete");
         atr_buf_puts(b, "<h3>");
-        esc(b, r->name);
+        atr_html_esc(b, r->name);
         atr_buf_puts(b, "</h3>\n<p>backend ");
-        esc(b, atr_json_get_str(s, "backend", NULL));
+        atr_html_esc(b, atr_json_get_str(s, "backend", NULL));
         double mx = limit_mib(s, "mem_max_bytes"), hi = limit_mib(s, "mem_high_bytes");
         if (!isnan(hi))
             atr_buf_printf(b, "; memory.high %.1f MiB", hi);
@@ -438,7 +415,7 @@ void atr_html_replay_section(struct atr_buf *b, const struct atr_html *h)
             atr_buf_printf(b, "; memory.max %.1f MiB", mx);
         if (atr_json_is(inc, ATR_JSON_TRUE)) {
             atr_buf_puts(b, "; <strong>incomplete</strong> (");
-            esc(b, atr_json_get_str(s, "reason", NULL));
+            atr_html_esc(b, atr_json_get_str(s, "reason", NULL));
             atr_buf_puts(b, ")");
         }
         atr_buf_puts(b, "</p>\n");

@@ -172,19 +172,6 @@ void atr_html_shapes_free(struct atr_html_shapes *sh)
 
 /* ---- rendering ---- */
 
-static void esc(struct atr_buf *b, const char *s)
-{
-    atr_html_escape(b, s, strlen(s));
-}
-
-static void td_num(struct atr_buf *b, double x, int decimals)
-{
-    if (isnan(x) || isinf(x))
-        atr_buf_puts(b, "<td class=\"n\">n/a</td>");
-    else
-        atr_buf_printf(b, "<td class=\"n\">%.*f</td>", decimals, x);
-}
-
 struct five {
     double p10, p50, p90, max;
 };
@@ -207,13 +194,13 @@ static void dist_table(struct atr_buf *b, struct atr_html_shapes *sh, size_t d)
         struct reservoir *r = &sh->src[i].d[d];
         struct five f = five_of(r);
         atr_buf_printf(b, "<tr data-src><td><span class=\"key c%zu\"></span>", i % SERIES_COLOURS);
-        esc(b, sh->src[i].name);
+        atr_html_esc(b, sh->src[i].name);
         atr_buf_printf(b, "</td><td class=\"n\">%llu</td>", (unsigned long long)r->seen);
         int dec = d == D_STEPS || d == D_GROWTH ? 1 : 0;
-        td_num(b, f.p10, dec);
-        td_num(b, f.p50, dec);
-        td_num(b, f.p90, dec);
-        td_num(b, f.max, 0);
+        atr_html_td_num(b, f.p10, dec);
+        atr_html_td_num(b, f.p50, dec);
+        atr_html_td_num(b, f.p90, dec);
+        atr_html_td_num(b, f.max, 0);
         atr_buf_puts(b, "</tr>\n");
     }
     atr_buf_puts(b, "</tbody></table>\n");
@@ -333,13 +320,13 @@ static void dist_chart(struct atr_buf *b, struct atr_html_shapes *sh, size_t d)
             k--;
         if (k > 0 && (unsigned char)cut[k - 1] >= 0xc0 && strlen(sh->src[i].name) >= sizeof cut)
             cut[k - 1] = '\0';
-        esc(b, cut);
+        atr_html_esc(b, cut);
         atr_buf_puts(b, "</text>\n");
         if (isnan(f[i].p50))
             continue;
         double x0 = x_at(&a, f[i].p10), x1 = x_at(&a, f[i].p90), xm = x_at(&a, f[i].p50);
         atr_buf_printf(b, "<g><title>");
-        esc(b, sh->src[i].name);
+        atr_html_esc(b, sh->src[i].name);
         atr_buf_printf(b, ": p10 %g, p50 %g, p90 %g, max %g %s (n %llu)</title>"
                           "<rect class=\"shape-box c%zu\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
                           "height=\"%d\"/><line class=\"shape-p50\" x1=\"%.1f\" x2=\"%.1f\" "
@@ -384,14 +371,14 @@ static void tool_mix(struct atr_buf *b, struct atr_html_shapes *sh)
                     "data-dist=\"tools\"><thead><tr><th>source</th><th>tool steps</th>");
     for (size_t j = 0; j < top; j++) {
         atr_buf_puts(b, "<th>");
-        esc(b, all[j].name);
+        atr_html_esc(b, all[j].name);
         atr_buf_puts(b, "</th>");
     }
     atr_buf_puts(b, "<th>other</th></tr></thead><tbody>\n");
     for (size_t i = 0; i < sh->n; i++) {
         struct shape_src *s = &sh->src[i];
         atr_buf_printf(b, "<tr data-src><td><span class=\"key c%zu\"></span>", i % SERIES_COLOURS);
-        esc(b, s->name);
+        atr_html_esc(b, s->name);
         atr_buf_printf(b, "</td><td class=\"n\">%llu</td>", (unsigned long long)s->tool);
         uint64_t rest = s->tool;
         for (size_t j = 0; j < top; j++) {
@@ -400,9 +387,9 @@ static void tool_mix(struct atr_buf *b, struct atr_html_shapes *sh)
                 if (!strcmp(s->tools[k].name, all[j].name))
                     c = s->tools[k].n;
             rest -= c;
-            td_num(b, s->tool ? 100.0 * (double)c / (double)s->tool : NAN, 2);
+            atr_html_td_num(b, s->tool ? 100.0 * (double)c / (double)s->tool : NAN, 2);
         }
-        td_num(b, s->tool ? 100.0 * (double)rest / (double)s->tool : NAN, 2);
+        atr_html_td_num(b, s->tool ? 100.0 * (double)rest / (double)s->tool : NAN, 2);
         atr_buf_puts(b, "</tr>\n");
     }
     atr_buf_puts(b, "</tbody></table>\n");
@@ -417,12 +404,12 @@ static void summary(struct atr_buf *b, struct atr_html_shapes *sh)
     for (size_t i = 0; i < sh->n; i++) {
         struct shape_src *s = &sh->src[i];
         atr_buf_printf(b, "<tr data-src><td><span class=\"key c%zu\"></span>", i % SERIES_COLOURS);
-        esc(b, s->name);
+        atr_html_esc(b, s->name);
         atr_buf_printf(b, "</td><td class=\"n\">%llu</td><td class=\"n\">%llu</td>"
                           "<td class=\"n\">%llu</td><td class=\"n\">%llu</td>",
                        (unsigned long long)s->traces, (unsigned long long)s->steps,
                        (unsigned long long)s->llm, (unsigned long long)s->tool);
-        td_num(b, s->d[D_GROWTH].seen ? atr_samples_percentile(&s->d[D_GROWTH].s, 50) : NAN, 1);
+        atr_html_td_num(b, s->d[D_GROWTH].seen ? atr_samples_percentile(&s->d[D_GROWTH].s, 50) : NAN, 1);
         atr_buf_puts(b, "</tr>\n");
     }
     atr_buf_puts(b, "</tbody></table>\n");

@@ -47,7 +47,7 @@ int atr_html_escape(struct atr_buf *b, const char *s, size_t len)
     return rc ? -1 : atr_buf_append(b, s + from, len - from);
 }
 
-static void esc(struct atr_buf *b, const char *s)
+void atr_html_esc(struct atr_buf *b, const char *s)
 {
     if (s)
         atr_html_escape(b, s, strlen(s));
@@ -55,8 +55,7 @@ static void esc(struct atr_buf *b, const char *s)
         atr_buf_puts(b, "n/a");
 }
 
-/* A number with decimals, or "n/a". */
-static void num(struct atr_buf *b, double x, int decimals)
+void atr_html_num(struct atr_buf *b, double x, int decimals)
 {
     if (isnan(x) || isinf(x))
         atr_buf_puts(b, "n/a");
@@ -64,17 +63,17 @@ static void num(struct atr_buf *b, double x, int decimals)
         atr_buf_printf(b, "%.*f", decimals, x);
 }
 
-static void td_num(struct atr_buf *b, double x, int decimals)
+void atr_html_td_num(struct atr_buf *b, double x, int decimals)
 {
     atr_buf_puts(b, "<td class=\"n\">");
-    num(b, x, decimals);
+    atr_html_num(b, x, decimals);
     atr_buf_puts(b, "</td>");
 }
 
-static void td_str(struct atr_buf *b, const char *s)
+void atr_html_td_str(struct atr_buf *b, const char *s)
 {
     atr_buf_puts(b, "<td>");
-    esc(b, s);
+    atr_html_esc(b, s);
     atr_buf_puts(b, "</td>");
 }
 
@@ -83,16 +82,16 @@ void atr_html_trace_row(struct atr_buf *b, uint64_t i, const char *file,
 {
     atr_buf_printf(b, "<tr data-i=\"%llu\"><td class=\"n\">%llu</td>", (unsigned long long)i,
                    (unsigned long long)i + 1);
-    td_str(b, file);
-    td_str(b, t->source);
-    td_str(b, t->trace_id);
-    td_num(b, (double)t->n_steps, 0);
-    td_num(b, (double)f->llm, 0);
-    td_num(b, (double)f->tool, 0);
-    td_num(b, (double)f->in, 0);
-    td_num(b, (double)f->out, 0);
-    td_num(b, f->dur < 0 ? NAN : (double)f->dur / 1000, 1);
-    td_num(b, f->reuse * 100, 1);
+    atr_html_td_str(b, file);
+    atr_html_td_str(b, t->source);
+    atr_html_td_str(b, t->trace_id);
+    atr_html_td_num(b, (double)t->n_steps, 0);
+    atr_html_td_num(b, (double)f->llm, 0);
+    atr_html_td_num(b, (double)f->tool, 0);
+    atr_html_td_num(b, (double)f->in, 0);
+    atr_html_td_num(b, (double)f->out, 0);
+    atr_html_td_num(b, f->dur < 0 ? NAN : (double)f->dur / 1000, 1);
+    atr_html_td_num(b, f->reuse * 100, 1);
     atr_buf_puts(b, "</tr>\n");
 }
 
@@ -155,7 +154,7 @@ static void headline(struct atr_buf *b, const struct atr_html *h)
         return;
     double cut = 100.0 * (1.0 - best_ms / naive_ms);
     atr_buf_puts(b, "<p class=\"headline\">");
-    esc(b, result_policy(best));
+    atr_html_esc(b, result_policy(best));
     atr_buf_printf(b, " %s mean end-to-end latency %.0f %% against naive on these "
                       "traces (%.1f ms &rarr; %.1f ms).</p>\n",
                    cut >= 0 ? "cuts" : "raises", fabs(cut), naive_ms, best_ms);
@@ -255,10 +254,10 @@ static void latency_table(struct atr_buf *b, const struct atr_html *h, const str
     atr_buf_puts(b, "</tr></thead><tbody>\n");
     for (size_t r = 0; r < h->n_results; r++) {
         atr_buf_printf(b, "<tr><td><span class=\"key c%zu\"></span>", r % SERIES_COLOURS);
-        esc(b, h->results[r].name);
+        atr_html_esc(b, h->results[r].name);
         atr_buf_puts(b, "</td>");
         for (size_t s = 0; s < n; s++)
-            td_num(b, figure(h->results[r].root, names[s], m->key), 2);
+            atr_html_td_num(b, figure(h->results[r].root, names[s], m->key), 2);
         atr_buf_puts(b, "</tr>\n");
     }
     atr_buf_puts(b, "</tbody></table>\n");
@@ -288,7 +287,7 @@ static void chart_axes(struct atr_buf *b, const struct metric *m, double top)
         atr_buf_printf(b, "<line class=\"grid\" x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\"/>"
                           "<text class=\"tick\" x=\"%d\" y=\"%.1f\" text-anchor=\"end\">",
                        CL, CW - CR, y, y, CL - 6, y + 4);
-        num(b, top * i / 4, top >= 20 ? 0 : 2);
+        atr_html_num(b, top * i / 4, top >= 20 ? 0 : 2);
         atr_buf_puts(b, "</text>\n");
     }
     atr_buf_printf(b, "<text class=\"axis\" transform=\"translate(14 %d) rotate(-90)\" "
@@ -315,7 +314,7 @@ static void chart_bars(struct atr_buf *b, const struct atr_html *h, const struct
             atr_buf_printf(b, "<rect class=\"c%zu\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
                               "height=\"%.1f\"><title>", r % SERIES_COLOURS,
                            gx + gw * 0.1 + bw * (double)r, CT + ph - bh, bw, bh);
-            esc(b, h->results[r].name);
+            atr_html_esc(b, h->results[r].name);
             atr_buf_printf(b, ": %s %s = %.2f ms</title></rect>\n", m->label, names[s], v);
         }
     }
@@ -363,16 +362,16 @@ static void throughput_table(struct atr_buf *b, const struct atr_html *h)
     for (size_t r = 0; r < h->n_results; r++) {
         const struct atr_json *root = h->results[r].root, *atr = atr_json_get(root, "atr");
         atr_buf_printf(b, "<tr><td><span class=\"key c%zu\"></span>", r % SERIES_COLOURS);
-        esc(b, h->results[r].name);
+        atr_html_esc(b, h->results[r].name);
         atr_buf_puts(b, "</td>");
-        td_str(b, atr ? atr_json_get_str(atr, "target", NULL) : NULL);
-        td_str(b, atr ? atr_json_get_str(atr, "policy", NULL) : NULL);
-        td_num(b, atr_num(root, "completed"), 0);
-        td_num(b, atr_num(root, "failed"), 0);
-        td_num(b, atr_num(root, "duration"), 2);
-        td_num(b, atr_num(root, "request_throughput"), 3);
-        td_num(b, atr_num(root, "output_throughput"), 1);
-        td_num(b, atr_num(root, "total_token_throughput"), 1);
+        atr_html_td_str(b, atr ? atr_json_get_str(atr, "target", NULL) : NULL);
+        atr_html_td_str(b, atr ? atr_json_get_str(atr, "policy", NULL) : NULL);
+        atr_html_td_num(b, atr_num(root, "completed"), 0);
+        atr_html_td_num(b, atr_num(root, "failed"), 0);
+        atr_html_td_num(b, atr_num(root, "duration"), 2);
+        atr_html_td_num(b, atr_num(root, "request_throughput"), 3);
+        atr_html_td_num(b, atr_num(root, "output_throughput"), 1);
+        atr_html_td_num(b, atr_num(root, "total_token_throughput"), 1);
         atr_buf_puts(b, "</tr>\n");
     }
     atr_buf_puts(b, "</tbody></table>\n");
@@ -434,33 +433,33 @@ static void sweep_header(struct atr_buf *b, const struct atr_html_sweep *sw)
 {
     const struct atr_json *root = sw->root, *w = atr_json_get(root, "workload"), *slo;
     atr_buf_puts(b, "<h3>");
-    esc(b, sw->name);
+    atr_html_esc(b, sw->name);
     atr_buf_puts(b, "</h3>\n<p>target ");
-    esc(b, atr_json_get_str(root, "target", NULL));
+    atr_html_esc(b, atr_json_get_str(root, "target", NULL));
     const char *policy = atr_json_get_str(root, "policy", NULL);
     atr_buf_puts(b, ", policy ");
-    esc(b, policy ? policy : "none");
+    atr_html_esc(b, policy ? policy : "none");
     if (w && atr_json_is(w, ATR_JSON_OBJECT)) {
         const char *kind = atr_json_get_str(w, "kind", NULL);
         atr_buf_puts(b, "; workload ");
-        esc(b, kind);
+        atr_html_esc(b, kind);
         if (kind && !strcmp(kind, "generated")) {
             atr_buf_puts(b, ", ");
-            num(b, atr_num(w, "requests"), 0);
+            atr_html_num(b, atr_num(w, "requests"), 0);
             atr_buf_puts(b, " requests of ");
-            num(b, atr_num(w, "input_tokens"), 0);
+            atr_html_num(b, atr_num(w, "input_tokens"), 0);
             atr_buf_puts(b, " input and ");
-            num(b, atr_num(w, "output_tokens"), 0);
+            atr_html_num(b, atr_num(w, "output_tokens"), 0);
             atr_buf_puts(b, " output tokens");
         } else {
             atr_buf_puts(b, ", ");
-            num(b, atr_num(w, "sessions"), 0);
+            atr_html_num(b, atr_num(w, "sessions"), 0);
             atr_buf_puts(b, " sessions, ");
-            num(b, atr_num(w, "turns"), 0);
+            atr_html_num(b, atr_num(w, "turns"), 0);
             atr_buf_puts(b, " turns");
         }
         atr_buf_puts(b, ", seed ");
-        num(b, atr_num(w, "seed"), 0);
+        atr_html_num(b, atr_num(w, "seed"), 0);
     }
     atr_buf_puts(b, "; SLO ");
     if (!(slo = sweep_slo(root)) || !slo->u.kids.first)
@@ -470,7 +469,7 @@ static void sweep_header(struct atr_buf *b, const struct atr_html_sweep *sw)
                                                                                : e->key_len;
         atr_html_escape(b, e->key, n);
         atr_buf_puts(b, " &le; ");
-        num(b, atr_json_is(e, ATR_JSON_NUMBER) ? e->u.num : NAN, 1);
+        atr_html_num(b, atr_json_is(e, ATR_JSON_NUMBER) ? e->u.num : NAN, 1);
         atr_buf_puts(b, e->next ? " ms, " : " ms");
     }
     atr_buf_puts(b, "</p>\n");
@@ -493,24 +492,24 @@ static void sweep_table(struct atr_buf *b, const struct atr_html_sweep *sw)
     for (const struct atr_json *r = runs->u.kids.first; r; r = r->next, i++) {
         const char *kind = atr_json_get_str(r, "kind", NULL);
         atr_buf_printf(b, "<tr data-run=\"%ld\"><td class=\"n\">%ld</td><td>", i, i + 1);
-        esc(b, kind);
+        atr_html_esc(b, kind);
         if (i == gp)
             atr_buf_puts(b, " <strong>(goodput)</strong>");
         atr_buf_puts(b, "</td>");
         double v;
         if (atr_json_get_num(r, "rate", &v))
-            td_num(b, v, 3);
+            atr_html_td_num(b, v, 3);
         else
-            td_str(b, kind && !strcmp(kind, "synchronous") ? "sync"
+            atr_html_td_str(b, kind && !strcmp(kind, "synchronous") ? "sync"
                       : kind && !strcmp(kind, "throughput") ? "max" : NULL);
-        td_num(b, run_num(r, "request_throughput"), 3);
-        td_num(b, run_num(r, "output_throughput"), 1);
-        td_num(b, run_p99(r, "ttft_ms"), 2);
-        td_num(b, run_p99(r, "tpot_ms"), 2);
-        td_num(b, run_p99(r, "e2el_ms"), 2);
+        atr_html_td_num(b, run_num(r, "request_throughput"), 3);
+        atr_html_td_num(b, run_num(r, "output_throughput"), 1);
+        atr_html_td_num(b, run_p99(r, "ttft_ms"), 2);
+        atr_html_td_num(b, run_p99(r, "tpot_ms"), 2);
+        atr_html_td_num(b, run_p99(r, "e2el_ms"), 2);
         if (slo) {
             const struct atr_json *m = atr_json_get(r, "meets_slo");
-            td_str(b, m && atr_json_is(m, ATR_JSON_TRUE) ? "yes"
+            atr_html_td_str(b, m && atr_json_is(m, ATR_JSON_TRUE) ? "yes"
                       : m && atr_json_is(m, ATR_JSON_FALSE) ? "no" : NULL);
         }
         atr_buf_puts(b, "</tr>\n");
@@ -523,7 +522,7 @@ static void sweep_table(struct atr_buf *b, const struct atr_html_sweep *sw)
         return;
     }
     atr_buf_puts(b, "<p>goodput rate ");
-    num(b, rate, 3);
+    atr_html_num(b, rate, 3);
     atr_buf_printf(b, " sessions/s (run %ld).</p>\n", gp + 1);
 }
 
@@ -670,7 +669,7 @@ static void sweep_chart(struct atr_buf *b, const struct atr_html_sweep *sw, cons
             r = r->next;
         atr_buf_printf(b, "<circle class=\"pt%s\" cx=\"%.1f\" cy=\"%.1f\" r=\"4\"><title>"
                           "run %ld, ", pts[k].fail ? " fail" : "", cx, cy, pts[k].run + 1);
-        esc(b, atr_json_get_str(r, "kind", NULL));
+        atr_html_esc(b, atr_json_get_str(r, "kind", NULL));
         atr_buf_printf(b, ": %.3f requests/s, %s p99 %.2f ms</title></circle>\n", pts[k].x,
                        label, pts[k].y);
         if (pts[k].run == gp)
@@ -708,12 +707,12 @@ static void sweeps(struct atr_buf *b, const struct atr_html *h)
 static void bench_counts_row(struct atr_buf *b, const struct atr_json *g)
 {
     atr_buf_puts(b, "<tr>");
-    td_str(b, atr_json_get_str(g, "group", NULL));
-    td_num(b, atr_num(g, "total"), 0);
-    td_num(b, atr_num(g, "success"), 0);
-    td_num(b, atr_num(g, "error"), 0);
-    td_num(b, atr_num(g, "timeout"), 0);
-    td_num(b, atr_num(g, "success_rate"), 1);
+    atr_html_td_str(b, atr_json_get_str(g, "group", NULL));
+    atr_html_td_num(b, atr_num(g, "total"), 0);
+    atr_html_td_num(b, atr_num(g, "success"), 0);
+    atr_html_td_num(b, atr_num(g, "error"), 0);
+    atr_html_td_num(b, atr_num(g, "timeout"), 0);
+    atr_html_td_num(b, atr_num(g, "success_rate"), 1);
     atr_buf_puts(b, "<td>");
     const struct atr_json *o = atr_json_get(g, "outcomes");
     for (const struct atr_json *e = o && atr_json_is(o, ATR_JSON_OBJECT) ? o->u.kids.first : NULL;
@@ -730,30 +729,30 @@ static void bench_comparison(struct atr_buf *b, const struct atr_json *g)
     if (!rows || !atr_json_is(rows, ATR_JSON_ARRAY) || !rows->u.kids.first)
         return;
     atr_buf_puts(b, "<h3>");
-    esc(b, atr_json_get_str(g, "group", NULL));
+    atr_html_esc(b, atr_json_get_str(g, "group", NULL));
     atr_buf_puts(b, ": agent against baseline and human (output tokens/s)</h3>\n<table><thead>"
                     "<tr><th>commit</th><th>agent</th><th>baseline tok/s</th><th>human tok/s</th>"
                     "<th>agent tok/s</th><th>agent / human</th><th>agent / baseline</th>"
                     "<th>verdict</th></tr></thead><tbody>\n");
     for (const struct atr_json *r = rows->u.kids.first; r; r = r->next) {
         atr_buf_puts(b, "<tr>");
-        td_str(b, atr_json_get_str(r, "commit", NULL));
-        td_str(b, atr_json_get_str(r, "agent", NULL));
-        td_num(b, atr_num(r, "baseline_tok_s"), 1);
-        td_num(b, atr_num(r, "human_tok_s"), 1);
-        td_num(b, atr_num(r, "agent_tok_s"), 1);
-        td_num(b, atr_num(r, "agent_over_human"), 3);
-        td_num(b, atr_num(r, "agent_over_baseline"), 3);
-        td_str(b, atr_json_get_str(r, "verdict", NULL));
+        atr_html_td_str(b, atr_json_get_str(r, "commit", NULL));
+        atr_html_td_str(b, atr_json_get_str(r, "agent", NULL));
+        atr_html_td_num(b, atr_num(r, "baseline_tok_s"), 1);
+        atr_html_td_num(b, atr_num(r, "human_tok_s"), 1);
+        atr_html_td_num(b, atr_num(r, "agent_tok_s"), 1);
+        atr_html_td_num(b, atr_num(r, "agent_over_human"), 3);
+        atr_html_td_num(b, atr_num(r, "agent_over_baseline"), 3);
+        atr_html_td_str(b, atr_json_get_str(r, "verdict", NULL));
         atr_buf_puts(b, "</tr>\n");
     }
     atr_buf_printf(b, "</tbody></table>\n<p>geometric mean agent / human ");
-    num(b, atr_num(g, "geomean_agent_over_human"), 3);
+    atr_html_num(b, atr_num(g, "geomean_agent_over_human"), 3);
     atr_buf_puts(b, ", agent / baseline ");
-    num(b, atr_num(g, "geomean_agent_over_baseline"), 3);
+    atr_html_num(b, atr_num(g, "geomean_agent_over_baseline"), 3);
     atr_buf_printf(b, "; wins %.0f, ties %.0f, losses %.0f (noise ", atr_num(g, "wins"),
                    atr_num(g, "ties"), atr_num(g, "losses"));
-    num(b, atr_num(g, "noise_pct"), 1);
+    atr_html_num(b, atr_num(g, "noise_pct"), 1);
     atr_buf_puts(b, " %)</p>\n");
 }
 
@@ -797,16 +796,16 @@ static void appendix(struct atr_buf *b, const struct atr_html *h, const struct a
     for (size_t i = 0; i < h->n_inputs; i++) {
         const struct atr_html_input *in = &h->inputs[i];
         atr_buf_puts(b, "<tr>");
-        td_str(b, in->path);
-        td_str(b, kind_name(in->kind));
-        td_str(b, in->detail);
-        td_num(b, (double)in->size, 0);
+        atr_html_td_str(b, in->path);
+        atr_html_td_str(b, kind_name(in->kind));
+        atr_html_td_str(b, in->detail);
+        atr_html_td_num(b, (double)in->size, 0);
         atr_buf_printf(b, "<td><code>%s</code></td></tr>\n", in->hash);
     }
     atr_buf_puts(b, "</tbody></table>\n<p>atr ");
-    esc(b, m->version);
+    atr_html_esc(b, m->version);
     atr_buf_puts(b, "; command: <code>");
-    esc(b, m->command_line);
+    atr_html_esc(b, m->command_line);
     atr_buf_puts(b, "</code></p></section>\n");
 }
 
