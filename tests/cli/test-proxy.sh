@@ -184,7 +184,9 @@ px_start drain --upstream "$SLOW2"
 DRAIN_PID=$PX_PID
 curl -sN "$PX_URL/v1/completions" -d '{"model":"atr-sim","prompt":"x","max_tokens":10,"stream":true}' >"$PX/drain.sse" &
 CURL_PID=$!
-i=0; while [ $i -lt 100 ] && ! grep -q '^data: {' "$PX/drain.sse" 2>/dev/null; do sleep 0.02; i=$((i+1)); done
+# (a deadline, not a delay: a slow machine may take seconds to the first event)
+i=0; while [ $i -lt 500 ] && ! grep -q '^data: {' "$PX/drain.sse" 2>/dev/null; do sleep 0.02; i=$((i+1)); done
+check proxy-sigterm-stream-started "grep -q '^data: {' '$PX/drain.sse'"
 kill -TERM $DRAIN_PID
 wait $DRAIN_PID; rc=$?
 wait $CURL_PID
