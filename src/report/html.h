@@ -25,9 +25,10 @@ struct atr_html;
 struct atr_html *atr_html_new(void);
 void atr_html_free(struct atr_html *h);   /* accepts NULL */
 
-/* Adds one input: a folder is read as bench results, a file as a result
- * JSON (an object with vLLM's figures) or else as traces in any format the
- * trace readers sniff. 0, or -1 with err ("PATH: ..."); a malformed input
+/* Adds one input, recognised by content: a folder holding metrics.jsonl
+ * and summary.json is a tool replay, another folder bench results; a file
+ * is an `atr sweep` result, a result JSON (an object with vLLM's figures)
+ * or else traces in any format the trace readers sniff. 0, or -1 with err ("PATH: ..."); a malformed input
  * adds nothing, but after an unreadable one (the hash fails) h should be
  * freed, not written. */
 int atr_html_add(struct atr_html *h, const char *path, struct atr_error *err);
