@@ -229,24 +229,31 @@ static bool is_result(const struct atr_json *root)
     return false;
 }
 
+/* src's whole text parsed into h's arena (src is closed), or NULL when it
+ * is not one JSON document within RESULT_MAX bytes. */
+static struct atr_json *read_json(struct atr_html *h, struct atr_input *src)
+{
+    struct atr_buf text = {.max = RESULT_MAX + 1};
+    struct atr_error ignored;
+    struct atr_json *root = NULL;
+    struct atr_json_err jerr;
+    if (atr_input_read_all(src, &text, RESULT_MAX, &ignored) < 0 ||
+        atr_json_parse(&h->arena, text.data ? text.data : "", text.len, NULL, &root, &jerr) < 0)
+        root = NULL;
+    atr_input_close(src);
+    atr_buf_release(&text);
+    return root;
+}
+
 /* 0 with the result added, 1 when the file is not one JSON object with a
  * number under one of result_keys (a trace file may mention the key: the
  * caller reads it as traces then), -1 when it cannot be hashed. */
 static int add_result(struct atr_html *h, const char *path, struct atr_input *src,
                       struct atr_error *err)
 {
-    struct atr_buf text = {.max = RESULT_MAX + 1};
-    struct atr_error ignored;
-    int rc = atr_input_read_all(src, &text, RESULT_MAX, &ignored) < 0 ? 1 : 0;
-    atr_input_close(src);
-    struct atr_json *root = NULL;
-    struct atr_json_err jerr;
-    if (rc == 0 && (atr_json_parse(&h->arena, text.data, text.len, NULL, &root, &jerr) < 0 ||
-                    !is_result(root)))
-        rc = 1;
-    atr_buf_release(&text);
-    if (rc)
-        return rc;
+    struct atr_json *root = read_json(h, src);
+    if (!root || !is_result(root))
+        return 1;
     if (h->n_results == h->cap_results) {
         h->cap_results = h->cap_results ? h->cap_results * 2 : 4;
         h->results = xrealloc(h->results, h->cap_results * sizeof *h->results);
@@ -277,21 +284,10 @@ static bool looks_like_sweep(const char *head, size_t len)
 static int add_sweep(struct atr_html *h, const char *path, struct atr_input *src,
                      struct atr_error *err)
 {
-    struct atr_buf text = {.max = RESULT_MAX + 1};
-    struct atr_error ignored;
-    int rc = atr_input_read_all(src, &text, RESULT_MAX, &ignored) < 0 ? 1 : 0;
-    atr_input_close(src);
-    struct atr_json *root = NULL;
-    struct atr_json_err jerr;
-    const char *format;
-    if (rc == 0 && (atr_json_parse(&h->arena, text.data, text.len, NULL, &root, &jerr) < 0 ||
-                    !atr_json_is(root, ATR_JSON_OBJECT) ||
-                    !(format = atr_json_get_str(root, "format", NULL)) ||
-                    strcmp(format, SWEEP_FORMAT) != 0))
-        rc = 1;
-    atr_buf_release(&text);
-    if (rc)
-        return rc;
+    struct atr_json *root = read_json(h, src);
+    const char *format = root ? atr_json_get_str(root, "format", NULL) : NULL;
+    if (!format || strcmp(format, SWEEP_FORMAT) != 0)
+        return 1;
     const struct atr_json *runs = atr_json_get(root, "runs");
     if (!runs || !atr_json_is(runs, ATR_JSON_ARRAY))
         return atr_error_set(err, "%s: malformed %s result: \"runs\" is not an array", path,
