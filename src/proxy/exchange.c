@@ -508,6 +508,7 @@ static void answer_held(struct exchange *ex)
     struct evbuffer *body = evbuffer_new();
     evbuffer_add(body, ex->held.data ? ex->held.data : "", ex->held.len);
     ex->status = ex->ustatus;
+    proxy_reply_ending(ex->p, ex->creq);
     evhttp_send_reply(ex->creq, ex->ustatus, ex->ustatus == 200 ? "OK" : "Error", body);
     evbuffer_free(body);
     ex->creq = NULL;                   /* answered: libevent's again */
@@ -534,7 +535,7 @@ static void on_upstream_done(struct evhttp_request *ureq, void *arg)
                 end_stream_with_error(ex, ex->err == PERR_UPSTREAM_TIMEOUT
                                               ? "upstream timed out mid-stream"
                                               : "upstream closed the stream");
-            evhttp_connection_set_closecb(client_conn(ex), NULL, NULL);
+            proxy_reply_ending(ex->p, ex->creq);
             evhttp_send_reply_end(ex->creq);
             ex->creq = NULL;
         } else if (ok) {

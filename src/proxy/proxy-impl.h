@@ -91,12 +91,14 @@ struct atr_proxy {
     struct atr_policy *policy;
     uint64_t next_id;
     size_t in_flight;
+    size_t unwritten;                   /* answers queued, not yet all written */
     struct exchange *exchanges;         /* in flight, for atr_proxy_free */
     struct proxy_sessions sessions;
     struct proxy_metrics m;
 };
 
 double proxy_now(void);
+void proxy_reply_ending(struct atr_proxy *p, struct evhttp_request *req);
 void proxy_send_error(struct atr_proxy *p, struct evhttp_request *req, int code,
                       const char *msg);
 struct evhttp_connection *proxy_conn_get(struct atr_proxy *p, struct upstream *u);

@@ -79,6 +79,31 @@ static const char *error_type(int code)
     }
 }
 
+/* An answer's last bytes are queued: it counts as in flight until libevent
+ * has written them (or the client closed), so a drain ending the event loop
+ * never cuts a stream's tail. The exchange itself ends as soon as the
+ * upstream does, before the client has read everything. */
+static void on_reply_written(struct evhttp_request *req, void *arg)
+{
+    struct atr_proxy *p = arg;
+    p->unwritten--;
+    evhttp_connection_set_closecb(evhttp_request_get_connection(req), NULL, NULL);
+}
+
+static void on_reply_conn_closed(struct evhttp_connection *conn, void *arg)
+{
+    struct atr_proxy *p = arg;        /* closed first: no completion will come */
+    p->unwritten--;
+    evhttp_connection_set_closecb(conn, NULL, NULL);
+}
+
+void proxy_reply_ending(struct atr_proxy *p, struct evhttp_request *req)
+{
+    p->unwritten++;
+    evhttp_request_set_on_complete_cb(req, on_reply_written, p);
+    evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_reply_conn_closed, p);
+}
+
 /* An OpenAI-format error object as the whole answer. */
 void proxy_send_error(struct atr_proxy *p, struct evhttp_request *req, int code,
                       const char *msg)
@@ -101,6 +126,7 @@ void proxy_send_error(struct atr_proxy *p, struct evhttp_request *req, int code,
     struct evbuffer *out = evbuffer_new();
     if (out) {
         evbuffer_add(out, b.data ? b.data : "", b.len);
+        proxy_reply_ending(p, req);
         evhttp_send_reply(req, code, reason_of(code), out);
         evbuffer_free(out);
     }
@@ -296,7 +322,7 @@ void atr_proxy_drain(struct atr_proxy *p)
 
 size_t atr_proxy_in_flight(const struct atr_proxy *p)
 {
-    return p->in_flight;
+    return p->in_flight + p->unwritten;
 }
 
 static void set_defaults(struct atr_proxy_cfg *c)

@@ -60,6 +60,8 @@ int atr_proxy_listen(struct atr_proxy *p, struct atr_error *err);
 unsigned atr_proxy_port(const struct atr_proxy *p);
 /* Stops accepting requests (new ones get 503); in-flight ones go on. */
 void atr_proxy_drain(struct atr_proxy *p);
+/* Requests not yet answered in full: in flight upstream, or answered but
+ * with bytes libevent has not yet written to the client. 0 = safe to exit. */
 size_t atr_proxy_in_flight(const struct atr_proxy *p);
 /* Aborts what is in flight (no records) and frees everything. */
 void atr_proxy_free(struct atr_proxy *p);

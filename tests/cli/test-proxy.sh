@@ -192,6 +192,16 @@ wait $DRAIN_PID; rc=$?
 wait $CURL_PID
 check proxy-sigterm-drains "[ $rc = 0 ] && [ \$(grep -c '^data: {' '$PX/drain.sse') = 10 ] && grep -q '^data: \[DONE\]' '$PX/drain.sse'"
 
+# ---- SIGTERM after the upstream finished, the client's bytes still queued:
+# the proxy exits only once they are written (it once cut the tail) ----
+px_up fast --ttft 0 --itl 0
+px_start flush --upstream "http://127.0.0.1:$UP_PORT" --max-buffered 64M
+FLUSH_PID=$PX_PID
+python3 "$ROOT/tests/cli/slow-reader.py" "${PX_URL##*:}" $FLUSH_PID 20000 >"$PX/flush.out" 2>&1
+wait $FLUSH_PID; rc=$?
+check proxy-sigterm-writes-queued-tail "[ $rc = 0 ] && [ \"\$(cat '$PX/flush.out')\" = '20000 True' ]"
+px_stop $UP_PID
+
 # ---- SIGKILL: every finished request's line is whole ----
 px_start killed --upstream "$UPA" --record "$PX/killed.ndjson" --fsync-interval 10
 KILLED_PID=$PX_PID
