@@ -1,12 +1,16 @@
 /* cmd-report.c - `atr report INPUT... -o report.html`: one self-contained
  * HTML file from trace files, result JSON and bench folders (docs/report.md). */
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
 #include "cli/cmd.h"
 #include "cli/opts.h"
 #include "report/html.h"
+#include "report/png.h"
+#include "runner/cgroup.h"
 #include "util/buf.h"
 #include "util/output.h"
 
@@ -26,16 +30,20 @@ static const char help[] =
     "lists every input with its size and XXH3-128 hash.\n"
     "\n"
     "options:\n"
-    "  -o, --output FILE   the report (written atomically; required)\n";
+    "  -o, --output FILE   the report (written atomically; required)\n"
+    "      --png DIR       also one PNG per chart (DIR/NN-SECTION.png), shot by\n"
+    "                      headless Chromium: $CHROMIUM, else /usr/bin/chromium\n"
+    "                      (--no-sandbox when atr runs as root)\n";
 
 struct report_opts {
-    const char *out;
+    const char *out, *png;
     int first_arg;
 };
 
 #define ARGS struct report_opts
 static const struct opt options[] = {
     OPT_STRING(ARGS, out, "output", 'o'),
+    OPT_STRING(ARGS, png, "png", 0),
     OPT_END,
 };
 #undef ARGS
@@ -75,10 +83,33 @@ static int build(struct atr_html *h, int argc, char **argv, const struct report_
             return cli_fail_err(&err);
     struct atr_buf cmd = ATR_BUF_INIT;
     command_line(&cmd, argc, argv);
-    struct atr_html_meta meta = {ATR_VERSION, cmd.data};
+    struct atr_machine machine;
+    atr_machine_read(&machine);
+    struct atr_cg_host cg;
+    struct atr_error cg_err;
+    bool cg_ok = atr_cg_detect(&cg, NULL, NULL, "", &cg_err) == 0;
+    struct atr_html_meta meta = {ATR_VERSION, cmd.data, &machine,
+                                 cg_ok ? atr_cg_mode_name(cg.mode) : NULL};
     int rc = atr_html_write(page, h, &meta);
     atr_buf_release(&cmd);
     return rc < 0 ? cli_fail("out of memory writing the report") : EXIT_OK;
+}
+
+/* --png DIR: the charts of the page, before the report is committed (a
+ * failure leaves neither). */
+static int write_pngs(const struct report_opts *o, const struct atr_buf *page)
+{
+    const char *env = getenv("CHROMIUM");
+    struct atr_png_cfg cfg = {
+        .chromium = env && *env ? env : "/usr/bin/chromium",
+        .no_sandbox = geteuid() == 0,
+    };
+    struct atr_error err;
+    size_t n;
+    if (atr_report_png(page->data, page->len, o->png, &cfg, &n, &err) < 0)
+        return cli_fail_err(&err);
+    printf("wrote %zu PNG file%s to %s\n", n, n == 1 ? "" : "s", o->png);
+    return EXIT_OK;
 }
 
 static int run(int argc, char **argv)
@@ -97,6 +128,8 @@ static int run(int argc, char **argv)
     struct atr_html *h = atr_html_new();
     struct atr_buf page = ATR_BUF_INIT;
     int rc = build(h, argc, argv, &o, &page);
+    if (rc == EXIT_OK && o.png)
+        rc = write_pngs(&o, &page);
     if (rc == EXIT_OK && atr_output_write(out, page.data, page.len, &err) < 0)
         rc = cli_fail_err(&err);
     if (rc != EXIT_OK)

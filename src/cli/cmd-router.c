@@ -1,25 +1,31 @@
-/* cmd-router.c - `atr router train|eval`: the learned policy's MLP, trained
- * on labels from simulated runs of the candidate policies, and scored on
- * held-out sessions (src/router/train.h, docs/policies.md "## learned"). */
+/* cmd-router.c - `atr router train|eval|decide`: the learned policy's MLP,
+ * trained on labels from simulated runs of the candidate policies, scored
+ * on held-out sessions, and asked for single decisions (src/router/train.h,
+ * src/router/decide.h, docs/policies.md "## learned"). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cmd.h"
 #include "cli/opts.h"
 #include "cli/sched-opts.h"
+#include "json/writer.h"
 #include "policy/policy.h"
 #include "policy/learned-features.h"
+#include "router/decide.h"
 #include "router/train.h"
 #include "sched/schedule.h"
 #include "sched/workload.h"
 #include "sim/cost.h"
 #include "trace/reader.h"
 #include "util/alloc.h"
+#include "util/input.h"
 #include "util/output.h"
 
 static const char help[] =
     "usage: atr router train TRACE... --profile GPU/MODEL -o MODEL.json [OPTIONS]\n"
     "       atr router eval TRACE... --model MODEL.json [--profile GPU/MODEL] [OPTIONS]\n"
+    "       atr router decide --model MODEL.json [--features NAME=V,... | --trace FILE]\n"
     "\n"
     "The `learned` policy's router: a small MLP that picks, per request, which\n"
     "candidate policy decides it, from metadata only (input tokens, turn,\n"
@@ -32,12 +38,26 @@ static const char help[] =
     "`eval` labels the traces the same way and reports, on the held-out\n"
     "sessions: accuracy beside the majority-class baseline, the confusion\n"
     "matrix, and the mean latency of the held-out workload simulated under\n"
-    "`learned` (with the model) and under each candidate alone.\n"
+    "`learned` (with the model) and under each candidate alone; --json FILE also\n"
+    "writes them as JSON (atr report draws the confusion matrix from it).\n"
+    "`decide` prints, one JSON line per feature set, the candidate the model\n"
+    "picks and every candidate's logit and probability, as the learned policy\n"
+    "decides; feature sets come from --features (one per flag) or stdin (one\n"
+    "per line); features not named are 0. --trace FILE decides every llm turn\n"
+    "of the traces with the features the simulator computes (on-time sends,\n"
+    "recorded outputs).\n"
     "\n"
     "options:\n"
     "  -p, --profile GPU/MODEL   simulator profile (eval: default the model's)\n"
     "  -o, --output FILE         train: the model file\n"
-    "  -m, --model FILE          eval: the model file\n"
+    "  -m, --model FILE          eval, decide: the model file\n"
+    "      --json FILE           eval: also write the evaluation as JSON\n"
+    "      --features N=V,...    decide: one feature set (log_input_tokens, log_turn,\n"
+    "                            prefix_reuse, log_new_tokens, tool_none, tool_shell,\n"
+    "                            tool_editor, tool_other, log_think_s,\n"
+    "                            log_since_last_s, log_prev_output_tokens,\n"
+    "                            log_mean_output_tokens); repeatable\n"
+    "      --trace FILE          decide: every llm turn of these traces\n"
     "      --policies A,B,...    train: candidates (default naive,prefix-cache,\n"
     "                            compaction,max-tokens)\n"
     "      --objective e2el|ttft train: latency to minimise (default e2el)\n"
@@ -59,8 +79,10 @@ static const char help[] =
 #define MAX_CANDS 8
 
 struct router_args {
-    bool eval, all, seed_given, by_session;
-    const char *profile, *out, *model, *from;
+    bool eval, decide, all, seed_given, by_session;
+    const char *profile, *out, *model, *from, *json, *trace;
+    char **features;             /* decide: the --features values, copies */
+    size_t n_features;
     const char *cands[MAX_CANDS];
     size_t n_cands;
     char *cand_list;
@@ -147,12 +169,24 @@ static bool opt_seed(void *base, const char *arg, const char *cmd)
     return true;
 }
 
+/* --features: one more feature set (checked when decided). */
+static bool opt_features(void *base, const char *arg, const char *cmd)
+{
+    struct router_args *a = base;
+    a->features = xreallocarray(a->features, a->n_features + 1, sizeof *a->features);
+    a->features[a->n_features++] = xstrdup(arg);
+    return true;
+}
+
 #define ARGS struct router_args
 static const struct opt options[] = {
     OPT_STRING(ARGS, profile, "profile", 'p'),
     OPT_STRING(ARGS, out, "output", 'o'),
     OPT_STRING(ARGS, model, "model", 'm'),
     OPT_FROM(ARGS, from),
+    OPT_STRING(ARGS, json, "json", 0),
+    OPT_STRING(ARGS, trace, "trace", 0),
+    OPT_CALL("features", 0, opt_features, NULL),
     OPT_CALL("policies", 0, opt_cands, NULL),
     OPT_ENUM(ARGS, objective, "objective", 0, OPT_WORDS("e2el", "ttft"),
              "--objective wants e2el or ttft"),
@@ -176,10 +210,29 @@ static const struct opt options[] = {
 
 static const struct opts_cmd parser = {"router", options};
 
+static int parse_decide(const struct router_args *a, int argc)
+{
+    if (a->first_arg < argc)
+        return cli_usage("router", "decide takes no TRACE argument (use --trace FILE)");
+    if (!a->model)
+        return cli_usage("router", "decide: missing --model MODEL.json");
+    if (a->trace && a->n_features)
+        return cli_usage("router", "decide: --features or --trace, not both");
+    if (a->json || a->out)
+        return cli_usage("router", "decide prints JSON lines on stdout (no --json or -o)");
+    return EXIT_OK;
+}
+
 static int parse_args(int argc, char **argv, struct router_args *a)
 {
     if (opts_parse(&parser, a, argc, argv, &a->first_arg) != EXIT_OK)
         return EXIT_USAGE;
+    if (a->decide)
+        return parse_decide(a, argc);
+    if (a->trace || a->n_features)
+        return cli_usage("router", "--trace and --features are for router decide");
+    if (a->json && !a->eval)
+        return cli_usage("router", "--json is for router eval");
     if (a->first_arg >= argc)
         return cli_usage("router", "missing TRACE");
     if (!a->eval && !a->profile)
@@ -341,7 +394,7 @@ static void print_confusion(const struct atr_router_eval *ev, const struct atr_r
 /* The held-out workload under learned and under each candidate alone. */
 static int print_latency(const struct router_args *a, struct setup *s,
                          const struct atr_router_data *d, const struct atr_router_model *m,
-                         struct atr_error *err)
+                         double *e, double *t, struct atr_error *err)
 {
     bool *keep = NULL;
     if (!a->all) {
@@ -350,7 +403,6 @@ static int print_latency(const struct router_args *a, struct setup *s,
             keep[d->session[i]] |= d->held_out[i];
     }
     char *opts = xasprintf("model=%s", a->model);
-    double e[MAX_CANDS + 1], t[MAX_CANDS + 1];
     int rc = atr_router_simulate(&s->sim, keep, "learned", opts, &e[0], &t[0], err);
     size_t best = 1;
     for (size_t c = 0; rc == 0 && c < m->n_candidates; c++) {
@@ -372,7 +424,51 @@ static int print_latency(const struct router_args *a, struct setup *s,
     return rc;
 }
 
-static int eval(struct router_args *a, char *const *paths, size_t n_paths, struct atr_error *err)
+/* `router eval --json`: the evaluation as one JSON object
+ * ("atr-router-eval/1"; docs/policies.md), what `atr report` draws. */
+static void eval_json(struct atr_buf *b, const struct router_args *a,
+                      const struct atr_router_eval *ev, const struct atr_router_model *m,
+                      const double *e, const double *t)
+{
+    struct atr_jw w;
+    atr_jw_init(&w, b, ATR_JW_PYTHON);
+    atr_jw_object_begin(&w);
+    atr_jw_kv_str(&w, "format", "atr-router-eval/1");
+    atr_jw_kv_str(&w, "model", a->model);
+    atr_jw_kv_str(&w, "profile", a->profile);
+    atr_jw_kv_str(&w, "objective", m->objective);
+    atr_jw_kv_str(&w, "scope", a->all ? "all" : "held-out");
+    atr_jw_key(&w, "candidates");
+    atr_jw_array_begin(&w);
+    for (size_t c = 0; c < m->n_candidates; c++)
+        atr_jw_str(&w, m->candidates[c]);
+    atr_jw_array_end(&w);
+    atr_jw_kv_uint(&w, "requests", ev->n);
+    atr_jw_kv_uint(&w, "correct", ev->correct);
+    atr_jw_kv_str(&w, "majority", m->candidates[ev->majority]);
+    atr_jw_kv_uint(&w, "majority_correct", ev->majority_correct);
+    atr_jw_key(&w, "confusion");                 /* [label][predicted] */
+    atr_jw_array_begin(&w);
+    for (size_t r = 0; r < m->n_candidates; r++)
+        atr_jw_uint_array(&w, ev->confusion[r], m->n_candidates);
+    atr_jw_array_end(&w);
+    atr_jw_key(&w, "latency");
+    atr_jw_array_begin(&w);
+    for (size_t c = 0; c <= m->n_candidates; c++) {
+        atr_jw_object_begin(&w);
+        atr_jw_kv_str(&w, "policy", c ? m->candidates[c - 1] : "learned");
+        atr_jw_kv_fixed_trim(&w, "mean_e2el_ms", 1000 * e[c], 3);
+        atr_jw_kv_fixed_trim(&w, "mean_ttft_ms", 1000 * t[c], 3);
+        atr_jw_object_end(&w);
+    }
+    atr_jw_array_end(&w);
+    atr_jw_object_end(&w);
+    atr_jw_finish(&w);
+    atr_buf_putc(b, '\n');
+}
+
+static int eval(struct router_args *a, char *const *paths, size_t n_paths,
+                struct atr_output *json, struct atr_error *err)
 {
     struct atr_router_model m;
     if (atr_router_model_load(&m, a->model, err) < 0)
@@ -403,7 +499,14 @@ static int eval(struct router_args *a, char *const *paths, size_t n_paths, struc
                : d.n_sessions_held_out);
         print_accuracy(a->all ? "all" : "held-out", &ev, (const char *const *)m.candidates);
         print_confusion(&ev, &m);
-        rc = print_latency(a, &s, &d, &m, err);
+        double e[MAX_CANDS + 1], t[MAX_CANDS + 1];
+        rc = print_latency(a, &s, &d, &m, e, t, err);
+        if (rc == 0 && json) {
+            struct atr_buf b = ATR_BUF_INIT;
+            eval_json(&b, a, &ev, &m, e, t);
+            rc = atr_output_write(json, b.data, b.len, err);
+            atr_buf_release(&b);
+        }
     }
     atr_router_data_release(&d);
     setup_close(&s);
@@ -411,31 +514,163 @@ static int eval(struct router_args *a, char *const *paths, size_t n_paths, struc
     return rc;
 }
 
+/* `router eval`: --json is opened first, so a path that cannot be written
+ * fails before the runs, and is committed only when all succeeded. */
+static int eval_file(struct router_args *a, char *const *paths, size_t n_paths,
+                     struct atr_error *err)
+{
+    struct atr_output *json = NULL;
+    if (a->json && !(json = atr_output_open(a->json, err)))
+        return -1;
+    int rc = eval(a, paths, n_paths, json, err);
+    if (json && rc < 0)
+        atr_output_abort(json);
+    else if (json)
+        rc = atr_output_commit(json, err);
+    return rc;
+}
+
+/* ---- decide ---- */
+
+/* One decision as a JSON line: the pick, then each candidate's logit and
+ * probability, then the features (the shortest text that reads back as
+ * the same double, so another implementation can be compared exactly). */
+static void decision_json(struct atr_buf *b, const struct atr_router_model *m, const double *x,
+                          const char *trace_id, size_t turn)
+{
+    double logits[ATR_ROUTER_MAX_CANDIDATES], probs[ATR_ROUTER_MAX_CANDIDATES];
+    size_t c = atr_router_model_decide(m, x, logits, probs);
+    struct atr_jw w;
+    atr_jw_init(&w, b, ATR_JW_COMPACT);
+    atr_jw_object_begin(&w);
+    if (trace_id) {
+        atr_jw_kv_str(&w, "trace", trace_id);
+        atr_jw_kv_uint(&w, "turn", turn);
+    }
+    atr_jw_kv_str(&w, "pick", m->candidates[c]);
+    atr_jw_kv_uint(&w, "index", c);
+    const char *what[2] = { "scores", "logits" };
+    const double *v[2] = { probs, logits };
+    for (int k = 0; k < 2; k++) {
+        atr_jw_key(&w, what[k]);
+        atr_jw_object_begin(&w);
+        for (size_t i = 0; i < m->n_candidates; i++)
+            atr_jw_kv_pyfloat(&w, m->candidates[i], v[k][i]);
+        atr_jw_object_end(&w);
+    }
+    atr_jw_key(&w, "features");
+    atr_jw_object_begin(&w);
+    for (size_t i = 0; i < ATR_ROUTER_N_FEATURES; i++)
+        atr_jw_kv_pyfloat(&w, atr_router_feature_names[i], x[i]);
+    atr_jw_object_end(&w);
+    atr_jw_object_end(&w);
+    atr_jw_finish(&w);
+    atr_buf_putc(b, '\n');
+}
+
+/* Feature sets from stdin, one per non-empty line. */
+static int decide_stdin(const struct atr_router_model *m, struct atr_buf *b,
+                        struct atr_error *err)
+{
+    struct atr_input *in = atr_input_open("-", err);
+    if (!in)
+        return -1;
+    const char *line;
+    size_t len;
+    int more, rc = 0;
+    while (rc == 0 && (more = atr_input_getline(in, &line, &len, 1 << 16, err)) == 1) {
+        if (len == 0)
+            continue;
+        char *spec = xstrndup(line, len);
+        double x[ATR_ROUTER_N_FEATURES];
+        rc = atr_router_parse_features(spec, "<stdin>", atr_input_lineno(in), x, err);
+        if (rc == 0)
+            decision_json(b, m, x, NULL, 0);
+        free(spec);
+    }
+    atr_input_close(in);
+    return rc < 0 || more < 0 ? -1 : 0;
+}
+
+/* Every llm turn of the traces in path. */
+static int decide_trace(const struct router_args *a, const struct atr_router_model *m,
+                        struct atr_buf *b, struct atr_error *err)
+{
+    struct atr_workload w = ATR_WORKLOAD_INIT;
+    char *paths[1] = { (char *)a->trace };
+    int rc = atr_workload_load(&w, paths, 1, a->from, 0, err);
+    for (size_t s = 0; rc == 0 && s < w.n_sessions; s++)
+        for (size_t t = 0; t < w.sessions[s].n_turns; t++) {
+            struct atr_router_turn turn;
+            double x[ATR_ROUTER_N_FEATURES];
+            atr_router_turn_of(&w, s, t, &turn, x);
+            decision_json(b, m, x, w.sessions[s].trace_id, t);
+        }
+    atr_workload_release(&w);
+    return rc;
+}
+
+/* `router decide`: every line is made before any is printed, so a bad
+ * feature set leaves no partial output. */
+static int decide(const struct router_args *a, struct atr_error *err)
+{
+    struct atr_router_model m;
+    if (atr_router_model_load(&m, a->model, err) < 0)
+        return -1;
+    struct atr_buf b = ATR_BUF_INIT;
+    int rc = 0;
+    if (a->trace) {
+        rc = decide_trace(a, &m, &b, err);
+    } else if (a->n_features) {
+        for (size_t i = 0; rc == 0 && i < a->n_features; i++) {
+            double x[ATR_ROUTER_N_FEATURES];
+            rc = atr_router_parse_features(a->features[i], "--features", i + 1, x, err);
+            if (rc == 0)
+                decision_json(&b, &m, x, NULL, 0);
+        }
+    } else {
+        rc = decide_stdin(&m, &b, err);
+    }
+    if (rc == 0 && b.len)
+        fwrite(b.data, 1, b.len, stdout);
+    atr_buf_release(&b);
+    atr_router_model_release(&m);
+    return rc;
+}
+
 static int run(int argc, char **argv)
 {
-    if (argc < 2 || (strcmp(argv[1], "train") && strcmp(argv[1], "eval")))
-        return cli_usage("router", "wants a mode: atr router train ... or atr router eval ...");
+    if (argc < 2 || (strcmp(argv[1], "train") && strcmp(argv[1], "eval") &&
+                     strcmp(argv[1], "decide")))
+        return cli_usage("router", "wants a mode: atr router train ..., atr router eval ... "
+                         "or atr router decide ...");
     struct router_args a;
     defaults(&a);
     a.eval = strcmp(argv[1], "eval") == 0;
+    a.decide = strcmp(argv[1], "decide") == 0;
     int rc = parse_args(argc - 1, argv + 1, &a);
     if (rc == EXIT_OK) {
         struct atr_error err;
         char *const *paths = argv + 1 + a.first_arg;
         size_t n_paths = (size_t)(argc - 1 - a.first_arg);
         int r;
-        if (a.eval) {
-            r = eval(&a, paths, n_paths, &err);
+        if (a.decide) {
+            r = decide(&a, &err);
+        } else if (a.eval) {
+            r = eval_file(&a, paths, n_paths, &err);
         } else {
             r = train_file(&a, paths, n_paths, &err);
         }
         rc = r < 0 ? cli_fail_err(&err) : EXIT_OK;
     }
     free(a.cand_list);
+    for (size_t i = 0; i < a.n_features; i++)
+        free(a.features[i]);
+    free(a.features);
     return rc;
 }
 
 const struct atr_cmd cmd_router_entry = {
-    "router", "train and evaluate the learned policy's metadata router (an MLP over "
-    "simulated candidate runs)", help, run, NULL,
+    "router", "train, evaluate and query the learned policy's metadata router (an MLP "
+    "over simulated candidate runs)", help, run, NULL,
 };

@@ -100,6 +100,24 @@ size_t atr_mlp_predict(const struct atr_mlp *m, const double *x)
     return best;
 }
 
+size_t atr_router_model_decide(const struct atr_router_model *m, const double *x,
+                               double *logits, double *probs)
+{
+    double act[ATR_MLP_MAX_LAYERS + 1][ATR_MLP_MAX_WIDTH];
+    const struct atr_mlp *n = &m->mlp;
+    atr_mlp_forward_layers(n, x, act);
+    const double *z = act[n->n_layers];
+    size_t best = 0;
+    for (size_t i = 1; i < n->n_out; i++)
+        if (z[i] > z[best])
+            best = i;
+    if (logits)
+        memcpy(logits, z, n->n_out * sizeof *z);
+    if (probs)
+        atr_mlp_softmax(z, n->n_out, probs);
+    return best;
+}
+
 /* ---- model file ---- */
 
 static int put_nums(struct atr_buf *b, const double *v, size_t n)

@@ -76,4 +76,13 @@ int atr_router_model_parse(struct atr_router_model *m, const char *text, size_t 
                            const char *name, struct atr_error *err);
 void atr_router_model_release(struct atr_router_model *m);
 
+/* The learned policy's decision on feature vector x (what its decide does):
+ * the chosen candidate, the argmax of the output logits (lowest index on
+ * ties, atr_mlp_predict), with each candidate's logit in logits and its
+ * softmax probability in probs (both n_candidates; either may be NULL).
+ * The report's router lab repeats this in JS operation for operation. No
+ * allocation. */
+size_t atr_router_model_decide(const struct atr_router_model *m, const double *x,
+                               double *logits, double *probs);
+
 #endif

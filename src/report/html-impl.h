@@ -13,9 +13,14 @@
 #include "util/buf.h"
 
 #define ATR_HTML_LABEL_MAX 64     /* bytes of a tool step's label in the timeline data */
+/* Trace rows written into the HTML for readers without JS (and print);
+ * the explorer pages through all of them from the data. At 10 000 traces
+ * the full table was 2.7 MB of the file and most of its parse time. */
+#define ATR_HTML_STATIC_ROWS 1000
 
 enum atr_html_kind {
-    ATR_HTML_TRACES, ATR_HTML_RESULT, ATR_HTML_BENCH, ATR_HTML_SWEEP, ATR_HTML_REPLAY
+    ATR_HTML_TRACES, ATR_HTML_RESULT, ATR_HTML_BENCH, ATR_HTML_SWEEP, ATR_HTML_REPLAY,
+    ATR_HTML_REQUESTS, ATR_HTML_ROUTER_MODEL, ATR_HTML_ROUTER_EVAL
 };
 
 struct atr_html_input {
@@ -55,6 +60,8 @@ struct atr_html_replay {
 };
 
 struct atr_html_shapes;
+struct atr_html_router;
+struct atr_html_reqs;
 
 struct atr_html {
     struct atr_arena arena;    /* inputs, results' DOMs, strings */
@@ -69,6 +76,7 @@ struct atr_html {
     /* Traces are rendered as they are read: their table rows (HTML) and
      * their data (JSON array elements, comma-separated). */
     struct atr_buf trace_rows, trace_json;
+    struct atr_buf timeline_json;       /* one step array per trace, comma-separated */
     uint64_t traces, steps;
     /* Tool labels of the timelines, each once ("labels" in the data; steps
      * refer to them by index: agent tools repeat the same few commands). */
@@ -78,6 +86,8 @@ struct atr_html {
     uint32_t *label_vals;               /* index + 1; 0: free slot */
     size_t label_slots;
     struct atr_html_shapes *shapes;   /* per-source distributions; NULL until a trace */
+    struct atr_html_router *router;   /* router model and evaluations; NULL until one */
+    struct atr_html_reqs *reqs;       /* per-request files; NULL until one (html-results.c) */
     struct atr_bench_report *bench;   /* NULL until a folder is added */
     size_t bench_groups;
 };
@@ -103,6 +113,9 @@ void atr_html_td_str(struct atr_buf *b, const char *s);
 extern const unsigned char atr_report_css[];
 extern const unsigned char atr_report_js[];
 
+/* The step timelines of every trace, deflated and base64-encoded in their
+ * own <script> element (html-timelines.c); nothing without traces. */
+void atr_html_timelines_block(struct atr_buf *b, const struct atr_html *h);
 /* html-write.c: appends trace i's <tr> of the trace table to b. */
 void atr_html_trace_row(struct atr_buf *b, uint64_t i, const char *file,
                         const struct atr_trace *t, const struct atr_html_figures *f);
@@ -121,5 +134,43 @@ void atr_html_replay_section(struct atr_buf *b, const struct atr_html *h);
 void atr_html_shapes_add(struct atr_html *h, const struct atr_trace *t);
 void atr_html_shapes_section(struct atr_buf *b, const struct atr_html *h);
 void atr_html_shapes_free(struct atr_html_shapes *sh);
+
+/* html-results.c: per-request files (--requests-out lines). Whether the
+ * first bytes look like one; reading one (src is closed; 0 with *detail
+ * set for the appendix, or -1 with err: FILE:LINE:COL: ...); how many were
+ * read; their part of the Results section, the Overview's token race, and
+ * their data ("requests" and "race" members, written on w); freeing. */
+struct atr_input;
+struct atr_jw;
+bool atr_html_looks_like_requests(const char *head, size_t len);
+int atr_html_read_requests(struct atr_html *h, const char *path, struct atr_input *src,
+                           const char **detail, struct atr_error *err);
+size_t atr_html_reqsets(const struct atr_html *h);
+void atr_html_requests_section(struct atr_buf *b, const struct atr_html *h);
+void atr_html_race(struct atr_buf *b, const struct atr_html *h);
+void atr_html_requests_json(struct atr_jw *w, const struct atr_html *h);
+void atr_html_reqs_free(struct atr_html_reqs *reqs);
+
+/* The headline's pair: naive's mean E2EL and the lowest of another policy
+ * (best names it; it points into h), from result files when they hold
+ * both, else from per-request files. false when there is no such pair. */
+struct atr_html_pick {
+    const char *best;
+    double naive_ms, best_ms;
+    bool from_requests;
+};
+bool atr_html_pick_best(const struct atr_html *h, struct atr_html_pick *p);
+
+/* html-router.c: whether the first bytes may be a router model
+ * ("atr-router/1") or evaluation ("atr-router-eval/1"); reading one (0,
+ * 1 when the file is not one after all, -1 with err: a malformed one or a
+ * second model); whether the Router lab has anything; the section;
+ * freeing. */
+bool atr_html_router_sniff(const char *head, size_t len);
+int atr_html_read_router(struct atr_html *h, const char *path, bool *is_model,
+                         const char **detail, struct atr_error *err);
+bool atr_html_has_router(const struct atr_html *h);
+void atr_html_router_section(struct atr_buf *b, const struct atr_html *h);
+void atr_html_router_free(struct atr_html_router *r);
 
 #endif

@@ -112,22 +112,17 @@ static void nav(struct atr_buf *b, const struct atr_html *h)
     atr_buf_puts(b, "<a href=\"#overview\">Overview</a>");
     if (h->traces)
         atr_buf_puts(b, " <a href=\"#traces\">Traces</a> <a href=\"#shapes\">Agent shapes</a>");
-    if (h->n_results)
+    if (h->n_results || atr_html_reqsets(h))
         atr_buf_puts(b, " <a href=\"#results\">Results</a>");
     if (h->n_sweeps)
         atr_buf_puts(b, " <a href=\"#sweeps\">Sweeps</a>");
     if (h->n_replays)
         atr_buf_puts(b, " <a href=\"#replay\">Tool replay</a>");
+    if (atr_html_has_router(h))
+        atr_buf_puts(b, " <a href=\"#router\">Router lab</a>");
     if (h->bench)
         atr_buf_puts(b, " <a href=\"#bench\">Bench</a>");
     atr_buf_puts(b, " <a href=\"#appendix\">Data</a></nav></header>\n<main>\n");
-}
-
-/* The policy of result r ("atr"."policy"), or NULL. */
-static const char *result_policy(const struct atr_html_result *r)
-{
-    const struct atr_json *atr = atr_json_get(r->root, "atr");
-    return atr ? atr_json_get_str(atr, "policy", NULL) : NULL;
 }
 
 /* The headline: among results of policies, the one with the lowest mean
@@ -135,29 +130,15 @@ static const char *result_policy(const struct atr_html_result *r)
  * both are there (one sentence a reader can quote, with its figures). */
 static void headline(struct atr_buf *b, const struct atr_html *h)
 {
-    const struct atr_html_result *naive = NULL, *best = NULL;
-    double naive_ms = 0, best_ms = 0, v;
-    for (size_t i = 0; i < h->n_results; i++) {
-        const struct atr_html_result *r = &h->results[i];
-        const char *pol = result_policy(r);
-        if (!pol || !atr_json_get_num(r->root, "mean_e2el_ms", &v) || !(v > 0))
-            continue;
-        if (strcmp(pol, "naive") == 0 && !naive) {
-            naive = r;
-            naive_ms = v;
-        } else if (strcmp(pol, "naive") != 0 && (!best || v < best_ms)) {
-            best = r;
-            best_ms = v;
-        }
-    }
-    if (!naive || !best)
+    struct atr_html_pick p;   /* result files first, else per-request files */
+    if (!atr_html_pick_best(h, &p))
         return;
-    double cut = 100.0 * (1.0 - best_ms / naive_ms);
+    double cut = 100.0 * (1.0 - p.best_ms / p.naive_ms);
     atr_buf_puts(b, "<p class=\"headline\">");
-    atr_html_esc(b, result_policy(best));
+    atr_html_esc(b, p.best);
     atr_buf_printf(b, " %s mean end-to-end latency %.0f %% against naive on these "
                       "traces (%.1f ms &rarr; %.1f ms).</p>\n",
-                   cut >= 0 ? "cuts" : "raises", fabs(cut), naive_ms, best_ms);
+                   cut >= 0 ? "cuts" : "raises", fabs(cut), p.naive_ms, p.best_ms);
 }
 
 static void overview(struct atr_buf *b, const struct atr_html *h)
@@ -167,6 +148,7 @@ static void overview(struct atr_buf *b, const struct atr_html *h)
         trace_files += h->inputs[i].kind == ATR_HTML_TRACES;
     atr_buf_puts(b, "<section id=\"overview\"><h2>Overview</h2>\n");
     headline(b, h);
+    atr_html_race(b, h);
     atr_buf_puts(b, "<table class=\"kv\">\n");
     atr_buf_printf(b, "<tr><th>inputs</th><td class=\"n\">%zu</td></tr>\n", h->n_inputs);
     atr_buf_printf(b, "<tr><th>trace files</th><td class=\"n\">%zu</td></tr>\n", trace_files);
@@ -175,6 +157,8 @@ static void overview(struct atr_buf *b, const struct atr_html *h)
     atr_buf_printf(b, "<tr><th>steps</th><td class=\"n\">%llu</td></tr>\n",
                    (unsigned long long)h->steps);
     atr_buf_printf(b, "<tr><th>result files</th><td class=\"n\">%zu</td></tr>\n", h->n_results);
+    atr_buf_printf(b, "<tr><th>per-request files</th><td class=\"n\">%zu</td></tr>\n",
+                   atr_html_reqsets(h));
     atr_buf_printf(b, "<tr><th>sweep files</th><td class=\"n\">%zu</td></tr>\n", h->n_sweeps);
     atr_buf_printf(b, "<tr><th>tool replay folders</th><td class=\"n\">%zu</td></tr>\n",
                    h->n_replays);
@@ -195,7 +179,12 @@ static void traces(struct atr_buf *b, const struct atr_html *h)
                     "<th>input tokens</th><th>output tokens</th><th>duration (s)</th>"
                     "<th>prefix reuse (%)</th></tr></thead>\n<tbody>\n");
     atr_buf_append(b, h->trace_rows.data, h->trace_rows.len);
-    atr_buf_puts(b, "</tbody></table>\n<div id=\"timeline\"></div></section>\n");
+    atr_buf_puts(b, "</tbody></table>\n");
+    if (h->traces > ATR_HTML_STATIC_ROWS)
+        atr_buf_printf(b, "<p class=\"muted\">Without JavaScript only the first %d rows are "
+                          "shown; the explorer pages through all %llu.</p>\n",
+                       ATR_HTML_STATIC_ROWS, (unsigned long long)h->traces);
+    atr_buf_puts(b, "<div id=\"timeline\"></div></section>\n");
 }
 
 /* ---- results ---- */
@@ -379,13 +368,17 @@ static void throughput_table(struct atr_buf *b, const struct atr_html *h)
 
 static void results(struct atr_buf *b, const struct atr_html *h)
 {
-    if (!h->n_results)
+    if (!h->n_results && !atr_html_reqsets(h))
         return;
-    atr_buf_printf(b, "<section id=\"results\"><h2>Results</h2>\n<p>%zu result file%s "
-                      "(vLLM's figures; percentiles as in <code>vllm bench serve</code>).</p>\n",
-                   h->n_results, h->n_results == 1 ? "" : "s");
-    throughput_table(b, h);
-    for (size_t m = 0; m < N_METRICS; m++) {
+    atr_buf_puts(b, "<section id=\"results\"><h2>Results</h2>\n");
+    atr_html_requests_section(b, h);   /* per-request files: html-results.c */
+    if (h->n_results) {
+        atr_buf_printf(b, "<h3>Result files</h3>\n<p>%zu result file%s (vLLM's figures; "
+                          "percentiles as in <code>vllm bench serve</code>).</p>\n",
+                       h->n_results, h->n_results == 1 ? "" : "s");
+        throughput_table(b, h);
+    }
+    for (size_t m = 0; h->n_results && m < N_METRICS; m++) {
         latency_table(b, h, &metrics[m]);
         latency_chart(b, h, &metrics[m]);
     }
@@ -785,7 +778,34 @@ static void bench(struct atr_buf *b, const struct atr_html *h, const struct atr_
 static const char *kind_name(enum atr_html_kind k)
 {
     return k == ATR_HTML_TRACES ? "traces" : k == ATR_HTML_RESULT ? "result"
-         : k == ATR_HTML_SWEEP ? "sweep" : k == ATR_HTML_REPLAY ? "tool replay" : "bench";
+         : k == ATR_HTML_SWEEP ? "sweep" : k == ATR_HTML_REPLAY ? "tool replay"
+         : k == ATR_HTML_REQUESTS ? "per-request" : k == ATR_HTML_ROUTER_MODEL ? "router model"
+         : k == ATR_HTML_ROUTER_EVAL ? "router evaluation" : "bench";
+}
+
+/* The machine that wrote the report. The inputs' own machines are in
+ * their files (a result's, a replay's summary) where they say. */
+static void machine_table(struct atr_buf *b, const struct atr_html_meta *m)
+{
+    const struct atr_machine *mc = m->machine;
+    if (!mc)
+        return;
+    atr_buf_puts(b, "<table class=\"facts\"><caption>The machine that wrote this report"
+                    "</caption><tbody>\n<tr><th>host</th>");
+    atr_html_td_str(b, mc->host);
+    atr_buf_puts(b, "</tr>\n<tr><th>kernel</th>");
+    atr_html_td_str(b, mc->kernel);
+    atr_buf_puts(b, "</tr>\n<tr><th>CPU</th>");
+    atr_html_td_str(b, mc->cpu[0] ? mc->cpu : "unknown");
+    atr_buf_printf(b, "</tr>\n<tr><th>CPUs usable</th><td class=\"n\">%u</td></tr>\n"
+                      "<tr><th>memory (GiB)</th><td class=\"n\">%.1f</td></tr>\n",
+                   mc->cpus, (double)mc->mem_bytes / (1 << 30));
+    if (m->cgroup) {
+        atr_buf_puts(b, "<tr><th>cgroups</th>");
+        atr_html_td_str(b, m->cgroup);
+        atr_buf_puts(b, "</tr>\n");
+    }
+    atr_buf_puts(b, "</tbody></table>\n");
 }
 
 static void appendix(struct atr_buf *b, const struct atr_html *h, const struct atr_html_meta *m)
@@ -806,7 +826,9 @@ static void appendix(struct atr_buf *b, const struct atr_html *h, const struct a
     atr_html_esc(b, m->version);
     atr_buf_puts(b, "; command: <code>");
     atr_html_esc(b, m->command_line);
-    atr_buf_puts(b, "</code></p></section>\n");
+    atr_buf_puts(b, "</code></p>\n");
+    machine_table(b, m);
+    atr_buf_puts(b, "</section>\n");
 }
 
 static void data_json(struct atr_buf *out, const struct atr_html *h,
@@ -817,6 +839,18 @@ static void data_json(struct atr_buf *out, const struct atr_html *h,
     atr_jw_object_begin(&w);
     atr_jw_kv_str(&w, "version", m->version);
     atr_jw_kv_str(&w, "command", m->command_line);
+    if (m->machine) {
+        atr_jw_key(&w, "machine");
+        atr_jw_object_begin(&w);
+        atr_jw_kv_str(&w, "host", m->machine->host);
+        atr_jw_kv_str(&w, "kernel", m->machine->kernel);
+        atr_jw_kv_str(&w, "cpu", m->machine->cpu);
+        atr_jw_kv_uint(&w, "cpus", m->machine->cpus);
+        atr_jw_kv_uint(&w, "mem_bytes", m->machine->mem_bytes);
+        if (m->cgroup)
+            atr_jw_kv_str(&w, "cgroup", m->cgroup);
+        atr_jw_object_end(&w);
+    }
     atr_jw_key(&w, "inputs");
     atr_jw_array_begin(&w);
     for (size_t i = 0; i < h->n_inputs; i++) {
@@ -833,11 +867,6 @@ static void data_json(struct atr_buf *out, const struct atr_html *h,
     atr_buf_append(&list, h->trace_json.data, h->trace_json.len);
     atr_buf_putc(&list, ']');
     atr_jw_kv_raw(&w, "traces", list.data, list.len);
-    atr_buf_clear(&list);
-    atr_buf_putc(&list, '[');
-    atr_buf_append(&list, h->labels_json.data, h->labels_json.len);
-    atr_buf_putc(&list, ']');
-    atr_jw_kv_raw(&w, "labels", list.data, list.len);
     atr_buf_release(&list);
     atr_jw_key(&w, "results");
     atr_jw_array_begin(&w);
@@ -854,6 +883,7 @@ static void data_json(struct atr_buf *out, const struct atr_html *h,
     for (size_t r = 0; r < h->n_replays; r++)
         atr_jw_value(&w, h->replays[r].summary);
     atr_jw_array_end(&w);
+    atr_html_requests_json(&w, h);     /* "requests" and "race" */
     if (bench_json->len)
         atr_jw_kv_raw(&w, "bench", bench_json->data, bench_json->len);
     atr_jw_object_end(&w);
@@ -894,10 +924,12 @@ int atr_html_write(struct atr_buf *b, const struct atr_html *h, const struct atr
     results(&page, h);
     sweeps(&page, h);
     atr_html_replay_section(&page, h);
+    atr_html_router_section(&page, h);
     bench(&page, h, &bench_json);
     appendix(&page, h, m);
     atr_buf_puts(&page, "</main>\n");
     data_block(&page, h, m, &bench_json);
+    atr_html_timelines_block(&page, h);
     atr_buf_puts(&page, "<script type=\"module\">\n");
     atr_buf_puts(&page, (const char *)atr_report_js);
     atr_buf_puts(&page, "</script>\n</body>\n</html>\n");

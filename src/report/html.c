@@ -37,10 +37,13 @@ void atr_html_free(struct atr_html *h)
     free(h->replays);
     atr_buf_release(&h->trace_rows);
     atr_buf_release(&h->trace_json);
+    atr_buf_release(&h->timeline_json);
     atr_buf_release(&h->labels_json);
     free(h->label_keys);
     free(h->label_vals);
     atr_html_shapes_free(h->shapes);
+    atr_html_reqs_free(h->reqs);
+    atr_html_router_free(h->router);
     atr_bench_report_free(h->bench);
     free(h);
 }
@@ -307,6 +310,36 @@ static int add_sweep(struct atr_html *h, const char *path, struct atr_input *src
     return hash_path(in, false, err);
 }
 
+/* ---- per-request records ---- */
+
+/* A --requests-out file (html-results.c reads it); src is closed. */
+static int add_requests(struct atr_html *h, const char *path, struct atr_input *src,
+                        struct atr_error *err)
+{
+    const char *detail;
+    if (atr_html_read_requests(h, path, src, &detail, err) < 0)
+        return -1;
+    struct atr_html_input *in = add_input(h, path, ATR_HTML_REQUESTS);
+    in->detail = detail;
+    return hash_path(in, false, err);
+}
+
+/* ---- router model and evaluations (html-router.c) ---- */
+
+/* 0 with it added, 1 when path is not one, -1 on a malformed one. */
+static int add_router(struct atr_html *h, const char *path, struct atr_error *err)
+{
+    bool model;
+    const char *detail = NULL;
+    int rc = atr_html_read_router(h, path, &model, &detail, err);
+    if (rc != 0)
+        return rc;
+    struct atr_html_input *in =
+        add_input(h, path, model ? ATR_HTML_ROUTER_MODEL : ATR_HTML_ROUTER_EVAL);
+    in->detail = detail;
+    return hash_path(in, false, err);
+}
+
 /* ---- traces ---- */
 
 /* Duration: last end minus first start where steps have times, else the
@@ -433,11 +466,14 @@ static uint32_t label_index(struct atr_html *h, const char *label, size_t len)
  * back-to-back steps, which most are); a step without a time starts
  * where the previous one ended. Flat and gap-coded because at 10 000
  * traces the timelines are most of the report. */
-static void timeline_json(struct atr_html *h, struct atr_jw *w, const struct atr_trace *t)
+static void timeline_json(struct atr_html *h, const struct atr_trace *t)
 {
     char label[ATR_HTML_LABEL_MAX + 1];
     int64_t at = 0, base = INT64_MIN;
-    atr_jw_key(w, "tl");
+    struct atr_jw jw, *w = &jw;
+    if (h->traces > 0)
+        atr_buf_putc(&h->timeline_json, ',');
+    atr_jw_init(w, &h->timeline_json, ATR_JW_COMPACT);
     atr_jw_array_begin(w);
     for (size_t i = 0; i < t->n_steps; i++) {
         const struct atr_step *s = &t->steps[i];
@@ -456,6 +492,7 @@ static void timeline_json(struct atr_html *h, struct atr_jw *w, const struct atr
         }
     }
     atr_jw_array_end(w);
+    atr_jw_finish(w);
 }
 
 static void trace_json(struct atr_html *h, const char *file, const struct atr_trace *t,
@@ -479,7 +516,6 @@ static void trace_json(struct atr_html *h, const char *file, const struct atr_tr
     else
         atr_jw_kv_null(&w, "dur");
     atr_jw_kv_fixed_trim(&w, "reuse", f->reuse, 4);
-    timeline_json(h, &w, t);
     atr_jw_object_end(&w);
     atr_jw_finish(&w);
 }
@@ -493,12 +529,15 @@ static int add_traces(struct atr_html *h, const char *path, struct atr_input *sr
         return atr_error_set(err, "%s: not a trace file, result JSON or bench folder", path);
     struct atr_trace t = ATR_TRACE_INIT;
     size_t rows_len = h->trace_rows.len, json_len = h->trace_json.len;
+    size_t tl_len = h->timeline_json.len;
     uint64_t n = 0, traces = h->traces, steps = h->steps;
     int rc;
     while ((rc = atr_reader_next(r, &t, err)) == 1) {
         struct atr_html_figures f = figures(&t);
-        atr_html_trace_row(&h->trace_rows, h->traces, path, &t, &f);
+        if (h->traces < ATR_HTML_STATIC_ROWS)
+            atr_html_trace_row(&h->trace_rows, h->traces, path, &t, &f);
         trace_json(h, path, &t, &f);
+        timeline_json(h, &t);
         atr_html_shapes_add(h, &t);   /* not undone on error: the command fails then */
         h->traces++;
         h->steps += t.n_steps;
@@ -511,6 +550,9 @@ static int add_traces(struct atr_html *h, const char *path, struct atr_input *sr
             h->trace_rows.data[rows_len] = '\0';
         if (h->trace_json.data)
             h->trace_json.data[json_len] = '\0';
+        h->timeline_json.len = tl_len;
+        if (h->timeline_json.data)
+            h->timeline_json.data[tl_len] = '\0';
         h->traces = traces;
         h->steps = steps;
     }
@@ -539,6 +581,15 @@ int atr_html_add(struct atr_html *h, const char *path, struct atr_error *err)
     if (n < 0) {
         atr_input_close(src);
         return -1;
+    }
+    if (atr_html_looks_like_requests(head, (size_t)n))
+        return add_requests(h, path, src, err);
+    if (atr_html_router_sniff(head, (size_t)n)) {   /* src stays unread: peeked only */
+        int rc = add_router(h, path, err);
+        if (rc <= 0) {
+            atr_input_close(src);
+            return rc;
+        }
     }
     if (looks_like_sweep(head, (size_t)n)) {
         int rc = add_sweep(h, path, src, err);

@@ -13,11 +13,14 @@
 
 #include "util/buf.h"
 #include "util/error.h"
+#include "util/machine.h"
 
 /* What the data appendix says about the run that made the report. */
 struct atr_html_meta {
     const char *version;       /* atr's version */
     const char *command_line;  /* as typed, arguments quoted where needed */
+    const struct atr_machine *machine;   /* where the report was written; NULL: not shown */
+    const char *cgroup;        /* the host's cgroup mode ("v1", "hybrid", "v2", "none") or NULL */
 };
 
 struct atr_html;

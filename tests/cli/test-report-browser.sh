@@ -3,7 +3,10 @@
 # offline: no console or page error, no network request attempted (every
 # one is refused and counted), every section shown, the explorer's rows
 # equal the trace count and its filter narrows them, a row opens the step
-# timeline; a hostile trace's markup never runs (no dialog). Screenshots
+# timeline; the Results' per-request CDFs have a curve per per-request
+# file, the log toggle and hover work, the Overview's token race plays and
+# its clock advances, pause holds it; a hostile trace's and hostile policy
+# names' markup never runs (no dialog). Screenshots
 # of each section stay in $T/report-browser (kept by run.sh's caller when
 # ATR_KEEP_ARTIFACTS names a folder).
 
@@ -16,8 +19,10 @@ elif [ ! -f "$ROOT/tests/node/node_modules/playwright-core/package.json" ]; then
 else
     "$ATR" sim run -q "$DATA/atr/small.ndjson" --profile h100/llama-3.1-8b --save-result "$RB/sim.json" >/dev/null 2>&1
     "$ATR" gen --kind swe --traces 30 --seed 3 -o "$RB/swe.ndjson" 2>/dev/null
+    "$ATR" sim run -q "$RB/swe.ndjson" --profile h100/llama-3.1-8b --rate 0.5 --policy naive,prefix-cache \
+        --requests-out "$RB/req.ndjson" >/dev/null 2>&1
     ok report-browser-build "$ATR" report -o "$RB/all.html" "$RB/swe.ndjson" "$DATA/atr/small.ndjson" \
-        "$RB/sim.json" "$DATA/bench/claude_code"
+        "$RB/sim.json" "$DATA/bench/claude_code" "$RB/req.naive.ndjson" "$RB/req.prefix-cache.ndjson"
     ok report-browser-open node "$ROOT/tests/node/report-check.mjs" "$RB/all.html" "$RB/all" small.ndjson
     J=$RB/all/check.json
     check report-browser-no-errors "python3 -c \"import json; c=json.load(open('$J')); assert not c['consoleErrors'] and not c['pageErrors'], c\""
@@ -27,10 +32,29 @@ else
     check report-browser-rows "python3 -c \"import json; c=json.load(open('$J')); assert c['traceCount'] == 31 and c['traceRowsShown'] == 31, c\""
     check report-browser-filter "python3 -c \"import json; c=json.load(open('$J')); assert 0 < c['traceRowsFiltered'] < 31, c\""
     check report-browser-timeline "python3 -c \"import json; c=json.load(open('$J')); assert c['timelineOpened'], c\""
-    check report-browser-screenshots "[ -s '$RB/all/section-traces.png' ] && [ -s '$RB/all/section-results.png' ]"
-    ok report-browser-hostile-build "$ATR" report -o "$RB/hostile.html" "$DATA/report/hostile.ndjson"
+    check report-browser-cdf-curves "python3 -c \"import json; c=json.load(open('$J')); assert c['requestSets'] == 2 and c['cdfCurves'] == {'ttft': 2, 'tpot': 2, 'itl': 2, 'e2el': 2} and c['rollCurves'] == 4, c\""
+    check report-browser-cdf-log-toggle "python3 -c \"import json; c=json.load(open('$J')); a, b = c['cdfAxisBefore'], c['cdfAxisAfter']; assert a.startswith('TTFT (ms') and ('log scale' in a) != ('log scale' in b), (a, b)\""
+    check report-browser-cdf-hover "python3 -c \"import json; c=json.load(open('$J')); h = c['cdfHover']; assert 'naive: ' in h and 'prefix-cache: ' in h and ' ms' in h, h\""
+    check report-browser-race-plays "python3 -c \"import json; r=json.load(open('$J'))['race']; assert r['lanes'] == 2 and r['playingAtLoad'] and r['t1'] > r['t0'] >= 0 and r['pauseHolds'] and r['barsDrawn'] > 0, r\""
+    check report-browser-race-reduced-motion "python3 -c \"import json; r=json.load(open('$J'))['race']['reducedMotion']; assert r == {'playing': '0', 't': 0}, r\""
+    check report-browser-screenshots "[ -s '$RB/all/section-traces.png' ] && [ -s '$RB/all/section-results.png' ] && [ -s '$RB/all/section-overview.png' ]"
+    python3 - "$RB" <<'EOF'
+import json, sys
+d = sys.argv[1]
+for pol, name, src in (("naive", "naive", "naive"),
+                       ('<img src=x onerror="window.__atr_injected=true"></script>', "best", "prefix-cache")):
+    with open(f"{d}/hostile.{name}.ndjson", "w") as out:
+        for line in open(f"{d}/req.{src}.ndjson"):
+            o = json.loads(line)
+            o["policy"] = pol
+            o["trace_id"] = '<img src=y onerror="window.__atr_injected=true">' + o.get("trace_id", "")
+            out.write(json.dumps(o) + "\n")
+EOF
+    ok report-browser-hostile-build "$ATR" report -o "$RB/hostile.html" "$DATA/report/hostile.ndjson" \
+        "$RB/hostile.naive.ndjson" "$RB/hostile.best.ndjson"
     ok report-browser-hostile-open node "$ROOT/tests/node/report-check.mjs" "$RB/hostile.html" "$RB/hostile"
     check report-browser-hostile-inert "python3 -c \"import json; c=json.load(open('$RB/hostile/check.json')); assert c['dialogs'] == [] and not c['injected'] and c['requests'] == [] and not c['pageErrors'], c\""
+    check report-browser-hostile-race "python3 -c \"import json; c=json.load(open('$RB/hostile/check.json')); assert c['race']['lanes'] == 2 and c['cdfCurves']['ttft'] == 2, c\""
     check report-browser-hostile-timeline "python3 -c \"import json; c=json.load(open('$RB/hostile/check.json')); assert c['timelineOpened'], c\""
     [ -z "${ATR_KEEP_ARTIFACTS:-}" ] || cp -r "$RB" "$ATR_KEEP_ARTIFACTS/"
 fi

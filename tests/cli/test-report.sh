@@ -149,8 +149,8 @@ check "no Agent shapes section without traces" "! grep -q 'id=\"shapes\"' '$R/re
 # <img onerror>, quotes, RTL marks and an escaped NUL ----
 ok "report of a hostile trace" "$ATR" report "$DATA/report/hostile.ndjson" -o "$R/hostile.html"
 check "hostile: no raw <img anywhere" "! grep -q '<img' '$R/hostile.html'"
-check "hostile: </script> only where the two script elements end" \
-    "[ \$(grep -o '</script' '$R/hostile.html' | wc -l) -eq 2 ]"
+check "hostile: </script> only where the three script elements (data, timelines, code) end" \
+    "[ \$(grep -o '</script' '$R/hostile.html' | wc -l) -eq 3 ]"
 check "hostile: html.parser sees no img and a data block without '<'" \
     "python3 '$R/facts.py' '$R/hostile.html' >'$R/hf.json' && python3 -c \"
 import json; f = json.load(open('$R/hf.json'))
@@ -254,3 +254,120 @@ check "headline names the policy, the cut and both means" \
     "grep -Eq '<p class=\"headline\">prefix-cache (cuts|raises) mean end-to-end latency [0-9]+ % against naive on these traces \([0-9.]+ ms &rarr; [0-9.]+ ms\)\.</p>' '$R/hl.html'"
 ok "report without naive" "$ATR" report "$R"/hl.prefix-cache.json -o "$R/hl1.html"
 check "no headline without naive" "! grep -q 'class=\"headline\"' '$R/hl1.html'"
+
+# ---- per-request files (--requests-out): the Results' exact percentile
+# tables, CDF data capped at 1000 points, the headline and token race ----
+"$ATR" sim run "$R/hl.ndjson" --profile h100/llama-3.1-8b --rate 0.2 --policy naive,prefix-cache \
+    --save-result "$R/pr.json" --requests-out "$R/pr.ndjson" >"$R/pr.out" 2>/dev/null
+check "per-request files made" "[ -s '$R/pr.naive.ndjson' ] && [ -s '$R/pr.prefix-cache.ndjson' ]"
+ok "report of two per-request files" "$ATR" report "$R/pr.naive.ndjson" "$R/pr.prefix-cache.ndjson" \
+    -o "$R/pr.html"
+cat >"$R/pr.py" <<'EOF3'
+# The report's per-request tables against what `atr sim run` printed (TTFT,
+# TPOT, ITL: mean, median, P99) and saved (E2EL), per policy; the data's
+# CDFs capped at 1000 points with n counting every value.
+import json, re, sys
+page, printed, saved = sys.argv[1], sys.argv[2], sys.argv[3:]
+t = open(page, encoding="utf-8").read()
+sec = t[t.index('<section id="results">'):]
+sec = sec[:sec.index('</section>')]
+def table(metric):
+    m = re.search(r'<table class="req-pct" data-metric="%s">.*?</table>' % metric, sec, re.S)
+    rows = {}
+    for r in re.findall(r'<tr data-set="\d+">(.*?)</tr>', m.group(0)):
+        c = re.findall(r'<td[^>]*>(?:<span[^>]*></span>)?([^<]*)</td>', r)
+        rows[c[0]] = dict(zip(["n", "mean", "p50", "p90", "p99", "max"], c[1:]))
+    return rows
+blocks = open(printed).read().split("Serving Benchmark Result")[1:]
+assert len(blocks) == 2, len(blocks)
+checked = 0
+for pol, block in zip(["naive", "prefix-cache"], blocks):
+    for metric, name in (("ttft", "TTFT"), ("tpot", "TPOT"), ("itl", "ITL")):
+        row = table(metric)[pol]
+        for stat, col in (("Mean", "mean"), ("Median", "p50"), ("P99", "p99")):
+            want = float(re.search(r"%s %s \(ms\):\s+([0-9.]+)" % (stat, name), block).group(1))
+            assert abs(float(row[col]) - want) <= 0.011, (pol, metric, stat, row[col], want)
+            checked += 1
+for f in saved:
+    r = json.load(open(f))
+    row = table("e2el")[r["atr"]["policy"]]
+    for key, col in (("mean_e2el_ms", "mean"), ("median_e2el_ms", "p50"), ("p99_e2el_ms", "p99")):
+        assert abs(float(row[col]) - r[key]) <= 0.006, (key, row[col], r[key])
+        checked += 1
+    assert int(row["n"]) == r["completed"], (row, r["completed"])
+d = t[t.index('<script type="application/json" id="data">') + 42:]
+data = json.loads(d[:d.index('</script>')])
+sets = data["requests"]
+assert [s["label"] for s in sets] == ["naive", "prefix-cache"], sets
+for s in sets:
+    for m in ("ttft", "tpot", "itl", "e2el"):
+        c = s["cdf"][m]
+        assert len(c["v"]) == min(c["n"], 1000) and min(c["v"]) >= 0, (m, c["n"], len(c["v"]))
+    assert s["cdf"]["itl"]["n"] > 1000, s["cdf"]["itl"]["n"]   # so the cap is exercised
+    assert len(s["roll"]["t"]) == len(s["roll"]["p50"]) == len(s["roll"]["p99"]) > 0
+race = data["race"]
+assert race["a"] == "naive" and race["b"] == "prefix-cache" and 0 < len(race["lanes"]) <= 8, race
+for l in race["lanes"]:
+    assert len(l["a"]) == len(l["b"]) == l["out"], (l["id"], len(l["a"]), l["out"])
+print("ok", checked)
+EOF3
+check "per-request: tables equal sim run's printed and saved figures, CDFs capped at 1000 points" \
+    "python3 '$R/pr.py' '$R/pr.html' '$R/pr.out' '$R/pr.naive.json' '$R/pr.prefix-cache.json'"
+check "per-request: a Results section without result files, in the nav" \
+    "python3 '$R/facts.py' '$R/pr.html' >'$R/prf.json' && python3 -c \"
+import json; s = json.load(open('$R/prf.json'))['sections']
+assert s == ['overview', 'results', 'appendix'], s\" && grep -q 'href=\"#results\">Results</a>' '$R/pr.html'"
+check "per-request: the headline from per-request files alone" \
+    "grep -Eq '<p class=\"headline\">prefix-cache (cuts|raises) mean end-to-end latency [0-9]+ % against naive' '$R/pr.html'"
+check "per-request: the token race with its table, captioned with its cap" \
+    "grep -q '<div id=\"race\"><h3>Token race: naive against prefix-cache</h3>' '$R/pr.html' && grep -q 'at most 2000 tokens each are animated' '$R/pr.html'"
+check "per-request: in the appendix" "grep -q 'pr.naive.ndjson</td><td>per-request</td>' '$R/pr.html'"
+# The same records with integer microseconds (_us) read the same.
+python3 - "$R/pr.naive.ndjson" "$R/us.naive.ndjson" <<'EOF3'
+import json, sys
+with open(sys.argv[2], "w") as out:
+    for line in open(sys.argv[1]):
+        o = json.loads(line)
+        for k in ("ttft", "tpot", "e2el", "send", "start"):
+            src = k + ("_s" if k in ("send", "start") else "_ms")
+            v = o.pop(src)
+            o[k + "_us"] = None if v is None else round(v * (1e6 if src.endswith("_s") else 1e3))
+        o["itl_us"] = [round(x * 1000) for x in o.pop("itl_ms")]
+        out.write(json.dumps(o) + "\n")
+EOF3
+ok "report of integer-microsecond records" "$ATR" report "$R/us.naive.ndjson" -o "$R/us.html"
+check "microsecond records: the same TTFT p50 and p99 to 0.01 ms" "python3 -c \"
+import re
+def row(p):
+    t = open(p).read()
+    m = re.search(r'data-metric=\\\"ttft\\\">.*?<tr data-set=\\\"0\\\">(.*?)</tr>', t, re.S)
+    return [float(x) for x in re.findall(r'<td class=\\\"n\\\">([0-9.]+)</td>', m.group(1))]
+a, b = row('$R/pr.html'), row('$R/us.html')
+assert all(abs(x - y) <= 0.011 for x, y in zip(a, b)), (a, b)\""
+# Hostile policy names and file names are text.
+python3 - "$R/pr.naive.ndjson" "$R/pr.prefix-cache.ndjson" "$R" <<'EOF3'
+import json, sys
+for src, pol, dst in ((sys.argv[1], "naive", "h<i>1.naive.ndjson"),
+                      (sys.argv[2], "</script><img src=x onerror=alert(7)> \"q\" \u202e", "h<i>2.best.ndjson")):
+    with open(sys.argv[3] + "/" + dst, "w") as out:
+        for line in open(src):
+            o = json.loads(line)
+            o["policy"] = pol
+            o["trace_id"] = "<b>" + o.get("trace_id", "")
+            out.write(json.dumps(o) + "\n")
+EOF3
+ok "report of hostile per-request files" "$ATR" report "$R/h<i>1.naive.ndjson" "$R/h<i>2.best.ndjson" \
+    -o "$R/pr-hostile.html"
+check "hostile per-request: no raw markup, </script> only twice" \
+    "! grep -q '<img' '$R/pr-hostile.html' && ! grep -q '<i>' '$R/pr-hostile.html' && ! grep -q '<b>' '$R/pr-hostile.html' && [ \$(grep -o '</script' '$R/pr-hostile.html' | wc -l) -eq 2 ]"
+check "hostile per-request: the policy shown as escaped text in the race and tables" \
+    "grep -q 'Token race: naive against &lt;/script&gt;&lt;img src=x onerror=alert(7)&gt; &quot;q&quot;' '$R/pr-hostile.html' && grep -q '<td>&lt;b&gt;gen-swe' '$R/pr-hostile.html'"
+# A malformed record fails the whole report at its line.
+{ head -n 1 "$R/pr.naive.ndjson"; printf '{"success": true, "ttft_ms": 1,\n'; } >"$R/pr-bad.ndjson"
+fails "malformed per-request line" 1 'pr-bad.ndjson:2:[0-9]+: ' \
+    "$ATR" report "$R/pr-bad.ndjson" -o "$R/bad.html"
+absent "malformed per-request file leaves no report" "$R/bad.html"
+{ head -n 1 "$R/pr.naive.ndjson"; printf '[1, 2]\n'; } >"$R/pr-bad2.ndjson"
+fails "a line that is not a record" 1 'pr-bad2.ndjson:2:1: expected a request record' \
+    "$ATR" report "$R/pr-bad2.ndjson" -o "$R/bad.html"
+absent "a bad record leaves no report" "$R/bad.html"

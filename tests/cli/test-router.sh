@@ -28,3 +28,23 @@ fails "train needs -o" 2 "missing -o MODEL.json" "$ATR" router train "$R/swe.ndj
 fails "train bad candidate" 2 "'learned' is not a candidate" "$ATR" router train "$R/swe.ndjson" --profile rtx3090/qwen3-4b-awq --policies naive,learned -o "$R/x.json"
 fails "eval needs a model" 2 "missing --model" "$ATR" router eval "$R/swe.ndjson"
 absent "no model from failed train" "$R/x.json"
+
+# router decide: the learned policy's decision on given features, and per turn of a trace.
+M=$DATA/router/model.json
+ok "decide features" "$ATR" router decide --model "$M" --features log_input_tokens=9.1,log_turn=2.5,prefix_reuse=0.9,tool_shell=1 --features "log_input_tokens = 11"
+check "decide one line per set, scores sum to 1" "python3 -c \"import json; L=[json.loads(l) for l in open('$T/out')]; assert len(L)==2; d=L[0]; assert d['pick'] in d['scores'] and d['index']==list(d['scores']).index(d['pick']) and abs(sum(d['scores'].values())-1)<1e-12 and max(d['logits'], key=d['logits'].get)==d['pick'] and d['features']['prefix_reuse']==0.9 and d['features']['log_new_tokens']==0 and L[1]['features']['log_input_tokens']==11, L\""
+printf 'log_input_tokens=9.1,log_turn=2.5,prefix_reuse=0.9,tool_shell=1\n\nlog_input_tokens=11\n' >"$R/sets.txt"
+ok "decide stdin" sh -c "'$ATR' router decide -m '$M' <'$R/sets.txt' >'$R/stdin.out' && '$ATR' router decide -m '$M' --features log_input_tokens=9.1,log_turn=2.5,prefix_reuse=0.9,tool_shell=1 --features log_input_tokens=11 >'$R/flags.out'"
+check "decide stdin equals --features" "cmp '$R/stdin.out' '$R/flags.out'"
+ok "decide trace" "$ATR" router decide --model "$R/m.json" --trace "$R/swe.ndjson"
+check "decide trace: a line per llm turn" "[ \$(wc -l <'$T/out') -eq 439 ] && head -1 '$T/out' | grep -q '^{\"trace\":\"gen-swe-3-000000\",\"turn\":0,\"pick\":'"
+fails "decide unknown feature" 1 "^atr: --features:1:12: expected a feature name .*not 'bogus'" "$ATR" router decide -m "$M" --features log_turn=1,bogus=2
+fails "decide missing value" 1 "^atr: --features:2:10: expected a finite number for log_turn" "$ATR" router decide -m "$M" --features log_turn=1 --features log_turn=
+fails "decide no '='" 1 "^atr: --features:1:9: expected '=' and a value after log_turn" "$ATR" router decide -m "$M" --features log_turn
+fails "decide not a number" 1 "^atr: <stdin>:2:10: expected a finite number for log_turn" sh -c "printf 'log_turn=1\nlog_turn=1x\n' | '$ATR' router decide -m '$M'"
+fails "decide bad model" 1 "bad.json:2:26: expected a policy name" "$ATR" router decide -m "$R/bad.json" --features log_turn=1
+fails "decide needs a model" 2 "decide: missing --model" "$ATR" router decide --features log_turn=1
+fails "decide takes no TRACE" 2 "decide takes no TRACE argument" "$ATR" router decide -m "$M" "$R/swe.ndjson"
+ok "router eval --json" "$ATR" router eval "$R/swe.ndjson" --model "$R/m.json" --json "$R/eval.json"
+check "eval json" "python3 -c \"import json; e=json.load(open('$R/eval.json')); n=len(e['candidates']); assert e['format']=='atr-router-eval/1' and len(e['confusion'])==n and sum(map(sum, e['confusion']))==e['requests'] and sum(e['confusion'][i][i] for i in range(n))==e['correct'] and e['latency'][0]['policy']=='learned', e\""
+fails "eval --json unwritable" 1 "no-such-dir" "$ATR" router eval "$R/swe.ndjson" --model "$R/m.json" --json "$R/no-such-dir/e.json"

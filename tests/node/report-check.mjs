@@ -4,8 +4,10 @@
 // every network request attempted (all are refused), dialogs (an alert from
 // injected markup), the sections shown, the trace rows before and after
 // typing FILTER_TEXT into the explorer's filter, whether a trace timeline
-// opens on a row click, and the load time to the last chart drawn. One
-// screenshot per section goes to OUT_DIR.
+// opens on a row click, the Results' per-request charts (curves per CDF,
+// the log toggle, the hover readout), the Overview's token race (its clock
+// advances, pause holds it), and the load time to the last chart drawn.
+// One screenshot per section goes to OUT_DIR.
 import { chromium } from "playwright-core";
 import { writeFileSync } from "node:fs";
 import { resolve } from "node:path";
@@ -60,6 +62,56 @@ try {
     await first.click();
     out.timelineOpened = await page.waitForSelector("#timeline svg", { timeout: 3000 })
       .then(() => true).catch(() => false);
+  }
+  // Results: the per-request CDFs (a curve per per-request file), the
+  // rolling-percentile chart, the log toggle and the hover readout.
+  out.cdfCurves = await page.$$eval("figure.req-chart", (fs) => Object.fromEntries(
+    fs.map((f) => [f.dataset.metric, f.querySelectorAll("svg path.curve").length])));
+  out.rollCurves = await page.$$eval("figure.req-roll svg path.curve", (p) => p.length);
+  out.requestSets = await page.evaluate(() => {
+    try { return (JSON.parse(document.getElementById("data").textContent).requests || []).length; }
+    catch (e) { return -1; }
+  });
+  const axisText = () => page.$eval("figure.req-chart[data-metric=ttft] svg",
+    (s) => [...s.querySelectorAll("text.axis")].map((t) => t.textContent).join(" | "));
+  if (await page.$("figure.req-chart[data-metric=ttft] svg")) {
+    out.cdfAxisBefore = await axisText();
+    await page.click("figure.req-chart[data-metric=ttft] .log-toggle input");
+    out.cdfAxisAfter = await axisText();
+    const svg = await page.$("figure.req-chart[data-metric=ttft] svg");
+    const b = await svg.boundingBox();
+    await page.mouse.move(b.x + b.width * 0.5, b.y + b.height * 0.5);
+    out.cdfHover = await page.$eval("figure.req-chart[data-metric=ttft] svg text.hover",
+      (t) => t.textContent);
+  }
+  // The token race: it plays by itself (no reduced motion here) and its
+  // clock (#race data-t, ms) advances; pause stops it.
+  if (await page.$("#race")) {
+    const clock = () => page.$eval("#race", (r) => Number(r.dataset.t || "0"));
+    out.race = { lanes: await page.$$eval("#race svg.race-svg", (s) => s.length),
+                 playingAtLoad: await page.$eval("#race", (r) => r.dataset.playing === "1") };
+    await page.waitForTimeout(150);
+    out.race.t0 = await clock();
+    await page.waitForTimeout(600);
+    out.race.t1 = await clock();
+    await page.click("#race .race-play");            /* pause (or replay when it ended) */
+    const playing = await page.$eval("#race", (r) => r.dataset.playing === "1");
+    if (!playing) {
+      const p0 = await clock();
+      await page.waitForTimeout(300);
+      out.race.pauseHolds = (await clock()) === p0;
+    }
+    out.race.barsDrawn = await page.$$eval("#race rect.race-bar", (r) =>
+      r.filter((x) => Number(x.getAttribute("width")) > 0).length);
+    // With reduced motion asked for, the race waits for its play button.
+    const calm = await browser.newPage({ reducedMotion: "reduce" });
+    await calm.route("**/*", (route) => (route.request().url() === url ? route.continue()
+                                                                         : route.abort()));
+    await calm.goto(url, { waitUntil: "load" });
+    await calm.waitForTimeout(400);
+    out.race.reducedMotion = await calm.$eval("#race", (r) => ({ playing: r.dataset.playing,
+                                                                  t: Number(r.dataset.t) }));
+    await calm.close();
   }
   for (const id of out.sections) {
     const el = await page.$("#" + id);

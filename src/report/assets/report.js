@@ -10,13 +10,26 @@ const PAGE = 200;
 const SVG = (() => { const d = document.createElement("div"); d.innerHTML = "<svg></svg>"; return d.firstChild.namespaceURI; })();
 const data = JSON.parse(document.getElementById("data").textContent);
 const traces = data.traces || [];
-const labels = data.labels || [];
 
-// A trace's flat, gap-coded step list (see timeline_json in html.c) as
+// The step timelines: deflated JSON {labels, tl} in base64 (html-timelines.c),
+// inflated by the browser's own DecompressionStream the first time a
+// timeline opens, so the page's load pays nothing for them.
+let timelines = null;
+function loadTimelines() {
+  if (!timelines) {
+    const b64 = document.getElementById("timelines")?.textContent ?? "";
+    const bytes = Uint8Array.from(atob(b64), c => c.charCodeAt(0));
+    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("deflate"));
+    timelines = new Response(stream).json();
+  }
+  return timelines;
+}
+
+// Trace i's flat, gap-coded step list (see timeline_json in html.c) as
 // [kind, start ms, duration ms, a, b]: llm a, b = tokens in, out; tool a =
 // its label.
-function steps(t) {
-  const f = t.tl || [], out = [];
+function steps(all, i) {
+  const f = all.tl[i] || [], labels = all.labels, out = [];
   let at = 0;
   for (let i = 0; i < f.length;) {
     const kind = f[i], start = at + f[i + 1], dur = f[i + 2];
@@ -83,11 +96,18 @@ function render(tbody, info) {
     : "no trace matches";
 }
 
-function timeline(i) {
+async function timeline(i) {
   const t = traces[i], box = document.getElementById("timeline");
+  box.replaceChildren(el("p", { class: "muted" }, "reading the timelines..."));
+  let all;
+  try {
+    all = steps(await loadTimelines(), i);
+  } catch (e) {
+    box.replaceChildren(el("p", {}, `The timelines cannot be read: ${e}`));
+    return;
+  }
   box.replaceChildren();
   box.appendChild(el("h3", {}, `Timeline of ${t.id ?? "(no id)"} (${t.steps} steps)`));
-  const all = steps(t);
   const end = all.reduce((m, s) => Math.max(m, s[1] + s[2]), 1);
   const W = 1000, L = 60, R = 20, rowH = 22, top = 10, H = top + rowH * 2 + 44;
   const x = ms => L + (W - L - R) * ms / end;
@@ -149,6 +169,8 @@ function explorer() {
     timeline(Number(tr.dataset.i));
   });
   update();
+  // Inflate the timelines once the page is idle, so the first click is quick.
+  (window.requestIdleCallback || setTimeout)(() => loadTimelines().catch(() => {}));
 }
 
 SECTIONS.push(explorer);
