@@ -76,7 +76,8 @@ static int slurp(const char *path, struct atr_buf *text, struct atr_error *err)
 static int check_eval(const char *path, const struct atr_json *root, size_t *n,
                       struct atr_error *err)
 {
-    const struct atr_json *c = atr_json_get(root, "candidates"), *m = atr_json_get(root, "confusion");
+    const struct atr_json *c = atr_json_get(root, "candidates");
+    const struct atr_json *m = atr_json_get(root, "confusion");
     if (!atr_json_is(c, ATR_JSON_ARRAY) || c->u.kids.count < 2 ||
         c->u.kids.count > ATR_ROUTER_MAX_CANDIDATES)
         return atr_error_set(err, "%s: malformed atr-router-eval/1: \"candidates\" is not an "
@@ -119,12 +120,14 @@ int atr_html_read_router(struct atr_html *h, const char *path, bool *is_model,
     struct atr_buf text = {.max = ROUTER_FILE_MAX + 1};
     struct atr_json *root = NULL;
     struct atr_json_err jerr;
-    int rc = slurp(path, &text, err);
+    struct atr_error ignored;
+    int rc = slurp(path, &text, &ignored) < 0 ? 1 : 0;   /* too large: not one */
     if (rc == 0 && atr_json_parse(&h->arena, text.data ? text.data : "", text.len, NULL, &root,
                                   &jerr) < 0)
         root = NULL;
     const char *format = root ? atr_json_get_str(root, "format", NULL) : NULL;
-    if (rc == 0 && (!format || (strcmp(format, "atr-router/1") && strcmp(format, "atr-router-eval/1"))))
+    if (rc == 0 &&
+        (!format || (strcmp(format, "atr-router/1") && strcmp(format, "atr-router-eval/1"))))
         rc = 1;                                  /* not one: the caller tries other kinds */
     if (rc == 0 && !h->router)
         h->router = xcalloc(1, sizeof *h->router);
@@ -302,7 +305,8 @@ static void eval_tables(struct atr_buf *b, const struct router_eval *e)
         atr_buf_puts(b, "</th>");
     }
     atr_buf_puts(b, "</tr></thead><tbody>\n");
-    const struct atr_json *c = cands->u.kids.first, *row = atr_json_get(r, "confusion")->u.kids.first;
+    const struct atr_json *c = cands->u.kids.first;
+    const struct atr_json *row = atr_json_get(r, "confusion")->u.kids.first;
     for (size_t i = 0; row; row = row->next, c = c->next, i++) {
         atr_buf_puts(b, "<tr><th>");
         atr_html_esc(b, c->u.str.s);

@@ -19,6 +19,8 @@
 #include "util/alloc.h"
 #include "util/buf.h"
 
+extern char **environ;
+
 #define PNG_WIDTH_MAX 720         /* svg.chart's max-width in report.css */
 #define PNG_MARGIN 48             /* body margins and the figure's */
 #define PNG_CAPTION 70            /* room for a caption under the chart */
@@ -221,7 +223,6 @@ static int spawn_chart(const struct atr_png_cfg *cfg, const char *tmp, const cha
     posix_spawnattr_init(&at);
     posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP);
     posix_spawnattr_setpgroup(&at, 0);
-    extern char **environ;
     int e = posix_spawn(pid, cfg->chromium, &fa, &at, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&at);

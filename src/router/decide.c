@@ -100,7 +100,7 @@ void atr_router_turn_of(const struct atr_workload *w, size_t s, size_t t,
     struct atr_router_fstate st = ATR_ROUTER_FSTATE_INIT;
     struct atr_policy_req r = request_of(w, s, t);
     double ignored[ATR_ROUTER_N_FEATURES];
-    if (t) {                                     /* the previous turn's ids, as the policy keeps them */
+    if (t) {                     /* the previous turn's ids, remembered as the policy does */
         struct atr_policy_req prev = request_of(w, s, t - 1);
         atr_router_features(&st, &prev, ignored);
     }
