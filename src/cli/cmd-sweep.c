@@ -16,12 +16,14 @@
 
 static const char help[] =
     "usage: atr sweep (TRACE... | --generate N[:IN:OUT]) --target T -o RESULT.json\n"
-    "                 [--policy NAME] [--rates N] [--slo KEY=VALUE,...] [--seed S]\n"
+    "                 [--policy NAME] [--rates N] [--arrival constant|poisson]\n"
+    "                 [--slo KEY=VALUE,...] [--seed S]\n"
     "\n"
     "Sweeps the request rate of a workload on a target, as GuideLLM's sweep\n"
     "profile does: a synchronous run (one request at a time), a throughput run\n"
-    "(all at once), then N Poisson rates evenly spaced from the synchronous\n"
-    "rate up to the throughput rate. Each run reports vLLM's figures. With\n"
+    "(all at once), then N rates evenly spaced from the synchronous rate up\n"
+    "to the throughput rate, arrivals evenly spaced (GuideLLM's default) or\n"
+    "Poisson. Each run reports vLLM's figures. With\n"
     "--slo, the highest rate that meets every SLO is then searched by\n"
     "bisection between the highest passing and the lowest failing rate (until\n"
     "within 5 %, at most 6 more runs) and reported as the goodput rate.\n"
@@ -36,10 +38,13 @@ static const char help[] =
     "      --policy NAME         runtime policy (docs/policies.md); default: as\n"
     "                            recorded\n"
     "      --policy-options K=V[,K=V...]   its options\n"
-    "      --rates N             rates between synchronous and throughput (default 5)\n"
+    "      --rates N             rates between synchronous and throughput (default 5;\n"
+    "                            GuideLLM's --rate N+2 gives the same rates)\n"
+    "      --arrival constant|poisson   the rate runs' arrivals: session i at\n"
+    "                            i / rate (default), or Poisson gaps\n"
     "      --slo KEY=VALUE,...   keys ttft, tpot, itl, e2el with _p50, _p90 or _p99;\n"
     "                            values with ms or s, e.g. ttft_p99=500ms,tpot_p99=50ms\n"
-    "      --seed S              seed of the Poisson gaps and the policy (default 0)\n"
+    "      --seed S              seed of Poisson gaps and of the policy (default 0)\n"
     "      --tp N                tensor parallel degree of a sim target\n"
     "  -m, --model NAME          HTTP target: model to ask for (default: the\n"
     "                            server's first)\n"
@@ -53,6 +58,7 @@ static const char help[] =
 struct sweep_args {
     const char *target, *generate, *out, *policy, *policy_opts, *slo_spec, *model, *from;
     unsigned rates, tp;
+    int arrival;                 /* 0 constant, 1 poisson */
     unsigned long long seed;
     bool quiet;
     struct atr_slo slo;
@@ -69,6 +75,8 @@ static const struct opt options[] = {
     OPT_STRING(ARGS, policy, "policy", 0),
     OPT_STRING(ARGS, policy_opts, "policy-options", 0),
     OPT_UINT(ARGS, rates, "rates", 0, 1, 100, "--rates wants 1..100"),
+    OPT_ENUM(ARGS, arrival, "arrival", 0, OPT_WORDS("constant", "poisson"),
+             "--arrival wants constant or poisson, not '%s'"),
     OPT_STRING(ARGS, slo_spec, "slo", 0),
     OPT_UINT(ARGS, seed, "seed", 0, 0, UINT64_MAX, "--seed wants a non-negative integer"),
     OPT_UINT(ARGS, tp, "tp", 0, 1, 64, "--tp wants 1..64"),
@@ -250,7 +258,8 @@ static int sweep(const struct sweep_args *a, const struct atr_target *t,
     struct show show = {.quiet = a->quiet, .start = atr_llm_now()};
     struct atr_sweep_cfg cfg = {
         .workload = w, .policy = a->policy, .policy_options = a->policy_opts,
-        .seed = a->seed, .n_rates = a->rates, .slo = a->slo_spec ? &a->slo : NULL,
+        .seed = a->seed, .n_rates = a->rates, .poisson = a->arrival == 1,
+        .slo = a->slo_spec ? &a->slo : NULL,
         .stop = &stop_requested, .on_done = on_done, .ctx = &show,
         .desc = {.generated = a->generate != NULL, .requests = a->gen_n,
                  .prompt_tokens = a->gen_in, .output_tokens = a->gen_out,

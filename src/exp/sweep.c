@@ -251,7 +251,7 @@ static int summarize(const struct sweep *s, const struct atr_exp_cfg *ec,
     return 0;
 }
 
-/* One run of the given kind (and Poisson rate) appended to the result. */
+/* One run of the given kind (and rate) appended to the result. */
 static int run_one(struct sweep *s, enum atr_sweep_kind kind, double rate, struct atr_error *err)
 {
     const struct atr_sweep_cfg *cfg = s->cfg;
@@ -263,7 +263,9 @@ static int run_one(struct sweep *s, enum atr_sweep_kind kind, double rate, struc
     struct atr_schedule sched;
     atr_schedule_defaults(&sched);
     sched.seed = cfg->seed;
-    sched.kind = isnan(rate) ? ATR_ARRIVAL_BURST : ATR_ARRIVAL_POISSON;
+    sched.kind = isnan(rate)   ? ATR_ARRIVAL_BURST
+                 : cfg->poisson ? ATR_ARRIVAL_POISSON
+                                : ATR_ARRIVAL_CONSTANT;
     sched.rate = isnan(rate) ? 0 : rate;
     struct atr_exp_cfg ec = {
         .workload = cfg->workload, .schedule = &sched,
@@ -449,6 +451,7 @@ static void write_workload(struct atr_jw *w, const struct atr_sweep_cfg *cfg)
     atr_jw_kv_uint(w, "sessions", cfg->workload->n_sessions);
     atr_jw_kv_uint(w, "turns", cfg->workload->n_turns);
     atr_jw_kv_uint(w, "seed", cfg->seed);
+    atr_jw_kv_str(w, "arrival", cfg->poisson ? "poisson" : "constant");
     atr_jw_object_end(w);
 }
 

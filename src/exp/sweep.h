@@ -123,6 +123,9 @@ struct atr_sweep_cfg {
     struct atr_sweep_workload_desc desc;
     const char *policy, *policy_options;   /* NULL: as recorded */
     uint64_t seed;                /* Poisson gaps and the policy's */
+    /* The rate runs' arrivals: false, constant (GuideLLM's default: session
+     * i at i / rate); true, Poisson. */
+    bool poisson;
     unsigned n_rates;             /* >= 1 */
     const struct atr_slo *slo;    /* NULL or none: no goodput search */
     const volatile sig_atomic_t *stop;

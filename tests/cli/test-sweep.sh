@@ -7,10 +7,10 @@ mkdir -p "$SW"
 SIM=sim:h100/llama-3.1-8b
 
 golden "sweep table" "$DATA/sweep/gen-slo.golden" \
-    "$ATR" sweep --generate 40:256:64 --target $SIM --rates 3 --seed 1 \
+    "$ATR" sweep --generate 40:256:64 --target $SIM --rates 3 --seed 1 --arrival poisson \
     --slo ttft_p99=35ms,tpot_p99=20ms -o "$SW/a.json"
 golden "sweep result json" "$DATA/sweep/gen-slo.json" cat "$SW/a.json"
-ok "sweep again" "$ATR" sweep -q -g 40:256:64 -t $SIM --rates 3 --seed 1 \
+ok "sweep again" "$ATR" sweep -q -g 40:256:64 -t $SIM --rates 3 --seed 1 --arrival poisson \
     --slo ttft_p99=35ms,tpot_p99=20ms -o "$SW/b.json"
 check "sweep deterministic" "cmp '$SW/a.json' '$SW/b.json'"
 check "sweep -q prints nothing" "[ ! -s '$T/out' ] && [ ! -s '$T/err' ]"
@@ -49,4 +49,17 @@ fails "sweep no target" 2 "^atr sweep: missing --target" "$ATR" sweep -g 5 -o "$
 fails "sweep no output" 2 "^atr sweep: missing -o" "$ATR" sweep -g 5 -t $SIM
 fails "sweep bad rates" 2 "^atr sweep: --rates wants" \
     "$ATR" sweep -g 5 -t $SIM --rates 0 -o "$SW/x.json"
+fails "sweep bad arrival" 2 "^atr sweep: --arrival wants constant or poisson, not 'gamma'" \
+    "$ATR" sweep -g 5 -t $SIM --arrival gamma -o "$SW/x.json"
 absent "sweep bad usage writes nothing" "$SW/x.json"
+
+# Constant arrivals are the default (GuideLLM's): recorded, and a different
+# schedule from Poisson's at the same rates.
+ok "sweep constant arrivals" "$ATR" sweep -q -g 40:256:64 -t $SIM --rates 3 --seed 1 -o "$SW/k.json"
+check "sweep constant is the default and differs from poisson" "python3 -c \"
+import json; k = json.load(open('$SW/k.json')); p = json.load(open('$SW/a.json'))
+assert k['workload']['arrival'] == 'constant' and p['workload']['arrival'] == 'poisson', (k['workload'], p['workload'])
+kr = [r['metrics']['duration_s'] for r in k['runs'] if r['kind'] == 'rate']
+pr = [r['metrics']['duration_s'] for r in p['runs'] if r['kind'] == 'rate']
+assert len(kr) == 3 and kr != pr, (kr, pr)
+\""
