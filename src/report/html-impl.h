@@ -48,6 +48,9 @@ struct atr_html_replay_step {
     const char *config, *trace_id;
     int64_t step_id, mem_high_events, mem_max_events, oom_kills;
     double peak_mb;
+    double latency_ms;         /* NaN: not recorded */
+    const double *reaction_ms; /* the dynamic controller's reaction times, in the arena */
+    size_t n_reaction;
     bool skipped;
 };
 
@@ -150,6 +153,12 @@ void atr_html_requests_section(struct atr_buf *b, const struct atr_html *h);
 void atr_html_race(struct atr_buf *b, const struct atr_html *h);
 void atr_html_requests_json(struct atr_jw *w, const struct atr_html *h);
 void atr_html_reqs_free(struct atr_html_reqs *reqs);
+/* A CDF of n values in ms, sorted ascending, as the JS's {n, v} (v in µs,
+ * gap-coded, at most 1000 points; report-results.js cdfPoints reads it). */
+void atr_html_cdf_json(struct atr_jw *w, const double *sorted_ms, size_t n);
+/* html-replay.c: per folder, per config, the CDFs of step latency and of
+ * controller reaction time ("replay_cdfs" in the data). */
+void atr_html_replay_json(struct atr_jw *w, const struct atr_html *h);
 
 /* The headline's pair: naive's mean E2EL and the lowest of another policy
  * (best names it; it points into h), from result files when they hold

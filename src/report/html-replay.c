@@ -2,15 +2,18 @@
  * --out DIR` folder (DIR/summary.json and DIR/metrics.jsonl,
  * docs/replay-tools.md) read, then shown as a table of the configurations
  * side by side, a chart per configuration of each step's memory peak with
- * the memory limits and the steps that hit them, and the tenants' latency
- * alone and shared when summary.json has them. Every text from the folder
- * goes through atr_html_escape. */
+ * the memory limits and the steps that hit them, CDFs of step latency per
+ * configuration and of the dynamic controller's reaction times (drawn by
+ * report-replay.js from "replay_cdfs"), and the tenants' latency alone and
+ * shared when summary.json has them. Every text from the folder goes
+ * through atr_html_escape. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "json/writer.h"
 #include "report/html-impl.h"
 #include "report/html.h"
 #include "util/alloc.h"
@@ -68,6 +71,20 @@ static char *slurp(const char *path, size_t *len)
     s[n] = '\0';
     *len = n;
     return s;
+}
+
+/* A step's "ctl_reaction_us" array in ms, copied into the arena. */
+static const double *reaction_ms(struct atr_html *h, const struct atr_json *o, size_t *n)
+{
+    const struct atr_json *a = atr_json_get(o, "ctl_reaction_us");
+    *n = 0;
+    if (!atr_json_is(a, ATR_JSON_ARRAY) || !a->u.kids.count)
+        return NULL;
+    double *v = atr_arena_alloc(&h->arena, a->u.kids.count * sizeof *v);
+    for (const struct atr_json *e = a->u.kids.first; e; e = e->next)
+        if (atr_json_is(e, ATR_JSON_NUMBER) && e->u.num >= 0 && isfinite(e->u.num))
+            v[(*n)++] = e->u.num / 1000;
+    return v;
 }
 
 static int64_t int_or(const struct atr_json *o, const char *key)
@@ -141,7 +158,9 @@ int atr_html_read_replay(struct atr_html *h, const char *dir, struct atr_html_re
         }
         const char *config = atr_json_get_str(o, "config", NULL);
         const char *trace = atr_json_get_str(o, "trace_id", NULL);
-        double peak;
+        double peak, lat;
+        size_t n_react;
+        const double *react = reaction_ms(h, o, &n_react);
         out->steps[out->n_steps++] = (struct atr_html_replay_step){
             .config = atr_arena_strdup(&h->arena, config ? config : ""),
             .trace_id = trace ? atr_arena_strdup(&h->arena, trace) : NULL,
@@ -150,6 +169,9 @@ int atr_html_read_replay(struct atr_html *h, const char *dir, struct atr_html_re
             .mem_max_events = int_or(o, "mem_max_events"),
             .oom_kills = int_or(o, "oom_kills"),
             .peak_mb = atr_json_get_num(o, "max_rss_mb", &peak) && peak >= 0 ? peak : -1,
+            .latency_ms = atr_json_get_num(o, "latency_ms", &lat) && lat >= 0 ? lat : NAN,
+            .reaction_ms = react,
+            .n_reaction = n_react,
             .skipped = atr_json_get(o, "skipped") != NULL,
         };
     }
@@ -163,6 +185,8 @@ int atr_html_read_replay(struct atr_html *h, const char *dir, struct atr_html_re
 }
 
 /* ---- rendering ---- */
+
+static void cdf_figures(struct atr_buf *b, const struct atr_html_replay *r);
 
 static double get(const struct atr_json *o, const char *key)
 {
@@ -427,7 +451,98 @@ void atr_html_replay_section(struct atr_buf *b, const struct atr_html *h)
             if (name)
                 config_chart(b, r, name);
         }
+        cdf_figures(b, r);
         tenants_table(b, s);
     }
     atr_buf_puts(b, "</section>\n");
+}
+
+/* ---- step latency and controller reaction CDFs ---- */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The sorted step latencies (reaction = false) or reaction times of one
+ * config's steps that ran; the caller frees. */
+static double *config_values(const struct atr_html_replay *r, const char *config, bool reaction,
+                             size_t *n)
+{
+    size_t cap = 0;
+    for (size_t i = 0; i < r->n_steps; i++)
+        if (!strcmp(r->steps[i].config, config))
+            cap += reaction ? r->steps[i].n_reaction : 1;
+    double *v = xcalloc(cap + 1, sizeof *v);
+    *n = 0;
+    for (size_t i = 0; i < r->n_steps; i++) {
+        const struct atr_html_replay_step *s = &r->steps[i];
+        if (strcmp(s->config, config) || s->skipped)
+            continue;
+        if (reaction) {
+            memcpy(v + *n, s->reaction_ms, s->n_reaction * sizeof *v);
+            *n += s->n_reaction;
+        } else if (!isnan(s->latency_ms)) {
+            v[(*n)++] = s->latency_ms;
+        }
+    }
+    qsort(v, *n, sizeof *v, cmp_double);
+    return v;
+}
+
+static bool any_reaction(const struct atr_html_replay *r)
+{
+    for (size_t i = 0; i < r->n_steps; i++)
+        if (r->steps[i].n_reaction)
+            return true;
+    return false;
+}
+
+/* Where report-replay.js draws; the tables above hold the percentiles for
+ * readers without JS. */
+static void cdf_figures(struct atr_buf *b, const struct atr_html_replay *r)
+{
+    atr_buf_puts(b, "<figure class=\"replay-cdf\" data-kind=\"latency\"><figcaption>Step "
+                    "latency, CDF per configuration (steps that ran; with <code>--tenants</code> "
+                    "the shared phase).</figcaption><div class=\"chart-host\"></div></figure>\n");
+    if (any_reaction(r))
+        atr_buf_puts(b, "<figure class=\"replay-cdf\" data-kind=\"reaction\"><figcaption>The "
+                        "dynamic controller's reaction time (pressure seen to limit written), "
+                        "CDF of every adjustment per configuration.</figcaption>"
+                        "<div class=\"chart-host\"></div></figure>\n");
+}
+
+/* "replay_cdfs": per folder, in input order, [{config, latency: CDF,
+ * reaction: CDF or null}] for each config of its summary. */
+void atr_html_replay_json(struct atr_jw *w, const struct atr_html *h)
+{
+    atr_jw_key(w, "replay_cdfs");
+    atr_jw_array_begin(w);
+    for (size_t i = 0; i < h->n_replays; i++) {
+        const struct atr_html_replay *r = &h->replays[i];
+        const struct atr_json *configs = atr_json_get(r->summary, "configs");
+        atr_jw_array_begin(w);
+        for (const struct atr_json *c = configs->u.kids.first; c; c = c->next) {
+            const char *name = atr_json_is(c, ATR_JSON_OBJECT)
+                                   ? atr_json_get_str(c, "config", NULL) : NULL;
+            if (!name)
+                continue;
+            atr_jw_object_begin(w);
+            atr_jw_kv_str(w, "config", name);
+            for (int k = 0; k < 2; k++) {
+                size_t n;
+                double *v = config_values(r, name, k == 1, &n);
+                atr_jw_key(w, k ? "reaction" : "latency");
+                if (n)
+                    atr_html_cdf_json(w, v, n);
+                else
+                    atr_jw_null(w);
+                free(v);
+            }
+            atr_jw_object_end(w);
+        }
+        atr_jw_array_end(w);
+    }
+    atr_jw_array_end(w);
 }

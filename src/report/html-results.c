@@ -693,19 +693,24 @@ static void gaps_us(struct atr_jw *w, const double *v, const size_t *rank, size_
 
 /* A CDF as {n, v}: v the values (µs, gap-coded) at up to CDF_POINTS ranks
  * round(k (n-1) / (m-1)); point k is at fraction (rank + 1) / n. */
-static void cdf_json(struct atr_jw *w, const struct sorted *o)
+void atr_html_cdf_json(struct atr_jw *w, const double *sorted_ms, size_t n)
 {
-    size_t m = o->n < CDF_POINTS ? o->n : CDF_POINTS;
+    size_t m = n < CDF_POINTS ? n : CDF_POINTS;
     size_t *rank = xcalloc(m + 1, sizeof *rank);
     for (size_t k = 0; k < m; k++)
-        rank[k] = o->n <= CDF_POINTS ? k : (size_t)llround((double)k * (double)(o->n - 1) /
-                                                           (double)(m - 1));
+        rank[k] = n <= CDF_POINTS ? k : (size_t)llround((double)k * (double)(n - 1) /
+                                                        (double)(m - 1));
     atr_jw_object_begin(w);
-    atr_jw_kv_uint(w, "n", o->n);
+    atr_jw_kv_uint(w, "n", n);
     atr_jw_key(w, "v");
-    gaps_us(w, o->v, rank, m);
+    gaps_us(w, sorted_ms, rank, m);
     atr_jw_object_end(w);
     free(rank);
+}
+
+static void cdf_json(struct atr_jw *w, const struct sorted *o)
+{
+    atr_html_cdf_json(w, o->v, o->n);
 }
 
 static void us_list(struct atr_jw *w, const char *key, const double *v, size_t n)

@@ -884,6 +884,7 @@ static void data_json(struct atr_buf *out, const struct atr_html *h,
         atr_jw_value(&w, h->replays[r].summary);
     atr_jw_array_end(&w);
     atr_html_requests_json(&w, h);     /* "requests" and "race" */
+    atr_html_replay_json(&w, h);
     if (bench_json->len)
         atr_jw_kv_raw(&w, "bench", bench_json->data, bench_json->len);
     atr_jw_object_end(&w);

@@ -22,13 +22,15 @@ else
     "$ATR" sim run -q "$RB/swe.ndjson" --profile h100/llama-3.1-8b --rate 0.5 --policy naive,prefix-cache \
         --requests-out "$RB/req.ndjson" >/dev/null 2>&1
     ok report-browser-build "$ATR" report -o "$RB/all.html" "$RB/swe.ndjson" "$DATA/atr/small.ndjson" \
-        "$RB/sim.json" "$DATA/bench/claude_code" "$RB/req.naive.ndjson" "$RB/req.prefix-cache.ndjson"
+        "$RB/sim.json" "$DATA/bench/claude_code" "$RB/req.naive.ndjson" "$RB/req.prefix-cache.ndjson" \
+        "$DATA/report/replay-dynamic"
     ok report-browser-open node "$ROOT/tests/node/report-check.mjs" "$RB/all.html" "$RB/all" small.ndjson
     J=$RB/all/check.json
     check report-browser-no-errors "python3 -c \"import json; c=json.load(open('$J')); assert not c['consoleErrors'] and not c['pageErrors'], c\""
     check report-browser-no-network "python3 -c \"import json; c=json.load(open('$J')); assert c['requests'] == [], c['requests']\""
     check report-browser-ready "python3 -c \"import json; c=json.load(open('$J')); assert c['ready'], c\""
-    check report-browser-sections "python3 -c \"import json; c=json.load(open('$J')); assert c['sections'] == ['overview', 'traces', 'shapes', 'results', 'bench', 'appendix'], c['sections']\""
+    check report-browser-replay-cdfs "python3 -c \"import json; c=json.load(open('$J')); assert c['replayCurves'] == {'latency': 2, 'reaction': 1}, c['replayCurves']\""
+    check report-browser-sections "python3 -c \"import json; c=json.load(open('$J')); assert c['sections'] == ['overview', 'traces', 'shapes', 'results', 'replay', 'bench', 'appendix'], c['sections']\""
     check report-browser-rows "python3 -c \"import json; c=json.load(open('$J')); assert c['traceCount'] == 31 and c['traceRowsShown'] == 31, c\""
     check report-browser-filter "python3 -c \"import json; c=json.load(open('$J')); assert 0 < c['traceRowsFiltered'] < 31, c\""
     check report-browser-timeline "python3 -c \"import json; c=json.load(open('$J')); assert c['timelineOpened'], c\""

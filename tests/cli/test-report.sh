@@ -228,6 +228,25 @@ sed 's/static-toolcall/<b>st<\/b>/; s/replay\/limits/<img src=q>/' "$DATA/report
 ok "report of a hostile replay folder" "$ATR" report "$R/replay-hostile" -o "$R/replay-hostile.html"
 check "hostile replay: config and trace id as escaped text" \
     "! grep -q '<img' '$R/replay-hostile.html' && ! grep -q '<b>st' '$R/replay-hostile.html' && grep -q '<tr data-config><td>&lt;b&gt;st&lt;/b&gt;</td>' '$R/replay-hostile.html' && grep -q '<title>&lt;img src=q&gt; step 1' '$R/replay-hostile.html'"
+# Latency and reaction-time CDFs (tests/data/report/replay-dynamic: a
+# recorded static-toolcall,dynamic run whose controller adjusted 8 times).
+ok "report of a dynamic replay folder" "$ATR" report "$DATA/report/replay-dynamic" -o "$R/replay-dyn.html"
+check "replay: CDF data per config, n = the steps that ran and the reactions recorded" "python3 -c \"
+import json, re
+t = open('$R/replay-dyn.html').read()
+d = json.loads(re.search(r'<script type=\\\"application/json\\\" id=\\\"data\\\">(.*?)</script>', t, re.S).group(1))
+(f,) = d['replay_cdfs']
+assert [c['config'] for c in f] == ['static-toolcall', 'dynamic'], f
+assert [c['latency']['n'] for c in f] == [7, 7], f
+assert f[0]['reaction'] is None and f[1]['reaction']['n'] == 8, f
+us = 0; v = []
+for g in f[1]['reaction']['v']:
+    us += g; v.append(us)
+assert v == sorted(v) and v[0] > 0, v
+assert t.count('<figure class=\\\"replay-cdf\\\" data-kind=\\\"latency\\\">') == 1 and t.count('data-kind=\\\"reaction\\\"') == 1
+\""
+check "replay: no reaction figure when no controller adjusted" \
+    "! grep -q 'data-kind=\"reaction\"' '$R/replay.html' && grep -q 'data-kind=\"latency\"' '$R/replay.html'"
 mkdir -p "$R/replay-nosummary"
 cp "$DATA/report/replay/metrics.jsonl" "$R/replay-nosummary/"
 fails "a folder without summary.json is read as bench results" 1 \

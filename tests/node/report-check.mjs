@@ -68,6 +68,8 @@ try {
   out.cdfCurves = await page.$$eval("figure.req-chart", (fs) => Object.fromEntries(
     fs.map((f) => [f.dataset.metric, f.querySelectorAll("svg path.curve").length])));
   out.rollCurves = await page.$$eval("figure.req-roll svg path.curve", (p) => p.length);
+  out.replayCurves = await page.$$eval("figure.replay-cdf", (fs) => Object.fromEntries(
+    fs.map((f) => [f.dataset.kind, f.querySelectorAll("svg path.curve").length])));
   out.requestSets = await page.evaluate(() => {
     try { return (JSON.parse(document.getElementById("data").textContent).requests || []).length; }
     catch (e) { return -1; }

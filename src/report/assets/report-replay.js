@@ -1,0 +1,31 @@
+// report-replay.js - the Tool replay section's CDFs, from data.replay_cdfs
+// (html-replay.c): per folder, step latency with one curve per
+// configuration, and the dynamic controller's reaction times where it made
+// adjustments. Drawn with report-results.js's lineChart (log toggle,
+// hover); the percentiles are in the section's table already.
+
+function replayCharts() {
+  const folders = data.replay_cdfs || [];
+  const figs = [...document.querySelectorAll("#replay figure.replay-cdf")];
+  let f = 0;
+  folders.forEach(configs => {
+    for (const kind of ["latency", "reaction"]) {
+      const fig = figs[f];
+      if (!fig || fig.dataset.kind !== kind) continue;   // no reaction figure for this folder
+      f++;
+      const series = configs
+        .map((c, i) => ({ label: c.config, cls: `c${i % 8}`, pts: c[kind] ? cdfPoints(c[kind]) : [] }))
+        .filter(s => s.pts.length);
+      const what = kind === "latency" ? "step latency" : "reaction time";
+      lineChart(fig.querySelector(".chart-host"), {
+        series, xLabel: `${what} (ms`, yLabel: "fraction at or below (CDF", logAxis: "x", fixedY: [0, 1],
+        hover: (s, x) => {
+          const p = stepAt(s.pts, x);
+          return `${s.label}: ${((p ? p[1] : 0) * 100).toFixed(1)} % ≤ ${fmtNum(x)} ms`;
+        },
+      });
+    }
+  });
+}
+
+SECTIONS.push(replayCharts);
