@@ -12,6 +12,7 @@
 #include "cli/cmd.h"
 #include "cli/opts.h"
 #include "json/writer.h"
+#include "runner/guard.h"
 #include "runner/replay.h"
 #include "runner/spawn.h"
 #include "runner/summary.h"
@@ -29,7 +30,10 @@ static const char help[] =
     "\n"
     "Runs the tool steps of traces (any supported format) as real processes:\n"
     "bash steps with /bin/sh -c, in order, each trace in a fresh working\n"
-    "directory; other tools are skipped and counted with a reason. Writes\n"
+    "directory; browser steps (Playwright trace.zip, given as TRACE) in a real\n"
+    "headless Chromium driven over its DevTools pipe, the trace's recorded\n"
+    "network served back (docs/browser.md); other tools are skipped and\n"
+    "counted with a reason. Writes\n"
     "DIR/metrics.jsonl (one line per step, written as each step ends) and\n"
     "DIR/summary.json (per configuration), and prints the summary.\n"
     "\n"
@@ -73,6 +77,9 @@ static const char help[] =
     "      --tenant-weights W1,W2,...  cpu weights of tenants 0,1,... (1..10000,\n"
     "                        default 100; v1: cpu.shares = W * 1024 / 100)\n"
     "      --no-baseline     --tenants without the alone runs (no inflation)\n"
+    "      --browser-resources ZIP  the Playwright trace zip whose recorded network\n"
+    "                        is served to browser steps of converted traces (a\n"
+    "                        TRACE that is the zip itself serves its own)\n"
     "      --dry-run         print what would run, run nothing\n"
     "  -f, --from FMT        input format instead of sniffing\n"
     "  -q, --quiet           no summary table on stdout\n"
@@ -85,7 +92,11 @@ static const char help[] =
     "output_truncated, ctl_adjustments (null: unknown), missing_cwd (only\n"
     "when the step's recorded cwd is absent here, e.g. /testbed), with\n"
     "--tenants also tenant and phase (shared|alone); skipped steps carry\n"
-    "\"skipped\": the reason.\n"
+    "\"skipped\": the reason. Browser steps add action, selector, url, outcome\n"
+    "(ok, noop, failed, no_match, unsupported, timeout, crashed), error,\n"
+    "page_load_ms, net_served, net_unrecorded, net_missing, screenshot_bytes,\n"
+    "browser_started, browser_start_ms, browser_starts, browser_crashed,\n"
+    "browser_cpu_total_ms (docs/browser.md).\n"
     "\n"
     "summary.json and the table group failed steps by cause: timeout, oom,\n"
     "command_not_found (exit 127), missing_directory (the recorded cwd is\n"
@@ -102,6 +113,7 @@ struct replay_args {
     enum atr_replay_config configs[MAX_CONFIGS];
     int n_configs;
     const char *out, *from;
+    const char *browser_resources;
     unsigned long shard_i, shard_n;
     bool merge, dry_run, quiet;
     bool tenants, no_baseline;
@@ -213,6 +225,7 @@ static const struct opt options[] = {
     OPT_CALL("shard", 0, parse_shard, "--shard wants I/N with 0 <= I < N"),
     OPT_FLAG(ARGS, merge, "merge", 0),
     OPT_FLAG(ARGS, dry_run, "dry-run", 0),
+    OPT_STRING(ARGS, browser_resources, "browser-resources", 0),
     OPT_FROM(ARGS, from),
     OPT_FLAG(ARGS, quiet, "quiet", 'q'),
     OPT_FLAG(ARGS, tenants, "tenants", 0),
@@ -364,6 +377,16 @@ static void print_tenants_table(const struct tenant_rows *rows)
                t->latency_mean_ms_alone, t->latency_mean_ms_shared, t->inflation_mean,
                t->latency_p50_ms_alone, t->latency_p50_ms_shared, t->inflation_p50);
     }
+    printf("%-16s %6s %9s %9s %9s %9s %6s %10s %10s %7s\n", "", "tenant", "p95 alone",
+           "p95 shared", "sd alone", "sd shared", "loads", "load alone", "load shrd", "x load");
+    for (size_t k = 0; k < rows->n; k++) {
+        const struct atr_tenant_summary *t = &rows->v[k];
+        printf("%-16s %6u %9.1f %9.1f %9.1f %9.1f %6lu %10.1f %10.1f %7.2f\n", t->config,
+               t->tenant, t->latency_p95_ms_alone, t->latency_p95_ms_shared,
+               t->latency_sd_ms_alone, t->latency_sd_ms_shared, t->page_loads,
+               t->page_load_mean_ms_alone, t->page_load_mean_ms_shared,
+               t->page_load_degradation);
+    }
 }
 
 /* The table shows a figure summary.json writes as null (no samples) as 0. */
@@ -451,6 +474,10 @@ static void dry_run_trace(const struct atr_trace *t, const char *config)
             continue;
         if (s->tool && strcmp(s->tool, "bash") == 0 && s->command)
             printf("%s\t%s\t%u\trun\t%s\n", config, t->trace_id, s->i, s->command);
+        else if (s->tool && strcmp(s->tool, "browser") == 0)
+            printf("%s\t%s\t%u\tbrowser\t%s%s%s\n", config, t->trace_id, s->i,
+                   s->action ? s->action : "", s->selector || s->url ? " " : "",
+                   s->selector ? s->selector : s->url ? s->url : "");
         else
             printf("%s\t%s\t%u\tskip\t%s\n", config, t->trace_id, s->i,
                    s->command || (s->tool && strcmp(s->tool, "bash") == 0) ? "command redacted"
@@ -466,16 +493,35 @@ static size_t tool_steps(const struct atr_trace *t)
     return n;
 }
 
+/* A reader for path; a Playwright archive is opened again keeping each
+ * call's params (a fill's value, a press's key), which browser steps need.
+ * *resources: the zip to serve browser steps from (--browser-resources,
+ * else the archive itself), or NULL. */
+static struct atr_reader *open_trace(const struct replay_args *a, const char *path,
+                                     const char **resources, struct atr_error *err)
+{
+    struct atr_read_opts opts = {0};
+    struct atr_reader *r = atr_reader_open(path, a->from, &opts, err);
+    *resources = a->browser_resources;
+    if (!r || strcmp(atr_reader_format(r), "playwright") != 0 || strcmp(path, "-") == 0)
+        return r;
+    atr_reader_close(r);
+    opts.keep_content = true;
+    if (!*resources)
+        *resources = path;
+    return atr_reader_open(path, "playwright", &opts, err);
+}
+
 /* Replays every (sharded) trace of every file under one configuration. */
 static int run_config(struct replay_args *a, int argc, char **argv, struct atr_replay *rp,
                       struct sink_ctx *sink, struct atr_error *err)
 {
-    struct atr_read_opts opts = {0};
     struct atr_trace t = ATR_TRACE_INIT;
     unsigned long index = 0;
     int rc = 0;
     for (int i = a->first_arg; i < argc && rc == 0 && !atr_replay_stopped(); i++) {
-        struct atr_reader *r = atr_reader_open(argv[i], a->from, &opts, err);
+        const char *resources;
+        struct atr_reader *r = open_trace(a, argv[i], &resources, err);
         if (!r) {
             rc = -1;
             break;
@@ -488,7 +534,7 @@ static int run_config(struct replay_args *a, int argc, char **argv, struct atr_r
             if (a->dry_run)
                 dry_run_trace(&t, sink->config);
             else
-                rc = atr_replay_trace(rp, &t, write_metrics, sink, err);
+                rc = atr_replay_trace_res(rp, NULL, &t, resources, write_metrics, sink, err);
         }
         if (rc == 0 && more < 0)
             rc = -1;
@@ -561,13 +607,14 @@ static void tenant_sink_release(struct tenant_sink_ctx *tc)
 
 /* Reads every (tenant) trace of the inputs into traces[]; *n counts them. */
 static int load_tenants(struct replay_args *a, int argc, char **argv, struct atr_trace *traces,
-                        size_t *n, unsigned long *n_tool_steps, struct atr_error *err)
+                        const char **resources, size_t *n, unsigned long *n_tool_steps,
+                        struct atr_error *err)
 {
-    struct atr_read_opts opts = {0};
     int rc = 0;
     *n = 0;
     for (int i = a->first_arg; i < argc && rc == 0; i++) {
-        struct atr_reader *r = atr_reader_open(argv[i], a->from, &opts, err);
+        const char *res;
+        struct atr_reader *r = open_trace(a, argv[i], &res, err);
         if (!r)
             return -1;
         struct atr_trace t = ATR_TRACE_INIT;
@@ -579,6 +626,7 @@ static int load_tenants(struct replay_args *a, int argc, char **argv, struct atr
                 break;
             }
             *n_tool_steps += tool_steps(&t);
+            resources[*n] = res;
             traces[(*n)++] = t;             /* the trace moves; t starts afresh */
             memset(&t, 0, sizeof t);
         }
@@ -597,16 +645,19 @@ static int run_config_tenants(struct replay_args *a, int argc, char **argv,
                               struct tenant_rows *rows, struct atr_error *err)
 {
     struct atr_trace traces[ATR_TENANTS_MAX];
+    const char *resources[ATR_TENANTS_MAX];
     struct atr_tenant_report reps[ATR_TENANTS_MAX];
     struct tenant_sink_ctx tc = {.base = sink};
     memset(reps, 0, sizeof reps);
     size_t n = 0;
-    int rc = load_tenants(a, argc, argv, traces, &n, &sink->input_tool_steps, err);
+    int rc = load_tenants(a, argc, argv, traces, resources, &n, &sink->input_tool_steps,
+                          err);
     if (rc == 0 && n == 0)
         rc = atr_error_set(err, "--tenants: no traces in the input");
     struct atr_tenants_opts to = {a->weights, a->n_weights, !a->no_baseline};
     if (rc == 0)
-        rc = atr_tenants_run(rp, traces, n, &to, write_tenant_metrics, &tc, reps, err);
+        rc = atr_tenants_run_res(rp, traces, resources, n, &to, write_tenant_metrics, &tc, reps,
+                                 err);
     if (rc == 0)
         rc = summarise_shared(&tc, n, err);
     for (size_t k = 0; k < n; k++) {
@@ -681,6 +732,15 @@ static int run_one(struct replay_args *a, int argc, char **argv, int c, struct s
     if (!rp)
         return -1;
     const struct atr_cg_host *host = atr_replay_host(rp);
+    /* Should atr die by SIGKILL, the guard removes the run's groups with
+     * whatever runs in them (browsers included) and its work directories
+     * (browser profiles included). Forked before any tenant thread. */
+    struct atr_guard guard;
+    if (atr_guard_start_dirs(&guard, host, atr_replay_root(rp),
+                             a->ro.workdir ? a->ro.workdir : "/tmp", err) < 0) {
+        atr_replay_free(rp);
+        return -1;
+    }
     snprintf(backend, cap, "%s", host->note);
     if (host->mode == ATR_CG_NONE && a->ro.config != ATR_CFG_NONE)
         fprintf(stderr, "atr: warning: no usable cgroups here (%s): %s runs without "
@@ -688,6 +748,7 @@ static int run_one(struct replay_args *a, int argc, char **argv, int c, struct s
     int rc = a->tenants ? run_config_tenants(a, argc, argv, rp, sink, rows, err)
                         : run_config(a, argc, argv, rp, sink, err);
     atr_replay_free(rp);
+    atr_guard_stop(&guard);
     return rc;
 }
 
@@ -707,6 +768,7 @@ static int run_replay(struct replay_args *a, int argc, char **argv)
     if (!a->dry_run && open_out_dir(a->out, &sink, path, sizeof path, &err) < 0)
         rc = -1;
     cli_on_stop_signals(on_signal);
+    signal(SIGPIPE, SIG_IGN);       /* a browser that dies closes its DevTools pipe */
     for (int c = 0; rc == 0 && c < a->n_configs && !atr_replay_stopped(); c++) {
         rc = run_one(a, argc, argv, c, &sink, &rows, backend, sizeof backend, &err);
         if (rc == 0 && !atr_replay_stopped() && sink.input_tool_steps == 0)

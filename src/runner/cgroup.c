@@ -916,6 +916,45 @@ int atr_cg_read_stats(const struct atr_cg_host *h, const struct atr_cg *g,
     return 0;
 }
 
+int atr_cg_peak_begin(const struct atr_cg_host *h, const struct atr_cg *g, struct atr_cg_peak *p)
+{
+    p->fd = -1;
+    if (g->memory[0])
+        return write_in(g->memory, "memory.max_usage_in_bytes", "0") < 0 ? -1 : 0;
+    if (!g->v2[0] || !h->v2_memory)
+        return -1;
+    char path[PATH_MAX];
+    if (path_join(path, g->v2, "memory.peak") < 0)
+        return -1;
+    p->fd = open(path, O_RDWR | O_CLOEXEC);
+    if (p->fd >= 0 && write(p->fd, "reset\n", 6) == 6)
+        return 0;
+    if (p->fd >= 0)
+        close(p->fd);
+    p->fd = -1;
+    return -1;
+}
+
+int64_t atr_cg_peak_end(const struct atr_cg_host *h, const struct atr_cg *g, struct atr_cg_peak *p)
+{
+    (void)h;
+    if (p->fd < 0) {
+        const char *dir = g->memory[0] ? g->memory : g->v2;
+        return dir[0] ? int_in(dir, g->memory[0] ? "memory.max_usage_in_bytes" : "memory.peak")
+                      : -1;
+    }
+    char buf[64];
+    ssize_t n = pread(p->fd, buf, sizeof buf - 1, 0);
+    close(p->fd);
+    p->fd = -1;
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    char *end;
+    long long v = strtoll(buf, &end, 10);
+    return end == buf ? -1 : (int64_t)v;
+}
+
 /* ---- kill and removal ---- */
 
 static int kill_pid(long pid, pid_t self)

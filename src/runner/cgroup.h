@@ -107,6 +107,18 @@ struct atr_cg_stats {
 int atr_cg_read_stats(const struct atr_cg_host *h, const struct atr_cg *g,
                       struct atr_cg_stats *s, struct atr_error *err);
 
+/* The peak memory of one interval of a long-lived group (a browser that
+ * outlives its steps): v1 resets memory.max_usage_in_bytes (writing 0
+ * sets it to the current usage); v2 (6.12+) writes to an fd of
+ * memory.peak, which then reads the peak since that write. begin returns
+ * 0 when the peak was reset, -1 when the host cannot (end then reads the
+ * group's lifetime peak). end returns bytes or -1 and closes the fd. */
+struct atr_cg_peak {
+    int fd;                     /* v2: the memory.peak fd written to; -1 */
+};
+int atr_cg_peak_begin(const struct atr_cg_host *h, const struct atr_cg *g, struct atr_cg_peak *p);
+int64_t atr_cg_peak_end(const struct atr_cg_host *h, const struct atr_cg *g, struct atr_cg_peak *p);
+
 /* Kills every process in g and the groups below it (cgroup.kill, and
  * SIGKILL of what cgroup.procs lists until empty) and waits until they
  * are empty (bounded: 2 s, then -1). Never kills the caller. */

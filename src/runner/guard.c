@@ -2,11 +2,16 @@
  * blocks on a pipe and cleans up after atr when the pipe ends unannounced. */
 #include "runner/guard.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -33,8 +38,36 @@ static void stop_group(pid_t pgid)
     kill(-pgid, SIGKILL);
 }
 
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    remove(path);
+    return 0;
+}
+
+/* rm -rf of "<base>/atr-browser-<pid>-*": only directories of this user. */
+static void remove_profiles(const char *base, pid_t pid)
+{
+    char prefix[64], path[PATH_MAX];
+    snprintf(prefix, sizeof prefix, "atr-browser-%ld-", (long)pid);
+    DIR *d = base[0] ? opendir(base) : NULL;
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        struct stat st;
+        if (strncmp(e->d_name, prefix, strlen(prefix)) != 0 ||
+            snprintf(path, sizeof path, "%s/%s", base, e->d_name) >= (int)sizeof path ||
+            lstat(path, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
+            continue;
+        nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    }
+    closedir(d);
+}
+
 /* The guard's life: a pipe, a pgid, and on EOF the clean-up. */
-static void guard_main(int fd, const struct atr_cg_host *h, struct atr_cg *root, bool has_root)
+static void guard_main(int fd, const struct atr_cg_host *h, struct atr_cg *root, bool has_root,
+                       const char *workdirs, pid_t atr_pid)
 {
     int32_t pgid = 0, word;
     for (;;) {
@@ -52,12 +85,25 @@ static void guard_main(int fd, const struct atr_cg_host *h, struct atr_cg *root,
         struct atr_error ignored;
         atr_cg_remove(h, root, &ignored);
     }
+    if (workdirs[0])
+        remove_profiles(workdirs, atr_pid);
     _exit(0);
 }
 
 int atr_guard_start(struct atr_guard *g, const struct atr_cg_host *h, const struct atr_cg *root,
                     struct atr_error *err)
 {
+    return atr_guard_start_dirs(g, h, root, NULL, err);
+}
+
+int atr_guard_start_dirs(struct atr_guard *g, const struct atr_cg_host *h,
+                         const struct atr_cg *root, const char *workdir_base,
+                         struct atr_error *err)
+{
+    char workdirs[PATH_MAX] = "";
+    if (workdir_base && snprintf(workdirs, sizeof workdirs, "%s", workdir_base) >= PATH_MAX)
+        return atr_error_set(err, "guard: work directory path too long");
+    pid_t atr_pid = getpid();
     memset(g, 0, sizeof *g);
     g->fd = -1;
     int p[2];
@@ -91,7 +137,7 @@ int atr_guard_start(struct atr_guard *g, const struct atr_cg_host *h, const stru
             copy = *root;
             copy.v2_fd = -1;              /* closed above with the rest */
         }
-        guard_main(3, &host, &copy, root != NULL);
+        guard_main(3, &host, &copy, root != NULL, workdirs, atr_pid);
     }
     close(p[0]);
     g->pid = pid;

@@ -23,6 +23,13 @@ struct atr_guard {
  * cgroups) is removed when atr dies; both are copied. 0, or -1 with err. */
 int atr_guard_start(struct atr_guard *g, const struct atr_cg_host *h, const struct atr_cg *root,
                     struct atr_error *err);
+/* Like atr_guard_start; when atr dies the guard also removes the browser
+ * profile directories "<workdir_base>/atr-browser-<atr's pid>-*"
+ * (runner/browse.c). Work directories of bash steps are left for the next
+ * run's sweep, as before. workdir_base NULL: none. */
+int atr_guard_start_dirs(struct atr_guard *g, const struct atr_cg_host *h,
+                         const struct atr_cg *root, const char *workdir_base,
+                         struct atr_error *err);
 /* The process group to stop should atr die now; 0: none. */
 void atr_guard_watch(struct atr_guard *g, pid_t pgid);
 /* Normal end: the guard exits without touching anything; reaps it. */

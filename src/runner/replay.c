@@ -14,8 +14,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "browser/netlog.h"
 #include "json/json.h"
 #include "json/writer.h"
+#include "runner/browse.h"
 #include "runner/controller.h"
 #include "runner/spawn.h"
 #include "util/alloc.h"
@@ -78,15 +80,21 @@ static const char *workdir_base(const struct atr_replay_opts *o)
     return o->workdir ? o->workdir : "/tmp";
 }
 
-/* "atr-work-<pid>-..." -> pid, else 0. */
+/* "atr-work-<pid>-..." (a trace's work directory) or "atr-browser-<pid>-..."
+ * (a browser's profile, runner/browse.c) -> pid, else 0. */
 static pid_t workdir_pid(const char *name)
 {
-    static const char prefix[] = "atr-work-";
-    if (strncmp(name, prefix, sizeof prefix - 1) != 0)
+    static const char work[] = "atr-work-", browser[] = "atr-browser-";
+    const char *num;
+    if (strncmp(name, work, sizeof work - 1) == 0)
+        num = name + sizeof work - 1;
+    else if (strncmp(name, browser, sizeof browser - 1) == 0)
+        num = name + sizeof browser - 1;
+    else
         return 0;
     char *end;
     errno = 0;
-    long v = strtol(name + sizeof prefix - 1, &end, 10);
+    long v = strtol(num, &end, 10);
     return *end == '-' && !errno && v > 0 && v <= INT32_MAX ? (pid_t)v : 0;
 }
 
@@ -159,6 +167,10 @@ struct trace_run {
     struct atr_cg group;        /* the trace's group (static-env: limited) */
     bool have_group;
     struct atr_ctl_totals ctl_step;   /* dynamic: the last step's samples */
+    const char *resources;            /* the trace zip served to browser steps, or NULL */
+    struct atr_netlog *nl;
+    struct atr_browse *browse;        /* made at the first browser step */
+    char browser_error[ATR_ERROR_MAX];   /* the step's error text lives here */
 };
 
 static int make_workdir(struct trace_run *tr, struct atr_error *err)
@@ -219,11 +231,18 @@ static const char *step_cwd(const struct trace_run *tr, const struct atr_step *s
     return s->cwd && cwd_present(tr->rp->o.rootfs, s->cwd) ? s->cwd : "/";
 }
 
+static bool is_browser(const struct atr_step *s)
+{
+    return s->tool && strcmp(s->tool, "browser") == 0;
+}
+
 /* Why a step is not run, or NULL. */
 static const char *skip_reason(const struct atr_step *s)
 {
     if (s->kind != ATR_STEP_TOOL)
         return "llm step";
+    if (is_browser(s))
+        return atr_browser_find() ? NULL : "no chromium here (install it or set ATR_CHROMIUM)";
     if (!s->tool || strcmp(s->tool, "bash") != 0)
         return "not a shell command";
     if (!s->command)
@@ -378,6 +397,113 @@ fail:
     return -1;
 }
 
+/* ---- browser steps ---- */
+
+static void watch_to_hook(const struct atr_spawn_watch *w, struct atr_cdp_hook *h)
+{
+    *h = (struct atr_cdp_hook){w->fd, w->events, w->tick_ms, w->fn, w->ctx};
+}
+
+/* The trace's recording and browser, made at its first browser step. */
+static int browse_ready(struct trace_run *tr, struct atr_error *err)
+{
+    struct atr_replay *rp = tr->rp;
+    if (tr->browse)
+        return 0;
+    if (tr->resources && !tr->nl && !(tr->nl = atr_netlog_open(tr->resources, err)))
+        return -1;
+    bool per_step = rp->o.config == ATR_CFG_STATIC_TOOLCALL || rp->o.config == ATR_CFG_DYNAMIC;
+    struct atr_browse_opts bo = {
+        .chromium = atr_browser_find(),
+        .host = &rp->host,
+        .parent = tr->have_group ? &tr->group : NULL,
+        .limits = per_step ? &rp->o.limits : NULL,
+        .sandbox = rp->o.sandbox,
+        .nl = tr->nl,
+    };
+    snprintf(bo.profile_prefix, sizeof bo.profile_prefix, "%s/atr-browser-%ld-%lu",
+             workdir_base(&rp->o), (long)getpid(), tr->index);
+    tr->browse = atr_browse_new(&bo, err);
+    return tr->browse ? 0 : -1;
+}
+
+static void fill_browser_metrics(struct trace_run *tr, const struct atr_step *s,
+                                 const struct atr_browse_step *bst, struct atr_step_metrics *m)
+{
+    const struct atr_browser_result *r = &bst->res;
+    m->browser = true;
+    m->action = s->action;
+    m->selector = s->selector;
+    m->url = s->url;
+    m->outcome = atr_browser_status_name(r->status);
+    snprintf(tr->browser_error, sizeof tr->browser_error, "%s", r->error);
+    m->error = r->error[0] ? tr->browser_error : NULL;
+    m->page_load_ms = r->page_load_ms;
+    m->net_served = (int64_t)r->net.served;
+    m->net_unrecorded = (int64_t)r->net.unrecorded;
+    m->net_missing = (int64_t)r->net.missing;
+    m->screenshot_bytes = r->screenshot_bytes;
+    m->browser_started = bst->started;
+    m->browser_start_ms = bst->started ? bst->start_ms : -1;
+    m->browser_starts = bst->starts;
+    m->browser_crashed = bst->crashed;
+    m->browser_cpu_total_ms = bst->cpu_total_ms;
+    bool ok = r->status == ATR_BR_OK || r->status == ATR_BR_NOOP;
+    m->exit_code = ok ? 0 : bst->term_signal ? 128 + bst->term_signal : 1;
+    m->timed_out = r->status == ATR_BR_TIMEOUT || r->status == ATR_BR_NO_MATCH;
+    const struct atr_cg_stats *d = &bst->delta;
+    bool have_cg = atr_browse_group(tr->browse) != NULL;
+    m->cpu_user_ms = have_cg ? us_to_ms(d->cpu_user_us) : -1;
+    m->cpu_sys_ms = have_cg ? us_to_ms(d->cpu_sys_us) : -1;
+    m->cpu_ms = m->cpu_user_ms < 0 || m->cpu_sys_ms < 0 ? -1 : m->cpu_user_ms + m->cpu_sys_ms;
+    m->rss_is_tree = have_cg && bst->peak_bytes >= 0;
+    m->max_rss_mb = m->rss_is_tree ? (double)bst->peak_bytes / (1024.0 * 1024.0) : -1;
+    m->mem_high_events = have_cg ? d->mem_high_events : -1;
+    m->mem_max_events = have_cg ? d->mem_max_events : -1;
+    m->oom_kills = have_cg ? d->oom_kills : -1;
+    m->mem_some_ms = have_cg ? us_to_ms(d->mem_some_us) : -1;
+    m->mem_full_ms = have_cg ? us_to_ms(d->mem_full_us) : -1;
+    m->cpu_some_ms = have_cg ? us_to_ms(d->cpu_some_us) : -1;
+}
+
+/* One browser step: the action in the trace's browser (started when none
+ * runs), in the browser's group; the dynamic controller watches that
+ * group for the step's length. */
+static int run_browser_step(struct trace_run *tr, const struct atr_step *s,
+                            struct atr_step_metrics *m, struct atr_error *err)
+{
+    if (browse_ready(tr, err) < 0)
+        return -1;
+    const struct atr_cg *g = atr_browse_group(tr->browse);
+    struct atr_ctl *ctl = NULL;
+    struct atr_spawn_watch watch;
+    struct atr_cdp_hook hook;
+    if (start_controller(tr, g, &ctl, &watch, err) < 0)
+        return -1;
+    if (ctl)
+        watch_to_hook(&watch, &hook);
+    const struct atr_json *params = atr_json_get(s->extra, "params");
+    struct atr_browser_action a = {
+        .action = s->action,
+        .method = atr_json_get_str(s->extra, "method", NULL),
+        .selector = s->selector,
+        .url = s->url,
+        .params = params,
+        .timeout_ms = s->timeout_ms > 0 ? s->timeout_ms : tr->rp->o.timeout_ms,
+    };
+    struct atr_browse_step bst;
+    int64_t t0 = atr_cdp_now_us();
+    int rc = atr_browse_run(tr->browse, &a, ctl ? &hook : NULL, &bst, err);
+    double wall_ms = (double)(atr_cdp_now_us() - t0) / 1000.0;
+    if (ctl)
+        stop_controller(tr, ctl, m);
+    if (rc < 0)
+        return -1;
+    fill_browser_metrics(tr, s, &bst, m);
+    m->latency_ms = wall_ms;
+    return 0;
+}
+
 static int start_trace(struct trace_run *tr, struct atr_error *err)
 {
     struct atr_replay *rp = tr->rp;
@@ -397,6 +523,8 @@ static int start_trace(struct trace_run *tr, struct atr_error *err)
 
 static void end_trace(struct trace_run *tr)
 {
+    atr_browse_free(tr->browse);
+    atr_netlog_free(tr->nl);
     atr_ctl_totals_release(&tr->ctl_step);
     if (tr->have_group)
         atr_cg_remove(&tr->rp->host, &tr->group, NULL);
@@ -419,9 +547,17 @@ int atr_replay_trace_in(struct atr_replay *rp, const struct atr_cg *parent,
                         const struct atr_trace *t, atr_replay_sink sink, void *ctx,
                         struct atr_error *err)
 {
+    return atr_replay_trace_res(rp, parent, t, NULL, sink, ctx, err);
+}
+
+int atr_replay_trace_res(struct atr_replay *rp, const struct atr_cg *parent,
+                         const struct atr_trace *t, const char *resources, atr_replay_sink sink,
+                         void *ctx, struct atr_error *err)
+{
     struct trace_run tr;
     memset(&tr, 0, sizeof tr);
     tr.rp = rp;
+    tr.resources = resources;
     tr.t = t;
     tr.parent = parent ? parent : &rp->root;
     tr.index = atomic_fetch_add(&rp->traces, 1);
@@ -441,7 +577,12 @@ int atr_replay_trace_in(struct atr_replay *rp, const struct atr_cg *parent,
         m.ctl_adjustments = -1;
         m.ctl_max_high = -1;
         m.skipped = skip_reason(s);
-        if (!m.skipped && run_step(&tr, s, &m, err) < 0) {
+        if (is_browser(s))
+            m.cmd = s->action;
+        int step_rc = 0;
+        if (!m.skipped)
+            step_rc = is_browser(s) ? run_browser_step(&tr, s, &m, err) : run_step(&tr, s, &m, err);
+        if (step_rc < 0) {
             rc = -1;
             break;
         }
@@ -511,6 +652,29 @@ static void put_measured(struct atr_jw *w, const struct atr_step_metrics *m)
     }
 }
 
+/* A browser step's own members (docs/browser.md). */
+static void put_browser(struct atr_jw *w, const struct atr_step_metrics *m)
+{
+    atr_jw_kv_str(w, "action", m->action);
+    if (m->selector)
+        atr_jw_kv_str(w, "selector", m->selector);
+    if (m->url)
+        atr_jw_kv_str(w, "url", m->url);
+    atr_jw_kv_str(w, "outcome", m->outcome);
+    if (m->error)
+        atr_jw_kv_str(w, "error", m->error);
+    kv_ms(w, "page_load_ms", m->page_load_ms);
+    kv_count(w, "net_served", m->net_served);
+    kv_count(w, "net_unrecorded", m->net_unrecorded);
+    kv_count(w, "net_missing", m->net_missing);
+    atr_jw_kv_uint(w, "screenshot_bytes", m->screenshot_bytes);
+    atr_jw_kv_bool(w, "browser_started", m->browser_started);
+    kv_ms(w, "browser_start_ms", m->browser_start_ms);
+    atr_jw_kv_uint(w, "browser_starts", m->browser_starts);
+    atr_jw_kv_bool(w, "browser_crashed", m->browser_crashed);
+    kv_ms(w, "browser_cpu_total_ms", m->browser_cpu_total_ms);
+}
+
 void atr_step_metrics_members(struct atr_jw *w, const char *config,
                               const struct atr_step_metrics *m)
 {
@@ -519,10 +683,13 @@ void atr_step_metrics_members(struct atr_jw *w, const char *config,
     atr_jw_kv_uint(w, "step_id", m->step_id);
     atr_jw_kv_str(w, "tool", m->tool);
     atr_jw_kv_str(w, "cmd", m->cmd);
-    if (m->skipped)
+    if (m->skipped) {
         atr_jw_kv_str(w, "skipped", m->skipped);
-    else
-        put_measured(w, m);
+        return;
+    }
+    put_measured(w, m);
+    if (m->browser)
+        put_browser(w, m);
 }
 
 void atr_step_metrics_json(struct atr_buf *b, const char *config,

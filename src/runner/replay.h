@@ -67,6 +67,19 @@ struct atr_step_metrics {
      * condition seen -> limit written, and its upper bound (controller.h). */
     const double *ctl_seen_us, *ctl_bound_us;
     size_t ctl_samples;
+    /* Browser steps (tool "browser", docs/browser.md); browser false else. */
+    bool browser;
+    const char *action, *selector, *url;
+    const char *outcome;        /* ok, noop, failed, no_match, unsupported, timeout, crashed */
+    const char *error;          /* why, or NULL */
+    double page_load_ms;        /* navigation timing of the page, -1 */
+    int64_t net_served, net_unrecorded, net_missing;
+    uint64_t screenshot_bytes;
+    bool browser_started;       /* a browser was started for this step */
+    double browser_start_ms;
+    unsigned browser_starts;    /* browsers started in this trace so far */
+    bool browser_crashed;
+    double browser_cpu_total_ms;   /* the browser group's CPU since it was made, -1 */
 };
 
 typedef int (*atr_replay_sink)(void *ctx, const struct atr_step_metrics *m,
@@ -101,6 +114,16 @@ const struct atr_cg *atr_replay_root(const struct atr_replay *rp);
 int atr_replay_trace_in(struct atr_replay *rp, const struct atr_cg *parent,
                         const struct atr_trace *t, atr_replay_sink sink, void *ctx,
                         struct atr_error *err);
+
+/* Like atr_replay_trace_in; resources (may be NULL) is the Playwright
+ * trace zip whose recorded network (*.network, resources/) is served to
+ * the trace's browser steps; without it every request gets a 404. */
+int atr_replay_trace_res(struct atr_replay *rp, const struct atr_cg *parent,
+                         const struct atr_trace *t, const char *resources, atr_replay_sink sink,
+                         void *ctx, struct atr_error *err);
+
+/* The running browsers' process groups are killed by atr_replay_stop too
+ * (they are spawned children). */
 
 /* Async-signal-safe: kill the running step and make atr_replay_trace return. */
 void atr_replay_stop(void);

@@ -289,21 +289,29 @@ static void child_sandbox(const struct child_plan *p)
         child_fail(p, ST_PROC);
 }
 
-/* stdin from /dev/null, stdout and stderr to the pipe, nothing else open
- * but the report pipe (close-on-exec). Sources are first moved above 2 so
- * no dup2 can overwrite one that is still needed. */
+/* stdin from /dev/null, stdout and stderr to the pipe, the passed fds on
+ * 3, 4, ..., nothing else open but the report pipe (close-on-exec) right
+ * after them. Sources are first moved above every target, so no dup2 can
+ * overwrite one that is still needed. */
 static void child_fds(struct child_plan *p)
 {
-    int nul = fcntl(p->devnull, F_DUPFD_CLOEXEC, 3);
-    int out = fcntl(p->out_w, F_DUPFD_CLOEXEC, 3);
-    if (nul < 0 || out < 0 || dup2(nul, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0)
-        child_fail(p, ST_FDS);
-    if (p->rep_w != 3) {
-        if (dup3(p->rep_w, 3, O_CLOEXEC) < 0)
+    int n = p->o->n_pass_fds, rep_at = 3 + n, above = rep_at + 1;
+    int nul = fcntl(p->devnull, F_DUPFD_CLOEXEC, above);
+    int out = fcntl(p->out_w, F_DUPFD_CLOEXEC, above);
+    int rep = fcntl(p->rep_w, F_DUPFD_CLOEXEC, above);
+    int pass[ATR_SPAWN_MAX_PASS];
+    for (int i = 0; i < n; i++)
+        if ((pass[i] = fcntl(p->o->pass_fds[i], F_DUPFD_CLOEXEC, above)) < 0)
             child_fail(p, ST_FDS);
-        p->rep_w = 3;
-    }
-    child_close_from(4, p);
+    if (nul < 0 || out < 0 || rep < 0 || dup2(nul, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0)
+        child_fail(p, ST_FDS);
+    for (int i = 0; i < n; i++)
+        if (dup2(pass[i], 3 + i) < 0)      /* dup2 clears close-on-exec */
+            child_fail(p, ST_FDS);
+    if (dup3(rep, rep_at, O_CLOEXEC) < 0)
+        child_fail(p, ST_FDS);
+    p->rep_w = rep_at;
+    child_close_from(above, p);
 }
 
 /* The child after clone: never returns. */
@@ -787,6 +795,8 @@ static int check_opts(const struct atr_spawn_opts *o, struct atr_error *err)
         return atr_error_set(err, "spawn: a cgroup needs its host");
     if (o->watch && !o->watch->fn)
         return atr_error_set(err, "spawn: watch without a function");
+    if (o->n_pass_fds < 0 || o->n_pass_fds > ATR_SPAWN_MAX_PASS || (o->n_pass_fds && !o->pass_fds))
+        return atr_error_set(err, "spawn: at most %d passed fds", ATR_SPAWN_MAX_PASS);
     return 0;
 }
 

@@ -40,7 +40,13 @@ struct atr_spawn_opts {
     size_t max_output;          /* bytes kept of stdout+stderr (the rest counted) */
     int64_t timeout_ms;         /* <= 0: none */
     const struct atr_spawn_watch *watch;   /* may be NULL */
+    /* Descriptors the command gets as fds 3, 4, ... (a browser's
+     * --remote-debugging-pipe wants its pipes on 3 and 4); the caller's
+     * copies stay open and should be close-on-exec. */
+    const int *pass_fds;
+    int n_pass_fds;             /* at most ATR_SPAWN_MAX_PASS */
 };
+#define ATR_SPAWN_MAX_PASS 4
 
 struct atr_spawn_result {
     int exit_code;              /* 0..255, or 128+signal, -1 if it never ran */

@@ -27,6 +27,7 @@ struct tenant {
     struct tenants_run *run;
     unsigned k;
     const struct atr_trace *t;
+    const char *resources;
     struct atr_tenant_report *rep;
     struct atr_cg group;
     bool have_group;
@@ -55,6 +56,16 @@ double atr_tenant_mean(const struct atr_samples *s)
 double atr_tenant_p50(struct atr_samples *s)
 {
     return atr_samples_percentile(s, 50);
+}
+
+double atr_tenant_sd(const struct atr_samples *s)
+{
+    if (s->n < 2)
+        return NAN;
+    double m = atr_tenant_mean(s), ss = 0;
+    for (size_t i = 0; i < s->n; i++)
+        ss += (s->v[i] - m) * (s->v[i] - m);
+    return sqrt(ss / (double)(s->n - 1));
 }
 
 double atr_tenant_inflation(double shared, double alone)
@@ -86,6 +97,18 @@ void atr_tenant_report_summary(struct atr_tenant_report *r, const char *config,
                                             INFLATION_DIGITS);
     out->inflation_p50 = atr_metrics_fixed(atr_tenant_inflation(p50_shared, p50_alone),
                                            INFLATION_DIGITS);
+    out->latency_p95_ms_alone =
+        atr_metrics_fixed(r->alone.n ? atr_samples_percentile(&r->alone, 95) : NAN, MS_DIGITS);
+    out->latency_p95_ms_shared =
+        atr_metrics_fixed(r->shared.n ? atr_samples_percentile(&r->shared, 95) : NAN, MS_DIGITS);
+    out->latency_sd_ms_alone = atr_metrics_fixed(atr_tenant_sd(&r->alone), MS_DIGITS);
+    out->latency_sd_ms_shared = atr_metrics_fixed(atr_tenant_sd(&r->shared), MS_DIGITS);
+    out->page_loads = (unsigned long)r->load_shared.n;
+    double la = atr_tenant_mean(&r->load_alone), ls = atr_tenant_mean(&r->load_shared);
+    out->page_load_mean_ms_alone = atr_metrics_fixed(la, MS_DIGITS);
+    out->page_load_mean_ms_shared = atr_metrics_fixed(ls, MS_DIGITS);
+    out->page_load_degradation =
+        atr_metrics_fixed(atr_tenant_inflation(ls, la), INFLATION_DIGITS);
 }
 
 void atr_tenant_summary_put(struct atr_jw *w, const struct atr_tenant_summary *t)
@@ -103,6 +126,14 @@ void atr_tenant_summary_put(struct atr_jw *w, const struct atr_tenant_summary *t
     atr_jw_kv_fixed(w, "latency_p50_ms_shared", t->latency_p50_ms_shared, MS_DIGITS);
     atr_jw_kv_fixed(w, "inflation_mean", t->inflation_mean, INFLATION_DIGITS);
     atr_jw_kv_fixed(w, "inflation_p50", t->inflation_p50, INFLATION_DIGITS);
+    atr_jw_kv_fixed(w, "latency_p95_ms_alone", t->latency_p95_ms_alone, MS_DIGITS);
+    atr_jw_kv_fixed(w, "latency_p95_ms_shared", t->latency_p95_ms_shared, MS_DIGITS);
+    atr_jw_kv_fixed(w, "latency_sd_ms_alone", t->latency_sd_ms_alone, MS_DIGITS);
+    atr_jw_kv_fixed(w, "latency_sd_ms_shared", t->latency_sd_ms_shared, MS_DIGITS);
+    atr_jw_kv_uint(w, "page_loads", t->page_loads);
+    atr_jw_kv_fixed(w, "page_load_mean_ms_alone", t->page_load_mean_ms_alone, MS_DIGITS);
+    atr_jw_kv_fixed(w, "page_load_mean_ms_shared", t->page_load_mean_ms_shared, MS_DIGITS);
+    atr_jw_kv_fixed(w, "page_load_degradation", t->page_load_degradation, INFLATION_DIGITS);
     atr_jw_object_end(w);
 }
 
@@ -144,6 +175,8 @@ void atr_tenant_report_release(struct atr_tenant_report *r)
     r->trace_id = NULL;
     atr_samples_release(&r->shared);
     atr_samples_release(&r->alone);
+    atr_samples_release(&r->load_shared);
+    atr_samples_release(&r->load_alone);
 }
 
 /* ---- running ---- */
@@ -156,12 +189,16 @@ static int tenant_sink(void *ctx, const struct atr_step_metrics *m, struct atr_e
     struct tenants_run *run = tn->run;
     pthread_mutex_lock(&run->lock);
     if (!m->skipped) {
-        if (tn->phase == ATR_TENANT_SHARED) {
+        bool shared = tn->phase == ATR_TENANT_SHARED;
+        if (shared) {
             atr_samples_add(&tn->rep->shared, m->latency_ms);
             tn->rep->steps++;
         } else {
             atr_samples_add(&tn->rep->alone, m->latency_ms);
         }
+        if (m->browser && m->page_load_ms >= 0)
+            atr_samples_add(shared ? &tn->rep->load_shared : &tn->rep->load_alone,
+                            m->page_load_ms);
     }
     int rc = run->sink(run->ctx, tn->k, tn->phase, m, err);
     pthread_mutex_unlock(&run->lock);
@@ -170,8 +207,8 @@ static int tenant_sink(void *ctx, const struct atr_step_metrics *m, struct atr_e
 
 static int replay_tenant(struct tenant *tn)
 {
-    return atr_replay_trace_in(tn->run->rp, tn->have_group ? &tn->group : NULL, tn->t,
-                               tenant_sink, tn, &tn->err);
+    return atr_replay_trace_res(tn->run->rp, tn->have_group ? &tn->group : NULL, tn->t,
+                                tn->resources, tenant_sink, tn, &tn->err);
 }
 
 /* A tenant's thread: waits for the start signal, replays its trace. */
@@ -286,6 +323,14 @@ int atr_tenants_run(struct atr_replay *rp, const struct atr_trace *traces, size_
                     const struct atr_tenants_opts *o, atr_tenant_sink sink, void *ctx,
                     struct atr_tenant_report *reps, struct atr_error *err)
 {
+    return atr_tenants_run_res(rp, traces, NULL, n, o, sink, ctx, reps, err);
+}
+
+int atr_tenants_run_res(struct atr_replay *rp, const struct atr_trace *traces,
+                        const char *const *resources, size_t n,
+                        const struct atr_tenants_opts *o, atr_tenant_sink sink, void *ctx,
+                        struct atr_tenant_report *reps, struct atr_error *err)
+{
     if (n == 0 || n > ATR_TENANTS_MAX)
         return atr_error_set(err, "tenants: %zu traces, want 1..%d", n, ATR_TENANTS_MAX);
     struct tenants_run run = {.rp = rp, .sink = sink, .ctx = ctx};
@@ -293,6 +338,8 @@ int atr_tenants_run(struct atr_replay *rp, const struct atr_trace *traces, size_
     pthread_cond_init(&run.go_cond, NULL);
     struct tenant *tns = xcalloc(n, sizeof *tns);
     int rc = setup_tenants(&run, tns, traces, n, o, reps, err);
+    for (size_t k = 0; resources && k < n; k++)
+        tns[k].resources = resources[k];
     if (rc == 0)
         rc = run_shared(&run, tns, n, err);
     if (rc == 0 && o->baseline && !atr_replay_stopped())

@@ -46,6 +46,7 @@ struct atr_tenant_report {
     bool weight_applied;            /* false: the host has no cpu controller */
     unsigned long steps;            /* steps that ran in the shared phase */
     struct atr_samples shared, alone;   /* latency_ms */
+    struct atr_samples load_shared, load_alone;   /* page_load_ms of browser steps */
 };
 
 /* Runs traces[0..n) as tenants 0..n-1 on rp (whose options give the
@@ -55,6 +56,13 @@ struct atr_tenant_report {
  * or -1 with err set (the first error of any tenant; the other tenants
  * still finish). Stops early, returning 0, once atr_replay_stop was called.
  * Every tenant group is removed before it returns. */
+/* Like atr_tenants_run; resources[k] (resources NULL, or entries NULL:
+ * none) is the Playwright zip served to tenant k's browser steps
+ * (atr_replay_trace_res). */
+int atr_tenants_run_res(struct atr_replay *rp, const struct atr_trace *traces,
+                        const char *const *resources, size_t n,
+                        const struct atr_tenants_opts *o, atr_tenant_sink sink, void *ctx,
+                        struct atr_tenant_report *reps, struct atr_error *err);
 int atr_tenants_run(struct atr_replay *rp, const struct atr_trace *traces, size_t n,
                     const struct atr_tenants_opts *o, atr_tenant_sink sink, void *ctx,
                     struct atr_tenant_report *reps, struct atr_error *err);
@@ -65,6 +73,8 @@ int atr_tenants_run(struct atr_replay *rp, const struct atr_trace *traces, size_
 double atr_tenant_mean(const struct atr_samples *s);
 double atr_tenant_p50(struct atr_samples *s);
 double atr_tenant_inflation(double shared, double alone);
+/* Sample standard deviation (n - 1), NAN below two samples. */
+double atr_tenant_sd(const struct atr_samples *s);
 
 /* One summary.json "tenants" entry, its figures as written: latencies
  * rounded to 3 decimals, inflations to 4, NaN where it writes null. */
@@ -78,6 +88,13 @@ struct atr_tenant_summary {
     double latency_mean_ms_alone, latency_mean_ms_shared;
     double latency_p50_ms_alone, latency_p50_ms_shared;
     double inflation_mean, inflation_p50;
+    /* The distribution beyond its centre: p95 and standard deviation of
+     * the step latencies (a test suite's run-time variance), and for
+     * browser tenants the pages' own load time (NAN: none). */
+    double latency_p95_ms_alone, latency_p95_ms_shared;
+    double latency_sd_ms_alone, latency_sd_ms_shared;
+    unsigned long page_loads;       /* shared phase */
+    double page_load_mean_ms_alone, page_load_mean_ms_shared, page_load_degradation;
 };
 
 /* The entry of r under config (sorts r's samples). */
@@ -86,7 +103,10 @@ void atr_tenant_report_summary(struct atr_tenant_report *r, const char *config,
 /* Writes the entry as a value: {"config", "tenant", "trace_id", "weight",
  * "weight_applied", "steps", "latency_mean_ms_alone",
  * "latency_mean_ms_shared", "latency_p50_ms_alone", "latency_p50_ms_shared",
- * "inflation_mean", "inflation_p50"}; unknown numbers are null. */
+ * "inflation_mean", "inflation_p50", "latency_p95_ms_alone",
+ * "latency_p95_ms_shared", "latency_sd_ms_alone", "latency_sd_ms_shared",
+ * "page_loads", "page_load_mean_ms_alone", "page_load_mean_ms_shared",
+ * "page_load_degradation"}; unknown numbers are null. */
 struct atr_jw;
 void atr_tenant_summary_put(struct atr_jw *w, const struct atr_tenant_summary *t);
 void atr_tenant_summary_release(struct atr_tenant_summary *t);
