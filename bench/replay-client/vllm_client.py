@@ -6,7 +6,10 @@ constant-rate schedule, for bench/replay-client/run.sh.
 What it keeps from vLLM, on purpose:
 - one aiohttp.ClientSession over a TCPConnector(limit=0, limit_per_host=0,
   keepalive_timeout=60, enable_cleanup_closed=True, force_close=False) and a
-  6 h total timeout, as `benchmark()` sets them without --max-concurrency;
+  6 h total timeout, as `benchmark()` sets them without --max-concurrency
+  (--limit 0, the default); --limit N bounds the pool to N connections, so
+  requests beyond N wait in aiohttp's connector for a free one instead of
+  each opening its own (the fairest Python client: --limit 512);
 - the schedule loop of `get_request()`: precomputed cumulative delays, sleep
   until each one, then `asyncio.create_task()` of the request coroutine;
 - the request coroutine of `async_request_openai_completions()`: the same
@@ -26,10 +29,14 @@ request sends the same ~32-word prompt with max_tokens 8: the benchmark's
 server answers at once whatever the prompt, so its content does not matter.
 
 Per request it records the scheduled time, `st` (when the coroutine issued
-the POST; lag = st - scheduled), the end and TTFT; it writes them as NDJSON
+the POST; vLLM's TTFT start), `sent` (aiohttp's on_request_headers_sent
+trace signal: the request holds a connection, a pool wait included, and its
+header is written next, with no await in between: the same point at which
+`atr replay llm` stamps sent_s), the end and TTFT; it writes them as NDJSON
 (--requests-out, the field names of `atr replay llm --requests-out`) and a
-summary JSON (--out): achieved send rate, schedule lag p50/p99, mean TTFT,
-CPU seconds of the run (this process, imports and set-up excluded).
+summary JSON (--out): achieved send rate, send lag (sent - scheduled)
+p50/p99, mean TTFT, CPU seconds of the run (this process, imports and
+set-up excluded).
 """
 import argparse
 import asyncio
@@ -77,12 +84,13 @@ class SSESplitter:
 
 
 class Output:
-    __slots__ = ("success", "error", "st", "ttft", "itl", "latency", "output_tokens")
+    __slots__ = ("success", "error", "st", "sent", "ttft", "itl", "latency", "output_tokens")
 
     def __init__(self):
         self.success = False
         self.error = ""
         self.st = 0.0
+        self.sent = None
         self.ttft = 0.0
         self.itl = []
         self.latency = 0.0
@@ -107,7 +115,8 @@ async def request_completion(session, url, model, max_tokens):
     out.st = st
     last = st
     try:
-        async with session.post(url=url, json=payload, headers=headers) as resp:
+        async with session.post(url=url, json=payload, headers=headers,
+                                trace_request_ctx=out) as resp:
             if resp.status != 200:
                 out.error = resp.reason or ""
                 return out
@@ -141,6 +150,11 @@ async def request_completion(session, url, model, max_tokens):
     return out
 
 
+async def on_headers_sent(session, ctx, params):
+    """The request's header is about to be written on its connection."""
+    ctx.trace_request_ctx.sent = time.perf_counter()
+
+
 async def schedule(n, rate):
     """vLLM's get_request(): precomputed delays, sleep, yield."""
     delays = [i / rate for i in range(n)]
@@ -165,12 +179,15 @@ def percentile(sorted_v, p):
 
 async def run(args):
     url = args.base_url.rstrip("/") + "/v1/completions"
-    connector = aiohttp.TCPConnector(limit=0, limit_per_host=0, ttl_dns_cache=300,
+    connector = aiohttp.TCPConnector(limit=args.limit, limit_per_host=0, ttl_dns_cache=300,
                                      use_dns_cache=True, keepalive_timeout=60,
                                      enable_cleanup_closed=True, force_close=False,
                                      ssl=False)
+    trace = aiohttp.TraceConfig()
+    trace.on_request_headers_sent.append(on_headers_sent)
     session = aiohttp.ClientSession(connector=connector, trust_env=True,
-                                    timeout=aiohttp.ClientTimeout(total=6 * 60 * 60))
+                                    timeout=aiohttp.ClientTimeout(total=6 * 60 * 60),
+                                    trace_configs=[trace])
     try:
         for _ in range(args.warmup):         # vLLM's initial test run
             w = await request_completion(session, url, args.model, args.max_tokens)
@@ -203,6 +220,8 @@ def main():
     ap.add_argument("--num-requests", type=int, required=True)
     ap.add_argument("--max-tokens", type=int, default=8)
     ap.add_argument("--warmup", type=int, default=1)
+    ap.add_argument("--limit", type=int, default=0,
+                    help="connections in the pool at most (0: unbounded, vLLM's default)")
     ap.add_argument("--out", required=True, help="summary JSON")
     ap.add_argument("--requests-out", help="one line per request")
     args = ap.parse_args()
@@ -215,26 +234,30 @@ def main():
                 f.write(json.dumps({
                     "id": i, "success": o.success, "error": o.error or None,
                     "scheduled_s": due - t0, "send_s": o.st - t0,
+                    "sent_s": None if o.sent is None else o.sent - t0,
                     "end_s": o.st + o.latency - t0,
                     "schedule_lag_ms": (o.st - due) * 1e3,
+                    "send_lag_ms": ((o.st if o.sent is None else o.sent) - due) * 1e3,
                     "ttft_ms": o.ttft * 1e3, "itl_ms": [x * 1e3 for x in o.itl],
                     "output_tokens": o.output_tokens}) + "\n")
 
     ok = [o for o in outs if o.success]
-    lags = sorted((o.st - due) * 1e3 for due, o in zip(sched, outs))
-    sends = sorted(o.st for o in outs)
+    lags = sorted(((o.st if o.sent is None else o.sent) - due) * 1e3
+                  for due, o in zip(sched, outs))
+    sends = sorted(o.st if o.sent is None else o.sent for o in outs)
     span = sends[-1] - sends[0] if len(sends) > 1 else 0.0
     ttfts = [o.ttft * 1e3 for o in ok]
     summary = {
         "client": "python-vllm",
+        "limit": args.limit,
         "rate": args.rate,
         "num_requests": len(outs),
         "completed": len(ok),
         "failed": len(outs) - len(ok),
         "achieved_send_rate": (len(sends) - 1) / span if span > 0 else 0.0,
         "duration_s": max(o.st + o.latency for o in outs) - t0,
-        "p50_schedule_lag_ms": percentile(lags, 50),
-        "p99_schedule_lag_ms": percentile(lags, 99),
+        "p50_send_lag_ms": percentile(lags, 50),
+        "p99_send_lag_ms": percentile(lags, 99),
         "mean_ttft_ms": sum(ttfts) / len(ttfts) if ttfts else 0.0,
         "cpu_s": cpu,
     }

@@ -14,7 +14,8 @@
 # / wall time), the peak resident memory of those runs (the largest) in MB
 # and KB per request, and that of one more run writing --requests-out (it
 # should be the same: lines are written a record at a time). Leaves no
-# files behind.
+# files behind. A faster build must also simulate alike: check it with
+# `sh bench/sim/same-results.sh BASE NEW` (FULL=1 adds this workload).
 set -eu
 
 ATR=${1:?usage: run.sh ATR}

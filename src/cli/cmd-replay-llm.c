@@ -7,8 +7,10 @@
 #include <sys/resource.h>
 
 #include "cli/cmd.h"
+#include "cli/llm-merge.h"
 #include "cli/llm-report.h"
 #include "cli/llm-run.h"
+#include "cli/llm-threads.h"
 #include "cli/opts.h"
 #include "cli/sched-opts.h"
 #include "exp/exp.h"
@@ -16,6 +18,7 @@
 
 const char cmd_replay_llm_help[] =
     "usage: atr replay llm [OPTIONS] TRACE... --target URL|sim:GPU/MODEL\n"
+    "       atr replay llm --merge [OPTIONS] REQUESTS.ndjson...\n"
     "\n"
     "Sends the llm steps of traces to an OpenAI-compatible server (vLLM,\n"
     "SGLang, llama.cpp, atr sim serve) as streaming requests, or with\n"
@@ -57,6 +60,20 @@ const char cmd_replay_llm_help[] =
     "                            vLLM's --metric-percentiles is the same option\n"
     "  -f, --from FMT            input format instead of sniffing\n"
     "  -q, --quiet               no result block, no progress\n"
+    "      --shard I/N           send only sessions I, I+N, I+2N... (0-based, in\n"
+    "                            the order of the traces given), each at its time\n"
+    "                            on the whole workload's schedule: one of N\n"
+    "                            machines sharing a run\n"
+    "      --start-at EPOCH      the schedule's 0 on the wall clock (seconds since\n"
+    "                            1970, e.g. $(($(date +%s) + 30))), the same for\n"
+    "                            every shard; default: right after the warm-up\n"
+    "      --threads N           N event loops on N threads (one client each,\n"
+    "                            every N-th session, a share of the slots and\n"
+    "                            connections), one clock; not with --policy\n"
+    "      --merge               read --requests-out files of a run's shards and\n"
+    "                            report them as one run (exact percentiles over\n"
+    "                            all requests); --rate, --model and\n"
+    "                            --max-concurrency only label the result\n"
     SCHED_HELP
     "\n"
     "Output files are checked before anything runs and written all or none.\n"
@@ -68,6 +85,10 @@ const char cmd_replay_llm_help[] =
 
 struct llm_args {
     const char *target, *model, *api_key, *from, *policy_opts;
+    unsigned shard_i, shard_n;   /* --shard I/N; shard_n 0: none */
+    unsigned threads;            /* --threads N */
+    double start_at;             /* --start-at, or 0 */
+    bool merge;
     struct llm_policy_list policies;
     enum atr_llm_api api;
     bool force_length, skip_oversized;
@@ -84,6 +105,25 @@ static void on_stop(int sig)
 {
     (void)sig;
     stop_requested = 1;
+}
+
+/* "I/N": 0 <= I < N, N >= 1, both plain decimals. */
+static bool opt_shard(void *base, const char *arg, const char *cmd)
+{
+    (void)cmd;
+    struct llm_args *a = base;
+    char *end;
+    if (arg[0] < '0' || arg[0] > '9')
+        return false;
+    unsigned long i = strtoul(arg, &end, 10);
+    if (*end != '/' || end[1] < '0' || end[1] > '9')
+        return false;
+    unsigned long n = strtoul(end + 1, &end, 10);
+    if (*end || n < 1 || i >= n || n > 1000000)
+        return false;
+    a->shard_i = (unsigned)i;
+    a->shard_n = (unsigned)n;
+    return true;
 }
 
 static bool opt_policies(void *a, const char *list, const char *cmd)
@@ -108,6 +148,11 @@ static const struct opt options[] = {
     OPT_FROM(ARGS, from),
     OPT_CALL("policy", 0, opt_policies, NULL),
     OPT_STRING(ARGS, policy_opts, "policy-options", 0),
+    OPT_CALL("shard", 0, opt_shard, "--shard wants I/N with 0 <= I < N (e.g. 0/4)"),
+    OPT_DOUBLE(ARGS, start_at, "start-at", 0, 1, OPT_FINITE,
+               "--start-at wants seconds since 1970 (date +%s)"),
+    OPT_FLAG(ARGS, merge, "merge", 0),
+    OPT_UINT(ARGS, threads, "threads", 0, 1, LLM_MAX_THREADS, "--threads wants 1..256"),
     OPT_INCLUDE(ARGS, report, llm_report_opts_group),
     OPT_INCLUDE(ARGS, sched, sched_opts_group),
     OPT_END,
@@ -129,10 +174,23 @@ static int parse_args(int argc, char **argv, struct llm_args *a)
     llm_report_init(&a->report);
     if (opts_parse(&parser, a, argc, argv, &a->first_arg) != EXIT_OK)
         return EXIT_USAGE;
+    if (a->merge && (a->target || a->shard_n || a->start_at > 0 || a->policies.n ||
+                     a->threads > 1))
+        return cli_usage("replay llm", "--merge reads request files: it takes no --target, "
+                         "--shard, --start-at, --threads or --policy");
+    if (a->merge && a->first_arg >= argc)
+        return cli_usage("replay llm", "missing REQUESTS.ndjson");
+    if (a->merge)
+        return sched_opts_finish(&a->sched, "replay llm");
     if (!a->target)
         return cli_usage("replay llm", "missing --target URL|sim:GPU/MODEL");
     if (a->first_arg >= argc)
         return cli_usage("replay llm", "missing TRACE");
+    if (a->threads > 1 && a->policies.n)   /* a policy sees every request: one loop */
+        return cli_usage("replay llm", "--threads does not combine with --policy");
+    if (a->threads > 1 && a->sched.max_concurrency && a->sched.max_concurrency < a->threads)
+        return cli_usage("replay llm", "--max-concurrency %u leaves a thread of --threads %u "
+                         "no slot", a->sched.max_concurrency, a->threads);
     int rc = cli_check_policies("replay llm", a->policies.names, a->policies.n, a->policy_opts);
     return rc != EXIT_OK ? rc : sched_opts_finish(&a->sched, "replay llm");
 }
@@ -155,6 +213,9 @@ static int open_target(const struct llm_args *a, struct atr_target *t, char *mod
     int rc = atr_target_parse(t, a->target, a->tp, &err);
     if (rc < 0)          /* not a target, or a sim: profile or --tp that is none */
         return cli_usage("replay llm", "%s", err.msg);
+    if (t->kind == ATR_TARGET_SIM && (a->start_at > 0 || a->threads > 1))
+        return cli_usage("replay llm", "%s is for servers: a sim: target runs in virtual time",
+                         a->start_at > 0 ? "--start-at" : "--threads");
     if (t->kind == ATR_TARGET_SIM) {
         t->engine.skip_oversized = a->skip_oversized;
         return EXIT_OK;
@@ -174,12 +235,28 @@ static int open_target(const struct llm_args *a, struct atr_target *t, char *mod
     return EXIT_OK;
 }
 
+/* --merge: the request files as one run. */
+static int merge(const struct llm_args *a, char *const *paths, size_t n)
+{
+    struct llm_merge m = {
+        .report = &a->report, .model = a->model,
+        .request_rate = atr_schedule_rate(&a->sched.schedule),
+        .burstiness = a->sched.schedule.burstiness, .max_concurrency = a->sched.max_concurrency,
+    };
+    return llm_merge(&m, paths, n);
+}
+
 int cmd_replay_llm(int argc, char **argv)
 {
     struct llm_args a;
     struct atr_target t = {0};
     char model[512];
     int rc = parse_args(argc, argv, &a);
+    if (rc == EXIT_OK && a.merge) {
+        rc = merge(&a, argv + a.first_arg, (size_t)(argc - a.first_arg));
+        llm_policy_list_release(&a.policies);
+        return rc;
+    }
     if (rc == EXIT_OK && (rc = open_target(&a, &t, model, sizeof model)) == EXIT_OK) {
         if (t.kind == ATR_TARGET_HTTP) {
             raise_fd_limit();
@@ -188,6 +265,8 @@ int cmd_replay_llm(int argc, char **argv)
         struct llm_run r = {
             .from = a.from, .policies = &a.policies, .policy_opts = a.policy_opts,
             .sched = &a.sched, .report = &a.report, .stop = &stop_requested,
+            .shard_i = a.shard_i, .shard_n = a.shard_n, .start_at = a.start_at,
+            .threads = a.threads,
         };
         rc = llm_run(&r, &t, argv + a.first_arg, (size_t)(argc - a.first_arg));
     }

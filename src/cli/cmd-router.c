@@ -13,6 +13,7 @@
 #include "policy/policy.h"
 #include "policy/learned-features.h"
 #include "router/decide.h"
+#include "router/sources.h"
 #include "router/train.h"
 #include "sched/schedule.h"
 #include "sched/workload.h"
@@ -25,6 +26,7 @@
 static const char help[] =
     "usage: atr router train TRACE... --profile GPU/MODEL -o MODEL.json [OPTIONS]\n"
     "       atr router eval TRACE... --model MODEL.json [--profile GPU/MODEL] [OPTIONS]\n"
+    "       atr router eval TRACE... --by-source --profile GPU/MODEL [OPTIONS]\n"
     "       atr router decide --model MODEL.json [--features NAME=V,... | --trace FILE]\n"
     "\n"
     "The `learned` policy's router: a small MLP that picks, per request, which\n"
@@ -34,12 +36,20 @@ static const char help[] =
     "`train` runs the traces in the simulator once per candidate on the same\n"
     "schedule, labels each request with the candidate that gave it the lowest\n"
     "objective (prefix-cache keeps ties and wins within --margin), holds out a\n"
-    "seeded 25% of the sessions, trains, and writes the model JSON.\n"
+    "seeded 25% of the sessions (or --holdout-sources), trains on the inputs\n"
+    "of --inputs (default the prompt size alone, which transfers best to\n"
+    "sources not trained on), and writes the model JSON.\n"
     "`eval` labels the traces the same way and reports, on the held-out\n"
     "sessions: accuracy beside the majority-class baseline, the confusion\n"
     "matrix, and the mean latency of the held-out workload simulated under\n"
     "`learned` (with the model) and under each candidate alone; --json FILE also\n"
     "writes them as JSON (atr report draws the confusion matrix from it).\n"
+    "`eval --by-source` is the source-held-out protocol: the sessions are grouped\n"
+    "by their trace's source (gen traces by kind: gen-swe, gen-chat), each source\n"
+    "is labelled in the simulator on its own, and for every source a fresh model\n"
+    "(the train options) is trained on all the other sources and scored on it;\n"
+    "it prints per source accuracy beside that source's majority baseline, and\n"
+    "the pooled accuracy and confusion matrix (--json: with \"folds\").\n"
     "`decide` prints, one JSON line per feature set, the candidate the model\n"
     "picks and every candidate's logit and probability, as the learned policy\n"
     "decides; feature sets come from --features (one per flag) or stdin (one\n"
@@ -66,6 +76,20 @@ static const char help[] =
     "      --margin F            train: relative win needed over prefix-cache\n"
     "                            (default 0.05)\n"
     "      --holdout F           train: fraction of sessions held out (default 0.25)\n"
+    "      --holdout-sources A,B train: hold out these sources' sessions instead\n"
+    "                            (each source labelled on its own; eval repeats it)\n"
+    "      --by-source           eval: leave-one-source-out cross-validation\n"
+    "      --select              eval --by-source: per fold, pick the inputs (all,\n"
+    "                            size, size+new, size+outputs, no-timing) by inner\n"
+    "                            leave-one-source-out on the training sources\n"
+    "      --inputs all|A,B,...  train, eval --by-source: features the model uses\n"
+    "                            (default log_input_tokens; the others get zero\n"
+    "                            weights)\n"
+    "      --cut-wins yes|no     train, eval --by-source: whether a candidate whose\n"
+    "                            request produced fewer output tokens than\n"
+    "                            prefix-cache's may take the label (default yes)\n"
+    "      --balance-sources     train, eval --by-source: every source weighs the\n"
+    "                            same in the loss\n"
     "      --hidden N[,M]        train: hidden layer widths (default 32,16)\n"
     "      --epochs N            train: passes over the data (default 200)\n"
     "      --all                 eval: score every session (traces not trained on)\n"
@@ -77,10 +101,11 @@ static const char help[] =
     "--seed also seeds the split and the weights; eval defaults to the model's.\n";
 
 #define MAX_CANDS 8
+#define MAX_SOURCES 64     /* folds of eval --by-source */
 
 struct router_args {
-    bool eval, decide, all, seed_given, by_session;
-    const char *profile, *out, *model, *from, *json, *trace;
+    bool eval, decide, all, seed_given, by_session, by_source;
+    const char *profile, *out, *model, *from, *json, *trace, *holdout_sources;
     char **features;             /* decide: the --features values, copies */
     size_t n_features;
     const char *cands[MAX_CANDS];
@@ -90,7 +115,8 @@ struct router_args {
     double margin, holdout;
     size_t hidden[2];
     unsigned epochs, replicas, tp;
-    bool sglang;
+    bool sglang, balance, select, no_cut_wins;
+    uint32_t inputs;             /* feature bits used (train cfg); 0 all */
     struct sched_opts sched;
     int first_arg;               /* argv[first_arg..argc) of parse_args: the TRACEs */
 };
@@ -139,6 +165,27 @@ static bool parse_hidden(void *base, const char *arg, const char *cmd)
     return true;
 }
 
+/* --inputs NAME,...: the features the model may use ("all": every one). */
+static bool opt_inputs(void *base, const char *arg, const char *cmd)
+{
+    struct router_args *a = base;
+    a->inputs = 0;
+    if (strcmp(arg, "all") == 0)
+        return true;
+    char *copy = xstrdup(arg), *save = NULL;
+    bool ok = true;
+    for (char *t = strtok_r(copy, ",", &save); t && ok; t = strtok_r(NULL, ",", &save)) {
+        size_t f = 0;
+        while (f < ATR_ROUTER_N_FEATURES && strcmp(atr_router_feature_names[f], t) != 0)
+            f++;
+        ok = f < ATR_ROUTER_N_FEATURES;
+        if (ok)
+            a->inputs |= 1u << f;
+    }
+    free(copy);
+    return ok && a->inputs;
+}
+
 static void defaults(struct router_args *a)
 {
     memset(a, 0, sizeof *a);
@@ -148,6 +195,8 @@ static void defaults(struct router_args *a)
     a->hidden[0] = 32;
     a->hidden[1] = 16;
     a->epochs = 200;
+    a->inputs = 1u << 0;         /* log_input_tokens: what transfers across sources (eval
+                                    --by-source --select picks it; docs/policies.md) */
     a->replicas = 1;
     a->tp = 1;
 }
@@ -198,6 +247,16 @@ static const struct opt options[] = {
     OPT_CALL("hidden", 0, parse_hidden, "--hidden wants N or N,M with widths 1..128"),
     OPT_UINT(ARGS, epochs, "epochs", 0, 1, 100000, "--epochs wants 1..100000"),
     OPT_FLAG(ARGS, all, "all", 0),
+    OPT_FLAG(ARGS, by_source, "by-source", 0),
+    OPT_FLAG(ARGS, balance, "balance-sources", 0),
+    OPT_FLAG(ARGS, select, "select", 0),
+    OPT_ENUM(ARGS, no_cut_wins, "cut-wins", 0, OPT_WORDS("yes", "no"),
+             "--cut-wins wants yes or no"),
+    OPT_CALL("inputs", 0, opt_inputs, "--inputs wants all or feature names separated by commas "
+             "(log_input_tokens, log_turn, prefix_reuse, log_new_tokens, tool_none, tool_shell, "
+             "tool_editor, tool_other, log_think_s, log_since_last_s, log_prev_output_tokens, "
+             "log_mean_output_tokens)"),
+    OPT_STRING(ARGS, holdout_sources, "holdout-sources", 0),
     OPT_UINT(ARGS, replicas, "replicas", 0, 1, 256, "--replicas wants 1..256"),
     OPT_UINT(ARGS, tp, "tp", 0, 1, 64, "--tp wants 1..64"),
     OPT_ENUM(ARGS, sglang, "engine", 0, OPT_WORDS("vllm", "sglang"),
@@ -233,13 +292,26 @@ static int parse_args(int argc, char **argv, struct router_args *a)
         return cli_usage("router", "--trace and --features are for router decide");
     if (a->json && !a->eval)
         return cli_usage("router", "--json is for router eval");
+    if (a->by_source && !a->eval)
+        return cli_usage("router", "--by-source is for router eval");
+    if (a->by_source && (a->model || a->all))
+        return cli_usage("router", "eval --by-source trains its own models (no --model, --all)");
+    if (a->balance && a->eval && !a->by_source)
+        return cli_usage("router", "--balance-sources is for train and eval --by-source");
+    if (a->select && !a->by_source)
+        return cli_usage("router", "--select is for router eval --by-source");
+    if (a->by_source && !a->profile)
+        return cli_usage("router", "eval --by-source: missing --profile GPU/MODEL");
+    if (a->holdout_sources && (a->eval || !*a->holdout_sources))
+        return cli_usage("router", "--holdout-sources is for router train (eval repeats the "
+                         "model's) and wants A[,B...]");
     if (a->first_arg >= argc)
         return cli_usage("router", "missing TRACE");
     if (!a->eval && !a->profile)
         return cli_usage("router", "missing --profile GPU/MODEL");
     if (!a->eval && !a->out)
         return cli_usage("router", "train: missing -o MODEL.json");
-    if (a->eval && !a->model)
+    if (a->eval && !a->model && !a->by_source)
         return cli_usage("router", "eval: missing --model MODEL.json");
     if (a->profile && cli_check_profile("router", a->profile, a->tp) != EXIT_OK)
         return EXIT_USAGE;
@@ -251,6 +323,8 @@ struct setup {
     struct atr_target target;
     struct atr_workload w;
     struct atr_router_sim sim;
+    struct atr_router_sources src;   /* loaded by setup_sources only */
+    bool *held_group;                /* [src.n_names]: setup_sources with a list */
 };
 
 static int setup_open(struct setup *s, const struct router_args *a, char *const *paths,
@@ -271,8 +345,45 @@ static int setup_open(struct setup *s, const struct router_args *a, char *const 
     return 0;
 }
 
+/* Every session's source, and (list "A,B", or NULL) which sources are held
+ * out: an unknown name is an error naming the sources there are. */
+static int setup_sources(struct setup *s, char *const *paths, size_t n_paths, const char *from,
+                         const char *list, struct atr_error *err)
+{
+    if (atr_router_sources_load(&s->src, paths, n_paths, from, &s->w, err) < 0)
+        return -1;
+    if (!list)
+        return 0;
+    s->held_group = xcalloc(s->src.n_names ? s->src.n_names : 1, sizeof *s->held_group);
+    char *copy = xstrdup(list), *save = NULL;
+    int rc = 0;
+    for (char *t = strtok_r(copy, ",", &save); t && rc == 0; t = strtok_r(NULL, ",", &save)) {
+        long g = atr_router_source_index(&s->src, t);
+        if (g >= 0) {
+            s->held_group[g] = true;
+            continue;
+        }
+        struct atr_buf names = ATR_BUF_INIT;
+        for (size_t i = 0; i < s->src.n_names; i++)
+            atr_buf_printf(&names, "%s%s", i ? ", " : "", s->src.names[i]);
+        rc = atr_error_set(err, "holdout sources: no trace has source '%s' (sources: %s)", t,
+                           names.len ? names.data : "none");
+        atr_buf_release(&names);
+    }
+    free(copy);
+    bool all = rc == 0;
+    for (size_t g = 0; g < s->src.n_names; g++)
+        all &= s->held_group[g];
+    if (all)
+        rc = atr_error_set(err, "holdout sources: every source is held out (%s); nothing to "
+                           "train on", list);
+    return rc;
+}
+
 static void setup_close(struct setup *s)
 {
+    free(s->held_group);
+    atr_router_sources_release(&s->src);
     atr_workload_release(&s->w);
     atr_target_release(&s->target);
 }
@@ -308,21 +419,38 @@ static int write_model(struct atr_output *o, const char *path, const struct atr_
 
 static const char *const default_cands[] = { "naive", "prefix-cache", "compaction", "max-tokens" };
 
+static struct atr_router_train_cfg train_cfg(const struct router_args *a)
+{
+    return (struct atr_router_train_cfg){ .hidden = { a->hidden[0], a->hidden[1] },
+                                          .epochs = a->epochs, .batch = 32, .lr = 0.005,
+                                          .l2 = 1e-4, .seed = a->sched.schedule.seed,
+                                          .inputs = a->inputs, .balance_sources = a->balance };
+}
+
+/* The label settings of the options (train, eval --by-source). */
+static struct atr_router_label_cfg label_cfg(const struct router_args *a, const struct setup *s)
+{
+    struct atr_router_label_cfg lc = {
+        a->n_cands ? a->cands : default_cands, a->n_cands ? a->n_cands : 4, a->objective,
+        a->by_session, a->margin, a->holdout, a->sched.schedule.seed,
+        .group = s->src.group, .n_groups = s->src.n_names, .held_group = s->held_group,
+        .no_cut_wins = a->no_cut_wins,
+    };
+    return lc;
+}
+
 static int train(const struct router_args *a, struct setup *s, struct atr_output *out,
                  struct atr_error *err)
 {
-    const char *const *cands = a->n_cands ? a->cands : default_cands;
-    size_t nc = a->n_cands ? a->n_cands : 4;
-    struct atr_router_label_cfg lc = { cands, nc, a->objective, a->by_session, a->margin,
-                                       a->holdout, a->sched.schedule.seed };
+    struct atr_router_label_cfg lc = label_cfg(a, s);
+    const char *const *cands = lc.candidates;
+    size_t nc = lc.n_candidates;
     struct atr_router_data d;
     if (atr_router_label(&s->sim, &lc, &d, err) < 0)
         return -1;
     struct atr_router_model m;
     memset(&m, 0, sizeof m);
-    struct atr_router_train_cfg tc = { .hidden = { a->hidden[0], a->hidden[1] },
-                                       .epochs = a->epochs, .batch = 32, .lr = 0.005,
-                                       .l2 = 1e-4, .seed = a->sched.schedule.seed };
+    struct atr_router_train_cfg tc = train_cfg(a);
     int rc = atr_router_train(&d, &tc, &m.mlp, err);
     if (rc == 0) {
         m.n_candidates = nc;
@@ -333,7 +461,10 @@ static int train(const struct router_args *a, struct setup *s, struct atr_output
         snprintf(m.profile, sizeof m.profile, "%s", a->profile);
         snprintf(m.label, sizeof m.label, "%s", a->by_session ? "session" : "request");
         m.margin = a->margin;
+        m.no_cut_wins = a->no_cut_wins;
         m.holdout = a->holdout;
+        if (a->holdout_sources)
+            snprintf(m.holdout_sources, sizeof m.holdout_sources, "%s", a->holdout_sources);
         m.seed = a->sched.schedule.seed;
         m.traces = s->w.n_sessions;
         m.samples = d.n;
@@ -364,6 +495,8 @@ static int train_file(const struct router_args *a, char *const *paths, size_t n_
         return -1;
     struct setup s;
     int rc = setup_open(&s, a, paths, n_paths, err);
+    if (rc == 0 && a->holdout_sources)
+        rc = setup_sources(&s, paths, n_paths, a->from, a->holdout_sources, err);
     if (rc == 0)
         rc = train(a, &s, out, err);
     setup_close(&s);
@@ -479,10 +612,14 @@ static int eval(struct router_args *a, char *const *paths, size_t n_paths,
         a->sched.schedule.seed = m.seed;
     struct setup s;
     int rc = setup_open(&s, a, paths, n_paths, err);
+    if (rc == 0 && m.holdout_sources[0])
+        rc = setup_sources(&s, paths, n_paths, a->from, m.holdout_sources, err);
     struct atr_router_label_cfg lc = {
         (const char *const *)m.candidates, m.n_candidates,
         strcmp(m.objective, "ttft") == 0 ? ATR_ROUTER_TTFT : ATR_ROUTER_E2EL,
         strcmp(m.label, "session") == 0, m.margin, m.holdout, m.seed,
+        .group = s.src.group, .n_groups = s.src.n_names, .held_group = s.held_group,
+        .no_cut_wins = m.no_cut_wins,
     };
     struct atr_router_data d;
     memset(&d, 0, sizeof d);
@@ -514,6 +651,201 @@ static int eval(struct router_args *a, char *const *paths, size_t n_paths,
     return rc;
 }
 
+/* ---- eval --by-source: leave one source out ---- */
+
+/* The input sets --select chooses between by inner validation, fixed
+ * before looking at any result (docs/policies.md): every feature, prompt
+ * size alone, size with what is new against the previous turn, size with
+ * the output history, and everything but the timing features. */
+static const char *const select_names[] = { "all", "size", "size+new", "size+outputs",
+                                            "no-timing" };
+static const uint32_t select_inputs[] = {
+    0, 1u << 0, 1u << 0 | 1u << 2 | 1u << 3, 1u << 0 | 1u << 10 | 1u << 11,
+    0xfffu & ~(1u << 8 | 1u << 9),
+};
+#define N_SELECT (sizeof select_inputs / sizeof *select_inputs)
+
+struct fold {
+    size_t group, sessions, pick;      /* pick: select_names index (--select) */
+    struct atr_router_eval ev;
+};
+
+static size_t sessions_of(const struct atr_router_data *d, size_t g)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < d->n; i++)
+        n += d->group[i] == g && (i == 0 || d->session[i] != d->session[i - 1]);
+    return n;
+}
+
+/* Every fold: with --select, the input set inner validation picks on the
+ * other sources (never looking at the fold's own); then a model trained on
+ * the other sources, scored on the fold's. */
+static int run_folds(const struct router_args *a, struct atr_router_data *d, size_t n_groups,
+                     struct fold *f, size_t n_folds, struct atr_error *err)
+{
+    struct atr_router_train_cfg grid[N_SELECT];
+    for (size_t k = 0; k < N_SELECT; k++) {
+        grid[k] = train_cfg(a);
+        grid[k].inputs = select_inputs[k];
+    }
+    for (size_t i = 0; i < n_folds; i++) {
+        f[i].sessions = sessions_of(d, f[i].group);
+        struct atr_router_train_cfg tc = train_cfg(a);
+        if (a->select) {
+            if (atr_router_select(d, n_groups, f[i].group, grid, N_SELECT, &f[i].pick, err) < 0)
+                return -1;
+            tc = grid[f[i].pick];
+        }
+        int rc = atr_router_fold(d, n_groups, f[i].group, SIZE_MAX, &tc, &f[i].ev, err);
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static void print_folds(const struct router_args *a, const struct setup *s, const struct fold *f,
+                        size_t n_folds, const struct atr_router_eval *pool,
+                        const char *const *cands)
+{
+    size_t maj = 0;
+    double macro = 0;
+    printf("%-16s %8s %8s %9s  %s\n", "held-out source", "sessions", "requests", "accuracy",
+           a->select ? "majority baseline        inputs picked" : "majority baseline");
+    for (size_t i = 0; i < n_folds; i++) {
+        const struct atr_router_eval *e = &f[i].ev;
+        double acc = 100.0 * (double)e->correct / (double)e->n;
+        char base[64];
+        snprintf(base, sizeof base, "%s %.1f%%", cands[e->majority],
+                 100.0 * (double)e->majority_correct / (double)e->n);
+        printf("%-16s %8zu %8zu %8.1f%%  %-*s%s\n", s->src.names[f[i].group], f[i].sessions,
+               e->n, acc, a->select ? 24 : 0, base, a->select ? select_names[f[i].pick] : "");
+        maj += e->majority_correct;
+        macro += acc / (double)n_folds;
+    }
+    printf("pooled: %zu requests, accuracy %.1f%% (majority baseline %s %.1f%%; each source's "
+           "own majority %.1f%%); mean over sources %.1f%%\n", pool->n,
+           100.0 * (double)pool->correct / (double)pool->n, cands[pool->majority],
+           100.0 * (double)pool->majority_correct / (double)pool->n,
+           100.0 * (double)maj / (double)pool->n, macro);
+}
+
+/* The folds as JSON, after the pooled evaluation (by_source_json). */
+static void folds_json(struct atr_jw *w, const struct router_args *a, const struct setup *s,
+                       const struct fold *f, size_t n_folds, size_t nc,
+                       const char *const *cands)
+{
+    atr_jw_key(w, "folds");
+    atr_jw_array_begin(w);
+    for (size_t i = 0; i < n_folds; i++) {
+        const struct atr_router_eval *e = &f[i].ev;
+        atr_jw_object_begin(w);
+        atr_jw_kv_str(w, "source", s->src.names[f[i].group]);
+        atr_jw_kv_uint(w, "sessions", f[i].sessions);
+        atr_jw_kv_uint(w, "requests", e->n);
+        atr_jw_kv_uint(w, "correct", e->correct);
+        atr_jw_kv_str(w, "majority", cands[e->majority]);
+        atr_jw_kv_uint(w, "majority_correct", e->majority_correct);
+        if (a->select)
+            atr_jw_kv_str(w, "inputs", select_names[f[i].pick]);
+        atr_jw_key(w, "confusion");
+        atr_jw_array_begin(w);
+        for (size_t r = 0; r < nc; r++)
+            atr_jw_uint_array(w, e->confusion[r], nc);
+        atr_jw_array_end(w);
+        atr_jw_object_end(w);
+    }
+    atr_jw_array_end(w);
+}
+
+static void by_source_json(struct atr_buf *b, const struct router_args *a, const struct setup *s,
+                           const struct atr_router_label_cfg *lc, const struct fold *f,
+                           size_t n_folds, const struct atr_router_eval *pool)
+{
+    struct atr_jw w;
+    atr_jw_init(&w, b, ATR_JW_PYTHON);
+    atr_jw_object_begin(&w);
+    atr_jw_kv_str(&w, "format", "atr-router-eval/1");
+    atr_jw_kv_str(&w, "profile", a->profile);
+    atr_jw_kv_str(&w, "objective", lc->objective == ATR_ROUTER_TTFT ? "ttft" : "e2el");
+    atr_jw_kv_str(&w, "scope", "by-source");
+    atr_jw_key(&w, "candidates");
+    atr_jw_array_begin(&w);
+    for (size_t c = 0; c < lc->n_candidates; c++)
+        atr_jw_str(&w, lc->candidates[c]);
+    atr_jw_array_end(&w);
+    atr_jw_kv_uint(&w, "requests", pool->n);
+    atr_jw_kv_uint(&w, "correct", pool->correct);
+    atr_jw_kv_str(&w, "majority", lc->candidates[pool->majority]);
+    atr_jw_kv_uint(&w, "majority_correct", pool->majority_correct);
+    atr_jw_key(&w, "confusion");
+    atr_jw_array_begin(&w);
+    for (size_t r = 0; r < lc->n_candidates; r++)
+        atr_jw_uint_array(&w, pool->confusion[r], lc->n_candidates);
+    atr_jw_array_end(&w);
+    atr_jw_key(&w, "latency");                  /* none: each fold has its own model */
+    atr_jw_array_begin(&w);
+    atr_jw_array_end(&w);
+    folds_json(&w, a, s, f, n_folds, lc->n_candidates, lc->candidates);
+    atr_jw_object_end(&w);
+    atr_jw_finish(&w);
+    atr_buf_putc(b, '\n');
+}
+
+/* `router eval --by-source`: every source labelled on its own, then one
+ * fold per source with llm requests. */
+static int eval_by_source(struct router_args *a, char *const *paths, size_t n_paths,
+                          struct atr_output *json, struct atr_error *err)
+{
+    struct setup s;
+    int rc = setup_open(&s, a, paths, n_paths, err);
+    if (rc == 0)
+        rc = setup_sources(&s, paths, n_paths, a->from, NULL, err);
+    if (rc == 0 && s.src.n_names > MAX_SOURCES)
+        rc = atr_error_set(err, "router eval --by-source: %zu sources, at most %d",
+                           s.src.n_names, MAX_SOURCES);
+    bool none[MAX_SOURCES] = { false };
+    struct atr_router_label_cfg lc = label_cfg(a, &s);
+    lc.held_group = none;
+    struct atr_router_data d;
+    memset(&d, 0, sizeof d);
+    if (rc == 0)
+        rc = atr_router_label(&s.sim, &lc, &d, err);
+    struct fold f[MAX_SOURCES];
+    size_t n_folds = 0;
+    for (size_t g = 0; rc == 0 && g < s.src.n_names; g++)
+        if (sessions_of(&d, g))          /* a source with llm requests */
+            f[n_folds++] = (struct fold){ .group = g };
+    if (rc == 0 && n_folds < 2)
+        rc = atr_error_set(err, "router eval --by-source: wants traces of 2 or more sources "
+                           "with llm requests, found %zu", n_folds);
+    if (rc == 0)
+        rc = run_folds(a, &d, s.src.n_names, f, n_folds, err);
+    if (rc == 0) {
+        struct atr_router_eval pool;
+        memset(&pool, 0, sizeof pool);
+        for (size_t i = 0; i < n_folds; i++)
+            atr_router_eval_add(&pool, &f[i].ev, lc.n_candidates);
+        printf("atr router eval --by-source: %zu sources, %zu requests in %zu sessions; each "
+               "source scored by a model trained on the others%s\n", n_folds, d.n,
+               d.n_sessions_held_out + d.n_sessions_train,
+               a->select ? " (inputs picked by inner leave-one-source-out on those)" : "");
+        print_folds(a, &s, f, n_folds, &pool, lc.candidates);
+        struct atr_router_model m = { .n_candidates = lc.n_candidates };
+        memcpy(m.candidates, lc.candidates, lc.n_candidates * sizeof *m.candidates);
+        print_confusion(&pool, &m);
+        if (json) {
+            struct atr_buf b = ATR_BUF_INIT;
+            by_source_json(&b, a, &s, &lc, f, n_folds, &pool);
+            rc = atr_output_write(json, b.data, b.len, err);
+            atr_buf_release(&b);
+        }
+    }
+    atr_router_data_release(&d);
+    setup_close(&s);
+    return rc;
+}
+
 /* `router eval`: --json is opened first, so a path that cannot be written
  * fails before the runs, and is committed only when all succeeded. */
 static int eval_file(struct router_args *a, char *const *paths, size_t n_paths,
@@ -522,7 +854,8 @@ static int eval_file(struct router_args *a, char *const *paths, size_t n_paths,
     struct atr_output *json = NULL;
     if (a->json && !(json = atr_output_open(a->json, err)))
         return -1;
-    int rc = eval(a, paths, n_paths, json, err);
+    int rc = a->by_source ? eval_by_source(a, paths, n_paths, json, err)
+                          : eval(a, paths, n_paths, json, err);
     if (json && rc < 0)
         atr_output_abort(json);
     else if (json)

@@ -46,8 +46,9 @@ static const char help[] =
     "      --policy-options K=V[,K=V...]   policy options; NAME.K=V for one policy\n"
     "                            of a list (e.g. compaction.budget=8192)\n"
     "      --replicas N          engine replicas the policy routes over (default 1)\n"
-    "      --engine vllm|sglang  scheduler flavour: FCFS (vllm, default) or SGLang's\n"
-    "                            longest-prefix-first\n"
+    "      --engine vllm|sglang  engine flavour: FCFS with CPU work between steps\n"
+    "                            (vllm, default), or SGLang's longest-prefix-first\n"
+    "                            with CPU work overlapped with the GPU\n"
     "  -f, --from FMT            input format instead of sniffing\n"
     "  -q, --quiet               no result block\n"
     SCHED_HELP

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli/cmd.h"
+#include "cli/llm-threads.h"
 #include "json/writer.h"
 #include "report/compare.h"
 #include "stats/result.h"
@@ -246,8 +247,8 @@ static int run_status(const struct atr_exp_result *res)
  * exit status. *written: its results are in its files (false: the series
  * failed, and keeps none of its files). */
 static int run_one(const struct llm_run *r, const struct atr_target *t,
-                   const struct atr_workload *w, size_t k, struct outputs *o,
-                   struct atr_compare *cmp, bool *written)
+                   const struct atr_workload *w, const bool *keep, size_t k,
+                   struct outputs *o, struct atr_compare *cmp, bool *written)
 {
     *written = false;
     char run_salt[32];
@@ -258,7 +259,7 @@ static int run_one(const struct llm_run *r, const struct atr_target *t,
     struct atr_output *iters_out = o->files[ITERS];
     struct atr_exp_cfg cfg = {
         .workload = w, .schedule = &r->sched->schedule,
-        .max_concurrency = r->sched->max_concurrency,
+        .max_concurrency = r->sched->max_concurrency, .keep = keep, .start_at = r->start_at,
         .policy = r->policies->n ? r->policies->names[k] : NULL,
         .policy_options = r->policy_opts, .seed = r->sched->schedule.seed,
         .on_iter = iters_out ? on_iter : NULL, .iter_ctx = &iters,
@@ -267,10 +268,16 @@ static int run_one(const struct llm_run *r, const struct atr_target *t,
     };
     struct atr_error err;
     struct atr_exp_result res;
-    int ran = atr_exp_run(t, &cfg, &res, &err);
+    struct llm_threads *th = NULL;
+    if (r->threads > 1) {
+        th = xcalloc(1, sizeof *th);
+        th->n = r->threads;
+    }
+    int ran = th ? llm_threads_run(th, t, &cfg, &res, &err) : atr_exp_run(t, &cfg, &res, &err);
     if (prog.on)             /* the progress line goes before anything else is said */
         fputs("\r\033[K", stderr);
     if (ran < 0) {
+        free(th);
         atr_buf_release(&iters);
         return cli_fail_err(&err);
     }
@@ -283,7 +290,11 @@ static int run_one(const struct llm_run *r, const struct atr_target *t,
         *written = true;
         status = run_status(&res);
     }
-    atr_exp_result_release(&res);
+    if (th)
+        llm_threads_release(th, &res);
+    else
+        atr_exp_result_release(&res);
+    free(th);
     atr_buf_release(&iters);
     return status;
 }
@@ -307,6 +318,27 @@ static int load(const struct llm_run *r, const struct atr_target *t, char *const
     return rc;
 }
 
+/* The sessions of shard r->shard_i of r->shard_n: every shard_n-th by its
+ * place in the workload (the order of the traces in the files given), so
+ * shards of the same files split them the same way on every machine.
+ * *keep is NULL without shards; an exit status (a shard left empty fails). */
+static int shard_keep(const struct llm_run *r, const struct atr_workload *w, bool **keep)
+{
+    *keep = NULL;
+    if (r->shard_n <= 1)
+        return EXIT_OK;
+    size_t turns = 0;
+    *keep = xcalloc(w->n_sessions ? w->n_sessions : 1, sizeof **keep);
+    for (size_t i = r->shard_i; i < w->n_sessions; i += r->shard_n) {
+        (*keep)[i] = true;
+        turns += w->sessions[i].n_turns;
+    }
+    if (turns)
+        return EXIT_OK;
+    return cli_fail("shard %u/%u has no llm steps (the workload has %zu sessions)", r->shard_i,
+                    r->shard_n, w->n_sessions);
+}
+
 int llm_run(const struct llm_run *r, const struct atr_target *t, char *const *paths,
             size_t n_paths)
 {
@@ -316,12 +348,15 @@ int llm_run(const struct llm_run *r, const struct atr_target *t, char *const *pa
         return cli_fail_err(&err);
     struct atr_workload w = ATR_WORKLOAD_INIT;
     int status = load(r, t, paths, n_paths, &w);
+    bool *keep = NULL;
+    if (status == EXIT_OK)
+        status = shard_keep(r, &w, &keep);
     bool table = r->table_only || (n_runs(r) > 1 && !r->report->quiet);
     struct atr_compare *cmp = table ? atr_compare_new() : NULL;
     bool written = status == EXIT_OK;
     size_t done = 0;
     for (size_t k = 0; k < n_runs(r) && status == EXIT_OK; k++) {
-        status = run_one(r, t, &w, k, &o, cmp, &written);
+        status = run_one(r, t, &w, keep, k, &o, cmp, &written);
         done += written;
     }
     outputs_keep(&o, written ? done : 0);
@@ -334,6 +369,7 @@ int llm_run(const struct llm_run *r, const struct atr_target *t, char *const *pa
         atr_buf_release(&b);
     }
     atr_compare_free(cmp);
+    free(keep);
     atr_workload_release(&w);
     return status;
 }

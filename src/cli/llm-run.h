@@ -23,6 +23,12 @@ struct llm_run {
     const char *iterations_out;           /* sim: one line per iteration (one run, one replica) */
     bool table_only;                      /* print only the comparison table */
     const volatile sig_atomic_t *stop;    /* HTTP: set by a signal to stop early */
+    /* One shard of a run on several machines: the sessions i with
+     * i % shard_n == shard_i, each at its start on the whole schedule;
+     * shard_n 0 or 1: all. */
+    unsigned shard_i, shard_n;
+    double start_at;                      /* HTTP: the schedule's 0 (wall-clock epoch), or 0 */
+    unsigned threads;                     /* HTTP: event loops (cli/llm-threads.h); <= 1: one */
 };
 
 /* Loads the traces paths[0..n_paths) and runs them on t once per policy.

@@ -155,6 +155,8 @@ static int run_sim(const struct atr_target *t, const struct atr_exp_cfg *cfg,
                                   cfg->on_progress, cfg->progress_ctx };
     if (atr_sim_run(out->engines, t->replicas, &rc, &out->recs, &out->n, err) < 0)
         return -1;
+    for (size_t i = 0; i < out->n; i++)   /* no socket: the engine has it at start_s */
+        out->recs[i].sent_s = out->recs[i].start_s;
     out->total = out->n;
     out->has_engine = true;
     atr_sim_stats_sum(out->engines, t->replicas, &out->engine);
@@ -169,7 +171,8 @@ static int run_http(const struct atr_target *t, const struct atr_exp_cfg *cfg,
         .workload = w, .starts = starts, .schedule = cfg->schedule,
         .max_concurrency = cfg->max_concurrency, .body = t->body, .client = t->client,
         .targets = (const char *const *)t->urls, .n_targets = t->n_urls, .policy = policy,
-        .warmup = t->warmup, .stop = cfg->stop,
+        .warmup = t->warmup, .stop = cfg->stop, .start_at = cfg->start_at,
+        .start_sync = cfg->start_sync, .start_ctx = cfg->start_ctx,
         .on_progress = cfg->on_progress, .progress_ctx = cfg->progress_ctx,
     };
     rc.body.run_salt = cfg->run_salt;

@@ -88,6 +88,10 @@ struct atr_exp_cfg {
     void *iter_ctx;
     /* HTTP: */
     const char *run_salt;                /* word in front of every prompt, or NULL */
+    double start_at;                     /* the schedule's 0 as a wall-clock epoch, or 0
+                                            (atr_llm_replay_cfg.start_at) */
+    double (*start_sync)(void *ctx, double t0);   /* atr_llm_replay_cfg's, or NULL */
+    void *start_ctx;
     const volatile sig_atomic_t *stop;   /* set to stop early (result incomplete) */
     void (*on_progress)(void *ctx, size_t done, size_t total);
     void *progress_ctx;

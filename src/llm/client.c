@@ -19,6 +19,7 @@
 #include <event2/event_struct.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,7 +59,7 @@ struct req {
     enum atr_llm_api api;
     bool api_set;
     uint64_t id;
-    double start_s, last_byte_s, end_s;
+    double start_s, sent_s, last_byte_s, end_s;
     struct atr_buf body;               /* the request JSON */
     struct atr_buf resp;               /* non-streaming body, or error body head */
     struct atr_sse sse;
@@ -79,6 +80,7 @@ struct atr_llm_client {
     struct event_base *base;
     CURLM *multi;
     struct event *timer;
+    struct event *collect;             /* made active to read finished transfers */
     struct curl_slist *headers;
     char *url[2];                      /* indexed by enum atr_llm_api */
     long timeout_ms;
@@ -163,6 +165,7 @@ static void finish(struct req *r)
     struct atr_llm_result res = {
         .id = r->id,
         .start_s = r->start_s,
+        .sent_s = r->sent_s,
         .end_s = r->end_s,
         .chunk_s = r->chunks,
         .n_chunks = r->n_chunks,
@@ -464,6 +467,13 @@ static void on_timer(evutil_socket_t fd, short kind, void *arg)
     check_info(c);
 }
 
+/* Finished transfers of a kick in atr_llm_client_send, read from the loop:
+ * on_done is never called from inside send. */
+static void on_collect(evutil_socket_t fd, short kind, void *arg)
+{
+    check_info(arg);
+}
+
 static int on_curl_timer(CURLM *multi, long ms, void *ud)
 {
     struct atr_llm_client *c = ud;
@@ -551,6 +561,28 @@ static void on_stall(evutil_socket_t fd, short kind, void *arg)
 
 /* ---- requests ---------------------------------------------------------------- */
 
+/* When the request's bytes leave. libcurl calls its pre-request callback
+ * once it holds a connection (new or reused, connect done), at the top of
+ * its DO state, and in the same call goes on to build the header and write
+ * header and body with one send(): this stamp is a few microseconds of
+ * libcurl's own CPU before the first byte is written, never a wait. It
+ * costs one clock read per request. The alternatives: CURLOPT_DEBUGFUNCTION's
+ * CURLINFO_HEADER_OUT fires just after the write but only with
+ * CURLOPT_VERBOSE, which formats every info message of every transfer;
+ * CURLINFO_PRETRANSFER_TIME_T counts from a start libcurl resets after a
+ * wait for a connection; a read callback for the body would split the
+ * request into two writes; CURLINFO_POSTTRANSFER_TIME_T (the last byte
+ * sent) needs libcurl 8.10. A retry on a fresh connection (the reused one
+ * had died) stamps again: the server answers the last attempt. */
+#if LIBCURL_VERSION_NUM >= 0x075000   /* 7.80.0; before it sent_s stays 0 */
+static int on_prereq(void *ud, char *remote_ip, char *local_ip, int remote_port, int local_port)
+{
+    (void)remote_ip, (void)local_ip, (void)remote_port, (void)local_port;
+    ((struct req *)ud)->sent_s = atr_llm_now();
+    return CURL_PREREQFUNC_OK;
+}
+#endif
+
 static void req_free(struct req *r)
 {
     event_del(&r->stall_ev);
@@ -579,6 +611,10 @@ static struct req *req_new(struct atr_llm_client *c, struct atr_error *err)
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, r->errbuf);
+#if LIBCURL_VERSION_NUM >= 0x075000
+    curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, on_prereq);
+    curl_easy_setopt(e, CURLOPT_PREREQDATA, r);
+#endif
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, c->headers);
     curl_easy_setopt(e, CURLOPT_POST, 1L);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
@@ -628,6 +664,7 @@ int atr_llm_client_send(struct atr_llm_client *c, uint64_t id, enum atr_llm_api 
     curl_easy_setopt(r->easy, CURLOPT_POSTFIELDS, r->body.data);
     curl_easy_setopt(r->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
     r->start_s = r->last_byte_s = atr_llm_now();
+    r->sent_s = 0;
     CURLMcode mc = curl_multi_add_handle(c->multi, r->easy);
     if (mc != CURLM_OK) {
         r->next = c->free_list;
@@ -643,6 +680,15 @@ int atr_llm_client_send(struct atr_llm_client *c, uint64_t id, enum atr_llm_api 
         struct timeval tv = seconds_tv(c->stall_s);
         evtimer_add(&r->stall_ev, &tv);
     }
+    /* Kick libcurl now: it takes the new handle (and any other due work),
+     * and with a connection free writes the request in this call, instead
+     * of on the timer it just asked for, a turn of the loop later, after
+     * every socket that is ready meanwhile (that turn was most of the gap
+     * between handing a request over and its bytes leaving). A transfer
+     * this finishes is read from the loop (on_collect). */
+    int running;
+    curl_multi_socket_action(c->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+    event_active(c->collect, EV_TIMEOUT, 0);
     return 0;
 }
 
@@ -699,7 +745,8 @@ static int setup_multi(struct atr_llm_client *c, const struct atr_llm_client_cfg
 {
     c->multi = curl_multi_init();
     c->timer = evtimer_new(c->base, on_timer, c);
-    if (!c->multi || !c->timer)
+    c->collect = event_new(c->base, -1, 0, on_collect, c);
+    if (!c->multi || !c->timer || !c->collect)
         return -1;
     curl_multi_setopt(c->multi, CURLMOPT_SOCKETFUNCTION, on_curl_socket);
     curl_multi_setopt(c->multi, CURLMOPT_SOCKETDATA, c);
@@ -717,18 +764,24 @@ static int setup_multi(struct atr_llm_client *c, const struct atr_llm_client_cfg
     return 0;
 }
 
+/* curl_global_init is not thread-safe: once per process. */
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_init_rc;
+
+static void init_curl(void)
+{
+    curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
 struct atr_llm_client *atr_llm_client_new(struct event_base *base,
                                           const struct atr_llm_client_cfg *cfg,
                                           atr_llm_done_fn on_done, void *ctx,
                                           struct atr_error *err)
 {
-    static bool curl_ready;
-    if (!curl_ready) {
-        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-            atr_error_set(err, "cannot initialise libcurl");
-            return NULL;
-        }
-        curl_ready = true;
+    pthread_once(&curl_once, init_curl);   /* clients of several threads */
+    if (curl_init_rc != CURLE_OK) {
+        atr_error_set(err, "cannot initialise libcurl");
+        return NULL;
     }
     if (!cfg->base_url || !cfg->base_url[0]) {
         atr_error_set(err, "no base URL");
@@ -772,6 +825,8 @@ void atr_llm_client_free(struct atr_llm_client *c)
         sock_free(c, c->socks);
     if (c->timer)
         event_free(c->timer);
+    if (c->collect)
+        event_free(c->collect);
     curl_slist_free_all(c->headers);
     free(c->url[0]);
     free(c->url[1]);

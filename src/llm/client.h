@@ -60,6 +60,9 @@ struct atr_llm_client_cfg {
 struct atr_llm_result {
     uint64_t id;              /* the caller's id */
     double start_s;           /* request handed to libcurl */
+    double sent_s;            /* its bytes start to leave: libcurl has a connection
+                                 and writes the request (connect included); 0 when
+                                 it never got that far (e.g. "connect") */
     double end_s;             /* last content chunk on success, failure time otherwise */
     const double *chunk_s;    /* arrival time of each content chunk */
     size_t n_chunks;

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "sched/heap.h"
 #include "util/alloc.h"
@@ -46,6 +47,13 @@ struct driver {
     int warm_status;                 /* HTTP status of the last failed warm-up */
     char warm_reason[320];
 };
+
+static double wall_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 static double rel_now(const struct driver *d)
 {
@@ -199,6 +207,7 @@ static void record(struct driver *d, const struct atr_llm_result *r, const struc
     o->recs[o->n++] = (struct atr_llm_record){
         .id = r->id, .scheduled_s = ts->scheduled_s, .send_s = ts->send_s,
         .start_s = r->start_s - d->t0, .end_s = r->end_s - d->t0,
+        .sent_s = r->sent_s > 0 ? r->sent_s - d->t0 : 0,
         .chunk_s = chunks, .n_chunks = r->n_chunks,
         .prompt_tokens = r->prompt_tokens, .output_tokens = r->output_tokens,
         .cached_tokens = r->cached_tokens, .success = r->success,
@@ -378,6 +387,10 @@ int atr_llm_replay(const struct atr_llm_replay_cfg *cfg, struct atr_llm_replay_r
             rc = atr_heap_push(&d.due, cfg->starts[i], &d.first[i], err) < 0 ? -1 : 0;
         }
         d.t0 = atr_llm_now();
+        if (cfg->start_at > 0)       /* the wall clock's epoch, on the monotonic clock */
+            d.t0 += cfg->start_at - wall_now();
+        if (cfg->start_sync)
+            d.t0 = cfg->start_sync(cfg->start_ctx, d.t0);
         if (rc == 0)
             arm_timer(&d);
         if (rc == 0 && out->total && d.failed == 0 && !(cfg->stop && *cfg->stop))

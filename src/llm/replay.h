@@ -16,7 +16,10 @@
  * and an output cap (max_tokens = the cap, min_tokens = the recorded length
  * under it, so the engine stops where the cap truncates).
  *
- * Times in the records are seconds since the first scheduled send.
+ * Times in the records are seconds since the schedule's 0 (the first
+ * scheduled send, or start_at). A record's sent_s is when its bytes began
+ * to leave (llm/client.h), so sent_s - scheduled_s holds every wait: timer,
+ * slot queue, connection.
  * Memory: the result owns its records, their chunk arrays and their reason
  * strings; atr_llm_replay_release frees them. cfg and what it points to are
  * borrowed for the call. */
@@ -47,6 +50,17 @@ struct atr_llm_replay_cfg {
     unsigned n_targets;
     struct atr_policy *policy;           /* NULL: every request as recorded */
     unsigned warmup;                     /* uncounted requests before the clock starts */
+    /* The schedule's 0 on the wall clock (CLOCK_REALTIME seconds since the
+     * epoch), shared by the shards of a run on several machines; 0: as soon
+     * as the warm-up is done. One already past starts at once, every
+     * request as late as the epoch says (the lag shows it). */
+    double start_at;
+    /* Replays on several threads (one loop each) share one clock: each
+     * calls this once it is ready to start, with the monotonic time it
+     * would take as the schedule's 0, and takes the one returned. NULL:
+     * none. */
+    double (*start_sync)(void *ctx, double t0);
+    void *start_ctx;
     /* Set (e.g. by a signal handler) to stop early: finished requests are
      * kept, the rest dropped, and the result is marked incomplete. */
     const volatile sig_atomic_t *stop;

@@ -162,9 +162,16 @@ int atr_router_model_write(const struct atr_router_model *m, struct atr_buf *b)
     rc |= atr_buf_puts(b, "\n  ],\n  \"trained_on\": {\"profile\": ");
     rc |= atr_json_write_string(b, m->profile, strlen(m->profile));
     rc |= atr_buf_printf(b, ", \"traces\": %llu, \"samples\": %llu, \"label\": \"%s\", "
-                         "\"margin\": %.17g, \"holdout\": %.17g, \"seed\": %llu}\n}\n",
+                         "\"margin\": %.17g, \"holdout\": %.17g, \"seed\": %llu",
                          (unsigned long long)m->traces, (unsigned long long)m->samples, m->label,
                          m->margin, m->holdout, (unsigned long long)m->seed);
+    if (m->holdout_sources[0]) {
+        rc |= atr_buf_puts(b, ", \"holdout_sources\": ");
+        rc |= atr_json_write_string(b, m->holdout_sources, strlen(m->holdout_sources));
+    }
+    if (m->no_cut_wins)
+        rc |= atr_buf_puts(b, ", \"cut_wins\": false");
+    rc |= atr_buf_puts(b, "}\n}\n");
     return rc ? -1 : 0;
 }
 
@@ -308,6 +315,10 @@ static void read_trained_on(const struct atr_json *root, struct atr_router_model
         snprintf(m->label, sizeof m->label, "session");
     atr_json_get_num(t, "margin", &m->margin);
     atr_json_get_num(t, "holdout", &m->holdout);
+    const struct atr_json *cw = atr_json_get(t, "cut_wins");
+    m->no_cut_wins = atr_json_is(cw, ATR_JSON_FALSE);
+    if ((s = atr_json_get_str(t, "holdout_sources", NULL)))
+        snprintf(m->holdout_sources, sizeof m->holdout_sources, "%s", s);
     if (atr_json_get_i64(t, "seed", &i) && i >= 0)
         m->seed = (uint64_t)i;
     if (atr_json_get_i64(t, "traces", &i) && i >= 0)

@@ -12,6 +12,7 @@
 #ifndef ATR_POLICY_LEARNED_MODEL_H
 #define ATR_POLICY_LEARNED_MODEL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -63,6 +64,8 @@ struct atr_router_model {
     char label[16];               /* "request" or "session" */
     double margin;                /* a candidate beats the default only by more than this */
     double holdout;               /* fraction of sessions held out */
+    char holdout_sources[256];    /* "A,B": sources held out instead ("" none) */
+    bool no_cut_wins;             /* labels: a cut output cannot win ("cut_wins": false) */
     uint64_t seed;
     uint64_t traces, samples;
 };

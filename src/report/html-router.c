@@ -279,6 +279,33 @@ static void model_tables(struct atr_buf *b, const struct atr_html_router *r)
     atr_buf_puts(b, " (ReLU between, softmax out)</td></tr>\n</tbody></table>\n");
 }
 
+/* `router eval --by-source`: one row per held-out source, accuracy beside
+ * that source's majority baseline. */
+static void folds_table(struct atr_buf *b, const struct atr_json *folds)
+{
+    if (!atr_json_is(folds, ATR_JSON_ARRAY) || !folds->u.kids.count)
+        return;
+    atr_buf_puts(b, "<table class=\"router-folds\"><thead><tr><th>held-out source</th>"
+                    "<th>sessions</th><th>requests</th><th>accuracy %</th>"
+                    "<th>majority baseline</th><th>baseline %</th></tr></thead><tbody>\n");
+    for (const struct atr_json *f = folds->u.kids.first; f; f = f->next) {
+        double ses = NAN, n = NAN, correct = NAN, maj = NAN;
+        atr_json_get_num(f, "sessions", &ses);
+        atr_json_get_num(f, "requests", &n);
+        atr_json_get_num(f, "correct", &correct);
+        atr_json_get_num(f, "majority_correct", &maj);
+        atr_buf_puts(b, "<tr>");
+        atr_html_td_str(b, atr_json_get_str(f, "source", NULL));
+        atr_html_td_num(b, ses, 0);
+        atr_html_td_num(b, n, 0);
+        atr_html_td_num(b, n > 0 ? 100 * correct / n : NAN, 1);
+        atr_html_td_str(b, atr_json_get_str(f, "majority", NULL));
+        atr_html_td_num(b, n > 0 ? 100 * maj / n : NAN, 1);
+        atr_buf_puts(b, "</tr>\n");
+    }
+    atr_buf_puts(b, "</tbody></table>\n");
+}
+
 static void eval_tables(struct atr_buf *b, const struct router_eval *e)
 {
     const struct atr_json *r = e->root, *cands = atr_json_get(r, "candidates");
@@ -317,6 +344,7 @@ static void eval_tables(struct atr_buf *b, const struct router_eval *e)
         atr_buf_puts(b, "</tr>\n");
     }
     atr_buf_puts(b, "</tbody></table>\n");
+    folds_table(b, atr_json_get(r, "folds"));
     const struct atr_json *lat = atr_json_get(r, "latency");
     if (!atr_json_is(lat, ATR_JSON_ARRAY) || !lat->u.kids.count)
         return;

@@ -91,13 +91,20 @@ static void backward(const struct atr_mlp *m, double act[ATR_MLP_MAX_LAYERS + 1]
     }
 }
 
-double atr_mlp_loss(const struct atr_mlp *m, const double *x, const uint32_t *y,
-                    const size_t *idx, size_t n, const double *class_weight,
-                    struct atr_mlp *grad)
+/* A sample's weight: its class's times its own. */
+static double weight_of(const uint32_t *y, size_t s, const double *class_weight,
+                        const double *sample_weight)
+{
+    return (class_weight ? class_weight[y[s]] : 1) * (sample_weight ? sample_weight[s] : 1);
+}
+
+static double loss_weighted(const struct atr_mlp *m, const double *x, const uint32_t *y,
+                            const size_t *idx, size_t n, const double *class_weight,
+                            const double *sample_weight, struct atr_mlp *grad)
 {
     double wsum = 0;
     for (size_t k = 0; k < n; k++)
-        wsum += class_weight ? class_weight[y[idx[k]]] : 1;
+        wsum += weight_of(y, idx[k], class_weight, sample_weight);
     if (wsum <= 0)
         return 0;
     double loss = 0;
@@ -107,7 +114,7 @@ double atr_mlp_loss(const struct atr_mlp *m, const double *x, const uint32_t *y,
         atr_mlp_forward_layers(m, x + s * m->n_in, act);
         const double *z = act[m->n_layers];
         double lse = atr_mlp_softmax(z, m->n_out, p);
-        double w = (class_weight ? class_weight[y[s]] : 1) / wsum;
+        double w = weight_of(y, s, class_weight, sample_weight) / wsum;
         loss += w * (lse - z[y[s]]);
         if (!grad)
             continue;
@@ -115,6 +122,13 @@ double atr_mlp_loss(const struct atr_mlp *m, const double *x, const uint32_t *y,
         backward(m, act, p, w, grad);
     }
     return loss;
+}
+
+double atr_mlp_loss(const struct atr_mlp *m, const double *x, const uint32_t *y,
+                    const size_t *idx, size_t n, const double *class_weight,
+                    struct atr_mlp *grad)
+{
+    return loss_weighted(m, x, y, idx, n, class_weight, NULL, grad);
 }
 
 /* One Adam update of m from the gradient g (zeroed after); mo and ve are
@@ -164,7 +178,7 @@ void atr_mlp_train(struct atr_mlp *m, const double *x, const uint32_t *y, size_t
         }
         for (size_t s = 0; s < n; s += batch) {
             size_t len = n - s < batch ? n - s : batch;
-            atr_mlp_loss(m, x, y, order + s, len, cfg->class_weight, &g);
+            loss_weighted(m, x, y, order + s, len, cfg->class_weight, cfg->sample_weight, &g);
             adam_step(m, &g, &mo, &ve, cfg->lr, cfg->l2, ++t);
         }
     }

@@ -40,6 +40,7 @@ struct atr_mlp_train_cfg {
     double l2;                    /* weight decay on weights (not biases) */
     uint64_t seed;                /* shuffling */
     const double *class_weight;   /* [n_out] or NULL */
+    const double *sample_weight;  /* [n] or NULL: times the class weight */
 };
 
 /* Adam on mini-batches of the rows x[0..n) (n_in each) with labels y;

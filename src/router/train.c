@@ -103,12 +103,18 @@ static int candidate_runs(const struct atr_router_sim *sim, const struct atr_rou
                           const struct rows *rw, struct atr_router_data *d,
                           struct outcome *by_row, struct outcome *sent, struct atr_error *err)
 {
-    size_t nc = cfg->n_candidates;
-    for (size_t c = 0; c < nc; c++) {
+    size_t nc = cfg->n_candidates, ng = cfg->group ? cfg->n_groups : 1;
+    bool *keep = cfg->group ? xcalloc(rw->w->n_sessions, sizeof *keep) : NULL;
+    for (size_t k = 0; k < nc * ng; k++) {
+        size_t c = k % nc, g = k / nc;
+        for (size_t s = 0; keep && s < rw->w->n_sessions; s++)
+            keep[s] = cfg->group[s] == g;
         struct outcome *o = NULL;
         size_t n = 0;
-        if (run_policy(sim, NULL, cfg->candidates[c], NULL, &o, &n, err) < 0)
+        if (run_policy(sim, keep, cfg->candidates[c], NULL, &o, &n, err) < 0) {
+            free(keep);
             return -1;
+        }
         for (size_t i = 0; i < n; i++) {
             long r = row_of(rw, &o[i]);
             if (r < 0)
@@ -121,6 +127,7 @@ static int candidate_runs(const struct atr_router_sim *sim, const struct atr_rou
         }
         free(o);
     }
+    free(keep);
     return 0;
 }
 
@@ -174,6 +181,13 @@ static bool acted(const struct outcome *sent, size_t row, size_t nc, size_t c, s
            a->cached_tokens != b->cached_tokens;
 }
 
+/* Whether candidate c's request produced fewer output tokens than the
+ * default's: a cut answer, shorter but not faster (--cut-wins no). */
+static bool cut(const struct outcome *sent, size_t row, size_t nc, size_t c, size_t def)
+{
+    return sent[row * nc + c].output_tokens < sent[row * nc + def].output_tokens;
+}
+
 static void labels(const struct rows *rw, const struct atr_router_label_cfg *cfg,
                    const struct outcome *sent, struct atr_router_data *d)
 {
@@ -184,7 +198,10 @@ static void labels(const struct rows *rw, const struct atr_router_label_cfg *cfg
         for (size_t t = 0; t < nt; t++) {
             double obj[ATR_ROUTER_MAX_CANDIDATES];
             for (size_t c = 0; c < nc; c++) {
-                obj[c] = d->objective[(b + t) * nc + (acted(sent, b + t, nc, c, def) ? c : def)];
+                bool a = acted(sent, b + t, nc, c, def);
+                obj[c] = d->objective[(b + t) * nc + (a ? c : def)];
+                if (cfg->no_cut_wins && cut(sent, b + t, nc, c, def) && obj[c] < obj[def])
+                    obj[c] = obj[def];
                 sum[c] += obj[c];
             }
             d->y[b + t] = pick(obj, nc, def, cfg->margin);
@@ -192,9 +209,14 @@ static void labels(const struct rows *rw, const struct atr_router_label_cfg *cfg
         if (cfg->by_session)
             for (size_t t = 0; t < nt; t++)
                 d->y[b + t] = pick(sum, nc, d->default_candidate, cfg->margin);
-        bool held = atr_router_held_out(rw->w->sessions[s].trace_id, cfg->split_seed, cfg->holdout);
-        for (size_t t = 0; t < nt; t++)
+        size_t g = cfg->group ? cfg->group[s] : 0;
+        bool held = cfg->held_group ? cfg->held_group[g]
+                    : atr_router_held_out(rw->w->sessions[s].trace_id, cfg->split_seed,
+                                          cfg->holdout);
+        for (size_t t = 0; t < nt; t++) {
             d->held_out[b + t] = held;
+            d->group[b + t] = g;
+        }
         if (nt)
             *(held ? &d->n_sessions_held_out : &d->n_sessions_train) += 1;
     }
@@ -235,6 +257,7 @@ int atr_router_label(const struct atr_router_sim *sim, const struct atr_router_l
     d->objective = xcalloc(n * nc, sizeof *d->objective);
     d->session = xcalloc(n, sizeof *d->session);
     d->held_out = xcalloc(n, sizeof *d->held_out);
+    d->group = xcalloc(n, sizeof *d->group);
     struct outcome *by_row = xcalloc(n, sizeof *by_row), *sent = xcalloc(n * nc, sizeof *sent);
     int rc = candidate_runs(sim, cfg, &rw, d, by_row, sent, err);
     if (rc == 0) {
@@ -256,7 +279,55 @@ void atr_router_data_release(struct atr_router_data *d)
     free(d->objective);
     free(d->session);
     free(d->held_out);
+    free(d->group);
     memset(d, 0, sizeof *d);
+}
+
+void atr_router_split_groups(struct atr_router_data *d, const bool *held_group)
+{
+    d->n_sessions_held_out = d->n_sessions_train = 0;
+    for (size_t i = 0; i < d->n; i++) {
+        d->held_out[i] = held_group[d->group[i]];
+        if (i == 0 || d->session[i] != d->session[i - 1])   /* rows are in session order */
+            *(d->held_out[i] ? &d->n_sessions_held_out : &d->n_sessions_train) += 1;
+    }
+}
+
+bool atr_router_split_sound(const struct atr_router_data *d)
+{
+    size_t n_ses = 0;
+    for (size_t i = 0; i < d->n; i++)
+        if (d->session[i] + 1 > n_ses)
+            n_ses = d->session[i] + 1;
+    signed char *side = xcalloc(n_ses ? n_ses : 1, 1);   /* 0 unseen, 1 train, 2 held out */
+    bool sound = true;
+    for (size_t i = 0; i < d->n && sound; i++) {
+        signed char v = d->held_out[i] ? 2 : 1;
+        sound = !side[d->session[i]] || side[d->session[i]] == v;
+        side[d->session[i]] = v;
+    }
+    free(side);
+    return sound;
+}
+
+/* Per training row (rows not held out, in order): 1 / its group's training
+ * rows, scaled to mean 1, so every source weighs the same in the loss. */
+static double *source_weights(const struct atr_router_data *d, size_t n)
+{
+    size_t ng = 0;
+    for (size_t i = 0; i < d->n; i++)
+        if (d->group[i] + 1 > ng)
+            ng = d->group[i] + 1;
+    size_t *count = xcalloc(ng, sizeof *count), groups = 0;
+    for (size_t i = 0; i < d->n; i++)
+        if (!d->held_out[i])
+            groups += count[d->group[i]]++ == 0;
+    double *w = xcalloc(n, sizeof *w);
+    for (size_t i = 0, k = 0; i < d->n; i++)
+        if (!d->held_out[i])
+            w[k++] = (double)n / ((double)groups * (double)count[d->group[i]]);
+    free(count);
+    return w;
 }
 
 int atr_router_train(const struct atr_router_data *d, const struct atr_router_train_cfg *cfg,
@@ -271,21 +342,31 @@ int atr_router_train(const struct atr_router_data *d, const struct atr_router_tr
         return atr_error_set(err, "router: no training sessions (every session is held out)");
     if (atr_mlp_init(out, ATR_ROUTER_N_FEATURES, hidden, nh, d->n_candidates, cfg->seed, err) < 0)
         return -1;
-    double *x = xcalloc(n * ATR_ROUTER_N_FEATURES, sizeof *x);
+    uint32_t used = cfg->inputs ? cfg->inputs : ~0u;
+    double *x = xcalloc(n * ATR_ROUTER_N_FEATURES, sizeof *x), *sw = NULL;
     uint32_t *y = xcalloc(n, sizeof *y);
     for (size_t i = 0, k = 0; i < d->n; i++) {
         if (d->held_out[i])
             continue;
-        memcpy(x + k * ATR_ROUTER_N_FEATURES, d->x + i * ATR_ROUTER_N_FEATURES,
-               ATR_ROUTER_N_FEATURES * sizeof *x);
+        for (size_t f = 0; f < ATR_ROUTER_N_FEATURES; f++)
+            x[k * ATR_ROUTER_N_FEATURES + f] = used >> f & 1 ? d->x[i * ATR_ROUTER_N_FEATURES + f]
+                                                             : 0;
         y[k++] = d->y[i];
     }
+    struct atr_mlp_layer *L = &out->layers[0];
+    for (size_t o = 0; o < L->out; o++)          /* unused inputs: weight 0, gradient 0 */
+        for (size_t f = 0; f < L->in; f++)
+            if (!(used >> f & 1))
+                L->w[o * L->in + f] = 0;
+    if (cfg->balance_sources)
+        sw = source_weights(d, n);
     atr_mlp_fit_standardize(out, x, n);
     struct atr_mlp_train_cfg tc = { .epochs = cfg->epochs, .batch = cfg->batch, .lr = cfg->lr,
-                                    .l2 = cfg->l2, .seed = cfg->seed };
+                                    .l2 = cfg->l2, .seed = cfg->seed, .sample_weight = sw };
     atr_mlp_train(out, x, y, n, &tc);
     free(x);
     free(y);
+    free(sw);
     return 0;
 }
 
@@ -307,4 +388,111 @@ void atr_router_evaluate(const struct atr_mlp *m, const struct atr_router_data *
         if (count[c] > count[out->majority])
             out->majority = c;
     out->majority_correct = count[out->majority];
+}
+
+void atr_router_eval_add(struct atr_router_eval *sum, const struct atr_router_eval *e, size_t nc)
+{
+    sum->n += e->n;
+    sum->correct += e->correct;
+    size_t count[ATR_ROUTER_MAX_CANDIDATES] = { 0 };
+    for (size_t r = 0; r < nc; r++)
+        for (size_t c = 0; c < nc; c++) {
+            sum->confusion[r][c] += e->confusion[r][c];
+            count[r] += sum->confusion[r][c];
+        }
+    sum->majority = 0;
+    for (size_t r = 1; r < nc; r++)
+        if (count[r] > count[sum->majority])
+            sum->majority = r;
+    sum->majority_correct = count[sum->majority];
+}
+
+/* Scores m on the rows of group g. */
+static void evaluate_group(const struct atr_mlp *m, const struct atr_router_data *d, size_t g,
+                           struct atr_router_eval *out)
+{
+    memset(out, 0, sizeof *out);
+    size_t count[ATR_ROUTER_MAX_CANDIDATES] = { 0 };
+    for (size_t i = 0; i < d->n; i++) {
+        if (d->group[i] != g)
+            continue;
+        size_t p = atr_mlp_predict(m, d->x + i * ATR_ROUTER_N_FEATURES);
+        out->confusion[d->y[i]][p]++;
+        out->correct += p == d->y[i];
+        count[d->y[i]]++;
+        out->n++;
+    }
+    for (size_t c = 0; c < d->n_candidates; c++)
+        if (count[c] > count[out->majority])
+            out->majority = c;
+    out->majority_correct = count[out->majority];
+}
+
+int atr_router_fold(struct atr_router_data *d, size_t n_groups, size_t g, size_t skip,
+                    const struct atr_router_train_cfg *cfg, struct atr_router_eval *ev,
+                    struct atr_error *err)
+{
+    bool *held = xcalloc(n_groups ? n_groups : 1, sizeof *held);
+    for (size_t k = 0; k < n_groups; k++)
+        held[k] = k == g || k == skip;
+    atr_router_split_groups(d, held);
+    free(held);
+    if (!atr_router_split_sound(d))             /* sessions lie in one group */
+        return atr_error_set(err, "router: a session on both sides of the split");
+    bool trainable = false;
+    for (size_t i = 0; i < d->n && !trainable; i++)
+        trainable = !d->held_out[i];
+    if (!trainable)                             /* no other group: nothing to train on */
+        return 0;
+    struct atr_mlp m;
+    memset(&m, 0, sizeof m);
+    int rc = atr_router_train(d, cfg, &m, err);
+    if (rc == 0)
+        evaluate_group(&m, d, g, ev);
+    atr_mlp_release(&m);
+    return rc < 0 ? -1 : 1;
+}
+
+int atr_router_loso(struct atr_router_data *d, size_t n_groups, size_t skip,
+                    const struct atr_router_train_cfg *cfg, struct atr_router_eval *pooled,
+                    struct atr_router_eval *per_group, struct atr_error *err)
+{
+    bool *has = xcalloc(n_groups ? n_groups : 1, sizeof *has);
+    for (size_t i = 0; i < d->n; i++)
+        has[d->group[i]] = true;
+    if (per_group)
+        memset(per_group, 0, n_groups * sizeof *per_group);
+    int rc = 0;
+    for (size_t g = 0; g < n_groups && rc >= 0; g++) {
+        if (!has[g] || g == skip)
+            continue;
+        struct atr_router_eval ev;
+        if ((rc = atr_router_fold(d, n_groups, g, skip, cfg, &ev, err)) == 1) {
+            atr_router_eval_add(pooled, &ev, d->n_candidates);
+            if (per_group)
+                per_group[g] = ev;
+        }
+    }
+    free(has);
+    return rc < 0 ? -1 : 0;
+}
+
+int atr_router_select(struct atr_router_data *d, size_t n_groups, size_t skip,
+                      const struct atr_router_train_cfg *grid, size_t n_grid, size_t *best,
+                      struct atr_error *err)
+{
+    double best_acc = -1;
+    *best = 0;
+    for (size_t k = 0; k < n_grid; k++) {
+        struct atr_router_eval pool;
+        memset(&pool, 0, sizeof pool);
+        if (atr_router_loso(d, n_groups, skip, &grid[k], &pool, NULL, err) < 0)
+            return -1;
+        double acc = pool.n ? (double)pool.correct / (double)pool.n : 0;
+        if (acc > best_acc) {
+            best_acc = acc;
+            *best = k;
+        }
+    }
+    return 0;
 }

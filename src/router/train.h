@@ -10,7 +10,10 @@
  * the ones the learned policy computes at decision time, from the request
  * fields the driver fills (session history from the default's run).
  * Sessions, not requests, are split into train and held-out sets by a
- * seeded hash of their trace id.
+ * seeded hash of their trace id, or by group (source; router/sources.h):
+ * the source-held-out protocol (atr_router_fold, atr_router_loso,
+ * atr_router_select) trains on some sources and scores others, whole
+ * sessions on one side.
  *
  * Nothing here prints. Memory: atr_router_data owns its arrays;
  * atr_router_data_release frees them. The workload and configs are
@@ -47,6 +50,16 @@ struct atr_router_label_cfg {
     double margin;                        /* e.g. 0.05 */
     double holdout;                       /* fraction of sessions held out */
     uint64_t split_seed;
+    /* Sources (router/sources.h), or NULL for one group: group[session]
+     * in 0..n_groups. Each group runs in the simulator on its own (a
+     * source's labels do not depend on what other sources are in the
+     * files), and held_group[g] (when not NULL) holds out whole groups
+     * instead of the seeded hash of sessions. */
+    const size_t *group;
+    size_t n_groups;
+    const bool *held_group;
+    bool no_cut_wins;                     /* a candidate that produced fewer output
+                                             tokens than the default cannot beat it */
 };
 
 /* One row per request of the workload, in session then turn order. */
@@ -56,6 +69,7 @@ struct atr_router_data {
     uint32_t *y;                          /* label: candidate index */
     double *objective;                    /* [n][n_candidates], seconds */
     size_t *session;                      /* workload session index */
+    size_t *group;                        /* per row: its session's group (0 without) */
     bool *held_out;                       /* per row (its session's) */
     size_t n_sessions_held_out, n_sessions_train;
 };
@@ -68,11 +82,24 @@ int atr_router_label(const struct atr_router_sim *sim, const struct atr_router_l
                      struct atr_router_data *out, struct atr_error *err);
 void atr_router_data_release(struct atr_router_data *d);
 
+/* Holds out the rows of the groups with held_group[g] and nothing else
+ * (a fold of the source-held-out protocol), recounting the sessions. */
+void atr_router_split_groups(struct atr_router_data *d, const bool *held_group);
+/* Whether every session has all its rows on one side of the split (the
+ * protocol's invariant: no session is both trained on and scored). */
+bool atr_router_split_sound(const struct atr_router_data *d);
+
 struct atr_router_train_cfg {
     size_t hidden[2];                     /* widths; 0 ends the list */
     unsigned epochs, batch;
     double lr, l2;
     uint64_t seed;
+    /* Bit f set: feature f (atr_router_feature_names) is an input; 0: all.
+     * The others get zero first-layer weights (their column is zero in
+     * training, so they stay zero): the model file keeps every feature and
+     * decides the same everywhere, but ignores those. */
+    uint32_t inputs;
+    bool balance_sources;         /* weigh each group's rows to the same total */
 };
 
 /* Fits standardisation and trains a fresh MLP on the rows not held out. */
@@ -90,6 +117,33 @@ struct atr_router_eval {
  * any constant choice could do there. */
 void atr_router_evaluate(const struct atr_mlp *m, const struct atr_router_data *d, bool all,
                          struct atr_router_eval *out);
+
+/* Adds the counts of e to sum (majority recomputed over sum's labels). */
+void atr_router_eval_add(struct atr_router_eval *sum, const struct atr_router_eval *e, size_t nc);
+
+/* One fold: trains on every group but g and skip (SIZE_MAX: none) and
+ * scores g's rows into *ev. 1 when scored, 0 when no group was left to
+ * train on, -1 on error. The split is checked with atr_router_split_sound. */
+int atr_router_fold(struct atr_router_data *d, size_t n_groups, size_t g, size_t skip,
+                    const struct atr_router_train_cfg *cfg, struct atr_router_eval *ev,
+                    struct atr_error *err);
+
+/* Leave one group out over the groups with rows, except `skip` (a group
+ * left out entirely: an outer fold's test source; SIZE_MAX for none): for
+ * each, trains on the other groups (not skip) and scores that group's rows.
+ * Adds every group's evaluation to *pooled and, when per_group is not
+ * NULL, sets per_group[g] (n_groups entries, zeroed first). Changes
+ * d->held_out; every split is checked with atr_router_split_sound. */
+int atr_router_loso(struct atr_router_data *d, size_t n_groups, size_t skip,
+                    const struct atr_router_train_cfg *cfg, struct atr_router_eval *pooled,
+                    struct atr_router_eval *per_group, struct atr_error *err);
+
+/* Inner validation: the index of the config of grid[0..n_grid) with the
+ * best pooled leave-one-group-out accuracy over the groups but skip (the
+ * first on ties). Never looks at skip's rows. */
+int atr_router_select(struct atr_router_data *d, size_t n_groups, size_t skip,
+                      const struct atr_router_train_cfg *grid, size_t n_grid, size_t *best,
+                      struct atr_error *err);
 
 /* Runs the sessions with keep[i] (NULL: all) under policy name (options
  * may be NULL) and returns the mean E2E latency and TTFT, seconds. */

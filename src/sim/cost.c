@@ -1,6 +1,6 @@
 /* cost.c - GPU and model profiles (JSON files, parsed at first use) and the
- * roofline cost of one engine iteration. Every constant here is explained in
- * docs/sim.md. */
+ * cost of one engine iteration (GPU work plus the engine's CPU overhead).
+ * Every constant here is explained in docs/sim.md. */
 #include "sim/cost.h"
 
 #include <dirent.h>
@@ -20,18 +20,50 @@
 #define MIN_KV_TOKENS 16u         /* one vLLM block */
 #define PROFILE_MAX_BYTES (1u << 20)
 
-/* Calibration (docs/sim.md, "Calibration"). */
-#define COMPUTE_EFFICIENCY 0.5
-#define MEMORY_EFFICIENCY 0.75
-#define ITER_OVERHEAD_S 4e-3
-#define PER_SEQ_OVERHEAD_S 100e-6
+/* Calibration (docs/sim.md, "Calibration"): the same for every GPU and
+ * model, fitted to the calibration figures of bench/sim-fidelity. */
+#define COMPUTE_EFFICIENCY 0.39   /* of dense peak: model FLOPs utilisation of prefill */
+#define MEMORY_EFFICIENCY 0.76    /* of HBM bandwidth, weights and KV streamed */
 #define GPU_MEMORY_UTILIZATION 0.9
 #define ACTIVATION_RESERVE_BYTES (1.5 * GIB)
+/* A decoder layer is ~10 kernels (norm, QKV, rotary, KV write, attention,
+ * output projection, norm, gate/up, activation, down); each costs ~5 us of
+ * launch gap, ramp-up and tail beyond its bytes / bandwidth even when
+ * replayed from a CUDA graph. Launched one by one from Python (eager), each
+ * op adds ~8 us of dispatch the GPU waits for: SGLang measured +69 us per
+ * layer on Llama-3-8B at batch 1 (sglang#1401) and +100 us on Qwen3-0.6B
+ * under load (sglang#40346). */
+#define LAYER_GRAPH_S 52e-6
+#define LAYER_EAGER_S (LAYER_GRAPH_S + 80e-6)
+
+/* The CPU side of one engine flavour (docs/sim.md, "Calibration"). */
+struct flavour {
+    const char *name;
+    double step_s;            /* per iteration: schedule, prepare inputs, launch */
+    double seq_s;             /* per sequence: sampling bookkeeping, detokenise, stream */
+    double token_s;           /* per prefill token: positions, slot mapping, copy-in */
+    double overlap;           /* share of the CPU work hidden behind the GPU */
+    unsigned graph_max_seqs;  /* largest decode batch captured in a CUDA graph */
+};
+
+static const struct flavour flavours[] = {
+    /* vLLM 0.6-0.7 (V0 engine), the ISO-Bench era: scheduling, input
+     * preparation and output processing block the GPU. Fitted to batch-1
+     * decode (Qwen2.5 speed benchmark: 1.5 ms a step), a 100-sequence step
+     * (ISO-Bench) and a 256-sequence one (lm-eval gsm8k): 32 us a
+     * sequence. CUDA graphs for decode batches up to 256. */
+    {"vllm", 1.5e-3, 30e-6, 0.0, 0.0, 256},
+    /* SGLang >= 0.4: the same CPU work, but the overlap scheduler prepares
+     * batch i+1 while the GPU runs batch i, so a step costs the larger of
+     * the two; graphs up to batch 160 (cuda_graph_max_bs). Not fitted:
+     * no SGLang figure on a profiled GPU was found (docs/sim.md). */
+    {"sglang", 1.5e-3, 30e-6, 0.0, 1.0, 160},
+};
 
 /* ---- profile files ------------------------------------------------------ */
 
 /* The fields of a profile file; docs/sim.md, "Profile files", lists them. */
-enum field_kind { FIELD_STR, FIELD_NUM, FIELD_UINT };
+enum field_kind { FIELD_STR, FIELD_NUM, FIELD_UINT, FIELD_BOOL };
 
 struct field {
     const char *key;
@@ -66,6 +98,8 @@ static const struct field model_fields[] = {
     MODEL_F(bytes_per_weight, FIELD_NUM, false, "bytes"),
     MODEL_F(kv_bytes_per_elem, FIELD_UINT, false, "bytes"),
     MODEL_F(max_model_len, FIELD_UINT, false, "tokens"),
+    MODEL_F(vocab, FIELD_UINT, true, "tokens in the vocabulary"),
+    MODEL_F(tied_embeddings, FIELD_BOOL, true, ""),
     {NULL, FIELD_STR, 0, false, NULL},
 };
 
@@ -87,7 +121,8 @@ static const struct atr_model *const no_models[1];
 static const char *kind_name(enum field_kind k)
 {
     return k == FIELD_STR ? "a non-empty string"
-         : k == FIELD_NUM ? "a positive number" : "a positive integer";
+         : k == FIELD_NUM ? "a positive number"
+         : k == FIELD_BOOL ? "true or false" : "a positive integer";
 }
 
 /* What v is, for "got ..." in messages: a number's literal, else its type. */
@@ -109,6 +144,8 @@ static int set_field(struct atr_arena *a, const char *path, const struct field *
         ok = v->type == ATR_JSON_STRING && (f->optional || v->u.str.len);
     else if (f->kind == FIELD_NUM)
         ok = v->type == ATR_JSON_NUMBER && isfinite(v->u.num) && v->u.num > 0;
+    else if (f->kind == FIELD_BOOL)
+        ok = v->type == ATR_JSON_TRUE || v->type == ATR_JSON_FALSE;
     else
         ok = v->type == ATR_JSON_NUMBER && v->is_int && v->i > 0 && v->i <= UINT32_MAX;
     if (!ok) {
@@ -123,6 +160,8 @@ static int set_field(struct atr_arena *a, const char *path, const struct field *
         *(const char **)dst = atr_arena_strndup(a, v->u.str.s, v->u.str.len);
     else if (f->kind == FIELD_NUM)
         memcpy(dst, &v->u.num, sizeof(double));
+    else if (f->kind == FIELD_BOOL)
+        *(bool *)dst = v->type == ATR_JSON_TRUE;
     else
         *(unsigned *)dst = (unsigned)v->i;
     return 0;
@@ -157,7 +196,8 @@ static int set_fields(struct atr_arena *a, const char *path, const struct field 
                                 "expected a member \"%s\" (%s%s%s)", fields[i].key,
                                 kind_name(fields[i].kind), *fields[i].unit ? ", " : "",
                                 fields[i].unit);
-        *(const char **)((char *)base + fields[i].off) = "";
+        if (fields[i].kind == FIELD_STR)   /* other kinds stay 0 (calloc) */
+            *(const char **)((char *)base + fields[i].off) = "";
     }
     return 0;
 }
@@ -166,6 +206,14 @@ static int set_fields(struct atr_arena *a, const char *path, const struct field 
 static int check_model(const char *path, const struct atr_json *obj,
                        const struct atr_model *m, struct atr_error *err)
 {
+    double tables = (double)m->vocab * m->hidden * (m->tied_embeddings ? 1 : 2);
+    if (tables >= m->params) {
+        const struct atr_json *v = atr_json_get(obj, "vocab");
+        return atr_error_at(err, path, v->line, v->col,
+                            "expected \"vocab\" x \"hidden\"%s (%.4g) below \"params\" "
+                            "(%.4g), got %u", m->tied_embeddings ? "" : " x 2", tables,
+                            m->params, m->vocab);
+    }
     if (m->heads % m->kv_heads == 0)
         return 0;
     const struct atr_json *v = atr_json_get(obj, "kv_heads");
@@ -445,12 +493,21 @@ static double derive(struct atr_profile *p)
     const struct atr_model *m = p->model;
     p->compute_efficiency = COMPUTE_EFFICIENCY;
     p->memory_efficiency = MEMORY_EFFICIENCY;
-    p->iter_overhead_s = ITER_OVERHEAD_S;
-    p->per_seq_overhead_s = PER_SEQ_OVERHEAD_S;
     p->gpu_memory_utilization = GPU_MEMORY_UTILIZATION;
     p->activation_reserve_bytes = ACTIVATION_RESERVE_BYTES;
+    p->layer_graph_s = LAYER_GRAPH_S;
+    p->layer_eager_s = LAYER_EAGER_S;
+    p->cuda_graphs = true;
+    atr_profile_set_flavour(p, "vllm");
     p->kv_heads_per_gpu = kv_heads_per_gpu(m, p->tp);
     p->weight_bytes_per_gpu = m->params * m->bytes_per_weight / p->tp;
+    /* the embedding table(s): one when tied, an input table and an output
+     * head otherwise; without a vocab every weight is a body weight */
+    double table = (double)m->vocab * m->hidden;
+    p->head_params = table;
+    p->body_params = m->params - table * (m->tied_embeddings ? 1 : 2);
+    p->streamed_bytes_per_gpu = (m->params - (m->tied_embeddings ? 0 : table)) *
+                                m->bytes_per_weight / p->tp;
     p->kv_bytes_per_token = 2.0 * m->layers * p->kv_heads_per_gpu * m->head_dim *
                             m->kv_bytes_per_elem;
     double free_bytes = p->gpu->mem_bytes * p->gpu_memory_utilization -
@@ -565,24 +622,29 @@ static double attn_pairs(const struct atr_iter_work *w)
     return pairs + n * (double)w->prefill_ctx_tokens + n * (n + 1) / 2;
 }
 
-/* FLOPs per GPU: 2 per weight per token for the matrix products, and
- * 4 x layers x heads x head_dim per query-key pair (QK^T and PV). */
+/* FLOPs per GPU: 2 per body weight per new token for the matrix products,
+ * 2 per output-head weight per sequence (vLLM computes logits only for the
+ * last token of each sequence in the batch), and 4 x layers x heads x
+ * head_dim per query-key pair (QK^T and PV). */
 static double compute_seconds(const struct atr_profile *p, const struct atr_iter_work *w)
 {
     const struct atr_model *m = p->model;
     double tokens = (double)(w->prefill_tokens + w->decode_seqs);
-    double flops = 2.0 * m->params * tokens +
+    double seqs = (double)(w->decode_seqs + (w->prefill_seqs ? w->prefill_seqs
+                                             : w->prefill_tokens ? 1 : 0));
+    double flops = 2.0 * p->body_params * tokens + 2.0 * p->head_params * seqs +
                    4.0 * m->layers * (double)m->heads * m->head_dim * attn_pairs(w);
     return flops / (p->tp * p->gpu->peak_flops * p->compute_efficiency);
 }
 
-/* Bytes per GPU: all weights once, the KV of every context read once, and
- * the KV of every new token written. */
+/* Bytes per GPU: the weights a step streams once (all but an untied input
+ * embedding, of which only the batch's rows are read), the KV of every
+ * context read once, and the KV of every new token written. */
 static double memory_seconds(const struct atr_profile *p, const struct atr_iter_work *w)
 {
     double kv_tokens = (double)(w->decode_ctx_tokens + w->prefill_ctx_tokens +
                                 w->prefill_tokens + w->decode_seqs);
-    double bytes = p->weight_bytes_per_gpu + kv_tokens * p->kv_bytes_per_token;
+    double bytes = p->streamed_bytes_per_gpu + kv_tokens * p->kv_bytes_per_token;
     return bytes / (p->gpu->hbm_bytes_per_s * p->memory_efficiency);
 }
 
@@ -597,6 +659,31 @@ static double allreduce_seconds(const struct atr_profile *p, const struct atr_it
     return 2.0 * m->layers * (p->gpu->link_latency_s + bytes / p->gpu->link_bytes_per_s);
 }
 
+int atr_profile_set_flavour(struct atr_profile *p, const char *flavour)
+{
+    for (size_t i = 0; i < sizeof flavours / sizeof flavours[0]; i++)
+        if (!strcmp(flavours[i].name, flavour)) {
+            const struct flavour *f = &flavours[i];
+            p->flavour = f->name;
+            p->iter_overhead_s = f->step_s;
+            p->per_seq_overhead_s = f->seq_s;
+            p->per_token_overhead_s = f->token_s;
+            p->cpu_overlap = f->overlap;
+            p->graph_max_seqs = f->graph_max_seqs;
+            return 0;
+        }
+    return -1;
+}
+
+/* The fixed kernel cost of every layer: decode-only batches small enough
+ * replay a captured CUDA graph; prefill and mixed batches, and everything
+ * without graphs, launch kernel by kernel. */
+static double layer_seconds(const struct atr_profile *p, const struct atr_iter_work *w)
+{
+    bool graph = p->cuda_graphs && !w->prefill_tokens && w->decode_seqs <= p->graph_max_seqs;
+    return p->model->layers * (graph ? p->layer_graph_s : p->layer_eager_s);
+}
+
 double atr_iter_seconds(const struct atr_profile *p, const struct atr_iter_work *w)
 {
     if (!w->prefill_tokens && !w->decode_seqs)
@@ -604,7 +691,12 @@ double atr_iter_seconds(const struct atr_profile *p, const struct atr_iter_work 
     double seqs = (double)(w->prefill_seqs + w->decode_seqs);
     if (w->prefill_tokens && !w->prefill_seqs)
         seqs += 1;   /* at least one chunk */
-    double overhead = p->iter_overhead_s + p->per_seq_overhead_s * seqs;
-    return overhead + fmax(compute_seconds(p, w), memory_seconds(p, w)) +
-           allreduce_seconds(p, w);
+    double cpu = p->iter_overhead_s + p->per_seq_overhead_s * seqs +
+                 p->per_token_overhead_s * (double)w->prefill_tokens;
+    /* A step's kernels run one after another, each bound by compute or by
+     * memory, and at decode batch sizes a GEMM saturates neither: the two
+     * add (a roofline max() fits the calibration figures worse, docs/sim.md). */
+    double gpu = compute_seconds(p, w) + memory_seconds(p, w) + layer_seconds(p, w) +
+                 allreduce_seconds(p, w);
+    return cpu * (1 - p->cpu_overlap) + fmax(gpu, cpu * p->cpu_overlap);
 }

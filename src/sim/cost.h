@@ -1,13 +1,21 @@
-/* cost.h - hardware and model profiles, and the roofline cost of one
- * engine iteration (docs/sim.md).
+/* cost.h - hardware and model profiles, and the cost of one engine
+ * iteration (docs/sim.md).
  *
  * A profile is "GPU/MODEL" (e.g. "h100/llama-3.1-8b") with --tp tensor
  * parallelism. An iteration runs a batch: some prefill tokens (chunked
  * prefill) and some sequences decoding one token each. Its time is
- *   overhead + max(compute time, memory time)
- * where compute = 2 x params x tokens (+ attention FLOPs) / (peak FLOPs x
- * efficiency) and memory = (weights + KV bytes read) / (HBM bandwidth x
- * efficiency), per GPU under tensor parallelism, plus an all-reduce term.
+ *   CPU x (1 - overlap) + max(GPU, CPU x overlap)
+ *   GPU = compute + memory + layers x per-layer kernel floor + all-reduce
+ *   CPU = per step + per sequence x sequences + per token x prefill tokens
+ * where compute = (2 x body weights x tokens + 2 x output head x sequences
+ * + attention FLOPs) / (peak FLOPs x efficiency) and memory = (weights
+ * streamed + KV bytes read) / (HBM bandwidth x efficiency), per GPU under
+ * tensor parallelism. The two add: a step's kernels run one after another,
+ * and at decode batch sizes a GEMM saturates neither. The per-layer floor is the
+ * fixed cost of a layer's ~10 small kernels: less under CUDA-graph replay
+ * than when launched one by one from Python (eager). The CPU terms belong
+ * to the engine flavour (vllm, sglang), never to the model; overlap is the
+ * share of CPU work the engine hides behind GPU execution.
  *
  * GPUs and models are JSON files (docs/sim.md, "Profile files"): the
  * built-in ones in profiles/, embedded at build time, and the user's in the
@@ -18,6 +26,7 @@
 #ifndef ATR_SIM_COST_H
 #define ATR_SIM_COST_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -44,6 +53,10 @@ struct atr_model {
     unsigned kv_bytes_per_elem;  /* 2 (fp16 KV cache) */
     unsigned max_model_len;
     const char *note;            /* the file's "note", or "" */
+    /* Optional (0 / false when absent: the output head is then not told
+     * apart, and every weight counts as a matrix product per token): */
+    unsigned vocab;              /* tokens in the vocabulary (logits per sequence) */
+    bool tied_embeddings;        /* the output head is the input embedding table */
 };
 
 struct atr_profile {
@@ -51,7 +64,10 @@ struct atr_profile {
     const struct atr_model *model;
     unsigned tp;                 /* tensor parallel degree, >= 1 */
     /* Derived: */
-    double weight_bytes_per_gpu;
+    double weight_bytes_per_gpu;     /* every weight, resident */
+    double streamed_bytes_per_gpu;   /* read by every step: all but an untied input table */
+    double body_params;          /* weights applied to every token (no embedding tables) */
+    double head_params;          /* output head, applied once per sequence (vocab x hidden) */
     double kv_bytes_per_token;   /* all layers, K and V, per GPU */
     uint64_t kv_capacity_tokens; /* (gpu_mem * util - weights - activation reserve) / kv per token */
     /* Calibration constants (documented in docs/sim.md): */
@@ -63,7 +79,19 @@ struct atr_profile {
                                     detokenising, streaming) */
     double activation_reserve_bytes; /* per GPU, kept out of the KV cache */
     unsigned kv_heads_per_gpu;   /* kv_heads / tp, or 1 when heads are replicated */
+    /* Overhead model (docs/sim.md, "Cost of one iteration"): */
+    const char *flavour;         /* engine flavour of the CPU terms: "vllm", "sglang" */
+    double per_token_overhead_s; /* CPU cost per prefill token (input preparation) */
+    double cpu_overlap;          /* share of the CPU time hidden behind the GPU, 0..1 */
+    double layer_graph_s;        /* GPU floor per layer, kernels replayed from a CUDA graph */
+    double layer_eager_s;        /* the same, kernels launched one by one (eager) */
+    unsigned graph_max_seqs;     /* decode-only batches up to this size replay a graph */
+    bool cuda_graphs;            /* true (default); false as with vLLM's --enforce-eager */
 };
+
+/* Sets the CPU terms of an engine flavour, "vllm" (the default) or
+ * "sglang"; -1 for an unknown name (p unchanged). */
+int atr_profile_set_flavour(struct atr_profile *p, const char *flavour);
 
 /* Resolves "GPU/MODEL" with tp; errors name the known GPUs and models.
  * Loads the profiles first if nothing loaded them yet, as

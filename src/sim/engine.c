@@ -12,13 +12,7 @@
 #include "util/alloc.h"
 
 #define NIL UINT32_MAX
-
-struct block {
-    uint64_t hash;           /* valid when cached */
-    uint32_t ref;            /* requests holding it */
-    uint32_t prev, next;     /* LRU links while cached and ref == 0 */
-    bool cached;             /* registered in the hash map */
-};
+#define PREFETCH_AHEAD 8         /* loads started this many blocks ahead */
 
 struct req {
     struct atr_sim_record rec;   /* first: the public view */
@@ -29,6 +23,15 @@ struct req {
     uint32_t *blocks;            /* block table */
     uint32_t n_blocks, cap_blocks;
     uint32_t n_hashed;           /* leading blocks already checked into the cache */
+    uint32_t n_memo;             /* while waiting: blocks[0..n_memo) are the prefix
+                                    hits last found, to check before looking up */
+    /* Its last admission failed for want of blocks, with fail_hits prefix
+     * hits (the oldest of them in the LRU queue appended as number
+     * fail_lru_seq), fail_budget tokens of budget and the engine's
+     * n_released then (see still_fails). */
+    bool failed;
+    uint32_t fail_hits;
+    uint64_t fail_budget, fail_released, fail_lru_seq;
     uint32_t sched_new;          /* tokens scheduled in the current iteration */
     bool admitted_once;
     bool aborted;                /* atr_engine_abort: stop at the next safe point */
@@ -56,14 +59,37 @@ struct atr_engine {
     struct atr_heap events;
     bool busy, due;              /* iteration in flight / to be scheduled now */
 
-    struct block *blocks;
+    /* The blocks, a field to an array: the pool is read at random, and the
+     * hot paths touch ref and cached (5 bytes a block, cache-resident)
+     * far more often than the id. */
+    uint64_t *hash;              /* valid while cached */
+    uint32_t *ref;               /* requests holding it */
+    uint32_t *lru_at;            /* its index in e->lru while cached and ref == 0, else NIL */
+    bool *cached;                /* registered in the map */
     uint32_t n_blocks;
     uint32_t *free_stack;        /* uncached, unreferenced blocks */
     uint32_t n_free;
-    uint32_t lru_head, lru_tail, n_lru;
+    /* The LRU queue of cached unreferenced blocks, oldest first: a ring of
+     * lru_len entries from lru_head in e->lru, where entry i counts only
+     * while its block's lru_at is i (a block taken out by a prefix hit just
+     * forgets its index; n_lru counts the live ones). An array, not a
+     * linked list: appending is a store, and evictions read it in order. */
+    uint32_t *lru;
+    uint32_t lru_head, lru_len, lru_cap, n_lru;
+    uint64_t n_released;         /* blocks whose last reference went, ever */
+    uint64_t *lru_seq;           /* per block: its number when it last joined the queue */
+    uint64_t lru_appended;       /* blocks ever appended: numbers 1, 2, ... */
+    uint64_t lru_evicted_seq;    /* number of the last block evicted (0: none) */
     uint32_t used;               /* referenced blocks */
-    uint32_t *map;               /* open addressing: hash -> block, NIL empty */
+    /* Open addressing: map_key[i] -> map_val[i] (a block, NIL empty). The
+     * key kept beside its block spares a probe a visit to the block. */
+    uint64_t *map_key;
+    uint32_t *map_val;
     size_t map_mask;
+    unsigned block_shift;        /* log2(block_size) when a power of two, else 0 */
+    unsigned map_shift;          /* 64 - log2(slots): home = key >> map_shift */
+    uint64_t *evicted;           /* mixed keys of blocks evicted, to remove (n_blocks) */
+    uint32_t n_evicted;
 
     struct req_vec all, running, batch, done;
     struct engine_ring waiting;
@@ -190,84 +216,131 @@ static void token_add(struct atr_engine *e, struct req *r)
 
 /* ---- prefix-cache hash map (linear probing, backward-shift delete) ---- */
 
-static size_t mix(uint64_t x)
+/* Multiplying by an odd constant is a bijection of 64-bit values, so mixed
+ * keys are equal exactly when ids are; a key's home slot is its top bits
+ * (Fibonacci hashing: the high bits of the product depend on every bit of
+ * the id). Two instructions where a full finaliser took a tenth of a run. */
+static uint64_t mix(uint64_t x)
 {
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebULL;
-    x ^= x >> 31;
-    return (size_t)x;
+    return x * 0x9e3779b97f4a7c15ULL;
+}
+
+/* Keys are kept mixed, so an entry's home needs no mixing when it moves. */
+static size_t home_of(const struct atr_engine *e, uint64_t k)
+{
+    return (size_t)(k >> e->map_shift);
 }
 
 static uint32_t map_find(const struct atr_engine *e, uint64_t hash)
 {
-    for (size_t i = mix(hash) & e->map_mask;; i = (i + 1) & e->map_mask) {
-        uint32_t b = e->map[i];
-        if (b == NIL || e->blocks[b].hash == hash)
+    uint64_t k = mix(hash);
+    for (size_t i = home_of(e, k);; i = (i + 1) & e->map_mask) {
+        uint32_t b = e->map_val[i];
+        if (b == NIL || e->map_key[i] == k)
             return b;
     }
 }
 
-static void map_insert(struct atr_engine *e, uint64_t hash, uint32_t b)
+/* Registers hash -> b unless hash is there already; the block holding it,
+ * or NIL when b was registered (one probe for both). */
+static uint32_t map_find_or_insert(struct atr_engine *e, uint64_t hash, uint32_t b)
 {
-    size_t i = mix(hash) & e->map_mask;
-    while (e->map[i] != NIL)
-        i = (i + 1) & e->map_mask;
-    e->map[i] = b;
+    uint64_t k = mix(hash);
+    size_t i = home_of(e, k);
+    for (; e->map_val[i] != NIL; i = (i + 1) & e->map_mask)
+        if (e->map_key[i] == k)
+            return e->map_val[i];
+    e->map_key[i] = k;
+    e->map_val[i] = b;
+    return NIL;
 }
 
-static void map_remove(struct atr_engine *e, uint64_t hash)
+static void map_remove(struct atr_engine *e, uint64_t k)
 {
-    size_t i = mix(hash) & e->map_mask;
-    while (e->blocks[e->map[i]].hash != hash)
+    size_t i = home_of(e, k);
+    while (e->map_key[i] != k || e->map_val[i] == NIL)
         i = (i + 1) & e->map_mask;
     /* Backward shift: pull later entries of the probe run into the hole so
      * lookups never stop early at it. */
-    for (size_t j = (i + 1) & e->map_mask; e->map[j] != NIL; j = (j + 1) & e->map_mask) {
-        size_t home = mix(e->blocks[e->map[j]].hash) & e->map_mask;
+    for (size_t j = (i + 1) & e->map_mask; e->map_val[j] != NIL; j = (j + 1) & e->map_mask) {
+        size_t home = home_of(e, e->map_key[j]);
         if (((j - home) & e->map_mask) >= ((j - i) & e->map_mask)) {
-            e->map[i] = e->map[j];
+            e->map_key[i] = e->map_key[j];
+            e->map_val[i] = e->map_val[j];
             i = j;
         }
     }
-    e->map[i] = NIL;
+    e->map_val[i] = NIL;
 }
 
 /* ---- block pool ---- */
 
 static void lru_unlink(struct atr_engine *e, uint32_t b)
 {
-    struct block *k = &e->blocks[b];
-    if (k->prev != NIL)
-        e->blocks[k->prev].next = k->next;
-    else
-        e->lru_head = k->next;
-    if (k->next != NIL)
-        e->blocks[k->next].prev = k->prev;
-    else
-        e->lru_tail = k->prev;
-    k->prev = k->next = NIL;
+    e->lru_at[b] = NIL;
     e->n_lru--;
+}
+
+/* Rewrites the ring with its live entries only, from index 0: when it is
+ * full, at least half of it is stale (lru_cap >= 2 * blocks), so this is
+ * rare. */
+static void lru_compact(struct atr_engine *e)
+{
+    uint32_t *v = xreallocarray(NULL, e->lru_cap, sizeof(*v)), k = 0;
+    for (uint32_t n = 0, i = e->lru_head; n < e->lru_len; n++, i = i + 1 == e->lru_cap ? 0 : i + 1) {
+        uint32_t b = e->lru[i];
+        if (e->lru_at[b] == i) {
+            e->lru_at[b] = k;
+            v[k++] = b;
+        }
+    }
+    free(e->lru);
+    e->lru = v;
+    e->lru_head = 0;
+    e->lru_len = k;
 }
 
 static void lru_append(struct atr_engine *e, uint32_t b)
 {
-    struct block *k = &e->blocks[b];
-    k->prev = e->lru_tail;
-    k->next = NIL;
-    if (e->lru_tail != NIL)
-        e->blocks[e->lru_tail].next = b;
-    else
-        e->lru_head = b;
-    e->lru_tail = b;
+    if (e->lru_len == e->lru_cap)
+        lru_compact(e);
+    uint32_t i = e->lru_head + e->lru_len;
+    if (i >= e->lru_cap)
+        i -= e->lru_cap;
+    e->lru_at[b] = i;
+    e->lru_seq[b] = ++e->lru_appended;
+    e->lru[i] = b;
+    e->lru_len++;
     e->n_lru++;
+}
+
+/* The oldest block of the queue, taken out; callers check n_lru first. */
+static uint32_t lru_pop(struct atr_engine *e)
+{
+    for (;;) {
+        uint32_t i = e->lru_head, b = e->lru[i];
+        e->lru_head = i + 1 == e->lru_cap ? 0 : i + 1;
+        if (e->lru_len > PREFETCH_AHEAD) {    /* evictions come in runs */
+            uint32_t ahead = i + PREFETCH_AHEAD;
+            if (ahead >= e->lru_cap)
+                ahead -= e->lru_cap;
+            __builtin_prefetch(&e->hash[e->lru[ahead]]);
+            __builtin_prefetch(&e->lru_at[e->lru[ahead]]);
+        }
+        e->lru_len--;
+        if (e->lru_at[b] == i) {
+            e->lru_at[b] = NIL;
+            e->n_lru--;
+            e->lru_evicted_seq = e->lru_seq[b];
+            return b;
+        }
+    }
 }
 
 static void block_ref(struct atr_engine *e, uint32_t b)
 {
-    if (e->blocks[b].ref++ == 0) {
-        if (e->blocks[b].cached)
+    if (e->ref[b]++ == 0) {
+        if (e->cached[b])
             lru_unlink(e, b);
         e->used++;
     }
@@ -275,10 +348,11 @@ static void block_ref(struct atr_engine *e, uint32_t b)
 
 static void block_unref(struct atr_engine *e, uint32_t b)
 {
-    if (--e->blocks[b].ref > 0)
+    if (--e->ref[b] > 0)
         return;
     e->used--;
-    if (e->blocks[b].cached)
+    e->n_released++;
+    if (e->cached[b])
         lru_append(e, b);
     else
         e->free_stack[e->n_free++] = b;
@@ -292,15 +366,30 @@ static uint32_t block_alloc(struct atr_engine *e)
     if (e->n_free) {
         b = e->free_stack[--e->n_free];
     } else {
-        b = e->lru_head;
-        lru_unlink(e, b);
-        map_remove(e, e->blocks[b].hash);
-        e->blocks[b].cached = false;
+        b = lru_pop(e);
+        e->evicted[e->n_evicted++] = mix(e->hash[b]);   /* map_flush removes it */
+        e->cached[b] = false;
         e->st.evictions++;
     }
-    e->blocks[b].ref = 1;
+    e->ref[b] = 1;
     e->used++;
     return b;
+}
+
+/* Removes the ids of the blocks evicted since the last call from the map.
+ * In a batch, their slots can be loaded well ahead: one at a time, each
+ * removal waited for a cache miss. Called before the map is read again. */
+static void map_flush(struct atr_engine *e)
+{
+    for (uint32_t j = 0; j < e->n_evicted; j++) {
+        if (j + PREFETCH_AHEAD < e->n_evicted) {
+            size_t i = home_of(e, e->evicted[j + PREFETCH_AHEAD]);
+            __builtin_prefetch(&e->map_key[i]);
+            __builtin_prefetch(&e->map_val[i]);
+        }
+        map_remove(e, e->evicted[j]);
+    }
+    e->n_evicted = 0;
 }
 
 static void req_reserve_blocks(struct req *r, uint32_t n)
@@ -314,9 +403,12 @@ static void req_reserve_blocks(struct req *r, uint32_t n)
     r->cap_blocks = cap;
 }
 
+/* Blocks for a number of tokens: a shift for the usual power-of-two block
+ * size (it is asked for every running request every iteration). */
 static uint32_t blocks_for(const struct atr_engine *e, uint64_t tokens)
 {
-    return (uint32_t)((tokens + e->cfg.block_size - 1) / e->cfg.block_size);
+    tokens += e->cfg.block_size - 1;
+    return (uint32_t)(e->block_shift ? tokens >> e->block_shift : tokens / e->cfg.block_size);
 }
 
 /* Extends r's block table to hold `tokens` tokens; false (nothing changed)
@@ -334,14 +426,19 @@ static void req_grow(struct atr_engine *e, struct req *r, uint64_t tokens, bool 
     req_reserve_blocks(r, want);
     while (r->n_blocks < want)
         r->blocks[r->n_blocks++] = block_alloc(e);
+    map_flush(e);
 }
 
 /* Frees in reverse so a request's tail blocks are evicted before its head:
  * the head is the part other prompts are likeliest to share. */
 static void req_free_blocks(struct atr_engine *e, struct req *r)
 {
-    while (r->n_blocks)
+    r->n_memo = r->n_blocks;        /* a preempted request finds them first */
+    while (r->n_blocks) {
+        if (r->n_blocks > PREFETCH_AHEAD)
+            __builtin_prefetch(&e->ref[r->blocks[r->n_blocks - 1 - PREFETCH_AHEAD]]);
         block_unref(e, r->blocks[--r->n_blocks]);
+    }
     r->n_hashed = 0;
 }
 
@@ -352,44 +449,72 @@ static void req_cache_blocks(struct atr_engine *e, struct req *r)
     if (!e->cfg.prefix_caching)
         return;
     uint64_t full = r->computed / e->cfg.block_size;
-    while (r->n_hashed < r->n_hash && r->n_hashed < full) {
+    uint32_t end = r->n_hash < full ? r->n_hash : (uint32_t)full;
+    while (r->n_hashed < end) {
         uint32_t i = r->n_hashed++;
+        if (i + PREFETCH_AHEAD < end) {
+            size_t at = home_of(e, mix(r->hash_ids[i + PREFETCH_AHEAD]));
+            __builtin_prefetch(&e->map_val[at]);
+            __builtin_prefetch(&e->map_key[at]);
+        }
         uint32_t b = r->blocks[i];
         uint64_t h = r->hash_ids[i];
-        if (e->blocks[b].cached || map_find(e, h) != NIL)
+        if (e->cached[b] || map_find_or_insert(e, h, b) != NIL)
             continue;
-        e->blocks[b].cached = true;
-        e->blocks[b].hash = h;
-        map_insert(e, h, b);
+        e->cached[b] = true;
+        e->hash[b] = h;
     }
 }
 
 /* ---- admission and preemption ---- */
 
 /* Leading blocks of r found in the cache, leaving at least one token to
- * compute (the last token must run to produce logits, as in vLLM). */
-static uint32_t prefix_hits(const struct atr_engine *e, const struct req *r,
-                            uint32_t *in_lru)
+ * compute (the last token must run to produce logits, as in vLLM); the
+ * blocks go to r->blocks[0..n), which admit takes as they are. A queue head
+ * waiting for memory is matched every iteration: the blocks it found last
+ * time are checked first (still cached under the same id is what a lookup
+ * would find, ids being unique in the map), so only what changed costs a
+ * lookup. */
+static uint32_t prefix_hits(struct atr_engine *e, struct req *r, uint32_t *in_lru,
+                            uint64_t *oldest)
 {
     uint64_t limit = (r->num_tokens - 1) / e->cfg.block_size;
+    uint32_t max = r->n_hash < limit ? r->n_hash : (uint32_t)limit;
     uint32_t n = 0;
     *in_lru = 0;
-    if (!e->cfg.prefix_caching)
+    *oldest = UINT64_MAX;
+    if (!e->cfg.prefix_caching || max == 0)
         return 0;
-    while (n < r->n_hash && n < limit) {
+    req_reserve_blocks(r, max);
+    for (; n < r->n_memo && n < max; n++) {
+        uint32_t b = r->blocks[n];
+        if (!e->cached[b] || e->hash[b] != r->hash_ids[n])
+            break;
+        if (e->ref[b] == 0) {
+            (*in_lru)++;
+            if (e->lru_seq[b] < *oldest)
+                *oldest = e->lru_seq[b];
+        }
+    }
+    for (; n < max; n++) {
         uint32_t b = map_find(e, r->hash_ids[n]);
         if (b == NIL)
             break;
-        if (e->blocks[b].ref == 0)
+        if (e->ref[b] == 0) {
             (*in_lru)++;
-        n++;
+            if (e->lru_seq[b] < *oldest)
+                *oldest = e->lru_seq[b];
+        }
+        r->blocks[n] = b;
     }
+    r->n_memo = n;
     return n;
 }
 
 static void preempt(struct atr_engine *e, struct req *r)
 {
     req_free_blocks(e, r);
+    r->failed = false;
     r->computed = 0;
     r->rec.preemptions++;
     e->st.preemptions++;
@@ -429,29 +554,87 @@ static void schedule_running(struct atr_engine *e, uint64_t *budget, bool *preem
     }
 }
 
+/* Whether r cannot be admitted now whatever its prefix hits: even with the
+ * most hits possible, the blocks for its first chunk exceed the free and
+ * evictable ones. A queue head that waits for memory is tried every
+ * iteration, and matching its prefix each time was most of the lookups. */
+static bool cannot_fit(const struct atr_engine *e, const struct req *r, uint64_t budget)
+{
+    uint64_t hmax = 0;
+    if (e->cfg.prefix_caching) {
+        hmax = (r->num_tokens - 1) / e->cfg.block_size;
+        if (r->n_hash < hmax)
+            hmax = r->n_hash;
+    }
+    uint64_t rest = r->num_tokens - hmax * e->cfg.block_size;   /* computed at least */
+    if (rest > budget && !e->cfg.chunked_prefill)
+        return true;
+    return blocks_for(e, rest < budget ? rest : budget) > (uint64_t)e->n_free + e->n_lru;
+}
+
+/* Whether r, whose last admission failed, must fail again, without
+ * matching its prefix. Blocks it can have = free + evictable - its own
+ * hits in the LRU queue. That never grew if no block was released since
+ * (a release is the only way into the free stack or the queue; another
+ * request referencing one of r's hits takes one from both terms) and none
+ * of r's hits in the queue was evicted (the queue is evicted in order, so
+ * none at or after the oldest of them: else the hits after it stop being
+ * hits and become evictable). Its prefix cannot have grown if the id it
+ * stopped at is still not cached. And its budget changed in the direction
+ * that needs more (with chunked prefill a larger first chunk; without, a
+ * smaller limit). */
+static bool still_fails(struct atr_engine *e, const struct req *r, uint64_t budget)
+{
+    if (!r->failed || r->fail_released != e->n_released ||
+        e->lru_evicted_seq >= r->fail_lru_seq)
+        return false;
+    if (e->cfg.chunked_prefill ? budget < r->fail_budget : budget > r->fail_budget)
+        return false;
+    uint64_t limit = (r->num_tokens - 1) / e->cfg.block_size;
+    uint32_t max = r->n_hash < limit ? r->n_hash : (uint32_t)limit;
+    return !e->cfg.prefix_caching || r->fail_hits >= max ||
+           map_find(e, r->hash_ids[r->fail_hits]) == NIL;
+}
+
+static void admit_failed(struct atr_engine *e, struct req *r, uint32_t hits, uint64_t budget,
+                         uint64_t oldest)
+{
+    r->failed = true;
+    r->fail_lru_seq = oldest;
+    r->fail_hits = hits;
+    r->fail_budget = budget;
+    r->fail_released = e->n_released;
+}
+
 /* Admits r with its prefix hits and a first chunk; *ok false if it does not
- * fit now (then nothing changed). */
+ * fit now (then nothing changed but what the next try may skip). */
 static void admit(struct atr_engine *e, struct req *r, uint64_t *budget, bool *ok)
 {
+    *ok = false;
+    if (still_fails(e, r, *budget) || cannot_fit(e, r, *budget))
+        return;
     uint32_t in_lru;
-    uint32_t hits = prefix_hits(e, r, &in_lru);
+    uint64_t oldest;
+    uint32_t hits = prefix_hits(e, r, &in_lru, &oldest);
     uint64_t cached = (uint64_t)hits * e->cfg.block_size;
     uint64_t n = r->num_tokens - cached;
-    *ok = false;
     if (n > *budget) {
-        if (!e->cfg.chunked_prefill)
+        if (!e->cfg.chunked_prefill) {
+            admit_failed(e, r, hits, *budget, oldest);
             return;
+        }
         n = *budget;
     }
     uint32_t want = blocks_for(e, cached + n);
-    if (want - hits > e->n_free + e->n_lru - in_lru)
+    if (want - hits > e->n_free + e->n_lru - in_lru) {
+        admit_failed(e, r, hits, *budget, oldest);
         return;
-    req_reserve_blocks(r, want);
-    for (uint32_t i = 0; i < hits; i++) {
-        uint32_t b = map_find(e, r->hash_ids[i]);
-        block_ref(e, b);
-        r->blocks[r->n_blocks++] = b;
     }
+    r->failed = false;
+    req_reserve_blocks(r, want);
+    for (uint32_t i = 0; i < hits; i++)
+        block_ref(e, r->blocks[i]);     /* prefix_hits put them there */
+    r->n_blocks = hits;
     r->n_hashed = hits;
     r->computed = cached;
     bool grown;
@@ -495,8 +678,9 @@ static void lpm_sort(struct atr_engine *e)
     struct lpm_item items[LPM_MAX_WAITING];
     for (size_t i = 0; i < q->len; i++) {
         uint32_t in_lru;
+        uint64_t oldest;
         struct req *r = q->v[(q->head + i) % q->cap];
-        items[i] = (struct lpm_item){ r, prefix_hits(e, r, &in_lru), i };
+        items[i] = (struct lpm_item){ r, prefix_hits(e, r, &in_lru, &oldest), i };
     }
     qsort(items, q->len, sizeof items[0], lpm_cmp);
     for (size_t i = 0; i < q->len; i++)
@@ -530,9 +714,8 @@ static void work_of_batch(const struct atr_engine *e, struct atr_iter_work *w)
         if (decode) {
             w->decode_seqs++;
             w->decode_ctx_tokens += r->num_tokens;
-        } else {
-            w->prefill_tokens += r->sched_new;
-            w->prefill_ctx_tokens += r->computed;
+        } else {     /* one chunk per request: its own attention pairs, its own sequence */
+            atr_iter_add_prefill(w, r->sched_new, r->computed);
         }
     }
 }
@@ -583,7 +766,8 @@ static void end_iteration(struct atr_engine *e)
         struct req *r = e->batch.v[i];
         r->computed += r->sched_new;
         r->sched_new = 0;
-        req_cache_blocks(e, r);
+        if (r->n_hashed < r->n_hash)   /* prompt blocks left to check in */
+            req_cache_blocks(e, r);
         if (r->aborted) {      /* computed KV stays cached; nothing is sampled */
             req_free_blocks(e, r);
             continue;
@@ -632,22 +816,41 @@ void atr_engine_cfg_defaults(struct atr_engine_cfg *cfg)
 
 static void engine_alloc(struct atr_engine *e)
 {
+    /* A sparse map (at most 1/8 full, 96 bytes a block): every evicted block
+     * is a removal whose backward shift walks the rest of its probe run,
+     * and short runs made the map's share of a simulation 3x smaller than
+     * at half full (issue 16). */
     size_t map_cap = 64;
-    while (map_cap < 2 * (size_t)e->n_blocks)
+    while (map_cap < 8 * (size_t)e->n_blocks)
         map_cap *= 2;
     e->map_mask = map_cap - 1;
-    e->blocks = xcalloc(e->n_blocks ? e->n_blocks : 1, sizeof(*e->blocks));
+    e->map_shift = 64;
+    for (size_t c = map_cap; c > 1; c >>= 1)
+        e->map_shift--;
+    size_t nb = e->n_blocks ? e->n_blocks : 1;
+    e->hash = xcalloc(nb, sizeof(*e->hash));
+    e->ref = xcalloc(nb, sizeof(*e->ref));
+    e->lru_at = xcalloc(nb, sizeof(*e->lru_at));
+    e->lru_seq = xcalloc(nb, sizeof(*e->lru_seq));
+    e->cached = xcalloc(nb, sizeof(*e->cached));
     e->free_stack = xreallocarray(NULL, e->n_blocks ? e->n_blocks : 1, sizeof(*e->free_stack));
-    e->map = xreallocarray(NULL, map_cap, sizeof(*e->map));
+    e->map_key = xcalloc(map_cap, sizeof(*e->map_key));
+    e->map_val = xreallocarray(NULL, map_cap, sizeof(*e->map_val));
+    e->evicted = xreallocarray(NULL, e->n_blocks ? e->n_blocks : 1, sizeof(*e->evicted));
+    e->lru_cap = 2 * e->n_blocks + 64;
+    e->lru = xcalloc(e->lru_cap, sizeof(*e->lru));
     e->hist = xcalloc(e->cfg.max_num_seqs + 1, sizeof(*e->hist));
     e->batch.v = xreallocarray(NULL, e->cfg.max_num_seqs + 1, sizeof(*e->batch.v));
-    memset(e->map, 0xff, map_cap * sizeof(*e->map));
+    memset(e->map_val, 0xff, map_cap * sizeof(*e->map_val));
     /* Stack order makes block 0 the first allocated: easier to read in tests. */
     for (uint32_t i = 0; i < e->n_blocks; i++) {
-        e->blocks[i].prev = e->blocks[i].next = NIL;
+        e->lru_at[i] = NIL;
         e->free_stack[i] = e->n_blocks - 1 - i;
     }
     e->n_free = e->n_blocks;
+    if (e->cfg.block_size > 1 && !(e->cfg.block_size & (e->cfg.block_size - 1)))
+        while ((1u << e->block_shift) < e->cfg.block_size)
+            e->block_shift++;
 }
 
 struct atr_engine *atr_engine_new(const struct atr_engine_cfg *cfg, struct atr_error *err)
@@ -669,7 +872,6 @@ struct atr_engine *atr_engine_new(const struct atr_engine_cfg *cfg, struct atr_e
     struct atr_engine *e = xcalloc(1, sizeof(*e));
     e->cfg = c;
     e->n_blocks = (uint32_t)nb;
-    e->lru_head = e->lru_tail = NIL;
     atr_heap_init(&e->events);
     engine_alloc(e);
     return e;
@@ -690,9 +892,16 @@ void atr_engine_free(struct atr_engine *e)
     free(e->batch.v);
     free(e->done.v);
     free(e->waiting.v);
-    free(e->blocks);
+    free(e->hash);
+    free(e->ref);
+    free(e->lru_at);
+    free(e->lru_seq);
+    free(e->cached);
     free(e->free_stack);
-    free(e->map);
+    free(e->map_key);
+    free(e->map_val);
+    free(e->evicted);
+    free(e->lru);
     free(e->hist);
     atr_heap_release(&e->events);
     free(e);

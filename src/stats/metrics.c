@@ -68,11 +68,11 @@ static double np_std(const double *a, size_t n)
  * (a + b) / 2, which can differ in the last bit from percentile 50. */
 static double np_median(struct atr_samples *s)
 {
-    (void)atr_samples_percentile(s, 50);   /* sorts s->v */
     size_t n = s->n;
     if (n % 2)
-        return s->v[n / 2];
-    return (0.0 + s->v[n / 2 - 1] + s->v[n / 2]) / 2;
+        return atr_samples_kth(s, n / 2);
+    double a = atr_samples_kth(s, n / 2 - 1);
+    return (0.0 + a + atr_samples_kth(s, n / 2)) / 2;
 }
 
 size_t atr_llm_pct_count(const struct atr_llm_bench_config *cfg)
@@ -142,6 +142,11 @@ double atr_llm_ttft_s(const struct atr_llm_record *r)
     return first_token_s(r) - r->start_s;
 }
 
+double atr_llm_sent_s(const struct atr_llm_record *r)
+{
+    return r->sent_s > 0 ? r->sent_s : r->start_s;
+}
+
 /* TPOT as vLLM's goodput sees it: 0 for one output token or none. */
 double atr_llm_tpot_s(const struct atr_llm_record *r)
 {
@@ -162,20 +167,189 @@ static bool is_good(const struct atr_llm_record *r, const struct atr_llm_bench_c
     return true;
 }
 
+/* ---- inter-token gaps, without an array of them ----
+ * They are most of a summary's samples (one per output token) and, from a
+ * simulation, repeat: every request decoding in an iteration gets that
+ * iteration's duration. So they are never copied out of the records: mean
+ * and std read them twice in record order (numpy's pairwise sums over the
+ * same sequence, so the same bits), and the percentiles come from their
+ * distinct values with counts, sorted (exact, 16 bytes a distinct gap
+ * instead of 8 a gap). */
+
+struct gap_reader {
+    const struct atr_llm_record *r;
+    size_t i, c;                    /* the next gap: r[i].chunk_s[c] - [c - 1] */
+};
+
+static size_t gap_count(const struct atr_llm_record *r, size_t n)
+{
+    size_t gaps = 0;
+    for (size_t i = 0; i < n; i++)
+        gaps += r[i].success && r[i].n_chunks > 1 ? r[i].n_chunks - 1 : 0;
+    return gaps;
+}
+
+/* The caller knows how many gaps there are and asks for no more. */
+static double gap_next(struct gap_reader *g)
+{
+    while (!g->r[g->i].success || g->c >= g->r[g->i].n_chunks) {
+        g->i++;
+        g->c = 1;
+    }
+    const double *t = g->r[g->i].chunk_s;
+    double v = t[g->c] - t[g->c - 1];
+    g->c++;
+    return v;
+}
+
+struct gap_value {
+    double v;
+    uint64_t n;                     /* how many times */
+};
+
+/* Distinct gaps (by bit pattern) with counts, in an open-addressing table;
+ * then their values sorted, with running totals. */
+struct gap_set {
+    struct gap_value *t;
+    size_t cap, len;
+    unsigned shift;                 /* slot = (bits * odd) >> shift */
+    double *sorted;                 /* the distinct values, ascending */
+    uint64_t *upto;                 /* gaps <= sorted[i] */
+};
+
+static uint64_t bits_of(double v)
+{
+    uint64_t b;
+    memcpy(&b, &v, sizeof b);
+    return b;
+}
+
+static struct gap_value *gap_set_slot(const struct gap_set *s, double v)
+{
+    uint64_t b = bits_of(v);
+    size_t i = (size_t)((b * 0x9e3779b97f4a7c15ULL) >> s->shift);
+    while (s->t[i].n && bits_of(s->t[i].v) != b)
+        i = (i + 1) & (s->cap - 1);
+    return &s->t[i];
+}
+
+static void gap_set_grow(struct gap_set *s)
+{
+    struct gap_set old = *s;
+    s->cap = old.cap ? 2 * old.cap : 1024;
+    s->shift = 64;
+    for (size_t c = s->cap; c > 1; c >>= 1)
+        s->shift--;
+    s->t = xcalloc(s->cap, sizeof *s->t);
+    for (size_t i = 0; i < old.cap; i++)
+        if (old.t[i].n)
+            *gap_set_slot(s, old.t[i].v) = old.t[i];
+    free(old.t);
+}
+
+static void gap_set_add(struct gap_set *s, double v)
+{
+    if (2 * (s->len + 1) > s->cap)
+        gap_set_grow(s);
+    struct gap_value *g = gap_set_slot(s, v);
+    if (!g->n) {
+        g->v = v;
+        s->len++;
+    }
+    g->n++;
+}
+
+/* Sorts the distinct values and counts the gaps up to each. */
+static void gap_set_rank(struct gap_set *s)
+{
+    s->sorted = xcalloc(s->len, sizeof *s->sorted);
+    s->upto = xcalloc(s->len, sizeof *s->upto);
+    size_t m = 0;
+    for (size_t i = 0; i < s->cap; i++)
+        if (s->t[i].n)
+            s->sorted[m++] = s->t[i].v;
+    atr_sort_doubles(s->sorted, m);
+    for (size_t i = 0; i < m; i++)
+        s->upto[i] = (i ? s->upto[i - 1] : 0) + gap_set_slot(s, s->sorted[i])->n;
+}
+
+/* The k-th smallest gap: the first distinct value with more than k gaps up
+ * to it. */
+static double gap_set_kth(void *ctx, size_t k)
+{
+    const struct gap_set *s = ctx;
+    size_t lo = 0, hi = s->len - 1;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->upto[mid] > k)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return s->sorted[lo];
+}
+
+/* pairwise_sum over the next n gaps, as over their array: the same splits,
+ * the same 128-value leaves, left before right. Each gap also goes into
+ * set, when there is one. */
+static double gap_sum(struct gap_reader *g, size_t n, double m, bool sq, struct gap_set *set)
+{
+    if (n <= 128) {
+        double a[128];
+        for (size_t i = 0; i < n; i++)
+            a[i] = gap_next(g);
+        if (set)
+            for (size_t i = 0; i < n; i++)
+                gap_set_add(set, a[i]);
+        return pairwise_sum(a, n, m, sq);
+    }
+    size_t n2 = n / 2;
+    n2 -= n2 % 8;
+    double left = gap_sum(g, n2, m, sq, set);
+    return left + gap_sum(g, n - n2, m, sq, set);
+}
+
+/* stat_fill_at for the inter-token gaps of r[0..n). */
+static void itl_fill(const struct atr_llm_record *r, size_t n,
+                     const struct atr_llm_bench_config *cfg, struct atr_llm_stat *st)
+{
+    memset(st, 0, sizeof *st);
+    size_t gaps = gap_count(r, n);
+    if (gaps == 0)
+        return;
+    struct gap_set s = { NULL, 0, 0, 0, NULL, NULL };
+    struct gap_reader g = { r, 0, 1 };
+    double m = gap_sum(&g, gaps, 0, false, &s) / (double)gaps;
+    st->mean = m * 1000;
+    g = (struct gap_reader){ r, 0, 1 };
+    st->std = sqrt(gap_sum(&g, gaps, m, true, NULL) / (double)gaps) * 1000;
+    gap_set_rank(&s);
+    double median = gaps % 2 ? gap_set_kth(&s, gaps / 2)
+        : (0.0 + gap_set_kth(&s, gaps / 2 - 1) + gap_set_kth(&s, gaps / 2)) / 2;
+    st->median = median * 1000;
+    double pct[ATR_LLM_MAX_PCT];
+    size_t np = atr_llm_pct_list(cfg, false, pct);
+    for (size_t i = 0; i < np; i++)
+        st->p[i] = atr_percentile_by_rank(gaps, pct[i], gap_set_kth, &s) * 1000;
+    free(s.t);
+    free(s.sorted);
+    free(s.upto);
+}
+
 struct sets {
-    struct atr_samples ttft, tpot, itl, e2el, ttft_send, e2el_send, queue, lag;
+    struct atr_samples ttft, tpot, e2el, ttft_send, e2el_send, queue, lag, send_lag;
 };
 
 static void sets_release(struct sets *k)
 {
     atr_samples_release(&k->ttft);
     atr_samples_release(&k->tpot);
-    atr_samples_release(&k->itl);
     atr_samples_release(&k->e2el);
     atr_samples_release(&k->ttft_send);
     atr_samples_release(&k->e2el_send);
     atr_samples_release(&k->queue);
     atr_samples_release(&k->lag);
+    atr_samples_release(&k->send_lag);
 }
 
 static void add_success(struct sets *k, const struct atr_llm_record *r,
@@ -192,8 +366,6 @@ static void add_success(struct sets *k, const struct atr_llm_record *r,
     atr_samples_add(&k->e2el_send, r->end_s - r->send_s);
     if (r->output_tokens > 1)
         atr_samples_add(&k->tpot, atr_llm_tpot_s(r));
-    for (size_t i = 1; i < r->n_chunks; i++)
-        atr_samples_add(&k->itl, r->chunk_s[i] - r->chunk_s[i - 1]);
     if (s->goodput_configured && is_good(r, c))
         s->good_completed++;
 }
@@ -274,16 +446,13 @@ static int peaks(const struct atr_llm_record *r, size_t n, struct atr_llm_summar
 static void fill_sets(const struct atr_llm_record *r, size_t n, struct sets *k,
                       struct atr_llm_summary *s, const struct atr_llm_bench_config *c)
 {
-    size_t gaps = 0;            /* the inter-token gaps: the largest set, sized once */
-    for (size_t i = 0; i < n; i++)
-        gaps += r[i].success && r[i].n_chunks > 1 ? r[i].n_chunks - 1 : 0;
-    atr_samples_reserve(&k->itl, gaps);
     for (size_t i = 0; i < n; i++) {
         if (r[i].success)
             add_success(k, &r[i], s, c);
         else
             s->failed++;
         atr_samples_add(&k->lag, r[i].send_s - r[i].scheduled_s);
+        atr_samples_add(&k->send_lag, atr_llm_sent_s(&r[i]) - r[i].scheduled_s);
         if (r[i].start_s >= r[i].send_s)   /* a request cut before its slot has no wait */
             atr_samples_add(&k->queue, r[i].start_s - r[i].send_s);
     }
@@ -390,7 +559,7 @@ int atr_llm_summarize(const struct atr_llm_record *r, size_t n,
     fill_duration(r, n, out);
     stat_fill(&k.ttft, cfg, &out->ttft);
     stat_fill(&k.tpot, cfg, &out->tpot);
-    stat_fill(&k.itl, cfg, &out->itl);
+    itl_fill(r, n, cfg, &out->itl);
     stat_fill(&k.e2el, cfg, &out->e2el);
     stat_fill(&k.ttft_send, cfg, &out->ttft_send);
     stat_fill(&k.e2el_send, cfg, &out->e2el_send);
@@ -398,6 +567,8 @@ int atr_llm_summarize(const struct atr_llm_record *r, size_t n,
     out->queue_p99_ms = pct_ms(&k.queue, 99);
     out->lag_p50_ms = pct_ms(&k.lag, 50);
     out->lag_p99_ms = pct_ms(&k.lag, 99);
+    out->send_lag_p50_ms = pct_ms(&k.send_lag, 50);
+    out->send_lag_p99_ms = pct_ms(&k.send_lag, 99);
     sets_release(&k);
     fill_sessions(r, n, cfg, out);
     count_failures(r, n, out);

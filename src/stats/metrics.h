@@ -46,6 +46,9 @@ struct atr_llm_record {
     double scheduled_s;     /* when the arrival schedule wanted it sent */
     double send_s;          /* released by the schedule (enters the slot queue) */
     double start_s;         /* got a concurrency slot, HTTP request issued */
+    double sent_s;          /* its bytes start to leave on a connection (what the
+                               server sees); 0: not measured (the simulator: its
+                               requests reach the engine at start_s) or never sent */
     double end_s;           /* last chunk (streaming) or failure time */
     const double *chunk_s;  /* arrival of every chunk with content, first included */
     size_t n_chunks;
@@ -112,6 +115,7 @@ struct atr_llm_summary {
     struct atr_llm_stat ttft_send, e2el_send;          /* from send_s */
     double queue_mean_ms, queue_p99_ms;                /* start_s - send_s */
     double lag_p50_ms, lag_p99_ms;                     /* send_s - scheduled_s */
+    double send_lag_p50_ms, send_lag_p99_ms;           /* atr_llm_sent_s - scheduled_s */
     struct atr_llm_sessions sessions;
     struct atr_llm_failure *failures;                  /* sorted by reason */
     size_t n_failures;
@@ -137,5 +141,9 @@ size_t atr_llm_pct_list(const struct atr_llm_bench_config *cfg, bool sessions,
 double atr_llm_ttft_s(const struct atr_llm_record *r);
 /* TPOT as vLLM's goodput sees it, seconds: 0 for one output token or none. */
 double atr_llm_tpot_s(const struct atr_llm_record *r);
+/* When the request left: sent_s, or start_s where that was not measured.
+ * The send lag (this minus scheduled_s) holds every wait before the server
+ * could see the request: timer, slot queue, connection, libcurl. */
+double atr_llm_sent_s(const struct atr_llm_record *r);
 
 #endif

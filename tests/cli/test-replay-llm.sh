@@ -125,6 +125,25 @@ for r in rows:
 \""
 check "queue time reported" "$J '$L/conc.json' \"r['atr']['mean_client_queue_ms'] > 100 and r['max_concurrency'] == 4\""
 
+# --- Send lag: taken when the request leaves, so a slot wait is in it. ---
+# One slot, 6 requests due at 0 on a server that answers each in >= 50 ms:
+# the k-th leaves >= 50k ms after its schedule. The timer fired on time
+# for all (schedule_lag_ms small); the send lag must hold the wait.
+head -n 6 "$L/req.ndjson" >"$L/six.ndjson"
+ok "replay max-concurrency 1" "$ATR" replay llm -q "$L/six.ndjson" --target "$URL" --rate inf \
+    --max-concurrency 1 --save-result "$L/one.json" --requests-out "$L/one.ndjson"
+check "send lag holds the slot wait (sent_s >= start_s >= send_s, last >= 250 ms)" "python3 -c \"
+import json
+rows = sorted((json.loads(l) for l in open('$L/one.ndjson')), key=lambda r: r['sent_s'])
+assert len(rows) == 6
+for r in rows:
+    assert r['sent_s'] >= r['start_s'] >= r['send_s'] >= r['scheduled_s'] == 0, r
+    assert abs(r['send_lag_ms'] - 1000 * r['sent_s']) < 1e-3, r
+    assert r['send_lag_ms'] >= r['queue_ms'] + r['schedule_lag_ms'] - 1e-3, r
+assert rows[-1]['send_lag_ms'] >= 250 > rows[-1]['schedule_lag_ms'], rows[-1]
+\""
+check "p99 send lag in the result, above the timer lag" "$J '$L/one.json' \"r['atr']['p99_send_lag_ms'] >= 200 and r['atr']['p99_send_lag_ms'] > r['atr']['p99_schedule_lag_ms']\""
+
 # --- Prefix reuse over HTTP: sessions share byte-identical prefixes. ---
 serve engine --profile h100/llama-3.1-8b
 ok "replay sessions on the engine" "$ATR" replay llm -q "$L/sessions.ndjson" \
@@ -302,6 +321,112 @@ exec 3>&-
 check "sim target: ctrl-c exits 130" "[ $st -eq 130 ]"
 check "sim target: ctrl-c says interrupted, once" "[ \"\$(cat '$L/sint.err')\" = 'atr: interrupted' ] && [ ! -s '$L/sint.out' ]"
 absent "sim target: ctrl-c leaves no result" "$L/sint.json"
+
+# --- Shards and --merge: a run on two "machines" is the run on one. ---
+# The sim: target is deterministic: 40 requests 1 s apart never overlap, so
+# each shard's requests take exactly what they take unsharded, and the
+# merged figures must equal the unsharded run's (percentiles exactly; sums
+# of another order to 1e-9).
+SIMT=sim:h100/llama-3.1-8b
+for sh in "" 0/2 1/2; do
+    n=$(echo "$sh" | tr -d /)
+    ok "sim run shard '$sh'" "$ATR" replay llm -q "$L/req.ndjson" --target $SIMT --rate 1 \
+        --arrival constant ${sh:+--shard $sh} --requests-out "$L/sh$n.ndjson" --save-result "$L/sh$n.json"
+done
+check "shards split the sessions: 20 + 20, every one once" "python3 -c \"
+import json
+a = [json.loads(l)['trace_id'] for l in open('$L/sh02.ndjson')]
+b = [json.loads(l)['trace_id'] for l in open('$L/sh12.ndjson')]
+u = [json.loads(l)['trace_id'] for l in open('$L/sh.ndjson')]
+assert len(a) == len(b) == 20 and sorted(a + b) == sorted(u) and not set(a) & set(b), (a, b)
+\""
+ok "merge two shards" "$ATR" replay llm --merge "$L/sh02.ndjson" "$L/sh12.ndjson" --rate 1 \
+    --percentiles 50,90,99 --save-result "$L/merged.json" --requests-out "$L/merged.ndjson"
+check "merge prints the block" "grep -q 'Serving Benchmark Result' '$T/out' && grep -Eq '^Successful requests: +40 *\$' '$T/out'"
+ok "merge the unsharded run" "$ATR" replay llm -q --merge "$L/sh.ndjson" --rate 1 \
+    --percentiles 50,90,99 --save-result "$L/unmerged.json"
+cat >"$L/same.py" <<'PY'
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+def flat(d, p=""):
+    for k, v in d.items():
+        if isinstance(v, dict):
+            yield from flat(v, p + k + ".")
+        else:
+            yield p + k, v
+fa, fb = dict(flat(a)), dict(flat(b))
+assert fa.keys() == fb.keys(), fa.keys() ^ fb.keys()
+for k, v in fa.items():
+    if k == "date":
+        continue
+    if k.split(".")[-1].startswith(("p", "median")) or not isinstance(v, float):
+        assert v == fb[k], (k, v, fb[k])          # percentiles, counts: exact
+    else:
+        assert abs(v - fb[k]) <= 1e-9 * max(1.0, abs(v)), (k, v, fb[k])
+assert fa["completed"] == 40 and fa["atr.p99_send_lag_ms"] == fb["atr.p99_send_lag_ms"]
+PY
+check "merged shards == unsharded run (percentiles exact)" "python3 '$L/same.py' '$L/merged.json' '$L/unmerged.json'"
+check "merged = unsharded run's own figures" "python3 -c \"
+import json
+m = json.load(open('$L/merged.json')); u = json.load(open('$L/sh.json'))
+for k in ('completed', 'total_output_tokens', 'p99_ttft_ms', 'mean_itl_ms', 'p99_e2el_ms', 'duration'):
+    assert abs(m[k] - u[k]) <= 1e-6 * max(1, abs(u[k])), (k, m[k], u[k])
+\""
+check "merged --requests-out has every line" "[ \$(wc -l <'$L/merged.ndjson') -eq 40 ]"
+# Over HTTP, two shards at once on one shared wall-clock start: together
+# they keep the one schedule (exactly the unsharded scheduled_s per trace),
+# and neither sends before the start (the run takes at least its wait).
+serve shards --ttft 5 --itl 1
+SURL=http://127.0.0.1:$PORT
+ok "http unsharded" "$ATR" replay llm -q "$L/req.ndjson" --target "$SURL" --rate 50 --seed 2 \
+    --requests-out "$L/hu.ndjson"
+at=$(($(date +%s) + 2))
+t0=$(date +%s)
+"$ATR" replay llm -q "$L/req.ndjson" --target "$SURL" --rate 50 --seed 2 --shard 0/2 \
+    --start-at "$at" --requests-out "$L/h0.ndjson" 2>"$L/h0.err" &
+p0=$!
+"$ATR" replay llm -q "$L/req.ndjson" --target "$SURL" --rate 50 --seed 2 --shard 1/2 \
+    --start-at "$at" --requests-out "$L/h1.ndjson" 2>"$L/h1.err" &
+p1=$!
+wait $p0; s0=$?
+wait $p1; s1=$?
+t1=$(date +%s)
+check "http shards ran (exit 0 both)" "[ $s0 -eq 0 ] && [ $s1 -eq 0 ]"
+check "http shards waited for --start-at" "[ $t1 -ge $at ]"
+check "http shards keep the unsharded schedule" "python3 -c \"
+import json
+s = lambda f: {json.loads(l)['trace_id']: json.loads(l)['scheduled_s'] for l in open(f)}
+u, a, b = s('$L/hu.ndjson'), s('$L/h0.ndjson'), s('$L/h1.ndjson')
+assert len(a) == len(b) == 20 and {**a, **b} == u, (a, b, u)
+\""
+ok "http merge" "$ATR" replay llm -q --merge "$L/h0.ndjson" "$L/h1.ndjson" --save-result "$L/hm.json"
+check "http merge: 40 requests, one duration" "$J '$L/hm.json' \"r['completed'] == 40 and 0.5 < r['duration'] < 30\""
+# --threads: two event loops, one run: every request, the one schedule.
+ok "http two threads" "$ATR" replay llm -q "$L/req.ndjson" --target "$SURL" --rate 50 --seed 2 \
+    --threads 2 --requests-out "$L/ht.ndjson" --save-result "$L/ht.json"
+check "threads: one schedule, every request once, none sent early" "python3 -c \"
+import json
+rows = [json.loads(l) for l in open('$L/ht.ndjson')]
+u = {json.loads(l)['trace_id']: json.loads(l)['scheduled_s'] for l in open('$L/hu.ndjson')}
+assert {r['trace_id']: r['scheduled_s'] for r in rows} == u and len(rows) == 40
+assert all(r['success'] and r['sent_s'] >= r['scheduled_s'] for r in rows)
+\""
+check "threads: the result counts all" "$J '$L/ht.json' \"r['completed'] == 40 and r['num_prompts'] == 40\""
+fails "threads: not for sim" 2 "--threads is for servers" "$ATR" replay llm "$L/req.ndjson" \
+    --target $SIMT --threads 2
+fails "threads: not with a policy" 2 "--threads does not combine with --policy" "$ATR" replay llm \
+    "$L/req.ndjson" --target "$SURL" --threads 2 --policy naive
+fails "merge: a line that is not a request" 1 "bad.ndjson:2:1: a request line wants \"scheduled_s\", a number" \
+    sh -c "head -n 1 '$L/h0.ndjson' >'$L/bad.ndjson'; echo '{\"id\": 1, \"success\": true}' >>'$L/bad.ndjson'; \"\$0\" replay llm --merge '$L/bad.ndjson' --save-result '$L/bad.json'" "$ATR"
+absent "merge: bad input leaves no result" "$L/bad.json"
+fails "merge: bad JSON" 1 "bad2.ndjson:1:[0-9]+: " \
+    sh -c "echo '{\"id\": ' >'$L/bad2.ndjson'; \"\$0\" replay llm --merge '$L/bad2.ndjson'" "$ATR"
+fails "shard: bad spec" 2 "--shard wants I/N" "$ATR" replay llm "$L/req.ndjson" --target "$URL" --shard 2/2
+fails "shard: empty shard" 1 "shard 39/50 has no llm steps" "$ATR" replay llm "$L/six.ndjson" \
+    --target $SIMT --shard 39/50
+fails "start-at: not for sim" 2 "--start-at is for servers" "$ATR" replay llm "$L/req.ndjson" \
+    --target $SIMT --start-at 1800000000
+fails "merge: no target" 2 "--merge reads request files" "$ATR" replay llm --merge "$L/h0.ndjson" --target "$URL"
 
 # --- Bad arguments. ---
 fails "replay llm needs a target" 2 "missing --target" "$ATR" replay llm "$L/req.ndjson"

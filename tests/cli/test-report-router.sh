@@ -42,6 +42,20 @@ t = t[:t.index('</table>')]
 cells = [[int(x) for x in re.findall(r'<td class=\"n[^\"]*\">(\d+)</td>', r)] for r in t.split('<tr>')[2:]]
 assert cells == e['confusion'], (cells, e['confusion'])
 EOF"
+"$ATR" gen -q --kind chat --traces 3 --seed 11 -o "$RR/chat.ndjson"
+ok report-router-by-source-eval "$ATR" router eval --by-source "$RR/swe.ndjson" "$RR/chat.ndjson" --profile rtx3090/qwen3-4b-awq --epochs 10 --json "$RR/by-source.json"
+ok report-router-by-source "$ATR" report "$RR/by-source.json" -o "$RR/bs.html"
+check report-router-folds-table "python3 - '$RR' <<'EOF'
+import json, re, sys
+d = sys.argv[1]
+e = json.load(open(d + '/by-source.json'))
+html = open(d + '/bs.html').read()
+t = html[html.index('<table class=\"router-folds\">'):]
+t = t[:t.index('</table>')]
+rows = [re.findall(r'<td[^>]*>([^<]*)</td>', r) for r in t.split('<tr>')[2:]]
+assert [r[0] for r in rows] == [f['source'] for f in e['folds']] == ['gen-swe', 'gen-chat'], rows
+assert [int(r[2]) for r in rows] == [f['requests'] for f in e['folds']], rows
+EOF"
 python3 -c "import json, sys; e = json.load(open(sys.argv[1])); e['candidates'][0] = '<img src=x onerror=alert(1)></script>'; e['scope'] = '<b>'; json.dump(e, open(sys.argv[2], 'w'))" \
     "$RR/eval.json" "$RR/hostile-eval.json"
 ok report-router-hostile "$ATR" report "$RR/hostile-eval.json" "$M" -o "$RR/h.html"

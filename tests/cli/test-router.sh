@@ -1,6 +1,8 @@
 # test-router.sh - atr router train|eval: a model trained on a small
 # generated workload, deterministic for a seed, evaluated with the learned
-# policy in the simulator; bad model files and usage errors.
+# policy in the simulator; bad model files and usage errors; router
+# decide; the source-held-out protocol (eval --by-source, --holdout-sources),
+# --inputs and --cut-wins.
 R=$T/router
 mkdir -p "$R"
 ok "router gen swe" "$ATR" gen -q --kind swe --traces 12 --seed 3 -o "$R/swe.ndjson"
@@ -48,3 +50,26 @@ fails "decide takes no TRACE" 2 "decide takes no TRACE argument" "$ATR" router d
 ok "router eval --json" "$ATR" router eval "$R/swe.ndjson" --model "$R/m.json" --json "$R/eval.json"
 check "eval json" "python3 -c \"import json; e=json.load(open('$R/eval.json')); n=len(e['candidates']); assert e['format']=='atr-router-eval/1' and len(e['confusion'])==n and sum(map(sum, e['confusion']))==e['requests'] and sum(e['confusion'][i][i] for i in range(n))==e['correct'] and e['latency'][0]['policy']=='learned', e\""
 fails "eval --json unwritable" 1 "no-such-dir" "$ATR" router eval "$R/swe.ndjson" --model "$R/m.json" --json "$R/no-such-dir/e.json"
+
+# Source-held-out protocol (docs/policies.md, "## learned"): sessions grouped
+# by their trace's source, each source labelled on its own.
+"$ATR" gen -q --kind chat --traces 8 --seed 3 -o "$R/chat.ndjson"
+ok "eval --by-source" "$ATR" router eval --by-source "$R/swe.ndjson" "$R/chat.ndjson" "$DATA/openai-chat/nebius_SWE-agent-trajectories.sample_raw.json" --profile rtx3090/qwen3-4b-awq --seed 3 --epochs 30 --json "$R/bysource.json"
+check "by-source: a line per held-out source, pooled" "grep -Eq '^gen-swe +12 +439 +[0-9.]+%  compaction' '$T/out' && grep -Eq '^gen-chat +8 ' '$T/out' && grep -Eq '^openai-chat +5 +49 ' '$T/out' && grep -Eq '^pooled: 5[0-9][0-9] requests, accuracy [0-9.]+% \\(majority baseline' '$T/out'"
+check "by-source json: folds add up to the pooled confusion" "python3 -c \"import json; e=json.load(open('$R/bysource.json')); F=e['folds']; n=len(e['candidates']); assert e['format']=='atr-router-eval/1' and e['scope']=='by-source' and [f['source'] for f in F]==['gen-swe','gen-chat','openai-chat'] and sum(f['requests'] for f in F)==e['requests']==sum(map(sum, e['confusion'])) and sum(f['correct'] for f in F)==e['correct'] and all(sum(F[k]['confusion'][i][j] for k in range(len(F)))==e['confusion'][i][j] for i in range(n) for j in range(n)), e\""
+ok "train --holdout-sources" "$ATR" router train "$R/swe.ndjson" "$R/chat.ndjson" --profile rtx3090/qwen3-4b-awq --seed 3 --epochs 30 --holdout-sources gen-chat -o "$R/hs.json"
+check "held-out = the source's sessions" "grep -Eq '\\([0-9]+ train, 8 held out\\)' '$T/out' && python3 -c \"import json; m=json.load(open('$R/hs.json')); assert m['trained_on']['holdout_sources']=='gen-chat', m['trained_on']\""
+ok "eval repeats the model's source split" "$ATR" router eval "$R/swe.ndjson" "$R/chat.ndjson" --model "$R/hs.json"
+check "eval scored the held-out source" "grep -q '^atr router eval: .*held-out sessions: 8$' '$T/out'"
+fails "holdout-sources unknown" 1 "^atr: holdout sources: no trace has source 'bogus' \\(sources: gen-swe, gen-chat\\)$" "$ATR" router train "$R/swe.ndjson" "$R/chat.ndjson" --profile rtx3090/qwen3-4b-awq --holdout-sources gen-chat,bogus -o "$R/hx.json"
+absent "no model from unknown source" "$R/hx.json"
+fails "holdout-sources all" 1 "every source is held out" "$ATR" router train "$R/swe.ndjson" --profile rtx3090/qwen3-4b-awq --holdout-sources gen-swe -o "$R/hx.json"
+fails "by-source one source" 1 "wants traces of 2 or more sources with llm requests, found 1" "$ATR" router eval --by-source "$R/swe.ndjson" --profile rtx3090/qwen3-4b-awq
+fails "by-source takes no model" 2 "eval --by-source trains its own models" "$ATR" router eval --by-source "$R/swe.ndjson" --model "$R/m.json" --profile rtx3090/qwen3-4b-awq
+fails "by-source needs a profile" 2 "eval --by-source: missing --profile" "$ATR" router eval --by-source "$R/swe.ndjson"
+fails "select needs by-source" 2 "--select is for router eval --by-source" "$ATR" router eval "$R/swe.ndjson" --model "$R/m.json" --select
+fails "inputs unknown" 2 "--inputs wants all or feature names" "$ATR" router train "$R/swe.ndjson" --profile rtx3090/qwen3-4b-awq --inputs log_turn,bogus -o "$R/hx.json"
+ok "train --inputs" "$ATR" router train "$R/swe.ndjson" --profile rtx3090/qwen3-4b-awq --seed 3 --epochs 30 --inputs log_input_tokens,prefix_reuse -o "$R/in.json"
+check "unused inputs have zero weights" "python3 -c \"import json; m=json.load(open('$R/in.json')); L=m['layers'][0]; W=L['weights']; assert all(W[o*12+f]==0 for o in range(L['out']) for f in range(12) if f not in (0,2)) and any(W[o*12]!=0 for o in range(L['out']))\""
+ok "train --cut-wins no" sh -c "'$ATR' router train '$R/swe.ndjson' --profile rtx3090/qwen3-4b-awq --seed 3 --epochs 30 -o '$R/c1.json' >'$R/c1.out' && '$ATR' router train '$R/swe.ndjson' --profile rtx3090/qwen3-4b-awq --seed 3 --epochs 30 --cut-wins no -o '$R/c2.json' >'$R/c2.out'"
+check "cut outputs no longer win labels" "python3 -c \"import json, re; n=[int(re.search(r'max-tokens (\\d+)', open('$R/c%d.out' % i).read()).group(1)) for i in (1, 2)]; a=json.load(open('$R/c1.json'))['trained_on']; b=json.load(open('$R/c2.json'))['trained_on']; assert n[1] < n[0] and 'cut_wins' not in a and b['cut_wins'] is False, (n, a, b)\""

@@ -412,7 +412,7 @@ struct got {
     int http_status;
     char reason[32];
     char detail[256];
-    double start_s, end_s;
+    double start_s, sent_s, end_s;
     double chunk_s[64];
     size_t n_chunks;
     int64_t prompt, output, cached;
@@ -453,6 +453,7 @@ static void on_done(void *ctx, const struct atr_llm_result *res)
     snprintf(g->reason, sizeof g->reason, "%s", res->reason ? res->reason : "");
     snprintf(g->detail, sizeof g->detail, "%s", res->detail ? res->detail : "");
     g->start_s = res->start_s;
+    g->sent_s = res->sent_s;
     g->end_s = res->end_s;
     g->n_chunks = res->n_chunks;
     for (size_t i = 0; i < res->n_chunks && i < 64; i++)
@@ -536,6 +537,8 @@ static void check_times(const struct got *g, int gap_ms)
     for (size_t i = 1; i < g->n_chunks; i++)
         assert_true(g->chunk_s[i] >= g->chunk_s[i - 1]);
     assert_true(g->chunk_s[0] > g->start_s);
+    /* Sent after it was handed over, answered after it was sent. */
+    assert_true(g->sent_s >= g->start_s && g->sent_s < g->chunk_s[0]);
     /* Chunks were sent gap_ms apart: the spread cannot be much shorter. */
     double spread = g->chunk_s[g->n_chunks - 1] - g->chunk_s[0];
     assert_true(spread >= 0.5 * (double)(g->n_chunks - 1) * gap_ms / 1000.0);
@@ -682,6 +685,9 @@ static void test_connect(void **state)
     snprintf(url, sizeof url, "http://127.0.0.1:%d", ntohs(sin.sin_port));
     struct atr_llm_client_cfg cfg = {.base_url = url};
     expect_fail(&cfg, "{}", "connect");
+    struct got refused;
+    one(&cfg, ATR_LLM_COMPLETIONS, "{}", &refused);
+    assert_true(refused.sent_s == 0);   /* never sent: no connection */
     /* Closed without any answer: said so, not left to curl's words. */
     expect_fail(NULL, "{\"x\":\"close\"}", "connect");
     struct got g;
@@ -741,6 +747,43 @@ static void test_many_in_flight(void **state)
     run_release(&r);
 }
 
+/* With one connection, requests beyond it wait inside libcurl for it:
+ * sent_s is when each got the connection and was written, so that wait is
+ * in it. Each answer takes >= 40 ms (3 chunks 20 ms apart), so request k
+ * leaves after request k-1 ended, >= 40k ms after it was handed over. */
+static void test_sent_after_connection_wait(void **state)
+{
+    enum { N = 3 };
+    struct atr_llm_client_cfg cfg = {.max_connections = 1};
+    struct run r;
+    run_init(&r, &cfg, N);
+    for (size_t i = 0; i < N; i++)
+        send_one(&r, i, ATR_LLM_COMPLETIONS, "{\"x\":\"sse\",\"n\":3,\"gap_ms\":20}");
+    run_wait(&r);
+    double sent[N], end[N];
+    for (size_t i = 0; i < N; i++) {
+        assert_true(r.got[i].success);
+        sent[i] = r.got[i].sent_s;
+        end[i] = r.got[i].end_s;
+        assert_true(sent[i] >= r.got[i].start_s);
+    }
+    /* Whatever order libcurl took them in: one at a time, each sent after
+     * the one before it ended, the last >= 80 ms after its hand-over. */
+    size_t order[N] = {0, 1, 2};
+    for (size_t i = 0; i < N; i++)
+        for (size_t j = i + 1; j < N; j++)
+            if (sent[order[j]] < sent[order[i]]) {
+                size_t t = order[i];
+                order[i] = order[j];
+                order[j] = t;
+            }
+    for (size_t k = 1; k < N; k++)
+        assert_true(sent[order[k]] >= end[order[k - 1]]);
+    const struct got *last = &r.got[order[N - 1]];
+    assert_true(last->sent_s - last->start_s >= 0.08);
+    run_release(&r);
+}
+
 /* Freeing the client with requests in flight calls nothing back. */
 static void test_free_in_flight(void **state)
 {
@@ -785,6 +828,7 @@ int main(void)
         cmocka_unit_test(test_keep_alive),
         cmocka_unit_test(test_many_in_flight),
         cmocka_unit_test(test_free_in_flight),
+        cmocka_unit_test(test_sent_after_connection_wait),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

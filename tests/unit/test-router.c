@@ -1,6 +1,8 @@
 /* test-router.c - the learned router: MLP gradient check, learning XOR,
  * determinism for a seed, model file round trip and bad files, metadata
- * features, the session split, and the learned policy's delegation. */
+ * features, the session split, the source-held-out protocol (no session
+ * on both sides, every fold scored), unused inputs, and the learned
+ * policy's delegation. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -261,6 +263,110 @@ static void test_held_out_split(void **state)
     assert_true(held > 850 && held < 1150);
 }
 
+/* Rows of 12 sessions of 5 turns in 4 groups (sources), in session order
+ * as atr_router_label makes them; label 1 when the first feature is
+ * positive, else 0. Arrays are the caller's to free (release). */
+static void make_grouped(struct atr_router_data *d)
+{
+    memset(d, 0, sizeof *d);
+    d->n = 60;
+    d->n_candidates = 2;
+    d->x = calloc(d->n * ATR_ROUTER_N_FEATURES, sizeof *d->x);
+    d->y = calloc(d->n, sizeof *d->y);
+    d->session = calloc(d->n, sizeof *d->session);
+    d->group = calloc(d->n, sizeof *d->group);
+    d->held_out = calloc(d->n, sizeof *d->held_out);
+    struct atr_rng rng;
+    atr_rng_seed(&rng, 5, 0);
+    for (size_t i = 0; i < d->n; i++) {
+        d->session[i] = i / 5;
+        d->group[i] = d->session[i] % 4;
+        for (size_t f = 0; f < ATR_ROUTER_N_FEATURES; f++)
+            d->x[i * ATR_ROUTER_N_FEATURES + f] = atr_rng_uniform(&rng) * 2 - 1;
+        d->y[i] = d->x[i * ATR_ROUTER_N_FEATURES] > 0;
+    }
+}
+
+static void test_source_split(void **state)
+{
+    (void)state;
+    struct atr_router_data d;
+    make_grouped(&d);
+    bool held[4] = { false, true, false, true };
+    atr_router_split_groups(&d, held);
+    assert_true(atr_router_split_sound(&d));
+    assert_int_equal(d.n_sessions_held_out, 6);
+    assert_int_equal(d.n_sessions_train, 6);
+    for (size_t i = 0; i < d.n; i++)
+        assert_true(d.held_out[i] == held[d.group[i]]);
+    d.held_out[7] = !d.held_out[7];             /* one row of session 1 moved across */
+    assert_false(atr_router_split_sound(&d));
+    /* Every fold of leave-one-group-out is sound (checked inside), scores
+     * exactly its group, and together they score every row once. */
+    struct atr_router_train_cfg tc = { .hidden = { 4, 0 }, .epochs = 30, .batch = 8, .lr = 0.01,
+                                       .seed = 1 };
+    struct atr_router_eval pool, per[4];
+    memset(&pool, 0, sizeof pool);
+    struct atr_error err;
+    assert_int_equal(atr_router_loso(&d, 4, SIZE_MAX, &tc, &pool, per, &err), 0);
+    assert_int_equal(pool.n, d.n);
+    for (size_t g = 0; g < 4; g++)
+        assert_int_equal(per[g].n, 15);
+    /* skip: that group is neither trained on nor scored */
+    memset(&pool, 0, sizeof pool);
+    assert_int_equal(atr_router_loso(&d, 4, 2, &tc, &pool, per, &err), 0);
+    assert_int_equal(pool.n, 45);
+    assert_int_equal(per[2].n, 0);
+    for (size_t i = 0; i < d.n; i++)        /* the last fold held out 3 and skipped 2 */
+        assert_true(d.held_out[i] == (d.group[i] == 2 || d.group[i] == 3));
+    size_t best = 9;
+    struct atr_router_train_cfg grid[2] = { tc, tc };
+    grid[1].inputs = 1u << 0;                   /* the only informative feature */
+    assert_int_equal(atr_router_select(&d, 4, 0, grid, 2, &best, &err), 0);
+    assert_true(best <= 1);
+    free(d.x);
+    free(d.y);
+    free(d.session);
+    free(d.group);
+    free(d.held_out);
+}
+
+/* Inputs left out get zero first-layer weights: the model ignores them. */
+static void test_unused_inputs(void **state)
+{
+    (void)state;
+    struct atr_router_data d;
+    make_grouped(&d);
+    struct atr_router_train_cfg tc = { .hidden = { 8, 0 }, .epochs = 20, .batch = 8, .lr = 0.01,
+                                       .l2 = 1e-4, .seed = 2, .inputs = 1u << 0 | 1u << 3 };
+    struct atr_mlp m;
+    struct atr_error err;
+    assert_int_equal(atr_router_train(&d, &tc, &m, &err), 0);
+    const struct atr_mlp_layer *L = &m.layers[0];
+    size_t nonzero = 0;
+    for (size_t o = 0; o < L->out; o++)
+        for (size_t f = 0; f < L->in; f++) {
+            if (f != 0 && f != 3)
+                assert_true(L->w[o * L->in + f] == 0);
+            else
+                nonzero += L->w[o * L->in + f] != 0;
+        }
+    assert_true(nonzero > 0);
+    double x[ATR_ROUTER_N_FEATURES] = { 0.5 }, x2[ATR_ROUTER_N_FEATURES] = { 0.5 };
+    for (size_t f = 4; f < ATR_ROUTER_N_FEATURES; f++)
+        x2[f] = 1e3 * (double)f;                /* unused features change nothing */
+    double p[2], p2[2];
+    atr_mlp_forward(&m, x, p);
+    atr_mlp_forward(&m, x2, p2);
+    assert_true(p[0] == p2[0] && p[1] == p2[1]);
+    atr_mlp_release(&m);
+    free(d.x);
+    free(d.y);
+    free(d.session);
+    free(d.group);
+    free(d.held_out);
+}
+
 static void test_learned_policy(void **state)
 {
     (void)state;
@@ -329,6 +435,8 @@ int main(void)
         cmocka_unit_test(test_bad_model_files),
         cmocka_unit_test(test_features),
         cmocka_unit_test(test_held_out_split),
+        cmocka_unit_test(test_source_split),
+        cmocka_unit_test(test_unused_inputs),
         cmocka_unit_test(test_learned_policy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,6 +1,7 @@
-/* test-sim-cost.c - profile resolution, KV sizing and the roofline cost of
- * one iteration, on figures worked out by hand from the profile files; and
- * user profile directories (ATR_PROFILE_PATH), overrides and bad files. */
+/* test-sim-cost.c - profile resolution, KV sizing and the cost of one
+ * iteration (GPU work and the engine's CPU overhead), on figures worked out
+ * by hand from the profile files; the shape of the overhead terms; and user
+ * profile directories (ATR_PROFILE_PATH), overrides and bad files. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -47,7 +48,7 @@ static void test_every_profile_resolves(void **state)
             assert_true(p.kv_capacity_tokens >= 16);
             n++;
         }
-    assert_int_equal(n, 6 * 8);
+    assert_int_equal(n, 6 * 15);
     /* the small models fit on every GPU at tp 1 */
     struct atr_profile p = find("l4/qwen1.5-0.5b", 1);
     assert_int_equal(p.tp, 1);
@@ -66,15 +67,36 @@ static void test_h100_llama8b_by_hand(void **state)
     assert_float_equal(p.gpu_memory_utilization, 0.9, 0);
 }
 
+/* vLLM's CPU terms: 1.5 ms a step, 30 us a sequence, nothing per prefill
+ * token; kernel floors 52 us a layer from a CUDA graph, 132 us eager;
+ * 39% of peak FLOP/s and 76% of HBM bandwidth. */
+#define STEP_S 1.5e-3
+#define SEQ_S 30e-6
+#define TOKEN_S 0.0
+#define FLOPS_H100 (989.4e12 * 0.39)
+#define HBM_H100 (3.35e12 * 0.76)
+/* Llama-3.1-8B: an untied 128256 x 4096 input table and output head; a
+ * step streams every weight but the input table. */
+#define TABLE_8B (128256.0 * 4096)
+#define BODY_8B (8.03e9 - 2 * TABLE_8B)
+#define STREAMED_8B ((8.03e9 - TABLE_8B) * 2)
+
 static void test_decode_is_memory_bound(void **state)
 {
     struct atr_profile p = find("h100/llama-3.1-8b", 1);
+    assert_string_equal(p.flavour, "vllm");
     struct atr_iter_work w = {0};
     atr_iter_add_decode(&w, 1000);
-    /* memory: (16.06e9 + (1000 + 1) x 131072) / (3.35e12 x 0.75) = 6.4443 ms,
-     * compute: 2 x 8.03e9 / (989.4e12 x 0.5) = 0.03 ms */
-    double mem = (16.06e9 + 1001.0 * 131072) / (3.35e12 * 0.75);
-    assert_float_equal(atr_iter_seconds(&p, &w), 4e-3 + 100e-6 + mem, 1e-12);
+    /* memory: (15.01e9 + (1000 + 1) x 131072) / (3.35e12 x 0.76) = 5.95 ms,
+     * compute: 2 x 8.03e9 / (989.4e12 x 0.39) = 0.04 ms; a decode batch of
+     * one replays a CUDA graph: 32 layers x 52 us */
+    assert_float_equal(p.streamed_bytes_per_gpu, STREAMED_8B, 1);
+    assert_float_equal(p.body_params + 2 * p.head_params, 8.03e9, 1);
+    double mem = (STREAMED_8B + 1001.0 * 131072) / HBM_H100;
+    double compute = (2 * BODY_8B + 2 * TABLE_8B + 4.0 * 32 * 32 * 128 * 1000) / FLOPS_H100;
+    assert_true(mem > 100 * compute);
+    assert_float_equal(atr_iter_seconds(&p, &w),
+                       STEP_S + SEQ_S + mem + compute + 32 * 52e-6, 1e-12);
 
     /* 64 sequences: more KV read, and more of it the longer the context */
     struct atr_iter_work a = {0}, b = {0};
@@ -83,9 +105,10 @@ static void test_decode_is_memory_bound(void **state)
         atr_iter_add_decode(&b, 4000);
     }
     double ta = atr_iter_seconds(&p, &a), tb = atr_iter_seconds(&p, &b);
-    double kv = 64.0 * 3000 * 131072 / (3.35e12 * 0.75);
+    double kv = 64.0 * 3000 * 131072 / HBM_H100;
+    double attn = 4.0 * 32 * 32 * 128 * 64 * 3000 / FLOPS_H100;
     assert_true(ta > atr_iter_seconds(&p, &w));
-    assert_float_equal(tb - ta, kv, 1e-12);
+    assert_float_equal(tb - ta, kv + attn, 1e-12);
 }
 
 static void test_prefill_is_compute_bound(void **state)
@@ -95,12 +118,15 @@ static void test_prefill_is_compute_bound(void **state)
     atr_iter_add_prefill(&w, 8192, 0);
     assert_int_equal(w.prefill_seqs, 1);
     assert_int_equal(w.prefill_attn_pairs, 8192ull * 8193 / 2);
-    /* 2 x 8.03e9 x 8192 + 4 x 32 x 32 x 128 x 33558528 FLOPs at 494.7 TFLOP/s */
-    double flops = 2 * 8.03e9 * 8192 + 4.0 * 32 * 32 * 128 * (8192.0 * 8193 / 2);
-    double compute = flops / (989.4e12 * 0.5);
-    double mem = (16.06e9 + 8192.0 * 131072) / (3.35e12 * 0.75);
+    /* 2 x 6.98e9 body weights x 8192 tokens, the output head once, and
+     * 4 x 32 x 32 x 128 x 33558528 attention FLOPs, at 385.9 TFLOP/s */
+    double flops = 2 * BODY_8B * 8192 + 2 * TABLE_8B + 4.0 * 32 * 32 * 128 * (8192.0 * 8193 / 2);
+    double compute = flops / FLOPS_H100;
+    double mem = (STREAMED_8B + 8192.0 * 131072) / HBM_H100;
     assert_true(compute > 10 * mem);
-    assert_float_equal(atr_iter_seconds(&p, &w), 4e-3 + 100e-6 + compute, 1e-12);
+    /* a prefill runs eager: 32 layers x 132 us */
+    assert_float_equal(atr_iter_seconds(&p, &w),
+                       STEP_S + SEQ_S + TOKEN_S * 8192 + compute + mem + 32 * 132e-6, 1e-12);
 
     /* only the sums filled in: the one-chunk estimate gives the same cost */
     struct atr_iter_work s = {.prefill_tokens = 8192};
@@ -138,13 +164,75 @@ static void test_tp_halves_weights(void **state)
     /* tp 2 adds 2 x 32 all-reduces of 4096 x 2 bytes over NVLink */
     struct atr_iter_work w = {0};
     atr_iter_add_decode(&w, 0);
-    double mem = (8.03e9 + 65536.0) / (3.35e12 * 0.75);
+    double mem = (STREAMED_8B / 2 + 65536.0) / HBM_H100;
+    double compute = 2 * (BODY_8B + TABLE_8B) / (2 * FLOPS_H100);
     double ar = 64 * (8e-6 + 4096.0 * 2 * 2 * 0.5 / 450e9);
-    assert_float_equal(atr_iter_seconds(&two, &w), 4e-3 + 100e-6 + mem + ar, 1e-12);
+    assert_float_equal(atr_iter_seconds(&two, &w),
+                       STEP_S + SEQ_S + mem + compute + 32 * 52e-6 + ar, 1e-12);
 
     /* tp 16 > 8 KV heads: one KV head per GPU, replicated */
     struct atr_profile sixteen = find("h100/llama-3.1-8b", 16);
     assert_int_equal(sixteen.kv_heads_per_gpu, 1);
+}
+
+/* A decode step of n sequences with ctx tokens of context each. */
+static double decode_step(const struct atr_profile *p, unsigned n, uint64_t ctx)
+{
+    struct atr_iter_work w = {0};
+    for (unsigned i = 0; i < n; i++)
+        atr_iter_add_decode(&w, ctx);
+    return atr_iter_seconds(p, &w);
+}
+
+/* The overhead terms' shape: a step grows with the batch, graphs beat
+ * eager launches, and a small model's step is far below a large one's at
+ * the same batch, because only the GPU work depends on the model. */
+static void test_overhead_shape(void **state)
+{
+    struct atr_profile big = find("h100/llama-3.1-8b", 1);
+    struct atr_profile small = find("h100/llama-3.2-1b", 1);
+    double prev = 0;
+    for (unsigned n = 1; n <= 256; n *= 2) {
+        double t = decode_step(&small, n, 500);
+        assert_true(t > prev);
+        prev = t;
+        /* the CPU share is the same for both models */
+        double cpu = STEP_S + SEQ_S * n;
+        assert_true(t > cpu && decode_step(&big, n, 500) > cpu);
+    }
+    /* at batch 1 the 1B model is overhead-bound: its weights stream in
+     * ~1 ms, under half the step; the 8B's take ~6 ms of ~9 */
+    double s1 = decode_step(&small, 1, 500), b1 = decode_step(&big, 1, 500);
+    assert_true(2.48e9 / HBM_H100 < 0.5 * s1);
+    assert_true(s1 < 0.5 * b1);
+    assert_true(decode_step(&small, 64, 500) < 0.6 * decode_step(&big, 64, 500));
+
+    /* eager (--enforce-eager, or a batch above the captured sizes) costs
+     * 80 us more per layer than replaying a graph */
+    struct atr_profile eager = small;
+    eager.cuda_graphs = false;
+    assert_float_equal(decode_step(&eager, 8, 500) - decode_step(&small, 8, 500),
+                       16 * 80e-6, 1e-9);
+    assert_true(decode_step(&small, 257, 500) - decode_step(&small, 256, 500) > 16 * 80e-6);
+
+    /* SGLang overlaps the CPU work with the GPU: never slower than vLLM,
+     * and a GPU-bound step costs only the GPU */
+    struct atr_profile sg = big;
+    assert_int_equal(atr_profile_set_flavour(&sg, "sglang"), 0);
+    assert_string_equal(sg.flavour, "sglang");
+    assert_true(decode_step(&sg, 64, 500) < decode_step(&big, 64, 500));
+    double gpu = (STREAMED_8B + 64 * 501.0 * 131072) / HBM_H100 +
+                 (2 * (BODY_8B + TABLE_8B) * 64 + 4.0 * 32 * 32 * 128 * 64 * 500) / FLOPS_H100 +
+                 32 * 52e-6;
+    assert_float_equal(decode_step(&sg, 64, 500), gpu, 1e-12);
+    assert_int_equal(atr_profile_set_flavour(&sg, "trt"), -1);
+    assert_string_equal(sg.flavour, "sglang");
+
+    /* more prefill tokens, more time */
+    struct atr_iter_work a = {0}, b = {0};
+    atr_iter_add_prefill(&a, 100, 0);
+    atr_iter_add_prefill(&b, 200, 0);
+    assert_true(atr_iter_seconds(&small, &b) > atr_iter_seconds(&small, &a));
 }
 
 /* ---- user profile directories ---------------------------------------- */
@@ -302,6 +390,8 @@ static const struct bad_case bad_cases[] = {
      ":1:19: expected \"max_model_len\" to be a positive integer (tokens), got 99999999999"},
     {"models/x.json", "{\"bytes_per_weight\": true}",
      ":1:22: expected \"bytes_per_weight\" to be a positive number (bytes), got boolean"},
+    {"models/x.json", "{\"tied_embeddings\": 1}",
+     ":1:21: expected \"tied_embeddings\" to be true or false, got 1"},
 };
 
 /* Every bad file fails the load with FILE:LINE:COL, and every lookup after
@@ -339,6 +429,19 @@ static void test_malformed_profiles(void **state)
     assert_int_equal(atr_profiles_load(dir, &err), -1);
     assert_non_null(strstr(err.msg, "/models/tiny.json:8:15: expected \"kv_heads\" to "
                                     "divide \"heads\" (8), got 3"));
+    remove_dir(dir);
+
+    /* the embedding tables must leave room for the body: 2 x 600k x 1024 >= 1e9 */
+    dir = make_dir();
+    snprintf(text, sizeof text, "%s", tiny_model);
+    char big[sizeof tiny_model + 64];
+    *strrchr(text, '}') = 0;
+    snprintf(big, sizeof big, "%s,  \"vocab\": 600000\n}\n", text);
+    *strrchr(big, '\n') = 0;
+    write_file(dir, "models/tiny.json", big);
+    assert_int_equal(atr_profiles_load(dir, &err), -1);
+    assert_non_null(strstr(err.msg, "expected \"vocab\" x \"hidden\" x 2 (1.229e+09) below "
+                                    "\"params\" (1e+09), got 600000"));
     remove_dir(dir);
 
     assert_int_equal(atr_profiles_load(NULL, &err), 0);
@@ -386,6 +489,7 @@ int main(void)
         cmocka_unit_test(test_prefill_is_compute_bound),
         cmocka_unit_test(test_prefill_chunks_accumulate),
         cmocka_unit_test(test_tp_halves_weights),
+        cmocka_unit_test(test_overhead_shape),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_profile_path_order),
         cmocka_unit_test(test_malformed_profiles),

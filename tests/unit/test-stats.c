@@ -76,6 +76,44 @@ static void test_samples(void **state)
     assert_null(s.v);
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Percentiles by selection equal those of a full sort bit for bit, over
+ * many queries (past ATR_SAMPLES_FIXED, where the set is sorted once), with
+ * ties, in any query order, and after direct writes that clear `sorted`. */
+static void test_samples_select_exact(void **state)
+{
+    static const double ps[] = {50, 99, 0, 100, 90, 99.9, 25, 75, 12.5, 1, 5, 95,
+                                33.3, 66.6, 10, 20, 30, 40, 60, 70, 80, 45, 55};
+    uint64_t x = 88172645463325252ULL;
+    for (size_t n = 1; n < 5000; n = n * 3 + 1) {
+        struct atr_samples s = ATR_SAMPLES_INIT;
+        double *sorted = malloc(n * sizeof *sorted);
+        for (size_t i = 0; i < n; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            /* few distinct values when n is large: ties everywhere */
+            double v = (double)(x % (n > 100 ? 37 : 1000003)) / 7.0;
+            atr_samples_add(&s, v);
+            sorted[i] = v;
+        }
+        qsort(sorted, n, sizeof *sorted, cmp_double);
+        for (size_t k = 0; k < sizeof ps / sizeof ps[0]; k++)
+            assert_true(atr_samples_percentile(&s, ps[k]) ==
+                        atr_percentile_sorted(sorted, n, ps[k]));
+        for (size_t k = 0; k < n; k += n / 7 + 1)
+            assert_true(atr_samples_kth(&s, k) == sorted[k]);
+        s.v[0] = sorted[n - 1] + 1;     /* a direct write: the caller clears sorted */
+        s.sorted = false;
+        assert_true(atr_samples_percentile(&s, 100) == sorted[n - 1] + 1);
+        free(sorted);
+        atr_samples_release(&s);
+    }
+}
+
 /* ---- hand-built traces ---- */
 
 static struct atr_step *add_llm(struct atr_trace *t, const uint64_t *ids, uint32_t n)
@@ -374,13 +412,7 @@ static void test_files(void **state)
     atr_stats_free(s);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* The in-place sort behind every percentile gives qsort's order: random
+/* The in-place sort behind atr_percentile gives qsort's order: random
  * sets of every size up to 3000, with many equal values (a simulation's
  * inter-token gaps repeat), already sorted and reversed runs. */
 static void test_sort_matches_qsort(void **state)
@@ -403,7 +435,7 @@ static void test_sort_matches_qsort(void **state)
             }
             assert_true(s.cap == (n ? n : 0) || n == 0);   /* reserve: no regrowth */
             qsort(want, n, sizeof *want, cmp_double);
-            (void)atr_samples_percentile(&s, 50);
+            (void)atr_percentile(s.v, s.n, 50);    /* sorts in place */
             for (size_t i = 0; i < n; i++)
                 assert_true(s.v[i] == want[i]);
             free(want);
@@ -420,6 +452,7 @@ int main(void)
         cmocka_unit_test(test_percentile_two),
         cmocka_unit_test(test_percentile_interpolation),
         cmocka_unit_test(test_samples),
+        cmocka_unit_test(test_samples_select_exact),
         cmocka_unit_test(test_within_compaction),
         cmocka_unit_test(test_within_is_longest_common_run),
         cmocka_unit_test(test_across),

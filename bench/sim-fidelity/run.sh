@@ -1,0 +1,82 @@
+#!/bin/sh
+# run.sh - the simulator against published serving figures: for each line of
+# figures.txt, builds the workload, runs `atr sim run` with the figure's
+# profile and options, and prints simulated vs published and the error.
+#
+#   sh bench/sim-fidelity/run.sh build/atr [FIGURES]
+#
+# Calibration figures (set "calib") and held-out ones ("held") are
+# summarised apart: the constants in src/sim/cost.c were fitted to the
+# first set only. Error = (sim - published) / published.
+set -eu
+atr=${1:?usage: run.sh PATH/TO/atr [FIGURES]}
+here=$(cd "$(dirname "$0")" && pwd)
+figures=${2:-$here/figures.txt}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/atr-fidelity.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT INT TERM
+
+# workload "N IN OUT RATE [SHARED]" -> a trace file (cached by spec)
+workload() {
+    f="$tmp/w-$(printf '%s' "$1" | tr ' ' '_').ndjson"
+    if [ ! -f "$f" ]; then
+        set -- $1
+        if [ "$2" -le 5 ]; then
+            # shorter than atr gen's message framing: written directly
+            i=0
+            : > "$f"
+            while [ "$i" -lt "$1" ]; do
+                printf '{"format":"atr-trace/1","trace_id":"r%d","start_ms":0,"steps":[{"i":0,"kind":"llm","t_ms":0,"input_tokens":%d,"output_tokens":%d}]}\n' \
+                    "$i" "$2" "$3" >> "$f"
+                i=$((i + 1))
+            done
+        else
+            "$atr" gen -k requests -n "$1" --input-tokens "$2" --output-tokens "$3" \
+                -r "$4" ${5:+--shared-prefix "$5"} -q -o "$f"
+        fi
+    fi
+    printf '%s\n' "$f"
+}
+
+# every figure line: 8 fields, a known set, a positive published value
+awk -F'|' -v f="$figures" '/^[[:space:]]*(#|$)/ { next }
+    { set = $2; gsub(/[[:space:]]/, "", set) }
+    NF != 8 || (set != "calib" && set != "held") || !($7 + 0 > 0) {
+        printf "%s:%d:1: expected id|calib or held|profile|workload|options|metric|" \
+               "published|source\n", f, NR > "/dev/stderr"; bad = 1 }
+    END { exit bad }' "$figures"
+
+printf '%-16s %-5s %-24s %-18s %10s %10s %8s\n' figure set profile metric sim published error
+: > "$tmp/errors"
+grep -v '^[[:space:]]*#' "$figures" | grep -v '^[[:space:]]*$' |
+while IFS='|' read -r id set profile wl opts metric published source; do
+    id=$(echo $id); set=$(echo $set); metric=$(echo $metric)
+    w=$(workload "$wl")
+    # the schedule comes from the trace (--rate inf replays its start times)
+    rate=$(echo $wl | awk '{print $4}')
+    # shellcheck disable=SC2086
+    "$atr" sim run "$w" -p "$profile" $opts --rate "$rate" -q \
+        --save-result "$tmp/r.json" > /dev/null
+    sim=$(tr ',' '\n' < "$tmp/r.json" | sed -n "s/^ *\"$metric\": *//p" | head -n 1)
+    [ -n "$sim" ] || { echo "run.sh: $id: no \"$metric\" in the result" >&2; exit 1; }
+    awk -v id="$id" -v set="$set" -v p="$profile" -v m="$metric" -v s="$sim" \
+        -v pub="$published" -v src="$source" 'BEGIN {
+        e = 100 * (s - pub) / pub
+        printf "%-16s %-5s %-24s %-18s %10.2f %10.2f %+7.1f%%%s\n", id, set, p, m, s, pub, e,
+               (e > 20 || e < -20) ? "  MISS" : ""
+    }'
+    awk -v set="$set" -v s="$sim" -v pub="$published" \
+        'BEGIN { e = 100 * (s - pub) / pub; print set, (e < 0 ? -e : e) }' >> "$tmp/errors"
+done
+
+echo
+for set in calib held; do
+    grep "^$set " "$tmp/errors" | awk '{print $2}' | sort -n |
+    awk -v set="$set" '{ e[NR] = $1 } END {
+        if (!NR) exit
+        med = NR % 2 ? e[(NR + 1) / 2] : (e[NR / 2] + e[NR / 2 + 1]) / 2
+        in20 = 0
+        for (i = 1; i <= NR; i++) if (e[i] <= 20) in20++
+        printf "%-6s %2d figures: median |error| %.1f%%, max %.1f%%, %d within 20%%\n",
+               set, NR, med, e[NR], in20
+    }'
+done
