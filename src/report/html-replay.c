@@ -481,7 +481,8 @@ static double *config_values(const struct atr_html_replay *r, const char *config
         if (strcmp(s->config, config) || s->skipped)
             continue;
         if (reaction) {
-            memcpy(v + *n, s->reaction_ms, s->n_reaction * sizeof *v);
+            if (s->n_reaction)          /* reaction_ms is NULL without samples */
+                memcpy(v + *n, s->reaction_ms, s->n_reaction * sizeof *v);
             *n += s->n_reaction;
         } else if (!isnan(s->latency_ms)) {
             v[(*n)++] = s->latency_ms;
