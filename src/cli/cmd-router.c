@@ -334,6 +334,7 @@ static int setup_open(struct setup *s, const struct router_args *a, char *const 
     if (atr_target_sim(&s->target, a->profile, a->tp, err) < 0)
         return -1;
     s->target.engine.longest_prefix_first = a->sglang;
+    s->target.engine.radix_cache = a->sglang;
     s->target.replicas = a->replicas;
     if (atr_workload_load(&s->w, paths, n_paths, a->from, s->target.engine.block_size, err) < 0)
         return -1;

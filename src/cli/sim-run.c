@@ -72,6 +72,7 @@ int sim_run_exec(const struct sim_run_args *a, int argc, char **argv, bool table
     if (atr_target_sim(&t, a->profile, a->tp, &err) < 0)
         return cli_fail_err(&err);
     t.engine = a->engine;
+    t.engine.radix_cache = a->engine.longest_prefix_first;   /* SGLang's radix cache */
     /* the flavour's CPU terms (docs/sim.md, "Cost of one iteration") */
     atr_profile_set_flavour(&t.profile, a->engine.longest_prefix_first ? "sglang" : "vllm");
     t.replicas = a->replicas;

@@ -13,11 +13,17 @@
 
 #define NIL UINT32_MAX
 #define PREFETCH_AHEAD 8         /* loads started this many blocks ahead */
+/* The radix (SGLang) paths are kept out of line, and the hot helpers they
+ * share kept inline, so the vLLM paths compile as they did without them. */
+#define HOT static inline __attribute__((always_inline))
+#define COLD static __attribute__((noinline, cold))
 
 struct req {
     struct atr_sim_record rec;   /* first: the public view */
     const uint64_t *hash_ids;
     uint32_t n_hash;             /* usable ids: full prompt blocks only */
+    uint32_t tail;               /* radix_cache: its shared tail is e->tails[tail - 1];
+                                    0: none (kept aside: few requests have one) */
     uint64_t num_tokens;         /* prompt + output tokens so far */
     uint64_t computed;           /* tokens whose KV is computed */
     uint32_t *blocks;            /* block table */
@@ -41,6 +47,13 @@ struct req {
     uint64_t first_iter;         /* iteration of its first token (tokens_done > 0) */
     double *times;               /* its own token times, once they stopped being
                                     consecutive iterations of the log; else NULL */
+};
+
+/* A request's shared partial block (atr_engine_set_tail). */
+struct req_tail {
+    uint64_t id;
+    uint32_t block, tokens;
+    uint32_t hit;                /* tokens of it its last prefix match found cached */
 };
 
 struct req_vec {
@@ -81,6 +94,16 @@ struct atr_engine {
     uint64_t lru_appended;       /* blocks ever appended: numbers 1, 2, ... */
     uint64_t lru_evicted_seq;    /* number of the last block evicted (0: none) */
     uint32_t used;               /* referenced blocks */
+    /* radix_cache only (else NULL): the tree over cached blocks. parent is
+     * the cached block a block continues (NIL: none or not cached when it
+     * was checked in), children how many cached blocks continue it; a
+     * block holding a shared tail (atr_engine_set_tail) is also in the
+     * map under tail_key, for tail_len tokens (0: none). */
+    uint32_t *parent, *children;
+    uint64_t *tail_key;
+    uint32_t *tail_len;
+    struct req_tail *tails;      /* atr_engine_set_tail, in call order */
+    size_t n_tails, cap_tails;
     /* Open addressing: map_key[i] -> map_val[i] (a block, NIL empty). The
      * key kept beside its block spares a probe a visit to the block. */
     uint64_t *map_key;
@@ -243,7 +266,7 @@ static uint32_t map_find(const struct atr_engine *e, uint64_t hash)
 
 /* Registers hash -> b unless hash is there already; the block holding it,
  * or NIL when b was registered (one probe for both). */
-static uint32_t map_find_or_insert(struct atr_engine *e, uint64_t hash, uint32_t b)
+HOT uint32_t map_find_or_insert(struct atr_engine *e, uint64_t hash, uint32_t b)
 {
     uint64_t k = mix(hash);
     size_t i = home_of(e, k);
@@ -300,7 +323,7 @@ static void lru_compact(struct atr_engine *e)
     e->lru_len = k;
 }
 
-static void lru_append(struct atr_engine *e, uint32_t b)
+HOT void lru_append(struct atr_engine *e, uint32_t b)
 {
     if (e->lru_len == e->lru_cap)
         lru_compact(e);
@@ -315,7 +338,7 @@ static void lru_append(struct atr_engine *e, uint32_t b)
 }
 
 /* The oldest block of the queue, taken out; callers check n_lru first. */
-static uint32_t lru_pop(struct atr_engine *e)
+HOT uint32_t lru_pop(struct atr_engine *e)
 {
     for (;;) {
         uint32_t i = e->lru_head, b = e->lru[i];
@@ -337,7 +360,7 @@ static uint32_t lru_pop(struct atr_engine *e)
     }
 }
 
-static void block_ref(struct atr_engine *e, uint32_t b)
+HOT void block_ref(struct atr_engine *e, uint32_t b)
 {
     if (e->ref[b]++ == 0) {
         if (e->cached[b])
@@ -346,7 +369,7 @@ static void block_ref(struct atr_engine *e, uint32_t b)
     }
 }
 
-static void block_unref(struct atr_engine *e, uint32_t b)
+HOT void block_unref(struct atr_engine *e, uint32_t b)
 {
     if (--e->ref[b] > 0)
         return;
@@ -356,6 +379,30 @@ static void block_unref(struct atr_engine *e, uint32_t b)
         lru_append(e, b);
     else
         e->free_stack[e->n_free++] = b;
+}
+
+/* radix_cache: evicts the least recently used leaf (SGLang's radix tree
+ * evicts leaves, oldest first): an inner block goes back to the end of the
+ * queue to wait for its leaves. Unreferenced cached blocks form a forest
+ * whose leaves are queued too (whoever holds a cached block holds its
+ * parent, radix_dedup), so this ends. The evicted block leaves the tree
+ * (its parent may become a leaf) and the map, under its id and its tail. */
+COLD uint32_t radix_evict(struct atr_engine *e)
+{
+    uint32_t b;
+    while (e->children[b = lru_pop(e)])
+        lru_append(e, b);
+    e->evicted[e->n_evicted++] = mix(e->hash[b]);
+    e->cached[b] = false;
+    e->st.evictions++;
+    if (e->parent[b] != NIL)
+        e->children[e->parent[b]]--;
+    e->parent[b] = NIL;
+    if (e->tail_len[b]) {
+        e->evicted[e->n_evicted++] = mix(e->tail_key[b]);
+        e->tail_len[b] = 0;
+    }
+    return b;
 }
 
 /* Takes a free block, else evicts the least recently used cached one.
@@ -411,6 +458,17 @@ static uint32_t blocks_for(const struct atr_engine *e, uint64_t tokens)
     return (uint32_t)(e->block_shift ? tokens >> e->block_shift : tokens / e->cfg.block_size);
 }
 
+/* block_alloc for radix_cache: a free block, else the LRU leaf. */
+COLD void radix_alloc(struct atr_engine *e, struct req *r, uint32_t want)
+{
+    while (r->n_blocks < want) {
+        uint32_t b = e->n_free ? e->free_stack[--e->n_free] : radix_evict(e);
+        e->ref[b] = 1;
+        e->used++;
+        r->blocks[r->n_blocks++] = b;
+    }
+}
+
 /* Extends r's block table to hold `tokens` tokens; false (nothing changed)
  * when not enough blocks can be had. */
 static void req_grow(struct atr_engine *e, struct req *r, uint64_t tokens, bool *ok)
@@ -424,8 +482,11 @@ static void req_grow(struct atr_engine *e, struct req *r, uint64_t tokens, bool 
         return;
     }
     req_reserve_blocks(r, want);
-    while (r->n_blocks < want)
-        r->blocks[r->n_blocks++] = block_alloc(e);
+    if (e->children)
+        radix_alloc(e, r, want);
+    else
+        while (r->n_blocks < want)
+            r->blocks[r->n_blocks++] = block_alloc(e);
     map_flush(e);
 }
 
@@ -442,8 +503,48 @@ static void req_free_blocks(struct atr_engine *e, struct req *r)
     r->n_hashed = 0;
 }
 
+/* radix_cache: registers r's shared tail under block b, r's block i, when
+ * the tail starts that block (once the whole block is checked in: then its
+ * tokens are computed and kept) and no block holds that tail yet. */
+COLD void radix_tail(struct atr_engine *e, const struct req *r, uint32_t i, uint32_t b)
+{
+    if (!r->tail)
+        return;
+    const struct req_tail *t = &e->tails[r->tail - 1];
+    if (t->block == i && e->tail_len[b] == 0 && map_find_or_insert(e, t->id, b) == NIL) {
+        e->tail_key[b] = t->id;
+        e->tail_len[b] = t->tokens;
+    }
+}
+
+/* radix_cache: block i of r, just checked in, joins the tree under r's
+ * block i - 1 when that one is cached (it then has r's id i - 1). */
+COLD void radix_link(struct atr_engine *e, const struct req *r, uint32_t i)
+{
+    uint32_t b = r->blocks[i];
+    uint32_t p = i > 0 && e->cached[r->blocks[i - 1]] ? r->blocks[i - 1] : NIL;
+    e->parent[b] = p;
+    if (p != NIL)
+        e->children[p]++;
+    radix_tail(e, r, i, b);
+}
+
+/* radix_cache: r computed block i while another request cached the same id
+ * as block x (both prefilled it at once). The tree keeps one copy: r takes
+ * x and frees its own, as SGLang's insert does (vLLM keeps both). Then
+ * whoever holds a cached block holds its parent, which leaf-first eviction
+ * relies on. */
+COLD void radix_dedup(struct atr_engine *e, struct req *r, uint32_t i, uint32_t x)
+{
+    block_ref(e, x);
+    block_unref(e, r->blocks[i]);
+    r->blocks[i] = x;
+    radix_tail(e, r, i, x);
+}
+
 /* Checks newly computed full prompt blocks into the cache. A block whose id
- * is already cached elsewhere stays private (vLLM keeps duplicates too). */
+ * is already cached elsewhere stays private (vLLM keeps duplicates too);
+ * radix_cache gives it up for the cached one. */
 static void req_cache_blocks(struct atr_engine *e, struct req *r)
 {
     if (!e->cfg.prefix_caching)
@@ -459,14 +560,45 @@ static void req_cache_blocks(struct atr_engine *e, struct req *r)
         }
         uint32_t b = r->blocks[i];
         uint64_t h = r->hash_ids[i];
-        if (e->cached[b] || map_find_or_insert(e, h, b) != NIL)
+        if (e->cached[b])
             continue;
+        uint32_t x = map_find_or_insert(e, h, b);
+        if (x != NIL) {
+            if (e->children)
+                radix_dedup(e, r, i, x);
+            continue;
+        }
         e->cached[b] = true;
         e->hash[b] = h;
+        if (e->children)
+            radix_link(e, r, i);
     }
 }
 
 /* ---- admission and preemption ---- */
+
+/* radix_cache: tokens of r's shared tail found cached right after its n
+ * full-block hits, at most what leaves the last prompt token to compute.
+ * The tail's KV is read, not shared: r computes from after it into a block
+ * of its own (SGLang shares it at page size 1; the memory is < 1 block). */
+COLD void tail_match(struct atr_engine *e, const struct req *r, uint32_t n)
+{
+    struct req_tail *t = &e->tails[r->tail - 1];
+    t->hit = 0;
+    if (n != t->block)
+        return;
+    uint32_t b = map_find(e, t->id);
+    if (b == NIL || !e->cached[b] || e->tail_len[b] == 0 || e->tail_key[b] != t->id)
+        return;
+    uint64_t room = r->num_tokens - 1 - (uint64_t)n * e->cfg.block_size;
+    t->hit = t->tokens < room ? t->tokens : (uint32_t)room;
+}
+
+/* Prompt tokens r's last prefix match found past its full blocks. */
+static uint32_t tail_hit(const struct atr_engine *e, const struct req *r)
+{
+    return r->tail ? e->tails[r->tail - 1].hit : 0;
+}
 
 /* Leading blocks of r found in the cache, leaving at least one token to
  * compute (the last token must run to produce logits, as in vLLM); the
@@ -483,8 +615,15 @@ static uint32_t prefix_hits(struct atr_engine *e, struct req *r, uint32_t *in_lr
     uint32_t n = 0;
     *in_lru = 0;
     *oldest = UINT64_MAX;
-    if (!e->cfg.prefix_caching || max == 0)
+    if (r->tail)
+        e->tails[r->tail - 1].hit = 0;
+    if (!e->cfg.prefix_caching)
         return 0;
+    if (max == 0) {
+        if (r->tail)
+            tail_match(e, r, 0);
+        return 0;
+    }
     req_reserve_blocks(r, max);
     for (; n < r->n_memo && n < max; n++) {
         uint32_t b = r->blocks[n];
@@ -508,6 +647,8 @@ static uint32_t prefix_hits(struct atr_engine *e, struct req *r, uint32_t *in_lr
         r->blocks[n] = b;
     }
     r->n_memo = n;
+    if (r->tail)
+        tail_match(e, r, n);
     return n;
 }
 
@@ -567,6 +708,10 @@ static bool cannot_fit(const struct atr_engine *e, const struct req *r, uint64_t
             hmax = r->n_hash;
     }
     uint64_t rest = r->num_tokens - hmax * e->cfg.block_size;   /* computed at least */
+    if (r->tail && hmax == e->tails[r->tail - 1].block) {
+        uint32_t t = e->tails[r->tail - 1].tokens;
+        rest -= t < rest - 1 ? t : rest - 1;
+    }
     if (rest > budget && !e->cfg.chunked_prefill)
         return true;
     return blocks_for(e, rest < budget ? rest : budget) > (uint64_t)e->n_free + e->n_lru;
@@ -590,6 +735,8 @@ static bool still_fails(struct atr_engine *e, const struct req *r, uint64_t budg
         return false;
     if (e->cfg.chunked_prefill ? budget < r->fail_budget : budget > r->fail_budget)
         return false;
+    if (r->tail && r->fail_hits == e->tails[r->tail - 1].block)
+        return false;       /* its tail may have been cached since: match again */
     uint64_t limit = (r->num_tokens - 1) / e->cfg.block_size;
     uint32_t max = r->n_hash < limit ? r->n_hash : (uint32_t)limit;
     return !e->cfg.prefix_caching || r->fail_hits >= max ||
@@ -616,7 +763,7 @@ static void admit(struct atr_engine *e, struct req *r, uint64_t *budget, bool *o
     uint32_t in_lru;
     uint64_t oldest;
     uint32_t hits = prefix_hits(e, r, &in_lru, &oldest);
-    uint64_t cached = (uint64_t)hits * e->cfg.block_size;
+    uint64_t cached = (uint64_t)hits * e->cfg.block_size + tail_hit(e, r);
     uint64_t n = r->num_tokens - cached;
     if (n > *budget) {
         if (!e->cfg.chunked_prefill) {
@@ -658,7 +805,7 @@ static void admit(struct atr_engine *e, struct req *r, uint64_t *budget, bool *o
 
 struct lpm_item {
     struct req *r;
-    uint32_t hits;
+    uint64_t hits;           /* cached prompt tokens */
     size_t order;
 };
 
@@ -680,7 +827,8 @@ static void lpm_sort(struct atr_engine *e)
         uint32_t in_lru;
         uint64_t oldest;
         struct req *r = q->v[(q->head + i) % q->cap];
-        items[i] = (struct lpm_item){ r, prefix_hits(e, r, &in_lru, &oldest), i };
+        uint64_t hits = (uint64_t)prefix_hits(e, r, &in_lru, &oldest) * e->cfg.block_size;
+        items[i] = (struct lpm_item){ r, hits + tail_hit(e, r), i };
     }
     qsort(items, q->len, sizeof items[0], lpm_cmp);
     for (size_t i = 0; i < q->len; i++)
@@ -836,7 +984,15 @@ static void engine_alloc(struct atr_engine *e)
     e->free_stack = xreallocarray(NULL, e->n_blocks ? e->n_blocks : 1, sizeof(*e->free_stack));
     e->map_key = xcalloc(map_cap, sizeof(*e->map_key));
     e->map_val = xreallocarray(NULL, map_cap, sizeof(*e->map_val));
-    e->evicted = xreallocarray(NULL, e->n_blocks ? e->n_blocks : 1, sizeof(*e->evicted));
+    /* an evicted block leaves the map under its id and (radix) its tail */
+    e->evicted = xreallocarray(NULL, (e->cfg.radix_cache ? 2 : 1) * nb, sizeof(*e->evicted));
+    if (e->cfg.radix_cache) {
+        e->parent = xreallocarray(NULL, nb, sizeof(*e->parent));
+        memset(e->parent, 0xff, nb * sizeof(*e->parent));
+        e->children = xcalloc(nb, sizeof(*e->children));
+        e->tail_key = xcalloc(nb, sizeof(*e->tail_key));
+        e->tail_len = xcalloc(nb, sizeof(*e->tail_len));
+    }
     e->lru_cap = 2 * e->n_blocks + 64;
     e->lru = xcalloc(e->lru_cap, sizeof(*e->lru));
     e->hist = xcalloc(e->cfg.max_num_seqs + 1, sizeof(*e->hist));
@@ -897,6 +1053,11 @@ void atr_engine_free(struct atr_engine *e)
     free(e->lru_at);
     free(e->lru_seq);
     free(e->cached);
+    free(e->parent);
+    free(e->children);
+    free(e->tail_key);
+    free(e->tail_len);
+    free(e->tails);
     free(e->free_stack);
     free(e->map_key);
     free(e->map_val);
@@ -981,6 +1142,28 @@ const struct atr_sim_record *atr_engine_add(struct atr_engine *e, const struct a
     e->pending++;
     e->st.requests_added++;
     return atr_heap_push(&e->events, q->arrival, r, err) < 0 ? NULL : &r->rec;
+}
+
+int atr_engine_set_tail(struct atr_engine *e, const struct atr_sim_record *rec,
+                        uint64_t tail_id, uint32_t tail_block, uint32_t tail_tokens,
+                        struct atr_error *err)
+{
+    if (tail_tokens == 0 || tail_tokens >= e->cfg.block_size)
+        return atr_error_set(err, "engine: request %llu: a shared tail of %u tokens, not "
+                             "1 to %u", (unsigned long long)rec->id, tail_tokens,
+                             e->cfg.block_size - 1);
+    struct req *r = (struct req *)rec;      /* rec is the first member */
+    if (!e->cfg.radix_cache || r->rec.rejected)
+        return 0;
+    if (!r->tail) {
+        if (e->n_tails == e->cap_tails) {
+            e->cap_tails = e->cap_tails ? 2 * e->cap_tails : 16;
+            e->tails = xreallocarray(e->tails, e->cap_tails, sizeof(*e->tails));
+        }
+        r->tail = (uint32_t)++e->n_tails;
+    }
+    e->tails[r->tail - 1] = (struct req_tail){ tail_id, tail_block, tail_tokens, 0 };
+    return 0;
 }
 
 const double *atr_engine_token_times(const struct atr_engine *e,

@@ -1,7 +1,9 @@
 /* engine.h - deterministic virtual-time model of a vLLM-v1-like serving
  * engine: continuous batching, chunked prefill, paged KV cache with a prefix
- * cache over full blocks (LRU eviction), and recompute preemption
- * (docs/sim-engine.md).
+ * cache over full blocks (LRU eviction), and recompute preemption; an
+ * SGLang flavour adds longest-prefix-first scheduling and a radix cache
+ * (hits inside a block when told, one copy per prefix, leaves evicted
+ * first) (docs/sim-engine.md).
  *
  * The engine is event driven. Requests are added with an arrival time at or
  * after the engine's clock; atr_engine_step() advances to the next event
@@ -51,6 +53,12 @@ struct atr_engine_cfg {
      * order of longest cached prefix (ties in arrival order), FCFS again
      * when more than 128 requests wait. vLLM: false (FCFS). */
     bool longest_prefix_first;
+    /* SGLang's radix cache at page size 1 (docs/sim-engine.md, "SGLang
+     * flavour"): a prefix hit may end inside a block (a request's shared
+     * tail, below), and eviction takes least recently used leaves only (a
+     * cached block is not evicted while a cached block continues it).
+     * vLLM: false (16-token blocks, LRU per block). */
+    bool radix_cache;
     /* A request that could never fit (atr_engine_fits false) is rejected
      * by atr_engine_add, as vLLM rejects a prompt longer than it can hold,
      * instead of being an error: its record says rejected and it never
@@ -124,6 +132,19 @@ void atr_engine_free(struct atr_engine *e);
  * request's record comes back already over, with rejected set. */
 const struct atr_sim_record *atr_engine_add(struct atr_engine *e, const struct atr_sim_req *req,
                                             struct atr_error *err);
+
+/* radix_cache only (else ignored): says that rec's prompt tokens
+ * [tail_block * block_size, + tail_tokens) are the same, token for token, as
+ * those of every request given the same tail_id, an id chained on prompt
+ * block tail_block - 1 like a block id (0 < tail_tokens < block_size). Block
+ * ids say nothing about a partial block, so a caller that knows an exact
+ * shared-prefix length must say so outright. Call it right after
+ * atr_engine_add, before the engine steps past the request's arrival.
+ * The engine keeps the tail (24 bytes) until atr_engine_free. 0, or -1
+ * with err set when tail_tokens is out of range. */
+int atr_engine_set_tail(struct atr_engine *e, const struct atr_sim_record *rec,
+                        uint64_t tail_id, uint32_t tail_block, uint32_t tail_tokens,
+                        struct atr_error *err);
 
 /* Whether a request of these sizes could ever be scheduled: its prompt +
  * output KV blocks within the whole cache, and without chunked prefill the

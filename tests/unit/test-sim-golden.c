@@ -233,6 +233,7 @@ static void run_case(const struct gcase *c, struct text *t)
     cfg.chunked_prefill = !c->no_chunked;
     cfg.prefix_caching = !c->no_prefix;
     cfg.longest_prefix_first = c->lpm;
+    cfg.radix_cache = c->lpm;         /* the SGLang flavour as a whole */
     cfg.skip_oversized = true;
     struct atr_error err;
     struct atr_engine *e = atr_engine_new(&cfg, &err);
