@@ -641,9 +641,13 @@ static bool nav_settled(void *ctx)
  * events the action caused arrive before its reply. */
 static int settle_navigation(struct act *x, struct nav_mark before)
 {
-    if (page_call(x, "Runtime.evaluate", "{\"expression\":\"0\"}", NULL) < 0)
-        return -1;
-    if (x->b->nav_started == before.started)
+    bool gone = false;   /* the round trip itself lost the page: a navigation began */
+    if (page_call(x, "Runtime.evaluate", "{\"expression\":\"0\"}", NULL) < 0) {
+        if (!navigating(x))
+            return -1;
+        gone = true;
+    }
+    if (!gone && x->b->nav_started == before.started)
         return 0;
     struct nav_wait w = {x->b, before};
     struct atr_error err;
