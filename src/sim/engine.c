@@ -12,7 +12,8 @@
 #include "util/alloc.h"
 
 #define NIL UINT32_MAX
-#define PREFETCH_AHEAD 8         /* loads started this many blocks ahead */
+#define TAIL 0x80000000u        /* map entry: the block's shared tail, not its id */
+#define PREFETCH_AHEAD 16        /* loads started this many blocks ahead */
 /* The radix (SGLang) paths are kept out of line, and the hot helpers they
  * share kept inline, so the vLLM paths compile as they did without them. */
 #define HOT static inline __attribute__((always_inline))
@@ -66,19 +67,25 @@ struct engine_ring {             /* the waiting queue: preempted go to the head 
     size_t head, len, cap;
 };
 
+struct engine_block {
+    uint64_t hash;               /* valid while cached */
+    uint64_t lru_seq;            /* its number when it last joined the LRU queue */
+    uint32_t ref;                /* requests holding it */
+    uint32_t lru_at;             /* its index in e->lru while cached and ref == 0, else NIL */
+    bool cached;                 /* registered in the map */
+} __attribute__((aligned(32)));
+
 struct atr_engine {
     struct atr_engine_cfg cfg;
     double now;
     struct atr_heap events;
     bool busy, due;              /* iteration in flight / to be scheduled now */
 
-    /* The blocks, a field to an array: the pool is read at random, and the
-     * hot paths touch ref and cached (5 bytes a block, cache-resident)
-     * far more often than the id. */
-    uint64_t *hash;              /* valid while cached */
-    uint32_t *ref;               /* requests holding it */
-    uint32_t *lru_at;            /* its index in e->lru while cached and ref == 0, else NIL */
-    bool *cached;                /* registered in the map */
+    /* The blocks, 32 bytes each on their own half cache line: the pool is
+     * read at random, and an evicted, freed or checked-in block touches
+     * several of these fields at once, one miss instead of one per field
+     * (they were arrays a field each: issue 16, second round). */
+    struct engine_block *blk;
     uint32_t n_blocks;
     uint32_t *free_stack;        /* uncached, unreferenced blocks */
     uint32_t n_free;
@@ -88,9 +95,8 @@ struct atr_engine {
      * forgets its index; n_lru counts the live ones). An array, not a
      * linked list: appending is a store, and evictions read it in order. */
     uint32_t *lru;
-    uint32_t lru_head, lru_len, lru_cap, n_lru;
+    uint32_t lru_head, lru_len, lru_cap, n_lru;   /* lru_cap: a power of two */
     uint64_t n_released;         /* blocks whose last reference went, ever */
-    uint64_t *lru_seq;           /* per block: its number when it last joined the queue */
     uint64_t lru_appended;       /* blocks ever appended: numbers 1, 2, ... */
     uint64_t lru_evicted_seq;    /* number of the last block evicted (0: none) */
     uint32_t used;               /* referenced blocks */
@@ -104,14 +110,13 @@ struct atr_engine {
     uint32_t *tail_len;
     struct req_tail *tails;      /* atr_engine_set_tail, in call order */
     size_t n_tails, cap_tails;
-    /* Open addressing: map_key[i] -> map_val[i] (a block, NIL empty). The
-     * key kept beside its block spares a probe a visit to the block. */
-    uint64_t *map_key;
-    uint32_t *map_val;
+    /* Open addressing (linear probing, backward-shift delete) over blocks,
+     * their ids read from the blocks (key_of). */
+    uint64_t *map;               /* slots: key top half, entry (NIL: empty); see key_of */
     size_t map_mask;
     unsigned block_shift;        /* log2(block_size) when a power of two, else 0 */
     unsigned map_shift;          /* 64 - log2(slots): home = key >> map_shift */
-    uint64_t *evicted;           /* mixed keys of blocks evicted, to remove (n_blocks) */
+    uint32_t *evicted;           /* map entries of blocks evicted, to remove (n_blocks) */
     uint32_t n_evicted;
 
     struct req_vec all, running, batch, done;
@@ -254,53 +259,78 @@ static size_t home_of(const struct atr_engine *e, uint64_t k)
     return (size_t)(k >> e->map_shift);
 }
 
+/* The key of map entry v: a block's id, or (TAIL set) the shared tail it
+ * holds. A slot holds the top half of its entry's key (which gives the
+ * home slot: the map has at most 2^32 slots) and the entry: 8 bytes, one
+ * load a probe, and only a match reads the block for the rest of the key.
+ * Map and blocks then fit a core's cache better than 12-byte slots in two
+ * arrays did (issue 16, second round). A block is in the map under the id
+ * it has while cached, or until map_flush when just evicted (its id is
+ * overwritten only at check-in). */
+HOT uint64_t key_of(const struct atr_engine *e, uint32_t v)
+{
+    return v & TAIL ? mix(e->tail_key[v & ~TAIL]) : mix(e->blk[v].hash);
+}
+
+#define KEY_TOP 0xffffffff00000000ULL
+
+HOT uint32_t slot_val(uint64_t slot)
+{
+    return (uint32_t)slot;
+}
+
 static uint32_t map_find(const struct atr_engine *e, uint64_t hash)
 {
     uint64_t k = mix(hash);
     for (size_t i = home_of(e, k);; i = (i + 1) & e->map_mask) {
-        uint32_t b = e->map_val[i];
-        if (b == NIL || e->map_key[i] == k)
-            return b;
+        uint64_t s = e->map[i];
+        if (slot_val(s) == NIL)
+            return NIL;
+        if ((s & KEY_TOP) == (k & KEY_TOP) && key_of(e, slot_val(s)) == k)
+            return slot_val(s) & ~TAIL;
     }
 }
 
-/* Registers hash -> b unless hash is there already; the block holding it,
- * or NIL when b was registered (one probe for both). */
-HOT uint32_t map_find_or_insert(struct atr_engine *e, uint64_t hash, uint32_t b)
+/* Registers hash -> v (a block, TAIL set for a shared tail) unless hash is
+ * there already; the block holding it, or NIL when v was registered (one
+ * probe for both). The caller then gives the block that key. */
+HOT uint32_t map_find_or_insert(struct atr_engine *e, uint64_t hash, uint32_t v)
 {
     uint64_t k = mix(hash);
     size_t i = home_of(e, k);
-    for (; e->map_val[i] != NIL; i = (i + 1) & e->map_mask)
-        if (e->map_key[i] == k)
-            return e->map_val[i];
-    e->map_key[i] = k;
-    e->map_val[i] = b;
+    for (; slot_val(e->map[i]) != NIL; i = (i + 1) & e->map_mask) {
+        uint64_t s = e->map[i];
+        if ((s & KEY_TOP) == (k & KEY_TOP) && key_of(e, slot_val(s)) == k)
+            return slot_val(s) & ~TAIL;
+    }
+    e->map[i] = (k & KEY_TOP) | v;
     return NIL;
 }
 
-static void map_remove(struct atr_engine *e, uint64_t k)
+/* Removes entry v, whose key is still what key_of says. */
+static void map_remove(struct atr_engine *e, uint32_t v)
 {
-    size_t i = home_of(e, k);
-    while (e->map_key[i] != k || e->map_val[i] == NIL)
+    size_t i = home_of(e, key_of(e, v));
+    while (slot_val(e->map[i]) != v)
         i = (i + 1) & e->map_mask;
     /* Backward shift: pull later entries of the probe run into the hole so
-     * lookups never stop early at it. */
-    for (size_t j = (i + 1) & e->map_mask; e->map_val[j] != NIL; j = (j + 1) & e->map_mask) {
-        size_t home = home_of(e, e->map_key[j]);
+     * lookups never stop early at it. A slot's home is that of its key:
+     * the entry's bits shift out. */
+    for (size_t j = (i + 1) & e->map_mask; slot_val(e->map[j]) != NIL; j = (j + 1) & e->map_mask) {
+        size_t home = home_of(e, e->map[j]);
         if (((j - home) & e->map_mask) >= ((j - i) & e->map_mask)) {
-            e->map_key[i] = e->map_key[j];
-            e->map_val[i] = e->map_val[j];
+            e->map[i] = e->map[j];
             i = j;
         }
     }
-    e->map_val[i] = NIL;
+    e->map[i] = UINT64_MAX;
 }
 
 /* ---- block pool ---- */
 
 static void lru_unlink(struct atr_engine *e, uint32_t b)
 {
-    e->lru_at[b] = NIL;
+    e->blk[b].lru_at = NIL;
     e->n_lru--;
 }
 
@@ -310,10 +340,10 @@ static void lru_unlink(struct atr_engine *e, uint32_t b)
 static void lru_compact(struct atr_engine *e)
 {
     uint32_t *v = xreallocarray(NULL, e->lru_cap, sizeof(*v)), k = 0;
-    for (uint32_t n = 0, i = e->lru_head; n < e->lru_len; n++, i = i + 1 == e->lru_cap ? 0 : i + 1) {
+    for (uint32_t n = 0, i = e->lru_head; n < e->lru_len; n++, i = (i + 1) & (e->lru_cap - 1)) {
         uint32_t b = e->lru[i];
-        if (e->lru_at[b] == i) {
-            e->lru_at[b] = k;
+        if (e->blk[b].lru_at == i) {
+            e->blk[b].lru_at = k;
             v[k++] = b;
         }
     }
@@ -327,34 +357,29 @@ HOT void lru_append(struct atr_engine *e, uint32_t b)
 {
     if (e->lru_len == e->lru_cap)
         lru_compact(e);
-    uint32_t i = e->lru_head + e->lru_len;
-    if (i >= e->lru_cap)
-        i -= e->lru_cap;
-    e->lru_at[b] = i;
-    e->lru_seq[b] = ++e->lru_appended;
+    uint32_t i = (e->lru_head + e->lru_len) & (e->lru_cap - 1);
+    e->blk[b].lru_at = i;
+    e->blk[b].lru_seq = ++e->lru_appended;
     e->lru[i] = b;
     e->lru_len++;
     e->n_lru++;
 }
 
-/* The oldest block of the queue, taken out; callers check n_lru first. */
+/* The oldest block of the queue, taken out; callers check n_lru first.
+ * (block_alloc_run has this loop inline, for runs of evictions.) */
 HOT uint32_t lru_pop(struct atr_engine *e)
 {
+    uint32_t mask = e->lru_cap - 1;
     for (;;) {
         uint32_t i = e->lru_head, b = e->lru[i];
-        e->lru_head = i + 1 == e->lru_cap ? 0 : i + 1;
-        if (e->lru_len > PREFETCH_AHEAD) {    /* evictions come in runs */
-            uint32_t ahead = i + PREFETCH_AHEAD;
-            if (ahead >= e->lru_cap)
-                ahead -= e->lru_cap;
-            __builtin_prefetch(&e->hash[e->lru[ahead]]);
-            __builtin_prefetch(&e->lru_at[e->lru[ahead]]);
-        }
+        e->lru_head = (i + 1) & mask;
+        if (e->lru_len > PREFETCH_AHEAD)     /* evictions come in runs */
+            __builtin_prefetch(&e->blk[e->lru[(i + PREFETCH_AHEAD) & mask]]);
         e->lru_len--;
-        if (e->lru_at[b] == i) {
-            e->lru_at[b] = NIL;
+        if (e->blk[b].lru_at == i) {
+            e->blk[b].lru_at = NIL;
             e->n_lru--;
-            e->lru_evicted_seq = e->lru_seq[b];
+            e->lru_evicted_seq = e->blk[b].lru_seq;
             return b;
         }
     }
@@ -362,8 +387,8 @@ HOT uint32_t lru_pop(struct atr_engine *e)
 
 HOT void block_ref(struct atr_engine *e, uint32_t b)
 {
-    if (e->ref[b]++ == 0) {
-        if (e->cached[b])
+    if (e->blk[b].ref++ == 0) {
+        if (e->blk[b].cached)
             lru_unlink(e, b);
         e->used++;
     }
@@ -371,11 +396,11 @@ HOT void block_ref(struct atr_engine *e, uint32_t b)
 
 HOT void block_unref(struct atr_engine *e, uint32_t b)
 {
-    if (--e->ref[b] > 0)
+    if (--e->blk[b].ref > 0)
         return;
     e->used--;
     e->n_released++;
-    if (e->cached[b])
+    if (e->blk[b].cached)
         lru_append(e, b);
     else
         e->free_stack[e->n_free++] = b;
@@ -392,35 +417,63 @@ COLD uint32_t radix_evict(struct atr_engine *e)
     uint32_t b;
     while (e->children[b = lru_pop(e)])
         lru_append(e, b);
-    e->evicted[e->n_evicted++] = mix(e->hash[b]);
-    e->cached[b] = false;
+    e->evicted[e->n_evicted++] = b;
+    e->blk[b].cached = false;
     e->st.evictions++;
     if (e->parent[b] != NIL)
         e->children[e->parent[b]]--;
     e->parent[b] = NIL;
     if (e->tail_len[b]) {
-        e->evicted[e->n_evicted++] = mix(e->tail_key[b]);
+        e->evicted[e->n_evicted++] = b | TAIL;    /* tail_key[b] stays until then */
         e->tail_len[b] = 0;
     }
     return b;
 }
 
-/* Takes a free block, else evicts the least recently used cached one.
- * Callers check availability first. */
-static uint32_t block_alloc(struct atr_engine *e)
+/* Extends r's block table to `want` blocks: free blocks first, then the
+ * least recently used cached ones, evicted in one run (their ids leave the
+ * map at map_flush). Callers check availability first. */
+static void block_alloc_run(struct atr_engine *e, struct req *r, uint32_t want)
 {
-    uint32_t b;
-    if (e->n_free) {
-        b = e->free_stack[--e->n_free];
-    } else {
-        b = lru_pop(e);
-        e->evicted[e->n_evicted++] = mix(e->hash[b]);   /* map_flush removes it */
-        e->cached[b] = false;
-        e->st.evictions++;
+    while (r->n_blocks < want && e->n_free) {
+        uint32_t b = e->free_stack[--e->n_free];
+        e->blk[b].ref = 1;
+        e->used++;
+        r->blocks[r->n_blocks++] = b;
     }
-    e->ref[b] = 1;
-    e->used++;
-    return b;
+    if (r->n_blocks == want)
+        return;
+    /* lru_pop over locals (see req_free_blocks) */
+    uint32_t n = want - r->n_blocks, b = NIL;
+    uint32_t *out = r->blocks + r->n_blocks, *ev = e->evicted + e->n_evicted;
+    const uint32_t *lru = e->lru;
+    struct engine_block *blk = e->blk;
+    uint32_t mask = e->lru_cap - 1, head = e->lru_head, len = e->lru_len;
+    for (uint32_t j = 0; j < n; j++) {
+        for (;;) {
+            uint32_t i = head;
+            b = lru[i];
+            head = (i + 1) & mask;
+            if (len > PREFETCH_AHEAD)
+                __builtin_prefetch(&blk[lru[(i + PREFETCH_AHEAD) & mask]]);
+            len--;
+            if (blk[b].lru_at == i)
+                break;
+        }
+        blk[b].lru_at = NIL;
+        blk[b].cached = false;
+        blk[b].ref = 1;
+        ev[j] = b;
+        out[j] = b;
+    }
+    e->lru_head = head;
+    e->lru_len = len;
+    e->n_lru -= n;
+    e->lru_evicted_seq = blk[b].lru_seq;
+    e->n_evicted += n;
+    e->st.evictions += n;
+    e->used += n;
+    r->n_blocks = want;
 }
 
 /* Removes the ids of the blocks evicted since the last call from the map.
@@ -430,9 +483,8 @@ static void map_flush(struct atr_engine *e)
 {
     for (uint32_t j = 0; j < e->n_evicted; j++) {
         if (j + PREFETCH_AHEAD < e->n_evicted) {
-            size_t i = home_of(e, e->evicted[j + PREFETCH_AHEAD]);
-            __builtin_prefetch(&e->map_key[i]);
-            __builtin_prefetch(&e->map_val[i]);
+            size_t i = home_of(e, key_of(e, e->evicted[j + PREFETCH_AHEAD]));
+            __builtin_prefetch(&e->map[i]);
         }
         map_remove(e, e->evicted[j]);
     }
@@ -463,7 +515,7 @@ COLD void radix_alloc(struct atr_engine *e, struct req *r, uint32_t want)
 {
     while (r->n_blocks < want) {
         uint32_t b = e->n_free ? e->free_stack[--e->n_free] : radix_evict(e);
-        e->ref[b] = 1;
+        e->blk[b].ref = 1;
         e->used++;
         r->blocks[r->n_blocks++] = b;
     }
@@ -485,8 +537,7 @@ static void req_grow(struct atr_engine *e, struct req *r, uint64_t tokens, bool 
     if (e->children)
         radix_alloc(e, r, want);
     else
-        while (r->n_blocks < want)
-            r->blocks[r->n_blocks++] = block_alloc(e);
+        block_alloc_run(e, r, want);
     map_flush(e);
 }
 
@@ -494,12 +545,28 @@ static void req_grow(struct atr_engine *e, struct req *r, uint64_t tokens, bool 
  * the head is the part other prompts are likeliest to share. */
 static void req_free_blocks(struct atr_engine *e, struct req *r)
 {
+    /* block_unref in a loop over locals: counters in *e and *r would be
+     * reloaded after every store to a block or the free stack (they might
+     * alias, as far as the compiler knows) */
+    const uint32_t *v = r->blocks;
+    struct engine_block *blk = e->blk;
+    uint32_t released = 0;
     r->n_memo = r->n_blocks;        /* a preempted request finds them first */
-    while (r->n_blocks) {
-        if (r->n_blocks > PREFETCH_AHEAD)
-            __builtin_prefetch(&e->ref[r->blocks[r->n_blocks - 1 - PREFETCH_AHEAD]]);
-        block_unref(e, r->blocks[--r->n_blocks]);
+    for (uint32_t k = r->n_blocks; k-- > 0;) {
+        if (k >= PREFETCH_AHEAD)
+            __builtin_prefetch(&blk[v[k - PREFETCH_AHEAD]]);
+        uint32_t b = v[k];
+        if (--blk[b].ref > 0)
+            continue;
+        released++;
+        if (blk[b].cached)
+            lru_append(e, b);
+        else
+            e->free_stack[e->n_free++] = b;
     }
+    e->used -= released;
+    e->n_released += released;
+    r->n_blocks = 0;
     r->n_hashed = 0;
 }
 
@@ -511,7 +578,7 @@ COLD void radix_tail(struct atr_engine *e, const struct req *r, uint32_t i, uint
     if (!r->tail)
         return;
     const struct req_tail *t = &e->tails[r->tail - 1];
-    if (t->block == i && e->tail_len[b] == 0 && map_find_or_insert(e, t->id, b) == NIL) {
+    if (t->block == i && e->tail_len[b] == 0 && map_find_or_insert(e, t->id, b | TAIL) == NIL) {
         e->tail_key[b] = t->id;
         e->tail_len[b] = t->tokens;
     }
@@ -522,7 +589,7 @@ COLD void radix_tail(struct atr_engine *e, const struct req *r, uint32_t i, uint
 COLD void radix_link(struct atr_engine *e, const struct req *r, uint32_t i)
 {
     uint32_t b = r->blocks[i];
-    uint32_t p = i > 0 && e->cached[r->blocks[i - 1]] ? r->blocks[i - 1] : NIL;
+    uint32_t p = i > 0 && e->blk[r->blocks[i - 1]].cached ? r->blocks[i - 1] : NIL;
     e->parent[b] = p;
     if (p != NIL)
         e->children[p]++;
@@ -555,12 +622,12 @@ static void req_cache_blocks(struct atr_engine *e, struct req *r)
         uint32_t i = r->n_hashed++;
         if (i + PREFETCH_AHEAD < end) {
             size_t at = home_of(e, mix(r->hash_ids[i + PREFETCH_AHEAD]));
-            __builtin_prefetch(&e->map_val[at]);
-            __builtin_prefetch(&e->map_key[at]);
+            __builtin_prefetch(&e->map[at]);
+            __builtin_prefetch(&e->blk[r->blocks[i + PREFETCH_AHEAD]]);
         }
         uint32_t b = r->blocks[i];
         uint64_t h = r->hash_ids[i];
-        if (e->cached[b])
+        if (e->blk[b].cached)
             continue;
         uint32_t x = map_find_or_insert(e, h, b);
         if (x != NIL) {
@@ -568,8 +635,8 @@ static void req_cache_blocks(struct atr_engine *e, struct req *r)
                 radix_dedup(e, r, i, x);
             continue;
         }
-        e->cached[b] = true;
-        e->hash[b] = h;
+        e->blk[b].cached = true;
+        e->blk[b].hash = h;
         if (e->children)
             radix_link(e, r, i);
     }
@@ -588,7 +655,7 @@ COLD void tail_match(struct atr_engine *e, const struct req *r, uint32_t n)
     if (n != t->block)
         return;
     uint32_t b = map_find(e, t->id);
-    if (b == NIL || !e->cached[b] || e->tail_len[b] == 0 || e->tail_key[b] != t->id)
+    if (b == NIL || !e->blk[b].cached || e->tail_len[b] == 0 || e->tail_key[b] != t->id)
         return;
     uint64_t room = r->num_tokens - 1 - (uint64_t)n * e->cfg.block_size;
     t->hit = t->tokens < room ? t->tokens : (uint32_t)room;
@@ -627,22 +694,22 @@ static uint32_t prefix_hits(struct atr_engine *e, struct req *r, uint32_t *in_lr
     req_reserve_blocks(r, max);
     for (; n < r->n_memo && n < max; n++) {
         uint32_t b = r->blocks[n];
-        if (!e->cached[b] || e->hash[b] != r->hash_ids[n])
+        if (!e->blk[b].cached || e->blk[b].hash != r->hash_ids[n])
             break;
-        if (e->ref[b] == 0) {
+        if (e->blk[b].ref == 0) {
             (*in_lru)++;
-            if (e->lru_seq[b] < *oldest)
-                *oldest = e->lru_seq[b];
+            if (e->blk[b].lru_seq < *oldest)
+                *oldest = e->blk[b].lru_seq;
         }
     }
     for (; n < max; n++) {
         uint32_t b = map_find(e, r->hash_ids[n]);
         if (b == NIL)
             break;
-        if (e->ref[b] == 0) {
+        if (e->blk[b].ref == 0) {
             (*in_lru)++;
-            if (e->lru_seq[b] < *oldest)
-                *oldest = e->lru_seq[b];
+            if (e->blk[b].lru_seq < *oldest)
+                *oldest = e->blk[b].lru_seq;
         }
         r->blocks[n] = b;
     }
@@ -962,28 +1029,36 @@ void atr_engine_cfg_defaults(struct atr_engine_cfg *cfg)
     cfg->prefix_caching = true;
 }
 
+/* Memory starting on a cache line (aborts when out, as xmalloc does), so
+ * no block or map entry straddles two lines. */
+static void *line_alloc(size_t size)
+{
+    void *p = aligned_alloc(64, (size + 63) / 64 * 64);
+    if (!p)
+        abort();
+    return p;
+}
+
 static void engine_alloc(struct atr_engine *e)
 {
-    /* A sparse map (at most 1/8 full, 96 bytes a block): every evicted block
-     * is a removal whose backward shift walks the rest of its probe run,
-     * and short runs made the map's share of a simulation 3x smaller than
-     * at half full (issue 16). */
+    /* A sparse map (at most 1/16 full, 128+ bytes a block): every evicted
+     * block is a removal whose backward shift walks the rest of its probe
+     * run, and short runs made the map's share of a simulation 3x smaller
+     * than at half full (issue 16). With 8-byte slots, 1/16 full ran 6 %
+     * faster than 1/8 and 20 % faster than 1/4 (bench/sim/run.sh's
+     * workload); 1/32 no faster. */
     size_t map_cap = 64;
-    while (map_cap < 8 * (size_t)e->n_blocks)
+    while (map_cap < 16 * (size_t)e->n_blocks && map_cap < ((size_t)1 << 32))
         map_cap *= 2;
     e->map_mask = map_cap - 1;
     e->map_shift = 64;
     for (size_t c = map_cap; c > 1; c >>= 1)
         e->map_shift--;
     size_t nb = e->n_blocks ? e->n_blocks : 1;
-    e->hash = xcalloc(nb, sizeof(*e->hash));
-    e->ref = xcalloc(nb, sizeof(*e->ref));
-    e->lru_at = xcalloc(nb, sizeof(*e->lru_at));
-    e->lru_seq = xcalloc(nb, sizeof(*e->lru_seq));
-    e->cached = xcalloc(nb, sizeof(*e->cached));
+    e->blk = line_alloc(nb * sizeof(*e->blk));
+    memset(e->blk, 0, nb * sizeof(*e->blk));
     e->free_stack = xreallocarray(NULL, e->n_blocks ? e->n_blocks : 1, sizeof(*e->free_stack));
-    e->map_key = xcalloc(map_cap, sizeof(*e->map_key));
-    e->map_val = xreallocarray(NULL, map_cap, sizeof(*e->map_val));
+    e->map = line_alloc(map_cap * sizeof(*e->map));
     /* an evicted block leaves the map under its id and (radix) its tail */
     e->evicted = xreallocarray(NULL, (e->cfg.radix_cache ? 2 : 1) * nb, sizeof(*e->evicted));
     if (e->cfg.radix_cache) {
@@ -993,14 +1068,17 @@ static void engine_alloc(struct atr_engine *e)
         e->tail_key = xcalloc(nb, sizeof(*e->tail_key));
         e->tail_len = xcalloc(nb, sizeof(*e->tail_len));
     }
-    e->lru_cap = 2 * e->n_blocks + 64;
+    size_t lru_cap = 64;                 /* >= 2 * blocks + 64: see lru_compact */
+    while (lru_cap < 2 * (size_t)e->n_blocks + 64)
+        lru_cap *= 2;
+    e->lru_cap = (uint32_t)lru_cap;
     e->lru = xcalloc(e->lru_cap, sizeof(*e->lru));
     e->hist = xcalloc(e->cfg.max_num_seqs + 1, sizeof(*e->hist));
     e->batch.v = xreallocarray(NULL, e->cfg.max_num_seqs + 1, sizeof(*e->batch.v));
-    memset(e->map_val, 0xff, map_cap * sizeof(*e->map_val));
+    memset(e->map, 0xff, map_cap * sizeof(*e->map));
     /* Stack order makes block 0 the first allocated: easier to read in tests. */
     for (uint32_t i = 0; i < e->n_blocks; i++) {
-        e->lru_at[i] = NIL;
+        e->blk[i].lru_at = NIL;
         e->free_stack[i] = e->n_blocks - 1 - i;
     }
     e->n_free = e->n_blocks;
@@ -1048,19 +1126,14 @@ void atr_engine_free(struct atr_engine *e)
     free(e->batch.v);
     free(e->done.v);
     free(e->waiting.v);
-    free(e->hash);
-    free(e->ref);
-    free(e->lru_at);
-    free(e->lru_seq);
-    free(e->cached);
+    free(e->blk);
     free(e->parent);
     free(e->children);
     free(e->tail_key);
     free(e->tail_len);
     free(e->tails);
     free(e->free_stack);
-    free(e->map_key);
-    free(e->map_val);
+    free(e->map);
     free(e->evicted);
     free(e->lru);
     free(e->hist);
