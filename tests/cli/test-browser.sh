@@ -133,8 +133,13 @@ while [ "$( (wc -l <"$B/crash/metrics.jsonl") 2>/dev/null || echo 0)" -lt 2 ] &&
     sleep 0.05
 done
 sleep 0.3      # into the waiting step
-bpid=$(pgrep -f -- "--user-data-dir=$B/wd/atr-browser-$pid-" | while read -r p; do
-    grep -q -- '--type=' "/proc/$p/cmdline" 2>/dev/null || echo "$p"; done | head -n 1)
+# The browser's main process: among this atr's own descendants (never a
+# machine-wide search), the one with its profile and no --type= (children
+# of Chromium have one).
+descendants() { for c in $(ps -o pid= --ppid "$1"); do echo "$c"; descendants "$c"; done; }
+bpid=$(descendants "$pid" | while read -r p; do
+    tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -- "--user-data-dir=$B/wd/atr-browser-$pid-" |
+        grep -qv -- '--type=' && echo "$p"; done | head -n 1)
 CURRENT="browser: found the browser to kill"; [ -n "$bpid" ] && pass || fail "no browser of atr $pid"
 [ -n "$bpid" ] && kill -KILL "$bpid"
 wait "$pid"
