@@ -17,6 +17,7 @@
 #include "trace/reader.h"
 #include "util/alloc.h"
 #include "util/input.h"
+#include "util/rng.h"
 
 #define LINE_MAX_BYTES ((size_t)64 << 20)  /* one record, itl array included */
 #define ITL_MAX 4000000           /* ITLs kept per file; past it a reservoir sample */
@@ -78,7 +79,7 @@ struct reqset {
 struct atr_html_reqs {
     struct reqset *s;
     size_t n, cap;
-    uint64_t rng;             /* splitmix64: deterministic ITL reservoirs */
+    struct atr_rng rng;       /* seeded: deterministic ITL reservoirs */
 };
 
 /* ---- reading ---- */
@@ -137,14 +138,6 @@ static const struct atr_json *itl_array(const struct atr_json *o, double *to_ms)
     return NULL;
 }
 
-static uint64_t next_rand(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
 /* Algorithm R over ITL_MAX: exact percentiles up to that many gaps. */
 static void add_itl(struct atr_html_reqs *all, struct reqset *s, double ms)
 {
@@ -153,7 +146,7 @@ static void add_itl(struct atr_html_reqs *all, struct reqset *s, double ms)
         atr_samples_add(&s->itl, ms);
         return;
     }
-    uint64_t j = next_rand(&all->rng) % s->itl_seen;
+    uint64_t j = atr_rng_below(&all->rng, s->itl_seen);
     if (j < ITL_MAX)
         s->itl.v[j] = ms;
 }
@@ -322,7 +315,7 @@ static struct reqset *new_set(struct atr_html *h)
 {
     if (!h->reqs) {
         h->reqs = xcalloc(1, sizeof *h->reqs);
-        h->reqs->rng = 0x5eed;
+        atr_rng_seed(&h->reqs->rng, 0x5eed, 0);
     }
     struct atr_html_reqs *all = h->reqs;
     if (all->n == all->cap) {

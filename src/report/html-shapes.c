@@ -12,6 +12,7 @@
 #include "report/html.h"
 #include "stats/percentile.h"
 #include "util/alloc.h"
+#include "util/rng.h"
 
 #define RESERVOIR 100000          /* samples kept per distribution and source */
 #define TOP_TOOLS 8               /* tool mix columns before "other" */
@@ -52,16 +53,8 @@ struct shape_src {
 struct atr_html_shapes {
     struct shape_src *src;
     size_t n, cap;
-    uint64_t rng;             /* splitmix64 state: deterministic reservoirs */
+    struct atr_rng rng;       /* seeded: deterministic reservoirs */
 };
-
-static uint64_t next_rand(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
 
 /* Algorithm R: the first RESERVOIR values kept, then each later one
  * replaces a random kept one with probability RESERVOIR / seen. */
@@ -73,7 +66,7 @@ static void sample(struct atr_html_shapes *sh, struct reservoir *r, double x)
         atr_samples_add(&r->s, x);
         return;
     }
-    uint64_t j = next_rand(&sh->rng) % r->seen;
+    uint64_t j = atr_rng_below(&sh->rng, r->seen);
     if (j < RESERVOIR) {
         r->s.v[j] = x;
         r->s.sorted = false;
@@ -116,7 +109,7 @@ void atr_html_shapes_add(struct atr_html *h, const struct atr_trace *t)
 {
     if (!h->shapes) {
         h->shapes = xcalloc(1, sizeof *h->shapes);
-        h->shapes->rng = 0x61747273686170ULL;
+        atr_rng_seed(&h->shapes->rng, 0x61747273686170ULL, 0);
     }
     struct atr_html_shapes *sh = h->shapes;
     struct shape_src *s = source(sh, t->source && t->source[0] ? t->source : "unknown");

@@ -370,13 +370,15 @@ int atr_router_train(const struct atr_router_data *d, const struct atr_router_tr
     return 0;
 }
 
-void atr_router_evaluate(const struct atr_mlp *m, const struct atr_router_data *d, bool all,
-                         struct atr_router_eval *out)
+/* Scores m on the rows of d that keep(d, i, arg) selects. */
+static void score_rows(const struct atr_mlp *m, const struct atr_router_data *d,
+                       bool (*keep)(const struct atr_router_data *, size_t, const void *),
+                       const void *arg, struct atr_router_eval *out)
 {
     memset(out, 0, sizeof *out);
     size_t count[ATR_ROUTER_MAX_CANDIDATES] = { 0 };
     for (size_t i = 0; i < d->n; i++) {
-        if (!all && !d->held_out[i])
+        if (!keep(d, i, arg))
             continue;
         size_t p = atr_mlp_predict(m, d->x + i * ATR_ROUTER_N_FEATURES);
         out->confusion[d->y[i]][p]++;
@@ -388,6 +390,22 @@ void atr_router_evaluate(const struct atr_mlp *m, const struct atr_router_data *
         if (count[c] > count[out->majority])
             out->majority = c;
     out->majority_correct = count[out->majority];
+}
+
+static bool keep_held_out(const struct atr_router_data *d, size_t i, const void *all)
+{
+    return *(const bool *)all || d->held_out[i];
+}
+
+static bool keep_group(const struct atr_router_data *d, size_t i, const void *g)
+{
+    return d->group[i] == *(const size_t *)g;
+}
+
+void atr_router_evaluate(const struct atr_mlp *m, const struct atr_router_data *d, bool all,
+                         struct atr_router_eval *out)
+{
+    score_rows(m, d, keep_held_out, &all, out);
 }
 
 void atr_router_eval_add(struct atr_router_eval *sum, const struct atr_router_eval *e, size_t nc)
@@ -411,21 +429,7 @@ void atr_router_eval_add(struct atr_router_eval *sum, const struct atr_router_ev
 static void evaluate_group(const struct atr_mlp *m, const struct atr_router_data *d, size_t g,
                            struct atr_router_eval *out)
 {
-    memset(out, 0, sizeof *out);
-    size_t count[ATR_ROUTER_MAX_CANDIDATES] = { 0 };
-    for (size_t i = 0; i < d->n; i++) {
-        if (d->group[i] != g)
-            continue;
-        size_t p = atr_mlp_predict(m, d->x + i * ATR_ROUTER_N_FEATURES);
-        out->confusion[d->y[i]][p]++;
-        out->correct += p == d->y[i];
-        count[d->y[i]]++;
-        out->n++;
-    }
-    for (size_t c = 0; c < d->n_candidates; c++)
-        if (count[c] > count[out->majority])
-            out->majority = c;
-    out->majority_correct = count[out->majority];
+    score_rows(m, d, keep_group, &g, out);
 }
 
 int atr_router_fold(struct atr_router_data *d, size_t n_groups, size_t g, size_t skip,
