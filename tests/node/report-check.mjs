@@ -8,7 +8,7 @@
 // the log toggle, the hover readout), the Overview's token race (its clock
 // advances, pause holds it), and the load time to the last chart drawn.
 // One screenshot per section goes to OUT_DIR.
-import { chromium } from "playwright-core";
+import { openOffline } from "./offline.mjs";
 import { writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 
@@ -18,28 +18,9 @@ if (!report || !outDir) {
   process.exit(2);
 }
 const url = "file://" + resolve(report);
-const out = { consoleErrors: [], pageErrors: [], requests: [], dialogs: [], sections: [] };
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  args: ["--no-sandbox", "--disable-gpu"],
-});
+const out = { sections: [] };
+const { browser, page } = await openOffline(report, out);
 try {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-  page.on("console", (m) => { if (m.type() === "error") out.consoleErrors.push(m.text()); });
-  page.on("pageerror", (e) => out.pageErrors.push(String(e)));
-  page.on("dialog", async (d) => { out.dialogs.push(d.message()); await d.dismiss(); });
-  await page.route("**/*", (route) => {
-    const u = route.request().url();
-    if (u === url) return route.continue();
-    out.requests.push(u);
-    return route.abort();
-  });
-  const t0 = Date.now();
-  await page.goto(url, { waitUntil: "load" });
-  await page.waitForFunction(() => document.body && document.body.dataset.ready === "1",
-                             null, { timeout: 20000 }).catch(() => {});
-  out.loadMs = Date.now() - t0;
-  out.ready = await page.evaluate(() => document.body.dataset.ready === "1");
   out.injected = await page.evaluate(() => window.__atr_injected === true);
   out.sections = await page.$$eval("section[id]", (s) => s.map((e) => e.id));
   const rows = () => page.$$eval("#traces tbody tr:not([hidden])", (r) => r.length);

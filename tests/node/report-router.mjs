@@ -8,9 +8,8 @@
 // picks atr embedded. Writes OUT_DIR/router.json (with console and page
 // errors and every network request attempted, all refused) and a
 // screenshot of the section, OUT_DIR/section-router.png.
-import { chromium } from "playwright-core";
+import { openOffline } from "./offline.mjs";
 import { readFileSync, writeFileSync } from "node:fs";
-import { resolve } from "node:path";
 
 const [report, outDir, setsFile] = process.argv.slice(2);
 if (!report || !outDir || !setsFile) {
@@ -18,26 +17,9 @@ if (!report || !outDir || !setsFile) {
   process.exit(2);
 }
 const sets = JSON.parse(readFileSync(setsFile, "utf8"));
-const url = "file://" + resolve(report);
-const out = { consoleErrors: [], pageErrors: [], requests: [], decisions: [], traces: [] };
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  args: ["--no-sandbox", "--disable-gpu"],
-});
+const out = { decisions: [], traces: [] };
+const { browser, page } = await openOffline(report, out);
 try {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-  page.on("console", (m) => { if (m.type() === "error") out.consoleErrors.push(m.text()); });
-  page.on("pageerror", (e) => out.pageErrors.push(String(e)));
-  await page.route("**/*", (route) => {
-    const u = route.request().url();
-    if (u === url) return route.continue();
-    out.requests.push(u);
-    return route.abort();
-  });
-  await page.goto(url, { waitUntil: "load" });
-  await page.waitForFunction(() => document.body && document.body.dataset.ready === "1",
-                             null, { timeout: 20000 }).catch(() => {});
-  out.ready = await page.evaluate(() => document.body.dataset.ready === "1");
   out.features = await page.$$eval("#router-features input[type=number]", (f) => f.map((e) => e.id));
   for (const set of sets) {
     // Every field is set, those the set leaves out to 0, as the CLI has them.
