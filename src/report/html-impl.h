@@ -110,6 +110,8 @@ void atr_html_esc(struct atr_buf *b, const char *s);
 void atr_html_num(struct atr_buf *b, double x, int decimals);
 void atr_html_td_num(struct atr_buf *b, double x, int decimals);
 void atr_html_td_str(struct atr_buf *b, const char *s);
+/* The number at key of object o, or NaN (o NULL, no such key, not a number). */
+double atr_html_get_num(const struct atr_json *o, const char *key);
 
 /* src/report/assets/report.css and report.js, NUL-terminated, embedded by
  * src/report/assets/embed.cmake. */

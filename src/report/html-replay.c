@@ -188,17 +188,12 @@ int atr_html_read_replay(struct atr_html *h, const char *dir, struct atr_html_re
 
 static void cdf_figures(struct atr_buf *b, const struct atr_html_replay *r);
 
-static double get(const struct atr_json *o, const char *key)
-{
-    double v;
-    return o && atr_json_get_num(o, key, &v) ? v : NAN;
-}
 
 /* summary.json's "limits" in MiB (NAN: unset or not recorded). */
 static double limit_mib(const struct atr_json *summary, const char *key)
 {
     const struct atr_json *l = atr_json_get(summary, "limits");
-    double v = atr_json_is(l, ATR_JSON_OBJECT) ? get(l, key) : NAN;
+    double v = atr_json_is(l, ATR_JSON_OBJECT) ? atr_html_get_num(l, key) : NAN;
     return v > 0 && isfinite(v) ? v / MIB : NAN;
 }
 
@@ -215,23 +210,22 @@ static void configs_table(struct atr_buf *b, const struct atr_json *configs)
     for (const struct atr_json *c = configs->u.kids.first; c; c = c->next) {
         if (!atr_json_is(c, ATR_JSON_OBJECT))
             continue;
-        atr_buf_puts(b, "<tr data-config><td>");
-        atr_html_esc(b, atr_json_get_str(c, "config", NULL));
-        atr_buf_puts(b, "</td>");
+        atr_buf_puts(b, "<tr data-config>");
+        atr_html_td_str(b, atr_json_get_str(c, "config", NULL));
         static const char *const ints[] = {"traces", "total_steps", "ran_steps",
                                            "skipped_steps", "failed_steps", "timed_out_steps",
                                            "oom_kills", "mem_high_events_total",
                                            "mem_max_events_total"};
         for (size_t i = 0; i < sizeof ints / sizeof *ints; i++)
-            atr_html_td_num(b, get(c, ints[i]), 0);
-        atr_html_td_num(b, get(c, "latency_p50_ms"), 1);
-        atr_html_td_num(b, get(c, "latency_p95_ms"), 1);
-        atr_html_td_num(b, get(c, "latency_p99_ms"), 1);
-        atr_html_td_num(b, get(c, "latency_max_ms"), 1);
-        atr_html_td_num(b, get(c, "cpu_ms_total"), 1);
-        atr_html_td_num(b, get(c, "max_rss_mb"), 1);
-        atr_html_td_num(b, get(c, "mem_pressure_some_ms_total"), 1);
-        atr_html_td_num(b, get(c, "cpu_pressure_some_ms_total"), 1);
+            atr_html_td_num(b, atr_html_get_num(c, ints[i]), 0);
+        atr_html_td_num(b, atr_html_get_num(c, "latency_p50_ms"), 1);
+        atr_html_td_num(b, atr_html_get_num(c, "latency_p95_ms"), 1);
+        atr_html_td_num(b, atr_html_get_num(c, "latency_p99_ms"), 1);
+        atr_html_td_num(b, atr_html_get_num(c, "latency_max_ms"), 1);
+        atr_html_td_num(b, atr_html_get_num(c, "cpu_ms_total"), 1);
+        atr_html_td_num(b, atr_html_get_num(c, "max_rss_mb"), 1);
+        atr_html_td_num(b, atr_html_get_num(c, "mem_pressure_some_ms_total"), 1);
+        atr_html_td_num(b, atr_html_get_num(c, "cpu_pressure_some_ms_total"), 1);
         atr_buf_puts(b, "<td>");
         const struct atr_json *fl = atr_json_get(c, "failures");
         bool any = false;
@@ -397,21 +391,18 @@ static void tenants_table(struct atr_buf *b, const struct atr_json *summary)
     for (const struct atr_json *e = t->u.kids.first; e; e = e->next) {
         if (!atr_json_is(e, ATR_JSON_OBJECT))
             continue;
-        atr_buf_puts(b, "<tr><td>");
-        atr_html_esc(b, atr_json_get_str(e, "config", NULL));
-        atr_buf_puts(b, "</td>");
-        atr_html_td_num(b, get(e, "tenant"), 0);
-        atr_buf_puts(b, "<td>");
-        atr_html_esc(b, atr_json_get_str(e, "trace_id", NULL));
-        atr_buf_puts(b, "</td>");
-        atr_html_td_num(b, get(e, "weight"), 0);
-        atr_html_td_num(b, get(e, "steps"), 0);
-        atr_html_td_num(b, get(e, "latency_mean_ms_alone"), 1);
-        atr_html_td_num(b, get(e, "latency_mean_ms_shared"), 1);
-        atr_html_td_num(b, get(e, "latency_p50_ms_alone"), 1);
-        atr_html_td_num(b, get(e, "latency_p50_ms_shared"), 1);
-        atr_html_td_num(b, get(e, "inflation_mean"), 2);
-        atr_html_td_num(b, get(e, "inflation_p50"), 2);
+        atr_buf_puts(b, "<tr>");
+        atr_html_td_str(b, atr_json_get_str(e, "config", NULL));
+        atr_html_td_num(b, atr_html_get_num(e, "tenant"), 0);
+        atr_html_td_str(b, atr_json_get_str(e, "trace_id", NULL));
+        atr_html_td_num(b, atr_html_get_num(e, "weight"), 0);
+        atr_html_td_num(b, atr_html_get_num(e, "steps"), 0);
+        atr_html_td_num(b, atr_html_get_num(e, "latency_mean_ms_alone"), 1);
+        atr_html_td_num(b, atr_html_get_num(e, "latency_mean_ms_shared"), 1);
+        atr_html_td_num(b, atr_html_get_num(e, "latency_p50_ms_alone"), 1);
+        atr_html_td_num(b, atr_html_get_num(e, "latency_p50_ms_shared"), 1);
+        atr_html_td_num(b, atr_html_get_num(e, "inflation_mean"), 2);
+        atr_html_td_num(b, atr_html_get_num(e, "inflation_p50"), 2);
         atr_buf_puts(b, "</tr>\n");
     }
     atr_buf_puts(b, "</tbody></table>\n");

@@ -97,12 +97,6 @@ bool atr_html_looks_like_requests(const char *head, size_t len)
            !memmem(head, line, "\"steps\"", 7);
 }
 
-static double num_or_nan(const struct atr_json *o, const char *key)
-{
-    const struct atr_json *v = atr_json_get(o, key);
-    return v && atr_json_is(v, ATR_JSON_NUMBER) ? v->u.num : NAN;
-}
-
 /* Units a record may write a time in, with their factor to ms: atr writes
  * ms and s as floats today; integer microseconds are read the same way. */
 static const struct {
@@ -116,7 +110,7 @@ static double field_ms(const struct atr_json *o, const char *stem)
     char key[48];
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
         snprintf(key, sizeof key, "%s%s", stem, units[i].suffix);
-        double v = num_or_nan(o, key);
+        double v = atr_html_get_num(o, key);
         if (!isnan(v))
             return v * units[i].to_ms;
     }
@@ -157,7 +151,7 @@ static void add_itl(struct atr_html_reqs *all, struct reqset *s, double ms)
 static char *request_id(const struct atr_json *o, unsigned long line)
 {
     const char *tid = atr_json_get_str(o, "trace_id", NULL);
-    double turn = num_or_nan(o, "turn"), id = num_or_nan(o, "id");
+    double turn = atr_html_get_num(o, "turn"), id = atr_html_get_num(o, "id");
     if (tid && !isnan(turn))
         return xasprintf("%s turn %.0f", tid, turn);
     if (!isnan(id))
@@ -203,7 +197,7 @@ static void keep_lane(struct reqset *s, const struct atr_json *o, char *id, uint
         s->n_lanes++;
     }
     struct lane *l = &s->lanes[at];
-    double out = num_or_nan(o, "output_tokens"), to_ms = 1;
+    double out = atr_html_get_num(o, "output_tokens"), to_ms = 1;
     const struct atr_json *itl = itl_array(o, &to_ms);
     size_t n = itl ? itl->u.kids.count + 1 : out > 1 ? (size_t)fmin(out, LANE_TOKENS) : 1;
     n = n > LANE_TOKENS ? LANE_TOKENS : n;

@@ -77,6 +77,12 @@ void atr_html_td_str(struct atr_buf *b, const char *s)
     atr_buf_puts(b, "</td>");
 }
 
+double atr_html_get_num(const struct atr_json *o, const char *key)
+{
+    double v;
+    return o && atr_json_get_num(o, key, &v) ? v : NAN;
+}
+
 void atr_html_trace_row(struct atr_buf *b, uint64_t i, const char *file,
                         const struct atr_trace *t, const struct atr_html_figures *f)
 {
@@ -336,11 +342,6 @@ static void latency_chart(struct atr_buf *b, const struct atr_html *h, const str
                       "</figcaption></figure>\n", m->label);
 }
 
-static double atr_num(const struct atr_json *root, const char *key)
-{
-    double v;
-    return atr_json_get_num(root, key, &v) ? v : NAN;
-}
 
 static void throughput_table(struct atr_buf *b, const struct atr_html *h)
 {
@@ -355,12 +356,12 @@ static void throughput_table(struct atr_buf *b, const struct atr_html *h)
         atr_buf_puts(b, "</td>");
         atr_html_td_str(b, atr ? atr_json_get_str(atr, "target", NULL) : NULL);
         atr_html_td_str(b, atr ? atr_json_get_str(atr, "policy", NULL) : NULL);
-        atr_html_td_num(b, atr_num(root, "completed"), 0);
-        atr_html_td_num(b, atr_num(root, "failed"), 0);
-        atr_html_td_num(b, atr_num(root, "duration"), 2);
-        atr_html_td_num(b, atr_num(root, "request_throughput"), 3);
-        atr_html_td_num(b, atr_num(root, "output_throughput"), 1);
-        atr_html_td_num(b, atr_num(root, "total_token_throughput"), 1);
+        atr_html_td_num(b, atr_html_get_num(root, "completed"), 0);
+        atr_html_td_num(b, atr_html_get_num(root, "failed"), 0);
+        atr_html_td_num(b, atr_html_get_num(root, "duration"), 2);
+        atr_html_td_num(b, atr_html_get_num(root, "request_throughput"), 3);
+        atr_html_td_num(b, atr_html_get_num(root, "output_throughput"), 1);
+        atr_html_td_num(b, atr_html_get_num(root, "total_token_throughput"), 1);
         atr_buf_puts(b, "</tr>\n");
     }
     atr_buf_puts(b, "</tbody></table>\n");
@@ -391,7 +392,7 @@ static void results(struct atr_buf *b, const struct atr_html *h)
 static double run_num(const struct atr_json *run, const char *key)
 {
     const struct atr_json *m = atr_json_get(run, "metrics");
-    return m && atr_json_is(m, ATR_JSON_OBJECT) ? atr_num(m, key) : NAN;
+    return m && atr_json_is(m, ATR_JSON_OBJECT) ? atr_html_get_num(m, key) : NAN;
 }
 
 /* A run's p99 of a latency ("ttft_ms"), or NAN. */
@@ -399,7 +400,7 @@ static double run_p99(const struct atr_json *run, const char *key)
 {
     const struct atr_json *m = atr_json_get(run, "metrics");
     const struct atr_json *o = m && atr_json_is(m, ATR_JSON_OBJECT) ? atr_json_get(m, key) : NULL;
-    return o && atr_json_is(o, ATR_JSON_OBJECT) ? atr_num(o, "p99") : NAN;
+    return o && atr_json_is(o, ATR_JSON_OBJECT) ? atr_html_get_num(o, "p99") : NAN;
 }
 
 /* The SLO object, or NULL when the sweep had none. */
@@ -418,7 +419,7 @@ static long goodput_run(const struct atr_json *root, double *rate)
     if (!g || !atr_json_is(g, ATR_JSON_OBJECT) || !atr_json_get_num(g, "run", &v) || v < 0 ||
         v > 1e9)
         return -1;
-    *rate = atr_num(g, "goodput_rate");
+    *rate = atr_html_get_num(g, "goodput_rate");
     return (long)v;
 }
 
@@ -438,21 +439,21 @@ static void sweep_header(struct atr_buf *b, const struct atr_html_sweep *sw)
         atr_html_esc(b, kind);
         if (kind && !strcmp(kind, "generated")) {
             atr_buf_puts(b, ", ");
-            atr_html_num(b, atr_num(w, "requests"), 0);
+            atr_html_num(b, atr_html_get_num(w, "requests"), 0);
             atr_buf_puts(b, " requests of ");
-            atr_html_num(b, atr_num(w, "input_tokens"), 0);
+            atr_html_num(b, atr_html_get_num(w, "input_tokens"), 0);
             atr_buf_puts(b, " input and ");
-            atr_html_num(b, atr_num(w, "output_tokens"), 0);
+            atr_html_num(b, atr_html_get_num(w, "output_tokens"), 0);
             atr_buf_puts(b, " output tokens");
         } else {
             atr_buf_puts(b, ", ");
-            atr_html_num(b, atr_num(w, "sessions"), 0);
+            atr_html_num(b, atr_html_get_num(w, "sessions"), 0);
             atr_buf_puts(b, " sessions, ");
-            atr_html_num(b, atr_num(w, "turns"), 0);
+            atr_html_num(b, atr_html_get_num(w, "turns"), 0);
             atr_buf_puts(b, " turns");
         }
         atr_buf_puts(b, ", seed ");
-        atr_html_num(b, atr_num(w, "seed"), 0);
+        atr_html_num(b, atr_html_get_num(w, "seed"), 0);
     }
     atr_buf_puts(b, "; SLO ");
     if (!(slo = sweep_slo(root)) || !slo->u.kids.first)
@@ -612,7 +613,7 @@ static void sweep_chart(struct atr_buf *b, const struct atr_html_sweep *sw, cons
     char slo_key[32];         /* "ttft_ms" -> "ttft_p99_ms" */
     size_t stem = strcspn(key, "_");
     snprintf(slo_key, sizeof slo_key, "%.*s_p99_ms", (int)stem, key);
-    double bound = slo ? atr_num(slo, slo_key) : NAN, rate;
+    double bound = slo ? atr_html_get_num(slo, slo_key) : NAN, rate;
     if (!(bound > 0) || isinf(bound))
         bound = NAN;
     long gp = goodput_run(sw->root, &rate);
@@ -701,11 +702,11 @@ static void bench_counts_row(struct atr_buf *b, const struct atr_json *g)
 {
     atr_buf_puts(b, "<tr>");
     atr_html_td_str(b, atr_json_get_str(g, "group", NULL));
-    atr_html_td_num(b, atr_num(g, "total"), 0);
-    atr_html_td_num(b, atr_num(g, "success"), 0);
-    atr_html_td_num(b, atr_num(g, "error"), 0);
-    atr_html_td_num(b, atr_num(g, "timeout"), 0);
-    atr_html_td_num(b, atr_num(g, "success_rate"), 1);
+    atr_html_td_num(b, atr_html_get_num(g, "total"), 0);
+    atr_html_td_num(b, atr_html_get_num(g, "success"), 0);
+    atr_html_td_num(b, atr_html_get_num(g, "error"), 0);
+    atr_html_td_num(b, atr_html_get_num(g, "timeout"), 0);
+    atr_html_td_num(b, atr_html_get_num(g, "success_rate"), 1);
     atr_buf_puts(b, "<td>");
     const struct atr_json *o = atr_json_get(g, "outcomes");
     for (const struct atr_json *e = o && atr_json_is(o, ATR_JSON_OBJECT) ? o->u.kids.first : NULL;
@@ -731,21 +732,21 @@ static void bench_comparison(struct atr_buf *b, const struct atr_json *g)
         atr_buf_puts(b, "<tr>");
         atr_html_td_str(b, atr_json_get_str(r, "commit", NULL));
         atr_html_td_str(b, atr_json_get_str(r, "agent", NULL));
-        atr_html_td_num(b, atr_num(r, "baseline_tok_s"), 1);
-        atr_html_td_num(b, atr_num(r, "human_tok_s"), 1);
-        atr_html_td_num(b, atr_num(r, "agent_tok_s"), 1);
-        atr_html_td_num(b, atr_num(r, "agent_over_human"), 3);
-        atr_html_td_num(b, atr_num(r, "agent_over_baseline"), 3);
+        atr_html_td_num(b, atr_html_get_num(r, "baseline_tok_s"), 1);
+        atr_html_td_num(b, atr_html_get_num(r, "human_tok_s"), 1);
+        atr_html_td_num(b, atr_html_get_num(r, "agent_tok_s"), 1);
+        atr_html_td_num(b, atr_html_get_num(r, "agent_over_human"), 3);
+        atr_html_td_num(b, atr_html_get_num(r, "agent_over_baseline"), 3);
         atr_html_td_str(b, atr_json_get_str(r, "verdict", NULL));
         atr_buf_puts(b, "</tr>\n");
     }
     atr_buf_printf(b, "</tbody></table>\n<p>geometric mean agent / human ");
-    atr_html_num(b, atr_num(g, "geomean_agent_over_human"), 3);
+    atr_html_num(b, atr_html_get_num(g, "geomean_agent_over_human"), 3);
     atr_buf_puts(b, ", agent / baseline ");
-    atr_html_num(b, atr_num(g, "geomean_agent_over_baseline"), 3);
-    atr_buf_printf(b, "; wins %.0f, ties %.0f, losses %.0f (noise ", atr_num(g, "wins"),
-                   atr_num(g, "ties"), atr_num(g, "losses"));
-    atr_html_num(b, atr_num(g, "noise_pct"), 1);
+    atr_html_num(b, atr_html_get_num(g, "geomean_agent_over_baseline"), 3);
+    atr_buf_printf(b, "; wins %.0f, ties %.0f, losses %.0f (noise ", atr_html_get_num(g, "wins"),
+                   atr_html_get_num(g, "ties"), atr_html_get_num(g, "losses"));
+    atr_html_num(b, atr_html_get_num(g, "noise_pct"), 1);
     atr_buf_puts(b, " %)</p>\n");
 }
 
