@@ -15,16 +15,7 @@ import json
 import statistics
 import sys
 
-
-def pct(xs, p):
-    """numpy's default (linear) percentile."""
-    if not xs:
-        return None
-    xs = sorted(xs)
-    k = (len(xs) - 1) * p / 100
-    lo = int(k)
-    hi = min(lo + 1, len(xs) - 1)
-    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
+from guidellm_method import pct, span_rate   # one definition of each, beside this file
 
 
 def read_time(path):
@@ -40,11 +31,6 @@ def atr_lag(path):
     lags = [(r["sent_s"] - r["scheduled_s"]) * 1000 for r in ok]
     return (pct(lags, 50), pct(lags, 99), span_rate(sorted(r["sent_s"] for r in ok)),
             span_rate(sorted(r["scheduled_s"] for r in rows)))
-
-
-def span_rate(ts):
-    """(n - 1) / (last - first) of sorted times, or None."""
-    return (len(ts) - 1) / (ts[-1] - ts[0]) if len(ts) > 1 and ts[-1] > ts[0] else None
 
 
 def atr_runs(work, r):
