@@ -118,7 +118,7 @@ struct router_args {
     double margin, holdout;
     size_t hidden[2];
     unsigned epochs, replicas, tp;
-    bool sglang, balance, select, no_cut_wins;
+    bool sglang, balance, select, cut_wins;
     uint32_t inputs;             /* feature bits used (train cfg); 0 all */
     struct sched_opts sched;
     int first_arg;               /* argv[first_arg..argc) of parse_args: the TRACEs */
@@ -200,8 +200,6 @@ static void defaults(struct router_args *a)
     a->epochs = 200;
     a->inputs = 1u << 0;         /* log_input_tokens: what transfers across sources (eval
                                     --by-source --select picks it; docs/policies.md) */
-    a->no_cut_wins = true;       /* a truncated output is not a faster one: it was 93% of
-                                    max-tokens' labels (docs/policies.md, "Labels") */
     a->replicas = 1;
     a->tp = 1;
 }
@@ -255,7 +253,7 @@ static const struct opt options[] = {
     OPT_FLAG(ARGS, by_source, "by-source", 0),
     OPT_FLAG(ARGS, balance, "balance-sources", 0),
     OPT_FLAG(ARGS, select, "select", 0),
-    OPT_ENUM(ARGS, no_cut_wins, "cut-wins", 0, OPT_WORDS("yes", "no"),
+    OPT_ENUM(ARGS, cut_wins, "cut-wins", 0, OPT_WORDS("no", "yes"),
              "--cut-wins wants yes or no"),
     OPT_CALL("inputs", 0, opt_inputs, "--inputs wants all or feature names separated by commas "
              "(log_input_tokens, log_turn, prefix_reuse, log_new_tokens, tool_none, tool_shell, "
@@ -440,7 +438,7 @@ static struct atr_router_label_cfg label_cfg(const struct router_args *a, const 
         a->n_cands ? a->cands : default_cands, a->n_cands ? a->n_cands : 4, a->objective,
         a->by_session, a->margin, a->holdout, a->sched.schedule.seed,
         .group = s->src.group, .n_groups = s->src.n_names, .held_group = s->held_group,
-        .no_cut_wins = a->no_cut_wins,
+        .cut_wins = a->cut_wins,
     };
     return lc;
 }
@@ -467,7 +465,7 @@ static int train(const struct router_args *a, struct setup *s, struct atr_output
         snprintf(m.profile, sizeof m.profile, "%s", a->profile);
         snprintf(m.label, sizeof m.label, "%s", a->by_session ? "session" : "request");
         m.margin = a->margin;
-        m.no_cut_wins = a->no_cut_wins;
+        m.cut_wins = a->cut_wins;
         m.holdout = a->holdout;
         if (a->holdout_sources)
             snprintf(m.holdout_sources, sizeof m.holdout_sources, "%s", a->holdout_sources);
@@ -576,7 +574,7 @@ static void eval_json(struct atr_buf *b, const struct router_args *a,
     atr_jw_kv_str(&w, "model", a->model);
     atr_jw_kv_str(&w, "profile", a->profile);
     atr_jw_kv_str(&w, "objective", m->objective);
-    atr_jw_kv_bool(&w, "cut_wins", !m->no_cut_wins);   /* which labels were scored */
+    atr_jw_kv_bool(&w, "cut_wins", m->cut_wins);   /* which labels were scored */
     atr_jw_kv_str(&w, "scope", a->all ? "all" : "held-out");
     atr_jw_key(&w, "candidates");
     atr_jw_array_begin(&w);
@@ -626,7 +624,7 @@ static int eval(struct router_args *a, char *const *paths, size_t n_paths,
         strcmp(m.objective, "ttft") == 0 ? ATR_ROUTER_TTFT : ATR_ROUTER_E2EL,
         strcmp(m.label, "session") == 0, m.margin, m.holdout, m.seed,
         .group = s.src.group, .n_groups = s.src.n_names, .held_group = s.held_group,
-        .no_cut_wins = m.no_cut_wins,
+        .cut_wins = m.cut_wins,
     };
     struct atr_router_data d;
     memset(&d, 0, sizeof d);
@@ -778,7 +776,7 @@ static void by_source_json(struct atr_buf *b, const struct router_args *a, const
     atr_jw_kv_str(&w, "format", "atr-router-eval/1");
     atr_jw_kv_str(&w, "profile", a->profile);
     atr_jw_kv_str(&w, "objective", lc->objective == ATR_ROUTER_TTFT ? "ttft" : "e2el");
-    atr_jw_kv_bool(&w, "cut_wins", !lc->no_cut_wins);
+    atr_jw_kv_bool(&w, "cut_wins", lc->cut_wins);
     atr_jw_kv_str(&w, "scope", "by-source");
     atr_jw_key(&w, "candidates");
     atr_jw_array_begin(&w);
