@@ -9,15 +9,18 @@
 # 5), and the bundled real traces: swe-agent, mini-swe-agent, openai-chat,
 # openhands (all of each), mooncake (the 200-request head in tests/data),
 # azure (the first 200 requests) and burstgpt (the 12-request sample).
-# REAL (default ../shared/data/real) holds the real traces. Rows:
+# REAL (default ../shared/data/real) holds the real traces. Labels are the
+# default's (--cut-wins no: a cut output does not win) but in the last row.
+# Rows:
 #   all        every feature (the trainer before issue 16)
-#   size       log_input_tokens only (the default now)
+#   size       log_input_tokens only (the default)
+#   size+reuse log_input_tokens and prefix_reuse
 #   all+bal    every feature, each source weighing the same
 #   select     per fold, the input set picked by inner leave-one-source-out
 #              on the training sources (nested; minutes; ATR_BENCH_SELECT=0
 #              skips it)
-#   size,no-cut  size, labels with --cut-wins no (another task: a cut output
-#              does not win)
+#   size,cut-wins  size, on the labels before the fix (--cut-wins yes: a
+#              request max-tokens truncated counts as a max-tokens win)
 # With OUTDIR, each row's `--json` (atr-router-eval/1 with "folds" and the
 # pooled confusion matrix) is kept there as by-source-ROW.json.
 set -eu
@@ -55,6 +58,7 @@ row() {
 
 row all "$@" --inputs all
 row size "$@"
+row size+reuse "$@" --inputs log_input_tokens,prefix_reuse
 row all+bal "$@" --inputs all --balance-sources
-row size,no-cut "$@" --cut-wins no
+row size,cut-wins "$@" --cut-wins yes
 [ "${ATR_BENCH_SELECT:-1}" = 0 ] || row select "$@" --select

@@ -35,10 +35,11 @@ static const char help[] =
     "since the last call, output lengths so far; docs/policies.md).\n"
     "`train` runs the traces in the simulator once per candidate on the same\n"
     "schedule, labels each request with the candidate that gave it the lowest\n"
-    "objective (prefix-cache keeps ties and wins within --margin), holds out a\n"
-    "seeded 25% of the sessions (or --holdout-sources), trains on the inputs\n"
-    "of --inputs (default the prompt size alone, which transfers best to\n"
-    "sources not trained on), and writes the model JSON.\n"
+    "objective (prefix-cache keeps ties and wins within --margin; an output cut\n"
+    "shorter than prefix-cache's wins nothing), holds out a seeded 25% of the\n"
+    "sessions (or --holdout-sources), trains on the inputs of --inputs (default\n"
+    "the prompt size alone, which transfers best to sources not trained on),\n"
+    "and writes the model JSON.\n"
     "`eval` labels the traces the same way and reports, on the held-out\n"
     "sessions: accuracy beside the majority-class baseline, the confusion\n"
     "matrix, and the mean latency of the held-out workload simulated under\n"
@@ -80,14 +81,16 @@ static const char help[] =
     "                            (each source labelled on its own; eval repeats it)\n"
     "      --by-source           eval: leave-one-source-out cross-validation\n"
     "      --select              eval --by-source: per fold, pick the inputs (all,\n"
-    "                            size, size+new, size+outputs, no-timing) by inner\n"
-    "                            leave-one-source-out on the training sources\n"
+    "                            size, size+reuse, size+new, size+outputs,\n"
+    "                            no-timing) by inner leave-one-source-out on the\n"
+    "                            training sources\n"
     "      --inputs all|A,B,...  train, eval --by-source: features the model uses\n"
     "                            (default log_input_tokens; the others get zero\n"
     "                            weights)\n"
     "      --cut-wins yes|no     train, eval --by-source: whether a candidate whose\n"
     "                            request produced fewer output tokens than\n"
-    "                            prefix-cache's may take the label (default yes)\n"
+    "                            prefix-cache's may take the label (default no: a\n"
+    "                            cut answer is less work, not a faster one)\n"
     "      --balance-sources     train, eval --by-source: every source weighs the\n"
     "                            same in the loss\n"
     "      --hidden N[,M]        train: hidden layer widths (default 32,16)\n"
@@ -115,7 +118,7 @@ struct router_args {
     double margin, holdout;
     size_t hidden[2];
     unsigned epochs, replicas, tp;
-    bool sglang, balance, select, no_cut_wins;
+    bool sglang, balance, select, cut_wins;
     uint32_t inputs;             /* feature bits used (train cfg); 0 all */
     struct sched_opts sched;
     int first_arg;               /* argv[first_arg..argc) of parse_args: the TRACEs */
@@ -250,7 +253,7 @@ static const struct opt options[] = {
     OPT_FLAG(ARGS, by_source, "by-source", 0),
     OPT_FLAG(ARGS, balance, "balance-sources", 0),
     OPT_FLAG(ARGS, select, "select", 0),
-    OPT_ENUM(ARGS, no_cut_wins, "cut-wins", 0, OPT_WORDS("yes", "no"),
+    OPT_ENUM(ARGS, cut_wins, "cut-wins", 0, OPT_WORDS("no", "yes"),
              "--cut-wins wants yes or no"),
     OPT_CALL("inputs", 0, opt_inputs, "--inputs wants all or feature names separated by commas "
              "(log_input_tokens, log_turn, prefix_reuse, log_new_tokens, tool_none, tool_shell, "
@@ -435,7 +438,7 @@ static struct atr_router_label_cfg label_cfg(const struct router_args *a, const 
         a->n_cands ? a->cands : default_cands, a->n_cands ? a->n_cands : 4, a->objective,
         a->by_session, a->margin, a->holdout, a->sched.schedule.seed,
         .group = s->src.group, .n_groups = s->src.n_names, .held_group = s->held_group,
-        .no_cut_wins = a->no_cut_wins,
+        .cut_wins = a->cut_wins,
     };
     return lc;
 }
@@ -462,7 +465,7 @@ static int train(const struct router_args *a, struct setup *s, struct atr_output
         snprintf(m.profile, sizeof m.profile, "%s", a->profile);
         snprintf(m.label, sizeof m.label, "%s", a->by_session ? "session" : "request");
         m.margin = a->margin;
-        m.no_cut_wins = a->no_cut_wins;
+        m.cut_wins = a->cut_wins;
         m.holdout = a->holdout;
         if (a->holdout_sources)
             snprintf(m.holdout_sources, sizeof m.holdout_sources, "%s", a->holdout_sources);
@@ -571,6 +574,7 @@ static void eval_json(struct atr_buf *b, const struct router_args *a,
     atr_jw_kv_str(&w, "model", a->model);
     atr_jw_kv_str(&w, "profile", a->profile);
     atr_jw_kv_str(&w, "objective", m->objective);
+    atr_jw_kv_bool(&w, "cut_wins", m->cut_wins);   /* which labels were scored */
     atr_jw_kv_str(&w, "scope", a->all ? "all" : "held-out");
     atr_jw_key(&w, "candidates");
     atr_jw_array_begin(&w);
@@ -620,7 +624,7 @@ static int eval(struct router_args *a, char *const *paths, size_t n_paths,
         strcmp(m.objective, "ttft") == 0 ? ATR_ROUTER_TTFT : ATR_ROUTER_E2EL,
         strcmp(m.label, "session") == 0, m.margin, m.holdout, m.seed,
         .group = s.src.group, .n_groups = s.src.n_names, .held_group = s.held_group,
-        .no_cut_wins = m.no_cut_wins,
+        .cut_wins = m.cut_wins,
     };
     struct atr_router_data d;
     memset(&d, 0, sizeof d);
@@ -654,15 +658,18 @@ static int eval(struct router_args *a, char *const *paths, size_t n_paths,
 
 /* ---- eval --by-source: leave one source out ---- */
 
-/* The input sets --select chooses between by inner validation, fixed
- * before looking at any result (docs/policies.md): every feature, prompt
- * size alone, size with what is new against the previous turn, size with
- * the output history, and everything but the timing features. */
-static const char *const select_names[] = { "all", "size", "size+new", "size+outputs",
-                                            "no-timing" };
+/* The input sets --select chooses between by inner validation
+ * (docs/policies.md): every feature, prompt size alone, size with the
+ * prefix reuse against the previous turn, size with what is new against
+ * it, size with the output history, and everything but the timing
+ * features. size+reuse was added after outer-fold runs with the fair
+ * labels (--cut-wins no), so the nested figure guards the choice within
+ * the grid, not the grid. */
+static const char *const select_names[] = { "all", "size", "size+reuse", "size+new",
+                                            "size+outputs", "no-timing" };
 static const uint32_t select_inputs[] = {
-    0, 1u << 0, 1u << 0 | 1u << 2 | 1u << 3, 1u << 0 | 1u << 10 | 1u << 11,
-    0xfffu & ~(1u << 8 | 1u << 9),
+    0, 1u << 0, 1u << 0 | 1u << 2, 1u << 0 | 1u << 2 | 1u << 3,
+    1u << 0 | 1u << 10 | 1u << 11, 0xfffu & ~(1u << 8 | 1u << 9),
 };
 #define N_SELECT (sizeof select_inputs / sizeof *select_inputs)
 
@@ -769,6 +776,7 @@ static void by_source_json(struct atr_buf *b, const struct router_args *a, const
     atr_jw_kv_str(&w, "format", "atr-router-eval/1");
     atr_jw_kv_str(&w, "profile", a->profile);
     atr_jw_kv_str(&w, "objective", lc->objective == ATR_ROUTER_TTFT ? "ttft" : "e2el");
+    atr_jw_kv_bool(&w, "cut_wins", lc->cut_wins);
     atr_jw_kv_str(&w, "scope", "by-source");
     atr_jw_key(&w, "candidates");
     atr_jw_array_begin(&w);

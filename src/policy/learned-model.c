@@ -169,7 +169,7 @@ int atr_router_model_write(const struct atr_router_model *m, struct atr_buf *b)
         rc |= atr_buf_puts(b, ", \"holdout_sources\": ");
         rc |= atr_json_write_string(b, m->holdout_sources, strlen(m->holdout_sources));
     }
-    if (m->no_cut_wins)
+    if (!m->cut_wins)
         rc |= atr_buf_puts(b, ", \"cut_wins\": false");
     rc |= atr_buf_puts(b, "}\n}\n");
     return rc ? -1 : 0;
@@ -316,7 +316,7 @@ static void read_trained_on(const struct atr_json *root, struct atr_router_model
     atr_json_get_num(t, "margin", &m->margin);
     atr_json_get_num(t, "holdout", &m->holdout);
     const struct atr_json *cw = atr_json_get(t, "cut_wins");
-    m->no_cut_wins = atr_json_is(cw, ATR_JSON_FALSE);
+    m->cut_wins = !atr_json_is(cw, ATR_JSON_FALSE);   /* absent: a model from before the key */
     if ((s = atr_json_get_str(t, "holdout_sources", NULL)))
         snprintf(m->holdout_sources, sizeof m->holdout_sources, "%s", s);
     if (atr_json_get_i64(t, "seed", &i) && i >= 0)

@@ -65,7 +65,8 @@ struct atr_router_model {
     double margin;                /* a candidate beats the default only by more than this */
     double holdout;               /* fraction of sessions held out */
     char holdout_sources[256];    /* "A,B": sources held out instead ("" none) */
-    bool no_cut_wins;             /* labels: a cut output cannot win ("cut_wins": false) */
+    bool cut_wins;                /* labels: a cut output may win (the rule before
+                                     "cut_wins": false; a file without the key) */
     uint64_t seed;
     uint64_t traces, samples;
 };

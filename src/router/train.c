@@ -200,7 +200,7 @@ static void labels(const struct rows *rw, const struct atr_router_label_cfg *cfg
             for (size_t c = 0; c < nc; c++) {
                 bool a = acted(sent, b + t, nc, c, def);
                 obj[c] = d->objective[(b + t) * nc + (a ? c : def)];
-                if (cfg->no_cut_wins && cut(sent, b + t, nc, c, def) && obj[c] < obj[def])
+                if (!cfg->cut_wins && cut(sent, b + t, nc, c, def) && obj[c] < obj[def])
                     obj[c] = obj[def];
                 sum[c] += obj[c];
             }

@@ -58,8 +58,10 @@ struct atr_router_label_cfg {
     const size_t *group;
     size_t n_groups;
     const bool *held_group;
-    bool no_cut_wins;                     /* a candidate that produced fewer output
-                                             tokens than the default cannot beat it */
+    bool cut_wins;                        /* false (the fair rule): a candidate that
+                                             produced fewer output tokens than the
+                                             default cannot beat it; true: the old
+                                             labels, where a truncation could win */
 };
 
 /* One row per request of the workload, in session then turn order. */

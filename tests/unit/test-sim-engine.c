@@ -3,7 +3,8 @@
  * preemption on KV exhaustion, LRU eviction order, the step API for
  * multi-turn drivers, and determinism.
  *
- * Costs are sums of powers of two so every expected time is exact. */
+ * Costs are sums of powers of two (sim-costs.h) so every expected time is
+ * exact. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -15,22 +16,7 @@
 #include <string.h>
 
 #include "sim/engine.h"
-
-#define C0 (1.0 / 1024)       /* per-iteration cost */
-#define CT (1.0 / 1048576)    /* per computed token */
-
-static double cost_const(void *ctx, const struct atr_iter_work *w)
-{
-    (void)ctx;
-    (void)w;
-    return C0;
-}
-
-static double cost_tokens(void *ctx, const struct atr_iter_work *w)
-{
-    (void)ctx;
-    return C0 + (double)(w->prefill_tokens + w->decode_seqs) * CT;
-}
+#include "sim-costs.h"
 
 #define MAX_ITERS 64
 struct iter_log {

@@ -13,22 +13,7 @@
 #include <math.h>
 
 #include "sim/engine.h"
-
-#define C0 (1.0 / 1024)       /* per-iteration cost */
-#define CT (1.0 / 1048576)    /* per computed token */
-
-static double cost_const(void *ctx, const struct atr_iter_work *w)
-{
-    (void)ctx;
-    (void)w;
-    return C0;
-}
-
-static double cost_tokens(void *ctx, const struct atr_iter_work *w)
-{
-    (void)ctx;
-    return C0 + (double)(w->prefill_tokens + w->decode_seqs) * CT;
-}
+#include "sim-costs.h"
 
 struct first_iter {
     bool seen;
