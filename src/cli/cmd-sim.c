@@ -51,6 +51,12 @@ static const char help[] =
     "                            longest-prefix-first, radix cache (one copy per\n"
     "                            prefix, leaf-first eviction), CPU work overlapped\n"
     "                            with the GPU (docs/sim-engine.md)\n"
+    "      --scheduler v1|v0     vLLM's scheduler: decodes first, then prefill\n"
+    "                            chunks in the same step (v1, default); or V0's\n"
+    "                            default without chunked prefill: waiting prompts\n"
+    "                            first, whole, in prefill-only steps that pause the\n"
+    "                            decodes (token budget at least the model's max\n"
+    "                            length)\n"
     "  -f, --from FMT            input format instead of sniffing\n"
     "  -q, --quiet               no result block\n"
     SCHED_HELP

@@ -41,6 +41,9 @@ struct atr_gpu {
     /* Extension: the tensor-parallel interconnect (docs/sim.md). */
     double link_bytes_per_s;     /* per direction: NVLink, or PCIe without P2P links */
     double link_latency_s;       /* fixed cost of one small all-reduce */
+    /* Optional (0 when absent: the calibrated default): the share of the
+     * dense peak a prefill reaches on this GPU (docs/sim.md, "Calibration"). */
+    double compute_efficiency;
     const char *note;            /* the file's "note", or "" */
 };
 
