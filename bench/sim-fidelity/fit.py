@@ -36,6 +36,7 @@ START = {
     "vllm.step_s": 1.5e-3,
     "vllm.seq_s": 30e-6,
     "vllm.token_s": 0.0,
+    "vllm.frontend_s": 3e-3,
     "gpu.a100-80g.compute_efficiency": 0.39,
 }
 # Upper bounds (efficiencies are shares of a peak).

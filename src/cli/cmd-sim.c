@@ -57,6 +57,9 @@ static const char help[] =
     "                            first, whole, in prefill-only steps that pause the\n"
     "                            decodes (token budget at least the model's max\n"
     "                            length)\n"
+    "      --offline             no API server in front of the engine (as vLLM's\n"
+    "                            offline LLM class): requests reach the scheduler\n"
+    "                            when sent, without the front end's time\n"
     "  -f, --from FMT            input format instead of sniffing\n"
     "  -q, --quiet               no result block\n"
     SCHED_HELP

@@ -44,7 +44,9 @@ struct consts {
     double layer_eager_extra_s;
 };
 
-static struct consts calib = {0.39, 0.76, 64e-6, 80e-6};
+static struct consts calib = {0.39, 0.76, 59e-6, 80e-6};
+
+#define FRONTEND_S 4.3e-3
 
 /* The CPU side of one engine flavour (docs/sim.md, "Calibration"). */
 struct flavour {
@@ -54,6 +56,7 @@ struct flavour {
     double token_s;           /* per prefill token: positions, slot mapping, copy-in */
     double overlap;           /* share of the CPU work hidden behind the GPU */
     unsigned graph_max_seqs;  /* largest decode batch captured in a CUDA graph */
+    double frontend_s;        /* per request: the API server, in and out */
 };
 
 static struct flavour flavours[] = {
@@ -61,13 +64,16 @@ static struct flavour flavours[] = {
      * preparation and output processing block the GPU. Fitted to batch-1
      * decode (Qwen2.5 speed benchmark: 1.2 ms a step), a 100-sequence step
      * (ISO-Bench) and a 256-sequence one (lm-eval gsm8k): 29 us a
-     * sequence. CUDA graphs for decode batches up to 256. */
-    {"vllm", 1.2e-3, 29e-6, 0.0, 0.0, 256},
+     * sequence. CUDA graphs for decode batches up to 256. The API server
+     * (HTTP, tokenising the prompt, detokenising and streaming) adds
+     * FRONTEND to every request, fitted to short-prompt TTFTs at one
+     * request at a time. */
+    {"vllm", 1.4e-3, 29e-6, 0.0, 0.0, 256, FRONTEND_S},
     /* SGLang >= 0.4: the same CPU work, but the overlap scheduler prepares
      * batch i+1 while the GPU runs batch i, so a step costs the larger of
      * the two; graphs up to batch 160 (cuda_graph_max_bs). Not fitted:
      * no SGLang figure on a profiled GPU was found (docs/sim.md). */
-    {"sglang", 1.2e-3, 29e-6, 0.0, 1.0, 160},
+    {"sglang", 1.4e-3, 29e-6, 0.0, 1.0, 160, FRONTEND_S},
 };
 
 static double *const_slot(const char *name, size_t len)
@@ -80,6 +86,8 @@ static double *const_slot(const char *name, size_t len)
         {"vllm.step_s", &flavours[0].step_s},
         {"vllm.seq_s", &flavours[0].seq_s},
         {"vllm.token_s", &flavours[0].token_s},
+        {"vllm.frontend_s", &flavours[0].frontend_s},
+        {"sglang.frontend_s", &flavours[1].frontend_s},
         {"sglang.step_s", &flavours[1].step_s},
         {"sglang.seq_s", &flavours[1].seq_s},
         {"sglang.token_s", &flavours[1].token_s},
@@ -731,6 +739,7 @@ int atr_profile_set_flavour(struct atr_profile *p, const char *flavour)
             p->per_token_overhead_s = f->token_s;
             p->cpu_overlap = f->overlap;
             p->graph_max_seqs = f->graph_max_seqs;
+            p->frontend_s = f->frontend_s;
             return 0;
         }
     return -1;
