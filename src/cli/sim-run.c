@@ -31,6 +31,9 @@ const struct opt sim_run_options[] = {
     OPT_UINT(ARGS, replicas, "replicas", 0, 1, 256, "--replicas wants 1..256"),
     OPT_ENUM(ARGS, engine.longest_prefix_first, "engine", 0, OPT_WORDS("vllm", "sglang"),
              "--engine wants vllm or sglang"),
+    OPT_ENUM(ARGS, engine.prefill_first, "scheduler", 0, OPT_WORDS("v1", "v0"),
+             "--scheduler wants v1 or v0"),
+    OPT_FLAG(ARGS, offline, "offline", 0),
     OPT_FROM(ARGS, from),
     OPT_INCLUDE(ARGS, report, llm_report_opts_group),
     OPT_INCLUDE(ARGS, sched, sched_opts_group),
@@ -75,6 +78,15 @@ int sim_run_exec(const struct sim_run_args *a, int argc, char **argv, bool table
     t.engine.radix_cache = a->engine.longest_prefix_first;   /* SGLang's radix cache */
     /* the flavour's CPU terms (docs/sim.md, "Cost of one iteration") */
     atr_profile_set_flavour(&t.profile, a->engine.longest_prefix_first ? "sglang" : "vllm");
+    if (a->offline)
+        t.profile.frontend_s = 0;   /* as vLLM's LLM class: no HTTP server */
+    if (t.engine.prefill_first) {
+        /* vLLM V0 without chunked prefill: a prompt runs whole, and the
+         * budget is at least the longest prompt (vLLM refuses less) */
+        t.engine.chunked_prefill = false;
+        if (t.engine.max_num_batched_tokens < t.profile.model->max_model_len)
+            t.engine.max_num_batched_tokens = t.profile.model->max_model_len;
+    }
     t.replicas = a->replicas;
     struct llm_report_opts report = a->report;
     report.quiet |= table_only;

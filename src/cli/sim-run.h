@@ -14,6 +14,7 @@ struct sim_run_args {
     const char *profile, *from, *iterations_out, *policy_opts;
     struct llm_policy_list policies;
     unsigned tp, replicas;
+    bool offline;                /* --offline: no API server in front */
     struct atr_engine_cfg engine;
     struct sched_opts sched;
     struct llm_report_opts report;

@@ -152,7 +152,8 @@ static int run_sim(const struct atr_target *t, const struct atr_exp_cfg *cfg,
         if (!(out->engines[i] = atr_engine_new(&ec, err)))
             return -1;
     struct atr_sim_run_cfg rc = { w, starts, cfg->schedule, cfg->max_concurrency, policy,
-                                  cfg->on_progress, cfg->progress_ctx };
+                                  cfg->on_progress, cfg->progress_ctx,
+                                  t->profile.frontend_s };
     if (atr_sim_run(out->engines, t->replicas, &rc, &out->recs, &out->n, err) < 0)
         return -1;
     for (size_t i = 0; i < out->n; i++)   /* no socket: the engine has it at start_s */

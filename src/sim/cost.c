@@ -20,21 +20,33 @@
 #define MIN_KV_TOKENS 16u         /* one vLLM block */
 #define PROFILE_MAX_BYTES (1u << 20)
 
-/* Calibration (docs/sim.md, "Calibration"): the same for every GPU and
- * model, fitted to the calibration figures of bench/sim-fidelity. */
-#define COMPUTE_EFFICIENCY 0.39   /* of dense peak: model FLOPs utilisation of prefill */
-#define MEMORY_EFFICIENCY 0.76    /* of HBM bandwidth, weights and KV streamed */
+/* Calibration (docs/sim.md, "Calibration"): the same for every model,
+ * fitted to the calibration figures of bench/sim-fidelity (fit.py). */
 #define GPU_MEMORY_UTILIZATION 0.9
 #define ACTIVATION_RESERVE_BYTES (1.5 * GIB)
-/* A decoder layer is ~10 kernels (norm, QKV, rotary, KV write, attention,
- * output projection, norm, gate/up, activation, down); each costs ~5 us of
- * launch gap, ramp-up and tail beyond its bytes / bandwidth even when
- * replayed from a CUDA graph. Launched one by one from Python (eager), each
- * op adds ~8 us of dispatch the GPU waits for: SGLang measured +69 us per
- * layer on Llama-3-8B at batch 1 (sglang#1401) and +100 us on Qwen3-0.6B
- * under load (sglang#40346). */
-#define LAYER_GRAPH_S 52e-6
-#define LAYER_EAGER_S (LAYER_GRAPH_S + 80e-6)
+
+/* The fitted constants. ATR_SIM_CONSTANTS="name=value,..." overrides them
+ * (read once, with the profiles) so that bench/sim-fidelity/fit.py can
+ * search them without rebuilding; names as in consts_names below. */
+struct consts {
+    /* of dense peak: model FLOPs utilisation of prefill, for a GPU whose
+     * file gives no compute_efficiency of its own */
+    double compute_efficiency;
+    double memory_efficiency;   /* of HBM bandwidth, weights and KV streamed */
+    /* A decoder layer is ~10 kernels (norm, QKV, rotary, KV write,
+     * attention, output projection, norm, gate/up, activation, down); each
+     * costs ~5 us of launch gap, ramp-up and tail beyond its bytes /
+     * bandwidth even when replayed from a CUDA graph. Launched one by one
+     * from Python (eager), each op adds ~8 us of dispatch the GPU waits
+     * for: SGLang measured +69 us per layer on Llama-3-8B at batch 1
+     * (sglang#1401) and +100 us on Qwen3-0.6B under load (sglang#40346). */
+    double layer_graph_s;
+    double layer_eager_extra_s;
+};
+
+static struct consts calib = {0.39, 0.76, 59e-6, 80e-6};
+
+#define FRONTEND_S 4.3e-3
 
 /* The CPU side of one engine flavour (docs/sim.md, "Calibration"). */
 struct flavour {
@@ -44,21 +56,66 @@ struct flavour {
     double token_s;           /* per prefill token: positions, slot mapping, copy-in */
     double overlap;           /* share of the CPU work hidden behind the GPU */
     unsigned graph_max_seqs;  /* largest decode batch captured in a CUDA graph */
+    double frontend_s;        /* per request: the API server, in and out */
 };
 
-static const struct flavour flavours[] = {
+static struct flavour flavours[] = {
     /* vLLM 0.6-0.7 (V0 engine), the ISO-Bench era: scheduling, input
      * preparation and output processing block the GPU. Fitted to batch-1
-     * decode (Qwen2.5 speed benchmark: 1.5 ms a step), a 100-sequence step
-     * (ISO-Bench) and a 256-sequence one (lm-eval gsm8k): 32 us a
-     * sequence. CUDA graphs for decode batches up to 256. */
-    {"vllm", 1.5e-3, 30e-6, 0.0, 0.0, 256},
+     * decode (Qwen2.5 speed benchmark: 1.2 ms a step), a 100-sequence step
+     * (ISO-Bench) and a 256-sequence one (lm-eval gsm8k): 29 us a
+     * sequence. CUDA graphs for decode batches up to 256. The API server
+     * (HTTP, tokenising the prompt, detokenising and streaming) adds
+     * FRONTEND to every request, fitted to short-prompt TTFTs at one
+     * request at a time. */
+    {"vllm", 1.4e-3, 29e-6, 0.0, 0.0, 256, FRONTEND_S},
     /* SGLang >= 0.4: the same CPU work, but the overlap scheduler prepares
      * batch i+1 while the GPU runs batch i, so a step costs the larger of
      * the two; graphs up to batch 160 (cuda_graph_max_bs). Not fitted:
      * no SGLang figure on a profiled GPU was found (docs/sim.md). */
-    {"sglang", 1.5e-3, 30e-6, 0.0, 1.0, 160},
+    {"sglang", 1.4e-3, 29e-6, 0.0, 1.0, 160, FRONTEND_S},
 };
+
+static double *const_slot(const char *name, size_t len)
+{
+    static const struct { const char *name; double *v; } names[] = {
+        {"compute_efficiency", &calib.compute_efficiency},
+        {"memory_efficiency", &calib.memory_efficiency},
+        {"layer_graph_s", &calib.layer_graph_s},
+        {"layer_eager_extra_s", &calib.layer_eager_extra_s},
+        {"vllm.step_s", &flavours[0].step_s},
+        {"vllm.seq_s", &flavours[0].seq_s},
+        {"vllm.token_s", &flavours[0].token_s},
+        {"vllm.frontend_s", &flavours[0].frontend_s},
+        {"sglang.frontend_s", &flavours[1].frontend_s},
+        {"sglang.step_s", &flavours[1].step_s},
+        {"sglang.seq_s", &flavours[1].seq_s},
+        {"sglang.token_s", &flavours[1].token_s},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strlen(names[i].name) == len && !memcmp(names[i].name, name, len))
+            return names[i].v;
+    return NULL;
+}
+
+/* Applies "name=value,..." to the constants; -1 with err on a bad item. */
+static int consts_override(const char *list, struct atr_error *err)
+{
+    for (const char *p = list; p && *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        const char *eq = memchr(p, '=', len);
+        double *slot = eq ? const_slot(p, (size_t)(eq - p)) : NULL;
+        char *num_end;
+        double v = slot ? strtod(eq + 1, &num_end) : 0;
+        if (!slot || num_end != p + len || !isfinite(v) || v < 0)
+            return atr_error_set(err, "ATR_SIM_CONSTANTS: expected name=value (a known "
+                                 "constant, a number >= 0), got \"%.*s\"", (int)len, p);
+        *slot = v;
+        p = end ? end + 1 : p + len;
+    }
+    return 0;
+}
 
 /* ---- profile files ------------------------------------------------------ */
 
@@ -82,6 +139,7 @@ static const struct field gpu_fields[] = {
     GPU_F(mem_bytes, FIELD_NUM, false, "bytes"),
     GPU_F(link_bytes_per_s, FIELD_NUM, false, "bytes/s per direction"),
     GPU_F(link_latency_s, FIELD_NUM, false, "seconds"),
+    GPU_F(compute_efficiency, FIELD_NUM, true, "share of the dense peak, at most 1"),
     {NULL, FIELD_STR, 0, false, NULL},
 };
 
@@ -276,6 +334,10 @@ static int load_text(struct profile_set *set, struct atr_arena *scratch, const c
         g->name = atr_arena_strdup(a, name);
         if (set_fields(a, path, gpu_fields, root, g, err) < 0)
             return -1;
+        if (g->compute_efficiency > 1)
+            return atr_error_at(err, path, root->line, root->col,
+                                "expected \"compute_efficiency\" to be at most 1, got %g",
+                                g->compute_efficiency);
         put_gpu(set, g);
     } else {
         struct atr_model *m = atr_arena_calloc(a, 1, sizeof *m);
@@ -414,8 +476,12 @@ int atr_profiles_load(const char *path_list, struct atr_error *err)
     return rc;
 }
 
+static struct atr_error consts_error;
+static bool consts_failed;
+
 static void load_from_env(void)
 {
+    consts_failed = consts_override(getenv("ATR_SIM_CONSTANTS"), &consts_error) < 0;
     if (!profiles.loaded)
         atr_profiles_load(getenv("ATR_PROFILE_PATH"), NULL);
 }
@@ -491,12 +557,13 @@ static unsigned kv_heads_per_gpu(const struct atr_model *m, unsigned tp)
 static double derive(struct atr_profile *p)
 {
     const struct atr_model *m = p->model;
-    p->compute_efficiency = COMPUTE_EFFICIENCY;
-    p->memory_efficiency = MEMORY_EFFICIENCY;
+    p->compute_efficiency = p->gpu->compute_efficiency ? p->gpu->compute_efficiency
+                                                       : calib.compute_efficiency;
+    p->memory_efficiency = calib.memory_efficiency;
     p->gpu_memory_utilization = GPU_MEMORY_UTILIZATION;
     p->activation_reserve_bytes = ACTIVATION_RESERVE_BYTES;
-    p->layer_graph_s = LAYER_GRAPH_S;
-    p->layer_eager_s = LAYER_EAGER_S;
+    p->layer_graph_s = calib.layer_graph_s;
+    p->layer_eager_s = calib.layer_graph_s + calib.layer_eager_extra_s;
     p->cuda_graphs = true;
     atr_profile_set_flavour(p, "vllm");
     p->kv_heads_per_gpu = kv_heads_per_gpu(m, p->tp);
@@ -565,6 +632,8 @@ int atr_profile_find(const char *spec, unsigned tp, struct atr_profile *out,
 {
     char names[400];
     ensure_loaded();
+    if (consts_failed)
+        return atr_error_set(err, "%s", consts_error.msg);
     if (profiles.failed)
         return atr_error_set(err, "%s", profiles.error.msg);
     const char *slash = strchr(spec, '/');
@@ -670,6 +739,7 @@ int atr_profile_set_flavour(struct atr_profile *p, const char *flavour)
             p->per_token_overhead_s = f->token_s;
             p->cpu_overlap = f->overlap;
             p->graph_max_seqs = f->graph_max_seqs;
+            p->frontend_s = f->frontend_s;
             return 0;
         }
     return -1;

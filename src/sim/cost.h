@@ -41,6 +41,9 @@ struct atr_gpu {
     /* Extension: the tensor-parallel interconnect (docs/sim.md). */
     double link_bytes_per_s;     /* per direction: NVLink, or PCIe without P2P links */
     double link_latency_s;       /* fixed cost of one small all-reduce */
+    /* Optional (0 when absent: the calibrated default): the share of the
+     * dense peak a prefill reaches on this GPU (docs/sim.md, "Calibration"). */
+    double compute_efficiency;
     const char *note;            /* the file's "note", or "" */
 };
 
@@ -87,6 +90,12 @@ struct atr_profile {
     double layer_eager_s;        /* the same, kernels launched one by one (eager) */
     unsigned graph_max_seqs;     /* decode-only batches up to this size replay a graph */
     bool cuda_graphs;            /* true (default); false as with vLLM's --enforce-eager */
+    /* Seconds a request spends in the engine's HTTP front end (the API
+     * server: parse, tokenise, hand over; detokenise and stream the
+     * tokens) on top of the engine's work, as a client sees it; 0 for an
+     * offline run (vLLM's LLM class). Not part of an iteration's cost:
+     * atr_sim_run adds it to each request's latency. */
+    double frontend_s;
 };
 
 /* Sets the CPU terms of an engine flavour, "vllm" (the default) or

@@ -940,9 +940,16 @@ static int start_iteration(struct atr_engine *e, struct atr_error *err)
     uint64_t budget = e->cfg.max_num_batched_tokens;
     bool preempted;
     e->batch.len = 0;
-    schedule_running(e, &budget, &preempted);
-    if (!preempted)
+    if (e->cfg.prefill_first) {
+        /* V0: a prefill-only iteration if any prompt fits, else decodes */
         schedule_waiting(e, &budget);
+        if (e->batch.len == 0)
+            schedule_running(e, &budget, &preempted);
+    } else {
+        schedule_running(e, &budget, &preempted);
+        if (!preempted)
+            schedule_waiting(e, &budget);
+    }
     if (e->batch.len == 0)
         return atr_error_set(err, "engine: stalled with %zu waiting requests",
                              e->waiting.len);

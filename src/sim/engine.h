@@ -59,6 +59,12 @@ struct atr_engine_cfg {
      * cached block is not evicted while a cached block continues it).
      * vLLM: false (16-token blocks, LRU per block). */
     bool radix_cache;
+    /* vLLM V0's default scheduler (no chunked prefill): waiting prompts
+     * are admitted first, and an iteration that admitted any runs only
+     * prefills, pausing the decodes; decodes run when nothing could be
+     * admitted. Needs chunked_prefill false. V1 and SGLang: false (decodes
+     * first, then prefill chunks in the same iteration). */
+    bool prefill_first;
     /* A request that could never fit (atr_engine_fits false) is rejected
      * by atr_engine_add, as vLLM rejects a prompt longer than it can hold,
      * instead of being an error: its record says rejected and it never

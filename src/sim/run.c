@@ -120,7 +120,7 @@ static int start_turn(struct driver *d, const struct pending *p, double now,
     if (q->dec.max_tokens && q->dec.max_tokens < out)
         out = q->dec.max_tokens;
     struct atr_sim_req req = {
-        .id = id, .arrival = now, .prompt_tokens = q->dec.prompt_tokens,
+        .id = id, .arrival = now + d->cfg->frontend_s, .prompt_tokens = q->dec.prompt_tokens,
         .output_tokens = out ? out : 1,
         .hash_ids = q->dec.salt ? NULL : q->dec.ids, .n_hash_ids = q->dec.salt ? 0 : q->dec.n_ids,
     };
@@ -166,8 +166,9 @@ static int finish(struct driver *d, const struct atr_sim_record *r, unsigned k,
 {
     struct pending *p = &d->by_id[r->id];
     const struct atr_session *s = &d->cfg->workload->sessions[p->session];
+    double start = r->arrival - d->cfg->frontend_s;   /* it got its slot then */
     struct atr_llm_record rec = {
-        .id = r->id, .scheduled_s = p->send_s, .send_s = p->send_s, .start_s = r->arrival,
+        .id = r->id, .scheduled_s = p->send_s, .send_s = p->send_s, .start_s = start,
         .end_s = r->finish, .n_chunks = r->output_tokens,
         .prompt_tokens = r->prompt_tokens, .output_tokens = r->output_tokens,
         .cached_tokens = r->cached_tokens, .success = true,
@@ -175,8 +176,8 @@ static int finish(struct driver *d, const struct atr_sim_record *r, unsigned k,
     };
     struct atr_policy_outcome o = {
         .success = true, .output_tokens = r->output_tokens,
-        .cached_tokens = r->cached_tokens, .ttft_s = r->first_token - r->arrival,
-        .e2el_s = r->finish - r->arrival,
+        .cached_tokens = r->cached_tokens, .ttft_s = r->first_token - start,
+        .e2el_s = r->finish - start,
     };
     d->src[d->n_recs] = (struct rec_src){ r, k };
     if (turn_over(d, p, &rec, &o, err) < 0)

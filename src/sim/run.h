@@ -41,6 +41,11 @@ struct atr_sim_run_cfg {
      * the workload's total (a display throttles itself). */
     void (*on_progress)(void *ctx, size_t done, size_t total);
     void *progress_ctx;
+    /* Seconds of the server's front end per request (struct atr_profile's
+     * frontend_s): a turn reaches its engine that much after it got its
+     * slot, and its record counts from the slot, so TTFT and E2EL include
+     * it and TPOT does not. */
+    double frontend_s;
 };
 
 /* The error of a turn the KV cache cannot hold, as failures_by_reason

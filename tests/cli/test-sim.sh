@@ -76,3 +76,29 @@ exec 3>&-
 check "sim run: SIGINT exits 130" "[ $st -eq 130 ]"
 check "sim run: SIGINT says interrupted, once" "[ \"\$(cat '$S/int.err')\" = 'atr: interrupted' ] && [ ! -s '$S/int.out' ]"
 absent "sim run: SIGINT leaves no result" "$S/int.json"
+
+# --scheduler v0 (vLLM V0 without chunked prefill): an iteration that
+# admits prompts runs only prefills; v1 (default) mixes them with decodes.
+ok "sim run: a burst for the schedulers" "$ATR" gen -k requests -n 20 --input-tokens 300 \
+    --output-tokens 20 -r 50 -q -o "$S/burst.ndjson"
+ok "sim run --scheduler v0" "$ATR" sim run -q "$S/burst.ndjson" -p h100/llama-3.1-8b \
+    --scheduler v0 --iterations-out "$S/v0-it.ndjson"
+check "sim run --scheduler v0: no step mixes prefill and decodes" \
+    "! grep -E '\"prefill_tokens\": [1-9][0-9]*, \"decode_seqs\": [1-9]' '$S/v0-it.ndjson' && grep -q '\"decode_seqs\": [1-9]' '$S/v0-it.ndjson'"
+ok "sim run --scheduler v1" "$ATR" sim run -q "$S/burst.ndjson" -p h100/llama-3.1-8b \
+    --iterations-out "$S/v1-it.ndjson"
+check "sim run --scheduler v1: steps mix prefill and decodes" \
+    "grep -Eq '\"prefill_tokens\": [1-9][0-9]*, \"decode_seqs\": [1-9]' '$S/v1-it.ndjson'"
+fails "sim run: bad --scheduler" 2 "--scheduler wants v1 or v0" "$ATR" sim run -q \
+    "$S/burst.ndjson" -p h100/llama-3.1-8b --scheduler v2
+
+# ATR_SIM_CONSTANTS overrides the fitted constants (bench/sim-fidelity/fit.py).
+ATR_SIM_CONSTANTS=vllm.step_s=0.01 "$ATR" sim run -q "$S/burst.ndjson" -p h100/llama-3.1-8b \
+    --save-result "$S/slow.json" >/dev/null 2>&1
+"$ATR" sim run -q "$S/burst.ndjson" -p h100/llama-3.1-8b --save-result "$S/base.json" \
+    >/dev/null 2>&1
+dur() { tr ',' '\n' <"$1" | sed -n 's/^ *"duration": *//p'; }
+check "ATR_SIM_CONSTANTS: a 10 ms step slows the run" \
+    "awk 'BEGIN { exit !($(dur "$S/slow.json") > 1.2 * $(dur "$S/base.json")) }'"
+fails "ATR_SIM_CONSTANTS: an unknown name" 2 "ATR_SIM_CONSTANTS: expected name=value.*\"bogus=1\"" \
+    env ATR_SIM_CONSTANTS=bogus=1 "$ATR" sim run -q "$S/burst.ndjson" -p h100/llama-3.1-8b

@@ -67,11 +67,14 @@ static void test_h100_llama8b_by_hand(void **state)
     assert_float_equal(p.gpu_memory_utilization, 0.9, 0);
 }
 
-/* vLLM's CPU terms: 1.5 ms a step, 30 us a sequence, nothing per prefill
- * token; kernel floors 52 us a layer from a CUDA graph, 132 us eager;
- * 39% of peak FLOP/s and 76% of HBM bandwidth. */
-#define STEP_S 1.5e-3
-#define SEQ_S 30e-6
+/* vLLM's CPU terms: 1.4 ms a step, 29 us a sequence, nothing per prefill
+ * token; kernel floors 59 us a layer from a CUDA graph, 139 us eager;
+ * 39% of peak FLOP/s (on a GPU without a compute_efficiency of its own)
+ * and 76% of HBM bandwidth. */
+#define STEP_S 1.4e-3
+#define SEQ_S 29e-6
+#define LAYER_GRAPH_S 59e-6
+#define LAYER_EAGER_S 139e-6
 #define TOKEN_S 0.0
 #define FLOPS_H100 (989.4e12 * 0.39)
 #define HBM_H100 (3.35e12 * 0.76)
@@ -89,14 +92,14 @@ static void test_decode_is_memory_bound(void **state)
     atr_iter_add_decode(&w, 1000);
     /* memory: (15.01e9 + (1000 + 1) x 131072) / (3.35e12 x 0.76) = 5.95 ms,
      * compute: 2 x 8.03e9 / (989.4e12 x 0.39) = 0.04 ms; a decode batch of
-     * one replays a CUDA graph: 32 layers x 52 us */
+     * one replays a CUDA graph: 32 layers x 59 us */
     assert_float_equal(p.streamed_bytes_per_gpu, STREAMED_8B, 1);
     assert_float_equal(p.body_params + 2 * p.head_params, 8.03e9, 1);
     double mem = (STREAMED_8B + 1001.0 * 131072) / HBM_H100;
     double compute = (2 * BODY_8B + 2 * TABLE_8B + 4.0 * 32 * 32 * 128 * 1000) / FLOPS_H100;
     assert_true(mem > 100 * compute);
     assert_float_equal(atr_iter_seconds(&p, &w),
-                       STEP_S + SEQ_S + mem + compute + 32 * 52e-6, 1e-12);
+                       STEP_S + SEQ_S + mem + compute + 32 * LAYER_GRAPH_S, 1e-12);
 
     /* 64 sequences: more KV read, and more of it the longer the context */
     struct atr_iter_work a = {0}, b = {0};
@@ -124,9 +127,9 @@ static void test_prefill_is_compute_bound(void **state)
     double compute = flops / FLOPS_H100;
     double mem = (STREAMED_8B + 8192.0 * 131072) / HBM_H100;
     assert_true(compute > 10 * mem);
-    /* a prefill runs eager: 32 layers x 132 us */
+    /* a prefill runs eager: 32 layers x 139 us */
     assert_float_equal(atr_iter_seconds(&p, &w),
-                       STEP_S + SEQ_S + TOKEN_S * 8192 + compute + mem + 32 * 132e-6, 1e-12);
+                       STEP_S + SEQ_S + TOKEN_S * 8192 + compute + mem + 32 * LAYER_EAGER_S, 1e-12);
 
     /* only the sums filled in: the one-chunk estimate gives the same cost */
     struct atr_iter_work s = {.prefill_tokens = 8192};
@@ -168,7 +171,13 @@ static void test_tp_halves_weights(void **state)
     double compute = 2 * (BODY_8B + TABLE_8B) / (2 * FLOPS_H100);
     double ar = 64 * (8e-6 + 4096.0 * 2 * 2 * 0.5 / 450e9);
     assert_float_equal(atr_iter_seconds(&two, &w),
-                       STEP_S + SEQ_S + mem + compute + 32 * 52e-6 + ar, 1e-12);
+                       STEP_S + SEQ_S + mem + compute + 32 * LAYER_GRAPH_S + ar, 1e-12);
+
+    /* a GPU file's own compute_efficiency replaces the default: the A100
+     * reaches 71% of its peak in a prefill (docs/sim.md, "Calibration") */
+    struct atr_profile a100 = find("a100-80g/llama-3.1-8b", 1);
+    assert_float_equal(one.compute_efficiency, 0.39, 0);
+    assert_float_equal(a100.compute_efficiency, 0.71, 0);
 
     /* tp 16 > 8 KV heads: one KV head per GPU, replicated */
     struct atr_profile sixteen = find("h100/llama-3.1-8b", 16);
@@ -223,7 +232,7 @@ static void test_overhead_shape(void **state)
     assert_true(decode_step(&sg, 64, 500) < decode_step(&big, 64, 500));
     double gpu = (STREAMED_8B + 64 * 501.0 * 131072) / HBM_H100 +
                  (2 * (BODY_8B + TABLE_8B) * 64 + 4.0 * 32 * 32 * 128 * 64 * 500) / FLOPS_H100 +
-                 32 * 52e-6;
+                 32 * LAYER_GRAPH_S;
     assert_float_equal(decode_step(&sg, 64, 500), gpu, 1e-12);
     assert_int_equal(atr_profile_set_flavour(&sg, "trt"), -1);
     assert_string_equal(sg.flavour, "sglang");
@@ -381,6 +390,10 @@ static const struct bad_case bad_cases[] = {
     {"gpus/x.json", "{\"peak_flop\": 1e15}", ":1:15: unknown member \"peak_flop\""},
     {"gpus/x.json", "{\"note\": \"a\", \"note\": \"b\"}", ":1:23: duplicate member \"note\""},
     {"gpus/x.json", "[1, 2]", ":1:1: expected an object, got array"},
+    {"gpus/x.json", "{\"full_name\": \"X\", \"peak_flops\": 1e15, \"hbm_bytes_per_s\": 1e12,\n"
+                    " \"mem_bytes\": 1e10, \"link_bytes_per_s\": 1e10, \"link_latency_s\": 1e-5,\n"
+                    " \"compute_efficiency\": 1.5}",
+     ":1:1: expected \"compute_efficiency\" to be at most 1, got 1.5"},
     {"gpus/x.json", "", ":1:1: expected a JSON value, found end of input"},
     {"models/x.json", "{\"layers\": 32.5}",
      ":1:12: expected \"layers\" to be a positive integer, got 32.5"},

@@ -81,6 +81,8 @@ static void on_progress(void *ctx, size_t done, size_t total)
     p->total = total;
 }
 
+static double frontend_s;      /* the run's front-end time (test_frontend) */
+
 static int run(struct fixture *f, unsigned max_concurrency, struct progress_log *p,
                struct atr_llm_record **r, size_t *n, struct atr_error *err)
 {
@@ -88,6 +90,7 @@ static int run(struct fixture *f, unsigned max_concurrency, struct progress_log 
         .workload = &f->w, .starts = f->starts, .schedule = &f->sched,
         .max_concurrency = max_concurrency,
         .on_progress = p ? on_progress : NULL, .progress_ctx = p,
+        .frontend_s = frontend_s,
     };
     return atr_sim_run(&f->e, 1, &rc, r, n, err);
 }
@@ -214,6 +217,33 @@ static void test_all_rejected(void **state)
     atr_engine_free(f.e);
 }
 
+/* The front end's time delays each turn's arrival at the engine: TTFT and
+ * E2EL grow by it, counted from the turn's start, and the gaps between
+ * tokens do not change. */
+static void test_frontend(void **state)
+{
+    (void)state;
+    struct atr_llm_record *r[2];
+    size_t n[2];
+    struct fixture fx[2];
+    for (int k = 0; k < 2; k++) {
+        fixture_init(&fx[k], true);
+        frontend_s = k ? 0.004 : 0;
+        struct atr_error err;
+        assert_int_equal(run(&fx[k], 0, NULL, &r[k], &n[k], &err), 0);
+    }
+    frontend_s = 0;
+    const struct atr_llm_record *a = find(r[0], n[0], "small", 0);
+    const struct atr_llm_record *b = find(r[1], n[1], "small", 0);
+    assert_true(a->start_s == b->start_s);
+    assert_float_equal(b->chunk_s[0] - b->start_s, a->chunk_s[0] - a->start_s + 0.004, 1e-12);
+    assert_float_equal(b->end_s - b->start_s, a->end_s - a->start_s + 0.004, 1e-12);
+    for (int k = 0; k < 2; k++) {
+        free(r[k]);
+        atr_engine_free(fx[k].e);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -221,6 +251,7 @@ int main(void)
         cmocka_unit_test(test_oversized_skipped),
         cmocka_unit_test(test_oversized_frees_its_slot),
         cmocka_unit_test(test_all_rejected),
+        cmocka_unit_test(test_frontend),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
