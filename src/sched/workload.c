@@ -1,6 +1,7 @@
 /* workload.c - sessions of llm turns read from traces (see workload.h). */
 #include "sched/workload.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
@@ -76,28 +77,64 @@ static void chain_close(struct chain *c, struct atr_session *s, size_t end)
     *c = (struct chain){ NULL, 0, 0, end };
 }
 
+/* Whether ids[0..n) agree with the chain where both have ids. */
+static bool chain_continues(const struct chain *c, const uint64_t *ids, uint32_t n)
+{
+    uint32_t common = n < c->n ? n : c->n;
+    return c->ids && memcmp(c->ids, ids, common * sizeof *ids) == 0;
+}
+
+/* Appends ids[c->n..n) to the chain (it continues it). */
+static void chain_extend(struct chain *c, const uint64_t *ids, uint32_t n)
+{
+    if (n <= c->n)
+        return;
+    if (n > c->cap) {
+        c->cap = n > 2 * c->cap ? n : 2 * c->cap;
+        c->ids = xreallocarray(c->ids, c->cap, sizeof *c->ids);
+    }
+    memcpy(c->ids + c->n, ids + c->n, (n - c->n) * sizeof *ids);
+    c->n = n;
+}
+
 /* Adds turn k's ids (ids[0..n_ids), taken over) to the session's chains. */
 static void chain_add(struct chain *c, struct atr_session *s, size_t k, uint64_t *ids)
 {
     const struct atr_turn *u = &s->turns[k];
     if (!ids)
         return;
-    uint32_t common = u->n_ids < c->n ? u->n_ids : c->n;
-    if (!c->ids || memcmp(c->ids, ids, common * sizeof *ids) != 0) {
+    if (!chain_continues(c, ids, u->n_ids)) {
         chain_close(c, s, k);
         c->ids = ids;            /* the turn's array becomes the new chain */
         c->n = c->cap = u->n_ids;
         return;
     }
-    if (u->n_ids > c->n) {       /* extends the chain */
-        if (u->n_ids > c->cap) {
-            c->cap = u->n_ids > 2 * c->cap ? u->n_ids : 2 * c->cap;
-            c->ids = xreallocarray(c->ids, c->cap, sizeof *c->ids);
-        }
-        memcpy(c->ids + c->n, ids + c->n, (u->n_ids - c->n) * sizeof *ids);
-        c->n = u->n_ids;
-    }
+    chain_extend(c, ids, u->n_ids);
     free(ids);
+}
+
+/* Turn k's ids when the trace's block size is the workload's, read where
+ * the trace holds them: copied only where they extend the chain or start
+ * a new one (load_turn_ids + chain_add gives the same chains; its copy of
+ * every turn's ids, zeroed first, was a tenth of simulating an agent
+ * workload: issue 16). */
+static void chain_add_in_place(struct chain *c, struct atr_session *s, size_t k,
+                               const struct atr_step *st, uint32_t block_size)
+{
+    struct atr_turn *u = &s->turns[k];
+    uint32_t n = st->n_hash_ids;
+    if (n > u->prompt_tokens / block_size)
+        n = u->prompt_tokens / block_size;
+    if (!n)
+        return;
+    u->n_ids = n;
+    if (chain_continues(c, st->hash_ids, n)) {
+        chain_extend(c, st->hash_ids, n);
+        return;
+    }
+    uint64_t *ids = xreallocarray(NULL, n, sizeof *ids);
+    memcpy(ids, st->hash_ids, n * sizeof *ids);
+    chain_add(c, s, k, ids);
 }
 
 static void load_session(const struct atr_trace *t, uint32_t block_size, struct atr_session *s)
@@ -128,7 +165,10 @@ static void load_session(const struct atr_trace *t, uint32_t block_size, struct 
         if (tool)
             u->prev_tool = xstrdup(tool);
         tool = NULL;
-        chain_add(&chain, s, s->n_turns - 1, load_turn_ids(u, st, t->block_size, block_size));
+        if (t->block_size == block_size)
+            chain_add_in_place(&chain, s, s->n_turns - 1, st, block_size);
+        else
+            chain_add(&chain, s, s->n_turns - 1, load_turn_ids(u, st, t->block_size, block_size));
     }
     chain_close(&chain, s, s->n_turns);
 }
