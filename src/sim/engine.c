@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "sched/heap.h"
 #include "util/alloc.h"
@@ -532,14 +533,10 @@ COLD void radix_alloc(struct atr_engine *e, struct req *r, uint32_t want)
     }
 }
 
-/* Extends r's block table to hold `tokens` tokens; false (nothing changed)
- * when not enough blocks can be had. */
-static void req_grow(struct atr_engine *e, struct req *r, uint64_t tokens, bool *ok)
+/* req_grow past r's blocks. */
+static __attribute__((noinline)) void req_grow_to(struct atr_engine *e, struct req *r,
+                                                  uint32_t want, bool *ok)
 {
-    uint32_t want = blocks_for(e, tokens);
-    *ok = true;
-    if (want <= r->n_blocks)
-        return;
     if (want - r->n_blocks > e->n_free + e->n_lru) {
         *ok = false;
         return;
@@ -550,6 +547,17 @@ static void req_grow(struct atr_engine *e, struct req *r, uint64_t tokens, bool 
     else
         block_alloc_run(e, r, want);
     map_flush(e);
+}
+
+/* Extends r's block table to hold `tokens` tokens; false (nothing changed)
+ * when not enough blocks can be had. Inline: a decoding request asks every
+ * iteration, and needs a block every block_size tokens. */
+HOT void req_grow(struct atr_engine *e, struct req *r, uint64_t tokens, bool *ok)
+{
+    uint32_t want = blocks_for(e, tokens);
+    *ok = true;
+    if (want > r->n_blocks)
+        req_grow_to(e, r, want, ok);
 }
 
 /* Frees in reverse so a request's tail blocks are evicted before its head:
@@ -1057,12 +1065,23 @@ void atr_engine_cfg_defaults(struct atr_engine_cfg *cfg)
 }
 
 /* Memory starting on a cache line (aborts when out, as xmalloc does), so
- * no block or map entry straddles two lines. */
+ * no block or map entry straddles two lines. Past 2 MiB it starts on a
+ * huge page and asks for huge pages: the map and the blocks are read at
+ * random, and with 4 KiB pages many of those reads also miss the TLB
+ * (where the kernel gives none, nothing changes but the alignment). */
+#define HUGE_PAGE ((size_t)2 << 20)
+
 static void *line_alloc(size_t size)
 {
-    void *p = aligned_alloc(64, (size + 63) / 64 * 64);
+    size_t align = size >= HUGE_PAGE ? HUGE_PAGE : 64;
+    size = (size + align - 1) / align * align;
+    void *p = aligned_alloc(align, size);
     if (!p)
         abort();
+#ifdef MADV_HUGEPAGE
+    if (align == HUGE_PAGE)
+        (void)madvise(p, size, MADV_HUGEPAGE);
+#endif
     return p;
 }
 

@@ -189,17 +189,24 @@ static size_t gap_count(const struct atr_llm_record *r, size_t n)
     return gaps;
 }
 
-/* The caller knows how many gaps there are and asks for no more. */
-static double gap_next(struct gap_reader *g)
+/* The next n gaps into a, a record's run at a time. The caller knows how
+ * many gaps there are and asks for no more. */
+static void gap_next_n(struct gap_reader *g, double *a, size_t n)
 {
-    while (!g->r[g->i].success || g->c >= g->r[g->i].n_chunks) {
-        g->i++;
-        g->c = 1;
+    for (size_t k = 0; k < n;) {
+        const struct atr_llm_record *r = &g->r[g->i];
+        if (!r->success || g->c >= r->n_chunks) {
+            g->i++;
+            g->c = 1;
+            continue;
+        }
+        size_t take = r->n_chunks - g->c < n - k ? r->n_chunks - g->c : n - k;
+        const double *t = r->chunk_s + g->c;
+        for (size_t j = 0; j < take; j++)
+            a[k + j] = t[j] - t[j - 1];
+        k += take;
+        g->c += take;
     }
-    const double *t = g->r[g->i].chunk_s;
-    double v = t[g->c] - t[g->c - 1];
-    g->c++;
-    return v;
 }
 
 struct gap_value {
@@ -296,8 +303,7 @@ static double gap_sum(struct gap_reader *g, size_t n, double m, bool sq, struct 
 {
     if (n <= 128) {
         double a[128];
-        for (size_t i = 0; i < n; i++)
-            a[i] = gap_next(g);
+        gap_next_n(g, a, n);
         if (set)
             for (size_t i = 0; i < n; i++)
                 gap_set_add(set, a[i]);
