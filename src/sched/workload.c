@@ -69,6 +69,8 @@ static void chain_close(struct chain *c, struct atr_session *s, size_t end)
 {
     if (!c->ids)
         return;
+    if (c->cap > c->n)           /* the growth's slack was a third of a run's memory */
+        c->ids = xreallocarray(c->ids, c->n, sizeof *c->ids);
     for (size_t k = c->first; k < end; k++)
         if (s->turns[k].n_ids)
             s->turns[k].ids = c->ids;
@@ -171,6 +173,8 @@ static void load_session(const struct atr_trace *t, uint32_t block_size, struct 
             chain_add(&chain, s, s->n_turns - 1, load_turn_ids(u, st, t->block_size, block_size));
     }
     chain_close(&chain, s, s->n_turns);
+    if (s->n_turns && s->n_turns < t->n_steps)  /* tool steps took no turn */
+        s->turns = xreallocarray(s->turns, s->n_turns, sizeof *s->turns);
 }
 
 int atr_workload_load(struct atr_workload *w, char *const *paths, size_t n,
