@@ -516,9 +516,11 @@ static int peaks(const struct atr_llm_record *r, size_t n, struct atr_llm_summar
         if (!r[i].success)
             continue;
         for (size_t c = 0; c < r[i].n_chunks; c++) {
-            double b = floor(r[i].chunk_s[c] - lo);
-            if (b >= 0 && b < (double)nb)
-                tok[(size_t)b]++;
+            /* floor(x) is in [0, nb) exactly when x is (nb is whole), and
+             * then it is x truncated: no floor call a token */
+            double x = r[i].chunk_s[c] - lo;
+            if (x >= 0 && x < (double)nb)
+                tok[(size_t)x]++;
         }
         size_t b0 = (size_t)floor(r[i].start_s - lo), b1 = (size_t)floor(r[i].end_s - lo);
         for (size_t b = b0; b <= b1 && b < nb; b++)
