@@ -172,9 +172,9 @@ static bool is_good(const struct atr_llm_record *r, const struct atr_llm_bench_c
  * simulation, repeat: every request decoding in an iteration gets that
  * iteration's duration. So they are never copied out of the records: mean
  * and std read them twice in record order (numpy's pairwise sums over the
- * same sequence, so the same bits), and the percentiles come from their
- * distinct values with counts, sorted (exact, 16 bytes a distinct gap
- * instead of 8 a gap). */
+ * same sequence, so the same bits), and the percentiles come from the
+ * distinct values, with counts, of the few buckets that hold the ranks
+ * asked for (exact; see "the gaps' percentiles" below). */
 
 struct gap_reader {
     const struct atr_llm_record *r;
