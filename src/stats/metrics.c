@@ -201,9 +201,9 @@ static void gap_next_n(struct gap_reader *g, double *a, size_t n)
             continue;
         }
         size_t take = r->n_chunks - g->c < n - k ? r->n_chunks - g->c : n - k;
-        const double *t = r->chunk_s + g->c;
+        const double *t = r->chunk_s + (g->c - 1);      /* c >= 1 */
         for (size_t j = 0; j < take; j++)
-            a[k + j] = t[j] - t[j - 1];
+            a[k + j] = t[j + 1] - t[j];
         k += take;
         g->c += take;
     }
