@@ -139,6 +139,17 @@ static void chain_add_in_place(struct chain *c, struct atr_session *s, size_t k,
     chain_add(c, s, k, ids);
 }
 
+/* The session's copy of a tool name, made at its first use. */
+static const char *session_tool(struct atr_session *s, const char *tool)
+{
+    for (size_t i = s->n_tools; i-- > 0;)
+        if (strcmp(s->tools[i], tool) == 0)
+            return s->tools[i];
+    s->tools = xreallocarray(s->tools, s->n_tools + 1, sizeof *s->tools);
+    s->tools[s->n_tools] = xstrdup(tool);
+    return s->tools[s->n_tools++];
+}
+
 static void load_session(const struct atr_trace *t, uint32_t block_size, struct atr_session *s)
 {
     memset(s, 0, sizeof *s);
@@ -165,7 +176,7 @@ static void load_session(const struct atr_trace *t, uint32_t block_size, struct 
         u->think_s = tool_ms / 1000.0;
         tool_ms = 0;
         if (tool)
-            u->prev_tool = xstrdup(tool);
+            u->prev_tool = session_tool(s, tool);
         tool = NULL;
         if (t->block_size == block_size)
             chain_add_in_place(&chain, s, s->n_turns - 1, st, block_size);
@@ -218,8 +229,9 @@ int atr_workload_load(struct atr_workload *w, char *const *paths, size_t n,
 void atr_workload_release(struct atr_workload *w)
 {
     for (size_t i = 0; i < w->n_sessions; i++) {
-        for (size_t k = 0; k < w->sessions[i].n_turns; k++)
-            free(w->sessions[i].turns[k].prev_tool);
+        for (size_t k = 0; k < w->sessions[i].n_tools; k++)
+            free(w->sessions[i].tools[k]);
+        free(w->sessions[i].tools);
         for (size_t k = 0; k < w->sessions[i].n_id_chains; k++)
             free(w->sessions[i].id_chains[k]);
         free(w->sessions[i].id_chains);
