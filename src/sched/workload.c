@@ -1,6 +1,7 @@
 /* workload.c - sessions of llm turns read from traces (see workload.h). */
 #include "sched/workload.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
@@ -68,6 +69,8 @@ static void chain_close(struct chain *c, struct atr_session *s, size_t end)
 {
     if (!c->ids)
         return;
+    if (c->cap > c->n)           /* the growth's slack was a third of a run's memory */
+        c->ids = xreallocarray(c->ids, c->n, sizeof *c->ids);
     for (size_t k = c->first; k < end; k++)
         if (s->turns[k].n_ids)
             s->turns[k].ids = c->ids;
@@ -76,28 +79,75 @@ static void chain_close(struct chain *c, struct atr_session *s, size_t end)
     *c = (struct chain){ NULL, 0, 0, end };
 }
 
+/* Whether ids[0..n) agree with the chain where both have ids. */
+static bool chain_continues(const struct chain *c, const uint64_t *ids, uint32_t n)
+{
+    uint32_t common = n < c->n ? n : c->n;
+    return c->ids && memcmp(c->ids, ids, common * sizeof *ids) == 0;
+}
+
+/* Appends ids[c->n..n) to the chain (it continues it). */
+static void chain_extend(struct chain *c, const uint64_t *ids, uint32_t n)
+{
+    if (n <= c->n)
+        return;
+    if (n > c->cap) {
+        c->cap = n > 2 * c->cap ? n : 2 * c->cap;
+        c->ids = xreallocarray(c->ids, c->cap, sizeof *c->ids);
+    }
+    memcpy(c->ids + c->n, ids + c->n, (n - c->n) * sizeof *ids);
+    c->n = n;
+}
+
 /* Adds turn k's ids (ids[0..n_ids), taken over) to the session's chains. */
 static void chain_add(struct chain *c, struct atr_session *s, size_t k, uint64_t *ids)
 {
     const struct atr_turn *u = &s->turns[k];
     if (!ids)
         return;
-    uint32_t common = u->n_ids < c->n ? u->n_ids : c->n;
-    if (!c->ids || memcmp(c->ids, ids, common * sizeof *ids) != 0) {
+    if (!chain_continues(c, ids, u->n_ids)) {
         chain_close(c, s, k);
         c->ids = ids;            /* the turn's array becomes the new chain */
         c->n = c->cap = u->n_ids;
         return;
     }
-    if (u->n_ids > c->n) {       /* extends the chain */
-        if (u->n_ids > c->cap) {
-            c->cap = u->n_ids > 2 * c->cap ? u->n_ids : 2 * c->cap;
-            c->ids = xreallocarray(c->ids, c->cap, sizeof *c->ids);
-        }
-        memcpy(c->ids + c->n, ids + c->n, (u->n_ids - c->n) * sizeof *ids);
-        c->n = u->n_ids;
-    }
+    chain_extend(c, ids, u->n_ids);
     free(ids);
+}
+
+/* Turn k's ids when the trace's block size is the workload's, read where
+ * the trace holds them: copied only where they extend the chain or start
+ * a new one (load_turn_ids + chain_add gives the same chains; its copy of
+ * every turn's ids, zeroed first, was a tenth of simulating an agent
+ * workload: issue 16). */
+static void chain_add_in_place(struct chain *c, struct atr_session *s, size_t k,
+                               const struct atr_step *st, uint32_t block_size)
+{
+    struct atr_turn *u = &s->turns[k];
+    uint32_t n = st->n_hash_ids;
+    if (n > u->prompt_tokens / block_size)
+        n = u->prompt_tokens / block_size;
+    if (!n)
+        return;
+    u->n_ids = n;
+    if (chain_continues(c, st->hash_ids, n)) {
+        chain_extend(c, st->hash_ids, n);
+        return;
+    }
+    uint64_t *ids = xreallocarray(NULL, n, sizeof *ids);
+    memcpy(ids, st->hash_ids, n * sizeof *ids);
+    chain_add(c, s, k, ids);
+}
+
+/* The session's copy of a tool name, made at its first use. */
+static const char *session_tool(struct atr_session *s, const char *tool)
+{
+    for (size_t i = s->n_tools; i-- > 0;)
+        if (strcmp(s->tools[i], tool) == 0)
+            return s->tools[i];
+    s->tools = xreallocarray(s->tools, s->n_tools + 1, sizeof *s->tools);
+    s->tools[s->n_tools] = xstrdup(tool);
+    return s->tools[s->n_tools++];
 }
 
 static void load_session(const struct atr_trace *t, uint32_t block_size, struct atr_session *s)
@@ -126,11 +176,16 @@ static void load_session(const struct atr_trace *t, uint32_t block_size, struct 
         u->think_s = tool_ms / 1000.0;
         tool_ms = 0;
         if (tool)
-            u->prev_tool = xstrdup(tool);
+            u->prev_tool = session_tool(s, tool);
         tool = NULL;
-        chain_add(&chain, s, s->n_turns - 1, load_turn_ids(u, st, t->block_size, block_size));
+        if (t->block_size == block_size)
+            chain_add_in_place(&chain, s, s->n_turns - 1, st, block_size);
+        else
+            chain_add(&chain, s, s->n_turns - 1, load_turn_ids(u, st, t->block_size, block_size));
     }
     chain_close(&chain, s, s->n_turns);
+    if (s->n_turns && s->n_turns < t->n_steps)  /* tool steps took no turn */
+        s->turns = xreallocarray(s->turns, s->n_turns, sizeof *s->turns);
 }
 
 int atr_workload_load(struct atr_workload *w, char *const *paths, size_t n,
@@ -174,8 +229,9 @@ int atr_workload_load(struct atr_workload *w, char *const *paths, size_t n,
 void atr_workload_release(struct atr_workload *w)
 {
     for (size_t i = 0; i < w->n_sessions; i++) {
-        for (size_t k = 0; k < w->sessions[i].n_turns; k++)
-            free(w->sessions[i].turns[k].prev_tool);
+        for (size_t k = 0; k < w->sessions[i].n_tools; k++)
+            free(w->sessions[i].tools[k]);
+        free(w->sessions[i].tools);
         for (size_t k = 0; k < w->sessions[i].n_id_chains; k++)
             free(w->sessions[i].id_chains[k]);
         free(w->sessions[i].id_chains);

@@ -28,7 +28,8 @@ struct atr_turn {
                                     into one of the session's id_chains (read-only) */
     uint32_t n_ids;              /* never more than prompt_tokens / block_size */
     double think_s;              /* recorded tool time before this turn */
-    char *prev_tool;             /* tool of the last step before this turn, or NULL */
+    const char *prev_tool;       /* tool of the last step before this turn, or NULL;
+                                    one of the session's tools */
 };
 
 struct atr_session {
@@ -41,6 +42,10 @@ struct atr_session {
      * so a copy per turn would grow quadratically). */
     uint64_t **id_chains;
     size_t n_id_chains;
+    /* The distinct tool names its turns point to (a copy a turn was 3 % of
+     * a simulation's memory). */
+    char **tools;
+    size_t n_tools;
 };
 
 struct atr_workload {

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "sched/heap.h"
 #include "util/alloc.h"
@@ -116,7 +117,11 @@ struct atr_engine {
     size_t map_mask;
     unsigned block_shift;        /* log2(block_size) when a power of two, else 0 */
     unsigned map_shift;          /* 64 - log2(slots): home = key >> map_shift */
-    uint32_t *evicted;           /* map entries of blocks evicted, to remove (n_blocks) */
+    /* Map entries of blocks evicted, to remove (n_blocks; radix: 2 n_blocks),
+     * with their keys, read while the eviction had the block at hand:
+     * map_flush then needs no second read of each block, a cache miss. */
+    uint32_t *evicted;
+    uint64_t *evicted_key;
     uint32_t n_evicted;
 
     struct req_vec all, running, batch, done;
@@ -307,10 +312,10 @@ HOT uint32_t map_find_or_insert(struct atr_engine *e, uint64_t hash, uint32_t v)
     return NIL;
 }
 
-/* Removes entry v, whose key is still what key_of says. */
-static void map_remove(struct atr_engine *e, uint32_t v)
+/* Removes entry v, whose key is k. */
+static void map_remove(struct atr_engine *e, uint64_t k, uint32_t v)
 {
-    size_t i = home_of(e, key_of(e, v));
+    size_t i = home_of(e, k);
     while (slot_val(e->map[i]) != v)
         i = (i + 1) & e->map_mask;
     /* Backward shift: pull later entries of the probe run into the hole so
@@ -406,6 +411,13 @@ HOT void block_unref(struct atr_engine *e, uint32_t b)
         e->free_stack[e->n_free++] = b;
 }
 
+/* Notes map entry v (its key still valid) for map_flush. */
+HOT void evicted_add(struct atr_engine *e, uint32_t v)
+{
+    e->evicted_key[e->n_evicted] = key_of(e, v);
+    e->evicted[e->n_evicted++] = v;
+}
+
 /* radix_cache: evicts the least recently used leaf (SGLang's radix tree
  * evicts leaves, oldest first): an inner block goes back to the end of the
  * queue to wait for its leaves. Unreferenced cached blocks form a forest
@@ -417,14 +429,14 @@ COLD uint32_t radix_evict(struct atr_engine *e)
     uint32_t b;
     while (e->children[b = lru_pop(e)])
         lru_append(e, b);
-    e->evicted[e->n_evicted++] = b;
+    evicted_add(e, b);
     e->blk[b].cached = false;
     e->st.evictions++;
     if (e->parent[b] != NIL)
         e->children[e->parent[b]]--;
     e->parent[b] = NIL;
     if (e->tail_len[b]) {
-        e->evicted[e->n_evicted++] = b | TAIL;    /* tail_key[b] stays until then */
+        evicted_add(e, b | TAIL);
         e->tail_len[b] = 0;
     }
     return b;
@@ -446,6 +458,7 @@ static void block_alloc_run(struct atr_engine *e, struct req *r, uint32_t want)
     /* lru_pop over locals (see req_free_blocks) */
     uint32_t n = want - r->n_blocks, b = NIL;
     uint32_t *out = r->blocks + r->n_blocks, *ev = e->evicted + e->n_evicted;
+    uint64_t *ev_key = e->evicted_key + e->n_evicted;
     const uint32_t *lru = e->lru;
     struct engine_block *blk = e->blk;
     uint32_t mask = e->lru_cap - 1, head = e->lru_head, len = e->lru_len;
@@ -464,6 +477,7 @@ static void block_alloc_run(struct atr_engine *e, struct req *r, uint32_t want)
         blk[b].cached = false;
         blk[b].ref = 1;
         ev[j] = b;
+        ev_key[j] = mix(blk[b].hash);
         out[j] = b;
     }
     e->lru_head = head;
@@ -482,11 +496,9 @@ static void block_alloc_run(struct atr_engine *e, struct req *r, uint32_t want)
 static void map_flush(struct atr_engine *e)
 {
     for (uint32_t j = 0; j < e->n_evicted; j++) {
-        if (j + PREFETCH_AHEAD < e->n_evicted) {
-            size_t i = home_of(e, key_of(e, e->evicted[j + PREFETCH_AHEAD]));
-            __builtin_prefetch(&e->map[i]);
-        }
-        map_remove(e, e->evicted[j]);
+        if (j + PREFETCH_AHEAD < e->n_evicted)
+            __builtin_prefetch(&e->map[home_of(e, e->evicted_key[j + PREFETCH_AHEAD])]);
+        map_remove(e, e->evicted_key[j], e->evicted[j]);
     }
     e->n_evicted = 0;
 }
@@ -521,14 +533,10 @@ COLD void radix_alloc(struct atr_engine *e, struct req *r, uint32_t want)
     }
 }
 
-/* Extends r's block table to hold `tokens` tokens; false (nothing changed)
- * when not enough blocks can be had. */
-static void req_grow(struct atr_engine *e, struct req *r, uint64_t tokens, bool *ok)
+/* req_grow past r's blocks. */
+static __attribute__((noinline)) void req_grow_to(struct atr_engine *e, struct req *r,
+                                                  uint32_t want, bool *ok)
 {
-    uint32_t want = blocks_for(e, tokens);
-    *ok = true;
-    if (want <= r->n_blocks)
-        return;
     if (want - r->n_blocks > e->n_free + e->n_lru) {
         *ok = false;
         return;
@@ -541,16 +549,34 @@ static void req_grow(struct atr_engine *e, struct req *r, uint64_t tokens, bool 
     map_flush(e);
 }
 
+/* Extends r's block table to hold `tokens` tokens; false (nothing changed)
+ * when not enough blocks can be had. Inline: a decoding request asks every
+ * iteration, and needs a block every block_size tokens. */
+HOT void req_grow(struct atr_engine *e, struct req *r, uint64_t tokens, bool *ok)
+{
+    uint32_t want = blocks_for(e, tokens);
+    *ok = true;
+    if (want > r->n_blocks)
+        req_grow_to(e, r, want, ok);
+}
+
 /* Frees in reverse so a request's tail blocks are evicted before its head:
  * the head is the part other prompts are likeliest to share. */
 static void req_free_blocks(struct atr_engine *e, struct req *r)
 {
-    /* block_unref in a loop over locals: counters in *e and *r would be
-     * reloaded after every store to a block or the free stack (they might
-     * alias, as far as the compiler knows) */
+    /* block_unref and lru_append in a loop over locals: counters in *e and
+     * *r would be reloaded after every store to a block or the free stack
+     * (they might alias, as far as the compiler knows). The ring is
+     * compacted first when the blocks might not fit (it only drops stale
+     * entries: the queue's order and numbers stay). */
+    if (e->lru_len + r->n_blocks > e->lru_cap)
+        lru_compact(e);
     const uint32_t *v = r->blocks;
     struct engine_block *blk = e->blk;
-    uint32_t released = 0;
+    uint32_t *lru = e->lru, *free_stack = e->free_stack;
+    uint32_t mask = e->lru_cap - 1, at = (e->lru_head + e->lru_len) & mask;
+    uint32_t released = 0, queued = 0, n_free = e->n_free;
+    uint64_t seq = e->lru_appended;
     r->n_memo = r->n_blocks;        /* a preempted request finds them first */
     for (uint32_t k = r->n_blocks; k-- > 0;) {
         if (k >= PREFETCH_AHEAD)
@@ -559,11 +585,20 @@ static void req_free_blocks(struct atr_engine *e, struct req *r)
         if (--blk[b].ref > 0)
             continue;
         released++;
-        if (blk[b].cached)
-            lru_append(e, b);
-        else
-            e->free_stack[e->n_free++] = b;
+        if (!blk[b].cached) {
+            free_stack[n_free++] = b;
+            continue;
+        }
+        blk[b].lru_at = at;
+        blk[b].lru_seq = ++seq;
+        lru[at] = b;
+        at = (at + 1) & mask;
+        queued++;
     }
+    e->n_free = n_free;
+    e->lru_appended = seq;
+    e->lru_len += queued;
+    e->n_lru += queued;
     e->used -= released;
     e->n_released += released;
     r->n_blocks = 0;
@@ -1037,12 +1072,23 @@ void atr_engine_cfg_defaults(struct atr_engine_cfg *cfg)
 }
 
 /* Memory starting on a cache line (aborts when out, as xmalloc does), so
- * no block or map entry straddles two lines. */
+ * no block or map entry straddles two lines. Past 2 MiB it starts on a
+ * huge page and asks for huge pages: the map and the blocks are read at
+ * random, and with 4 KiB pages many of those reads also miss the TLB
+ * (where the kernel gives none, nothing changes but the alignment). */
+#define HUGE_PAGE ((size_t)2 << 20)
+
 static void *line_alloc(size_t size)
 {
-    void *p = aligned_alloc(64, (size + 63) / 64 * 64);
+    size_t align = size >= HUGE_PAGE ? HUGE_PAGE : 64;
+    size = (size + align - 1) / align * align;
+    void *p = aligned_alloc(align, size);
     if (!p)
         abort();
+#ifdef MADV_HUGEPAGE
+    if (align == HUGE_PAGE)
+        (void)madvise(p, size, MADV_HUGEPAGE);
+#endif
     return p;
 }
 
@@ -1068,6 +1114,8 @@ static void engine_alloc(struct atr_engine *e)
     e->map = line_alloc(map_cap * sizeof(*e->map));
     /* an evicted block leaves the map under its id and (radix) its tail */
     e->evicted = xreallocarray(NULL, (e->cfg.radix_cache ? 2 : 1) * nb, sizeof(*e->evicted));
+    e->evicted_key = xreallocarray(NULL, (e->cfg.radix_cache ? 2 : 1) * nb,
+                                   sizeof(*e->evicted_key));
     if (e->cfg.radix_cache) {
         e->parent = xreallocarray(NULL, nb, sizeof(*e->parent));
         memset(e->parent, 0xff, nb * sizeof(*e->parent));
@@ -1142,6 +1190,7 @@ void atr_engine_free(struct atr_engine *e)
     free(e->free_stack);
     free(e->map);
     free(e->evicted);
+    free(e->evicted_key);
     free(e->lru);
     free(e->hist);
     atr_heap_release(&e->events);

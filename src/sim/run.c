@@ -35,7 +35,12 @@ struct driver {
     struct atr_engine *const *engines;
     unsigned n_engines;
     struct session_state *ses;       /* per session */
-    struct pending *by_id;           /* request id -> its pending (ids are dense) */
+    /* A session has one turn at a time (the next is due once it is over),
+     * so its pending lives in the session's slot, found from a request id
+     * through session_of (ids are dense): 8 bytes a request where a pending
+     * a request was 160 (issue 16, memory per request). */
+    struct pending *by_session;
+    size_t *session_of;
     struct atr_heap sends;           /* (send time, pending) of turns not yet sent */
     struct pending *slots_wait;      /* FIFO of sent turns waiting for a slot */
     size_t wait_head, wait_len;
@@ -108,8 +113,10 @@ static int start_turn(struct driver *d, const struct pending *p, double now,
                       struct atr_error *err)
 {
     uint64_t id = d->next_id++;
-    struct pending *q = &d->by_id[id];
-    *q = *p;
+    struct pending *q = &d->by_session[p->session];
+    if (q != p)
+        *q = *p;
+    d->session_of[id] = q->session;
     atr_policy_request_init(&q->req, &q->dec, d->cfg->workload, q->session,
                             d->ses[q->session].next_turn, &d->ses[q->session].hist, id, now);
     if (d->cfg->policy)
@@ -164,7 +171,7 @@ static int send_turn(struct driver *d, const struct pending *p, struct atr_error
 static int finish(struct driver *d, const struct atr_sim_record *r, unsigned k,
                   struct atr_error *err)
 {
-    struct pending *p = &d->by_id[r->id];
+    struct pending *p = &d->by_session[d->session_of[r->id]];
     const struct atr_session *s = &d->cfg->workload->sessions[p->session];
     double start = r->arrival - d->cfg->frontend_s;   /* it got its slot then */
     struct atr_llm_record rec = {
@@ -246,26 +253,26 @@ int atr_sim_run(struct atr_engine *const *engines, unsigned n_engines,
     struct driver d = { .cfg = cfg, .engines = engines, .n_engines = n_engines };
     size_t n_sessions = w->n_sessions ? w->n_sessions : 1;
     d.ses = xcalloc(n_sessions, sizeof *d.ses);
-    d.by_id = xcalloc(w->n_turns + 1, sizeof *d.by_id);
+    d.by_session = xcalloc(n_sessions, sizeof *d.by_session);
+    d.session_of = xcalloc(w->n_turns + 1, sizeof *d.session_of);
     d.slots_wait = xcalloc(n_sessions, sizeof *d.slots_wait);
     d.recs = xcalloc(w->n_turns + 1, sizeof *d.recs);
     d.src = xcalloc(w->n_turns + 1, sizeof *d.src);
-    /* First turns live here until their request id is known. */
-    struct pending *first = xcalloc(n_sessions, sizeof *first);
     atr_heap_init(&d.sends);
     int rc = 0;
     for (size_t i = 0; i < w->n_sessions && rc == 0; i++) {
         if (!w->sessions[i].n_turns)
             continue;
-        first[i] = (struct pending){ .session = i, .send_s = cfg->starts[i] };
-        rc = atr_heap_push(&d.sends, first[i].send_s, &first[i], err) < 0 ? -1 : 0;
+        struct pending *p = &d.by_session[i];
+        *p = (struct pending){ .session = i, .send_s = cfg->starts[i] };
+        rc = atr_heap_push(&d.sends, p->send_s, p, err) < 0 ? -1 : 0;
     }
     if (rc == 0)
         rc = drive(&d, err);
     atr_heap_release(&d.sends);
-    free(first);
     free(d.ses);
-    free(d.by_id);
+    free(d.by_session);
+    free(d.session_of);
     free(d.slots_wait);
     if (rc == 0)
         set_chunks(&d);

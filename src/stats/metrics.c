@@ -172,9 +172,9 @@ static bool is_good(const struct atr_llm_record *r, const struct atr_llm_bench_c
  * simulation, repeat: every request decoding in an iteration gets that
  * iteration's duration. So they are never copied out of the records: mean
  * and std read them twice in record order (numpy's pairwise sums over the
- * same sequence, so the same bits), and the percentiles come from their
- * distinct values with counts, sorted (exact, 16 bytes a distinct gap
- * instead of 8 a gap). */
+ * same sequence, so the same bits), and the percentiles come from the
+ * distinct values, with counts, of the few buckets that hold the ranks
+ * asked for (exact; see "the gaps' percentiles" below). */
 
 struct gap_reader {
     const struct atr_llm_record *r;
@@ -189,17 +189,24 @@ static size_t gap_count(const struct atr_llm_record *r, size_t n)
     return gaps;
 }
 
-/* The caller knows how many gaps there are and asks for no more. */
-static double gap_next(struct gap_reader *g)
+/* The next n gaps into a, a record's run at a time. The caller knows how
+ * many gaps there are and asks for no more. */
+static void gap_next_n(struct gap_reader *g, double *a, size_t n)
 {
-    while (!g->r[g->i].success || g->c >= g->r[g->i].n_chunks) {
-        g->i++;
-        g->c = 1;
+    for (size_t k = 0; k < n;) {
+        const struct atr_llm_record *r = &g->r[g->i];
+        if (!r->success || g->c >= r->n_chunks) {
+            g->i++;
+            g->c = 1;
+            continue;
+        }
+        size_t take = r->n_chunks - g->c < n - k ? r->n_chunks - g->c : n - k;
+        const double *t = r->chunk_s + (g->c - 1);      /* c >= 1 */
+        for (size_t j = 0; j < take; j++)
+            a[k + j] = t[j + 1] - t[j];
+        k += take;
+        g->c += take;
     }
-    const double *t = g->r[g->i].chunk_s;
-    double v = t[g->c] - t[g->c - 1];
-    g->c++;
-    return v;
 }
 
 struct gap_value {
@@ -273,15 +280,108 @@ static void gap_set_rank(struct gap_set *s)
         s->upto[i] = (i ? s->upto[i - 1] : 0) + gap_set_slot(s, s->sorted[i])->n;
 }
 
-/* The k-th smallest gap: the first distinct value with more than k gaps up
- * to it. */
-static double gap_set_kth(void *ctx, size_t k)
+/* ---- the gaps' percentiles, counted in buckets first ----
+ * A table of every distinct gap was most of a summary's memory (tens of MB
+ * at 100k requests: issue 16). The first pass counts the gaps per bucket
+ * of the 16 top bits of their order key (below); only the buckets holding
+ * a rank the summary asks for go into the table, in a pass of their own.
+ * A key orders as its value does (sign flipped, or every bit when
+ * negative), so the buckets are runs of the sorted values. */
+#define GAP_BUCKETS 65536
+#define GAP_MAX_RANKS (2 + 2 * ATR_LLM_MAX_PCT)
+
+static unsigned gap_bucket(double v)
 {
-    const struct gap_set *s = ctx;
-    size_t lo = 0, hi = s->len - 1;
+    uint64_t b = bits_of(v);
+    return (unsigned)((b >> 63 ? ~b : b ^ (1ULL << 63)) >> 48);
+}
+
+struct gap_select {
+    uint64_t *hist;                 /* gaps per bucket (GAP_BUCKETS) */
+    unsigned char *wanted;          /* buckets that go into set */
+    struct gap_set set;
+    size_t ranks[GAP_MAX_RANKS];    /* noted by gap_note */
+    size_t n_ranks;
+};
+
+/* pairwise_sum over the next n gaps, as over their array: the same splits,
+ * the same 128-value leaves, left before right. Each gap is also counted in
+ * hist, when there is one. */
+static double gap_sum(struct gap_reader *g, size_t n, double m, bool sq, uint64_t *hist)
+{
+    if (n <= 128) {
+        double a[128];
+        gap_next_n(g, a, n);
+        if (hist)
+            for (size_t i = 0; i < n; i++)
+                hist[gap_bucket(a[i])]++;
+        return pairwise_sum(a, n, m, sq);
+    }
+    size_t n2 = n / 2;
+    n2 -= n2 % 8;
+    double left = gap_sum(g, n2, m, sq, hist);
+    return left + gap_sum(g, n - n2, m, sq, hist);
+}
+
+/* The bucket of the k-th smallest gap, and how many gaps lie below it. */
+static unsigned gap_rank_bucket(const struct gap_select *q, size_t k, size_t *below)
+{
+    unsigned b = 0;
+    *below = 0;
+    while (*below + q->hist[b] <= k)
+        *below += q->hist[b++];
+    return b;
+}
+
+/* A kth callback that only notes which ranks are asked for. */
+static double gap_note(void *ctx, size_t k)
+{
+    struct gap_select *q = ctx;
+    if (q->n_ranks < GAP_MAX_RANKS)
+        q->ranks[q->n_ranks++] = k;
+    return 0;
+}
+
+/* Puts the gaps of the buckets holding the noted ranks into q->set. */
+static void gap_collect(struct gap_select *q, const struct atr_llm_record *r, size_t gaps)
+{
+    q->wanted = xcalloc(GAP_BUCKETS, 1);
+    for (size_t i = 0; i < q->n_ranks; i++) {
+        size_t below;
+        q->wanted[gap_rank_bucket(q, q->ranks[i], &below)] = 1;
+    }
+    struct gap_reader g = { r, 0, 1 };
+    double a[128];
+    for (size_t done = 0; done < gaps; done += 128) {
+        size_t n = gaps - done < 128 ? gaps - done : 128;
+        gap_next_n(&g, a, n);
+        for (size_t i = 0; i < n; i++)
+            if (q->wanted[gap_bucket(a[i])])
+                gap_set_add(&q->set, a[i]);
+    }
+    gap_set_rank(&q->set);
+}
+
+/* The k-th smallest gap: its bucket's run in the sorted set, the gaps
+ * below that run skipped. */
+static double gap_select_kth(void *ctx, size_t k)
+{
+    const struct gap_select *q = ctx;
+    const struct gap_set *s = &q->set;
+    size_t below, lo = 0, hi = s->len;
+    unsigned b = gap_rank_bucket(q, k, &below);
+    while (lo < hi) {               /* the run's first value */
+        size_t mid = lo + (hi - lo) / 2;
+        if (gap_bucket(s->sorted[mid]) < b)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    uint64_t want = (lo ? s->upto[lo - 1] : 0) + (k - below);
+    hi = s->len - 1;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (s->upto[mid] > k)
+        if (s->upto[mid] > want)
             hi = mid;
         else
             lo = mid + 1;
@@ -289,24 +389,13 @@ static double gap_set_kth(void *ctx, size_t k)
     return s->sorted[lo];
 }
 
-/* pairwise_sum over the next n gaps, as over their array: the same splits,
- * the same 128-value leaves, left before right. Each gap also goes into
- * set, when there is one. */
-static double gap_sum(struct gap_reader *g, size_t n, double m, bool sq, struct gap_set *set)
+static void gap_select_release(struct gap_select *q)
 {
-    if (n <= 128) {
-        double a[128];
-        for (size_t i = 0; i < n; i++)
-            a[i] = gap_next(g);
-        if (set)
-            for (size_t i = 0; i < n; i++)
-                gap_set_add(set, a[i]);
-        return pairwise_sum(a, n, m, sq);
-    }
-    size_t n2 = n / 2;
-    n2 -= n2 % 8;
-    double left = gap_sum(g, n2, m, sq, set);
-    return left + gap_sum(g, n - n2, m, sq, set);
+    free(q->hist);
+    free(q->wanted);
+    free(q->set.t);
+    free(q->set.sorted);
+    free(q->set.upto);
 }
 
 /* stat_fill_at for the inter-token gaps of r[0..n). */
@@ -317,23 +406,26 @@ static void itl_fill(const struct atr_llm_record *r, size_t n,
     size_t gaps = gap_count(r, n);
     if (gaps == 0)
         return;
-    struct gap_set s = { NULL, 0, 0, 0, NULL, NULL };
+    struct gap_select q = { .hist = xcalloc(GAP_BUCKETS, sizeof *q.hist) };
     struct gap_reader g = { r, 0, 1 };
-    double m = gap_sum(&g, gaps, 0, false, &s) / (double)gaps;
+    double m = gap_sum(&g, gaps, 0, false, q.hist) / (double)gaps;
     st->mean = m * 1000;
     g = (struct gap_reader){ r, 0, 1 };
     st->std = sqrt(gap_sum(&g, gaps, m, true, NULL) / (double)gaps) * 1000;
-    gap_set_rank(&s);
-    double median = gaps % 2 ? gap_set_kth(&s, gaps / 2)
-        : (0.0 + gap_set_kth(&s, gaps / 2 - 1) + gap_set_kth(&s, gaps / 2)) / 2;
-    st->median = median * 1000;
     double pct[ATR_LLM_MAX_PCT];
     size_t np = atr_llm_pct_list(cfg, false, pct);
+    gap_note(&q, gaps / 2);
+    if (gaps % 2 == 0)
+        gap_note(&q, gaps / 2 - 1);
     for (size_t i = 0; i < np; i++)
-        st->p[i] = atr_percentile_by_rank(gaps, pct[i], gap_set_kth, &s) * 1000;
-    free(s.t);
-    free(s.sorted);
-    free(s.upto);
+        atr_percentile_by_rank(gaps, pct[i], gap_note, &q);
+    gap_collect(&q, r, gaps);
+    double median = gaps % 2 ? gap_select_kth(&q, gaps / 2)
+        : (0.0 + gap_select_kth(&q, gaps / 2 - 1) + gap_select_kth(&q, gaps / 2)) / 2;
+    st->median = median * 1000;
+    for (size_t i = 0; i < np; i++)
+        st->p[i] = atr_percentile_by_rank(gaps, pct[i], gap_select_kth, &q) * 1000;
+    gap_select_release(&q);
 }
 
 struct sets {
@@ -424,9 +516,11 @@ static int peaks(const struct atr_llm_record *r, size_t n, struct atr_llm_summar
         if (!r[i].success)
             continue;
         for (size_t c = 0; c < r[i].n_chunks; c++) {
-            double b = floor(r[i].chunk_s[c] - lo);
-            if (b >= 0 && b < (double)nb)
-                tok[(size_t)b]++;
+            /* floor(x) is in [0, nb) exactly when x is (nb is whole), and
+             * then it is x truncated: no floor call a token */
+            double x = r[i].chunk_s[c] - lo;
+            if (x >= 0 && x < (double)nb)
+                tok[(size_t)x]++;
         }
         size_t b0 = (size_t)floor(r[i].start_s - lo), b1 = (size_t)floor(r[i].end_s - lo);
         for (size_t b = b0; b <= b1 && b < nb; b++)
@@ -555,11 +649,13 @@ int atr_llm_summarize(const struct atr_llm_record *r, size_t n,
                               cfg->slo_e2el_ms >= 0;
     struct sets k = {ATR_SAMPLES_INIT, ATR_SAMPLES_INIT, ATR_SAMPLES_INIT, ATR_SAMPLES_INIT,
                      ATR_SAMPLES_INIT, ATR_SAMPLES_INIT, ATR_SAMPLES_INIT, ATR_SAMPLES_INIT};
+    /* The gaps first: their table is freed before the sets are made, so a
+     * summary's peak memory is the larger of the two, not their sum. */
+    itl_fill(r, n, cfg, &out->itl);
     fill_sets(r, n, &k, out, cfg);
     fill_duration(r, n, out);
     stat_fill(&k.ttft, cfg, &out->ttft);
     stat_fill(&k.tpot, cfg, &out->tpot);
-    itl_fill(r, n, cfg, &out->itl);
     stat_fill(&k.e2el, cfg, &out->e2el);
     stat_fill(&k.ttft_send, cfg, &out->ttft_send);
     stat_fill(&k.e2el_send, cfg, &out->e2el_send);

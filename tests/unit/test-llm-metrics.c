@@ -2,7 +2,8 @@
  * sets: the result JSON and printed block against golden files in
  * tests/data/llm/, failures counted but not averaged, "inf" rates,
  * goodput, empty and all-failed runs, per-request lines, per-session
- * figures of multi-turn workloads and configured percentiles. */
+ * figures of multi-turn workloads, configured percentiles and exact
+ * inter-token gap percentiles. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -16,6 +17,7 @@
 
 #include "json/writer.h"
 #include "stats/metrics.h"
+#include "stats/percentile.h"
 #include "stats/result.h"
 
 static char *slurp(const char *name)
@@ -196,6 +198,51 @@ static void test_percentile_keys(void **state)
     assert_int_equal(atr_llm_write_block(&b, &s, &c), 0);
     assert_non_null(strstr(b.data, "\nP99.9 ITL (ms):"));
     atr_buf_release(&b);
+    atr_llm_summary_release(&s);
+}
+
+/* The inter-token gap percentiles are found within 16-bit buckets of the
+ * gaps (stats/metrics.c): they must equal those of the sorted gaps, here
+ * with gaps over many buckets, repeats, zeros and ranks at every edge. */
+static void test_itl_percentiles_exact(void **state)
+{
+    (void)state;
+    enum { NREC = 60, NCH = 90 };
+    static double times[NREC][NCH];
+    static struct atr_llm_record r[NREC];
+    static double gaps[NREC * NCH];
+    size_t ng = 0;
+    uint64_t x = 88172645463325252ULL;
+    for (size_t i = 0; i < NREC; i++) {
+        size_t n = 1 + i % NCH;
+        double t = (double)i;
+        for (size_t c = 0; c < n; c++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            double g = x % 5 == 0 ? 0.025 : x % 7 == 0 ? 0.0
+                                          : ldexp((double)(x % 1000), -(int)(x % 40));
+            if (c > 0) {
+                double prev = t;
+                t += g;
+                gaps[ng++] = t - prev;
+            }
+            times[i][c] = t;
+        }
+        r[i] = (struct atr_llm_record){ .id = i, .start_s = (double)i, .end_s = t,
+                                        .chunk_s = times[i], .n_chunks = n,
+                                        .output_tokens = (int64_t)n, .success = true };
+    }
+    struct atr_llm_bench_config c = base_cfg();
+    const double pct[] = {0, 1, 25, 50, 90, 99, 99.9, 100};
+    c.n_percentiles = sizeof pct / sizeof *pct;
+    memcpy(c.percentiles, pct, sizeof pct);
+    struct atr_llm_summary s;
+    struct atr_error err;
+    assert_int_equal(atr_llm_summarize(r, NREC, &c, &s, &err), 0);
+    atr_sort_doubles(gaps, ng);
+    double median = ng % 2 ? gaps[ng / 2] : (0.0 + gaps[ng / 2 - 1] + gaps[ng / 2]) / 2;
+    assert_true(s.itl.median == median * 1000);
+    for (size_t i = 0; i < c.n_percentiles; i++)
+        assert_true(s.itl.p[i] == atr_percentile_sorted(gaps, ng, pct[i]) * 1000);
     atr_llm_summary_release(&s);
 }
 
@@ -395,6 +442,7 @@ int main(void)
         cmocka_unit_test(test_empty),
         cmocka_unit_test(test_percentile_keys),
         cmocka_unit_test(test_too_many_percentiles),
+        cmocka_unit_test(test_itl_percentiles_exact),
         cmocka_unit_test(test_sessions_hand_computed),
         cmocka_unit_test(test_sessions_outputs),
         cmocka_unit_test(test_single_turn_sessions_silent),

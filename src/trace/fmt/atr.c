@@ -97,33 +97,40 @@ static int read_kind(struct atr_reader *r, struct atr_json *step, enum atr_step_
     return 0;
 }
 
+/* Names with their lengths: a member's key is compared with a dozen of
+ * them, and a strlen each was a tenth of reading a trace (issue 16). */
 struct int_field {
     const char *key;
-    size_t off;
+    size_t len, off;
 };
-#define F(name) {#name, offsetof(struct atr_step, name)}
+#define F(name) {#name, sizeof #name - 1, offsetof(struct atr_step, name)}
 static const struct int_field step_ints[] = {
     F(t_ms), F(dur_ms), F(input_tokens), F(output_tokens), F(cached_tokens),
     F(recorded_input_tokens), F(recorded_output_tokens), F(max_tokens), F(timeout_ms),
 };
 struct str_field {
     const char *key;
-    size_t off;
+    size_t len, off;
 };
 static const struct str_field step_strs[] = {
     F(tool), F(command), F(command_head), F(action), F(path), F(selector), F(url), F(cwd),
 };
 #undef F
 
+static bool key_is(const struct atr_json *m, const char *key, size_t len)
+{
+    return m->key && m->key_len == len && memcmp(m->key, key, len) == 0;
+}
+
 /* Known scalar member: stores it and returns 1; unknown: 0; error: -1. */
 static int read_known(struct atr_reader *r, struct atr_step *s, struct atr_json *m)
 {
     for (size_t k = 0; k < sizeof step_ints / sizeof *step_ints; k++)
-        if (atr_json_key_is(m, step_ints[k].key))
+        if (key_is(m, step_ints[k].key, step_ints[k].len))
             return get_uint(r, m, step_ints[k].key,
                             (int64_t *)((char *)s + step_ints[k].off)) < 0 ? -1 : 1;
     for (size_t k = 0; k < sizeof step_strs / sizeof *step_strs; k++)
-        if (atr_json_key_is(m, step_strs[k].key))
+        if (key_is(m, step_strs[k].key, step_strs[k].len))
             return get_str(r, m, step_strs[k].key,
                            (const char **)((char *)s + step_strs[k].off)) < 0 ? -1 : 1;
     if (atr_json_key_is(m, "exit_code")) {
