@@ -5,8 +5,8 @@
 # Runs each line of bench/sim/golden/cases (light, busy and all-at-once
 # loads, heavy eviction and preemption, SGLang's schedule, replicas under
 # prefix-route, the prefix-cache, compaction and max-tokens policies, no
-# prefix cache with a concurrency limit and goodput, a small batch) on a
-# seeded `atr gen --kind swe` workload through both binaries, plus the
+# prefix cache with a concurrency limit and goodput, a small batch, vLLM V0's
+# scheduler offline) on a seeded `atr gen --kind swe` workload through both binaries, plus the
 # 10,694-request workload of run.sh at 0.5/s, 5/s and all at once with
 # FULL=1, and compares their digests (golden/digest.py: the printed block,
 # every result JSON figure, the requests and iterations files by value).
