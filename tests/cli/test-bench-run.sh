@@ -72,9 +72,13 @@ for k in ("human_commit", "human_commit_full", "parent_commit", "model", "status
           "server_exit", "model_override", "atr_version", "spec_hash", "server_log_tail"):
     assert k in d, k
 m = d["metrics"]
+# Gaps can be 0: chunks that reach the client in one read share a time (a
+# slow client, as under the sanitizers, reads several at once).
 for f in ("ttft", "tpot", "itl", "e2el"):
     for s in ("mean", "median", "p90", "p99"):
-        assert m[f"{f}_{s}_ms"] > 0, (f, s)
+        v = m[f"{f}_{s}_ms"]
+        assert v > 0 if f in ("ttft", "e2el") else v >= 0, (f, s, v)
+assert m["itl_p99_ms"] > 0 and m["tpot_mean_ms"] > 0
 assert m["request_throughput_req_s"] > 0 and m["output_token_throughput_tok_s"] > 0
 assert m["completed"] == 20 and m["failed"] == 0
 assert d["status"] == "success" and d["error"] is None
