@@ -6,6 +6,10 @@
 
 #include "json/json.h"
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 enum { SSE_DEFAULT_MAX_LINE = 1 << 20 };
 
 void atr_sse_init(struct atr_sse *p, size_t max_line)
@@ -275,8 +279,10 @@ typedef bool (*scan_member_fn)(struct scan *s, const char *key, size_t n, void *
 static bool skip_value(struct scan *s);
 
 /* The next byte after blanks, '\0' at the end. */
-static char scan_peek(struct scan *s)
+static inline char scan_peek(struct scan *s)
 {
+    if (s->p < s->end && !is_blank(*s->p))
+        return *s->p;   /* compact JSON: no blank to skip */
     while (s->p < s->end && is_blank(*s->p))
         s->p++;
     return s->p < s->end ? *s->p : '\0';
@@ -305,24 +311,55 @@ static inline bool str_plain(unsigned char c)
     return c >= 0x20 && c < 0x80 && c != '"' && c != '\\';
 }
 
+/* The end of the run of plain bytes from p: 16 bytes a step while they
+ * last (a stream payload is mostly short strings; one step finds most of
+ * them whole). Signed, a byte under 0x20 is a control character or
+ * non-ASCII. */
+static const char *plain_run(const char *p, const char *end)
+{
+#ifdef __SSE2__
+    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\');
+    const __m128i space = _mm_set1_epi8(0x20);
+    while (end - p >= 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+        __m128i stop = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote),
+                                                 _mm_cmpeq_epi8(v, bslash)),
+                                    _mm_cmplt_epi8(v, space));
+        int m = _mm_movemask_epi8(stop);
+        if (m)
+            return p + __builtin_ctz((unsigned)m);
+        p += 16;
+    }
+#endif
+    while (p < end && str_plain((unsigned char)*p))
+        p++;
+    return p;
+}
+
+/* The rest of a string from its first escape at p; its closing quote, or
+ * NULL. Apart from scan_string so that the common string saves nothing. */
+static const char *escaped_run(const char *p, const char *end)
+{
+    while (p < end && *p == '\\') {
+        if (p + 1 == end || !memchr("\"\\/bfnrt", p[1], 8))
+            return NULL;
+        p = plain_run(p + 2, end);
+    }
+    return p < end && *p == '"' ? p : NULL;
+}
+
 /* The string at s->p (its '"'); *body is NULL when it had an escape. */
 static bool scan_string(struct scan *s, const char **body, size_t *len)
 {
-    const char *start = s->p + 1, *p = start;
-    bool plain = true;
-    for (;;) {
-        while (p < s->end && str_plain((unsigned char)*p))
-            p++;
-        if (p == s->end || *p != '\\')
-            break;
-        if (p + 1 == s->end || !memchr("\"\\/bfnrt", p[1], 8))
-            return false;
-        plain = false;
-        p += 2;
+    const char *start = s->p + 1;
+    const char *p = plain_run(start, s->end);
+    *body = start;
+    if (p < s->end && *p == '\\') {
+        *body = NULL;
+        p = escaped_run(p, s->end);
     }
-    if (p == s->end || *p != '"')
+    if (!p || p == s->end || *p != '"')
         return false;
-    *body = plain ? start : NULL;
     *len = (size_t)(p - start);
     s->p = p + 1;
     return true;
