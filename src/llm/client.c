@@ -83,6 +83,7 @@ struct atr_llm_client {
     struct event *collect;             /* made active to read finished transfers */
     struct curl_slist *headers;
     char *url[2];                      /* indexed by enum atr_llm_api */
+    CURLU *uh[2];                      /* url[] parsed once, or NULL */
     long timeout_ms;
     double stall_s;
     size_t max_response;
@@ -628,6 +629,30 @@ static struct req *req_new(struct atr_llm_client *c, struct atr_error *err)
     return r;
 }
 
+/* The URL parsed once (CURLOPT_CURLU: libcurl copies the parsed handle
+ * instead of parsing the text again for every request), or as text
+ * where it does not parse: libcurl then reports it on the request. */
+static void set_url(CURL *e, const struct atr_llm_client *c, enum atr_llm_api api)
+{
+#if LIBCURL_VERSION_NUM >= 0x073f00   /* 7.63.0 */
+    if (c->uh[api]) {
+        curl_easy_setopt(e, CURLOPT_CURLU, c->uh[api]);
+        return;
+    }
+#endif
+    curl_easy_setopt(e, CURLOPT_URL, c->url[api]);
+}
+
+static CURLU *parse_url(const char *url)
+{
+    CURLU *u = curl_url();
+    if (u && curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK) {
+        curl_url_cleanup(u);
+        u = NULL;
+    }
+    return u;
+}
+
 static void req_prepare(struct req *r, uint64_t id, enum atr_llm_api api)
 {
     r->id = id;
@@ -643,7 +668,7 @@ static void req_prepare(struct req *r, uint64_t id, enum atr_llm_api api)
     r->detail[0] = '\0';
     r->errbuf[0] = '\0';
     if (!r->api_set || r->api != api) {
-        curl_easy_setopt(r->easy, CURLOPT_URL, r->c->url[api]);
+        set_url(r->easy, r->c, api);
         r->api = api;
         r->api_set = true;
     }
@@ -796,6 +821,8 @@ struct atr_llm_client *atr_llm_client_new(struct event_base *base,
     c->max_response = cfg->max_response ? cfg->max_response : DEFAULT_MAX_RESPONSE;
     c->url[ATR_LLM_COMPLETIONS] = join_url(cfg->base_url, "/v1/completions");
     c->url[ATR_LLM_CHAT] = join_url(cfg->base_url, "/v1/chat/completions");
+    for (int i = 0; i < 2; i++)
+        c->uh[i] = parse_url(c->url[i]);
     if (set_headers(c, cfg->api_key) < 0 || setup_multi(c, cfg) < 0) {
         atr_llm_client_free(c);
         atr_error_set(err, "cannot set up libcurl");
@@ -828,8 +855,10 @@ void atr_llm_client_free(struct atr_llm_client *c)
     if (c->collect)
         event_free(c->collect);
     curl_slist_free_all(c->headers);
-    free(c->url[0]);
-    free(c->url[1]);
+    for (int i = 0; i < 2; i++) {
+        free(c->url[i]);
+        curl_url_cleanup(c->uh[i]);
+    }
     atr_arena_release(&c->arena);
     free(c);
 }
