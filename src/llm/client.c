@@ -624,6 +624,8 @@ static struct req *req_new(struct atr_llm_client *c, struct atr_error *err)
     /* A load generator talks to its target directly, whatever the
      * environment's http_proxy says. */
     curl_easy_setopt(e, CURLOPT_PROXY, "");
+    /* And without reading the proxy variables for every request. */
+    curl_easy_setopt(e, CURLOPT_NOPROXY, "*");
     if (c->timeout_ms > 0)
         curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, c->timeout_ms);
     return r;
