@@ -506,6 +506,9 @@ static int on_curl_timer(CURLM *multi, long ms, void *ud)
         evtimer_del(l->timer);
         return 0;
     }
+    /* From now, not from when the loop woke (see arm_timer in replay.c):
+     * early, curl would find nothing due and ask again. */
+    event_base_update_cache_time(l->c->base);
     struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
     return evtimer_add(l->timer, &tv);
 }
