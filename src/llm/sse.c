@@ -262,9 +262,9 @@ static int payload_tree(struct atr_arena *arena, const char *data, size_t len,
  * the short escapes, numbers, literals, nesting up to SCAN_DEPTH, counts
  * that are plain integers, "error": null. Anything else (a \u escape,
  * non-ASCII text, an error object, a duplicate usage key, a syntax error)
- * makes it answer SCAN_UNSURE and the tree decides: the two cannot
- * disagree on what the scanner accepts (tests/unit and fuzz-sse compare
- * them), and every error message still comes from the tree. */
+ * makes it answer SCAN_UNSURE and the tree decides, so every error
+ * message still comes from the tree; where the scanner answers, the unit
+ * test and fuzz-sse check that the tree answers the same. */
 enum { SCAN_OK = 0, SCAN_UNSURE = 1, SCAN_DEPTH = 32, SCAN_COUNT_DIGITS = 18 };
 
 struct scan {
