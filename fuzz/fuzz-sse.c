@@ -2,13 +2,15 @@
  * reader. The first byte picks the line limit, the second seeds how the
  * rest is sliced; fed whole or in slices, the stream must give the same
  * events and the same result, buffers must stay within the limit, and
- * every event's payload must read without crashing and consistently. */
+ * every event's payload must read without crashing and consistently, and
+ * the in-place scanner, where it answers, must answer as the tree does
+ * (the file includes sse.c to reach both). */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "llm/sse.h"
+#include "llm/sse.c"
 
 static struct atr_arena arena = ATR_ARENA_INIT;
 
@@ -23,8 +25,24 @@ struct sink {
     size_t max_line;
 };
 
+/* The scanner answers only what the tree would, and the same. */
+static void check_scan(const char *data, size_t len)
+{
+    struct atr_sse_payload a, b;
+    payload_init(&a);
+    payload_init(&b);
+    if (payload_scan(data, len, &a) != SCAN_OK)
+        return;
+    must(payload_tree(&arena, data, len, &b) == 0);
+    atr_arena_clear(&arena);
+    must(a.chunk == b.chunk && a.usage == b.usage && a.error == b.error);
+    must(a.prompt_tokens == b.prompt_tokens && a.completion_tokens == b.completion_tokens &&
+         a.cached_tokens == b.cached_tokens);
+}
+
 static void check_payload(const char *data, size_t len)
 {
+    check_scan(data, len);
     struct atr_sse_payload pl;
     int rc = atr_sse_payload_parse(&arena, data, len, &pl);
     atr_arena_clear(&arena);
@@ -100,6 +118,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     unsigned seed = data[1] | 1u;
     data += 2;
     size -= 2;
+    check_scan((const char *)data, size);
     struct sink whole = {ATR_BUF_INIT, 0}, sliced = {ATR_BUF_INIT, 0};
     int rc1 = parse(data, size, max_line, 0, &whole);
     int rc2 = parse(data, size, max_line, seed, &sliced);

@@ -13,8 +13,18 @@
 #          fairest Python client
 #   py     vllm_client.py --limit 0: vLLM's own setting, no bound (one
 #          connection per request in flight)
-# One server (`atr sim serve --ttft 0 --itl 0 --port 0`, pinned to CPU 1) for
-# the whole run; every client pinned to CPU 0. Per client and run:
+# One server for the whole run, the same for every client, pinned to CPU 1;
+# every client pinned to CPU 0. The server (ATR_BENCH_SERVER):
+#   sim    (default) `atr sim serve --ttft 0 --itl 0 --port 0`: streams each
+#          answer as a real engine would, ~30 us of its CPU per request, so
+#          it holds ~30k req/s on a free core
+#   nginx  Debian's nginx (apt-get installed when missing, as bench/proxy
+#          does), one worker, keep-alive without a request limit, no access
+#          log, answering every POST with one fixed SSE answer recorded from
+#          `atr sim serve` (8 chunks, usage, [DONE]; `return 200`, so with a
+#          Content-Length instead of chunked encoding): a server far cheaper
+#          than any client, for when the sim server is the ceiling
+# Per client and run:
 #   - a rate ladder (ATR_BENCH_RATES, req/s) with constant arrivals, each
 #     step ATR_BENCH_STEP_S (3) seconds of one-turn requests (32 prompt
 #     tokens, 8 output tokens); the sustainable rate is the highest step
@@ -37,9 +47,10 @@ set -eu
 ATR=${1:?usage: run.sh ATR}
 RUNS=${ATR_BENCH_RUNS:-3}
 STEP_S=${ATR_BENCH_STEP_S:-3}
-RATES=${ATR_BENCH_RATES:-"500 1000 1500 2000 2500 3000 4000 6000 8000 12000 16000 24000 32000"}
+RATES=${ATR_BENCH_RATES:-"500 1000 1500 2000 2500 3000 4000 6000 8000 12000 16000 20000 24000 28000 32000"}
 CLIENTS=${ATR_BENCH_CLIENTS:-"atr py512 py"}
 PEAK_N=${ATR_BENCH_PEAK_N:-10000}
+SERVER=${ATR_BENCH_SERVER:-sim}
 LOW_RATE=100
 CPU_RATE=1000
 # Debian's python3-aiohttp is on /usr/bin/python3; another python3 may have
@@ -54,6 +65,8 @@ case $ATR in /*) ;; *) ATR=$(pwd)/$ATR ;; esac
 "$PY" -c 'import aiohttp' 2>/dev/null ||
     { [ "$(id -u)" -eq 0 ] && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-aiohttp >/dev/null; } ||
     true
+# Debian's aiohttp, once installed, is /usr/bin/python3's.
+/usr/bin/python3 -c 'import aiohttp' 2>/dev/null && PY=/usr/bin/python3
 "$PY" -c 'import aiohttp' 2>/dev/null || {
     echo "run.sh: $PY cannot import aiohttp (apt-get install -y python3-aiohttp)" >&2
     exit 1
@@ -62,6 +75,10 @@ case $ATR in /*) ;; *) ATR=$(pwd)/$ATR ;; esac
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/atr-bench-client.XXXXXX")
 SRV=""
 cleanup() {
+    if [ -n "${NGX:-}" ]; then
+        kill "$NGX" 2>/dev/null || true
+        wait "$NGX" 2>/dev/null || true
+    fi
     if [ -n "$SRV" ]; then
         kill "$SRV" 2>/dev/null || true
         wait "$SRV" 2>/dev/null || true
@@ -79,7 +96,8 @@ if command -v taskset >/dev/null 2>&1 && taskset -c 0 true 2>/dev/null; then
     fi
 fi
 
-# The server prints its address once it listens; poll for it (10 s at most).
+# The sim server prints its address once it listens; poll for it (10 s at
+# most). It also answers the one request the nginx server replays.
 $PIN_SERVER "$ATR" sim serve --ttft 0 --itl 0 --port 0 >"$WORK/srv.out" 2>"$WORK/srv.err" &
 SRV=$!
 i=0
@@ -93,6 +111,83 @@ while ! grep -q 'listening on' "$WORK/srv.out" 2>/dev/null; do
     sleep 0.05
 done
 URL=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$WORK/srv.out")
+SERVER_SHOWN="$ATR sim serve --ttft 0 --itl 0"
+
+# nginx: one worker answering every request with the sim server's answer to
+# a benchmark request (32 prompt words, 8 tokens), recorded once. Started
+# as nobody when run as root, its files in a directory nobody may use.
+start_nginx() {
+    PATH=$PATH:/usr/sbin:/sbin
+    if ! command -v nginx >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
+        echo "run.sh: installing Debian's nginx" >&2
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx >/dev/null 2>&1 ||
+            { apt-get update -qq >/dev/null 2>&1 &&
+              DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx >/dev/null 2>&1; } || true
+    fi
+    command -v nginx >/dev/null 2>&1 || { echo "run.sh: nginx is missing (apt-get install -y nginx)" >&2; exit 1; }
+    d=$WORK/nginx
+    mkdir -p "$d"
+    curl -sN "$URL/v1/completions" -H 'Content-Type: application/json' \
+        -d '{"model":"atr-sim","prompt":"'"$(printf 'w%d ' $(seq 1 32))"'","max_tokens":8,"stream":true,"stream_options":{"include_usage":true}}' \
+        >"$d/answer.sse"
+    grep -q '^data: \[DONE\]' "$d/answer.sse" || { echo "run.sh: no answer to record from the sim server" >&2; exit 1; }
+    # Inside nginx's single quotes: no quote, backslash or '$' (a variable).
+    if grep -q "['\\\$]" "$d/answer.sse"; then
+        echo "run.sh: the recorded answer needs quoting for nginx" >&2
+        exit 1
+    fi
+    port=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    cat >"$d/nginx.conf" <<EOF
+worker_processes 1;
+pid $d/nginx.pid;
+error_log $d/error.log warn;
+events { worker_connections 16384; }
+http {
+    access_log off;
+    client_body_temp_path $d/body;
+    proxy_temp_path $d/proxy;
+    fastcgi_temp_path $d/fastcgi;
+    uwsgi_temp_path $d/uwsgi;
+    scgi_temp_path $d/scgi;
+    keepalive_requests 1000000;
+    keepalive_timeout 300s;
+    server {
+        listen 127.0.0.1:$port backlog=4096;
+        location / {
+            default_type text/event-stream;
+            return 200 '$(cat "$d/answer.sse")';
+        }
+    }
+}
+EOF
+    as=""
+    if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null 2>&1 && id nobody >/dev/null 2>&1; then
+        as="setpriv --reuid=$(id -u nobody) --regid=$(id -g nobody) --clear-groups"
+        chmod 711 "$WORK"
+        chown -R nobody "$d"
+    fi
+    $PIN_SERVER $as "$(command -v nginx)" -p "$d" -e "$d/error.log" -c "$d/nginx.conf" \
+        -g 'daemon off;' >"$d/stdout" 2>&1 &
+    NGX=$!
+    i=0
+    until curl -s -o /dev/null -X POST -d x "http://127.0.0.1:$port/v1/completions" 2>/dev/null; do
+        i=$((i + 1))
+        if [ "$i" -gt 200 ] || ! kill -0 "$NGX" 2>/dev/null; then
+            echo "run.sh: nginx did not start:" >&2
+            cat "$d/error.log" "$d/stdout" >&2 2>/dev/null
+            exit 1
+        fi
+        sleep 0.05
+    done
+    URL=http://127.0.0.1:$port
+    SERVER_SHOWN="nginx $(nginx -v 2>&1 | sed 's/.*nginx\///'), one worker, a recorded answer"
+}
+NGX=""
+case $SERVER in
+sim) ;;
+nginx) start_nginx ;;
+*) echo "run.sh: ATR_BENCH_SERVER: sim or nginx, not $SERVER" >&2; exit 1 ;;
+esac
 
 # workload N: a file of N one-turn requests (made once per N).
 workload() {
@@ -161,7 +256,7 @@ ladder() {
 
 echo "machine: $(nproc) CPUs, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"
 echo "date:    $(date -u +%Y-%m-%dT%H:%MZ)"
-echo "server:  $ATR sim serve --ttft 0 --itl 0 ($URL), ${PIN_SERVER:-not pinned}"
+echo "server:  $SERVER_SHOWN ($URL), ${PIN_SERVER:-not pinned}"
 echo "clients: $CLIENTS, ${PIN_CLIENT:-not pinned}; python: $("$PY" -c 'import sys, aiohttp; print(sys.version.split()[0], "aiohttp", aiohttp.__version__)')"
 echo "ladder:  $RATES req/s, ${STEP_S} s each, constant arrivals; peak: $PEAK_N at once; runs: $RUNS (median)"
 echo

@@ -149,10 +149,14 @@ static void arm_timer(struct driver *d)
         evtimer_del(d->timer);
         return;
     }
+    /* libevent adds tv to the time it read when the loop woke, which the
+     * callbacks since have made stale, and a truncated microsecond is
+     * early too: such a timer fired before the turn was due, released
+     * nothing and woke the loop a second time for nearly every request. */
+    event_base_update_cache_time(d->base);
     double wait = top->t - rel_now(d);
-    if (wait < 0)
-        wait = 0;
-    struct timeval tv = { (time_t)wait, (suseconds_t)((wait - floor(wait)) * 1e6) };
+    long long us = wait > 0 ? (long long)ceil(wait * 1e6) : 0;
+    struct timeval tv = { (time_t)(us / 1000000), (suseconds_t)(us % 1000000) };
     evtimer_add(d->timer, &tv);
 }
 

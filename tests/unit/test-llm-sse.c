@@ -1,7 +1,11 @@
 /* test-llm-sse.c - the SSE parser on streams split at every byte position,
  * CRLF and CR line ends, comments, multi-line data, size limits, garbage;
  * and the reading of OpenAI stream payloads (chunks, usage, [DONE],
- * errors, wrong shapes). */
+ * errors, wrong shapes), read in place and as a tree with the same answers.
+ * The file includes sse.c to reach both payload readers. */
+/* First: cmocka.h defines a macro fail(), sse.c a function. */
+#include "llm/sse.c"
+
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -12,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "llm/sse.h"
 
 /* Events joined as "<data>|" so a test compares one string. */
 struct sink {
@@ -268,6 +271,55 @@ static void test_payload_errors(void **state)
     }
 }
 
+/* Both payload readers on the same text: the scanner answers only what
+ * the tree would, and answers it the same. Returns whether it answered. */
+static bool scanned_as_tree(const char *text)
+{
+    struct atr_sse_payload a, b;
+    payload_init(&a);
+    payload_init(&b);
+    if (payload_scan(text, strlen(text), &a) != SCAN_OK)
+        return false;
+    assert_int_equal(payload_tree(&arena, text, strlen(text), &b), 0);
+    atr_arena_clear(&arena);
+    assert_true(a.chunk == b.chunk && a.usage == b.usage && a.error == b.error);
+    assert_true(a.prompt_tokens == b.prompt_tokens && a.completion_tokens == b.completion_tokens &&
+                a.cached_tokens == b.cached_tokens);
+    return true;
+}
+
+static void test_payload_scan(void **state)
+{
+    /* What vLLM and atr sim serve stream: read in place. */
+    static const char *const fast[] = {
+        "{\"id\":\"cmpl-1\",\"object\":\"text_completion\",\"created\":1795881713,"
+        "\"model\":\"m\",\"choices\":[{\"index\":0,\"text\":\" the\",\"logprobs\":null,"
+        "\"finish_reason\":null,\"stop_reason\":null}]}",
+        "{\"id\":\"c\",\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"total_tokens\":11,"
+        "\"completion_tokens\":8,\"prompt_tokens_details\":{\"cached_tokens\":0}}}",
+        "{\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"a\\n\\\"b\\\"\"}}],"
+        "\"usage\":null,\"error\":null}",
+        "{\"choices\":[{\"x\":[1,-2.5e+3,0.1,true,false,null,{},[]]}],\"usage\":"
+        "{\"completion_tokens\":0,\"prompt_tokens_details\":[1]}}",
+        "{\"choices\":null}", "{}", " { \"choices\" : [ ] } ",
+    };
+    for (size_t i = 0; i < sizeof fast / sizeof fast[0]; i++)
+        assert_true(scanned_as_tree(fast[i]));
+    /* The tree's: errors, escapes it would decode, non-ASCII, error
+     * objects, repeated counts, deep nesting, anything malformed. */
+    static const char *const tree[] = {
+        "{\"choices\":[{\"text\":\"\\u00e9\"}]}", "{\"choices\":[{\"text\":\"\xc3\xa9\"}]}",
+        "{\"error\":{\"message\":\"x\"}}", "{\"usage\":{\"completion_tokens\":1,"
+        "\"completion_tokens\":2}}", "{\"usage\":{\"completion_tokens\":-0}}",
+        "{\"usage\":{\"completion_tokens\":1e2}}", "{\"choices\":[1]}", "{\"choices\":{}}",
+        "{\"a\":01}", "{\"a\":1.}", "{\"a\":-}", "{\"a\":tru}", "{\"a\":1,}", "{\"a\" 1}",
+        "{\"a\":\"\t\"}", "{\"a\":1} x", "[1]", "{\"a\":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["
+        "]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}", "{\"usage\":{\"completion_tokens\":1234567890123456789}}",
+    };
+    for (size_t i = 0; i < sizeof tree / sizeof tree[0]; i++)
+        assert_false(scanned_as_tree(tree[i]));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -283,6 +335,7 @@ int main(void)
         cmocka_unit_test(test_payload_chunks),
         cmocka_unit_test(test_payload_usage),
         cmocka_unit_test(test_payload_errors),
+        cmocka_unit_test(test_payload_scan),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     atr_arena_release(&arena);
