@@ -312,23 +312,28 @@ HOT uint32_t map_find_or_insert(struct atr_engine *e, uint64_t hash, uint32_t v)
     return NIL;
 }
 
-/* Removes entry v, whose key is k. */
+/* Removes entry v, whose key is k. Over locals: a store to a slot (a
+ * uint64_t) might change e->map_mask (a size_t) as far as the compiler
+ * knows, so it would reload the fields after each one. */
 static void map_remove(struct atr_engine *e, uint64_t k, uint32_t v)
 {
-    size_t i = home_of(e, k);
-    while (slot_val(e->map[i]) != v)
-        i = (i + 1) & e->map_mask;
+    uint64_t *map = e->map;
+    size_t mask = e->map_mask;
+    unsigned shift = e->map_shift;
+    size_t i = (size_t)(k >> shift);
+    while (slot_val(map[i]) != v)
+        i = (i + 1) & mask;
     /* Backward shift: pull later entries of the probe run into the hole so
      * lookups never stop early at it. A slot's home is that of its key:
      * the entry's bits shift out. */
-    for (size_t j = (i + 1) & e->map_mask; slot_val(e->map[j]) != NIL; j = (j + 1) & e->map_mask) {
-        size_t home = home_of(e, e->map[j]);
-        if (((j - home) & e->map_mask) >= ((j - i) & e->map_mask)) {
-            e->map[i] = e->map[j];
+    for (size_t j = (i + 1) & mask; slot_val(map[j]) != NIL; j = (j + 1) & mask) {
+        size_t home = (size_t)(map[j] >> shift);
+        if (((j - home) & mask) >= ((j - i) & mask)) {
+            map[i] = map[j];
             i = j;
         }
     }
-    e->map[i] = UINT64_MAX;
+    map[i] = UINT64_MAX;
 }
 
 /* ---- block pool ---- */
@@ -646,35 +651,39 @@ COLD void radix_dedup(struct atr_engine *e, struct req *r, uint32_t i, uint32_t 
 
 /* Checks newly computed full prompt blocks into the cache. A block whose id
  * is already cached elsewhere stays private (vLLM keeps duplicates too);
- * radix_cache gives it up for the cached one. */
+ * radix_cache gives it up for the cached one. A block past r->n_hashed is
+ * never cached: it was allocated to r alone (hits all lie before n_hashed),
+ * and only its holder checks a block in. The loop runs over locals: a store
+ * to a block would otherwise reload r's and e's fields each time. */
 static void req_cache_blocks(struct atr_engine *e, struct req *r)
 {
     if (!e->cfg.prefix_caching)
         return;
     uint64_t full = r->computed / e->cfg.block_size;
     uint32_t end = r->n_hash < full ? r->n_hash : (uint32_t)full;
-    while (r->n_hashed < end) {
-        uint32_t i = r->n_hashed++;
+    const uint64_t *ids = r->hash_ids;
+    struct engine_block *blk = e->blk;
+    bool radix = e->children != NULL;
+    for (uint32_t i = r->n_hashed; i < end; i++) {
         if (i + PREFETCH_AHEAD < end) {
-            size_t at = home_of(e, mix(r->hash_ids[i + PREFETCH_AHEAD]));
-            __builtin_prefetch(&e->map[at]);
-            __builtin_prefetch(&e->blk[r->blocks[i + PREFETCH_AHEAD]]);
+            __builtin_prefetch(&e->map[home_of(e, mix(ids[i + PREFETCH_AHEAD]))]);
+            __builtin_prefetch(&blk[r->blocks[i + PREFETCH_AHEAD]]);
         }
         uint32_t b = r->blocks[i];
-        uint64_t h = r->hash_ids[i];
-        if (e->blk[b].cached)
-            continue;
+        uint64_t h = ids[i];
         uint32_t x = map_find_or_insert(e, h, b);
         if (x != NIL) {
-            if (e->children)
+            if (radix)
                 radix_dedup(e, r, i, x);
             continue;
         }
-        e->blk[b].cached = true;
-        e->blk[b].hash = h;
-        if (e->children)
+        blk[b].cached = true;
+        blk[b].hash = h;
+        if (radix)
             radix_link(e, r, i);
     }
+    if (r->n_hashed < end)
+        r->n_hashed = end;
 }
 
 /* ---- admission and preemption ---- */
