@@ -711,6 +711,45 @@ static uint32_t tail_hit(const struct atr_engine *e, const struct req *r)
     return r->tail ? e->tails[r->tail - 1].hit : 0;
 }
 
+/* One hit of prefix_hits: counted among those in the LRU queue, with the
+ * oldest queue number, when nobody holds it. */
+HOT void hit_note(const struct engine_block *blk, uint32_t *in_lru, uint64_t *oldest)
+{
+    if (blk->ref == 0) {
+        (*in_lru)++;
+        if (blk->lru_seq < *oldest)
+            *oldest = blk->lru_seq;
+    }
+}
+
+/* prefix_hits over locals (stores to r->blocks or the counters would make
+ * every field be reloaded): from the memo, then the map. */
+static uint32_t prefix_match(struct atr_engine *e, struct req *r, uint32_t max,
+                             uint32_t *in_lru, uint64_t *oldest)
+{
+    const struct engine_block *blk = e->blk;
+    const uint64_t *ids = r->hash_ids;
+    uint32_t *blocks = r->blocks, memo = r->n_memo < max ? r->n_memo : max, n = 0;
+    uint32_t lru_hits = 0;
+    uint64_t old = UINT64_MAX;
+    for (; n < memo; n++) {
+        const struct engine_block *x = &blk[blocks[n]];
+        if (!x->cached || x->hash != ids[n])
+            break;
+        hit_note(x, &lru_hits, &old);
+    }
+    for (; n < max; n++) {
+        uint32_t b = map_find(e, ids[n]);
+        if (b == NIL)
+            break;
+        hit_note(&blk[b], &lru_hits, &old);
+        blocks[n] = b;
+    }
+    *in_lru = lru_hits;
+    *oldest = old;
+    return n;
+}
+
 /* Leading blocks of r found in the cache, leaving at least one token to
  * compute (the last token must run to produce logits, as in vLLM); the
  * blocks go to r->blocks[0..n), which admit takes as they are. A queue head
@@ -736,27 +775,7 @@ static uint32_t prefix_hits(struct atr_engine *e, struct req *r, uint32_t *in_lr
         return 0;
     }
     req_reserve_blocks(r, max);
-    for (; n < r->n_memo && n < max; n++) {
-        uint32_t b = r->blocks[n];
-        if (!e->blk[b].cached || e->blk[b].hash != r->hash_ids[n])
-            break;
-        if (e->blk[b].ref == 0) {
-            (*in_lru)++;
-            if (e->blk[b].lru_seq < *oldest)
-                *oldest = e->blk[b].lru_seq;
-        }
-    }
-    for (; n < max; n++) {
-        uint32_t b = map_find(e, r->hash_ids[n]);
-        if (b == NIL)
-            break;
-        if (e->blk[b].ref == 0) {
-            (*in_lru)++;
-            if (e->blk[b].lru_seq < *oldest)
-                *oldest = e->blk[b].lru_seq;
-        }
-        r->blocks[n] = b;
-    }
+    n = prefix_match(e, r, max, in_lru, oldest);
     r->n_memo = n;
     if (r->tail)
         tail_match(e, r, n);
@@ -864,6 +883,27 @@ static void admit_failed(struct atr_engine *e, struct req *r, uint32_t hits, uin
     r->fail_released = e->n_released;
 }
 
+/* block_ref for each of r's n prefix hits, over locals (see
+ * req_free_blocks): a hit taken out of the LRU queue just forgets its
+ * index there. */
+static void ref_hits(struct atr_engine *e, const uint32_t *v, uint32_t n)
+{
+    struct engine_block *blk = e->blk;
+    uint32_t taken = 0, unlinked = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        struct engine_block *x = &blk[v[i]];
+        if (x->ref++ != 0)
+            continue;
+        taken++;
+        if (x->cached) {
+            x->lru_at = NIL;
+            unlinked++;
+        }
+    }
+    e->used += taken;
+    e->n_lru -= unlinked;
+}
+
 /* Admits r with its prefix hits and a first chunk; *ok false if it does not
  * fit now (then nothing changed but what the next try may skip). */
 static void admit(struct atr_engine *e, struct req *r, uint64_t *budget, bool *ok)
@@ -890,8 +930,7 @@ static void admit(struct atr_engine *e, struct req *r, uint64_t *budget, bool *o
     }
     r->failed = false;
     req_reserve_blocks(r, want);
-    for (uint32_t i = 0; i < hits; i++)
-        block_ref(e, r->blocks[i]);     /* prefix_hits put them there */
+    ref_hits(e, r->blocks, hits);       /* prefix_hits put them there */
     r->n_blocks = hits;
     r->n_hashed = hits;
     r->computed = cached;
