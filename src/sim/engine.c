@@ -565,43 +565,57 @@ HOT void req_grow(struct atr_engine *e, struct req *r, uint64_t tokens, bool *ok
         req_grow_to(e, r, want, ok);
 }
 
+/* req_free_blocks' state, in locals: counters in *e and *r would be
+ * reloaded after every store to a block or the free stack (they might
+ * alias, as far as the compiler knows). Released and queued blocks are
+ * counted by the free stack's and the queue numbers' growth. */
+struct free_run {
+    struct engine_block *blk;
+    uint32_t *lru, *free_stack;
+    uint32_t mask, at, n_free;
+    uint64_t seq;
+};
+
+/* block_unref and lru_append for one block. */
+HOT void free_one(struct free_run *f, uint32_t b)
+{
+    struct engine_block *x = &f->blk[b];
+    if (--x->ref > 0)
+        return;
+    if (!x->cached) {
+        f->free_stack[f->n_free++] = b;
+        return;
+    }
+    x->lru_at = f->at;
+    x->lru_seq = ++f->seq;
+    f->lru[f->at] = b;
+    f->at = (f->at + 1) & f->mask;
+}
+
 /* Frees in reverse so a request's tail blocks are evicted before its head:
- * the head is the part other prompts are likeliest to share. */
+ * the head is the part other prompts are likeliest to share. The ring is
+ * compacted first when the blocks might not fit (it only drops stale
+ * entries: the queue's order and numbers stay). */
 static void req_free_blocks(struct atr_engine *e, struct req *r)
 {
-    /* block_unref and lru_append in a loop over locals: counters in *e and
-     * *r would be reloaded after every store to a block or the free stack
-     * (they might alias, as far as the compiler knows). The ring is
-     * compacted first when the blocks might not fit (it only drops stale
-     * entries: the queue's order and numbers stay). */
     if (e->lru_len + r->n_blocks > e->lru_cap)
         lru_compact(e);
     const uint32_t *v = r->blocks;
-    struct engine_block *blk = e->blk;
-    uint32_t *lru = e->lru, *free_stack = e->free_stack;
-    uint32_t mask = e->lru_cap - 1, at = (e->lru_head + e->lru_len) & mask;
-    uint32_t released = 0, queued = 0, n_free = e->n_free;
-    uint64_t seq = e->lru_appended;
+    uint32_t mask = e->lru_cap - 1;
+    struct free_run f = { e->blk, e->lru, e->free_stack, mask,
+                          (e->lru_head + e->lru_len) & mask, e->n_free, e->lru_appended };
+    uint32_t k = r->n_blocks;
     r->n_memo = r->n_blocks;        /* a preempted request finds them first */
-    for (uint32_t k = r->n_blocks; k-- > 0;) {
-        if (k >= PREFETCH_AHEAD)
-            __builtin_prefetch(&blk[v[k - PREFETCH_AHEAD]]);
-        uint32_t b = v[k];
-        if (--blk[b].ref > 0)
-            continue;
-        released++;
-        if (!blk[b].cached) {
-            free_stack[n_free++] = b;
-            continue;
-        }
-        blk[b].lru_at = at;
-        blk[b].lru_seq = ++seq;
-        lru[at] = b;
-        at = (at + 1) & mask;
-        queued++;
+    for (; k > PREFETCH_AHEAD; k--) {   /* the prefetch out of the short tail's way */
+        __builtin_prefetch(&f.blk[v[k - 1 - PREFETCH_AHEAD]]);
+        free_one(&f, v[k - 1]);
     }
-    e->n_free = n_free;
-    e->lru_appended = seq;
+    for (; k > 0; k--)
+        free_one(&f, v[k - 1]);
+    uint32_t queued = (uint32_t)(f.seq - e->lru_appended);
+    uint32_t released = queued + (f.n_free - e->n_free);
+    e->n_free = f.n_free;
+    e->lru_appended = f.seq;
     e->lru_len += queued;
     e->n_lru += queued;
     e->used -= released;
