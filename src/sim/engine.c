@@ -663,41 +663,69 @@ COLD void radix_dedup(struct atr_engine *e, struct req *r, uint32_t i, uint32_t 
     radix_tail(e, r, i, x);
 }
 
-/* Checks newly computed full prompt blocks into the cache. A block whose id
- * is already cached elsewhere stays private (vLLM keeps duplicates too);
- * radix_cache gives it up for the cached one. A block past r->n_hashed is
- * never cached: it was allocated to r alone (hits all lie before n_hashed),
- * and only its holder checks a block in. The loop runs over locals: a store
- * to a block would otherwise reload r's and e's fields each time. */
+/* Checks block b in under id h unless another block has that id (then b
+ * stays private, as vLLM keeps duplicates). */
+HOT void check_in(struct atr_engine *e, uint32_t b, uint64_t h)
+{
+    if (map_find_or_insert(e, h, b) != NIL)
+        return;
+    e->blk[b].cached = true;
+    e->blk[b].hash = h;
+}
+
+/* Loads what checking in r's block i will read: its map slot and block. */
+HOT void check_in_prefetch(const struct atr_engine *e, const struct req *r, uint32_t i)
+{
+    __builtin_prefetch(&e->map[home_of(e, mix(r->hash_ids[i]))]);
+    __builtin_prefetch(&e->blk[r->blocks[i]]);
+}
+
+/* req_cache_blocks for radix_cache: a block whose id is cached elsewhere
+ * is given up for the cached one, and the tree is kept. */
+COLD void radix_cache_blocks(struct atr_engine *e, struct req *r, uint32_t end)
+{
+    for (uint32_t i = r->n_hashed; i < end; i++) {
+        if (i + PREFETCH_AHEAD < end)
+            check_in_prefetch(e, r, i + PREFETCH_AHEAD);
+        uint32_t b = r->blocks[i];
+        uint64_t h = r->hash_ids[i];
+        uint32_t x = map_find_or_insert(e, h, b);
+        if (x != NIL) {
+            radix_dedup(e, r, i, x);
+            continue;
+        }
+        e->blk[b].cached = true;
+        e->blk[b].hash = h;
+        radix_link(e, r, i);
+    }
+}
+
+/* Checks newly computed full prompt blocks into the cache. A block past
+ * r->n_hashed is never cached: it was allocated to r alone (hits all lie
+ * before n_hashed), and only its holder checks a block in. The prefetch
+ * runs in a loop of its own, out of the last blocks' way. */
 static void req_cache_blocks(struct atr_engine *e, struct req *r)
 {
     if (!e->cfg.prefix_caching)
         return;
     uint64_t full = r->computed / e->cfg.block_size;
     uint32_t end = r->n_hash < full ? r->n_hash : (uint32_t)full;
-    const uint64_t *ids = r->hash_ids;
-    struct engine_block *blk = e->blk;
-    bool radix = e->children != NULL;
-    for (uint32_t i = r->n_hashed; i < end; i++) {
-        if (i + PREFETCH_AHEAD < end) {
-            __builtin_prefetch(&e->map[home_of(e, mix(ids[i + PREFETCH_AHEAD]))]);
-            __builtin_prefetch(&blk[r->blocks[i + PREFETCH_AHEAD]]);
+    if (r->n_hashed >= end)
+        return;
+    if (e->children) {
+        radix_cache_blocks(e, r, end);
+    } else {
+        const uint32_t *blocks = r->blocks;
+        const uint64_t *ids = r->hash_ids;
+        uint32_t i = r->n_hashed;
+        for (; i + PREFETCH_AHEAD < end; i++) {
+            check_in_prefetch(e, r, i + PREFETCH_AHEAD);
+            check_in(e, blocks[i], ids[i]);
         }
-        uint32_t b = r->blocks[i];
-        uint64_t h = ids[i];
-        uint32_t x = map_find_or_insert(e, h, b);
-        if (x != NIL) {
-            if (radix)
-                radix_dedup(e, r, i, x);
-            continue;
-        }
-        blk[b].cached = true;
-        blk[b].hash = h;
-        if (radix)
-            radix_link(e, r, i);
+        for (; i < end; i++)
+            check_in(e, blocks[i], ids[i]);
     }
-    if (r->n_hashed < end)
-        r->n_hashed = end;
+    r->n_hashed = end;
 }
 
 /* ---- admission and preemption ---- */
