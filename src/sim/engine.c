@@ -315,7 +315,7 @@ HOT uint32_t map_find_or_insert(struct atr_engine *e, uint64_t hash, uint32_t v)
 /* Removes entry v, whose key is k. Over locals: a store to a slot (a
  * uint64_t) might change e->map_mask (a size_t) as far as the compiler
  * knows, so it would reload the fields after each one. */
-static void map_remove(struct atr_engine *e, uint64_t k, uint32_t v)
+HOT void map_remove(struct atr_engine *e, uint64_t k, uint32_t v)
 {
     uint64_t *map = e->map;
     size_t mask = e->map_mask;
@@ -349,7 +349,7 @@ static void lru_unlink(struct atr_engine *e, uint32_t b)
  * rare. */
 static void lru_compact(struct atr_engine *e)
 {
-    uint32_t *v = xreallocarray(NULL, e->lru_cap, sizeof(*v)), k = 0;
+    uint32_t *v = xcalloc(e->lru_cap, sizeof(*v)), k = 0;  /* see block_alloc_run */
     for (uint32_t n = 0, i = e->lru_head; n < e->lru_len; n++, i = (i + 1) & (e->lru_cap - 1)) {
         uint32_t b = e->lru[i];
         if (e->blk[b].lru_at == i) {
@@ -472,8 +472,10 @@ static void block_alloc_run(struct atr_engine *e, struct req *r, uint32_t want)
             uint32_t i = head;
             b = lru[i];
             head = (i + 1) & mask;
-            if (len > PREFETCH_AHEAD)
-                __builtin_prefetch(&blk[lru[(i + PREFETCH_AHEAD) & mask]]);
+            /* Untested against the queue's length: every entry of the ring,
+             * past its end too, is a block number (it starts zeroed), so
+             * the address is a block's even when the entry is not live. */
+            __builtin_prefetch(&blk[lru[(i + PREFETCH_AHEAD) & mask]]);
             len--;
             if (blk[b].lru_at == i)
                 break;
@@ -500,11 +502,15 @@ static void block_alloc_run(struct atr_engine *e, struct req *r, uint32_t want)
  * removal waited for a cache miss. Called before the map is read again. */
 static void map_flush(struct atr_engine *e)
 {
-    for (uint32_t j = 0; j < e->n_evicted; j++) {
-        if (j + PREFETCH_AHEAD < e->n_evicted)
-            __builtin_prefetch(&e->map[home_of(e, e->evicted_key[j + PREFETCH_AHEAD])]);
-        map_remove(e, e->evicted_key[j], e->evicted[j]);
+    const uint64_t *key = e->evicted_key;
+    const uint32_t *v = e->evicted;
+    uint32_t n = e->n_evicted, j = 0;
+    for (; j + PREFETCH_AHEAD < n; j++) {
+        __builtin_prefetch(&e->map[home_of(e, key[j + PREFETCH_AHEAD])]);
+        map_remove(e, key[j], v[j]);
     }
+    for (; j < n; j++)
+        map_remove(e, key[j], v[j]);
     e->n_evicted = 0;
 }
 
