@@ -1112,45 +1112,58 @@ static int start_iteration(struct atr_engine *e, struct atr_error *err)
 
 static void req_destroy(struct atr_engine *e, struct req *r);
 
-/* Applies the finished iteration: KV computed, tokens sampled, requests done. */
+/* Applies the finished iteration to r; true when r leaves the running set
+ * (finished or aborted). */
+HOT bool req_end_iteration(struct atr_engine *e, struct req *r)
+{
+    r->computed += r->sched_new;
+    r->sched_new = 0;
+    if (r->n_hashed < r->n_hash)   /* prompt blocks left to check in */
+        req_cache_blocks(e, r);
+    if (r->aborted) {      /* computed KV stays cached; nothing is sampled */
+        req_free_blocks(e, r);
+        return true;
+    }
+    if (r->computed < r->num_tokens)
+        return false;
+    token_add(e, r);
+    if (r->rec.tokens_done == 1)
+        r->rec.first_token = e->now;
+    r->num_tokens++;
+    if (r->rec.tokens_done < r->rec.output_tokens)
+        return false;
+    r->rec.finish = e->now;
+    req_free_blocks(e, r);
+    free(r->blocks);     /* a finished request keeps only its record */
+    r->blocks = NULL;
+    r->cap_blocks = 0;
+    e->pending--;
+    e->st.requests_finished++;
+    vec_push(&e->done, r);
+    return true;
+}
+
+/* Applies the finished iteration: KV computed, tokens sampled, requests
+ * done. Only a request of the batch can have finished or been aborted
+ * since the last iteration and still be running (atr_engine_abort takes
+ * any other out at once), so without one the running set stays as it is:
+ * most iterations finish nobody. */
 static void end_iteration(struct atr_engine *e)
 {
-    for (size_t i = 0; i < e->batch.len; i++) {
-        struct req *r = e->batch.v[i];
-        r->computed += r->sched_new;
-        r->sched_new = 0;
-        if (r->n_hashed < r->n_hash)   /* prompt blocks left to check in */
-            req_cache_blocks(e, r);
-        if (r->aborted) {      /* computed KV stays cached; nothing is sampled */
-            req_free_blocks(e, r);
-            continue;
-        }
-        if (r->computed < r->num_tokens)
-            continue;
-        token_add(e, r);
-        if (r->rec.tokens_done == 1)
-            r->rec.first_token = e->now;
-        r->num_tokens++;
-        if (r->rec.tokens_done == r->rec.output_tokens) {
-            r->rec.finish = e->now;
-            req_free_blocks(e, r);
-            free(r->blocks);     /* a finished request keeps only its record */
-            r->blocks = NULL;
-            r->cap_blocks = 0;
-            e->pending--;
-            e->st.requests_finished++;
-            vec_push(&e->done, r);
-        }
-    }
-    size_t k = 0;           /* drop finished requests, keeping admission order */
-    for (size_t i = 0; i < e->running.len; i++)
-        if (e->running.v[i]->rec.tokens_done < e->running.v[i]->rec.output_tokens &&
-            !e->running.v[i]->aborted)
-            e->running.v[k++] = e->running.v[i];
-    e->running.len = k;
+    size_t gone = 0;
     for (size_t i = 0; i < e->batch.len; i++)
-        if (e->batch.v[i]->release_pending)
-            req_destroy(e, e->batch.v[i]);
+        gone += req_end_iteration(e, e->batch.v[i]);
+    if (gone) {
+        size_t k = 0;       /* drop finished requests, keeping admission order */
+        for (size_t i = 0; i < e->running.len; i++)
+            if (e->running.v[i]->rec.tokens_done < e->running.v[i]->rec.output_tokens &&
+                !e->running.v[i]->aborted)
+                e->running.v[k++] = e->running.v[i];
+        e->running.len = k;
+        for (size_t i = 0; i < e->batch.len; i++)    /* only aborted ones wait */
+            if (e->batch.v[i]->release_pending)
+                req_destroy(e, e->batch.v[i]);
+    }
     e->batch.len = 0;
     e->busy = false;
 }
