@@ -284,7 +284,9 @@ HOT uint32_t slot_val(uint64_t slot)
     return (uint32_t)slot;
 }
 
-static uint32_t map_find(const struct atr_engine *e, uint64_t hash)
+/* The block cached under hash, or NIL; inline where prefix matches look
+ * up block after block, else through map_find. */
+HOT uint32_t map_lookup(const struct atr_engine *e, uint64_t hash)
 {
     uint64_t k = mix(hash);
     for (size_t i = home_of(e, k);; i = (i + 1) & e->map_mask) {
@@ -294,6 +296,11 @@ static uint32_t map_find(const struct atr_engine *e, uint64_t hash)
         if ((s & KEY_TOP) == (k & KEY_TOP) && key_of(e, slot_val(s)) == k)
             return slot_val(s) & ~TAIL;
     }
+}
+
+static uint32_t map_find(const struct atr_engine *e, uint64_t hash)
+{
+    return map_lookup(e, hash);
 }
 
 /* Registers hash -> v (a block, TAIL set for a shared tail) unless hash is
@@ -787,7 +794,7 @@ static uint32_t prefix_match(struct atr_engine *e, struct req *r, uint32_t max,
         hit_note(x, &lru_hits, &old);
     }
     for (; n < max; n++) {
-        uint32_t b = map_find(e, ids[n]);
+        uint32_t b = map_lookup(e, ids[n]);
         if (b == NIL)
             break;
         hit_note(&blk[b], &lru_hits, &old);
