@@ -766,42 +766,24 @@ static uint32_t tail_hit(const struct atr_engine *e, const struct req *r)
     return r->tail ? e->tails[r->tail - 1].hit : 0;
 }
 
-/* One hit of prefix_hits: counted among those in the LRU queue, with the
- * oldest queue number, when nobody holds it. */
-HOT void hit_note(const struct engine_block *blk, uint32_t *in_lru, uint64_t *oldest)
-{
-    if (blk->ref == 0) {
-        (*in_lru)++;
-        if (blk->lru_seq < *oldest)
-            *oldest = blk->lru_seq;
-    }
-}
-
-/* prefix_hits over locals (stores to r->blocks or the counters would make
- * every field be reloaded): from the memo, then the map. */
-static uint32_t prefix_match(struct atr_engine *e, struct req *r, uint32_t max,
-                             uint32_t *in_lru, uint64_t *oldest)
+/* prefix_hits over locals (stores to r->blocks would make every field be
+ * reloaded): from the memo, then the map. */
+static uint32_t prefix_match(struct atr_engine *e, struct req *r, uint32_t max)
 {
     const struct engine_block *blk = e->blk;
     const uint64_t *ids = r->hash_ids;
     uint32_t *blocks = r->blocks, memo = r->n_memo < max ? r->n_memo : max, n = 0;
-    uint32_t lru_hits = 0;
-    uint64_t old = UINT64_MAX;
     for (; n < memo; n++) {
         const struct engine_block *x = &blk[blocks[n]];
         if (!x->cached || x->hash != ids[n])
             break;
-        hit_note(x, &lru_hits, &old);
     }
     for (; n < max; n++) {
         uint32_t b = map_lookup(e, ids[n]);
         if (b == NIL)
             break;
-        hit_note(&blk[b], &lru_hits, &old);
         blocks[n] = b;
     }
-    *in_lru = lru_hits;
-    *oldest = old;
     return n;
 }
 
@@ -812,14 +794,11 @@ static uint32_t prefix_match(struct atr_engine *e, struct req *r, uint32_t max,
  * time are checked first (still cached under the same id is what a lookup
  * would find, ids being unique in the map), so only what changed costs a
  * lookup. */
-static uint32_t prefix_hits(struct atr_engine *e, struct req *r, uint32_t *in_lru,
-                            uint64_t *oldest)
+static uint32_t prefix_hits(struct atr_engine *e, struct req *r)
 {
     uint64_t limit = (r->num_tokens - 1) / e->cfg.block_size;
     uint32_t max = r->n_hash < limit ? r->n_hash : (uint32_t)limit;
     uint32_t n = 0;
-    *in_lru = 0;
-    *oldest = UINT64_MAX;
     if (r->tail)
         e->tails[r->tail - 1].hit = 0;
     if (!e->cfg.prefix_caching)
@@ -830,11 +809,48 @@ static uint32_t prefix_hits(struct atr_engine *e, struct req *r, uint32_t *in_lr
         return 0;
     }
     req_reserve_blocks(r, max);
-    n = prefix_match(e, r, max, in_lru, oldest);
+    n = prefix_match(e, r, max);
     r->n_memo = n;
     if (r->tail)
         tail_match(e, r, n);
     return n;
+}
+
+/* How many of r's n prefix hits are in the LRU queue (nobody holds them),
+ * and the oldest queue number among them (UINT64_MAX: none). */
+static void hits_in_lru(const struct atr_engine *e, const struct req *r, uint32_t n,
+                        uint32_t *in_lru, uint64_t *oldest)
+{
+    const struct engine_block *blk = e->blk;
+    uint32_t k = 0;
+    uint64_t old = UINT64_MAX;
+    for (uint32_t i = 0; i < n; i++) {
+        const struct engine_block *x = &blk[r->blocks[i]];
+        if (x->ref == 0) {
+            k++;
+            if (x->lru_seq < old)
+                old = x->lru_seq;
+        }
+    }
+    *in_lru = k;
+    *oldest = old;
+}
+
+/* Whether r, with its n prefix hits, can have the blocks for `want`: the
+ * free and evictable ones less its own hits in the LRU queue. Those are
+ * counted only when they could matter (they are at most min(n, n_lru)),
+ * which is seldom: a pass over the hits each admission was mostly wasted.
+ * When r cannot, *oldest is the oldest queue number among its hits in the
+ * queue (see still_fails). */
+static bool blocks_fit(const struct atr_engine *e, const struct req *r, uint32_t n,
+                       uint32_t want, uint64_t *oldest)
+{
+    uint32_t most = n < e->n_lru ? n : e->n_lru;
+    if (want - n <= e->n_free + e->n_lru - most)
+        return true;
+    uint32_t in_lru;
+    hits_in_lru(e, r, n, &in_lru, oldest);
+    return want - n <= e->n_free + e->n_lru - in_lru;
 }
 
 static void preempt(struct atr_engine *e, struct req *r)
@@ -966,20 +982,20 @@ static void admit(struct atr_engine *e, struct req *r, uint64_t *budget, bool *o
     *ok = false;
     if (still_fails(e, r, *budget) || cannot_fit(e, r, *budget))
         return;
-    uint32_t in_lru;
+    uint32_t in_lru, hits = prefix_hits(e, r);
     uint64_t oldest;
-    uint32_t hits = prefix_hits(e, r, &in_lru, &oldest);
     uint64_t cached = (uint64_t)hits * e->cfg.block_size + tail_hit(e, r);
     uint64_t n = r->num_tokens - cached;
     if (n > *budget) {
         if (!e->cfg.chunked_prefill) {
+            hits_in_lru(e, r, hits, &in_lru, &oldest);
             admit_failed(e, r, hits, *budget, oldest);
             return;
         }
         n = *budget;
     }
     uint32_t want = blocks_for(e, cached + n);
-    if (want - hits > e->n_free + e->n_lru - in_lru) {
+    if (!blocks_fit(e, r, hits, want, &oldest)) {
         admit_failed(e, r, hits, *budget, oldest);
         return;
     }
@@ -1029,10 +1045,8 @@ static void lpm_sort(struct atr_engine *e)
         return;
     struct lpm_item items[LPM_MAX_WAITING];
     for (size_t i = 0; i < q->len; i++) {
-        uint32_t in_lru;
-        uint64_t oldest;
         struct req *r = q->v[(q->head + i) % q->cap];
-        uint64_t hits = (uint64_t)prefix_hits(e, r, &in_lru, &oldest) * e->cfg.block_size;
+        uint64_t hits = (uint64_t)prefix_hits(e, r) * e->cfg.block_size;
         items[i] = (struct lpm_item){ r, hits + tail_hit(e, r), i };
     }
     qsort(items, q->len, sizeof items[0], lpm_cmp);
