@@ -284,7 +284,9 @@ HOT uint32_t slot_val(uint64_t slot)
     return (uint32_t)slot;
 }
 
-static uint32_t map_find(const struct atr_engine *e, uint64_t hash)
+/* The block cached under hash, or NIL; inline where prefix matches look
+ * up block after block, else through map_find. */
+HOT uint32_t map_lookup(const struct atr_engine *e, uint64_t hash)
 {
     uint64_t k = mix(hash);
     for (size_t i = home_of(e, k);; i = (i + 1) & e->map_mask) {
@@ -294,6 +296,11 @@ static uint32_t map_find(const struct atr_engine *e, uint64_t hash)
         if ((s & KEY_TOP) == (k & KEY_TOP) && key_of(e, slot_val(s)) == k)
             return slot_val(s) & ~TAIL;
     }
+}
+
+static uint32_t map_find(const struct atr_engine *e, uint64_t hash)
+{
+    return map_lookup(e, hash);
 }
 
 /* Registers hash -> v (a block, TAIL set for a shared tail) unless hash is
@@ -312,23 +319,28 @@ HOT uint32_t map_find_or_insert(struct atr_engine *e, uint64_t hash, uint32_t v)
     return NIL;
 }
 
-/* Removes entry v, whose key is k. */
-static void map_remove(struct atr_engine *e, uint64_t k, uint32_t v)
+/* Removes entry v, whose key is k. Over locals: a store to a slot (a
+ * uint64_t) might change e->map_mask (a size_t) as far as the compiler
+ * knows, so it would reload the fields after each one. */
+HOT void map_remove(struct atr_engine *e, uint64_t k, uint32_t v)
 {
-    size_t i = home_of(e, k);
-    while (slot_val(e->map[i]) != v)
-        i = (i + 1) & e->map_mask;
+    uint64_t *map = e->map;
+    size_t mask = e->map_mask;
+    unsigned shift = e->map_shift;
+    size_t i = (size_t)(k >> shift);
+    while (slot_val(map[i]) != v)
+        i = (i + 1) & mask;
     /* Backward shift: pull later entries of the probe run into the hole so
      * lookups never stop early at it. A slot's home is that of its key:
      * the entry's bits shift out. */
-    for (size_t j = (i + 1) & e->map_mask; slot_val(e->map[j]) != NIL; j = (j + 1) & e->map_mask) {
-        size_t home = home_of(e, e->map[j]);
-        if (((j - home) & e->map_mask) >= ((j - i) & e->map_mask)) {
-            e->map[i] = e->map[j];
+    for (size_t j = (i + 1) & mask; slot_val(map[j]) != NIL; j = (j + 1) & mask) {
+        size_t home = (size_t)(map[j] >> shift);
+        if (((j - home) & mask) >= ((j - i) & mask)) {
+            map[i] = map[j];
             i = j;
         }
     }
-    e->map[i] = UINT64_MAX;
+    map[i] = UINT64_MAX;
 }
 
 /* ---- block pool ---- */
@@ -344,7 +356,7 @@ static void lru_unlink(struct atr_engine *e, uint32_t b)
  * rare. */
 static void lru_compact(struct atr_engine *e)
 {
-    uint32_t *v = xreallocarray(NULL, e->lru_cap, sizeof(*v)), k = 0;
+    uint32_t *v = xcalloc(e->lru_cap, sizeof(*v)), k = 0;  /* see block_alloc_run */
     for (uint32_t n = 0, i = e->lru_head; n < e->lru_len; n++, i = (i + 1) & (e->lru_cap - 1)) {
         uint32_t b = e->lru[i];
         if (e->blk[b].lru_at == i) {
@@ -467,8 +479,10 @@ static void block_alloc_run(struct atr_engine *e, struct req *r, uint32_t want)
             uint32_t i = head;
             b = lru[i];
             head = (i + 1) & mask;
-            if (len > PREFETCH_AHEAD)
-                __builtin_prefetch(&blk[lru[(i + PREFETCH_AHEAD) & mask]]);
+            /* Untested against the queue's length: every entry of the ring,
+             * past its end too, is a block number (it starts zeroed), so
+             * the address is a block's even when the entry is not live. */
+            __builtin_prefetch(&blk[lru[(i + PREFETCH_AHEAD) & mask]]);
             len--;
             if (blk[b].lru_at == i)
                 break;
@@ -495,11 +509,15 @@ static void block_alloc_run(struct atr_engine *e, struct req *r, uint32_t want)
  * removal waited for a cache miss. Called before the map is read again. */
 static void map_flush(struct atr_engine *e)
 {
-    for (uint32_t j = 0; j < e->n_evicted; j++) {
-        if (j + PREFETCH_AHEAD < e->n_evicted)
-            __builtin_prefetch(&e->map[home_of(e, e->evicted_key[j + PREFETCH_AHEAD])]);
-        map_remove(e, e->evicted_key[j], e->evicted[j]);
+    const uint64_t *key = e->evicted_key;
+    const uint32_t *v = e->evicted;
+    uint32_t n = e->n_evicted, j = 0;
+    for (; j + PREFETCH_AHEAD < n; j++) {
+        __builtin_prefetch(&e->map[home_of(e, key[j + PREFETCH_AHEAD])]);
+        map_remove(e, key[j], v[j]);
     }
+    for (; j < n; j++)
+        map_remove(e, key[j], v[j]);
     e->n_evicted = 0;
 }
 
@@ -560,43 +578,57 @@ HOT void req_grow(struct atr_engine *e, struct req *r, uint64_t tokens, bool *ok
         req_grow_to(e, r, want, ok);
 }
 
+/* req_free_blocks' state, in locals: counters in *e and *r would be
+ * reloaded after every store to a block or the free stack (they might
+ * alias, as far as the compiler knows). Released and queued blocks are
+ * counted by the free stack's and the queue numbers' growth. */
+struct free_run {
+    struct engine_block *blk;
+    uint32_t *lru, *free_stack;
+    uint32_t mask, at, n_free;
+    uint64_t seq;
+};
+
+/* block_unref and lru_append for one block. */
+HOT void free_one(struct free_run *f, uint32_t b)
+{
+    struct engine_block *x = &f->blk[b];
+    if (--x->ref > 0)
+        return;
+    if (!x->cached) {
+        f->free_stack[f->n_free++] = b;
+        return;
+    }
+    x->lru_at = f->at;
+    x->lru_seq = ++f->seq;
+    f->lru[f->at] = b;
+    f->at = (f->at + 1) & f->mask;
+}
+
 /* Frees in reverse so a request's tail blocks are evicted before its head:
- * the head is the part other prompts are likeliest to share. */
+ * the head is the part other prompts are likeliest to share. The ring is
+ * compacted first when the blocks might not fit (it only drops stale
+ * entries: the queue's order and numbers stay). */
 static void req_free_blocks(struct atr_engine *e, struct req *r)
 {
-    /* block_unref and lru_append in a loop over locals: counters in *e and
-     * *r would be reloaded after every store to a block or the free stack
-     * (they might alias, as far as the compiler knows). The ring is
-     * compacted first when the blocks might not fit (it only drops stale
-     * entries: the queue's order and numbers stay). */
     if (e->lru_len + r->n_blocks > e->lru_cap)
         lru_compact(e);
     const uint32_t *v = r->blocks;
-    struct engine_block *blk = e->blk;
-    uint32_t *lru = e->lru, *free_stack = e->free_stack;
-    uint32_t mask = e->lru_cap - 1, at = (e->lru_head + e->lru_len) & mask;
-    uint32_t released = 0, queued = 0, n_free = e->n_free;
-    uint64_t seq = e->lru_appended;
+    uint32_t mask = e->lru_cap - 1;
+    struct free_run f = { e->blk, e->lru, e->free_stack, mask,
+                          (e->lru_head + e->lru_len) & mask, e->n_free, e->lru_appended };
+    uint32_t k = r->n_blocks;
     r->n_memo = r->n_blocks;        /* a preempted request finds them first */
-    for (uint32_t k = r->n_blocks; k-- > 0;) {
-        if (k >= PREFETCH_AHEAD)
-            __builtin_prefetch(&blk[v[k - PREFETCH_AHEAD]]);
-        uint32_t b = v[k];
-        if (--blk[b].ref > 0)
-            continue;
-        released++;
-        if (!blk[b].cached) {
-            free_stack[n_free++] = b;
-            continue;
-        }
-        blk[b].lru_at = at;
-        blk[b].lru_seq = ++seq;
-        lru[at] = b;
-        at = (at + 1) & mask;
-        queued++;
+    for (; k > PREFETCH_AHEAD; k--) {   /* the prefetch out of the short tail's way */
+        __builtin_prefetch(&f.blk[v[k - 1 - PREFETCH_AHEAD]]);
+        free_one(&f, v[k - 1]);
     }
-    e->n_free = n_free;
-    e->lru_appended = seq;
+    for (; k > 0; k--)
+        free_one(&f, v[k - 1]);
+    uint32_t queued = (uint32_t)(f.seq - e->lru_appended);
+    uint32_t released = queued + (f.n_free - e->n_free);
+    e->n_free = f.n_free;
+    e->lru_appended = f.seq;
     e->lru_len += queued;
     e->n_lru += queued;
     e->used -= released;
@@ -644,37 +676,69 @@ COLD void radix_dedup(struct atr_engine *e, struct req *r, uint32_t i, uint32_t 
     radix_tail(e, r, i, x);
 }
 
-/* Checks newly computed full prompt blocks into the cache. A block whose id
- * is already cached elsewhere stays private (vLLM keeps duplicates too);
- * radix_cache gives it up for the cached one. */
+/* Checks block b in under id h unless another block has that id (then b
+ * stays private, as vLLM keeps duplicates). */
+HOT void check_in(struct atr_engine *e, uint32_t b, uint64_t h)
+{
+    if (map_find_or_insert(e, h, b) != NIL)
+        return;
+    e->blk[b].cached = true;
+    e->blk[b].hash = h;
+}
+
+/* Loads what checking in r's block i will read: its map slot and block. */
+HOT void check_in_prefetch(const struct atr_engine *e, const struct req *r, uint32_t i)
+{
+    __builtin_prefetch(&e->map[home_of(e, mix(r->hash_ids[i]))]);
+    __builtin_prefetch(&e->blk[r->blocks[i]]);
+}
+
+/* req_cache_blocks for radix_cache: a block whose id is cached elsewhere
+ * is given up for the cached one, and the tree is kept. */
+COLD void radix_cache_blocks(struct atr_engine *e, struct req *r, uint32_t end)
+{
+    for (uint32_t i = r->n_hashed; i < end; i++) {
+        if (i + PREFETCH_AHEAD < end)
+            check_in_prefetch(e, r, i + PREFETCH_AHEAD);
+        uint32_t b = r->blocks[i];
+        uint64_t h = r->hash_ids[i];
+        uint32_t x = map_find_or_insert(e, h, b);
+        if (x != NIL) {
+            radix_dedup(e, r, i, x);
+            continue;
+        }
+        e->blk[b].cached = true;
+        e->blk[b].hash = h;
+        radix_link(e, r, i);
+    }
+}
+
+/* Checks newly computed full prompt blocks into the cache. A block past
+ * r->n_hashed is never cached: it was allocated to r alone (hits all lie
+ * before n_hashed), and only its holder checks a block in. The prefetch
+ * runs in a loop of its own, out of the last blocks' way. */
 static void req_cache_blocks(struct atr_engine *e, struct req *r)
 {
     if (!e->cfg.prefix_caching)
         return;
     uint64_t full = r->computed / e->cfg.block_size;
     uint32_t end = r->n_hash < full ? r->n_hash : (uint32_t)full;
-    while (r->n_hashed < end) {
-        uint32_t i = r->n_hashed++;
-        if (i + PREFETCH_AHEAD < end) {
-            size_t at = home_of(e, mix(r->hash_ids[i + PREFETCH_AHEAD]));
-            __builtin_prefetch(&e->map[at]);
-            __builtin_prefetch(&e->blk[r->blocks[i + PREFETCH_AHEAD]]);
+    if (r->n_hashed >= end)
+        return;
+    if (e->children) {
+        radix_cache_blocks(e, r, end);
+    } else {
+        const uint32_t *blocks = r->blocks;
+        const uint64_t *ids = r->hash_ids;
+        uint32_t i = r->n_hashed;
+        for (; i + PREFETCH_AHEAD < end; i++) {
+            check_in_prefetch(e, r, i + PREFETCH_AHEAD);
+            check_in(e, blocks[i], ids[i]);
         }
-        uint32_t b = r->blocks[i];
-        uint64_t h = r->hash_ids[i];
-        if (e->blk[b].cached)
-            continue;
-        uint32_t x = map_find_or_insert(e, h, b);
-        if (x != NIL) {
-            if (e->children)
-                radix_dedup(e, r, i, x);
-            continue;
-        }
-        e->blk[b].cached = true;
-        e->blk[b].hash = h;
-        if (e->children)
-            radix_link(e, r, i);
+        for (; i < end; i++)
+            check_in(e, blocks[i], ids[i]);
     }
+    r->n_hashed = end;
 }
 
 /* ---- admission and preemption ---- */
@@ -702,6 +766,27 @@ static uint32_t tail_hit(const struct atr_engine *e, const struct req *r)
     return r->tail ? e->tails[r->tail - 1].hit : 0;
 }
 
+/* prefix_hits over locals (stores to r->blocks would make every field be
+ * reloaded): from the memo, then the map. */
+static uint32_t prefix_match(struct atr_engine *e, struct req *r, uint32_t max)
+{
+    const struct engine_block *blk = e->blk;
+    const uint64_t *ids = r->hash_ids;
+    uint32_t *blocks = r->blocks, memo = r->n_memo < max ? r->n_memo : max, n = 0;
+    for (; n < memo; n++) {
+        const struct engine_block *x = &blk[blocks[n]];
+        if (!x->cached || x->hash != ids[n])
+            break;
+    }
+    for (; n < max; n++) {
+        uint32_t b = map_lookup(e, ids[n]);
+        if (b == NIL)
+            break;
+        blocks[n] = b;
+    }
+    return n;
+}
+
 /* Leading blocks of r found in the cache, leaving at least one token to
  * compute (the last token must run to produce logits, as in vLLM); the
  * blocks go to r->blocks[0..n), which admit takes as they are. A queue head
@@ -709,14 +794,11 @@ static uint32_t tail_hit(const struct atr_engine *e, const struct req *r)
  * time are checked first (still cached under the same id is what a lookup
  * would find, ids being unique in the map), so only what changed costs a
  * lookup. */
-static uint32_t prefix_hits(struct atr_engine *e, struct req *r, uint32_t *in_lru,
-                            uint64_t *oldest)
+static uint32_t prefix_hits(struct atr_engine *e, struct req *r)
 {
     uint64_t limit = (r->num_tokens - 1) / e->cfg.block_size;
     uint32_t max = r->n_hash < limit ? r->n_hash : (uint32_t)limit;
     uint32_t n = 0;
-    *in_lru = 0;
-    *oldest = UINT64_MAX;
     if (r->tail)
         e->tails[r->tail - 1].hit = 0;
     if (!e->cfg.prefix_caching)
@@ -727,31 +809,48 @@ static uint32_t prefix_hits(struct atr_engine *e, struct req *r, uint32_t *in_lr
         return 0;
     }
     req_reserve_blocks(r, max);
-    for (; n < r->n_memo && n < max; n++) {
-        uint32_t b = r->blocks[n];
-        if (!e->blk[b].cached || e->blk[b].hash != r->hash_ids[n])
-            break;
-        if (e->blk[b].ref == 0) {
-            (*in_lru)++;
-            if (e->blk[b].lru_seq < *oldest)
-                *oldest = e->blk[b].lru_seq;
-        }
-    }
-    for (; n < max; n++) {
-        uint32_t b = map_find(e, r->hash_ids[n]);
-        if (b == NIL)
-            break;
-        if (e->blk[b].ref == 0) {
-            (*in_lru)++;
-            if (e->blk[b].lru_seq < *oldest)
-                *oldest = e->blk[b].lru_seq;
-        }
-        r->blocks[n] = b;
-    }
+    n = prefix_match(e, r, max);
     r->n_memo = n;
     if (r->tail)
         tail_match(e, r, n);
     return n;
+}
+
+/* How many of r's n prefix hits are in the LRU queue (nobody holds them),
+ * and the oldest queue number among them (UINT64_MAX: none). */
+static void hits_in_lru(const struct atr_engine *e, const struct req *r, uint32_t n,
+                        uint32_t *in_lru, uint64_t *oldest)
+{
+    const struct engine_block *blk = e->blk;
+    uint32_t k = 0;
+    uint64_t old = UINT64_MAX;
+    for (uint32_t i = 0; i < n; i++) {
+        const struct engine_block *x = &blk[r->blocks[i]];
+        if (x->ref == 0) {
+            k++;
+            if (x->lru_seq < old)
+                old = x->lru_seq;
+        }
+    }
+    *in_lru = k;
+    *oldest = old;
+}
+
+/* Whether r, with its n prefix hits, can have the blocks for `want`: the
+ * free and evictable ones less its own hits in the LRU queue. Those are
+ * counted only when they could matter (they are at most min(n, n_lru)),
+ * which is seldom: a pass over the hits each admission was mostly wasted.
+ * When r cannot, *oldest is the oldest queue number among its hits in the
+ * queue (see still_fails). */
+static bool blocks_fit(const struct atr_engine *e, const struct req *r, uint32_t n,
+                       uint32_t want, uint64_t *oldest)
+{
+    uint32_t most = n < e->n_lru ? n : e->n_lru;
+    if (want - n <= e->n_free + e->n_lru - most)
+        return true;
+    uint32_t in_lru;
+    hits_in_lru(e, r, n, &in_lru, oldest);
+    return want - n <= e->n_free + e->n_lru - in_lru;
 }
 
 static void preempt(struct atr_engine *e, struct req *r)
@@ -855,6 +954,27 @@ static void admit_failed(struct atr_engine *e, struct req *r, uint32_t hits, uin
     r->fail_released = e->n_released;
 }
 
+/* block_ref for each of r's n prefix hits, over locals (see
+ * req_free_blocks): a hit taken out of the LRU queue just forgets its
+ * index there. */
+static void ref_hits(struct atr_engine *e, const uint32_t *v, uint32_t n)
+{
+    struct engine_block *blk = e->blk;
+    uint32_t taken = 0, unlinked = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        struct engine_block *x = &blk[v[i]];
+        if (x->ref++ != 0)
+            continue;
+        taken++;
+        if (x->cached) {
+            x->lru_at = NIL;
+            unlinked++;
+        }
+    }
+    e->used += taken;
+    e->n_lru -= unlinked;
+}
+
 /* Admits r with its prefix hits and a first chunk; *ok false if it does not
  * fit now (then nothing changed but what the next try may skip). */
 static void admit(struct atr_engine *e, struct req *r, uint64_t *budget, bool *ok)
@@ -862,27 +982,26 @@ static void admit(struct atr_engine *e, struct req *r, uint64_t *budget, bool *o
     *ok = false;
     if (still_fails(e, r, *budget) || cannot_fit(e, r, *budget))
         return;
-    uint32_t in_lru;
+    uint32_t in_lru, hits = prefix_hits(e, r);
     uint64_t oldest;
-    uint32_t hits = prefix_hits(e, r, &in_lru, &oldest);
     uint64_t cached = (uint64_t)hits * e->cfg.block_size + tail_hit(e, r);
     uint64_t n = r->num_tokens - cached;
     if (n > *budget) {
         if (!e->cfg.chunked_prefill) {
+            hits_in_lru(e, r, hits, &in_lru, &oldest);
             admit_failed(e, r, hits, *budget, oldest);
             return;
         }
         n = *budget;
     }
     uint32_t want = blocks_for(e, cached + n);
-    if (want - hits > e->n_free + e->n_lru - in_lru) {
+    if (!blocks_fit(e, r, hits, want, &oldest)) {
         admit_failed(e, r, hits, *budget, oldest);
         return;
     }
     r->failed = false;
     req_reserve_blocks(r, want);
-    for (uint32_t i = 0; i < hits; i++)
-        block_ref(e, r->blocks[i]);     /* prefix_hits put them there */
+    ref_hits(e, r->blocks, hits);       /* prefix_hits put them there */
     r->n_blocks = hits;
     r->n_hashed = hits;
     r->computed = cached;
@@ -926,10 +1045,8 @@ static void lpm_sort(struct atr_engine *e)
         return;
     struct lpm_item items[LPM_MAX_WAITING];
     for (size_t i = 0; i < q->len; i++) {
-        uint32_t in_lru;
-        uint64_t oldest;
         struct req *r = q->v[(q->head + i) % q->cap];
-        uint64_t hits = (uint64_t)prefix_hits(e, r, &in_lru, &oldest) * e->cfg.block_size;
+        uint64_t hits = (uint64_t)prefix_hits(e, r) * e->cfg.block_size;
         items[i] = (struct lpm_item){ r, hits + tail_hit(e, r), i };
     }
     qsort(items, q->len, sizeof items[0], lpm_cmp);
@@ -1016,45 +1133,58 @@ static int start_iteration(struct atr_engine *e, struct atr_error *err)
 
 static void req_destroy(struct atr_engine *e, struct req *r);
 
-/* Applies the finished iteration: KV computed, tokens sampled, requests done. */
+/* Applies the finished iteration to r; true when r leaves the running set
+ * (finished or aborted). */
+HOT bool req_end_iteration(struct atr_engine *e, struct req *r)
+{
+    r->computed += r->sched_new;
+    r->sched_new = 0;
+    if (r->n_hashed < r->n_hash)   /* prompt blocks left to check in */
+        req_cache_blocks(e, r);
+    if (r->aborted) {      /* computed KV stays cached; nothing is sampled */
+        req_free_blocks(e, r);
+        return true;
+    }
+    if (r->computed < r->num_tokens)
+        return false;
+    token_add(e, r);
+    if (r->rec.tokens_done == 1)
+        r->rec.first_token = e->now;
+    r->num_tokens++;
+    if (r->rec.tokens_done < r->rec.output_tokens)
+        return false;
+    r->rec.finish = e->now;
+    req_free_blocks(e, r);
+    free(r->blocks);     /* a finished request keeps only its record */
+    r->blocks = NULL;
+    r->cap_blocks = 0;
+    e->pending--;
+    e->st.requests_finished++;
+    vec_push(&e->done, r);
+    return true;
+}
+
+/* Applies the finished iteration: KV computed, tokens sampled, requests
+ * done. Only a request of the batch can have finished or been aborted
+ * since the last iteration and still be running (atr_engine_abort takes
+ * any other out at once), so without one the running set stays as it is:
+ * most iterations finish nobody. */
 static void end_iteration(struct atr_engine *e)
 {
-    for (size_t i = 0; i < e->batch.len; i++) {
-        struct req *r = e->batch.v[i];
-        r->computed += r->sched_new;
-        r->sched_new = 0;
-        if (r->n_hashed < r->n_hash)   /* prompt blocks left to check in */
-            req_cache_blocks(e, r);
-        if (r->aborted) {      /* computed KV stays cached; nothing is sampled */
-            req_free_blocks(e, r);
-            continue;
-        }
-        if (r->computed < r->num_tokens)
-            continue;
-        token_add(e, r);
-        if (r->rec.tokens_done == 1)
-            r->rec.first_token = e->now;
-        r->num_tokens++;
-        if (r->rec.tokens_done == r->rec.output_tokens) {
-            r->rec.finish = e->now;
-            req_free_blocks(e, r);
-            free(r->blocks);     /* a finished request keeps only its record */
-            r->blocks = NULL;
-            r->cap_blocks = 0;
-            e->pending--;
-            e->st.requests_finished++;
-            vec_push(&e->done, r);
-        }
-    }
-    size_t k = 0;           /* drop finished requests, keeping admission order */
-    for (size_t i = 0; i < e->running.len; i++)
-        if (e->running.v[i]->rec.tokens_done < e->running.v[i]->rec.output_tokens &&
-            !e->running.v[i]->aborted)
-            e->running.v[k++] = e->running.v[i];
-    e->running.len = k;
+    size_t gone = 0;
     for (size_t i = 0; i < e->batch.len; i++)
-        if (e->batch.v[i]->release_pending)
-            req_destroy(e, e->batch.v[i]);
+        gone += req_end_iteration(e, e->batch.v[i]);
+    if (gone) {
+        size_t k = 0;       /* drop finished requests, keeping admission order */
+        for (size_t i = 0; i < e->running.len; i++)
+            if (e->running.v[i]->rec.tokens_done < e->running.v[i]->rec.output_tokens &&
+                !e->running.v[i]->aborted)
+                e->running.v[k++] = e->running.v[i];
+        e->running.len = k;
+        for (size_t i = 0; i < e->batch.len; i++)    /* only aborted ones wait */
+            if (e->batch.v[i]->release_pending)
+                req_destroy(e, e->batch.v[i]);
+    }
     e->batch.len = 0;
     e->busy = false;
 }
