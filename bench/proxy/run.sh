@@ -55,15 +55,7 @@ command -v python3 >/dev/null 2>&1 || { echo "run.sh: needs python3" >&2; exit 1
 
 # nginx: Debian's package, installed the way the other benchmarks install
 # what they need.
-PATH=$PATH:/usr/sbin:/sbin
-if ! command -v nginx >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
-    echo "run.sh: installing Debian's nginx" >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx >/dev/null 2>&1 ||
-        { apt-get update -qq >/dev/null 2>&1 &&
-          DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx >/dev/null 2>&1; } || true
-fi
-NGINX=$(command -v nginx || true)
-[ -n "$NGINX" ] || { echo "run.sh: nginx is missing (apt-get install -y nginx)" >&2; exit 1; }
+NGINX=$(sh "$ROOT/bench/need-nginx.sh") || exit 1
 
 ATR_SHOWN=$ATR
 HAVE_ATR=1

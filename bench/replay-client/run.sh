@@ -117,14 +117,7 @@ SERVER_SHOWN="$ATR sim serve --ttft 0 --itl 0"
 # a benchmark request (32 prompt words, 8 tokens), recorded once. Started
 # as nobody when run as root, its files in a directory nobody may use.
 start_nginx() {
-    PATH=$PATH:/usr/sbin:/sbin
-    if ! command -v nginx >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
-        echo "run.sh: installing Debian's nginx" >&2
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx >/dev/null 2>&1 ||
-            { apt-get update -qq >/dev/null 2>&1 &&
-              DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx >/dev/null 2>&1; } || true
-    fi
-    command -v nginx >/dev/null 2>&1 || { echo "run.sh: nginx is missing (apt-get install -y nginx)" >&2; exit 1; }
+    NGINX=$(sh "$HERE/../need-nginx.sh") || exit 1
     d=$WORK/nginx
     mkdir -p "$d"
     curl -sN "$URL/v1/completions" -H 'Content-Type: application/json' \
@@ -166,7 +159,7 @@ EOF
         chmod 711 "$WORK"
         chown -R nobody "$d"
     fi
-    $PIN_SERVER $as "$(command -v nginx)" -p "$d" -e "$d/error.log" -c "$d/nginx.conf" \
+    $PIN_SERVER $as "$NGINX" -p "$d" -e "$d/error.log" -c "$d/nginx.conf" \
         -g 'daemon off;' >"$d/stdout" 2>&1 &
     NGX=$!
     i=0
@@ -180,7 +173,7 @@ EOF
         sleep 0.05
     done
     URL=http://127.0.0.1:$port
-    SERVER_SHOWN="nginx $(nginx -v 2>&1 | sed 's/.*nginx\///'), one worker, a recorded answer"
+    SERVER_SHOWN="nginx $("$NGINX" -v 2>&1 | sed 's/.*nginx\///'), one worker, a recorded answer"
 }
 NGX=""
 case $SERVER in
