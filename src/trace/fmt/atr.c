@@ -60,7 +60,8 @@ static int read_ids(struct atr_reader *r, struct atr_trace *t, struct atr_json *
     return 0;
 }
 
-/* "prefix":{"step":k,"blocks":n} + own ids -> the full list. */
+/* "prefix":{"step":k,"blocks":n} + own ids -> the full list, or with
+ * compact_ids the reference to it (the sim's workload needs no copy). */
 static int expand_prefix(struct atr_reader *r, struct atr_trace *t, struct atr_step *s,
                          struct atr_json *prefix)
 {
@@ -75,6 +76,12 @@ static int expand_prefix(struct atr_reader *r, struct atr_trace *t, struct atr_s
     if (n < 0 || (uint64_t)n > ref->n_hash_ids)
         return atr_reader_fail_at(r, prefix, "prefix of %lld blocks, but step %lld has %u",
                                   (long long)n, (long long)k, ref->n_hash_ids);
+    if (r->opts.compact_ids) {
+        s->prefix_step = (uint32_t)k;
+        s->prefix_blocks = (uint32_t)n;
+        s->n_hash_ids += (uint32_t)n;
+        return 0;
+    }
     uint64_t *all = atr_arena_alloc(&t->arena, ((size_t)n + s->n_hash_ids + 1) * sizeof *all);
     memcpy(all, ref->hash_ids, (size_t)n * sizeof *all);
     memcpy(all + n, s->hash_ids, s->n_hash_ids * sizeof *all);
