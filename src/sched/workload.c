@@ -86,15 +86,21 @@ static bool chain_continues(const struct chain *c, const uint64_t *ids, uint32_t
     return c->ids && memcmp(c->ids, ids, common * sizeof *ids) == 0;
 }
 
+/* Room for n ids in the chain. */
+static void chain_reserve(struct chain *c, uint32_t n)
+{
+    if (n > c->cap) {
+        c->cap = n > 2 * c->cap ? n : 2 * c->cap;
+        c->ids = xreallocarray(c->ids, c->cap, sizeof *c->ids);
+    }
+}
+
 /* Appends ids[c->n..n) to the chain (it continues it). */
 static void chain_extend(struct chain *c, const uint64_t *ids, uint32_t n)
 {
     if (n <= c->n)
         return;
-    if (n > c->cap) {
-        c->cap = n > 2 * c->cap ? n : 2 * c->cap;
-        c->ids = xreallocarray(c->ids, c->cap, sizeof *c->ids);
-    }
+    chain_reserve(c, n);
     memcpy(c->ids + c->n, ids + c->n, (n - c->n) * sizeof *ids);
     c->n = n;
 }
@@ -115,14 +121,54 @@ static void chain_add(struct chain *c, struct atr_session *s, size_t k, uint64_t
     free(ids);
 }
 
-/* Turn k's ids when the trace's block size is the workload's, read where
- * the trace holds them: copied only where they extend the chain or start
- * a new one (load_turn_ids + chain_add gives the same chains; its copy of
- * every turn's ids, zeroed first, was a tenth of simulating an agent
- * workload: issue 16). */
-static void chain_add_in_place(struct chain *c, struct atr_session *s, size_t k,
-                               const struct atr_step *st, uint32_t block_size)
+/* The first m ids of step k's full list (steps read with compact_ids)
+ * into out: the step's own ids, then those of the step it refers to. */
+static void step_ids(const struct atr_trace *t, size_t k, uint32_t m, uint64_t *out)
 {
+    while (m) {
+        const struct atr_step *st = &t->steps[k];
+        uint32_t p = st->prefix_blocks;
+        if (m > p) {
+            memcpy(out + p, st->hash_ids, (m - p) * sizeof *out);
+            m = p;
+        }
+        k = st->prefix_step;
+    }
+}
+
+/* Where a step's ids are in the session's chains: its first n ids are
+ * the first n of chain number chain - 1 (0: none). */
+struct step_place {
+    uint32_t chain, n;
+};
+
+/* Step st's first n ids continue the chain, given that its prefix (p ids
+ * of a step whose ids are a prefix of the chain) already agrees:
+ * only its own ids are compared and copied, so a session of T turns no
+ * longer copies O(T^2) ids (the reader's expansion was 2 % of a sim run). */
+static bool chain_add_own(struct chain *c, const struct atr_step *st, uint32_t n)
+{
+    uint32_t p = st->prefix_blocks, common = n < c->n ? n : c->n;
+    if (common > p && memcmp(c->ids + p, st->hash_ids, (common - p) * sizeof *c->ids) != 0)
+        return false;
+    if (n > c->n) {
+        chain_reserve(c, n);
+        memcpy(c->ids + c->n, st->hash_ids + (c->n - p), (n - c->n) * sizeof *c->ids);
+        c->n = n;
+    }
+    return true;
+}
+
+/* Turn k (step i) when the trace's block size is the workload's, read
+ * where the trace holds its ids: copied only where they extend the chain
+ * or start a new one (load_turn_ids + chain_add gives the same chains; its
+ * copy of every turn's ids, zeroed first, was a tenth of simulating an
+ * agent workload: issue 16). place[j] says where step j's ids are. */
+static void chain_add_in_place(struct chain *c, struct atr_session *s, size_t k,
+                               const struct atr_trace *t, size_t i, struct step_place *place,
+                               uint32_t block_size)
+{
+    const struct atr_step *st = &t->steps[i];
     struct atr_turn *u = &s->turns[k];
     uint32_t n = st->n_hash_ids;
     if (n > u->prompt_tokens / block_size)
@@ -130,13 +176,36 @@ static void chain_add_in_place(struct chain *c, struct atr_session *s, size_t k,
     if (!n)
         return;
     u->n_ids = n;
-    if (chain_continues(c, st->hash_ids, n)) {
+    uint32_t serial = (uint32_t)s->n_id_chains + 1;
+    bool done = false;
+    if (st->prefix_blocks) {      /* then c->n >= prefix_blocks */
+        const struct step_place *ref = &place[st->prefix_step];
+        done = ref->chain == serial && ref->n >= st->prefix_blocks && chain_add_own(c, st, n);
+    } else if (chain_continues(c, st->hash_ids, n)) {
         chain_extend(c, st->hash_ids, n);
-        return;
+        done = true;
     }
-    uint64_t *ids = xreallocarray(NULL, n, sizeof *ids);
-    memcpy(ids, st->hash_ids, n * sizeof *ids);
-    chain_add(c, s, k, ids);
+    if (!done) {
+        uint64_t *ids = xreallocarray(NULL, n, sizeof *ids);
+        step_ids(t, i, n, ids);
+        chain_add(c, s, k, ids);
+    }
+    place[i] = (struct step_place){ (uint32_t)s->n_id_chains + 1, n };
+}
+
+/* Turn k (step i) at another block size: its full list rebased. */
+static void chain_add_rebased(struct chain *c, struct atr_session *s, size_t k,
+                              const struct atr_trace *t, size_t i, uint32_t block_size)
+{
+    struct atr_step st = t->steps[i];
+    uint64_t *full = NULL;
+    if (st.prefix_blocks) {
+        full = xreallocarray(NULL, st.n_hash_ids, sizeof *full);
+        step_ids(t, i, st.n_hash_ids, full);
+        st.hash_ids = full;
+    }
+    chain_add(c, s, k, load_turn_ids(&s->turns[k], &st, t->block_size, block_size));
+    free(full);
 }
 
 /* The session's copy of a tool name, made at its first use. */
@@ -159,6 +228,7 @@ static void load_session(const struct atr_trace *t, uint32_t block_size, struct 
     double tool_ms = 0;
     const char *tool = NULL;
     struct chain chain = { NULL, 0, 0, 0 };
+    struct step_place *place = xcalloc(t->n_steps ? t->n_steps : 1, sizeof *place);
     for (size_t k = 0; k < t->n_steps; k++) {
         const struct atr_step *st = &t->steps[k];
         if (st->kind == ATR_STEP_TOOL) {
@@ -179,10 +249,11 @@ static void load_session(const struct atr_trace *t, uint32_t block_size, struct 
             u->prev_tool = session_tool(s, tool);
         tool = NULL;
         if (t->block_size == block_size)
-            chain_add_in_place(&chain, s, s->n_turns - 1, st, block_size);
+            chain_add_in_place(&chain, s, s->n_turns - 1, t, k, place, block_size);
         else
-            chain_add(&chain, s, s->n_turns - 1, load_turn_ids(u, st, t->block_size, block_size));
+            chain_add_rebased(&chain, s, s->n_turns - 1, t, k, block_size);
     }
+    free(place);
     chain_close(&chain, s, s->n_turns);
     if (s->n_turns && s->n_turns < t->n_steps)  /* tool steps took no turn */
         s->turns = xreallocarray(s->turns, s->n_turns, sizeof *s->turns);
@@ -191,7 +262,7 @@ static void load_session(const struct atr_trace *t, uint32_t block_size, struct 
 int atr_workload_load(struct atr_workload *w, char *const *paths, size_t n,
                       const char *format, uint32_t block_size, struct atr_error *err)
 {
-    struct atr_read_opts ro = { .block_size = block_size ? block_size : 16 };
+    struct atr_read_opts ro = { .block_size = block_size ? block_size : 16, .compact_ids = true };
     struct atr_trace t = ATR_TRACE_INIT;
     size_t cap = w->n_sessions;
     int rc = 0;

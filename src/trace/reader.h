@@ -25,6 +25,7 @@
 struct atr_read_opts {
     uint32_t block_size;      /* tokens per hash block; 0 = 16 */
     bool keep_content;        /* fill step->messages */
+    bool compact_ids;         /* atr "prefix" steps keep it: see struct atr_step */
     size_t max_line;          /* 0 = ATR_DEFAULT_MAX_LINE */
     unsigned max_depth;       /* JSON nesting cap; 0 = 256 */
 };

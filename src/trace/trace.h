@@ -27,8 +27,12 @@ struct atr_step {
 
     /* kind == llm */
     int64_t input_tokens, output_tokens, cached_tokens;
-    uint64_t *hash_ids;          /* always the full list in memory */
-    uint32_t n_hash_ids;
+    uint64_t *hash_ids;          /* the full list in memory, unless read with compact_ids */
+    uint32_t n_hash_ids;         /* the full list's length, always */
+    /* compact_ids only: the full list is the first prefix_blocks ids of
+     * step prefix_step's full list, then hash_ids[0..n_hash_ids -
+     * prefix_blocks); 0 blocks = hash_ids is the full list. */
+    uint32_t prefix_step, prefix_blocks;
     int64_t recorded_input_tokens, recorded_output_tokens; /* source's real counts */
     int64_t max_tokens;          /* request's max_tokens when the source has it */
 

@@ -129,6 +129,58 @@ static void test_workload_rebases_blocks(void **state)
     atr_workload_release(&w);
 }
 
+/* Turn k's ids are want[0..n). */
+static void assert_turn_ids(const struct atr_session *s, size_t k, const uint64_t *want,
+                            uint32_t n)
+{
+    assert_int_equal(s->turns[k].n_ids, n);
+    assert_memory_equal(s->turns[k].ids, want, n * sizeof *want);
+}
+
+/* "prefix" steps, read compact: a prefix of a step in the chain, of one
+ * cut short (partial last block), of one in an older chain, and one that
+ * leaves the chain, all give the expanded lists. */
+static void test_workload_prefix_steps(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/atr-test-sched-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    fputs("{\"format\":\"atr-trace/1\",\"trace_id\":\"a\",\"block_size\":16,\"steps\":["
+          "{\"i\":0,\"kind\":\"llm\",\"input_tokens\":48,\"hash_ids\":[1,2,3]},"
+          "{\"i\":1,\"kind\":\"llm\",\"input_tokens\":64,"
+          "\"prefix\":{\"step\":0,\"blocks\":3},\"hash_ids\":[4]},"
+          "{\"i\":2,\"kind\":\"llm\",\"input_tokens\":70,"
+          "\"prefix\":{\"step\":1,\"blocks\":4},\"hash_ids\":[5]},"
+          "{\"i\":3,\"kind\":\"llm\",\"input_tokens\":96,"
+          "\"prefix\":{\"step\":2,\"blocks\":5},\"hash_ids\":[6]},"
+          "{\"i\":4,\"kind\":\"llm\",\"input_tokens\":48,"
+          "\"prefix\":{\"step\":3,\"blocks\":2},\"hash_ids\":[9]},"
+          "{\"i\":5,\"kind\":\"llm\",\"input_tokens\":64,"
+          "\"prefix\":{\"step\":4,\"blocks\":3},\"hash_ids\":[10]},"
+          "{\"i\":6,\"kind\":\"llm\",\"input_tokens\":32,"
+          "\"prefix\":{\"step\":3,\"blocks\":2},\"hash_ids\":[]}]}\n", f);
+    fclose(f);
+    struct atr_workload w = ATR_WORKLOAD_INIT;
+    struct atr_error err;
+    char *paths[] = { path };
+    assert_int_equal(atr_workload_load(&w, paths, 1, NULL, 16, &err), 0);
+    unlink(path);
+    assert_int_equal(w.n_turns, 7);
+    const struct atr_session *s = &w.sessions[0];
+    static const uint64_t first[] = { 1, 2, 3, 4, 5, 6 }, second[] = { 1, 2, 9, 10 };
+    assert_turn_ids(s, 0, first, 3);
+    assert_turn_ids(s, 1, first, 4);
+    assert_turn_ids(s, 2, first, 4);          /* 70 tokens: 4 whole blocks */
+    assert_turn_ids(s, 3, first, 6);
+    assert_turn_ids(s, 4, second, 3);
+    assert_turn_ids(s, 5, second, 4);
+    assert_turn_ids(s, 6, second, 2);
+    assert_int_equal(s->n_id_chains, 2);
+    atr_workload_release(&w);
+}
+
 static void test_prompt_shares_prefixes(void **state)
 {
     (void)state;
@@ -228,6 +280,7 @@ int main(void)
         cmocka_unit_test(test_poisson_mean_and_gamma_variance),
         cmocka_unit_test(test_constant_burst_trace),
         cmocka_unit_test(test_workload_rebases_blocks),
+        cmocka_unit_test(test_workload_prefix_steps),
         cmocka_unit_test(test_prompt_shares_prefixes),
         cmocka_unit_test(test_sim_run_max_concurrency),
     };

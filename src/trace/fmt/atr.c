@@ -60,7 +60,8 @@ static int read_ids(struct atr_reader *r, struct atr_trace *t, struct atr_json *
     return 0;
 }
 
-/* "prefix":{"step":k,"blocks":n} + own ids -> the full list. */
+/* "prefix":{"step":k,"blocks":n} + own ids -> the full list, or with
+ * compact_ids the reference to it (the sim's workload needs no copy). */
 static int expand_prefix(struct atr_reader *r, struct atr_trace *t, struct atr_step *s,
                          struct atr_json *prefix)
 {
@@ -75,6 +76,12 @@ static int expand_prefix(struct atr_reader *r, struct atr_trace *t, struct atr_s
     if (n < 0 || (uint64_t)n > ref->n_hash_ids)
         return atr_reader_fail_at(r, prefix, "prefix of %lld blocks, but step %lld has %u",
                                   (long long)n, (long long)k, ref->n_hash_ids);
+    if (r->opts.compact_ids) {
+        s->prefix_step = (uint32_t)k;
+        s->prefix_blocks = (uint32_t)n;
+        s->n_hash_ids += (uint32_t)n;
+        return 0;
+    }
     uint64_t *all = atr_arena_alloc(&t->arena, ((size_t)n + s->n_hash_ids + 1) * sizeof *all);
     memcpy(all, ref->hash_ids, (size_t)n * sizeof *all);
     memcpy(all + n, s->hash_ids, s->n_hash_ids * sizeof *all);
@@ -117,10 +124,13 @@ static const struct str_field step_strs[] = {
 };
 #undef F
 
+/* The first byte before memcmp: most members share a length with some
+ * name, few its first letter (a memcmp call per name was 2 % of reading). */
 static bool key_is(const struct atr_json *m, const char *key, size_t len)
 {
-    return m->key && m->key_len == len && memcmp(m->key, key, len) == 0;
+    return m->key && m->key_len == len && m->key[0] == key[0] && memcmp(m->key, key, len) == 0;
 }
+#define KEY_IS(m, lit) key_is(m, lit, sizeof lit - 1)
 
 /* Known scalar member: stores it and returns 1; unknown: 0; error: -1. */
 static int read_known(struct atr_reader *r, struct atr_step *s, struct atr_json *m)
@@ -133,7 +143,7 @@ static int read_known(struct atr_reader *r, struct atr_step *s, struct atr_json 
         if (key_is(m, step_strs[k].key, step_strs[k].len))
             return get_str(r, m, step_strs[k].key,
                            (const char **)((char *)s + step_strs[k].off)) < 0 ? -1 : 1;
-    if (atr_json_key_is(m, "exit_code")) {
+    if (KEY_IS(m, "exit_code")) {
         if (m->type != ATR_JSON_NULL && (m->type != ATR_JSON_NUMBER || !m->is_int))
             return atr_reader_fail_at(r, m, "expected \"exit_code\" to be an integer");
         if (m->type == ATR_JSON_NUMBER)
@@ -186,19 +196,19 @@ static int read_step(struct atr_reader *r, struct atr_trace *t, struct atr_json 
         if (rc < 0)
             return -1;
         if (rc == 0) {
-            if (atr_json_key_is(m, "i")) {
+            if (KEY_IS(m, "i")) {
                 if (m->type != ATR_JSON_NUMBER || !m->is_int || m->i != (int64_t)s->i)
                     return atr_reader_fail_at(r, m, "expected \"i\" to be %u (steps in order)", s->i);
-            } else if (atr_json_key_is(m, "hash_ids")) {
+            } else if (KEY_IS(m, "hash_ids")) {
                 if (read_ids(r, t, m, &s->hash_ids, &s->n_hash_ids) < 0)
                     return -1;
-            } else if (atr_json_key_is(m, "prefix")) {
+            } else if (KEY_IS(m, "prefix")) {
                 prefix = m;
-            } else if (atr_json_key_is(m, "messages")) {
+            } else if (KEY_IS(m, "messages")) {
                 s->messages = m;
-            } else if (atr_json_key_is(m, "output")) {
+            } else if (KEY_IS(m, "output")) {
                 s->output = m;
-            } else if (!atr_json_key_is(m, "kind")) {
+            } else if (!KEY_IS(m, "kind")) {
                 keep_extra(t, &s->extra, m);
             }
         }
