@@ -92,28 +92,36 @@ static void test_constant_burst_trace(void **state)
     free(w.sessions);
 }
 
-/* Writes an atr trace with 512-token blocks and loads it re-based to 16. */
-static void test_workload_rebases_blocks(void **state)
+/* Loads ndjson (atr traces) through a temporary file, re-based to 16-token
+ * blocks, into w. */
+static void load_text(struct atr_workload *w, const char *ndjson)
 {
-    (void)state;
     char path[] = "/tmp/atr-test-sched-XXXXXX";
     int fd = mkstemp(path);
     assert_true(fd >= 0);
     FILE *f = fdopen(fd, "w");
-    fputs("{\"format\":\"atr-trace/1\",\"trace_id\":\"a\",\"start_ms\":5000,\"block_size\":512,"
+    fputs(ndjson, f);
+    fclose(f);
+    struct atr_error err;
+    char *paths[] = { path };
+    assert_int_equal(atr_workload_load(w, paths, 1, NULL, 16, &err), 0);
+    unlink(path);
+}
+
+/* Writes an atr trace with 512-token blocks and loads it re-based to 16. */
+static void test_workload_rebases_blocks(void **state)
+{
+    (void)state;
+    struct atr_workload w = ATR_WORKLOAD_INIT;
+    load_text(&w,
+          "{\"format\":\"atr-trace/1\",\"trace_id\":\"a\",\"start_ms\":5000,\"block_size\":512,"
           "\"steps\":[{\"i\":0,\"kind\":\"llm\",\"input_tokens\":1024,\"output_tokens\":10,"
           "\"hash_ids\":[1,2]},{\"i\":1,\"kind\":\"tool\",\"tool\":\"bash\",\"dur_ms\":1500},"
           "{\"i\":2,\"kind\":\"llm\",\"input_tokens\":1536,\"output_tokens\":5,"
-          "\"hash_ids\":[1,2,3]}]}\n", f);
-    fputs("{\"format\":\"atr-trace/1\",\"trace_id\":\"b\",\"start_ms\":7000,\"block_size\":512,"
+          "\"hash_ids\":[1,2,3]}]}\n"
+          "{\"format\":\"atr-trace/1\",\"trace_id\":\"b\",\"start_ms\":7000,\"block_size\":512,"
           "\"steps\":[{\"i\":0,\"kind\":\"llm\",\"input_tokens\":512,\"output_tokens\":1,"
-          "\"hash_ids\":[1]}]}\n", f);
-    fclose(f);
-    struct atr_workload w = ATR_WORKLOAD_INIT;
-    struct atr_error err;
-    char *paths[] = { path };
-    assert_int_equal(atr_workload_load(&w, paths, 1, NULL, 16, &err), 0);
-    unlink(path);
+          "\"hash_ids\":[1]}]}\n");
     assert_int_equal(w.n_sessions, 2);
     assert_int_equal(w.n_turns, 3);
     const struct atr_session *a = &w.sessions[0], *b = &w.sessions[1];
@@ -143,11 +151,9 @@ static void assert_turn_ids(const struct atr_session *s, size_t k, const uint64_
 static void test_workload_prefix_steps(void **state)
 {
     (void)state;
-    char path[] = "/tmp/atr-test-sched-XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    FILE *f = fdopen(fd, "w");
-    fputs("{\"format\":\"atr-trace/1\",\"trace_id\":\"a\",\"block_size\":16,\"steps\":["
+    struct atr_workload w = ATR_WORKLOAD_INIT;
+    load_text(&w,
+          "{\"format\":\"atr-trace/1\",\"trace_id\":\"a\",\"block_size\":16,\"steps\":["
           "{\"i\":0,\"kind\":\"llm\",\"input_tokens\":48,\"hash_ids\":[1,2,3]},"
           "{\"i\":1,\"kind\":\"llm\",\"input_tokens\":64,"
           "\"prefix\":{\"step\":0,\"blocks\":3},\"hash_ids\":[4]},"
@@ -160,13 +166,7 @@ static void test_workload_prefix_steps(void **state)
           "{\"i\":5,\"kind\":\"llm\",\"input_tokens\":64,"
           "\"prefix\":{\"step\":4,\"blocks\":3},\"hash_ids\":[10]},"
           "{\"i\":6,\"kind\":\"llm\",\"input_tokens\":32,"
-          "\"prefix\":{\"step\":3,\"blocks\":2},\"hash_ids\":[]}]}\n", f);
-    fclose(f);
-    struct atr_workload w = ATR_WORKLOAD_INIT;
-    struct atr_error err;
-    char *paths[] = { path };
-    assert_int_equal(atr_workload_load(&w, paths, 1, NULL, 16, &err), 0);
-    unlink(path);
+          "\"prefix\":{\"step\":3,\"blocks\":2},\"hash_ids\":[]}]}\n");
     assert_int_equal(w.n_turns, 7);
     const struct atr_session *s = &w.sessions[0];
     static const uint64_t first[] = { 1, 2, 3, 4, 5, 6 }, second[] = { 1, 2, 9, 10 };
