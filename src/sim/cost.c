@@ -62,7 +62,7 @@ struct flavour {
 static struct flavour flavours[] = {
     /* vLLM 0.6-0.7 (V0 engine), the ISO-Bench era: scheduling, input
      * preparation and output processing block the GPU. Fitted to batch-1
-     * decode (Qwen2.5 speed benchmark: 1.2 ms a step), a 100-sequence step
+     * decode (Qwen2.5 speed benchmark: 1.4 ms a step), a 100-sequence step
      * (ISO-Bench) and a 256-sequence one (lm-eval gsm8k): 29 us a
      * sequence. CUDA graphs for decode batches up to 256. The API server
      * (HTTP, tokenising the prompt, detokenising and streaming) adds
