@@ -20,8 +20,27 @@
 #define HOT static inline __attribute__((always_inline))
 #define COLD static __attribute__((noinline, cold))
 
-struct req {
+/* What outlives a request's scheduling: its public record and where its
+ * token times are. Records sit in chunks (no allocation per request) and
+ * stay put until released, so their pointers are stable; the scheduling
+ * state (struct req, about 100 bytes more) is freed when the request ends,
+ * which keeps a long run's memory per request to this (issue 16). */
+struct req_rec {
     struct atr_sim_record rec;   /* first: the public view */
+    union {
+        struct req *live;        /* its scheduling state; NULL once it ended */
+        struct req_rec *next_free;   /* released: the chunks' free list */
+    };
+    double *times;               /* its own token times, once they stopped being
+                                    consecutive iterations of the log; else NULL */
+    uint64_t first_iter;         /* iteration of its first token (tokens_done > 0) */
+    size_t all_index;            /* position in e->all (atr_engine_release_record) */
+};
+
+/* A request being scheduled: from atr_engine_add until it finished or the
+ * engine let go of it after an abort. */
+struct req {
+    struct req_rec *f;           /* its record */
     const uint64_t *hash_ids;
     uint32_t n_hash;             /* usable ids: full prompt blocks only */
     uint32_t tail;               /* radix_cache: its shared tail is e->tails[tail - 1];
@@ -44,11 +63,8 @@ struct req {
     bool admitted_once;
     bool aborted;                /* atr_engine_abort: stop at the next safe point */
     bool arriving;               /* its arrival event is still in the heap */
-    bool release_pending;        /* released while the engine still held it */
-    size_t all_index;            /* position in e->all (atr_engine_release_record) */
-    uint64_t first_iter;         /* iteration of its first token (tokens_done > 0) */
-    double *times;               /* its own token times, once they stopped being
-                                    consecutive iterations of the log; else NULL */
+    bool release_pending;        /* its record was released while the engine held it */
+    bool ended;                  /* finished or aborted: leaves the running set */
 };
 
 /* A request's shared partial block (atr_engine_set_tail). */
@@ -60,6 +76,11 @@ struct req_tail {
 
 struct req_vec {
     struct req **v;
+    size_t len, cap;
+};
+
+struct rec_vec {
+    struct req_rec **v;
     size_t len, cap;
 };
 
@@ -124,7 +145,12 @@ struct atr_engine {
     uint64_t *evicted_key;
     uint32_t n_evicted;
 
-    struct req_vec all, running, batch, done;
+    struct req_vec running, batch;
+    struct rec_vec all, done;        /* live records (not released); finished last step */
+    /* Records are cut from chunks of REC_CHUNK; released ones are reused. */
+    struct req_rec **rec_chunks;
+    size_t n_rec_chunks, rec_chunk_used;
+    struct req_rec *rec_free;
     struct engine_ring waiting;
     uint64_t pending;
 
@@ -153,6 +179,16 @@ static void vec_push(struct req_vec *v, struct req *r)
         v->cap = cap;
     }
     v->v[v->len++] = r;
+}
+
+static void rec_vec_push(struct rec_vec *v, struct req_rec *f)
+{
+    if (v->len == v->cap) {
+        size_t cap = v->cap ? v->cap * 2 : 64;
+        v->v = xreallocarray(v->v, cap, sizeof(*v->v));
+        v->cap = cap;
+    }
+    v->v[v->len++] = f;
 }
 
 static void ring_grow(struct engine_ring *q)
@@ -202,9 +238,9 @@ static uint64_t log_needed_from(const struct atr_engine *e)
 {
     uint64_t lo = e->log_base + e->log_len;
     for (size_t i = 0; i < e->all.len; i++) {
-        const struct req *r = e->all.v[i];
-        if (r->rec.tokens_done && !r->times && r->first_iter < lo)
-            lo = r->first_iter;
+        const struct req_rec *f = e->all.v[i];
+        if (f->rec.tokens_done && !f->times && f->first_iter < lo)
+            lo = f->first_iter;
     }
     return lo;
 }
@@ -232,19 +268,19 @@ static void log_push(struct atr_engine *e, double t)
 /* Records r's next token, produced by the iteration ending now. The first
  * gap (a preemption, a batch that left it out) copies the slice so far into
  * an array of its own. */
-static void token_add(struct atr_engine *e, struct req *r)
+static void token_add(struct atr_engine *e, struct req_rec *f)
 {
     uint64_t k = e->st.iterations - 1;      /* one iteration in flight: this one */
-    uint32_t n = r->rec.tokens_done;
+    uint32_t n = f->rec.tokens_done;
     if (n == 0) {
-        r->first_iter = k;
-    } else if (!r->times && k != r->first_iter + n) {
-        r->times = xreallocarray(NULL, r->rec.output_tokens, sizeof *r->times);
-        memcpy(r->times, e->log + (r->first_iter - e->log_base), n * sizeof *r->times);
+        f->first_iter = k;
+    } else if (!f->times && k != f->first_iter + n) {
+        f->times = xreallocarray(NULL, f->rec.output_tokens, sizeof *f->times);
+        memcpy(f->times, e->log + (f->first_iter - e->log_base), n * sizeof *f->times);
     }
-    if (r->times)
-        r->times[n] = e->now;
-    r->rec.tokens_done = n + 1;
+    if (f->times)
+        f->times[n] = e->now;
+    f->rec.tokens_done = n + 1;
 }
 
 /* ---- prefix-cache hash map (linear probing, backward-shift delete) ---- */
@@ -858,7 +894,7 @@ static void preempt(struct atr_engine *e, struct req *r)
     req_free_blocks(e, r);
     r->failed = false;
     r->computed = 0;
-    r->rec.preemptions++;
+    r->f->rec.preemptions++;
     e->st.preemptions++;
 }
 
@@ -1009,9 +1045,9 @@ static void admit(struct atr_engine *e, struct req *r, uint64_t *budget, bool *o
     req_grow(e, r, cached + n, &grown);
     if (!r->admitted_once) {
         r->admitted_once = true;
-        r->rec.cached_tokens = (uint32_t)cached;
-        r->rec.first_scheduled = e->now;
-        e->st.prompt_tokens += r->rec.prompt_tokens;
+        r->f->rec.cached_tokens = (uint32_t)cached;
+        r->f->rec.first_scheduled = e->now;
+        e->st.prompt_tokens += r->f->rec.prompt_tokens;
         e->st.cached_tokens += cached;
     }
     batch_add(e, r, (uint32_t)n, budget);
@@ -1077,7 +1113,7 @@ static void work_of_batch(const struct atr_engine *e, struct atr_iter_work *w)
     memset(w, 0, sizeof(*w));
     for (size_t i = 0; i < e->batch.len; i++) {
         const struct req *r = e->batch.v[i];
-        bool decode = r->rec.tokens_done > 0 && r->num_tokens - r->computed == 1;
+        bool decode = r->f->rec.tokens_done > 0 && r->num_tokens - r->computed == 1;
         if (decode) {
             w->decode_seqs++;
             w->decode_ctx_tokens += r->num_tokens;
@@ -1131,37 +1167,49 @@ static int start_iteration(struct atr_engine *e, struct atr_error *err)
     return 0;
 }
 
-static void req_destroy(struct atr_engine *e, struct req *r);
+static void rec_destroy(struct atr_engine *e, struct req_rec *f);
+
+/* Frees r's scheduling state once the engine holds it nowhere (its blocks
+ * already released): a request that ended keeps only its record, which
+ * goes too when it was released meanwhile. */
+static void req_end(struct atr_engine *e, struct req *r)
+{
+    struct req_rec *f = r->f;
+    bool release = r->release_pending;
+    free(r->blocks);
+    free(r);
+    f->live = NULL;
+    if (release)
+        rec_destroy(e, f);
+}
 
 /* Applies the finished iteration to r; true when r leaves the running set
- * (finished or aborted). */
+ * (finished or aborted: r->ended). */
 HOT bool req_end_iteration(struct atr_engine *e, struct req *r)
 {
+    struct req_rec *f = r->f;
     r->computed += r->sched_new;
     r->sched_new = 0;
     if (r->n_hashed < r->n_hash)   /* prompt blocks left to check in */
         req_cache_blocks(e, r);
     if (r->aborted) {      /* computed KV stays cached; nothing is sampled */
         req_free_blocks(e, r);
-        return true;
+        return r->ended = true;
     }
     if (r->computed < r->num_tokens)
         return false;
-    token_add(e, r);
-    if (r->rec.tokens_done == 1)
-        r->rec.first_token = e->now;
+    token_add(e, f);
+    if (f->rec.tokens_done == 1)
+        f->rec.first_token = e->now;
     r->num_tokens++;
-    if (r->rec.tokens_done < r->rec.output_tokens)
+    if (f->rec.tokens_done < f->rec.output_tokens)
         return false;
-    r->rec.finish = e->now;
+    f->rec.finish = e->now;
     req_free_blocks(e, r);
-    free(r->blocks);     /* a finished request keeps only its record */
-    r->blocks = NULL;
-    r->cap_blocks = 0;
     e->pending--;
     e->st.requests_finished++;
-    vec_push(&e->done, r);
-    return true;
+    rec_vec_push(&e->done, f);
+    return r->ended = true;
 }
 
 /* Applies the finished iteration: KV computed, tokens sampled, requests
@@ -1177,13 +1225,12 @@ static void end_iteration(struct atr_engine *e)
     if (gone) {
         size_t k = 0;       /* drop finished requests, keeping admission order */
         for (size_t i = 0; i < e->running.len; i++)
-            if (e->running.v[i]->rec.tokens_done < e->running.v[i]->rec.output_tokens &&
-                !e->running.v[i]->aborted)
+            if (!e->running.v[i]->ended)
                 e->running.v[k++] = e->running.v[i];
         e->running.len = k;
-        for (size_t i = 0; i < e->batch.len; i++)    /* only aborted ones wait */
-            if (e->batch.v[i]->release_pending)
-                req_destroy(e, e->batch.v[i]);
+        for (size_t i = 0; i < e->batch.len; i++)
+            if (e->batch.v[i]->ended)
+                req_end(e, e->batch.v[i]);
     }
     e->batch.len = 0;
     e->busy = false;
@@ -1301,10 +1348,16 @@ void atr_engine_free(struct atr_engine *e)
     if (!e)
         return;
     for (size_t i = 0; i < e->all.len; i++) {
-        free(e->all.v[i]->blocks);
-        free(e->all.v[i]->times);
-        free(e->all.v[i]);
+        struct req_rec *f = e->all.v[i];
+        if (f->live) {
+            free(f->live->blocks);
+            free(f->live);
+        }
+        free(f->times);
     }
+    for (size_t i = 0; i < e->n_rec_chunks; i++)
+        free(e->rec_chunks[i]);
+    free(e->rec_chunks);
     free(e->log);
     free(e->all.v);
     free(e->running.v);
@@ -1364,16 +1417,46 @@ static int oversized_error(const struct atr_engine *e, const struct atr_sim_req 
                          e->cfg.max_num_batched_tokens);
 }
 
-static struct req *req_new(struct atr_engine *e, const struct atr_sim_req *q)
+#define REC_CHUNK 1024
+
+/* A zeroed record from the chunks, listed in e->all. */
+static struct req_rec *rec_new(struct atr_engine *e)
+{
+    struct req_rec *f = e->rec_free;
+    if (f) {
+        e->rec_free = f->next_free;
+        memset(f, 0, sizeof *f);
+    } else {
+        if (e->n_rec_chunks == 0 || e->rec_chunk_used == REC_CHUNK) {
+            e->rec_chunks = xreallocarray(e->rec_chunks, e->n_rec_chunks + 1,
+                                          sizeof *e->rec_chunks);
+            e->rec_chunks[e->n_rec_chunks++] = xcalloc(REC_CHUNK, sizeof(struct req_rec));
+            e->rec_chunk_used = 0;
+        }
+        f = &e->rec_chunks[e->n_rec_chunks - 1][e->rec_chunk_used++];
+    }
+    rec_vec_push(&e->all, f);
+    f->all_index = e->all.len - 1;
+    return f;
+}
+
+static struct req_rec *req_new(struct atr_engine *e, const struct atr_sim_req *q)
+{
+    struct req_rec *f = rec_new(e);
+    f->rec.id = q->id;
+    f->rec.prompt_tokens = q->prompt_tokens;
+    f->rec.output_tokens = q->output_tokens;
+    f->rec.arrival = q->arrival;
+    f->rec.first_scheduled = f->rec.first_token = f->rec.finish = NAN;
+    return f;
+}
+
+/* The scheduling state of a request that fits. */
+static struct req *req_live(struct atr_engine *e, struct req_rec *f, const struct atr_sim_req *q)
 {
     struct req *r = xcalloc(1, sizeof(*r));
-    vec_push(&e->all, r);
-    r->all_index = e->all.len - 1;
-    r->rec.id = q->id;
-    r->rec.prompt_tokens = q->prompt_tokens;
-    r->rec.output_tokens = q->output_tokens;
-    r->rec.arrival = q->arrival;
-    r->rec.first_scheduled = r->rec.first_token = r->rec.finish = NAN;
+    f->live = r;
+    r->f = f;
     r->hash_ids = q->hash_ids;
     uint64_t full = q->prompt_tokens / e->cfg.block_size;
     r->n_hash = q->hash_ids ? (uint32_t)(q->n_hash_ids < full ? q->n_hash_ids : full) : 0;
@@ -1389,18 +1472,18 @@ const struct atr_sim_record *atr_engine_add(struct atr_engine *e, const struct a
     bool fits = atr_engine_fits(e, q->prompt_tokens, q->output_tokens);
     if (!fits && !e->cfg.skip_oversized)
         return oversized_error(e, q, err), NULL;
-    struct req *r = req_new(e, q);
+    struct req_rec *f = req_new(e, q);
     if (!fits) {             /* vLLM answers such a request with an error at once */
-        r->rec.rejected = true;
-        r->rec.finish = q->arrival;
-        r->hash_ids = NULL;
+        f->rec.rejected = true;
+        f->rec.finish = q->arrival;
         e->st.requests_rejected++;
-        return &r->rec;
+        return &f->rec;
     }
+    struct req *r = req_live(e, f, q);
     r->arriving = true;
     e->pending++;
     e->st.requests_added++;
-    return atr_heap_push(&e->events, q->arrival, r, err) < 0 ? NULL : &r->rec;
+    return atr_heap_push(&e->events, q->arrival, r, err) < 0 ? NULL : &f->rec;
 }
 
 int atr_engine_set_tail(struct atr_engine *e, const struct atr_sim_record *rec,
@@ -1411,8 +1494,8 @@ int atr_engine_set_tail(struct atr_engine *e, const struct atr_sim_record *rec,
         return atr_error_set(err, "engine: request %llu: a shared tail of %u tokens, not "
                              "1 to %u", (unsigned long long)rec->id, tail_tokens,
                              e->cfg.block_size - 1);
-    struct req *r = (struct req *)rec;      /* rec is the first member */
-    if (!e->cfg.radix_cache || r->rec.rejected)
+    struct req *r = ((const struct req_rec *)rec)->live;   /* rec is the first member */
+    if (!e->cfg.radix_cache || !r)          /* rejected (or already over) */
         return 0;
     if (!r->tail) {
         if (e->n_tails == e->cap_tails) {
@@ -1428,10 +1511,10 @@ int atr_engine_set_tail(struct atr_engine *e, const struct atr_sim_record *rec,
 const double *atr_engine_token_times(const struct atr_engine *e,
                                      const struct atr_sim_record *rec)
 {
-    const struct req *r = (const struct req *)rec;      /* rec is the first member */
+    const struct req_rec *f = (const struct req_rec *)rec;      /* rec is the first member */
     if (!rec->tokens_done)
         return NULL;
-    return r->times ? r->times : e->log + (r->first_iter - e->log_base);
+    return f->times ? f->times : e->log + (f->first_iter - e->log_base);
 }
 
 double atr_engine_now(const struct atr_engine *e)
@@ -1456,8 +1539,7 @@ static void process_event(struct atr_engine *e, void *data)
     struct req *r = data;
     if (r->aborted) {          /* aborted before it arrived */
         r->arriving = false;
-        if (r->release_pending)
-            req_destroy(e, r);
+        req_end(e, r);
         return;
     }
     r->arriving = false;
@@ -1547,21 +1629,31 @@ uint32_t atr_engine_kv_blocks_total(const struct atr_engine *e)
     return e->n_blocks;
 }
 
-/* Unlinks r from e->all and the finished list and frees it. */
-static void req_destroy(struct atr_engine *e, struct req *r)
+/* Unlinks record f (its request over) from e->all and the finished list
+ * and puts it on the free list. */
+static void rec_destroy(struct atr_engine *e, struct req_rec *f)
 {
     for (size_t i = 0; i < e->done.len; i++)
-        if (e->done.v[i] == r) {
-            memmove(&e->done.v[i], &e->done.v[i + 1], (e->done.len - i - 1) * sizeof(r));
+        if (e->done.v[i] == f) {
+            memmove(&e->done.v[i], &e->done.v[i + 1], (e->done.len - i - 1) * sizeof(f));
             e->done.len--;
             break;
         }
-    struct req *last = e->all.v[--e->all.len];
-    e->all.v[r->all_index] = last;
-    last->all_index = r->all_index;
-    free(r->blocks);
-    free(r->times);
-    free(r);
+    struct req_rec *last = e->all.v[--e->all.len];
+    e->all.v[f->all_index] = last;
+    last->all_index = f->all_index;
+    free(f->times);
+    f->times = NULL;
+    f->all_index = SIZE_MAX;        /* no longer this engine's (see rec_of) */
+    f->next_free = e->rec_free;
+    e->rec_free = f;
+}
+
+/* rec as this engine's record, or NULL when it is not (any more). */
+static struct req_rec *rec_of(const struct atr_engine *e, const struct atr_sim_record *rec)
+{
+    struct req_rec *f = (struct req_rec *)rec;      /* rec is the first member */
+    return f->all_index < e->all.len && e->all.v[f->all_index] == f ? f : NULL;
 }
 
 static bool in_vec(const struct req_vec *v, const struct req *r)
@@ -1588,14 +1680,15 @@ static bool ring_remove(struct engine_ring *q, const struct req *r)
 
 int atr_engine_abort(struct atr_engine *e, const struct atr_sim_record *rec)
 {
-    struct req *r = (struct req *)rec;      /* rec is the first member */
-    if (r->all_index >= e->all.len || e->all.v[r->all_index] != r)
+    struct req_rec *f = rec_of(e, rec);
+    if (!f)
         return -1;
-    if (r->aborted || r->rec.rejected || r->rec.tokens_done == r->rec.output_tokens)
+    struct req *r = f->live;
+    if (!r || r->aborted)
         return 0;                           /* already over */
     r->aborted = true;
-    r->rec.aborted = true;
-    r->rec.finish = e->now;
+    f->rec.aborted = true;
+    f->rec.finish = e->now;
     e->pending--;
     e->st.requests_aborted++;
     if (r->arriving || (e->busy && in_vec(&e->batch, r)))
@@ -1608,19 +1701,20 @@ int atr_engine_abort(struct atr_engine *e, const struct atr_sim_record *rec)
         e->running.len = k;
     }
     req_free_blocks(e, r);
+    req_end(e, r);
     return 0;
 }
 
 int atr_engine_release_record(struct atr_engine *e, const struct atr_sim_record *rec)
 {
-    struct req *r = (struct req *)rec;      /* rec is the first member */
-    if ((r->rec.tokens_done < r->rec.output_tokens && !r->aborted && !r->rec.rejected) ||
-        r->all_index >= e->all.len || e->all.v[r->all_index] != r || r->release_pending)
-        return -1;
-    if (r->aborted && (r->arriving || (e->busy && in_vec(&e->batch, r)))) {
+    struct req_rec *f = rec_of(e, rec);
+    struct req *r = f ? f->live : NULL;
+    if (!f || (r && (!r->aborted || r->release_pending)))
+        return -1;                          /* not ours, still running or released */
+    if (r) {                                /* aborted, still in an event or iteration */
         r->release_pending = true;          /* freed when the engine lets go of it */
         return 0;
     }
-    req_destroy(e, r);
+    rec_destroy(e, f);
     return 0;
 }

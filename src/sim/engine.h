@@ -14,10 +14,11 @@
  *
  * Memory: the engine owns its request states and their records; record
  * pointers stay valid until atr_engine_free() (or atr_engine_release_record).
- * A finished request keeps only its record (block table freed); its token
+ * A finished request keeps only its record, about 100 bytes in a chunk of
+ * records (its scheduling state and block table are freed); its token
  * times live in the engine's log of iteration ends when they came from
  * consecutive iterations, the usual case, so a run of many requests costs
- * a few hundred bytes each (atr_engine_token_times). The hash_ids array of
+ * little more than the records (atr_engine_token_times). The hash_ids array of
  * a request is borrowed: it must stay valid until the request is reported
  * finished. The cost callback's context is borrowed. */
 #ifndef ATR_SIM_ENGINE_H
