@@ -13,8 +13,10 @@
 # how much faster than real time the simulation ran (simulated duration
 # / wall time), the peak resident memory of those runs (the largest) in MB
 # and KB per request, and that of one more run writing --requests-out (it
-# should be the same: lines are written a record at a time). Leaves no
-# files behind. A faster build must also simulate alike: check it with
+# should be the same: lines are written a record at a time), and beside the
+# times the instructions of one run counted by callgrind, in all and per
+# request (a figure the host's noise does not move; "-" without valgrind).
+# Leaves no files behind. A faster build must also simulate alike: check it with
 # `sh bench/sim/same-results.sh BASE NEW` (FULL=1 adds this workload).
 set -eu
 
@@ -31,8 +33,8 @@ trap 'exit 130' INT TERM
 n=$(python3 -c "import json; print(json.load(open('$TMP/probe.json'))['completed'])")
 [ "$n" -ge 10000 ] || { echo "run.sh: workload has only $n requests" >&2; exit 1; }
 
-printf '%-18s %9s %10s %14s %12s %12s %8s %7s %12s\n' load requests "cpu s" "req/cpu-s" \
-    "sim s" "x realtime" "RSS MB" "KB/req" "+req-out MB"
+printf '%-18s %9s %10s %14s %12s %12s %8s %7s %12s %9s %9s\n' load requests "cpu s" \
+    "req/cpu-s" "sim s" "x realtime" "RSS MB" "KB/req" "+req-out MB" "instr G" "instr/req"
 for load in 0.5 5 inf; do
     : >"$TMP/times"
     for _ in $(seq "$RUNS"); do
@@ -43,7 +45,13 @@ for load in 0.5 5 inf; do
     /usr/bin/time -f "%M" -o "$TMP/rss" "$ATR" sim run -q "$TMP/w.ndjson" \
         --profile h100/llama-3.1-8b --rate "$load" --requests-out "$TMP/q.ndjson"
     rm -f "$TMP/q.ndjson"
-    python3 - "$TMP/times" "$TMP/r.json" "$load" "$TMP/rss" <<'PY'
+    echo - >"$TMP/ir"
+    if command -v valgrind >/dev/null; then
+        valgrind --tool=callgrind --callgrind-out-file=/dev/null "$ATR" sim run -q \
+            "$TMP/w.ndjson" --profile h100/llama-3.1-8b --rate "$load" 2>&1 >/dev/null |
+            sed -n 's/.*Collected : *\([0-9]*\).*/\1/p' >"$TMP/ir"
+    fi
+    python3 - "$TMP/times" "$TMP/r.json" "$load" "$TMP/rss" "$TMP/ir" <<'PY'
 import json, statistics, sys
 rows = [list(map(float, l.split())) for l in open(sys.argv[1]) if l.strip()]
 cpu = statistics.median(r[1] + r[2] for r in rows)
@@ -52,9 +60,12 @@ rss_kb = max(r[3] for r in rows)
 rss_out_kb = float(open(sys.argv[4]).read())
 r = json.load(open(sys.argv[2]))
 name = "all at once" if sys.argv[3] == "inf" else sys.argv[3] + " sessions/s"
-print("%-18s %9d %10.2f %14.0f %12.0f %12.0f %8.0f %7.1f %12.0f" % (
+ir = open(sys.argv[5]).read().strip()
+ir_g, ir_req = ("%.3f" % (int(ir) / 1e9), "%.0f" % (int(ir) / r["completed"])) \
+    if ir.isdigit() else ("-", "-")
+print("%-18s %9d %10.2f %14.0f %12.0f %12.0f %8.0f %7.1f %12.0f %9s %9s" % (
     name, r["completed"], cpu, r["completed"] / max(cpu, 1e-3), r["duration"],
     r["duration"] / max(wall, 1e-3), rss_kb / 1024, rss_kb / r["completed"],
-    rss_out_kb / 1024))
+    rss_out_kb / 1024, ir_g, ir_req))
 PY
 done
