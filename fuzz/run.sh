@@ -17,7 +17,7 @@ for bin in "$build"/fuzz-*; do
     for d in "$root/tests/data/$fmt" "$root/tests/data/${fmt%%-*}"; do
         [ -d "$d" ] && find "$d" -type f -size -256k -exec cp {} "$corpus/" \;
     done
-    [ "$name" = fuzz-json ] && find "$root/tests/data" -name '*.json' -size -64k -exec cp {} "$corpus/" \; 2>/dev/null
+    { [ "$name" = fuzz-json ] || [ "$name" = fuzz-json-scan ]; } && find "$root/tests/data" -name '*.json' -size -64k -exec cp {} "$corpus/" \; 2>/dev/null
     [ "$name" = fuzz-cgroup ] && find "$root/tests/data/cgroup" -type f | while read -r f; do
         cp "$f" "$corpus/$(echo "${f#"$root"/}" | tr / _)"; done
     [ "$name" = fuzz-bench-spec ] && cp "$root"/tests/data/bench-spec/*.json "$root"/examples/bench/*.json "$corpus/"

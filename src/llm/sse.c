@@ -5,10 +5,7 @@
 #include <string.h>
 
 #include "json/json.h"
-
-#ifdef __SSE2__
-#include <emmintrin.h>
-#endif
+#include "json/scan.h"
 
 enum { SSE_DEFAULT_MAX_LINE = 1 << 20 };
 
@@ -168,11 +165,6 @@ static int bad(struct atr_sse_payload *out, const char *msg)
     return -1;
 }
 
-static bool is_blank(char c)
-{
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
-
 /* A token count: absent or null leaves *out alone; else a non-negative int. */
 static int get_count(const struct atr_json *obj, const char *key, int64_t *out)
 {
@@ -256,231 +248,24 @@ static int payload_tree(struct atr_arena *arena, const char *data, size_t len,
 /* ---- the fast path: payloads read in place ---- */
 
 /* A stream of 8 tokens is 10 payloads, and building each one's tree was a
- * quarter of the replay client's instructions per request. The scanner
- * reads the members the metrics need where they lie and steps over the
- * rest, but only over input it can tell is valid JSON: ASCII strings with
- * the short escapes, numbers, literals, nesting up to SCAN_DEPTH, counts
- * that are plain integers, "error": null. Anything else (a \u escape,
- * non-ASCII text, an error object, a duplicate usage key, a syntax error)
- * makes it answer SCAN_UNSURE and the tree decides, so every error
- * message still comes from the tree; where the scanner answers, the unit
- * test and fuzz-sse check that the tree answers the same. */
-enum { SCAN_OK = 0, SCAN_UNSURE = 1, SCAN_DEPTH = 32, SCAN_COUNT_DIGITS = 18 };
-
-struct scan {
-    const char *p, *end;
-    unsigned depth;
-};
-
-/* Called with s->p after the member's ':'; reads the value. key is NULL
- * when the key had escapes (no key the scanner looks for has any). */
-typedef bool (*scan_member_fn)(struct scan *s, const char *key, size_t n, void *ctx);
-
-static bool skip_value(struct scan *s);
-
-/* The next byte after blanks, '\0' at the end. */
-static inline char scan_peek(struct scan *s)
-{
-    if (s->p < s->end && !is_blank(*s->p))
-        return *s->p;   /* compact JSON: no blank to skip */
-    while (s->p < s->end && is_blank(*s->p))
-        s->p++;
-    return s->p < s->end ? *s->p : '\0';
-}
-
-static bool scan_byte(struct scan *s, char c)
-{
-    if (scan_peek(s) != c)
-        return false;
-    s->p++;
-    return true;
-}
-
-static bool scan_word(struct scan *s, const char *w, size_t n)
-{
-    if ((size_t)(s->end - s->p) < n || memcmp(s->p, w, n) != 0)
-        return false;
-    s->p += n;
-    return true;
-}
-
-/* A string byte the scanner steps over: not the quote, an escape, a
- * control character or non-ASCII (for the tree). */
-static inline bool str_plain(unsigned char c)
-{
-    return c >= 0x20 && c < 0x80 && c != '"' && c != '\\';
-}
-
-/* The end of the run of plain bytes from p: 16 bytes a step while they
- * last (a stream payload is mostly short strings; one step finds most of
- * them whole). Signed, a byte under 0x20 is a control character or
- * non-ASCII. */
-static const char *plain_run(const char *p, const char *end)
-{
-#ifdef __SSE2__
-    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\');
-    const __m128i space = _mm_set1_epi8(0x20);
-    while (end - p >= 16) {
-        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
-        __m128i stop = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote),
-                                                 _mm_cmpeq_epi8(v, bslash)),
-                                    _mm_cmplt_epi8(v, space));
-        int m = _mm_movemask_epi8(stop);
-        if (m)
-            return p + __builtin_ctz((unsigned)m);
-        p += 16;
-    }
-#endif
-    while (p < end && str_plain((unsigned char)*p))
-        p++;
-    return p;
-}
-
-/* The rest of a string from its first escape at p; its closing quote, or
- * NULL. Apart from scan_string so that the common string saves nothing. */
-static const char *escaped_run(const char *p, const char *end)
-{
-    while (p < end && *p == '\\') {
-        if (p + 1 == end || !memchr("\"\\/bfnrt", p[1], 8))
-            return NULL;
-        p = plain_run(p + 2, end);
-    }
-    return p < end && *p == '"' ? p : NULL;
-}
-
-/* The string at s->p (its '"'); *body is NULL when it had an escape. */
-static bool scan_string(struct scan *s, const char **body, size_t *len)
-{
-    const char *start = s->p + 1;
-    const char *p = plain_run(start, s->end);
-    *body = start;
-    if (p < s->end && *p == '\\') {
-        *body = NULL;
-        p = escaped_run(p, s->end);
-    }
-    if (!p || p == s->end || *p != '"')
-        return false;
-    *len = (size_t)(p - start);
-    s->p = p + 1;
-    return true;
-}
-
-static bool scan_digits(struct scan *s)
-{
-    const char *start = s->p;
-    while (s->p < s->end && (unsigned)(*s->p - '0') < 10)
-        s->p++;
-    return s->p > start;
-}
-
-/* A number by JSON's grammar; *count says it is digits only, short enough
- * for an int64_t. */
-static bool scan_number(struct scan *s, bool *count)
-{
-    const char *start = s->p;
-    if (s->p < s->end && *s->p == '-')
-        s->p++;
-    if (s->p < s->end && *s->p == '0')
-        s->p++;
-    else if (!scan_digits(s))
-        return false;
-    *count = *start != '-' && s->p - start <= SCAN_COUNT_DIGITS;
-    if (s->p < s->end && *s->p == '.') {
-        s->p++;
-        *count = false;
-        if (!scan_digits(s))
-            return false;
-    }
-    if (s->p < s->end && (*s->p == 'e' || *s->p == 'E')) {
-        s->p++;
-        *count = false;
-        if (s->p < s->end && (*s->p == '+' || *s->p == '-'))
-            s->p++;
-        if (!scan_digits(s))
-            return false;
-    }
-    return true;
-}
-
-/* An object's members, from its '{' to its '}', each value read by fn. */
-static bool scan_members(struct scan *s, scan_member_fn fn, void *ctx)
-{
-    if (!scan_byte(s, '{') || ++s->depth > SCAN_DEPTH)
-        return false;
-    if (!scan_byte(s, '}')) {
-        do {
-            const char *key;
-            size_t n;
-            if (scan_peek(s) != '"' || !scan_string(s, &key, &n) || !scan_byte(s, ':') ||
-                !fn(s, key, n, ctx))
-                return false;
-        } while (scan_byte(s, ','));
-        if (!scan_byte(s, '}'))
-            return false;
-    }
-    s->depth--;
-    return true;
-}
-
-static bool skip_member(struct scan *s, const char *key, size_t n, void *ctx)
-{
-    (void)key, (void)n, (void)ctx;
-    return skip_value(s);
-}
-
-static bool skip_array(struct scan *s)
-{
-    if (++s->depth > SCAN_DEPTH)
-        return false;
-    s->p++;
-    if (!scan_byte(s, ']')) {
-        do {
-            if (!skip_value(s))
-                return false;
-        } while (scan_byte(s, ','));
-        if (!scan_byte(s, ']'))
-            return false;
-    }
-    s->depth--;
-    return true;
-}
-
-static bool skip_value(struct scan *s)
-{
-    const char *body;
-    size_t n;
-    bool count;
-    switch (scan_peek(s)) {
-    case '{': return scan_members(s, skip_member, NULL);
-    case '[': return skip_array(s);
-    case '"': return scan_string(s, &body, &n);
-    case 't': return scan_word(s, "true", 4);
-    case 'f': return scan_word(s, "false", 5);
-    case 'n': return scan_word(s, "null", 4);
-    default: return scan_number(s, &count);
-    }
-}
-
-static bool key_is(const char *key, size_t n, const char *want)
-{
-    return key && n == strlen(want) && memcmp(key, want, n) == 0;
-}
+ * quarter of the replay client's instructions per request. The json
+ * scanner (json/scan.h) reads the members the metrics need where they lie
+ * and steps over the rest, but only over input it can tell is valid JSON.
+ * On top of what it cannot tell, this reader gives up on counts that are
+ * not plain integers, an "error" that is not null (the tree reads its
+ * message) and a duplicate usage key: any of these makes it answer
+ * SCAN_UNSURE and the tree decides, so every error message still comes
+ * from the tree; where the scanner answers, the unit test and fuzz-sse
+ * check that the tree answers the same. */
+enum { SCAN_OK = 0, SCAN_UNSURE = 1 };
 
 /* A token count: null leaves *out alone (as get_count), anything but a
  * plain integer is for the tree. */
-static bool scan_count(struct scan *s, int64_t *out)
+static bool scan_count(struct atr_json_scan *s, int64_t *out)
 {
-    if (scan_peek(s) == 'n')
-        return scan_word(s, "null", 4);
-    const char *start = s->p;
-    bool count;
-    if (!scan_number(s, &count) || !count)
-        return false;
-    int64_t v = 0;
-    for (const char *p = start; p < s->p; p++)
-        v = v * 10 + (*p - '0');
-    *out = v;
-    return true;
+    if (atr_json_scan_peek(s) == 'n')
+        return atr_json_scan_null(s);
+    return atr_json_scan_uint(s, out);
 }
 
 /* Each count once: the tree reads the first of duplicate keys, so a
@@ -500,76 +285,81 @@ static bool seen_once(struct usage_scan *u, unsigned bit)
     return true;
 }
 
-static bool details_member(struct scan *s, const char *key, size_t n, void *ctx)
+static bool details_member(struct atr_json_scan *s, const char *key, size_t n, void *ctx)
 {
     struct usage_scan *u = ctx;
-    if (key_is(key, n, "cached_tokens"))
+    if (atr_json_scan_key_is(key, n, "cached_tokens"))
         return seen_once(u, SEEN_CACHED) && scan_count(s, &u->out->cached_tokens);
-    return skip_value(s);
+    return atr_json_scan_skip(s);
 }
 
-static bool usage_member(struct scan *s, const char *key, size_t n, void *ctx)
+static bool usage_member(struct atr_json_scan *s, const char *key, size_t n, void *ctx)
 {
     struct usage_scan *u = ctx;
-    if (key_is(key, n, "prompt_tokens"))
+    if (atr_json_scan_key_is(key, n, "prompt_tokens"))
         return seen_once(u, SEEN_PROMPT) && scan_count(s, &u->out->prompt_tokens);
-    if (key_is(key, n, "completion_tokens"))
+    if (atr_json_scan_key_is(key, n, "completion_tokens"))
         return seen_once(u, SEEN_COMPLETION) && scan_count(s, &u->out->completion_tokens);
-    if (!key_is(key, n, "prompt_tokens_details"))
-        return skip_value(s);
+    if (!atr_json_scan_key_is(key, n, "prompt_tokens_details"))
+        return atr_json_scan_skip(s);
     if (!seen_once(u, SEEN_DETAILS))
         return false;
     /* Details that are not an object are ignored, as by the tree. */
-    return scan_peek(s) == '{' ? scan_members(s, details_member, u) : skip_value(s);
+    return atr_json_scan_peek(s) == '{' ? atr_json_scan_object(s, details_member, u)
+                                        : atr_json_scan_skip(s);
 }
 
-static bool scan_usage(struct scan *s, struct atr_sse_payload *out)
+static bool scan_usage(struct atr_json_scan *s, struct atr_sse_payload *out)
 {
-    if (scan_peek(s) == 'n')
-        return scan_word(s, "null", 4);
+    if (atr_json_scan_peek(s) == 'n')
+        return atr_json_scan_null(s);
     struct usage_scan u = {.out = out};
-    if (!scan_members(s, usage_member, &u))
+    if (!atr_json_scan_object(s, usage_member, &u))
         return false;
     out->usage = out->completion_tokens >= 0;
     return true;
 }
 
-/* null, or an array: a chunk when its first element is an object. */
-static bool scan_choices(struct scan *s, struct atr_sse_payload *out)
+/* A chunk when the first element is an object; any other first element
+ * is an error, for the tree to word. */
+static bool choice_elem(struct atr_json_scan *s, size_t index, void *ctx)
 {
-    char c = scan_peek(s);
-    if (c == 'n')
-        return scan_word(s, "null", 4);
-    if (c != '[')
-        return false;
-    const char *open = s->p++;
-    c = scan_peek(s);
-    if (c == '{')
+    struct atr_sse_payload *out = ctx;
+    if (index == 0) {
+        if (atr_json_scan_peek(s) != '{')
+            return false;
         out->chunk = true;
-    else if (c != ']')
-        return false;
-    s->p = open;
-    return skip_array(s);
+    }
+    return atr_json_scan_skip(s);
 }
 
-static bool top_member(struct scan *s, const char *key, size_t n, void *ctx)
+/* null, or an array (see choice_elem). */
+static bool scan_choices(struct atr_json_scan *s, struct atr_sse_payload *out)
 {
-    if (key_is(key, n, "choices"))
+    char c = atr_json_scan_peek(s);
+    if (c == 'n')
+        return atr_json_scan_null(s);
+    return c == '[' && atr_json_scan_array(s, choice_elem, out);
+}
+
+static bool top_member(struct atr_json_scan *s, const char *key, size_t n, void *ctx)
+{
+    if (atr_json_scan_key_is(key, n, "choices"))
         return scan_choices(s, ctx);
-    if (key_is(key, n, "usage"))
+    if (atr_json_scan_key_is(key, n, "usage"))
         return scan_usage(s, ctx);
-    if (key_is(key, n, "error"))   /* an error object: the tree reads its message */
-        return scan_peek(s) == 'n' && scan_word(s, "null", 4);
-    return skip_value(s);
+    if (atr_json_scan_key_is(key, n, "error"))   /* an error object: the tree reads its message */
+        return atr_json_scan_null(s);
+    return atr_json_scan_skip(s);
 }
 
 static int payload_scan(const char *data, size_t len, struct atr_sse_payload *out)
 {
-    struct scan s = {.p = data, .end = data + len};
-    if (!scan_members(&s, top_member, out))
+    struct atr_json_scan s;
+    atr_json_scan_init(&s, data, len);
+    if (!atr_json_scan_object(&s, top_member, out) || !atr_json_scan_end(&s))
         return SCAN_UNSURE;
-    scan_peek(&s);
-    return s.p == s.end ? SCAN_OK : SCAN_UNSURE;
+    return SCAN_OK;
 }
 
 /* ---- payloads: both paths ---- */
@@ -584,9 +374,9 @@ int atr_sse_payload_parse(struct atr_arena *arena, const char *data, size_t len,
                           struct atr_sse_payload *out)
 {
     payload_init(out);
-    while (len && is_blank(data[len - 1]))
+    while (len && atr_json_scan_blank(data[len - 1]))
         len--;
-    while (len && is_blank(data[0])) {
+    while (len && atr_json_scan_blank(data[0])) {
         data++;
         len--;
     }
