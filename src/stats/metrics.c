@@ -39,16 +39,21 @@ static double pairwise_leaf(const double *a, size_t n)
     return res;
 }
 
-/* A leaf of the variance's sum: the squares (a[i] - m)^2, made the way numpy
- * makes x = a - m; x * x (no fused multiply-add: -ffp-contract=off), then
- * summed as pairwise_leaf sums. n <= 128. */
+/* A term of the variance's sum, (a - m)^2, made the way numpy makes
+ * x = a - m; x * x (no fused multiply-add: -ffp-contract=off). */
+static inline double square_about(double a, double m)
+{
+    double x = a - m;
+    return x * x;
+}
+
+/* A leaf of the variance's sum: the squares about m, summed as
+ * pairwise_leaf sums. n <= 128. */
 static double pairwise_leaf_sq(const double *a, size_t n, double m)
 {
     double sq[128];
-    for (size_t i = 0; i < n; i++) {
-        double x = a[i] - m;
-        sq[i] = x * x;
-    }
+    for (size_t i = 0; i < n; i++)
+        sq[i] = square_about(a[i], m);
     return pairwise_leaf(sq, n);
 }
 
@@ -308,9 +313,17 @@ static void gap_set_rank(struct gap_set *s)
  * a rank the summary asks for go into the table, as the second pass (the
  * variance's) reads the gaps again.
  * A key orders as its value does (sign flipped, or every bit when
- * negative), so the buckets are runs of the sorted values. */
+ * negative), so the buckets are runs of the sorted values. The passes,
+ * which see every gap, index the counts by the gap's own 16 top bits (one
+ * shift); only the walk in bucket order maps a bucket to them. */
 #define GAP_BUCKETS 65536
 #define GAP_MAX_RANKS (2 + 2 * ATR_LLM_MAX_PCT)
+
+/* The 16 top bits of v: where a pass counts it. */
+static unsigned gap_top(double v)
+{
+    return (unsigned)(bits_of(v) >> 48);
+}
 
 static unsigned gap_bucket(double v)
 {
@@ -320,9 +333,15 @@ static unsigned gap_bucket(double v)
     return (unsigned)((b ^ flip) >> 48);
 }
 
+/* The 16 top bits of the values in bucket b (gap_bucket undone). */
+static unsigned gap_top_of_bucket(unsigned b)
+{
+    return b < 0x8000 ? ~b & 0xffff : b ^ 0x8000;
+}
+
 struct gap_select {
-    uint64_t *hist;                 /* gaps per bucket (GAP_BUCKETS) */
-    unsigned char *wanted;          /* buckets that go into set */
+    uint64_t *hist;                 /* gaps per bucket, by gap_top (GAP_BUCKETS) */
+    unsigned char *wanted;          /* by gap_top: the buckets that go into set */
     struct gap_set set;
     size_t ranks[GAP_MAX_RANKS];    /* noted by gap_note */
     size_t n_ranks;
@@ -343,14 +362,20 @@ struct gap_pass {
 static void gap_count_buckets(uint64_t *hist, const double *a, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        hist[gap_bucket(a[i])]++;
+        hist[gap_top(a[i])]++;
 }
 
-static void gap_keep_wanted(struct gap_select *q, const double *a, size_t n)
+/* pairwise_leaf_sq over a[0..n), keeping the gaps of the wanted buckets on
+ * the way (one loop over the leaf, not two). */
+static double gap_leaf_sq(struct gap_select *q, const double *a, size_t n, double m)
 {
-    for (size_t i = 0; i < n; i++)
-        if (q->wanted[gap_bucket(a[i])])
+    double sq[128];
+    for (size_t i = 0; i < n; i++) {
+        if (q->wanted[gap_top(a[i])])
             gap_set_add(&q->set, a[i]);
+        sq[i] = square_about(a[i], m);
+    }
+    return pairwise_leaf(sq, n);
 }
 
 /* pairwise_sum over the next n gaps: the same splits, the same 128-value
@@ -364,8 +389,7 @@ static double gap_sum(struct gap_pass *p, size_t n)
             gap_count_buckets(p->q->hist, a, n);
             return pairwise_leaf(a, n);
         }
-        gap_keep_wanted(p->q, a, n);
-        return pairwise_leaf_sq(a, n, p->m);
+        return gap_leaf_sq(p->q, a, n, p->m);
     }
     size_t n2 = pairwise_split(n);
     double left = gap_sum(p, n2);
@@ -377,8 +401,8 @@ static unsigned gap_rank_bucket(const struct gap_select *q, size_t k, size_t *be
 {
     unsigned b = 0;
     *below = 0;
-    while (*below + q->hist[b] <= k)
-        *below += q->hist[b++];
+    while (*below + q->hist[gap_top_of_bucket(b)] <= k)
+        *below += q->hist[gap_top_of_bucket(b++)];
     return b;
 }
 
@@ -397,7 +421,7 @@ static void gap_want_ranks(struct gap_select *q)
     q->wanted = xcalloc(GAP_BUCKETS, 1);
     for (size_t i = 0; i < q->n_ranks; i++) {
         size_t below;
-        q->wanted[gap_rank_bucket(q, q->ranks[i], &below)] = 1;
+        q->wanted[gap_top_of_bucket(gap_rank_bucket(q, q->ranks[i], &below))] = 1;
     }
 }
 
