@@ -215,23 +215,19 @@ static size_t gap_count(const struct atr_llm_record *r, size_t n)
     return gaps;
 }
 
-/* The next n gaps into a, a record's run at a time. The caller knows how
- * many gaps there are and asks for no more. */
-static void gap_next_n(struct gap_reader *g, double *a, size_t n)
+/* The next run of gaps, at most max (> 0) and all of one record's: *t is
+ * the chunk time before its first gap; returns its length. The caller knows
+ * how many gaps there are and asks for no more. */
+static size_t gap_next_run(struct gap_reader *g, size_t max, const double **t)
 {
-    for (size_t k = 0; k < n;) {
+    for (;; g->i++, g->c = 1) {
         const struct atr_llm_record *r = &g->r[g->i];
-        if (!r->success || g->c >= r->n_chunks) {
-            g->i++;
-            g->c = 1;
-            continue;
+        if (r->success && g->c < r->n_chunks) {
+            size_t take = r->n_chunks - g->c < max ? r->n_chunks - g->c : max;
+            *t = r->chunk_s + (g->c - 1);      /* c >= 1 */
+            g->c += take;
+            return take;
         }
-        size_t take = r->n_chunks - g->c < n - k ? r->n_chunks - g->c : n - k;
-        const double *t = r->chunk_s + (g->c - 1);      /* c >= 1 */
-        for (size_t j = 0; j < take; j++)
-            a[k + j] = t[j + 1] - t[j];
-        k += take;
-        g->c += take;
     }
 }
 
@@ -359,37 +355,53 @@ struct gap_pass {
     struct gap_select *q;
 };
 
-static void gap_count_buckets(uint64_t *hist, const double *a, size_t n)
+/* The first pass's terms: the gaps of the run after t[0], into a[0..n),
+ * each counted in its bucket. */
+static void gap_terms_counted(uint64_t *hist, const double *t, size_t n, double *a)
 {
-    for (size_t i = 0; i < n; i++)
-        hist[gap_top(a[i])]++;
-}
-
-/* pairwise_leaf_sq over a[0..n), keeping the gaps of the wanted buckets on
- * the way (one loop over the leaf, not two). */
-static double gap_leaf_sq(struct gap_select *q, const double *a, size_t n, double m)
-{
-    double sq[128];
-    for (size_t i = 0; i < n; i++) {
-        if (q->wanted[gap_top(a[i])])
-            gap_set_add(&q->set, a[i]);
-        sq[i] = square_about(a[i], m);
+    for (size_t j = 0; j < n; j++) {
+        double d = t[j + 1] - t[j];
+        hist[gap_top(d)]++;
+        a[j] = d;
     }
-    return pairwise_leaf(sq, n);
 }
 
-/* pairwise_sum over the next n gaps: the same splits, the same 128-value
- * leaves, left before right. */
+/* The second pass's terms: the gaps' squares about m, the gaps of the
+ * wanted buckets kept in the set on the way. */
+static void gap_terms_sq_kept(struct gap_select *q, const double *t, size_t n, double m,
+                              double *a)
+{
+    for (size_t j = 0; j < n; j++) {
+        double d = t[j + 1] - t[j];
+        if (q->wanted[gap_top(d)])
+            gap_set_add(&q->set, d);
+        a[j] = square_about(d, m);
+    }
+}
+
+/* The terms of the next n gaps into a, a record's run at a time: made as
+ * they are read, so each gap is touched once per pass. */
+static void gap_terms(struct gap_pass *p, double *a, size_t n)
+{
+    for (size_t k = 0; k < n;) {
+        const double *t;
+        size_t take = gap_next_run(&p->g, n - k, &t);
+        if (p->sq)
+            gap_terms_sq_kept(p->q, t, take, p->m, a + k);
+        else
+            gap_terms_counted(p->q->hist, t, take, a + k);
+        k += take;
+    }
+}
+
+/* pairwise_sum over the next n gaps' terms: the same splits, the same
+ * 128-value leaves, left before right. */
 static double gap_sum(struct gap_pass *p, size_t n)
 {
     if (n <= 128) {
         double a[128];
-        gap_next_n(&p->g, a, n);
-        if (!p->sq) {
-            gap_count_buckets(p->q->hist, a, n);
-            return pairwise_leaf(a, n);
-        }
-        return gap_leaf_sq(p->q, a, n, p->m);
+        gap_terms(p, a, n);
+        return pairwise_leaf(a, n);
     }
     size_t n2 = pairwise_split(n);
     double left = gap_sum(p, n2);
