@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 #include "stats/percentile.h"
 #include "util/alloc.h"
@@ -680,6 +681,85 @@ static int cmp_session(const void *pa, const void *pb)
     return (a->send_s > b->send_s) - (a->send_s < b->send_s);
 }
 
+/* ---- session order without sorting every record by its id ----
+ * qsort by cmp_session was most of the sessions' cost: a strcmp of trace
+ * ids for each of n log n comparisons. The records are grouped by id in a
+ * hash table instead, only the distinct ids are sorted, and each group's
+ * records, kept in input order, are sorted by turn and send time only
+ * when they are not so already. That is the order a stable sort (glibc's
+ * merge sort, which the qsort was) gives, ties included. */
+struct session_group {
+    const char *id;
+    size_t n, at;                   /* records; where they start in v */
+};
+
+struct session_table {
+    size_t *slot;                   /* group index + 1; 0: empty */
+    size_t mask;
+    struct session_group *g;
+    size_t n;
+};
+
+/* The group of id, added (empty) if new. */
+static size_t session_group_of(struct session_table *t, const char *id)
+{
+    size_t len = strlen(id), k = (size_t)XXH3_64bits(id, len) & t->mask;
+    for (; t->slot[k]; k = (k + 1) & t->mask)
+        if (strcmp(t->g[t->slot[k] - 1].id, id) == 0)
+            return t->slot[k] - 1;
+    t->g[t->n] = (struct session_group){ id, 0, 0 };
+    t->slot[k] = ++t->n;
+    return t->n - 1;
+}
+
+static int cmp_group(const void *pa, const void *pb)
+{
+    const struct session_group *a = *(const struct session_group *const *)pa;
+    const struct session_group *b = *(const struct session_group *const *)pb;
+    return strcmp(a->id, b->id);
+}
+
+/* v[0..m) sorted by cmp_session (one trace id throughout), left as it is
+ * when already in order. */
+static void session_sort_group(const struct atr_llm_record **v, size_t m)
+{
+    for (size_t i = 1; i < m; i++)
+        if (cmp_session(&v[i - 1], &v[i]) > 0) {
+            qsort(v, m, sizeof *v, cmp_session);
+            return;
+        }
+}
+
+/* The m records of r[0..n) that have a trace_id, into v in session order. */
+static void session_order(const struct atr_llm_record *r, size_t n,
+                          const struct atr_llm_record **v, size_t m)
+{
+    size_t cap = 2;
+    while (cap < 2 * m)
+        cap *= 2;
+    struct session_table t = { xcalloc(cap, sizeof *t.slot), cap - 1,
+                               xcalloc(m ? m : 1, sizeof *t.g), 0 };
+    size_t *group = xcalloc(m ? m : 1, sizeof *group);      /* of each record */
+    for (size_t i = 0, k = 0; i < n; i++)
+        if (r[i].trace_id)
+            t.g[group[k++] = session_group_of(&t, r[i].trace_id)].n++;
+    struct session_group **by_id = xcalloc(t.n ? t.n : 1, sizeof *by_id);
+    for (size_t j = 0; j < t.n; j++)
+        by_id[j] = &t.g[j];
+    qsort(by_id, t.n, sizeof *by_id, cmp_group);
+    for (size_t j = 0, at = 0; j < t.n; at += by_id[j++]->n)
+        by_id[j]->at = at;
+    for (size_t i = 0, k = 0; i < n; i++)
+        if (r[i].trace_id)
+            v[t.g[group[k++]].at++] = &r[i];
+    for (size_t j = 0, at = 0; j < t.n; at += by_id[j++]->n)
+        session_sort_group(v + at, by_id[j]->n);
+    free(by_id);
+    free(group);
+    free(t.g);
+    free(t.slot);
+}
+
 struct session_sets {
     struct atr_samples completion, model, think;
 };
@@ -715,9 +795,8 @@ static void fill_sessions(const struct atr_llm_record *r, size_t n,
     const struct atr_llm_record **v = xcalloc(n ? n : 1, sizeof *v);
     size_t m = 0;
     for (size_t i = 0; i < n; i++)
-        if (r[i].trace_id)
-            v[m++] = &r[i];
-    qsort(v, m, sizeof *v, cmp_session);
+        m += r[i].trace_id != NULL;
+    session_order(r, n, v, m);
     struct session_sets k = {ATR_SAMPLES_INIT, ATR_SAMPLES_INIT, ATR_SAMPLES_INIT};
     for (size_t i = 0, j; i < m; i = j) {
         for (j = i + 1; j < m && strcmp(v[j]->trace_id, v[i]->trace_id) == 0; j++)
