@@ -693,20 +693,45 @@ struct session_group {
     size_t n, at;                   /* records; where they start in v */
 };
 
+/* Distinct ids, in order of first appearance, and an open-addressing
+ * index of them; both grow with the ids, not with the records. */
 struct session_table {
     size_t *slot;                   /* group index + 1; 0: empty */
-    size_t mask;
+    size_t cap;                     /* slots, a power of two */
     struct session_group *g;
-    size_t n;
+    size_t n, g_cap;
 };
+
+/* The slot of id: its group's, or the empty one where it would go. */
+static size_t session_slot(const struct session_table *t, const char *id)
+{
+    size_t k = (size_t)XXH3_64bits(id, strlen(id)) & (t->cap - 1);
+    while (t->slot[k] && strcmp(t->g[t->slot[k] - 1].id, id) != 0)
+        k = (k + 1) & (t->cap - 1);
+    return k;
+}
+
+static void session_table_grow(struct session_table *t)
+{
+    free(t->slot);
+    t->cap = t->cap ? 2 * t->cap : 64;
+    t->slot = xcalloc(t->cap, sizeof *t->slot);
+    for (size_t j = 0; j < t->n; j++)
+        t->slot[session_slot(t, t->g[j].id)] = j + 1;
+}
 
 /* The group of id, added (empty) if new. */
 static size_t session_group_of(struct session_table *t, const char *id)
 {
-    size_t len = strlen(id), k = (size_t)XXH3_64bits(id, len) & t->mask;
-    for (; t->slot[k]; k = (k + 1) & t->mask)
-        if (strcmp(t->g[t->slot[k] - 1].id, id) == 0)
-            return t->slot[k] - 1;
+    if (2 * (t->n + 1) > t->cap)
+        session_table_grow(t);
+    size_t k = session_slot(t, id);
+    if (t->slot[k])
+        return t->slot[k] - 1;
+    if (t->n == t->g_cap) {
+        t->g_cap = t->g_cap ? 2 * t->g_cap : 64;
+        t->g = xreallocarray(t->g, t->g_cap, sizeof *t->g);
+    }
     t->g[t->n] = (struct session_group){ id, 0, 0 };
     t->slot[k] = ++t->n;
     return t->n - 1;
@@ -734,15 +759,14 @@ static void session_sort_group(const struct atr_llm_record **v, size_t m)
 static void session_order(const struct atr_llm_record *r, size_t n,
                           const struct atr_llm_record **v, size_t m)
 {
-    size_t cap = 2;
-    while (cap < 2 * m)
-        cap *= 2;
-    struct session_table t = { xcalloc(cap, sizeof *t.slot), cap - 1,
-                               xcalloc(m ? m : 1, sizeof *t.g), 0 };
+    struct session_table t = { NULL, 0, NULL, 0, 0 };
     size_t *group = xcalloc(m ? m : 1, sizeof *group);      /* of each record */
     for (size_t i = 0, k = 0; i < n; i++)
-        if (r[i].trace_id)
-            t.g[group[k++] = session_group_of(&t, r[i].trace_id)].n++;
+        if (r[i].trace_id) {
+            size_t j = session_group_of(&t, r[i].trace_id);   /* may move t.g */
+            t.g[j].n++;
+            group[k++] = j;
+        }
     struct session_group **by_id = xcalloc(t.n ? t.n : 1, sizeof *by_id);
     for (size_t j = 0; j < t.n; j++)
         by_id[j] = &t.g[j];
