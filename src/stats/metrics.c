@@ -372,9 +372,10 @@ static void gap_terms_counted(uint64_t *hist, const double *t, size_t n, double 
 static void gap_terms_sq_kept(struct gap_select *q, const double *t, size_t n, double m,
                               double *a)
 {
+    const unsigned char *wanted = q->wanted;   /* not reloaded after each add */
     for (size_t j = 0; j < n; j++) {
         double d = t[j + 1] - t[j];
-        if (q->wanted[gap_top(d)])
+        if (wanted[gap_top(d)])
             gap_set_add(&q->set, d);
         a[j] = square_about(d, m);
     }
