@@ -18,7 +18,7 @@
 /* numpy's pairwise summation (add.reduce on a contiguous float64 array,
  * block 128, eight accumulators), so mean and std match numpy bit for bit.
  * This is one leaf: n <= 128 values. The eight accumulators are independent
- * lanes, so the compiler can vectorise the loop without reordering a sum. */
+ * lanes (a vectorising compiler may run them side by side; no sum changes). */
 static double pairwise_leaf(const double *a, size_t n)
 {
     if (n < 8) {
