@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 #include "stats/percentile.h"
 #include "util/alloc.h"
@@ -14,41 +15,66 @@
  * refused: the run's clock is broken, and the arrays would be huge. */
 #define MAX_BUCKETS ((size_t)1 << 27)
 
-/* Term i of a sum: a[i], or (a[i] - m)^2 for the variance, computed as
- * numpy computes x = a - m; x * x (no fused multiply-add: -ffp-contract=off). */
-static inline double term(const double *a, size_t i, double m, bool sq)
-{
-    double x = a[i] - m;
-    return sq ? x * x : a[i];
-}
-
 /* numpy's pairwise summation (add.reduce on a contiguous float64 array,
  * block 128, eight accumulators), so mean and std match numpy bit for bit.
- * The variance's squares are made as they are summed, in the same order,
- * rather than in a copy of the samples (8 bytes per sample less at peak). */
-static double pairwise_sum(const double *a, size_t n, double m, bool sq)
+ * This is one leaf: n <= 128 values. The eight accumulators are independent
+ * lanes (a vectorising compiler may run them side by side; no sum changes). */
+static double pairwise_leaf(const double *a, size_t n)
 {
     if (n < 8) {
         double res = 0.0;
         for (size_t i = 0; i < n; i++)
-            res += term(a, i, m, sq);
+            res += a[i];
         return res;
     }
-    if (n <= 128) {
-        double r[8];
+    double r[8];
+    for (size_t j = 0; j < 8; j++)
+        r[j] = a[j];
+    size_t i;
+    for (i = 8; i < n - n % 8; i += 8)
         for (size_t j = 0; j < 8; j++)
-            r[j] = term(a, j, m, sq);
-        size_t i;
-        for (i = 8; i < n - n % 8; i += 8)
-            for (size_t j = 0; j < 8; j++)
-                r[j] += term(a, i + j, m, sq);
-        double res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
-        for (; i < n; i++)
-            res += term(a, i, m, sq);
-        return res;
-    }
+            r[j] += a[i + j];
+    double res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+    for (; i < n; i++)
+        res += a[i];
+    return res;
+}
+
+/* A term of the variance's sum, (a - m)^2, made the way numpy makes
+ * x = a - m; x * x (no fused multiply-add: -ffp-contract=off). */
+static inline double square_about(double a, double m)
+{
+    double x = a - m;
+    return x * x;
+}
+
+/* A leaf of the variance's sum: the squares about m, summed as
+ * pairwise_leaf sums. n <= 128. */
+static double pairwise_leaf_sq(const double *a, size_t n, double m)
+{
+    double sq[128];
+    for (size_t i = 0; i < n; i++)
+        sq[i] = square_about(a[i], m);
+    return pairwise_leaf(sq, n);
+}
+
+/* The split of n > 128 values into numpy's two halves: the left one a
+ * multiple of 8. */
+static size_t pairwise_split(size_t n)
+{
     size_t n2 = n / 2;
-    n2 -= n2 % 8;
+    return n2 - n2 % 8;
+}
+
+/* The whole of numpy's pairwise sum over a[0..n), or over the squares
+ * (a[i] - m)^2 when sq: leaves of at most 128, left before right. The
+ * squares are made leaf by leaf rather than in a copy of the samples (8
+ * bytes per sample less at peak). */
+static double pairwise_sum(const double *a, size_t n, double m, bool sq)
+{
+    if (n <= 128)
+        return sq ? pairwise_leaf_sq(a, n, m) : pairwise_leaf(a, n);
+    size_t n2 = pairwise_split(n);
     return pairwise_sum(a, n2, m, sq) + pairwise_sum(a + n2, n - n2, m, sq);
 }
 
@@ -57,10 +83,10 @@ static double np_mean(const double *a, size_t n)
     return pairwise_sum(a, n, 0, false) / (double)n;
 }
 
-/* Population standard deviation (ddof = 0) the way numpy's _var does it. */
-static double np_std(const double *a, size_t n)
+/* Population standard deviation (ddof = 0) the way numpy's _var does it,
+ * about the mean m = np_mean(a, n) the caller already has. */
+static double np_std(const double *a, size_t n, double m)
 {
-    double m = np_mean(a, n);
     return sqrt(pairwise_sum(a, n, m, true) / (double)n);
 }
 
@@ -110,8 +136,9 @@ static void stat_fill_at(struct atr_samples *s, const double *pct, size_t n,
     memset(st, 0, sizeof *st);
     if (s->n == 0)
         return;
-    st->mean = np_mean(s->v, s->n) * 1000;
-    st->std = np_std(s->v, s->n) * 1000;
+    double m = np_mean(s->v, s->n);
+    st->mean = m * 1000;
+    st->std = np_std(s->v, s->n, m) * 1000;
     st->median = np_median(s) * 1000;
     for (size_t i = 0; i < n; i++)
         st->p[i] = atr_samples_percentile(s, pct[i]) * 1000;
@@ -189,23 +216,19 @@ static size_t gap_count(const struct atr_llm_record *r, size_t n)
     return gaps;
 }
 
-/* The next n gaps into a, a record's run at a time. The caller knows how
- * many gaps there are and asks for no more. */
-static void gap_next_n(struct gap_reader *g, double *a, size_t n)
+/* The next run of gaps, at most max (> 0) and all of one record's: *t is
+ * the chunk time before its first gap; returns its length. The caller knows
+ * how many gaps there are and asks for no more. */
+static size_t gap_next_run(struct gap_reader *g, size_t max, const double **t)
 {
-    for (size_t k = 0; k < n;) {
+    for (;; g->i++, g->c = 1) {
         const struct atr_llm_record *r = &g->r[g->i];
-        if (!r->success || g->c >= r->n_chunks) {
-            g->i++;
-            g->c = 1;
-            continue;
+        if (r->success && g->c < r->n_chunks) {
+            size_t take = r->n_chunks - g->c < max ? r->n_chunks - g->c : max;
+            *t = r->chunk_s + (g->c - 1);      /* c >= 1 */
+            g->c += take;
+            return take;
         }
-        size_t take = r->n_chunks - g->c < n - k ? r->n_chunks - g->c : n - k;
-        const double *t = r->chunk_s + (g->c - 1);      /* c >= 1 */
-        for (size_t j = 0; j < take; j++)
-            a[k + j] = t[j + 1] - t[j];
-        k += take;
-        g->c += take;
     }
 }
 
@@ -284,43 +307,107 @@ static void gap_set_rank(struct gap_set *s)
  * A table of every distinct gap was most of a summary's memory (tens of MB
  * at 100k requests: issue 16). The first pass counts the gaps per bucket
  * of the 16 top bits of their order key (below); only the buckets holding
- * a rank the summary asks for go into the table, in a pass of their own.
+ * a rank the summary asks for go into the table, as the second pass (the
+ * variance's) reads the gaps again.
  * A key orders as its value does (sign flipped, or every bit when
- * negative), so the buckets are runs of the sorted values. */
+ * negative), so the buckets are runs of the sorted values. The passes,
+ * which see every gap, index the counts by the gap's own 16 top bits (one
+ * shift); only the walk in bucket order maps a bucket to them. */
 #define GAP_BUCKETS 65536
 #define GAP_MAX_RANKS (2 + 2 * ATR_LLM_MAX_PCT)
+
+/* The 16 top bits of v: where a pass counts it. */
+static unsigned gap_top(double v)
+{
+    return (unsigned)(bits_of(v) >> 48);
+}
 
 static unsigned gap_bucket(double v)
 {
     uint64_t b = bits_of(v);
-    return (unsigned)((b >> 63 ? ~b : b ^ (1ULL << 63)) >> 48);
+    /* every bit flipped when negative, else the sign bit: no branch */
+    uint64_t flip = (uint64_t)-(int64_t)(b >> 63) | (1ULL << 63);
+    return (unsigned)((b ^ flip) >> 48);
+}
+
+/* The 16 top bits of the values in bucket b (gap_bucket undone). */
+static unsigned gap_top_of_bucket(unsigned b)
+{
+    return b < 0x8000 ? ~b & 0xffff : b ^ 0x8000;
 }
 
 struct gap_select {
-    uint64_t *hist;                 /* gaps per bucket (GAP_BUCKETS) */
-    unsigned char *wanted;          /* buckets that go into set */
+    uint64_t *hist;                 /* gaps per bucket, by gap_top (GAP_BUCKETS) */
+    unsigned char *wanted;          /* by gap_top: the buckets that go into set */
     struct gap_set set;
     size_t ranks[GAP_MAX_RANKS];    /* noted by gap_note */
     size_t n_ranks;
 };
 
-/* pairwise_sum over the next n gaps, as over their array: the same splits,
- * the same 128-value leaves, left before right. Each gap is also counted in
- * hist, when there is one. */
-static double gap_sum(struct gap_reader *g, size_t n, double m, bool sq, uint64_t *hist)
+/* One reading of the gaps in record order: the pairwise sum of the gaps
+ * (sq false) or of their squares about m (sq true), as pairwise_sum would
+ * make it over an array of them. The first reading also counts the gaps per
+ * bucket; the second, when the wanted buckets are known, keeps their gaps in
+ * the set, so no third reading is needed for the percentiles. */
+struct gap_pass {
+    struct gap_reader g;
+    double m;
+    bool sq;
+    struct gap_select *q;
+};
+
+/* The first pass's terms: the gaps of the run after t[0], into a[0..n),
+ * each counted in its bucket. */
+static void gap_terms_counted(uint64_t *hist, const double *t, size_t n, double *a)
+{
+    for (size_t j = 0; j < n; j++) {
+        double d = t[j + 1] - t[j];
+        hist[gap_top(d)]++;
+        a[j] = d;
+    }
+}
+
+/* The second pass's terms: the gaps' squares about m, the gaps of the
+ * wanted buckets kept in the set on the way. */
+static void gap_terms_sq_kept(struct gap_select *q, const double *t, size_t n, double m,
+                              double *a)
+{
+    const unsigned char *wanted = q->wanted;   /* not reloaded after each add */
+    for (size_t j = 0; j < n; j++) {
+        double d = t[j + 1] - t[j];
+        if (wanted[gap_top(d)])
+            gap_set_add(&q->set, d);
+        a[j] = square_about(d, m);
+    }
+}
+
+/* The terms of the next n gaps into a, a record's run at a time: made as
+ * they are read, so each gap is touched once per pass. */
+static void gap_terms(struct gap_pass *p, double *a, size_t n)
+{
+    for (size_t k = 0; k < n;) {
+        const double *t;
+        size_t take = gap_next_run(&p->g, n - k, &t);
+        if (p->sq)
+            gap_terms_sq_kept(p->q, t, take, p->m, a + k);
+        else
+            gap_terms_counted(p->q->hist, t, take, a + k);
+        k += take;
+    }
+}
+
+/* pairwise_sum over the next n gaps' terms: the same splits, the same
+ * 128-value leaves, left before right. */
+static double gap_sum(struct gap_pass *p, size_t n)
 {
     if (n <= 128) {
         double a[128];
-        gap_next_n(g, a, n);
-        if (hist)
-            for (size_t i = 0; i < n; i++)
-                hist[gap_bucket(a[i])]++;
-        return pairwise_sum(a, n, m, sq);
+        gap_terms(p, a, n);
+        return pairwise_leaf(a, n);
     }
-    size_t n2 = n / 2;
-    n2 -= n2 % 8;
-    double left = gap_sum(g, n2, m, sq, hist);
-    return left + gap_sum(g, n - n2, m, sq, hist);
+    size_t n2 = pairwise_split(n);
+    double left = gap_sum(p, n2);
+    return left + gap_sum(p, n - n2);
 }
 
 /* The bucket of the k-th smallest gap, and how many gaps lie below it. */
@@ -328,8 +415,8 @@ static unsigned gap_rank_bucket(const struct gap_select *q, size_t k, size_t *be
 {
     unsigned b = 0;
     *below = 0;
-    while (*below + q->hist[b] <= k)
-        *below += q->hist[b++];
+    while (*below + q->hist[gap_top_of_bucket(b)] <= k)
+        *below += q->hist[gap_top_of_bucket(b++)];
     return b;
 }
 
@@ -342,24 +429,14 @@ static double gap_note(void *ctx, size_t k)
     return 0;
 }
 
-/* Puts the gaps of the buckets holding the noted ranks into q->set. */
-static void gap_collect(struct gap_select *q, const struct atr_llm_record *r, size_t gaps)
+/* Marks the buckets holding the noted ranks (q->hist complete). */
+static void gap_want_ranks(struct gap_select *q)
 {
     q->wanted = xcalloc(GAP_BUCKETS, 1);
     for (size_t i = 0; i < q->n_ranks; i++) {
         size_t below;
-        q->wanted[gap_rank_bucket(q, q->ranks[i], &below)] = 1;
+        q->wanted[gap_top_of_bucket(gap_rank_bucket(q, q->ranks[i], &below))] = 1;
     }
-    struct gap_reader g = { r, 0, 1 };
-    double a[128];
-    for (size_t done = 0; done < gaps; done += 128) {
-        size_t n = gaps - done < 128 ? gaps - done : 128;
-        gap_next_n(&g, a, n);
-        for (size_t i = 0; i < n; i++)
-            if (q->wanted[gap_bucket(a[i])])
-                gap_set_add(&q->set, a[i]);
-    }
-    gap_set_rank(&q->set);
 }
 
 /* The k-th smallest gap: its bucket's run in the sorted set, the gaps
@@ -398,7 +475,20 @@ static void gap_select_release(struct gap_select *q)
     free(q->set.upto);
 }
 
-/* stat_fill_at for the inter-token gaps of r[0..n). */
+/* The ranks the summary of `gaps` gaps asks for: the median's and the
+ * percentiles'. */
+static void gap_note_ranks(struct gap_select *q, size_t gaps, const double *pct, size_t np)
+{
+    gap_note(q, gaps / 2);
+    if (gaps % 2 == 0)
+        gap_note(q, gaps / 2 - 1);
+    for (size_t i = 0; i < np; i++)
+        atr_percentile_by_rank(gaps, pct[i], gap_note, q);
+}
+
+/* stat_fill_at for the inter-token gaps of r[0..n), in two readings of
+ * the gaps: the mean and the buckets' counts, then the variance and the
+ * gaps of the buckets holding the ranks asked for. */
 static void itl_fill(const struct atr_llm_record *r, size_t n,
                      const struct atr_llm_bench_config *cfg, struct atr_llm_stat *st)
 {
@@ -407,19 +497,16 @@ static void itl_fill(const struct atr_llm_record *r, size_t n,
     if (gaps == 0)
         return;
     struct gap_select q = { .hist = xcalloc(GAP_BUCKETS, sizeof *q.hist) };
-    struct gap_reader g = { r, 0, 1 };
-    double m = gap_sum(&g, gaps, 0, false, q.hist) / (double)gaps;
-    st->mean = m * 1000;
-    g = (struct gap_reader){ r, 0, 1 };
-    st->std = sqrt(gap_sum(&g, gaps, m, true, NULL) / (double)gaps) * 1000;
     double pct[ATR_LLM_MAX_PCT];
     size_t np = atr_llm_pct_list(cfg, false, pct);
-    gap_note(&q, gaps / 2);
-    if (gaps % 2 == 0)
-        gap_note(&q, gaps / 2 - 1);
-    for (size_t i = 0; i < np; i++)
-        atr_percentile_by_rank(gaps, pct[i], gap_note, &q);
-    gap_collect(&q, r, gaps);
+    gap_note_ranks(&q, gaps, pct, np);
+    struct gap_pass p = { { r, 0, 1 }, 0, false, &q };
+    double m = gap_sum(&p, gaps) / (double)gaps;
+    st->mean = m * 1000;
+    gap_want_ranks(&q);
+    p = (struct gap_pass){ { r, 0, 1 }, m, true, &q };
+    st->std = sqrt(gap_sum(&p, gaps) / (double)gaps) * 1000;
+    gap_set_rank(&q.set);
     double median = gaps % 2 ? gap_select_kth(&q, gaps / 2)
         : (0.0 + gap_select_kth(&q, gaps / 2 - 1) + gap_select_kth(&q, gaps / 2)) / 2;
     st->median = median * 1000;
@@ -493,6 +580,46 @@ static void count_failures(const struct atr_llm_record *r, size_t n, struct atr_
     free(v);
 }
 
+/* Chunks of the successful records per second from lo, into tok[0..nb). */
+static void count_tokens(const struct atr_llm_record *r, size_t n, double lo,
+                         int64_t *tok, size_t nb)
+{
+    double top = (double)nb;
+    for (size_t i = 0; i < n; i++) {
+        if (!r[i].success)
+            continue;
+        const double *t = r[i].chunk_s;
+        for (size_t c = 0; c < r[i].n_chunks; c++) {
+            /* floor(x) is in [0, nb) exactly when x is (nb is whole), and
+             * then it is x truncated: no floor call a token, and a signed
+             * conversion, which is one instruction (nb < 2^27) */
+            double x = t[c] - lo;
+            if (x >= 0 && x < top)
+                tok[(int64_t)x]++;
+        }
+    }
+}
+
+/* Successful requests active in each second from lo, into conc[0..nb)
+ * (conc has room for nb + 1): +1 where a request's first second starts, -1
+ * after its last, then running totals; the same counts as one increment per
+ * second a request spans, in one step per request. */
+static void count_active(const struct atr_llm_record *r, size_t n, double lo,
+                         int64_t *conc, size_t nb)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (!r[i].success)
+            continue;
+        size_t b0 = (size_t)floor(r[i].start_s - lo), b1 = (size_t)floor(r[i].end_s - lo);
+        if (b0 > b1 || b0 >= nb)
+            continue;
+        conc[b0]++;
+        conc[b1 < nb ? b1 + 1 : nb]--;
+    }
+    for (size_t b = 1; b < nb; b++)
+        conc[b] += conc[b - 1];
+}
+
 /* Second buckets from the first successful start: chunks per second and
  * requests active in each second (vLLM's max_output_tokens_per_s and
  * max_concurrent_requests). */
@@ -511,21 +638,9 @@ static int peaks(const struct atr_llm_record *r, size_t n, struct atr_llm_summar
     if (!(span >= 0) || span + 1 > (double)MAX_BUCKETS)
         return atr_error_set(err, "request times span %g s: clock out of range", hi - lo);
     size_t nb = (size_t)span + 1;
-    int64_t *tok = xcalloc(nb, sizeof *tok), *conc = xcalloc(nb, sizeof *conc);
-    for (size_t i = 0; i < n; i++) {
-        if (!r[i].success)
-            continue;
-        for (size_t c = 0; c < r[i].n_chunks; c++) {
-            /* floor(x) is in [0, nb) exactly when x is (nb is whole), and
-             * then it is x truncated: no floor call a token */
-            double x = r[i].chunk_s[c] - lo;
-            if (x >= 0 && x < (double)nb)
-                tok[(size_t)x]++;
-        }
-        size_t b0 = (size_t)floor(r[i].start_s - lo), b1 = (size_t)floor(r[i].end_s - lo);
-        for (size_t b = b0; b <= b1 && b < nb; b++)
-            conc[b]++;
-    }
+    int64_t *tok = xcalloc(nb, sizeof *tok), *conc = xcalloc(nb + 1, sizeof *conc);
+    count_tokens(r, n, lo, tok, nb);
+    count_active(r, n, lo, conc, nb);
     for (size_t b = 0; b < nb; b++) {
         if ((double)tok[b] > s->max_output_tokens_per_s)
             s->max_output_tokens_per_s = (double)tok[b];
@@ -567,6 +682,109 @@ static int cmp_session(const void *pa, const void *pb)
     return (a->send_s > b->send_s) - (a->send_s < b->send_s);
 }
 
+/* ---- session order without sorting every record by its id ----
+ * qsort by cmp_session was most of the sessions' cost: a strcmp of trace
+ * ids for each of n log n comparisons. The records are grouped by id in a
+ * hash table instead, only the distinct ids are sorted, and each group's
+ * records, kept in input order, are sorted by turn and send time only
+ * when they are not so already. That is the order a stable sort (glibc's
+ * merge sort, which the qsort was) gives, ties included. */
+struct session_group {
+    const char *id;
+    size_t n, at;                   /* records; where they start in v */
+};
+
+/* Distinct ids, in order of first appearance, and an open-addressing
+ * index of them; both grow with the ids, not with the records. */
+struct session_table {
+    size_t *slot;                   /* group index + 1; 0: empty */
+    size_t cap;                     /* slots, a power of two */
+    struct session_group *g;
+    size_t n, g_cap;
+};
+
+/* The slot of id: its group's, or the empty one where it would go. */
+static size_t session_slot(const struct session_table *t, const char *id)
+{
+    size_t k = (size_t)XXH3_64bits(id, strlen(id)) & (t->cap - 1);
+    while (t->slot[k] && strcmp(t->g[t->slot[k] - 1].id, id) != 0)
+        k = (k + 1) & (t->cap - 1);
+    return k;
+}
+
+static void session_table_grow(struct session_table *t)
+{
+    free(t->slot);
+    t->cap = t->cap ? 2 * t->cap : 64;
+    t->slot = xcalloc(t->cap, sizeof *t->slot);
+    for (size_t j = 0; j < t->n; j++)
+        t->slot[session_slot(t, t->g[j].id)] = j + 1;
+}
+
+/* The group of id, added (empty) if new. */
+static size_t session_group_of(struct session_table *t, const char *id)
+{
+    if (2 * (t->n + 1) > t->cap)
+        session_table_grow(t);
+    size_t k = session_slot(t, id);
+    if (t->slot[k])
+        return t->slot[k] - 1;
+    if (t->n == t->g_cap) {
+        t->g_cap = t->g_cap ? 2 * t->g_cap : 64;
+        t->g = xreallocarray(t->g, t->g_cap, sizeof *t->g);
+    }
+    t->g[t->n] = (struct session_group){ id, 0, 0 };
+    t->slot[k] = ++t->n;
+    return t->n - 1;
+}
+
+static int cmp_group(const void *pa, const void *pb)
+{
+    const struct session_group *a = *(const struct session_group *const *)pa;
+    const struct session_group *b = *(const struct session_group *const *)pb;
+    return strcmp(a->id, b->id);
+}
+
+/* v[0..m) sorted by cmp_session (one trace id throughout), left as it is
+ * when already in order. */
+static void session_sort_group(const struct atr_llm_record **v, size_t m)
+{
+    for (size_t i = 1; i < m; i++)
+        if (cmp_session(&v[i - 1], &v[i]) > 0) {
+            qsort(v, m, sizeof *v, cmp_session);
+            return;
+        }
+}
+
+/* The m records of r[0..n) that have a trace_id, into v in session order. */
+static void session_order(const struct atr_llm_record *r, size_t n,
+                          const struct atr_llm_record **v, size_t m)
+{
+    struct session_table t = { NULL, 0, NULL, 0, 0 };
+    size_t *group = xcalloc(m ? m : 1, sizeof *group);      /* of each record */
+    for (size_t i = 0, k = 0; i < n; i++)
+        if (r[i].trace_id) {
+            size_t j = session_group_of(&t, r[i].trace_id);   /* may move t.g */
+            t.g[j].n++;
+            group[k++] = j;
+        }
+    struct session_group **by_id = xcalloc(t.n ? t.n : 1, sizeof *by_id);
+    for (size_t j = 0; j < t.n; j++)
+        by_id[j] = &t.g[j];
+    qsort(by_id, t.n, sizeof *by_id, cmp_group);
+    for (size_t j = 0, at = 0; j < t.n; at += by_id[j++]->n)
+        by_id[j]->at = at;
+    for (size_t i = 0, k = 0; i < n; i++)
+        if (r[i].trace_id)
+            v[t.g[group[k++]].at++] = &r[i];
+    for (size_t j = 0, at = 0; j < t.n; at += by_id[j++]->n)
+        session_sort_group(v + at, by_id[j]->n);
+    free(by_id);
+    free(group);
+    free(t.g);
+    free(t.slot);
+}
+
 struct session_sets {
     struct atr_samples completion, model, think;
 };
@@ -602,9 +820,8 @@ static void fill_sessions(const struct atr_llm_record *r, size_t n,
     const struct atr_llm_record **v = xcalloc(n ? n : 1, sizeof *v);
     size_t m = 0;
     for (size_t i = 0; i < n; i++)
-        if (r[i].trace_id)
-            v[m++] = &r[i];
-    qsort(v, m, sizeof *v, cmp_session);
+        m += r[i].trace_id != NULL;
+    session_order(r, n, v, m);
     struct session_sets k = {ATR_SAMPLES_INIT, ATR_SAMPLES_INIT, ATR_SAMPLES_INIT};
     for (size_t i = 0, j; i < m; i = j) {
         for (j = i + 1; j < m && strcmp(v[j]->trace_id, v[i]->trace_id) == 0; j++)

@@ -246,6 +246,163 @@ static void test_itl_percentiles_exact(void **state)
     atr_llm_summary_release(&s);
 }
 
+/* numpy's pairwise sum (block 128, eight accumulators), written out here
+ * over a plain array, apart from the summary's version that reads the gaps
+ * out of the records. */
+static double np_pairwise(const double *a, size_t n)
+{
+    if (n < 8) {
+        double res = 0.0;
+        for (size_t i = 0; i < n; i++)
+            res += a[i];
+        return res;
+    }
+    if (n <= 128) {
+        double r[8];
+        memcpy(r, a, sizeof r);
+        size_t i;
+        for (i = 8; i < n - n % 8; i += 8)
+            for (size_t j = 0; j < 8; j++)
+                r[j] += a[i + j];
+        double res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+        for (; i < n; i++)
+            res += a[i];
+        return res;
+    }
+    size_t n2 = n / 2;
+    n2 -= n2 % 8;
+    return np_pairwise(a, n2) + np_pairwise(a + n2, n - n2);
+}
+
+/* The mean and std of gaps[0..n) as numpy makes them. */
+static void np_mean_std(const double *gaps, size_t n, double *sq, double *mean, double *std)
+{
+    double m = np_pairwise(gaps, n) / (double)n;
+    for (size_t i = 0; i < n; i++) {
+        double d = gaps[i] - m;
+        sq[i] = d * d;
+    }
+    *mean = m;
+    *std = sqrt(np_pairwise(sq, n) / (double)n);
+}
+
+/* The gaps' mean, std and percentiles, which the summary makes in two
+ * passes over the records (sums leaf by leaf, buckets by top bits), equal
+ * numpy's over the array of gaps, bit for bit: many leaves, runs of gaps
+ * that cross leaves, failed records in between, negative gaps, -0.0,
+ * zeros and repeats. A changed summation order shows in the last bit of
+ * only some sums, so the mean and std are checked over many prefixes of
+ * the records. */
+static void test_itl_matches_array(void **state)
+{
+    (void)state;
+    enum { NREC = 400, NCH = 700 };
+    static double times[NREC][NCH];
+    static struct atr_llm_record r[NREC];
+    static double gaps[NREC * NCH], sq[NREC * NCH];
+    static size_t upto[NREC + 1];           /* gaps of r[0..i) */
+    uint64_t x = 2463534242ULL;
+    for (size_t i = 0; i < NREC; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        size_t n = (size_t)(x % NCH), ng = upto[i];
+        bool ok = x % 11 != 0;
+        double t = 3.0 + (double)i / 7;
+        for (size_t c = 0; c < n; c++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            double g = x % 9 == 0 ? 0.03125 : x % 13 == 0 ? -0.0
+                     : x % 17 == 0 ? -ldexp((double)(x % 97), -9)
+                                   : (double)(x % 100003) / 999983 / (double)(1 + x % 1000);
+            double prev = t;
+            t = c ? t + g : t;
+            if (c > 0 && ok)
+                gaps[ng++] = t - prev;
+            times[i][c] = t;
+        }
+        upto[i + 1] = ng;
+        r[i] = (struct atr_llm_record){ .id = i, .start_s = (double)i / 7, .end_s = t,
+                                        .chunk_s = times[i], .n_chunks = n,
+                                        .output_tokens = (int64_t)n, .success = ok,
+                                        .error = ok ? NULL : "http 500" };
+    }
+    size_t ng = upto[NREC];
+    assert_true(ng > 50000);
+    struct atr_llm_bench_config c = base_cfg();
+    const double pct[] = {0, 0.5, 10, 50, 75, 99, 99.99, 100};
+    c.n_percentiles = sizeof pct / sizeof *pct;
+    memcpy(c.percentiles, pct, sizeof pct);
+    struct atr_llm_summary s;
+    struct atr_error err;
+    for (size_t k = 1; k < NREC; k += 9) {
+        double mean, std;
+        if (upto[k] == 0)
+            continue;
+        assert_int_equal(atr_llm_summarize(r, k, &c, &s, &err), 0);
+        np_mean_std(gaps, upto[k], sq, &mean, &std);
+        assert_true(s.itl.mean == mean * 1000);
+        assert_true(s.itl.std == std * 1000);
+        atr_llm_summary_release(&s);
+    }
+    assert_int_equal(atr_llm_summarize(r, NREC, &c, &s, &err), 0);
+    atr_sort_doubles(gaps, ng);
+    double median = ng % 2 ? gaps[ng / 2] : (0.0 + gaps[ng / 2 - 1] + gaps[ng / 2]) / 2;
+    assert_true(s.itl.median == median * 1000);
+    for (size_t i = 0; i < c.n_percentiles; i++)
+        assert_true(s.itl.p[i] == atr_percentile_sorted(gaps, ng, pct[i]) * 1000);
+    atr_llm_summary_release(&s);
+}
+
+/* The peaks, counted per second from the first successful start, equal a
+ * direct count: requests that start and end in the same second, span many,
+ * end on a whole second, fail (not counted), and chunks at both ends. */
+static void test_peaks_match_direct_count(void **state)
+{
+    (void)state;
+    enum { NREC = 300, NCH = 40, NB = 400 };
+    static double times[NREC][NCH];
+    static struct atr_llm_record r[NREC];
+    uint64_t x = 88172645463325252ULL;
+    double lo = INFINITY;
+    for (size_t i = 0; i < NREC; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        double start = 5.0 + (double)(x % 1500) / 10, t = start;
+        size_t n = (size_t)(x >> 20) % NCH;
+        for (size_t c = 0; c < n; c++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            t += (double)(x % 8) / 4;
+            times[i][c] = t;
+        }
+        bool ok = x % 7 != 0;
+        double end = n ? t : start + (double)(x % 3);
+        r[i] = (struct atr_llm_record){ .id = i, .start_s = start, .end_s = end,
+                                        .chunk_s = times[i], .n_chunks = n,
+                                        .output_tokens = (int64_t)n, .success = ok,
+                                        .error = ok ? NULL : "http 500" };
+        if (ok)
+            lo = fmin(lo, start);
+    }
+    int64_t tok[NB] = {0}, conc[NB] = {0}, max_tok = 0, max_conc = 0;
+    for (size_t i = 0; i < NREC; i++) {
+        if (!r[i].success)
+            continue;
+        for (size_t c = 0; c < r[i].n_chunks; c++)
+            tok[(size_t)floor(r[i].chunk_s[c] - lo)]++;
+        for (size_t b = (size_t)floor(r[i].start_s - lo); b <= (size_t)floor(r[i].end_s - lo); b++)
+            conc[b]++;
+    }
+    for (size_t b = 0; b < NB; b++) {
+        max_tok = tok[b] > max_tok ? tok[b] : max_tok;
+        max_conc = conc[b] > max_conc ? conc[b] : max_conc;
+    }
+    struct atr_llm_bench_config c = base_cfg();
+    struct atr_llm_summary s;
+    struct atr_error err;
+    assert_int_equal(atr_llm_summarize(r, NREC, &c, &s, &err), 0);
+    assert_true(max_conc > 10);
+    assert_int_equal(s.max_concurrent_requests, max_conc);
+    assert_true(s.max_output_tokens_per_s == (double)max_tok);
+    atr_llm_summary_release(&s);
+}
+
 /* More than ATR_LLM_MAX_PCT percentiles is refused, not truncated. */
 static void test_too_many_percentiles(void **state)
 {
@@ -443,6 +600,8 @@ int main(void)
         cmocka_unit_test(test_percentile_keys),
         cmocka_unit_test(test_too_many_percentiles),
         cmocka_unit_test(test_itl_percentiles_exact),
+        cmocka_unit_test(test_itl_matches_array),
+        cmocka_unit_test(test_peaks_match_direct_count),
         cmocka_unit_test(test_sessions_hand_computed),
         cmocka_unit_test(test_sessions_outputs),
         cmocka_unit_test(test_single_turn_sessions_silent),
