@@ -33,6 +33,11 @@ struct parser {
     struct atr_json_err *err;
     char *scratch;      /* the string being decoded (malloc) */
     size_t scratch_cap; /* usable bytes; SCRATCH_SLACK more are allocated */
+    const char *pack_key;  /* atr_json_opts.pack_key and its length */
+    size_t pack_key_len;
+    uint64_t pack_max;
+    uint64_t *ints;     /* the packed array being read (malloc) */
+    size_t ints_cap;
 };
 
 /* Decoding never writes ahead of the input consumed, so a window of cap
@@ -138,6 +143,7 @@ static void init_node(struct atr_json *n, enum atr_json_type t, uint32_t line, u
     n->next = NULL;
     n->u.kids.first = n->u.kids.last = NULL;  /* the largest union member */
     n->u.kids.count = 0;
+    n->packed = false;
     n->i = 0;
     n->raw = NULL;
     n->raw_len = 0;
@@ -558,24 +564,34 @@ static bool eight_digits(const unsigned char *p, uint64_t *out)
     return true;
 }
 
-/* The common literal, a positive integer of at most 18 digits, in one
- * pass (block ids are most of a trace's numbers); NULL for any other, left
- * to parse_number's checks. */
-static struct atr_json *parse_small_int(struct parser *ps)
+/* The common literal, an integer of at most 18 digits without sign or
+ * leading zero, at s (a digit, before end), in one pass (block ids are most
+ * of a trace's numbers): its end, with the value in *out; NULL for any
+ * other literal, left to parse_number's checks. */
+static const unsigned char *scan_small_int(const unsigned char *s, const unsigned char *end,
+                                           uint64_t *out)
 {
-    const unsigned char *s = ps->p, *p = s, *end = ps->end;
-    const unsigned char *lim = end - s > 18 ? s + 18 : end;
+    const unsigned char *p = s, *lim = *s == '0' ? s + 1 : end - s > 18 ? s + 18 : end;
     uint64_t m = 0;
-    if (*s == '0')
-        return NULL;
     for (uint64_t v; lim - p >= 8 && eight_digits(p, &v); p += 8)
         m = m * 100000000 + v;
     for (; p < lim && is_digit(*p); p++)
         m = m * 10 + (uint64_t)(*p - '0');
     if (p < end && (is_digit(*p) || *p == '.' || (*p | 0x20) == 'e'))
         return NULL;
-    ps->p = p;
-    struct atr_json *n = number_node(ps, s, p);
+    *out = m;
+    return p;
+}
+
+static struct atr_json *parse_small_int(struct parser *ps)
+{
+    const unsigned char *s = ps->p;
+    uint64_t m;
+    const unsigned char *e = scan_small_int(s, ps->end, &m);
+    if (!e)
+        return NULL;
+    ps->p = e;
+    struct atr_json *n = number_node(ps, s, e);
     n->is_int = true;
     n->i = (int64_t)m;
     n->u.num = (double)n->i;
@@ -642,7 +658,57 @@ static struct atr_json *open_container(struct parser *ps, enum atr_json_type t)
     return n;
 }
 
-static struct atr_json *parse_array(struct parser *ps)
+/* Appends v to the packed values being read. */
+static void push_int(struct parser *ps, size_t n, uint64_t v)
+{
+    if (n == ps->ints_cap) {
+        ps->ints_cap = ps->ints_cap ? 2 * ps->ints_cap : 1024;
+        ps->ints = xrealloc(ps->ints, ps->ints_cap * sizeof *ps->ints);
+    }
+    ps->ints[n] = v;
+}
+
+/* Reads the elements of the array arr, at ps->p (past '[' and blanks, not
+ * ']'), and its ']' into a packed arr when every element packs (see
+ * atr_json_opts). Otherwise returns false with ps back at the first
+ * element, for parse_array to read again, errors included. */
+static bool parse_packed(struct parser *ps, struct atr_json *arr)
+{
+    const unsigned char *p0 = ps->p, *line_start0 = ps->line_start;
+    uint32_t line0 = ps->line;
+    size_t n = 0;
+    for (;;) {
+        uint64_t v;
+        const unsigned char *e = ps->p < ps->end && is_digit(*ps->p)
+                                     ? scan_small_int(ps->p, ps->end, &v) : NULL;
+        if (!e || v > ps->pack_max)
+            break;
+        push_int(ps, n++, v);
+        ps->p = e;
+        skip_ws(ps);
+        if (ps->p < ps->end && *ps->p == ',') {
+            ps->p++;
+            skip_ws(ps);
+            continue;
+        }
+        if (ps->p >= ps->end || *ps->p != ']')
+            break;
+        arr->packed = true;
+        arr->u.kids.count = n;
+        arr->ints = atr_arena_alloc(ps->arena, n * sizeof *arr->ints);
+        memcpy(arr->ints, ps->ints, n * sizeof *arr->ints);
+        ps->p++;
+        ps->depth--;
+        return true;
+    }
+    ps->p = p0;
+    ps->line = line0;
+    ps->line_start = line_start0;
+    return false;
+}
+
+/* The array at ps->p; pack: whether it may come back packed. */
+static struct atr_json *parse_array(struct parser *ps, bool pack)
 {
     struct atr_json *arr = open_container(ps, ATR_JSON_ARRAY);
     if (!arr)
@@ -652,6 +718,8 @@ static struct atr_json *parse_array(struct parser *ps)
         ps->depth--;
         return arr;
     }
+    if (pack && parse_packed(ps, arr))
+        return arr;
     for (;;) {
         struct atr_json *kid = parse_value(ps);
         if (!kid)
@@ -690,7 +758,10 @@ static struct atr_json *parse_member(struct parser *ps, const char *after)
         return fail(ps, ps->p, "expected ':' after object key, found %s", found(ps, ps->p, buf));
     ps->p++;
     skip_ws(ps);
-    struct atr_json *v = parse_value(ps);
+    bool pack = ps->pack_key && key_len == ps->pack_key_len &&
+                memcmp(key, ps->pack_key, key_len) == 0;
+    struct atr_json *v = pack && ps->p < ps->end && *ps->p == '[' ? parse_array(ps, true)
+                                                                  : parse_value(ps);
     if (v) {
         v->key = key;
         v->key_len = key_len;
@@ -744,7 +815,7 @@ static struct atr_json *parse_value(struct parser *ps)
     case '{':
         return parse_object(ps);
     case '[':
-        return parse_array(ps);
+        return parse_array(ps, false);
     case 't':
         return parse_literal(ps, "true", ATR_JSON_TRUE);
     case 'f':
@@ -776,6 +847,9 @@ int atr_json_parse(struct atr_arena *arena, const char *text, size_t len,
         .max_depth = opts && opts->max_depth ? opts->max_depth : ATR_JSON_DEFAULT_DEPTH,
         .nonfinite = opts && opts->allow_nonfinite,
         .err = err ? err : &scratch,
+        .pack_key = opts ? opts->pack_key : NULL,
+        .pack_key_len = opts && opts->pack_key ? strlen(opts->pack_key) : 0,
+        .pack_max = opts ? opts->pack_max : 0,
     };
     if (ps.max_depth > JSON_DEPTH_LIMIT)
         ps.max_depth = JSON_DEPTH_LIMIT;
@@ -790,6 +864,7 @@ int atr_json_parse(struct atr_arena *arena, const char *text, size_t len,
         }
     }
     free(ps.scratch);
+    free(ps.ints);
     *out = v;
     return v ? 0 : -1;
 }
@@ -881,8 +956,8 @@ struct atr_json *atr_json_new_num(struct atr_arena *a, double v)
 void atr_json_append(struct atr_arena *a, struct atr_json *parent,
                      const char *key, struct atr_json *child)
 {
-    if (parent->type != ATR_JSON_ARRAY && parent->type != ATR_JSON_OBJECT)
-        return;  /* not a container: nothing to append to */
+    if ((parent->type != ATR_JSON_ARRAY && parent->type != ATR_JSON_OBJECT) || parent->packed)
+        return;  /* not a container of nodes: nothing to append to */
     child->next = NULL;
     child->key = NULL;
     child->key_len = 0;
@@ -902,6 +977,11 @@ struct atr_json *atr_json_copy(struct atr_arena *a, const struct atr_json *v)
     n->next = NULL;
     if (v->key)
         n->key = atr_arena_strndup(a, v->key, v->key_len);
+    if (v->packed) {
+        n->ints = atr_arena_alloc(a, v->u.kids.count * sizeof *n->ints);
+        memcpy(n->ints, v->ints, v->u.kids.count * sizeof *n->ints);
+        return n;
+    }
     if (v->raw)
         n->raw = atr_arena_strndup(a, v->raw, v->raw_len);
     if (v->type == ATR_JSON_STRING)
@@ -1119,6 +1199,14 @@ static int write_double(struct atr_buf *b, double v)
 
 static int write_value(struct atr_buf *b, const struct atr_json *v);
 
+static int write_packed(struct atr_buf *b, const struct atr_json *v)
+{
+    int rc = atr_buf_putc(b, '[');
+    for (size_t k = 0; k < v->u.kids.count && rc == 0; k++)
+        rc = (k ? atr_buf_putc(b, ',') : 0) | atr_buf_put_u64(b, v->ints[k]);
+    return rc < 0 ? -1 : atr_buf_putc(b, ']');
+}
+
 static int write_kids(struct atr_buf *b, const struct atr_json *v, char lb, char rb)
 {
     if (atr_buf_putc(b, lb) < 0)
@@ -1153,7 +1241,7 @@ static int write_value(struct atr_buf *b, const struct atr_json *v)
     case ATR_JSON_STRING:
         return write_string(b, v->u.str.s, v->u.str.len);
     case ATR_JSON_ARRAY:
-        return write_kids(b, v, '[', ']');
+        return v->packed ? write_packed(b, v) : write_kids(b, v, '[', ']');
     case ATR_JSON_OBJECT:
         return write_kids(b, v, '{', '}');
     }

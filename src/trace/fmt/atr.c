@@ -49,6 +49,11 @@ static int read_ids(struct atr_reader *r, struct atr_trace *t, struct atr_json *
 {
     if (v->type != ATR_JSON_ARRAY)
         return atr_reader_fail_at(r, v, "expected \"hash_ids\" to be an array of integers");
+    if (v->packed) {  /* the parser checked every id against pack_max (next) */
+        *ids = v->ints;
+        *n = (uint32_t)v->u.kids.count;
+        return 0;
+    }
     *ids = atr_arena_alloc(&t->arena, (v->u.kids.count ? v->u.kids.count : 1) * sizeof **ids);
     *n = 0;
     for (struct atr_json *e = v->u.kids.first; e; e = e->next) {
@@ -285,6 +290,10 @@ static int read_trace(struct atr_reader *r, struct atr_trace *t, struct atr_json
 static int next(struct atr_reader *r, struct atr_trace *t)
 {
     struct atr_json *doc;
+    /* Hash ids parse straight into one array that read_ids borrows: a node
+     * per id was most of the cost of reading a trace (issue 16). */
+    r->pack_key = "hash_ids";
+    r->pack_max = ATR_HASH_ID_MASK;
     int rc = atr_reader_json_line(r, &t->arena, &doc);   /* blank lines are skipped */
     return rc <= 0 ? rc : read_trace(r, t, doc);
 }
