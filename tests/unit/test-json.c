@@ -1086,6 +1086,40 @@ static void test_packed_use(void **state)
     jw_expect(w, "{\"ids\":[5,6],\"n\":1}");
 }
 
+/* Integer literals of every length, ending at the input's end or before
+ * more bytes (the fast paths read 8 or 16 bytes at a time), packed or not. */
+static void test_int_lengths(void **state)
+{
+    static const char digits[] = "98765432101234567890123";
+    static const char *const tails[] = {"", "]", ",1]", "  ,  2 ]                ", ".5]", "e1]", "x]"};
+    for (size_t len = 1; len <= 22; len++) {
+        for (size_t t = 0; t < sizeof tails / sizeof *tails; t++) {
+            char text[80];
+            snprintf(text, sizeof text, "{\"ids\":[%.*s%s", (int)len, digits, tails[t]);
+            if (!tails[t][0])
+                snprintf(text, sizeof text, "%.*s", (int)len, digits);
+            struct atr_json *plain = NULL, *packed = NULL;
+            struct atr_json_err e1 = {0}, e2 = {0};
+            int rc1 = parse_opts(text, strlen(text), NULL, &plain, &e1);
+            int rc2 = parse_opts(text, strlen(text), &pack_opts, &packed, &e2);
+            assert_int_equal(rc1, rc2);
+            if (rc1 < 0) {
+                assert_string_equal(e1.msg, e2.msg);
+                assert_int_equal(e1.col, e2.col);
+                continue;
+            }
+            assert_string_equal(to_json(plain), to_json(packed));
+            const struct atr_json *n = tails[t][0] ? atr_json_get(plain, "ids")->u.kids.first : plain;
+            bool fraction = tails[t][0] == '.' || tails[t][0] == 'e';
+            if (len <= 18 && !fraction) {
+                assert_true(n->is_int);
+                assert_int_equal(n->i, strtoll(text + (tails[t][0] ? 8 : 0), NULL, 10));
+            }
+            assert_int_equal(n->raw_len, len + (fraction ? 2 : 0));
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1120,6 +1154,7 @@ int main(void)
         cmocka_unit_test_teardown(test_packed_fallback, teardown),
         cmocka_unit_test_teardown(test_packed_errors, teardown),
         cmocka_unit_test_teardown(test_packed_use, teardown),
+        cmocka_unit_test_teardown(test_int_lengths, teardown),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     atr_arena_release(&arena);
