@@ -565,32 +565,24 @@ static bool eight_digits(const unsigned char *p, uint64_t *out)
 }
 
 #ifdef __SSE2__
-/* The digits at s (a digit, not '0'), with 16 bytes readable there: sets
- * *out to the value of the first up to 16 and returns their end. A digit
- * mask counts them; the bytes past them are zeroed, so multiply-adds of
- * pairs, fours and eights give the value times 10^(16 - count). */
-static const unsigned char *sixteen_digits(const unsigned char *s, uint64_t *out)
+/* Whether s[0..16) are all digits, and their value: the digit mask of one
+ * 16-byte load, then multiply-adds of pairs, fours and eights (16-digit
+ * block ids are most of a trace's numbers). */
+static bool sixteen_digits(const unsigned char *s, uint64_t *out)
 {
     const __m128i zero = _mm_setzero_si128();
     __m128i v = _mm_sub_epi8(_mm_loadu_si128((const __m128i *)s), _mm_set1_epi8('0'));
     __m128i digit = _mm_cmpeq_epi8(_mm_subs_epu8(v, _mm_set1_epi8(9)), zero);
-    unsigned other = (unsigned)_mm_movemask_epi8(digit) ^ 0xffff;
-    unsigned n = other ? (unsigned)__builtin_ctz(other) : 16;
-    __m128i iota = _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    v = _mm_and_si128(v, _mm_cmplt_epi8(iota, _mm_set1_epi8((char)n)));
+    if (_mm_movemask_epi8(digit) != 0xffff)
+        return false;
     /* 16-bit lanes (a, b) weighted (10, 1), then (100, 1), then (10000, 1). */
     __m128i two = _mm_packs_epi32(_mm_madd_epi16(_mm_unpacklo_epi8(v, zero), _mm_set1_epi32(0x1000a)),
                                   _mm_madd_epi16(_mm_unpackhi_epi8(v, zero), _mm_set1_epi32(0x1000a)));
     __m128i four = _mm_madd_epi16(two, _mm_set1_epi32(0x10064));
     __m128i eight = _mm_madd_epi16(_mm_packs_epi32(four, four), _mm_set1_epi32(0x12710));
-    uint64_t m = (uint64_t)(uint32_t)_mm_cvtsi128_si32(eight) * 100000000 +
-                 (uint32_t)_mm_cvtsi128_si32(_mm_srli_si128(eight, 4));
-    static const uint64_t scale[] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000,
-                                     100000000, 1000000000, 10000000000, 100000000000,
-                                     1000000000000, 10000000000000, 100000000000000,
-                                     1000000000000000};
-    *out = n == 16 ? m : m / scale[16 - n];
-    return s + n;
+    *out = (uint64_t)(uint32_t)_mm_cvtsi128_si32(eight) * 100000000 +
+           (uint32_t)_mm_cvtsi128_si32(_mm_srli_si128(eight, 4));
+    return true;
 }
 #endif
 
@@ -603,16 +595,13 @@ static const unsigned char *scan_small_int(const unsigned char *s, const unsigne
 {
     const unsigned char *p = s, *lim = *s == '0' ? s + 1 : end - s > 18 ? s + 18 : end;
     uint64_t m = 0;
-    bool more = true;
 #ifdef __SSE2__
-    if (end - s >= 16 && *s != '0') {  /* most literals: no loop */
-        p = sixteen_digits(s, &m);
-        more = p == s + 16;
-    }
+    if (end - s >= 16 && is_digit(s[15]) && *s != '0' && sixteen_digits(s, &m))
+        p += 16;
 #endif
-    for (uint64_t v; more && lim - p >= 8 && eight_digits(p, &v); p += 8)
+    for (uint64_t v; lim - p >= 8 && eight_digits(p, &v); p += 8)
         m = m * 100000000 + v;
-    for (; more && p < lim && is_digit(*p); p++)
+    for (; p < lim && is_digit(*p); p++)
         m = m * 10 + (uint64_t)(*p - '0');
     if (p < end && (is_digit(*p) || *p == '.' || (*p | 0x20) == 'e'))
         return NULL;
