@@ -1,7 +1,9 @@
 /* fuzz-json.c - libFuzzer target for the JSON parser and writer.
  * Parses the bytes with and without non-finite numbers; whatever parses
  * must write out as JSON that parses again (non-finite numbers turn into
- * null, so strictly), and writing that again must be a fixed point. */
+ * null, so strictly), and writing that again must be a fixed point. With
+ * integer arrays packed (under the key "a"), the parse must fail alike or
+ * write out the same. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -48,8 +50,35 @@ static int check(const uint8_t *data, size_t size, bool nonfinite)
     return 0;
 }
 
+/* Parsing with packed arrays gives the same error or the same output. */
+static void check_packed(const uint8_t *data, size_t size)
+{
+    struct atr_json_opts plain = {.max_depth = size & 64 ? 8 : 0};
+    struct atr_json_opts packed = plain;
+    packed.pack_key = "a";
+    packed.pack_max = size & 128 ? 1000 : UINT64_MAX;
+    struct atr_json *v = NULL, *w = NULL;
+    struct atr_json_err e1, e2;
+    int rc1 = atr_json_parse(&arena, (const char *)data, size, &plain, &v, &e1);
+    int rc2 = atr_json_parse(&arena, (const char *)data, size, &packed, &w, &e2);
+    must(rc1 == rc2);
+    if (rc1 < 0) {
+        must(e1.line == e2.line && e1.col == e2.col && strcmp(e1.msg, e2.msg) == 0);
+        return;
+    }
+    atr_buf_clear(&out1);
+    atr_buf_clear(&out2);
+    must(atr_json_write_value(&out1, v) == 0 && atr_json_write_value(&out2, w) == 0);
+    must(out1.len == out2.len && memcmp(out1.data, out2.data, out1.len) == 0);
+    atr_buf_clear(&out2);
+    must(atr_json_write_value(&out2, atr_json_copy(&arena, w)) == 0);
+    must(out1.len == out2.len && memcmp(out1.data, out2.data, out1.len) == 0);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    check_packed(data, size);
+    atr_arena_clear(&arena);
     int strict = check(data, size, false);
     atr_arena_clear(&arena);
     int loose = check(data, size, true);

@@ -33,6 +33,11 @@ struct parser {
     struct atr_json_err *err;
     char *scratch;      /* the string being decoded (malloc) */
     size_t scratch_cap; /* usable bytes; SCRATCH_SLACK more are allocated */
+    const char *pack_key;  /* atr_json_opts.pack_key and its length */
+    size_t pack_key_len;
+    uint64_t pack_max;
+    uint64_t *ints;     /* the packed array being read (malloc) */
+    size_t ints_cap;
 };
 
 /* Decoding never writes ahead of the input consumed, so a window of cap
@@ -138,6 +143,7 @@ static void init_node(struct atr_json *n, enum atr_json_type t, uint32_t line, u
     n->next = NULL;
     n->u.kids.first = n->u.kids.last = NULL;  /* the largest union member */
     n->u.kids.count = 0;
+    n->packed = false;
     n->i = 0;
     n->raw = NULL;
     n->raw_len = 0;
@@ -558,24 +564,60 @@ static bool eight_digits(const unsigned char *p, uint64_t *out)
     return true;
 }
 
-/* The common literal, a positive integer of at most 18 digits, in one
- * pass (block ids are most of a trace's numbers); NULL for any other, left
- * to parse_number's checks. */
-static struct atr_json *parse_small_int(struct parser *ps)
+#ifdef __SSE2__
+/* Whether s[0..16) are all digits, and their value: the digit mask of one
+ * 16-byte load, then multiply-adds of pairs, fours and eights (16-digit
+ * block ids are most of a trace's numbers). */
+static bool sixteen_digits(const unsigned char *s, uint64_t *out)
 {
-    const unsigned char *s = ps->p, *p = s, *end = ps->end;
-    const unsigned char *lim = end - s > 18 ? s + 18 : end;
+    const __m128i zero = _mm_setzero_si128();
+    __m128i v = _mm_sub_epi8(_mm_loadu_si128((const __m128i *)s), _mm_set1_epi8('0'));
+    __m128i digit = _mm_cmpeq_epi8(_mm_subs_epu8(v, _mm_set1_epi8(9)), zero);
+    if (_mm_movemask_epi8(digit) != 0xffff)
+        return false;
+    /* 16-bit lanes (a, b) weighted (10, 1), then (100, 1), then (10000, 1). */
+    __m128i two = _mm_packs_epi32(_mm_madd_epi16(_mm_unpacklo_epi8(v, zero), _mm_set1_epi32(0x1000a)),
+                                  _mm_madd_epi16(_mm_unpackhi_epi8(v, zero), _mm_set1_epi32(0x1000a)));
+    __m128i four = _mm_madd_epi16(two, _mm_set1_epi32(0x10064));
+    __m128i eight = _mm_madd_epi16(_mm_packs_epi32(four, four), _mm_set1_epi32(0x12710));
+    *out = (uint64_t)(uint32_t)_mm_cvtsi128_si32(eight) * 100000000 +
+           (uint32_t)_mm_cvtsi128_si32(_mm_srli_si128(eight, 4));
+    return true;
+}
+#endif
+
+/* The common literal, an integer of at most 18 digits without sign or
+ * leading zero, at s (a digit, before end), in one pass (block ids are most
+ * of a trace's numbers): its end, with the value in *out; NULL for any
+ * other literal, left to parse_number's checks. */
+static const unsigned char *scan_small_int(const unsigned char *s, const unsigned char *end,
+                                           uint64_t *out)
+{
+    const unsigned char *p = s, *lim = *s == '0' ? s + 1 : end - s > 18 ? s + 18 : end;
     uint64_t m = 0;
-    if (*s == '0')
-        return NULL;
+#ifdef __SSE2__
+    if (end - s >= 16 && is_digit(s[15]) && *s != '0' && sixteen_digits(s, &m))
+        p += 16;
+#endif
     for (uint64_t v; lim - p >= 8 && eight_digits(p, &v); p += 8)
         m = m * 100000000 + v;
     for (; p < lim && is_digit(*p); p++)
         m = m * 10 + (uint64_t)(*p - '0');
     if (p < end && (is_digit(*p) || *p == '.' || (*p | 0x20) == 'e'))
         return NULL;
-    ps->p = p;
-    struct atr_json *n = number_node(ps, s, p);
+    *out = m;
+    return p;
+}
+
+static struct atr_json *parse_small_int(struct parser *ps)
+{
+    const unsigned char *s = ps->p;
+    uint64_t m;
+    const unsigned char *e = scan_small_int(s, ps->end, &m);
+    if (!e)
+        return NULL;
+    ps->p = e;
+    struct atr_json *n = number_node(ps, s, e);
     n->is_int = true;
     n->i = (int64_t)m;
     n->u.num = (double)n->i;
@@ -642,7 +684,65 @@ static struct atr_json *open_container(struct parser *ps, enum atr_json_type t)
     return n;
 }
 
-static struct atr_json *parse_array(struct parser *ps)
+/* Room for one more packed value. */
+static void grow_ints(struct parser *ps)
+{
+    ps->ints_cap = ps->ints_cap ? 2 * ps->ints_cap : 1024;
+    ps->ints = xrealloc(ps->ints, ps->ints_cap * sizeof *ps->ints);
+}
+
+/* Blanks at p (before ps->end), counting lines: the first byte after them. */
+static inline const unsigned char *blanks(struct parser *ps, const unsigned char *p)
+{
+    if (p < ps->end && is_ws[*p]) {
+        ps->p = p;
+        skip_ws(ps);
+        p = ps->p;
+    }
+    return p;
+}
+
+/* Reads the elements of the array arr, at ps->p (past '[' and blanks, not
+ * ']'), and its ']' into a packed arr when every element packs (see
+ * atr_json_opts). Otherwise returns false with ps back at the first
+ * element, for parse_array to read again, errors included. */
+static bool parse_packed(struct parser *ps, struct atr_json *arr)
+{
+    const unsigned char *first = ps->p, *p = first, *end = ps->end;
+    const unsigned char *line_start0 = ps->line_start;
+    uint32_t line0 = ps->line;
+    size_t n = 0;
+    for (;;) {
+        uint64_t v;
+        const unsigned char *e = p < end && is_digit(*p) ? scan_small_int(p, end, &v) : NULL;
+        if (!e || v > ps->pack_max)
+            break;
+        if (n == ps->ints_cap)
+            grow_ints(ps);
+        ps->ints[n++] = v;
+        p = blanks(ps, e);
+        if (p < end && *p == ',') {
+            p = blanks(ps, p + 1);
+            continue;
+        }
+        if (p >= end || *p != ']')
+            break;
+        arr->packed = true;
+        arr->u.kids.count = n;
+        arr->ints = atr_arena_alloc(ps->arena, n * sizeof *arr->ints);
+        memcpy(arr->ints, ps->ints, n * sizeof *arr->ints);
+        ps->p = p + 1;
+        ps->depth--;
+        return true;
+    }
+    ps->p = first;
+    ps->line = line0;
+    ps->line_start = line_start0;
+    return false;
+}
+
+/* The array at ps->p; pack: whether it may come back packed. */
+static struct atr_json *parse_array(struct parser *ps, bool pack)
 {
     struct atr_json *arr = open_container(ps, ATR_JSON_ARRAY);
     if (!arr)
@@ -652,6 +752,8 @@ static struct atr_json *parse_array(struct parser *ps)
         ps->depth--;
         return arr;
     }
+    if (pack && parse_packed(ps, arr))
+        return arr;
     for (;;) {
         struct atr_json *kid = parse_value(ps);
         if (!kid)
@@ -690,7 +792,10 @@ static struct atr_json *parse_member(struct parser *ps, const char *after)
         return fail(ps, ps->p, "expected ':' after object key, found %s", found(ps, ps->p, buf));
     ps->p++;
     skip_ws(ps);
-    struct atr_json *v = parse_value(ps);
+    bool pack = ps->pack_key && key_len == ps->pack_key_len &&
+                memcmp(key, ps->pack_key, key_len) == 0;
+    struct atr_json *v = pack && ps->p < ps->end && *ps->p == '[' ? parse_array(ps, true)
+                                                                  : parse_value(ps);
     if (v) {
         v->key = key;
         v->key_len = key_len;
@@ -744,7 +849,7 @@ static struct atr_json *parse_value(struct parser *ps)
     case '{':
         return parse_object(ps);
     case '[':
-        return parse_array(ps);
+        return parse_array(ps, false);
     case 't':
         return parse_literal(ps, "true", ATR_JSON_TRUE);
     case 'f':
@@ -776,6 +881,9 @@ int atr_json_parse(struct atr_arena *arena, const char *text, size_t len,
         .max_depth = opts && opts->max_depth ? opts->max_depth : ATR_JSON_DEFAULT_DEPTH,
         .nonfinite = opts && opts->allow_nonfinite,
         .err = err ? err : &scratch,
+        .pack_key = opts ? opts->pack_key : NULL,
+        .pack_key_len = opts && opts->pack_key ? strlen(opts->pack_key) : 0,
+        .pack_max = opts ? opts->pack_max : 0,
     };
     if (ps.max_depth > JSON_DEPTH_LIMIT)
         ps.max_depth = JSON_DEPTH_LIMIT;
@@ -790,6 +898,7 @@ int atr_json_parse(struct atr_arena *arena, const char *text, size_t len,
         }
     }
     free(ps.scratch);
+    free(ps.ints);
     *out = v;
     return v ? 0 : -1;
 }
@@ -881,8 +990,8 @@ struct atr_json *atr_json_new_num(struct atr_arena *a, double v)
 void atr_json_append(struct atr_arena *a, struct atr_json *parent,
                      const char *key, struct atr_json *child)
 {
-    if (parent->type != ATR_JSON_ARRAY && parent->type != ATR_JSON_OBJECT)
-        return;  /* not a container: nothing to append to */
+    if ((parent->type != ATR_JSON_ARRAY && parent->type != ATR_JSON_OBJECT) || parent->packed)
+        return;  /* not a container of nodes: nothing to append to */
     child->next = NULL;
     child->key = NULL;
     child->key_len = 0;
@@ -902,6 +1011,11 @@ struct atr_json *atr_json_copy(struct atr_arena *a, const struct atr_json *v)
     n->next = NULL;
     if (v->key)
         n->key = atr_arena_strndup(a, v->key, v->key_len);
+    if (v->packed) {
+        n->ints = atr_arena_alloc(a, v->u.kids.count * sizeof *n->ints);
+        memcpy(n->ints, v->ints, v->u.kids.count * sizeof *n->ints);
+        return n;
+    }
     if (v->raw)
         n->raw = atr_arena_strndup(a, v->raw, v->raw_len);
     if (v->type == ATR_JSON_STRING)
@@ -1119,6 +1233,14 @@ static int write_double(struct atr_buf *b, double v)
 
 static int write_value(struct atr_buf *b, const struct atr_json *v);
 
+static int write_packed(struct atr_buf *b, const struct atr_json *v)
+{
+    int rc = atr_buf_putc(b, '[');
+    for (size_t k = 0; k < v->u.kids.count && rc == 0; k++)
+        rc = (k ? atr_buf_putc(b, ',') : 0) | atr_buf_put_u64(b, v->ints[k]);
+    return rc < 0 ? -1 : atr_buf_putc(b, ']');
+}
+
 static int write_kids(struct atr_buf *b, const struct atr_json *v, char lb, char rb)
 {
     if (atr_buf_putc(b, lb) < 0)
@@ -1153,7 +1275,7 @@ static int write_value(struct atr_buf *b, const struct atr_json *v)
     case ATR_JSON_STRING:
         return write_string(b, v->u.str.s, v->u.str.len);
     case ATR_JSON_ARRAY:
-        return write_kids(b, v, '[', ']');
+        return v->packed ? write_packed(b, v) : write_kids(b, v, '[', ']');
     case ATR_JSON_OBJECT:
         return write_kids(b, v, '{', '}');
     }

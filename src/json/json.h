@@ -9,7 +9,13 @@
  * Memory: every node and every string (always copied, unescaped) is
  * allocated in the arena passed to atr_json_parse or to a builder; the tree
  * lives until that arena is cleared, and the input text may be freed as soon
- * as atr_json_parse returns. Nothing here frees. */
+ * as atr_json_parse returns. Nothing here frees.
+ *
+ * Packed arrays: with atr_json_opts.pack_key set, an array of plain
+ * integers under that key may come back as one node holding the values in
+ * an arena array (ints) instead of a node per element; a caller that sets
+ * pack_key reads both forms. No other option produces them. The writers
+ * (atr_json_write_value, atr_jw_value) and atr_json_copy take both forms. */
 #ifndef ATR_JSON_JSON_H
 #define ATR_JSON_JSON_H
 
@@ -33,6 +39,7 @@ enum atr_json_type {
 struct atr_json {
     enum atr_json_type type;
     bool is_int;             /* NUMBER: integer literal that fits int64 */
+    bool packed;             /* ARRAY held as ints[u.kids.count], first/last NULL */
     uint32_t line, col;      /* where the value starts, 1-based, in the parsed text */
     const char *key;         /* member name when inside an object, else NULL */
     size_t key_len;
@@ -50,13 +57,26 @@ struct atr_json {
         } kids;
     } u;
     int64_t i;               /* NUMBER with is_int */
-    const char *raw;         /* NUMBER: the literal's text (not NUL-terminated) */
-    size_t raw_len;
+    union {
+        const char *raw;     /* NUMBER: the literal's text (not NUL-terminated) */
+        uint64_t *ints;      /* packed ARRAY: its values, in the arena; the
+                              * caller may keep or change them while the
+                              * arena lives */
+    };
+    size_t raw_len;          /* NUMBER */
 };
 
 struct atr_json_opts {
     unsigned max_depth;      /* 0 = ATR_JSON_DEFAULT_DEPTH */
     bool allow_nonfinite;    /* accept Infinity, -Infinity, NaN */
+    /* An array that is the value of a member named pack_key (at any depth),
+     * not empty, whose elements are all integer literals of at most 18
+     * digits, no sign, fraction or exponent, each <= pack_max, is returned
+     * packed (see struct atr_json): no node or position per element. Any
+     * other array, or with pack_key NULL, is read as usual; errors are the
+     * same either way. */
+    const char *pack_key;
+    uint64_t pack_max;
 };
 
 #define ATR_JSON_DEFAULT_DEPTH 256
@@ -89,10 +109,10 @@ struct atr_json *atr_json_new_str(struct atr_arena *a, const char *s, size_t len
 struct atr_json *atr_json_new_i64(struct atr_arena *a, int64_t v);
 struct atr_json *atr_json_new_num(struct atr_arena *a, double v);
 /* Appends child to an ARRAY, or to an OBJECT under key (copied; no check for
- * duplicates). O(1). */
+ * duplicates). O(1). A packed ARRAY is left as it is. */
 void atr_json_append(struct atr_arena *a, struct atr_json *parent,
                      const char *key, struct atr_json *child);
-/* Deep copy of v (and its key) into arena a. */
+/* Deep copy of v (and its key) into arena a; a packed array stays packed. */
 struct atr_json *atr_json_copy(struct atr_arena *a, const struct atr_json *v);
 
 /* Output. All return 0, or -1 when the buffer's cap is reached. */

@@ -344,7 +344,9 @@ static void walk_kids(struct atr_jw *w, const struct atr_json *v)
 /* Scalars are written the same in every style: json.c writes them. */
 static void walk_value(struct atr_jw *w, const struct atr_json *v)
 {
-    if (v->type == ATR_JSON_ARRAY || v->type == ATR_JSON_OBJECT)
+    if (v->packed)
+        atr_jw_uint_array(w, v->ints, v->u.kids.count);
+    else if (v->type == ATR_JSON_ARRAY || v->type == ATR_JSON_OBJECT)
         walk_kids(w, v);
     else if (value_slot(w))
         put_rc(w, atr_json_write_value(w->b, v));

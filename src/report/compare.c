@@ -308,7 +308,7 @@ static int row_from_object(struct atr_compare *c, const struct atr_json *o,
 
 /* ---- texts: one document or JSONL ---- */
 
-static const struct atr_json_opts parse_opts = {0, true};
+static const struct atr_json_opts parse_opts = {.allow_nonfinite = true};
 
 static int parse_error(struct atr_error *err, const struct src *s,
                        const struct atr_json_err *je)

@@ -196,7 +196,7 @@ int atr_reader_parse(struct atr_reader *r, struct atr_arena *a, const char *text
                      unsigned long line, unsigned long col, bool allow_nonfinite,
                      struct atr_json **out)
 {
-    struct atr_json_opts jo = {r->opts.max_depth, allow_nonfinite};
+    struct atr_json_opts jo = {r->opts.max_depth, allow_nonfinite, r->pack_key, r->pack_max};
     struct atr_json_err je;
     r->base_line = line;
     r->base_col = col;

@@ -79,6 +79,10 @@ struct atr_reader {
     /* Position of the text last handed to atr_reader_parse, to turn a JSON
      * node's line/col (relative to that text) into the file's line:col. */
     unsigned long base_line, base_col;
+    /* Passed to atr_reader_parse's JSON parser (json.h, atr_json_opts):
+     * a format that reads packed arrays names its key; NULL = none. */
+    const char *pack_key;
+    uint64_t pack_max;
 };
 
 /* Sets r->err to "FILE:LINE:COL: message" and returns -1. */

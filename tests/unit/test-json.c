@@ -956,6 +956,170 @@ static void test_writer_value(void **state)
     jw_expect(w, deep);
 }
 
+/* ---- packed integer arrays ------------------------------------------------ */
+
+static const struct atr_json_opts pack_opts = {.pack_key = "ids", .pack_max = 999999};
+
+static struct atr_json *parse_packing(const char *text)
+{
+    struct atr_json *v = NULL;
+    struct atr_json_err err;
+    if (parse_opts(text, strlen(text), &pack_opts, &v, &err) != 0)
+        fail_msg("parse of %s failed at %u:%u: %s", text, err.line, err.col, err.msg);
+    return v;
+}
+
+static void want_packed(const struct atr_json *v, const uint64_t *want, size_t n)
+{
+    assert_non_null(v);
+    assert_int_equal(v->type, ATR_JSON_ARRAY);
+    assert_true(v->packed);
+    assert_null(v->u.kids.first);
+    assert_null(v->u.kids.last);
+    assert_int_equal(v->u.kids.count, n);
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(v->ints[i], want[i]);
+}
+
+static void test_packed(void **state)
+{
+    struct atr_json *v = parse_packing("{\"ids\":[1, 0,23 ,\n 999999],\"x\":[1,2],"
+                                       "\"o\":{\"ids\":[7]},\"a\":[{\"ids\":[8,9]}]}");
+    struct atr_json *ids = atr_json_get(v, "ids");
+    want_packed(ids, (const uint64_t[]){1, 0, 23, 999999}, 4);
+    assert_int_equal(ids->line, 1);
+    assert_int_equal(ids->col, 8);
+    assert_memory_equal(ids->key, "ids", 4);
+    assert_ptr_equal(ids->next, atr_json_get(v, "x"));
+    assert_false(atr_json_get(v, "x")->packed);  /* another key */
+    want_packed(atr_json_get(atr_json_get(v, "o"), "ids"), (const uint64_t[]){7}, 1);
+    want_packed(atr_json_get(atr_json_get(v, "a")->u.kids.first, "ids"),
+                (const uint64_t[]){8, 9}, 2);
+    /* The members after a packed array keep their positions. */
+    assert_int_equal(atr_json_get(v, "x")->line, 2);
+    assert_int_equal(atr_json_get(v, "x")->col, 14);
+    assert_string_equal(to_json(v), "{\"ids\":[1,0,23,999999],\"x\":[1,2],"
+                                    "\"o\":{\"ids\":[7]},\"a\":[{\"ids\":[8,9]}]}");
+    /* Off by default, and for arrays that are not a member's value. */
+    assert_false(atr_json_get(parse_ok("{\"ids\":[1,2]}"), "ids")->packed);
+    assert_false(parse_packing("[1,2]")->packed);
+    assert_false(parse_packing("[{\"x\":1},[1,2]]")->u.kids.last->packed);
+    assert_false(atr_json_get(parse_packing("{\"ids\":[[1,2]]}"), "ids")->u.kids.first->packed);
+}
+
+/* Arrays under the key that do not pack read as without packing. */
+static void test_packed_fallback(void **state)
+{
+    static const char *const texts[] = {
+        "{\"ids\":[]}", "{\"ids\":[1,-2]}", "{\"ids\":[-0]}", "{\"ids\":[1.5]}",
+        "{\"ids\":[1e3]}", "{\"ids\":[1E3]}", "{\"ids\":[1,1000000]}", "{\"ids\":[1,\"a\"]}",
+        "{\"ids\":[1,null]}", "{\"ids\":[1234567890123456789]}", "{\"ids\":[2,[1]]}",
+        "{\"ids\":5}", "{\"ids\":\"[1]\"}", "{\"ids\" : [ 3 ] , \"ids\":[4]}",
+    };
+    for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) {
+        struct atr_json *v = parse_packing(texts[i]);
+        struct atr_json *ids = atr_json_get(v, "ids");
+        bool packs = i >= sizeof texts / sizeof *texts - 1;
+        assert_int_equal(ids->packed, packs);
+        const char *plain = to_json(parse_ok(texts[i]));
+        assert_string_equal(to_json(v), plain);
+    }
+}
+
+/* Every error reads the same with packing on: message and position. */
+static void test_packed_errors(void **state)
+{
+    static const char *const texts[] = {
+        "{\"ids\":[", "{\"ids\":[1", "{\"ids\":[1,", "{\"ids\":[1,]}", "{\"ids\":[1 2]}",
+        "{\"ids\":[01]}", "{\"ids\":[1,\n2,\n x]}", "{\"ids\":[1,\n2]\n", "{\"ids\":[1]]}",
+        "{\"ids\":[1,2}", "{\"ids\":[1.]}", "{\"ids\":[1e]}", "{\"ids\":[1,-]}",
+        "{\"ids\":[1]\n,\"ids\":[2,\n\"\\x\"]}", "{\"ids\":[1,0x]}",
+    };
+    for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) {
+        struct atr_json_err want = {0}, got = {0};
+        struct atr_json *v;
+        size_t len = strlen(texts[i]);
+        assert_int_equal(parse_opts(texts[i], len, NULL, &v, &want), -1);
+        assert_int_equal(parse_opts(texts[i], len, &pack_opts, &v, &got), -1);
+        assert_null(v);
+        if (want.line != got.line || want.col != got.col || strcmp(want.msg, got.msg) != 0)
+            fail_msg("%s: packing gives %u:%u \"%s\", want %u:%u \"%s\"", texts[i], got.line,
+                     got.col, got.msg, want.line, want.col, want.msg);
+    }
+    /* The nesting cap counts a packed array. */
+    struct atr_json_opts o = pack_opts;
+    o.max_depth = 1;
+    parse_fails_n("{\"ids\":[1]}", 11, &o, 1, 8, "nesting deeper than 1 levels");
+}
+
+/* Long arrays grow the parser's buffer; copies, appends and both writers. */
+static void test_packed_use(void **state)
+{
+    struct atr_buf text = ATR_BUF_INIT;
+    atr_buf_puts(&text, "{\"ids\":[");
+    for (int i = 0; i < 5000; i++)
+        atr_buf_printf(&text, "%s%d", i ? "," : "", i * 7 % 1000);
+    atr_buf_puts(&text, "]}");
+    struct atr_json *v = parse_packing(text.data);
+    struct atr_json *ids = atr_json_get(v, "ids");
+    assert_true(ids->packed);
+    assert_int_equal(ids->u.kids.count, 5000);
+    assert_int_equal(ids->ints[4999], 4999 * 7 % 1000);
+    assert_string_equal(to_json(v), text.data);
+    atr_buf_release(&text);
+
+    v = parse_packing("{\"ids\":[5,6],\"n\":1}");
+    struct atr_json *c = atr_json_copy(&arena, v);
+    struct atr_json *cids = atr_json_get(c, "ids");
+    assert_true(cids->packed);
+    assert_ptr_not_equal(cids->ints, atr_json_get(v, "ids")->ints);
+    assert_string_equal(to_json(c), "{\"ids\":[5,6],\"n\":1}");
+    atr_json_append(&arena, cids, NULL, atr_json_new_i64(&arena, 7));  /* no effect */
+    assert_int_equal(cids->u.kids.count, 2);
+    assert_null(cids->u.kids.first);
+
+    struct atr_jw *w = jw_start(ATR_JW_PYTHON);
+    atr_jw_value(w, v);
+    jw_expect(w, "{\"ids\": [5, 6], \"n\": 1}");
+    w = jw_start(ATR_JW_COMPACT);
+    atr_jw_value(w, v);
+    jw_expect(w, "{\"ids\":[5,6],\"n\":1}");
+}
+
+/* Integer literals of every length, ending at the input's end or before
+ * more bytes (the fast paths read 8 or 16 bytes at a time), packed or not. */
+static void test_int_lengths(void **state)
+{
+    static const char digits[] = "98765432101234567890123";
+    static const char *const tails[] = {"", "]", ",1]", "  ,  2 ]                ", ".5]", "e1]", "x]"};
+    for (size_t len = 1; len <= 22; len++) {
+        for (size_t t = 0; t < sizeof tails / sizeof *tails; t++) {
+            char text[80];
+            snprintf(text, sizeof text, "{\"ids\":[%.*s%s", (int)len, digits, tails[t]);
+            if (!tails[t][0])
+                snprintf(text, sizeof text, "%.*s", (int)len, digits);
+            struct atr_json *plain = NULL, *packed = NULL;
+            struct atr_json_err e1 = {0}, e2 = {0};
+            int rc1 = parse_opts(text, strlen(text), NULL, &plain, &e1);
+            int rc2 = parse_opts(text, strlen(text), &pack_opts, &packed, &e2);
+            assert_int_equal(rc1, rc2);
+            if (rc1 < 0) {
+                assert_string_equal(e1.msg, e2.msg);
+                assert_int_equal(e1.col, e2.col);
+                continue;
+            }
+            assert_string_equal(to_json(plain), to_json(packed));
+            const struct atr_json *n = tails[t][0] ? atr_json_get(plain, "ids")->u.kids.first : plain;
+            bool fraction = tails[t][0] == '.' || tails[t][0] == 'e';
+            if (len <= 18 && !fraction) {
+                assert_true(n->is_int);
+                assert_int_equal(n->i, strtoll(text + (tails[t][0] ? 8 : 0), NULL, 10));
+            }
+            assert_int_equal(n->raw_len, len + (fraction ? 2 : 0));
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -986,6 +1150,11 @@ int main(void)
         cmocka_unit_test_teardown(test_writer_pyfloat, teardown),
         cmocka_unit_test_teardown(test_writer_fixed, teardown),
         cmocka_unit_test_teardown(test_writer_value, teardown),
+        cmocka_unit_test_teardown(test_packed, teardown),
+        cmocka_unit_test_teardown(test_packed_fallback, teardown),
+        cmocka_unit_test_teardown(test_packed_errors, teardown),
+        cmocka_unit_test_teardown(test_packed_use, teardown),
+        cmocka_unit_test_teardown(test_int_lengths, teardown),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     atr_arena_release(&arena);

@@ -241,6 +241,61 @@ static void test_reader_errors(void **state)
     expect_error("{\"format\":\"atr-trace/1\",\"trace_id\":\"a\",\"steps\":[{\"kind\":\"llm\",\"hash_ids\":[1.5]}]}",
                  "t.ndjson:1:75: expected a hash id (integer 0..2^53-1)");
     expect_error("{\"format\":\"atr-trace/1\"", "t.ndjson:1:24: expected ',' or '}' after object member, found end of input");
+    /* hash_ids parse packed: what does not pack fails where it did. */
+    expect_error("{\"format\":\"atr-trace/1\",\"trace_id\":\"a\",\"steps\":[{\"kind\":\"llm\","
+                 "\"hash_ids\":[1, 9007199254740992]}]}",
+                 "t.ndjson:1:78: expected a hash id (integer 0..2^53-1)");
+    expect_error("{\"format\":\"atr-trace/1\",\"trace_id\":\"a\",\"steps\":[{\"kind\":\"llm\","
+                 "\"hash_ids\":[1,-2]}]}",
+                 "t.ndjson:1:77: expected a hash id (integer 0..2^53-1)");
+    expect_error("{\"format\":\"atr-trace/1\",\"trace_id\":\"a\",\"steps\":[{\"kind\":\"llm\","
+                 "\"hash_ids\":[1,2,]}]}",
+                 "t.ndjson:1:79: expected a JSON value, found ']'");
+    expect_error("{\"format\":\"atr-trace/1\",\"trace_id\":\"a\",\"steps\":[{\"kind\":\"llm\","
+                 "\"hash_ids\":{\"a\":1}}]}",
+                 "t.ndjson:1:74: expected \"hash_ids\" to be an array of integers");
+    expect_error("{\"format\":\"atr-trace/1\",\"trace_id\":\"a\",\"steps\":[{\"kind\":\"llm\","
+                 "\"input_tokens\":20,\"hash_ids\":[1, 2, 3]}]}",
+                 "t.ndjson:1:49: expected 2 hash ids for 20 input tokens in blocks of 16, found 3");
+    /* Each step member by name: the lookup by first letter. */
+    expect_error("{\"format\":\"atr-trace/1\",\"trace_id\":\"a\",\"steps\":[{\"kind\":\"tool\","
+                 "\"tool\":\"bash\",\"i\":1}]}",
+                 "t.ndjson:1:82: expected \"i\" to be 0 (steps in order)");
+    expect_error("{\"format\":\"atr-trace/1\",\"trace_id\":\"a\",\"steps\":[{\"kind\":\"tool\","
+                 "\"tool\":\"bash\",\"exit_code\":\"1\"}]}",
+                 "t.ndjson:1:90: expected \"exit_code\" to be an integer");
+    expect_error("{\"format\":\"atr-trace/1\",\"trace_id\":\"a\",\"steps\":[{\"kind\":\"tool\","
+                 "\"tool\":\"bash\",\"timeout_ms\":1.5}]}",
+                 "t.ndjson:1:91: expected \"timeout_ms\" to be a non-negative integer");
+    expect_error("{\"format\":\"atr-trace/1\",\"trace_id\":\"a\",\"steps\":[{\"kind\":\"tool\","
+                 "\"tool\":\"bash\",\"cwd\":7}]}",
+                 "t.ndjson:1:84: expected \"cwd\" to be a string, found number");
+    expect_error("{\"format\":\"atr-trace/1\",\"trace_id\":\"a\",\"steps\":[{\"kind\":\"tool\","
+                 "\"tool\":\"bash\",\"recorded_output_tokens\":-1}]}",
+                 "t.ndjson:1:103: expected \"recorded_output_tokens\" to be a non-negative integer");
+}
+
+/* Packed hash ids: values through 2^53-1 read as they are; a "hash_ids"
+ * elsewhere (kept as an unknown member) writes out as it came. */
+static void test_hash_ids_packed(void **state)
+{
+    (void)state;
+    const char *in = "{\"format\":\"atr-trace/1\",\"trace_id\":\"h\",\"x\":{\"hash_ids\":[4,5]},"
+                     "\"steps\":[{\"i\":0,\"kind\":\"llm\",\"input_tokens\":40,"
+                     "\"hash_ids\":[0, 9007199254740991,\t12]}]}";
+    struct atr_trace t = ATR_TRACE_INIT;
+    struct atr_error err;
+    assert_int_equal(read_text(in, &t, &err), 1);
+    assert_int_equal(t.steps[0].n_hash_ids, 3);
+    assert_int_equal(t.steps[0].hash_ids[0], 0);
+    assert_int_equal(t.steps[0].hash_ids[1], 9007199254740991ULL);
+    assert_int_equal(t.steps[0].hash_ids[2], 12);
+    assert_int_equal(t.steps[0].input_tokens, 40);
+    char *out = write_one(&t, false);
+    assert_non_null(strstr(out, "\"hash_ids\":[0,9007199254740991,12]"));
+    assert_non_null(strstr(out, "\"x\":{\"hash_ids\":[4,5]}"));
+    free(out);
+    atr_trace_release(&t);
 }
 
 static void test_command_head(void **state)
@@ -272,6 +327,7 @@ int main(void)
         cmocka_unit_test(test_write_read_round_trip),
         cmocka_unit_test(test_unknown_fields_kept),
         cmocka_unit_test(test_reader_errors),
+        cmocka_unit_test(test_hash_ids_packed),
         cmocka_unit_test(test_command_head),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -49,6 +49,11 @@ static int read_ids(struct atr_reader *r, struct atr_trace *t, struct atr_json *
 {
     if (v->type != ATR_JSON_ARRAY)
         return atr_reader_fail_at(r, v, "expected \"hash_ids\" to be an array of integers");
+    if (v->packed) {  /* the parser checked every id against pack_max (next) */
+        *ids = v->ints;
+        *n = (uint32_t)v->u.kids.count;
+        return 0;
+    }
     *ids = atr_arena_alloc(&t->arena, (v->u.kids.count ? v->u.kids.count : 1) * sizeof **ids);
     *n = 0;
     for (struct atr_json *e = v->u.kids.first; e; e = e->next) {
@@ -104,51 +109,93 @@ static int read_kind(struct atr_reader *r, struct atr_json *step, enum atr_step_
     return 0;
 }
 
-/* Names with their lengths: a member's key is compared with a dozen of
- * them, and a strlen each was a tenth of reading a trace (issue 16). */
-struct int_field {
+/* The members a step knows, listed by first letter: a member's name is
+ * compared only with those that share it (a compare with each of two dozen
+ * names was a seventh of reading a trace, issue 16). */
+enum member_kind { M_INT, M_STR, M_EXIT, M_I, M_IDS, M_PREFIX, M_MESSAGES, M_OUTPUT, M_KIND };
+struct member {
     const char *key;
-    size_t len, off;
+    size_t len;
+    enum member_kind kind;
+    size_t off;  /* M_INT, M_STR: the field of struct atr_step */
 };
-#define F(name) {#name, sizeof #name - 1, offsetof(struct atr_step, name)}
-static const struct int_field step_ints[] = {
-    F(t_ms), F(dur_ms), F(input_tokens), F(output_tokens), F(cached_tokens),
-    F(recorded_input_tokens), F(recorded_output_tokens), F(max_tokens), F(timeout_ms),
+#define INT(name) {#name, sizeof #name - 1, M_INT, offsetof(struct atr_step, name)}
+#define STR(name) {#name, sizeof #name - 1, M_STR, offsetof(struct atr_step, name)}
+#define OTHER(name, kind) {name, sizeof name - 1, kind, 0}
+static const struct member m_a[] = {STR(action)};
+static const struct member m_c[] = {INT(cached_tokens), STR(command), STR(command_head), STR(cwd)};
+static const struct member m_d[] = {INT(dur_ms)};
+static const struct member m_e[] = {OTHER("exit_code", M_EXIT)};
+static const struct member m_h[] = {OTHER("hash_ids", M_IDS)};
+static const struct member m_i[] = {OTHER("i", M_I), INT(input_tokens)};
+static const struct member m_k[] = {OTHER("kind", M_KIND)};
+static const struct member m_m[] = {INT(max_tokens), OTHER("messages", M_MESSAGES)};
+static const struct member m_o[] = {INT(output_tokens), OTHER("output", M_OUTPUT)};
+static const struct member m_p[] = {STR(path), OTHER("prefix", M_PREFIX)};
+static const struct member m_r[] = {INT(recorded_input_tokens), INT(recorded_output_tokens)};
+static const struct member m_s[] = {STR(selector)};
+static const struct member m_t[] = {INT(t_ms), INT(timeout_ms), STR(tool)};
+static const struct member m_u[] = {STR(url)};
+#undef INT
+#undef STR
+#undef OTHER
+#define LETTER(ch, c) [ch - 'a'] = {m_##c, sizeof m_##c / sizeof *m_##c}
+static const struct {
+    const struct member *v;
+    size_t n;
+} members[26] = {
+    LETTER('a', a), LETTER('c', c), LETTER('d', d), LETTER('e', e), LETTER('h', h),
+    LETTER('i', i), LETTER('k', k), LETTER('m', m), LETTER('o', o), LETTER('p', p),
+    LETTER('r', r), LETTER('s', s), LETTER('t', t), LETTER('u', u),
 };
-struct str_field {
-    const char *key;
-    size_t len, off;
-};
-static const struct str_field step_strs[] = {
-    F(tool), F(command), F(command_head), F(action), F(path), F(selector), F(url), F(cwd),
-};
-#undef F
+#undef LETTER
 
-/* The first byte before memcmp: most members share a length with some
- * name, few its first letter (a memcmp call per name was 2 % of reading). */
-static bool key_is(const struct atr_json *m, const char *key, size_t len)
+/* The entry for member m's name, or NULL when the step does not know it. */
+static const struct member *find_member(const struct atr_json *m)
 {
-    return m->key && m->key_len == len && m->key[0] == key[0] && memcmp(m->key, key, len) == 0;
+    unsigned c = m->key ? (unsigned char)m->key[0] - 'a' : 26;
+    if (c >= 26)
+        return NULL;
+    for (size_t k = 0; k < members[c].n; k++) {
+        const struct member *e = &members[c].v[k];
+        if (e->len == m->key_len && memcmp(e->key, m->key, e->len) == 0)
+            return e;
+    }
+    return NULL;
 }
-#define KEY_IS(m, lit) key_is(m, lit, sizeof lit - 1)
 
-/* Known scalar member: stores it and returns 1; unknown: 0; error: -1. */
-static int read_known(struct atr_reader *r, struct atr_step *s, struct atr_json *m)
+/* Stores member m, named as e says, in step s; 0 or -1 after fail. */
+static int read_member(struct atr_reader *r, struct atr_trace *t, struct atr_step *s,
+                       const struct member *e, struct atr_json *m, struct atr_json **prefix)
 {
-    for (size_t k = 0; k < sizeof step_ints / sizeof *step_ints; k++)
-        if (key_is(m, step_ints[k].key, step_ints[k].len))
-            return get_uint(r, m, step_ints[k].key,
-                            (int64_t *)((char *)s + step_ints[k].off)) < 0 ? -1 : 1;
-    for (size_t k = 0; k < sizeof step_strs / sizeof *step_strs; k++)
-        if (key_is(m, step_strs[k].key, step_strs[k].len))
-            return get_str(r, m, step_strs[k].key,
-                           (const char **)((char *)s + step_strs[k].off)) < 0 ? -1 : 1;
-    if (KEY_IS(m, "exit_code")) {
+    switch (e->kind) {
+    case M_INT:
+        return get_uint(r, m, e->key, (int64_t *)((char *)s + e->off));
+    case M_STR:
+        return get_str(r, m, e->key, (const char **)((char *)s + e->off));
+    case M_EXIT:
         if (m->type != ATR_JSON_NULL && (m->type != ATR_JSON_NUMBER || !m->is_int))
             return atr_reader_fail_at(r, m, "expected \"exit_code\" to be an integer");
         if (m->type == ATR_JSON_NUMBER)
             s->exit_code = m->i;
-        return 1;
+        return 0;
+    case M_I:
+        if (m->type != ATR_JSON_NUMBER || !m->is_int || m->i != (int64_t)s->i)
+            return atr_reader_fail_at(r, m, "expected \"i\" to be %u (steps in order)", s->i);
+        return 0;
+    case M_IDS:
+        return read_ids(r, t, m, &s->hash_ids, &s->n_hash_ids);
+    case M_PREFIX:
+        *prefix = m;
+        return 0;
+    case M_MESSAGES:
+        s->messages = m;
+        return 0;
+    case M_OUTPUT:
+        s->output = m;
+        return 0;
+    case M_KIND:
+        return 0;  /* read first, by read_kind */
     }
     return 0;
 }
@@ -189,30 +236,13 @@ static int read_step(struct atr_reader *r, struct atr_trace *t, struct atr_json 
         return -1;
     struct atr_step *s = atr_trace_add_step(t, kind);
     struct atr_json *prefix = NULL;
-    struct atr_json *m = node->u.kids.first;
-    while (m) {
-        struct atr_json *next = m->next;
-        int rc = read_known(r, s, m);
-        if (rc < 0)
+    for (struct atr_json *m = node->u.kids.first, *next; m; m = next) {
+        next = m->next;  /* keep_extra relinks m */
+        const struct member *e = find_member(m);
+        if (!e)
+            keep_extra(t, &s->extra, m);
+        else if (read_member(r, t, s, e, m, &prefix) < 0)
             return -1;
-        if (rc == 0) {
-            if (KEY_IS(m, "i")) {
-                if (m->type != ATR_JSON_NUMBER || !m->is_int || m->i != (int64_t)s->i)
-                    return atr_reader_fail_at(r, m, "expected \"i\" to be %u (steps in order)", s->i);
-            } else if (KEY_IS(m, "hash_ids")) {
-                if (read_ids(r, t, m, &s->hash_ids, &s->n_hash_ids) < 0)
-                    return -1;
-            } else if (KEY_IS(m, "prefix")) {
-                prefix = m;
-            } else if (KEY_IS(m, "messages")) {
-                s->messages = m;
-            } else if (KEY_IS(m, "output")) {
-                s->output = m;
-            } else if (!KEY_IS(m, "kind")) {
-                keep_extra(t, &s->extra, m);
-            }
-        }
-        m = next;
     }
     if (prefix && expand_prefix(r, t, s, prefix) < 0)
         return -1;
@@ -285,6 +315,10 @@ static int read_trace(struct atr_reader *r, struct atr_trace *t, struct atr_json
 static int next(struct atr_reader *r, struct atr_trace *t)
 {
     struct atr_json *doc;
+    /* Hash ids parse straight into one array that read_ids borrows: a node
+     * per id was most of the cost of reading a trace (issue 16). */
+    r->pack_key = "hash_ids";
+    r->pack_max = ATR_HASH_ID_MASK;
     int rc = atr_reader_json_line(r, &t->arena, &doc);   /* blank lines are skipped */
     return rc <= 0 ? rc : read_trace(r, t, doc);
 }

@@ -102,7 +102,7 @@ const struct atr_json *atr_chat_object(struct atr_arena *a, const struct atr_jso
         return v;
     if (!atr_json_is(v, ATR_JSON_STRING))
         return NULL;
-    struct atr_json_opts jo = {max_depth, false};
+    struct atr_json_opts jo = {.max_depth = max_depth};
     struct atr_json_err je;
     struct atr_json *out;
     if (atr_json_parse(a, v->u.str.s, v->u.str.len, &jo, &out, &je) < 0)
