@@ -18,7 +18,7 @@ ATR=${1:?usage: gpu-compare.sh ATR FILE}
 FILE=${2:?usage: gpu-compare.sh ATR FILE}
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/atr-gpu-compare.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
-export ATR_SIM_CONSTANTS=vllm.step_s=0,vllm.seq_s=0,vllm.token_s=0
+export ATR_SIM_CONSTANTS=${ATR_SIM_CONSTANTS:+$ATR_SIM_CONSTANTS,}vllm.step_s=0,vllm.seq_s=0,vllm.token_s=0
 
 # sim_ms MODEL N IN OUT KIND: ms of the first iteration of KIND (decode: N
 # sequences decoding and nothing else; prefill: any prefill)
