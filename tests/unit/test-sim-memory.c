@@ -139,6 +139,37 @@ static void test_released_records_free_the_log(void **state)
     atr_engine_free(e);
 }
 
+/* A server's records come back to the chunks: after a release the next
+ * request reuses the record (a server with a few requests in flight keeps
+ * one chunk however long it runs), and a released record is no longer the
+ * engine's until then. */
+static void test_released_records_are_reused(void **state)
+{
+    (void)state;
+    struct atr_error err;
+    struct atr_engine *e = mk(1 << 12);
+    const struct atr_sim_record *r = add(e, 0, 0, 16, 2);
+    assert_int_equal(atr_engine_run_until(e, INFINITY, &err), 0);
+    assert_int_equal(atr_engine_release_record(e, r), 0);
+    assert_int_equal(atr_engine_release_record(e, r), -1);     /* not ours any more */
+    assert_int_equal(atr_engine_abort(e, r), -1);
+    const struct atr_sim_record *again = add(e, 1, atr_engine_now(e), 16, 2);
+    assert_ptr_equal(again, r);                                 /* the same slot */
+    assert_int_equal(again->id, 1);
+    assert_int_equal(again->tokens_done, 0);
+    assert_int_equal(atr_engine_run_until(e, INFINITY, &err), 0);
+    assert_int_equal(again->tokens_done, 2);
+    assert_int_equal(atr_engine_release_record(e, again), 0);
+    for (uint64_t id = 2; id < 5000; id++) {
+        const struct atr_sim_record *x = add(e, id, atr_engine_now(e), 16, 2);
+        assert_int_equal(atr_engine_run_until(e, INFINITY, &err), 0);
+        assert_int_equal(atr_engine_release_record(e, x), 0);
+    }
+    assert_int_equal(e->n_rec_chunks, 1);
+    assert_int_equal(e->all.len, 0);
+    atr_engine_free(e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -146,6 +177,7 @@ int main(void)
         cmocka_unit_test(test_finished_keeps_only_its_record),
         cmocka_unit_test(test_preempted_copies_its_times),
         cmocka_unit_test(test_released_records_free_the_log),
+        cmocka_unit_test(test_released_records_are_reused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
