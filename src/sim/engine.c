@@ -171,23 +171,25 @@ static char iter_end_tag;
 
 /* ---- small containers ---- */
 
+/* Array v of len elements of elem bytes, with room for one more (its
+ * capacity *cap doubles when full). */
+static void *grow_for_one(void *v, size_t len, size_t *cap, size_t elem)
+{
+    if (len < *cap)
+        return v;
+    *cap = *cap ? *cap * 2 : 64;
+    return xreallocarray(v, *cap, elem);
+}
+
 static void vec_push(struct req_vec *v, struct req *r)
 {
-    if (v->len == v->cap) {
-        size_t cap = v->cap ? v->cap * 2 : 64;
-        v->v = xreallocarray(v->v, cap, sizeof(*v->v));
-        v->cap = cap;
-    }
+    v->v = grow_for_one(v->v, v->len, &v->cap, sizeof(*v->v));
     v->v[v->len++] = r;
 }
 
 static void rec_vec_push(struct rec_vec *v, struct req_rec *f)
 {
-    if (v->len == v->cap) {
-        size_t cap = v->cap ? v->cap * 2 : 64;
-        v->v = xreallocarray(v->v, cap, sizeof(*v->v));
-        v->cap = cap;
-    }
+    v->v = grow_for_one(v->v, v->len, &v->cap, sizeof(*v->v));
     v->v[v->len++] = f;
 }
 
