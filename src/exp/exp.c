@@ -151,9 +151,13 @@ static int run_sim(const struct atr_target *t, const struct atr_exp_cfg *cfg,
     for (unsigned i = 0; i < t->replicas; i++)
         if (!(out->engines[i] = atr_engine_new(&ec, err)))
             return -1;
-    struct atr_sim_run_cfg rc = { w, starts, cfg->schedule, cfg->max_concurrency, policy,
-                                  cfg->on_progress, cfg->progress_ctx,
-                                  t->profile.frontend_s };
+    struct atr_sim_run_cfg rc = {
+        .workload = w, .starts = starts, .schedule = cfg->schedule,
+        .max_concurrency = cfg->max_concurrency, .policy = policy,
+        .on_progress = cfg->on_progress, .progress_ctx = cfg->progress_ctx,
+        .frontend_s = t->profile.frontend_s,
+        .on_decision = cfg->on_decision, .decision_ctx = cfg->decision_ctx,
+    };
     if (atr_sim_run(out->engines, t->replicas, &rc, &out->recs, &out->n, err) < 0)
         return -1;
     for (size_t i = 0; i < out->n; i++)   /* no socket: the engine has it at start_s */

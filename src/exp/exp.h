@@ -86,6 +86,10 @@ struct atr_exp_cfg {
     /* sim: one line per engine iteration (a single replica only). */
     void (*on_iter)(void *ctx, const struct atr_iter_info *it);
     void *iter_ctx;
+    /* sim: what the policy decided to send for each turn (atr_sim_run_cfg). */
+    void (*on_decision)(void *ctx, const char *trace_id, size_t turn,
+                        const struct atr_policy_decision *dec);
+    void *decision_ctx;
     /* HTTP: */
     const char *run_salt;                /* word in front of every prompt, or NULL */
     double start_at;                     /* the schedule's 0 as a wall-clock epoch, or 0

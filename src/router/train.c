@@ -29,18 +29,75 @@ struct outcome {
     int64_t turn;
     double start, end, ttft;
     uint32_t prompt_tokens, output_tokens, cached_tokens;
+    uint64_t sent;                /* candidate runs: decision_digest of what was sent */
 };
 
+/* Row of each session's first turn, and the session of a trace id pointer. */
+struct rows {
+    const struct atr_workload *w;
+    size_t *base;
+};
+
+/* The row of a session's turn, or -1. Records carry the workload's own
+ * trace_id pointer: a linear search is cheap next to a simulation, and
+ * needs no index. */
+static long row_at(const struct rows *rw, const char *trace_id, int64_t turn)
+{
+    for (size_t s = 0; s < rw->w->n_sessions; s++)
+        if (rw->w->sessions[s].trace_id == trace_id)
+            return turn >= 0 && (size_t)turn < rw->w->sessions[s].n_turns
+                       ? (long)(rw->base[s] + (size_t)turn) : -1;
+    return -1;
+}
+
+static long row_of(const struct rows *rw, const struct outcome *o)
+{
+    return row_at(rw, o->trace_id, o->turn);
+}
+
+/* A digest of where and what prompt a policy sent for a request: its
+ * replica, salt and prompt (length and block ids). Two candidates that
+ * sent the same prompt to the same replica have the same digest, whatever
+ * the engine then made of it. (An output cap is told by the output length
+ * it left: a cap above the answer changes nothing.) */
+static uint64_t decision_digest(const struct atr_policy_decision *d)
+{
+    uint64_t h = 0xcbf29ce484222325ull;                   /* FNV-1a over the fields */
+    uint64_t f[] = { d->replica, d->salt, d->prompt_tokens, d->n_ids };
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        h = (h ^ f[i]) * 0x100000001b3ull;
+    for (uint32_t i = 0; d->ids && i < d->n_ids; i++)
+        h = (h ^ d->ids[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* on_decision: each row's decision digest, into sent[row]. */
+struct decisions {
+    const struct rows *rw;
+    uint64_t *sent;
+};
+
+static void note_decision(void *ctx, const char *trace_id, size_t turn,
+                          const struct atr_policy_decision *dec)
+{
+    struct decisions *k = ctx;
+    long r = row_at(k->rw, trace_id, (int64_t)turn);
+    if (r >= 0)
+        k->sent[r] = decision_digest(dec);
+}
+
 /* Runs the sessions with keep[i] (NULL: all) under policy name, and
- * keeps what each request's record tells. */
+ * keeps what each request's record tells (and, with decisions, what the
+ * policy sent). */
 static int run_policy(const struct atr_router_sim *sim, const bool *keep, const char *name,
-                      const char *options, struct outcome **out, size_t *n_out,
-                      struct atr_error *err)
+                      const char *options, struct decisions *decisions,
+                      struct outcome **out, size_t *n_out, struct atr_error *err)
 {
     struct atr_exp_cfg cfg = {
         .workload = sim->workload, .schedule = sim->schedule,
         .max_concurrency = sim->max_concurrency, .keep = keep, .policy = name,
         .policy_options = options, .seed = sim->seed,
+        .on_decision = decisions ? note_decision : NULL, .decision_ctx = decisions,
     };
     struct atr_exp_result res;
     if (atr_exp_run(sim->target, &cfg, &res, err) < 0)
@@ -67,7 +124,7 @@ int atr_router_simulate(const struct atr_router_sim *sim, const bool *keep, cons
 {
     struct outcome *o = NULL;
     size_t n = 0;
-    if (run_policy(sim, keep, policy, options, &o, &n, err) < 0)
+    if (run_policy(sim, keep, policy, options, NULL, &o, &n, err) < 0)
         return -1;
     double e = 0, t = 0;
     for (size_t i = 0; i < n; i++) {
@@ -80,23 +137,6 @@ int atr_router_simulate(const struct atr_router_sim *sim, const bool *keep, cons
     return 0;
 }
 
-/* Row of each session's first turn, and the session of a trace id pointer. */
-struct rows {
-    const struct atr_workload *w;
-    size_t *base;
-};
-
-static long row_of(const struct rows *rw, const struct outcome *o)
-{
-    /* Records carry the workload's own trace_id pointer: a linear search
-     * is cheap next to a simulation, and needs no index. */
-    for (size_t s = 0; s < rw->w->n_sessions; s++)
-        if (rw->w->sessions[s].trace_id == o->trace_id)
-            return o->turn >= 0 && (size_t)o->turn < rw->w->sessions[s].n_turns
-                       ? (long)(rw->base[s] + (size_t)o->turn) : -1;
-    return -1;
-}
-
 /* Runs every candidate: objective per (row, candidate), what each sent in
  * sent[row * nc + c], and the default's outcome per row in by_row. */
 static int candidate_runs(const struct atr_router_sim *sim, const struct atr_router_label_cfg *cfg,
@@ -105,30 +145,32 @@ static int candidate_runs(const struct atr_router_sim *sim, const struct atr_rou
 {
     size_t nc = cfg->n_candidates, ng = cfg->group ? cfg->n_groups : 1;
     bool *keep = cfg->group ? xcalloc(rw->w->n_sessions, sizeof *keep) : NULL;
-    for (size_t k = 0; k < nc * ng; k++) {
+    struct decisions dec = { rw, xcalloc(d->n ? d->n : 1, sizeof *dec.sent) };
+    int rc = 0;
+    for (size_t k = 0; k < nc * ng && rc == 0; k++) {
         size_t c = k % nc, g = k / nc;
         for (size_t s = 0; keep && s < rw->w->n_sessions; s++)
             keep[s] = cfg->group[s] == g;
         struct outcome *o = NULL;
         size_t n = 0;
-        if (run_policy(sim, keep, cfg->candidates[c], NULL, &o, &n, err) < 0) {
-            free(keep);
-            return -1;
-        }
+        if ((rc = run_policy(sim, keep, cfg->candidates[c], NULL, &dec, &o, &n, err)) < 0)
+            break;
         for (size_t i = 0; i < n; i++) {
             long r = row_of(rw, &o[i]);
             if (r < 0)
                 continue;
             d->objective[(size_t)r * nc + c] =
                 cfg->objective == ATR_ROUTER_TTFT ? o[i].ttft : o[i].end - o[i].start;
+            o[i].sent = dec.sent[r];
             sent[(size_t)r * nc + c] = o[i];
             if (c == d->default_candidate)
                 by_row[r] = o[i];
         }
         free(o);
     }
+    free(dec.sent);
     free(keep);
-    return 0;
+    return rc;
 }
 
 /* The request fields the driver would have filled, from the default's run. */
@@ -169,16 +211,17 @@ static uint32_t pick(const double *obj, size_t nc, size_t def, double margin)
     return (uint32_t)(obj[def] <= obj[best] * (1 + margin) ? def : best);
 }
 
-/* Whether candidate c did something to the request at row that the default
- * did not: sent another prompt or output length, or found another amount
- * in the prefix cache (naive's salt, another replica's cache). A candidate
- * that sent the same request is credited with the default's latency, so
- * the shared engine's noise cannot win it the label. */
+/* Whether candidate c sent the request at row otherwise than the default
+ * did: another replica, a salt, another prompt (the decisions compared,
+ * not what the engine made of them), or an output cut shorter. A candidate that
+ * sent the same request is credited with the default's latency, so the
+ * shared engine's noise cannot win it the label: its run differs only by
+ * the other requests' decisions (a lighter engine, another cache), which
+ * this request's metadata cannot foresee. */
 static bool acted(const struct outcome *sent, size_t row, size_t nc, size_t c, size_t def)
 {
     const struct outcome *a = &sent[row * nc + c], *b = &sent[row * nc + def];
-    return a->prompt_tokens != b->prompt_tokens || a->output_tokens != b->output_tokens ||
-           a->cached_tokens != b->cached_tokens;
+    return a->sent != b->sent || a->output_tokens != b->output_tokens;
 }
 
 /* Whether candidate c's request produced fewer output tokens than the

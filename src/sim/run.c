@@ -123,6 +123,10 @@ static int start_turn(struct driver *d, const struct pending *p, double now,
         atr_policy_decide(d->cfg->policy, &q->req, &q->dec);
     if (q->dec.replica >= d->n_engines)
         q->dec.replica = 0;
+    if (d->cfg->on_decision)
+        d->cfg->on_decision(d->cfg->decision_ctx,
+                            d->cfg->workload->sessions[q->session].trace_id,
+                            d->ses[q->session].next_turn, &q->dec);
     uint32_t out = q->req.recorded_output_tokens;
     if (q->dec.max_tokens && q->dec.max_tokens < out)
         out = q->dec.max_tokens;

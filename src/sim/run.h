@@ -46,6 +46,11 @@ struct atr_sim_run_cfg {
      * slot, and its record counts from the slot, so TTFT and E2EL include
      * it and TPOT does not. */
     double frontend_s;
+    /* Optional: called as each turn gets its slot, with what the policy
+     * decided to send (the decision and its ids live only for the call). */
+    void (*on_decision)(void *ctx, const char *trace_id, size_t turn,
+                        const struct atr_policy_decision *dec);
+    void *decision_ctx;
 };
 
 /* The error of a turn the KV cache cannot hold, as failures_by_reason

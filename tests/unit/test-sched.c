@@ -254,7 +254,8 @@ static void test_sim_run_max_concurrency(void **state)
     cfg.kv_capacity_tokens = 1 << 16;
     struct atr_error err;
     struct atr_engine *e = atr_engine_new(&cfg, &err);
-    struct atr_sim_run_cfg rc = { &w, starts, &s, 3, NULL, NULL, NULL, 0 };
+    struct atr_sim_run_cfg rc = { .workload = &w, .starts = starts, .schedule = &s,
+                                  .max_concurrency = 3 };
     struct atr_llm_record *r;
     size_t n;
     assert_int_equal(atr_sim_run(&e, 1, &rc, &r, &n, &err), 0);
