@@ -10,6 +10,21 @@ BR=$T/bench-run
 mkdir -p "$BR"
 LEFT=$DATA/replay/leftovers.sh
 
+# The example spec as the tests run it: its workdir in this run's folder
+# (hermetic), and the agents' timeouts shortened (startup 5 -> 3 s,
+# benchmark 10 -> 5 s). The stall and slow-start agents run into them in
+# four of the runs below, which was most of this file's time; the other
+# agents answer 20 requests in well under a second.
+cp -r "$ROOT/examples/bench" "$BR/spec"
+python3 - "$BR/spec/sim.json" "$BR/work" <<'PY'
+import json, sys
+spec = json.load(open(sys.argv[1]))
+spec["workdir"] = sys.argv[2]
+spec["variants"]["agent"].update(startup_timeout_s=3, benchmark_timeout_s=5)
+json.dump(spec, open(sys.argv[1], "w"), indent=2)
+PY
+SPEC=$BR/spec/sim.json
+
 # outcome_is DIR NAME OUTCOME : DIR/results/NAME_result.json has it (a
 # script, as check's conditions run in a new shell).
 cat >"$BR/outcome_is" <<'SH'
@@ -28,8 +43,8 @@ wait_for() {
 }
 
 # ---- the example: every outcome, killed with SIGKILL mid-run and resumed ----
-# The stall run (item 2) holds the benchmark for 10 s: kill atr there.
-setsid "$ATR" bench run "$ROOT/examples/bench/sim.json" --port 0 -o "$BR/full" \
+# The stall run (item 2) holds the benchmark for 5 s: kill atr there.
+setsid "$ATR" bench run "$SPEC" --port 0 -o "$BR/full" \
     >"$BR/full.out" 2>"$BR/full.err" &
 KPID=$!
 wait_for 60 "grep -q 'agent stall: benchmark' '$BR/full.err'"
@@ -45,7 +60,7 @@ check bench-run-sigkill-no-temporaries "! ls '$BR/full/results' | grep -q tmp"
 check bench-run-sigkill-no-stall-result "[ ! -e '$BR/full/results/b2c3d4e5_agent_stall_result.json' ]"
 check bench-run-sigkill-7-results "[ \$(ls '$BR/full/results' | wc -l) = 7 ]"
 
-setsid "$ATR" bench run "$ROOT/examples/bench/sim.json" --port 0 -o "$BR/full" \
+setsid "$ATR" bench run "$SPEC" --port 0 -o "$BR/full" \
     >"$BR/resume.out" 2>"$BR/resume.err" &
 RPID=$!
 wait "$RPID"; rc=$?
@@ -109,8 +124,8 @@ ok bench-run-report "$ATR" bench report "$BR/full"
 check bench-run-report-counts "grep -q '| 11 | 5 | 4 | 2 | 5 of 11, 45.5 % |' '$T/out'"
 
 # ---- shards: 1/2 and 2/2 into two folders, merged by name = unsharded ----
-ok bench-run-shard-1 "$ATR" bench run "$ROOT/examples/bench/sim.json" --port 0 -q --shard 1/2 -o "$BR/s1"
-ok bench-run-shard-2 "$ATR" bench run "$ROOT/examples/bench/sim.json" --port 0 -q --shard 2/2 -o "$BR/s2"
+ok bench-run-shard-1 "$ATR" bench run "$SPEC" --port 0 -q --shard 1/2 -o "$BR/s1"
+ok bench-run-shard-2 "$ATR" bench run "$SPEC" --port 0 -q --shard 2/2 -o "$BR/s2"
 check bench-run-shards-split "[ \$(ls '$BR/s1/results' | grep -c '^a1b2c3d4_') = 5 ] && [ \$(ls '$BR/s2/results' | grep -c '^b2c3d4e5_') = 6 ] && ! ls '$BR/s1/results' | grep -q b2c3d4e5"
 "$ATR" bench report --json all="$BR/full" >"$BR/full.json"
 "$ATR" bench report --json all="$BR/s1" all="$BR/s2" >"$BR/shards.json"
@@ -125,19 +140,19 @@ a, b = counts(sys.argv[1]), counts(sys.argv[2])
 assert a == b, (a, b)
 PY
 check bench-run-shards-equal-unsharded "python3 '$BR/counts.py' '$BR/full.json' '$BR/shards.json'"
-fails bench-run-bad-shard 2 "--shard wants I/N" "$ATR" bench run "$ROOT/examples/bench/sim.json" --shard 3/2 -o "$BR/x"
-fails bench-run-bad-shard-zero 2 "--shard wants I/N" "$ATR" bench run "$ROOT/examples/bench/sim.json" --shard 0/2 -o "$BR/x"
+fails bench-run-bad-shard 2 "--shard wants I/N" "$ATR" bench run "$SPEC" --shard 3/2 -o "$BR/x"
+fails bench-run-bad-shard-zero 2 "--shard wants I/N" "$ATR" bench run "$SPEC" --shard 0/2 -o "$BR/x"
 
 # ---- --only and --retry-failed ----
-ok bench-run-only "$ATR" bench run "$ROOT/examples/bench/sim.json" --port 0 -q --only b2c3 -o "$BR/only"
+ok bench-run-only "$ATR" bench run "$SPEC" --port 0 -q --only b2c3 -o "$BR/only"
 check bench-run-only-one-item "[ \$(ls '$BR/only/results' | wc -l) = 6 ] && ! ls '$BR/only/results' | grep -q a1b2c3d4"
 # Retry: the 5 failures of item 2 run again (the same outcomes), successes stay.
 before=$(stat -c %Y "$BR/only/results/b2c3d4e5_human_result.json")
-"$ATR" bench run "$ROOT/examples/bench/sim.json" --port 0 --only b2c3d4e5 --retry-failed -o "$BR/only" >"$BR/retry.out" 2>"$BR/retry.err"
+"$ATR" bench run "$SPEC" --port 0 --only b2c3d4e5 --retry-failed -o "$BR/only" >"$BR/retry.out" 2>"$BR/retry.err"
 check bench-run-retry-failed "grep -q '^6 runs: 4 written, 2 had a result;' '$BR/retry.out' && [ \$(stat -c %Y '$BR/only/results/b2c3d4e5_human_result.json') = $before ]"
 
 # ---- Ctrl-C mid-benchmark: exit 130, no result for that run, nothing left ----
-setsid "$ATR" bench run "$ROOT/examples/bench/sim.json" --port 0 --only b2c3d4e5 -o "$BR/int" \
+setsid "$ATR" bench run "$SPEC" --port 0 --only b2c3d4e5 -o "$BR/int" \
     >"$BR/int.out" 2>"$BR/int.err" &
 IPID=$!
 wait_for 60 "grep -q 'agent stall: benchmark' '$BR/int.err'"
@@ -153,7 +168,7 @@ HPID=$!
 wait_for 10 "grep -q listening '$BR/held.out'"
 HELD=$(sed -n 's|.*127.0.0.1:\([0-9]*\)$|\1|p' "$BR/held.out")
 fails bench-run-port-held 1 "port $HELD is in use before the baseline server of a1b2c3d4 started" \
-    "$ATR" bench run "$ROOT/examples/bench/sim.json" -q --port "$HELD" -o "$BR/held"
+    "$ATR" bench run "$SPEC" -q --port "$HELD" -o "$BR/held"
 check bench-run-port-held-no-results "[ -z \"\$(ls '$BR/held/results')\" ]"
 kill "$HPID"; wait "$HPID" 2>/dev/null
 
