@@ -201,6 +201,18 @@ static void test_percentile_keys(void **state)
     atr_llm_summary_release(&s);
 }
 
+/* s's ITL median and percentiles (those of c) are those of the gaps
+ * (seconds; sorted here). */
+static void assert_itl_ranks(const struct atr_llm_summary *s, double *gaps, size_t ng,
+                             const struct atr_llm_bench_config *c)
+{
+    atr_sort_doubles(gaps, ng);
+    double median = ng % 2 ? gaps[ng / 2] : (0.0 + gaps[ng / 2 - 1] + gaps[ng / 2]) / 2;
+    assert_true(s->itl.median == median * 1000);
+    for (size_t i = 0; i < c->n_percentiles; i++)
+        assert_true(s->itl.p[i] == atr_percentile_sorted(gaps, ng, c->percentiles[i]) * 1000);
+}
+
 /* The inter-token gap percentiles are found within 16-bit buckets of the
  * gaps (stats/metrics.c): they must equal those of the sorted gaps, here
  * with gaps over many buckets, repeats, zeros and ranks at every edge. */
@@ -238,11 +250,7 @@ static void test_itl_percentiles_exact(void **state)
     struct atr_llm_summary s;
     struct atr_error err;
     assert_int_equal(atr_llm_summarize(r, NREC, &c, &s, &err), 0);
-    atr_sort_doubles(gaps, ng);
-    double median = ng % 2 ? gaps[ng / 2] : (0.0 + gaps[ng / 2 - 1] + gaps[ng / 2]) / 2;
-    assert_true(s.itl.median == median * 1000);
-    for (size_t i = 0; i < c.n_percentiles; i++)
-        assert_true(s.itl.p[i] == atr_percentile_sorted(gaps, ng, pct[i]) * 1000);
+    assert_itl_ranks(&s, gaps, ng, &c);
     atr_llm_summary_release(&s);
 }
 
@@ -343,11 +351,7 @@ static void test_itl_matches_array(void **state)
         atr_llm_summary_release(&s);
     }
     assert_int_equal(atr_llm_summarize(r, NREC, &c, &s, &err), 0);
-    atr_sort_doubles(gaps, ng);
-    double median = ng % 2 ? gaps[ng / 2] : (0.0 + gaps[ng / 2 - 1] + gaps[ng / 2]) / 2;
-    assert_true(s.itl.median == median * 1000);
-    for (size_t i = 0; i < c.n_percentiles; i++)
-        assert_true(s.itl.p[i] == atr_percentile_sorted(gaps, ng, pct[i]) * 1000);
+    assert_itl_ranks(&s, gaps, ng, &c);
     atr_llm_summary_release(&s);
 }
 
