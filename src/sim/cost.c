@@ -27,7 +27,7 @@
 
 /* The fitted constants. ATR_SIM_CONSTANTS="name=value,..." overrides them
  * (read once, with the profiles) so that bench/sim-fidelity/fit.py can
- * search them without rebuilding; names as in consts_names below. */
+ * search them without rebuilding; names as in const_slot below. */
 struct consts {
     /* of dense peak: model FLOPs utilisation of prefill, for a GPU whose
      * file gives no compute_efficiency of its own */
