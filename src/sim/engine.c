@@ -64,7 +64,6 @@ struct req {
     bool aborted;                /* atr_engine_abort: stop at the next safe point */
     bool arriving;               /* its arrival event is still in the heap */
     bool release_pending;        /* its record was released while the engine held it */
-    bool ended;                  /* finished or aborted: leaves the running set */
 };
 
 /* A request's shared partial block (atr_engine_set_tail). */
@@ -1185,8 +1184,14 @@ static void req_end(struct atr_engine *e, struct req *r)
         rec_destroy(e, f);
 }
 
+/* Whether r is over: it produced its last token, or was aborted. */
+static bool req_over(const struct req *r)
+{
+    return r->aborted || r->f->rec.tokens_done == r->f->rec.output_tokens;
+}
+
 /* Applies the finished iteration to r; true when r leaves the running set
- * (finished or aborted: r->ended). */
+ * (finished or aborted: req_over). */
 HOT bool req_end_iteration(struct atr_engine *e, struct req *r)
 {
     struct req_rec *f = r->f;
@@ -1196,7 +1201,7 @@ HOT bool req_end_iteration(struct atr_engine *e, struct req *r)
         req_cache_blocks(e, r);
     if (r->aborted) {      /* computed KV stays cached; nothing is sampled */
         req_free_blocks(e, r);
-        return r->ended = true;
+        return true;
     }
     if (r->computed < r->num_tokens)
         return false;
@@ -1211,7 +1216,7 @@ HOT bool req_end_iteration(struct atr_engine *e, struct req *r)
     e->pending--;
     e->st.requests_finished++;
     rec_vec_push(&e->done, f);
-    return r->ended = true;
+    return true;
 }
 
 /* Applies the finished iteration: KV computed, tokens sampled, requests
@@ -1227,11 +1232,11 @@ static void end_iteration(struct atr_engine *e)
     if (gone) {
         size_t k = 0;       /* drop finished requests, keeping admission order */
         for (size_t i = 0; i < e->running.len; i++)
-            if (!e->running.v[i]->ended)
+            if (!req_over(e->running.v[i]))
                 e->running.v[k++] = e->running.v[i];
         e->running.len = k;
         for (size_t i = 0; i < e->batch.len; i++)
-            if (e->batch.v[i]->ended)
+            if (req_over(e->batch.v[i]))
                 req_end(e, e->batch.v[i]);
     }
     e->batch.len = 0;
