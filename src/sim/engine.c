@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 
 #include "sched/heap.h"
+#include "sim/kvruns.h"
 #include "util/alloc.h"
 
 #define NIL UINT32_MAX
@@ -47,7 +48,8 @@ struct req {
                                     0: none (kept aside: few requests have one) */
     uint64_t num_tokens;         /* prompt + output tokens so far */
     uint64_t computed;           /* tokens whose KV is computed */
-    uint32_t *blocks;            /* block table */
+    uint32_t *blocks;            /* block table (radix_cache; else kv) */
+    struct kvr_table kv;         /* its blocks as runs (vLLM) */
     uint32_t n_blocks, cap_blocks;
     uint32_t n_hashed;           /* leading blocks already checked into the cache */
     uint32_t n_memo;             /* while waiting: blocks[0..n_memo) are the prefix
@@ -98,6 +100,10 @@ struct engine_block {
 
 struct atr_engine {
     struct atr_engine_cfg cfg;
+    /* vLLM's cache, kept as runs (kvruns.h); NULL for radix_cache, which
+     * keeps the blocks below. kc: its counts. */
+    struct kvr *kvr;
+    const struct kvr_counts *kc;
     double now;
     struct atr_heap events;
     bool busy, due;              /* iteration in flight / to be scheduled now */
@@ -382,6 +388,22 @@ HOT void map_remove(struct atr_engine *e, uint64_t k, uint32_t v)
 
 /* ---- block pool ---- */
 
+/* Blocks held, free, and cached but unreferenced, in either cache. */
+HOT uint32_t kv_used(const struct atr_engine *e)
+{
+    return e->kvr ? e->kc->used : e->used;
+}
+
+HOT uint32_t kv_free(const struct atr_engine *e)
+{
+    return e->kvr ? e->kc->n_free : e->n_free;
+}
+
+HOT uint32_t kv_lru(const struct atr_engine *e)
+{
+    return e->kvr ? e->kc->n_lru : e->n_lru;
+}
+
 static void lru_unlink(struct atr_engine *e, uint32_t b)
 {
     e->blk[b].lru_at = NIL;
@@ -592,6 +614,11 @@ COLD void radix_alloc(struct atr_engine *e, struct req *r, uint32_t want)
 static __attribute__((noinline)) void req_grow_to(struct atr_engine *e, struct req *r,
                                                   uint32_t want, bool *ok)
 {
+    if (e->kvr) {
+        *ok = kvr_grow(e->kvr, &r->kv, want);
+        r->n_blocks = r->kv.n_blocks;
+        return;
+    }
     if (want - r->n_blocks > e->n_free + e->n_lru) {
         *ok = false;
         return;
@@ -648,6 +675,12 @@ HOT void free_one(struct free_run *f, uint32_t b)
  * entries: the queue's order and numbers stay). */
 static void req_free_blocks(struct atr_engine *e, struct req *r)
 {
+    if (e->kvr) {
+        kvr_release(e->kvr, &r->kv);
+        r->n_blocks = 0;
+        r->n_hashed = 0;
+        return;
+    }
     if (e->lru_len + r->n_blocks > e->lru_cap)
         lru_compact(e);
     const uint32_t *v = r->blocks;
@@ -762,7 +795,9 @@ static void req_cache_blocks(struct atr_engine *e, struct req *r)
     uint32_t end = r->n_hash < full ? r->n_hash : (uint32_t)full;
     if (r->n_hashed >= end)
         return;
-    if (e->children) {
+    if (e->kvr) {
+        kvr_check_in(e->kvr, &r->kv, r->hash_ids, r->n_hashed, end);
+    } else if (e->children) {
         radix_cache_blocks(e, r, end);
     } else {
         const uint32_t *blocks = r->blocks;
@@ -845,6 +880,8 @@ static uint32_t prefix_hits(struct atr_engine *e, struct req *r)
             tail_match(e, r, 0);
         return 0;
     }
+    if (e->kvr)
+        return kvr_match(e->kvr, &r->kv, r->hash_ids, max);
     req_reserve_blocks(r, max);
     n = prefix_match(e, r, max);
     r->n_memo = n;
@@ -858,6 +895,10 @@ static uint32_t prefix_hits(struct atr_engine *e, struct req *r)
 static void hits_in_lru(const struct atr_engine *e, const struct req *r, uint32_t n,
                         uint32_t *in_lru, uint64_t *oldest)
 {
+    if (e->kvr) {
+        kvr_hits_in_lru(e->kvr, &r->kv, in_lru, oldest);
+        return;
+    }
     const struct engine_block *blk = e->blk;
     uint32_t k = 0;
     uint64_t old = UINT64_MAX;
@@ -882,12 +923,12 @@ static void hits_in_lru(const struct atr_engine *e, const struct req *r, uint32_
 static bool blocks_fit(const struct atr_engine *e, const struct req *r, uint32_t n,
                        uint32_t want, uint64_t *oldest)
 {
-    uint32_t most = n < e->n_lru ? n : e->n_lru;
-    if (want - n <= e->n_free + e->n_lru - most)
+    uint32_t lru = kv_lru(e), most = n < lru ? n : lru;
+    if (want - n <= kv_free(e) + lru - most)
         return true;
     uint32_t in_lru;
     hits_in_lru(e, r, n, &in_lru, oldest);
-    return want - n <= e->n_free + e->n_lru - in_lru;
+    return want - n <= kv_free(e) + lru - in_lru;
 }
 
 static void preempt(struct atr_engine *e, struct req *r)
@@ -952,7 +993,7 @@ static bool cannot_fit(const struct atr_engine *e, const struct req *r, uint64_t
     }
     if (rest > budget && !e->cfg.chunked_prefill)
         return true;
-    return blocks_for(e, rest < budget ? rest : budget) > (uint64_t)e->n_free + e->n_lru;
+    return blocks_for(e, rest < budget ? rest : budget) > (uint64_t)kv_free(e) + kv_lru(e);
 }
 
 /* Whether r, whose last admission failed, must fail again, without
@@ -968,6 +1009,8 @@ static bool cannot_fit(const struct atr_engine *e, const struct req *r, uint64_t
  * smaller limit). */
 static bool still_fails(struct atr_engine *e, const struct req *r, uint64_t budget)
 {
+    if (e->kvr)
+        return false;       /* a match costs per run there: nothing to save */
     if (!r->failed || r->fail_released != e->n_released ||
         e->lru_evicted_seq >= r->fail_lru_seq)
         return false;
@@ -1037,8 +1080,12 @@ static void admit(struct atr_engine *e, struct req *r, uint64_t *budget, bool *o
         return;
     }
     r->failed = false;
-    req_reserve_blocks(r, want);
-    ref_hits(e, r->blocks, hits);       /* prefix_hits put them there */
+    if (e->kvr) {
+        kvr_ref_hits(e->kvr, &r->kv);
+    } else {
+        req_reserve_blocks(r, want);
+        ref_hits(e, r->blocks, hits);   /* prefix_hits put them there */
+    }
     r->n_blocks = hits;
     r->n_hashed = hits;
     r->computed = cached;
@@ -1151,9 +1198,10 @@ static int start_iteration(struct atr_engine *e, struct atr_error *err)
         return -1;
     log_push(e, e->now + dt);    /* the same double the clock will reach */
     e->busy = true;
-    if (e->used > e->st.kv_blocks_peak)
-        e->st.kv_blocks_peak = e->used;
-    e->kv_time_sum += (double)e->used * dt;
+    uint32_t used = kv_used(e);
+    if (used > e->st.kv_blocks_peak)
+        e->st.kv_blocks_peak = used;
+    e->kv_time_sum += (double)used * dt;
     e->batch_sum += (double)e->batch.len;
     e->st.busy_seconds += dt;
     e->st.prefill_tokens += w.prefill_tokens;
@@ -1161,7 +1209,7 @@ static int start_iteration(struct atr_engine *e, struct atr_error *err)
     e->hist[e->batch.len]++;
     if (e->cfg.on_iter) {
         struct atr_iter_info it = { e->st.iterations, e->now, dt,
-                                    (unsigned)e->batch.len, w, e->used };
+                                    (unsigned)e->batch.len, w, used };
         e->cfg.on_iter(e->cfg.iter_ctx, &it);
     }
     e->st.iterations++;
@@ -1178,6 +1226,7 @@ static void req_end(struct atr_engine *e, struct req *r)
     struct req_rec *f = r->f;
     bool release = r->release_pending;
     free(r->blocks);
+    kvr_table_release(&r->kv);
     free(r);
     f->live = NULL;
     if (release)
@@ -1347,6 +1396,10 @@ struct atr_engine *atr_engine_new(const struct atr_engine_cfg *cfg, struct atr_e
     e->n_blocks = (uint32_t)nb;
     atr_heap_init(&e->events);
     engine_alloc(e);
+    if (!c.radix_cache && !getenv("ATR_SIM_BLOCKS")) {
+        e->kvr = kvr_new(e->n_blocks);
+        e->kc = kvr_counts(e->kvr);
+    }
     return e;
 }
 
@@ -1358,6 +1411,7 @@ void atr_engine_free(struct atr_engine *e)
         struct req_rec *f = e->all.v[i];
         if (f->live) {
             free(f->live->blocks);
+            kvr_table_release(&f->live->kv);
             free(f->live);
         }
         free(f->times);
@@ -1383,6 +1437,7 @@ void atr_engine_free(struct atr_engine *e)
     free(e->evicted_key);
     free(e->lru);
     free(e->hist);
+    kvr_free(e->kvr);
     atr_heap_release(&e->events);
     free(e);
 }
@@ -1607,6 +1662,8 @@ size_t atr_engine_pending(const struct atr_engine *e)
 void atr_engine_get_stats(const struct atr_engine *e, struct atr_engine_stats *out)
 {
     *out = e->st;
+    if (e->kvr)
+        out->evictions = e->kc->evictions;
     out->prefix_hit_rate = e->st.prompt_tokens
         ? (double)e->st.cached_tokens / (double)e->st.prompt_tokens : 0;
     out->kv_blocks_total = e->n_blocks;
@@ -1628,7 +1685,7 @@ size_t atr_engine_num_waiting(const struct atr_engine *e)
 
 uint32_t atr_engine_kv_blocks_used(const struct atr_engine *e)
 {
-    return e->used;
+    return kv_used(e);
 }
 
 uint32_t atr_engine_kv_blocks_total(const struct atr_engine *e)

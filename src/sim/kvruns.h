@@ -1,0 +1,84 @@
+/* kvruns.h - vLLM's paged KV cache and prefix cache kept as runs of a
+ * prompt's block ids, not block by block (issue 16).
+ *
+ * Ids are chained (an id names its whole prefix, as vLLM's block hashes
+ * and atr's traces do), so the cached ids along any prompt fall into runs:
+ * a run is positions [lo, c) of one id chain, cached, found through the
+ * id at lo alone. Who holds a run holds a prefix of it, so reference
+ * counts along a run only fall with depth, and the unreferenced part of a
+ * run is its deepest one, queued for eviction in pieces (one per release,
+ * deepest first, as vLLM frees a request's blocks tail first). Admission,
+ * release and eviction then cost per run, not per block; a check-in costs
+ * one probe of a small map per block. What vLLM's block-level cache makes
+ * of the same requests (cached ids, counts, LRU order and numbers,
+ * evictions) is the same: docs/sim-engine.md, "KV cache as runs".
+ *
+ * The engine owns a struct kvr and one struct kvr_table per request.
+ * Block ids passed in are borrowed for the call only: a run keeps copies. */
+#ifndef ATR_SIM_KVRUNS_H
+#define ATR_SIM_KVRUNS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct kvr;
+
+/* Positions [lo, end) of run `run` (lo: the run's first), held. */
+struct kvr_hold {
+    uint32_t run;
+    uint32_t end;
+};
+
+/* A request's blocks: the runs it holds, in depth order, and blocks no
+ * run has (computed duplicates, the last partial block, output blocks). */
+struct kvr_table {
+    struct kvr_hold *holds;      /* malloc'd; kvr_table_release frees it */
+    uint32_t n_holds, cap_holds;
+    uint32_t n_blocks;           /* all it holds */
+    uint32_t dup_from;           /* its last checked-in blocks from here on are
+                                    duplicates of a run (UINT32_MAX: none) */
+};
+
+/* Counts over the whole cache, read by the engine. */
+struct kvr_counts {
+    uint32_t used;               /* blocks some request holds */
+    uint32_t n_free;             /* neither held nor cached */
+    uint32_t n_lru;              /* cached, unreferenced: queued for eviction */
+    uint64_t n_released;         /* blocks whose last holder let go, ever */
+    uint64_t appended;           /* queue numbers given out: 1, 2, ... */
+    uint64_t evicted_seq;        /* queue number of the last eviction (0: none) */
+    uint64_t evictions;
+};
+
+struct kvr *kvr_new(uint32_t n_blocks);
+void kvr_free(struct kvr *c);
+const struct kvr_counts *kvr_counts(const struct kvr *c);
+
+void kvr_table_release(struct kvr_table *t);     /* frees t->holds; holds nothing */
+
+/* Longest cached prefix of ids[0..max), in blocks; t (holding nothing)
+ * gets the runs it found as holds, not yet referenced. */
+uint32_t kvr_match(struct kvr *c, struct kvr_table *t, const uint64_t *ids, uint32_t max);
+
+/* Of t's matched blocks, how many are queued for eviction and the oldest
+ * queue number among them (UINT64_MAX: none). */
+void kvr_hits_in_lru(const struct kvr *c, const struct kvr_table *t, uint32_t *in_lru,
+                     uint64_t *oldest);
+
+/* References t's matched runs: t now holds them. */
+void kvr_ref_hits(struct kvr *c, struct kvr_table *t);
+
+/* Grows t to `want` blocks, free ones first, then evicting the oldest
+ * queued; false (nothing changed) when there are not enough. */
+bool kvr_grow(struct kvr *c, struct kvr_table *t, uint32_t want);
+
+/* Checks t's blocks [from, end) in under ids[from..end): each joins the
+ * cache unless its id is cached already (then it stays t's own). t holds
+ * at least `end` blocks and checked in [0, from) before. */
+void kvr_check_in(struct kvr *c, struct kvr_table *t, const uint64_t *ids, uint32_t from,
+                  uint32_t end);
+
+/* Lets go of all t's blocks, deepest first: cached ones are queued. */
+void kvr_release(struct kvr *c, struct kvr_table *t);
+
+#endif
