@@ -48,12 +48,17 @@ struct req {
                                     0: none (kept aside: few requests have one) */
     uint64_t num_tokens;         /* prompt + output tokens so far */
     uint64_t computed;           /* tokens whose KV is computed */
-    uint32_t *blocks;            /* block table (radix_cache; else kv) */
-    struct kvr_table kv;         /* its blocks as runs (vLLM) */
-    uint32_t n_blocks, cap_blocks;
-    uint32_t n_hashed;           /* leading blocks already checked into the cache */
-    uint32_t n_memo;             /* while waiting: blocks[0..n_memo) are the prefix
+    union {
+        struct {                 /* radix_cache: the block table */
+            uint32_t *blocks;
+            uint32_t cap_blocks;
+            uint32_t n_memo;     /* while waiting: blocks[0..n_memo) are the prefix
                                     hits last found, to check before looking up */
+        };
+        struct kvr_table kv;     /* vLLM: the runs it holds (kvruns.h) */
+    };
+    uint32_t n_blocks;           /* blocks it holds */
+    uint32_t n_hashed;           /* leading blocks already checked into the cache */
     /* Its last admission failed for want of blocks, with fail_hits prefix
      * hits (the oldest of them in the LRU queue appended as number
      * fail_lru_seq), fail_budget tokens of budget and the engine's
@@ -615,8 +620,9 @@ static __attribute__((noinline)) void req_grow_to(struct atr_engine *e, struct r
                                                   uint32_t want, bool *ok)
 {
     if (e->kvr) {
-        *ok = kvr_grow(e->kvr, &r->kv, want);
-        r->n_blocks = r->kv.n_blocks;
+        *ok = kvr_grow(e->kvr, want - r->n_blocks);
+        if (*ok)
+            r->n_blocks = want;
         return;
     }
     if (want - r->n_blocks > e->n_free + e->n_lru) {
@@ -676,7 +682,7 @@ HOT void free_one(struct free_run *f, uint32_t b)
 static void req_free_blocks(struct atr_engine *e, struct req *r)
 {
     if (e->kvr) {
-        kvr_release(e->kvr, &r->kv);
+        kvr_release(e->kvr, &r->kv, r->n_blocks);
         r->n_blocks = 0;
         r->n_hashed = 0;
         return;
@@ -1009,10 +1015,9 @@ static bool cannot_fit(const struct atr_engine *e, const struct req *r, uint64_t
  * smaller limit). */
 static bool still_fails(struct atr_engine *e, const struct req *r, uint64_t budget)
 {
-    if (e->kvr)
-        return false;       /* a match costs per run there: nothing to save */
-    if (!r->failed || r->fail_released != e->n_released ||
-        e->lru_evicted_seq >= r->fail_lru_seq)
+    uint64_t released = e->kvr ? e->kc->n_released : e->n_released;
+    uint64_t evicted_seq = e->kvr ? e->kc->evicted_seq : e->lru_evicted_seq;
+    if (!r->failed || r->fail_released != released || evicted_seq >= r->fail_lru_seq)
         return false;
     if (e->cfg.chunked_prefill ? budget < r->fail_budget : budget > r->fail_budget)
         return false;
@@ -1020,8 +1025,11 @@ static bool still_fails(struct atr_engine *e, const struct req *r, uint64_t budg
         return false;       /* its tail may have been cached since: match again */
     uint64_t limit = (r->num_tokens - 1) / e->cfg.block_size;
     uint32_t max = r->n_hash < limit ? r->n_hash : (uint32_t)limit;
-    return !e->cfg.prefix_caching || r->fail_hits >= max ||
-           map_find(e, r->hash_ids[r->fail_hits]) == NIL;
+    if (!e->cfg.prefix_caching || r->fail_hits >= max)
+        return true;
+    if (e->kvr)
+        return !kvr_cached_at(e->kvr, &r->kv, r->hash_ids, r->fail_hits);
+    return map_find(e, r->hash_ids[r->fail_hits]) == NIL;
 }
 
 static void admit_failed(struct atr_engine *e, struct req *r, uint32_t hits, uint64_t budget,
@@ -1031,7 +1039,7 @@ static void admit_failed(struct atr_engine *e, struct req *r, uint32_t hits, uin
     r->fail_lru_seq = oldest;
     r->fail_hits = hits;
     r->fail_budget = budget;
-    r->fail_released = e->n_released;
+    r->fail_released = e->kvr ? e->kc->n_released : e->n_released;
 }
 
 /* block_ref for each of r's n prefix hits, over locals (see
@@ -1081,7 +1089,7 @@ static void admit(struct atr_engine *e, struct req *r, uint64_t *budget, bool *o
     }
     r->failed = false;
     if (e->kvr) {
-        kvr_ref_hits(e->kvr, &r->kv);
+        kvr_ref_hits(e->kvr, &r->kv);   /* kvr_match found them */
     } else {
         req_reserve_blocks(r, want);
         ref_hits(e, r->blocks, hits);   /* prefix_hits put them there */
@@ -1218,6 +1226,14 @@ static int start_iteration(struct atr_engine *e, struct atr_error *err)
 
 static void rec_destroy(struct atr_engine *e, struct req_rec *f);
 
+static void req_table_free(const struct atr_engine *e, struct req *r)
+{
+    if (e->kvr)
+        kvr_table_release(&r->kv);
+    else
+        free(r->blocks);
+}
+
 /* Frees r's scheduling state once the engine holds it nowhere (its blocks
  * already released): a request that ended keeps only its record, which
  * goes too when it was released meanwhile. */
@@ -1225,8 +1241,7 @@ static void req_end(struct atr_engine *e, struct req *r)
 {
     struct req_rec *f = r->f;
     bool release = r->release_pending;
-    free(r->blocks);
-    kvr_table_release(&r->kv);
+    req_table_free(e, r);
     free(r);
     f->live = NULL;
     if (release)
@@ -1325,7 +1340,8 @@ static void *line_alloc(size_t size)
     return p;
 }
 
-static void engine_alloc(struct atr_engine *e)
+/* The block cache's structures (radix_cache, block_cache). */
+static void blocks_alloc(struct atr_engine *e)
 {
     /* A sparse map (at most 1/16 full, 128+ bytes a block): every evicted
      * block is a removal whose backward shift walks the rest of its probe
@@ -1361,8 +1377,6 @@ static void engine_alloc(struct atr_engine *e)
         lru_cap *= 2;
     e->lru_cap = (uint32_t)lru_cap;
     e->lru = xcalloc(e->lru_cap, sizeof(*e->lru));
-    e->hist = xcalloc(e->cfg.max_num_seqs + 1, sizeof(*e->hist));
-    e->batch.v = xreallocarray(NULL, e->cfg.max_num_seqs + 1, sizeof(*e->batch.v));
     memset(e->map, 0xff, map_cap * sizeof(*e->map));
     /* Stack order makes block 0 the first allocated: easier to read in tests. */
     for (uint32_t i = 0; i < e->n_blocks; i++) {
@@ -1370,6 +1384,18 @@ static void engine_alloc(struct atr_engine *e)
         e->free_stack[i] = e->n_blocks - 1 - i;
     }
     e->n_free = e->n_blocks;
+}
+
+static void engine_alloc(struct atr_engine *e)
+{
+    if (e->cfg.radix_cache || e->cfg.block_cache) {
+        blocks_alloc(e);
+    } else {
+        e->kvr = kvr_new(e->n_blocks);
+        e->kc = kvr_counts(e->kvr);
+    }
+    e->hist = xcalloc(e->cfg.max_num_seqs + 1, sizeof(*e->hist));
+    e->batch.v = xreallocarray(NULL, e->cfg.max_num_seqs + 1, sizeof(*e->batch.v));
     if (e->cfg.block_size > 1 && !(e->cfg.block_size & (e->cfg.block_size - 1)))
         while ((1u << e->block_shift) < e->cfg.block_size)
             e->block_shift++;
@@ -1396,10 +1422,6 @@ struct atr_engine *atr_engine_new(const struct atr_engine_cfg *cfg, struct atr_e
     e->n_blocks = (uint32_t)nb;
     atr_heap_init(&e->events);
     engine_alloc(e);
-    if (!c.radix_cache && !getenv("ATR_SIM_BLOCKS")) {
-        e->kvr = kvr_new(e->n_blocks);
-        e->kc = kvr_counts(e->kvr);
-    }
     return e;
 }
 
@@ -1410,8 +1432,7 @@ void atr_engine_free(struct atr_engine *e)
     for (size_t i = 0; i < e->all.len; i++) {
         struct req_rec *f = e->all.v[i];
         if (f->live) {
-            free(f->live->blocks);
-            kvr_table_release(&f->live->kv);
+            req_table_free(e, f->live);
             free(f->live);
         }
         free(f->times);

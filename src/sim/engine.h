@@ -60,6 +60,10 @@ struct atr_engine_cfg {
      * cached block is not evicted while a cached block continues it).
      * vLLM: false (16-token blocks, LRU per block). */
     bool radix_cache;
+    /* vLLM's cache kept block by block, as radix_cache keeps it, instead
+     * of as runs of chained ids (src/sim/kvruns.h): the same results for
+     * chained ids, slower. The reference tests compare the runs with. */
+    bool block_cache;
     /* vLLM V0's default scheduler (no chunked prefill): waiting prompts
      * are admitted first, and an iteration that admitted any runs only
      * prefills, pausing the decodes; decodes run when nothing could be

@@ -355,12 +355,22 @@ static void hold_push(struct kvr_table *t, uint32_t run, uint32_t end)
     t->holds[t->n_holds++] = (struct kvr_hold){ run, end };
 }
 
+#define AGREE_CHUNK 64          /* ids compared by one memcmp */
+
 /* The first of ids[from..lim) where run r differs from them (lim at most
- * r's cached end). */
+ * r's cached end). A match runs along hundreds of ids: memcmp compares
+ * them several at a time, in chunks so that a difference is looked for
+ * one by one only in its own chunk. */
 static uint32_t run_agrees_to(const struct run *r, const uint64_t *ids, uint32_t from,
                               uint32_t lim)
 {
     const uint64_t *own = r->ids - r->lo;
+    for (;;) {
+        uint32_t n = lim - from < AGREE_CHUNK ? lim - from : AGREE_CHUNK;
+        if (n == 0 || memcmp(own + from, ids + from, n * sizeof(*ids)) != 0)
+            break;
+        from += n;
+    }
     while (from < lim && own[from] == ids[from])
         from++;
     return from;
@@ -404,7 +414,7 @@ void kvr_hits_in_lru(const struct kvr *c, const struct kvr_table *t, uint32_t *i
     *oldest = old;
 }
 
-void kvr_ref_hits(struct kvr *c, struct kvr_table *t)
+uint32_t kvr_ref_hits(struct kvr *c, struct kvr_table *t)
 {
     uint32_t blocks = 0;
     for (uint32_t h = 0; h < t->n_holds; h++) {
@@ -430,22 +440,18 @@ void kvr_ref_hits(struct kvr *c, struct kvr_table *t)
         }
         end_add(x, j);
     }
-    t->n_blocks = blocks;
+    return blocks;
 }
 
-bool kvr_grow(struct kvr *c, struct kvr_table *t, uint32_t want)
+bool kvr_grow(struct kvr *c, uint32_t n)
 {
-    if (want <= t->n_blocks)
-        return true;
-    uint32_t k = want - t->n_blocks;
-    if (k > c->k.n_free + c->k.n_lru)
+    if (n > c->k.n_free + c->k.n_lru)
         return false;
-    uint32_t f = k < c->k.n_free ? k : c->k.n_free;
+    uint32_t f = n < c->k.n_free ? n : c->k.n_free;
     c->k.n_free -= f;
-    if (k > f)
-        evict(c, k - f);
-    c->k.used += k;
-    t->n_blocks = want;
+    if (n > f)
+        evict(c, n - f);
+    c->k.used += n;
     return true;
 }
 
@@ -473,6 +479,15 @@ static uint32_t covering_run(const struct kvr *c, const struct kvr_table *t,
     if (t->n_holds && run_covers(c, t->holds[t->n_holds - 1].run, ids, s))
         return t->holds[t->n_holds - 1].run;
     return NIL;
+}
+
+bool kvr_cached_at(const struct kvr *c, const struct kvr_table *t, const uint64_t *ids,
+                   uint32_t p)
+{
+    uint32_t r = map_find(c, ids[p]);
+    if (r != NIL && c->runs[r].lo == p)
+        return true;
+    return t->n_holds && run_covers(c, t->holds[t->n_holds - 1].run, ids, p);
 }
 
 /* Caches t's blocks [i, j) (ids[i..j) cached nowhere): they extend the run
@@ -534,7 +549,7 @@ void kvr_check_in(struct kvr *c, struct kvr_table *t, const uint64_t *ids, uint3
     }
 }
 
-void kvr_release(struct kvr *c, struct kvr_table *t)
+void kvr_release(struct kvr *c, struct kvr_table *t, uint32_t n_blocks)
 {
     uint32_t in_runs = 0;
     for (uint32_t h = t->n_holds; h-- > 0;) {
@@ -550,10 +565,9 @@ void kvr_release(struct kvr *c, struct kvr_table *t)
             c->k.n_released += before - after;
         }
     }
-    uint32_t own = t->n_blocks - in_runs;   /* held by t alone, uncached */
+    uint32_t own = n_blocks - in_runs;      /* held by t alone, uncached */
     c->k.n_free += own;
     c->k.used -= own;
     c->k.n_released += own;
     t->n_holds = 0;
-    t->n_blocks = 0;
 }

@@ -29,14 +29,12 @@ struct kvr_hold {
     uint32_t end;
 };
 
-/* A request's blocks: the runs it holds, in depth order, and blocks no
- * run has (computed duplicates, the last partial block, output blocks). */
+/* The runs a request holds, in depth order. Its other blocks (computed
+ * duplicates, the last partial block, output blocks) are only counted, by
+ * the engine: the functions below take that count where they need it. */
 struct kvr_table {
     struct kvr_hold *holds;      /* malloc'd; kvr_table_release frees it */
     uint32_t n_holds, cap_holds;
-    uint32_t n_blocks;           /* all it holds */
-    uint32_t dup_from;           /* its last checked-in blocks from here on are
-                                    duplicates of a run (UINT32_MAX: none) */
 };
 
 /* Counts over the whole cache, read by the engine. */
@@ -65,12 +63,19 @@ uint32_t kvr_match(struct kvr *c, struct kvr_table *t, const uint64_t *ids, uint
 void kvr_hits_in_lru(const struct kvr *c, const struct kvr_table *t, uint32_t *in_lru,
                      uint64_t *oldest);
 
-/* References t's matched runs: t now holds them. */
-void kvr_ref_hits(struct kvr *c, struct kvr_table *t);
+/* Whether ids[p] is cached, p being where t's last match stopped (p in a
+ * run that starts there or in the last run it matched). Valid while the
+ * runs it matched are: none of them was evicted from since. */
+bool kvr_cached_at(const struct kvr *c, const struct kvr_table *t, const uint64_t *ids,
+                   uint32_t p);
 
-/* Grows t to `want` blocks, free ones first, then evicting the oldest
- * queued; false (nothing changed) when there are not enough. */
-bool kvr_grow(struct kvr *c, struct kvr_table *t, uint32_t want);
+/* References t's matched runs: t now holds them. Returns the blocks it
+ * holds: the match's length. */
+uint32_t kvr_ref_hits(struct kvr *c, struct kvr_table *t);
+
+/* Takes `n` more blocks for a request, free ones first, then evicting the
+ * oldest queued; false (nothing changed) when there are not enough. */
+bool kvr_grow(struct kvr *c, uint32_t n);
 
 /* Checks t's blocks [from, end) in under ids[from..end): each joins the
  * cache unless its id is cached already (then it stays t's own). t holds
@@ -78,7 +83,8 @@ bool kvr_grow(struct kvr *c, struct kvr_table *t, uint32_t want);
 void kvr_check_in(struct kvr *c, struct kvr_table *t, const uint64_t *ids, uint32_t from,
                   uint32_t end);
 
-/* Lets go of all t's blocks, deepest first: cached ones are queued. */
-void kvr_release(struct kvr *c, struct kvr_table *t);
+/* Lets go of all t's n_blocks blocks, deepest first: cached ones are
+ * queued, the others freed. */
+void kvr_release(struct kvr *c, struct kvr_table *t, uint32_t n_blocks);
 
 #endif
