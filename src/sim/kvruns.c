@@ -552,6 +552,8 @@ void kvr_check_in(struct kvr *c, struct kvr_table *t, const uint64_t *ids, uint3
 void kvr_release(struct kvr *c, struct kvr_table *t, uint32_t n_blocks)
 {
     uint32_t in_runs = 0;
+    if (n_blocks == 0)              /* matched (waiting) but never referenced */
+        t->n_holds = 0;
     for (uint32_t h = t->n_holds; h-- > 0;) {
         uint32_t r = t->holds[h].run, e = t->holds[h].end;
         struct run *x = &c->runs[r];

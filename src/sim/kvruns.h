@@ -84,7 +84,8 @@ void kvr_check_in(struct kvr *c, struct kvr_table *t, const uint64_t *ids, uint3
                   uint32_t end);
 
 /* Lets go of all t's n_blocks blocks, deepest first: cached ones are
- * queued, the others freed. */
+ * queued, the others freed. With n_blocks 0 (a request that waits: its
+ * holds are a match, not referenced) it only forgets the match. */
 void kvr_release(struct kvr *c, struct kvr_table *t, uint32_t n_blocks);
 
 #endif
