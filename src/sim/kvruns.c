@@ -58,7 +58,14 @@ struct kvr {
     struct map_slot *map;
     uint32_t map_mask, map_used;
     unsigned map_shift;
+    /* How many run starts have each top FILTER_BITS of their key (255:
+     * that many or more, kept for good): a check-in asks about every
+     * block it caches, and nearly always no run starts there, which one
+     * byte answers without a probe of the map. */
+    uint8_t *filter;
 };
+
+#define FILTER_BITS 16
 
 /* Ids are odd-multiplied (a bijection) and homed by their top bits, as
  * engine.c's block map does. */
@@ -93,6 +100,26 @@ static uint32_t map_find(const struct kvr *c, uint64_t id)
     }
 }
 
+/* Whether a run may start with id: false means none does. */
+static bool maybe_start(const struct kvr *c, uint64_t id)
+{
+    return c->filter[mix(id) >> (64 - FILTER_BITS)] != 0;
+}
+
+static void filter_add(struct kvr *c, uint64_t k)
+{
+    uint8_t *n = &c->filter[k >> (64 - FILTER_BITS)];
+    if (*n < UINT8_MAX)
+        ++*n;
+}
+
+static void filter_remove(struct kvr *c, uint64_t k)
+{
+    uint8_t *n = &c->filter[k >> (64 - FILTER_BITS)];
+    if (*n < UINT8_MAX)
+        --*n;
+}
+
 static void map_put(struct kvr *c, uint64_t k, uint32_t run)
 {
     uint32_t i = (uint32_t)(k >> c->map_shift);
@@ -114,6 +141,7 @@ static void map_insert(struct kvr *c, uint64_t id, uint32_t run)
         free(old);
     }
     map_put(c, mix(id), run);
+    filter_add(c, mix(id));
 }
 
 static void map_remove(struct kvr *c, uint64_t id)
@@ -131,6 +159,7 @@ static void map_remove(struct kvr *c, uint64_t id)
     }
     c->map[i].run = NIL;
     c->map_used--;
+    filter_remove(c, k);
 }
 
 /* ---- pools ---- */
@@ -317,6 +346,7 @@ struct kvr *kvr_new(uint32_t n_blocks)
     c->k.n_free = n_blocks;
     c->free_runs = c->free_pieces = NIL;
     map_alloc(c, 64);
+    c->filter = xcalloc((size_t)1 << FILTER_BITS, sizeof(*c->filter));
     return c;
 }
 
@@ -332,6 +362,7 @@ void kvr_free(struct kvr *c)
     free(c->pieces);
     free(c->queue);
     free(c->map);
+    free(c->filter);
     free(c);
 }
 
@@ -533,7 +564,7 @@ void kvr_check_in(struct kvr *c, struct kvr_table *t, const uint64_t *ids, uint3
             cur = NIL;
             continue;
         }
-        uint32_t r = map_find(c, ids[i]);
+        uint32_t r = maybe_start(c, ids[i]) ? map_find(c, ids[i]) : NIL;
         if (r != NIL) {
             if (c->runs[r].lo == i)
                 cur = r;
@@ -542,7 +573,7 @@ void kvr_check_in(struct kvr *c, struct kvr_table *t, const uint64_t *ids, uint3
             continue;
         }
         uint32_t j = i + 1;
-        while (j < end && map_find(c, ids[j]) == NIL)
+        while (j < end && (!maybe_start(c, ids[j]) || map_find(c, ids[j]) == NIL))
             j++;
         own(c, t, ids, i, j);
         i = j;
