@@ -11,7 +11,9 @@
  * release and eviction then cost per run, not per block; a check-in costs
  * one probe of a small map per block. What vLLM's block-level cache makes
  * of the same requests (cached ids, counts, LRU order and numbers,
- * evictions) is the same: docs/sim-engine.md, "KV cache as runs".
+ * evictions) is the same (docs/sim-engine.md, "Kept as runs"; the block
+ * model is engine.c's block_cache). An id that is not chained (a trace
+ * repeating it at another depth) counts as cached at its own depth only.
  *
  * The engine owns a struct kvr and one struct kvr_table per request.
  * Block ids passed in are borrowed for the call only: a run keeps copies. */
