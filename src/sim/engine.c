@@ -105,7 +105,7 @@ struct engine_block {
 
 struct atr_engine {
     struct atr_engine_cfg cfg;
-    /* vLLM's cache, kept as runs (kvruns.h); NULL for radix_cache, which
+    /* The cache kept as runs (kvruns.h); NULL for block_cache, which
      * keeps the blocks below. kc: its counts. */
     struct kvr *kvr;
     const struct kvr_counts *kc;
@@ -1388,10 +1388,10 @@ static void blocks_alloc(struct atr_engine *e)
 
 static void engine_alloc(struct atr_engine *e)
 {
-    if (e->cfg.radix_cache || e->cfg.block_cache) {
+    if (e->cfg.block_cache) {
         blocks_alloc(e);
     } else {
-        e->kvr = kvr_new(e->n_blocks);
+        e->kvr = kvr_new(e->n_blocks, e->cfg.radix_cache);
         e->kc = kvr_counts(e->kvr);
     }
     e->hist = xcalloc(e->cfg.max_num_seqs + 1, sizeof(*e->hist));
@@ -1577,6 +1577,10 @@ int atr_engine_set_tail(struct atr_engine *e, const struct atr_sim_record *rec,
         return atr_error_set(err, "engine: request %llu: a shared tail of %u tokens, not "
                              "1 to %u", (unsigned long long)rec->id, tail_tokens,
                              e->cfg.block_size - 1);
+    if (e->cfg.radix_cache && e->kvr)
+        return atr_error_set(err, "engine: request %llu: shared tails need the radix "
+                             "cache kept block by block (block_cache)",
+                             (unsigned long long)rec->id);
     struct req *r = ((const struct req_rec *)rec)->live;   /* rec is the first member */
     if (!e->cfg.radix_cache || !r)          /* rejected (or already over) */
         return 0;

@@ -60,9 +60,10 @@ struct atr_engine_cfg {
      * cached block is not evicted while a cached block continues it).
      * vLLM: false (16-token blocks, LRU per block). */
     bool radix_cache;
-    /* vLLM's cache kept block by block, as radix_cache keeps it, instead
-     * of as runs of chained ids (src/sim/kvruns.h): the same results for
-     * chained ids, slower. The reference tests compare the runs with. */
+    /* The cache kept block by block instead of as runs of chained ids
+     * (src/sim/kvruns.h): the same results for chained ids, slower. The
+     * reference tests compare the runs with; radix_cache's shared tails
+     * (atr_engine_set_tail) need it. */
     bool block_cache;
     /* vLLM V0's default scheduler (no chunked prefill): waiting prompts
      * are admitted first, and an iteration that admitted any runs only
@@ -152,7 +153,8 @@ const struct atr_sim_record *atr_engine_add(struct atr_engine *e, const struct a
  * shared-prefix length must say so outright. Call it right after
  * atr_engine_add, before the engine steps past the request's arrival.
  * The engine keeps the tail (24 bytes) until atr_engine_free. 0, or -1
- * with err set when tail_tokens is out of range. */
+ * with err set when tail_tokens is out of range or the radix cache is not
+ * kept block by block (block_cache: the runs have no tails). */
 int atr_engine_set_tail(struct atr_engine *e, const struct atr_sim_record *rec,
                         uint64_t tail_id, uint32_t tail_block, uint32_t tail_tokens,
                         struct atr_error *err);

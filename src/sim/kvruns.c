@@ -45,6 +45,7 @@ struct map_slot {
 
 struct kvr {
     struct kvr_counts k;
+    bool one_copy;
     struct run *runs;
     uint32_t n_runs, free_runs;
     struct piece *pieces;
@@ -355,9 +356,10 @@ static void evict(struct kvr *c, uint32_t n)
 
 /* ---- public ---- */
 
-struct kvr *kvr_new(uint32_t n_blocks)
+struct kvr *kvr_new(uint32_t n_blocks, bool one_copy)
 {
     struct kvr *c = xcalloc(1, sizeof(*c));
+    c->one_copy = one_copy;
     c->k.n_free = n_blocks;
     c->free_runs = c->free_pieces = NIL;
     map_alloc(c, 64);
@@ -460,31 +462,38 @@ void kvr_hits_in_lru(const struct kvr *c, const struct kvr_table *t, uint32_t *i
     *oldest = old;
 }
 
+/* A new holder of run r to position j: what it takes of the queue
+ * ([largest end, j), the shallow end of the run's newest pieces) leaves
+ * it. */
+static void run_ref(struct kvr *c, uint32_t r, uint32_t j)
+{
+    struct run *x = &c->runs[r];
+    uint32_t m = max_end(x);
+    if (j > m) {
+        uint32_t p = x->newest;
+        while (p != NIL && c->pieces[p].a < j) {
+            struct piece *y = &c->pieces[p];
+            uint32_t deeper = y->deeper;
+            if (y->b > j) {
+                y->a = j;
+                break;
+            }
+            piece_unlink(c, p);
+            y->dead = true;
+            p = deeper;
+        }
+        c->k.n_lru -= j - m;
+        c->k.used += j - m;
+    }
+    end_add(x, j);
+}
+
 uint32_t kvr_ref_hits(struct kvr *c, struct kvr_table *t)
 {
     uint32_t blocks = 0;
     for (uint32_t h = 0; h < t->n_holds; h++) {
-        uint32_t r = t->holds[h].run, j = t->holds[h].end;
-        struct run *x = &c->runs[r];
-        uint32_t m = max_end(x);
-        blocks += j - x->lo;
-        if (j > m) {                /* [m, j) leave the queue */
-            uint32_t p = x->newest;
-            while (p != NIL && c->pieces[p].a < j) {
-                struct piece *y = &c->pieces[p];
-                uint32_t deeper = y->deeper;
-                if (y->b > j) {
-                    y->a = j;
-                    break;
-                }
-                piece_unlink(c, p);
-                y->dead = true;
-                p = deeper;
-            }
-            c->k.n_lru -= j - m;
-            c->k.used += j - m;
-        }
-        end_add(x, j);
+        run_ref(c, t->holds[h].run, t->holds[h].end);
+        blocks += t->holds[h].end - c->runs[t->holds[h].run].lo;
     }
     return blocks;
 }
@@ -536,6 +545,23 @@ bool kvr_cached_at(const struct kvr *c, const struct kvr_table *t, const uint64_
     return t->n_holds && run_covers(c, t->holds[t->n_holds - 1].run, ids, p);
 }
 
+/* one_copy: t computed blocks [i, j) that run r has cached (it holds r to
+ * i, or r starts at i): t holds r's instead, and frees its own. */
+static void take_copy(struct kvr *c, struct kvr_table *t, uint32_t r, uint32_t i, uint32_t j)
+{
+    struct kvr_hold *h = t->n_holds ? &t->holds[t->n_holds - 1] : NULL;
+    run_ref(c, r, j);               /* while t's old end still counts */
+    if (h && h->run == r && h->end == i) {
+        end_remove(&c->runs[r], i);
+        h->end = j;
+    } else {
+        hold_push(t, r, j);
+    }
+    c->k.n_free += j - i;
+    c->k.used -= j - i;
+    c->k.n_released += j - i;
+}
+
 /* Caches t's blocks [i, j) (ids[i..j) cached nowhere): they extend the run
  * t holds to its end, or start one. */
 static void own(struct kvr *c, struct kvr_table *t, const uint64_t *ids, uint32_t i,
@@ -575,7 +601,10 @@ void kvr_check_in(struct kvr *c, struct kvr_table *t, const uint64_t *ids, uint3
     while (i < end) {
         if (cur != NIL) {           /* a duplicate of run cur while it agrees */
             const struct run *x = &c->runs[cur];
-            i = run_agrees_to(x, ids, i, x->c < end ? x->c : end);
+            uint32_t j = run_agrees_to(x, ids, i, x->c < end ? x->c : end);
+            if (c->one_copy && j > i)
+                take_copy(c, t, cur, i, j);
+            i = j;
             cur = NIL;
             continue;
         }

@@ -50,7 +50,10 @@ struct kvr_counts {
     uint64_t evictions;
 };
 
-struct kvr *kvr_new(uint32_t n_blocks);
+/* one_copy: SGLang's radix cache keeps one copy of a prefix: a request
+ * that computed blocks another cached meanwhile gives its own up and
+ * holds the cached ones (vLLM keeps its own, uncached). */
+struct kvr *kvr_new(uint32_t n_blocks, bool one_copy);
 void kvr_free(struct kvr *c);
 const struct kvr_counts *kvr_counts(const struct kvr *c);
 
@@ -80,8 +83,9 @@ uint32_t kvr_ref_hits(struct kvr *c, struct kvr_table *t);
 bool kvr_grow(struct kvr *c, uint32_t n);
 
 /* Checks t's blocks [from, end) in under ids[from..end): each joins the
- * cache unless its id is cached already (then it stays t's own). t holds
- * at least `end` blocks and checked in [0, from) before. */
+ * cache unless its id is cached already (then it stays t's own, or with
+ * one_copy t holds the cached block instead). t holds at least `end`
+ * blocks and checked in [0, from) before. */
 void kvr_check_in(struct kvr *c, struct kvr_table *t, const uint64_t *ids, uint32_t from,
                   uint32_t end);
 

@@ -1,5 +1,6 @@
 /* test-sim-kvruns.c - the KV cache kept as runs (sim/kvruns.c) against the
- * same cache kept block by block (block_cache): seeded random workloads
+ * same cache kept block by block (block_cache), vLLM's and SGLang's
+ * flavours (one in three seeds): seeded random workloads
  * built to hit the hard cases - prompts that repeat, share prefixes of any
  * length or contain one another, requests prefilling the same blocks at
  * once (vLLM's private duplicates), a cache small enough to evict and
@@ -96,6 +97,7 @@ struct config {
     uint64_t kv_tokens;
     unsigned max_seqs, max_batched;
     bool no_chunked, no_prefix;
+    bool sglang;                /* radix cache and longest-prefix-first */
 };
 
 static struct config config_make(uint64_t seed)
@@ -109,6 +111,7 @@ static struct config config_make(uint64_t seed)
     if (c.no_chunked && c.max_batched < MAX_IDS * 16 + 64)
         c.max_batched = MAX_IDS * 16 + 64;
     c.no_prefix = rnd_below(&g, 10) == 0;
+    c.sglang = rnd_below(&g, 3) == 0;
     return c;
 }
 
@@ -124,6 +127,7 @@ static void run(const struct workload *w, const struct config *c, bool blocks, d
     cfg.max_num_batched_tokens = c->max_batched;
     cfg.chunked_prefill = !c->no_chunked;
     cfg.prefix_caching = !c->no_prefix;
+    cfg.radix_cache = cfg.longest_prefix_first = c->sglang;
     cfg.skip_oversized = true;
     cfg.block_cache = blocks;
     struct atr_error err;

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <string.h>
 
 #include "sim/engine.h"
 #include "sim-costs.h"
@@ -30,8 +31,10 @@ static void on_iter(void *ctx, const struct atr_iter_info *it)
     }
 }
 
-static struct atr_engine *mk(bool radix, double (*cost)(void *, const struct atr_iter_work *),
-                             uint64_t kv_tokens, struct first_iter *fi)
+/* blocks: the cache kept block by block (shared tails need it). */
+static struct atr_engine *mk_cache(bool radix, bool blocks,
+                                   double (*cost)(void *, const struct atr_iter_work *),
+                                   uint64_t kv_tokens, struct first_iter *fi)
 {
     struct atr_engine_cfg cfg;
     struct atr_error err;
@@ -40,6 +43,7 @@ static struct atr_engine *mk(bool radix, double (*cost)(void *, const struct atr
     cfg.kv_capacity_tokens = kv_tokens;
     cfg.longest_prefix_first = radix;
     cfg.radix_cache = radix;
+    cfg.block_cache = blocks;
     if (fi) {
         cfg.on_iter = on_iter;
         cfg.iter_ctx = fi;
@@ -47,6 +51,12 @@ static struct atr_engine *mk(bool radix, double (*cost)(void *, const struct atr
     struct atr_engine *e = atr_engine_new(&cfg, &err);
     assert_non_null(e);
     return e;
+}
+
+static struct atr_engine *mk(bool radix, double (*cost)(void *, const struct atr_iter_work *),
+                             uint64_t kv_tokens, struct first_iter *fi)
+{
+    return mk_cache(radix, false, cost, kv_tokens, fi);
 }
 
 static const struct atr_sim_record *add(struct atr_engine *e, uint64_t id, double at,
@@ -82,7 +92,7 @@ static void run_all(struct atr_engine *e)
 static void check_partial_block(bool radix)
 {
     struct first_iter fi = { .after = 1.0 };
-    struct atr_engine *e = mk(radix, cost_tokens, 4096, &fi);
+    struct atr_engine *e = mk_cache(radix, radix, cost_tokens, 4096, &fi);
     static const uint64_t a[] = { 1, 2, 3, 4, 5, 6 }, b[] = { 1, 2, 3, 8, 9, 10 };
     static const uint64_t c[] = { 1, 2, 3, 11, 12, 13 }, d[] = { 1, 2, 3 };
     const struct atr_sim_record *ra = add(e, 0, 0, 100, 2, a, 6);
@@ -124,12 +134,18 @@ static void test_tail_bad_input(void **state)
 {
     (void)state;
     struct atr_error err;
-    struct atr_engine *e = mk(true, cost_const, 1024, NULL);
+    struct atr_engine *e = mk_cache(true, true, cost_const, 1024, NULL);
     const struct atr_sim_record *r = add(e, 0, 0, 40, 1, NULL, 0);
     assert_int_equal(atr_engine_set_tail(e, r, 5, 1, 16, &err), -1);     /* a whole block */
     assert_int_equal(atr_engine_set_tail(e, r, 5, 1, 0, &err), -1);
     run_all(e);
     assert_int_equal(r->cached_tokens, 0);
+    atr_engine_free(e);
+    e = mk(true, cost_const, 1024, NULL);          /* runs: no tails */
+    r = add(e, 0, 0, 40, 1, NULL, 0);
+    assert_int_equal(atr_engine_set_tail(e, r, 5, 1, 8, &err), -1);
+    assert_non_null(strstr(err.msg, "block_cache"));
+    run_all(e);
     atr_engine_free(e);
 }
 
