@@ -1122,12 +1122,10 @@ struct lpm_item {
     size_t order;
 };
 
-static int lpm_cmp(const void *a, const void *b)
+/* Whether x goes before y: more cached tokens first, then queue order. */
+static bool lpm_before(const struct lpm_item *x, const struct lpm_item *y)
 {
-    const struct lpm_item *x = a, *y = b;
-    if (x->hits != y->hits)
-        return x->hits > y->hits ? -1 : 1;
-    return x->order < y->order ? -1 : x->order > y->order;
+    return x->hits != y->hits ? x->hits > y->hits : x->order < y->order;
 }
 
 static void lpm_sort(struct atr_engine *e)
@@ -1141,7 +1139,16 @@ static void lpm_sort(struct atr_engine *e)
         uint64_t hits = (uint64_t)prefix_hits(e, r) * e->cfg.block_size;
         items[i] = (struct lpm_item){ r, hits + tail_hit(e, r), i };
     }
-    qsort(items, q->len, sizeof items[0], lpm_cmp);
+    /* Insertion sort: the queue is mostly in this order already (it was
+     * sorted the iteration before), and the keys are unique (the order),
+     * so any sort gives this one result. */
+    for (size_t i = 1; i < q->len; i++) {
+        struct lpm_item x = items[i];
+        size_t j = i;
+        for (; j > 0 && lpm_before(&x, &items[j - 1]); j--)
+            items[j] = items[j - 1];
+        items[j] = x;
+    }
     for (size_t i = 0; i < q->len; i++)
         q->v[(q->head + i) % q->cap] = items[i].r;
 }
