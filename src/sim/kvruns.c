@@ -24,6 +24,7 @@ struct run {
     struct run_end *ends;        /* largest first */
     uint32_t n_ends, cap_ends;
     uint32_t oldest, newest;     /* its queued pieces, deepest and shallowest */
+    uint32_t version;            /* changes with c, and when the run goes */
     uint32_t next_free;          /* in the pool's free list */
 };
 
@@ -194,6 +195,7 @@ static uint32_t run_new(struct kvr *c)
     struct run *x = &c->runs[r];
     x->n_ends = 0;
     x->oldest = x->newest = NIL;
+    x->version++;
     return r;
 }
 
@@ -201,6 +203,7 @@ static void run_drop(struct kvr *c, uint32_t r)
 {
     struct run *x = &c->runs[r];
     map_remove(c, x->ids[0]);
+    x->version++;
     x->next_free = c->free_runs;
     c->free_runs = r;
 }
@@ -340,6 +343,7 @@ static void evict(struct kvr *c, uint32_t n)
             struct run *r = &c->runs[x->run];
             x->b -= take;
             r->c = x->b;
+            r->version++;
             n -= take;
             c->k.evicted_seq = seq_of(x, x->b);
             if (x->a < x->b)
@@ -400,7 +404,7 @@ static void hold_push(struct kvr_table *t, uint32_t run, uint32_t end)
         t->cap_holds = t->cap_holds ? 2 * t->cap_holds : 4;
         t->holds = xreallocarray(t->holds, t->cap_holds, sizeof(*t->holds));
     }
-    t->holds[t->n_holds++] = (struct kvr_hold){ run, end };
+    t->holds[t->n_holds++] = (struct kvr_hold){ run, end, 0 };
 }
 
 #define AGREE_CHUNK 64          /* ids compared by one memcmp */
@@ -424,10 +428,28 @@ static uint32_t run_agrees_to(const struct run *r, const uint64_t *ids, uint32_t
     return from;
 }
 
+/* Whether t's holds are still what matching ids[0..max) would find: the
+ * same match asked for, none of its runs changed, and no run starts
+ * where it stopped. */
+static bool match_kept(const struct kvr *c, const struct kvr_table *t, const uint64_t *ids,
+                       uint32_t max)
+{
+    if (t->memo_max == 0 || t->memo_max != max)
+        return false;
+    for (uint32_t h = 0; h < t->n_holds; h++)
+        if (c->runs[t->holds[h].run].version != t->holds[h].version)
+            return false;
+    uint32_t p = t->n_holds ? t->holds[t->n_holds - 1].end : 0;
+    return p >= max || !maybe_start(c, ids[p]) || map_find(c, ids[p]) == NIL;
+}
+
 uint32_t kvr_match(struct kvr *c, struct kvr_table *t, const uint64_t *ids, uint32_t max)
 {
+    if (match_kept(c, t, ids, max))
+        return t->n_holds ? t->holds[t->n_holds - 1].end : 0;
     uint32_t i = 0;
     t->n_holds = 0;
+    t->memo_max = max;
     while (i < max) {
         uint32_t r = map_find(c, ids[i]);
         if (r == NIL || c->runs[r].lo != i)
@@ -435,6 +457,7 @@ uint32_t kvr_match(struct kvr *c, struct kvr_table *t, const uint64_t *ids, uint
         const struct run *x = &c->runs[r];
         uint32_t j = run_agrees_to(x, ids, i + 1, x->c < max ? x->c : max);
         hold_push(t, r, j);
+        t->holds[t->n_holds - 1].version = x->version;
         i = j;
     }
     return i;
@@ -491,6 +514,7 @@ static void run_ref(struct kvr *c, uint32_t r, uint32_t j)
 uint32_t kvr_ref_hits(struct kvr *c, struct kvr_table *t)
 {
     uint32_t blocks = 0;
+    t->memo_max = 0;                /* references now, not a match */
     for (uint32_t h = 0; h < t->n_holds; h++) {
         run_ref(c, t->holds[h].run, t->holds[h].end);
         blocks += t->holds[h].end - c->runs[t->holds[h].run].lo;
@@ -588,6 +612,7 @@ static void own(struct kvr *c, struct kvr_table *t, const uint64_t *ids, uint32_
     }
     memcpy(x->ids + (i - x->lo), ids + i, (size_t)(j - i) * sizeof(*ids));
     x->c = j;
+    x->version++;
     end_add(x, j);
     if (x->lo == i)
         map_insert(c, ids[i], r);
@@ -627,6 +652,7 @@ void kvr_check_in(struct kvr *c, struct kvr_table *t, const uint64_t *ids, uint3
 void kvr_release(struct kvr *c, struct kvr_table *t, uint32_t n_blocks)
 {
     uint32_t in_runs = 0;
+    t->memo_max = 0;
     if (n_blocks == 0)              /* matched (waiting) but never referenced */
         t->n_holds = 0;
     for (uint32_t h = t->n_holds; h-- > 0;) {

@@ -25,10 +25,12 @@
 
 struct kvr;
 
-/* Positions [lo, end) of run `run` (lo: the run's first), held. */
+/* Positions [lo, end) of run `run` (lo: the run's first), held; version:
+ * the run's when it was matched. */
 struct kvr_hold {
     uint32_t run;
     uint32_t end;
+    uint32_t version;
 };
 
 /* The runs a request holds, in depth order. Its other blocks (computed
@@ -37,6 +39,7 @@ struct kvr_hold {
 struct kvr_table {
     struct kvr_hold *holds;      /* malloc'd; kvr_table_release frees it */
     uint32_t n_holds, cap_holds;
+    uint32_t memo_max;           /* the holds are a match up to this (0: not) */
 };
 
 /* Counts over the whole cache, read by the engine. */
@@ -60,7 +63,9 @@ const struct kvr_counts *kvr_counts(const struct kvr *c);
 void kvr_table_release(struct kvr_table *t);     /* frees t->holds; holds nothing */
 
 /* Longest cached prefix of ids[0..max), in blocks; t (holding nothing)
- * gets the runs it found as holds, not yet referenced. */
+ * gets the runs it found as holds, not yet referenced. A request that
+ * waits is matched again and again (SGLang's queue, every iteration): a
+ * match whose runs did not change since is kept, not redone. */
 uint32_t kvr_match(struct kvr *c, struct kvr_table *t, const uint64_t *ids, uint32_t max);
 
 /* Of t's matched blocks, how many are queued for eviction and the oldest
