@@ -1,5 +1,6 @@
 /* engine.c - vLLM-v1-like engine model in virtual time: scheduler, paged KV
- * blocks, prefix cache (hash map + LRU of unreferenced cached blocks),
+ * blocks and prefix cache (kept as runs, kvruns.c; or block by block, the
+ * reference: a hash map and an LRU of unreferenced cached blocks),
  * recompute preemption, and a log of iteration ends that token times point
  * into. */
 #include "sim/engine.h"
@@ -7,7 +8,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "sched/heap.h"
 #include "sim/kvruns.h"
@@ -15,11 +15,8 @@
 
 #define NIL UINT32_MAX
 #define TAIL 0x80000000u        /* map entry: the block's shared tail, not its id */
-#define PREFETCH_AHEAD 16        /* loads started this many blocks ahead */
-/* The radix (SGLang) paths are kept out of line, and the hot helpers they
- * share kept inline, so the vLLM paths compile as they did without them. */
+/* Helpers run for every request of every iteration, kept inline. */
 #define HOT static inline __attribute__((always_inline))
-#define COLD static __attribute__((noinline, cold))
 
 /* What outlives a request's scheduling: its public record and where its
  * token times are. Records sit in chunks (no allocation per request) and
@@ -49,11 +46,9 @@ struct req {
     uint64_t num_tokens;         /* prompt + output tokens so far */
     uint64_t computed;           /* tokens whose KV is computed */
     union {
-        struct {                 /* radix_cache: the block table */
+        struct {                 /* block_cache: the block table */
             uint32_t *blocks;
             uint32_t cap_blocks;
-            uint32_t n_memo;     /* while waiting: blocks[0..n_memo) are the prefix
-                                    hits last found, to check before looking up */
         };
         struct kvr_table kv;     /* vLLM: the runs it holds (kvruns.h) */
     };
@@ -101,7 +96,7 @@ struct engine_block {
     uint32_t ref;                /* requests holding it */
     uint32_t lru_at;             /* its index in e->lru while cached and ref == 0, else NIL */
     bool cached;                 /* registered in the map */
-} __attribute__((aligned(32)));
+};
 
 struct atr_engine {
     struct atr_engine_cfg cfg;
@@ -113,10 +108,8 @@ struct atr_engine {
     struct atr_heap events;
     bool busy, due;              /* iteration in flight / to be scheduled now */
 
-    /* The blocks, 32 bytes each on their own half cache line: the pool is
-     * read at random, and an evicted, freed or checked-in block touches
-     * several of these fields at once, one miss instead of one per field
-     * (they were arrays a field each: issue 16, second round). */
+    /* block_cache: the block model, the reference the runs are tested
+     * against (and what shared tails need). */
     struct engine_block *blk;
     uint32_t n_blocks;
     uint32_t *free_stack;        /* uncached, unreferenced blocks */
@@ -320,21 +313,20 @@ static size_t home_of(const struct atr_engine *e, uint64_t k)
  * arrays did (issue 16, second round). A block is in the map under the id
  * it has while cached, or until map_flush when just evicted (its id is
  * overwritten only at check-in). */
-HOT uint64_t key_of(const struct atr_engine *e, uint32_t v)
+static uint64_t key_of(const struct atr_engine *e, uint32_t v)
 {
     return v & TAIL ? mix(e->tail_key[v & ~TAIL]) : mix(e->blk[v].hash);
 }
 
 #define KEY_TOP 0xffffffff00000000ULL
 
-HOT uint32_t slot_val(uint64_t slot)
+static uint32_t slot_val(uint64_t slot)
 {
     return (uint32_t)slot;
 }
 
-/* The block cached under hash, or NIL; inline where prefix matches look
- * up block after block, else through map_find. */
-HOT uint32_t map_lookup(const struct atr_engine *e, uint64_t hash)
+/* The block cached under hash, or NIL. */
+static uint32_t map_find(const struct atr_engine *e, uint64_t hash)
 {
     uint64_t k = mix(hash);
     for (size_t i = home_of(e, k);; i = (i + 1) & e->map_mask) {
@@ -346,15 +338,10 @@ HOT uint32_t map_lookup(const struct atr_engine *e, uint64_t hash)
     }
 }
 
-static uint32_t map_find(const struct atr_engine *e, uint64_t hash)
-{
-    return map_lookup(e, hash);
-}
-
 /* Registers hash -> v (a block, TAIL set for a shared tail) unless hash is
  * there already; the block holding it, or NIL when v was registered (one
  * probe for both). The caller then gives the block that key. */
-HOT uint32_t map_find_or_insert(struct atr_engine *e, uint64_t hash, uint32_t v)
+static uint32_t map_find_or_insert(struct atr_engine *e, uint64_t hash, uint32_t v)
 {
     uint64_t k = mix(hash);
     size_t i = home_of(e, k);
@@ -370,7 +357,7 @@ HOT uint32_t map_find_or_insert(struct atr_engine *e, uint64_t hash, uint32_t v)
 /* Removes entry v, whose key is k. Over locals: a store to a slot (a
  * uint64_t) might change e->map_mask (a size_t) as far as the compiler
  * knows, so it would reload the fields after each one. */
-HOT void map_remove(struct atr_engine *e, uint64_t k, uint32_t v)
+static void map_remove(struct atr_engine *e, uint64_t k, uint32_t v)
 {
     uint64_t *map = e->map;
     size_t mask = e->map_mask;
@@ -434,7 +421,7 @@ static void lru_compact(struct atr_engine *e)
     e->lru_len = k;
 }
 
-HOT void lru_append(struct atr_engine *e, uint32_t b)
+static void lru_append(struct atr_engine *e, uint32_t b)
 {
     if (e->lru_len == e->lru_cap)
         lru_compact(e);
@@ -446,16 +433,13 @@ HOT void lru_append(struct atr_engine *e, uint32_t b)
     e->n_lru++;
 }
 
-/* The oldest block of the queue, taken out; callers check n_lru first.
- * (block_alloc_run has this loop inline, for runs of evictions.) */
-HOT uint32_t lru_pop(struct atr_engine *e)
+/* The oldest block of the queue, taken out; callers check n_lru first. */
+static uint32_t lru_pop(struct atr_engine *e)
 {
     uint32_t mask = e->lru_cap - 1;
     for (;;) {
         uint32_t i = e->lru_head, b = e->lru[i];
         e->lru_head = (i + 1) & mask;
-        if (e->lru_len > PREFETCH_AHEAD)     /* evictions come in runs */
-            __builtin_prefetch(&e->blk[e->lru[(i + PREFETCH_AHEAD) & mask]]);
         e->lru_len--;
         if (e->blk[b].lru_at == i) {
             e->blk[b].lru_at = NIL;
@@ -466,7 +450,7 @@ HOT uint32_t lru_pop(struct atr_engine *e)
     }
 }
 
-HOT void block_ref(struct atr_engine *e, uint32_t b)
+static void block_ref(struct atr_engine *e, uint32_t b)
 {
     if (e->blk[b].ref++ == 0) {
         if (e->blk[b].cached)
@@ -475,7 +459,7 @@ HOT void block_ref(struct atr_engine *e, uint32_t b)
     }
 }
 
-HOT void block_unref(struct atr_engine *e, uint32_t b)
+static void block_unref(struct atr_engine *e, uint32_t b)
 {
     if (--e->blk[b].ref > 0)
         return;
@@ -488,7 +472,7 @@ HOT void block_unref(struct atr_engine *e, uint32_t b)
 }
 
 /* Notes map entry v (its key still valid) for map_flush. */
-HOT void evicted_add(struct atr_engine *e, uint32_t v)
+static void evicted_add(struct atr_engine *e, uint32_t v)
 {
     e->evicted_key[e->n_evicted] = key_of(e, v);
     e->evicted[e->n_evicted++] = v;
@@ -500,7 +484,7 @@ HOT void evicted_add(struct atr_engine *e, uint32_t v)
  * whose leaves are queued too (whoever holds a cached block holds its
  * parent, radix_dedup), so this ends. The evicted block leaves the tree
  * (its parent may become a leaf) and the map, under its id and its tail. */
-COLD uint32_t radix_evict(struct atr_engine *e)
+static uint32_t radix_evict(struct atr_engine *e)
 {
     uint32_t b;
     while (e->children[b = lru_pop(e)])
@@ -518,70 +502,23 @@ COLD uint32_t radix_evict(struct atr_engine *e)
     return b;
 }
 
-/* Extends r's block table to `want` blocks: free blocks first, then the
- * least recently used cached ones, evicted in one run (their ids leave the
- * map at map_flush). Callers check availability first. */
-static void block_alloc_run(struct atr_engine *e, struct req *r, uint32_t want)
+/* vLLM: evicts the least recently used cached block (its id leaves the
+ * map at map_flush). */
+static uint32_t block_evict(struct atr_engine *e)
 {
-    while (r->n_blocks < want && e->n_free) {
-        uint32_t b = e->free_stack[--e->n_free];
-        e->blk[b].ref = 1;
-        e->used++;
-        r->blocks[r->n_blocks++] = b;
-    }
-    if (r->n_blocks == want)
-        return;
-    /* lru_pop over locals (see req_free_blocks) */
-    uint32_t n = want - r->n_blocks, b = NIL;
-    uint32_t *out = r->blocks + r->n_blocks, *ev = e->evicted + e->n_evicted;
-    uint64_t *ev_key = e->evicted_key + e->n_evicted;
-    const uint32_t *lru = e->lru;
-    struct engine_block *blk = e->blk;
-    uint32_t mask = e->lru_cap - 1, head = e->lru_head, len = e->lru_len;
-    for (uint32_t j = 0; j < n; j++) {
-        for (;;) {
-            uint32_t i = head;
-            b = lru[i];
-            head = (i + 1) & mask;
-            /* Untested against the queue's length: every entry of the ring,
-             * past its end too, is a block number (it starts zeroed), so
-             * the address is a block's even when the entry is not live. */
-            __builtin_prefetch(&blk[lru[(i + PREFETCH_AHEAD) & mask]]);
-            len--;
-            if (blk[b].lru_at == i)
-                break;
-        }
-        blk[b].lru_at = NIL;
-        blk[b].cached = false;
-        blk[b].ref = 1;
-        ev[j] = b;
-        ev_key[j] = mix(blk[b].hash);
-        out[j] = b;
-    }
-    e->lru_head = head;
-    e->lru_len = len;
-    e->n_lru -= n;
-    e->lru_evicted_seq = blk[b].lru_seq;
-    e->n_evicted += n;
-    e->st.evictions += n;
-    e->used += n;
-    r->n_blocks = want;
+    uint32_t b = lru_pop(e);
+    evicted_add(e, b);
+    e->blk[b].cached = false;
+    e->st.evictions++;
+    return b;
 }
 
-/* Removes the ids of the blocks evicted since the last call from the map.
- * In a batch, their slots can be loaded well ahead: one at a time, each
- * removal waited for a cache miss. Called before the map is read again. */
+/* Removes the ids of the blocks evicted since the last call from the map,
+ * before it is read again. */
 static void map_flush(struct atr_engine *e)
 {
-    const uint64_t *key = e->evicted_key;
-    const uint32_t *v = e->evicted;
-    uint32_t n = e->n_evicted, j = 0;
-    for (; j + PREFETCH_AHEAD < n; j++) {
-        __builtin_prefetch(&e->map[home_of(e, key[j + PREFETCH_AHEAD])]);
-        map_remove(e, key[j], v[j]);
-    }
-    for (; j < n; j++)
-        map_remove(e, key[j], v[j]);
+    for (uint32_t j = 0; j < e->n_evicted; j++)
+        map_remove(e, e->evicted_key[j], e->evicted[j]);
     e->n_evicted = 0;
 }
 
@@ -604,11 +541,14 @@ static uint32_t blocks_for(const struct atr_engine *e, uint64_t tokens)
     return (uint32_t)(e->block_shift ? tokens >> e->block_shift : tokens / e->cfg.block_size);
 }
 
-/* block_alloc for radix_cache: a free block, else the LRU leaf. */
-COLD void radix_alloc(struct atr_engine *e, struct req *r, uint32_t want)
+/* Extends r's block table to `want` blocks: free blocks first, then the
+ * least recently used cached ones (radix_cache: leaves). Callers check
+ * availability first. */
+static void blocks_alloc_to(struct atr_engine *e, struct req *r, uint32_t want)
 {
     while (r->n_blocks < want) {
-        uint32_t b = e->n_free ? e->free_stack[--e->n_free] : radix_evict(e);
+        uint32_t b = e->n_free ? e->free_stack[--e->n_free]
+                   : e->children ? radix_evict(e) : block_evict(e);
         e->blk[b].ref = 1;
         e->used++;
         r->blocks[r->n_blocks++] = b;
@@ -630,10 +570,7 @@ static __attribute__((noinline)) void req_grow_to(struct atr_engine *e, struct r
         return;
     }
     req_reserve_blocks(r, want);
-    if (e->children)
-        radix_alloc(e, r, want);
-    else
-        block_alloc_run(e, r, want);
+    blocks_alloc_to(e, r, want);
     map_flush(e);
 }
 
@@ -648,37 +585,8 @@ HOT void req_grow(struct atr_engine *e, struct req *r, uint64_t tokens, bool *ok
         req_grow_to(e, r, want, ok);
 }
 
-/* req_free_blocks' state, in locals: counters in *e and *r would be
- * reloaded after every store to a block or the free stack (they might
- * alias, as far as the compiler knows). Released and queued blocks are
- * counted by the free stack's and the queue numbers' growth. */
-struct free_run {
-    struct engine_block *blk;
-    uint32_t *lru, *free_stack;
-    uint32_t mask, at, n_free;
-    uint64_t seq;
-};
-
-/* block_unref and lru_append for one block. */
-HOT void free_one(struct free_run *f, uint32_t b)
-{
-    struct engine_block *x = &f->blk[b];
-    if (--x->ref > 0)
-        return;
-    if (!x->cached) {
-        f->free_stack[f->n_free++] = b;
-        return;
-    }
-    x->lru_at = f->at;
-    x->lru_seq = ++f->seq;
-    f->lru[f->at] = b;
-    f->at = (f->at + 1) & f->mask;
-}
-
 /* Frees in reverse so a request's tail blocks are evicted before its head:
- * the head is the part other prompts are likeliest to share. The ring is
- * compacted first when the blocks might not fit (it only drops stale
- * entries: the queue's order and numbers stay). */
+ * the head is the part other prompts are likeliest to share. */
 static void req_free_blocks(struct atr_engine *e, struct req *r)
 {
     if (e->kvr) {
@@ -687,28 +595,8 @@ static void req_free_blocks(struct atr_engine *e, struct req *r)
         r->n_hashed = 0;
         return;
     }
-    if (e->lru_len + r->n_blocks > e->lru_cap)
-        lru_compact(e);
-    const uint32_t *v = r->blocks;
-    uint32_t mask = e->lru_cap - 1;
-    struct free_run f = { e->blk, e->lru, e->free_stack, mask,
-                          (e->lru_head + e->lru_len) & mask, e->n_free, e->lru_appended };
-    uint32_t k = r->n_blocks;
-    r->n_memo = r->n_blocks;        /* a preempted request finds them first */
-    for (; k > PREFETCH_AHEAD; k--) {   /* the prefetch out of the short tail's way */
-        __builtin_prefetch(&f.blk[v[k - 1 - PREFETCH_AHEAD]]);
-        free_one(&f, v[k - 1]);
-    }
-    for (; k > 0; k--)
-        free_one(&f, v[k - 1]);
-    uint32_t queued = (uint32_t)(f.seq - e->lru_appended);
-    uint32_t released = queued + (f.n_free - e->n_free);
-    e->n_free = f.n_free;
-    e->lru_appended = f.seq;
-    e->lru_len += queued;
-    e->n_lru += queued;
-    e->used -= released;
-    e->n_released += released;
+    for (uint32_t k = r->n_blocks; k > 0; k--)
+        block_unref(e, r->blocks[k - 1]);
     r->n_blocks = 0;
     r->n_hashed = 0;
 }
@@ -716,7 +604,7 @@ static void req_free_blocks(struct atr_engine *e, struct req *r)
 /* radix_cache: registers r's shared tail under block b, r's block i, when
  * the tail starts that block (once the whole block is checked in: then its
  * tokens are computed and kept) and no block holds that tail yet. */
-COLD void radix_tail(struct atr_engine *e, const struct req *r, uint32_t i, uint32_t b)
+static void radix_tail(struct atr_engine *e, const struct req *r, uint32_t i, uint32_t b)
 {
     if (!r->tail)
         return;
@@ -729,7 +617,7 @@ COLD void radix_tail(struct atr_engine *e, const struct req *r, uint32_t i, uint
 
 /* radix_cache: block i of r, just checked in, joins the tree under r's
  * block i - 1 when that one is cached (it then has r's id i - 1). */
-COLD void radix_link(struct atr_engine *e, const struct req *r, uint32_t i)
+static void radix_link(struct atr_engine *e, const struct req *r, uint32_t i)
 {
     uint32_t b = r->blocks[i];
     uint32_t p = i > 0 && e->blk[r->blocks[i - 1]].cached ? r->blocks[i - 1] : NIL;
@@ -744,7 +632,7 @@ COLD void radix_link(struct atr_engine *e, const struct req *r, uint32_t i)
  * x and frees its own, as SGLang's insert does (vLLM keeps both). Then
  * whoever holds a cached block holds its parent, which leaf-first eviction
  * relies on. */
-COLD void radix_dedup(struct atr_engine *e, struct req *r, uint32_t i, uint32_t x)
+static void radix_dedup(struct atr_engine *e, struct req *r, uint32_t i, uint32_t x)
 {
     block_ref(e, x);
     block_unref(e, r->blocks[i]);
@@ -754,7 +642,7 @@ COLD void radix_dedup(struct atr_engine *e, struct req *r, uint32_t i, uint32_t 
 
 /* Checks block b in under id h unless another block has that id (then b
  * stays private, as vLLM keeps duplicates). */
-HOT void check_in(struct atr_engine *e, uint32_t b, uint64_t h)
+static void check_in(struct atr_engine *e, uint32_t b, uint64_t h)
 {
     if (map_find_or_insert(e, h, b) != NIL)
         return;
@@ -762,20 +650,11 @@ HOT void check_in(struct atr_engine *e, uint32_t b, uint64_t h)
     e->blk[b].hash = h;
 }
 
-/* Loads what checking in r's block i will read: its map slot and block. */
-HOT void check_in_prefetch(const struct atr_engine *e, const struct req *r, uint32_t i)
-{
-    __builtin_prefetch(&e->map[home_of(e, mix(r->hash_ids[i]))]);
-    __builtin_prefetch(&e->blk[r->blocks[i]]);
-}
-
 /* req_cache_blocks for radix_cache: a block whose id is cached elsewhere
  * is given up for the cached one, and the tree is kept. */
-COLD void radix_cache_blocks(struct atr_engine *e, struct req *r, uint32_t end)
+static void radix_cache_blocks(struct atr_engine *e, struct req *r, uint32_t end)
 {
     for (uint32_t i = r->n_hashed; i < end; i++) {
-        if (i + PREFETCH_AHEAD < end)
-            check_in_prefetch(e, r, i + PREFETCH_AHEAD);
         uint32_t b = r->blocks[i];
         uint64_t h = r->hash_ids[i];
         uint32_t x = map_find_or_insert(e, h, b);
@@ -791,8 +670,7 @@ COLD void radix_cache_blocks(struct atr_engine *e, struct req *r, uint32_t end)
 
 /* Checks newly computed full prompt blocks into the cache. A block past
  * r->n_hashed is never cached: it was allocated to r alone (hits all lie
- * before n_hashed), and only its holder checks a block in. The prefetch
- * runs in a loop of its own, out of the last blocks' way. */
+ * before n_hashed), and only its holder checks a block in. */
 static void req_cache_blocks(struct atr_engine *e, struct req *r)
 {
     if (!e->cfg.prefix_caching)
@@ -806,15 +684,8 @@ static void req_cache_blocks(struct atr_engine *e, struct req *r)
     } else if (e->children) {
         radix_cache_blocks(e, r, end);
     } else {
-        const uint32_t *blocks = r->blocks;
-        const uint64_t *ids = r->hash_ids;
-        uint32_t i = r->n_hashed;
-        for (; i + PREFETCH_AHEAD < end; i++) {
-            check_in_prefetch(e, r, i + PREFETCH_AHEAD);
-            check_in(e, blocks[i], ids[i]);
-        }
-        for (; i < end; i++)
-            check_in(e, blocks[i], ids[i]);
+        for (uint32_t i = r->n_hashed; i < end; i++)
+            check_in(e, r->blocks[i], r->hash_ids[i]);
     }
     r->n_hashed = end;
 }
@@ -825,7 +696,7 @@ static void req_cache_blocks(struct atr_engine *e, struct req *r)
  * full-block hits, at most what leaves the last prompt token to compute.
  * The tail's KV is read, not shared: r computes from after it into a block
  * of its own (SGLang shares it at page size 1; the memory is < 1 block). */
-COLD void tail_match(struct atr_engine *e, const struct req *r, uint32_t n)
+static void tail_match(struct atr_engine *e, const struct req *r, uint32_t n)
 {
     struct req_tail *t = &e->tails[r->tail - 1];
     t->hit = 0;
@@ -844,34 +715,24 @@ static uint32_t tail_hit(const struct atr_engine *e, const struct req *r)
     return r->tail ? e->tails[r->tail - 1].hit : 0;
 }
 
-/* prefix_hits over locals (stores to r->blocks would make every field be
- * reloaded): from the memo, then the map. */
+/* The leading ids of r found in the map, at most max; their blocks go to
+ * r->blocks[0..n). */
 static uint32_t prefix_match(struct atr_engine *e, struct req *r, uint32_t max)
 {
-    const struct engine_block *blk = e->blk;
-    const uint64_t *ids = r->hash_ids;
-    uint32_t *blocks = r->blocks, memo = r->n_memo < max ? r->n_memo : max, n = 0;
-    for (; n < memo; n++) {
-        const struct engine_block *x = &blk[blocks[n]];
-        if (!x->cached || x->hash != ids[n])
-            break;
-    }
+    uint32_t n = 0;
     for (; n < max; n++) {
-        uint32_t b = map_lookup(e, ids[n]);
+        uint32_t b = map_find(e, r->hash_ids[n]);
         if (b == NIL)
             break;
-        blocks[n] = b;
+        r->blocks[n] = b;
     }
     return n;
 }
 
 /* Leading blocks of r found in the cache, leaving at least one token to
- * compute (the last token must run to produce logits, as in vLLM); the
- * blocks go to r->blocks[0..n), which admit takes as they are. A queue head
- * waiting for memory is matched every iteration: the blocks it found last
- * time are checked first (still cached under the same id is what a lookup
- * would find, ids being unique in the map), so only what changed costs a
- * lookup. */
+ * compute (the last token must run to produce logits, as in vLLM): as runs
+ * (kvr_match), or blocks in r->blocks[0..n), which admit takes as they
+ * are. */
 static uint32_t prefix_hits(struct atr_engine *e, struct req *r)
 {
     uint64_t limit = (r->num_tokens - 1) / e->cfg.block_size;
@@ -890,7 +751,6 @@ static uint32_t prefix_hits(struct atr_engine *e, struct req *r)
         return kvr_match(e->kvr, &r->kv, r->hash_ids, max);
     req_reserve_blocks(r, max);
     n = prefix_match(e, r, max);
-    r->n_memo = n;
     if (r->tail)
         tail_match(e, r, n);
     return n;
@@ -1326,36 +1186,11 @@ void atr_engine_cfg_defaults(struct atr_engine_cfg *cfg)
     cfg->prefix_caching = true;
 }
 
-/* Memory starting on a cache line (aborts when out, as xmalloc does), so
- * no block or map entry straddles two lines. Past 2 MiB it starts on a
- * huge page and asks for huge pages: the map and the blocks are read at
- * random, and with 4 KiB pages many of those reads also miss the TLB
- * (where the kernel gives none, nothing changes but the alignment). */
-#define HUGE_PAGE ((size_t)2 << 20)
-
-static void *line_alloc(size_t size)
-{
-    size_t align = size >= HUGE_PAGE ? HUGE_PAGE : 64;
-    size = (size + align - 1) / align * align;
-    void *p = aligned_alloc(align, size);
-    if (!p)
-        abort();
-#ifdef MADV_HUGEPAGE
-    if (align == HUGE_PAGE)
-        (void)madvise(p, size, MADV_HUGEPAGE);
-#endif
-    return p;
-}
-
-/* The block cache's structures (radix_cache, block_cache). */
+/* The block model's structures (block_cache). */
 static void blocks_alloc(struct atr_engine *e)
 {
-    /* A sparse map (at most 1/16 full, 128+ bytes a block): every evicted
-     * block is a removal whose backward shift walks the rest of its probe
-     * run, and short runs made the map's share of a simulation 3x smaller
-     * than at half full (issue 16). With 8-byte slots, 1/16 full ran 6 %
-     * faster than 1/8 and 20 % faster than 1/4 (bench/sim/run.sh's
-     * workload); 1/32 no faster. */
+    /* A sparse map, at most 1/16 full: an eviction's backward shift walks
+     * the rest of its probe run. */
     size_t map_cap = 64;
     while (map_cap < 16 * (size_t)e->n_blocks && map_cap < ((size_t)1 << 32))
         map_cap *= 2;
@@ -1364,10 +1199,9 @@ static void blocks_alloc(struct atr_engine *e)
     for (size_t c = map_cap; c > 1; c >>= 1)
         e->map_shift--;
     size_t nb = e->n_blocks ? e->n_blocks : 1;
-    e->blk = line_alloc(nb * sizeof(*e->blk));
-    memset(e->blk, 0, nb * sizeof(*e->blk));
+    e->blk = xcalloc(nb, sizeof(*e->blk));
     e->free_stack = xreallocarray(NULL, e->n_blocks ? e->n_blocks : 1, sizeof(*e->free_stack));
-    e->map = line_alloc(map_cap * sizeof(*e->map));
+    e->map = xreallocarray(NULL, map_cap, sizeof(*e->map));
     /* an evicted block leaves the map under its id and (radix) its tail */
     e->evicted = xreallocarray(NULL, (e->cfg.radix_cache ? 2 : 1) * nb, sizeof(*e->evicted));
     e->evicted_key = xreallocarray(NULL, (e->cfg.radix_cache ? 2 : 1) * nb,
