@@ -50,7 +50,7 @@ struct req {
             uint32_t *blocks;
             uint32_t cap_blocks;
         };
-        struct kvr_table kv;     /* vLLM: the runs it holds (kvruns.h) */
+        struct kvr_table kv;     /* else: the runs it holds (kvruns.h) */
     };
     uint32_t n_blocks;           /* blocks it holds */
     uint32_t n_hashed;           /* leading blocks already checked into the cache */
