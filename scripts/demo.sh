@@ -41,6 +41,7 @@ step "LLM replay of the generated agent workload on a simulated H100 serving Lla
     --save-result "$out/sim-result.json" --requests-out "$out/sim-requests.ndjson"
 
 step "the same engine in real time over HTTP (atr sim serve + atr replay llm, 200 requests at 40/s)"
+: >"$out/serve.out"    # there before the server's shell opens it: the poll below reads it
 "$atr" sim serve --profile h100/llama-3.1-8b --port 0 >"$out/serve.out" 2>"$out/serve.err" &
 server=$!
 trap 'kill $server 2>/dev/null || true' EXIT
