@@ -18,14 +18,19 @@ build: deps
 demo: build
 	@sh scripts/demo.sh $(ATR)
 
+# Tests ctest runs at once: most of the black-box files (cli/NAME) wait on
+# servers, timeouts and Chromium rather than compute, so two per CPU keep
+# the CPUs busy without crowding the ones that do compute.
+TEST_JOBS ?= $(shell echo $$(($(JOBS) * 2)))
+
 # All tests: unit + CLI golden tests on the release build (gcc), all of
 # them again built with clang under AddressSanitizer + UndefinedBehavior-
 # Sanitizer (the same goldens, so output cannot depend on the compiler), and
 # a short run of every fuzz target (`make fuzz` runs longer).
 check: build unit-asan
-	@cd build-asan && ctest --output-on-failure -j$(JOBS)
+	@cd build-asan && ctest --output-on-failure -j$(TEST_JOBS)
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=3
-	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+	@cd $(BUILD) && ctest --output-on-failure -j$(TEST_JOBS)
 
 unit-asan: deps
 	@CC=clang cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DATR_SANITIZE=ON >/dev/null

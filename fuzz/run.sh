@@ -1,14 +1,20 @@
 #!/bin/sh
-# run.sh BUILD_DIR SECONDS - runs every libFuzzer target in BUILD_DIR for
-# SECONDS each, seeded from tests/data (the corpus grows in fuzz/corpus-*/,
-# which git ignores). Fails if any target finds a crash, leak or timeout.
+# run.sh BUILD_DIR SECONDS [JOBS] - runs every libFuzzer target in BUILD_DIR
+# for SECONDS each, JOBS (default: the CPU count) at a time, seeded from
+# tests/data (the corpus grows in fuzz/corpus-*/, which git ignores). Fails
+# if any target finds a crash, leak or timeout.
 set -eu
 build=$1
 seconds=$2
+jobs=${3:-$(nproc)}
 root=$(cd "$(dirname "$0")/.." && pwd)
-status=0
-for bin in "$build"/fuzz-*; do
-    [ -x "$bin" ] || continue
+
+# fuzz_one BIN : seeds BIN's corpus and fuzzes it; a finding leaves
+# $failed/NAME (a background lane's status says only that its seeding
+# stopped it). Each target has its own corpus, log and artifact names, so
+# targets can run side by side.
+fuzz_one() {
+    bin=$1
     name=$(basename "$bin")
     corpus="$root/fuzz/corpus-$name"
     mkdir -p "$corpus"
@@ -35,7 +41,30 @@ for bin in "$build"/fuzz-*; do
     if ! "$bin" -max_total_time="$seconds" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
         -artifact_prefix="$root/fuzz/" "$corpus" >"$build/$name.log" 2>&1; then
         echo "fuzz: $name FAILED, see $build/$name.log"; tail -n 30 "$build/$name.log"
-        status=1
+        touch "$failed/$name"
     fi
+}
+
+# Each fuzzer is one busy thread for a fixed time, so JOBS lanes (target i
+# in lane i mod JOBS) take SECONDS x targets / JOBS. The lanes run fuzz_one
+# outside any || so that set -e still stops a lane whose seeding fails.
+failed=$(mktemp -d)
+trap 'rm -rf "$failed"' EXIT
+lanes=""
+lane=0
+while [ "$lane" -lt "$jobs" ]; do
+    (
+        i=0
+        for bin in "$build"/fuzz-*; do
+            [ -x "$bin" ] || continue
+            if [ $((i % jobs)) -eq "$lane" ]; then fuzz_one "$bin"; fi
+            i=$((i + 1))
+        done
+    ) &
+    lanes="$lanes $!"
+    lane=$((lane + 1))
 done
+status=0
+for pid in $lanes; do wait "$pid" || status=1; done
+[ -z "$(ls "$failed")" ] || status=1
 exit $status
