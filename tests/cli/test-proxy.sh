@@ -306,17 +306,18 @@ except OSError as e:
     print("closed", e)
 PY
 check proxy-100k-headers-refused "! grep -q ' 200 ' '$PX/headers.out'"
-python3 - "$H2_PORT" <<'PY' &
+python3 - "$H2_PORT" >"$PX/loris.out" <<'PY' &
 import socket, sys, time
 socks = []
 for i in range(200):                 # slowloris: headers that never end
     s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
     s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n")
     socks.append(s)
+print("open", flush=True)            # all 200 hang now
 time.sleep(3)
 PY
 LORIS_PID=$!
-sleep 0.5
+i=0; while [ $i -lt 200 ] && ! grep -q '^open$' "$PX/loris.out" 2>/dev/null; do sleep 0.02; i=$((i+1)); done
 st=$(curl -s -m 5 -o /dev/null -w '%{http_code}' "$PX_URL/v1/chat/completions" -d "$CHAT")
 check proxy-slowloris-others-served "[ '$st' = 200 ]"
 wait $LORIS_PID
