@@ -13,23 +13,6 @@
 #include <unistd.h>
 
 /* Does anything listen on 127.0.0.1:port? */
-/* A port nothing listens on now, from the kernel's ephemeral range; 0
- * when none can be had. */
-unsigned run_free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return 0;
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    unsigned port = 0;
-    if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-        port = ntohs(a.sin_port);
-    close(fd);
-    return port;
-}
-
 static bool port_open(unsigned port)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -40,6 +23,54 @@ static bool port_open(unsigned port)
     bool open_ = connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
     close(fd);
     return open_;
+}
+
+/* Binds a socket to 127.0.0.1:port (0: any) and lets it go: the port it
+ * got, or 0 when it is taken. */
+static unsigned bind_and_release(unsigned port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return 0;
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    unsigned got = 0;
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+        got = ntohs(a.sin_port);
+    close(fd);
+    return got;
+}
+
+/* A port nothing holds now, chosen below the kernel's ephemeral range
+ * (net.ipv4.ip_local_port_range): between this and the server's bind,
+ * which for a model server can be minutes, the port is free, and a port
+ * from the ephemeral range could meanwhile go to any program's --port 0
+ * listener or outgoing connection, whose answers the readiness poll would
+ * then take for the server's (tests running side by side did). Below the
+ * range only another program choosing ports this way can take it. Falls
+ * back to an ephemeral port; 0 when none can be had. */
+unsigned run_free_port(void)
+{
+    unsigned lo = 32768, hi = 60999;
+    FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "re");
+    if (f) {
+        if (fscanf(f, "%u %u", &lo, &hi) != 2)
+            lo = 32768;
+        fclose(f);
+    }
+    unsigned base = lo / 2 > 1024 ? lo / 2 : 1024;
+    if (lo > base) {
+        uint64_t x = (uint64_t)getpid() * 0x9e3779b97f4a7c15ULL ^ (uint64_t)(mono_s() * 1e9);
+        for (int tries = 0; tries < 64; tries++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            unsigned port = base + (unsigned)(x % (lo - base));
+            if (bind_and_release(port) == port && !port_open(port))
+                return port;
+        }
+    }
+    return bind_and_release(0);
 }
 
 /* Polls until nothing listens on the port; false at the deadline. */
