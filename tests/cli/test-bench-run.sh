@@ -56,6 +56,8 @@ wait "$KPID" 2>/dev/null
 wait_for 10 "[ -z \"\$(sh '$LEFT' $KPID)\" ]"
 check bench-run-sigkill-no-leftovers "[ -z \"\$(sh '$LEFT' $KPID)\" ]"
 check bench-run-sigkill-port-free "[ -n '$STALL_PORT' ] && ! curl -s -m 1 -o /dev/null http://127.0.0.1:$STALL_PORT/health"
+# "port": 0 picks a port below the ephemeral range, out of --port 0's way.
+check bench-run-port-below-ephemeral "[ -n '$STALL_PORT' ] && [ '$STALL_PORT' -lt \$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range) ]"
 check bench-run-sigkill-no-temporaries "! ls '$BR/full/results' | grep -q tmp"
 check bench-run-sigkill-no-stall-result "[ ! -e '$BR/full/results/b2c3d4e5_agent_stall_result.json' ]"
 check bench-run-sigkill-7-results "[ \$(ls '$BR/full/results' | wc -l) = 7 ]"
