@@ -101,7 +101,7 @@ struct engine_block {
 struct atr_engine {
     struct atr_engine_cfg cfg;
     /* The cache kept as runs (kvruns.h); NULL for block_cache, which
-     * keeps the blocks below. kc: its counts. */
+     * keeps the blocks below. kc: the counts of the one in use. */
     struct kvr *kvr;
     const struct kvr_counts *kc;
     double now;
@@ -112,19 +112,15 @@ struct atr_engine {
      * against (and what shared tails need). */
     struct engine_block *blk;
     uint32_t n_blocks;
-    uint32_t *free_stack;        /* uncached, unreferenced blocks */
-    uint32_t n_free;
+    uint32_t *free_stack;        /* uncached, unreferenced blocks: bk.n_free */
     /* The LRU queue of cached unreferenced blocks, oldest first: a ring of
      * lru_len entries from lru_head in e->lru, where entry i counts only
      * while its block's lru_at is i (a block taken out by a prefix hit just
      * forgets its index; n_lru counts the live ones). An array, not a
      * linked list: appending is a store, and evictions read it in order. */
     uint32_t *lru;
-    uint32_t lru_head, lru_len, lru_cap, n_lru;   /* lru_cap: a power of two */
-    uint64_t n_released;         /* blocks whose last reference went, ever */
-    uint64_t lru_appended;       /* blocks ever appended: numbers 1, 2, ... */
-    uint64_t lru_evicted_seq;    /* number of the last block evicted (0: none) */
-    uint32_t used;               /* referenced blocks */
+    uint32_t lru_head, lru_len, lru_cap;   /* lru_cap: a power of two */
+    struct kvr_counts bk;        /* its counts (n_lru: the live queue entries) */
     /* radix_cache only (else NULL): the tree over cached blocks. parent is
      * the cached block a block continues (NIL: none or not cached when it
      * was checked in), children how many cached blocks continue it; a
@@ -380,26 +376,11 @@ static void map_remove(struct atr_engine *e, uint64_t k, uint32_t v)
 
 /* ---- block pool ---- */
 
-/* Blocks held, free, and cached but unreferenced, in either cache. */
-HOT uint32_t kv_used(const struct atr_engine *e)
-{
-    return e->kvr ? e->kc->used : e->used;
-}
-
-HOT uint32_t kv_free(const struct atr_engine *e)
-{
-    return e->kvr ? e->kc->n_free : e->n_free;
-}
-
-HOT uint32_t kv_lru(const struct atr_engine *e)
-{
-    return e->kvr ? e->kc->n_lru : e->n_lru;
-}
 
 static void lru_unlink(struct atr_engine *e, uint32_t b)
 {
     e->blk[b].lru_at = NIL;
-    e->n_lru--;
+    e->bk.n_lru--;
 }
 
 /* Rewrites the ring with its live entries only, from index 0: when it is
@@ -427,10 +408,10 @@ static void lru_append(struct atr_engine *e, uint32_t b)
         lru_compact(e);
     uint32_t i = (e->lru_head + e->lru_len) & (e->lru_cap - 1);
     e->blk[b].lru_at = i;
-    e->blk[b].lru_seq = ++e->lru_appended;
+    e->blk[b].lru_seq = ++e->bk.appended;
     e->lru[i] = b;
     e->lru_len++;
-    e->n_lru++;
+    e->bk.n_lru++;
 }
 
 /* The oldest block of the queue, taken out; callers check n_lru first. */
@@ -443,8 +424,8 @@ static uint32_t lru_pop(struct atr_engine *e)
         e->lru_len--;
         if (e->blk[b].lru_at == i) {
             e->blk[b].lru_at = NIL;
-            e->n_lru--;
-            e->lru_evicted_seq = e->blk[b].lru_seq;
+            e->bk.n_lru--;
+            e->bk.evicted_seq = e->blk[b].lru_seq;
             return b;
         }
     }
@@ -455,7 +436,7 @@ static void block_ref(struct atr_engine *e, uint32_t b)
     if (e->blk[b].ref++ == 0) {
         if (e->blk[b].cached)
             lru_unlink(e, b);
-        e->used++;
+        e->bk.used++;
     }
 }
 
@@ -463,12 +444,12 @@ static void block_unref(struct atr_engine *e, uint32_t b)
 {
     if (--e->blk[b].ref > 0)
         return;
-    e->used--;
-    e->n_released++;
+    e->bk.used--;
+    e->bk.n_released++;
     if (e->blk[b].cached)
         lru_append(e, b);
     else
-        e->free_stack[e->n_free++] = b;
+        e->free_stack[e->bk.n_free++] = b;
 }
 
 /* Notes map entry v (its key still valid) for map_flush. */
@@ -491,7 +472,7 @@ static uint32_t radix_evict(struct atr_engine *e)
         lru_append(e, b);
     evicted_add(e, b);
     e->blk[b].cached = false;
-    e->st.evictions++;
+    e->bk.evictions++;
     if (e->parent[b] != NIL)
         e->children[e->parent[b]]--;
     e->parent[b] = NIL;
@@ -509,7 +490,7 @@ static uint32_t block_evict(struct atr_engine *e)
     uint32_t b = lru_pop(e);
     evicted_add(e, b);
     e->blk[b].cached = false;
-    e->st.evictions++;
+    e->bk.evictions++;
     return b;
 }
 
@@ -547,10 +528,10 @@ static uint32_t blocks_for(const struct atr_engine *e, uint64_t tokens)
 static void blocks_alloc_to(struct atr_engine *e, struct req *r, uint32_t want)
 {
     while (r->n_blocks < want) {
-        uint32_t b = e->n_free ? e->free_stack[--e->n_free]
+        uint32_t b = e->bk.n_free ? e->free_stack[--e->bk.n_free]
                    : e->children ? radix_evict(e) : block_evict(e);
         e->blk[b].ref = 1;
-        e->used++;
+        e->bk.used++;
         r->blocks[r->n_blocks++] = b;
     }
 }
@@ -565,7 +546,7 @@ static __attribute__((noinline)) void req_grow_to(struct atr_engine *e, struct r
             r->n_blocks = want;
         return;
     }
-    if (want - r->n_blocks > e->n_free + e->n_lru) {
+    if (want - r->n_blocks > e->bk.n_free + e->bk.n_lru) {
         *ok = false;
         return;
     }
@@ -789,12 +770,12 @@ static void hits_in_lru(const struct atr_engine *e, const struct req *r, uint32_
 static bool blocks_fit(const struct atr_engine *e, const struct req *r, uint32_t n,
                        uint32_t want, uint64_t *oldest)
 {
-    uint32_t lru = kv_lru(e), most = n < lru ? n : lru;
-    if (want - n <= kv_free(e) + lru - most)
+    uint32_t lru = e->kc->n_lru, most = n < lru ? n : lru;
+    if (want - n <= e->kc->n_free + lru - most)
         return true;
     uint32_t in_lru;
     hits_in_lru(e, r, n, &in_lru, oldest);
-    return want - n <= kv_free(e) + lru - in_lru;
+    return want - n <= e->kc->n_free + lru - in_lru;
 }
 
 static void preempt(struct atr_engine *e, struct req *r)
@@ -859,7 +840,7 @@ static bool cannot_fit(const struct atr_engine *e, const struct req *r, uint64_t
     }
     if (rest > budget && !e->cfg.chunked_prefill)
         return true;
-    return blocks_for(e, rest < budget ? rest : budget) > (uint64_t)kv_free(e) + kv_lru(e);
+    return blocks_for(e, rest < budget ? rest : budget) > (uint64_t)e->kc->n_free + e->kc->n_lru;
 }
 
 /* Whether r, whose last admission failed, must fail again, without
@@ -875,9 +856,8 @@ static bool cannot_fit(const struct atr_engine *e, const struct req *r, uint64_t
  * smaller limit). */
 static bool still_fails(struct atr_engine *e, const struct req *r, uint64_t budget)
 {
-    uint64_t released = e->kvr ? e->kc->n_released : e->n_released;
-    uint64_t evicted_seq = e->kvr ? e->kc->evicted_seq : e->lru_evicted_seq;
-    if (!r->failed || r->fail_released != released || evicted_seq >= r->fail_lru_seq)
+    if (!r->failed || r->fail_released != e->kc->n_released ||
+        e->kc->evicted_seq >= r->fail_lru_seq)
         return false;
     if (e->cfg.chunked_prefill ? budget < r->fail_budget : budget > r->fail_budget)
         return false;
@@ -899,7 +879,7 @@ static void admit_failed(struct atr_engine *e, struct req *r, uint32_t hits, uin
     r->fail_lru_seq = oldest;
     r->fail_hits = hits;
     r->fail_budget = budget;
-    r->fail_released = e->kvr ? e->kc->n_released : e->n_released;
+    r->fail_released = e->kc->n_released;
 }
 
 /* block_ref for each of r's n prefix hits, over locals (see
@@ -919,8 +899,8 @@ static void ref_hits(struct atr_engine *e, const uint32_t *v, uint32_t n)
             unlinked++;
         }
     }
-    e->used += taken;
-    e->n_lru -= unlinked;
+    e->bk.used += taken;
+    e->bk.n_lru -= unlinked;
 }
 
 /* Admits r with its prefix hits and a first chunk; *ok false if it does not
@@ -1073,7 +1053,7 @@ static int start_iteration(struct atr_engine *e, struct atr_error *err)
         return -1;
     log_push(e, e->now + dt);    /* the same double the clock will reach */
     e->busy = true;
-    uint32_t used = kv_used(e);
+    uint32_t used = e->kc->used;
     if (used > e->st.kv_blocks_peak)
         e->st.kv_blocks_peak = used;
     e->kv_time_sum += (double)used * dt;
@@ -1224,13 +1204,14 @@ static void blocks_alloc(struct atr_engine *e)
         e->blk[i].lru_at = NIL;
         e->free_stack[i] = e->n_blocks - 1 - i;
     }
-    e->n_free = e->n_blocks;
+    e->bk.n_free = e->n_blocks;
 }
 
 static void engine_alloc(struct atr_engine *e)
 {
     if (e->cfg.block_cache) {
         blocks_alloc(e);
+        e->kc = &e->bk;
     } else {
         e->kvr = kvr_new(e->n_blocks, e->cfg.radix_cache);
         e->kc = kvr_counts(e->kvr);
@@ -1528,8 +1509,7 @@ size_t atr_engine_pending(const struct atr_engine *e)
 void atr_engine_get_stats(const struct atr_engine *e, struct atr_engine_stats *out)
 {
     *out = e->st;
-    if (e->kvr)
-        out->evictions = e->kc->evictions;
+    out->evictions = e->kc->evictions;
     out->prefix_hit_rate = e->st.prompt_tokens
         ? (double)e->st.cached_tokens / (double)e->st.prompt_tokens : 0;
     out->kv_blocks_total = e->n_blocks;
@@ -1551,7 +1531,7 @@ size_t atr_engine_num_waiting(const struct atr_engine *e)
 
 uint32_t atr_engine_kv_blocks_used(const struct atr_engine *e)
 {
-    return kv_used(e);
+    return e->kc->used;
 }
 
 uint32_t atr_engine_kv_blocks_total(const struct atr_engine *e)

@@ -108,6 +108,14 @@ static bool maybe_start(const struct kvr *c, uint64_t id)
     return c->filter[mix(id) >> (64 - FILTER_BITS)] != 0;
 }
 
+/* The run that starts at position p of a chain with its id ids[p]; NIL:
+ * none. (A run found under that id at another depth is not a chain's.) */
+static uint32_t run_at(const struct kvr *c, const uint64_t *ids, uint32_t p)
+{
+    uint32_t r = maybe_start(c, ids[p]) ? map_find(c, ids[p]) : NIL;
+    return r != NIL && c->runs[r].lo == p ? r : NIL;
+}
+
 /* The first of ids[from..end) that may start a run (end: none). Most
  * check-ins find none: four ids a round, one branch for the four. */
 static uint32_t next_maybe_start(const struct kvr *c, const uint64_t *ids, uint32_t from,
@@ -398,13 +406,13 @@ void kvr_table_release(struct kvr_table *t)
     *t = (struct kvr_table){ 0 };
 }
 
-static void hold_push(struct kvr_table *t, uint32_t run, uint32_t end)
+static void hold_push(struct kvr_table *t, uint32_t run, uint32_t end, uint32_t version)
 {
     if (t->n_holds == t->cap_holds) {
         t->cap_holds = t->cap_holds ? 2 * t->cap_holds : 4;
         t->holds = xreallocarray(t->holds, t->cap_holds, sizeof(*t->holds));
     }
-    t->holds[t->n_holds++] = (struct kvr_hold){ run, end, 0 };
+    t->holds[t->n_holds++] = (struct kvr_hold){ run, end, version };
 }
 
 #define AGREE_CHUNK 64          /* ids compared by one memcmp */
@@ -440,7 +448,7 @@ static bool match_kept(const struct kvr *c, const struct kvr_table *t, const uin
         if (c->runs[t->holds[h].run].version != t->holds[h].version)
             return false;
     uint32_t p = t->n_holds ? t->holds[t->n_holds - 1].end : 0;
-    return p >= max || !maybe_start(c, ids[p]) || map_find(c, ids[p]) == NIL;
+    return p >= max || run_at(c, ids, p) == NIL;
 }
 
 uint32_t kvr_match(struct kvr *c, struct kvr_table *t, const uint64_t *ids, uint32_t max)
@@ -450,14 +458,11 @@ uint32_t kvr_match(struct kvr *c, struct kvr_table *t, const uint64_t *ids, uint
     uint32_t i = 0;
     t->n_holds = 0;
     t->memo_max = max;
-    while (i < max) {
-        uint32_t r = map_find(c, ids[i]);
-        if (r == NIL || c->runs[r].lo != i)
-            break;
+    uint32_t r;
+    while (i < max && (r = run_at(c, ids, i)) != NIL) {
         const struct run *x = &c->runs[r];
         uint32_t j = run_agrees_to(x, ids, i + 1, x->c < max ? x->c : max);
-        hold_push(t, r, j);
-        t->holds[t->n_holds - 1].version = x->version;
+        hold_push(t, r, j, x->version);
         i = j;
     }
     return i;
@@ -551,8 +556,8 @@ static uint32_t covering_run(const struct kvr *c, const struct kvr_table *t,
 {
     uint32_t held = t->n_holds ? t->holds[t->n_holds - 1].end : 0;
     for (uint32_t j = s; j-- > held;) {
-        uint32_t r = map_find(c, ids[j]);
-        if (r != NIL && c->runs[r].lo == j)
+        uint32_t r = run_at(c, ids, j);
+        if (r != NIL)
             return run_covers(c, r, ids, s) ? r : NIL;
     }
     if (t->n_holds && run_covers(c, t->holds[t->n_holds - 1].run, ids, s))
@@ -563,10 +568,8 @@ static uint32_t covering_run(const struct kvr *c, const struct kvr_table *t,
 bool kvr_cached_at(const struct kvr *c, const struct kvr_table *t, const uint64_t *ids,
                    uint32_t p)
 {
-    uint32_t r = map_find(c, ids[p]);
-    if (r != NIL && c->runs[r].lo == p)
-        return true;
-    return t->n_holds && run_covers(c, t->holds[t->n_holds - 1].run, ids, p);
+    return run_at(c, ids, p) != NIL ||
+           (t->n_holds && run_covers(c, t->holds[t->n_holds - 1].run, ids, p));
 }
 
 /* one_copy: t computed blocks [i, j) that run r has cached (it holds r to
@@ -579,7 +582,7 @@ static void take_copy(struct kvr *c, struct kvr_table *t, uint32_t r, uint32_t i
         end_remove(&c->runs[r], i);
         h->end = j;
     } else {
-        hold_push(t, r, j);
+        hold_push(t, r, j, 0);
     }
     c->k.n_free += j - i;
     c->k.used -= j - i;
@@ -600,7 +603,7 @@ static void own(struct kvr *c, struct kvr_table *t, const uint64_t *ids, uint32_
     } else {
         r = run_new(c);
         c->runs[r].lo = c->runs[r].c = i;
-        hold_push(t, r, j);
+        hold_push(t, r, j, 0);
     }
     struct run *x = &c->runs[r];
     if (j - x->lo > x->cap_ids) {
