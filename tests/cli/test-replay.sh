@@ -74,17 +74,20 @@ check "merged steps" "python3 -c \"import json; c=json.load(open('$R/merged/summ
 fails "merge bad input" 1 "metrics.jsonl:1:1: " sh -c "mkdir -p '$R/bad' && echo 'not json' >'$R/bad/metrics.jsonl' && '$ATR' replay tools --merge '$R/bad' --out '$R/m2'"
 
 # dynamic: both controllers raise memory.high under a growing step and
-# record their reaction times, per step and in the summary.
+# record their reaction times, per step and in the summary. The step grows
+# 64 MiB over half a second (atr-memhog -r), so a controller polling every
+# 10 ms has dozens of chances to act, even on a loaded host.
+HOG=$(dirname "$ATR")/atr-memhog
+printf '{"format":"atr-trace/1","trace_id":"grow","steps":[{"kind":"tool","tool":"bash","command":"%s -m 64 -r 500"}]}\n' "$HOG" >"$R/grow.ndjson"
 for k in psi-poll psi-trigger; do
-    own "replay dynamic $k" "$ATR" replay tools -q --config dynamic --controller "$k" --interval 10 --mem-high 8M --workdir "$WD" "$TR" --out "$R/dyn-$k"
+    own "replay dynamic $k" "$ATR" replay tools -q --config dynamic --controller "$k" --interval 10 --mem-high 8M --workdir "$WD" "$TR" "$R/grow.ndjson" --out "$R/dyn-$k"
     check "dynamic $k leaves nothing" "[ -z \"\$(sh '$DATA/replay/leftovers.sh' $PID '$WD')\" ]"
-    check "dynamic $k adjusted" "[ \"\$('$R/field' '$R/dyn-$k/metrics.jsonl' replay/basic 4 dynamic ctl_adjustments)\" -ge 1 ]"
+    check "dynamic $k adjusted" "[ \"\$('$R/field' '$R/dyn-$k/metrics.jsonl' grow 0 dynamic ctl_adjustments)\" -ge 1 ]"
     check "dynamic $k reaction recorded" "python3 -c \"import json; c=json.load(open('$R/dyn-$k/summary.json'))['configs'][0]; assert c['ctl_adjustments']>=1 and c['ctl_reaction_p50_us']>0 and c['ctl_reaction_bound_p99_us']>=c['ctl_reaction_p50_us'], c\""
 done
 
 # Known resource use through the project's helper: CPU time and the memory
 # peak of the whole tree, also when a forked child does the allocation.
-HOG=$(dirname "$ATR")/atr-memhog
 if [ -x "$HOG" ]; then
     printf '{"format":"atr-trace/1","trace_id":"hog","steps":[{"kind":"tool","tool":"bash","command":"%s -c 300"},{"kind":"tool","tool":"bash","command":"%s -m 96 -f"},{"kind":"tool","tool":"bash","command":"%s -g 2 -s 100000","timeout_ms":1500}]}\n' "$HOG" "$HOG" "$HOG" >"$R/hog.ndjson"
     own "replay memhog" "$ATR" replay tools -q --config static-toolcall --sandbox none --workdir "$WD" "$R/hog.ndjson" --out "$R/hog"

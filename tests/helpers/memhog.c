@@ -1,5 +1,5 @@
-/* memhog.c - test helper with known resource use: touches N MiB, spins
- * for N ms of CPU, forks sleeping children or a background process, and
+/* memhog.c - test helper with known resource use: touches N MiB (at
+ * once or at a steady pace), spins for N ms of CPU, forks sleeping children or a background process, and
  * prints the pids it creates ("child PID", "bg PID") so tests can check
  * they are gone afterwards. */
 #include <signal.h>
@@ -12,6 +12,7 @@
 
 struct hog {
     long mib;          /* -m: MiB to allocate and touch */
+    long ramp_ms;      /* -r: touch them evenly over this long */
     long spin_ms;      /* -c: CPU time to burn */
     long sleep_ms;     /* -s: sleep before exiting */
     long children;     /* -g: sleeping children to fork */
@@ -21,8 +22,9 @@ struct hog {
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: atr-memhog [-m MIB] [-c MS] [-s MS] [-g N] [-f] [-b]\n"
+    fprintf(stderr, "usage: atr-memhog [-m MIB [-r MS]] [-c MS] [-s MS] [-g N] [-f] [-b]\n"
                     "  -m MIB  allocate and touch MIB MiB\n"
+                    "  -r MS   touch them one MiB at a time, evenly over MS ms\n"
                     "  -c MS   spin for MS ms of CPU time\n"
                     "  -s MS   sleep MS ms before exiting\n"
                     "  -g N    fork N children that sleep an hour (prints \"child PID\")\n"
@@ -59,7 +61,9 @@ static void spin(long ms)
 /* Volatile so the compiler can neither drop the allocation nor the writes. */
 static volatile char *held;
 
-static void touch(long mib)
+/* A step whose memory grows for a known time gives a controller that
+ * polls every few ms many chances to act, however loaded the host. */
+static void touch(long mib, long ramp_ms)
 {
     size_t n = (size_t)mib << 20;
     volatile char *p = malloc(n ? n : 1);
@@ -68,15 +72,18 @@ static void touch(long mib)
         exit(1);
     }
     long page = sysconf(_SC_PAGESIZE);
-    for (size_t i = 0; i < n; i += (size_t)page)
+    for (size_t i = 0; i < n; i += (size_t)page) {
+        if (ramp_ms > 0 && i && !(i & ((1u << 20) - 1)))
+            sleep_ms(ramp_ms / mib);
         p[i] = (char)(i | 1);
+    }
     held = p;   /* held until exit, sleeping included */
 }
 
 static void work(const struct hog *h)
 {
     if (h->mib > 0)
-        touch(h->mib);
+        touch(h->mib, h->ramp_ms);
     if (h->spin_ms > 0)
         spin(h->spin_ms);
 }
@@ -101,9 +108,10 @@ static pid_t fork_sleeper(const char *label)
 static void parse(int argc, char **argv, struct hog *h)
 {
     int c;
-    while ((c = getopt(argc, argv, "m:c:s:g:fb")) != -1) {
+    while ((c = getopt(argc, argv, "m:r:c:s:g:fb")) != -1) {
         switch (c) {
         case 'm': h->mib = atol(optarg); break;
+        case 'r': h->ramp_ms = atol(optarg); break;
         case 'c': h->spin_ms = atol(optarg); break;
         case 's': h->sleep_ms = atol(optarg); break;
         case 'g': h->children = atol(optarg); break;
