@@ -132,7 +132,8 @@ deadline=$(( $(date +%s) + 30 ))
 while [ "$( (wc -l <"$B/crash/metrics.jsonl") 2>/dev/null || echo 0)" -lt 2 ] && [ "$(date +%s)" -lt "$deadline" ]; do
     sleep 0.05
 done
-sleep 0.3      # into the waiting step
+# No need to wait until step 2 has begun: a browser killed between steps
+# is found dead by the next one, which then crashes the same way.
 # The browser's main process: among this atr's own descendants (never a
 # machine-wide search), the one with its profile and no --type= (children
 # of Chromium have one).
