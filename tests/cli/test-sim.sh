@@ -102,3 +102,10 @@ check "ATR_SIM_CONSTANTS: a 10 ms step slows the run" \
     "awk 'BEGIN { exit !($(dur "$S/slow.json") > 1.2 * $(dur "$S/base.json")) }'"
 fails "ATR_SIM_CONSTANTS: an unknown name" 2 "ATR_SIM_CONSTANTS: expected name=value.*\"bogus=1\"" \
     env ATR_SIM_CONSTANTS=bogus=1 "$ATR" sim run -q "$S/burst.ndjson" -p h100/llama-3.1-8b
+
+# docs/sim.md's validation table is what the simulator gives today: every
+# figure's simulated value and error, and both sets' summaries.
+ok "fidelity figures run" sh "$ROOT/bench/sim-fidelity/run.sh" "$ATR"
+cp "$T/out" "$S/fidelity.txt"
+ok "docs/sim.md's validation table is current" python3 "$ROOT/tests/cli/sim-doc-table.py" \
+    "$ROOT/docs/sim.md" "$S/fidelity.txt"
