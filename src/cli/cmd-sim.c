@@ -13,8 +13,8 @@ static const char help[] =
     "`sim run` replays the llm steps of traces through atr's serving-engine\n"
     "model in virtual time (docs/sim.md, docs/sim-engine.md): continuous\n"
     "batching, chunked prefill, paged KV cache, a prefix cache over the steps'\n"
-    "hash_ids with LRU eviction, preemption, and a roofline cost per\n"
-    "iteration. It prints the result block `vllm bench serve` prints, then\n"
+    "hash_ids with LRU eviction, preemption, and a cost per iteration from\n"
+    "the GPU's compute and memory work and the engine's CPU work. It prints the result block `vllm bench serve` prints, then\n"
     "the engine's own figures, and writes the same files as `atr replay llm`\n"
     "(the result JSON also gets an \"engine\" object under \"atr\").\n"
     "`sim serve` runs the same engine in real time behind an OpenAI-compatible\n"
@@ -66,7 +66,8 @@ static const char help[] =
     "\n"
     "GPUs: h100 h200 a100-80g l4 rtx3090 rtx4090. Models: llama-3.1-8b\n"
     "llama-3.2-1b llama-3.2-3b llama-3-70b qwen3-4b qwen3-4b-awq qwen3-8b\n"
-    "qwen1.5-0.5b.\n";
+    "qwen1.5-0.5b qwen2.5-0.5b qwen2.5-1.5b qwen2.5-3b qwen2.5-7b qwen2.5-14b\n"
+    "qwen3-0.6b qwen3-1.7b; more from files on ATR_PROFILE_PATH (docs/sim.md).\n";
 
 static const struct opts_cmd parser = {"sim run", sim_run_options};
 

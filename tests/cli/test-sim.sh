@@ -109,3 +109,13 @@ ok "fidelity figures run" sh "$ROOT/bench/sim-fidelity/run.sh" "$ATR"
 cp "$T/out" "$S/fidelity.txt"
 ok "docs/sim.md's validation table is current" python3 "$ROOT/tests/cli/sim-doc-table.py" \
     "$ROOT/docs/sim.md" "$S/fidelity.txt"
+
+# The help names every built-in GPU and model: the lists come from the
+# binary's own "unknown" errors, so a new profile file must reach the help.
+"$ATR" sim run "$S/burst.ndjson" -p h100/no-such-model 2>"$S/known-models" >/dev/null
+"$ATR" sim run "$S/burst.ndjson" -p no-such-gpu/llama-3.1-8b 2>"$S/known-gpus" >/dev/null
+"$ATR" help sim run >"$S/help" 2>&1
+for name in $(sed -n 's/.*(known: \([^)]*\)).*/\1/p' "$S/known-models" "$S/known-gpus" | tr -d ,); do
+    check "help of sim run names profile $name" "tr -s ' \\n' '\\n\\n' <'$S/help' | sed 's/[.;]\$//' | grep -qx -- '$name'"
+done
+check "help lists came from the errors" "[ \$(sed -n 's/.*(known: \\([^)]*\\)).*/\\1/p' '$S/known-models' | tr ',' '\\n' | wc -l) -ge 15 ]"
