@@ -28,7 +28,8 @@ static const char help[] =
     "  chat      2..12 user/assistant turns (user ~50, reply ~180 tokens) under\n"
     "            one of 4 system prompts; user think time ~ exponential(15 s)\n"
     "  requests  one llm step per trace with exactly --input-tokens and\n"
-    "            --output-tokens; unique prompts unless --shared-prefix\n"
+    "            --output-tokens (or a count drawn uniformly from a range\n"
+    "            LO-HI for each request); unique prompts unless --shared-prefix\n"
     "  noisy     noisy neighbours for `atr replay tools --tenants`: 3..6 bash\n"
     "            steps, each a CPU spin (1-4 busy loops for 0.25-1 s), a memory\n"
     "            hog (dd through a 64-256 MiB buffer) or a fork storm (100-400\n"
@@ -42,8 +43,8 @@ static const char help[] =
     "  -s, --seed S            random seed (default 1)\n"
     "  -r, --rate R            arrivals per second, or inf: all at 0 (default 1)\n"
     "  -b, --block-size N      tokens per hash block (default 16)\n"
-    "      --input-tokens N    requests: prompt tokens (default 200)\n"
-    "      --output-tokens N   requests: reply tokens (default 64)\n"
+    "      --input-tokens N|LO-HI   requests: prompt tokens (default 200)\n"
+    "      --output-tokens N|LO-HI  requests: reply tokens (default 64)\n"
     "      --shared-prefix N   requests: leading prompt tokens all requests share\n"
     "      --keep-content      also write the synthetic messages\n"
     "      --expand            full hash_ids lists instead of prefix references\n"
@@ -77,6 +78,42 @@ static bool opt_rate(void *o, const char *arg, const char *cmd)
     return parse_rate(arg, &((struct gen_cli *)o)->gen.rate);
 }
 
+#define MAX_TOKENS 10000000
+
+/* "N" or "LO-HI" (1 <= LO <= HI <= MAX_TOKENS): *max is 0 for "N". */
+static bool parse_count_range(const char *s, uint64_t *min, uint64_t *max)
+{
+    char *end;
+    if (*s < '0' || *s > '9')
+        return false;
+    unsigned long long lo = strtoull(s, &end, 10), hi = 0;
+    if (*end == '-') {
+        const char *h = end + 1;
+        if (*h < '0' || *h > '9')
+            return false;
+        hi = strtoull(h, &end, 10);
+        if (hi < lo || hi > MAX_TOKENS)
+            return false;
+    }
+    if (*end || lo < 1 || lo > MAX_TOKENS)
+        return false;
+    *min = lo;
+    *max = hi;
+    return true;
+}
+
+static bool opt_input_tokens(void *o, const char *arg, const char *cmd)
+{
+    struct atr_gen_opts *g = &((struct gen_cli *)o)->gen;
+    return parse_count_range(arg, &g->input_tokens, &g->input_tokens_max);
+}
+
+static bool opt_output_tokens(void *o, const char *arg, const char *cmd)
+{
+    struct atr_gen_opts *g = &((struct gen_cli *)o)->gen;
+    return parse_count_range(arg, &g->output_tokens, &g->output_tokens_max);
+}
+
 static bool opt_kind(void *base, const char *arg, const char *cmd)
 {
     struct gen_cli *o = base;
@@ -94,10 +131,10 @@ static const struct opt options[] = {
     OPT_CALL("rate", 'r', opt_rate, "--rate wants a positive number or inf"),
     OPT_UINT(ARGS, gen.block_size, "block-size", 'b', 1, 1 << 20,
              "--block-size wants an integer 1..1048576"),
-    OPT_UINT(ARGS, gen.input_tokens, "input-tokens", 0, 1, 10000000,
-             "--input-tokens wants an integer 1..10000000"),
-    OPT_UINT(ARGS, gen.output_tokens, "output-tokens", 0, 1, 10000000,
-             "--output-tokens wants an integer 1..10000000"),
+    OPT_CALL("input-tokens", 0, opt_input_tokens,
+             "--input-tokens wants an integer 1..10000000 or a range LO-HI, LO <= HI"),
+    OPT_CALL("output-tokens", 0, opt_output_tokens,
+             "--output-tokens wants an integer 1..10000000 or a range LO-HI, LO <= HI"),
     OPT_UINT(ARGS, gen.shared_prefix, "shared-prefix", 0, 0, 10000000,
              "--shared-prefix wants an integer 0..10000000"),
     OPT_FLAG(ARGS, gen.keep_content, "keep-content", 0),

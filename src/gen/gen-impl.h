@@ -19,7 +19,7 @@ struct atr_gen {
     struct atr_buf chat_system[GEN_CHAT_SYSTEMS];
     struct atr_buf shared;          /* requests: the --shared-prefix words */
     uint64_t user_frame, user_head; /* tokens convo adds around / before a message */
-    uint64_t unique_words;          /* requests: words after the shared ones */
+    uint64_t fixed_tokens;          /* requests: framing and shared prefix */
     struct atr_buf text, reply, cmd;    /* scratch, reused per message */
 };
 

@@ -114,7 +114,7 @@ static int prepare_requests(struct atr_gen *g, struct atr_error *err)
                              "message framing)", (unsigned long long)fixed,
                              o->shared_prefix ? "the shared prefix plus " : "",
                              (unsigned long long)(fixed - o->shared_prefix));
-    g->unique_words = o->input_tokens - fixed;
+    g->fixed_tokens = fixed;
     if (o->shared_prefix) {
         struct atr_rng r;
         atr_rng_seed(&r, o->seed, UINT64_MAX - 1);
@@ -133,6 +133,10 @@ struct atr_gen *atr_gen_new(const struct atr_gen_opts *opts, struct atr_error *e
         g->o.input_tokens = 200;
     if (!g->o.output_tokens)
         g->o.output_tokens = 64;
+    if (g->o.input_tokens_max < g->o.input_tokens)
+        g->o.input_tokens_max = g->o.input_tokens;
+    if (g->o.output_tokens_max < g->o.output_tokens)
+        g->o.output_tokens_max = g->o.output_tokens;
     atr_rng_seed(&g->arrivals, g->o.seed, UINT64_MAX);
     if (g->o.kind == ATR_GEN_REQUESTS && prepare_requests(g, err) < 0) {
         atr_gen_free(g);
@@ -202,13 +206,22 @@ static void id_word(struct atr_buf *b, uint64_t i)
     atr_buf_puts(b, w);
 }
 
-/* One llm step with exactly the asked token counts. The user message is
- * the shared words, then request i's id word (so every prompt differs from
- * token P on, never by chance), then random words. */
+/* A count from lo..hi, drawn only for a range: exact counts take nothing
+ * from the stream, so their traces are what they were before ranges. */
+static uint64_t draw_count(struct atr_rng *r, uint64_t lo, uint64_t hi)
+{
+    return hi > lo ? (uint64_t)atr_rng_range(r, (int64_t)lo, (int64_t)hi) : lo;
+}
+
+/* One llm step with exactly the asked (or drawn) token counts. The user
+ * message is the shared words, then request i's id word (so every prompt
+ * differs from token P on, never by chance), then random words. */
 static void request_trace(struct atr_gen *g, struct atr_trace *t, struct atr_rng *r,
                           uint64_t i)
 {
     const struct atr_gen_opts *o = &g->o;
+    uint64_t input = draw_count(r, o->input_tokens, o->input_tokens_max);
+    uint64_t output = draw_count(r, o->output_tokens, o->output_tokens_max);
     struct atr_convo c;
     atr_convo_init(&c, t, o->keep_content);
     atr_buf_clear(&g->text);
@@ -217,14 +230,14 @@ static void request_trace(struct atr_gen *g, struct atr_trace *t, struct atr_rng
         atr_buf_putc(&g->text, ' ');
     }
     id_word(&g->text, i);
-    gen_words(&g->text, r, g->unique_words - 1, 0);
+    gen_words(&g->text, r, input - g->fixed_tokens - 1, 0);
     gen_add(&c, "user", &g->text);
     atr_buf_clear(&g->reply);
-    gen_words(&g->reply, r, o->output_tokens, 0);
+    gen_words(&g->reply, r, output, 0);
     struct atr_step *s = atr_convo_llm(&c, g->reply.data, g->reply.len);
     s->t_ms = 0;
     s->dur_ms = gen_llm_ms(s->input_tokens, s->output_tokens);
-    s->max_tokens = (int64_t)o->output_tokens;
+    s->max_tokens = (int64_t)output;
     atr_convo_release(&c);
 }
 

@@ -28,8 +28,11 @@ struct atr_gen_opts {
     uint64_t seed;
     double rate;              /* Poisson arrivals, traces per second; 0 or inf = all at 0 */
     uint32_t block_size;      /* 0 = ATR_DEFAULT_BLOCK_SIZE */
-    uint64_t input_tokens;    /* requests: exact prompt tokens (0 = 200) */
-    uint64_t output_tokens;   /* requests: exact reply tokens (0 = 64) */
+    /* requests: prompt and reply tokens (0 = 200 and 64). With a _max
+     * above them, each request draws its own, uniformly from min..max
+     * inclusive, from its own random stream; 0 = exactly the min. */
+    uint64_t input_tokens, input_tokens_max;
+    uint64_t output_tokens, output_tokens_max;
     uint64_t shared_prefix;   /* requests: tokens every prompt shares (0 = none) */
     bool keep_content;        /* write the synthetic messages too */
 };

@@ -35,6 +35,24 @@ check gen-requests-shared "[ \$(sed 's/.*hash_ids\":\[//' '$T/gen-req.ndjson' | 
 ok gen-keep-content "$ATR" gen --kind requests --traces 2 --keep-content -o "$T/gen-kc.ndjson"
 check gen-keep-content-messages "grep -q '\"messages\":\[{\"role\":\"user\"' '$T/gen-kc.ndjson'"
 ok gen-rate "$ATR" gen --kind requests --traces 5 --rate 0.5 -o "$T/gen-rate.ndjson"
+# requests with ranges: each request draws its own counts, uniformly in
+# LO..HI (both ends reached), the reply's max_tokens with it; a range of one
+# value is the exact count, byte for byte.
+ok gen-requests-range "$ATR" gen --kind requests --traces 400 --input-tokens 20-30 --output-tokens 1-4 \
+    --rate inf -o "$T/gen-range.ndjson"
+check gen-requests-range-bounds "python3 -c \"
+import json
+s = [json.loads(l)['steps'][0] for l in open('$T/gen-range.ndjson')]
+i = sorted({x['input_tokens'] for x in s}); o = sorted({x['output_tokens'] for x in s})
+assert i == list(range(20, 31)) and o == [1, 2, 3, 4], (i, o)
+assert all(x['max_tokens'] == x['output_tokens'] for x in s)
+assert 23.5 < sum(x['input_tokens'] for x in s) / len(s) < 26.5\""
+ok gen-requests-range-again "$ATR" gen --kind requests --traces 400 --input-tokens 20-30 --output-tokens 1-4 \
+    --rate inf -o "$T/gen-range2.ndjson"
+check gen-requests-range-deterministic "cmp '$T/gen-range.ndjson' '$T/gen-range2.ndjson'"
+ok gen-requests-range-one "$ATR" gen --kind requests --traces 50 --input-tokens 300-300 --output-tokens 17-17 \
+    --shared-prefix 100 --rate inf --expand -o "$T/gen-req1.ndjson"
+check gen-requests-range-one-is-exact "cmp '$T/gen-req.ndjson' '$T/gen-req1.ndjson'"
 check gen-rate-spread "[ \$(grep -c '\"start_ms\":0,' '$T/gen-rate.ndjson') -eq 1 ]"
 
 # bad options: usage errors, nothing written
@@ -49,6 +67,14 @@ fails gen-input-too-small 2 "--input-tokens must be more than" \
     "$ATR" gen --kind requests --traces 2 --input-tokens 3 -o "$T/gen-x.ndjson"
 fails gen-shared-too-big 2 "--input-tokens must be more than" \
     "$ATR" gen --kind requests --traces 2 --input-tokens 100 --shared-prefix 100 -o "$T/gen-x.ndjson"
+for bad in 0 5-3 3- -3 x 1-10000001 20000000 1-2-3 ' 5'; do
+    fails "gen-bad-token-range '$bad'" 2 "--input-tokens wants an integer 1..10000000 or a range LO-HI" \
+        "$ATR" gen --kind requests --traces 2 --input-tokens "$bad" -o "$T/gen-x.ndjson"
+done
+fails gen-bad-output-range 2 "--output-tokens wants" \
+    "$ATR" gen --kind requests --traces 2 --output-tokens 9-8 -o "$T/gen-x.ndjson"
+fails gen-range-below-framing 2 "--input-tokens must be more than" \
+    "$ATR" gen --kind requests --traces 2 --input-tokens 1-8192 -o "$T/gen-x.ndjson"
 absent gen-nothing-written "$T/gen-x.ndjson"
 fails gen-unwritable 1 "." "$ATR" gen --kind swe --traces 2 -o "$T/no-such-dir/out.ndjson"
 absent gen-unwritable-absent "$T/no-such-dir/out.ndjson"
