@@ -227,6 +227,44 @@ static void test_requests_exact(void **state)
     check_requests(50, 5, 4, 2);       /* the shared part is only the framing */
 }
 
+/* Ranges: every request's counts inside them, its hash ids and shared
+ * prefix following its own prompt length; trace i the same whatever
+ * --traces says. */
+static void test_requests_ranges(void **state)
+{
+    enum { N = 200 };
+    struct atr_gen_opts o = {.kind = ATR_GEN_REQUESTS, .traces = N, .seed = 5,
+                             .rate = INFINITY, .block_size = 16, .input_tokens = 100,
+                             .input_tokens_max = 400, .output_tokens = 2,
+                             .output_tokens_max = 9, .shared_prefix = 64};
+    static struct atr_trace ts[N], few[3];
+    gen_traces(&o, ts, N);
+    int64_t lo_in = INT64_MAX, hi_in = 0, lo_out = INT64_MAX, hi_out = 0;
+    for (int k = 0; k < N; k++) {
+        const struct atr_step *s = &ts[k].steps[0];
+        lo_in = s->input_tokens < lo_in ? s->input_tokens : lo_in;
+        hi_in = s->input_tokens > hi_in ? s->input_tokens : hi_in;
+        lo_out = s->output_tokens < lo_out ? s->output_tokens : lo_out;
+        hi_out = s->output_tokens > hi_out ? s->output_tokens : hi_out;
+        assert_int_equal(s->max_tokens, s->output_tokens);
+        assert_int_equal(s->n_hash_ids, (s->input_tokens + 15) / 16);
+        if (k)
+            assert_int_equal(common_prefix(&ts[0].steps[0], s), 64 / 16);
+    }
+    assert_true(lo_in >= 100 && hi_in <= 400 && hi_in - lo_in > 250);
+    assert_int_equal(lo_out, 2);
+    assert_int_equal(hi_out, 9);
+    o.traces = 3;
+    gen_traces(&o, few, 3);
+    for (int k = 0; k < 3; k++) {
+        assert_int_equal(few[k].steps[0].input_tokens, ts[k].steps[0].input_tokens);
+        assert_int_equal(few[k].steps[0].output_tokens, ts[k].steps[0].output_tokens);
+        atr_trace_release(&few[k]);
+    }
+    for (int k = 0; k < N; k++)
+        atr_trace_release(&ts[k]);
+}
+
 static void test_requests_too_small(void **state)
 {
     struct atr_error err;
@@ -319,6 +357,7 @@ int main(void)
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_swe_prefixes),
         cmocka_unit_test(test_requests_exact),
+        cmocka_unit_test(test_requests_ranges),
         cmocka_unit_test(test_requests_too_small),
         cmocka_unit_test(test_arrivals),
         cmocka_unit_test(test_chat),
