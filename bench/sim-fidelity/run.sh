@@ -20,7 +20,8 @@ workload() {
     f="$tmp/w-$(printf '%s' "$1" | tr ' ' '_').ndjson"
     if [ ! -f "$f" ]; then
         set -- $1
-        if [ "$2" -le 5 ]; then
+        # IN and OUT may be ranges LO-HI (atr gen draws each request's)
+        if [ "${2#*-}" = "$2" ] && [ "$2" -le 5 ]; then
             # shorter than atr gen's message framing: written directly
             i=0
             : > "$f"
