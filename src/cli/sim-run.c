@@ -45,6 +45,8 @@ void sim_run_args_init(struct sim_run_args *a)
 {
     memset(a, 0, sizeof *a);
     atr_engine_cfg_defaults(&a->engine);
+    /* unset: the engine's 8192, or the model's length with --scheduler v0 */
+    a->engine.max_num_batched_tokens = 0;
     sched_opts_init(&a->sched);
     llm_report_init(&a->report);
     a->tp = 1;
@@ -81,10 +83,14 @@ int sim_run_exec(const struct sim_run_args *a, int argc, char **argv, bool table
     if (a->offline)
         t.profile.frontend_s = 0;   /* as vLLM's LLM class: no HTTP server */
     if (t.engine.prefill_first) {
-        /* vLLM V0 without chunked prefill: a prompt runs whole, and the
-         * budget is at least the longest prompt (vLLM refuses less) */
+        /* vLLM V0 without chunked prefill: a prompt runs whole. Unless
+         * told, the budget is the model's length (vLLM's least then); a
+         * smaller one given is kept (a server started with a shorter
+         * --max-model-len, or SGLang's prefill cap), and a request longer
+         * than it can never run: an error, or rejected with
+         * --skip-oversized */
         t.engine.chunked_prefill = false;
-        if (t.engine.max_num_batched_tokens < t.profile.model->max_model_len)
+        if (!t.engine.max_num_batched_tokens)
             t.engine.max_num_batched_tokens = t.profile.model->max_model_len;
     }
     t.replicas = a->replicas;

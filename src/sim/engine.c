@@ -1285,11 +1285,17 @@ void atr_engine_free(struct atr_engine *e)
     free(e);
 }
 
+bool atr_engine_fits_kv(const struct atr_engine *e, uint32_t prompt_tokens,
+                        uint32_t output_tokens)
+{
+    return blocks_for(e, (uint64_t)prompt_tokens + output_tokens) <= e->n_blocks;
+}
+
 bool atr_engine_fits(const struct atr_engine *e, uint32_t prompt_tokens,
                      uint32_t output_tokens)
 {
     uint64_t tokens = (uint64_t)prompt_tokens + output_tokens;
-    return blocks_for(e, tokens) <= e->n_blocks &&
+    return atr_engine_fits_kv(e, prompt_tokens, output_tokens) &&
            (e->cfg.chunked_prefill || tokens <= e->cfg.max_num_batched_tokens);
 }
 

@@ -164,6 +164,9 @@ int atr_engine_set_tail(struct atr_engine *e, const struct atr_sim_record *rec,
  * whole request within max_num_batched_tokens. */
 bool atr_engine_fits(const struct atr_engine *e, uint32_t prompt_tokens,
                      uint32_t output_tokens);
+/* The first half of that: its prompt + output KV blocks within the cache. */
+bool atr_engine_fits_kv(const struct atr_engine *e, uint32_t prompt_tokens,
+                        uint32_t output_tokens);
 
 /* The times of r's tokens_done tokens so far: the end of the iteration that
  * produced each (r->first_token is the first). Valid until the next step

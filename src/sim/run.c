@@ -77,13 +77,17 @@ static int turn_over(struct driver *d, struct pending *p, const struct atr_llm_r
 
 /* A turn the engine rejected as too long: a failed record at once, as the
  * client of a vLLM server gets its error response. */
-static int reject(struct driver *d, struct pending *q, double now, struct atr_error *err)
+static int reject(struct driver *d, struct pending *q, const struct atr_sim_req *req,
+                  double now, struct atr_error *err)
 {
     const struct atr_session *s = &d->cfg->workload->sessions[q->session];
+    bool kv = !atr_engine_fits_kv(d->engines[q->dec.replica], req->prompt_tokens,
+                                  req->output_tokens);
     struct atr_llm_record rec = {
         .id = q->req.id, .scheduled_s = q->send_s, .send_s = q->send_s, .start_s = now,
         .end_s = now, .prompt_tokens = q->dec.prompt_tokens, .success = false,
-        .error = ATR_SIM_OVERSIZED_ERROR, .trace_id = s->trace_id,
+        .error = kv ? ATR_SIM_OVERSIZED_ERROR : ATR_SIM_OVER_BUDGET_ERROR,
+        .trace_id = s->trace_id,
         .turn = (int64_t)d->ses[q->session].next_turn,
     };
     struct atr_policy_outcome o = { .success = false };
@@ -101,11 +105,13 @@ static int add_failed(const struct driver *d, const struct pending *q,
         return -1;
     char why[ATR_ERROR_MAX];
     snprintf(why, sizeof why, "%s", err->msg);
-    return atr_error_set(err, "trace %s, llm turn %zu: %s; use a larger --tp or a profile "
-                         "with more KV cache, or --skip-oversized to reject such requests "
-                         "as vLLM does and go on",
+    bool kv = !atr_engine_fits_kv(e, req->prompt_tokens, req->output_tokens);
+    return atr_error_set(err, "trace %s, llm turn %zu: %s; use %s, or --skip-oversized to "
+                         "reject such requests as vLLM does and go on",
                          d->cfg->workload->sessions[q->session].trace_id,
-                         d->ses[q->session].next_turn, why);
+                         d->ses[q->session].next_turn, why,
+                         kv ? "a larger --tp or a profile with more KV cache"
+                            : "a larger --max-num-batched-tokens");
 }
 
 /* The turn gets its slot: the policy decides, its replica takes it. */
@@ -141,7 +147,7 @@ static int start_turn(struct driver *d, const struct pending *p, double now,
         return add_failed(d, q, &req, err);
     if (d->cfg->policy)
         atr_policy_started(d->cfg->policy, &q->req, &q->dec);
-    return r->rejected ? reject(d, q, now, err) : 0;
+    return r->rejected ? reject(d, q, &req, now, err) : 0;
 }
 
 /* Starts turns waiting for a slot while there are free ones (a rejected

@@ -53,9 +53,11 @@ struct atr_sim_run_cfg {
     void *decision_ctx;
 };
 
-/* The error of a turn the KV cache cannot hold, as failures_by_reason
- * groups it. */
+/* The errors of a turn that can never run, as failures_by_reason groups
+ * them: the KV cache cannot hold it, or (without chunked prefill) it is
+ * longer than the token budget of a step. */
 #define ATR_SIM_OVERSIZED_ERROR "prompt too long for the KV cache"
+#define ATR_SIM_OVER_BUDGET_ERROR "prompt longer than max_num_batched_tokens"
 
 /* Runs until every turn finished, over engines[0..n_engines) (the policy's
  * replicas). Records come in finish order. */

@@ -89,6 +89,26 @@ ok "sim run --scheduler v1" "$ATR" sim run -q "$S/burst.ndjson" -p h100/llama-3.
     --iterations-out "$S/v1-it.ndjson"
 check "sim run --scheduler v1: steps mix prefill and decodes" \
     "grep -Eq '\"prefill_tokens\": [1-9][0-9]*, \"decode_seqs\": [1-9]' '$S/v1-it.ndjson'"
+# --scheduler v0 keeps a budget it is given (SGLang's prefill cap, a short
+# --max-model-len): no prefill step above it; without one, the model's length.
+ok "sim run --scheduler v0, a given budget" "$ATR" sim run -q "$S/burst.ndjson" -p h100/llama-3.1-8b \
+    --scheduler v0 --max-num-batched-tokens 4096 --iterations-out "$S/v0b-it.ndjson"
+check "sim run --scheduler v0: prefill steps within the given budget" "python3 -c \"
+import json
+p = [json.loads(l)['prefill_tokens'] for l in open('$S/v0b-it.ndjson')]
+assert 0 < max(p) <= 4096, max(p)\""
+ok "gen a prompt longer than that budget" "$ATR" gen -q -k requests -n 2 --input-tokens 5000 \
+    --output-tokens 4 -r inf -o "$S/long.ndjson"
+fails "sim run --scheduler v0: a prompt over the given budget" 1 \
+    "request 0 \(5000 prompt \+ 4 output tokens\) is longer than max_num_batched_tokens \(4096\).*use a larger --max-num-batched-tokens, or --skip-oversized" \
+    "$ATR" sim run -q "$S/long.ndjson" -p h100/llama-3.1-8b --scheduler v0 --max-num-batched-tokens 4096
+fails "sim run --scheduler v0: over budget with --skip-oversized" 1 "every request failed \(first: prompt longer than max_num_batched_tokens\)" \
+    "$ATR" sim run -q "$S/long.ndjson" -p h100/llama-3.1-8b --scheduler v0 --max-num-batched-tokens 4096 \
+    --skip-oversized --save-result "$S/long.json"
+check "sim run --scheduler v0: both rejected, for the budget" "python3 -c \"import json; r=json.load(open('$S/long.json')); assert r['failed']==2 and r['completed']==0 and r['atr']['failures_by_reason']=={'prompt longer than max_num_batched_tokens': 2}, r\""
+ok "sim run --scheduler v0: without a budget, the model's length" "$ATR" sim run -q "$S/long.ndjson" \
+    -p h100/llama-3.1-8b --scheduler v0 --save-result "$S/long2.json"
+check "sim run --scheduler v0: both ran" "python3 -c \"import json; r=json.load(open('$S/long2.json')); assert r['completed']==2, r\""
 fails "sim run: bad --scheduler" 2 "--scheduler wants v1 or v0" "$ATR" sim run -q \
     "$S/burst.ndjson" -p h100/llama-3.1-8b --scheduler v2
 
