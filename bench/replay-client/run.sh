@@ -96,85 +96,8 @@ if command -v taskset >/dev/null 2>&1 && taskset -c 0 true 2>/dev/null; then
     fi
 fi
 
-# The sim server prints its address once it listens; poll for it (10 s at
-# most). It also answers the one request the nginx server replays.
-$PIN_SERVER "$ATR" sim serve --ttft 0 --itl 0 --port 0 >"$WORK/srv.out" 2>"$WORK/srv.err" &
-SRV=$!
-i=0
-while ! grep -q 'listening on' "$WORK/srv.out" 2>/dev/null; do
-    i=$((i + 1))
-    if [ "$i" -gt 200 ] || ! kill -0 "$SRV" 2>/dev/null; then
-        echo "run.sh: atr sim serve did not start:" >&2
-        cat "$WORK/srv.err" >&2
-        exit 1
-    fi
-    sleep 0.05
-done
-URL=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$WORK/srv.out")
-SERVER_SHOWN="$ATR sim serve --ttft 0 --itl 0"
-
-# nginx: one worker answering every request with the sim server's answer to
-# a benchmark request (32 prompt words, 8 tokens), recorded once. Started
-# as nobody when run as root, its files in a directory nobody may use.
-start_nginx() {
-    NGINX=$(sh "$HERE/../need-nginx.sh") || exit 1
-    d=$WORK/nginx
-    mkdir -p "$d"
-    curl -sN "$URL/v1/completions" -H 'Content-Type: application/json' \
-        -d '{"model":"atr-sim","prompt":"'"$(printf 'w%d ' $(seq 1 32))"'","max_tokens":8,"stream":true,"stream_options":{"include_usage":true}}' \
-        >"$d/answer.sse"
-    grep -q '^data: \[DONE\]' "$d/answer.sse" || { echo "run.sh: no answer to record from the sim server" >&2; exit 1; }
-    # Inside nginx's single quotes: no quote, backslash or '$' (a variable).
-    if grep -q "['\\\$]" "$d/answer.sse"; then
-        echo "run.sh: the recorded answer needs quoting for nginx" >&2
-        exit 1
-    fi
-    port=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-    cat >"$d/nginx.conf" <<EOF
-worker_processes 1;
-pid $d/nginx.pid;
-error_log $d/error.log warn;
-events { worker_connections 16384; }
-http {
-    access_log off;
-    client_body_temp_path $d/body;
-    proxy_temp_path $d/proxy;
-    fastcgi_temp_path $d/fastcgi;
-    uwsgi_temp_path $d/uwsgi;
-    scgi_temp_path $d/scgi;
-    keepalive_requests 1000000;
-    keepalive_timeout 300s;
-    server {
-        listen 127.0.0.1:$port backlog=4096;
-        location / {
-            default_type text/event-stream;
-            return 200 '$(cat "$d/answer.sse")';
-        }
-    }
-}
-EOF
-    as=""
-    if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null 2>&1 && id nobody >/dev/null 2>&1; then
-        as="setpriv --reuid=$(id -u nobody) --regid=$(id -g nobody) --clear-groups"
-        chmod 711 "$WORK"
-        chown -R nobody "$d"
-    fi
-    $PIN_SERVER $as "$NGINX" -p "$d" -e "$d/error.log" -c "$d/nginx.conf" \
-        -g 'daemon off;' >"$d/stdout" 2>&1 &
-    NGX=$!
-    i=0
-    until curl -s -o /dev/null -X POST -d x "http://127.0.0.1:$port/v1/completions" 2>/dev/null; do
-        i=$((i + 1))
-        if [ "$i" -gt 200 ] || ! kill -0 "$NGX" 2>/dev/null; then
-            echo "run.sh: nginx did not start:" >&2
-            cat "$d/error.log" "$d/stdout" >&2 2>/dev/null
-            exit 1
-        fi
-        sleep 0.05
-    done
-    URL=http://127.0.0.1:$port
-    SERVER_SHOWN="nginx $("$NGINX" -v 2>&1 | sed 's/.*nginx\///'), one worker, a recorded answer"
-}
+. "$HERE/servers.sh"
+start_sim_server
 NGX=""
 case $SERVER in
 sim) ;;
