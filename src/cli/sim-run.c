@@ -33,6 +33,8 @@ const struct opt sim_run_options[] = {
              "--engine wants vllm or sglang"),
     OPT_ENUM(ARGS, engine.prefill_first, "scheduler", 0, OPT_WORDS("v1", "v0"),
              "--scheduler wants v1 or v0"),
+    OPT_UINT(ARGS, engine.num_scheduler_steps, "num-scheduler-steps", 0, 1, 1024,
+             "--num-scheduler-steps wants 1..1024"),
     OPT_FLAG(ARGS, offline, "offline", 0),
     OPT_FROM(ARGS, from),
     OPT_INCLUDE(ARGS, report, llm_report_opts_group),
@@ -59,6 +61,10 @@ int sim_run_args_check(struct sim_run_args *a, int argc, const char *cmd)
         return cli_usage(cmd, "missing --profile GPU/MODEL");
     if (a->first_arg >= argc)
         return cli_usage(cmd, "missing TRACE");
+    /* vLLM V0 ran multi-step scheduling without chunked prefill */
+    if (a->engine.num_scheduler_steps > 1 && !a->engine.prefill_first)
+        return cli_usage(cmd, "--num-scheduler-steps needs --scheduler v0 (vLLM V0's multi-step "
+                         "scheduling, without chunked prefill)");
     int rc = cli_check_profile(cmd, a->profile, a->tp);
     if (rc == EXIT_OK)
         rc = cli_check_policies(cmd, a->policies.names, a->policies.n, a->policy_opts);

@@ -761,7 +761,7 @@ double atr_iter_seconds(const struct atr_profile *p, const struct atr_iter_work 
     double seqs = (double)(w->prefill_seqs + w->decode_seqs);
     if (w->prefill_tokens && !w->prefill_seqs)
         seqs += 1;   /* at least one chunk */
-    double cpu = p->iter_overhead_s + p->per_seq_overhead_s * seqs +
+    double cpu = (w->window_step ? 0 : p->iter_overhead_s) + p->per_seq_overhead_s * seqs +
                  p->per_token_overhead_s * (double)w->prefill_tokens;
     /* A step's kernels run one after another, each bound by compute or by
      * memory, and at decode batch sizes a GEMM saturates neither: the two

@@ -143,6 +143,11 @@ struct atr_iter_work {
     uint64_t prefill_seqs;       /* prefill chunks in the batch */
     uint64_t prefill_attn_pairs; /* sum over new prompt tokens of the tokens each
                                     attends to (itself included); 0 = estimate */
+    /* A step after the first of a multi-step window (vLLM V0's
+     * --num-scheduler-steps): the scheduler does not run before it and
+     * its inputs are advanced on the GPU, so it has no per-iteration CPU
+     * cost; the per-sequence work stays. */
+    bool window_step;
 };
 
 /* Adds a prefill chunk of n new tokens after ctx tokens already in the KV

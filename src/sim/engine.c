@@ -156,6 +156,10 @@ struct atr_engine {
     struct atr_engine_stats st;
     uint64_t *hist;
     double kv_time_sum, batch_sum;
+    /* The iteration in flight is steps [window_first, st.iterations) (one
+     * step unless a multi-step window); applying step j, cur_iter is its
+     * index, the log entry its tokens take. */
+    uint64_t window_first, cur_iter;
 
     /* End time of iterations log_base .. log_base + log_len - 1. A request
      * decoding without a pause gets one token per iteration, so its token
@@ -271,7 +275,7 @@ static void log_push(struct atr_engine *e, double t)
  * an array of its own. */
 static void token_add(struct atr_engine *e, struct req_rec *f)
 {
-    uint64_t k = e->st.iterations - 1;      /* one iteration in flight: this one */
+    uint64_t k = e->cur_iter;               /* the step being applied */
     uint32_t n = f->rec.tokens_done;
     if (n == 0) {
         f->first_iter = k;
@@ -1026,6 +1030,26 @@ static void work_of_batch(const struct atr_engine *e, struct atr_iter_work *w)
     }
 }
 
+/* The steps a batch runs: a multi-step window (num_scheduler_steps) for a
+ * decode-only batch whose requests all get the KV blocks of its later
+ * steps first (vLLM's lookahead slots); else one. A request that cannot
+ * have them makes it one step (blocks already taken stay its own; vLLM
+ * would preempt instead). */
+static unsigned window_steps(struct atr_engine *e, const struct atr_iter_work *w)
+{
+    unsigned k = e->cfg.num_scheduler_steps;
+    if (k <= 1 || w->prefill_tokens)
+        return 1;
+    for (size_t i = 0; i < e->batch.len; i++) {
+        struct req *r = e->batch.v[i];
+        bool ok;
+        req_grow(e, r, r->computed + k, &ok);
+        if (!ok)
+            return 1;
+    }
+    return k;
+}
+
 static int start_iteration(struct atr_engine *e, struct atr_error *err)
 {
     uint64_t budget = e->cfg.max_num_batched_tokens;
@@ -1046,28 +1070,40 @@ static int start_iteration(struct atr_engine *e, struct atr_error *err)
                              e->waiting.len);
     struct atr_iter_work w;
     work_of_batch(e, &w);
-    double dt = e->cfg.iter_seconds(e->cfg.cost_ctx, &w);
-    if (!(dt > 0) || !isfinite(dt))
-        return atr_error_set(err, "engine: iteration cost %g s is not a positive time", dt);
-    if (atr_heap_push(&e->events, e->now + dt, &iter_end_tag, err) < 0)
-        return -1;
-    log_push(e, e->now + dt);    /* the same double the clock will reach */
-    e->busy = true;
+    unsigned steps = window_steps(e, &w);
     uint32_t used = e->kc->used;
     if (used > e->st.kv_blocks_peak)
         e->st.kv_blocks_peak = used;
-    e->kv_time_sum += (double)used * dt;
-    e->batch_sum += (double)e->batch.len;
-    e->st.busy_seconds += dt;
-    e->st.prefill_tokens += w.prefill_tokens;
-    e->st.decode_tokens += w.decode_seqs;
-    e->hist[e->batch.len]++;
-    if (e->cfg.on_iter) {
-        struct atr_iter_info it = { e->st.iterations, e->now, dt,
-                                    (unsigned)e->batch.len, w, used };
-        e->cfg.on_iter(e->cfg.iter_ctx, &it);
+    e->window_first = e->st.iterations;
+    double dt = 0;
+    for (unsigned s = 0; s < steps; s++) {   /* each step a token further on */
+        struct atr_iter_work ws = w;
+        ws.decode_ctx_tokens += (uint64_t)s * w.decode_seqs;
+        ws.window_step = s > 0;
+        double ds = e->cfg.iter_seconds(e->cfg.cost_ctx, &ws);
+        if (!(ds > 0) || !isfinite(ds))
+            return atr_error_set(err, "engine: iteration cost %g s is not a positive time", ds);
+        e->kv_time_sum += (double)used * ds;
+        e->batch_sum += (double)e->batch.len;
+        e->st.busy_seconds += ds;
+        e->st.prefill_tokens += ws.prefill_tokens;
+        e->st.decode_tokens += ws.decode_seqs;
+        e->hist[e->batch.len]++;
+        if (e->cfg.on_iter) {
+            struct atr_iter_info it = { e->st.iterations, e->now + dt, ds,
+                                        (unsigned)e->batch.len, ws, used };
+            e->cfg.on_iter(e->cfg.iter_ctx, &it);
+        }
+        e->st.iterations++;
+        dt += ds;
     }
-    e->st.iterations++;
+    if (atr_heap_push(&e->events, e->now + dt, &iter_end_tag, err) < 0)
+        return -1;
+    /* The same double the clock will reach; a window's tokens all come at
+     * its end (one log entry per step). */
+    for (unsigned s = 0; s < steps; s++)
+        log_push(e, e->now + dt);
+    e->busy = true;
     return 0;
 }
 
@@ -1138,8 +1174,18 @@ HOT bool req_end_iteration(struct atr_engine *e, struct req *r)
 static void end_iteration(struct atr_engine *e)
 {
     size_t gone = 0;
-    for (size_t i = 0; i < e->batch.len; i++)
-        gone += req_end_iteration(e, e->batch.v[i]);
+    for (uint64_t j = e->window_first; j < e->st.iterations; j++) {
+        e->cur_iter = j;
+        for (size_t i = 0; i < e->batch.len; i++) {
+            struct req *r = e->batch.v[i];
+            if (j > e->window_first) {      /* a later step of a window */
+                if (req_over(r))
+                    continue;
+                r->sched_new = 1;
+            }
+            gone += req_end_iteration(e, r);
+        }
+    }
     if (gone) {
         size_t k = 0;       /* drop finished requests, keeping admission order */
         for (size_t i = 0; i < e->running.len; i++)

@@ -71,6 +71,14 @@ struct atr_engine_cfg {
      * admitted. Needs chunked_prefill false. V1 and SGLang: false (decodes
      * first, then prefill chunks in the same iteration). */
     bool prefill_first;
+    /* vLLM V0's multi-step scheduling (--num-scheduler-steps K): a
+     * decode-only batch runs K steps back to back without the scheduler
+     * between them (lookahead KV blocks taken first), and its tokens are
+     * delivered when the window ends, as without async output processing;
+     * arrivals wait for the window. A sequence done before the window ends
+     * still runs to its end. Batches with prefill run one step. 0 or 1: a
+     * step at a time. */
+    unsigned num_scheduler_steps;
     /* A request that could never fit (atr_engine_fits false) is rejected
      * by atr_engine_add, as vLLM rejects a prompt longer than it can hold,
      * instead of being an error: its record says rejected and it never

@@ -109,6 +109,27 @@ check "sim run --scheduler v0: both rejected, for the budget" "python3 -c \"impo
 ok "sim run --scheduler v0: without a budget, the model's length" "$ATR" sim run -q "$S/long.ndjson" \
     -p h100/llama-3.1-8b --scheduler v0 --save-result "$S/long2.json"
 check "sim run --scheduler v0: both ran" "python3 -c \"import json; r=json.load(open('$S/long2.json')); assert r['completed']==2, r\""
+# --num-scheduler-steps (vLLM V0's multi-step scheduling, with v0 only):
+# decode-only batches run in windows; tokens come at a window's end.
+ok "sim run --num-scheduler-steps 8" "$ATR" sim run -q "$S/burst.ndjson" -p h100/llama-3.1-8b \
+    --scheduler v0 --num-scheduler-steps 8 --iterations-out "$S/ms-it.ndjson" --requests-out "$S/ms-q.ndjson"
+check "sim run --num-scheduler-steps 8: decode steps come in windows of 8" "python3 -c \"
+import json
+it = [json.loads(l) for l in open('$S/ms-it.ndjson')]
+runs, n = [], 0
+for x in it:
+    if x['prefill_tokens'] == 0:
+        n += 1
+    elif n:
+        runs.append(n); n = 0
+runs += [n] if n else []
+assert runs and all(k % 8 == 0 for k in runs), runs
+q = [json.loads(l) for l in open('$S/ms-q.ndjson')]
+assert len(q) == 20 and all(r['success'] for r in q), len(q)\""
+fails "sim run: --num-scheduler-steps without v0" 2 "--num-scheduler-steps needs --scheduler v0" \
+    "$ATR" sim run -q "$S/burst.ndjson" -p h100/llama-3.1-8b --num-scheduler-steps 8
+fails "sim run: bad --num-scheduler-steps" 2 "--num-scheduler-steps wants 1..1024" \
+    "$ATR" sim run -q "$S/burst.ndjson" -p h100/llama-3.1-8b --scheduler v0 --num-scheduler-steps 0
 fails "sim run: bad --scheduler" 2 "--scheduler wants v1 or v0" "$ATR" sim run -q \
     "$S/burst.ndjson" -p h100/llama-3.1-8b --scheduler v2
 

@@ -1,7 +1,7 @@
 /* test-sim-engine.c - the engine model on small hand-computed cases:
  * TTFT/ITL arithmetic, prefix-cache hits, max_num_seqs, chunked prefill,
  * preemption on KV exhaustion, LRU eviction order, the step API for
- * multi-turn drivers, and determinism.
+ * multi-turn drivers, multi-step windows, and determinism.
  *
  * Costs are sums of powers of two (sim-costs.h) so every expected time is
  * exact. */
@@ -100,6 +100,67 @@ static void test_ttft_itl_constant(void **state)
     assert_int_equal(log.it[1].work.decode_ctx_tokens, 101);
     assert_int_equal(log.it[3].work.decode_ctx_tokens, 103);
     assert_int_equal(log.it[0].kv_blocks_used, 7);      /* ceil(100/16) */
+    atr_engine_free(e);
+}
+
+/* C0 for a step the scheduler precedes, C0 / 2 for a later step of a
+ * multi-step window (no scheduler CPU). */
+static double cost_window(void *ctx, const struct atr_iter_work *w)
+{
+    (void)ctx;
+    return w->window_step ? C0 / 2 : C0;
+}
+
+static void four_steps_v0(struct atr_engine_cfg *c)
+{
+    c->prefill_first = true;
+    c->chunked_prefill = false;
+    c->max_num_batched_tokens = 4096;
+    c->num_scheduler_steps = 4;
+}
+
+/* vLLM V0's multi-step scheduling: a decode-only batch runs 4 steps
+ * without the scheduler, its tokens all delivered at the window's end; a
+ * prompt arriving during a window waits for its end (prefill first, one
+ * step); a request done inside a window still runs to its end. */
+static void test_multi_step_window(void **state)
+{
+    (void)state;
+    struct iter_log log;
+    struct atr_engine *e = mk(cost_window, 4096, &log, four_steps_v0);
+    const struct atr_sim_record *r[2];
+    add(e, 0, 0, 100, 7, NULL, 0);        /* prefill, then windows of 4 and 4 */
+    add(e, 1, C0 + C0 / 4, 50, 2, NULL, 0); /* arrives inside the first window */
+    run_all(e, r, 2);
+    double w = C0 + 3 * C0 / 2;           /* a window: one full step, three later */
+    const double *t0 = atr_engine_token_times(e, r[0]);
+    assert_true(r[0]->first_token == C0);
+    for (int k = 1; k <= 4; k++)          /* tokens 2-5 at the first window's end */
+        assert_true(t0[k] == C0 + w);
+    assert_true(r[1]->first_scheduled == C0 + w);   /* waited for that end */
+    assert_true(r[1]->first_token == 2 * C0 + w);   /* its prefill, one step */
+    /* then both decode: request 0's last two tokens and request 1's last
+     * one in a window of 4 that both run to its end */
+    assert_true(t0[5] == 2 * C0 + 2 * w && t0[6] == t0[5]);
+    assert_true(r[0]->finish == 2 * C0 + 2 * w);
+    assert_true(r[1]->finish == 2 * C0 + 2 * w);
+    assert_int_equal(r[0]->tokens_done, 7);
+    assert_int_equal(r[1]->tokens_done, 2);
+    /* iterations: prefill, 4 steps, prefill, 4 steps; later steps flagged,
+     * a token further on each, started where the step before ended */
+    assert_int_equal(log.n, 10);
+    assert_false(log.it[1].work.window_step);
+    assert_true(log.it[2].work.window_step && log.it[4].work.window_step);
+    assert_int_equal(log.it[1].work.decode_ctx_tokens, 101);
+    assert_int_equal(log.it[4].work.decode_ctx_tokens, 104);
+    assert_true(log.it[2].start == 2 * C0 && log.it[3].start == 2 * C0 + C0 / 2);
+    assert_int_equal(log.it[5].work.prefill_tokens, 50);
+    assert_int_equal(log.it[9].work.decode_seqs, 2);
+    assert_int_equal(atr_engine_pending(e), 0);
+    struct atr_engine_stats st;
+    atr_engine_get_stats(e, &st);
+    assert_int_equal(st.iterations, 10);
+    assert_int_equal(st.decode_tokens, 4 + 8);
     atr_engine_free(e);
 }
 
@@ -445,6 +506,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ttft_itl_constant),
         cmocka_unit_test(test_ttft_itl_token_cost),
+        cmocka_unit_test(test_multi_step_window),
         cmocka_unit_test(test_prefix_sharing),
         cmocka_unit_test(test_max_num_seqs_serializes),
         cmocka_unit_test(test_chunked_prefill),
