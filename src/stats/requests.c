@@ -69,8 +69,8 @@ static int get_str(const struct at *at, const struct atr_json *o, const char *ke
 static int get_chunks(const struct at *at, const struct atr_json *o, struct atr_llm_record *r,
                       struct atr_arena *a)
 {
-    double ttft;
-    bool have;
+    double ttft = 0;
+    bool have = false;    /* set by get_num; initialised for gcc -O3's flow analysis */
     const struct atr_json *itl = atr_json_get(o, "itl_ms");
     if (get_num(at, o, "ttft_ms", &ttft, &have) < 0)
         return -1;
