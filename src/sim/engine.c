@@ -1076,22 +1076,23 @@ static int start_iteration(struct atr_engine *e, struct atr_error *err)
         e->st.kv_blocks_peak = used;
     e->window_first = e->st.iterations;
     double dt = 0;
-    for (unsigned s = 0; s < steps; s++) {   /* each step a token further on */
-        struct atr_iter_work ws = w;
-        ws.decode_ctx_tokens += (uint64_t)s * w.decode_seqs;
-        ws.window_step = s > 0;
-        double ds = e->cfg.iter_seconds(e->cfg.cost_ctx, &ws);
+    for (unsigned s = 0; s < steps; s++) {
+        if (s) {                             /* each step a token further on */
+            w.decode_ctx_tokens += w.decode_seqs;
+            w.window_step = true;
+        }
+        double ds = e->cfg.iter_seconds(e->cfg.cost_ctx, &w);
         if (!(ds > 0) || !isfinite(ds))
             return atr_error_set(err, "engine: iteration cost %g s is not a positive time", ds);
         e->kv_time_sum += (double)used * ds;
         e->batch_sum += (double)e->batch.len;
         e->st.busy_seconds += ds;
-        e->st.prefill_tokens += ws.prefill_tokens;
-        e->st.decode_tokens += ws.decode_seqs;
+        e->st.prefill_tokens += w.prefill_tokens;
+        e->st.decode_tokens += w.decode_seqs;
         e->hist[e->batch.len]++;
         if (e->cfg.on_iter) {
             struct atr_iter_info it = { e->st.iterations, e->now + dt, ds,
-                                        (unsigned)e->batch.len, ws, used };
+                                        (unsigned)e->batch.len, w, used };
             e->cfg.on_iter(e->cfg.iter_ctx, &it);
         }
         e->st.iterations++;
@@ -1174,17 +1175,18 @@ HOT bool req_end_iteration(struct atr_engine *e, struct req *r)
 static void end_iteration(struct atr_engine *e)
 {
     size_t gone = 0;
-    for (uint64_t j = e->window_first; j < e->st.iterations; j++) {
-        e->cur_iter = j;
+    bool later = false;                 /* a multi-step window's later steps */
+    for (e->cur_iter = e->window_first; e->cur_iter < e->st.iterations; e->cur_iter++) {
         for (size_t i = 0; i < e->batch.len; i++) {
             struct req *r = e->batch.v[i];
-            if (j > e->window_first) {      /* a later step of a window */
+            if (later) {
                 if (req_over(r))
                     continue;
                 r->sched_new = 1;
             }
             gone += req_end_iteration(e, r);
         }
+        later = true;
     }
     if (gone) {
         size_t k = 0;       /* drop finished requests, keeping admission order */

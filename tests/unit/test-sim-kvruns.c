@@ -4,8 +4,9 @@
  * built to hit the hard cases - prompts that repeat, share prefixes of any
  * length or contain one another, requests prefilling the same blocks at
  * once (vLLM's private duplicates), a cache small enough to evict and
- * preempt all the time, chunked prefill, prompts whose ids stop before
- * their last blocks, aborts - must give every request the same times,
+ * preempt all the time, chunked prefill or V0's prefill-first scheduler
+ * with multi-step windows, prompts whose ids stop before their last
+ * blocks, aborts - must give every request the same times,
  * cached tokens and preemptions, and the engine the same figures. Ids
  * that are not chains (a hostile trace) may simulate differently, but
  * must still run every request to its end and give every block back. */
@@ -98,6 +99,8 @@ struct config {
     unsigned max_seqs, max_batched;
     bool no_chunked, no_prefix;
     bool sglang;                /* radix cache and longest-prefix-first */
+    bool prefill_first;         /* V0's scheduler (no chunking only) */
+    unsigned steps;             /* multi-step windows (prefill_first only) */
 };
 
 static struct config config_make(uint64_t seed)
@@ -112,6 +115,9 @@ static struct config config_make(uint64_t seed)
         c.max_batched = MAX_IDS * 16 + 64;
     c.no_prefix = rnd_below(&g, 10) == 0;
     c.sglang = rnd_below(&g, 3) == 0;
+    /* drawn last, so the fields above are what they were for every seed */
+    c.prefill_first = c.no_chunked && rnd_below(&g, 2);
+    c.steps = c.prefill_first && rnd_below(&g, 2) ? 2 + rnd_below(&g, 7) : 1;
     return c;
 }
 
@@ -128,6 +134,8 @@ static void run(const struct workload *w, const struct config *c, bool blocks, d
     cfg.chunked_prefill = !c->no_chunked;
     cfg.prefix_caching = !c->no_prefix;
     cfg.radix_cache = cfg.longest_prefix_first = c->sglang;
+    cfg.prefill_first = c->prefill_first;
+    cfg.num_scheduler_steps = c->steps;
     cfg.skip_oversized = true;
     cfg.block_cache = blocks;
     struct atr_error err;
