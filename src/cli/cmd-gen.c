@@ -80,22 +80,26 @@ static bool opt_rate(void *o, const char *arg, const char *cmd)
 
 #define MAX_TOKENS 10000000
 
+/* A count for cli_parse_uint: digits only (it would take a leading space). */
+static bool parse_count(const char *s, unsigned long long min, unsigned long long *out)
+{
+    return *s >= '0' && *s <= '9' && cli_parse_uint(s, min, MAX_TOKENS, out);
+}
+
 /* "N" or "LO-HI" (1 <= LO <= HI <= MAX_TOKENS): *max is 0 for "N". */
 static bool parse_count_range(const char *s, uint64_t *min, uint64_t *max)
 {
-    char *end;
-    if (*s < '0' || *s > '9')
-        return false;
-    unsigned long long lo = strtoull(s, &end, 10), hi = 0;
-    if (*end == '-') {
-        const char *h = end + 1;
-        if (*h < '0' || *h > '9')
+    char lo_s[24];
+    const char *dash = strchr(s, '-');
+    unsigned long long lo, hi = 0;
+    if (dash) {
+        size_t n = (size_t)(dash - s);
+        if (n >= sizeof lo_s)
             return false;
-        hi = strtoull(h, &end, 10);
-        if (hi < lo || hi > MAX_TOKENS)
-            return false;
+        memcpy(lo_s, s, n);
+        lo_s[n] = '\0';
     }
-    if (*end || lo < 1 || lo > MAX_TOKENS)
+    if (!parse_count(dash ? lo_s : s, 1, &lo) || (dash && !parse_count(dash + 1, lo, &hi)))
         return false;
     *min = lo;
     *max = hi;
