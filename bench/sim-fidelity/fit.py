@@ -6,6 +6,7 @@ of figures.txt. The held-out figures are never looked at while fitting;
 they are printed once at the end, for the record.
 
     python3 bench/sim-fidelity/fit.py build/atr [--figures F] [--rounds N]
+                                      [--only NAME,NAME]
 
 Each evaluation runs run.sh (the same workloads and options as the
 validation table) with the constants set through ATR_SIM_CONSTANTS; a
@@ -26,18 +27,19 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
 # The fitted constants and where the search starts (today's values). The
-# eager layer surcharge, gpu_memory_utilization, the activation reserve and
-# the graph batch sizes are not fitted: they come from sources
-# (docs/sim.md). SGLang's CPU terms have no calibration figure.
+# eager layer surcharge, the front end's tokenising per prompt token,
+# gpu_memory_utilization, the activation reserve and the graph batch sizes
+# are not fitted: they come from sources (docs/sim.md). SGLang's CPU terms
+# have no calibration figure.
 START = {
     "compute_efficiency": 0.39,
     "memory_efficiency": 0.76,
-    "layer_graph_s": 52e-6,
-    "vllm.step_s": 1.5e-3,
-    "vllm.seq_s": 30e-6,
+    "layer_graph_s": 59e-6,
+    "vllm.step_s": 1.4e-3,
+    "vllm.seq_s": 29e-6,
     "vllm.token_s": 0.0,
-    "vllm.frontend_s": 3e-3,
-    "gpu.a100-80g.compute_efficiency": 0.39,
+    "vllm.frontend_s": 4.3e-3,
+    "gpu.a100-80g.compute_efficiency": 0.71,
 }
 # Upper bounds (efficiencies are shares of a peak).
 LIMIT = {"compute_efficiency": 1.0, "memory_efficiency": 1.0,
@@ -96,10 +98,11 @@ def loss(res):
     return sum(WEIGHT.get(k, 1.0) * math.log(s / p) ** 2 for k, (s, p) in res.items())
 
 
-def descend(atr, figures, values, rounds, tmp):
+def descend(atr, figures, values, rounds, tmp, fixed):
     """Coordinate descent with multiplicative steps, halved when no
-    coordinate improves; a constant at 0 is tried at a small value."""
-    best = loss(evaluate(atr, figures, values, tmp))
+    coordinate improves; a constant at 0 is tried at a small value. The
+    constants in `fixed` are set but not moved."""
+    best = loss(evaluate(atr, figures, {**fixed, **values}, tmp))
     step = 0.2
     for r in range(rounds):
         improved = False
@@ -111,7 +114,7 @@ def descend(atr, figures, values, rounds, tmp):
                 trial[k] = min(trial[k], LIMIT.get(k, math.inf))
                 if trial[k] == v:
                     continue
-                cur = loss(evaluate(atr, figures, trial, tmp))
+                cur = loss(evaluate(atr, figures, {**fixed, **trial}, tmp))
                 if cur < best - 1e-12:
                     best, values, improved = cur, trial, True
                     break
@@ -138,7 +141,12 @@ def main():
     ap.add_argument("atr")
     ap.add_argument("--figures", default=os.path.join(HERE, "figures.txt"))
     ap.add_argument("--rounds", type=int, default=40)
+    ap.add_argument("--only", help="fit only these constants (comma-separated), the "
+                    "others held at their start values")
     a = ap.parse_args()
+    fit = {k: v for k, v in START.items() if not a.only or k in a.only.split(",")}
+    if a.only and len(fit) != len(a.only.split(",")):
+        ap.error("--only: expected names from %s" % ", ".join(START))
     with tempfile.TemporaryDirectory() as tmp:
         calib = os.path.join(tmp, "calib.txt")
         held = os.path.join(tmp, "held.txt")
@@ -146,7 +154,9 @@ def main():
             f.writelines(calib_lines(a.figures, "calib"))
         with open(held, "w") as f:
             f.writelines(calib_lines(a.figures, "held"))
-        values, best = descend(a.atr, calib, dict(START), a.rounds, tmp)
+        fixed = {k: v for k, v in START.items() if k not in fit}
+        values, best = descend(a.atr, calib, fit, a.rounds, tmp, fixed)
+        values.update(fixed)
         print("fitted (loss %.6f):" % best)
         for k, v in values.items():
             print("  %-34s %.4g" % (k, v))

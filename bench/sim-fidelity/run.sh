@@ -15,8 +15,8 @@ figures=${2:-$here/figures.txt}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/atr-fidelity.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT INT TERM
 
-# workload "N IN OUT RATE [SHARED]" -> a trace file (cached by spec)
-workload() {
+# segment "N IN OUT RATE [SHARED]" -> a trace file (cached by spec)
+segment() {
     f="$tmp/w-$(printf '%s' "$1" | tr ' ' '_').ndjson"
     if [ ! -f "$f" ]; then
         set -- $1
@@ -38,6 +38,39 @@ workload() {
     printf '%s\n' "$f"
 }
 
+# workload "SEG; SEG; ...; SEG" -> a trace file: the segments in order. All
+# but the last are the source's earlier runs against the same server, which
+# leave their prompts in its prefix cache (atr gen's request i begins with
+# the same words at every length, as the sources' seeded prompts do); the
+# figure is taken over the last segment. Sets $warm to the earlier requests.
+workload() {
+    warm=0
+    f="$tmp/s-$(printf '%s' "$1" | tr ' ;' '_+').ndjson"
+    : > "$f.part"
+    rest=$1
+    while :; do
+        seg=${rest%%;*}
+        cat "$(segment "$(echo $seg)")" >> "$f.part"
+        [ "$seg" = "$rest" ] && break
+        warm=$((warm + $(echo $seg | awk '{print $1}')))
+        rest=${rest#*;}
+    done
+    mv "$f.part" "$f"
+}
+
+# the mean of a per-request figure over the requests after the first $2
+segment_mean() {
+    key=$(printf '%s' "$1" | sed -n 's/^mean_\(ttft\|tpot\|e2el\)_ms$/\1_ms/p')
+    [ -n "$key" ] || { echo "run.sh: $id: a workload with earlier runs takes a" \
+                            "mean_ttft_ms, mean_tpot_ms or mean_e2el_ms figure" >&2; return 1; }
+    awk -v skip="$2" -v key="\"$key\": " 'index($0, key) {
+        id = $0; sub(/^\{"id": /, "", id); sub(/,.*/, "", id)
+        if (id + 0 < skip) next
+        v = substr($0, index($0, key) + length(key)); sub(/,.*/, "", v)
+        sum += v; n++ }
+        END { if (n) printf "%.6f\n", sum / n }' "$3"
+}
+
 # every figure line: 8 fields, a known set, a positive published value
 awk -F'|' -v f="$figures" '/^[[:space:]]*(#|$)/ { next }
     { set = $2; gsub(/[[:space:]]/, "", set) }
@@ -51,13 +84,17 @@ printf '%-16s %-5s %-24s %-18s %10s %10s %8s\n' figure set profile metric sim pu
 grep -v '^[[:space:]]*#' "$figures" | grep -v '^[[:space:]]*$' |
 while IFS='|' read -r id set profile wl opts metric published source; do
     id=$(echo $id); set=$(echo $set); metric=$(echo $metric)
-    w=$(workload "$wl")
+    workload "$wl"
     # the schedule comes from the trace (--rate inf replays its start times)
-    rate=$(echo $wl | awk '{print $4}')
+    rate=$(echo ${wl##*;} | awk '{print $4}')
     # shellcheck disable=SC2086
-    "$atr" sim run "$w" -p "$profile" $opts --rate "$rate" -q \
-        --save-result "$tmp/r.json" > /dev/null
-    sim=$(tr ',' '\n' < "$tmp/r.json" | sed -n "s/^ *\"$metric\": *//p" | head -n 1)
+    "$atr" sim run "$f" -p "$profile" $opts --rate "$rate" -q \
+        --save-result "$tmp/r.json" --requests-out "$tmp/r.ndjson" > /dev/null
+    if [ "$warm" -gt 0 ]; then
+        sim=$(segment_mean "$metric" "$warm" "$tmp/r.ndjson")
+    else
+        sim=$(tr ',' '\n' < "$tmp/r.json" | sed -n "s/^ *\"$metric\": *//p" | head -n 1)
+    fi
     [ -n "$sim" ] || { echo "run.sh: $id: no \"$metric\" in the result" >&2; exit 1; }
     awk -v id="$id" -v set="$set" -v p="$profile" -v m="$metric" -v s="$sim" \
         -v pub="$published" -v src="$source" 'BEGIN {

@@ -86,8 +86,10 @@ int sim_run_exec(const struct sim_run_args *a, int argc, char **argv, bool table
     t.engine.radix_cache = a->engine.longest_prefix_first;   /* SGLang's radix cache */
     /* the flavour's CPU terms (docs/sim.md, "Cost of one iteration") */
     atr_profile_set_flavour(&t.profile, a->engine.longest_prefix_first ? "sglang" : "vllm");
-    if (a->offline)
-        t.profile.frontend_s = 0;   /* as vLLM's LLM class: no HTTP server */
+    if (a->offline) {           /* as vLLM's LLM class: no HTTP server */
+        t.profile.frontend_s = 0;
+        t.profile.frontend_token_s = 0;
+    }
     if (t.engine.prefill_first) {
         /* vLLM V0 without chunked prefill: a prompt runs whole. Unless
          * told, the budget is the model's length (vLLM's least then); a

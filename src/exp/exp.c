@@ -155,7 +155,7 @@ static int run_sim(const struct atr_target *t, const struct atr_exp_cfg *cfg,
         .workload = w, .starts = starts, .schedule = cfg->schedule,
         .max_concurrency = cfg->max_concurrency, .policy = policy,
         .on_progress = cfg->on_progress, .progress_ctx = cfg->progress_ctx,
-        .frontend_s = t->profile.frontend_s,
+        .frontend_s = t->profile.frontend_s, .frontend_token_s = t->profile.frontend_token_s,
         .on_decision = cfg->on_decision, .decision_ctx = cfg->decision_ctx,
     };
     if (atr_sim_run(out->engines, t->replicas, &rc, &out->recs, &out->n, err) < 0)

@@ -46,7 +46,14 @@ struct consts {
 
 static struct consts calib = {0.39, 0.76, 59e-6, 80e-6};
 
-#define FRONTEND_S 4.3e-3
+#define FRONTEND_S 4.1e-3
+/* Tokenising a prompt in the API server, per token: HF tokenizers called
+ * from Python encode 2.5-2.7 MiB/s with GPT-2's vocabulary on a 5.4 GHz
+ * core, Qwen 2.5's vocabulary is slower than GPT-2's by 0.55-0.85x (the
+ * IREE tokenizer's comparison), and a token is ~4 bytes of English text:
+ * ~2 us at 5.4 GHz, 3-5 us on the 2.3-3.4 GHz cores of an A100 or H100
+ * server. The low end, not fitted (docs/sim.md, "Calibration"). */
+#define FRONTEND_TOKEN_S 3e-6
 
 /* The CPU side of one engine flavour (docs/sim.md, "Calibration"). */
 struct flavour {
@@ -57,6 +64,7 @@ struct flavour {
     double overlap;           /* share of the CPU work hidden behind the GPU */
     unsigned graph_max_seqs;  /* largest decode batch captured in a CUDA graph */
     double frontend_s;        /* per request: the API server, in and out */
+    double frontend_token_s;  /* per prompt token: tokenising it there */
 };
 
 static struct flavour flavours[] = {
@@ -66,14 +74,14 @@ static struct flavour flavours[] = {
      * (ISO-Bench) and a 256-sequence one (lm-eval gsm8k): 29 us a
      * sequence. CUDA graphs for decode batches up to 256. The API server
      * (HTTP, tokenising the prompt, detokenising and streaming) adds
-     * FRONTEND to every request, fitted to short-prompt TTFTs at one
-     * request at a time. */
-    {"vllm", 1.4e-3, 29e-6, 0.0, 0.0, 256, FRONTEND_S},
+     * FRONTEND_S to every request, fitted to short-prompt TTFTs at one
+     * request at a time, and FRONTEND_TOKEN_S a prompt token. */
+    {"vllm", 1.4e-3, 29e-6, 0.0, 0.0, 256, FRONTEND_S, FRONTEND_TOKEN_S},
     /* SGLang >= 0.4: the same CPU work, but the overlap scheduler prepares
      * batch i+1 while the GPU runs batch i, so a step costs the larger of
      * the two; graphs up to batch 160 (cuda_graph_max_bs). Not fitted:
      * no SGLang figure on a profiled GPU was found (docs/sim.md). */
-    {"sglang", 1.4e-3, 29e-6, 0.0, 1.0, 160, FRONTEND_S},
+    {"sglang", 1.4e-3, 29e-6, 0.0, 1.0, 160, FRONTEND_S, FRONTEND_TOKEN_S},
 };
 
 static double *const_slot(const char *name, size_t len)
@@ -88,6 +96,8 @@ static double *const_slot(const char *name, size_t len)
         {"vllm.token_s", &flavours[0].token_s},
         {"vllm.frontend_s", &flavours[0].frontend_s},
         {"sglang.frontend_s", &flavours[1].frontend_s},
+        {"vllm.frontend_token_s", &flavours[0].frontend_token_s},
+        {"sglang.frontend_token_s", &flavours[1].frontend_token_s},
         {"sglang.step_s", &flavours[1].step_s},
         {"sglang.seq_s", &flavours[1].seq_s},
         {"sglang.token_s", &flavours[1].token_s},
@@ -740,6 +750,7 @@ int atr_profile_set_flavour(struct atr_profile *p, const char *flavour)
             p->cpu_overlap = f->overlap;
             p->graph_max_seqs = f->graph_max_seqs;
             p->frontend_s = f->frontend_s;
+            p->frontend_token_s = f->frontend_token_s;
             return 0;
         }
     return -1;

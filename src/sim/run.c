@@ -14,6 +14,7 @@
 struct pending {
     size_t session;
     double send_s;
+    double slot_s;                   /* when it got its slot: the front end starts */
     struct atr_policy_req req;       /* what the policy saw */
     struct atr_policy_decision dec;  /* what it decided */
 };
@@ -45,6 +46,7 @@ struct driver {
     struct pending *slots_wait;      /* FIFO of sent turns waiting for a slot */
     size_t wait_head, wait_len;
     size_t in_flight;
+    double *tokeniser_free;          /* per engine: when its API server can tokenise */
     uint64_t next_id;
     struct atr_llm_record *recs;
     struct rec_src *src;             /* per record; chunk_s is set from it at the end */
@@ -114,6 +116,20 @@ static int add_failed(const struct driver *d, const struct pending *q,
                             : "a larger --max-num-batched-tokens");
 }
 
+/* When a turn that got its slot at `now` reaches engine k. Each replica's
+ * API server tokenises prompts one at a time, in the order they came (vLLM
+ * runs its tokeniser on a single-thread executor, SGLang in one tokenizer
+ * process), so a burst's prompts queue there and reach the engine in the
+ * order sent, not shortest first; the rest of the front end's time is per
+ * request. */
+static double frontend_arrival(struct driver *d, unsigned k, uint32_t prompt_tokens,
+                               double now)
+{
+    double tokenised = fmax(now, d->tokeniser_free[k]) + prompt_tokens * d->cfg->frontend_token_s;
+    d->tokeniser_free[k] = tokenised;
+    return tokenised + d->cfg->frontend_s;
+}
+
 /* The turn gets its slot: the policy decides, its replica takes it. */
 static int start_turn(struct driver *d, const struct pending *p, double now,
                       struct atr_error *err)
@@ -129,6 +145,7 @@ static int start_turn(struct driver *d, const struct pending *p, double now,
         atr_policy_decide(d->cfg->policy, &q->req, &q->dec);
     if (q->dec.replica >= d->n_engines)
         q->dec.replica = 0;
+    q->slot_s = now;
     if (d->cfg->on_decision)
         d->cfg->on_decision(d->cfg->decision_ctx,
                             d->cfg->workload->sessions[q->session].trace_id,
@@ -137,7 +154,8 @@ static int start_turn(struct driver *d, const struct pending *p, double now,
     if (q->dec.max_tokens && q->dec.max_tokens < out)
         out = q->dec.max_tokens;
     struct atr_sim_req req = {
-        .id = id, .arrival = now + d->cfg->frontend_s, .prompt_tokens = q->dec.prompt_tokens,
+        .id = id, .arrival = frontend_arrival(d, q->dec.replica, q->dec.prompt_tokens, now),
+        .prompt_tokens = q->dec.prompt_tokens,
         .output_tokens = out ? out : 1,
         .hash_ids = q->dec.salt ? NULL : q->dec.ids, .n_hash_ids = q->dec.salt ? 0 : q->dec.n_ids,
     };
@@ -183,7 +201,7 @@ static int finish(struct driver *d, const struct atr_sim_record *r, unsigned k,
 {
     struct pending *p = &d->by_session[d->session_of[r->id]];
     const struct atr_session *s = &d->cfg->workload->sessions[p->session];
-    double start = r->arrival - d->cfg->frontend_s;   /* it got its slot then */
+    double start = p->slot_s;
     struct atr_llm_record rec = {
         .id = r->id, .scheduled_s = p->send_s, .send_s = p->send_s, .start_s = start,
         .end_s = r->finish, .n_chunks = r->output_tokens,
@@ -268,6 +286,7 @@ int atr_sim_run(struct atr_engine *const *engines, unsigned n_engines,
     d.slots_wait = xcalloc(n_sessions, sizeof *d.slots_wait);
     d.recs = xcalloc(w->n_turns + 1, sizeof *d.recs);
     d.src = xcalloc(w->n_turns + 1, sizeof *d.src);
+    d.tokeniser_free = xcalloc(n_engines, sizeof *d.tokeniser_free);
     atr_heap_init(&d.sends);
     int rc = 0;
     for (size_t i = 0; i < w->n_sessions && rc == 0; i++) {
@@ -284,6 +303,7 @@ int atr_sim_run(struct atr_engine *const *engines, unsigned n_engines,
     free(d.by_session);
     free(d.session_of);
     free(d.slots_wait);
+    free(d.tokeniser_free);
     if (rc == 0)
         set_chunks(&d);
     free(d.src);

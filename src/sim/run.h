@@ -46,6 +46,10 @@ struct atr_sim_run_cfg {
      * slot, and its record counts from the slot, so TTFT and E2EL include
      * it and TPOT does not. */
     double frontend_s;
+    /* Seconds per prompt token of tokenising it in the front end, which
+     * each replica's does one prompt at a time, in the order they came:
+     * in a burst, a turn also waits for the prompts before it. */
+    double frontend_token_s;
     /* Optional: called as each turn gets its slot, with what the policy
      * decided to send (the decision and its ids live only for the call). */
     void (*on_decision)(void *ctx, const char *trace_id, size_t turn,

@@ -144,6 +144,33 @@ check "ATR_SIM_CONSTANTS: a 10 ms step slows the run" \
 fails "ATR_SIM_CONSTANTS: an unknown name" 2 "ATR_SIM_CONSTANTS: expected name=value.*\"bogus=1\"" \
     env ATR_SIM_CONSTANTS=bogus=1 "$ATR" sim run -q "$S/burst.ndjson" -p h100/llama-3.1-8b
 
+# The front end tokenises each prompt: vllm.frontend_token_s a prompt token
+# lands in TTFT (one request at a time: no queue at the tokeniser), and
+# not offline (no API server).
+"$ATR" gen -k requests -n 2 --input-tokens 2000 --output-tokens 8 -r 1 -q -o "$S/p2k.ndjson"
+ttft() {
+    env ATR_SIM_CONSTANTS="vllm.frontend_token_s=$1" "$ATR" sim run -q "$S/p2k.ndjson" \
+        -p h100/llama-3.1-8b --max-concurrency 1 ${2:-} --save-result "$S/ft.json" >/dev/null 2>&1
+    tr ',' '\n' <"$S/ft.json" | sed -n 's/^ *"mean_ttft_ms": *//p'
+}
+check "sim run: 1 ms a prompt token adds 2 s to a 2000-token prompt's TTFT" \
+    "awk 'BEGIN { d = $(ttft 0.001) - $(ttft 0); exit !(d > 1999.99 && d < 2000.01) }'"
+check "sim run --offline: no tokenising front end" \
+    "[ $(ttft 0.001 --offline) = $(ttft 0 --offline) ]"
+
+# A fidelity workload with earlier runs takes its figure over the last
+# segment, which must be a per-request mean.
+printf '%s\n' 'x|held|h100/llama-3.1-8b|2 300 8 inf; 2 600 8 inf|--max-concurrency 1|request_throughput|1|X' \
+    > "$S/figs-bad.txt"
+fails "fidelity: a throughput after earlier runs" 1 \
+    "x: a workload with earlier runs takes a mean_ttft_ms, mean_tpot_ms or mean_e2el_ms figure" \
+    sh "$ROOT/bench/sim-fidelity/run.sh" "$ATR" "$S/figs-bad.txt"
+printf '%s\n' 'x|held|h100/llama-3.1-8b|2 300 8 inf; 2 600 8 inf|--max-concurrency 1|mean_ttft_ms|1|X' \
+    'y|held|h100/llama-3.1-8b|2 600 8 inf|--max-concurrency 1|mean_ttft_ms|1|X' > "$S/figs.txt"
+ok "fidelity: a workload with earlier runs" sh "$ROOT/bench/sim-fidelity/run.sh" "$ATR" "$S/figs.txt"
+check "fidelity: the earlier runs' prompts are cached, so the last segment's TTFT is lower" \
+    "awk '\$1 == \"x\" { x = \$5 } \$1 == \"y\" { y = \$5 } END { exit !(x > 0 && x < y) }' '$T/out'"
+
 # docs/sim.md's validation table is what the simulator gives today: every
 # figure's simulated value and error, and both sets' summaries.
 ok "fidelity figures run" sh "$ROOT/bench/sim-fidelity/run.sh" "$ATR"

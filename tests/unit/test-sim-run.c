@@ -82,6 +82,7 @@ static void on_progress(void *ctx, size_t done, size_t total)
 }
 
 static double frontend_s;      /* the run's front-end time (test_frontend) */
+static double frontend_token_s;
 
 static int run(struct fixture *f, unsigned max_concurrency, struct progress_log *p,
                struct atr_llm_record **r, size_t *n, struct atr_error *err)
@@ -90,7 +91,7 @@ static int run(struct fixture *f, unsigned max_concurrency, struct progress_log 
         .workload = &f->w, .starts = f->starts, .schedule = &f->sched,
         .max_concurrency = max_concurrency,
         .on_progress = p ? on_progress : NULL, .progress_ctx = p,
-        .frontend_s = frontend_s,
+        .frontend_s = frontend_s, .frontend_token_s = frontend_token_s,
     };
     return atr_sim_run(&f->e, 1, &rc, r, n, err);
 }
@@ -217,9 +218,9 @@ static void test_all_rejected(void **state)
     atr_engine_free(f.e);
 }
 
-/* The front end's time delays each turn's arrival at the engine: TTFT and
- * E2EL grow by it, counted from the turn's start, and the gaps between
- * tokens do not change. */
+/* The front end's fixed time delays each turn's arrival at the engine:
+ * TTFT and E2EL grow by it, counted from the turn's start, and the gaps
+ * between tokens do not change. */
 static void test_frontend(void **state)
 {
     (void)state;
@@ -235,13 +236,41 @@ static void test_frontend(void **state)
     frontend_s = 0;
     const struct atr_llm_record *a = find(r[0], n[0], "small", 0);
     const struct atr_llm_record *b = find(r[1], n[1], "small", 0);
+    double delay = 0.004;
     assert_true(a->start_s == b->start_s);
-    assert_float_equal(b->chunk_s[0] - b->start_s, a->chunk_s[0] - a->start_s + 0.004, 1e-12);
-    assert_float_equal(b->end_s - b->start_s, a->end_s - a->start_s + 0.004, 1e-12);
+    assert_float_equal(b->chunk_s[0] - b->start_s, a->chunk_s[0] - a->start_s + delay, 1e-12);
+    assert_float_equal(b->end_s - b->start_s, a->end_s - a->start_s + delay, 1e-12);
+    for (size_t i = 1; i < b->n_chunks; i++)
+        assert_float_equal(b->chunk_s[i] - b->chunk_s[i - 1], a->chunk_s[i] - a->chunk_s[i - 1],
+                           1e-12);
     for (int k = 0; k < 2; k++) {
         free(r[k]);
         atr_engine_free(fx[k].e);
     }
+}
+
+/* The front end tokenises one prompt at a time, in the order sent: in the
+ * burst, "big" (100 tokens, sent first) reaches the engine after 0.1 s at
+ * 1 ms a token, and "small" (50 tokens) after 0.15 s, behind it, not at
+ * 0.05 s, shortest first. Both count from their slot at 0. */
+static void test_tokeniser_queue(void **state)
+{
+    (void)state;
+    struct fixture f;
+    fixture_init(&f, true);
+    frontend_token_s = 1e-3;
+    struct atr_llm_record *r;
+    size_t n;
+    struct atr_error err;
+    assert_int_equal(run(&f, 0, NULL, &r, &n, &err), 0);
+    frontend_token_s = 0;
+    const struct atr_llm_record *big = find(r, n, "big", 0);
+    const struct atr_llm_record *small = find(r, n, "small", 0);
+    assert_true(big->start_s == 0 && small->start_s == 0);
+    assert_true(big->chunk_s[0] >= 0.1 - 1e-12 && big->chunk_s[0] < 0.15);
+    assert_true(small->chunk_s[0] >= 0.15 - 1e-12);
+    free(r);
+    atr_engine_free(f.e);
 }
 
 int main(void)
@@ -252,6 +281,7 @@ int main(void)
         cmocka_unit_test(test_oversized_frees_its_slot),
         cmocka_unit_test(test_all_rejected),
         cmocka_unit_test(test_frontend),
+        cmocka_unit_test(test_tokeniser_queue),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
