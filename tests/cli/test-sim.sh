@@ -171,6 +171,10 @@ ok "fidelity: a workload with earlier runs" sh "$ROOT/bench/sim-fidelity/run.sh"
 check "fidelity: the earlier runs' prompts are cached, so the last segment's TTFT is lower" \
     "awk '\$1 == \"x\" { x = \$5 } \$1 == \"y\" { y = \$5 } END { exit !(x > 0 && x < y) }' '$T/out'"
 
+# docs/sim.md's table of every profile is what the simulator gives today.
+ok "docs/sim.md's profile table" python3 "$ROOT/tests/cli/sim-profile-table.py" "$ATR" \
+    "$ROOT/docs/sim.md"
+
 # docs/sim.md's validation table is what the simulator gives today: every
 # figure's simulated value and error, and both sets' summaries.
 ok "fidelity figures run" sh "$ROOT/bench/sim-fidelity/run.sh" "$ATR"
