@@ -42,7 +42,8 @@ segment() {
 # but the last are the source's earlier runs against the same server, which
 # leave their prompts in its prefix cache (atr gen's request i begins with
 # the same words at every length, as the sources' seeded prompts do); the
-# figure is taken over the last segment. Sets $warm to the earlier requests.
+# figure is taken over the last segment. Sets $f to the file and $warm to
+# the number of earlier requests.
 workload() {
     warm=0
     f="$tmp/s-$(printf '%s' "$1" | tr ' ;' '_+').ndjson"

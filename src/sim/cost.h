@@ -96,9 +96,9 @@ struct atr_profile {
      * offline run (vLLM's LLM class). Not part of an iteration's cost:
      * atr_sim_run adds it to each request's latency. */
     double frontend_s;
-    /* Seconds more per prompt token in the same front end: the prompt is
-     * tokenised there, byte by byte of its text, before the engine sees
-     * it. 0 offline. */
+    /* Seconds more per prompt token in the same front end, tokenising the
+     * prompt before the engine sees it (atr_sim_run queues a replica's
+     * prompts for it one at a time). 0 offline. */
     double frontend_token_s;
 };
 

@@ -125,7 +125,8 @@ static int add_failed(const struct driver *d, const struct pending *q,
 static double frontend_arrival(struct driver *d, unsigned k, uint32_t prompt_tokens,
                                double now)
 {
-    double tokenised = fmax(now, d->tokeniser_free[k]) + prompt_tokens * d->cfg->frontend_token_s;
+    double start = fmax(now, d->tokeniser_free[k]);
+    double tokenised = start + prompt_tokens * d->cfg->frontend_token_s;
     d->tokeniser_free[k] = tokenised;
     return tokenised + d->cfg->frontend_s;
 }
