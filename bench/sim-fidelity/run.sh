@@ -72,12 +72,25 @@ segment_mean() {
         END { if (n) printf "%.6f\n", sum / n }' "$3"
 }
 
-# every figure line: 8 fields, a known set, a positive published value
-awk -F'|' -v f="$figures" '/^[[:space:]]*(#|$)/ { next }
+# every figure line: 8 fields, a known set, a positive published value, and
+# a workload of segments "N IN OUT RATE [SHARED]" separated by ';'
+awk -F'|' -v f="$figures" '
+    function count(x) { return x ~ /^[0-9]+(-[0-9]+)?$/ }
+    function segment_ok(seg,   w, n) {
+        n = split(seg, w, " ")
+        return (n == 4 || n == 5) && w[1] ~ /^[1-9][0-9]*$/ && count(w[2]) && count(w[3]) &&
+               (w[4] == "inf" || w[4] ~ /^[0-9]+(\.[0-9]+)?$/) && (n == 4 || w[5] ~ /^[0-9]+$/)
+    }
+    /^[[:space:]]*(#|$)/ { next }
     { set = $2; gsub(/[[:space:]]/, "", set) }
     NF != 8 || (set != "calib" && set != "held") || !($7 + 0 > 0) {
         printf "%s:%d:1: expected id|calib or held|profile|workload|options|metric|" \
-               "published|source\n", f, NR > "/dev/stderr"; bad = 1 }
+               "published|source\n", f, NR > "/dev/stderr"; bad = 1; next }
+    { n = split($4, segs, ";")
+      for (i = 1; i <= n; i++) if (!segment_ok(segs[i])) {
+          printf "%s:%d:%d: expected a workload \"N IN OUT RATE [SHARED]\", segments " \
+                 "separated by ;\n", f, NR, length($1 $2 $3) + 4 > "/dev/stderr"
+          bad = 1; break } }
     END { exit bad }' "$figures"
 
 printf '%-16s %-5s %-24s %-18s %10s %10s %8s\n' figure set profile metric sim published error

@@ -380,7 +380,6 @@ static void map_remove(struct atr_engine *e, uint64_t k, uint32_t v)
 
 /* ---- block pool ---- */
 
-
 static void lru_unlink(struct atr_engine *e, uint32_t b)
 {
     e->blk[b].lru_at = NIL;

@@ -165,6 +165,13 @@ printf '%s\n' 'x|held|h100/llama-3.1-8b|2 300 8 inf; 2 600 8 inf|--max-concurren
 fails "fidelity: a throughput after earlier runs" 1 \
     "x: a workload with earlier runs takes a mean_ttft_ms, mean_tpot_ms or mean_e2el_ms figure" \
     sh "$ROOT/bench/sim-fidelity/run.sh" "$ATR" "$S/figs-bad.txt"
+for wl in '2 300 8 inf;' '2 300 8 inf; ; 2 600 8 inf' 'two 300 8 inf' '2 300 8' '2 300 8 fast'; do
+    printf 'x|held|h100/llama-3.1-8b|%s|--max-concurrency 1|mean_ttft_ms|1|X\n' "$wl" \
+        > "$S/figs-bad.txt"
+    fails "fidelity: bad workload '$wl'" 1 \
+        "figs-bad.txt:1:26: expected a workload \"N IN OUT RATE \[SHARED\]\", segments separated by ;" \
+        sh "$ROOT/bench/sim-fidelity/run.sh" "$ATR" "$S/figs-bad.txt"
+done
 printf '%s\n' 'x|held|h100/llama-3.1-8b|2 300 8 inf; 2 600 8 inf|--max-concurrency 1|mean_ttft_ms|1|X' \
     'y|held|h100/llama-3.1-8b|2 600 8 inf|--max-concurrency 1|mean_ttft_ms|1|X' > "$S/figs.txt"
 ok "fidelity: a workload with earlier runs" sh "$ROOT/bench/sim-fidelity/run.sh" "$ATR" "$S/figs.txt"
