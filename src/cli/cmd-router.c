@@ -2,6 +2,7 @@
  * trained on labels from simulated runs of the candidate policies, scored
  * on held-out sessions, and asked for single decisions (src/router/train.h,
  * src/router/decide.h, docs/policies.md "## learned"). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -402,12 +403,51 @@ static void print_labels(const struct atr_router_data *d, const char *const *can
         printf(" %s %zu%s", cands[c], count[c], c + 1 < d->n_candidates ? "," : "\n");
 }
 
+static double pct(size_t k, size_t n)
+{
+    return n ? 100.0 * (double)k / (double)n : 0;
+}
+
+/* The single-feature rule as text: "log_input_tokens <= 9.01: A, else B". */
+static void rule_text(char *out, size_t cap, const struct atr_router_rule *r,
+                      const char *const *cands)
+{
+    if (r->below == r->above)
+        snprintf(out, cap, "always %s", cands[r->below]);
+    else
+        snprintf(out, cap, "%s <= %.4g: %s, else %s", atr_router_feature_names[r->feature],
+                 r->threshold, cands[r->below], cands[r->above]);
+}
+
 static void print_accuracy(const char *what, const struct atr_router_eval *ev,
                            const char *const *cands)
 {
-    printf("%s: %zu requests, accuracy %.1f%% (majority baseline %s %.1f%%)\n", what, ev->n,
-           ev->n ? 100.0 * (double)ev->correct / (double)ev->n : 0, cands[ev->majority],
-           ev->n ? 100.0 * (double)ev->majority_correct / (double)ev->n : 0);
+    char rule[160];
+    rule_text(rule, sizeof rule, &ev->rule, cands);
+    printf("%s: %zu requests, accuracy %.1f%% (majority baseline %s %.1f%%; best single-feature "
+           "rule %.1f%%: %s)\n", what, ev->n, pct(ev->correct, ev->n), cands[ev->majority],
+           pct(ev->majority_correct, ev->n), pct(ev->rule_correct, ev->n), rule);
+}
+
+/* The features the model ignores (zero first-layer weights), by why: not
+ * an input (--inputs), or one value on every training row. */
+static void print_weights(const struct atr_mlp *m, uint32_t inputs, uint32_t constant)
+{
+    static const char *const what[] = { "features with weight: ",
+                                        "features without weight (not in --inputs): ",
+                                        "features without weight (constant in training): ",
+                                        "features without weight: " };
+    for (int k = 0; k < 4; k++) {
+        size_t n = 0;
+        for (size_t f = 0; f < ATR_ROUTER_N_FEATURES; f++) {
+            bool input = !inputs || inputs >> f & 1;
+            int why = atr_mlp_input_weighted(m, f) ? 0 : !input ? 1 : constant >> f & 1 ? 2 : 3;
+            if (why == k)
+                printf("%s%s", n++ ? ", " : what[k], atr_router_feature_names[f]);
+        }
+        if (n)
+            printf("\n");
+    }
 }
 
 /* The model JSON into o (committed by the caller). */
@@ -476,6 +516,7 @@ static int train(const struct router_args *a, struct setup *s, struct atr_output
                "labels per %s (margin %g)\n", d.n, d.n_sessions_train + d.n_sessions_held_out,
                d.n_sessions_train, d.n_sessions_held_out, m.objective, m.label, m.margin);
         print_labels(&d, cands);
+        print_weights(&m.mlp, tc.inputs, atr_router_constant_inputs(&d));
         struct atr_router_eval tr, ho;
         atr_router_evaluate(&m.mlp, &d, true, &tr);
         atr_router_evaluate(&m.mlp, &d, false, &ho);
@@ -561,6 +602,28 @@ static int print_latency(const struct router_args *a, struct setup *s,
     return rc;
 }
 
+/* The single-feature rule's hits, and (one_rule: not a pool of folds, each
+ * with its own) the rule: {"feature", "threshold" (null: no cut), "below",
+ * "above"}. */
+static void rule_json(struct atr_jw *w, const struct atr_router_eval *ev, bool one_rule,
+                      const char *const *cands)
+{
+    atr_jw_kv_uint(w, "rule_correct", ev->rule_correct);
+    if (!one_rule)
+        return;
+    const struct atr_router_rule *r = &ev->rule;
+    atr_jw_key(w, "rule");
+    atr_jw_object_begin(w);
+    atr_jw_kv_str(w, "feature", atr_router_feature_names[r->feature]);
+    if (isfinite(r->threshold))
+        atr_jw_kv_pyfloat(w, "threshold", r->threshold);
+    else
+        atr_jw_kv_null(w, "threshold");
+    atr_jw_kv_str(w, "below", cands[r->below]);
+    atr_jw_kv_str(w, "above", cands[r->above]);
+    atr_jw_object_end(w);
+}
+
 /* `router eval --json`: the evaluation as one JSON object
  * ("atr-router-eval/1"; docs/policies.md), what `atr report` draws. */
 static void eval_json(struct atr_buf *b, const struct router_args *a,
@@ -585,6 +648,7 @@ static void eval_json(struct atr_buf *b, const struct router_args *a,
     atr_jw_kv_uint(&w, "correct", ev->correct);
     atr_jw_kv_str(&w, "majority", m->candidates[ev->majority]);
     atr_jw_kv_uint(&w, "majority_correct", ev->majority_correct);
+    rule_json(&w, ev, true, (const char *const *)m->candidates);
     atr_jw_key(&w, "confusion");                 /* [label][predicted] */
     atr_jw_array_begin(&w);
     for (size_t r = 0; r < m->n_candidates; r++)
@@ -717,25 +781,27 @@ static void print_folds(const struct router_args *a, const struct setup *s, cons
                         const char *const *cands)
 {
     size_t maj = 0;
-    double macro = 0;
-    printf("%-16s %8s %8s %9s  %s\n", "held-out source", "sessions", "requests", "accuracy",
-           a->select ? "majority baseline        inputs picked" : "majority baseline");
+    double macro = 0, rule_macro = 0;
+    printf("%-16s %8s %8s %9s %9s  %-24s%s\n", "held-out source", "sessions", "requests",
+           "accuracy", "1-feature", "majority baseline", a->select ? "inputs picked" : "rule");
     for (size_t i = 0; i < n_folds; i++) {
         const struct atr_router_eval *e = &f[i].ev;
-        double acc = 100.0 * (double)e->correct / (double)e->n;
-        char base[64];
+        double acc = pct(e->correct, e->n), racc = pct(e->rule_correct, e->n);
+        char base[64], rule[160];
         snprintf(base, sizeof base, "%s %.1f%%", cands[e->majority],
-                 100.0 * (double)e->majority_correct / (double)e->n);
-        printf("%-16s %8zu %8zu %8.1f%%  %-*s%s\n", s->src.names[f[i].group], f[i].sessions,
-               e->n, acc, a->select ? 24 : 0, base, a->select ? select_names[f[i].pick] : "");
+                 pct(e->majority_correct, e->n));
+        rule_text(rule, sizeof rule, &e->rule, cands);
+        printf("%-16s %8zu %8zu %8.1f%% %8.1f%%  %-24s%s\n", s->src.names[f[i].group],
+               f[i].sessions, e->n, acc, racc, base, a->select ? select_names[f[i].pick] : rule);
         maj += e->majority_correct;
         macro += acc / (double)n_folds;
+        rule_macro += racc / (double)n_folds;
     }
     printf("pooled: %zu requests, accuracy %.1f%% (majority baseline %s %.1f%%; each source's "
-           "own majority %.1f%%); mean over sources %.1f%%\n", pool->n,
-           100.0 * (double)pool->correct / (double)pool->n, cands[pool->majority],
-           100.0 * (double)pool->majority_correct / (double)pool->n,
-           100.0 * (double)maj / (double)pool->n, macro);
+           "own majority %.1f%%; best single-feature rule, fitted per fold %.1f%%); mean over "
+           "sources %.1f%% (rule %.1f%%)\n", pool->n, pct(pool->correct, pool->n),
+           cands[pool->majority], pct(pool->majority_correct, pool->n), pct(maj, pool->n),
+           pct(pool->rule_correct, pool->n), macro, rule_macro);
 }
 
 /* The folds as JSON, after the pooled evaluation (by_source_json). */
@@ -754,6 +820,7 @@ static void folds_json(struct atr_jw *w, const struct router_args *a, const stru
         atr_jw_kv_uint(w, "correct", e->correct);
         atr_jw_kv_str(w, "majority", cands[e->majority]);
         atr_jw_kv_uint(w, "majority_correct", e->majority_correct);
+        rule_json(w, e, true, cands);
         if (a->select)
             atr_jw_kv_str(w, "inputs", select_names[f[i].pick]);
         atr_jw_key(w, "confusion");
@@ -787,6 +854,7 @@ static void by_source_json(struct atr_buf *b, const struct router_args *a, const
     atr_jw_kv_uint(&w, "correct", pool->correct);
     atr_jw_kv_str(&w, "majority", lc->candidates[pool->majority]);
     atr_jw_kv_uint(&w, "majority_correct", pool->majority_correct);
+    rule_json(&w, pool, false, lc->candidates);
     atr_jw_key(&w, "confusion");
     atr_jw_array_begin(&w);
     for (size_t r = 0; r < lc->n_candidates; r++)

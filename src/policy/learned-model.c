@@ -100,6 +100,15 @@ size_t atr_mlp_predict(const struct atr_mlp *m, const double *x)
     return best;
 }
 
+bool atr_mlp_input_weighted(const struct atr_mlp *m, size_t f)
+{
+    const struct atr_mlp_layer *L = &m->layers[0];
+    for (size_t o = 0; m->n_layers && f < L->in && o < L->out; o++)
+        if (L->w[o * L->in + f] != 0)
+            return true;
+    return false;
+}
+
 size_t atr_router_model_decide(const struct atr_router_model *m, const double *x,
                                double *logits, double *probs)
 {

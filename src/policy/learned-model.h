@@ -51,6 +51,11 @@ void atr_mlp_forward(const struct atr_mlp *m, const double *x, double *probs);
 /* The most probable class (lowest index on ties). No allocation. */
 size_t atr_mlp_predict(const struct atr_mlp *m, const double *x);
 
+/* Whether input f has a non-zero weight in the first layer: a feature
+ * without one changes no decision (not an input of the trainer, or one
+ * value on every training row; router/train.h). */
+bool atr_mlp_input_weighted(const struct atr_mlp *m, size_t f);
+
 /* The model file: the MLP with what it routes between and how it was made. */
 #define ATR_ROUTER_MAX_CANDIDATES 8
 

@@ -2,6 +2,7 @@
  * held-out evaluation for the learned router (see train.h). */
 #include "router/train.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -373,6 +374,25 @@ static double *source_weights(const struct atr_router_data *d, size_t n)
     return w;
 }
 
+uint32_t atr_router_constant_inputs(const struct atr_router_data *d)
+{
+    uint32_t constant = 0;
+    for (size_t f = 0; f < ATR_ROUTER_N_FEATURES; f++) {
+        bool seen = false, one = true;
+        double v0 = 0;
+        for (size_t i = 0; i < d->n && one; i++) {
+            if (d->held_out[i])
+                continue;
+            double v = d->x[i * ATR_ROUTER_N_FEATURES + f];
+            one = !seen || v == v0;
+            v0 = seen ? v0 : v;
+            seen = true;
+        }
+        constant |= (uint32_t)one << f;
+    }
+    return constant;
+}
+
 int atr_router_train(const struct atr_router_data *d, const struct atr_router_train_cfg *cfg,
                      struct atr_mlp *out, struct atr_error *err)
 {
@@ -385,7 +405,7 @@ int atr_router_train(const struct atr_router_data *d, const struct atr_router_tr
         return atr_error_set(err, "router: no training sessions (every session is held out)");
     if (atr_mlp_init(out, ATR_ROUTER_N_FEATURES, hidden, nh, d->n_candidates, cfg->seed, err) < 0)
         return -1;
-    uint32_t used = cfg->inputs ? cfg->inputs : ~0u;
+    uint32_t used = (cfg->inputs ? cfg->inputs : ~0u) & ~atr_router_constant_inputs(d);
     double *x = xcalloc(n * ATR_ROUTER_N_FEATURES, sizeof *x), *sw = NULL;
     uint32_t *y = xcalloc(n, sizeof *y);
     for (size_t i = 0, k = 0; i < d->n; i++) {
@@ -413,19 +433,100 @@ int atr_router_train(const struct atr_router_data *d, const struct atr_router_tr
     return 0;
 }
 
-/* Scores m on the rows of d that keep(d, i, arg) selects. */
+/* One training row's value of the feature being swept, and its label. */
+struct valued {
+    double v;
+    uint32_t y;
+};
+
+static int by_value(const void *a, const void *b)
+{
+    double x = ((const struct valued *)a)->v, y = ((const struct valued *)b)->v;
+    return (x > y) - (x < y);
+}
+
+/* The most frequent of counts[0..nc) (lowest index on ties), its count in *hits. */
+static uint32_t most(const size_t *counts, size_t nc, size_t *hits)
+{
+    uint32_t best = 0;
+    for (uint32_t c = 1; c < nc; c++)
+        if (counts[c] > counts[best])
+            best = c;
+    *hits = counts[best];
+    return best;
+}
+
+/* The best threshold on one feature's sorted values v[0..n): a cut
+ * between two adjacent distinct values, each side its majority label. */
+static void sweep(const struct valued *v, size_t n, size_t nc, size_t f, size_t *best,
+                  struct atr_router_rule *out)
+{
+    size_t total[ATR_ROUTER_MAX_CANDIDATES] = { 0 }, left[ATR_ROUTER_MAX_CANDIDATES] = { 0 };
+    size_t right[ATR_ROUTER_MAX_CANDIDATES];
+    for (size_t i = 0; i < n; i++)
+        total[v[i].y]++;
+    for (size_t i = 0; i + 1 < n; i++) {
+        left[v[i].y]++;
+        if (v[i + 1].v == v[i].v)
+            continue;
+        for (size_t c = 0; c < nc; c++)
+            right[c] = total[c] - left[c];
+        size_t hl, hr;
+        uint32_t below = most(left, nc, &hl), above = most(right, nc, &hr);
+        if (hl + hr > *best) {
+            *best = hl + hr;
+            *out = (struct atr_router_rule){ f, v[i].v + (v[i + 1].v - v[i].v) / 2, below, above };
+        }
+    }
+}
+
+void atr_router_rule_fit(const struct atr_router_data *d, struct atr_router_rule *out)
+{
+    uint32_t def = (uint32_t)d->default_candidate;
+    *out = (struct atr_router_rule){ 0, INFINITY, def, def };
+    size_t n = 0, nc = d->n_candidates;
+    for (size_t i = 0; i < d->n; i++)
+        n += !d->held_out[i];
+    if (n == 0)
+        return;
+    struct valued *v = xcalloc(n, sizeof *v);
+    size_t total[ATR_ROUTER_MAX_CANDIDATES] = { 0 }, best;
+    for (size_t i = 0; i < d->n; i++)
+        total[d->y[i]] += !d->held_out[i];
+    uint32_t maj = most(total, nc, &best);      /* no cut: one label everywhere */
+    *out = (struct atr_router_rule){ 0, INFINITY, maj, maj };
+    for (size_t f = 0; f < ATR_ROUTER_N_FEATURES; f++) {
+        for (size_t i = 0, k = 0; i < d->n; i++)
+            if (!d->held_out[i])
+                v[k++] = (struct valued){ d->x[i * ATR_ROUTER_N_FEATURES + f], d->y[i] };
+        qsort(v, n, sizeof *v, by_value);
+        sweep(v, n, nc, f, &best, out);
+    }
+    free(v);
+}
+
+uint32_t atr_router_rule_predict(const struct atr_router_rule *r, const double *x)
+{
+    return x[r->feature] <= r->threshold ? r->below : r->above;
+}
+
+/* Scores m, and the single-feature rule fitted on the training rows, on
+ * the rows of d that keep(d, i, arg) selects. */
 static void score_rows(const struct atr_mlp *m, const struct atr_router_data *d,
                        bool (*keep)(const struct atr_router_data *, size_t, const void *),
                        const void *arg, struct atr_router_eval *out)
 {
     memset(out, 0, sizeof *out);
+    atr_router_rule_fit(d, &out->rule);
     size_t count[ATR_ROUTER_MAX_CANDIDATES] = { 0 };
     for (size_t i = 0; i < d->n; i++) {
         if (!keep(d, i, arg))
             continue;
-        size_t p = atr_mlp_predict(m, d->x + i * ATR_ROUTER_N_FEATURES);
+        const double *x = d->x + i * ATR_ROUTER_N_FEATURES;
+        size_t p = atr_mlp_predict(m, x);
         out->confusion[d->y[i]][p]++;
         out->correct += p == d->y[i];
+        out->rule_correct += atr_router_rule_predict(&out->rule, x) == d->y[i];
         count[d->y[i]]++;
         out->n++;
     }
@@ -455,6 +556,7 @@ void atr_router_eval_add(struct atr_router_eval *sum, const struct atr_router_ev
 {
     sum->n += e->n;
     sum->correct += e->correct;
+    sum->rule_correct += e->rule_correct;
     size_t count[ATR_ROUTER_MAX_CANDIDATES] = { 0 };
     for (size_t r = 0; r < nc; r++)
         for (size_t c = 0; c < nc; c++) {

@@ -99,28 +99,55 @@ struct atr_router_train_cfg {
     /* Bit f set: feature f (atr_router_feature_names) is an input; 0: all.
      * The others get zero first-layer weights (their column is zero in
      * training, so they stay zero): the model file keeps every feature and
-     * decides the same everywhere, but ignores those. */
+     * decides the same everywhere, but ignores those. A feature with one
+     * value on every training row is left out the same way: it taught the
+     * model nothing, and random weights on it would act only off the
+     * training data (atr_router_constant_inputs). */
     uint32_t inputs;
     bool balance_sources;         /* weigh each group's rows to the same total */
 };
+
+/* Bit f set: feature f has one value on every row not held out. */
+uint32_t atr_router_constant_inputs(const struct atr_router_data *d);
 
 /* Fits standardisation and trains a fresh MLP on the rows not held out. */
 int atr_router_train(const struct atr_router_data *d, const struct atr_router_train_cfg *cfg,
                      struct atr_mlp *out, struct atr_error *err);
 
+/* The best single-feature rule: a threshold on one feature, one label
+ * below it and one above (the baseline a model must beat to have learned
+ * more than one number; the "rule" in docs/policies.md). */
+struct atr_router_rule {
+    size_t feature;                       /* atr_router_feature_names index */
+    double threshold;                     /* x[feature] <= threshold: below */
+    uint32_t below, above;                /* candidate indices */
+};
+
+/* Fits the rule with the most hits on the rows not held out (all twelve
+ * features, every threshold between two adjacent values, both sides'
+ * majority label; the first feature and lowest threshold on ties). With
+ * no training row: feature 0, threshold +inf, the default candidate. */
+void atr_router_rule_fit(const struct atr_router_data *d, struct atr_router_rule *out);
+uint32_t atr_router_rule_predict(const struct atr_router_rule *r, const double *x);
+
 struct atr_router_eval {
     size_t n, correct;
     size_t majority, majority_correct;    /* most frequent label and its hits */
+    struct atr_router_rule rule;          /* the rule fitted on the training rows */
+    size_t rule_correct;                  /* its hits on the scored rows */
     uint64_t confusion[ATR_ROUTER_MAX_CANDIDATES][ATR_ROUTER_MAX_CANDIDATES]; /* [label][predicted] */
 };
 
 /* Scores m on the held-out rows (or all rows when all is true). The
  * baseline is the majority label of the scored rows themselves: the best
- * any constant choice could do there. */
+ * any constant choice could do there; beside it, the single-feature rule
+ * fitted on the rows not held out (atr_router_rule_fit), scored on the
+ * same rows as m. */
 void atr_router_evaluate(const struct atr_mlp *m, const struct atr_router_data *d, bool all,
                          struct atr_router_eval *out);
 
-/* Adds the counts of e to sum (majority recomputed over sum's labels). */
+/* Adds the counts of e to sum (majority recomputed over sum's labels;
+ * rule_correct summed: each fold's own rule, sum->rule is not one). */
 void atr_router_eval_add(struct atr_router_eval *sum, const struct atr_router_eval *e, size_t nc);
 
 /* One fold: trains on every group but g and skip (SIZE_MAX: none) and

@@ -7,7 +7,12 @@ R=$T/router
 mkdir -p "$R"
 ok "router gen swe" "$ATR" gen -q --kind swe --traces 12 --seed 3 -o "$R/swe.ndjson"
 ok "router train" "$ATR" router train "$R/swe.ndjson" --profile rtx3090/qwen3-4b-awq --seed 3 --epochs 100 -o "$R/m.json"
-check "train reports held-out accuracy" "grep -Eq '^held-out: [0-9]+ requests, accuracy [0-9.]+% \\(majority baseline [a-z-]+ [0-9.]+%\\)' '$T/out'"
+check "train reports held-out accuracy" "grep -Eq '^held-out: [0-9]+ requests, accuracy [0-9.]+% \\(majority baseline [a-z-]+ [0-9.]+%; best single-feature rule [0-9.]+%: log_input_tokens <= [0-9.]+: prefix-cache, else compaction\\)' '$T/out'"
+# The baseline beside every accuracy (issue 26): the best threshold on one
+# feature, fitted on the training sessions; and which features the model
+# ignores, and why.
+golden "train output: single-feature rule, features without weight" "$DATA/router/train-swe12.out" \
+    sh -c "cd '$R' && '$ATR' router train swe.ndjson --profile rtx3090/qwen3-4b-awq --seed 3 --epochs 100 -o m.json"
 check "model file format" "python3 -c \"import json; m=json.load(open('$R/m.json')); assert m['format']=='atr-router/1' and m['candidates']==['naive','prefix-cache','compaction','max-tokens'] and len(m['features'])==len(m['mean'])==12 and m['layers'][-1]['out']==4 and len(m['layers'][0]['weights'])==12*m['layers'][0]['out']\""
 ok "router train again" "$ATR" router train "$R/swe.ndjson" --profile rtx3090/qwen3-4b-awq --seed 3 --epochs 100 -o "$R/m2.json"
 check "deterministic for a seed" "cmp '$R/m.json' '$R/m2.json'"
@@ -54,9 +59,11 @@ fails "eval --json unwritable" 1 "no-such-dir" "$ATR" router eval "$R/swe.ndjson
 # Source-held-out protocol (docs/policies.md, "## learned"): sessions grouped
 # by their trace's source, each source labelled on its own.
 "$ATR" gen -q --kind chat --traces 8 --seed 3 -o "$R/chat.ndjson"
-ok "eval --by-source" "$ATR" router eval --by-source "$R/swe.ndjson" "$R/chat.ndjson" "$DATA/openai-chat/nebius_SWE-agent-trajectories.sample_raw.json" --profile rtx3090/qwen3-4b-awq --seed 3 --epochs 30 --json "$R/bysource.json"
-check "by-source: a line per held-out source, pooled" "grep -Eq '^gen-swe +12 +439 +[0-9.]+%  compaction' '$T/out' && grep -Eq '^gen-chat +8 ' '$T/out' && grep -Eq '^openai-chat +5 +49 ' '$T/out' && grep -Eq '^pooled: 5[0-9][0-9] requests, accuracy [0-9.]+% \\(majority baseline' '$T/out'"
+golden "eval --by-source (with the single-feature rule per fold)" "$DATA/router/by-source3.out" "$ATR" router eval --by-source "$R/swe.ndjson" "$R/chat.ndjson" "$DATA/openai-chat/nebius_SWE-agent-trajectories.sample_raw.json" --profile rtx3090/qwen3-4b-awq --seed 3 --epochs 30 --json "$R/bysource.json"
+check "by-source: a line per held-out source, pooled" "grep -Eq '^gen-swe +12 +439 +[0-9.]+% +[0-9.]+%  compaction' '$T/out' && grep -Eq '^gen-chat +8 ' '$T/out' && grep -Eq '^openai-chat +5 +49 ' '$T/out' && grep -Eq '^pooled: 5[0-9][0-9] requests, accuracy [0-9.]+% \\(majority baseline' '$T/out'"
 check "by-source json: folds add up to the pooled confusion" "python3 -c \"import json; e=json.load(open('$R/bysource.json')); F=e['folds']; n=len(e['candidates']); assert e['format']=='atr-router-eval/1' and e['scope']=='by-source' and [f['source'] for f in F]==['gen-swe','gen-chat','openai-chat'] and sum(f['requests'] for f in F)==e['requests']==sum(map(sum, e['confusion'])) and sum(f['correct'] for f in F)==e['correct'] and all(sum(F[k]['confusion'][i][j] for k in range(len(F)))==e['confusion'][i][j] for i in range(n) for j in range(n)), e\""
+check "by-source json: each fold's rule, pooled rule hits" "python3 -c \"import json; e=json.load(open('$R/bysource.json')); F=e['folds']; assert sum(f['rule_correct'] for f in F)==e['rule_correct'] and 'rule' not in e and all(f['rule']['feature']=='log_input_tokens' and f['rule']['below']=='prefix-cache' and f['rule']['above']=='compaction' and f['rule_correct']<=f['requests'] for f in F), e\""
+check "eval json: the rule beside the accuracy" "python3 -c \"import json; e=json.load(open('$R/eval.json')); r=e['rule']; assert r['feature']=='log_input_tokens' and r['below']=='prefix-cache' and r['above']=='compaction' and isinstance(r['threshold'], float) and 0 < e['rule_correct'] <= e['requests'], e\""
 ok "train --holdout-sources" "$ATR" router train "$R/swe.ndjson" "$R/chat.ndjson" --profile rtx3090/qwen3-4b-awq --seed 3 --epochs 30 --holdout-sources gen-chat -o "$R/hs.json"
 check "held-out = the source's sessions" "grep -Eq '\\([0-9]+ train, 8 held out\\)' '$T/out' && python3 -c \"import json; m=json.load(open('$R/hs.json')); assert m['trained_on']['holdout_sources']=='gen-chat', m['trained_on']\""
 ok "eval repeats the model's source split" "$ATR" router eval "$R/swe.ndjson" "$R/chat.ndjson" --model "$R/hs.json"

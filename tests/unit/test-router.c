@@ -367,6 +367,75 @@ static void test_unused_inputs(void **state)
     free(d.held_out);
 }
 
+/* The best single-feature rule: the feature and cut that label the
+ * training rows, fitted on those only (the held-out rows' labels are
+ * scrambled and change nothing), scored beside the model. */
+static void test_rule_fit(void **state)
+{
+    (void)state;
+    struct atr_router_data d;
+    make_grouped(&d);
+    for (size_t i = 0; i < d.n; i++) {
+        d.held_out[i] = d.group[i] == 3;
+        d.y[i] = d.held_out[i] ? i % 2 : d.x[i * ATR_ROUTER_N_FEATURES + 5] > 0.3;
+    }
+    struct atr_router_rule r;
+    atr_router_rule_fit(&d, &r);
+    assert_int_equal(r.feature, 5);
+    assert_int_equal(r.below, 0);
+    assert_int_equal(r.above, 1);
+    double lo = -1, hi = 1;                     /* the rule cuts between the nearest values */
+    for (size_t i = 0; i < d.n; i++) {
+        double v = d.x[i * ATR_ROUTER_N_FEATURES + 5];
+        if (!d.held_out[i] && v <= 0.3 && v > lo)
+            lo = v;
+        if (!d.held_out[i] && v > 0.3 && v < hi)
+            hi = v;
+        if (!d.held_out[i])
+            assert_int_equal(atr_router_rule_predict(&r, d.x + i * ATR_ROUTER_N_FEATURES), d.y[i]);
+    }
+    assert_true(r.threshold == lo + (hi - lo) / 2);
+    for (size_t i = 0; i < d.n; i++)            /* no training row: the default, no cut */
+        d.held_out[i] = true;
+    atr_router_rule_fit(&d, &r);
+    assert_true(isinf(r.threshold) && r.below == d.default_candidate && r.above == r.below);
+    free(d.x);
+    free(d.y);
+    free(d.session);
+    free(d.group);
+    free(d.held_out);
+}
+
+/* A feature with one value on every training row gets zero weights (it
+ * taught nothing), so the model decides the same whatever its value. */
+static void test_constant_inputs(void **state)
+{
+    (void)state;
+    struct atr_router_data d;
+    make_grouped(&d);
+    for (size_t i = 0; i < d.n; i++)
+        d.x[i * ATR_ROUTER_N_FEATURES + 7] = 1;
+    assert_int_equal(atr_router_constant_inputs(&d), 1u << 7);
+    struct atr_router_train_cfg tc = { .hidden = { 8, 0 }, .epochs = 20, .batch = 8, .lr = 0.01,
+                                       .l2 = 1e-4, .seed = 2 };
+    struct atr_mlp m;
+    struct atr_error err;
+    assert_int_equal(atr_router_train(&d, &tc, &m, &err), 0);
+    for (size_t f = 0; f < ATR_ROUTER_N_FEATURES; f++)
+        assert_true(atr_mlp_input_weighted(&m, f) == (f != 7));
+    double x[ATR_ROUTER_N_FEATURES] = { 0.5, 0.1, 0, 0, 0, 0, 0, 1 }, p[2], p2[2];
+    atr_mlp_forward(&m, x, p);
+    x[7] = 40;
+    atr_mlp_forward(&m, x, p2);
+    assert_true(p[0] == p2[0] && p[1] == p2[1]);
+    atr_mlp_release(&m);
+    free(d.x);
+    free(d.y);
+    free(d.session);
+    free(d.group);
+    free(d.held_out);
+}
+
 static void test_learned_policy(void **state)
 {
     (void)state;
@@ -437,6 +506,8 @@ int main(void)
         cmocka_unit_test(test_held_out_split),
         cmocka_unit_test(test_source_split),
         cmocka_unit_test(test_unused_inputs),
+        cmocka_unit_test(test_rule_fit),
+        cmocka_unit_test(test_constant_inputs),
         cmocka_unit_test(test_learned_policy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
