@@ -254,6 +254,34 @@ static void data_block(struct atr_buf *b, struct atr_buf *rows, const struct atr
 
 /* ---- the section ---- */
 
+/* The features with weight, then those without (zero first-layer weights:
+ * not an input of the trainer, or constant in its training rows), marked:
+ * whatever their value, they change no decision. */
+static void features_row(struct atr_buf *b, const struct atr_router_model *m)
+{
+    size_t n = 0;
+    for (size_t f = 0; f < ATR_ROUTER_N_FEATURES; f++)
+        n += atr_mlp_input_weighted(&m->mlp, f);
+    atr_buf_printf(b, "<tr><th>features</th><td id=\"router-weights\">%zu of %d with weight", n,
+                   ATR_ROUTER_N_FEATURES);
+    for (int weighted = 1; weighted >= 0; weighted--) {
+        size_t k = 0;
+        for (size_t f = 0; f < ATR_ROUTER_N_FEATURES; f++) {
+            if (atr_mlp_input_weighted(&m->mlp, f) != weighted)
+                continue;
+            if (k++ == 0)
+                atr_buf_puts(b, weighted ? ": " : "; <strong>without weight</strong> (not an "
+                             "input of the trainer, or constant in its training data: they "
+                             "change no decision): ");
+            else
+                atr_buf_puts(b, ", ");
+            atr_buf_printf(b, "<code class=\"%s\">%s</code>", weighted ? "weighted" : "weightless",
+                           atr_router_feature_names[f]);
+        }
+    }
+    atr_buf_puts(b, "</td></tr>\n");
+}
+
 static void model_tables(struct atr_buf *b, const struct atr_html_router *r)
 {
     const struct atr_router_model *m = &r->model;
@@ -276,7 +304,9 @@ static void model_tables(struct atr_buf *b, const struct atr_html_router *r)
     for (size_t l = 0; l < m->mlp.n_layers; l++)
         atr_buf_printf(b, "%s%zu&rarr;%zu", l ? ", " : "", m->mlp.layers[l].in,
                        m->mlp.layers[l].out);
-    atr_buf_puts(b, " (ReLU between, softmax out)</td></tr>\n</tbody></table>\n");
+    atr_buf_puts(b, " (ReLU between, softmax out)</td></tr>\n");
+    features_row(b, m);
+    atr_buf_puts(b, "</tbody></table>\n");
 }
 
 /* `router eval --by-source`: one row per held-out source, accuracy beside
@@ -287,9 +317,11 @@ static void folds_table(struct atr_buf *b, const struct atr_json *folds)
         return;
     atr_buf_puts(b, "<table class=\"router-folds\"><thead><tr><th>held-out source</th>"
                     "<th>sessions</th><th>requests</th><th>accuracy %</th>"
+                    "<th>best single-feature rule %</th>"
                     "<th>majority baseline</th><th>baseline %</th></tr></thead><tbody>\n");
     for (const struct atr_json *f = folds->u.kids.first; f; f = f->next) {
-        double ses = NAN, n = NAN, correct = NAN, maj = NAN;
+        double ses = NAN, n = NAN, correct = NAN, maj = NAN, rule = NAN;
+        atr_json_get_num(f, "rule_correct", &rule);
         atr_json_get_num(f, "sessions", &ses);
         atr_json_get_num(f, "requests", &n);
         atr_json_get_num(f, "correct", &correct);
@@ -299,6 +331,7 @@ static void folds_table(struct atr_buf *b, const struct atr_json *folds)
         atr_html_td_num(b, ses, 0);
         atr_html_td_num(b, n, 0);
         atr_html_td_num(b, n > 0 ? 100 * correct / n : NAN, 1);
+        atr_html_td_num(b, n > 0 ? 100 * rule / n : NAN, 1);
         atr_html_td_str(b, atr_json_get_str(f, "majority", NULL));
         atr_html_td_num(b, n > 0 ? 100 * maj / n : NAN, 1);
         atr_buf_puts(b, "</tr>\n");
@@ -306,10 +339,33 @@ static void folds_table(struct atr_buf *b, const struct atr_json *folds)
     atr_buf_puts(b, "</tbody></table>\n");
 }
 
+/* ": FEATURE <= T: A, else B" of an evaluation's "rule" (none: a pool
+ * of folds, each with its own rule). */
+static void rule_text(struct atr_buf *b, const struct atr_json *rule)
+{
+    const char *f = atr_json_get_str(rule, "feature", NULL);
+    const char *lo = atr_json_get_str(rule, "below", NULL), *hi = atr_json_get_str(rule, "above", NULL);
+    double t = NAN;
+    atr_json_get_num(rule, "threshold", &t);
+    if (!f || !lo || !hi) {
+        atr_buf_puts(b, rule ? "" : ", fitted per fold");
+        return;
+    }
+    atr_buf_puts(b, ": ");
+    atr_html_esc(b, f);
+    atr_buf_puts(b, " &le; ");
+    atr_html_num(b, t, 3);
+    atr_buf_puts(b, ": ");
+    atr_html_esc(b, lo);
+    atr_buf_puts(b, ", else ");
+    atr_html_esc(b, hi);
+}
+
 static void eval_tables(struct atr_buf *b, const struct router_eval *e)
 {
     const struct atr_json *r = e->root, *cands = atr_json_get(r, "candidates");
-    double n = NAN, correct = NAN, maj = NAN;
+    double n = NAN, correct = NAN, maj = NAN, rule = NAN;
+    atr_json_get_num(r, "rule_correct", &rule);
     atr_json_get_num(r, "requests", &n);
     atr_json_get_num(r, "correct", &correct);
     atr_json_get_num(r, "majority_correct", &maj);
@@ -325,7 +381,14 @@ static void eval_tables(struct atr_buf *b, const struct router_eval *e)
     atr_html_esc(b, atr_json_get_str(r, "majority", NULL));
     atr_buf_puts(b, " ");
     atr_html_num(b, n > 0 ? 100 * maj / n : NAN, 1);
-    atr_buf_puts(b, " %).</p>\n<table class=\"confusion\"><thead><tr><th>label \\ predicted</th>");
+    atr_buf_puts(b, " %");
+    if (!isnan(rule)) {                          /* files before issue 26 have none */
+        atr_buf_puts(b, "; best single-feature rule <span class=\"router-rule\">");
+        atr_html_num(b, n > 0 ? 100 * rule / n : NAN, 1);
+        atr_buf_puts(b, "</span> %");
+        rule_text(b, atr_json_get(r, "rule"));
+    }
+    atr_buf_puts(b, ").</p>\n<table class=\"confusion\"><thead><tr><th>label \\ predicted</th>");
     for (const struct atr_json *c = cands->u.kids.first; c; c = c->next) {
         atr_buf_puts(b, "<th>");
         atr_html_esc(b, c->u.str.s);
@@ -393,6 +456,7 @@ static const char lab_css[] =
     "svg.router-bars { width: 100%; max-width: 640px; height: auto; display: block; }\n"
     "svg.router-strip { width: 100%; max-width: 1000px; height: auto; display: block; }\n"
     "table.confusion td.diag { font-weight: 700; }\n"
+    "code.weightless { text-decoration: line-through; color: #6b6b6b; }\n"
     "</style>\n";
 
 void atr_html_router_section(struct atr_buf *b, const struct atr_html *h)

@@ -42,6 +42,31 @@ t = t[:t.index('</table>')]
 cells = [[int(x) for x in re.findall(r'<td class=\"n[^\"]*\">(\d+)</td>', r)] for r in t.split('<tr>')[2:]]
 assert cells == e['confusion'], (cells, e['confusion'])
 EOF"
+# Issue 26: the features the model ignores (zero first-layer weights) are
+# marked, and the single-feature rule stands beside the accuracy.
+check report-router-weightless "python3 - '$RR' '$M' <<'EOF'
+import json, re, sys
+d, m = sys.argv[1], json.load(open(sys.argv[2]))
+html = open(d + '/r.html').read()
+row = html[html.index('<td id=\"router-weights\">'):]
+row = row[:row.index('</td>')]
+L = m['layers'][0]
+zero = [f for j, f in enumerate(m['features']) if all(L['weights'][o * L['in'] + j] == 0 for o in range(L['out']))]
+assert len(zero) == 11, zero
+assert re.findall(r'<code class=\"weightless\">([a-z_]+)</code>', row) == zero, row
+assert re.findall(r'<code class=\"weighted\">([a-z_]+)</code>', row) == ['log_input_tokens'], row
+assert row.startswith('<td id=\"router-weights\">1 of 12 with weight'), row
+EOF"
+check report-router-rule "python3 - '$RR' <<'EOF'
+import json, re, sys
+d = sys.argv[1]
+e = json.load(open(d + '/eval.json'))
+html = open(d + '/r.html').read()
+got = re.search(r'best single-feature rule <span class=\"router-rule\">([0-9.]+)</span> %: ([a-z_]+) &le; [0-9.]+: ([a-z-]+), else ([a-z-]+)\)', html)
+assert got, 'no rule beside the accuracy'
+assert float(got.group(1)) == round(100 * e['rule_correct'] / e['requests'], 1), (got.group(1), e)
+assert got.groups()[1:] == (e['rule']['feature'], e['rule']['below'], e['rule']['above']), got.groups()
+EOF"
 "$ATR" gen -q --kind chat --traces 3 --seed 11 -o "$RR/chat.ndjson"
 ok report-router-by-source-eval "$ATR" router eval --by-source "$RR/swe.ndjson" "$RR/chat.ndjson" --profile rtx3090/qwen3-4b-awq --epochs 10 --json "$RR/by-source.json"
 ok report-router-by-source "$ATR" report "$RR/by-source.json" -o "$RR/bs.html"
@@ -55,6 +80,7 @@ t = t[:t.index('</table>')]
 rows = [re.findall(r'<td[^>]*>([^<]*)</td>', r) for r in t.split('<tr>')[2:]]
 assert [r[0] for r in rows] == [f['source'] for f in e['folds']] == ['gen-swe', 'gen-chat'], rows
 assert [int(r[2]) for r in rows] == [f['requests'] for f in e['folds']], rows
+assert [float(r[4]) for r in rows] == [round(100 * f['rule_correct'] / f['requests'], 1) for f in e['folds']], rows
 EOF"
 python3 -c "import json, sys; e = json.load(open(sys.argv[1])); e['candidates'][0] = '<img src=x onerror=alert(1)></script>'; e['scope'] = '<b>'; json.dump(e, open(sys.argv[2], 'w'))" \
     "$RR/eval.json" "$RR/hostile-eval.json"

@@ -109,7 +109,8 @@ function rlBars(model, d) {
 
 // Sliders and number fields per feature; every change decides again.
 function rlLive(box, model) {
-  const names = model.features, x = model.mean.slice();
+  const names = model.features, x = model.mean.slice(), w0 = model.layers[0];
+  const weighted = j => w0.weights.some((w, i) => i % w0.in === j && w !== 0);
   const toolAt = [4, 5, 6, 7].reduce((b, i) => (model.mean[i] > model.mean[b] ? i : b), 4);
   names.forEach((n, j) => {
     if (n.startsWith("tool_")) x[j] = j === toolAt ? 1 : 0;
@@ -145,6 +146,10 @@ function rlLive(box, model) {
     num.addEventListener("input", () => { if (num.value !== "") set(Number(num.value), num); });
     const label = el("label", { for: `router-f-${n}` });
     label.appendChild(el("code", {}, n));
+    if (!weighted(j)) {   // zero first-layer weights: changes no decision
+      label.classList.add("weightless");
+      label.append(" ", el("span", { class: "muted" }, "(no weight)"));
+    }
     grid.append(label, range, num, hint);
   });
   update();
