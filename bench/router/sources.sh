@@ -21,6 +21,20 @@
 #              skips it)
 #   size,cut-wins  size, on the labels before the fix (--cut-wins yes: a
 #              request max-tokens truncated counts as a max-tokens win)
+# and, for whether anything but the prompt size is learnable (issue 26;
+# docs/policies.md, "What the metadata cannot tell"), labels made where
+# other features could matter:
+#   light, light+all     size / every feature, the traces' gaps and tool
+#              times x100 (--time-scale 100: a lightly loaded engine, where
+#              prefix reuse and time between turns decide what is cached)
+#   replicas2, replicas2+all  two replicas and prefix-route among the
+#              candidates (prefix reuse decides where a turn's cache is)
+#   fit        in distribution (gen-swe, held-out sessions): a wider MLP
+#              (64,32, 2000 epochs) on every feature, light and replicas2
+#              labels: how well it fits its training rows against how
+#              well it does held out (ATR_BENCH_FIT=0 skips it; ~90 s)
+# Every accuracy line carries the best single-feature rule (a threshold on
+# one feature fitted on the training sources) beside the model's.
 # With OUTDIR, each row's `--json` (atr-router-eval/1 with "folds" and the
 # pooled confusion matrix) is kept there as by-source-ROW.json.
 set -eu
@@ -61,4 +75,19 @@ row size "$@"
 row size+reuse "$@" --inputs log_input_tokens,prefix_reuse
 row all+bal "$@" --inputs all --balance-sources
 row size,cut-wins "$@" --cut-wins yes
+row light "$@" --time-scale 100
+row light+all "$@" --time-scale 100 --inputs all
+R2="--replicas 2 --policies naive,prefix-cache,prefix-route,compaction,max-tokens"
+# shellcheck disable=SC2086
+row replicas2 "$@" $R2
+# shellcheck disable=SC2086
+row replicas2+all "$@" $R2 --inputs all
+if [ "${ATR_BENCH_FIT:-1}" != 0 ]; then
+    for opts in "--time-scale 100" "$R2"; do
+        echo "== fit, in distribution: gen-swe, every feature, hidden 64,32, 2000 epochs, $opts"
+        # shellcheck disable=SC2086
+        "$ATR" router train "$TMP/swe.ndjson" --profile "$PROFILE" --seed 3 --inputs all \
+            --hidden 64,32 --epochs 2000 $opts -o "$TMP/fit.json" | grep -E '^(labels|all|held-out):'
+    done
+fi
 [ "${ATR_BENCH_SELECT:-1}" = 0 ] || row select "$@" --select

@@ -85,3 +85,13 @@ ok "train --cut-wins yes" sh -c "'$ATR' router train '$R/swe.ndjson' --profile r
 check "by default cut outputs do not win labels" "python3 -c \"import json, re; n=[int(re.search(r'max-tokens (\\d+)', open('$R/c%d.out' % i).read()).group(1)) for i in (1, 2)]; a=json.load(open('$R/c1.json'))['trained_on']; b=json.load(open('$R/c2.json'))['trained_on']; assert n[1] < n[0] and 'cut_wins' not in a and b['cut_wins'] is False, (n, a, b)\""
 ok "eval says which labels it scored" sh -c "'$ATR' router eval '$R/swe.ndjson' --model '$R/c1.json' --json '$R/e1.json' && '$ATR' router eval '$R/swe.ndjson' --model '$R/c2.json' --json '$R/e2.json'"
 check "a model without cut_wins is scored on the old labels" "python3 -c \"import json; a=json.load(open('$R/e1.json')); b=json.load(open('$R/e2.json')); assert a['cut_wins'] is True and b['cut_wins'] is False, (a['cut_wins'], b['cut_wins'])\""
+
+# The demo's training data (scripts/demo.sh: gen --kind swe --traces 64
+# --seed 5) varies in every feature but tool_other (issue 26: the eleven
+# features the demo's model ignores have zero weight because --inputs
+# leaves them out, not because they are constant); with --inputs all they
+# get weights.
+"$ATR" gen -q --kind swe --traces 64 --seed 5 -o "$R/demo-train.ndjson"
+ok "train on the demo's data, every input" "$ATR" router train "$R/demo-train.ndjson" --profile rtx3090/qwen3-4b-awq --seed 3 --epochs 1 --inputs all -o "$R/demo-all.json"
+check "demo's training data: eleven features vary" "grep -qx 'features with weight: log_input_tokens, log_turn, prefix_reuse, log_new_tokens, tool_none, tool_shell, tool_editor, log_think_s, log_since_last_s, log_prev_output_tokens, log_mean_output_tokens' '$T/out' && grep -qx 'features without weight (constant in training): tool_other' '$T/out'"
+check "demo's model file: the constant feature has zero weights" "python3 -c \"import json; m=json.load(open('$R/demo-all.json')); L=m['layers'][0]; W=L['weights']; z=[f for j, f in enumerate(m['features']) if all(W[o*12+j]==0 for o in range(L['out']))]; assert z==['tool_other'], z\""
