@@ -114,6 +114,7 @@ EOF
     J=$RR/shot/router.json
     check report-router-no-errors "python3 -c \"import json; c=json.load(open('$J')); assert c['ready'] and not c['consoleErrors'] and not c['pageErrors'], c\""
     check report-router-no-network "python3 -c \"import json; c=json.load(open('$J')); assert c['requests'] == [], c['requests']\""
+    check report-router-sliders-weightless "python3 -c \"import json; c=json.load(open('$J')); assert c['weightless'] == ['router-f-' + f for f in json.load(open('$M'))['features'][1:]], c['weightless']\""
     check report-router-equals-cli "python3 - '$RR' <<'EOF'
 import json, sys
 d = sys.argv[1]

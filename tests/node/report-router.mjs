@@ -21,6 +21,7 @@ const out = { decisions: [], traces: [] };
 const { browser, page } = await openOffline(report, out);
 try {
   out.features = await page.$$eval("#router-features input[type=number]", (f) => f.map((e) => e.id));
+  out.weightless = await page.$$eval("#router-features label.weightless", (l) => l.map((e) => e.getAttribute("for")));
   for (const set of sets) {
     // Every field is set, those the set leaves out to 0, as the CLI has them.
     for (const id of out.features) {
