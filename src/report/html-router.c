@@ -344,11 +344,17 @@ static void folds_table(struct atr_buf *b, const struct atr_json *folds)
 static void rule_text(struct atr_buf *b, const struct atr_json *rule)
 {
     const char *f = atr_json_get_str(rule, "feature", NULL);
-    const char *lo = atr_json_get_str(rule, "below", NULL), *hi = atr_json_get_str(rule, "above", NULL);
+    const char *lo = atr_json_get_str(rule, "below", NULL);
+    const char *hi = atr_json_get_str(rule, "above", NULL);
     double t = NAN;
     atr_json_get_num(rule, "threshold", &t);
     if (!f || !lo || !hi) {
         atr_buf_puts(b, rule ? "" : ", fitted per fold");
+        return;
+    }
+    if (isnan(t) || strcmp(lo, hi) == 0) {      /* no cut: one label everywhere */
+        atr_buf_puts(b, ": always ");
+        atr_html_esc(b, lo);
         return;
     }
     atr_buf_puts(b, ": ");
