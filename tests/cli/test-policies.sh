@@ -62,7 +62,7 @@ cp "$T/out" "$P/eval.txt"
 check "router: held-out accuracy >= 87.5% and above the majority baseline" "python3 -c \"
 import re
 t = open('$P/eval.txt').read()
-acc, base = map(float, re.search(r'held-out: \d+ requests, accuracy ([0-9.]+)% \(majority baseline \S+ ([0-9.]+)%\)', t).groups())
+acc, base = map(float, re.search(r'held-out: \d+ requests, accuracy ([0-9.]+)% \(majority baseline \S+ ([0-9.]+)%;', t).groups())
 assert acc >= 87.5 and acc > base, (acc, base)
 \""
 check "router: routed workload within 5% of the best fixed policy" "python3 -c \"
