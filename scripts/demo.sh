@@ -68,7 +68,7 @@ step "runtime policies on the agent workload, simulated RTX 3090 + Qwen3-4B-AWQ 
 # The learned router is trained on other generated sessions than it is run on.
 "$atr" gen -q --kind swe --traces 64 --seed 5 -o "$out/router-train.ndjson"
 "$atr" router train "$out/router-train.ndjson" --profile rtx3090/qwen3-4b-awq --seed 3 \
-    -o "$out/router.json" | tail -n 2
+    -o "$out/router.json" | grep -E '^(features|held-out|wrote)'
 # Two replicas, so that prefix-route has a choice to make.
 "$atr" sim run -q "$out/gen-swe.ndjson" --profile rtx3090/qwen3-4b-awq --rate 0.05 --replicas 2 \
     --policy naive,prefix-cache,prefix-route,compaction,max-tokens,learned \
