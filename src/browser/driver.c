@@ -30,6 +30,7 @@ struct atr_browser {
     uint64_t nav_committed;      /* Page.frameNavigated of its main frame */
     uint64_t nav_stopped;        /* Page.frameStoppedLoading (also a navigation that failed) */
     bool dead;
+    char last_missing[200];      /* the last request answered 404 */
     struct atr_arena arena;      /* call results, cleared per action */
     struct atr_buf p, body, expr;
 };
@@ -88,6 +89,14 @@ static const char *const status_names[] = {
 };
 
 const char *atr_browser_status_name(enum atr_browser_status s) { return status_names[s]; }
+
+const char *atr_restore_status_name(enum atr_restore_status s)
+{
+    static const char *const names[] = {
+        NULL, "live", "restored", "snapshot_missing", "selector_missing",
+    };
+    return names[s];
+}
 
 const struct atr_browser_net *atr_browser_net(const struct atr_browser *b) { return &b->net; }
 bool atr_browser_dead(const struct atr_browser *b) { return b->dead || atr_cdp_closed(b->c); }
@@ -175,6 +184,7 @@ static void serve(struct atr_browser *b, const struct atr_json *params)
     struct atr_net_entry *e = b->nl && url && method ? atr_netlog_find(b->nl, method, url) : NULL;
     if (!e) {
         b->net.unrecorded++;
+        snprintf(b->last_missing, sizeof b->last_missing, "%s", url ? url : "");
         fulfill(b, rid, 404, NULL, not_recorded, sizeof not_recorded - 1);
         return;
     }
@@ -182,6 +192,7 @@ static void serve(struct atr_browser *b, const struct atr_json *params)
     struct atr_error err;
     if (atr_netlog_body(b->nl, e, &b->body, &err) < 0) {
         b->net.missing++;
+        snprintf(b->last_missing, sizeof b->last_missing, "%s", url);
         fulfill(b, rid, 404, NULL, not_recorded, sizeof not_recorded - 1);
         return;
     }
@@ -829,16 +840,23 @@ static int do_wait_load(struct act *x)
     return 0;
 }
 
-static int do_set_content(struct act *x)
+/* The page's document replaced by html, loaded (its stylesheets and
+ * images from the recording). */
+static int write_document(struct act *x, const char *html, size_t len)
 {
-    const char *html = param_str(x, "html");
     atr_buf_clear(&x->b->expr);
     atr_buf_puts(&x->b->expr, "document.open();document.write(");
-    atr_json_write_string(&x->b->expr, html ? html : "", html ? strlen(html) : 0);
+    atr_json_write_string(&x->b->expr, html ? html : "", html ? len : 0);
     atr_buf_puts(&x->b->expr, ");document.close();0");
     if (evaluate(x, NULL) < 0)
         return -1;
     return wait_ready(x, false);
+}
+
+static int do_set_content(struct act *x)
+{
+    const char *html = param_str(x, "html");
+    return write_document(x, html, html ? strlen(html) : 0);
 }
 
 static int do_screenshot(struct act *x)
@@ -981,6 +999,70 @@ static int dispatch(struct act *x, enum verb v)
     return 0;
 }
 
+/* ---- restoring the recorded DOM ---- */
+
+/* Actions that wait for their selector to be there: the ones a missing
+ * DOM would leave waiting (waits for hidden/detached want the opposite). */
+static bool wants_selector(const struct act *x, enum verb v)
+{
+    if (!x->a->selector || !*x->a->selector)
+        return false;
+    if (v == V_WAIT_SEL) {
+        const char *state = param_str(x, "state");
+        return !state || strcmp(state, "visible") == 0 || strcmp(state, "attached") == 0;
+    }
+    return v == V_CLICK || v == V_DBLCLICK || v == V_HOVER || v == V_FILL || v == V_TYPE ||
+           v == V_PRESS || v == V_SELECT || v == V_SCROLL_INTO || v == V_PROBE;
+}
+
+/* Does the live page show the selector within the action's live wait?
+ * An unsupported selector or a dead browser sets the step's outcome. */
+static bool live_has(struct act *x)
+{
+    int64_t saved = x->deadline, until = atr_cdp_now_us() + x->a->live_wait_ms * 1000;
+    if (until < x->deadline)
+        x->deadline = until;
+    struct found f;
+    int rc = probe(x, x->a->selector, "count", NULL, WANT_ATTACHED, &f);
+    x->deadline = saved;
+    if (rc == 0 || x->r->status != ATR_BR_NO_MATCH)
+        return true;
+    x->r->status = ATR_BR_OK;
+    x->r->error[0] = '\0';
+    return false;
+}
+
+/* Sets the action's snapshot as the page's document where it is needed
+ * (docs/browser.md); the outcome of a failed write is the step's. */
+static void restore_dom(struct act *x, enum verb v)
+{
+    const struct atr_browser_action *a = x->a;
+    if (a->restore == ATR_RESTORE_NEVER || !wants_selector(x, v))
+        return;
+    if (a->restore == ATR_RESTORE_AUTO) {
+        bool live = live_has(x);
+        if (x->r->status != ATR_BR_OK)
+            return;
+        if (live) {
+            x->r->restore = ATR_RS_LIVE;
+            return;
+        }
+    }
+    if (!a->snapshot_html) {
+        x->r->restore = ATR_RS_SNAPSHOT_MISSING;
+        return;
+    }
+    struct atr_browser_net before = x->b->net;
+    if (write_document(x, a->snapshot_html, a->snapshot_len) < 0)
+        return;
+    x->r->restore = ATR_RS_RESTORED;
+    x->r->restore_missing = x->b->net.unrecorded - before.unrecorded +
+                            x->b->net.missing - before.missing;
+    if (x->r->restore_missing)
+        snprintf(x->r->restore_missing_url, sizeof x->r->restore_missing_url, "%s",
+                 x->b->last_missing);
+}
+
 void atr_browser_run(struct atr_browser *b, const struct atr_browser_action *a,
                      struct atr_browser_result *r)
 {
@@ -996,8 +1078,13 @@ void atr_browser_run(struct atr_browser *b, const struct atr_browser_action *a,
         r->status = ATR_BR_NOOP;
     else if (atr_browser_dead(b))
         outcome(&x, ATR_BR_CRASHED, "the browser is gone");
-    else
-        dispatch(&x, v);
+    else {
+        restore_dom(&x, v);
+        if (r->status == ATR_BR_OK)
+            dispatch(&x, v);
+        if (r->restore == ATR_RS_RESTORED && r->status == ATR_BR_NO_MATCH)
+            r->restore = ATR_RS_SELECTOR_MISSING;
+    }
     /* Requests the action set off may still be in flight: serve what has
      * arrived, so they count for this step. */
     struct atr_error err;
