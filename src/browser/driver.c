@@ -19,6 +19,7 @@
 
 #define POLL_US 50000            /* selector and readyState polling */
 #define CALL_GRACE_US 1000000    /* a command's reply after the action's deadline */
+#define RESTORE_IDLE_US 100000   /* a restored page's network quiet for this long */
 
 struct atr_browser {
     struct atr_cdp *c;
@@ -1032,12 +1033,34 @@ static bool live_has(struct act *x)
     return false;
 }
 
+/* Serves the page's requests until none came for RESTORE_IDLE_US: a
+ * written document's stylesheets may be requested after its readyState
+ * is already "complete". */
+static int network_idle(struct act *x)
+{
+    const struct atr_browser_net *n = &x->b->net;
+    uint64_t seen = n->served + n->unrecorded + n->missing;
+    int64_t quiet_since = atr_cdp_now_us();
+    while (atr_cdp_now_us() - quiet_since < RESTORE_IDLE_US && atr_cdp_now_us() < x->deadline) {
+        if (pause_poll(x) < 0)
+            return -1;
+        uint64_t now_seen = n->served + n->unrecorded + n->missing;
+        if (now_seen != seen) {
+            seen = now_seen;
+            quiet_since = atr_cdp_now_us();
+        }
+    }
+    return 0;
+}
+
 /* Sets the action's snapshot as the page's document where it is needed
- * (docs/browser.md); the outcome of a failed write is the step's. */
+ * (docs/browser.md); the outcome of a failed write is the step's. Without
+ * a snapshot nothing is tried (the action's end tells whether one was
+ * missed). */
 static void restore_dom(struct act *x, enum verb v)
 {
     const struct atr_browser_action *a = x->a;
-    if (a->restore == ATR_RESTORE_NEVER || !wants_selector(x, v))
+    if (a->restore == ATR_RESTORE_NEVER || !a->snapshot_html || !wants_selector(x, v))
         return;
     if (a->restore == ATR_RESTORE_AUTO) {
         bool live = live_has(x);
@@ -1048,12 +1071,8 @@ static void restore_dom(struct act *x, enum verb v)
             return;
         }
     }
-    if (!a->snapshot_html) {
-        x->r->restore = ATR_RS_SNAPSHOT_MISSING;
-        return;
-    }
     struct atr_browser_net before = x->b->net;
-    if (write_document(x, a->snapshot_html, a->snapshot_len) < 0)
+    if (write_document(x, a->snapshot_html, a->snapshot_len) < 0 || network_idle(x) < 0)
         return;
     x->r->restore = ATR_RS_RESTORED;
     x->r->restore_missing = x->b->net.unrecorded - before.unrecorded +
@@ -1061,6 +1080,19 @@ static void restore_dom(struct act *x, enum verb v)
     if (x->r->restore_missing)
         snprintf(x->r->restore_missing_url, sizeof x->r->restore_missing_url, "%s",
                  x->b->last_missing);
+}
+
+/* After the action: a selector that never appeared, with or without a
+ * restored snapshot, is what could not be restored. */
+static void restore_verdict(struct act *x, enum verb v)
+{
+    if (x->r->status != ATR_BR_NO_MATCH || x->a->restore == ATR_RESTORE_NEVER ||
+        !wants_selector(x, v))
+        return;
+    if (x->r->restore == ATR_RS_RESTORED)
+        x->r->restore = ATR_RS_SELECTOR_MISSING;
+    else if (!x->a->snapshot_html)
+        x->r->restore = ATR_RS_SNAPSHOT_MISSING;
 }
 
 void atr_browser_run(struct atr_browser *b, const struct atr_browser_action *a,
@@ -1082,8 +1114,7 @@ void atr_browser_run(struct atr_browser *b, const struct atr_browser_action *a,
         restore_dom(&x, v);
         if (r->status == ATR_BR_OK)
             dispatch(&x, v);
-        if (r->restore == ATR_RS_RESTORED && r->status == ATR_BR_NO_MATCH)
-            r->restore = ATR_RS_SELECTOR_MISSING;
+        restore_verdict(&x, v);
     }
     /* Requests the action set off may still be in flight: serve what has
      * arrived, so they count for this step. */

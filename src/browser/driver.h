@@ -100,12 +100,13 @@ enum atr_browser_status {
 const char *atr_browser_status_name(enum atr_browser_status s);
 
 /* What restoring the action's snapshot came to; NONE: not tried (no
- * selector to wait for, or mode NEVER). */
+ * selector to wait for, mode NEVER, or no snapshot and none was needed). */
 enum atr_restore_status {
     ATR_RS_NONE,
     ATR_RS_LIVE,                 /* the live page had the selector: nothing restored */
     ATR_RS_RESTORED,             /* the snapshot was set and the action found its selector */
-    ATR_RS_SNAPSHOT_MISSING,     /* needed, but the trace holds no snapshot for the step */
+    ATR_RS_SNAPSHOT_MISSING,     /* the selector never appeared and the trace holds no
+                                  * snapshot for the step */
     ATR_RS_SELECTOR_MISSING,     /* restored, the selector still matched nothing */
 };
 /* "live", "restored", "snapshot_missing", "selector_missing"; NULL for NONE. */

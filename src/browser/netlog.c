@@ -114,9 +114,16 @@ static void add_entry(struct atr_netlog *nl, const struct atr_json *line)
     e->status_text = dup_str(nl, resp, "statusText");
     add_headers(nl, e, atr_json_get(resp, "headers"));
     const struct atr_json *content = atr_json_get(resp, "content");
+    /* The blob: "_sha1" (v4-v7), "_file" (later, with or without the
+     * folder). */
     const char *sha1 = atr_json_get_str(content, "_sha1", NULL);
+    const char *file = atr_json_get_str(content, "_file", NULL);
     if (sha1)
         e->resource = atr_arena_printf(&nl->arena, "resources/%s", sha1);
+    else if (file)
+        e->resource = strncmp(file, "resources/", 10) == 0
+                          ? atr_arena_strdup(&nl->arena, file)
+                          : atr_arena_printf(&nl->arena, "resources/%s", file);
     size_t tlen;
     const char *text = atr_json_get_str(content, "text", &tlen);
     if (text) {

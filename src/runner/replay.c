@@ -471,6 +471,7 @@ static void fill_browser_metrics(struct trace_run *tr, const struct atr_step *s,
     m->url = s->url;
     m->outcome = atr_browser_status_name(r->status);
     m->snapshot = atr_json_get_str(s->extra, "snapshot", NULL);
+    m->snapshots_read = tr->nl != NULL;
     m->restore = atr_restore_status_name(r->restore);
     m->restore_missing = r->restore_missing;
     snprintf(tr->restore_url, sizeof tr->restore_url, "%s", r->restore_missing_url);
@@ -715,10 +716,13 @@ static void put_restore(struct atr_jw *w, const struct atr_step_metrics *m)
     char item[400];
     atr_jw_key(w, "not_restored");
     atr_jw_array_begin(w);
-    if (no_snap && m->snapshot)
+    if (no_snap && m->snapshot && !m->snapshots_read)
+        snprintf(item, sizeof item, "snapshot %s: no trace zip to read it from "
+                 "(--browser-resources)", m->snapshot);
+    else if (no_snap && m->snapshot)
         snprintf(item, sizeof item, "snapshot %s: not in the trace", m->snapshot);
     else if (no_snap)
-        snprintf(item, sizeof item, "snapshot: the step names none");
+        snprintf(item, sizeof item, "snapshot: none recorded for the step");
     else if (no_sel)
         snprintf(item, sizeof item, "selector %s: not in the restored snapshot", m->selector);
     if (no_snap || no_sel)

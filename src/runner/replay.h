@@ -78,6 +78,7 @@ struct atr_step_metrics {
     const char *outcome;        /* ok, noop, failed, no_match, unsupported, timeout, crashed */
     int64_t timeout_ms;         /* the deadline the action ran under */
     const char *snapshot;       /* the DOM snapshot the step was recorded against, or NULL */
+    bool snapshots_read;        /* a trace zip was there to read it from */
     const char *restore;        /* atr_restore_status_name, NULL when not tried */
     uint64_t restore_missing;   /* requests of the restored page the recording lacked */
     const char *restore_missing_url;   /* the first of them */

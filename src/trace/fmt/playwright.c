@@ -9,7 +9,10 @@
  * url = params.url, t_ms = startTime relative to the first call, dur_ms =
  * endTime - startTime, exit_code 1 when the after event has an error. A
  * call without its after event (trace cut short) keeps dur_ms/exit_code
- * unset.
+ * unset. extra.snapshot names the DOM snapshot taken before the call
+ * (beforeSnapshot; v7+ "before@<callId>" when the archive has
+ * frame-snapshot events): a name only, the replay reads the snapshot
+ * from the archive (browser/snapshot.h).
  *
  * A test run records the same calls twice: in the library's trace
  * ("trace.trace", "0-trace.trace": real page actions with selectors) and
