@@ -1095,6 +1095,15 @@ static void restore_verdict(struct act *x, enum verb v)
         x->r->restore = ATR_RS_SNAPSHOT_MISSING;
 }
 
+/* The action on its recorded DOM where that is needed. */
+static void run_restored(struct act *x, enum verb v)
+{
+    restore_dom(x, v);
+    if (x->r->status == ATR_BR_OK)
+        dispatch(x, v);
+    restore_verdict(x, v);
+}
+
 void atr_browser_run(struct atr_browser *b, const struct atr_browser_action *a,
                      struct atr_browser_result *r)
 {
@@ -1110,12 +1119,8 @@ void atr_browser_run(struct atr_browser *b, const struct atr_browser_action *a,
         r->status = ATR_BR_NOOP;
     else if (atr_browser_dead(b))
         outcome(&x, ATR_BR_CRASHED, "the browser is gone");
-    else {
-        restore_dom(&x, v);
-        if (r->status == ATR_BR_OK)
-            dispatch(&x, v);
-        restore_verdict(&x, v);
-    }
+    else
+        run_restored(&x, v);
     /* Requests the action set off may still be in flight: serve what has
      * arrived, so they count for this step. */
     struct atr_error err;

@@ -424,11 +424,12 @@ static int64_t live_wait_ms(const struct atr_step *s)
 }
 
 /* The step's DOM snapshot rendered into tr->snap_html, or NULL when the
- * step names none or the recording (zip) lacks it. */
+ * step names none, the recording (zip) lacks it, or nothing is restored. */
 static const char *step_snapshot(struct trace_run *tr, const char *name)
 {
     struct atr_snapshots *ss = tr->nl ? atr_netlog_snapshots(tr->nl) : NULL;
-    if (!name || !ss || atr_snapshots_render(ss, name, &tr->snap_html) < 0)
+    if (!name || !ss || tr->rp->o.restore == ATR_RESTORE_NEVER ||
+        atr_snapshots_render(ss, name, &tr->snap_html) < 0)
         return NULL;
     return tr->snap_html.data ? tr->snap_html.data : "";
 }
