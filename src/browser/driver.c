@@ -19,7 +19,6 @@
 
 #define POLL_US 50000            /* selector and readyState polling */
 #define CALL_GRACE_US 1000000    /* a command's reply after the action's deadline */
-#define RESTORE_IDLE_US 100000   /* a restored page's network quiet for this long */
 
 struct atr_browser {
     struct atr_cdp *c;
@@ -841,14 +840,27 @@ static int do_wait_load(struct act *x)
     return 0;
 }
 
-/* The page's document replaced by html, loaded (its stylesheets and
- * images from the recording). */
+/* After document.close(): a promise of the document's stylesheets and
+ * images, loaded or failed. Its listeners are added in the same task as
+ * the write, so no load or error event can fire before them (a written
+ * document's readyState may say "complete" before its stylesheet is even
+ * requested); lazy images and links without a URL are not waited for. */
+static const char subresources_js[] =
+    "new Promise(d=>{const w=[...document.querySelectorAll('link[rel~=stylesheet i]')]"
+    ".filter(l=>l.href&&!l.disabled&&!l.sheet).concat([...document.images]"
+    ".filter(i=>!i.complete&&i.loading!=='lazy'));let n=w.length;if(!n)return d(0);"
+    "const one=()=>{if(--n===0)d(0)};"
+    "for(const e of w){e.addEventListener('load',one);e.addEventListener('error',one)}})";
+
+/* The page's document replaced by html, loaded with its stylesheets and
+ * images (from the recording), as setContent's "load" waits. */
 static int write_document(struct act *x, const char *html, size_t len)
 {
     atr_buf_clear(&x->b->expr);
     atr_buf_puts(&x->b->expr, "document.open();document.write(");
     atr_json_write_string(&x->b->expr, html ? html : "", html ? len : 0);
-    atr_buf_puts(&x->b->expr, ");document.close();0");
+    atr_buf_puts(&x->b->expr, ");document.close();");
+    atr_buf_puts(&x->b->expr, subresources_js);
     if (evaluate(x, NULL) < 0)
         return -1;
     return wait_ready(x, false);
@@ -1033,26 +1045,6 @@ static bool live_has(struct act *x)
     return false;
 }
 
-/* Serves the page's requests until none came for RESTORE_IDLE_US: a
- * written document's stylesheets may be requested after its readyState
- * is already "complete". */
-static int network_idle(struct act *x)
-{
-    const struct atr_browser_net *n = &x->b->net;
-    uint64_t seen = n->served + n->unrecorded + n->missing;
-    int64_t quiet_since = atr_cdp_now_us();
-    while (atr_cdp_now_us() - quiet_since < RESTORE_IDLE_US && atr_cdp_now_us() < x->deadline) {
-        if (pause_poll(x) < 0)
-            return -1;
-        uint64_t now_seen = n->served + n->unrecorded + n->missing;
-        if (now_seen != seen) {
-            seen = now_seen;
-            quiet_since = atr_cdp_now_us();
-        }
-    }
-    return 0;
-}
-
 /* Sets the action's snapshot as the page's document where it is needed
  * (docs/browser.md); the outcome of a failed write is the step's. Without
  * a snapshot nothing is tried (the action's end tells whether one was
@@ -1072,7 +1064,7 @@ static void restore_dom(struct act *x, enum verb v)
         }
     }
     struct atr_browser_net before = x->b->net;
-    if (write_document(x, a->snapshot_html, a->snapshot_len) < 0 || network_idle(x) < 0)
+    if (write_document(x, a->snapshot_html, a->snapshot_len) < 0)
         return;
     x->r->restore = ATR_RS_RESTORED;
     x->r->restore_missing = x->b->net.unrecorded - before.unrecorded +
