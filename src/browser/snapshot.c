@@ -2,6 +2,7 @@
  * and rendered into static HTML (snapshot.h). */
 #include "browser/snapshot.h"
 
+#include <ctype.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -207,6 +208,40 @@ static void put_escaped(struct atr_buf *b, const char *s, bool attr)
     }
 }
 
+/* CSS text inside <style>: "<" as its CSS escape, so no text can end the
+ * element early and start markup of its own. */
+static void put_css(struct atr_buf *b, const char *s)
+{
+    for (; *s; s++)
+        if (*s == '<')
+            atr_buf_puts(b, "\\3C ");
+        else
+            atr_buf_putc(b, *s);
+}
+
+/* A tag or attribute name as HTML writes them; anything else (spaces,
+ * quotes, "=" from a crafted trace) would change the markup around it. */
+static bool valid_name(const char *s)
+{
+    if (!*s)
+        return false;
+    for (; *s; s++)
+        if (!(isalnum((unsigned char)*s) || *s == '-' || *s == '_' || *s == ':' || *s == '.'))
+            return false;
+    return true;
+}
+
+/* Attributes that would run or load code, or leave the page: handlers
+ * (on*, not "open"), srcdoc, http-equiv (refresh), javascript: URLs. */
+static bool active_attr(const char *key, const char *v)
+{
+    while (*v == ' ' || *v == '\t' || *v == '\n')
+        v++;
+    return (strncasecmp(key, "on", 2) == 0 && strcasecmp(key, "open") != 0) ||
+           strcasecmp(key, "srcdoc") == 0 || strcasecmp(key, "http-equiv") == 0 ||
+           strncasecmp(v, "javascript:", 11) == 0;
+}
+
 /* HTML's void elements: no end tag. */
 static bool is_void(const char *tag)
 {
@@ -225,7 +260,7 @@ static bool is_void(const char *tag)
 static void put_attr(struct atr_buf *b, const char *tag, const struct atr_json *a)
 {
     const char *v = a->type == ATR_JSON_STRING ? a->u.str.s : NULL;
-    if (!v || strncasecmp(a->key, "on", 2) == 0)
+    if (!v || !valid_name(a->key) || active_attr(a->key, v))
         return;
     if (strncmp(a->key, "__playwright_", 13) != 0) {
         atr_buf_printf(b, " %s=\"", a->key);
@@ -265,8 +300,8 @@ static void render_element(struct render *r, const struct atr_json *n, size_t po
                            unsigned depth)
 {
     const char *tag = n->u.kids.first->u.str.s;
-    if (strcasecmp(tag, "SCRIPT") == 0)
-        return;   /* the DOM, not the program */
+    if (strcasecmp(tag, "SCRIPT") == 0 || !valid_name(tag))
+        return;   /* the DOM, not the program (nor markup a name would inject) */
     const struct atr_json *attrs = n->u.kids.first->next;
     const char *sheet = NULL;
     atr_buf_printf(r->out, "<%s", tag);
@@ -279,7 +314,7 @@ static void render_element(struct render *r, const struct atr_json *n, size_t po
     }
     atr_buf_putc(r->out, '>');
     if (sheet)
-        atr_buf_puts(r->out, sheet);   /* the stylesheet as the CSSOM had it */
+        put_css(r->out, sheet);        /* the stylesheet as the CSSOM had it */
     else
         for (const struct atr_json *k = element_kids(n); k && !r->failed; k = k->next)
             render_node(r, k, pos, tag, depth + 1);
@@ -296,7 +331,7 @@ static void render_node(struct render *r, const struct atr_json *n, size_t pos, 
     }
     if (n->type == ATR_JSON_STRING) {
         if (parent && strcasecmp(parent, "STYLE") == 0)
-            atr_buf_puts(r->out, n->u.str.s);    /* CSS is not HTML-escaped */
+            put_css(r->out, n->u.str.s);         /* CSS is not HTML-escaped */
         else
             put_escaped(r->out, n->u.str.s, false);
     } else if (is_reference(n)) {

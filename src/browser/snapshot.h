@@ -11,10 +11,12 @@
  * are not numbered). Form state is in attributes (__playwright_value_,
  * __playwright_checked_, __playwright_selected_).
  *
- * The rendering is a static document: scripts and on* handlers are
- * dropped (a snapshot is the DOM, not the program that made it), form
- * state becomes value/checked/selected attributes, other __playwright_*
- * attributes go. Stylesheets and images keep their URLs; the page loads
+ * The rendering is a static document: scripts, on* handlers, srcdoc,
+ * http-equiv and javascript: URLs are dropped (a snapshot is the DOM, not
+ * the program that made it), form state becomes value/checked/selected
+ * attributes, other __playwright_* attributes go; names that are not
+ * plain tag or attribute names are skipped and "<" in CSS is escaped, so
+ * a crafted trace cannot write markup of its own. Stylesheets and images keep their URLs; the page loads
  * them from the recorded network (netlog.h). resourceOverrides (stylesheets
  * changed through the CSSOM) and iframes' contents are not restored.
  *

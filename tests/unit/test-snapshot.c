@@ -80,6 +80,22 @@ static void test_names_and_bad_refs(void **state)
     atr_snapshots_free(ss);
 }
 
+/* A crafted trace: names and texts that would write markup or code of
+ * their own are dropped or escaped. */
+static void test_crafted(void **state)
+{
+    (void)state;
+    struct atr_snapshots *ss = atr_snapshots_new();
+    add(ss, "{\"type\":\"frame-snapshot\",\"snapshot\":{\"snapshotName\":\"s\","
+            "\"frameId\":\"m\",\"html\":[\"BODY\",{\"x onload=alert(1)\":\"1\","
+            "\"onclick\":\"f()\",\"open\":\"\"},[\"A\",{\"href\":\" JavaScript:f()\"},\"a\"],"
+            "[\"IFRAME\",{\"srcdoc\":\"<script>f()</script>\"}],[\"IMG src=x onerror=f()\"],"
+            "[\"STYLE\",{},\"p{}</style><script>f()</script>\"]]}}");
+    expect_html(ss, "s", "<BODY open=\"\"><A>a</A><IFRAME></IFRAME>"
+                         "<STYLE>p{}\\3C /style>\\3C script>f()\\3C /script></STYLE></BODY>");
+    atr_snapshots_free(ss);
+}
+
 static void test_not_json(void **state)
 {
     (void)state;
@@ -138,6 +154,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_references),
         cmocka_unit_test(test_names_and_bad_refs),
+        cmocka_unit_test(test_crafted),
         cmocka_unit_test(test_not_json),
         cmocka_unit_test(test_recorded_trace),
         cmocka_unit_test(test_timeout_rule),
