@@ -407,11 +407,18 @@ int64_t atr_browser_step_timeout_ms(const struct atr_step *s, int64_t fixed_ms)
         return fixed_ms;
     if (s->timeout_ms > 0)
         return s->timeout_ms;
-    if (s->dur_ms == ATR_UNSET || s->dur_ms < 0 ||
-        s->dur_ms > ATR_BROWSER_TIMEOUT_CAP_MS / ATR_BROWSER_TIMEOUT_K)
-        return ATR_BROWSER_TIMEOUT_CAP_MS;
-    int64_t t = ATR_BROWSER_TIMEOUT_K * s->dur_ms;
-    return t < ATR_BROWSER_TIMEOUT_FLOOR_MS ? ATR_BROWSER_TIMEOUT_FLOOR_MS : t;
+    int64_t t = ATR_BROWSER_TIMEOUT_CAP_MS;
+    if (s->dur_ms != ATR_UNSET && s->dur_ms >= 0 &&
+        s->dur_ms <= ATR_BROWSER_TIMEOUT_CAP_MS / ATR_BROWSER_TIMEOUT_K)
+        t = ATR_BROWSER_TIMEOUT_K * s->dur_ms;
+    if (t < ATR_BROWSER_TIMEOUT_FLOOR_MS)
+        t = ATR_BROWSER_TIMEOUT_FLOOR_MS;
+    /* The call's own timeout as recorded (params.timeout, kept with the
+     * content) is what Playwright itself would have waited. */
+    int64_t own;
+    if (atr_json_get_i64(atr_json_get(s->extra, "params"), "timeout", &own) && own > 0 && own < t)
+        t = own;
+    return t;
 }
 
 /* How long the live page may take to show a step's selector before its

@@ -102,7 +102,8 @@ struct atr_replay;
  * else the step's own recorded timeout_ms; else ATR_BROWSER_TIMEOUT_K
  * times its recorded duration, within [ATR_BROWSER_TIMEOUT_FLOOR_MS,
  * ATR_BROWSER_TIMEOUT_CAP_MS] (the cap is Playwright's own default per
- * action); the cap when no duration was recorded. */
+ * action), the cap when no duration was recorded; lowered to the call's
+ * recorded params.timeout when that is less. */
 #define ATR_BROWSER_TIMEOUT_K 10
 #define ATR_BROWSER_TIMEOUT_FLOOR_MS 5000
 #define ATR_BROWSER_TIMEOUT_CAP_MS 30000

@@ -147,6 +147,20 @@ static void test_timeout_rule(void **state)
     assert_int_equal(atr_browser_step_timeout_ms(&s, 2000), 2000);  /* --browser-timeout */
     s.timeout_ms = 7000;
     assert_int_equal(atr_browser_step_timeout_ms(&s, 0), 7000);     /* the trace's own */
+    /* The call's recorded params.timeout (Playwright's own setting) when lower. */
+    struct atr_arena a = ATR_ARENA_INIT;
+    struct atr_json *extra;
+    struct atr_json_err jerr;
+    const char *x = "{\"params\":{\"selector\":\"#a\",\"timeout\":2500}}";
+    assert_int_equal(atr_json_parse(&a, x, strlen(x), NULL, &extra, &jerr), 0);
+    struct atr_step p = {.dur_ms = 3, .timeout_ms = ATR_UNSET, .extra = extra};
+    assert_int_equal(atr_browser_step_timeout_ms(&p, 0), 2500);
+    p.dur_ms = 100;
+    assert_int_equal(atr_browser_step_timeout_ms(&p, 0), 2500);
+    x = "{\"params\":{\"timeout\":0}}";                           /* 0: no timeout */
+    assert_int_equal(atr_json_parse(&a, x, strlen(x), NULL, &p.extra, &jerr), 0);
+    assert_int_equal(atr_browser_step_timeout_ms(&p, 0), 5000);
+    atr_arena_release(&a);
 }
 
 int main(void)
