@@ -29,7 +29,7 @@ def self_cpu_ms(pid):
 def run_atr(k):
     out = f"{w}/atr{k}"
     p = subprocess.Popen([atr, "replay", "tools", "-q", "--config", "static-toolcall",
-                          "--workdir", w, "--timeout", "30", f"{w}/bench.zip", "-o", out])
+                          "--workdir", w, "--timeout", "30", "--browser-timeout", "30", f"{w}/bench.zip", "-o", out])
     cpu = 0.0
     while p.poll() is None:          # the atr process's own CPU, not its children's
         try:

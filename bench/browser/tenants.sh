@@ -25,5 +25,5 @@ json.dump({"format": "atr-trace/1", "trace_id": "B-bash-tests", "steps": steps},
           open(sys.argv[1], "w"))
 PY
 "$ATR" gen --kind noisy --traces 1 --seed 3 -o "$W/C-noisy.ndjson"
-"$ATR" replay tools --tenants --config "$CONFIG" --timeout 60 --pids-max 256 --mem-max 1G \
+"$ATR" replay tools --tenants --config "$CONFIG" --timeout 60 --browser-timeout 60 --pids-max 256 --mem-max 1G \
     "$W/A-browser.zip" "$W/B-bash.ndjson" "$W/C-noisy.ndjson" --out "$OUT"

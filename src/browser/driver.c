@@ -30,6 +30,7 @@ struct atr_browser {
     uint64_t nav_committed;      /* Page.frameNavigated of its main frame */
     uint64_t nav_stopped;        /* Page.frameStoppedLoading (also a navigation that failed) */
     bool dead;
+    char last_missing[200];      /* the last request answered 404 */
     struct atr_arena arena;      /* call results, cleared per action */
     struct atr_buf p, body, expr;
 };
@@ -88,6 +89,14 @@ static const char *const status_names[] = {
 };
 
 const char *atr_browser_status_name(enum atr_browser_status s) { return status_names[s]; }
+
+const char *atr_restore_status_name(enum atr_restore_status s)
+{
+    static const char *const names[] = {
+        NULL, "live", "restored", "snapshot_missing", "selector_missing",
+    };
+    return names[s];
+}
 
 const struct atr_browser_net *atr_browser_net(const struct atr_browser *b) { return &b->net; }
 bool atr_browser_dead(const struct atr_browser *b) { return b->dead || atr_cdp_closed(b->c); }
@@ -175,6 +184,7 @@ static void serve(struct atr_browser *b, const struct atr_json *params)
     struct atr_net_entry *e = b->nl && url && method ? atr_netlog_find(b->nl, method, url) : NULL;
     if (!e) {
         b->net.unrecorded++;
+        snprintf(b->last_missing, sizeof b->last_missing, "%s", url ? url : "");
         fulfill(b, rid, 404, NULL, not_recorded, sizeof not_recorded - 1);
         return;
     }
@@ -182,6 +192,7 @@ static void serve(struct atr_browser *b, const struct atr_json *params)
     struct atr_error err;
     if (atr_netlog_body(b->nl, e, &b->body, &err) < 0) {
         b->net.missing++;
+        snprintf(b->last_missing, sizeof b->last_missing, "%s", url);
         fulfill(b, rid, 404, NULL, not_recorded, sizeof not_recorded - 1);
         return;
     }
@@ -829,16 +840,36 @@ static int do_wait_load(struct act *x)
     return 0;
 }
 
-static int do_set_content(struct act *x)
+/* After document.close(): a promise of the document's stylesheets and
+ * images, loaded or failed. Its listeners are added in the same task as
+ * the write, so no load or error event can fire before them (a written
+ * document's readyState may say "complete" before its stylesheet is even
+ * requested); lazy images and links without a URL are not waited for. */
+static const char subresources_js[] =
+    "new Promise(d=>{const w=[...document.querySelectorAll('link[rel~=stylesheet i]')]"
+    ".filter(l=>l.href&&!l.disabled&&!l.sheet).concat([...document.images]"
+    ".filter(i=>!i.complete&&i.loading!=='lazy'));let n=w.length;if(!n)return d(0);"
+    "const one=()=>{if(--n===0)d(0)};"
+    "for(const e of w){e.addEventListener('load',one);e.addEventListener('error',one)}})";
+
+/* The page's document replaced by html, loaded with its stylesheets and
+ * images (from the recording), as setContent's "load" waits. */
+static int write_document(struct act *x, const char *html, size_t len)
 {
-    const char *html = param_str(x, "html");
     atr_buf_clear(&x->b->expr);
     atr_buf_puts(&x->b->expr, "document.open();document.write(");
-    atr_json_write_string(&x->b->expr, html ? html : "", html ? strlen(html) : 0);
-    atr_buf_puts(&x->b->expr, ");document.close();0");
+    atr_json_write_string(&x->b->expr, html ? html : "", html ? len : 0);
+    atr_buf_puts(&x->b->expr, ");document.close();");
+    atr_buf_puts(&x->b->expr, subresources_js);
     if (evaluate(x, NULL) < 0)
         return -1;
     return wait_ready(x, false);
+}
+
+static int do_set_content(struct act *x)
+{
+    const char *html = param_str(x, "html");
+    return write_document(x, html, html ? strlen(html) : 0);
 }
 
 static int do_screenshot(struct act *x)
@@ -981,6 +1012,90 @@ static int dispatch(struct act *x, enum verb v)
     return 0;
 }
 
+/* ---- restoring the recorded DOM ---- */
+
+/* Actions that wait for their selector to be there: the ones a missing
+ * DOM would leave waiting (waits for hidden/detached want the opposite). */
+static bool wants_selector(const struct act *x, enum verb v)
+{
+    if (!x->a->selector || !*x->a->selector)
+        return false;
+    if (v == V_WAIT_SEL) {
+        const char *state = param_str(x, "state");
+        return !state || strcmp(state, "visible") == 0 || strcmp(state, "attached") == 0;
+    }
+    return v == V_CLICK || v == V_DBLCLICK || v == V_HOVER || v == V_FILL || v == V_TYPE ||
+           v == V_PRESS || v == V_SELECT || v == V_SCROLL_INTO || v == V_PROBE;
+}
+
+/* Does the live page show the selector within the action's live wait?
+ * An unsupported selector or a dead browser sets the step's outcome. */
+static bool live_has(struct act *x)
+{
+    int64_t saved = x->deadline, until = atr_cdp_now_us() + x->a->live_wait_ms * 1000;
+    if (until < x->deadline)
+        x->deadline = until;
+    struct found f;
+    int rc = probe(x, x->a->selector, "count", NULL, WANT_ATTACHED, &f);
+    x->deadline = saved;
+    if (rc == 0 || x->r->status != ATR_BR_NO_MATCH)
+        return true;
+    x->r->status = ATR_BR_OK;
+    x->r->error[0] = '\0';
+    return false;
+}
+
+/* Sets the action's snapshot as the page's document where it is needed
+ * (docs/browser.md); the outcome of a failed write is the step's. Without
+ * a snapshot nothing is tried (the action's end tells whether one was
+ * missed). */
+static void restore_dom(struct act *x, enum verb v)
+{
+    const struct atr_browser_action *a = x->a;
+    if (a->restore == ATR_RESTORE_NEVER || !a->snapshot_html || !wants_selector(x, v))
+        return;
+    if (a->restore == ATR_RESTORE_AUTO) {
+        bool live = live_has(x);
+        if (x->r->status != ATR_BR_OK)
+            return;
+        if (live) {
+            x->r->restore = ATR_RS_LIVE;
+            return;
+        }
+    }
+    struct atr_browser_net before = x->b->net;
+    if (write_document(x, a->snapshot_html, a->snapshot_len) < 0)
+        return;
+    x->r->restore = ATR_RS_RESTORED;
+    x->r->restore_missing = x->b->net.unrecorded - before.unrecorded +
+                            x->b->net.missing - before.missing;
+    if (x->r->restore_missing)
+        snprintf(x->r->restore_missing_url, sizeof x->r->restore_missing_url, "%s",
+                 x->b->last_missing);
+}
+
+/* After the action: a selector that never appeared, with or without a
+ * restored snapshot, is what could not be restored. */
+static void restore_verdict(struct act *x, enum verb v)
+{
+    if (x->r->status != ATR_BR_NO_MATCH || x->a->restore == ATR_RESTORE_NEVER ||
+        !wants_selector(x, v))
+        return;
+    if (x->r->restore == ATR_RS_RESTORED)
+        x->r->restore = ATR_RS_SELECTOR_MISSING;
+    else if (!x->a->snapshot_html)
+        x->r->restore = ATR_RS_SNAPSHOT_MISSING;
+}
+
+/* The action on its recorded DOM where that is needed. */
+static void run_restored(struct act *x, enum verb v)
+{
+    restore_dom(x, v);
+    if (x->r->status == ATR_BR_OK)
+        dispatch(x, v);
+    restore_verdict(x, v);
+}
+
 void atr_browser_run(struct atr_browser *b, const struct atr_browser_action *a,
                      struct atr_browser_result *r)
 {
@@ -997,7 +1112,7 @@ void atr_browser_run(struct atr_browser *b, const struct atr_browser_action *a,
     else if (atr_browser_dead(b))
         outcome(&x, ATR_BR_CRASHED, "the browser is gone");
     else
-        dispatch(&x, v);
+        run_restored(&x, v);
     /* Requests the action set off may still be in flight: serve what has
      * arrived, so they count for this step. */
     struct atr_error err;

@@ -63,6 +63,14 @@ bool atr_browser_dead(const struct atr_browser *b);
 /* Has the browser closed its pipe (it is exiting, not just its page)? */
 bool atr_browser_closed(const struct atr_browser *b);
 
+/* When an action's recorded DOM snapshot is set as the page's content
+ * before it runs (docs/browser.md). */
+enum atr_restore_mode {
+    ATR_RESTORE_AUTO,            /* when the live page lacks the action's selector */
+    ATR_RESTORE_ALWAYS,          /* before every action that waits for a selector */
+    ATR_RESTORE_NEVER,
+};
+
 /* One step: a Playwright API call. */
 struct atr_browser_action {
     const char *action;          /* apiName ("page.click", "locator.fill") or the method */
@@ -71,6 +79,13 @@ struct atr_browser_action {
     const char *url;             /* may be NULL */
     const struct atr_json *params;   /* the call's params, may be NULL */
     int64_t timeout_ms;          /* the action's deadline */
+    enum atr_restore_mode restore;
+    /* The DOM the action was recorded against, rendered (snapshot.h), or
+     * NULL when the trace holds none for it. AUTO first gives the live
+     * page live_wait_ms to show the selector. */
+    const char *snapshot_html;
+    size_t snapshot_len;
+    int64_t live_wait_ms;
 };
 
 enum atr_browser_status {
@@ -84,12 +99,28 @@ enum atr_browser_status {
 };
 const char *atr_browser_status_name(enum atr_browser_status s);
 
+/* What restoring the action's snapshot came to; NONE: not tried (no
+ * selector to wait for, mode NEVER, or no snapshot and none was needed). */
+enum atr_restore_status {
+    ATR_RS_NONE,
+    ATR_RS_LIVE,                 /* the live page had the selector: nothing restored */
+    ATR_RS_RESTORED,             /* the snapshot was set and the action found its selector */
+    ATR_RS_SNAPSHOT_MISSING,     /* the selector never appeared and the trace holds no
+                                  * snapshot for the step */
+    ATR_RS_SELECTOR_MISSING,     /* restored, the selector still matched nothing */
+};
+/* "live", "restored", "snapshot_missing", "selector_missing"; NULL for NONE. */
+const char *atr_restore_status_name(enum atr_restore_status s);
+
 struct atr_browser_result {
     enum atr_browser_status status;
     char error[256];             /* why, when not OK/NOOP */
     double page_load_ms;         /* navigation timing of a load this step waited for; -1 */
     uint64_t screenshot_bytes;
     struct atr_browser_net net;  /* answers during this step */
+    enum atr_restore_status restore;
+    uint64_t restore_missing;    /* requests of the restored page the recording lacked */
+    char restore_missing_url[200];   /* the first of them */
 };
 
 /* Replays one action; never fails as a function: the outcome is in r. */

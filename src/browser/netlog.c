@@ -2,11 +2,13 @@
  * Playwright trace zip parsed into entries, bodies read on demand. */
 #include "browser/netlog.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zip.h>
 
+#include "browser/snapshot.h"
 #include "json/json.h"
 #include "util/alloc.h"
 #include "util/arena.h"
@@ -21,9 +23,11 @@ struct atr_netlog {
     struct atr_arena arena;      /* entries' strings and headers */
     struct atr_net_entry *v;
     size_t n, cap;
+    struct atr_snapshots *snaps;  /* frame-snapshot events of the *.trace members */
 };
 
 size_t atr_netlog_count(const struct atr_netlog *nl) { return nl->n; }
+struct atr_snapshots *atr_netlog_snapshots(struct atr_netlog *nl) { return nl->snaps; }
 
 void atr_netlog_free(struct atr_netlog *nl)
 {
@@ -33,6 +37,7 @@ void atr_netlog_free(struct atr_netlog *nl)
         zip_discard(nl->za);
     free(nl->path);
     free(nl->v);
+    atr_snapshots_free(nl->snaps);
     atr_arena_release(&nl->arena);
     free(nl);
 }
@@ -109,9 +114,16 @@ static void add_entry(struct atr_netlog *nl, const struct atr_json *line)
     e->status_text = dup_str(nl, resp, "statusText");
     add_headers(nl, e, atr_json_get(resp, "headers"));
     const struct atr_json *content = atr_json_get(resp, "content");
+    /* The blob: "_sha1" (v4-v7), "_file" (later, with or without the
+     * folder). */
     const char *sha1 = atr_json_get_str(content, "_sha1", NULL);
+    const char *file = atr_json_get_str(content, "_file", NULL);
     if (sha1)
         e->resource = atr_arena_printf(&nl->arena, "resources/%s", sha1);
+    else if (file)
+        e->resource = strncmp(file, "resources/", 10) == 0
+                          ? atr_arena_strdup(&nl->arena, file)
+                          : atr_arena_printf(&nl->arena, "resources/%s", file);
     size_t tlen;
     const char *text = atr_json_get_str(content, "text", &tlen);
     if (text) {
@@ -120,8 +132,27 @@ static void add_entry(struct atr_netlog *nl, const struct atr_json *line)
     }
 }
 
+/* A *.trace member's line: its frame-snapshot events are kept. */
+static int trace_line(struct atr_netlog *nl, const char *text, size_t len,
+                      struct atr_json_err *jerr)
+{
+    return atr_snapshots_add_line(nl->snaps, text, len, jerr);
+}
+
+/* A *.network member's line, parsed in a. */
+static int network_line(struct atr_netlog *nl, struct atr_arena *a, const char *text, size_t len,
+                        struct atr_json_err *jerr)
+{
+    struct atr_json *line;
+    if (atr_json_parse(a, text, len, NULL, &line, jerr) < 0)
+        return -1;
+    add_entry(nl, line);
+    return 0;
+}
+
+/* Every line of a *.network (or, is_trace, a *.trace) member. */
 static int parse_member(struct atr_netlog *nl, const char *name, const struct atr_buf *b,
-                        struct atr_error *err)
+                        bool is_trace, struct atr_error *err)
 {
     struct atr_arena a = ATR_ARENA_INIT;
     unsigned long lineno = 0;
@@ -130,14 +161,14 @@ static int parse_member(struct atr_netlog *nl, const char *name, const struct at
         const char *nl_at = memchr(b->data + pos, '\n', b->len - pos);
         size_t end = nl_at ? (size_t)(nl_at - b->data) : b->len;
         lineno++;
-        struct atr_json *line;
         struct atr_json_err jerr;
         if (end > pos) {
-            if (atr_json_parse(&a, b->data + pos, end - pos, NULL, &line, &jerr) < 0)
+            const char *text = b->data + pos;
+            int lrc = is_trace ? trace_line(nl, text, end - pos, &jerr)
+                               : network_line(nl, &a, text, end - pos, &jerr);
+            if (lrc < 0)
                 rc = atr_error_set(err, "%s: %s:%lu:%u: %s", nl->path, name, lineno,
                                    (unsigned)jerr.col, jerr.msg);
-            else
-                add_entry(nl, line);
             atr_arena_clear(&a);
         }
         pos = end + 1;
@@ -156,6 +187,7 @@ struct atr_netlog *atr_netlog_open(const char *path, struct atr_error *err)
 {
     struct atr_netlog *nl = xcalloc(1, sizeof *nl);
     nl->path = xstrdup(path);
+    nl->snaps = atr_snapshots_new();
     int zerr = 0;
     nl->za = zip_open(path, ZIP_RDONLY, &zerr);
     if (!nl->za) {
@@ -173,12 +205,13 @@ struct atr_netlog *atr_netlog_open(const char *path, struct atr_error *err)
     int rc = 0;
     for (zip_int64_t i = 0; i < n && rc == 0; i++) {
         const char *name = zip_get_name(nl->za, (zip_uint64_t)i, 0);
-        if (!name || !ends_with(name, ".network"))
+        bool is_trace = name && ends_with(name, ".trace");
+        if (!name || (!is_trace && !ends_with(name, ".network")))
             continue;
         rc = read_member(nl, i, name, &b, budget, err);
         if (rc == 0) {
             budget -= b.len;
-            rc = parse_member(nl, name, &b, err);
+            rc = parse_member(nl, name, &b, is_trace, err);
         }
     }
     atr_buf_release(&b);

@@ -1,4 +1,6 @@
-/* netlog.h - a Playwright trace's recorded network, to serve back: every
+/* netlog.h - a Playwright trace's recording, to serve back: its DOM
+ * snapshots (the frame-snapshot events of its *.trace members, snapshot.h)
+ * and its network: every
  * "resource-snapshot" line of the archive's *.network members (a HAR
  * entry: request method and URL, response status, headers and the
  * content's resources/<sha1> blob), looked up by method and URL.
@@ -14,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "browser/snapshot.h"
 #include "util/buf.h"
 #include "util/error.h"
 
@@ -35,12 +38,15 @@ struct atr_net_entry {
 
 struct atr_netlog;
 
-/* Reads the *.network members of the zip at path (a Playwright trace).
+/* Reads the *.network members of the zip at path (a Playwright trace),
+ * and the frame-snapshot lines of its *.trace members.
  * An archive without any is a log of nothing, not an error; a member
  * line that is not JSON is "path: member:line:col: ...". */
 struct atr_netlog *atr_netlog_open(const char *path, struct atr_error *err);
 void atr_netlog_free(struct atr_netlog *nl);
 size_t atr_netlog_count(const struct atr_netlog *nl);
+/* The archive's DOM snapshots (none when recorded without snapshots). */
+struct atr_snapshots *atr_netlog_snapshots(struct atr_netlog *nl);
 
 /* The recording to serve for method+url (the fragment ignored), or NULL. */
 struct atr_net_entry *atr_netlog_find(struct atr_netlog *nl, const char *method, const char *url);

@@ -61,7 +61,7 @@ static const char help[] =
     "      --pids-max N      most processes in the group\n"
     "      --controller K    dynamic: psi-poll (default) or psi-trigger\n"
     "      --interval MS     psi-poll interval (default 50)\n"
-    "      --timeout SEC     per-step timeout when the trace has none (default 120)\n"
+    "      --timeout SEC     a bash step's timeout when the trace has none (default 120)\n"
     "      --max-output SIZE captured output per step (default 1M; the rest is counted)\n"
     "      --sandbox MODE    ns (default) or none (run on the host)\n"
     "      --allow-network   keep the host network inside the sandbox\n"
@@ -78,8 +78,13 @@ static const char help[] =
     "                        default 100; v1: cpu.shares = W * 1024 / 100)\n"
     "      --no-baseline     --tenants without the alone runs (no inflation)\n"
     "      --browser-resources ZIP  the Playwright trace zip whose recorded network\n"
-    "                        is served to browser steps of converted traces (a\n"
-    "                        TRACE that is the zip itself serves its own)\n"
+    "                        and DOM snapshots serve browser steps of converted\n"
+    "                        traces (a TRACE that is the zip itself serves its own)\n"
+    "      --browser-timeout SEC  every browser step's timeout (default: 10x its\n"
+    "                        recorded duration, 5 s at least, 30 s at most)\n"
+    "      --restore MODE    a browser step's recorded DOM snapshot set as the page\n"
+    "                        first: auto (default: when the live page lacks its\n"
+    "                        selector), always, never\n"
     "      --dry-run         print what would run, run nothing\n"
     "  -f, --from FMT        input format instead of sniffing\n"
     "  -q, --quiet           no summary table on stdout\n"
@@ -94,9 +99,11 @@ static const char help[] =
     "--tenants also tenant and phase (shared|alone); skipped steps carry\n"
     "\"skipped\": the reason. Browser steps add action, selector, url, outcome\n"
     "(ok, noop, failed, no_match, unsupported, timeout, crashed), error,\n"
-    "page_load_ms, net_served, net_unrecorded, net_missing, screenshot_bytes,\n"
-    "browser_started, browser_start_ms, browser_starts, browser_crashed,\n"
-    "browser_cpu_total_ms (docs/browser.md).\n"
+    "timeout_ms, snapshot, restore (live, restored, snapshot_missing,\n"
+    "selector_missing), restore_resources_missing, not_restored (what could\n"
+    "not be restored, in words), page_load_ms, net_served, net_unrecorded,\n"
+    "net_missing, screenshot_bytes, browser_started, browser_start_ms,\n"
+    "browser_starts, browser_crashed, browser_cpu_total_ms (docs/browser.md).\n"
     "\n"
     "summary.json and the table group failed steps by cause: timeout, oom,\n"
     "command_not_found (exit 127), missing_directory (the recorded cwd is\n"
@@ -173,6 +180,15 @@ static bool parse_timeout(void *base, const char *arg, const char *cmd)
     return true;
 }
 
+static bool parse_browser_timeout(void *base, const char *arg, const char *cmd)
+{
+    unsigned long long v;
+    if (!cli_parse_uint(arg, 1, 86400, &v))
+        return false;
+    ((struct replay_args *)base)->ro.browser_timeout_ms = (int64_t)v * 1000;
+    return true;
+}
+
 static int parse_weights(const char *list, struct replay_args *a)
 {
     char buf[512];
@@ -226,6 +242,10 @@ static const struct opt options[] = {
     OPT_FLAG(ARGS, merge, "merge", 0),
     OPT_FLAG(ARGS, dry_run, "dry-run", 0),
     OPT_STRING(ARGS, browser_resources, "browser-resources", 0),
+    OPT_CALL("browser-timeout", 0, parse_browser_timeout,
+             "--browser-timeout wants seconds 1..86400"),
+    OPT_ENUM(ARGS, ro.restore, "restore", 0, OPT_WORDS("auto", "always", "never"),
+             "--restore wants auto, always or never"),
     OPT_FROM(ARGS, from),
     OPT_FLAG(ARGS, quiet, "quiet", 'q'),
     OPT_FLAG(ARGS, tenants, "tenants", 0),
@@ -416,6 +436,17 @@ static void print_failures(const struct atr_replay_config_summary *c)
     printf("\n");
 }
 
+/* Browser steps by what restoring their recorded DOM came to. */
+static void print_restore(const struct atr_replay_config_summary *c)
+{
+    const unsigned long *r = c->restore;
+    if (!(r[0] + r[1] + r[2] + r[3]))
+        return;
+    printf("%-16s browser DOM: %lu live, %lu restored; not restored: %lu snapshot missing, "
+           "%lu selector not in its snapshot, %lu resources missing\n", c->config, r[0], r[1],
+           r[2], r[3], c->restore_resources_missing);
+}
+
 /* A trace recorded in a repository image (cwd /testbed, /workspace) wants
  * that image: on the host its tools and files are missing. */
 static void print_image_hint(const struct atr_replay_config_summary *c, const char *rootfs)
@@ -451,6 +482,7 @@ static void print_summary_table(struct atr_replay_summary *sum, const char *back
     for (size_t i = 0; i < atr_replay_summary_n_configs(sum); i++) {
         atr_replay_summary_config(sum, i, &c);
         print_failures(&c);
+        print_restore(&c);
         if (c.missing_cwd_steps > worst.missing_cwd_steps)
             worst = c;
     }

@@ -171,6 +171,8 @@ struct trace_run {
     struct atr_netlog *nl;
     struct atr_browse *browse;        /* made at the first browser step */
     char browser_error[ATR_ERROR_MAX];   /* the step's error text lives here */
+    char restore_url[200];            /* and the first resource its restore lacked */
+    struct atr_buf snap_html;         /* the step's DOM snapshot, rendered */
 };
 
 static int make_workdir(struct trace_run *tr, struct atr_error *err)
@@ -399,6 +401,46 @@ fail:
 
 /* ---- browser steps ---- */
 
+int64_t atr_browser_step_timeout_ms(const struct atr_step *s, int64_t fixed_ms)
+{
+    if (fixed_ms > 0)
+        return fixed_ms;
+    if (s->timeout_ms > 0)
+        return s->timeout_ms;
+    int64_t t = ATR_BROWSER_TIMEOUT_CAP_MS;
+    if (s->dur_ms != ATR_UNSET && s->dur_ms >= 0 &&
+        s->dur_ms <= ATR_BROWSER_TIMEOUT_CAP_MS / ATR_BROWSER_TIMEOUT_K)
+        t = ATR_BROWSER_TIMEOUT_K * s->dur_ms;
+    if (t < ATR_BROWSER_TIMEOUT_FLOOR_MS)
+        t = ATR_BROWSER_TIMEOUT_FLOOR_MS;
+    /* The call's own timeout as recorded (params.timeout, kept with the
+     * content) is what Playwright itself would have waited. */
+    int64_t own;
+    if (atr_json_get_i64(atr_json_get(s->extra, "params"), "timeout", &own) && own > 0 && own < t)
+        t = own;
+    return t;
+}
+
+/* How long the live page may take to show a step's selector before its
+ * snapshot is restored: twice the recorded duration, 0.1 to 1 s. */
+static int64_t live_wait_ms(const struct atr_step *s)
+{
+    if (s->dur_ms == ATR_UNSET || s->dur_ms >= 500)
+        return 1000;
+    return s->dur_ms < 50 ? 100 : 2 * s->dur_ms;
+}
+
+/* The step's DOM snapshot rendered into tr->snap_html, or NULL when the
+ * step names none, the recording (zip) lacks it, or nothing is restored. */
+static const char *step_snapshot(struct trace_run *tr, const char *name)
+{
+    struct atr_snapshots *ss = tr->nl ? atr_netlog_snapshots(tr->nl) : NULL;
+    if (!name || !ss || tr->rp->o.restore == ATR_RESTORE_NEVER ||
+        atr_snapshots_render(ss, name, &tr->snap_html) < 0)
+        return NULL;
+    return tr->snap_html.data ? tr->snap_html.data : "";
+}
+
 static void watch_to_hook(const struct atr_spawn_watch *w, struct atr_cdp_hook *h)
 {
     *h = (struct atr_cdp_hook){w->fd, w->events, w->tick_ms, w->fn, w->ctx};
@@ -436,6 +478,12 @@ static void fill_browser_metrics(struct trace_run *tr, const struct atr_step *s,
     m->selector = s->selector;
     m->url = s->url;
     m->outcome = atr_browser_status_name(r->status);
+    m->snapshot = atr_json_get_str(s->extra, "snapshot", NULL);
+    m->snapshots_read = tr->nl != NULL;
+    m->restore = atr_restore_status_name(r->restore);
+    m->restore_missing = r->restore_missing;
+    snprintf(tr->restore_url, sizeof tr->restore_url, "%s", r->restore_missing_url);
+    m->restore_missing_url = tr->restore_url;
     snprintf(tr->browser_error, sizeof tr->browser_error, "%s", r->error);
     m->error = r->error[0] ? tr->browser_error : NULL;
     m->page_load_ms = r->page_load_ms;
@@ -483,13 +531,18 @@ static int run_browser_step(struct trace_run *tr, const struct atr_step *s,
     if (ctl)
         watch_to_hook(&watch, &hook);
     const struct atr_json *params = atr_json_get(s->extra, "params");
+    const char *html = step_snapshot(tr, atr_json_get_str(s->extra, "snapshot", NULL));
     struct atr_browser_action a = {
         .action = s->action,
         .method = atr_json_get_str(s->extra, "method", NULL),
         .selector = s->selector,
         .url = s->url,
         .params = params,
-        .timeout_ms = s->timeout_ms > 0 ? s->timeout_ms : tr->rp->o.timeout_ms,
+        .timeout_ms = atr_browser_step_timeout_ms(s, tr->rp->o.browser_timeout_ms),
+        .restore = tr->rp->o.restore,
+        .snapshot_html = html,
+        .snapshot_len = html ? tr->snap_html.len : 0,
+        .live_wait_ms = live_wait_ms(s),
     };
     struct atr_browse_step bst;
     int64_t t0 = atr_cdp_now_us();
@@ -500,6 +553,7 @@ static int run_browser_step(struct trace_run *tr, const struct atr_step *s,
     if (rc < 0)
         return -1;
     fill_browser_metrics(tr, s, &bst, m);
+    m->timeout_ms = a.timeout_ms;
     m->latency_ms = wall_ms;
     return 0;
 }
@@ -525,6 +579,7 @@ static void end_trace(struct trace_run *tr)
 {
     atr_browse_free(tr->browse);
     atr_netlog_free(tr->nl);
+    atr_buf_release(&tr->snap_html);
     atr_ctl_totals_release(&tr->ctl_step);
     if (tr->have_group)
         atr_cg_remove(&tr->rp->host, &tr->group, NULL);
@@ -652,6 +707,42 @@ static void put_measured(struct atr_jw *w, const struct atr_step_metrics *m)
     }
 }
 
+/* What restoring the step's DOM came to, and what could not be restored,
+ * in words (docs/browser.md). */
+static void put_restore(struct atr_jw *w, const struct atr_step_metrics *m)
+{
+    if (m->snapshot)
+        atr_jw_kv_str(w, "snapshot", m->snapshot);
+    if (!m->restore)
+        return;
+    atr_jw_kv_str(w, "restore", m->restore);
+    atr_jw_kv_uint(w, "restore_resources_missing", m->restore_missing);
+    bool no_snap = strcmp(m->restore, "snapshot_missing") == 0;
+    bool no_sel = strcmp(m->restore, "selector_missing") == 0;
+    if (!no_snap && !no_sel && !m->restore_missing)
+        return;
+    char item[400];
+    atr_jw_key(w, "not_restored");
+    atr_jw_array_begin(w);
+    if (no_snap && m->snapshot && !m->snapshots_read)
+        snprintf(item, sizeof item, "snapshot %s: no trace zip to read it from "
+                 "(--browser-resources)", m->snapshot);
+    else if (no_snap && m->snapshot)
+        snprintf(item, sizeof item, "snapshot %s: not in the trace", m->snapshot);
+    else if (no_snap)
+        snprintf(item, sizeof item, "snapshot: none recorded for the step");
+    else if (no_sel)
+        snprintf(item, sizeof item, "selector %s: not in the restored snapshot", m->selector);
+    if (no_snap || no_sel)
+        atr_jw_str(w, item);
+    if (m->restore_missing) {
+        snprintf(item, sizeof item, "resource %s: not in the recording%s", m->restore_missing_url,
+                 m->restore_missing > 1 ? " (and others)" : "");
+        atr_jw_str(w, item);
+    }
+    atr_jw_array_end(w);
+}
+
 /* A browser step's own members (docs/browser.md). */
 static void put_browser(struct atr_jw *w, const struct atr_step_metrics *m)
 {
@@ -663,6 +754,8 @@ static void put_browser(struct atr_jw *w, const struct atr_step_metrics *m)
     atr_jw_kv_str(w, "outcome", m->outcome);
     if (m->error)
         atr_jw_kv_str(w, "error", m->error);
+    atr_jw_kv_int(w, "timeout_ms", m->timeout_ms);
+    put_restore(w, m);
     kv_ms(w, "page_load_ms", m->page_load_ms);
     kv_count(w, "net_served", m->net_served);
     kv_count(w, "net_unrecorded", m->net_unrecorded);

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "browser/driver.h"
 #include "runner/cgroup.h"
 #include "trace/trace.h"
 #include "util/buf.h"
@@ -38,6 +39,10 @@ struct atr_replay_opts {
     const char *workdir;        /* parent of the per-trace work directories */
     size_t max_output;          /* captured bytes per step */
     int64_t timeout_ms;         /* per step when the trace has none */
+    /* Browser steps: a fixed deadline, or 0 for the one scaled from the
+     * step's recorded duration (atr_browser_step_timeout_ms). */
+    int64_t browser_timeout_ms;
+    enum atr_restore_mode restore;   /* DOM snapshots before browser actions */
     int controller;             /* dynamic: 0 psi-poll, 1 psi-trigger */
     int interval_ms;            /* psi-poll interval */
 };
@@ -71,6 +76,12 @@ struct atr_step_metrics {
     bool browser;
     const char *action, *selector, *url;
     const char *outcome;        /* ok, noop, failed, no_match, unsupported, timeout, crashed */
+    int64_t timeout_ms;         /* the deadline the action ran under */
+    const char *snapshot;       /* the DOM snapshot the step was recorded against, or NULL */
+    bool snapshots_read;        /* a trace zip was there to read it from */
+    const char *restore;        /* atr_restore_status_name, NULL when not tried */
+    uint64_t restore_missing;   /* requests of the restored page the recording lacked */
+    const char *restore_missing_url;   /* the first of them */
     const char *error;          /* why, or NULL */
     double page_load_ms;        /* navigation timing of the page, -1 */
     int64_t net_served, net_unrecorded, net_missing;
@@ -86,6 +97,17 @@ typedef int (*atr_replay_sink)(void *ctx, const struct atr_step_metrics *m,
                                struct atr_error *err);
 
 struct atr_replay;
+
+/* A browser step's deadline (docs/browser.md): fixed_ms when positive;
+ * else the step's own recorded timeout_ms; else ATR_BROWSER_TIMEOUT_K
+ * times its recorded duration, within [ATR_BROWSER_TIMEOUT_FLOOR_MS,
+ * ATR_BROWSER_TIMEOUT_CAP_MS] (the cap is Playwright's own default per
+ * action), the cap when no duration was recorded; lowered to the call's
+ * recorded params.timeout when that is less. */
+#define ATR_BROWSER_TIMEOUT_K 10
+#define ATR_BROWSER_TIMEOUT_FLOOR_MS 5000
+#define ATR_BROWSER_TIMEOUT_CAP_MS 30000
+int64_t atr_browser_step_timeout_ms(const struct atr_step *s, int64_t fixed_ms);
 
 /* Detects cgroups (mode NONE is allowed only for config none or with a
  * warning the caller prints: see atr_replay_host), sweeps the stale

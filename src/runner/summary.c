@@ -21,6 +21,7 @@ struct config_sum {
     unsigned long traces, total_steps, ran, skipped, failed, timed_out;
     unsigned long failures[ATR_CAUSE_COUNT], missing_cwd_steps;
     char *missing_cwd;          /* the first recorded cwd that was absent */
+    unsigned long restore[ATR_RESTORE_KINDS], restore_resources_missing;
     char last_trace[256];
     struct atr_samples latency;
     double cpu_ms, max_rss_mb;
@@ -33,6 +34,10 @@ struct config_sum {
 struct atr_replay_summary {
     struct config_sum c[MAX_CONFIGS];
     int n;
+};
+
+const char *const atr_restore_kinds[ATR_RESTORE_KINDS] = {
+    "live", "restored", "snapshot_missing", "selector_missing",
 };
 
 struct atr_replay_summary *atr_replay_summary_new(void)
@@ -96,6 +101,8 @@ static void measured_from(struct atr_replay_step *out, const struct atr_step_met
     out->exit_code = m->exit_code;
     out->timed_out = m->timed_out;
     out->missing_cwd = m->missing_cwd ? atr_arena_strdup(a, m->missing_cwd) : NULL;
+    out->restore = m->browser && m->restore ? atr_arena_strdup(a, m->restore) : NULL;
+    out->restore_missing = out->restore ? m->restore_missing : 0;
     if (m->ctl_adjustments < 0)
         return;     /* the line has no reaction arrays */
     out->reaction_us = line_samples(a, m->ctl_seen_us, m->ctl_samples, &out->n_reaction);
@@ -174,6 +181,10 @@ static void measured_parse(struct atr_replay_step *out, const struct atr_json *o
     const struct atr_json *to = atr_json_get(o, "timed_out");
     out->timed_out = to && to->type == ATR_JSON_TRUE;
     out->missing_cwd = atr_json_get_str(o, "missing_cwd", NULL);
+    out->restore = atr_json_get_str(o, "restore", NULL);
+    int64_t rm;
+    out->restore_missing = atr_json_get_i64(o, "restore_resources_missing", &rm) && rm > 0
+                               ? (uint64_t)rm : 0;
     out->reaction_us = samples(a, atr_json_get(o, "ctl_reaction_us"), &out->n_reaction);
     out->reaction_bound_us = samples(a, atr_json_get(o, "ctl_reaction_bound_us"),
                                      &out->n_reaction_bound);
@@ -283,6 +294,10 @@ static void add_step(struct config_sum *c, const struct atr_replay_step *st)
         if (!c->missing_cwd)
             c->missing_cwd = xstrdup(st->missing_cwd);
     }
+    for (int k = 0; st->restore && k < ATR_RESTORE_KINDS; k++)
+        if (strcmp(st->restore, atr_restore_kinds[k]) == 0)
+            c->restore[k]++;
+    c->restore_resources_missing += st->restore_missing;
 }
 
 int atr_replay_summary_add(struct atr_replay_summary *s, const struct atr_replay_step *st,
@@ -335,6 +350,8 @@ static void counts_of(const struct config_sum *c, struct atr_replay_config_summa
     memcpy(out->failures, c->failures, sizeof out->failures);
     out->missing_cwd_steps = c->missing_cwd_steps;
     out->missing_cwd = c->missing_cwd;
+    memcpy(out->restore, c->restore, sizeof out->restore);
+    out->restore_resources_missing = c->restore_resources_missing;
     out->mem_high_events_total = c->high;
     out->mem_max_events_total = c->max_events;
     out->oom_kills = c->oom;
@@ -394,6 +411,22 @@ static void put_reaction(struct atr_jw *w, const struct atr_replay_config_summar
     atr_jw_kv_fixed(w, "ctl_reaction_bound_p99_us", c->ctl_reaction_bound_p99_us, DIGITS);
 }
 
+/* browser_restore: only where a browser step tried (docs/browser.md). */
+static void put_restore(struct atr_jw *w, const struct atr_replay_config_summary *c)
+{
+    unsigned long tried = 0;
+    for (int k = 0; k < ATR_RESTORE_KINDS; k++)
+        tried += c->restore[k];
+    if (!tried)
+        return;
+    atr_jw_key(w, "browser_restore");
+    atr_jw_object_begin(w);
+    for (int k = 0; k < ATR_RESTORE_KINDS; k++)
+        atr_jw_kv_uint(w, atr_restore_kinds[k], c->restore[k]);
+    atr_jw_kv_uint(w, "resources_missing", c->restore_resources_missing);
+    atr_jw_object_end(w);
+}
+
 /* Figures with 3 decimals; NaN (a percentile of no samples) is null. */
 static void put_config(struct atr_jw *w, const struct atr_replay_config_summary *c)
 {
@@ -401,6 +434,7 @@ static void put_config(struct atr_jw *w, const struct atr_replay_config_summary 
     atr_jw_kv_str(w, "config", c->config);
     put_counts(w, c);
     put_failures(w, c);
+    put_restore(w, c);
     atr_jw_kv_fixed(w, "latency_p50_ms", c->latency_p50_ms, DIGITS);
     atr_jw_kv_fixed(w, "latency_p95_ms", c->latency_p95_ms, DIGITS);
     atr_jw_kv_fixed(w, "latency_p99_ms", c->latency_p99_ms, DIGITS);

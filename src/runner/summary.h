@@ -31,6 +31,8 @@ struct atr_replay_step {
     int exit_code;                  /* nonzero: failed (-1: unknown) */
     bool timed_out;
     const char *missing_cwd;        /* the recorded cwd the replay lacked, or NULL */
+    const char *restore;            /* a browser step's DOM restore (driver.h), or NULL */
+    uint64_t restore_missing;       /* resources its restored page lacked */
     /* dynamic: reaction times (us), condition seen -> limit written, and
      * its bound; negative samples are not counted. */
     const double *reaction_us, *reaction_bound_us;
@@ -64,6 +66,10 @@ const char *atr_replay_cause_key(enum atr_replay_cause c);
 /* The cause of st, or ATR_CAUSE_COUNT when it did not fail (or was skipped). */
 enum atr_replay_cause atr_replay_step_cause(const struct atr_replay_step *st);
 
+/* The restore outcomes a summary counts, in this order. */
+#define ATR_RESTORE_KINDS 4
+extern const char *const atr_restore_kinds[ATR_RESTORE_KINDS];
+
 /* One configuration's figures as summary.json writes them: rounded to its
  * 3 decimals, NaN where it writes null (a percentile of no samples). */
 struct atr_replay_config_summary {
@@ -73,6 +79,11 @@ struct atr_replay_config_summary {
     unsigned long failures[ATR_CAUSE_COUNT];   /* failed_steps by cause */
     unsigned long missing_cwd_steps;   /* steps whose recorded cwd was absent */
     const char *missing_cwd;        /* the first such cwd, or NULL (owned by the summary) */
+    /* Browser steps by what restoring their DOM came to (docs/browser.md):
+     * live, restored, snapshot_missing, selector_missing; and the resources
+     * restored pages lacked. All 0 when no step tried. */
+    unsigned long restore[ATR_RESTORE_KINDS];
+    unsigned long restore_resources_missing;
     double latency_p50_ms, latency_p95_ms, latency_p99_ms, latency_max_ms;
     double cpu_ms_total, max_rss_mb;
     int64_t mem_high_events_total, mem_max_events_total, oom_kills;

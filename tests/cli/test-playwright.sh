@@ -8,6 +8,11 @@ check "playwright v4 library steps only" "grep -q '\"steps_from\":\"library\"' '
 ok "playwright v6" "$ATR" convert -q "$REAL/playwright/test-trace1.zip" -o "$PW_T/pw2.ndjson"
 ok "playwright v6 validates" "$ATR" validate "$PW_T/pw2.ndjson"
 check "playwright v6 goto" "grep -q '\"action\":\"page.goto\",\"url\":\"https://playwright.dev/\",\"t_ms\":111,\"dur_ms\":663,\"exit_code\":0' '$PW_T/pw2.ndjson'"
+# The DOM snapshot each call was recorded against is named (v4-v6
+# beforeSnapshot; v7+ "before@<callId>"), its content stays in the zip.
+check "playwright v6 names the goto's snapshot" "grep -q '\"method\":\"goto\",\"snapshot\":\"before@call@11\"' '$PW_T/pw2.ndjson'"
+ok "playwright v10 with snapshots" "$ATR" convert -q "$DATA/browser/restore.zip" -o "$PW_T/pw4.ndjson"
+check "playwright v10 snapshot names from callIds, no page content" "grep -q '\"method\":\"fill\",\"snapshot\":\"before@cwnp@13\"' '$PW_T/pw4.ndjson' && ! grep -q 'Sign up' '$PW_T/pw4.ndjson'"
 golden "playwright golden" "$DATA/playwright/trace-1.37.golden.ndjson" \
     "$ATR" convert -q "$DATA/playwright/trace-1.37.zip" -o -
 ok "playwright stdin" sh -c "'$ATR' convert -q - -o '$PW_T/pw3.ndjson' <'$DATA/playwright/test-trace1.zip'"

@@ -9,7 +9,10 @@
  * url = params.url, t_ms = startTime relative to the first call, dur_ms =
  * endTime - startTime, exit_code 1 when the after event has an error. A
  * call without its after event (trace cut short) keeps dur_ms/exit_code
- * unset.
+ * unset. extra.snapshot names the DOM snapshot taken before the call
+ * (beforeSnapshot; v7+ "before@<callId>" when the archive has
+ * frame-snapshot events): a name only, the replay reads the snapshot
+ * from the archive (browser/snapshot.h).
  *
  * A test run records the same calls twice: in the library's trace
  * ("trace.trace", "0-trace.trace": real page actions with selectors) and
@@ -38,6 +41,7 @@
 /* One API call of the trace, in r->scratch until it becomes a step. */
 struct pw_call {
     const char *call_id, *action, *klass, *method, *selector, *url, *parent_id;
+    const char *snapshot;     /* the DOM snapshot taken before it (beforeSnapshot), or NULL */
     struct atr_json *params;  /* only with keep_content */
     double start, end;
     bool has_end, failed, runner;
@@ -53,6 +57,7 @@ struct pw_ctx {
     size_t *slots;            /* callId -> index + 1, open addressing, this member only */
     size_t cap_slots, n_slots;
     bool have_meta;
+    bool have_snapshots;      /* the archive holds frame-snapshot events */
     /* the member being read */
     const char *member;
     unsigned long line;
@@ -216,6 +221,7 @@ static int on_before(struct pw_ctx *c, const struct atr_json *ev)
     call->method = opt_str(c, ev, "method");
     call->parent_id = opt_str(c, ev, "parentId");
     call->action = call_action(c, ev, call);
+    call->snapshot = opt_str(c, ev, "beforeSnapshot");
     struct atr_json *params = atr_json_get(ev, "params");
     if (atr_json_is(params, ATR_JSON_OBJECT)) {
         call->selector = opt_str(c, params, "selector");
@@ -271,6 +277,8 @@ static int on_line(struct pw_ctx *c, struct atr_arena *a, const char *text, size
         return on_before(c, ev);
     else if (strcmp(type, "after") == 0)
         return on_after(c, ev);
+    else if (strcmp(type, "frame-snapshot") == 0)
+        c->have_snapshots = true;
     return 0;   /* log, event, frame-snapshot, screencast-frame, ...: not steps */
 }
 
@@ -418,13 +426,16 @@ static void put_str(struct atr_trace *t, struct atr_json *x, const char *key, co
 }
 
 /* extra: the protocol class/method (a replayer's real call), the parent
- * step of runner steps, and the params with keep_content. */
+ * step of runner steps, the name of the DOM snapshot taken before the
+ * call (a name, no content: the replay reads the snapshot itself from the
+ * archive, docs/browser.md), and the params with keep_content. */
 static struct atr_json *call_extra(struct atr_trace *t, const struct pw_call *call)
 {
     struct atr_json *x = atr_json_new(&t->arena, ATR_JSON_OBJECT);
     put_str(t, x, "class", call->klass);
     put_str(t, x, "method", call->method);
     put_str(t, x, "parent_id", call->parent_id);
+    put_str(t, x, "snapshot", call->snapshot);
     if (call->params)
         atr_json_append(&t->arena, x, "params", atr_json_copy(&t->arena, call->params));
     return x->u.kids.count ? x : NULL;
@@ -458,6 +469,12 @@ static void emit_steps(struct pw_ctx *c)
     if (n == 0)
         return;   /* an archive without calls is a trace without steps */
     qsort(c->calls, n, sizeof *c->calls, cmp_calls);
+    /* v7+ names no snapshot in the call: its events say "phase":"before"
+     * and the callId, which snapshot.h names "before@<callId>". */
+    for (size_t k = 0; k < n && c->have_snapshots; k++)
+        if (!c->calls[k].snapshot)
+            c->calls[k].snapshot = atr_arena_printf(&c->r->scratch, "before@%s",
+                                                    c->calls[k].call_id);
     for (size_t k = 0; k < n; k++)
         add_step(c->t, &c->calls[k], c->calls[0].start);
     atr_trace_meta_set_str(c->t, "steps_from", have_library ? "library" : "test-runner");
