@@ -78,8 +78,8 @@ echo '{"hello": 1}' >bad5/x.json
 fails bench-bad-json 1 '^atr: bad1/e206b543_human_result\.json:[0-9]+:[0-9]+: ' "$ATR" bench report bad1
 fails bench-bad-status 1 '^atr: bad2/e206b543_human_result\.json:6:13: expected status success, error or timeout$' "$ATR" bench report bad2
 fails bench-bad-metrics 1 'e206b543_human_result\.json:[0-9]+:[0-9]+: expected an object as "metrics"$' "$ATR" bench report bad3
-fails bench-bad-jsonl-line 1 '^atr: bad4/runs\.jsonl:2:[0-9]+: expected a number as "completed"$' "$ATR" bench report bad4
-fails bench-not-result 1 '^atr: bad5/x\.json:1:1: expected a result' "$ATR" bench report bad5
+fails bench-bad-jsonl-line 1 '^atr: bad4/runs\.jsonl:2:[0-9]+: expected a number for "completed", found string$' "$ATR" bench report bad4
+fails bench-not-result 1 '^atr: bad5/x\.json:1:1: expected a benchmark result' "$ATR" bench report bad5
 fails bench-no-results 1 'empty: no result files' "$ATR" bench report empty
 fails bench-missing-dir 1 'nosuch: cannot read the folder' "$ATR" bench report nosuch
 fails bench-bad-after-good 1 'bad1/' "$ATR" bench report -o "$T/never.md" bench/iso-bench bad1

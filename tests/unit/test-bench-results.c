@@ -110,10 +110,10 @@ static void test_errors(void **state)
     assert_int_equal(add(&s, "a.json", "{\"status\": \"success\",\n \"outcome\": \"fine\"}", &err), -1);
     assert_string_equal(err.msg, "a.json:2:13: expected a known outcome (docs/bench.md)");
     assert_int_equal(add(&s, "a.json", "[1]", &err), -1);
-    assert_string_equal(err.msg, "a.json:1:1: expected a result object");
-    assert_int_equal(add(&s, "a.json", "{\"status\": \"success\", \"metrics\": {\"ttft_p99_ms\": \"9\"}}",
+    assert_string_equal(err.msg, "a.json:1:1: expected a result object, found array");
+    assert_int_equal(add(&s, "a.json", "{\"status\": \"success\", \"metrics\": {\"ttft_p99_ms\": \"9x\"}}",
                          &err), -1);
-    assert_string_equal(err.msg, "a.json:1:50: expected a number as \"ttft_p99_ms\"");
+    assert_string_equal(err.msg, "a.json:1:50: expected a number for \"ttft_p99_ms\", found string");
     /* all or nothing: the good first line is not kept */
     assert_int_equal(add(&s, "r.jsonl", "{\"backend\": \"sglang\"}\n\n{\"backend\": 1,", &err), -1);
     assert_string_equal(err.msg, "r.jsonl:3:15: expected string key after ',', found end of input");
