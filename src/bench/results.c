@@ -3,6 +3,7 @@
  * wrote a file is told by its keys, and failures found in the wild are
  * mapped to one outcome by their status and error text. */
 #include <dirent.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -535,11 +536,26 @@ static int by_name(const void *x, const void *y)
     return strcmp(*(char *const *)x, *(char *const *)y);
 }
 
+int atr_bench_read_path(struct atr_bench_set *s, const char *path, struct atr_error *err)
+{
+    struct stat st;
+    if (stat(path, &st) < 0)
+        return atr_error_set(err, "%s: %s", path,
+                             errno == ENOENT ? "no such result file or folder" : strerror(errno));
+    if (S_ISDIR(st.st_mode))
+        return atr_bench_read_dir(s, path, err);
+    if (S_ISREG(st.st_mode))
+        return atr_bench_read_file(s, path, err);
+    return atr_error_set(err, "%s: expected a result folder or a result file", path);
+}
+
 int atr_bench_read_dir(struct atr_bench_set *s, const char *dir, struct atr_error *err)
 {
     DIR *d = opendir(dir);
     if (!d)
-        return atr_error_set(err, "%s: cannot read the folder", dir);
+        return atr_error_set(err, "%s: cannot read the folder: %s", dir,
+                             errno == ENOTDIR ? "not a folder (give a result folder or file)"
+                                              : strerror(errno));
     char **names = NULL;
     size_t n = 0;
     for (struct dirent *e; (e = readdir(d));)

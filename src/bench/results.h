@@ -81,6 +81,11 @@ int atr_bench_read_file(struct atr_bench_set *s, const char *path, struct atr_er
  * through that; otherwise it is an error. */
 int atr_bench_read_dir(struct atr_bench_set *s, const char *dir, struct atr_error *err);
 
+/* A folder as atr_bench_read_dir reads it, or one result file (so a single
+ * `results/<commit8>_<variant>_result.json` can be given); a missing path
+ * is "PATH: no such result file or folder". */
+int atr_bench_read_path(struct atr_bench_set *s, const char *path, struct atr_error *err);
+
 void atr_bench_set_release(struct atr_bench_set *s);
 
 /* Does text say the process ran out of memory (a CUDA or torch OOM line,
