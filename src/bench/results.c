@@ -355,6 +355,10 @@ static const char *other_atr_file(const struct atr_json *o)
         return "a trace, not a result (`atr sim run` or `atr replay llm` make results of it)";
     if (atr_json_get(o, "configs") && atr_json_get(o, "backend"))
         return "a tool replay summary (`atr report DIR` shows the folder of `atr replay tools`)";
+    if (atr_json_get(o, "step_id") && atr_json_get(o, "latency_ms"))
+        return "a tool replay step (metrics.jsonl: `atr report DIR` shows the folder)";
+    if (atr_json_get(o, "success") && (atr_json_get(o, "e2el_ms") || atr_json_get(o, "e2el_us")))
+        return "a request record (--requests-out: `atr report` reads it)";
     return NULL;
 }
 

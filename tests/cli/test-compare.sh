@@ -83,6 +83,8 @@ golden compare-mixed "$C/golden-mixed.md" "$ATR" compare cmp/atr-h100-naive.json
 "$ATR" sweep -q --generate 4:64:8 --target sim:h100/llama-3.1-8b --rates 1 -o sweep.json
 fails compare-sweep 1 '^atr: sweep\.json:1:1: expected a benchmark result, found an atr sweep result \(atr-sweep/1: `atr report` charts it\)$' "$ATR" compare sweep.json
 fails compare-replay-summary 1 '^atr: .*/report/replay/summary\.json:1:1: expected a benchmark result, found a tool replay summary' "$ATR" compare "$DATA/report/replay/summary.json"
+"$ATR" sim run -q "$DATA/atr/small.ndjson" --profile h100/llama-3.1-8b --requests-out req.ndjson >/dev/null
+fails compare-requests 1 '^atr: req\.ndjson:1:1: expected a benchmark result, found a request record \(--requests-out: `atr report` reads it\)$' "$ATR" compare req.ndjson
 fails compare-trace 1 '^atr: .*/atr/small\.ndjson:1:1: expected a benchmark result, found a trace, not a result' "$ATR" compare "$DATA/atr/small.ndjson"
 
 # --run: simulate the policies, then the table alone.

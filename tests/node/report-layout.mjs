@@ -57,9 +57,9 @@ try {
     const items = [...f.querySelectorAll(".legend .legend-item")];
     return {
       legend: items.map((i) => i.textContent),
-      keysDashedAsLabelled: items.every((i) => {
-        const dash = getComputedStyle(i.querySelector("svg.line-key line")).strokeDasharray;
-        return /p99$/.test(i.textContent) === (dash !== "none");
+      keysDashedAsLabelled: items.length > 0 && items.every((i) => {
+        const key = i.querySelector("svg.line-key line");      /* a swatch of the curve */
+        return key && /p99$/.test(i.textContent) === (getComputedStyle(key).strokeDasharray !== "none");
       }),
       curveContrast: [...f.querySelectorAll("svg path.curve")]
         .map((p) => contrast(getComputedStyle(p).stroke)),
