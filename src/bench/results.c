@@ -478,7 +478,10 @@ static const char *first_line(const char *text, size_t len, size_t *n, size_t *l
     for (const char *p = text, *end = text + len; p < end;) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         const char *e = nl ? nl : end;
-        if (strspn(p, " \t\r") < (size_t)(e - p) && (*lines)++ == 0)
+        const char *q = p;
+        while (q < e && (*q == ' ' || *q == '\t' || *q == '\r'))
+            q++;
+        if (q < e && (*lines)++ == 0)
             first = p, *n = (size_t)(e - p);
         p = e + 1;
     }
