@@ -347,8 +347,6 @@ static const char *other_atr_file(const struct atr_json *o)
 {
     const char *f = atr_json_get_str(o, "format", NULL);
     f = f ? f : "";
-    if (strcmp(f, "atr-sweep/1") == 0)
-        return "an atr sweep result (atr-sweep/1: `atr report` charts it)";
     if (strncmp(f, "atr-router", 10) == 0)
         return "an atr router file (`atr report` shows it in its Router lab)";
     if (strcmp(f, "atr-trace/1") == 0 || atr_json_get(o, "steps"))
@@ -362,13 +360,19 @@ static const char *other_atr_file(const struct atr_json *o)
     return NULL;
 }
 
-static int read_object(const struct ctx *c, const struct atr_json *o, struct atr_bench_result *r)
+/* Every figure absent. */
+static void result_init(struct atr_bench_result *r)
 {
     *r = (struct atr_bench_result){
         .req_s = NAN, .tok_s = NAN, .ttft_mean_ms = NAN, .ttft_p50_ms = NAN, .ttft_p99_ms = NAN,
         .tpot_p99_ms = NAN, .e2el_mean_ms = NAN, .e2el_p50_ms = NAN, .e2el_p99_ms = NAN,
         .prefix_hit_rate = NAN, .session_mean_ms = NAN, .session_p50_ms = NAN,
         .session_p99_ms = NAN};
+}
+
+static int read_object(const struct ctx *c, const struct atr_json *o, struct atr_bench_result *r)
+{
+    result_init(r);
     if (o->type != ATR_JSON_OBJECT) {
         char what[64];
         snprintf(what, sizeof what, "expected a result object, found %s",
@@ -422,7 +426,85 @@ static bool is_jsonl(const char *name)
     return false;
 }
 
-/* Parses one document at file line `line` (JSONL) and adds its result. */
+/* ---- `atr sweep` results: one result per run ---- */
+
+static bool is_sweep(const struct atr_json *o)
+{
+    const char *f = atr_json_is(o, ATR_JSON_OBJECT) ? atr_json_get_str(o, "format", NULL) : NULL;
+    return f && strcmp(f, "atr-sweep/1") == 0;
+}
+
+/* One latency of a sweep run's metrics: {"mean", "median", "p99", ...}. */
+static int sweep_latency(const struct ctx *c, const struct atr_json *m, const char *key,
+                         double *mean, double *median, double *p99)
+{
+    const struct atr_json *l = atr_json_get(m, key);
+    if (!l || l->type == ATR_JSON_NULL)
+        return 0;
+    if (l->type != ATR_JSON_OBJECT)
+        return bad(c, l, "expected an object of percentiles in a sweep run");
+    double ignored;
+    return num(c, l, "mean", mean ? mean : &ignored)
+        || num(c, l, "median", median ? median : &ignored) || num(c, l, "p99", p99) ? -1 : 0;
+}
+
+/* One run of a sweep: its figures, named "run K: KIND[ RATE /s]" after the
+ * sweep's policy, if any, so runs sort in the order they ran. */
+static int sweep_run(const struct ctx *c, const struct atr_json *run, unsigned long k,
+                     const char *policy, struct atr_bench_result *r)
+{
+    if (!atr_json_is(run, ATR_JSON_OBJECT))
+        return bad(c, run, "expected an object as each of a sweep's \"runs\"");
+    const struct atr_json *m = atr_json_get(run, "metrics");
+    double rate, completed;
+    if (num(c, run, "rate", &rate) || num(c, m, "request_throughput", &r->req_s)
+        || num(c, m, "output_throughput", &r->tok_s) || num(c, m, "completed", &completed)
+        || sweep_latency(c, m, "ttft_ms", &r->ttft_mean_ms, &r->ttft_p50_ms, &r->ttft_p99_ms)
+        || sweep_latency(c, m, "tpot_ms", NULL, NULL, &r->tpot_p99_ms)
+        || sweep_latency(c, m, "e2el_ms", &r->e2el_mean_ms, &r->e2el_p50_ms, &r->e2el_p99_ms))
+        return -1;
+    const char *kind = get_str(run, "kind");
+    char rate_text[48] = "";
+    if (!isnan(rate))
+        snprintf(rate_text, sizeof rate_text, " %.3f /s", rate);
+    r->policy = xasprintf("%s%srun %lu: %s%s", policy ? policy : "", policy ? " " : "", k,
+                          kind ? kind : "run", rate_text);
+    r->has_latency = !isnan(r->ttft_p99_ms) || !isnan(r->tpot_p99_ms);
+    if (!(completed > 0)) {
+        r->status = ATR_BENCH_ERROR;
+        r->outcome = ATR_BENCH_NO_METRICS;
+        r->error = xstrdup("no request completed");
+    }
+    return 0;
+}
+
+/* Adds a result per run of the sweep o (all or nothing, as the caller's
+ * text is). */
+static int read_sweep(struct atr_bench_set *s, const struct ctx *c, const struct atr_json *o,
+                      const char *file)
+{
+    const struct atr_json *runs = atr_json_get(o, "runs");
+    if (!atr_json_is(runs, ATR_JSON_ARRAY) || !runs->u.kids.first)
+        return bad(c, o, "expected \"runs\", an array of runs, in an atr-sweep/1 result");
+    const char *target = get_str(o, "target"), *policy = get_str(o, "policy");
+    unsigned long k = 1;
+    for (const struct atr_json *run = runs->u.kids.first; run; run = run->next, k++) {
+        struct atr_bench_result r;
+        result_init(&r);
+        if (sweep_run(c, run, k, policy, &r) < 0) {
+            result_free(&r);
+            return -1;
+        }
+        r.kind = "atr";
+        r.file = xstrdup(file);
+        r.target = xstrdup(target ? target : "unknown");
+        push(s, &r);
+    }
+    return 0;
+}
+
+/* Parses one document at file line `line` (JSONL) and adds its result (a
+ * result per run of a sweep). */
 static int add_doc(struct atr_bench_set *s, const struct ctx *c, struct atr_arena *a,
                    const char *p, size_t len, unsigned long line, const char *file)
 {
@@ -434,6 +516,8 @@ static int add_doc(struct atr_bench_set *s, const struct ctx *c, struct atr_aren
     struct atr_bench_result r;
     struct ctx lc = *c;
     lc.line0 = line;
+    if (is_sweep(root))
+        return read_sweep(s, &lc, root, file);
     if (read_object(&lc, root, &r) < 0) {
         result_free(&r);
         return -1;

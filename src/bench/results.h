@@ -4,8 +4,9 @@
  * same fields without `outcome`: status and error text are mapped to one),
  * vLLM's --save-result JSON, atr's (`atr sim run` / `atr replay llm
  * --save-result`: vLLM's keys plus an "atr" object) and SGLang's
- * bench_serving JSONL. Other atr files (sweep results, router files,
- * traces, tool replay summaries) are refused with a message naming them.
+ * bench_serving JSONL, and `atr sweep` results (atr-sweep/1: a result per
+ * run). Other atr files (router files, traces, tool replay summaries and
+ * steps, request records) are refused with a message naming them.
  *
  * Memory: an atr_bench_set owns its results and every string in them
  * (copied); atr_bench_set_release frees them all. Nothing prints. */

@@ -229,7 +229,8 @@ static int cmp_key(const void *pa, const void *pb)
         return a->group < b->group ? -1 : 1;
     if (a->rank != b->rank)
         return a->rank < b->rank ? -1 : 1;
-    int byname = a->rank == policy_rank("") ? strcmp(a->row.policy, b->row.policy) : 0;
+    /* numbers in names by value: a sweep's "run 2: ..." before "run 10: ..." */
+    int byname = a->rank == policy_rank("") ? strverscmp(a->row.policy, b->row.policy) : 0;
     if (byname)
         return byname;
     return a->seq < b->seq ? -1 : a->seq > b->seq;

@@ -79,9 +79,14 @@ golden compare-bench-json "$C/golden-bench.json" "$ATR" compare --json $BENCH
 golden compare-mixed "$C/golden-mixed.md" "$ATR" compare cmp/atr-h100-naive.json cmp/vllm/naive.json \
     cmp/sglang/naive.jsonl cmp/nv-action__serving_llama8B_tp1_1.json $BENCH
 
+# an `atr sweep` result: a row per run, in the order they ran (run 10,
+# a bisection step, after run 9)
+"$ATR" sweep -q --generate 8:64:8 --target sim:h100/llama-3.1-8b --rates 3 \
+    --slo ttft_p99=22ms -o sweep.json
+golden compare-sweep "$C/golden-sweep.md" "$ATR" compare sweep.json
+check compare-sweep-runs "python3 -c \"import json; n=len(json.load(open('sweep.json'))['runs']); assert n >= 10, n\""
+
 # other atr files: refused, naming what they are
-"$ATR" sweep -q --generate 4:64:8 --target sim:h100/llama-3.1-8b --rates 1 -o sweep.json
-fails compare-sweep 1 '^atr: sweep\.json:1:1: expected a benchmark result, found an atr sweep result \(atr-sweep/1: `atr report` charts it\)$' "$ATR" compare sweep.json
 fails compare-replay-summary 1 '^atr: .*/report/replay/summary\.json:1:1: expected a benchmark result, found a tool replay summary' "$ATR" compare "$DATA/report/replay/summary.json"
 "$ATR" sim run -q "$DATA/atr/small.ndjson" --profile h100/llama-3.1-8b --requests-out req.ndjson >/dev/null
 fails compare-requests 1 '^atr: req\.ndjson:1:1: expected a benchmark result, found a request record \(--requests-out: `atr report` reads it\)$' "$ATR" compare req.ndjson

@@ -172,7 +172,7 @@ static void test_errors(void **state)
     expect_error("[{\"mean_ttft_ms\": 1}]", "f.json:1:1: expected a result object, found array");
     expect_error("\n  {\"hello\": 1}", "f.json:2:3: expected a benchmark result: vLLM's");
     expect_error("{\"format\": \"atr-sweep/1\", \"runs\": []}",
-                 "f.json:1:1: expected a benchmark result, found an atr sweep result");
+                 "f.json:1:1: expected \"runs\", an array of runs, in an atr-sweep/1 result");
     expect_error("{\"mean_ttft_ms\": {}}",
                  "f.json:1:18: expected a number for \"mean_ttft_ms\", found object");
     expect_error("{\"mean_ttft_ms\": 1, \"atr\": {\"prefix_cache_hit_rate\": true}}",
