@@ -1,8 +1,11 @@
-/* results.c - reading benchmark result files (results.h): which tool wrote
- * a file is told by its keys, and failures found in the wild are mapped to
- * one outcome by their status and error text. */
+/* results.c - reading benchmark result files (results.h), the one reader
+ * `atr bench report`, `atr compare` and `atr report` share: which tool
+ * wrote a file is told by its keys, and failures found in the wild are
+ * mapped to one outcome by their status and error text. */
 #include <dirent.h>
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -39,6 +42,8 @@ static void result_free(struct atr_bench_result *r)
     free(r->variant);
     free(r->agent);
     free(r->error);
+    free(r->target);
+    free(r->policy);
 }
 
 void atr_bench_set_release(struct atr_bench_set *s)
@@ -67,17 +72,41 @@ static int bad(const struct ctx *c, const struct atr_json *at, const char *what)
     return atr_error_at(c->err, c->name, line_of(c, at), at->col, "%s", what);
 }
 
+/* A number as vLLM and SGLang may write it: a JSON number, a bare
+ * Infinity/NaN, or a string like "inf" (request_rate). */
+static bool as_number(const struct atr_json *v, double *out)
+{
+    if (v->type == ATR_JSON_NUMBER) {
+        *out = v->u.num;
+        return true;
+    }
+    if (v->type != ATR_JSON_STRING || v->u.str.len == 0)
+        return false;
+    char *end;
+    *out = strtod(v->u.str.s, &end);
+    return *end == '\0' && end != v->u.str.s;
+}
+
 /* A figure: absent or null is NAN; any other non-number is an error. */
 static int num(const struct ctx *c, const struct atr_json *obj, const char *key, double *out)
 {
     const struct atr_json *v = atr_json_get(obj, key);
     *out = NAN;
-    if (!v || v->type == ATR_JSON_NULL)
+    if (!v || v->type == ATR_JSON_NULL || as_number(v, out))
         return 0;
-    if (v->type != ATR_JSON_NUMBER)
-        return atr_error_at(c->err, c->name, line_of(c, v), v->col,
-                            "expected a number as \"%s\"", key);
-    *out = v->u.num;
+    return atr_error_at(c->err, c->name, line_of(c, v), v->col,
+                        "expected a number for \"%s\", found %s", key,
+                        atr_json_type_name(v->type));
+}
+
+/* The first of keys present (the formats name one figure differently). */
+static int num_of(const struct ctx *c, const struct atr_json *obj, const char *const *keys,
+                  double *out)
+{
+    *out = NAN;
+    for (; *keys && isnan(*out); keys++)
+        if (num(c, obj, *keys, out) < 0)
+            return -1;
     return 0;
 }
 
@@ -187,8 +216,13 @@ static int read_iso(const struct ctx *c, const struct atr_json *o, struct atr_be
     r->has_latency = has_latency(m, iso_latency);
     return num(c, m, "request_throughput_req_s", &r->req_s)
         || num(c, m, "output_token_throughput_tok_s", &r->tok_s)
+        || num(c, m, "ttft_mean_ms", &r->ttft_mean_ms)
+        || num(c, m, "ttft_median_ms", &r->ttft_p50_ms)
         || num(c, m, "ttft_p99_ms", &r->ttft_p99_ms)
-        || num(c, m, "tpot_p99_ms", &r->tpot_p99_ms) ? -1 : 0;
+        || num(c, m, "tpot_p99_ms", &r->tpot_p99_ms)
+        || num(c, m, "e2el_mean_ms", &r->e2el_mean_ms)
+        || num(c, m, "e2el_median_ms", &r->e2el_p50_ms)
+        || num(c, m, "e2el_p99_ms", &r->e2el_p99_ms) ? -1 : 0;
 }
 
 static const char *const vllm_latency[] = {
@@ -196,15 +230,74 @@ static const char *const vllm_latency[] = {
     "p99_tpot_ms", NULL,
 };
 
-/* vLLM's --save-result and SGLang's bench_serving: flat figures; a run
- * that completed no request is no_metrics. */
+/* Key names of one figure in the serving formats, first found wins. */
+static const char *const k_ttft_mean[] = {"mean_ttft_ms", NULL};
+static const char *const k_ttft_p50[] = {"median_ttft_ms", "p50_ttft_ms", NULL};
+static const char *const k_e2el_mean[] = {"mean_e2el_ms", "mean_e2e_latency_ms", NULL};
+static const char *const k_e2el_p50[] = {"median_e2el_ms", "median_e2e_latency_ms",
+                                         "p50_e2el_ms", "p50_e2e_latency_ms", NULL};
+static const char *const k_e2el_p99[] = {"p99_e2el_ms", "p99_e2e_latency_ms", NULL};
+
+static const char *get_str(const struct atr_json *o, const char *key)
+{
+    const char *v = atr_json_get_str(o, key, NULL);
+    return v && *v ? v : NULL;
+}
+
+/* atr.target; else "sim:" + atr.engine.profile; else BACKEND:MODEL. */
+static char *target_of(const struct atr_json *o, const struct atr_json *atr)
+{
+    const char *t = get_str(atr, "target");
+    if (t)
+        return xstrdup(t);
+    const char *profile = get_str(atr_json_get(atr, "engine"), "profile");
+    if (profile)
+        return xasprintf("sim:%s", profile);
+    const char *backend = get_str(o, "backend"), *model = get_str(o, "model_id");
+    if (!model)
+        model = get_str(o, "model");
+    if (backend && model)
+        return xasprintf("%s:%s", backend, model);
+    return xstrdup(backend ? backend : model ? model : "unknown");
+}
+
+/* atr's own block of its --save-result: the target, the policy, the prefix
+ * hit rate and, for multi-turn workloads, session completion. */
+static int read_atr_block(const struct ctx *c, const struct atr_json *o,
+                          struct atr_bench_result *r)
+{
+    const struct atr_json *atr = atr_json_get(o, "atr");
+    if (!atr_json_is(atr, ATR_JSON_OBJECT))
+        atr = NULL;
+    r->target = target_of(o, atr);
+    if (!atr)
+        return 0;
+    r->kind = "atr";
+    const char *policy = get_str(atr, "policy");
+    r->policy = policy ? xstrdup(policy) : NULL;
+    if (num(c, atr, "prefix_cache_hit_rate", &r->prefix_hit_rate) < 0)
+        return -1;
+    const struct atr_json *ses = atr_json_get(atr, "sessions");
+    if (!atr_json_is(ses, ATR_JSON_OBJECT))
+        return 0;
+    return num(c, ses, "mean_completion_ms", &r->session_mean_ms)
+        || num(c, ses, "median_completion_ms", &r->session_p50_ms)
+        || num(c, ses, "p99_completion_ms", &r->session_p99_ms) ? -1 : 0;
+}
+
+/* vLLM's --save-result (and atr's, the same keys plus an "atr" block) and
+ * SGLang's bench_serving: flat figures; a run that completed no request is
+ * no_metrics. */
 static int read_serving(const struct ctx *c, const struct atr_json *o, struct atr_bench_result *r)
 {
     double completed, duration;
     if (str(c, o, "model_id", &r->model) || num(c, o, "completed", &completed)
         || num(c, o, "duration", &duration) || num(c, o, "request_throughput", &r->req_s)
         || num(c, o, "output_throughput", &r->tok_s) || num(c, o, "p99_ttft_ms", &r->ttft_p99_ms)
-        || num(c, o, "p99_tpot_ms", &r->tpot_p99_ms))
+        || num(c, o, "p99_tpot_ms", &r->tpot_p99_ms)
+        || num_of(c, o, k_ttft_mean, &r->ttft_mean_ms) || num_of(c, o, k_ttft_p50, &r->ttft_p50_ms)
+        || num_of(c, o, k_e2el_mean, &r->e2el_mean_ms) || num_of(c, o, k_e2el_p50, &r->e2el_p50_ms)
+        || num_of(c, o, k_e2el_p99, &r->e2el_p99_ms) || read_atr_block(c, o, r))
         return -1;
     if (isnan(r->req_s) && completed > 0 && duration > 0)
         r->req_s = completed / duration;     /* older SGLang writes no request_throughput */
@@ -234,21 +327,76 @@ static void name_parts(const char *file, struct atr_bench_result *r)
         r->agent = xstrndup(a + 1, (size_t)(end - a - 1));
 }
 
+/* Keys any serving result has one of. */
+static const char *const serving_keys[] = {
+    "backend", "model_id", "request_throughput", "output_throughput", "mean_ttft_ms",
+    "median_ttft_ms", "mean_e2el_ms", "mean_e2e_latency_ms", "median_e2e_latency_ms", NULL,
+};
+
+static bool has_any(const struct atr_json *o, const char *const *keys)
+{
+    for (; *keys; keys++)
+        if (atr_json_get(o, *keys))
+            return true;
+    return false;
+}
+
+/* What other atr files are, for the message when one is given as a
+ * result: NULL when o is none of them. */
+static const char *other_atr_file(const struct atr_json *o)
+{
+    const char *f = atr_json_get_str(o, "format", NULL);
+    f = f ? f : "";
+    if (strncmp(f, "atr-router", 10) == 0)
+        return "an atr router file (`atr report` shows it in its Router lab)";
+    if (strcmp(f, "atr-trace/1") == 0 || atr_json_get(o, "steps"))
+        return "a trace, not a result (`atr sim run` or `atr replay llm` make results of it)";
+    if (atr_json_get(o, "configs") && atr_json_get(o, "backend"))
+        return "a tool replay summary (`atr report DIR` shows the folder of `atr replay tools`)";
+    if (atr_json_get(o, "step_id") && atr_json_get(o, "latency_ms"))
+        return "a tool replay step (metrics.jsonl: `atr report DIR` shows the folder)";
+    if (atr_json_get(o, "success") && (atr_json_get(o, "e2el_ms") || atr_json_get(o, "e2el_us")))
+        return "a request record (--requests-out: `atr report` reads it)";
+    return NULL;
+}
+
+/* Every figure absent. */
+static void result_init(struct atr_bench_result *r)
+{
+    *r = (struct atr_bench_result){
+        .req_s = NAN, .tok_s = NAN, .ttft_mean_ms = NAN, .ttft_p50_ms = NAN, .ttft_p99_ms = NAN,
+        .tpot_p99_ms = NAN, .e2el_mean_ms = NAN, .e2el_p50_ms = NAN, .e2el_p99_ms = NAN,
+        .prefix_hit_rate = NAN, .session_mean_ms = NAN, .session_p50_ms = NAN,
+        .session_p99_ms = NAN};
+}
+
 static int read_object(const struct ctx *c, const struct atr_json *o, struct atr_bench_result *r)
 {
-    *r = (struct atr_bench_result){.req_s = NAN, .tok_s = NAN, .ttft_p99_ms = NAN,
-                                   .tpot_p99_ms = NAN};
-    if (o->type != ATR_JSON_OBJECT)
-        return bad(c, o, "expected a result object");
+    result_init(r);
+    if (o->type != ATR_JSON_OBJECT) {
+        char what[64];
+        snprintf(what, sizeof what, "expected a result object, found %s",
+                 atr_json_type_name(o->type));
+        return bad(c, o, what);
+    }
     int rc;
-    const char *backend = atr_json_get_str(o, "backend", NULL);
-    if (atr_json_get(o, "status") || atr_json_get(o, "human_commit")) {
+    const char *backend = atr_json_get_str(o, "backend", NULL), *other = other_atr_file(o);
+    if (other) {
+        char what[160];
+        snprintf(what, sizeof what, "expected a benchmark result, found %s", other);
+        rc = bad(c, o, what);
+    } else if (atr_json_get(o, "status") || atr_json_get(o, "human_commit")) {
         rc = read_iso(c, o, r);
-    } else if (backend || atr_json_get(o, "model_id") || atr_json_get(o, "request_throughput")) {
-        r->kind = backend && strcmp(backend, "sglang") == 0 ? "sglang" : "vllm";
+    } else if (has_any(o, serving_keys)) {
+        bool sglang = (backend && strcmp(backend, "sglang") == 0) ||
+                      atr_json_get(o, "mean_e2e_latency_ms") ||
+                      atr_json_get(o, "median_e2e_latency_ms");
+        r->kind = sglang ? "sglang" : "vllm";
         rc = read_serving(c, o, r);
     } else {
-        rc = bad(c, o, "expected a result: ISO-Bench's \"status\", or vLLM's or SGLang's figures");
+        rc = bad(c, o, "expected a benchmark result: vLLM's, SGLang's or atr's figures "
+                       "(\"mean_ttft_ms\", \"request_throughput\", ...) or ISO-Bench's "
+                       "\"status\" and \"metrics\"");
     }
     if (rc == 0 && r->commit)
         name_parts(c->name, r);
@@ -278,7 +426,85 @@ static bool is_jsonl(const char *name)
     return false;
 }
 
-/* Parses one document at file line `line` (JSONL) and adds its result. */
+/* ---- `atr sweep` results: one result per run ---- */
+
+static bool is_sweep(const struct atr_json *o)
+{
+    const char *f = atr_json_is(o, ATR_JSON_OBJECT) ? atr_json_get_str(o, "format", NULL) : NULL;
+    return f && strcmp(f, "atr-sweep/1") == 0;
+}
+
+/* One latency of a sweep run's metrics: {"mean", "median", "p99", ...}. */
+static int sweep_latency(const struct ctx *c, const struct atr_json *m, const char *key,
+                         double *mean, double *median, double *p99)
+{
+    const struct atr_json *l = atr_json_get(m, key);
+    if (!l || l->type == ATR_JSON_NULL)
+        return 0;
+    if (l->type != ATR_JSON_OBJECT)
+        return bad(c, l, "expected an object of percentiles in a sweep run");
+    double ignored;
+    return num(c, l, "mean", mean ? mean : &ignored)
+        || num(c, l, "median", median ? median : &ignored) || num(c, l, "p99", p99) ? -1 : 0;
+}
+
+/* One run of a sweep: its figures, named "run K: KIND[ RATE /s]" after the
+ * sweep's policy, if any, so runs sort in the order they ran. */
+static int sweep_run(const struct ctx *c, const struct atr_json *run, unsigned long k,
+                     const char *policy, struct atr_bench_result *r)
+{
+    if (!atr_json_is(run, ATR_JSON_OBJECT))
+        return bad(c, run, "expected an object as each of a sweep's \"runs\"");
+    const struct atr_json *m = atr_json_get(run, "metrics");
+    double rate, completed;
+    if (num(c, run, "rate", &rate) || num(c, m, "request_throughput", &r->req_s)
+        || num(c, m, "output_throughput", &r->tok_s) || num(c, m, "completed", &completed)
+        || sweep_latency(c, m, "ttft_ms", &r->ttft_mean_ms, &r->ttft_p50_ms, &r->ttft_p99_ms)
+        || sweep_latency(c, m, "tpot_ms", NULL, NULL, &r->tpot_p99_ms)
+        || sweep_latency(c, m, "e2el_ms", &r->e2el_mean_ms, &r->e2el_p50_ms, &r->e2el_p99_ms))
+        return -1;
+    const char *kind = get_str(run, "kind");
+    char rate_text[48] = "";
+    if (!isnan(rate))
+        snprintf(rate_text, sizeof rate_text, " %.3f /s", rate);
+    r->policy = xasprintf("%s%srun %lu: %s%s", policy ? policy : "", policy ? " " : "", k,
+                          kind ? kind : "run", rate_text);
+    r->has_latency = !isnan(r->ttft_p99_ms) || !isnan(r->tpot_p99_ms);
+    if (!(completed > 0)) {
+        r->status = ATR_BENCH_ERROR;
+        r->outcome = ATR_BENCH_NO_METRICS;
+        r->error = xstrdup("no request completed");
+    }
+    return 0;
+}
+
+/* Adds a result per run of the sweep o (all or nothing, as the caller's
+ * text is). */
+static int read_sweep(struct atr_bench_set *s, const struct ctx *c, const struct atr_json *o,
+                      const char *file)
+{
+    const struct atr_json *runs = atr_json_get(o, "runs");
+    if (!atr_json_is(runs, ATR_JSON_ARRAY) || !runs->u.kids.first)
+        return bad(c, o, "expected \"runs\", an array of runs, in an atr-sweep/1 result");
+    const char *target = get_str(o, "target"), *policy = get_str(o, "policy");
+    unsigned long k = 1;
+    for (const struct atr_json *run = runs->u.kids.first; run; run = run->next, k++) {
+        struct atr_bench_result r;
+        result_init(&r);
+        if (sweep_run(c, run, k, policy, &r) < 0) {
+            result_free(&r);
+            return -1;
+        }
+        r.kind = "atr";
+        r.file = xstrdup(file);
+        r.target = xstrdup(target ? target : "unknown");
+        push(s, &r);
+    }
+    return 0;
+}
+
+/* Parses one document at file line `line` (JSONL) and adds its result (a
+ * result per run of a sweep). */
 static int add_doc(struct atr_bench_set *s, const struct ctx *c, struct atr_arena *a,
                    const char *p, size_t len, unsigned long line, const char *file)
 {
@@ -290,11 +516,14 @@ static int add_doc(struct atr_bench_set *s, const struct ctx *c, struct atr_aren
     struct atr_bench_result r;
     struct ctx lc = *c;
     lc.line0 = line;
+    if (is_sweep(root))
+        return read_sweep(s, &lc, root, file);
     if (read_object(&lc, root, &r) < 0) {
         result_free(&r);
         return -1;
     }
     r.file = xstrdup(file);
+    r.line = file == c->name ? 0 : line;
     push(s, &r);
     return 0;
 }
@@ -325,14 +554,47 @@ static int add_lines(struct atr_bench_set *s, const struct ctx *c, struct atr_ar
     return 0;
 }
 
+/* The first non-blank line, or NULL. */
+static const char *first_line(const char *text, size_t len, size_t *n, size_t *lines)
+{
+    const char *first = NULL;
+    *lines = 0;
+    for (const char *p = text, *end = text + len; p < end;) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *e = nl ? nl : end;
+        const char *q = p;
+        while (q < e && (*q == ' ' || *q == '\t' || *q == '\r'))
+            q++;
+        if (q < e && (*lines)++ == 0)
+            first = p, *n = (size_t)(e - p);
+        p = e + 1;
+    }
+    return first;
+}
+
+/* A text named neither .jsonl nor .ndjson (stdin, a .json that SGLang
+ * appended to) is JSONL when it is not one JSON value but its first
+ * non-blank line of several is one. */
+static bool looks_jsonl(struct atr_arena *a, const char *text, size_t len)
+{
+    struct atr_json_opts jo = {.allow_nonfinite = true};
+    struct atr_json *v;
+    struct atr_json_err je;
+    size_t n = 0, lines;
+    const char *first = first_line(text, len, &n, &lines);
+    return lines > 1 && atr_json_parse(a, text, len, &jo, &v, &je) < 0 &&
+           atr_json_parse(a, first, n, &jo, &v, &je) == 0;
+}
+
 int atr_bench_read_text(struct atr_bench_set *s, const char *name, const char *text,
                         size_t len, struct atr_error *err)
 {
     struct ctx c = {name, err, 1};
     struct atr_arena a = {0};
     size_t before = s->n;
-    int rc = is_jsonl(name) ? add_lines(s, &c, &a, text, len)
-                            : add_doc(s, &c, &a, text, len, 1, name);
+    int rc = is_jsonl(name) || looks_jsonl(&a, text, len)
+                 ? add_lines(s, &c, &a, text, len)
+                 : add_doc(s, &c, &a, text, len, 1, name);
     atr_arena_release(&a);
     if (rc < 0)
         while (s->n > before)
@@ -365,11 +627,26 @@ static int by_name(const void *x, const void *y)
     return strcmp(*(char *const *)x, *(char *const *)y);
 }
 
+int atr_bench_read_path(struct atr_bench_set *s, const char *path, struct atr_error *err)
+{
+    struct stat st;
+    if (stat(path, &st) < 0)
+        return atr_error_set(err, "%s: %s", path,
+                             errno == ENOENT ? "no such result file or folder" : strerror(errno));
+    if (S_ISDIR(st.st_mode))
+        return atr_bench_read_dir(s, path, err);
+    if (S_ISREG(st.st_mode))
+        return atr_bench_read_file(s, path, err);
+    return atr_error_set(err, "%s: expected a result folder or a result file", path);
+}
+
 int atr_bench_read_dir(struct atr_bench_set *s, const char *dir, struct atr_error *err)
 {
     DIR *d = opendir(dir);
     if (!d)
-        return atr_error_set(err, "%s: cannot read the folder", dir);
+        return atr_error_set(err, "%s: cannot read the folder: %s", dir,
+                             errno == ENOTDIR ? "not a folder (give a result folder or file)"
+                                              : strerror(errno));
     char **names = NULL;
     size_t n = 0;
     for (struct dirent *e; (e = readdir(d));)

@@ -1,7 +1,12 @@
-/* results.h - benchmark result files read into structs: atr's own
+/* results.h - benchmark result files read into structs, the one reader of
+ * them (`atr bench report`, `atr compare`, `atr report`): atr bench's own
  * (results/<commit8>_<variant>[_<agent>]_result.json), ISO-Bench's (the
  * same fields without `outcome`: status and error text are mapped to one),
- * vLLM's --save-result JSON and SGLang's bench_serving JSONL.
+ * vLLM's --save-result JSON, atr's (`atr sim run` / `atr replay llm
+ * --save-result`: vLLM's keys plus an "atr" object) and SGLang's
+ * bench_serving JSONL, and `atr sweep` results (atr-sweep/1: a result per
+ * run). Other atr files (router files, traces, tool replay summaries and
+ * steps, request records) are refused with a message naming them.
  *
  * Memory: an atr_bench_set owns its results and every string in them
  * (copied); atr_bench_set_release frees them all. Nothing prints. */
@@ -13,8 +18,8 @@
 
 #include "util/error.h"
 
-/* Largest result file read (raw_output holds a console tail, not more). */
-#define ATR_BENCH_MAX_FILE ((size_t)64 << 20)
+/* Largest result file read (vLLM's --save-detailed adds per-request texts). */
+#define ATR_BENCH_MAX_FILE ((size_t)256 << 20)
 
 /* Exactly one per result (docs/bench.md). OTHER_ERROR is only for files
  * found in the wild whose error text names none of the others. */
@@ -35,6 +40,7 @@ enum atr_bench_status { ATR_BENCH_OK, ATR_BENCH_ERROR, ATR_BENCH_TIMEOUT };
 
 struct atr_bench_result {
     char *file;            /* as read; "#LINE" appended for a JSONL line */
+    unsigned long line;    /* that JSONL line; 0 for a whole document */
     const char *kind;      /* "atr", "iso-bench", "vllm" or "sglang" (static) */
     char *commit;          /* human_commit (8 hex), NULL for vLLM/SGLang */
     char *model;           /* NULL when the file names none */
@@ -45,7 +51,14 @@ struct atr_bench_result {
     enum atr_bench_outcome outcome;
     /* NAN where the file has none. */
     double req_s, tok_s, ttft_p99_ms, tpot_p99_ms;
+    double ttft_mean_ms, ttft_p50_ms, e2el_mean_ms, e2el_p50_ms, e2el_p99_ms;
+    double prefix_hit_rate;               /* 0..1, atr's "atr" block only */
+    double session_mean_ms, session_p50_ms, session_p99_ms;   /* atr.sessions */
     bool has_latency;      /* any TTFT or TPOT figure */
+    /* Serving results: atr.target, else "sim:" + atr.engine.profile, else
+     * BACKEND:MODEL (or either, or "unknown"); atr.policy or NULL. NULL
+     * both for bench and ISO-Bench files. */
+    char *target, *policy;
 };
 
 struct atr_bench_set {
@@ -68,6 +81,11 @@ int atr_bench_read_file(struct atr_bench_set *s, const char *path, struct atr_er
  * but with a results/ folder (what `atr bench run -o DIR` makes) is read
  * through that; otherwise it is an error. */
 int atr_bench_read_dir(struct atr_bench_set *s, const char *dir, struct atr_error *err);
+
+/* A folder as atr_bench_read_dir reads it, or one result file (so a single
+ * `results/<commit8>_<variant>_result.json` can be given); a missing path
+ * is "PATH: no such result file or folder". */
+int atr_bench_read_path(struct atr_bench_set *s, const char *path, struct atr_error *err);
 
 void atr_bench_set_release(struct atr_bench_set *s);
 

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "bench/report.h"
 #include "cli/cmd.h"
@@ -15,7 +16,7 @@
 
 static const char help[] =
     "usage: atr bench run SPEC --dry-run\n"
-    "       atr bench report [OPTIONS] [NAME=]DIR...\n"
+    "       atr bench report [OPTIONS] [NAME=]DIR|FILE...\n"
     "\n"
     "3-way serving benchmarks of code changes (docs/bench.md): per commit of a\n"
     "serving engine, the baseline (its parent), the human commit and each\n"
@@ -23,14 +24,15 @@ static const char help[] =
     "`bench report` summarises result folders (see `atr bench report --help`).\n";
 
 static const char report_help[] =
-    "usage: atr bench report [OPTIONS] [NAME=]DIR...\n"
+    "usage: atr bench report [OPTIONS] [NAME=]DIR|FILE...\n"
     "\n"
-    "Reads every *.json and *.jsonl in each DIR: atr's result files\n"
-    "(<commit8>_<variant>[_<agent>]_result.json), ISO-Bench's (status and error\n"
-    "text mapped to an outcome), vLLM's --save-result JSON and SGLang's\n"
-    "bench_serving JSONL. Each DIR is one group, named NAME, else after the\n"
-    "folder (its parent's name when it is called `results`); folders given the\n"
-    "same NAME are merged (the shards of one run). A file that is not a result\n"
+    "Reads every *.json and *.jsonl in each DIR, or the result FILE given:\n"
+    "atr's result files (<commit8>_<variant>[_<agent>]_result.json),\n"
+    "ISO-Bench's (status and error text mapped to an outcome), vLLM's\n"
+    "--save-result JSON and SGLang's bench_serving JSONL. Each DIR is one\n"
+    "group, named NAME, else after the folder (a FILE's folder; its parent's\n"
+    "name when it is called `results`); folders given the same NAME are\n"
+    "merged (the shards of one run). A file that is not a result\n"
     "is an error FILE:LINE:COL (exit 1) and nothing is written.\n"
     "\n"
     "Per group: total, successful, error, timeout and the success rate; the\n"
@@ -87,6 +89,10 @@ static char *group_name(const char *arg, const char **dir)
     char *full = realpath(arg, NULL);
     char *path = xstrdup(full ? full : arg);
     free(full);
+    struct stat st;
+    char *slash = strrchr(path, '/');
+    if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && slash && slash > path)
+        *slash = '\0';     /* a result file: named by its folder */
     char *base = basename(path);
     if (strcmp(base, "results") == 0 && base > path) {
         base[-1] = '\0';
@@ -104,7 +110,7 @@ static int add_dirs(struct atr_bench_report *r, int argc, char **argv, int first
         char *name = group_name(argv[i], &dir);
         struct atr_bench_set s = {0};
         struct atr_error err;
-        int rc = atr_bench_read_dir(&s, dir, &err);
+        int rc = atr_bench_read_path(&s, dir, &err);
         if (rc == 0)
             atr_bench_report_add(r, name, &s);
         atr_bench_set_release(&s);
@@ -124,7 +130,7 @@ static int report(int argc, char **argv)
     if (a.json && a.csv)
         return cli_usage("bench report", "--json and --csv exclude each other");
     if (first >= argc)
-        return cli_usage("bench report", "missing DIR");
+        return cli_usage("bench report", "missing DIR or FILE");
     struct atr_bench_report *r = atr_bench_report_new(a.noise);
     int rc = add_dirs(r, argc, argv, first);
     struct atr_buf b = ATR_BUF_INIT;

@@ -1,5 +1,6 @@
 /* cmd-compare.c - `atr compare`: benchmark results of several policies
- * (atr, vLLM, SGLang result files) side by side, with the cut against naive. */
+ * (atr, vLLM, SGLang, bench and ISO-Bench result files) side by side, with
+ * the cut against naive. */
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,12 +17,16 @@ static const char help[] =
     "\n"
     "Puts benchmark results side by side, one row per result: atr's\n"
     "--save-result (atr sim run, atr replay llm), vLLM's `vllm bench serve\n"
-    "--save-result` (\"request_rate\": \"inf\" included) and SGLang's bench_serving\n"
-    "--output-file (JSONL, one row per line; bare Infinity/NaN accepted).\n"
-    ".gz/.zst transparently; - for stdin. Rows are grouped by target, in the\n"
-    "order targets first appear; within one, policies in the order naive,\n"
-    "prefix-cache, prefix-route, compaction, max-tokens, learned, then others\n"
-    "by name. A result without a mean TTFT or mean end-to-end latency is an\n"
+    "--save-result` (\"request_rate\": \"inf\" included), SGLang's bench_serving\n"
+    "--output-file (JSONL, one row per line; bare Infinity/NaN accepted), the\n"
+    "result files of `atr bench run` (results/<commit>_<variant>_result.json)\n"
+    "and ISO-Bench (figures from their \"metrics\"), and `atr sweep` results (a\n"
+    "row per run). .gz/.zst transparently; - for stdin. Each row has the\n"
+    "figures its file has, n/a for the others.\n"
+    "Rows are grouped by target, in the order targets first appear; within\n"
+    "one, policies in the order naive, prefix-cache, prefix-route, compaction,\n"
+    "max-tokens, learned, then others by name. A file that is none of these\n"
+    "(other atr files are named: a trace, a tool replay summary, ...) is an\n"
     "error, and nothing is written.\n"
     "With --run, the traces are first run in the simulator under each policy\n"
     "(as `atr sim run --profile GPU/MODEL --policy ...`, which takes the same\n"
@@ -31,30 +36,39 @@ static const char help[] =
     "      --json            a JSON array of row objects instead of the Markdown table\n"
     "  -o, --output OUT      write there (atomically) instead of stdout\n"
     "\n"
-    "columns (JSON keys; missing figures are - in the table, null in JSON):\n"
+    "columns (JSON keys; missing figures are n/a in the table, null in JSON):\n"
     "  target                atr.target, else sim:PROFILE (atr.engine.profile),\n"
-    "                        else BACKEND:MODEL_ID of the result\n"
+    "                        else BACKEND:MODEL_ID of the result; MODEL@COMMIT\n"
+    "                        for a bench result\n"
     "  policy                atr.policy, else the file name without .json/.jsonl\n"
-    "                        (#LINE appended for a JSONL file of several runs)\n"
+    "                        (#LINE appended for a JSONL file of several runs);\n"
+    "                        a bench result's variant[/agent], and its outcome\n"
+    "                        when it failed: agent/codex (patch_failed); a\n"
+    "                        sweep's run: run 3: rate 31.226 /s (numbers in\n"
+    "                        other names sort by value)\n"
     "  avg, p50, p99 TTFT ms mean_ttft_ms, p50_ttft_ms, p99_ttft_ms (from\n"
-    "                        mean_ttft_ms, median_ttft_ms, p99_ttft_ms)\n"
+    "                        mean_ttft_ms, median_ttft_ms, p99_ttft_ms; bench:\n"
+    "                        ttft_mean_ms, ttft_median_ms, ttft_p99_ms)\n"
     "  avg, p50, p99 E2E ms  mean_e2el_ms, p50_e2el_ms, p99_e2el_ms (from vLLM's\n"
     "                        *_e2el_ms, which `vllm bench serve` writes only with\n"
     "                        --percentile-metrics ...,e2el, or SGLang's\n"
-    "                        *_e2e_latency_ms); p99 is - for a result run with\n"
+    "                        *_e2e_latency_ms; bench: e2el_*_ms); p99 is n/a\n"
+    "                        for a result run with\n"
     "                        --percentiles without 99\n"
     "  avg, p50, p99 session s\n"
     "                        mean_session_ms, p50_session_ms, p99_session_ms:\n"
     "                        session completion time of a multi-turn workload\n"
     "                        (atr.sessions: mean, median and p99_completion_ms),\n"
     "                        seconds in the table; only when a row has one\n"
-    "  req/s                 request_throughput (else completed / duration)\n"
-    "  out tok/s             output_throughput\n"
+    "  req/s                 request_throughput (else completed / duration;\n"
+    "                        bench: request_throughput_req_s)\n"
+    "  out tok/s             output_throughput (bench:\n"
+    "                        output_token_throughput_tok_s)\n"
     "  prefix hit            prefix_cache_hit_rate (0..1; atr results only)\n"
     "  E2E cut, TTFT cut     e2el_cut_pct, ttft_cut_pct: (naive - this) / naive\n"
     "                        of the means, in percent, against the first naive\n"
     "                        row of the same target\n"
-    "  (JSON only)           file, kind (atr, vllm or sglang)\n";
+    "  (JSON only)           file, kind (atr, vllm, sglang or iso-bench)\n";
 
 struct compare_opts {
     const char *out;

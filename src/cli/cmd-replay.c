@@ -390,22 +390,30 @@ static void print_tenants_table(const struct tenant_rows *rows)
     printf("\n%-16s %6s %-24s %6s %5s %10s %10s %7s %9s %9s %7s\n", "config", "tenant",
            "trace", "weight", "steps", "alone ms", "shared ms", "x mean", "alone p50",
            "shared p50", "x p50");
+    char c[7][CLI_CELL_MAX];    /* figures without samples (--no-baseline) are n/a */
     for (size_t k = 0; k < rows->n; k++) {
         const struct atr_tenant_summary *t = &rows->v[k];
-        printf("%-16s %6u %-24.24s %6lld %5lu %10.1f %10.1f %7.2f %9.1f %9.1f %7.2f\n",
+        printf("%-16s %6u %-24.24s %6lld %5lu %s %s %s %s %s %s\n",
                t->config, t->tenant, t->trace_id, (long long)t->weight, t->steps,
-               t->latency_mean_ms_alone, t->latency_mean_ms_shared, t->inflation_mean,
-               t->latency_p50_ms_alone, t->latency_p50_ms_shared, t->inflation_p50);
+               cli_cell(c[0], 10, 1, t->latency_mean_ms_alone),
+               cli_cell(c[1], 10, 1, t->latency_mean_ms_shared),
+               cli_cell(c[2], 7, 2, t->inflation_mean),
+               cli_cell(c[3], 9, 1, t->latency_p50_ms_alone),
+               cli_cell(c[4], 9, 1, t->latency_p50_ms_shared),
+               cli_cell(c[5], 7, 2, t->inflation_p50));
     }
     printf("%-16s %6s %9s %9s %9s %9s %6s %10s %10s %7s\n", "", "tenant", "p95 alone",
            "p95 shared", "sd alone", "sd shared", "loads", "load alone", "load shrd", "x load");
     for (size_t k = 0; k < rows->n; k++) {
         const struct atr_tenant_summary *t = &rows->v[k];
-        printf("%-16s %6u %9.1f %9.1f %9.1f %9.1f %6lu %10.1f %10.1f %7.2f\n", t->config,
-               t->tenant, t->latency_p95_ms_alone, t->latency_p95_ms_shared,
-               t->latency_sd_ms_alone, t->latency_sd_ms_shared, t->page_loads,
-               t->page_load_mean_ms_alone, t->page_load_mean_ms_shared,
-               t->page_load_degradation);
+        printf("%-16s %6u %s %s %s %s %6lu %s %s %s\n", t->config, t->tenant,
+               cli_cell(c[0], 9, 1, t->latency_p95_ms_alone),
+               cli_cell(c[1], 9, 1, t->latency_p95_ms_shared),
+               cli_cell(c[2], 9, 1, t->latency_sd_ms_alone),
+               cli_cell(c[3], 9, 1, t->latency_sd_ms_shared), t->page_loads,
+               cli_cell(c[4], 10, 1, t->page_load_mean_ms_alone),
+               cli_cell(c[5], 10, 1, t->page_load_mean_ms_shared),
+               cli_cell(c[6], 7, 2, t->page_load_degradation));
     }
 }
 

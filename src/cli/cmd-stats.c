@@ -107,10 +107,8 @@ static int add_file(struct atr_stats *st, const char *path, const struct stats_o
 /* A number right-aligned in width, or "n/a". */
 static void put_num(struct atr_buf *b, int width, int decimals, double x)
 {
-    if (isnan(x))
-        atr_buf_printf(b, "%*s", width, "n/a");
-    else
-        atr_buf_printf(b, "%*.*f", width, decimals, x);
+    char cell[CLI_CELL_MAX];
+    atr_buf_puts(b, cli_cell(cell, width, decimals, x));
 }
 
 /* A percentage right-aligned in width, then " %"; or "n/a" where the "%"

@@ -51,6 +51,11 @@ int cli_check_profile(const char *cmd, const char *profile, unsigned tp);
  * usage error for options without policies, unknown names or keys, values
  * out of range (policy.h: atr_policy_check). */
 int cli_check_policies(const char *cmd, const char *const *names, size_t n, const char *options);
+/* A table cell: x with decimals, right-aligned in width, or "n/a" where
+ * x is NaN or infinite (a figure without samples), never "nan". Returns
+ * cell (CLI_CELL_MAX bytes). */
+enum { CLI_CELL_MAX = 48 };
+const char *cli_cell(char *cell, int width, int decimals, double x);
 /* Parses a size like "256M", "1G", "4096" into *out; false on junk. */
 bool cli_parse_size(const char *s, size_t *out);
 /* Parses a number in [lo, hi] (never NaN) into *out; false on junk. */

@@ -1,6 +1,7 @@
 /* common.c - helpers every command shares: messages, numbers, signals. */
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -94,6 +95,15 @@ bool cli_parse_uint(const char *s, unsigned long long min, unsigned long long ma
         return false;
     *out = v;
     return true;
+}
+
+const char *cli_cell(char *cell, int width, int decimals, double x)
+{
+    if (isfinite(x))
+        snprintf(cell, CLI_CELL_MAX, "%*.*f", width, decimals, x);
+    else
+        snprintf(cell, CLI_CELL_MAX, "%*s", width, "n/a");
+    return cell;
 }
 
 bool cli_parse_double(const char *s, double lo, double hi, double *out)

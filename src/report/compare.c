@@ -1,6 +1,6 @@
-/* compare.c - benchmark result files (atr, vLLM, SGLang) into the rows of
- * the policy comparison table, their cuts against naive, and the table as
- * Markdown or JSON. */
+/* compare.c - benchmark result files (every kind bench/results.h reads)
+ * into the rows of the policy comparison table, their cuts against naive,
+ * and the table as Markdown or JSON. */
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -9,11 +9,10 @@
 
 #include "report/compare.h"
 
-#include "json/json.h"
+#include "bench/results.h"
 #include "json/writer.h"
 #include "util/alloc.h"
 #include "util/arena.h"
-#include "util/input.h"
 
 struct atr_compare {
     struct atr_compare_row *rows;
@@ -108,134 +107,7 @@ void atr_compare_add_summary(struct atr_compare *c, const char *target, const ch
     atr_compare_add_row(c, &r);
 }
 
-/* ---- one result object into a row ---- */
-
-/* Where a JSONL record sits: its text starts at line base + 1, column 1. */
-struct src {
-    const char *name;
-    unsigned long base;
-};
-
-static int fail_at(struct atr_error *err, const struct src *s, const struct atr_json *v,
-                   const char *what)
-{
-    return atr_error_at(err, s->name, s->base + v->line, v->col, "%s", what);
-}
-
-/* Key names of one figure in the formats that write it, first found wins. */
-static const char *const k_ttft_mean[] = {"mean_ttft_ms", NULL};
-static const char *const k_ttft_p50[] = {"median_ttft_ms", "p50_ttft_ms", NULL};
-static const char *const k_ttft_p99[] = {"p99_ttft_ms", NULL};
-static const char *const k_e2el_mean[] = {"mean_e2el_ms", "mean_e2e_latency_ms", NULL};
-static const char *const k_e2el_p50[] = {"median_e2el_ms", "median_e2e_latency_ms",
-                                         "p50_e2el_ms", "p50_e2e_latency_ms", NULL};
-static const char *const k_e2el_p99[] = {"p99_e2el_ms", "p99_e2e_latency_ms", NULL};
-static const char *const k_req_tput[] = {"request_throughput", NULL};
-static const char *const k_out_tput[] = {"output_throughput", NULL};
-/* under atr.sessions */
-static const char *const k_ses_mean[] = {"mean_completion_ms", NULL};
-static const char *const k_ses_p50[] = {"median_completion_ms", NULL};
-static const char *const k_ses_p99[] = {"p99_completion_ms", NULL};
-
-/* A number as vLLM and SGLang may write it: a JSON number, a bare
- * Infinity/NaN, or a string like "inf" (request_rate). */
-static bool as_number(const struct atr_json *v, double *out)
-{
-    if (v->type == ATR_JSON_NUMBER) {
-        *out = v->u.num;
-        return true;
-    }
-    if (v->type != ATR_JSON_STRING || v->u.str.len == 0)
-        return false;
-    char *end;
-    *out = strtod(v->u.str.s, &end);
-    return *end == '\0' && end != v->u.str.s;
-}
-
-/* *out = the first of keys in obj (NAN when none or null); -1 with err
- * when present with another type. */
-static int get_figure(const struct atr_json *obj, const char *const *keys, double *out,
-                      const struct src *s, struct atr_error *err)
-{
-    *out = NAN;
-    for (; *keys; keys++) {
-        const struct atr_json *v = atr_json_get(obj, *keys);
-        if (!v || v->type == ATR_JSON_NULL)
-            continue;
-        if (as_number(v, out))
-            return 0;
-        return atr_error_at(err, s->name, s->base + v->line, v->col,
-                            "expected a number for \"%s\", found %s", *keys,
-                            atr_json_type_name(v->type));
-    }
-    return 0;
-}
-
-static int get_figures(const struct atr_json *o, struct atr_compare_row *r,
-                       const struct src *s, struct atr_error *err)
-{
-    if (get_figure(o, k_ttft_mean, &r->ttft_mean_ms, s, err) < 0 ||
-        get_figure(o, k_ttft_p50, &r->ttft_p50_ms, s, err) < 0 ||
-        get_figure(o, k_ttft_p99, &r->ttft_p99_ms, s, err) < 0 ||
-        get_figure(o, k_e2el_mean, &r->e2el_mean_ms, s, err) < 0 ||
-        get_figure(o, k_e2el_p50, &r->e2el_p50_ms, s, err) < 0 ||
-        get_figure(o, k_e2el_p99, &r->e2el_p99_ms, s, err) < 0 ||
-        get_figure(o, k_req_tput, &r->request_throughput, s, err) < 0 ||
-        get_figure(o, k_out_tput, &r->output_throughput, s, err) < 0)
-        return -1;
-    /* Older SGLang lines have no request_throughput; both tools define it
-     * as completed / duration. */
-    double done, dur;
-    if (isnan(r->request_throughput) && atr_json_get_num(o, "completed", &done) &&
-        atr_json_get_num(o, "duration", &dur) && dur > 0)
-        r->request_throughput = done / dur;
-    return 0;
-}
-
-/* atr's own figures: prefix hit rate and, for multi-turn workloads, session
- * completion (NAN without them: vLLM and SGLang files, older atr files). */
-static int get_atr_figures(const struct atr_json *atr, struct atr_compare_row *r,
-                           const struct src *s, struct atr_error *err)
-{
-    r->prefix_hit_rate = r->session_mean_ms = r->session_p50_ms = r->session_p99_ms = NAN;
-    if (!atr)
-        return 0;
-    const struct atr_json *ses = atr_json_get(atr, "sessions");
-    if (get_figure(atr, (const char *const[]){"prefix_cache_hit_rate", NULL},
-                   &r->prefix_hit_rate, s, err) < 0)
-        return -1;
-    if (!atr_json_is(ses, ATR_JSON_OBJECT))
-        return 0;
-    if (get_figure(ses, k_ses_mean, &r->session_mean_ms, s, err) < 0 ||
-        get_figure(ses, k_ses_p50, &r->session_p50_ms, s, err) < 0 ||
-        get_figure(ses, k_ses_p99, &r->session_p99_ms, s, err) < 0)
-        return -1;
-    return 0;
-}
-
-static const char *get_str(const struct atr_json *o, const char *key)
-{
-    const char *v = atr_json_get_str(o, key, NULL);
-    return v && *v ? v : NULL;
-}
-
-/* atr.target; else "sim:" + atr.engine.profile; else BACKEND:MODEL. */
-static const char *target_of(struct atr_arena *a, const struct atr_json *o,
-                             const struct atr_json *atr)
-{
-    const char *t = get_str(atr, "target");
-    if (t)
-        return atr_arena_strdup(a, t);
-    const char *profile = get_str(atr_json_get(atr, "engine"), "profile");
-    if (profile)
-        return atr_arena_printf(a, "sim:%s", profile);
-    const char *backend = get_str(o, "backend"), *model = get_str(o, "model_id");
-    if (!model)
-        model = get_str(o, "model");
-    if (backend && model)
-        return atr_arena_printf(a, "%s:%s", backend, model);
-    return atr_arena_strdup(a, backend ? backend : model ? model : "unknown");
-}
+/* ---- result files into rows (bench/results.h reads every kind) ---- */
 
 /* The base name without .gz/.zst, then without .json/.jsonl/.ndjson. */
 static char *stem_of(struct atr_arena *a, const char *name)
@@ -259,163 +131,74 @@ static char *stem_of(struct atr_arena *a, const char *name)
     return atr_arena_strndup(a, base, n);
 }
 
-static const char *kind_of(const struct atr_json *o, const struct atr_json *atr)
+/* A bench or ISO-Bench result: the variants of one commit side by side
+ * ("MODEL@COMMIT"), each named by its variant (and agent), a failed run
+ * with its outcome ("agent/claude_code (server_crashed)"). */
+static void bench_names(struct atr_arena *a, const struct atr_bench_result *x,
+                        const char *stem, struct atr_compare_row *r)
 {
-    if (atr)
-        return "atr";
-    if (atr_json_get(o, "mean_e2e_latency_ms") || atr_json_get(o, "median_e2e_latency_ms"))
-        return "sglang";
-    return "vllm";
+    r->target = x->commit ? atr_arena_printf(a, "%s@%s", x->model ? x->model : "unknown",
+                                             x->commit)
+                          : atr_arena_strdup(a, x->model ? x->model : "unknown");
+    const char *v = x->variant ? x->variant : stem;
+    r->policy = x->outcome == ATR_BENCH_SUCCESS
+                    ? atr_arena_printf(a, "%s%s%s", v, x->agent ? "/" : "",
+                                       x->agent ? x->agent : "")
+                    : atr_arena_printf(a, "%s%s%s (%s)", v, x->agent ? "/" : "",
+                                       x->agent ? x->agent : "",
+                                       atr_bench_outcome_name(x->outcome));
 }
 
-/* Fills r from one result object. record: 0 for a single document, else
- * the JSONL line number, appended to the stem policy. */
-static int row_from_object(struct atr_compare *c, const struct atr_json *o,
-                           const struct src *s, unsigned long record,
-                           struct atr_compare_row *r, struct atr_error *err)
+/* One result as a row. several: the text held more than one (JSONL), so
+ * a row without a policy of its own is named by its line too. */
+static void add_result(struct atr_compare *c, const struct atr_bench_result *x, bool several)
 {
-    if (o->type != ATR_JSON_OBJECT) {
-        char what[96];
-        snprintf(what, sizeof what, "expected a result object, found %s",
-                 atr_json_type_name(o->type));
-        return fail_at(err, s, o, what);
+    struct atr_compare_row *r = push_row(c);
+    *r = (struct atr_compare_row){
+        .ttft_mean_ms = x->ttft_mean_ms, .ttft_p50_ms = x->ttft_p50_ms,
+        .ttft_p99_ms = x->ttft_p99_ms, .e2el_mean_ms = x->e2el_mean_ms,
+        .e2el_p50_ms = x->e2el_p50_ms, .e2el_p99_ms = x->e2el_p99_ms,
+        .request_throughput = x->req_s, .output_throughput = x->tok_s,
+        .prefix_hit_rate = x->prefix_hit_rate, .session_mean_ms = x->session_mean_ms,
+        .session_p50_ms = x->session_p50_ms, .session_p99_ms = x->session_p99_ms,
+    };
+    struct atr_arena *a = &c->strings;
+    /* the file as named, without the reader's "#LINE" */
+    const char *hash = x->line ? strrchr(x->file, '#') : NULL;
+    r->file = atr_arena_strndup(a, x->file, hash ? (size_t)(hash - x->file) : strlen(x->file));
+    r->kind = atr_arena_strdup(a, x->kind);
+    char *stem = stem_of(a, r->file);
+    if (!x->target) {
+        bench_names(a, x, stem, r);
+        return;
     }
-    memset(r, 0, sizeof *r);
-    if (get_figures(o, r, s, err) < 0)
-        return -1;
-    if (isnan(r->ttft_mean_ms) && isnan(r->e2el_mean_ms))
-        return fail_at(err, s, o,
-                       "expected \"mean_ttft_ms\", \"mean_e2el_ms\" or "
-                       "\"mean_e2e_latency_ms\" in a benchmark result");
-    const struct atr_json *atr = atr_json_get(o, "atr");
-    if (!atr_json_is(atr, ATR_JSON_OBJECT))
-        atr = NULL;
-    if (get_atr_figures(atr, r, s, err) < 0)
-        return -1;
-    r->file = atr_arena_strdup(&c->strings, s->name);
-    r->kind = kind_of(o, atr);
-    r->target = target_of(&c->strings, o, atr);
-    const char *policy = get_str(atr, "policy");
-    if (policy)
-        r->policy = atr_arena_strdup(&c->strings, policy);
-    else if (record)
-        r->policy = atr_arena_printf(&c->strings, "%s#%lu", stem_of(&c->strings, s->name),
-                                     record);
-    else
-        r->policy = stem_of(&c->strings, s->name);
-    return 0;
+    r->target = atr_arena_strdup(a, x->target);
+    r->policy = x->policy ? atr_arena_strdup(a, x->policy)
+              : several   ? atr_arena_printf(a, "%s#%lu", stem, x->line)
+                          : stem;
 }
 
-/* ---- texts: one document or JSONL ---- */
-
-static const struct atr_json_opts parse_opts = {.allow_nonfinite = true};
-
-static int parse_error(struct atr_error *err, const struct src *s,
-                       const struct atr_json_err *je)
+/* Adding is all or nothing: the reader adds no result from a text that
+ * fails. */
+static int add_set(struct atr_compare *c, struct atr_bench_set *s, int rc)
 {
-    return atr_error_at(err, s->name, s->base + je->line, je->col, "%s", je->msg);
-}
-
-static bool blank(const char *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (p[i] != ' ' && p[i] != '\t' && p[i] != '\r')
-            return false;
-    return true;
-}
-
-/* Adds one row per non-blank line. */
-static int add_lines(struct atr_compare *c, const char *name, const char *text, size_t len,
-                     bool several, struct atr_arena *a, struct atr_error *err)
-{
-    const char *p = text, *end = text + len;
-    for (unsigned long line = 1; p < end; line++) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
-        struct src s = {name, line - 1};
-        struct atr_json *v;
-        struct atr_json_err je;
-        if (!blank(p, n)) {
-            atr_arena_clear(a);
-            if (atr_json_parse(a, p, n, &parse_opts, &v, &je) < 0)
-                return parse_error(err, &s, &je);
-            if (row_from_object(c, v, &s, several ? line : 0, push_row(c), err) < 0)
-                return -1;
-        }
-        p += n + (nl != NULL);
-    }
-    return 0;
-}
-
-/* How many non-blank lines, stopping at 2. */
-static int count_records(const char *text, size_t len, const char **first, size_t *first_len)
-{
-    const char *p = text, *end = text + len;
-    int count = 0;
-    while (p < end && count < 2) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
-        if (!blank(p, n) && count++ == 0)
-            *first = p, *first_len = n;
-        p += n + (nl != NULL);
-    }
-    return count;
-}
-
-/* A text that is not one JSON value is JSONL when its first non-blank
- * line is a value by itself. Returns true with *several set when so. */
-static bool is_jsonl(struct atr_arena *a, const char *text, size_t len, bool *several)
-{
-    const char *first = NULL;
-    size_t n = 0;
-    if (count_records(text, len, &first, &n) < 2)
-        return false;
-    struct atr_json *v;
-    struct atr_json_err je;
-    atr_arena_clear(a);
-    *several = true;
-    return atr_json_parse(a, first, n, &parse_opts, &v, &je) == 0;
-}
-
-static int add_text(struct atr_compare *c, const char *name, const char *json, size_t len,
-                    struct atr_arena *a, struct atr_error *err)
-{
-    struct src s = {name, 0};
-    struct atr_json *v;
-    struct atr_json_err je;
-    if (atr_json_parse(a, json, len, &parse_opts, &v, &je) == 0)
-        return row_from_object(c, v, &s, 0, push_row(c), err);
-    bool several = false;
-    struct atr_json_err whole = je;
-    if (is_jsonl(a, json, len, &several))
-        return add_lines(c, name, json, len, several, a, err);
-    return parse_error(err, &s, &whole);
+    for (size_t i = 0; rc == 0 && i < s->n; i++)
+        add_result(c, &s->v[i], s->n > 1);
+    atr_bench_set_release(s);
+    return rc;
 }
 
 int atr_compare_add_json(struct atr_compare *c, const char *name, const char *json,
                          size_t len, struct atr_error *err)
 {
-    struct atr_arena a = ATR_ARENA_INIT;
-    size_t n0 = c->n, seq0 = c->next_seq;
-    int rc = add_text(c, name, json, len, &a, err);
-    atr_arena_release(&a);
-    if (rc < 0)
-        c->n = n0, c->next_seq = seq0;   /* all or nothing */
-    return rc;
+    struct atr_bench_set s = {0};
+    return add_set(c, &s, atr_bench_read_text(&s, name, json, len, err));
 }
 
 int atr_compare_add_file(struct atr_compare *c, const char *path, struct atr_error *err)
 {
-    struct atr_input *in = atr_input_open(path, err);
-    if (!in)
-        return -1;
-    struct atr_buf b = {NULL, 0, 0, ATR_COMPARE_MAX_FILE};
-    int rc = atr_input_read_all(in, &b, ATR_COMPARE_MAX_FILE, err);
-    if (rc == 0)
-        rc = atr_compare_add_json(c, atr_input_name(in), b.data ? b.data : "", b.len, err);
-    atr_buf_release(&b);
-    atr_input_close(in);
-    return rc;
+    struct atr_bench_set s = {0};
+    return add_set(c, &s, atr_bench_read_file(&s, path, err));
 }
 
 /* ---- order and cuts ---- */
@@ -446,7 +229,8 @@ static int cmp_key(const void *pa, const void *pb)
         return a->group < b->group ? -1 : 1;
     if (a->rank != b->rank)
         return a->rank < b->rank ? -1 : 1;
-    int byname = a->rank == policy_rank("") ? strcmp(a->row.policy, b->row.policy) : 0;
+    /* numbers in names by value: a sweep's "run 2: ..." before "run 10: ..." */
+    int byname = a->rank == policy_rank("") ? strverscmp(a->row.policy, b->row.policy) : 0;
     if (byname)
         return byname;
     return a->seq < b->seq ? -1 : a->seq > b->seq;
@@ -535,7 +319,7 @@ static bool any_session(const struct atr_compare_row *rows, size_t n)
 static void fmt_num(char *out, double v, int decimals, const char *suffix)
 {
     if (!isfinite(v)) {
-        strcpy(out, "-");
+        strcpy(out, "n/a");
         return;
     }
     snprintf(out, CELL_MAX, "%.*f%s", decimals, v, suffix);

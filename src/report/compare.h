@@ -1,7 +1,8 @@
-/* compare.h - the policy comparison table: benchmark results (atr's
- * --save-result, vLLM's `vllm bench serve --save-result`, SGLang's
- * bench_serving JSONL) as rows grouped by target, with the latency cut of
- * each policy against the `naive` row of its target.
+/* compare.h - the policy comparison table: benchmark results (every kind
+ * bench/results.h reads: atr's --save-result, vLLM's `vllm bench serve
+ * --save-result`, SGLang's bench_serving JSONL, `atr bench run`'s and
+ * ISO-Bench's result files) as rows grouped by target, with the latency
+ * cut of each policy against the `naive` row of its target.
  *
  * Rows come from files (atr_compare_add_file), from JSON text
  * (atr_compare_add_json), from the summary of a run just made
@@ -21,15 +22,17 @@
 #include "util/buf.h"
 #include "util/error.h"
 
-/* Largest result file read (vLLM's --save-detailed adds per-request texts). */
-#define ATR_COMPARE_MAX_FILE ((size_t)256 << 20)
-
 /* One result. Figures are NAN where the source has none. */
 struct atr_compare_row {
     const char *file;      /* source name as given ("-" read as "<stdin>") */
-    const char *kind;      /* "atr", "vllm" or "sglang": which tool wrote it */
-    const char *target;    /* grouping key: "sim:rtx3090/qwen3-4b-awq", "vllm:MODEL" */
-    const char *policy;    /* "naive", "prefix-cache", ... or the file stem */
+    const char *kind;      /* "atr", "vllm", "sglang" or "iso-bench": which tool wrote it */
+    /* grouping key: "sim:rtx3090/qwen3-4b-awq", "vllm:MODEL"; for a bench
+     * or ISO-Bench result "MODEL@COMMIT" */
+    const char *target;
+    /* "naive", "prefix-cache", ... or the file stem; for a bench result
+     * its variant ("agent/claude_code"), with its outcome when it failed
+     * ("agent (server_crashed)") */
+    const char *policy;
     double ttft_mean_ms, ttft_p50_ms, ttft_p99_ms;
     double e2el_mean_ms, e2el_p50_ms, e2el_p99_ms;
     double request_throughput;   /* requests/s */
@@ -52,12 +55,12 @@ void atr_compare_free(struct atr_compare *c);              /* accepts NULL */
 /* Reads path ("-" = stdin; .gz/.zst transparently) and adds its rows. */
 int atr_compare_add_file(struct atr_compare *c, const char *path, struct atr_error *err);
 
-/* Adds the rows of json[0..len): one JSON object, or JSONL with one object
- * per non-blank line (SGLang appends a line per run). Non-standard
- * Infinity/NaN are accepted. name is used in messages ("NAME:LINE:COL:
- * expected ...") and, without atr.policy, as the policy (its base name
- * without .json/.jsonl/.ndjson/.gz/.zst; "#LINE" appended when a JSONL text
- * holds several objects). */
+/* Adds the rows of json[0..len) (atr_bench_read_text): one JSON object, or
+ * JSONL with one object per non-blank line (SGLang appends a line per
+ * run). Non-standard Infinity/NaN are accepted. name is used in messages
+ * ("NAME:LINE:COL: expected ...") and, without atr.policy, as the policy
+ * (its base name without .json/.jsonl/.ndjson/.gz/.zst; "#LINE" appended
+ * when a JSONL text holds several objects). */
 int atr_compare_add_json(struct atr_compare *c, const char *name, const char *json,
                          size_t len, struct atr_error *err);
 

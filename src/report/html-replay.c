@@ -234,9 +234,10 @@ static void configs_table(struct atr_buf *b, const struct atr_json *configs)
              e; e = e->next) {
             if (!atr_json_is(e, ATR_JSON_NUMBER) || e->u.num == 0)
                 continue;
-            atr_buf_puts(b, any ? ", " : "");
+            /* a cause never breaks inside ("non_zero 1"), only between causes */
+            atr_buf_puts(b, any ? ", <span class=\"nw\">" : "<span class=\"nw\">");
             atr_html_escape(b, e->key, e->key_len);
-            atr_buf_printf(b, " %.0f", e->u.num);
+            atr_buf_printf(b, " %.0f</span>", e->u.num);
             any = true;
         }
         atr_buf_puts(b, any ? "</td></tr>\n" : "none</td></tr>\n");
@@ -271,13 +272,40 @@ static double yat(double v, double top)
 static void limit_line(struct atr_buf *b, const char *cls, const char *name, double mib,
                        double top)
 {
-    if (isnan(mib))
+    if (isnan(mib) || mib > top)
         return;
     double y = yat(mib, top);
     atr_buf_printf(b, "<line class=\"%s\" x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\"><title>"
                       "%s = %.1f MiB</title></line>\n<text class=\"%s-label\" x=\"%d\" "
                       "y=\"%.1f\" text-anchor=\"end\">%s</text>\n", cls, L, W - R, y, y, name,
                    mib, cls, W - R - 2, y - 4, name);
+}
+
+/* The value axis' top: the data's peak, raised to a limit only when that
+ * limit is near it (within twice the peak's top), so a memory.high far
+ * above the data does not flatten the bars; such a limit is labelled. */
+static double chart_top(double data_max, double hi, double mx)
+{
+    double top = nice_top(data_max * 1.05), near = 2 * top;
+    double lim = !isnan(mx) && mx <= near ? mx : 0;
+    lim = !isnan(hi) && hi <= near && hi > lim ? hi : lim;
+    return lim * 1.05 > top ? nice_top(lim * 1.05) : top;
+}
+
+/* The limits above the chart's top (the axis is scaled to the data, not to
+ * a limit far above it), named in the title row instead of drawn. */
+static void off_scale_label(struct atr_buf *b, double hi, double mx, double top)
+{
+    bool h = !isnan(hi) && hi > top, m = !isnan(mx) && mx > top;
+    if (!h && !m)
+        return;
+    atr_buf_printf(b, "<text class=\"%s-label off-scale\" x=\"%d\" y=\"18\" "
+                      "text-anchor=\"end\">&#x2191; ", m ? "mem-max" : "mem-high", W - R);
+    if (h)
+        atr_buf_printf(b, "memory.high %.1f MiB%s", hi, m ? ", " : "");
+    if (m)
+        atr_buf_printf(b, "memory.max %.1f MiB", mx);
+    atr_buf_puts(b, ": above the scale</text>\n");
 }
 
 /* One configuration's chart: each step that ran, in the order it ran, a
@@ -303,10 +331,7 @@ static void config_chart(struct atr_buf *b, const struct atr_html_replay *r, con
     bool limited = strcmp(config, "none") != 0;    /* the baseline runs without limits */
     if (!limited)
         hi = mx = NAN;
-    double top = max;
-    top = !isnan(mx) && mx > top ? mx : top;
-    top = !isnan(hi) && hi > top ? hi : top;
-    top = nice_top(top * 1.05);
+    double top = chart_top(max, hi, mx);
     atr_buf_puts(b, "<figure><svg class=\"chart replay-chart\" viewBox=\"0 0 640 280\" "
                     "role=\"img\" aria-label=\"peak memory (MiB) per step of ");
     atr_html_esc(b, config);
@@ -366,14 +391,18 @@ static void config_chart(struct atr_buf *b, const struct atr_html_replay *r, con
     }
     limit_line(b, "mem-high", "memory.high", hi, top);
     limit_line(b, "mem-max", "memory.max", mx, top);
+    off_scale_label(b, hi, mx, top);
     atr_buf_puts(b, "</svg><figcaption>Peak memory (MiB) of each step that ran");
     if (oom)
         atr_buf_printf(b, "; %zu with an OOM kill (vermillion, &#x2715;)", oom);
     if (ev)
         atr_buf_printf(b, "; %zu with memory events (orange)", ev);
-    if (!isnan(mx) || !isnan(hi))
+    if ((!isnan(mx) && mx <= top) || (!isnan(hi) && hi <= top))
         atr_buf_puts(b, "; dashed: the memory limits");
-    else if (limited)
+    if ((!isnan(mx) && mx > top) || (!isnan(hi) && hi > top))
+        atr_buf_puts(b, "; the axis is scaled to the steps: a limit far above them is named "
+                        "at the top, not drawn");
+    if (isnan(mx) && isnan(hi) && limited)
         atr_buf_puts(b, "; limits not recorded in summary.json");
     atr_buf_puts(b, "</figcaption></figure>\n");
 }

@@ -580,22 +580,25 @@ static void count_failures(const struct atr_llm_record *r, size_t n, struct atr_
     free(v);
 }
 
-/* Chunks of the successful records per second from lo, into tok[0..nb). */
+/* Output tokens of the successful records per second from lo, into
+ * tok[0..nb): each chunk carries its record's usage tokens over its chunks
+ * (a server may send several tokens per chunk), a record without chunks
+ * all of them at its end, so the buckets sum to the run's output tokens. */
 static void count_tokens(const struct atr_llm_record *r, size_t n, double lo,
-                         int64_t *tok, size_t nb)
+                         double *tok, size_t nb)
 {
     double top = (double)nb;
     for (size_t i = 0; i < n; i++) {
-        if (!r[i].success)
+        if (!r[i].success || r[i].output_tokens <= 0)
             continue;
-        const double *t = r[i].chunk_s;
-        for (size_t c = 0; c < r[i].n_chunks; c++) {
-            /* floor(x) is in [0, nb) exactly when x is (nb is whole), and
-             * then it is x truncated: no floor call a token, and a signed
-             * conversion, which is one instruction (nb < 2^27) */
+        const double *t = r[i].n_chunks ? r[i].chunk_s : &r[i].end_s;
+        size_t nc = r[i].n_chunks ? r[i].n_chunks : 1;
+        double w = (double)r[i].output_tokens / (double)nc;
+        for (size_t c = 0; c < nc; c++) {
+            /* (int64_t)x is floor(x) for x in [0, nb): one instruction */
             double x = t[c] - lo;
             if (x >= 0 && x < top)
-                tok[(int64_t)x]++;
+                tok[(int64_t)x] += w;
         }
     }
 }
@@ -620,9 +623,28 @@ static void count_active(const struct atr_llm_record *r, size_t n, double lo,
         conc[b] += conc[b - 1];
 }
 
-/* Second buckets from the first successful start: chunks per second and
- * requests active in each second (vLLM's max_output_tokens_per_s and
- * max_concurrent_requests). */
+/* The peak output-token rate: vLLM's, the most tokens in one of the
+ * one-second buckets from the first successful start (nb of them, the last
+ * a partial second counted over a whole one), raised to the run's own rate,
+ * its tokens over the span from that start to the last successful end,
+ * where that is higher. vLLM's alone reads below the mean on a run shorter
+ * than a second (its one bucket is divided by a whole second) and when a
+ * run's busiest part is its last partial second; the buckets hold every
+ * output token, and the duration is at least the span, so this peak is
+ * never below the mean output throughput. */
+static double peak_rate(const struct atr_llm_record *r, size_t n, double lo, double span,
+                        size_t nb, int64_t total_output)
+{
+    double *tok = xcalloc(nb, sizeof *tok), peak = 0;
+    count_tokens(r, n, lo, tok, nb);
+    for (size_t b = 0; b < nb; b++)
+        peak = fmax(peak, tok[b]);
+    free(tok);
+    return span > 0 ? fmax(peak, (double)total_output / span) : peak;
+}
+
+/* Requests active in each second from the first successful start (vLLM's
+ * max_concurrent_requests) and the peak output-token rate. */
 static int peaks(const struct atr_llm_record *r, size_t n, struct atr_llm_summary *s,
                  struct atr_error *err)
 {
@@ -638,17 +660,13 @@ static int peaks(const struct atr_llm_record *r, size_t n, struct atr_llm_summar
     if (!(span >= 0) || span + 1 > (double)MAX_BUCKETS)
         return atr_error_set(err, "request times span %g s: clock out of range", hi - lo);
     size_t nb = (size_t)span + 1;
-    int64_t *tok = xcalloc(nb, sizeof *tok), *conc = xcalloc(nb + 1, sizeof *conc);
-    count_tokens(r, n, lo, tok, nb);
+    int64_t *conc = xcalloc(nb + 1, sizeof *conc);
     count_active(r, n, lo, conc, nb);
-    for (size_t b = 0; b < nb; b++) {
-        if ((double)tok[b] > s->max_output_tokens_per_s)
-            s->max_output_tokens_per_s = (double)tok[b];
+    for (size_t b = 0; b < nb; b++)
         if (conc[b] > s->max_concurrent_requests)
             s->max_concurrent_requests = conc[b];
-    }
-    free(tok);
     free(conc);
+    s->max_output_tokens_per_s = peak_rate(r, n, lo, hi - lo, nb, s->total_output);
     return 0;
 }
 

@@ -11,8 +11,12 @@
  *   mean, std (population, ddof = 0), median and percentiles (numpy linear)
  *   over successful requests only; failures are counted, never averaged.
  *   duration = last end_s - first send_s over all records.
- *   Peak output tokens/s and peak concurrency: vLLM's one-second buckets
- *   from the first successful start_s (a chunk counts as one token there).
+ *   Peak concurrency: vLLM's one-second buckets from the first successful
+ *   start_s. Peak output tokens/s: the most output tokens in one of the
+ *   same buckets (a chunk carries its record's usage tokens over its
+ *   chunks), raised to total output tokens / (last successful end_s - first
+ *   successful start_s) where that is higher, so it is never below the mean
+ *   output throughput (vLLM's alone is, on a run shorter than a second).
  * Where TTFT starts: vLLM takes its start stamp inside the request function,
  * after the concurrency semaphore, so its TTFT excludes time spent waiting
  * for a slot. atr keeps that definition in the vLLM keys (comparable

@@ -124,6 +124,18 @@ import json; d = json.load(open('$BR/full/results/b2c3d4e5_agent_empty_result.js
 assert d['server_exit'] is None and 'prepare ended with exit status 1' in d['error']\""
 ok bench-run-report "$ATR" bench report "$BR/full"
 check bench-run-report-counts "grep -q '| 11 | 5 | 4 | 2 | 5 of 11, 45.5 % |' '$T/out'"
+# atr compare reads the same files: a row each, the human run's figures
+# as its file has them, a failed run named with its outcome
+ok bench-run-compare "$ATR" compare --json "$BR"/full/results/*_result.json
+check bench-run-compare-rows "python3 -c \"
+import json, glob
+rows = json.load(open('$T/out')); files = glob.glob('$BR/full/results/*_result.json')
+assert len(rows) == len(files) == 11, (len(rows), len(files))
+h = [r for r in rows if r['file'].endswith('/a1b2c3d4_human_result.json')][0]
+m = json.load(open(h['file']))['metrics']
+assert h['policy'] == 'human' and h['target'].endswith('@a1b2c3d4'), h
+assert (h['mean_ttft_ms'], h['p99_e2el_ms'], h['request_throughput']) == (m['ttft_mean_ms'], m['e2el_p99_ms'], m['request_throughput_req_s']), (h, m)
+assert any(r['policy'] == 'agent/crash (server_crashed)' for r in rows), [r['policy'] for r in rows]\""
 
 # ---- shards: 1/2 and 2/2 into two folders, merged by name = unsharded ----
 ok bench-run-shard-1 "$ATR" bench run "$SPEC" --port 0 -q --shard 1/2 -o "$BR/s1"

@@ -12,6 +12,25 @@ check bench-plan-override "grep -q 'model override: meta-llama/Llama-3.1-8B-Inst
 # a value with a space or a quote is single-quoted ('\'' for each quote)
 check bench-plan-quoted "grep -qF -e \"--model 'odd model'\" '$B/command-plan.txt'"
 
+# docs/bench.md quotes examples/bench/sim.json as it is (the spec its first
+# command runs), every patch the spec names is in examples/bench/, and the
+# outcome table has a row per agent of the spec.
+cat >doc-spec.py <<'EOS'
+import json, os, re, sys
+root = sys.argv[1]
+doc = open(os.path.join(root, "docs/bench.md")).read()
+assert "atr bench run examples/bench/sim.json" in doc
+spec_text = open(os.path.join(root, "examples/bench/sim.json")).read()
+quoted = re.search(r"## Spec\n.*?```json\n(.*?)```\n", doc, re.S).group(1)
+assert quoted == spec_text, "docs/bench.md's spec differs from examples/bench/sim.json"
+spec = json.loads(spec_text)
+for item in spec["items"]:
+    for agent, patch in item["agents"].items():
+        assert patch is None or os.path.isfile(os.path.join(root, "examples/bench", patch)), patch
+        assert re.search(r"^\|.*agent `%s` \|" % re.escape(agent), doc, re.M), agent
+EOS
+check bench-doc-quotes-example "python3 doc-spec.py '$ROOT'"
+
 # --dry-run starts nothing: no prepare, server or cleanup command runs.
 cat >started.json <<EOS
 {"format": "atr-bench-spec/1", "workdir": "$T/work",

@@ -78,10 +78,14 @@ echo '{"hello": 1}' >bad5/x.json
 fails bench-bad-json 1 '^atr: bad1/e206b543_human_result\.json:[0-9]+:[0-9]+: ' "$ATR" bench report bad1
 fails bench-bad-status 1 '^atr: bad2/e206b543_human_result\.json:6:13: expected status success, error or timeout$' "$ATR" bench report bad2
 fails bench-bad-metrics 1 'e206b543_human_result\.json:[0-9]+:[0-9]+: expected an object as "metrics"$' "$ATR" bench report bad3
-fails bench-bad-jsonl-line 1 '^atr: bad4/runs\.jsonl:2:[0-9]+: expected a number as "completed"$' "$ATR" bench report bad4
-fails bench-not-result 1 '^atr: bad5/x\.json:1:1: expected a result' "$ATR" bench report bad5
+fails bench-bad-jsonl-line 1 '^atr: bad4/runs\.jsonl:2:[0-9]+: expected a number for "completed", found string$' "$ATR" bench report bad4
+fails bench-not-result 1 '^atr: bad5/x\.json:1:1: expected a benchmark result' "$ATR" bench report bad5
 fails bench-no-results 1 'empty: no result files' "$ATR" bench report empty
-fails bench-missing-dir 1 'nosuch: cannot read the folder' "$ATR" bench report nosuch
+fails bench-missing-dir 1 '^atr: nosuch: no such result file or folder$' "$ATR" bench report nosuch
+fails bench-not-file-or-dir 1 '^atr: /dev/null: expected a result folder or a result file$' "$ATR" bench report /dev/null
+# one result file: read as a group of one, named by its folder
+ok bench-report-file "$ATR" bench report --json bench/iso-bench/e206b543_human_result.json
+check bench-report-file-group "python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert [(g[\"group\"], g[\"total\"], g[\"success\"]) for g in r] == [(\"iso-bench\", 1, 1)], r' '$T/out'"
 fails bench-bad-after-good 1 'bad1/' "$ATR" bench report -o "$T/never.md" bench/iso-bench bad1
 absent bench-bad-no-output "$T/never.md"
 # usage: exit 2, naming the option

@@ -1,6 +1,9 @@
 # test-compare.sh - `atr compare`: golden Markdown and JSON of atr, vLLM and
-# SGLang result files (tests/data/compare/SOURCE.txt), stdin and gzip, -o,
-# and broken inputs: each one error line file:line:col, exit 1, no output.
+# SGLang result files (tests/data/compare/SOURCE.txt), of `atr bench run`'s
+# and ISO-Bench's result files (tests/data/bench/SOURCE.txt), all kinds in
+# one table (n/a where a kind has no such figure), stdin and gzip, -o, and
+# broken inputs and other atr files: each one error line file:line:col,
+# exit 1, no output.
 C=$DATA/compare
 rm -rf cmp && cp -R "$C" cmp && chmod -R u+w cmp      # relative names in goldens
 SET="cmp/atr-rtx3090-learned.json cmp/atr-rtx3090-max-tokens.json cmp/atr-rtx3090-compaction.json
@@ -24,7 +27,7 @@ check compare-real-json-parses "python3 -c 'import json,sys; r=json.load(open(sy
 ok compare-vllm "$ATR" compare cmp/vllm/naive.json cmp/vllm/prefix-cache.json
 check compare-vllm-cut "grep -Eq '^\\| vllm:Qwen/Qwen3-4B-AWQ \\| prefix-cache .*\\| +69\\.25% \\| +98\\.56% \\|$' '$T/out'"
 ok compare-sglang "$ATR" compare cmp/sglang/prefix-cache.jsonl cmp/sglang/naive.jsonl
-check compare-sglang-cut "grep -Eq '^\\| sglang +\\| prefix-cache .*\\| +86\\.37% \\| +- \\|$' '$T/out'"
+check compare-sglang-cut "grep -Eq '^\\| sglang +\\| prefix-cache .*\\| +86\\.37% \\| +n/a \\|$' '$T/out'"
 
 # stdin and gzip read the same; -o writes atomically
 ok compare-stdin sh -c "'$ATR' compare --json - <cmp/vllm/naive.json"
@@ -41,8 +44,12 @@ fails compare-truncated 1 '^atr: cmp/bad/truncated\.json:2:20: expected' "$ATR" 
 absent compare-truncated-absent bad.md
 fails compare-array 1 '^atr: cmp/bad/array\.json:1:1: expected a result object, found array$' "$ATR" compare -o bad.md cmp/bad/array.json
 absent compare-array-absent bad.md
-fails compare-missing-keys 1 '^atr: cmp/bad/missing-keys\.json:1:1: expected "mean_ttft_ms", "mean_e2el_ms" or "mean_e2e_latency_ms"' "$ATR" compare -o bad.md cmp/vllm/naive.json cmp/bad/missing-keys.json
-absent compare-missing-keys-absent bad.md
+# a result with throughput only: its latencies n/a
+ok compare-missing-keys "$ATR" compare cmp/bad/missing-keys.json
+check compare-missing-keys-na "grep -Eq '^\\| vllm:m +\\| missing-keys +\\| +n/a \\| +n/a \\| +n/a \\| +n/a \\| +n/a \\| +n/a \\| +3\\.50 \\| +n/a \\|' '$T/out'"
+echo '{"hello": 1}' >not-result.json
+fails compare-not-result 1 '^atr: not-result\.json:1:1: expected a benchmark result: vLLM.s, SGLang.s or atr.s figures \("mean_ttft_ms", "request_throughput", \.\.\.\) or ISO-Bench.s "status" and "metrics"$' "$ATR" compare -o bad.md cmp/vllm/naive.json not-result.json
+absent compare-not-result-absent bad.md
 fails compare-junk 1 '^atr: cmp/bad/junk\.bin:1:1: expected a JSON value' "$ATR" compare -o bad.md cmp/bad/junk.bin
 absent compare-junk-absent bad.md
 fails compare-empty 1 '^atr: cmp/bad/empty\.json:1:1: expected a JSON value, found end of input$' "$ATR" compare -o bad.md cmp/bad/empty.json
@@ -56,6 +63,34 @@ fails compare-no-files 2 '^atr compare: missing RESULT' "$ATR" compare
 fails compare-no-files-json 2 '^atr compare: missing RESULT' "$ATR" compare --json -o bad.md
 absent compare-no-files-absent bad.md
 fails compare-bad-option 2 "^atr compare: unknown option '--nope'" "$ATR" compare --nope cmp/vllm/naive.json
+
+# `atr bench run`'s result files (atr's own: outcome, variant, agent, the
+# full latency set) and ISO-Bench's real ones: a row per file, grouped by
+# MODEL@COMMIT, named by variant, failures with their outcome.
+rm -rf bres && cp -R "$DATA/bench" bres && chmod -R u+w bres
+BENCH="bres/codex/results/4e5f6071_agent_codex_result.json bres/codex/results/3d4e5f60_agent_codex_result.json
+ bres/iso-bench/e206b543_human_result.json bres/iso-bench/3a243095_agent_result_error.json"
+# shellcheck disable=SC2086
+golden compare-bench "$C/golden-bench.md" "$ATR" compare $BENCH
+# shellcheck disable=SC2086
+golden compare-bench-json "$C/golden-bench.json" "$ATR" compare --json $BENCH
+# every kind in one table: the figures they share, n/a for the others
+# shellcheck disable=SC2086
+golden compare-mixed "$C/golden-mixed.md" "$ATR" compare cmp/atr-h100-naive.json cmp/vllm/naive.json \
+    cmp/sglang/naive.jsonl cmp/nv-action__serving_llama8B_tp1_1.json $BENCH
+
+# an `atr sweep` result: a row per run, in the order they ran (run 10,
+# a bisection step, after run 9)
+"$ATR" sweep -q --generate 8:64:8 --target sim:h100/llama-3.1-8b --rates 3 \
+    --slo ttft_p99=22ms -o sweep.json
+golden compare-sweep "$C/golden-sweep.md" "$ATR" compare sweep.json
+check compare-sweep-runs "python3 -c \"import json; n=len(json.load(open('sweep.json'))['runs']); assert n >= 10, n\""
+
+# other atr files: refused, naming what they are
+fails compare-replay-summary 1 '^atr: .*/report/replay/summary\.json:1:1: expected a benchmark result, found a tool replay summary' "$ATR" compare "$DATA/report/replay/summary.json"
+"$ATR" sim run -q "$DATA/atr/small.ndjson" --profile h100/llama-3.1-8b --requests-out req.ndjson >/dev/null
+fails compare-requests 1 '^atr: req\.ndjson:1:1: expected a benchmark result, found a request record \(--requests-out: `atr report` reads it\)$' "$ATR" compare req.ndjson
+fails compare-trace 1 '^atr: .*/atr/small\.ndjson:1:1: expected a benchmark result, found a trace, not a result' "$ATR" compare "$DATA/atr/small.ndjson"
 
 # --run: simulate the policies, then the table alone.
 "$ATR" gen -q --kind swe --traces 6 --seed 4 -o "$T/cmp-run.ndjson"

@@ -6,7 +6,11 @@
 # timeline; the Results' per-request CDFs have a curve per per-request
 # file, the log toggle and hover work, the Overview's token race plays and
 # its clock advances, pause holds it; a hostile trace's and hostile policy
-# names' markup never runs (no dialog). Screenshots
+# names' markup never runs (no dialog); the demo's report has every section,
+# its tool replay table fits a 1400 px window without a word broken, its
+# latency race's legend names p50 (solid) and p99 (dashed) in colours of at
+# least 3:1 on white, and a peak-memory chart keeps its scale to the data
+# under a limit far above it (tests/node/report-layout.mjs). Screenshots
 # of each section stay in $T/report-browser (kept by run.sh's caller when
 # ATR_KEEP_ARTIFACTS names a folder).
 
@@ -58,5 +62,27 @@ EOF
     check report-browser-hostile-inert "python3 -c \"import json; c=json.load(open('$RB/hostile/check.json')); assert c['dialogs'] == [] and not c['injected'] and c['requests'] == [] and not c['pageErrors'], c\""
     check report-browser-hostile-race "python3 -c \"import json; c=json.load(open('$RB/hostile/check.json')); assert c['race']['lanes'] == 2 and c['cdfCurves']['ttft'] == 2, c\""
     check report-browser-hostile-timeline "python3 -c \"import json; c=json.load(open('$RB/hostile/check.json')); assert c['timelineOpened'], c\""
+    # The demo's own report (scripts/demo.sh into this test's folder): every
+    # section from the demo's outputs, measured at a 1400 px window; the
+    # screenshots (layout-*.png) are for a person to look at.
+    mkdir -p "$RB/demo-shots"
+    ok report-browser-demo env ATR_DEMO_OUT="$RB/demo" sh "$ROOT/scripts/demo.sh" "$ATR"
+    ok report-browser-demo-open node "$ROOT/tests/node/report-layout.mjs" "$RB/demo/report.html" "$RB/demo-shots"
+    L=$RB/demo-shots/layout.json
+    check report-browser-demo-sections "python3 -c \"import json; c=json.load(open('$L')); assert c['sections'] == ['overview', 'traces', 'shapes', 'results', 'sweeps', 'replay', 'router', 'bench', 'appendix'] and not c['pageErrors'], c\""
+    check report-browser-demo-races "grep -q 'id=\"race\"' '$RB/demo/report.html' && python3 -c \"import json; c=json.load(open('$L'))['roll']; assert len(c) == 1 and len(c[0]['curveContrast']) == 4, c\""
+    check report-browser-demo-replay-fits "python3 -c \"import json; c=json.load(open('$L')); t=c['replayTables']; assert t and all(x['scrollWidth'] <= 1400 and x['right'] <= 1400 and not x['broken'] for x in t) and c['pageScrollWidth'] <= 1400, (t, c['pageScrollWidth'])\""
+    check report-browser-latency-race-legend "python3 -c \"import json; r=json.load(open('$L'))['roll'][0]; l=r['legend']; assert l[:2] == ['naive p50', 'naive p99'] and [x.split()[-1] for x in l] == ['p50', 'p99', 'p50', 'p99'] and l[2].split()[0] == l[3].split()[0] != 'naive' and r['keysDashedAsLabelled'], r\""
+    check report-browser-latency-race-contrast "python3 -c \"import json; r=json.load(open('$L'))['roll'][0]; assert min(r['curveContrast']) >= 3, r\""
+    # A memory limit far above the steps (8 GiB over a 128 MiB peak): the
+    # bars keep the chart's height and the limit is named, not drawn.
+    mkdir -p "$RB/replay-far" "$RB/far-shots"
+    cp "$DATA/report/replay/metrics.jsonl" "$RB/replay-far/"
+    sed 's/"mem_max_bytes":134217728/"mem_max_bytes":8589934592/' "$DATA/report/replay/summary.json" \
+        >"$RB/replay-far/summary.json"
+    ok report-browser-far-build "$ATR" report "$RB/replay-far" -o "$RB/replay-far.html"
+    ok report-browser-far-open node "$ROOT/tests/node/report-layout.mjs" "$RB/replay-far.html" "$RB/far-shots"
+    check report-browser-mem-scaled-to-data "python3 -c \"import json; m=json.load(open('$RB/far-shots/layout.json'))['memCharts']; assert len(m) == 2 and all(x['fill'] >= 0.6 for x in m), m\""
+    check report-browser-mem-far-limit-named "python3 -c \"import json; m=json.load(open('$RB/far-shots/layout.json'))['memCharts']; assert m[1]['offScale'] == ['\u2191 memory.max 8192.0 MiB: above the scale'] and m[0]['offScale'] == [], m\""
     [ -z "${ATR_KEEP_ARTIFACTS:-}" ] || cp -r "$RB" "$ATR_KEEP_ARTIFACTS/"
 fi

@@ -250,7 +250,7 @@ check "replay: no reaction figure when no controller adjusted" \
 mkdir -p "$R/replay-nosummary"
 cp "$DATA/report/replay/metrics.jsonl" "$R/replay-nosummary/"
 fails "a folder without summary.json is read as bench results" 1 \
-    'metrics.jsonl:1:1: expected a result' "$ATR" report "$R/replay-nosummary" -o "$R/bad.html"
+    'metrics.jsonl:1:1: expected a benchmark result, found a tool replay step' "$ATR" report "$R/replay-nosummary" -o "$R/bad.html"
 absent "the failed bench read leaves no report" "$R/bad.html"
 
 # ---- bad input: one error line, exit 1, no file left ----

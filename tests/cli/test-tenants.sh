@@ -81,3 +81,6 @@ assert len(ls) == 3 and all(m['phase'] == 'shared' for m in ls), ls
 ts = json.load(open('$TN/nb/summary.json'))['tenants']
 assert [t['steps'] for t in ts] == [1, 1] and all(t['inflation_mean'] is None and t['latency_mean_ms_alone'] is None for t in ts), ts
 \""
+# the table shows the figures without samples as n/a, as the other tables do
+ok "tenants no baseline table" "$ATR" replay tools --tenants --no-baseline --config none --sandbox none "$TN/ab.ndjson" --out "$TN/nb2"
+check "no baseline: n/a in the table, never nan" "grep -q 'shared ms' '$T/out' && ! grep -Eqiw -- '-?nan' '$T/out' && grep -Eq '^none +0 +a +[0-9]+ +1 +n/a +[0-9.]+ +n/a ' '$T/out'"

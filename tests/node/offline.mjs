@@ -8,15 +8,15 @@ import { resolve } from "node:path";
 
 // Fills out.consoleErrors, out.pageErrors, out.requests, out.dialogs,
 // out.loadMs and out.ready; returns {browser, page}. The caller closes
-// the browser.
-export async function openOffline(report, out) {
+// the browser. viewport: the window's size, 1280 x 900 unless given.
+export async function openOffline(report, out, viewport = { width: 1280, height: 900 }) {
   const url = "file://" + resolve(report);
   Object.assign(out, { consoleErrors: [], pageErrors: [], requests: [], dialogs: [] });
   const browser = await chromium.launch({
     executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
     args: ["--no-sandbox", "--disable-gpu"],
   });
-  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const page = await browser.newPage({ viewport });
   page.on("console", (m) => { if (m.type() === "error") out.consoleErrors.push(m.text()); });
   page.on("pageerror", (e) => out.pageErrors.push(String(e)));
   page.on("dialog", async (d) => { out.dialogs.push(d.message()); await d.dismiss(); });

@@ -11,6 +11,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bench/report.h"
@@ -110,15 +111,39 @@ static void test_errors(void **state)
     assert_int_equal(add(&s, "a.json", "{\"status\": \"success\",\n \"outcome\": \"fine\"}", &err), -1);
     assert_string_equal(err.msg, "a.json:2:13: expected a known outcome (docs/bench.md)");
     assert_int_equal(add(&s, "a.json", "[1]", &err), -1);
-    assert_string_equal(err.msg, "a.json:1:1: expected a result object");
-    assert_int_equal(add(&s, "a.json", "{\"status\": \"success\", \"metrics\": {\"ttft_p99_ms\": \"9\"}}",
+    assert_string_equal(err.msg, "a.json:1:1: expected a result object, found array");
+    assert_int_equal(add(&s, "a.json", "{\"status\": \"success\", \"metrics\": {\"ttft_p99_ms\": \"9x\"}}",
                          &err), -1);
-    assert_string_equal(err.msg, "a.json:1:50: expected a number as \"ttft_p99_ms\"");
+    assert_string_equal(err.msg, "a.json:1:50: expected a number for \"ttft_p99_ms\", found string");
     /* all or nothing: the good first line is not kept */
     assert_int_equal(add(&s, "r.jsonl", "{\"backend\": \"sglang\"}\n\n{\"backend\": 1,", &err), -1);
     assert_string_equal(err.msg, "r.jsonl:3:15: expected string key after ',', found end of input");
     assert_int_equal(s.n, 0);
     atr_bench_set_release(&s);
+}
+
+/* A text named .json that is JSONL (stdin, a file SGLang appended to) is
+ * read line by line, from a buffer without a terminating NUL (ASan checks
+ * no byte past it is read); each line keeps its number. */
+static void test_jsonl_by_content(void **state)
+{
+    (void)state;
+    static const char text[] = "{\"backend\": \"sglang\", \"completed\": 2, \"duration\": 1}\n"
+                               "  \n{\"mean_ttft_ms\": 5, \"atr\": {\"policy\": \"naive\"}}\n \t";
+    size_t len = sizeof text - 1;
+    char *exact = malloc(len);
+    memcpy(exact, text, len);
+    struct atr_bench_set s = {0};
+    struct atr_error err;
+    assert_int_equal(atr_bench_read_text(&s, "r.json", exact, len, &err), 0);
+    assert_int_equal(s.n, 2);
+    assert_int_equal(s.v[0].line, 1);
+    assert_int_equal(s.v[1].line, 3);
+    assert_string_equal(s.v[1].kind, "atr");
+    assert_string_equal(s.v[1].policy, "naive");
+    assert_float_equal(s.v[1].ttft_mean_ms, 5, 1e-12);
+    atr_bench_set_release(&s);
+    free(exact);
 }
 
 /* Shards of one run under one name make one group. */
@@ -147,6 +172,7 @@ int main(void)
         cmocka_unit_test(test_iso_metrics),
         cmocka_unit_test(test_vllm_sglang),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_jsonl_by_content),
         cmocka_unit_test(test_report_merge),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -403,8 +403,39 @@ static void test_peaks_match_direct_count(void **state)
     assert_int_equal(atr_llm_summarize(r, NREC, &c, &s, &err), 0);
     assert_true(max_conc > 10);
     assert_int_equal(s.max_concurrent_requests, max_conc);
-    assert_true(s.max_output_tokens_per_s == (double)max_tok);
+    assert_true(s.max_output_tokens_per_s == (double)max_tok);   /* above the run's mean here */
     atr_llm_summary_release(&s);
+}
+
+/* The token peak is never below the mean output throughput: a run shorter
+ * than a second (vLLM's whole-second bucket halves a half-second run's
+ * rate), a short tail after whole seconds, and chunks of several tokens
+ * (usage tokens, not chunks, are counted). */
+static void test_peak_not_below_mean(void **state)
+{
+    (void)state;
+    static const double half[] = {0.1, 0.2, 0.3, 0.4, 0.5};     /* 0.5 s run */
+    static const double tail[] = {0.5, 1.5, 2.0, 2.05, 2.1};    /* 2.1 s, last 0.1 s busy */
+    static const double few[] = {0.5, 1.0};                     /* 2 chunks of 10 tokens */
+    const struct { const double *t; size_t n; int64_t tokens; } runs[] = {
+        {half, 5, 5}, {tail, 5, 5}, {few, 2, 20},
+    };
+    struct atr_llm_bench_config c = base_cfg();
+    for (size_t k = 0; k < sizeof runs / sizeof *runs; k++) {
+        struct atr_llm_record r = {.id = 0, .send_s = 0, .start_s = 0,
+                                   .end_s = runs[k].t[runs[k].n - 1], .chunk_s = runs[k].t,
+                                   .n_chunks = runs[k].n, .output_tokens = runs[k].tokens,
+                                   .success = true};
+        struct atr_llm_summary s;
+        struct atr_error err;
+        assert_int_equal(atr_llm_summarize(&r, 1, &c, &s, &err), 0);
+        if (s.max_output_tokens_per_s < s.output_throughput) {
+            fprintf(stderr, "run %zu: peak %.3f below the mean %.3f\n", k,
+                    s.max_output_tokens_per_s, s.output_throughput);
+            fail();
+        }
+        atr_llm_summary_release(&s);
+    }
 }
 
 /* More than ATR_LLM_MAX_PCT percentiles is refused, not truncated. */
@@ -606,6 +637,7 @@ int main(void)
         cmocka_unit_test(test_itl_percentiles_exact),
         cmocka_unit_test(test_itl_matches_array),
         cmocka_unit_test(test_peaks_match_direct_count),
+        cmocka_unit_test(test_peak_not_below_mean),
         cmocka_unit_test(test_sessions_hand_computed),
         cmocka_unit_test(test_sessions_outputs),
         cmocka_unit_test(test_single_turn_sessions_silent),

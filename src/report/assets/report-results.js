@@ -97,7 +97,11 @@ function lineChart(host, spec) {
   const legend = el("div", { class: "legend" });
   for (const s of spec.series) {
     const item = el("span", { class: "legend-item" });
-    item.append(el("span", { class: `key ${s.cls}` }), document.createTextNode(s.label));
+    // The key is a piece of the curve itself: colour and dash, so p50
+    // (solid) and p99 (dashed) read from the legend.
+    const key = el("svg:svg", { class: "line-key", viewBox: "0 0 28 10", "aria-hidden": "true" });
+    key.appendChild(el("svg:line", { class: `${s.cls}${s.dash ? " dash" : ""}`, x1: 0, x2: 28, y1: 5, y2: 5 }));
+    item.append(key, document.createTextNode(s.label));
     legend.appendChild(item);
   }
   const draw = () => {
