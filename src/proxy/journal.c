@@ -80,6 +80,20 @@ static size_t utf8_valid_prefix(const char *s, size_t len)
     return i;
 }
 
+void atr_journal_clean_text(struct atr_buf *out, const char *s, size_t len)
+{
+    size_t ok = utf8_valid_prefix(s, len);
+    while (len) {
+        atr_buf_append(out, s, ok);
+        if (ok == len)
+            break;
+        atr_buf_append(out, "\xef\xbf\xbd", 3);
+        s += ok + 1;
+        len -= ok + 1;
+        ok = utf8_valid_prefix(s, len);
+    }
+}
+
 /* s[0..len) as a JSON string (NULs and control bytes escaped by the
  * writer), each byte that starts no valid UTF-8 character written as
  * U+FFFD; tmp is scratch. s NULL: null. */
@@ -89,21 +103,12 @@ static void put_text(struct atr_jw *w, struct atr_buf *tmp, const char *s, size_
         atr_jw_null(w);
         return;
     }
-    size_t ok = utf8_valid_prefix(s, len);
-    if (ok == len) {
+    if (utf8_valid_prefix(s, len) == len) {
         atr_jw_strn(w, s, len);
         return;
     }
     atr_buf_clear(tmp);
-    while (len) {
-        atr_buf_append(tmp, s, ok);
-        if (ok == len)
-            break;
-        atr_buf_append(tmp, "\xef\xbf\xbd", 3);
-        s += ok + 1;
-        len -= ok + 1;
-        ok = utf8_valid_prefix(s, len);
-    }
+    atr_journal_clean_text(tmp, s, len);
     atr_jw_strn(w, tmp->data ? tmp->data : "", tmp->len);
 }
 
