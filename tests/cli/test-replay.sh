@@ -86,6 +86,11 @@ printf '{"format":"atr-trace/1","trace_id":"talk","steps":[{"kind":"llm","input_
 kept() {   # kept NAME: the old result is as it was, nothing beside it
     check "$1: the old result survives" "diff -r '$R/keep.orig' '$RK' && [ -z \"\$(ls -d '$RK'.tmp.* '$RK'.old.* 2>/dev/null)\" ]"
 }
+# Without --force too (old atr truncated DIR/metrics.jsonl here).
+fails "keep: a missing trace, no --force" 1 "nothere.ndjson: No such file|keep: exists and is not empty" "$ATR" replay tools -q --config none --sandbox none "$R/nothere.ndjson" --out "$RK"
+kept "keep: a missing trace, no --force"
+fails "keep: --merge A MISSING, no --force" 1 "nothere/metrics.jsonl: No such file|keep: exists and is not empty" "$ATR" replay tools -q --merge "$R/s0" "$R/nothere" --out "$RK"
+kept "keep: --merge A MISSING, no --force"
 fails "keep: a missing trace" 1 "nothere.ndjson: No such file" "$ATR" replay tools -q --config none --sandbox none --force "$R/nothere.ndjson" --out "$RK"
 kept "keep: a missing trace"
 fails "keep: no tool steps" 1 "no tool steps in .*talk.ndjson$" "$ATR" replay tools -q --config none --sandbox none --force "$R/talk.ndjson" --out "$RK"
