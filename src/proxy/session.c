@@ -103,20 +103,52 @@ static void journal_name(struct atr_buf *b, const char *name, size_t len)
     atr_journal_clean_text(b, name, len);
 }
 
+/* The session of the journal's name[0..len), made if new. */
+static size_t by_journal_name(struct proxy_sessions *s, const char *name, size_t len)
+{
+    uint64_t key = XXH3_64bits(name, len) | NAME_BIT;
+    long i = get(s, key);
+    if (i >= 0)
+        return (size_t)i;
+    size_t k = add(s, xstrndup(name, len));
+    put(s, key, k);
+    return k;
+}
+
 static size_t find_named(struct proxy_sessions *s, const char *name, size_t len)
 {
     struct atr_buf b = ATR_BUF_INIT;
     journal_name(&b, name, len);
-    uint64_t key = XXH3_64bits(b.data, b.len) | NAME_BIT;
-    long i = get(s, key);
-    if (i >= 0) {
-        atr_buf_release(&b);
-        return (size_t)i;
-    }
-    size_t k = add(s, xstrndup(b.data, b.len));
-    put(s, key, k);
+    size_t k = by_journal_name(s, b.data, b.len);
     atr_buf_release(&b);
     return k;
+}
+
+/* "~N", a name the proxy made up: N. */
+static bool made_up(const char *name, size_t len, uint64_t *n)
+{
+    if (len < 2 || len > 20 || name[0] != '~')
+        return false;
+    *n = 0;
+    for (size_t i = 1; i < len; i++) {
+        if (name[i] < '0' || name[i] > '9')
+            return false;
+        *n = *n * 10 + (uint64_t)(name[i] - '0');
+    }
+    return true;
+}
+
+void proxy_session_seen(struct proxy_sessions *s, const char *name, size_t len, uint64_t turn)
+{
+    uint64_t n;
+    if (made_up(name, len, &n)) {
+        if (n > s->next_anon)
+            s->next_anon = n;
+        return;
+    }
+    size_t k = by_journal_name(s, name, len);      /* may move s->v */
+    if (s->v[k].turns <= turn)
+        s->v[k].turns = turn + 1;
 }
 
 size_t proxy_session_find(struct proxy_sessions *s, const char *name, size_t name_len,

@@ -163,6 +163,21 @@ assert folded.pop("new") == 3, folded         # three without a name, each its o
 assert folded == sent, (folded, sent)
 PY
 check proxy-ids-sessions-as-sent "python3 '$PX/ids.py' '$PX/ids-sessions.ndjson'"
+# A proxy started again on the same journal goes on with its turns and
+# made-up names: the journal still validates, and s1 and ~1 fold into one
+# session each across both runs.
+px_start ids2 --upstream "$UPA" --record "$PX/ids.ndjson"
+IDS=$PX_URL
+px_send s1 thirteen; px_send '' fourteen; px_send '~1' fifteen
+px_stop $PX_PID
+ok proxy-ids-restart-validates "$ATR" validate "$PX/ids.ndjson"
+check proxy-ids-restart-counts "grep -q 'ok, 15 traces' '$T/out'"
+ok proxy-ids-restart-fold "$ATR" convert -q --sessions "$PX/ids.ndjson" -o "$PX/ids-sessions2.ndjson"
+check proxy-ids-restart-sessions "python3 -c \"
+import json
+m = {t['meta']['session']: t['meta']['requests'] for t in map(json.loads, open('$PX/ids-sessions2.ndjson', encoding='utf-8'))}
+assert m['s1'] == 3 and m['~~1'] == 3 and m['~4'] == 1 and sum(m.values()) == 15, m
+\""
 
 # ---- /v1/models merged; prefix-aware routing keeps a session on one upstream ----
 px_start models --upstream "$UPA" --upstream "$UPB"

@@ -95,6 +95,29 @@ static void test_names_as_written(void **state)
     proxy_sessions_release(&s);
 }
 
+/* A journal continued from an earlier run: its sessions go on at their
+ * next turn, made-up names after the highest it holds. */
+static void test_seen(void **state)
+{
+    struct proxy_sessions s;
+    proxy_sessions_init(&s);
+    const char *src;
+    proxy_session_seen(&s, "s1", 2, 0);
+    proxy_session_seen(&s, "~3", 2, 0);
+    proxy_session_seen(&s, "s1", 2, 4);
+    proxy_session_seen(&s, "s1", 2, 2);
+    proxy_session_seen(&s, "~~1", 3, 1);
+    size_t a = find(&s, "s1", NULL, 0, &src);
+    assert_int_equal(s.v[a].turns, 5);
+    size_t b = find(&s, "~1", NULL, 0, &src);           /* the journal's "~~1" */
+    assert_int_equal(s.v[b].turns, 2);
+    uint64_t p[] = {51};
+    size_t c = find(&s, NULL, p, 1, &src);
+    assert_string_equal(s.v[c].id, "~4");
+    assert_int_equal(s.v[c].turns, 0);
+    proxy_sessions_release(&s);
+}
+
 static void test_many(void **state)
 {
     struct proxy_sessions s;
@@ -120,6 +143,7 @@ int main(void)
         cmocka_unit_test(test_prefix_continuity),
         cmocka_unit_test(test_made_up_names_apart),
         cmocka_unit_test(test_names_as_written),
+        cmocka_unit_test(test_seen),
         cmocka_unit_test(test_many),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
