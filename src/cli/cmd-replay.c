@@ -731,9 +731,16 @@ static int check_paths(const struct replay_args *a)
 static int no_tool_steps(const struct replay_args *a, int argc, char **argv,
                          struct atr_error *err);
 
+/* A trace given as stdin, a pipe or a FIFO (`<(atr gen ...)`): it cannot
+ * be read twice, so it is checked as it is replayed. */
+static bool read_once(const char *path)
+{
+    struct stat st;
+    return strcmp(path, "-") == 0 || (stat(path, &st) == 0 && !S_ISREG(st.st_mode));
+}
+
 /* Before DIR is touched or anything runs: every trace file reads whole,
- * with tool steps among them. Stdin, which cannot be read twice, is
- * checked as it is replayed. */
+ * with tool steps among them (read_once inputs aside). */
 static int check_traces(const struct replay_args *a, int argc, char **argv)
 {
     struct atr_error err;
@@ -742,7 +749,7 @@ static int check_traces(const struct replay_args *a, int argc, char **argv)
     bool piped = false;
     int rc = 0;
     for (int i = a->first_arg; i < argc && rc == 0; i++) {
-        if (strcmp(argv[i], "-") == 0) {
+        if (read_once(argv[i])) {
             piped = true;
             continue;
         }

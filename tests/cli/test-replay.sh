@@ -116,6 +116,11 @@ check "keep: --force gave the new result, nothing beside it" "! grep -q replay/l
 mkdir "$R/empty"
 ok "keep: an empty folder needs no --force" "$ATR" replay tools -q --config none --sandbox none "$TR" --out "$R/empty/"
 check "keep: the empty folder got the result" "[ -s '$R/empty/metrics.jsonl' ] && [ -s '$R/empty/summary.json' ]"
+# A FIFO (as `<(...)` gives) is read once, by the run itself.
+mkfifo "$R/fifo"
+cat "$TR" >"$R/fifo" &
+ok "keep: a FIFO input is read once" "$ATR" replay tools -q --config none --sandbox none "$R/fifo" --out "$R/fifo-out"
+check "keep: a FIFO input ran every step" "[ \$(wc -l <'$R/fifo-out/metrics.jsonl') -eq 9 ]"
 # A merge into one of its own inputs reads it whole before replacing it.
 cp -a "$R/s0" "$R/s0b"
 ok "keep: merge into an input" "$ATR" replay tools -q --force --merge "$R/s0b" "$R/s1" --out "$R/s0b"
