@@ -107,13 +107,14 @@ static bool parse_shard(const char *cmd, const char *arg, unsigned old_first,
 {
     const char *p = arg;
     unsigned i, n;
-    if (!shard_number(&p, &i) || (*p != ':' && *p != '/') || (p++, !shard_number(&p, &n)) ||
-        *p || n < 1) {
+    bool ok = shard_number(&p, &i) && (*p == ':' || *p == '/');
+    char sep = ok ? *p++ : 0;
+    if (!ok || !shard_number(&p, &n) || *p || n < 1) {
         cli_usage(cmd, "--shard wants I:N with 0 <= I < N (shards count from 0), got '%s'",
                   arg);
         return false;
     }
-    if (p = strchr(arg, '/'), p) {
+    if (sep == '/') {      /* the old spelling, whatever its I: which base did it mean? */
         if (i >= old_first && i - old_first < n)
             cli_usage(cmd, "--shard %s: the I/N spelling is gone (%s counted from %u): "
                       "write --shard %u:%u, shards count from 0", arg, cmd, old_first,
