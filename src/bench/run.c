@@ -414,7 +414,7 @@ static int cleanup_item(struct runner *rn, const struct atr_bench_item *it)
 static bool item_in_share(const struct atr_bench_run_opts *o, const struct atr_bench_item *it,
                           size_t k)
 {
-    if (o->shards > 1 && k % o->shards != o->shard - 1)
+    if (o->shards > 1 && k % o->shards != o->shard)
         return false;
     if (o->only && strncmp(it->human_commit_full, o->only, strlen(o->only)) != 0 &&
         strncmp(it->human_commit, o->only, strlen(o->only)) != 0)

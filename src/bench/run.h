@@ -54,7 +54,7 @@ struct atr_bench_run_opts {
     const char *out_dir;               /* created if missing */
     bool retry_failed;                 /* rerun results whose outcome is not success */
     const char *only;                  /* run only items whose commit starts so; NULL all */
-    unsigned shard, shards;            /* run items k with k % shards == shard - 1; 0: all */
+    unsigned shard, shards;            /* run items k with k % shards == shard; 0: all */
     double grace_s;                    /* 0: ATR_BENCH_GRACE_S */
     int port;                          /* >= 0: instead of the spec's (0: a free one
                                           per run); -1: the spec's */

@@ -36,7 +36,7 @@ const char cmd_bench_run_help[] =
     "  -o, --out DIR        results/ and logs/ go here (created if missing)\n"
     "      --retry-failed   run again the runs whose result is not a success\n"
     "      --only COMMIT    only the items whose commit starts with COMMIT\n"
-    "      --shard I/N      only items k with k mod N = I-1 (I from 1): N\n"
+    "      --shard I:N      only items k with k mod N = I (I from 0): N\n"
     "                       machines split one spec; `atr bench report` merges\n"
     "                       their folders\n"
     "      --grace S        seconds from SIGTERM to SIGKILL (default 10)\n"
@@ -51,7 +51,7 @@ const char cmd_bench_run_help[] =
 struct run_args {
     bool dry_run, retry_failed, quiet;
     const char *out, *only;
-    unsigned shard, shards;
+    struct opts_shard shard;
     double grace_s;
     unsigned port;
     bool port_given;
@@ -68,18 +68,6 @@ static bool parse_port(void *base, const char *arg, const char *cmd)
     return true;
 }
 
-static bool parse_shard(void *base, const char *arg, const char *cmd)
-{
-    struct run_args *a = base;
-    unsigned i, n;
-    char tail;
-    if (sscanf(arg, "%u/%u%c", &i, &n, &tail) != 2 || n < 1 || i < 1 || i > n || n > 100000)
-        return false;
-    a->shard = i;
-    a->shards = n;
-    return true;
-}
-
 static bool nonempty(const char *s)
 {
     return *s != '\0';
@@ -90,7 +78,7 @@ static const struct opt options[] = {
     OPT_STRING_CHECK(struct run_args, out, "out", 'o', nonempty, "--out wants a folder"),
     OPT_FLAG(struct run_args, retry_failed, "retry-failed", 0),
     OPT_STRING_CHECK(struct run_args, only, "only", 0, nonempty, "--only wants a commit"),
-    OPT_CALL("shard", 0, parse_shard, "--shard wants I/N with 1 <= I <= N, got '%s'"),
+    OPT_SHARD(struct run_args, shard, 1),
     OPT_DOUBLE(struct run_args, grace_s, "grace", 0, 0.001, 3600,
                "--grace wants seconds from 0.001 to 3600, got '%s'"),
     OPT_CALL("port", 0, parse_port, "--port wants 0..65535, got '%s'"),
@@ -262,7 +250,7 @@ static int run_spec(const struct run_args *a, const struct atr_bench_spec *s, co
 {
     struct atr_bench_run_opts o = {
         .out_dir = a->out, .retry_failed = a->retry_failed, .only = a->only,
-        .shard = a->shard, .shards = a->shards, .grace_s = a->grace_s, .self = self,
+        .shard = a->shard.i, .shards = a->shard.n, .grace_s = a->grace_s, .self = self,
         .port = a->port_given ? (int)a->port : -1,
         .stop = &stop_requested, .on_progress = a->quiet ? NULL : on_progress,
     };

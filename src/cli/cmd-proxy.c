@@ -176,6 +176,12 @@ static void on_record(void *ctx, const struct atr_proxy_record *rec)
     }
 }
 
+/* A request of an earlier run in the journal continued (--record). */
+static void on_seen(void *ctx, const char *session, size_t len, uint64_t turn)
+{
+    atr_proxy_session_seen(ctx, session, len, turn);
+}
+
 static void on_log(void *ctx, const char *line)
 {
     fprintf(stderr, "atr proxy: %s\n", line);
@@ -293,7 +299,8 @@ static int run(int argc, char **argv)
     }
     if (!r.base || (a.record && !r.journal)) {
         rc = r.base ? cli_fail_err(&r.err) : cli_fail("proxy: cannot create the event loop");
-    } else if (!(r.proxy = atr_proxy_new(r.base, &a.cfg, &r.err))) {
+    } else if (!(r.proxy = atr_proxy_new(r.base, &a.cfg, &r.err)) ||
+               (a.record && atr_journal_scan(a.record, 0, on_seen, r.proxy, &r.err) < 0)) {
         rc = cli_fail_err(&r.err);
     } else {
         r.drain_s = a.drain_s;

@@ -60,7 +60,7 @@ const char cmd_replay_llm_help[] =
     "                            vLLM's --metric-percentiles is the same option\n"
     "  -f, --from FMT            input format instead of sniffing\n"
     "  -q, --quiet               no result block, no progress\n"
-    "      --shard I/N           send only sessions I, I+N, I+2N... (0-based, in\n"
+    "      --shard I:N           send only sessions I, I+N, I+2N... (from 0, in\n"
     "                            the order of the traces given), each at its time\n"
     "                            on the whole workload's schedule: one of N\n"
     "                            machines sharing a run\n"
@@ -85,7 +85,7 @@ const char cmd_replay_llm_help[] =
 
 struct llm_args {
     const char *target, *model, *api_key, *from, *policy_opts;
-    unsigned shard_i, shard_n;   /* --shard I/N; shard_n 0: none */
+    struct opts_shard shard;     /* shard.n 0: none */
     unsigned threads;            /* --threads N */
     double start_at;             /* --start-at, or 0 */
     bool merge;
@@ -105,25 +105,6 @@ static void on_stop(int sig)
 {
     (void)sig;
     stop_requested = 1;
-}
-
-/* "I/N": 0 <= I < N, N >= 1, both plain decimals. */
-static bool opt_shard(void *base, const char *arg, const char *cmd)
-{
-    (void)cmd;
-    struct llm_args *a = base;
-    char *end;
-    if (arg[0] < '0' || arg[0] > '9')
-        return false;
-    unsigned long i = strtoul(arg, &end, 10);
-    if (*end != '/' || end[1] < '0' || end[1] > '9')
-        return false;
-    unsigned long n = strtoul(end + 1, &end, 10);
-    if (*end || n < 1 || i >= n || n > 1000000)
-        return false;
-    a->shard_i = (unsigned)i;
-    a->shard_n = (unsigned)n;
-    return true;
 }
 
 static bool opt_policies(void *a, const char *list, const char *cmd)
@@ -148,7 +129,7 @@ static const struct opt options[] = {
     OPT_FROM(ARGS, from),
     OPT_CALL("policy", 0, opt_policies, NULL),
     OPT_STRING(ARGS, policy_opts, "policy-options", 0),
-    OPT_CALL("shard", 0, opt_shard, "--shard wants I/N with 0 <= I < N (e.g. 0/4)"),
+    OPT_SHARD(struct llm_args, shard, 0),
     OPT_DOUBLE(ARGS, start_at, "start-at", 0, 1, OPT_FINITE,
                "--start-at wants seconds since 1970 (date +%s)"),
     OPT_FLAG(ARGS, merge, "merge", 0),
@@ -174,7 +155,7 @@ static int parse_args(int argc, char **argv, struct llm_args *a)
     llm_report_init(&a->report);
     if (opts_parse(&parser, a, argc, argv, &a->first_arg) != EXIT_OK)
         return EXIT_USAGE;
-    if (a->merge && (a->target || a->shard_n || a->start_at > 0 || a->policies.n ||
+    if (a->merge && (a->target || a->shard.n || a->start_at > 0 || a->policies.n ||
                      a->threads > 1))
         return cli_usage("replay llm", "--merge reads request files: it takes no --target, "
                          "--shard, --start-at, --threads or --policy");
@@ -265,7 +246,7 @@ int cmd_replay_llm(int argc, char **argv)
         struct llm_run r = {
             .from = a.from, .policies = &a.policies, .policy_opts = a.policy_opts,
             .sched = &a.sched, .report = &a.report, .stop = &stop_requested,
-            .shard_i = a.shard_i, .shard_n = a.shard_n, .start_at = a.start_at,
+            .shard_i = a.shard.i, .shard_n = a.shard.n, .start_at = a.start_at,
             .threads = a.threads,
         };
         rc = llm_run(&r, &t, argv + a.first_arg, (size_t)(argc - a.first_arg));

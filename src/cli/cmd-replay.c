@@ -54,7 +54,9 @@ static const char help[] =
     "\n"
     "options:\n"
     "  -c, --config LIST     configurations (default static-toolcall)\n"
-    "  -o, --out DIR         output directory (created; required)\n"
+    "  -o, --out DIR         output directory (created; required): written in\n"
+    "                        DIR.tmp.XXXXXX beside it, renamed to DIR at the end\n"
+    "      --force           replace DIR when it holds files (else refused)\n"
     "      --mem-high SIZE   memory.high (v1: soft limit), e.g. 512M\n"
     "      --mem-max SIZE    memory.max: the hard limit, OOM past it\n"
     "      --cpu-max CPUS    CPU bandwidth in cores, e.g. 0.5 or 2\n"
@@ -68,7 +70,7 @@ static const char help[] =
     "      --rootfs DIR      run steps inside an exported root file system\n"
     "      --workdir DIR     where per-trace working directories go (default $TMPDIR,\n"
     "                        else /tmp)\n"
-    "      --shard I/N       run only traces with index % N == I (0-based)\n"
+    "      --shard I:N       run only traces with index % N == I (from 0)\n"
     "      --merge           arguments are output directories of shards: combine\n"
     "                        their metrics.jsonl into DIR\n"
     "      --tenants         every trace is a tenant: all run at once, each in its\n"
@@ -120,8 +122,9 @@ struct replay_args {
     enum atr_replay_config configs[MAX_CONFIGS];
     int n_configs;
     const char *out, *from;
+    bool force;              /* --force: an --out DIR with files is replaced */
     const char *browser_resources;
-    unsigned long shard_i, shard_n;
+    struct opts_shard shard;     /* shard.n 1: all */
     bool merge, dry_run, quiet;
     bool tenants, no_baseline;
     int64_t weights[ATR_TENANTS_MAX];
@@ -154,20 +157,6 @@ static bool parse_cpu_max(void *base, const char *arg, const char *cmd)
         return false;
     l->cpu_period_us = 100000;
     l->cpu_quota_us = (int64_t)llround(cores * 100000);
-    return true;
-}
-
-static bool parse_shard(void *base, const char *arg, const char *cmd)
-{
-    struct replay_args *a = base;
-    char *end;
-    errno = 0;
-    unsigned long i = strtoul(arg, &end, 10);
-    unsigned long long n;
-    if (errno || *end != '/' || !cli_parse_uint(end + 1, 1, 1000000, &n) || i >= n)
-        return false;
-    a->shard_i = i;
-    a->shard_n = (unsigned long)n;
     return true;
 }
 
@@ -219,6 +208,7 @@ static bool opt_weights(void *a, const char *list, const char *cmd)
 static const struct opt options[] = {
     OPT_CALL("config", 'c', opt_configs, NULL),
     OPT_STRING(ARGS, out, "out", 'o'),
+    OPT_FLAG(ARGS, force, "force", 0),
     OPT_SIZE(ARGS, ro.limits.mem_high, "mem-high", 0, 1, INT64_MAX,
              "--mem-high wants a size like 512M"),
     OPT_SIZE(ARGS, ro.limits.mem_max, "mem-max", 0, 1, INT64_MAX,
@@ -238,7 +228,7 @@ static const struct opt options[] = {
     OPT_FLAG(ARGS, ro.allow_network, "allow-network", 0),
     OPT_STRING(ARGS, ro.rootfs, "rootfs", 0),
     OPT_STRING(ARGS, ro.workdir, "workdir", 0),
-    OPT_CALL("shard", 0, parse_shard, "--shard wants I/N with 0 <= I < N"),
+    OPT_SHARD(struct replay_args, shard, 0),
     OPT_FLAG(ARGS, merge, "merge", 0),
     OPT_FLAG(ARGS, dry_run, "dry-run", 0),
     OPT_STRING(ARGS, browser_resources, "browser-resources", 0),
@@ -267,7 +257,7 @@ static int parse_args(int argc, char **argv, struct replay_args *a)
     a->ro.interval_ms = 50;
     a->configs[0] = ATR_CFG_STATIC_TOOLCALL;
     a->n_configs = 1;
-    a->shard_n = 1;
+    a->shard.n = 1;
     if (opts_parse(&parser, a, argc, argv, &a->first_arg) != EXIT_OK)
         return EXIT_USAGE;
     const char *tmpdir = getenv("TMPDIR");
@@ -277,7 +267,7 @@ static int parse_args(int argc, char **argv, struct replay_args *a)
         return cli_usage("replay tools", "missing --out DIR");
     if (a->first_arg >= argc)
         return cli_usage("replay tools", a->merge ? "missing DIR to merge" : "missing TRACE");
-    if (a->tenants && (a->merge || a->shard_n > 1))
+    if (a->tenants && (a->merge || a->shard.n > 1))
         return cli_usage("replay tools", "--tenants runs every trace at once: not with "
                          "--merge or --shard");
     if (!a->tenants && (a->n_weights || a->no_baseline))
@@ -288,6 +278,8 @@ static int parse_args(int argc, char **argv, struct replay_args *a)
 /* ---- output ---- */
 
 struct sink_ctx {
+    struct atr_outdir *dir;      /* --out's temporary folder until the end */
+    enum atr_outdir_state was;   /* what --out held before */
     int fd;                      /* metrics.jsonl, appended line by line */
     const char *path;
     const char *config;
@@ -569,7 +561,7 @@ static int run_config(struct replay_args *a, int argc, char **argv, struct atr_r
         int more = 0;
         while (rc == 0 && !atr_replay_stopped() && (more = atr_reader_next(r, &t, err)) == 1) {
             sink->input_tool_steps += tool_steps(&t);
-            if (index++ % a->shard_n != a->shard_i)
+            if (index++ % a->shard.n != a->shard.i)
                 continue;
             if (a->dry_run)
                 dry_run_trace(&t, sink->config);
@@ -710,17 +702,113 @@ static int run_config_tenants(struct replay_args *a, int argc, char **argv,
     return rc;
 }
 
+/* --out DIR: refused when it holds files and --force is not given
+ * (nothing has run or been written yet); sink->was says what it held. */
+static int check_out(const struct replay_args *a, struct sink_ctx *sink)
+{
+    struct atr_error err;
+    if (atr_outdir_state(a->out, &sink->was, &err) < 0)
+        return cli_fail_err(&err);
+    if (sink->was == ATR_OUTDIR_FULL && !a->force)
+        return cli_fail("%s: exists and is not empty (give --force to replace it)", a->out);
+    return EXIT_OK;
+}
+
+/* The run's temporary folder beside --out, and its metrics.jsonl. */
 static int open_out_dir(const char *dir, struct sink_ctx *sink, char *path, size_t cap,
                         struct atr_error *err)
 {
-    if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-        return atr_error_set(err, "%s: %s", dir, strerror(errno));
-    snprintf(path, cap, "%s/metrics.jsonl", dir);
+    if (!(sink->dir = atr_outdir_open(dir, err)))
+        return -1;
+    snprintf(path, cap, "%s/metrics.jsonl", atr_outdir_path(sink->dir));
     sink->path = path;
-    sink->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_APPEND, 0644);
+    sink->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
     if (sink->fd < 0)
         return atr_error_set(err, "%s: %s", path, strerror(errno));
     return 0;
+}
+
+/* The run's folder into --out's place: a complete run, or an unfinished
+ * one (interrupted, failed midway: its summary says so) where --out held
+ * nothing. An unfinished run never replaces results: the old ones stay,
+ * and *kept gets the folder with the new steps (the caller frees it). */
+static int finish_out(const struct replay_args *a, struct sink_ctx *sink, bool complete,
+                      char **kept, struct atr_error *err)
+{
+    struct atr_outdir *d = sink->dir;
+    sink->dir = NULL;
+    *kept = NULL;
+    if (!d)
+        return 0;
+    if (!complete && sink->was == ATR_OUTDIR_FULL) {
+        *kept = atr_outdir_keep(d);
+        return 0;
+    }
+    return atr_outdir_commit(d, a->force, err);
+}
+
+/* Before DIR is touched or anything runs: the paths the options name. */
+static int check_paths(const struct replay_args *a)
+{
+    struct stat st;
+    char sh[PATH_MAX];
+    if (a->ro.rootfs && !a->ro.sandbox)
+        return cli_usage("replay tools", "--rootfs needs the sandbox: not with --sandbox none");
+    if (a->ro.rootfs && stat(a->ro.rootfs, &st) < 0)
+        return cli_fail("%s: %s (--rootfs wants a root filesystem's folder)", a->ro.rootfs,
+                        strerror(errno));
+    if (a->ro.rootfs && (!S_ISDIR(st.st_mode) ||
+                         snprintf(sh, sizeof sh, "%s/bin/sh", a->ro.rootfs) >= (int)sizeof sh ||
+                         lstat(sh, &st) < 0))
+        return cli_fail("%s: not a root filesystem: no /bin/sh in it (--rootfs)", a->ro.rootfs);
+    if (a->ro.workdir && (stat(a->ro.workdir, &st) < 0 || !S_ISDIR(st.st_mode)))
+        return cli_fail("%s: not a directory (--workdir)", a->ro.workdir);
+    if (a->browser_resources && access(a->browser_resources, R_OK) < 0)
+        return cli_fail("%s: %s (--browser-resources)", a->browser_resources, strerror(errno));
+    return EXIT_OK;
+}
+
+static int no_tool_steps(const struct replay_args *a, int argc, char **argv,
+                         struct atr_error *err);
+
+/* A trace given as stdin, a pipe or a FIFO (`<(atr gen ...)`): it cannot
+ * be read twice, so it is checked as it is replayed. */
+static bool read_once(const char *path)
+{
+    struct stat st;
+    return strcmp(path, "-") == 0 || (stat(path, &st) == 0 && !S_ISREG(st.st_mode));
+}
+
+/* Before DIR is touched or anything runs: every trace file reads whole,
+ * with tool steps among them (read_once inputs aside). */
+static int check_traces(const struct replay_args *a, int argc, char **argv)
+{
+    struct atr_error err;
+    struct atr_trace t = ATR_TRACE_INIT;
+    unsigned long steps = 0;
+    bool piped = false;
+    int rc = 0;
+    for (int i = a->first_arg; i < argc && rc == 0; i++) {
+        if (read_once(argv[i])) {
+            piped = true;
+            continue;
+        }
+        const char *resources;
+        struct atr_reader *r = open_trace(a, argv[i], &resources, &err);
+        if (!r) {
+            rc = -1;
+            break;
+        }
+        int more;
+        while ((more = atr_reader_next(r, &t, &err)) == 1)
+            steps += tool_steps(&t);
+        rc = more < 0 ? -1 : 0;
+        atr_reader_close(r);
+    }
+    atr_trace_release(&t);
+    if (rc == 0 && !piped && steps == 0)
+        rc = no_tool_steps(a, argc, argv, &err);
+    return rc < 0 ? cli_fail_err(&err) : EXIT_OK;
 }
 
 /* Before anything runs or is written: can this user make the sandbox's
@@ -792,19 +880,57 @@ static int run_one(struct replay_args *a, int argc, char **argv, int c, struct s
     return rc;
 }
 
+/* Everything before the first step runs and before --out is touched: the
+ * host, the options' paths, --out itself, the traces. */
+static int check_all(const struct replay_args *a, int argc, char **argv, struct sink_ctx *sink)
+{
+    if (a->dry_run)
+        return EXIT_OK;
+    int st = check_host(a);
+    if (st == EXIT_OK)
+        st = check_paths(a);
+    if (st == EXIT_OK)
+        st = check_out(a, sink);
+    return st == EXIT_OK ? check_traces(a, argc, argv) : st;
+}
+
+/* The end of a run: the folder into place (finish_out), then the one
+ * message of an unfinished run; its exit status. */
+static int end_run(const struct replay_args *a, struct sink_ctx *sink, int rc,
+                   struct atr_error *err)
+{
+    struct atr_error late;
+    char *kept = NULL;
+    bool complete = rc == 0 && !atr_replay_stopped();
+    if (finish_out(a, sink, complete, &kept, rc < 0 ? &late : err) < 0 && rc == 0)
+        rc = -1;
+    int status = EXIT_OK;
+    if (rc < 0 && kept)
+        status = cli_fail("%s (%s is as it was; the steps that ran are in %s)", err->msg,
+                          a->out, kept);
+    else if (rc < 0)
+        status = cli_fail_err(err);
+    else if (atr_replay_stopped() && a->dry_run)
+        fprintf(stderr, "atr: interrupted\n");
+    else if (atr_replay_stopped())
+        fprintf(stderr, "atr: interrupted: complete steps are in %s/metrics.jsonl%s%s%s\n",
+                kept ? kept : a->out, kept ? " (" : "", kept ? a->out : "",
+                kept ? " is as it was)" : "");
+    free(kept);
+    return status != EXIT_OK ? status : atr_replay_stopped() ? 130 : EXIT_OK;
+}
+
 static int run_replay(struct replay_args *a, int argc, char **argv)
 {
-    if (!a->dry_run) {
-        int usage = check_host(a);
-        if (usage != EXIT_OK)
-            return usage;
-    }
+    struct sink_ctx sink = {.fd = -1};
+    int rc = check_all(a, argc, argv, &sink);
+    if (rc != EXIT_OK)
+        return rc;
     struct atr_error err;
-    struct sink_ctx sink = {.fd = -1, .sum = atr_replay_summary_new()};
     char path[PATH_MAX] = "";
-    int rc = 0;
     struct tenant_rows rows = {.n = 0};
     char backend[256] = "";
+    sink.sum = atr_replay_summary_new();
     if (!a->dry_run && open_out_dir(a->out, &sink, path, sizeof path, &err) < 0)
         rc = -1;
     cli_on_stop_signals(on_signal);
@@ -817,31 +943,23 @@ static int run_replay(struct replay_args *a, int argc, char **argv)
             continue;
         /* Every early stop is marked, with its reason: an error's message. */
         const char *stopped = rc < 0 ? err.msg : atr_replay_stopped() ? "interrupted" : NULL;
-        if (write_summary(a->out, sink.sum, backend[0] ? backend : NULL, stopped,
-                          a->tenants ? &rows : NULL, &a->ro.limits, rc < 0 ? NULL : &err) < 0 &&
-            rc == 0)
+        if (write_summary(atr_outdir_path(sink.dir), sink.sum, backend[0] ? backend : NULL,
+                          stopped, a->tenants ? &rows : NULL, &a->ro.limits,
+                          rc < 0 ? NULL : &err) < 0 && rc == 0)
             rc = -1;
     }
     if (sink.fd >= 0)
         close(sink.fd);
     atr_buf_release(&sink.line);
     atr_arena_release(&sink.arena);
-    if (rc == 0 && !atr_replay_stopped() && !a->quiet && !a->dry_run)
+    rc = end_run(a, &sink, rc, &err);
+    if (rc == EXIT_OK && !a->quiet && !a->dry_run)
         print_summary_table(sink.sum, backend[0] ? backend : NULL, a->tenants ? &rows : NULL,
                             a->ro.rootfs);
     for (size_t k = 0; k < rows.n; k++)
         atr_tenant_summary_release(&rows.v[k]);
     atr_replay_summary_free(sink.sum);
-    if (rc < 0)
-        return cli_fail_err(&err);
-    if (atr_replay_stopped()) {
-        if (path[0])
-            fprintf(stderr, "atr: interrupted: complete steps are in %s\n", path);
-        else
-            fprintf(stderr, "atr: interrupted\n");
-        return 130;
-    }
-    return EXIT_OK;
+    return rc;
 }
 
 /* One shard's line: counted in the summary, copied to metrics.jsonl. */
@@ -861,9 +979,13 @@ static int merge_line(struct sink_ctx *s, const char *line, size_t len, const ch
 static int run_merge(struct replay_args *a, int argc, char **argv)
 {
     struct atr_error err;
-    struct sink_ctx sink = {.fd = -1, .sum = atr_replay_summary_new()};
+    struct sink_ctx sink = {.fd = -1};
     char path[PATH_MAX];
-    int rc = open_out_dir(a->out, &sink, path, sizeof path, &err);
+    int rc = check_out(a, &sink);
+    if (rc != EXIT_OK)
+        return rc;
+    sink.sum = atr_replay_summary_new();
+    rc = open_out_dir(a->out, &sink, path, sizeof path, &err);
     for (int i = a->first_arg; rc == 0 && i < argc; i++) {
         char in_path[PATH_MAX];
         snprintf(in_path, sizeof in_path, "%s/metrics.jsonl", argv[i]);
@@ -886,9 +1008,14 @@ static int run_merge(struct replay_args *a, int argc, char **argv)
         atr_input_close(in);
     }
     if (rc == 0)
-        rc = write_summary(a->out, sink.sum, "merged", NULL, NULL, NULL, &err);
+        rc = write_summary(atr_outdir_path(sink.dir), sink.sum, "merged", NULL, NULL, NULL, &err);
     if (sink.fd >= 0)
         close(sink.fd);
+    /* A merge that failed has nothing worth keeping: --out stays as it was. */
+    if (rc == 0)
+        rc = atr_outdir_commit(sink.dir, a->force, &err);
+    else
+        atr_outdir_abort(sink.dir);
     atr_buf_release(&sink.line);
     atr_arena_release(&sink.arena);
     if (rc == 0 && !a->quiet)

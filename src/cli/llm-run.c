@@ -335,7 +335,7 @@ static int shard_keep(const struct llm_run *r, const struct atr_workload *w, boo
     }
     if (turns)
         return EXIT_OK;
-    return cli_fail("shard %u/%u has no llm steps (the workload has %zu sessions)", r->shard_i,
+    return cli_fail("shard %u:%u has no llm steps (the workload has %zu sessions)", r->shard_i,
                     r->shard_n, w->n_sessions);
 }
 

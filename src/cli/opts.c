@@ -86,6 +86,53 @@ static bool parse_enum(const char *s, const char *const *words, unsigned long lo
     return false;
 }
 
+/* A plain decimal at *s, advancing it; false when there is none or it
+ * is past OPTS_SHARD_MAX. */
+static bool shard_number(const char **s, unsigned *v)
+{
+    unsigned long long x = 0;
+    const char *p = *s;
+    while (*p >= '0' && *p <= '9' && x <= OPTS_SHARD_MAX)
+        x = x * 10 + (unsigned)(*p++ - '0');
+    if (p == *s || x > OPTS_SHARD_MAX)
+        return false;
+    *v = (unsigned)x;
+    *s = p;
+    return true;
+}
+
+/* --shard I:N (opts.h); prints its own usage line on a bad value. */
+static bool parse_shard(const char *cmd, const char *arg, unsigned old_first,
+                        struct opts_shard *out)
+{
+    const char *p = arg;
+    unsigned i, n;
+    bool ok = shard_number(&p, &i) && (*p == ':' || *p == '/');
+    char sep = ok ? *p++ : 0;
+    if (!ok || !shard_number(&p, &n) || *p || n < 1) {
+        cli_usage(cmd, "--shard wants I:N with 0 <= I < N (shards count from 0), got '%s'",
+                  arg);
+        return false;
+    }
+    if (sep == '/') {      /* the old spelling, whatever its I: which base did it mean? */
+        if (i >= old_first && i - old_first < n)
+            cli_usage(cmd, "--shard %s: the I/N spelling is gone (%s counted from %u): "
+                      "write --shard %u:%u, shards count from 0", arg, cmd, old_first,
+                      i - old_first, n);
+        else
+            cli_usage(cmd, "--shard %s: the I/N spelling is gone: write I:N, shards count "
+                      "from 0 (the last of %u is %u:%u)", arg, n, n - 1, n);
+        return false;
+    }
+    if (i >= n) {
+        cli_usage(cmd, "--shard %s: shards count from 0: the last of %u is %u:%u", arg, n,
+                  n - 1, n);
+        return false;
+    }
+    *out = (struct opts_shard){i, n};
+    return true;
+}
+
 /* Parses arg into f's field; false on a bad value. */
 static bool set_value(const struct parse *p, const struct found *f, const char *arg)
 {
@@ -106,6 +153,7 @@ static bool set_value(const struct parse *p, const struct found *f, const char *
         break;
     case OPT_KIND_ENUM: ok = parse_enum(arg, o->words, &v); break;
     case OPT_KIND_DOUBLE: return cli_parse_double(arg, o->lo, o->hi, field);
+    case OPT_KIND_SHARD: return parse_shard(p->c->name, arg, (unsigned)o->min, field);
     default: return o->call(f->base, arg, p->c->name);
     }
     if (ok)

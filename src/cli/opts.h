@@ -21,6 +21,7 @@ enum opt_kind {
     OPT_KIND_CALL,     /* `call` parses the value */
     OPT_KIND_WORDS,    /* `call` parses the value, then each next argument `more` accepts */
     OPT_KIND_INCLUDE,  /* the options of `group`, filling the struct at `off` */
+    OPT_KIND_SHARD,    /* "I:N" into a struct opts_shard; `min`: the old I/N's first I */
 };
 
 /* Parses one value into base, the struct the table fills. Returns false on
@@ -82,6 +83,21 @@ struct opt {
 bool opts_is_format(const char *name);
 #define OPT_FROM(T, F) \
     OPT_STRING_CHECK(T, F, "from", 'f', opts_is_format, "unknown format '%s'")
+
+/* --shard I:N: one of N shards, counted from 0 as Kubernetes'
+ * JOB_COMPLETION_INDEX and Slurm's SLURM_ARRAY_TASK_ID are: the items k
+ * (traces, sessions, bench items) with k mod N == I. n 0: no --shard. */
+struct opts_shard {
+    unsigned i, n;
+};
+#define OPTS_SHARD_MAX 1000000
+/* The old spelling I/N counted from 1 in bench run and from 0 in replay:
+ * it is refused, whatever its I, with the I:N that means the same shard
+ * (OLD_FIRST: what its I counted from), so that no old script runs the
+ * wrong shard without a word. */
+#define OPT_SHARD(T, F, OLD_FIRST) \
+    {OPT_NAMED_("shard", 0, OPT_KIND_SHARD), OPT_TYPED_(T, F, struct opts_shard), \
+     .min = OLD_FIRST}
 
 /* Bounds of OPT_DOUBLE: > 0 (the least positive double) and finite. */
 #define OPT_GT0 0x1p-1074

@@ -12,10 +12,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "json/json.h"
 #include "json/writer.h"
 #include "trace/tokens.h"
 #include "trace/trace.h"
 #include "util/alloc.h"
+#include "util/arena.h"
+#include "util/input.h"
 
 struct atr_journal {
     int fd;
@@ -80,6 +83,20 @@ static size_t utf8_valid_prefix(const char *s, size_t len)
     return i;
 }
 
+void atr_journal_clean_text(struct atr_buf *out, const char *s, size_t len)
+{
+    size_t ok = utf8_valid_prefix(s, len);
+    while (len) {
+        atr_buf_append(out, s, ok);
+        if (ok == len)
+            break;
+        atr_buf_append(out, "\xef\xbf\xbd", 3);
+        s += ok + 1;
+        len -= ok + 1;
+        ok = utf8_valid_prefix(s, len);
+    }
+}
+
 /* s[0..len) as a JSON string (NULs and control bytes escaped by the
  * writer), each byte that starts no valid UTF-8 character written as
  * U+FFFD; tmp is scratch. s NULL: null. */
@@ -89,21 +106,12 @@ static void put_text(struct atr_jw *w, struct atr_buf *tmp, const char *s, size_
         atr_jw_null(w);
         return;
     }
-    size_t ok = utf8_valid_prefix(s, len);
-    if (ok == len) {
+    if (utf8_valid_prefix(s, len) == len) {
         atr_jw_strn(w, s, len);
         return;
     }
     atr_buf_clear(tmp);
-    while (len) {
-        atr_buf_append(tmp, s, ok);
-        if (ok == len)
-            break;
-        atr_buf_append(tmp, "\xef\xbf\xbd", 3);
-        s += ok + 1;
-        len -= ok + 1;
-        ok = utf8_valid_prefix(s, len);
-    }
+    atr_journal_clean_text(tmp, s, len);
     atr_jw_strn(w, tmp->data ? tmp->data : "", tmp->len);
 }
 
@@ -489,4 +497,64 @@ int atr_journal_close(struct atr_journal *j, struct atr_error *err)
     free(j->path);
     free(j);
     return rc;
+}
+
+/* ---- reading an existing journal back ---- */
+
+enum { SCAN_MAX_LINE = 256 << 20 };    /* a line with --record-content's text */
+
+/* One line's meta.session and meta.turn to fn; -1 with err set when the
+ * line is not a record. */
+static int scan_line(const char *path, unsigned long lineno, const char *line, size_t len,
+                     struct atr_arena *arena, atr_journal_seen_fn *fn, void *ctx,
+                     struct atr_error *err)
+{
+    struct atr_json *root;
+    struct atr_json_err je;
+    if (atr_json_parse(arena, line, len, NULL, &root, &je) < 0)
+        return atr_error_at(err, path, lineno, je.col, "%s", je.msg);
+    const struct atr_json *meta = atr_json_get(root, "meta");
+    size_t n;
+    const char *name = atr_json_get_str(meta, "session", &n);
+    int64_t turn;
+    if (!name || !atr_json_get_i64(meta, "turn", &turn) || turn < 0)
+        return atr_error_at(err, path, lineno, 1, "expected \"meta\" with \"session\" and "
+                            "\"turn\" (a line of atr proxy's journal)");
+    fn(ctx, name, n, (uint64_t)turn);
+    return 0;
+}
+
+static int scan_file(const char *path, atr_journal_seen_fn *fn, void *ctx, struct atr_error *err)
+{
+    struct atr_input *in = atr_input_open(path, err);
+    if (!in)
+        return -1;
+    struct atr_arena arena = ATR_ARENA_INIT;
+    const char *line;
+    size_t len;
+    int more, rc = 0;
+    while (rc == 0 && (more = atr_input_getline(in, &line, &len, SCAN_MAX_LINE, err)) == 1) {
+        atr_arena_clear(&arena);
+        if (len)
+            rc = scan_line(path, atr_input_lineno(in), line, len, &arena, fn, ctx, err);
+    }
+    if (rc == 0 && more < 0)
+        rc = -1;
+    atr_arena_release(&arena);
+    atr_input_close(in);
+    return rc;
+}
+
+int atr_journal_scan(const char *path, unsigned keep, atr_journal_seen_fn *fn, void *ctx,
+                     struct atr_error *err)
+{
+    int rc = 0;
+    for (unsigned k = keep ? keep : 5;; k--) {
+        char *p = k ? xasprintf("%s.%u", path, k) : xstrdup(path);
+        if (access(p, F_OK) == 0)
+            rc = scan_file(p, fn, ctx, err);
+        free(p);
+        if (rc < 0 || k == 0)
+            return rc;
+    }
 }

@@ -90,6 +90,21 @@ int atr_journal_status(const struct atr_journal *j, struct atr_error *err);
  * file ended cleanly. */
 uint64_t atr_journal_cut_bytes(const struct atr_journal *j);
 
+/* Calls fn for every line of the journal at path and its rotated files
+ * (PATH.<keep> ... PATH.1, then PATH; those that exist), oldest first,
+ * with the line's meta.session and meta.turn; keep 0: 5. So a proxy that
+ * goes on with an existing journal learns which trace ids it holds.
+ * 0, or -1 with err set (FILE:LINE:COL) at a line that is not a record. */
+typedef void atr_journal_seen_fn(void *ctx, const char *session, size_t len, uint64_t turn);
+int atr_journal_scan(const char *path, unsigned keep, atr_journal_seen_fn *fn, void *ctx,
+                     struct atr_error *err);
+
+/* Appends s[0..len) to out with each byte that starts no valid UTF-8
+ * character replaced by U+FFFD: the text a journal line holds for s. The
+ * session table keys names by it, so that two names the journal would
+ * write alike are one session. */
+void atr_journal_clean_text(struct atr_buf *out, const char *s, size_t len);
+
 /* Appends r's line, with its final '\n', to b (an atr-trace/1 trace of one
  * llm step; docs/proxy.md, "Record format"). Strings are written as JSON
  * with invalid UTF-8 replaced by U+FFFD, so any bytes make one valid line.

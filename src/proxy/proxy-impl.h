@@ -119,6 +119,9 @@ void proxy_sessions_release(struct proxy_sessions *s);
 size_t proxy_session_find(struct proxy_sessions *s, const char *name, size_t name_len,
                           const char *source, const uint64_t *ids, size_t n_ids,
                           const char **source_out);
+/* A request an earlier run wrote to the journal (session as the journal
+ * names it): later turns of that session, and made-up names after its. */
+void proxy_session_seen(struct proxy_sessions *s, const char *name, size_t len, uint64_t turn);
 /* After a request of session i: its prompt's last full block now leads there. */
 void proxy_session_note(struct proxy_sessions *s, size_t i, const uint64_t *ids, size_t n_ids);
 

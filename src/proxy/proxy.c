@@ -292,6 +292,11 @@ static void on_request(struct evhttp_request *req, void *arg)
         proxy_pass_request(p, req);
 }
 
+void atr_proxy_session_seen(struct atr_proxy *p, const char *session, size_t len, uint64_t turn)
+{
+    proxy_session_seen(&p->sessions, session, len, turn);
+}
+
 int atr_proxy_listen(struct atr_proxy *p, struct atr_error *err)
 {
     const char *host = p->cfg.host ? p->cfg.host : "127.0.0.1";

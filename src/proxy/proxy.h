@@ -55,6 +55,11 @@ struct atr_proxy;
 /* Creates the proxy (policy made, nothing bound yet). NULL with err set. */
 struct atr_proxy *atr_proxy_new(struct event_base *base, const struct atr_proxy_cfg *cfg,
                                 struct atr_error *err);
+/* A request the journal already holds, from an earlier run (session as
+ * the journal names it, its turn): the session's next request gets a later
+ * turn, and made-up names go on after it, so that no trace id repeats in a
+ * journal continued across runs. Call before listening. */
+void atr_proxy_session_seen(struct atr_proxy *p, const char *session, size_t len, uint64_t turn);
 /* Binds and listens. 0, or -1 with err set (address in use, ...). */
 int atr_proxy_listen(struct atr_proxy *p, struct atr_error *err);
 unsigned atr_proxy_port(const struct atr_proxy *p);

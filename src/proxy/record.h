@@ -13,7 +13,8 @@
 #include <stdint.h>
 
 struct atr_proxy_record {
-    const char *session;          /* session id (never NULL) */
+    const char *session;          /* session name (never NULL): a client's with a leading
+                                     '~' doubled, or "~N" made up (session.c) */
     const char *session_source;   /* "header", "user", "prefix" or "new" */
     uint64_t turn;                /* 0-based position of the request in its session */
     double start_unix;            /* the request's arrival, epoch seconds */

@@ -3,8 +3,15 @@
  * agent's next prompt starts with its previous prompt: the previous
  * prompt's last full block id, a chained hash, appears among the new
  * prompt's ids), else a new session. One open-addressing table maps both
- * kinds of keys (name hashes, block ids) to sessions. */
+ * kinds of keys (name hashes, block ids) to sessions.
+ *
+ * Names the proxy makes up ("~1", "~2", ...) live in a namespace of their
+ * own: a leading '~' is reserved, and a client's name that starts with one
+ * gets a second ("~1" given becomes "~~1"). So a given name never meets a
+ * made-up one, whatever the order of arrival, and the journal's trace ids
+ * ("proxy/<session>/<turn>") never repeat within one run. */
 #include "proxy/proxy-impl.h"
+#include "proxy/journal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,19 +93,71 @@ static size_t add(struct proxy_sessions *s, char *id)
     return s->n++;
 }
 
+/* The journal's name for a client's name: as the journal writes it (cut at
+ * a NUL, invalid UTF-8 as U+FFFD), so names written alike are one session,
+ * and a leading '~' doubled (the made-up names' namespace). */
+static void journal_name(struct atr_buf *b, const char *name, size_t len)
+{
+    if (name[0] == '~')
+        atr_buf_append(b, "~", 1);
+    atr_journal_clean_text(b, name, len);
+}
+
+/* The session of the journal's name[0..len), made if new. */
+static size_t by_journal_name(struct proxy_sessions *s, const char *name, size_t len)
+{
+    uint64_t key = XXH3_64bits(name, len) | NAME_BIT;
+    long i = get(s, key);
+    if (i >= 0)
+        return (size_t)i;
+    size_t k = add(s, xstrndup(name, len));
+    put(s, key, k);
+    return k;
+}
+
+static size_t find_named(struct proxy_sessions *s, const char *name, size_t len)
+{
+    struct atr_buf b = ATR_BUF_INIT;
+    journal_name(&b, name, len);
+    size_t k = by_journal_name(s, b.data, b.len);
+    atr_buf_release(&b);
+    return k;
+}
+
+/* "~N", a name the proxy made up: N. */
+static bool made_up(const char *name, size_t len, uint64_t *n)
+{
+    if (len < 2 || len > 20 || name[0] != '~')
+        return false;
+    *n = 0;
+    for (size_t i = 1; i < len; i++) {
+        if (name[i] < '0' || name[i] > '9')
+            return false;
+        *n = *n * 10 + (uint64_t)(name[i] - '0');
+    }
+    return true;
+}
+
+void proxy_session_seen(struct proxy_sessions *s, const char *name, size_t len, uint64_t turn)
+{
+    uint64_t n;
+    if (made_up(name, len, &n)) {
+        if (n > s->next_anon)
+            s->next_anon = n;
+        return;
+    }
+    size_t k = by_journal_name(s, name, len);      /* may move s->v */
+    if (s->v[k].turns <= turn)
+        s->v[k].turns = turn + 1;
+}
+
 size_t proxy_session_find(struct proxy_sessions *s, const char *name, size_t name_len,
                           const char *source, const uint64_t *ids, size_t n_ids,
                           const char **source_out)
 {
-    if (name && name_len) {
-        uint64_t key = XXH3_64bits(name, name_len) | NAME_BIT;
-        long i = get(s, key);
+    if (name && (name_len = strnlen(name, name_len)) != 0) {
         *source_out = source;
-        if (i >= 0)
-            return (size_t)i;
-        size_t k = add(s, xstrndup(name, name_len));
-        put(s, key, k);
-        return k;
+        return find_named(s, name, name_len);
     }
     /* The longest earlier prompt this one continues. */
     for (size_t k = n_ids; k > 0; k--) {
@@ -109,7 +168,7 @@ size_t proxy_session_find(struct proxy_sessions *s, const char *name, size_t nam
         }
     }
     *source_out = "new";
-    return add(s, xasprintf("s%llu", (unsigned long long)++s->next_anon));
+    return add(s, xasprintf("~%llu", (unsigned long long)++s->next_anon));
 }
 
 void proxy_session_note(struct proxy_sessions *s, size_t i, const uint64_t *ids, size_t n_ids)

@@ -1,9 +1,13 @@
-/* output.c - atomic file output through a temporary renamed on commit. */
+/* output.c - atomic file output through a temporary renamed on commit;
+ * result folders through a temporary folder renamed on commit. */
 #include "util/output.h"
 #include "util/alloc.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -189,4 +193,133 @@ int atr_output_write_file(const char *path, const void *data, size_t len,
         return -1;
     }
     return atr_output_commit(o, err);
+}
+
+/* ---- result folders ---- */
+
+struct atr_outdir {
+    char *dir;                   /* where the results go (a link resolved) */
+    char *tmp;                   /* DIR.tmp.XXXXXX, beside it */
+};
+
+int atr_outdir_state(const char *dir, enum atr_outdir_state *st, struct atr_error *err)
+{
+    struct stat sb;
+    if (stat(dir, &sb) < 0) {
+        if (errno != ENOENT)
+            return atr_error_set(err, "%s: %s", dir, strerror(errno));
+        *st = ATR_OUTDIR_ABSENT;
+        return 0;
+    }
+    if (!S_ISDIR(sb.st_mode))
+        return atr_error_set(err, "%s: exists and is not a directory", dir);
+    DIR *d = opendir(dir);
+    if (!d)
+        return atr_error_set(err, "%s: %s", dir, strerror(errno));
+    *st = ATR_OUTDIR_EMPTY;
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
+            *st = ATR_OUTDIR_FULL;
+            break;
+        }
+    closedir(d);
+    return 0;
+}
+
+struct atr_outdir *atr_outdir_open(const char *dir, struct atr_error *err)
+{
+    char *real = realpath(dir, NULL);           /* a link to a folder: its target */
+    struct atr_outdir *d = xcalloc(1, sizeof *d);
+    d->dir = real ? real : xstrdup(dir);
+    size_t n = strlen(d->dir);
+    while (n > 1 && d->dir[n - 1] == '/')      /* "out/" */
+        d->dir[--n] = '\0';
+    d->tmp = xasprintf("%s.tmp.XXXXXX", d->dir);
+    if (!mkdtemp(d->tmp)) {
+        atr_error_set(err, "%s: %s", dir, strerror(errno));
+        free(d->dir);
+        free(d->tmp);
+        free(d);
+        return NULL;
+    }
+    /* mkdtemp makes 0700; give the folder the mode a plain mkdir would. */
+    mode_t mask = umask(0);
+    umask(mask);
+    chmod(d->tmp, 0777 & ~mask);
+    return d;
+}
+
+const char *atr_outdir_path(const struct atr_outdir *d)
+{
+    return d->tmp;
+}
+
+static void outdir_free(struct atr_outdir *d)
+{
+    free(d->dir);
+    free(d->tmp);
+    free(d);
+}
+
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)ftw;
+    return flag == FTW_DP ? rmdir(path) : unlink(path);
+}
+
+static void remove_tree(const char *path)
+{
+    nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* rename() replaces an empty directory but not a full one: the full one is
+ * first renamed over an empty folder of a fresh name beside it. */
+int atr_outdir_commit(struct atr_outdir *d, bool replace, struct atr_error *err)
+{
+    enum atr_outdir_state st;
+    int rc = atr_outdir_state(d->dir, &st, err);
+    if (rc == 0 && st == ATR_OUTDIR_FULL && !replace)
+        rc = atr_error_set(err, "%s: exists and is not empty", d->dir);
+    char *old = NULL;
+    if (rc == 0 && st == ATR_OUTDIR_FULL) {
+        old = xasprintf("%s.old.XXXXXX", d->dir);
+        if (!mkdtemp(old) || rename(d->dir, old) < 0)
+            rc = atr_error_set(err, "%s: moving the old results aside: %s", d->dir,
+                               strerror(errno));
+    }
+    if (rc == 0 && rename(d->tmp, d->dir) < 0) {
+        rc = atr_error_set(err, "%s: %s", d->dir, strerror(errno));
+        if (old)
+            rename(old, d->dir);
+    }
+    if (old) {
+        if (rc == 0)
+            remove_tree(old);
+        else
+            rmdir(old);                 /* the empty placeholder, if still there */
+        free(old);
+    }
+    if (rc < 0 && err) {
+        size_t n = strlen(err->msg);
+        snprintf(err->msg + n, sizeof err->msg - n, " (the results are in %s)", d->tmp);
+    }
+    outdir_free(d);
+    return rc;
+}
+
+void atr_outdir_abort(struct atr_outdir *d)
+{
+    if (!d)
+        return;
+    remove_tree(d->tmp);
+    outdir_free(d);
+}
+
+char *atr_outdir_keep(struct atr_outdir *d)
+{
+    char *tmp = d->tmp;
+    free(d->dir);
+    free(d);
+    return tmp;
 }

@@ -137,9 +137,9 @@ assert h['policy'] == 'human' and h['target'].endswith('@a1b2c3d4'), h
 assert (h['mean_ttft_ms'], h['p99_e2el_ms'], h['request_throughput']) == (m['ttft_mean_ms'], m['e2el_p99_ms'], m['request_throughput_req_s']), (h, m)
 assert any(r['policy'] == 'agent/crash (server_crashed)' for r in rows), [r['policy'] for r in rows]\""
 
-# ---- shards: 1/2 and 2/2 into two folders, merged by name = unsharded ----
-ok bench-run-shard-1 "$ATR" bench run "$SPEC" --port 0 -q --shard 1/2 -o "$BR/s1"
-ok bench-run-shard-2 "$ATR" bench run "$SPEC" --port 0 -q --shard 2/2 -o "$BR/s2"
+# ---- shards: 0:2 and 1:2 into two folders, merged by name = unsharded ----
+ok bench-run-shard-1 "$ATR" bench run "$SPEC" --port 0 -q --shard 0:2 -o "$BR/s1"
+ok bench-run-shard-2 "$ATR" bench run "$SPEC" --port 0 -q --shard 1:2 -o "$BR/s2"
 check bench-run-shards-split "[ \$(ls '$BR/s1/results' | grep -c '^a1b2c3d4_') = 5 ] && [ \$(ls '$BR/s2/results' | grep -c '^b2c3d4e5_') = 6 ] && ! ls '$BR/s1/results' | grep -q b2c3d4e5"
 "$ATR" bench report --json all="$BR/full" >"$BR/full.json"
 "$ATR" bench report --json all="$BR/s1" all="$BR/s2" >"$BR/shards.json"
@@ -154,8 +154,17 @@ a, b = counts(sys.argv[1]), counts(sys.argv[2])
 assert a == b, (a, b)
 PY
 check bench-run-shards-equal-unsharded "python3 '$BR/counts.py' '$BR/full.json' '$BR/shards.json'"
-fails bench-run-bad-shard 2 "--shard wants I/N" "$ATR" bench run "$SPEC" --shard 3/2 -o "$BR/x"
-fails bench-run-bad-shard-zero 2 "--shard wants I/N" "$ATR" bench run "$SPEC" --shard 0/2 -o "$BR/x"
+# Shards count from 0 as in replay (issue 26); the old 1-based I/N is
+# refused, even where its I would be valid, with the I:N it meant.
+fails bench-run-bad-shard 2 "--shard 2:2: shards count from 0: the last of 2 is 1:2" \
+    "$ATR" bench run "$SPEC" --shard 2:2 -o "$BR/x"
+fails bench-run-old-shard-last 2 "--shard 2/2: the I/N spelling is gone \\(bench run counted from 1\\): write --shard 1:2, shards count from 0" \
+    "$ATR" bench run "$SPEC" --shard 2/2 -o "$BR/x"
+fails bench-run-old-shard-first 2 "--shard 1/2: .*write --shard 0:2" "$ATR" bench run "$SPEC" --shard 1/2 -o "$BR/x"
+fails bench-run-old-shard-zero 2 "--shard 0/2: the I/N spelling is gone: write I:N, shards count from 0 \\(the last of 2 is 1:2\\)" \
+    "$ATR" bench run "$SPEC" --shard 0/2 -o "$BR/x"
+fails bench-run-bad-shard-word 2 "--shard wants I:N with 0 <= I < N" "$ATR" bench run "$SPEC" --shard 1of2 -o "$BR/x"
+absent bench-run-bad-shard-no-dir "$BR/x"
 
 # ---- --only and --retry-failed ----
 ok bench-run-only "$ATR" bench run "$SPEC" --port 0 -q --only b2c3 -o "$BR/only"

@@ -64,4 +64,4 @@ fails bench-no-spec 2 'missing SPEC' "$ATR" bench run --dry-run
 fails bench-two-specs 2 'wants one SPEC' "$ATR" bench run --dry-run started.json started.json
 fails bench-run-bad-option 2 "unknown option '--bogus'" "$ATR" bench run --bogus started.json
 ok bench-run-help "$ATR" bench run --help
-check bench-run-help-outcomes "grep -q 'benchmark_timeout, oom, patch_failed' '$T/out' && grep -q -- '--shard I/N' '$T/out'"
+check bench-run-help-outcomes "grep -q 'benchmark_timeout, oom, patch_failed' '$T/out' && grep -q -- '--shard I:N' '$T/out'"

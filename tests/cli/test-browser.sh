@@ -184,7 +184,7 @@ check "browser: oom run left no profile" "[ -z \"\$(ls '$B/wd')\" ]"
 setsid "$ATR" replay tools -q --workdir "$B/wd" --browser-timeout 40 "$B/crash.zip" -o "$B/crash" >/dev/null 2>&1 &
 pid=$!
 deadline=$(( $(date +%s) + 30 ))
-while [ "$( (wc -l <"$B/crash/metrics.jsonl") 2>/dev/null || echo 0)" -lt 2 ] && [ "$(date +%s)" -lt "$deadline" ]; do
+while [ "$(cat "$B"/crash.tmp.*/metrics.jsonl 2>/dev/null | wc -l)" -lt 2 ] && [ "$(date +%s)" -lt "$deadline" ]; do
     sleep 0.05
 done
 # No need to wait until step 2 has begun: a browser killed between steps
@@ -210,7 +210,7 @@ for sig in INT KILL; do
     setsid "$ATR" replay tools -q --workdir "$B/wd" --browser-timeout 60 "$B/hang.zip" -o "$B/hang-$sig" >/dev/null 2>&1 &
     pid=$!
     deadline=$(( $(date +%s) + 30 ))
-    while [ "$( (wc -l <"$B/hang-$sig/metrics.jsonl") 2>/dev/null || echo 0)" -lt 2 ] && [ "$(date +%s)" -lt "$deadline" ]; do
+    while [ "$(cat "$B/hang-$sig".tmp.*/metrics.jsonl 2>/dev/null | wc -l)" -lt 2 ] && [ "$(date +%s)" -lt "$deadline" ]; do
         sleep 0.05
     done
     CURRENT="browser: $sig: a browser was running"

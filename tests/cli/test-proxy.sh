@@ -122,6 +122,63 @@ assert "hello there" not in text and "fix the bug" not in text    # metadata onl
 PY
 check proxy-journal-sessions "python3 '$PX/sessions.py' '$PX/journal.ndjson'"
 
+# ---- given session ids never meet made-up ones (issue 26) ----
+# Given ids that look made up (s1, ~1), odd characters, the user field and
+# header-less requests, interleaved: the journal validates (no trace id
+# repeats) and folds into exactly the sessions sent, each with its requests.
+px_start ids --upstream "$UPA" --record "$PX/ids.ndjson"
+IDS=$PX_URL
+px_send() {   # px_send SESSION-OR-EMPTY PROMPT [USER]
+    px_body='{"model":"atr-sim","messages":[{"role":"user","content":"'$2'"}],"max_tokens":1'${3:+,'"user":"'$3'"'}'}'
+    if [ -n "$1" ]; then
+        curl -s -o /dev/null -H "X-Session-Id: $1" "$IDS/v1/chat/completions" -d "$px_body"
+    else
+        curl -s -o /dev/null "$IDS/v1/chat/completions" -d "$px_body"
+    fi
+}
+px_send s1 one; px_send '' two; px_send s2 three; px_send '' four; px_send '~1' five
+px_send s1 six; px_send '~~2' seven; px_send 'a b/ü"x' eight; px_send '' nine; px_send '' ten u-s3
+px_send '' eleven ~1; px_send s2 twelve
+px_stop $PX_PID
+ok proxy-ids-validate "$ATR" validate "$PX/ids.ndjson"
+ok proxy-ids-fold "$ATR" convert -q --sessions "$PX/ids.ndjson" -o "$PX/ids-sessions.ndjson"
+cat >"$PX/ids.py" <<'PY'
+import collections, json, sys
+# a name is a name, by header or user field: "~1" came once by each
+sent = {"s1": 2, "s2": 2, "~1": 2, "~~2": 1, 'a b/ü"x': 1, "u-s3": 1}
+folded = {}
+for line in open(sys.argv[1], encoding="utf-8"):
+    t = json.loads(line)
+    m = t["meta"]
+    name = m["session"]
+    if m["session_source"] in ("header", "user"):
+        assert name.startswith("~~") or not name.startswith("~"), name
+        name = name[1:] if name.startswith("~") else name      # the documented escape
+    else:
+        assert m["session_source"] == "new" and name[0] == "~" and name[1:].isdigit(), m
+        name = "new"
+    folded.setdefault(name, 0)
+    folded[name] += m["requests"]
+assert folded.pop("new") == 3, folded         # three without a name, each its own
+assert folded == sent, (folded, sent)
+PY
+check proxy-ids-sessions-as-sent "python3 '$PX/ids.py' '$PX/ids-sessions.ndjson'"
+# A proxy started again on the same journal goes on with its turns and
+# made-up names: the journal still validates, and s1 and ~1 fold into one
+# session each across both runs.
+px_start ids2 --upstream "$UPA" --record "$PX/ids.ndjson"
+IDS=$PX_URL
+px_send s1 thirteen; px_send '' fourteen; px_send '~1' fifteen
+px_stop $PX_PID
+ok proxy-ids-restart-validates "$ATR" validate "$PX/ids.ndjson"
+check proxy-ids-restart-counts "grep -q 'ok, 15 traces' '$T/out'"
+ok proxy-ids-restart-fold "$ATR" convert -q --sessions "$PX/ids.ndjson" -o "$PX/ids-sessions2.ndjson"
+check proxy-ids-restart-sessions "python3 -c \"
+import json
+m = {t['meta']['session']: t['meta']['requests'] for t in map(json.loads, open('$PX/ids-sessions2.ndjson', encoding='utf-8'))}
+assert m['s1'] == 3 and m['~~1'] == 3 and m['~4'] == 1 and sum(m.values()) == 15, m
+\""
+
 # ---- /v1/models merged; prefix-aware routing keeps a session on one upstream ----
 px_start models --upstream "$UPA" --upstream "$UPB"
 curl -s "$PX_URL/v1/models" >"$PX/models.json"

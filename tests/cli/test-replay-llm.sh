@@ -332,8 +332,8 @@ absent "sim target: ctrl-c leaves no result" "$L/sint.json"
 # merged figures must equal the unsharded run's (percentiles exactly; sums
 # of another order to 1e-9).
 SIMT=sim:h100/llama-3.1-8b
-for sh in "" 0/2 1/2; do
-    n=$(echo "$sh" | tr -d /)
+for sh in "" 0:2 1:2; do
+    n=$(echo "$sh" | tr -d :)
     ok "sim run shard '$sh'" "$ATR" replay llm -q "$L/req.ndjson" --target $SIMT --rate 1 \
         --arrival constant ${sh:+--shard $sh} --requests-out "$L/sh$n.ndjson" --save-result "$L/sh$n.json"
 done
@@ -386,10 +386,10 @@ ok "http unsharded" "$ATR" replay llm -q "$L/req.ndjson" --target "$SURL" --rate
     --requests-out "$L/hu.ndjson"
 at=$(($(date +%s) + 2))
 t0=$(date +%s)
-"$ATR" replay llm -q "$L/req.ndjson" --target "$SURL" --rate 50 --seed 2 --shard 0/2 \
+"$ATR" replay llm -q "$L/req.ndjson" --target "$SURL" --rate 50 --seed 2 --shard 0:2 \
     --start-at "$at" --requests-out "$L/h0.ndjson" 2>"$L/h0.err" &
 p0=$!
-"$ATR" replay llm -q "$L/req.ndjson" --target "$SURL" --rate 50 --seed 2 --shard 1/2 \
+"$ATR" replay llm -q "$L/req.ndjson" --target "$SURL" --rate 50 --seed 2 --shard 1:2 \
     --start-at "$at" --requests-out "$L/h1.ndjson" 2>"$L/h1.err" &
 p1=$!
 wait $p0; s0=$?
@@ -425,9 +425,12 @@ fails "merge: a line that is not a request" 1 "bad.ndjson:2:1: a request line wa
 absent "merge: bad input leaves no result" "$L/bad.json"
 fails "merge: bad JSON" 1 "bad2.ndjson:1:[0-9]+: " \
     sh -c "echo '{\"id\": ' >'$L/bad2.ndjson'; \"\$0\" replay llm --merge '$L/bad2.ndjson'" "$ATR"
-fails "shard: bad spec" 2 "--shard wants I/N" "$ATR" replay llm "$L/req.ndjson" --target "$URL" --shard 2/2
-fails "shard: empty shard" 1 "shard 39/50 has no llm steps" "$ATR" replay llm "$L/six.ndjson" \
-    --target $SIMT --shard 39/50
+fails "shard: bad spec" 2 "--shard 2:2: shards count from 0: the last of 2 is 1:2" "$ATR" replay llm \
+    "$L/req.ndjson" --target "$URL" --shard 2:2
+fails "shard: old spelling" 2 "--shard 1/2: the I/N spelling is gone \\(replay llm counted from 0\\): write --shard 1:2" \
+    "$ATR" replay llm "$L/req.ndjson" --target "$URL" --shard 1/2
+fails "shard: empty shard" 1 "shard 39:50 has no llm steps" "$ATR" replay llm "$L/six.ndjson" \
+    --target $SIMT --shard 39:50
 fails "start-at: not for sim" 2 "--start-at is for servers" "$ATR" replay llm "$L/req.ndjson" \
     --target $SIMT --start-at 1800000000
 fails "merge: no target" 2 "--merge reads request files" "$ATR" replay llm --merge "$L/h0.ndjson" --target "$URL"

@@ -37,7 +37,9 @@ field() { "$R/field" "$@"; }
 fails "replay needs a mode" 2 "wants a mode" "$ATR" replay "$TR"
 fails "replay bad config" 2 "unknown configuration 'fast'" "$ATR" replay tools --config fast "$TR" --out "$R/x"
 fails "replay bad mem" 2 "mem-max wants a size" "$ATR" replay tools --mem-max lots "$TR" --out "$R/x"
-fails "replay bad shard" 2 "shard wants I/N" "$ATR" replay tools --shard 3/3 "$TR" --out "$R/x"
+fails "replay bad shard" 2 "--shard 3:3: shards count from 0: the last of 3 is 2:3" "$ATR" replay tools --shard 3:3 "$TR" --out "$R/x"
+fails "replay old shard spelling" 2 "--shard 1/3: the I/N spelling is gone \\(replay tools counted from 0\\): write --shard 1:3" \
+    "$ATR" replay tools --shard 1/3 "$TR" --out "$R/x"
 fails "replay missing trace" 1 "nothere.ndjson: No such file" "$ATR" replay tools "$R/nothere.ndjson" --out "$R/x"
 
 ok "dry run" "$ATR" replay tools --dry-run "$TR"
@@ -66,12 +68,63 @@ check "nothing left: processes, groups, work directories" "[ -z \"\$(sh '$DATA/r
 ok "replay none+static-env" "$ATR" replay tools -q --config none,static-env --sandbox none "$TR" --out "$R/two"
 check "both configs in summary" "python3 -c \"import json; s=json.load(open('$R/two/summary.json')); assert [c['config'] for c in s['configs']]==['none','static-env']\""
 check "none has no cgroup peak" "[ \"\$('$R/field' '$R/two/metrics.jsonl' replay/basic 4 none rss_scope)\" = process ]"
-ok "shard 0/2" "$ATR" replay tools -q --config none --sandbox none --shard 0/2 "$TR" --out "$R/s0"
-ok "shard 1/2" "$ATR" replay tools -q --config none --sandbox none --shard 1/2 "$TR" --out "$R/s1"
+ok "shard 0:2" "$ATR" replay tools -q --config none --sandbox none --shard 0:2 "$TR" --out "$R/s0"
+ok "shard 1:2" "$ATR" replay tools -q --config none --sandbox none --shard 1:2 "$TR" --out "$R/s1"
 check "shards split the traces" "grep -q replay/basic '$R/s0/metrics.jsonl' && ! grep -q replay/limits '$R/s0/metrics.jsonl' && grep -q replay/limits '$R/s1/metrics.jsonl'"
 ok "merge" "$ATR" replay tools -q --merge "$R/s0" "$R/s1" --out "$R/merged"
 check "merged steps" "python3 -c \"import json; c=json.load(open('$R/merged/summary.json'))['configs'][0]; assert c['traces']==2 and c['total_steps']==9, c\""
 fails "merge bad input" 1 "metrics.jsonl:1:1: " sh -c "mkdir -p '$R/bad' && echo 'not json' >'$R/bad/metrics.jsonl' && '$ATR' replay tools --merge '$R/bad' --out '$R/m2'"
+
+# A failing run loses nothing (issue 26): every input and option is checked
+# before --out is touched, the run writes into DIR.tmp.XXXXXX beside it and
+# renames it into place at the end, and a DIR with files is refused unless
+# --force. The old result survives byte for byte.
+RK=$R/keep
+ok "keep: a good result" "$ATR" replay tools -q --config none --sandbox none "$TR" --out "$RK"
+cp -a "$RK" "$R/keep.orig"
+printf '{"format":"atr-trace/1","trace_id":"talk","steps":[{"kind":"llm","input_tokens":3,"output_tokens":2}]}\n' >"$R/talk.ndjson"
+kept() {   # kept NAME: the old result is as it was, nothing beside it
+    check "$1: the old result survives" "diff -r '$R/keep.orig' '$RK' && [ -z \"\$(ls -d '$RK'.tmp.* '$RK'.old.* 2>/dev/null)\" ]"
+}
+# Without --force too (old atr truncated DIR/metrics.jsonl here).
+fails "keep: a missing trace, no --force" 1 "nothere.ndjson: No such file|keep: exists and is not empty" "$ATR" replay tools -q --config none --sandbox none "$R/nothere.ndjson" --out "$RK"
+kept "keep: a missing trace, no --force"
+fails "keep: --merge A MISSING, no --force" 1 "nothere/metrics.jsonl: No such file|keep: exists and is not empty" "$ATR" replay tools -q --merge "$R/s0" "$R/nothere" --out "$RK"
+kept "keep: --merge A MISSING, no --force"
+fails "keep: a missing trace" 1 "nothere.ndjson: No such file" "$ATR" replay tools -q --config none --sandbox none --force "$R/nothere.ndjson" --out "$RK"
+kept "keep: a missing trace"
+fails "keep: no tool steps" 1 "no tool steps in .*talk.ndjson$" "$ATR" replay tools -q --config none --sandbox none --force "$R/talk.ndjson" --out "$RK"
+kept "keep: no tool steps"
+fails "keep: a bad trace among good ones" 1 "trunc0.ndjson:1:[0-9]+: " sh -c "printf '{\"format\":\"atr-trace/1\",\"trace_id\":\"cut\",\"steps\":[{\"kind\":\"to' >'$R/trunc0.ndjson'; \"\$0\" replay tools -q --config none --sandbox none --force '$TR' '$R/trunc0.ndjson' --out '$RK'" "$ATR"
+kept "keep: a bad trace among good ones"
+fails "keep: --rootfs missing" 1 "/nonexistent: No such file or directory \\(--rootfs" "$ATR" replay tools -q --config none --force --rootfs /nonexistent "$TR" --out "$RK"
+kept "keep: --rootfs missing"
+fails "keep: --rootfs without /bin/sh" 1 "not a root filesystem: no /bin/sh in it" "$ATR" replay tools -q --config none --force --rootfs "$R/wd" "$TR" --out "$RK"
+fails "keep: --rootfs without the sandbox" 2 "--rootfs needs the sandbox" "$ATR" replay tools -q --config none --sandbox none --force --rootfs / "$TR" --out "$RK"
+fails "keep: --merge A MISSING" 1 "nothere/metrics.jsonl: No such file" "$ATR" replay tools -q --force --merge "$R/s0" "$R/nothere" --out "$RK"
+kept "keep: --merge A MISSING"
+fails "keep: --merge of a bad line" 1 "metrics.jsonl:1:1: " "$ATR" replay tools -q --force --merge "$R/s0" "$R/bad" --out "$RK"
+kept "keep: --merge of a bad line"
+fails "keep: a typo in an option" 2 "unknown option '--mem-maxx'" "$ATR" replay tools -q --force --mem-maxx 1G "$TR" --out "$RK"
+kept "keep: a typo in an option"
+fails "keep: a folder with files wants --force" 1 "keep: exists and is not empty \\(give --force to replace it\\)$" "$ATR" replay tools -q --config none --sandbox none "$TR" --out "$RK"
+kept "keep: without --force"
+fails "keep: merge wants --force too" 1 "exists and is not empty \\(give --force" "$ATR" replay tools -q --merge "$R/s0" --out "$RK"
+kept "keep: merge without --force"
+ok "keep: --force replaces it" "$ATR" replay tools -q --config none --sandbox none --force --shard 0:2 "$TR" --out "$RK"
+check "keep: --force gave the new result, nothing beside it" "! grep -q replay/limits '$RK/metrics.jsonl' && grep -q replay/basic '$RK/metrics.jsonl' && [ -z \"\$(ls -d '$RK'.tmp.* '$RK'.old.* 2>/dev/null)\" ]"
+mkdir "$R/empty"
+ok "keep: an empty folder needs no --force" "$ATR" replay tools -q --config none --sandbox none "$TR" --out "$R/empty/"
+check "keep: the empty folder got the result" "[ -s '$R/empty/metrics.jsonl' ] && [ -s '$R/empty/summary.json' ]"
+# A FIFO (as `<(...)` gives) is read once, by the run itself.
+mkfifo "$R/fifo"
+cat "$TR" >"$R/fifo" &
+ok "keep: a FIFO input is read once" "$ATR" replay tools -q --config none --sandbox none "$R/fifo" --out "$R/fifo-out"
+check "keep: a FIFO input ran every step" "[ \$(wc -l <'$R/fifo-out/metrics.jsonl') -eq 9 ]"
+# A merge into one of its own inputs reads it whole before replacing it.
+cp -a "$R/s0" "$R/s0b"
+ok "keep: merge into an input" "$ATR" replay tools -q --force --merge "$R/s0b" "$R/s1" --out "$R/s0b"
+check "keep: merge into an input has every step" "cmp '$R/s0b/summary.json' '$R/merged/summary.json'"
 
 # dynamic: both controllers raise memory.high under a growing step and
 # record their reaction times, per step and in the summary. The step grows
@@ -104,7 +157,7 @@ printf '{"format":"atr-trace/1","trace_id":"int","steps":[{"kind":"tool","tool":
 setsid "$ATR" replay tools -q --workdir "$WD" "$R/int.ndjson" --out "$R/int" >/dev/null 2>"$R/int.err" &
 pid=$!
 deadline=$(( $(date +%s) + 20 ))
-while [ "$( (wc -l <"$R/int/metrics.jsonl") 2>/dev/null || echo 0)" -lt 1 ] && [ "$(date +%s)" -lt "$deadline" ]; do
+while [ "$(cat "$R"/int.tmp.*/metrics.jsonl 2>/dev/null | wc -l)" -lt 1 ] && [ "$(date +%s)" -lt "$deadline" ]; do
     sleep 0.05
 done
 kill -INT "$pid"
@@ -115,6 +168,22 @@ check "ctrl-c complete lines only" "[ \$(wc -l <'$R/int/metrics.jsonl') -eq 1 ] 
 check "ctrl-c summary incomplete, reason interrupted" "python3 -c \"import json; s=json.load(open('$R/int/summary.json')); assert s['incomplete'] is True and s['reason']=='interrupted', s\""
 check "ctrl-c message" "grep -q 'interrupted' '$R/int.err'"
 check "ctrl-c leaves nothing: the step, groups, work directory" "[ -z \"\$(sh '$DATA/replay/leftovers.sh' $pid '$WD')\" ]"
+# Ctrl-C of a --force run over a result: the old result stays, the
+# interrupted run's steps stay beside it, and the message says where.
+cp -a "$R/int" "$R/int.orig"
+setsid "$ATR" replay tools -q --force --workdir "$WD" "$R/int.ndjson" --out "$R/int" >/dev/null 2>"$R/int2.err" &
+pid=$!
+deadline=$(( $(date +%s) + 20 ))
+while [ "$(cat "$R"/int.tmp.*/metrics.jsonl 2>/dev/null | wc -l)" -lt 1 ] && [ "$(date +%s)" -lt "$deadline" ]; do
+    sleep 0.05
+done
+kill -INT "$pid"
+wait "$pid"
+st=$?
+CURRENT="ctrl-c over a result: exit status"; [ "$st" -eq 130 ] && pass || fail "exit status $st, not 130"
+check "ctrl-c over a result: the old one survives" "diff -r '$R/int.orig' '$R/int'"
+check "ctrl-c over a result: the message names the new steps" "grep -q '^atr: interrupted: complete steps are in $R/int.tmp.[A-Za-z0-9]*/metrics.jsonl ($R/int is as it was)\$' '$R/int2.err'"
+check "ctrl-c over a result: the new steps are there" "python3 -c \"import glob, json; d=glob.glob('$R/int.tmp.*'); assert len(d)==1, d; s=json.load(open(d[0]+'/summary.json')); assert s['reason']=='interrupted' and len(open(d[0]+'/metrics.jsonl').readlines())==1\""
 
 # --rootfs: steps run inside an exported root file system (a tiny one from
 # Debian's busybox-static), in the step's recorded cwd when the image has it.
@@ -159,11 +228,14 @@ printf '{"format":"atr-trace/1","trace_id":"w","steps":[{"kind":"tool","tool":"b
 TMPDIR=$R/tmpd ok "work directory under TMPDIR" "$ATR" replay tools -q --sandbox none --config none "$R/pwd.ndjson" --out "$R/pwd"
 check "the step ran in \$TMPDIR/atr-work-*" "grep -q '^$R/tmpd/atr-work-' '$R/pwd.txt'"
 
-# A parse error mid-file stops the run: the summary of the steps that ran
-# says incomplete, and why.
+# A parse error mid-file is found before anything runs: no output. Read
+# from stdin (which is not read twice), it stops the run: the summary of
+# the steps that ran says incomplete, and why.
 { cat "$TR"; printf '{"format":"atr-trace/1","trace_id":"cut","steps":[{"kind":"to'; } >"$R/trunc.ndjson"
 fails "truncated input fails" 1 "trunc.ndjson:3:[0-9]+: " "$ATR" replay tools -q --config none --sandbox none --workdir "$WD" "$R/trunc.ndjson" --out "$R/trunc"
-check "truncated input: summary incomplete, with the error" "python3 -c \"import json; s=json.load(open('$R/trunc/summary.json')); assert s['incomplete'] is True and s['reason'].startswith('$R/trunc.ndjson:3:') and s['configs'][0]['total_steps']==9, s\""
+check "truncated input: nothing ran, nothing written" "[ ! -e '$R/trunc' ] && [ -z \"\$(ls -d '$R/trunc'.tmp.* 2>/dev/null)\" ]"
+fails "truncated stdin fails" 1 "^atr: <stdin>:3:[0-9]+: " sh -c "\"\$0\" replay tools -q --config none --sandbox none --workdir '$WD' - --out '$R/trunc' <'$R/trunc.ndjson'" "$ATR"
+check "truncated stdin: summary incomplete, with the error" "python3 -c \"import json; s=json.load(open('$R/trunc/summary.json')); assert s['incomplete'] is True and s['reason'].startswith('<stdin>:3:') and s['configs'][0]['total_steps']==9, s\""
 
 # Nothing to replay is an error, not an empty success.
 printf '{"format":"atr-trace/1","trace_id":"talk","steps":[{"kind":"llm","input_tokens":3,"output_tokens":2}]}\n' >"$R/nollm.ndjson"

@@ -28,7 +28,7 @@ loop='i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done'
 } >"$TN/victim.ndjson"
 ok "gen one neighbour" "$ATR" gen -q --kind noisy --traces 1 --seed 3 -o "$TN/noisy.ndjson"
 
-fails "tenants not with shard" 2 "not with --merge or --shard" "$ATR" replay tools --tenants --shard 0/2 "$TN/victim.ndjson" --out "$TN/x"
+fails "tenants not with shard" 2 "not with --merge or --shard" "$ATR" replay tools --tenants --shard 0:2 "$TN/victim.ndjson" --out "$TN/x"
 fails "tenant weights need tenants" 2 "need --tenants" "$ATR" replay tools --tenant-weights 100,200 "$TN/victim.ndjson" --out "$TN/x"
 fails "tenant weight range" 2 "tenant-weights wants" "$ATR" replay tools --tenants --tenant-weights 100,0 "$TN/victim.ndjson" --out "$TN/x"
 

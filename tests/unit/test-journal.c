@@ -358,6 +358,58 @@ static void test_rotation(void **state)
     dir_remove(&d);
 }
 
+/* atr_journal_scan: every line of the journal and its rotated files,
+ * oldest first, as (session, turn); a line that is no record: FILE:LINE. */
+struct seen {
+    char names[16][16];
+    uint64_t turns[16];
+    size_t n;
+};
+
+static void on_seen(void *ctx, const char *session, size_t len, uint64_t turn)
+{
+    struct seen *s = ctx;
+    assert_true(s->n < 16 && len < 16);
+    memcpy(s->names[s->n], session, len);
+    s->names[s->n][len] = '\0';
+    s->turns[s->n++] = turn;
+}
+
+static void test_scan(void **state)
+{
+    (void)state;
+    struct dir d;
+    dir_make(&d);
+    char *line = format(&base);
+    size_t line_len = strlen(line);
+    free(line);
+    struct atr_journal_cfg cfg = { .fsync_interval_s = 0, .rotate_bytes = 2 * line_len - 10,
+                                   .keep = 3 };
+    struct atr_error err;
+    struct atr_journal *j = atr_journal_open(d.journal, &cfg, &err);
+    for (unsigned i = 0; i < 5; i++) {
+        struct atr_proxy_record r = base;
+        r.turn = i;
+        r.session = i % 2 ? "~1" : "a\"b";
+        assert_int_equal(atr_journal_append(j, &r, &err), 0);
+    }
+    assert_int_equal(atr_journal_close(j, &err), 0);
+    struct seen s = {.n = 0};
+    assert_int_equal(atr_journal_scan(d.journal, 3, on_seen, &s, &err), 0);
+    assert_int_equal(s.n, 5);                       /* .2 (0, 1), .1 (2, 3), current (4) */
+    for (unsigned i = 0; i < 5; i++) {
+        assert_int_equal(s.turns[i], i);
+        assert_string_equal(s.names[i], i % 2 ? "~1" : "a\"b");
+    }
+    FILE *f = fopen(d.journal, "a");
+    fputs("{\"meta\": {\"turn\": 1}}\n", f);
+    fclose(f);
+    s.n = 0;
+    assert_int_equal(atr_journal_scan(d.journal, 3, on_seen, &s, &err), -1);
+    assert_non_null(strstr(err.msg, "j.ndjson:2:1: expected \"meta\" with \"session\""));
+    dir_remove(&d);
+}
+
 /* A writer killed mid-line leaves a cut line without '\n': the next open
  * removes it, so the file holds whole lines only. */
 static void test_torn_tail(void **state)
@@ -588,6 +640,7 @@ int main(void)
         cmocka_unit_test(test_hostile_strings),
         cmocka_unit_test(test_append_read_back),
         cmocka_unit_test(test_rotation),
+        cmocka_unit_test(test_scan),
         cmocka_unit_test(test_torn_tail),
         cmocka_unit_test(test_fixture_is_what_the_journal_writes),
         cmocka_unit_test(test_sessions_fold),

@@ -1,6 +1,7 @@
 /* test-proxy-session.c - which session a proxied request belongs to
  * (proxy/session.c): named by header or user, prefix continuity of a
- * growing prompt, new sessions, and a table grown past its first size. */
+ * growing prompt, new sessions, names the proxy makes up never meeting
+ * given ones, and a table grown past its first size. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -57,6 +58,66 @@ static void test_prefix_continuity(void **state)
     proxy_sessions_release(&s);
 }
 
+/* Made-up names ("~N") and given ones share no name, whichever comes first. */
+static void test_made_up_names_apart(void **state)
+{
+    struct proxy_sessions s;
+    proxy_sessions_init(&s);
+    const char *src;
+    uint64_t p1[] = {31}, p2[] = {41};
+    size_t given = find(&s, "~1", NULL, 0, &src);           /* looks made up */
+    size_t anon = find(&s, NULL, p1, 1, &src);
+    assert_string_equal(src, "new");
+    assert_string_equal(s.v[anon].id, "~1");
+    assert_string_equal(s.v[given].id, "~~1");
+    assert_int_not_equal(find(&s, "~~1", NULL, 0, &src), given);   /* "~~~1" */
+    size_t s1 = find(&s, "s1", NULL, 0, &src);
+    assert_string_equal(s.v[s1].id, "s1");
+    size_t anon2 = find(&s, NULL, p2, 1, &src);
+    assert_string_equal(s.v[anon2].id, "~2");
+    assert_int_equal(find(&s, "~2", NULL, 0, &src) != anon2, 1);
+    proxy_sessions_release(&s);
+}
+
+/* Names the journal writes alike (invalid UTF-8 as U+FFFD, cut at a NUL)
+ * are one session, so no trace id repeats in it. */
+static void test_names_as_written(void **state)
+{
+    struct proxy_sessions s;
+    proxy_sessions_init(&s);
+    const char *src;
+    size_t a = find(&s, "a\xff", NULL, 0, &src);
+    assert_int_equal(find(&s, "a\xfe", NULL, 0, &src), a);
+    assert_string_equal(s.v[a].id, "a\xef\xbf\xbd");
+    size_t b = proxy_session_find(&s, "b\0x", 3, "user", NULL, 0, &src);
+    assert_int_equal(proxy_session_find(&s, "b\0y", 3, "user", NULL, 0, &src), b);
+    assert_string_equal(s.v[b].id, "b");
+    proxy_sessions_release(&s);
+}
+
+/* A journal continued from an earlier run: its sessions go on at their
+ * next turn, made-up names after the highest it holds. */
+static void test_seen(void **state)
+{
+    struct proxy_sessions s;
+    proxy_sessions_init(&s);
+    const char *src;
+    proxy_session_seen(&s, "s1", 2, 0);
+    proxy_session_seen(&s, "~3", 2, 0);
+    proxy_session_seen(&s, "s1", 2, 4);
+    proxy_session_seen(&s, "s1", 2, 2);
+    proxy_session_seen(&s, "~~1", 3, 1);
+    size_t a = find(&s, "s1", NULL, 0, &src);
+    assert_int_equal(s.v[a].turns, 5);
+    size_t b = find(&s, "~1", NULL, 0, &src);           /* the journal's "~~1" */
+    assert_int_equal(s.v[b].turns, 2);
+    uint64_t p[] = {51};
+    size_t c = find(&s, NULL, p, 1, &src);
+    assert_string_equal(s.v[c].id, "~4");
+    assert_int_equal(s.v[c].turns, 0);
+    proxy_sessions_release(&s);
+}
+
 static void test_many(void **state)
 {
     struct proxy_sessions s;
@@ -80,6 +141,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_named),
         cmocka_unit_test(test_prefix_continuity),
+        cmocka_unit_test(test_made_up_names_apart),
+        cmocka_unit_test(test_names_as_written),
+        cmocka_unit_test(test_seen),
         cmocka_unit_test(test_many),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
