@@ -1,7 +1,9 @@
 /* convo.c - chat conversation -> llm steps with prefix-sharing hash ids. */
 #include "trace/convo.h"
 
+#include <math.h>
 #include <string.h>
+#include <xxhash.h>
 
 void atr_convo_init(struct atr_convo *c, struct atr_trace *t, bool keep_content)
 {
@@ -57,6 +59,8 @@ struct atr_step *atr_convo_llm(struct atr_convo *c, const char *reply, size_t le
         s->hash_ids[h->n_ids] = partial;
     s->input_tokens = (int64_t)h->tokens;
     s->output_tokens = (int64_t)atr_tokens_estimate(reply, len);
+    if (c->mark_origin)
+        s->tokens_from = ATR_TOKENS_ESTIMATED;
     if (c->keep_content) {
         struct atr_arena *a = &t->arena;
         s->messages = c->pending ? c->pending : atr_json_new(a, ATR_JSON_ARRAY);
@@ -64,4 +68,117 @@ struct atr_step *atr_convo_llm(struct atr_convo *c, const char *reply, size_t le
         c->pending = NULL;
     }
     return s;
+}
+
+/* Step-unique or trace-shared ids for blocks the trace does not show. */
+static uint64_t hidden_id(const struct atr_trace *t, uint64_t salt, uint32_t j)
+{
+    const char *id = t->trace_id ? t->trace_id : "";
+    uint64_t seed = XXH3_64bits_withSeed(id, strlen(id), salt);
+    return XXH3_64bits_withSeed(&j, sizeof j, seed) & ATR_HASH_ID_MASK;
+}
+
+/* Step s's ids as h shared hidden blocks, its estimated ids, then cut or
+ * padded with ids of its own to want. */
+static void fit_ids(struct atr_trace *t, struct atr_step *s, uint32_t h, uint32_t want)
+{
+    uint64_t *ids = atr_arena_alloc(&t->arena, (want ? want : 1) * sizeof *ids);
+    uint32_t n = 0;
+    for (; n < h && n < want; n++)
+        ids[n] = hidden_id(t, UINT64_MAX, n);
+    for (uint32_t j = 0; j < s->n_hash_ids && n < want; j++)
+        ids[n++] = s->hash_ids[j];
+    for (; n < want; n++)
+        ids[n] = hidden_id(t, s->i, n);
+    s->hash_ids = ids;
+    s->n_hash_ids = want;
+}
+
+static bool counted(const struct atr_step *s)
+{
+    return s->kind == ATR_STEP_LLM && s->hash_ids && s->estimated_input_tokens != ATR_UNSET;
+}
+
+void atr_trace_fit_ids(struct atr_trace *t)
+{
+    uint32_t bs = t->block_size ? t->block_size : ATR_DEFAULT_BLOCK_SIZE;
+    int64_t hidden = INT64_MAX;
+    for (size_t k = 0; k < t->n_steps; k++) {
+        const struct atr_step *s = &t->steps[k];
+        if (counted(s) && s->input_tokens - s->estimated_input_tokens < hidden)
+            hidden = s->input_tokens - s->estimated_input_tokens;
+    }
+    if (hidden == INT64_MAX)
+        return;
+    uint32_t h = hidden > 0 ? (uint32_t)(hidden / bs) : 0;
+    for (size_t k = 0; k < t->n_steps; k++) {
+        struct atr_step *s = &t->steps[k];
+        if (counted(s))
+            fit_ids(t, s, h, (uint32_t)(((uint64_t)s->input_tokens + bs - 1) / bs));
+    }
+}
+
+void atr_step_set_counts(struct atr_step *s, int64_t in, int64_t out, const char *from)
+{
+    bool out_too = out >= 0;
+    if (in >= 0) {
+        s->estimated_input_tokens = s->input_tokens;
+        s->input_tokens = in;
+        s->tokens_from = from;
+    }
+    if (out_too) {
+        s->estimated_output_tokens = s->output_tokens;
+        s->output_tokens = out;
+    }
+    /* One origin for both counts unless they differ. */
+    if (in >= 0 && !out_too)
+        s->output_tokens_from = ATR_TOKENS_ESTIMATED;
+    else if (in < 0 && out_too)
+        s->output_tokens_from = from;
+}
+
+/* Shares of total proportional to the estimates est[0..n), summing to it. */
+static void shares(const int64_t *est, int64_t *out, size_t n, int64_t total)
+{
+    double sum = 0, cum = 0;
+    for (size_t k = 0; k < n; k++)
+        sum += (double)est[k];
+    int64_t given = 0;
+    for (size_t k = 0; k < n; k++) {
+        cum += (double)est[k];
+        int64_t upto = sum > 0 ? llround(cum * (double)total / sum)
+                               : llround((double)(k + 1) * (double)total / (double)n);
+        out[k] = upto - given;
+        given = upto;
+    }
+}
+
+static bool scalable(const struct atr_step *s)
+{
+    return s->kind == ATR_STEP_LLM && s->tokens_from &&
+           strcmp(s->tokens_from, ATR_TOKENS_ESTIMATED) == 0 && s->input_tokens >= 0 &&
+           s->output_tokens >= 0;
+}
+
+void atr_trace_scale_counts(struct atr_trace *t, int64_t total_in, int64_t total_out)
+{
+    size_t n = 0;
+    for (size_t k = 0; k < t->n_steps; k++)
+        n += scalable(&t->steps[k]);
+    if (!n || (total_in < 1 && total_out < 1))
+        return;
+    int64_t *v = atr_arena_alloc(&t->arena, 4 * n * sizeof *v);
+    int64_t *est_in = v, *est_out = v + n, *in = v + 2 * n, *out = v + 3 * n;
+    struct atr_step **steps = atr_arena_alloc(&t->arena, n * sizeof *steps);
+    for (size_t k = 0, j = 0; k < t->n_steps; k++)
+        if (scalable(&t->steps[k])) {
+            steps[j] = &t->steps[k];
+            est_in[j] = steps[j]->input_tokens;
+            est_out[j++] = t->steps[k].output_tokens;
+        }
+    shares(est_in, in, n, total_in);
+    shares(est_out, out, n, total_out);
+    for (size_t j = 0; j < n; j++)
+        atr_step_set_counts(steps[j], total_in >= 1 ? in[j] : -1,
+                            total_out >= 1 ? out[j] : -1, ATR_TOKENS_SCALED);
 }

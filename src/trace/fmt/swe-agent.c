@@ -426,6 +426,22 @@ static int set_meta(struct swe *sw, const struct atr_json *doc)
     return 0;
 }
 
+/* model_stats records only totals over api_calls calls: the per-call
+ * estimates are scaled to them ("scaled"), where the calls in the trace
+ * are the calls counted (api_calls absent or equal to them). */
+static void scale_to_totals(struct atr_trace *t)
+{
+    int64_t in = -1, out = -1, calls = -1;
+    atr_json_get_i64(t->meta, "recorded_input_tokens", &in);
+    atr_json_get_i64(t->meta, "recorded_output_tokens", &out);
+    atr_json_get_i64(t->meta, "api_calls", &calls);
+    int64_t n = 0;
+    for (size_t k = 0; k < t->n_steps; k++)
+        n += t->steps[k].kind == ATR_STEP_LLM;
+    if (calls < 0 || calls == n)
+        atr_trace_scale_counts(t, in, out);
+}
+
 /* ---- the reader --------------------------------------------------------- */
 
 static int read_doc(struct swe *sw, const struct atr_json *doc)
@@ -442,9 +458,16 @@ static int read_doc(struct swe *sw, const struct atr_json *doc)
     if (set_meta(sw, doc) < 0)
         return -1;
     sw->next_entry = traj ? traj->u.kids.first : NULL;
+    int rc = 0;
     if (history && history->u.kids.count)
-        return walk_history(sw, history);
-    return traj ? walk_trajectory(sw, traj) : 0;
+        rc = walk_history(sw, history);
+    else if (traj)
+        rc = walk_trajectory(sw, traj);
+    if (rc == 0) {
+        scale_to_totals(sw->t);
+        atr_trace_fit_ids(sw->t);
+    }
+    return rc;
 }
 
 static int next(struct atr_reader *r, struct atr_trace *t)
@@ -455,6 +478,7 @@ static int next(struct atr_reader *r, struct atr_trace *t)
         return rc;
     struct swe sw = {.r = r, .t = t};
     atr_convo_init(&sw.convo, t, r->opts.keep_content);
+    sw.convo.mark_origin = true;
     rc = read_doc(&sw, doc);
     atr_convo_release(&sw.convo);
     return rc < 0 ? -1 : 1;
