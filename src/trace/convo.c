@@ -70,51 +70,81 @@ struct atr_step *atr_convo_llm(struct atr_convo *c, const char *reply, size_t le
     return s;
 }
 
-/* Step-unique or trace-shared ids for blocks the trace does not show. */
-static uint64_t hidden_id(const struct atr_trace *t, uint64_t salt, uint32_t j)
+/* Id j of the blocks of step i that no other prompt is known to share. */
+static uint64_t fresh_id(const struct atr_trace *t, uint32_t i, uint32_t j)
 {
     const char *id = t->trace_id ? t->trace_id : "";
-    uint64_t seed = XXH3_64bits_withSeed(id, strlen(id), salt);
+    uint64_t seed = XXH3_64bits_withSeed(id, strlen(id), i);
     return XXH3_64bits_withSeed(&j, sizeof j, seed) & ATR_HASH_ID_MASK;
 }
 
-/* Step s's ids as h shared hidden blocks, its estimated ids, then cut or
- * padded with ids of its own to want. */
-static void fit_ids(struct atr_trace *t, struct atr_step *s, uint32_t h, uint32_t want)
+static uint32_t common_ids(const uint64_t *a, uint32_t na, const uint64_t *b, uint32_t nb)
 {
-    uint64_t *ids = atr_arena_alloc(&t->arena, (want ? want : 1) * sizeof *ids);
-    uint32_t n = 0;
-    for (; n < h && n < want; n++)
-        ids[n] = hidden_id(t, UINT64_MAX, n);
-    for (uint32_t j = 0; j < s->n_hash_ids && n < want; j++)
-        ids[n++] = s->hash_ids[j];
-    for (; n < want; n++)
-        ids[n] = hidden_id(t, s->i, n);
-    s->hash_ids = ids;
-    s->n_hash_ids = want;
+    uint32_t k = 0;
+    while (k < na && k < nb && a[k] == b[k])
+        k++;
+    return k;
 }
 
-static bool counted(const struct atr_step *s)
+static bool fitted(const struct atr_step *s)
 {
     return s->kind == ATR_STEP_LLM && s->hash_ids && s->estimated_input_tokens != ATR_UNSET;
+}
+
+/* The previous fitted step's state: its estimated ids and full blocks. */
+struct fit_prev {
+    const struct atr_step *s;
+    const uint64_t *est;
+    uint32_t n_est;
+};
+
+/* How many of prev's fitted ids step s shares: the share of prev's full
+ * estimated blocks that s's estimated ids repeat, applied to prev's full
+ * recorded blocks. The first step keeps its own estimated ids (prompts of
+ * other traces may share them). */
+static uint32_t shared_blocks(const struct fit_prev *p, const struct atr_step *s, uint32_t bs)
+{
+    if (!p->s)
+        return s->n_hash_ids;
+    uint64_t full_est = (uint64_t)p->s->estimated_input_tokens / bs;
+    uint64_t full_rec = (uint64_t)p->s->input_tokens / bs;
+    uint64_t same = common_ids(p->est, p->n_est, s->hash_ids, s->n_hash_ids);
+    if (same >= full_est)
+        return (uint32_t)(full_rec < p->s->n_hash_ids ? full_rec : p->s->n_hash_ids);
+    return (uint32_t)(full_rec * same / full_est);
+}
+
+/* A call without usage after one with it: the estimator's growth since
+ * that call on top of its recorded count (an estimate of the whole prompt
+ * would leave out what the source did not show, e.g. the system prompt). */
+static void anchor(struct atr_step *s, const struct atr_step *prev)
+{
+    int64_t grown = s->input_tokens - prev->estimated_input_tokens;
+    s->estimated_input_tokens = s->input_tokens;
+    s->input_tokens = prev->input_tokens + (grown > 0 ? grown : 0);
 }
 
 void atr_trace_fit_ids(struct atr_trace *t)
 {
     uint32_t bs = t->block_size ? t->block_size : ATR_DEFAULT_BLOCK_SIZE;
-    int64_t hidden = INT64_MAX;
-    for (size_t k = 0; k < t->n_steps; k++) {
-        const struct atr_step *s = &t->steps[k];
-        if (counted(s) && s->input_tokens - s->estimated_input_tokens < hidden)
-            hidden = s->input_tokens - s->estimated_input_tokens;
-    }
-    if (hidden == INT64_MAX)
-        return;
-    uint32_t h = hidden > 0 ? (uint32_t)(hidden / bs) : 0;
+    struct fit_prev prev = {0};
     for (size_t k = 0; k < t->n_steps; k++) {
         struct atr_step *s = &t->steps[k];
-        if (counted(s))
-            fit_ids(t, s, h, (uint32_t)(((uint64_t)s->input_tokens + bs - 1) / bs));
+        if (prev.s && s->kind == ATR_STEP_LLM && s->hash_ids && !fitted(s))
+            anchor(s, prev.s);
+        if (!fitted(s))
+            continue;
+        uint32_t want = (uint32_t)(((uint64_t)s->input_tokens + bs - 1) / bs);
+        uint32_t m = shared_blocks(&prev, s, bs);
+        m = m < want ? m : want;
+        const uint64_t *from = prev.s ? prev.s->hash_ids : s->hash_ids;
+        uint64_t *ids = atr_arena_alloc(&t->arena, (want ? want : 1) * sizeof *ids);
+        memcpy(ids, from, m * sizeof *ids);
+        for (uint32_t j = m; j < want; j++)
+            ids[j] = fresh_id(t, s->i, j);
+        prev = (struct fit_prev){s, s->hash_ids, s->n_hash_ids};
+        s->hash_ids = ids;
+        s->n_hash_ids = want;
     }
 }
 

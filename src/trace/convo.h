@@ -50,11 +50,16 @@ struct atr_step *atr_convo_llm(struct atr_convo *c, const char *reply, size_t le
 void atr_step_set_counts(struct atr_step *s, int64_t in, int64_t out, const char *from);
 
 /* Fits the hash ids of every step with a recorded or scaled input to
- * ceil(input_tokens / block_size). The part of a prompt the trace does not
- * show (e.g. a system prompt the source left out) is taken to lead every
- * prompt: as many whole blocks as the smallest such gap over the trace's
- * steps come first, with ids shared by the trace's steps; the rest is cut
- * at the end or padded with ids unique to the step (never claimed shared). */
+ * ceil(input_tokens / block_size), keeping the prefix sharing the text
+ * showed: a step repeats the previous such step's full blocks in the same
+ * share as its estimated ids repeated that step's (all of them in an
+ * append-only conversation); the first keeps its estimated ids as far as
+ * they go. Blocks past those (the part of a prompt the trace does not
+ * show, e.g. a system prompt the source left out) get ids unique to the
+ * step: sharing that is not known is never claimed. A step without
+ * recorded counts after one with them stays "estimated" but is anchored:
+ * its input is that step's recorded input plus the estimated growth since
+ * (its plain estimate kept in estimated_input_tokens). */
 void atr_trace_fit_ids(struct atr_trace *t);
 
 /* Scales the estimated counts of t's llm steps so they sum to a source's
