@@ -213,6 +213,7 @@ static struct atr_step *call_step(struct oc_walk *w, const char *name, const str
         s = new_tool(w, "editor");
         s->action = keep_str(w, args, "command");
         s->path = keep_str(w, args, "path");
+        atr_editor_sizes(s, args);
         return s;
     }
     if (str_is(name, "execute_ipython_cell") || str_is(name, "ipython")) {
@@ -234,6 +235,7 @@ static struct atr_step *call_step(struct oc_walk *w, const char *name, const str
             s->path = keep_str(w, args, "filename");
         if (!s->path)
             s->path = w->open_file;
+        atr_editor_sizes(s, args);
         return s;
     }
     if (str_is(name, "think"))

@@ -407,14 +407,10 @@ static int model_call(struct oh_walk *w, const struct atr_json *ev, const char *
 
 /* ---- tool steps ---- */
 
-/* The editor sub-command of an edit: "command" in newer args, else the one
- * in the model's tool call that produced this action, else "edit". */
-static const char *edit_command(struct oh_walk *w, const struct atr_json *ev,
-                                const struct atr_json *args)
+/* The arguments of the model's tool call that produced this action (parsed
+ * into the per-event arena), or NULL. */
+static const struct atr_json *call_args(struct oh_walk *w, const struct atr_json *ev)
 {
-    const char *cmd = atr_json_get_str(args, "command", NULL);
-    if (cmd && *cmd)
-        return cmd;
     const struct atr_json *tcm = atr_json_get(ev, "tool_call_metadata");
     const char *id = atr_json_get_str(tcm, "tool_call_id", NULL);
     const struct atr_json *msg = response_message(atr_json_get(tcm, "model_response"));
@@ -422,13 +418,20 @@ static const char *edit_command(struct oh_walk *w, const struct atr_json *ev,
          c = c->next) {
         const char *name;
         const struct atr_json *arguments;
-        if (!str_is(atr_json_get_str(c, "id", NULL), id) ||
-            !atr_chat_tool_call(c, &name, &arguments))
-            continue;
-        const struct atr_json *a = atr_chat_object(w->tmp, arguments, w->r->opts.max_depth);
-        cmd = atr_json_get_str(a, "command", NULL);
-        break;
+        if (str_is(atr_json_get_str(c, "id", NULL), id) &&
+            atr_chat_tool_call(c, &name, &arguments))
+            return atr_chat_object(w->tmp, arguments, w->r->opts.max_depth);
     }
+    return NULL;
+}
+
+/* The editor sub-command of an edit: "command" in newer args, else the one
+ * in the model's tool call that produced this action, else "edit". */
+static const char *edit_command(const struct atr_json *args, const struct atr_json *call)
+{
+    const char *cmd = atr_json_get_str(args, "command", NULL);
+    if (!cmd || !*cmd)
+        cmd = atr_json_get_str(call, "command", NULL);
     return cmd && *cmd ? cmd : "edit";
 }
 
@@ -487,12 +490,21 @@ static struct atr_step *browse_step(struct oh_walk *w, const struct atr_json *ar
     return s;
 }
 
+/* Sizes come from the model's tool call (it holds file_text, old_str,
+ * new_str) or the action's args; content itself is never kept. */
 static struct atr_step *editor_step(struct oh_walk *w, const char *action,
-                                    const struct atr_json *args)
+                                    const struct atr_json *args, const struct atr_json *call)
 {
     struct atr_step *s = new_tool(w, "editor");
     s->action = action;
     s->path = keep(w, atr_json_get_str(args, "path", NULL));
+    s->cwd = w->cwd;
+    /* The LLM-based edit of older OpenHands rewrites the file from "content". */
+    if (str_is(action, "edit") && atr_json_get_str(args, "content", NULL))
+        s->action = "overwrite";
+    atr_editor_sizes(s, call);
+    if (s->bytes == ATR_UNSET)
+        atr_editor_sizes(s, args);
     return s;
 }
 
@@ -510,11 +522,13 @@ static struct atr_step *tool_step(struct oh_walk *w, const struct atr_json *ev,
         return s;
     }
     if (str_is(action, "read"))
-        return editor_step(w, "view", args);
+        return editor_step(w, "view", args, NULL);
     if (str_is(action, "write"))
-        return editor_step(w, "create", args);
-    if (str_is(action, "edit"))
-        return editor_step(w, keep(w, edit_command(w, ev, args)), args);
+        return editor_step(w, "create", args, NULL);
+    if (str_is(action, "edit")) {
+        const struct atr_json *call = call_args(w, ev);
+        return editor_step(w, keep(w, edit_command(args, call)), args, call);
+    }
     if (str_is(action, "browse")) {
         s = new_tool(w, "browser");
         s->action = "goto";

@@ -52,13 +52,20 @@ static const char *dup_opt(struct atr_trace *t, const char *s)
     return s && *s ? atr_arena_strdup(&t->arena, s) : NULL;
 }
 
-static void set_editor(struct swe *sw, const char *action, const char *path)
+/* An editor step; args (may be NULL) are str_replace_editor's arguments,
+ * which give the sizes of what it writes. SWE-agent's own `create` makes
+ * an empty file. */
+static struct atr_step *set_editor(struct swe *sw, const char *action, const char *path)
 {
     struct atr_step *s = atr_trace_add_step(sw->t, ATR_STEP_TOOL);
     s->tool = "editor";
     s->action = atr_arena_strdup(&sw->t->arena, action);
     s->path = dup_opt(sw->t, path);
     s->cwd = dup_opt(sw->t, sw->cwd);
+    atr_editor_sizes(s, NULL);
+    if (s->file_op && strcmp(action, "create") == 0)
+        s->bytes = 0;
+    return s;
 }
 
 static const char *word_after(const char **v, int n, const char *flag)
@@ -258,7 +265,9 @@ static void add_tool_call(struct swe *sw, const struct atr_json *call)
     if (strcmp(name, "bash") == 0 && cmd) {
         add_bash(sw, cmd, n);
     } else if (strcmp(name, "str_replace_editor") == 0 && cmd) {
-        set_editor(sw, cmd, atr_json_get_str(args, "path", NULL));
+        struct atr_step *s = set_editor(sw, cmd, atr_json_get_str(args, "path", NULL));
+        s->bytes = ATR_UNSET;
+        atr_editor_sizes(s, args);
     } else if (atr_swe_cmd_find(name)) {
         const char *path = atr_json_get_str(args, "path", NULL);
         if (!path)
