@@ -398,8 +398,25 @@ static double or0(double v)
 static const char *const cause_labels[ATR_CAUSE_COUNT] = {
     [ATR_CAUSE_TIMEOUT] = "timeout", [ATR_CAUSE_OOM] = "OOM",
     [ATR_CAUSE_NOT_FOUND] = "command not found (exit 127)",
-    [ATR_CAUSE_NO_DIR] = "missing directory", [ATR_CAUSE_EXIT] = "non-zero exit",
+    [ATR_CAUSE_NO_DIR] = "missing directory", [ATR_CAUSE_NO_FILE] = "missing file",
+    [ATR_CAUSE_EXIT] = "non-zero exit",
 };
+
+/* Per trace: what ran, what failed for want of its environment, what
+ * failed on its own (summary.json's per_trace has every trace). */
+#define PRINT_TRACES 20
+static void print_per_trace(const struct atr_replay_config_summary *c)
+{
+    for (size_t k = 0; k < c->n_per_trace && k < PRINT_TRACES; k++) {
+        const struct atr_replay_trace_counts *t = &c->per_trace[k];
+        printf("%-16s %s: %lu ran, %lu ok, %lu failed (environment missing), %lu failed "
+               "(own), %lu skipped\n", c->config, t->trace_id, t->ran, t->ok, t->env_missing,
+               t->failed, t->skipped);
+    }
+    if (c->n_per_trace > PRINT_TRACES)
+        printf("%-16s ... %zu more traces in summary.json\n", c->config,
+               c->n_per_trace - PRINT_TRACES);
+}
 
 /* One line per configuration with failures: how many of each cause. */
 static void print_failures(const struct atr_replay_config_summary *c)
@@ -450,6 +467,7 @@ static void print_summary_table(struct atr_replay_summary *sum, const char *back
     struct atr_replay_config_summary c, worst = {.missing_cwd_steps = 0};
     for (size_t i = 0; i < atr_replay_summary_n_configs(sum); i++) {
         atr_replay_summary_config(sum, i, &c);
+        print_per_trace(&c);
         print_failures(&c);
         if (c.missing_cwd_steps > worst.missing_cwd_steps)
             worst = c;
