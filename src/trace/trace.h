@@ -43,7 +43,8 @@ struct atr_step {
     /* Where input_tokens/output_tokens came from: "recorded" (the source's
      * own usage), "scaled" (estimates scaled to the source's recorded
      * totals) or "estimated"; NULL when unknown (hand-made traces).
-     * output_tokens_from only when the output's origin differs. */
+     * output_tokens_from only when the output's origin differs. Static
+     * strings (ATR_TOKENS_*), never in the arena. */
     const char *tokens_from, *output_tokens_from;
     /* The estimator's figures beside recorded or scaled counts (what
      * `atr stats` measures its error with), ATR_UNSET otherwise. */

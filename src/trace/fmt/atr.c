@@ -205,13 +205,20 @@ static int read_member(struct atr_reader *r, struct atr_trace *t, struct atr_ste
     return 0;
 }
 
-/* tokens_from and output_tokens_from name one of the three origins. */
+/* tokens_from and output_tokens_from name one of the three origins; *v
+ * becomes the static name, so copies of the step outlive the trace. */
 static int check_origin(struct atr_reader *r, struct atr_json *node, const char *key,
-                        const char *v)
+                        const char **v)
 {
-    if (!v || strcmp(v, ATR_TOKENS_RECORDED) == 0 || strcmp(v, ATR_TOKENS_SCALED) == 0 ||
-        strcmp(v, ATR_TOKENS_ESTIMATED) == 0)
+    static const char *const names[] = {ATR_TOKENS_RECORDED, ATR_TOKENS_SCALED,
+                                        ATR_TOKENS_ESTIMATED};
+    if (!*v)
         return 0;
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+        if (strcmp(*v, names[k]) == 0) {
+            *v = names[k];
+            return 0;
+        }
     return atr_reader_fail_at(r, atr_json_get(node, key), "expected \"%s\" to be \"recorded\", "
                               "\"scaled\" or \"estimated\"", key);
 }
@@ -219,8 +226,8 @@ static int check_origin(struct atr_reader *r, struct atr_json *node, const char 
 static int check_step(struct atr_reader *r, struct atr_trace *t, struct atr_step *s,
                       struct atr_json *node)
 {
-    if (check_origin(r, node, "tokens_from", s->tokens_from) < 0 ||
-        check_origin(r, node, "output_tokens_from", s->output_tokens_from) < 0)
+    if (check_origin(r, node, "tokens_from", &s->tokens_from) < 0 ||
+        check_origin(r, node, "output_tokens_from", &s->output_tokens_from) < 0)
         return -1;
     if (s->kind == ATR_STEP_LLM && s->n_hash_ids && s->input_tokens != ATR_UNSET) {
         uint64_t want = ((uint64_t)s->input_tokens + t->block_size - 1) / t->block_size;
