@@ -48,7 +48,8 @@ check "tokens replay sim lengths" "python3 -c '
 import json; r = [json.loads(l) for l in open(\"$K/sim.jsonl\")]
 t = json.loads(open(\"$K/gui.ndjson\").readline())
 llm = [s for s in t[\"steps\"] if s[\"kind\"] == \"llm\"]
-assert [(x[\"prompt_tokens\"], x[\"output_tokens\"]) for x in r] == [(s[\"input_tokens\"], s[\"output_tokens\"]) for s in llm], r'"
+assert [(x[\"prompt_tokens\"], x[\"output_tokens\"]) for x in r] == [(s[\"input_tokens\"], s[\"output_tokens\"]) for s in llm], r
+assert [(x[\"prompt_tokens\"], x[\"output_tokens\"]) for x in r[:4]] == [(3439, 104), (3601, 1142), (4769, 693), (5488, 85)], r'"
 
 # ... and against a real `atr sim serve` over HTTP (its usage counts the prompt).
 "$ATR" sim serve --profile h100/llama-3.1-8b --port 0 >"$K/serve.out" 2>"$K/serve.err" &
@@ -65,4 +66,5 @@ check "tokens replay http lengths" "python3 -c '
 import json; r = [json.loads(l) for l in open(\"$K/http.jsonl\")]
 t = json.loads(open(\"$K/gui.ndjson\").readline())
 llm = [s for s in t[\"steps\"] if s[\"kind\"] == \"llm\"]
-assert [(x[\"prompt_tokens\"], x[\"output_tokens\"]) for x in r] == [(s[\"input_tokens\"], s[\"output_tokens\"]) for s in llm], r'"
+assert [(x[\"prompt_tokens\"], x[\"output_tokens\"]) for x in r] == [(s[\"input_tokens\"], s[\"output_tokens\"]) for s in llm], r
+assert [(x[\"prompt_tokens\"], x[\"output_tokens\"]) for x in r[:4]] == [(3439, 104), (3601, 1142), (4769, 693), (5488, 85)], r'"
