@@ -501,6 +501,8 @@ static void dry_run_trace(const struct atr_trace *t, const char *config)
             printf("%s\t%s\t%u\tbrowser\t%s%s%s\n", config, t->trace_id, s->i,
                    s->action ? s->action : "", s->selector || s->url ? " " : "",
                    s->selector ? s->selector : s->url ? s->url : "");
+        else if (s->tool && strcmp(s->tool, "editor") == 0 && s->file_op && s->path && *s->path)
+            printf("%s\t%s\t%u\tfile\t%s %s\n", config, t->trace_id, s->i, s->file_op, s->path);
         else
             printf("%s\t%s\t%u\tskip\t%s\n", config, t->trace_id, s->i,
                    s->command || (s->tool && strcmp(s->tool, "bash") == 0) ? "command redacted"

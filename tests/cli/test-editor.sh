@@ -29,6 +29,9 @@ assert c[\"per_trace\"] == [{\"trace_id\": \"edits\", \"steps\": 12, \"ran\": 11
 assert c[\"env_missing_steps\"] == 2 and c[\"own_failed_steps\"] == 3
 assert c[\"failures\"][\"missing_file\"] == 1 and c[\"failures\"][\"command_not_found\"] == 1'"
 check "editor per trace printed" "grep -q 'edits: 11 ran, 6 ok, 2 failed (environment missing), 3 failed (own), 1 skipped' '$E/a.txt'"
+# --dry-run says the same: editor steps run as file operations.
+ok "editor dry run" "$ATR" replay tools --dry-run --config none "$DATA/editor/edits.ndjson" --out "$E/dry"
+check "editor dry run says file ops" "grep -q '^none	edits	0	file	create /workspace/app/main.py$' '$T/out' && grep -q '^none	edits	10	skip	not a shell command$' '$T/out'"
 # Nothing outside the work directory: "../escape.txt" was refused.
 absent "editor no escape" "$WD/../escape.txt"
 # --merge reads the classes back from metrics.jsonl: the same summary.
