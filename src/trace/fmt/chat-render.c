@@ -318,5 +318,23 @@ void atr_editor_sizes(struct atr_step *s, const struct atr_json *args)
         s->bytes = str_bytes(args, "new_str");
         if (strcmp(s->file_op, "replace") == 0)
             s->old_bytes = str_bytes(args, "old_str");
+        if (s->bytes == ATR_UNSET && s->old_bytes == ATR_UNSET) {   /* SWE-agent's edit */
+            s->bytes = str_bytes(args, "replace");
+            s->old_bytes = str_bytes(args, "search");
+        }
     }
+}
+
+int64_t atr_swe_edit_bytes(const char *act, size_t len)
+{
+    const char *nl = memchr(act, '\n', len);
+    if (!nl)
+        return 0;
+    const char *body = nl + 1, *end = act + len;
+    const char *last = end;
+    while (last > body && last[-1] != '\n')
+        last--;
+    if (end - last >= 4 && memcmp(last, "end_", 4) == 0)
+        end = last > body ? last - 1 : body;      /* drop the marker and its newline */
+    return end > body ? (int64_t)(end - body) + 1 : 0;   /* the last line's newline */
 }

@@ -80,7 +80,13 @@ const char *atr_editor_file_op(const char *action);
 
 /* Sets s->file_op from s->action and the sizes (bytes, no content) from the
  * str_replace_editor-style arguments args (may be NULL): file_text or
- * content (create, overwrite), new_str (insert, replace), old_str (replace). */
+ * content (create, overwrite), new_str (insert, replace), old_str (replace),
+ * or SWE-agent's edit {search, replace}. */
 void atr_editor_sizes(struct atr_step *s, const struct atr_json *args);
+
+/* Bytes of the text a SWE-agent `edit`, `insert` or `append` command line
+ * writes: the lines after its first, up to its end_of_edit (end_of_insert,
+ * ...) line. */
+int64_t atr_swe_edit_bytes(const char *act, size_t len);
 
 #endif

@@ -359,6 +359,9 @@ static void add_swe_command(struct oc_walk *w, const char *cmd, size_t n)
     s->action = keep(w, v[0], strlen(v[0]));
     const char *path = atr_swe_cmd_path(c, v, k, w->open_file);
     s->path = path == w->open_file ? path : keep(w, path, path ? strlen(path) : 0);
+    atr_editor_sizes(s, NULL);
+    if (s->file_op && strcmp(s->file_op, "view") != 0)
+        s->bytes = str_is(v[0], "create") ? 0 : atr_swe_edit_bytes(cmd, n);
     remember(w, NULL, s->i);
 }
 

@@ -76,6 +76,24 @@ static const char *word_after(const char **v, int n, const char *flag)
     return NULL;
 }
 
+/* str_replace_editor as a command line: its --file_text, --old_str and
+ * --new_str words give the sizes (content is never kept). */
+static void str_editor_sizes(struct atr_step *s, const char *const *v, int n)
+{
+    const char *keys[][2] = {{"--file_text", "file_text"}, {"--old_str", "old_str"},
+                             {"--new_str", "new_str"}};
+    struct atr_arena a = ATR_ARENA_INIT;
+    struct atr_json *args = atr_json_new(&a, ATR_JSON_OBJECT);
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+        const char *w = word_after((const char **)v, n, keys[k][0]);
+        if (w)
+            atr_json_append(&a, args, keys[k][1], atr_json_new_str(&a, w, strlen(w)));
+    }
+    s->bytes = ATR_UNSET;
+    atr_editor_sizes(s, args);
+    atr_arena_release(&a);
+}
+
 static void add_browser(struct swe *sw, const char **v, int n)
 {
     struct atr_step *s = atr_trace_add_step(sw->t, ATR_STEP_TOOL);
@@ -112,9 +130,12 @@ static int add_action(struct swe *sw, const char *act, size_t len)
     }
     const struct atr_swe_cmd *ec = atr_swe_cmd_find(v[0]);
     if (ec) {
-        set_editor(sw, v[0], atr_swe_cmd_path(ec, v, n, sw->open_file));
+        struct atr_step *s = set_editor(sw, v[0], atr_swe_cmd_path(ec, v, n, sw->open_file));
+        if (s->file_op && strcmp(v[0], "create") != 0 && strcmp(s->file_op, "view") != 0)
+            s->bytes = atr_swe_edit_bytes(act, len);
     } else if (strcmp(v[0], "str_replace_editor") == 0 && n > 1) {
-        set_editor(sw, v[1], n > 2 ? v[2] : NULL);
+        struct atr_step *s = set_editor(sw, v[1], n > 2 ? v[2] : NULL);
+        str_editor_sizes(s, v, n);
     } else if (strcmp(v[0], "web_browser") == 0) {
         add_browser(sw, v, n);
     } else if (strncmp(v[0], "exit_", 5) == 0 && n == 1) {
@@ -272,7 +293,9 @@ static void add_tool_call(struct swe *sw, const struct atr_json *call)
         const char *path = atr_json_get_str(args, "path", NULL);
         if (!path)
             path = atr_json_get_str(args, "filename", NULL);
-        set_editor(sw, name, path ? path : sw->open_file);
+        struct atr_step *s = set_editor(sw, name, path ? path : sw->open_file);
+        if (s->file_op && strcmp(s->file_op, "replace") == 0)
+            atr_editor_sizes(s, args);    /* edit {search, replace} */
     } else {
         struct atr_step *s = atr_trace_add_step(sw->t, ATR_STEP_TOOL);
         s->tool = atr_arena_strdup(&sw->t->arena, name);
