@@ -106,6 +106,12 @@ static void test_gui_mode(void **state)
     assert_string_equal(t.steps[3].tool, "editor");
     assert_string_equal(t.steps[3].action, "create");
     assert_string_equal(t.steps[3].path, "/workspace/todo-app/index.html");
+    /* a file operation with the size of the file_text the model wrote (in
+     * its tool call), no content, and the shell's directory at the time */
+    assert_string_equal(t.steps[3].file_op, "create");
+    assert_int_equal(t.steps[3].bytes, 3872);
+    assert_int_equal(t.steps[3].old_bytes, ATR_UNSET);
+    assert_string_equal(t.steps[3].cwd, "/workspace");
     /* the server that never returned: exit code -1 after 30.58 s, in the
      * directory the previous command reported */
     s = &t.steps[7];
@@ -177,6 +183,41 @@ static int run_text(const char *text, const struct atr_read_opts *opts, struct a
     atr_trace_release(&rest);
     atr_reader_close(r);
     return rc;
+}
+
+/* Edits keep their sizes, never their text: str_replace's old_str/new_str
+ * and insert's new_str lengths; undo_edit is no file operation. */
+static void test_edit_sizes(void **state)
+{
+    (void)state;
+#define ED(id, args)                                                                             \
+    "{\"id\": " #id ", \"timestamp\": \"2025-04-01T10:00:0" #id "\", \"source\": \"agent\", "   \
+    "\"action\": \"edit\", \"args\": " args "}"
+    const char *text = "["
+        ED(1, "{\"path\": \"/w/a.py\", \"command\": \"str_replace\", \"old_str\": \"abc\", "
+              "\"new_str\": \"hello\"}") ","
+        ED(2, "{\"path\": \"/w/a.py\", \"command\": \"insert\", \"new_str\": \"xy\", "
+              "\"insert_line\": 3}") ","
+        ED(3, "{\"path\": \"/w/a.py\", \"command\": \"undo_edit\"}") "]";
+#undef ED
+    struct atr_trace t = ATR_TRACE_INIT;
+    struct atr_error err;
+    int n;
+    if (run_text(text, NULL, &t, &n, &err) != 0)
+        fail_msg("%s", err.msg);
+    const struct atr_step *e[3];
+    size_t j = 0;
+    for (size_t k = 0; k < t.n_steps && j < 3; k++)
+        if (t.steps[k].kind == ATR_STEP_TOOL)
+            e[j++] = &t.steps[k];
+    assert_int_equal(j, 3);
+    assert_string_equal(e[0]->file_op, "replace");
+    assert_int_equal(e[0]->bytes, 5);
+    assert_int_equal(e[0]->old_bytes, 3);
+    assert_string_equal(e[1]->file_op, "insert");
+    assert_int_equal(e[1]->bytes, 2);
+    assert_null(e[2]->file_op);
+    atr_trace_release(&t);
 }
 
 /* llm_metrics is a running total: a call's own counts are its token_usages
@@ -420,6 +461,7 @@ int main(void)
         cmocka_unit_test(test_fixtures),
         cmocka_unit_test(test_eval_output),
         cmocka_unit_test(test_llm_metrics),
+        cmocka_unit_test(test_edit_sizes),
         cmocka_unit_test(test_feedback),
         cmocka_unit_test(test_bad_inputs),
         cmocka_unit_test(test_sniff),
