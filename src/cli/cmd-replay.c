@@ -32,7 +32,9 @@ static const char help[] =
     "bash steps with /bin/sh -c, in order, each trace in a fresh working\n"
     "directory; browser steps (Playwright trace.zip, given as TRACE) in a real\n"
     "headless Chromium driven over its DevTools pipe, the trace's recorded\n"
-    "network served back (docs/browser.md); other tools are skipped and\n"
+    "network served back (docs/browser.md); editor steps as the file\n"
+    "operations they were (create, overwrite, insert, replace, view), with\n"
+    "synthetic bytes of the recorded sizes; other tools are skipped and\n"
     "counted with a reason. Writes\n"
     "DIR/metrics.jsonl (one line per step, written as each step ends) and\n"
     "DIR/summary.json (per configuration), and prints the summary.\n"
@@ -97,7 +99,9 @@ static const char help[] =
     "mem_max_events, oom_kills, mem_pressure_some_ms, mem_pressure_full_ms,\n"
     "cpu_pressure_some_ms, exit_code, timed_out, output_bytes,\n"
     "output_truncated, ctl_adjustments (null: unknown), missing_cwd (only\n"
-    "when the step's recorded cwd is absent here, e.g. /testbed), with\n"
+    "when the step's recorded cwd is absent here, e.g. /testbed), class\n"
+    "(ok, env_missing: failed for want of its environment, failed: on its\n"
+    "own, skipped), editor steps file_op, path and missing_file, with\n"
     "--tenants also tenant and phase (shared|alone); skipped steps carry\n"
     "\"skipped\": the reason. Browser steps add action, selector, url, outcome\n"
     "(ok, noop, failed, no_match, unsupported, timeout, crashed), error,\n"
@@ -110,7 +114,8 @@ static const char help[] =
     "summary.json and the table group failed steps by cause: timeout, oom,\n"
     "command_not_found (exit 127), missing_directory (the recorded cwd is\n"
     "absent: the trace wants its repository image, see --rootfs),\n"
-    "nonzero_exit. Ctrl-C stops cleanly: the running step is killed and not\n"
+    "missing_file (an editor step's file is absent), nonzero_exit, and count\n"
+    "each trace's steps by class (per_trace). Ctrl-C stops cleanly: the running step is killed and not\n"
     "recorded, groups are removed. A run that stops early (Ctrl-C, an error\n"
     "such as a bad line in TRACE) has \"incomplete\": true and \"reason\".\n"
     "Input without tool steps is an error (exit 1).\n";
@@ -418,8 +423,25 @@ static double or0(double v)
 static const char *const cause_labels[ATR_CAUSE_COUNT] = {
     [ATR_CAUSE_TIMEOUT] = "timeout", [ATR_CAUSE_OOM] = "OOM",
     [ATR_CAUSE_NOT_FOUND] = "command not found (exit 127)",
-    [ATR_CAUSE_NO_DIR] = "missing directory", [ATR_CAUSE_EXIT] = "non-zero exit",
+    [ATR_CAUSE_NO_DIR] = "missing directory", [ATR_CAUSE_NO_FILE] = "missing file",
+    [ATR_CAUSE_EXIT] = "non-zero exit",
 };
+
+/* Per trace: what ran, what failed for want of its environment, what
+ * failed on its own (summary.json's per_trace has every trace). */
+#define PRINT_TRACES 20
+static void print_per_trace(const struct atr_replay_config_summary *c)
+{
+    for (size_t k = 0; k < c->n_per_trace && k < PRINT_TRACES; k++) {
+        const struct atr_replay_trace_counts *t = &c->per_trace[k];
+        printf("%-16s %s: %lu ran, %lu ok, %lu failed (environment missing), %lu failed "
+               "(own), %lu skipped\n", c->config, t->trace_id, t->ran, t->ok, t->env_missing,
+               t->failed, t->skipped);
+    }
+    if (c->n_per_trace > PRINT_TRACES)
+        printf("%-16s ... %zu more traces in summary.json\n", c->config,
+               c->n_per_trace - PRINT_TRACES);
+}
 
 /* One line per configuration with failures: how many of each cause. */
 static void print_failures(const struct atr_replay_config_summary *c)
@@ -481,6 +503,7 @@ static void print_summary_table(struct atr_replay_summary *sum, const char *back
     struct atr_replay_config_summary c, worst = {.missing_cwd_steps = 0};
     for (size_t i = 0; i < atr_replay_summary_n_configs(sum); i++) {
         atr_replay_summary_config(sum, i, &c);
+        print_per_trace(&c);
         print_failures(&c);
         print_restore(&c);
         if (c.missing_cwd_steps > worst.missing_cwd_steps)
@@ -510,6 +533,8 @@ static void dry_run_trace(const struct atr_trace *t, const char *config)
             printf("%s\t%s\t%u\tbrowser\t%s%s%s\n", config, t->trace_id, s->i,
                    s->action ? s->action : "", s->selector || s->url ? " " : "",
                    s->selector ? s->selector : s->url ? s->url : "");
+        else if (s->tool && strcmp(s->tool, "editor") == 0 && s->file_op && s->path && *s->path)
+            printf("%s\t%s\t%u\tfile\t%s %s\n", config, t->trace_id, s->i, s->file_op, s->path);
         else
             printf("%s\t%s\t%u\tskip\t%s\n", config, t->trace_id, s->i,
                    s->command || (s->tool && strcmp(s->tool, "bash") == 0) ? "command redacted"

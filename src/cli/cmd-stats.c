@@ -50,9 +50,13 @@ static const char help[] =
     "  token_error.{step_input,step_output,trace_input,trace_output}\n"
     "                         {n, estimated, recorded, error_pct}: atr's token\n"
     "                         estimates vs the source's counts, per step\n"
-    "                         (recorded_*_tokens) or per trace (meta\n"
-    "                         recorded_*_tokens); error_pct = (estimated -\n"
-    "                         recorded) / recorded * 100\n";
+    "                         (tokens_from recorded: estimated_*_tokens vs the\n"
+    "                         counts) or per trace (meta recorded_*_tokens);\n"
+    "                         error_pct = (estimated - recorded) / recorded * 100\n"
+    "  token_origin           [{source, origin, steps, input_tokens,\n"
+    "                         output_tokens}]: llm steps per source by where their\n"
+    "                         counts came from (tokens_from: recorded, scaled,\n"
+    "                         estimated; unknown without it)\n";
 
 struct stats_opts {
     const char *from, *out;
@@ -236,6 +240,25 @@ static void table_tokens(struct atr_buf *b, const struct atr_stats_summary *s)
     put_tokerr(b, "trace output", &s->trace_output, "trace");
 }
 
+/* Recorded vs scaled vs estimated counts, per source: what replay sends. */
+static void table_origin(struct atr_buf *b, const struct atr_stats_summary *s)
+{
+    if (!s->n_sources)
+        return;
+    atr_buf_printf(b, "\n%-31s %8s %15s %15s\n", "token counts by origin", "steps",
+                   "input tokens", "output tokens");
+    for (size_t k = 0; k < s->n_sources; k++) {
+        const struct atr_stats_source *src = &s->sources[k];
+        for (int o = 0; o < ATR_ORIGIN_COUNT; o++)
+            if (src->steps[o])
+                atr_buf_printf(b, "  %-18s %-10s %8llu %15llu %15llu\n", src->source,
+                               atr_stats_origin_name((enum atr_stats_origin)o),
+                               (unsigned long long)src->steps[o],
+                               (unsigned long long)src->input_tokens[o],
+                               (unsigned long long)src->output_tokens[o]);
+    }
+}
+
 static void render_table(struct atr_buf *b, const struct atr_stats_summary *s)
 {
     table_counts(b, s);
@@ -243,6 +266,7 @@ static void render_table(struct atr_buf *b, const struct atr_stats_summary *s)
     table_reuse(b, s);
     table_time(b, s);
     table_tokens(b, s);
+    table_origin(b, s);
 }
 
 /* ---- JSON ---- */
@@ -356,6 +380,26 @@ static void json_token_error(struct atr_jw *w, const struct atr_stats_summary *s
     atr_jw_object_end(w);
 }
 
+static void json_origin(struct atr_jw *w, const struct atr_stats_summary *s)
+{
+    atr_jw_key(w, "token_origin");
+    atr_jw_array_begin(w);
+    for (size_t k = 0; k < s->n_sources; k++)
+        for (int o = 0; o < ATR_ORIGIN_COUNT; o++) {
+            const struct atr_stats_source *src = &s->sources[k];
+            if (!src->steps[o])
+                continue;
+            atr_jw_object_begin(w);
+            atr_jw_kv_str(w, "source", src->source);
+            atr_jw_kv_str(w, "origin", atr_stats_origin_name((enum atr_stats_origin)o));
+            atr_jw_kv_uint(w, "steps", src->steps[o]);
+            atr_jw_kv_uint(w, "input_tokens", src->input_tokens[o]);
+            atr_jw_kv_uint(w, "output_tokens", src->output_tokens[o]);
+            atr_jw_object_end(w);
+        }
+    atr_jw_array_end(w);
+}
+
 static void render_json(struct atr_buf *b, const struct atr_stats_summary *s)
 {
     struct atr_jw w;
@@ -375,6 +419,7 @@ static void render_json(struct atr_buf *b, const struct atr_stats_summary *s)
     json_prefix_reuse(&w, s);
     json_timing(&w, s);
     json_token_error(&w, s);
+    json_origin(&w, s);
     atr_jw_object_end(&w);
     atr_jw_newline(&w);
     (void)atr_jw_finish(&w);     /* b has no cap */

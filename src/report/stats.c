@@ -173,6 +173,8 @@ struct atr_stats {
     struct atr_stats_reuse within, across;
     uint64_t llm_ms, tool_ms, llm_timed, tool_timed;
     struct sum_pair step_in, step_out, trace_in, trace_out;
+    struct atr_stats_source sources[ATR_STATS_MAX_SOURCES];
+    size_t n_sources;
 };
 
 static struct tool_slot *tool_find(struct tool_map *m, const char *name, uint64_t h)
@@ -279,6 +281,59 @@ static void add_pair(struct sum_pair *p, int64_t est, int64_t rec)
     p->rec += (uint64_t)rec;
 }
 
+static bool is_origin(const char *from, const char *name)
+{
+    return from && strcmp(from, name) == 0;
+}
+
+/* The estimator against the recorded count: a recorded step carries the
+ * estimate beside it; older traces carry the recorded count beside it. */
+static void add_estimates(struct atr_stats *s, const struct atr_step *st)
+{
+    bool rec_in = is_origin(st->tokens_from, ATR_TOKENS_RECORDED);
+    bool rec_out = st->output_tokens_from ? is_origin(st->output_tokens_from, ATR_TOKENS_RECORDED)
+                                          : rec_in;
+    if (rec_in)
+        add_pair(&s->step_in, st->estimated_input_tokens, st->input_tokens);
+    else if (!st->tokens_from)
+        add_pair(&s->step_in, st->input_tokens, st->recorded_input_tokens);
+    if (rec_out)
+        add_pair(&s->step_out, st->estimated_output_tokens, st->output_tokens);
+    else if (!st->tokens_from)
+        add_pair(&s->step_out, st->output_tokens, st->recorded_output_tokens);
+}
+
+static enum atr_stats_origin origin_of(const char *from)
+{
+    for (int o = 0; o < ATR_ORIGIN_UNKNOWN; o++)
+        if (is_origin(from, atr_stats_origin_name((enum atr_stats_origin)o)))
+            return (enum atr_stats_origin)o;
+    return ATR_ORIGIN_UNKNOWN;
+}
+
+static struct atr_stats_source *source_of(struct atr_stats *s, const char *name)
+{
+    name = name ? name : "atr";
+    for (size_t k = 0; k < s->n_sources; k++)
+        if (strcmp(s->sources[k].source, name) == 0)
+            return &s->sources[k];
+    if (s->n_sources == ATR_STATS_MAX_SOURCES)
+        return &s->sources[ATR_STATS_MAX_SOURCES - 1];   /* renamed "other" at the cap */
+    struct atr_stats_source *src = &s->sources[s->n_sources++];
+    src->source = atr_arena_strdup(&s->arena,
+                                   s->n_sources == ATR_STATS_MAX_SOURCES ? "other" : name);
+    return src;
+}
+
+static void add_origin(struct atr_stats *s, const char *source, const struct atr_step *st)
+{
+    struct atr_stats_source *src = source_of(s, source);
+    enum atr_stats_origin o = origin_of(st->tokens_from);
+    src->steps[o]++;
+    src->input_tokens[o] += known(st->input_tokens) ? (uint64_t)st->input_tokens : 0;
+    src->output_tokens[o] += known(st->output_tokens) ? (uint64_t)st->output_tokens : 0;
+}
+
 static void add_llm_step(struct atr_stats *s, const struct atr_step *st)
 {
     s->llm_steps++;
@@ -294,8 +349,7 @@ static void add_llm_step(struct atr_stats *s, const struct atr_step *st)
         s->llm_ms += (uint64_t)st->dur_ms;
         s->llm_timed++;
     }
-    add_pair(&s->step_in, st->input_tokens, st->recorded_input_tokens);
-    add_pair(&s->step_out, st->output_tokens, st->recorded_output_tokens);
+    add_estimates(s, st);
     s->within.shared += trie_add(&s->trie, st->hash_ids, st->n_hash_ids);
     s->within.blocks += st->n_hash_ids;
 }
@@ -337,10 +391,15 @@ static void add_trace_tokens(struct atr_stats *s, const struct atr_trace *t)
         const struct atr_step *st = &t->steps[k];
         if (st->kind != ATR_STEP_LLM)
             continue;
-        in_ok = in_ok && known(st->input_tokens);
-        out_ok = out_ok && known(st->output_tokens);
-        in += in_ok ? (uint64_t)st->input_tokens : 0;
-        out += out_ok ? (uint64_t)st->output_tokens : 0;
+        /* The estimator's figure, where a recorded or scaled one replaced it. */
+        int64_t ein = known(st->estimated_input_tokens) ? st->estimated_input_tokens
+                                                        : st->input_tokens;
+        int64_t eout = known(st->estimated_output_tokens) ? st->estimated_output_tokens
+                                                          : st->output_tokens;
+        in_ok = in_ok && known(ein);
+        out_ok = out_ok && known(eout);
+        in += in_ok ? (uint64_t)ein : 0;
+        out += out_ok ? (uint64_t)eout : 0;
     }
     int64_t rec;
     if (in_ok && atr_json_get_i64(t->meta, "recorded_input_tokens", &rec))
@@ -375,6 +434,7 @@ void atr_stats_add(struct atr_stats *s, const struct atr_trace *t)
         if (st->kind == ATR_STEP_LLM) {
             first = first ? first : st;
             add_llm_step(s, st);
+            add_origin(s, t->source, st);
         } else {
             add_tool_step(s, st);
         }
@@ -446,9 +506,18 @@ static size_t summarize_tools(struct atr_stats *s)
     return n;
 }
 
+const char *atr_stats_origin_name(enum atr_stats_origin o)
+{
+    static const char *const names[ATR_ORIGIN_COUNT] = {"recorded", "scaled", "estimated",
+                                                        "unknown"};
+    return o < ATR_ORIGIN_COUNT ? names[o] : "unknown";
+}
+
 void atr_stats_summarize(struct atr_stats *s, struct atr_stats_summary *o)
 {
     memset(o, 0, sizeof *o);
+    o->sources = s->sources;
+    o->n_sources = s->n_sources;
     o->files = s->files;
     o->n_files = s->n_files;
     o->traces = s->traces;

@@ -60,6 +60,24 @@ struct atr_stats_tokerr {
     double error_pct;
 };
 
+/* Where one source's llm step counts came from (atr_step.tokens_from):
+ * steps and their input/output token sums per origin. */
+enum atr_stats_origin {
+    ATR_ORIGIN_RECORDED,
+    ATR_ORIGIN_SCALED,
+    ATR_ORIGIN_ESTIMATED,
+    ATR_ORIGIN_UNKNOWN,          /* no tokens_from: hand-made or generated traces */
+    ATR_ORIGIN_COUNT,
+};
+const char *atr_stats_origin_name(enum atr_stats_origin o);   /* "recorded", ..., "unknown" */
+
+#define ATR_STATS_MAX_SOURCES 32     /* past it, sources count as "other" */
+struct atr_stats_source {
+    const char *source;          /* the trace's source ("openhands", ...) or "other" */
+    uint64_t steps[ATR_ORIGIN_COUNT], input_tokens[ATR_ORIGIN_COUNT],
+        output_tokens[ATR_ORIGIN_COUNT];
+};
+
 /* shared / blocks, NAN when blocks == 0. */
 struct atr_stats_reuse {
     uint64_t shared, blocks;
@@ -92,7 +110,11 @@ struct atr_stats_summary {
     uint64_t llm_timed, tool_timed;      /* steps with dur_ms */
     double llm_tool_ratio;               /* llm_ms / tool_ms; NAN if tool_ms == 0 */
 
-    /* step_*: llm steps with both the estimate and recorded_*_tokens.
+    const struct atr_stats_source *sources;   /* in order of first appearance */
+    size_t n_sources;
+
+    /* step_*: llm steps with a recorded count and the estimate beside it
+     * (estimated_*_tokens, or recorded_*_tokens of older traces).
      * trace_*: traces whose meta has recorded_*_tokens (the source's total)
      * vs the sum of their llm steps' estimates (only traces where every
      * llm step has the estimate). */

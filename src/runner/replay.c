@@ -4,6 +4,8 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <time.h>
 #include <ftw.h>
 #include <math.h>
 #include <signal.h>
@@ -20,6 +22,7 @@
 #include "runner/browse.h"
 #include "runner/controller.h"
 #include "runner/spawn.h"
+#include "runner/summary.h"
 #include "util/alloc.h"
 
 /* Set by a signal handler, read by every replaying thread: a lock-free
@@ -173,6 +176,7 @@ struct trace_run {
     char browser_error[ATR_ERROR_MAX];   /* the step's error text lives here */
     char restore_url[200];            /* and the first resource its restore lacked */
     struct atr_buf snap_html;         /* the step's DOM snapshot, rendered */
+    const char *last_cwd;             /* the last cwd a step of the trace recorded */
 };
 
 static int make_workdir(struct trace_run *tr, struct atr_error *err)
@@ -238,6 +242,11 @@ static bool is_browser(const struct atr_step *s)
     return s->tool && strcmp(s->tool, "browser") == 0;
 }
 
+static bool is_file_op(const struct atr_step *s)
+{
+    return s->tool && strcmp(s->tool, "editor") == 0 && s->file_op && s->path && *s->path;
+}
+
 /* Why a step is not run, or NULL. */
 static const char *skip_reason(const struct atr_step *s)
 {
@@ -245,6 +254,8 @@ static const char *skip_reason(const struct atr_step *s)
         return "llm step";
     if (is_browser(s))
         return atr_browser_find() ? NULL : "no chromium here (install it or set ATR_CHROMIUM)";
+    if (is_file_op(s))
+        return NULL;
     if (!s->tool || strcmp(s->tool, "bash") != 0)
         return "not a shell command";
     if (!s->command)
@@ -397,6 +408,147 @@ fail:
     if (g == &step_group)
         atr_cg_remove(&rp->host, &step_group, NULL);
     return -1;
+}
+
+/* ---- editor steps ---- */
+
+/* Content atr-trace does not keep is replaced by this line, repeated and
+ * cut to the recorded length: a comment in Python, shell and most configs,
+ * so a later `python file.py` finds a file that runs. */
+static const char synthetic[] = "# atr: synthetic bytes of the recorded length\n";
+
+/* The recorded path inside the trace's work directory: relative to the
+ * step's cwd (the last one the trace recorded), which the work directory
+ * stands for as bash steps run there; other absolute paths keep their full
+ * path below it. ".." never leaves it. */
+static int host_path(const struct trace_run *tr, const char *cwd, const char *path, char *out,
+                     size_t cap)
+{
+    if (strstr(path, ".."))
+        return EINVAL;
+    const char *rel = path;
+    size_t n = cwd ? strlen(cwd) : 0;
+    if (path[0] == '/' && n > 1 && strncmp(path, cwd, n) == 0 && (path[n] == '/' || !path[n]))
+        rel = path + n;
+    int len = snprintf(out, cap, "%s/%s", tr->workdir, rel + (*rel == '/'));
+    return len < (int)cap ? 0 : ENAMETOOLONG;
+}
+
+/* mkdir -p of path's parent directories. */
+static int make_parents(char *path)
+{
+    for (char *p = strchr(path + 1, '/'); p; p = strchr(p + 1, '/')) {
+        *p = '\0';
+        int rc = mkdir(path, 0755);
+        *p = '/';
+        if (rc < 0 && errno != EEXIST)
+            return errno;
+    }
+    return 0;
+}
+
+static int write_synthetic(int fd, int64_t n)
+{
+    while (n > 0) {
+        size_t k = n < (int64_t)sizeof synthetic - 1 ? (size_t)n : sizeof synthetic - 1;
+        ssize_t w = write(fd, synthetic, k);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return errno ? errno : EIO;
+        n -= w;
+    }
+    return 0;
+}
+
+/* Size the file has after the edit: replace removes old_bytes (which must
+ * be there: the recorded text was in the file) and adds bytes; insert adds. */
+static int edit_size(const struct atr_step *s, int64_t size, int64_t *out)
+{
+    int64_t add = s->bytes > 0 ? s->bytes : 0, del = s->old_bytes > 0 ? s->old_bytes : 0;
+    if (strcmp(s->file_op, "replace") == 0 && del > size)
+        return EINVAL;
+    *out = (strcmp(s->file_op, "replace") == 0 ? size - del : size) + add;
+    return 0;
+}
+
+static int edit_file(const char *path, const struct atr_step *s, uint64_t *read_bytes)
+{
+    bool create = strcmp(s->file_op, "create") == 0 || strcmp(s->file_op, "overwrite") == 0;
+    int fd = open(path, (create ? O_WRONLY | O_CREAT | O_TRUNC : O_RDWR) | O_NOFOLLOW | O_CLOEXEC,
+                  0644);
+    if (fd < 0)
+        return errno;
+    struct stat st;
+    int64_t size = 0;
+    int rc = fstat(fd, &st) < 0 ? errno : 0;
+    if (!rc && !create)
+        rc = edit_size(s, st.st_size, &size);
+    else if (!rc)
+        size = s->bytes > 0 ? s->bytes : 0;
+    if (!rc && size < st.st_size && ftruncate(fd, size) < 0)
+        rc = errno;
+    if (!rc && size > (create ? 0 : st.st_size) && lseek(fd, 0, SEEK_END) >= 0)
+        rc = write_synthetic(fd, size - (create ? 0 : st.st_size));
+    *read_bytes = 0;
+    close(fd);
+    return rc;
+}
+
+/* view: the file (or directory) must be there; a file is read through. */
+static int view_file(const char *path, uint64_t *read_bytes)
+{
+    struct stat st;
+    if (stat(path, &st) < 0)
+        return errno;
+    *read_bytes = 0;
+    if (S_ISDIR(st.st_mode))
+        return 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno;
+    char buf[8192];
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof buf)) > 0)
+        *read_bytes += (uint64_t)n;
+    int rc = n < 0 ? errno : 0;
+    close(fd);
+    return rc;
+}
+
+static int apply_file_op(const char *path, const struct atr_step *s, uint64_t *bytes)
+{
+    if (strcmp(s->file_op, "view") == 0)
+        return view_file(path, bytes);
+    return edit_file(path, s, bytes);
+}
+
+/* Runs an editor step as the file operation it was, timed. A file it needs
+ * that is absent (ENOENT: it came with the trace's repository) is the
+ * environment's fault, not the step's. */
+static void run_editor_step(struct trace_run *tr, const struct atr_step *s,
+                            struct atr_step_metrics *m)
+{
+    struct atr_cg_stats unknown;
+    stats_unknown(&unknown);
+    struct atr_spawn_result res;
+    memset(&res, 0, sizeof res);
+    res.cpu_user_us = res.cpu_sys_us = res.ru_maxrss_kb = -1;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    const char *cwd = s->cwd ? s->cwd : tr->last_cwd;
+    char path[PATH_MAX];
+    int rc = host_path(tr, cwd, s->path, path, sizeof path);
+    bool create = strcmp(s->file_op, "create") == 0 || strcmp(s->file_op, "overwrite") == 0;
+    if (!rc && create)
+        rc = make_parents(path);
+    if (!rc)
+        rc = apply_file_op(path, s, &res.output_bytes);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    res.wall_us = (t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000;
+    res.exit_code = rc ? 1 : 0;
+    fill_metrics(m, &res, &unknown, &unknown, false);
+    m->missing_file = rc == ENOENT || rc == ENOTDIR ? s->path : NULL;
 }
 
 /* ---- browser steps ---- */
@@ -634,9 +786,17 @@ int atr_replay_trace_res(struct atr_replay *rp, const struct atr_cg *parent,
         m.skipped = skip_reason(s);
         if (is_browser(s))
             m.cmd = s->action;
+        if (is_file_op(s)) {
+            m.file_op = s->file_op;
+            m.path = s->path;
+        }
         int step_rc = 0;
-        if (!m.skipped)
+        if (!m.skipped && is_file_op(s))
+            run_editor_step(&tr, s, &m);
+        else if (!m.skipped)
             step_rc = is_browser(s) ? run_browser_step(&tr, s, &m, err) : run_step(&tr, s, &m, err);
+        if (s->cwd && *s->cwd)
+            tr.last_cwd = s->cwd;
         if (step_rc < 0) {
             rc = -1;
             break;
@@ -696,6 +856,12 @@ static void put_measured(struct atr_jw *w, const struct atr_step_metrics *m)
     atr_jw_kv_bool(w, "timed_out", m->timed_out);
     if (m->missing_cwd)
         atr_jw_kv_str(w, "missing_cwd", m->missing_cwd);
+    if (m->file_op) {
+        atr_jw_kv_str(w, "file_op", m->file_op);
+        atr_jw_kv_str(w, "path", m->path);
+    }
+    if (m->missing_file)
+        atr_jw_kv_str(w, "missing_file", m->missing_file);
     atr_jw_kv_uint(w, "output_bytes", m->output_bytes);
     atr_jw_kv_bool(w, "output_truncated", m->output_truncated);
     kv_count(w, "ctl_adjustments", m->ctl_adjustments);
@@ -778,9 +944,13 @@ void atr_step_metrics_members(struct atr_jw *w, const char *config,
     atr_jw_kv_str(w, "cmd", m->cmd);
     if (m->skipped) {
         atr_jw_kv_str(w, "skipped", m->skipped);
+        atr_jw_kv_str(w, "class", "skipped");
         return;
     }
     put_measured(w, m);
+    enum atr_replay_cause c = atr_replay_cause_of(m->exit_code, m->timed_out, m->oom_kills,
+                                                  m->missing_cwd != NULL, m->missing_file != NULL);
+    atr_jw_kv_str(w, "class", atr_replay_class_name(false, c));
     if (m->browser)
         put_browser(w, m);
 }

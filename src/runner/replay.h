@@ -64,6 +64,9 @@ struct atr_step_metrics {
     int exit_code;
     bool timed_out;
     const char *missing_cwd;    /* the step's recorded cwd, absent here (or in --rootfs) */
+    /* Editor steps (tool "editor" with a file_op): the operation, the
+     * recorded path, and that path when the file it needs was absent. */
+    const char *file_op, *path, *missing_file;
     uint64_t output_bytes;
     bool output_truncated;
     int64_t ctl_adjustments;    /* dynamic: memory.high changes, else -1 */

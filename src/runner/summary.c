@@ -23,6 +23,8 @@ struct config_sum {
     char *missing_cwd;          /* the first recorded cwd that was absent */
     unsigned long restore[ATR_RESTORE_KINDS], restore_resources_missing;
     char last_trace[256];
+    struct atr_replay_trace_counts *tr;  /* per trace, ids malloc'd */
+    size_t n_tr, cap_tr;
     struct atr_samples latency;
     double cpu_ms, max_rss_mb;
     long long high, max_events, oom;
@@ -54,6 +56,9 @@ void atr_replay_summary_free(struct atr_replay_summary *s)
         atr_samples_release(&s->c[i].reaction);
         atr_samples_release(&s->c[i].reaction_bound);
         free(s->c[i].missing_cwd);
+        for (size_t k = 0; k < s->c[i].n_tr; k++)
+            free((char *)s->c[i].tr[k].trace_id);
+        free(s->c[i].tr);
     }
     free(s);
 }
@@ -103,6 +108,7 @@ static void measured_from(struct atr_replay_step *out, const struct atr_step_met
     out->missing_cwd = m->missing_cwd ? atr_arena_strdup(a, m->missing_cwd) : NULL;
     out->restore = m->browser && m->restore ? atr_arena_strdup(a, m->restore) : NULL;
     out->restore_missing = out->restore ? m->restore_missing : 0;
+    out->missing_file = m->missing_file ? atr_arena_strdup(a, m->missing_file) : NULL;
     if (m->ctl_adjustments < 0)
         return;     /* the line has no reaction arrays */
     out->reaction_us = line_samples(a, m->ctl_seen_us, m->ctl_samples, &out->n_reaction);
@@ -185,6 +191,7 @@ static void measured_parse(struct atr_replay_step *out, const struct atr_json *o
     int64_t rm;
     out->restore_missing = atr_json_get_i64(o, "restore_resources_missing", &rm) && rm > 0
                                ? (uint64_t)rm : 0;
+    out->missing_file = atr_json_get_str(o, "missing_file", NULL);
     out->reaction_us = samples(a, atr_json_get(o, "ctl_reaction_us"), &out->n_reaction);
     out->reaction_bound_us = samples(a, atr_json_get(o, "ctl_reaction_bound_us"),
                                      &out->n_reaction_bound);
@@ -214,7 +221,7 @@ int atr_replay_step_parse(struct atr_replay_step *out, const char *line, size_t 
 /* ---- causes ---- */
 
 static const char *const cause_keys[ATR_CAUSE_COUNT] = {
-    "timeout", "oom", "command_not_found", "missing_directory", "nonzero_exit",
+    "timeout", "oom", "command_not_found", "missing_directory", "missing_file", "nonzero_exit",
 };
 
 const char *atr_replay_cause_key(enum atr_replay_cause c)
@@ -223,19 +230,44 @@ const char *atr_replay_cause_key(enum atr_replay_cause c)
 }
 
 /* The shell's own verdicts first (timeout and OOM are why the exit code
- * is what it is; 127 is sh's "not found"), then the directory the step
- * expected, which explains the failure of a step that ran elsewhere. */
+ * is what it is; 127 is sh's "not found"), then the directory or file the
+ * step expected, which explains the failure of a step that ran elsewhere. */
+enum atr_replay_cause atr_replay_cause_of(int exit_code, bool timed_out, int64_t oom_kills,
+                                          bool missing_cwd, bool missing_file)
+{
+    if (exit_code == 0)
+        return ATR_CAUSE_COUNT;
+    if (timed_out)
+        return ATR_CAUSE_TIMEOUT;
+    if (oom_kills > 0)
+        return ATR_CAUSE_OOM;
+    if (exit_code == 127)
+        return ATR_CAUSE_NOT_FOUND;
+    if (missing_cwd)
+        return ATR_CAUSE_NO_DIR;
+    return missing_file ? ATR_CAUSE_NO_FILE : ATR_CAUSE_EXIT;
+}
+
 enum atr_replay_cause atr_replay_step_cause(const struct atr_replay_step *st)
 {
-    if (st->skipped || st->exit_code == 0)
+    if (st->skipped)
         return ATR_CAUSE_COUNT;
-    if (st->timed_out)
-        return ATR_CAUSE_TIMEOUT;
-    if (st->oom_kills > 0)
-        return ATR_CAUSE_OOM;
-    if (st->exit_code == 127)
-        return ATR_CAUSE_NOT_FOUND;
-    return st->missing_cwd ? ATR_CAUSE_NO_DIR : ATR_CAUSE_EXIT;
+    return atr_replay_cause_of(st->exit_code, st->timed_out, st->oom_kills,
+                               st->missing_cwd != NULL, st->missing_file != NULL);
+}
+
+bool atr_replay_cause_is_env(enum atr_replay_cause c)
+{
+    return c == ATR_CAUSE_NOT_FOUND || c == ATR_CAUSE_NO_DIR || c == ATR_CAUSE_NO_FILE;
+}
+
+const char *atr_replay_class_name(bool skipped, enum atr_replay_cause c)
+{
+    if (skipped)
+        return "skipped";
+    if (c == ATR_CAUSE_COUNT)
+        return "ok";
+    return atr_replay_cause_is_env(c) ? "env_missing" : "failed";
 }
 
 /* ---- counting ---- */
@@ -300,6 +332,32 @@ static void add_step(struct config_sum *c, const struct atr_replay_step *st)
     c->restore_resources_missing += st->restore_missing;
 }
 
+static void new_trace(struct config_sum *c, const char *id)
+{
+    if (c->n_tr == c->cap_tr) {
+        c->cap_tr = c->cap_tr ? c->cap_tr * 2 : 16;
+        c->tr = xrealloc(c->tr, c->cap_tr * sizeof *c->tr);
+    }
+    c->tr[c->n_tr++] = (struct atr_replay_trace_counts){.trace_id = xstrdup(id)};
+}
+
+static void count_trace_step(struct atr_replay_trace_counts *t, const struct atr_replay_step *st)
+{
+    enum atr_replay_cause cause = atr_replay_step_cause(st);
+    t->steps++;
+    if (st->skipped) {
+        t->skipped++;
+        return;
+    }
+    t->ran++;
+    if (cause == ATR_CAUSE_COUNT)
+        t->ok++;
+    else if (atr_replay_cause_is_env(cause))
+        t->env_missing++;
+    else
+        t->failed++;
+}
+
 int atr_replay_summary_add(struct atr_replay_summary *s, const struct atr_replay_step *st,
                            const char *file, unsigned long lineno, struct atr_error *err)
 {
@@ -308,15 +366,17 @@ int atr_replay_summary_add(struct atr_replay_summary *s, const struct atr_replay
         return atr_error_at(err, file, lineno, 1, "too many configurations (at most %d)",
                             MAX_CONFIGS);
     /* Lines of one trace are consecutive in a metrics file. */
-    if (strncmp(c->last_trace, st->trace_id, sizeof c->last_trace - 1) != 0) {
+    if (strncmp(c->last_trace, st->trace_id, sizeof c->last_trace - 1) != 0 || !c->n_tr) {
         c->traces++;
         snprintf(c->last_trace, sizeof c->last_trace, "%s", st->trace_id);
+        new_trace(c, st->trace_id);
     }
     c->total_steps++;
     if (st->skipped)
         c->skipped++;
     else
         add_step(c, st);
+    count_trace_step(&c->tr[c->n_tr - 1], st);
     return 0;
 }
 
@@ -348,6 +408,13 @@ static void counts_of(const struct config_sum *c, struct atr_replay_config_summa
     out->failed_steps = c->failed;
     out->timed_out_steps = c->timed_out;
     memcpy(out->failures, c->failures, sizeof out->failures);
+    out->env_missing_steps = out->own_failed_steps = 0;
+    for (int k = 0; k < ATR_CAUSE_COUNT; k++)
+        *(atr_replay_cause_is_env((enum atr_replay_cause)k) ? &out->env_missing_steps
+                                                            : &out->own_failed_steps) +=
+            c->failures[k];
+    out->per_trace = c->tr;
+    out->n_per_trace = c->n_tr;
     out->missing_cwd_steps = c->missing_cwd_steps;
     out->missing_cwd = c->missing_cwd;
     memcpy(out->restore, c->restore, sizeof out->restore);
@@ -399,6 +466,28 @@ static void put_failures(struct atr_jw *w, const struct atr_replay_config_summar
     atr_jw_object_end(w);
     atr_jw_kv_uint(w, "missing_cwd_steps", c->missing_cwd_steps);
     atr_jw_kv_str(w, "missing_cwd", c->missing_cwd);
+    atr_jw_kv_uint(w, "env_missing_steps", c->env_missing_steps);
+    atr_jw_kv_uint(w, "own_failed_steps", c->own_failed_steps);
+}
+
+/* Each trace's steps by class: how much of it could run here at all. */
+static void put_per_trace(struct atr_jw *w, const struct atr_replay_config_summary *c)
+{
+    atr_jw_key(w, "per_trace");
+    atr_jw_array_begin(w);
+    for (size_t k = 0; k < c->n_per_trace; k++) {
+        const struct atr_replay_trace_counts *t = &c->per_trace[k];
+        atr_jw_object_begin(w);
+        atr_jw_kv_str(w, "trace_id", t->trace_id);
+        atr_jw_kv_uint(w, "steps", t->steps);
+        atr_jw_kv_uint(w, "ran", t->ran);
+        atr_jw_kv_uint(w, "ok", t->ok);
+        atr_jw_kv_uint(w, "env_missing", t->env_missing);
+        atr_jw_kv_uint(w, "failed", t->failed);
+        atr_jw_kv_uint(w, "skipped", t->skipped);
+        atr_jw_object_end(w);
+    }
+    atr_jw_array_end(w);
 }
 
 /* Reaction: condition seen -> limit written; the bound adds the time it
@@ -448,6 +537,7 @@ static void put_config(struct atr_jw *w, const struct atr_replay_config_summary 
     atr_jw_kv_fixed(w, "cpu_pressure_some_ms_total", c->cpu_pressure_some_ms_total, DIGITS);
     atr_jw_kv_int(w, "ctl_adjustments", c->ctl_adjustments);
     put_reaction(w, c);
+    put_per_trace(w, c);
     atr_jw_object_end(w);
 }
 

@@ -33,6 +33,7 @@ struct atr_replay_step {
     const char *missing_cwd;        /* the recorded cwd the replay lacked, or NULL */
     const char *restore;            /* a browser step's DOM restore (driver.h), or NULL */
     uint64_t restore_missing;       /* resources its restored page lacked */
+    const char *missing_file;       /* editor: the recorded file the replay lacked, or NULL */
     /* dynamic: reaction times (us), condition seen -> limit written, and
      * its bound; negative samples are not counted. */
     const double *reaction_us, *reaction_bound_us;
@@ -52,19 +53,38 @@ int atr_replay_step_parse(struct atr_replay_step *out, const char *line, size_t 
 /* Why a step that ran failed, the first that applies in this order:
  * killed at its timeout, OOM-killed, exit 127 (the shell found no such
  * command), its recorded cwd absent here (the trace wants its repository
- * image), any other non-zero exit. */
+ * image), the file an editor step reads or edits absent here (it came
+ * with that image), any other non-zero exit. */
 enum atr_replay_cause {
     ATR_CAUSE_TIMEOUT,
     ATR_CAUSE_OOM,
     ATR_CAUSE_NOT_FOUND,
     ATR_CAUSE_NO_DIR,
+    ATR_CAUSE_NO_FILE,
     ATR_CAUSE_EXIT,
     ATR_CAUSE_COUNT,
 };
-/* "timeout", "oom", "command_not_found", "missing_directory", "nonzero_exit" */
+/* "timeout", "oom", "command_not_found", "missing_directory",
+ * "missing_file", "nonzero_exit" */
 const char *atr_replay_cause_key(enum atr_replay_cause c);
 /* The cause of st, or ATR_CAUSE_COUNT when it did not fail (or was skipped). */
 enum atr_replay_cause atr_replay_step_cause(const struct atr_replay_step *st);
+/* The same from a step's figures (exit_code 0: ATR_CAUSE_COUNT). */
+enum atr_replay_cause atr_replay_cause_of(int exit_code, bool timed_out, int64_t oom_kills,
+                                          bool missing_cwd, bool missing_file);
+
+/* A step's class (metrics.jsonl "class"): "skipped", "ok", "env_missing"
+ * (failed because its environment is not here: command not found, its
+ * cwd or file missing) or "failed" (on its own: non-zero exit, timeout,
+ * OOM). */
+const char *atr_replay_class_name(bool skipped, enum atr_replay_cause c);
+bool atr_replay_cause_is_env(enum atr_replay_cause c);
+
+/* One trace's steps by class (in summary.json's "per_trace"). */
+struct atr_replay_trace_counts {
+    const char *trace_id;           /* owned by the summary */
+    unsigned long steps, ran, ok, env_missing, failed, skipped;
+};
 
 /* The restore outcomes a summary counts, in this order. */
 #define ATR_RESTORE_KINDS 4
@@ -77,6 +97,9 @@ struct atr_replay_config_summary {
     unsigned long traces, total_steps, ran_steps, skipped_steps, failed_steps,
         timed_out_steps;
     unsigned long failures[ATR_CAUSE_COUNT];   /* failed_steps by cause */
+    unsigned long env_missing_steps, own_failed_steps;   /* failed_steps by class */
+    const struct atr_replay_trace_counts *per_trace;    /* in order; owned by the summary */
+    size_t n_per_trace;
     unsigned long missing_cwd_steps;   /* steps whose recorded cwd was absent */
     const char *missing_cwd;        /* the first such cwd, or NULL (owned by the summary) */
     /* Browser steps by what restoring their DOM came to (docs/browser.md):
@@ -112,7 +135,8 @@ void atr_replay_summary_config(struct atr_replay_summary *s, size_t i,
 
 /* summary.json's members "backend", "incomplete" and "configs":
  * [{config, traces, total_steps, ..., failures: {cause: n}, missing_cwd,
- * latency_p50_ms, ...}, ...], into an
+ * env_missing_steps, own_failed_steps, latency_p50_ms, ..., per_trace:
+ * [{trace_id, steps, ran, ok, env_missing, failed, skipped}]}, ...], into an
  * object w has open (where callers may add members of their own).
  * backend may be NULL. */
 struct atr_jw;

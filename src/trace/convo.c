@@ -1,7 +1,9 @@
 /* convo.c - chat conversation -> llm steps with prefix-sharing hash ids. */
 #include "trace/convo.h"
 
+#include <math.h>
 #include <string.h>
+#include <xxhash.h>
 
 void atr_convo_init(struct atr_convo *c, struct atr_trace *t, bool keep_content)
 {
@@ -57,6 +59,8 @@ struct atr_step *atr_convo_llm(struct atr_convo *c, const char *reply, size_t le
         s->hash_ids[h->n_ids] = partial;
     s->input_tokens = (int64_t)h->tokens;
     s->output_tokens = (int64_t)atr_tokens_estimate(reply, len);
+    if (c->mark_origin)
+        s->tokens_from = ATR_TOKENS_ESTIMATED;
     if (c->keep_content) {
         struct atr_arena *a = &t->arena;
         s->messages = c->pending ? c->pending : atr_json_new(a, ATR_JSON_ARRAY);
@@ -64,4 +68,147 @@ struct atr_step *atr_convo_llm(struct atr_convo *c, const char *reply, size_t le
         c->pending = NULL;
     }
     return s;
+}
+
+/* Id j of the blocks of step i that no other prompt is known to share. */
+static uint64_t fresh_id(const struct atr_trace *t, uint32_t i, uint32_t j)
+{
+    const char *id = t->trace_id ? t->trace_id : "";
+    uint64_t seed = XXH3_64bits_withSeed(id, strlen(id), i);
+    return XXH3_64bits_withSeed(&j, sizeof j, seed) & ATR_HASH_ID_MASK;
+}
+
+static uint32_t common_ids(const uint64_t *a, uint32_t na, const uint64_t *b, uint32_t nb)
+{
+    uint32_t k = 0;
+    while (k < na && k < nb && a[k] == b[k])
+        k++;
+    return k;
+}
+
+static bool fitted(const struct atr_step *s)
+{
+    return s->kind == ATR_STEP_LLM && s->hash_ids && s->estimated_input_tokens != ATR_UNSET;
+}
+
+/* The previous fitted step's state: its estimated ids and full blocks. */
+struct fit_prev {
+    const struct atr_step *s;
+    const uint64_t *est;
+    uint32_t n_est;
+};
+
+/* How many of prev's fitted ids step s shares: the share of prev's full
+ * estimated blocks that s's estimated ids repeat, applied to prev's full
+ * recorded blocks. The first step keeps its own estimated ids (prompts of
+ * other traces may share them). */
+static uint32_t shared_blocks(const struct fit_prev *p, const struct atr_step *s, uint32_t bs)
+{
+    if (!p->s)
+        return s->n_hash_ids;
+    uint64_t full_est = (uint64_t)p->s->estimated_input_tokens / bs;
+    uint64_t full_rec = (uint64_t)p->s->input_tokens / bs;
+    uint64_t same = common_ids(p->est, p->n_est, s->hash_ids, s->n_hash_ids);
+    if (same >= full_est)
+        return (uint32_t)(full_rec < p->s->n_hash_ids ? full_rec : p->s->n_hash_ids);
+    return (uint32_t)(full_rec * same / full_est);
+}
+
+/* A call without usage after one with it: the estimator's growth since
+ * that call on top of its recorded count (an estimate of the whole prompt
+ * would leave out what the source did not show, e.g. the system prompt). */
+static void anchor(struct atr_step *s, const struct atr_step *prev)
+{
+    int64_t grown = s->input_tokens - prev->estimated_input_tokens;
+    s->estimated_input_tokens = s->input_tokens;
+    s->input_tokens = prev->input_tokens + (grown > 0 ? grown : 0);
+}
+
+void atr_trace_fit_ids(struct atr_trace *t)
+{
+    uint32_t bs = t->block_size ? t->block_size : ATR_DEFAULT_BLOCK_SIZE;
+    struct fit_prev prev = {0};
+    for (size_t k = 0; k < t->n_steps; k++) {
+        struct atr_step *s = &t->steps[k];
+        if (prev.s && s->kind == ATR_STEP_LLM && s->hash_ids && !fitted(s))
+            anchor(s, prev.s);
+        if (!fitted(s))
+            continue;
+        uint32_t want = (uint32_t)(((uint64_t)s->input_tokens + bs - 1) / bs);
+        uint32_t m = shared_blocks(&prev, s, bs);
+        m = m < want ? m : want;
+        const uint64_t *from = prev.s ? prev.s->hash_ids : s->hash_ids;
+        uint64_t *ids = atr_arena_alloc(&t->arena, (want ? want : 1) * sizeof *ids);
+        memcpy(ids, from, m * sizeof *ids);
+        for (uint32_t j = m; j < want; j++)
+            ids[j] = fresh_id(t, s->i, j);
+        prev = (struct fit_prev){s, s->hash_ids, s->n_hash_ids};
+        s->hash_ids = ids;
+        s->n_hash_ids = want;
+    }
+}
+
+void atr_step_set_counts(struct atr_step *s, int64_t in, int64_t out, const char *from)
+{
+    bool out_too = out >= 0;
+    if (in >= 0) {
+        s->estimated_input_tokens = s->input_tokens;
+        s->input_tokens = in;
+        s->tokens_from = from;
+    }
+    if (out_too) {
+        s->estimated_output_tokens = s->output_tokens;
+        s->output_tokens = out;
+    }
+    /* One origin for both counts unless they differ. */
+    if (in >= 0 && !out_too)
+        s->output_tokens_from = ATR_TOKENS_ESTIMATED;
+    else if (in < 0 && out_too)
+        s->output_tokens_from = from;
+}
+
+/* Shares of total proportional to the estimates est[0..n), summing to it. */
+static void shares(const int64_t *est, int64_t *out, size_t n, int64_t total)
+{
+    double sum = 0, cum = 0;
+    for (size_t k = 0; k < n; k++)
+        sum += (double)est[k];
+    int64_t given = 0;
+    for (size_t k = 0; k < n; k++) {
+        cum += (double)est[k];
+        int64_t upto = sum > 0 ? llround(cum * (double)total / sum)
+                               : llround((double)(k + 1) * (double)total / (double)n);
+        out[k] = upto - given;
+        given = upto;
+    }
+}
+
+static bool scalable(const struct atr_step *s)
+{
+    return s->kind == ATR_STEP_LLM && s->tokens_from &&
+           strcmp(s->tokens_from, ATR_TOKENS_ESTIMATED) == 0 && s->input_tokens >= 0 &&
+           s->output_tokens >= 0;
+}
+
+void atr_trace_scale_counts(struct atr_trace *t, int64_t total_in, int64_t total_out)
+{
+    size_t n = 0;
+    for (size_t k = 0; k < t->n_steps; k++)
+        n += scalable(&t->steps[k]);
+    if (!n || (total_in < 1 && total_out < 1))
+        return;
+    int64_t *v = atr_arena_alloc(&t->arena, 4 * n * sizeof *v);
+    int64_t *est_in = v, *est_out = v + n, *in = v + 2 * n, *out = v + 3 * n;
+    struct atr_step **steps = atr_arena_alloc(&t->arena, n * sizeof *steps);
+    for (size_t k = 0, j = 0; k < t->n_steps; k++)
+        if (scalable(&t->steps[k])) {
+            steps[j] = &t->steps[k];
+            est_in[j] = steps[j]->input_tokens;
+            est_out[j++] = t->steps[k].output_tokens;
+        }
+    shares(est_in, in, n, total_in);
+    shares(est_out, out, n, total_out);
+    for (size_t j = 0; j < n; j++)
+        atr_step_set_counts(steps[j], total_in >= 1 ? in[j] : -1,
+                            total_out >= 1 ? out[j] : -1, ATR_TOKENS_SCALED);
 }

@@ -22,6 +22,7 @@ struct atr_convo {
     struct atr_trace *trace;
     struct atr_blockhash hash;
     bool keep_content;
+    bool mark_origin;             /* readers: steps say "tokens_from":"estimated" */
     struct atr_json *pending;     /* keep_content: messages since the last llm step */
 };
 
@@ -37,7 +38,35 @@ void atr_convo_add(struct atr_convo *c, const char *role, const char *text, size
  * estimated) and hash_ids are set, t_ms/dur_ms left for the caller. The
  * reply is NOT added to the prompt: call atr_convo_add("assistant", ...)
  * when the source's history continues with it. With keep_content the step
- * gets "messages" (those added since the previous llm step) and "output". */
+ * gets "messages" (those added since the previous llm step) and "output".
+ * With mark_origin, tokens_from is "estimated" until atr_step_set_counts
+ * says otherwise (readers of sources; generated traces leave it out). */
 struct atr_step *atr_convo_llm(struct atr_convo *c, const char *reply, size_t len);
+
+/* Gives llm step s the source's own counts (negative: not recorded) with
+ * origin from (ATR_TOKENS_RECORDED or ATR_TOKENS_SCALED): the estimates
+ * move to estimated_*_tokens and input_tokens/output_tokens become what
+ * the source says. Call atr_trace_fit_ids once the trace is complete. */
+void atr_step_set_counts(struct atr_step *s, int64_t in, int64_t out, const char *from);
+
+/* Fits the hash ids of every step with a recorded or scaled input to
+ * ceil(input_tokens / block_size), keeping the prefix sharing the text
+ * showed: a step repeats the previous such step's full blocks in the same
+ * share as its estimated ids repeated that step's (all of them in an
+ * append-only conversation); the first keeps its estimated ids as far as
+ * they go. Blocks past those (the part of a prompt the trace does not
+ * show, e.g. a system prompt the source left out) get ids unique to the
+ * step: sharing that is not known is never claimed. A step without
+ * recorded counts after one with them stays "estimated" but is anchored:
+ * its input is that step's recorded input plus the estimated growth since
+ * (its plain estimate kept in estimated_input_tokens). */
+void atr_trace_fit_ids(struct atr_trace *t);
+
+/* Scales the estimated counts of t's llm steps so they sum to a source's
+ * recorded totals (SWE-agent's model_stats records only those): each step
+ * gets its share by cumulative rounding, so the sum is exact, and is marked
+ * "scaled". A total below 1 or a trace without estimated steps changes
+ * nothing; steps with recorded counts are left as they are. Fits no ids. */
+void atr_trace_scale_counts(struct atr_trace *t, int64_t total_in, int64_t total_out);
 
 #endif

@@ -140,7 +140,7 @@ static void copy_step(struct atr_arena *a, struct atr_step *to, const struct atr
 {
     *to = *from;
     to->tool = to->command = to->action = to->path = to->selector = to->url = to->cwd = NULL;
-    to->command_head = NULL;
+    to->command_head = to->file_op = NULL;   /* tokens_from: static names (readers) */
     to->hash_ids = atr_arena_alloc(a, (from->n_hash_ids + 1) * sizeof *to->hash_ids);
     if (from->n_hash_ids)
         memcpy(to->hash_ids, from->hash_ids, from->n_hash_ids * sizeof *to->hash_ids);

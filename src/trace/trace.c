@@ -23,6 +23,8 @@ struct atr_step *atr_trace_add_step(struct atr_trace *t, enum atr_step_kind kind
     s->t_ms = s->dur_ms = ATR_UNSET;
     s->input_tokens = s->output_tokens = s->cached_tokens = ATR_UNSET;
     s->recorded_input_tokens = s->recorded_output_tokens = ATR_UNSET;
+    s->estimated_input_tokens = s->estimated_output_tokens = ATR_UNSET;
+    s->bytes = s->old_bytes = ATR_UNSET;
     s->max_tokens = s->timeout_ms = s->exit_code = ATR_UNSET;
     return s;
 }

@@ -18,6 +18,11 @@
 #define ATR_UNSET INT64_MIN          /* an absent integer field */
 #define ATR_DEFAULT_BLOCK_SIZE 16
 
+/* Values of atr_step.tokens_from. */
+#define ATR_TOKENS_RECORDED "recorded"
+#define ATR_TOKENS_SCALED "scaled"
+#define ATR_TOKENS_ESTIMATED "estimated"
+
 enum atr_step_kind { ATR_STEP_LLM, ATR_STEP_TOOL };
 
 struct atr_step {
@@ -33,7 +38,17 @@ struct atr_step {
      * step prefix_step's full list, then hash_ids[0..n_hash_ids -
      * prefix_blocks); 0 blocks = hash_ids is the full list. */
     uint32_t prefix_step, prefix_blocks;
-    int64_t recorded_input_tokens, recorded_output_tokens; /* source's real counts */
+    int64_t recorded_input_tokens, recorded_output_tokens; /* source's real counts
+                                                  (old traces, proxy journals) */
+    /* Where input_tokens/output_tokens came from: "recorded" (the source's
+     * own usage), "scaled" (estimates scaled to the source's recorded
+     * totals) or "estimated"; NULL when unknown (hand-made traces).
+     * output_tokens_from only when the output's origin differs. Static
+     * strings (ATR_TOKENS_*), never in the arena. */
+    const char *tokens_from, *output_tokens_from;
+    /* The estimator's figures beside recorded or scaled counts (what
+     * `atr stats` measures its error with), ATR_UNSET otherwise. */
+    int64_t estimated_input_tokens, estimated_output_tokens;
     int64_t max_tokens;          /* request's max_tokens when the source has it */
 
     /* kind == tool */
@@ -41,6 +56,8 @@ struct atr_step {
     const char *command;         /* bash: the command line */
     const char *action;          /* editor/browser: "view", "str_replace", "click", ... */
     const char *path;            /* editor: the file */
+    const char *file_op;         /* editor: create, overwrite, insert, replace, view */
+    int64_t bytes, old_bytes;    /* editor: bytes the edit writes / a replace removes */
     const char *selector;        /* browser: element selector */
     const char *url;             /* browser: page url */
     const char *cwd;

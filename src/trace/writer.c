@@ -82,6 +82,9 @@ static void put_tool_fields(struct atr_jw *w, const struct atr_step *s,
     }
     opt_str(w, "action", s->action);
     opt_str(w, "path", s->path);
+    opt_str(w, "file_op", s->file_op);
+    opt_i64(w, "bytes", s->bytes);
+    opt_i64(w, "old_bytes", s->old_bytes);
     opt_str(w, "selector", s->selector);
     opt_str(w, "url", s->url);
     opt_str(w, "cwd", s->cwd);
@@ -97,6 +100,10 @@ static void put_llm_fields(struct atr_jw *w, const struct atr_step *s,
     opt_i64(w, "max_tokens", s->max_tokens);
     opt_i64(w, "recorded_input_tokens", s->recorded_input_tokens);
     opt_i64(w, "recorded_output_tokens", s->recorded_output_tokens);
+    opt_str(w, "tokens_from", s->tokens_from);
+    opt_str(w, "output_tokens_from", s->output_tokens_from);
+    opt_i64(w, "estimated_input_tokens", s->estimated_input_tokens);
+    opt_i64(w, "estimated_output_tokens", s->estimated_output_tokens);
     put_hash_ids(w, s, prev, o->expand);
     opt_json(w, "messages", s->messages);
     opt_json(w, "output", s->output);

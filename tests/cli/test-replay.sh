@@ -253,7 +253,7 @@ import json, sys
 d = sys.argv[1]
 c = json.load(open(d + '/summary.json'))['configs'][0]
 dd = [m for m in map(json.loads, open(d + '/metrics.jsonl')) if m['step_id'] == 4][0]
-want = {'timeout': 1, 'oom': 0, 'command_not_found': 1, 'missing_directory': 1, 'nonzero_exit': 1}
+want = {'timeout': 1, 'oom': 0, 'command_not_found': 1, 'missing_directory': 1, 'missing_file': 0, 'nonzero_exit': 1}
 if dd['exit_code'] != 0:    # 200M under a 128M limit: OOM-killed where memory is limited
     want['oom' if dd['oom_kills'] else 'nonzero_exit'] += 1
 assert c['failures'] == want and c['failed_steps'] == sum(want.values()), c
@@ -265,7 +265,7 @@ check "summary.json: failures by cause" "python3 '$R/causes.py' '$R/causes'"
 SWE=$DATA/swe-agent/marshmallow-1867__function_calling_replace.traj
 own "replay a SWE-agent trajectory" "$ATR" replay tools --workdir "$WD" "$SWE" --out "$R/swe"
 check "swe: hint names /testbed and --rootfs" "grep -q '^hint: 4 steps expect a working directory this host lacks (e.g. /testbed): the trace wants its repository image; replay inside it with --rootfs DIR' '$T/out'"
-check "swe: every failure has a cause" "python3 -c \"import json; c=json.load(open('$R/swe/summary.json'))['configs'][0]; f=c['failures']; assert c['failed_steps']==sum(f.values())>=1 and f['missing_directory']>=1 and c['missing_cwd']=='/testbed', c\""
+check "swe: every failure has a cause" "python3 -c \"import json; c=json.load(open('$R/swe/summary.json'))['configs'][0]; f=c['failures']; assert c['failed_steps']==sum(f.values())>=1 and f['missing_directory']+f['missing_file']>=1 and c['missing_cwd']=='/testbed', c\""
 
 # Without root (nobody): no namespaces for the sandbox, no delegated
 # cgroups; said before anything runs, with what to pass, exit 2, nothing

@@ -102,8 +102,11 @@ static void test_django(void **state)
     const struct atr_step *s = &t.steps[0];
     assert_int_equal(s->t_ms, 0);
     assert_int_equal(s->dur_ms, 1218);
-    assert_int_equal(s->recorded_input_tokens, 1995);
-    assert_int_equal(s->recorded_output_tokens, 93);
+    assert_int_equal(s->input_tokens, 1995);
+    assert_int_equal(s->output_tokens, 93);
+    assert_string_equal(s->tokens_from, "recorded");
+    assert_true(s->estimated_input_tokens > 0);
+    assert_int_equal(s->n_hash_ids, (1995 + 15) / 16);
     int64_t cached = 0;
     assert_true(atr_json_get_i64(s->extra, "recorded_cached_tokens", &cached));
     assert_int_equal(cached, 320);

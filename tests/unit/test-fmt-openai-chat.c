@@ -214,6 +214,47 @@ static int run_text(const char *text, const struct atr_read_opts *opts, struct a
     return rc;
 }
 
+/* A message's usage is its call's real counts; a row's usage is a total
+ * the calls without their own are scaled to ("scaled", summing exactly). */
+static void test_usage(void **state)
+{
+    (void)state;
+    const char *text =
+        "{\"messages\": [{\"role\": \"user\", \"content\": \"Fix the bug in a.py\"},"
+        "{\"role\": \"assistant\", \"content\": \"Looking.\", \"usage\": "
+        "{\"prompt_tokens\": 500, \"completion_tokens\": 20}},"
+        "{\"role\": \"user\", \"content\": \"ok\"},"
+        "{\"role\": \"assistant\", \"content\": \"Done, the fix is in.\"},"
+        "{\"role\": \"user\", \"content\": \"thanks\"},"
+        "{\"role\": \"assistant\", \"content\": \"Bye.\"}],"
+        " \"usage\": {\"prompt_tokens\": 1800, \"completion_tokens\": 50}}\n";
+    struct atr_trace t = ATR_TRACE_INIT;
+    struct atr_error err;
+    int n;
+    if (run_text(text, NULL, &t, &n, &err) != 0)
+        fail_msg("%s", err.msg);
+    const struct atr_step *c[3];
+    size_t j = 0;
+    for (size_t k = 0; k < t.n_steps && j < 3; k++)
+        if (t.steps[k].kind == ATR_STEP_LLM)
+            c[j++] = &t.steps[k];
+    assert_int_equal(j, 3);
+    assert_string_equal(c[0]->tokens_from, "recorded");
+    assert_int_equal(c[0]->input_tokens, 500);
+    assert_int_equal(c[0]->output_tokens, 20);
+    assert_string_equal(c[1]->tokens_from, "scaled");
+    assert_string_equal(c[2]->tokens_from, "scaled");
+    assert_int_equal(c[1]->input_tokens + c[2]->input_tokens, 1300);
+    assert_int_equal(c[1]->output_tokens + c[2]->output_tokens, 30);
+    assert_true(c[2]->input_tokens > c[1]->input_tokens);   /* in the estimates' proportion */
+    for (j = 0; j < 3; j++)
+        assert_int_equal(c[j]->n_hash_ids, (c[j]->input_tokens + 15) / 16);
+    int64_t total = 0;
+    assert_true(atr_json_get_i64(t.meta, "recorded_input_tokens", &total));
+    assert_int_equal(total, 1800);
+    atr_trace_release(&t);
+}
+
 /* A bare array of messages is one conversation; keep_content keeps them. */
 static void test_bare_messages(void **state)
 {
@@ -312,6 +353,7 @@ int main(void)
         cmocka_unit_test(test_nebius),
         cmocka_unit_test(test_swe_gym),
         cmocka_unit_test(test_mixed_rows),
+        cmocka_unit_test(test_usage),
         cmocka_unit_test(test_bare_messages),
         cmocka_unit_test(test_bad_inputs),
         cmocka_unit_test(test_sniff),

@@ -92,12 +92,26 @@ static void test_gui_mode(void **state)
     /* the llm call ran from the last event before it (6, 20:29:32.289) */
     assert_int_equal(t.steps[0].t_ms, 18770);
     assert_int_equal(t.steps[0].dur_ms, 2751);
-    assert_int_equal(t.steps[0].recorded_input_tokens, 3439);
-    assert_int_equal(t.steps[0].recorded_output_tokens, 104);
+    /* the recorded usage is what the step carries (the estimate beside it:
+     * the system prompt and tool schemas are not in the event stream) */
+    assert_int_equal(t.steps[0].input_tokens, 3439);
+    assert_int_equal(t.steps[0].output_tokens, 104);
+    assert_string_equal(t.steps[0].tokens_from, "recorded");
+    assert_null(t.steps[0].output_tokens_from);
+    assert_true(t.steps[0].estimated_input_tokens > 0 &&
+                t.steps[0].estimated_input_tokens < 3439);
+    assert_int_equal(t.steps[0].n_hash_ids, (3439 + 15) / 16);
+    assert_int_equal(t.steps[0].recorded_input_tokens, ATR_UNSET);
     /* editor create, its sub-command taken from the model's tool call */
     assert_string_equal(t.steps[3].tool, "editor");
     assert_string_equal(t.steps[3].action, "create");
     assert_string_equal(t.steps[3].path, "/workspace/todo-app/index.html");
+    /* a file operation with the size of the file_text the model wrote (in
+     * its tool call), no content, and the shell's directory at the time */
+    assert_string_equal(t.steps[3].file_op, "create");
+    assert_int_equal(t.steps[3].bytes, 3872);
+    assert_int_equal(t.steps[3].old_bytes, ATR_UNSET);
+    assert_string_equal(t.steps[3].cwd, "/workspace");
     /* the server that never returned: exit code -1 after 30.58 s, in the
      * directory the previous command reported */
     s = &t.steps[7];
@@ -106,7 +120,10 @@ static void test_gui_mode(void **state)
     assert_int_equal(s->dur_ms, 30580);
     assert_string_equal(s->cwd, "/workspace");
     /* the final agent message has no recorded usage */
-    assert_int_equal(t.steps[8].recorded_input_tokens, ATR_UNSET);
+    assert_string_equal(t.steps[8].tokens_from, "estimated");
+    /* ... so its estimate is anchored on the last recorded prompt */
+    assert_true(t.steps[8].input_tokens > 5488);
+    assert_true(t.steps[8].estimated_input_tokens < 5488);
     assert_string_equal(meta_str(&t, "model"), "claude-3-5-sonnet-20241022");
     assert_int_equal(meta_i64(&t, "recorded_input_tokens"), 3439 + 3601 + 4769 + 5488);
     assert_int_equal(meta_i64(&t, "recorded_output_tokens"), 104 + 1142 + 693 + 85);
@@ -145,7 +162,8 @@ static void test_fixtures(void **state)
     assert_string_equal(t.steps[1].path, "/workspace");
     assert_string_equal(t.steps[3].command, "mv /workspace/game_2048.py /workspace/2048.py");
     assert_int_equal(t.steps[3].exit_code, 0);
-    assert_int_equal(t.steps[6].recorded_input_tokens, 3933);
+    assert_int_equal(t.steps[6].input_tokens, 3933);
+    assert_string_equal(t.steps[6].tokens_from, "recorded");
     atr_trace_release(&t);
 }
 
@@ -165,6 +183,88 @@ static int run_text(const char *text, const struct atr_read_opts *opts, struct a
     atr_trace_release(&rest);
     atr_reader_close(r);
     return rc;
+}
+
+/* Edits keep their sizes, never their text: str_replace's old_str/new_str
+ * and insert's new_str lengths; undo_edit is no file operation. */
+static void test_edit_sizes(void **state)
+{
+    (void)state;
+#define ED(id, args)                                                                             \
+    "{\"id\": " #id ", \"timestamp\": \"2025-04-01T10:00:0" #id "\", \"source\": \"agent\", "   \
+    "\"action\": \"edit\", \"args\": " args "}"
+    const char *text = "["
+        ED(1, "{\"path\": \"/w/a.py\", \"command\": \"str_replace\", \"old_str\": \"abc\", "
+              "\"new_str\": \"hello\"}") ","
+        ED(2, "{\"path\": \"/w/a.py\", \"command\": \"insert\", \"new_str\": \"xy\", "
+              "\"insert_line\": 3}") ","
+        ED(3, "{\"path\": \"/w/a.py\", \"command\": \"undo_edit\"}") "]";
+#undef ED
+    struct atr_trace t = ATR_TRACE_INIT;
+    struct atr_error err;
+    int n;
+    if (run_text(text, NULL, &t, &n, &err) != 0)
+        fail_msg("%s", err.msg);
+    const struct atr_step *e[3];
+    size_t j = 0;
+    for (size_t k = 0; k < t.n_steps && j < 3; k++)
+        if (t.steps[k].kind == ATR_STEP_TOOL)
+            e[j++] = &t.steps[k];
+    assert_int_equal(j, 3);
+    assert_string_equal(e[0]->file_op, "replace");
+    assert_int_equal(e[0]->bytes, 5);
+    assert_int_equal(e[0]->old_bytes, 3);
+    assert_string_equal(e[1]->file_op, "insert");
+    assert_int_equal(e[1]->bytes, 2);
+    assert_null(e[2]->file_op);
+    atr_trace_release(&t);
+}
+
+/* llm_metrics is a running total: a call's own counts are its token_usages
+ * entry (by response_id), else the growth of accumulated_token_usage since
+ * the previous call, never the total itself. */
+static void test_llm_metrics(void **state)
+{
+    (void)state;
+#define EV(id, rid, lm)                                                                          \
+    "{\"id\": " #id ", \"timestamp\": \"2025-04-01T10:00:0" #id "\", \"source\": \"agent\", "   \
+    "\"action\": \"run\", \"tool_call_metadata\": {\"model_response\": {\"id\": \"" rid "\"}}, " \
+    "\"llm_metrics\": " lm ", \"args\": {\"command\": \"ls\"}}"
+    const char *text =
+        "{\"instance_id\": \"m\", \"history\": ["
+        "{\"id\": 1, \"timestamp\": \"2025-04-01T10:00:01\", \"source\": \"user\", "
+        "\"action\": \"message\", \"args\": {\"content\": \"Fix it.\"}},"
+        EV(2, "r1", "{\"accumulated_token_usage\": {\"prompt_tokens\": 1000, "
+                    "\"completion_tokens\": 50}}") ","
+        EV(3, "r2", "{\"accumulated_token_usage\": {\"prompt_tokens\": 2300, "
+                    "\"completion_tokens\": 80}}") ","
+        EV(4, "r3", "{\"accumulated_token_usage\": {\"prompt_tokens\": 3900, "
+                    "\"completion_tokens\": 99}, \"token_usages\": [{\"prompt_tokens\": 1111, "
+                    "\"completion_tokens\": 7, \"response_id\": \"r3\"}]}") ","
+        EV(5, "r4", "{}")
+        "], \"metrics\": {\"token_usages\": [{\"prompt_tokens\": 1700, "
+        "\"completion_tokens\": 9, \"response_id\": \"r4\"}]}}\n";
+#undef EV
+    struct atr_trace t = ATR_TRACE_INIT;
+    struct atr_error err;
+    int n;
+    if (run_text(text, NULL, &t, &n, &err) != 0)
+        fail_msg("%s", err.msg);
+    static const int64_t in[] = {1000, 1300, 1111, 1700}, out[] = {50, 30, 7, 9};
+    size_t j = 0;
+    for (size_t k = 0; k < t.n_steps; k++) {
+        const struct atr_step *s = &t.steps[k];
+        if (s->kind != ATR_STEP_LLM)
+            continue;
+        assert_true(j < 4);
+        assert_int_equal(s->input_tokens, in[j]);
+        assert_int_equal(s->output_tokens, out[j]);
+        assert_string_equal(s->tokens_from, "recorded");
+        assert_int_equal(s->n_hash_ids, (in[j] + 15) / 16);
+        j++;
+    }
+    assert_int_equal(j, 4);
+    atr_trace_release(&t);
 }
 
 /* Eval output: one record per line; parallel tool calls of one response
@@ -360,6 +460,8 @@ int main(void)
         cmocka_unit_test(test_gui_mode),
         cmocka_unit_test(test_fixtures),
         cmocka_unit_test(test_eval_output),
+        cmocka_unit_test(test_llm_metrics),
+        cmocka_unit_test(test_edit_sizes),
         cmocka_unit_test(test_feedback),
         cmocka_unit_test(test_bad_inputs),
         cmocka_unit_test(test_sniff),

@@ -260,6 +260,21 @@ static void test_demo_actions_meta(void **state)
     assert_int_equal(meta_i64(&t, "recorded_input_tokens"), 123456);
     assert_int_equal(meta_i64(&t, "recorded_output_tokens"), 789);
     assert_int_equal(meta_i64(&t, "api_calls"), 4);
+    /* model_stats has only totals: the 4 calls' estimates are scaled to
+     * them, exactly, and say so */
+    int64_t in = 0, out = 0;
+    for (size_t k = 0; k < t.n_steps; k++) {
+        const struct atr_step *st = &t.steps[k];
+        if (st->kind != ATR_STEP_LLM)
+            continue;
+        assert_string_equal(st->tokens_from, "scaled");
+        assert_true(st->estimated_input_tokens > 0);
+        assert_int_equal(st->n_hash_ids, (st->input_tokens + 15) / 16);
+        in += st->input_tokens;
+        out += st->output_tokens;
+    }
+    assert_int_equal(in, 123456);
+    assert_int_equal(out, 789);
 
     /* The demo really was in the prompt: without it the first call's
      * input is smaller. */

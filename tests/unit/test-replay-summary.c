@@ -187,8 +187,8 @@ static void test_figures(void **state)
 static void test_causes(void **state)
 {
     (void)state;
-    struct atr_step_metrics m[7];
-    for (int i = 0; i < 7; i++) {
+    struct atr_step_metrics m[8];
+    for (int i = 0; i < 8; i++) {
         m[i] = measured("t", 1);
         m[i].oom_kills = 0;
     }
@@ -199,32 +199,55 @@ static void test_causes(void **state)
     m[4].exit_code = 1;
     m[5].missing_cwd = "/testbed";          /* ran fine there: not a failure */
     m[6].skipped = "not a shell command";
-    static const enum atr_replay_cause want[7] = {
+    m[7].exit_code = 1, m[7].file_op = "view", m[7].path = m[7].missing_file = "/testbed/a.py";
+    static const enum atr_replay_cause want[8] = {
         ATR_CAUSE_TIMEOUT, ATR_CAUSE_OOM, ATR_CAUSE_NOT_FOUND, ATR_CAUSE_NO_DIR, ATR_CAUSE_EXIT,
-        ATR_CAUSE_COUNT, ATR_CAUSE_COUNT,
+        ATR_CAUSE_COUNT, ATR_CAUSE_COUNT, ATR_CAUSE_NO_FILE,
     };
+    /* timeout and OOM are the step's own doing; the rest wanted the image */
+    static const char *const cls[8] = {"failed", "failed", "env_missing", "env_missing",
+                                       "failed", "ok", "skipped", "env_missing"};
     struct atr_replay_summary *s = atr_replay_summary_new();
     struct atr_arena a = ATR_ARENA_INIT;
-    for (int i = 0; i < 7; i++) {
+    for (int i = 0; i < 8; i++) {
         struct atr_replay_step st;
         atr_arena_clear(&a);
         atr_replay_step_from_metrics(&st, "none", &m[i], &a);
         assert_int_equal(atr_replay_step_cause(&st), want[i]);
+        assert_string_equal(atr_replay_class_name(st.skipped, want[i]), cls[i]);
+        struct atr_buf line = ATR_BUF_INIT;
+        atr_step_metrics_json(&line, "none", &m[i]);
+        char key[48];
+        snprintf(key, sizeof key, "\"class\":\"%s\"", cls[i]);
+        assert_non_null(strstr(line.data, key));
+        atr_buf_release(&line);
         add_line(s, &a, "none", &m[i]);     /* the line carries what the cause needs */
     }
     struct atr_replay_config_summary c;
     atr_replay_summary_config(s, 0, &c);
-    assert_int_equal(c.failed_steps, 5);
+    assert_int_equal(c.failed_steps, 6);
     for (int k = 0; k < ATR_CAUSE_COUNT; k++)
         assert_int_equal(c.failures[k], 1);
+    assert_int_equal(c.env_missing_steps, 3);
+    assert_int_equal(c.own_failed_steps, 3);
+    assert_int_equal(c.n_per_trace, 1);
+    assert_int_equal(c.per_trace[0].ran, 7);
+    assert_int_equal(c.per_trace[0].ok, 1);
+    assert_int_equal(c.per_trace[0].env_missing, 3);
+    assert_int_equal(c.per_trace[0].failed, 3);
+    assert_int_equal(c.per_trace[0].skipped, 1);
     assert_int_equal(c.missing_cwd_steps, 3);
     assert_string_equal(c.missing_cwd, "/testbed");
     struct atr_buf j = ATR_BUF_INIT;
     atr_replay_summary_json(s, NULL, false, &j);
-    assert_non_null(strstr(j.data, "\"failed_steps\":5,\"timed_out_steps\":1,\"failures\":"
+    assert_non_null(strstr(j.data, "\"failed_steps\":6,\"timed_out_steps\":1,\"failures\":"
                                    "{\"timeout\":1,\"oom\":1,\"command_not_found\":1,"
-                                   "\"missing_directory\":1,\"nonzero_exit\":1},"
-                                   "\"missing_cwd_steps\":3,\"missing_cwd\":\"/testbed\","));
+                                   "\"missing_directory\":1,\"missing_file\":1,"
+                                   "\"nonzero_exit\":1},"
+                                   "\"missing_cwd_steps\":3,\"missing_cwd\":\"/testbed\","
+                                   "\"env_missing_steps\":3,\"own_failed_steps\":3,"));
+    assert_non_null(strstr(j.data, "\"per_trace\":[{\"trace_id\":\"t\",\"steps\":8,\"ran\":7,"
+                                   "\"ok\":1,\"env_missing\":3,\"failed\":3,\"skipped\":1}]"));
     atr_buf_release(&j);
     atr_arena_release(&a);
     atr_replay_summary_free(s);

@@ -123,18 +123,22 @@ struct member {
 #define STR(name) {#name, sizeof #name - 1, M_STR, offsetof(struct atr_step, name)}
 #define OTHER(name, kind) {name, sizeof name - 1, kind, 0}
 static const struct member m_a[] = {STR(action)};
+static const struct member m_b[] = {INT(bytes)};
 static const struct member m_c[] = {INT(cached_tokens), STR(command), STR(command_head), STR(cwd)};
 static const struct member m_d[] = {INT(dur_ms)};
-static const struct member m_e[] = {OTHER("exit_code", M_EXIT)};
+static const struct member m_e[] = {OTHER("exit_code", M_EXIT), INT(estimated_input_tokens),
+                                    INT(estimated_output_tokens)};
+static const struct member m_f[] = {STR(file_op)};
 static const struct member m_h[] = {OTHER("hash_ids", M_IDS)};
 static const struct member m_i[] = {OTHER("i", M_I), INT(input_tokens)};
 static const struct member m_k[] = {OTHER("kind", M_KIND)};
 static const struct member m_m[] = {INT(max_tokens), OTHER("messages", M_MESSAGES)};
-static const struct member m_o[] = {INT(output_tokens), OTHER("output", M_OUTPUT)};
+static const struct member m_o[] = {INT(output_tokens), OTHER("output", M_OUTPUT), INT(old_bytes),
+                                    STR(output_tokens_from)};
 static const struct member m_p[] = {STR(path), OTHER("prefix", M_PREFIX)};
 static const struct member m_r[] = {INT(recorded_input_tokens), INT(recorded_output_tokens)};
 static const struct member m_s[] = {STR(selector)};
-static const struct member m_t[] = {INT(t_ms), INT(timeout_ms), STR(tool)};
+static const struct member m_t[] = {INT(t_ms), INT(timeout_ms), STR(tool), STR(tokens_from)};
 static const struct member m_u[] = {STR(url)};
 #undef INT
 #undef STR
@@ -144,7 +148,8 @@ static const struct {
     const struct member *v;
     size_t n;
 } members[26] = {
-    LETTER('a', a), LETTER('c', c), LETTER('d', d), LETTER('e', e), LETTER('h', h),
+    LETTER('a', a), LETTER('b', b), LETTER('c', c), LETTER('d', d), LETTER('e', e),
+    LETTER('f', f), LETTER('h', h),
     LETTER('i', i), LETTER('k', k), LETTER('m', m), LETTER('o', o), LETTER('p', p),
     LETTER('r', r), LETTER('s', s), LETTER('t', t), LETTER('u', u),
 };
@@ -200,9 +205,30 @@ static int read_member(struct atr_reader *r, struct atr_trace *t, struct atr_ste
     return 0;
 }
 
+/* tokens_from and output_tokens_from name one of the three origins; *v
+ * becomes the static name, so copies of the step outlive the trace. */
+static int check_origin(struct atr_reader *r, struct atr_json *node, const char *key,
+                        const char **v)
+{
+    static const char *const names[] = {ATR_TOKENS_RECORDED, ATR_TOKENS_SCALED,
+                                        ATR_TOKENS_ESTIMATED};
+    if (!*v)
+        return 0;
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+        if (strcmp(*v, names[k]) == 0) {
+            *v = names[k];
+            return 0;
+        }
+    return atr_reader_fail_at(r, atr_json_get(node, key), "expected \"%s\" to be \"recorded\", "
+                              "\"scaled\" or \"estimated\"", key);
+}
+
 static int check_step(struct atr_reader *r, struct atr_trace *t, struct atr_step *s,
                       struct atr_json *node)
 {
+    if (check_origin(r, node, "tokens_from", &s->tokens_from) < 0 ||
+        check_origin(r, node, "output_tokens_from", &s->output_tokens_from) < 0)
+        return -1;
     if (s->kind == ATR_STEP_LLM && s->n_hash_ids && s->input_tokens != ATR_UNSET) {
         uint64_t want = ((uint64_t)s->input_tokens + t->block_size - 1) / t->block_size;
         if (s->n_hash_ids != want)

@@ -281,3 +281,60 @@ int atr_chat_check_msg(struct atr_reader *r, const struct atr_json *m, const cha
                                   atr_json_type_name(tc->type));
     return 0;
 }
+
+/* ---- editor steps as file operations ----------------------------------- */
+
+const char *atr_editor_file_op(const char *action)
+{
+    static const char *const map[][2] = {
+        {"create", "create"},    {"write", "create"},      {"overwrite", "overwrite"},
+        {"edit", "replace"},     {"str_replace", "replace"}, {"replace", "replace"},
+        {"insert", "insert"},    {"append", "insert"},     {"view", "view"},
+        {"read", "view"},        {"open", "view"},         {"goto", "view"},
+        {"scroll_up", "view"},   {"scroll_down", "view"},
+    };
+    for (size_t i = 0; action && i < sizeof map / sizeof map[0]; i++)
+        if (strcmp(map[i][0], action) == 0)
+            return map[i][1];
+    return NULL;
+}
+
+static int64_t str_bytes(const struct atr_json *args, const char *key)
+{
+    size_t n;
+    return atr_json_get_str(args, key, &n) ? (int64_t)n : ATR_UNSET;
+}
+
+void atr_editor_sizes(struct atr_step *s, const struct atr_json *args)
+{
+    s->file_op = atr_editor_file_op(s->action);
+    if (!s->file_op || !args)
+        return;
+    if (strcmp(s->file_op, "create") == 0 || strcmp(s->file_op, "overwrite") == 0) {
+        s->bytes = str_bytes(args, "file_text");
+        if (s->bytes == ATR_UNSET)
+            s->bytes = str_bytes(args, "content");
+    } else if (strcmp(s->file_op, "insert") == 0 || strcmp(s->file_op, "replace") == 0) {
+        s->bytes = str_bytes(args, "new_str");
+        if (strcmp(s->file_op, "replace") == 0)
+            s->old_bytes = str_bytes(args, "old_str");
+        if (s->bytes == ATR_UNSET && s->old_bytes == ATR_UNSET) {   /* SWE-agent's edit */
+            s->bytes = str_bytes(args, "replace");
+            s->old_bytes = str_bytes(args, "search");
+        }
+    }
+}
+
+int64_t atr_swe_edit_bytes(const char *act, size_t len)
+{
+    const char *nl = memchr(act, '\n', len);
+    if (!nl)
+        return 0;
+    const char *body = nl + 1, *end = act + len;
+    const char *last = end;
+    while (last > body && last[-1] != '\n')
+        last--;
+    if (end - last >= 4 && memcmp(last, "end_", 4) == 0)
+        end = last > body ? last - 1 : body;      /* drop the marker and its newline */
+    return end > body ? (int64_t)(end - body) + 1 : 0;   /* the last line's newline */
+}

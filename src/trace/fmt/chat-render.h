@@ -72,4 +72,21 @@ const char *atr_swe_cmd_path(const struct atr_swe_cmd *c, const char *const *v, 
  * Returns how many there were. */
 int atr_swe_split_words(struct atr_arena *a, const char *s, size_t len, const char **v, int n);
 
+/* Editor steps as file operations (docs/trace-format.md, "file_op"): the
+ * operation an editor action or sub-command performs (create, overwrite,
+ * insert, replace, view), or NULL for those that touch no file the way a
+ * replay could (undo_edit, find_file, search_dir, submit, ...). */
+const char *atr_editor_file_op(const char *action);
+
+/* Sets s->file_op from s->action and the sizes (bytes, no content) from the
+ * str_replace_editor-style arguments args (may be NULL): file_text or
+ * content (create, overwrite), new_str (insert, replace), old_str (replace),
+ * or SWE-agent's edit {search, replace}. */
+void atr_editor_sizes(struct atr_step *s, const struct atr_json *args);
+
+/* Bytes of the text a SWE-agent `edit`, `insert` or `append` command line
+ * writes: the lines after its first, up to its end_of_edit (end_of_insert,
+ * ...) line. */
+int64_t atr_swe_edit_bytes(const char *act, size_t len);
+
 #endif

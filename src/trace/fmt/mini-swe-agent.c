@@ -146,8 +146,7 @@ static void record_usage(struct mini *m, size_t step, const struct atr_json *ext
         !atr_json_get_i64(usage, "completion_tokens", &out) || in < 0 || out < 0)
         return;
     struct atr_step *s = &m->t->steps[step];
-    s->recorded_input_tokens = in;
-    s->recorded_output_tokens = out;
+    atr_step_set_counts(s, in, out, ATR_TOKENS_RECORDED);
     m->sum_in += in < INT64_MAX / 4 ? in : 0;
     m->sum_out += out < INT64_MAX / 4 ? out : 0;
     m->n_usage++;
@@ -499,8 +498,11 @@ static int next(struct atr_reader *r, struct atr_trace *t)
     struct mini m = {.r = r, .t = t, .timeout_ms = ATR_UNSET, .origin = ATR_UNSET,
                      .prev_end = ATR_UNSET};
     atr_convo_init(&m.convo, t, r->opts.keep_content);
+    m.convo.mark_origin = true;
     rc = read_doc(&m, doc);
     atr_convo_release(&m.convo);
+    if (rc >= 0)
+        atr_trace_fit_ids(t);
     return rc < 0 ? -1 : 1;
 }
 

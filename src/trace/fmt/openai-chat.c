@@ -213,6 +213,7 @@ static struct atr_step *call_step(struct oc_walk *w, const char *name, const str
         s = new_tool(w, "editor");
         s->action = keep_str(w, args, "command");
         s->path = keep_str(w, args, "path");
+        atr_editor_sizes(s, args);
         return s;
     }
     if (str_is(name, "execute_ipython_cell") || str_is(name, "ipython")) {
@@ -234,6 +235,7 @@ static struct atr_step *call_step(struct oc_walk *w, const char *name, const str
             s->path = keep_str(w, args, "filename");
         if (!s->path)
             s->path = w->open_file;
+        atr_editor_sizes(s, args);
         return s;
     }
     if (str_is(name, "think"))
@@ -357,6 +359,9 @@ static void add_swe_command(struct oc_walk *w, const char *cmd, size_t n)
     s->action = keep(w, v[0], strlen(v[0]));
     const char *path = atr_swe_cmd_path(c, v, k, w->open_file);
     s->path = path == w->open_file ? path : keep(w, path, path ? strlen(path) : 0);
+    atr_editor_sizes(s, NULL);
+    if (s->file_op && strcmp(s->file_op, "view") != 0)
+        s->bytes = str_is(v[0], "create") ? 0 : atr_swe_edit_bytes(cmd, n);
     remember(w, NULL, s->i);
 }
 
@@ -413,12 +418,26 @@ static int message_calls(struct oc_walk *w, const struct atr_json *m,
     return 0;
 }
 
-static void model_call(struct oc_walk *w, const struct atr_json *content,
+/* OpenAI usage ({prompt_tokens, completion_tokens}) as counts, -1 where absent. */
+static void usage_counts(const struct atr_json *u, int64_t *in, int64_t *out)
+{
+    if (!atr_json_get_i64(u, "prompt_tokens", in) || *in < 0)
+        *in = -1;
+    if (!atr_json_get_i64(u, "completion_tokens", out) || *out < 0)
+        *out = -1;
+}
+
+/* An assistant message may carry its response's "usage" (dumps of chat
+ * completions keep it beside the message): that call's real counts. */
+static void model_call(struct oc_walk *w, const struct atr_json *m, const struct atr_json *content,
                        const struct atr_json *calls)
 {
     size_t len;
     const char *reply = atr_chat_render(w->tmp, content, calls, &len);
-    atr_convo_llm(&w->convo, reply, len);
+    struct atr_step *s = atr_convo_llm(&w->convo, reply, len);
+    int64_t in, out;
+    usage_counts(atr_json_get(m, "usage"), &in, &out);
+    atr_step_set_counts(s, in, out, ATR_TOKENS_RECORDED);
     atr_convo_add(&w->convo, "assistant", reply, len);
     w->npend = 0;   /* a new turn: earlier calls went unanswered */
     if (!calls) {
@@ -444,7 +463,7 @@ static int walk_message(struct oc_walk *w, const struct atr_json *m)
         message_content(w, m, &content) < 0 || message_calls(w, m, &calls) < 0)
         return -1;
     if (str_in(role->u.str.s, assistant)) {
-        model_call(w, content, calls);
+        model_call(w, m, content, calls);
         return 0;
     }
     size_t n;
@@ -520,11 +539,14 @@ static void walk_init(struct oc_walk *w, struct atr_reader *r, struct atr_trace 
     w->t = t;
     w->tmp = tmp;
     atr_convo_init(&w->convo, t, r->opts.keep_content);
+    w->convo.mark_origin = true;
 }
 
 static void walk_finish(struct oc_walk *w, int rc)
 {
     atr_convo_release(&w->convo);
+    if (rc == 0)
+        atr_trace_fit_ids(w->t);
     if (rc == 0 && w->finish_calls)
         atr_trace_meta_set_i64(w->t, "finish_calls", w->finish_calls);
 }
@@ -541,6 +563,28 @@ static void add_tools(struct oc_walk *w, const struct atr_json *row)
     if (atr_json_write_value(&b, tools) == 0)
         atr_convo_add(&w->convo, "system", b.data, b.len);
     atr_buf_release(&b);
+}
+
+/* A row's own "usage" holds totals over its calls: kept in meta, and the
+ * calls without usage of their own are scaled to the rest of them. */
+static void row_usage(struct atr_trace *t, const struct atr_json *row)
+{
+    int64_t in, out;
+    usage_counts(atr_json_get(row, "usage"), &in, &out);
+    if (in < 0 && out < 0)
+        return;
+    if (in >= 0)
+        atr_trace_meta_set_i64(t, "recorded_input_tokens", in);
+    if (out >= 0)
+        atr_trace_meta_set_i64(t, "recorded_output_tokens", out);
+    for (size_t k = 0; k < t->n_steps; k++) {
+        const struct atr_step *s = &t->steps[k];
+        if (s->kind == ATR_STEP_LLM && s->estimated_input_tokens != ATR_UNSET)
+            in -= s->input_tokens;
+        if (s->kind == ATR_STEP_LLM && s->estimated_output_tokens != ATR_UNSET)
+            out -= s->output_tokens;
+    }
+    atr_trace_scale_counts(t, in, out);
 }
 
 static bool is_row(const struct atr_json *v)
@@ -567,6 +611,8 @@ static int walk_row(struct atr_reader *r, struct atr_trace *t, const struct atr_
     int rc = 0;
     for (const struct atr_json *m = msgs->u.kids.first; m && rc == 0; m = m->next)
         rc = walk_message(&w, m);
+    if (rc == 0)
+        row_usage(t, row);
     walk_finish(&w, rc);
     return rc < 0 ? -1 : 1;
 }

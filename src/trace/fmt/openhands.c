@@ -36,6 +36,8 @@ struct oh_walk {
     const char *cwd;                    /* shell directory the last run reported */
     const char *state;                  /* last agent_state */
     const struct atr_json *latencies;   /* eval output: metrics.response_latencies */
+    const struct atr_json *token_usages; /* eval output: metrics.token_usages */
+    int64_t acc_in, acc_out;            /* llm_metrics' running totals so far */
     struct oh_pending pend[OH_MAX_PENDING];
     size_t npend;
     int64_t rec_in, rec_out;            /* sums of the recorded usage */
@@ -157,6 +159,7 @@ static void walk_init(struct oh_walk *w, struct atr_reader *r, struct atr_trace 
     w->tmp = tmp;
     w->t0 = w->prev_ts = ATR_UNSET;
     atr_convo_init(&w->convo, t, r->opts.keep_content);
+    w->convo.mark_origin = true;
 }
 
 /* Releases the conversation; on success records the totals and outcome. */
@@ -165,6 +168,7 @@ static void walk_finish(struct oh_walk *w, int rc)
     atr_convo_release(&w->convo);
     if (rc < 0)
         return;
+    atr_trace_fit_ids(w->t);
     if (w->have_usage) {
         atr_trace_meta_set_i64(w->t, "recorded_input_tokens", w->rec_in);
         atr_trace_meta_set_i64(w->t, "recorded_output_tokens", w->rec_out);
@@ -316,20 +320,62 @@ static void time_llm(struct oh_walk *w, struct atr_step *s, const char *rid, int
     }
 }
 
-static void record_usage(struct oh_walk *w, struct atr_step *s, const struct atr_json *resp)
+/* The per-call entry of a token_usages list (OpenHands' Metrics: one
+ * TokenUsage per completion, named by its response_id), or NULL. */
+static const struct atr_json *usage_of(const struct atr_json *list, const char *rid)
 {
-    const struct atr_json *u = atr_json_get(resp, "usage");
-    int64_t n;
-    if (atr_json_get_i64(u, "prompt_tokens", &n) && n >= 0) {
-        s->recorded_input_tokens = n;
-        w->rec_in += n;
-        w->have_usage = true;
+    for (const struct atr_json *u = first_kid(list); rid && u; u = u->next)
+        if (str_is(atr_json_get_str(u, "response_id", NULL), rid))
+            return u;
+    return NULL;
+}
+
+static void get_counts(const struct atr_json *u, int64_t *in, int64_t *out)
+{
+    if (!atr_json_get_i64(u, "prompt_tokens", in) || *in < 0)
+        *in = -1;
+    if (!atr_json_get_i64(u, "completion_tokens", out) || *out < 0)
+        *out = -1;
+}
+
+/* This call's counts from the action's llm_metrics: its own token_usages
+ * entry, else the growth of accumulated_token_usage since the previous
+ * call (the snapshot is a running total, not this call's figure). */
+static void metrics_counts(struct oh_walk *w, const struct atr_json *lm, const char *rid,
+                           int64_t *in, int64_t *out)
+{
+    const struct atr_json *u = usage_of(atr_json_get(lm, "token_usages"), rid);
+    if (!u)
+        u = usage_of(w->token_usages, rid);
+    if (u) {
+        get_counts(u, in, out);
+        return;
     }
-    if (atr_json_get_i64(u, "completion_tokens", &n) && n >= 0) {
-        s->recorded_output_tokens = n;
-        w->rec_out += n;
-        w->have_usage = true;
-    }
+    int64_t acc_in, acc_out;
+    get_counts(atr_json_get(lm, "accumulated_token_usage"), &acc_in, &acc_out);
+    *in = acc_in >= w->acc_in && w->acc_in >= 0 ? acc_in - w->acc_in : -1;
+    *out = acc_out >= w->acc_out && w->acc_out >= 0 ? acc_out - w->acc_out : -1;
+    w->acc_in = acc_in >= 0 ? acc_in : w->acc_in;
+    w->acc_out = acc_out >= 0 ? acc_out : w->acc_out;
+}
+
+/* The call's recorded usage: model_response.usage, else llm_metrics. */
+static void record_usage(struct oh_walk *w, struct atr_step *s, const struct atr_json *ev,
+                         const struct atr_json *resp, const char *rid)
+{
+    int64_t in, out, m_in = -1, m_out = -1;
+    get_counts(atr_json_get(resp, "usage"), &in, &out);
+    const struct atr_json *lm = atr_json_get(ev, "llm_metrics");
+    if (lm || w->token_usages)
+        metrics_counts(w, lm, rid, &m_in, &m_out);
+    in = in >= 0 ? in : m_in;
+    out = out >= 0 ? out : m_out;
+    atr_step_set_counts(s, in, out, ATR_TOKENS_RECORDED);
+    if (in >= 0)
+        w->rec_in += in;
+    if (out >= 0)
+        w->rec_out += out;
+    w->have_usage |= in >= 0 || out >= 0;
     const char *model = atr_json_get_str(resp, "model", NULL);
     if (model && *model && !meta_has(w->t, "model"))
         atr_trace_meta_set_str(w->t, "model", model);
@@ -353,7 +399,7 @@ static int model_call(struct oh_walk *w, const struct atr_json *ev, const char *
         reply = render_action(w, ev, action, args, &len);
     struct atr_step *s = atr_convo_llm(&w->convo, reply, len);
     time_llm(w, s, rid, ts);
-    record_usage(w, s, resp);
+    record_usage(w, s, ev, resp, rid);
     atr_convo_add(&w->convo, "assistant", reply, len);
     w->resp_id = rid ? keep(w, rid) : NULL;
     return 0;
@@ -361,14 +407,10 @@ static int model_call(struct oh_walk *w, const struct atr_json *ev, const char *
 
 /* ---- tool steps ---- */
 
-/* The editor sub-command of an edit: "command" in newer args, else the one
- * in the model's tool call that produced this action, else "edit". */
-static const char *edit_command(struct oh_walk *w, const struct atr_json *ev,
-                                const struct atr_json *args)
+/* The arguments of the model's tool call that produced this action (parsed
+ * into the per-event arena), or NULL. */
+static const struct atr_json *call_args(struct oh_walk *w, const struct atr_json *ev)
 {
-    const char *cmd = atr_json_get_str(args, "command", NULL);
-    if (cmd && *cmd)
-        return cmd;
     const struct atr_json *tcm = atr_json_get(ev, "tool_call_metadata");
     const char *id = atr_json_get_str(tcm, "tool_call_id", NULL);
     const struct atr_json *msg = response_message(atr_json_get(tcm, "model_response"));
@@ -376,13 +418,20 @@ static const char *edit_command(struct oh_walk *w, const struct atr_json *ev,
          c = c->next) {
         const char *name;
         const struct atr_json *arguments;
-        if (!str_is(atr_json_get_str(c, "id", NULL), id) ||
-            !atr_chat_tool_call(c, &name, &arguments))
-            continue;
-        const struct atr_json *a = atr_chat_object(w->tmp, arguments, w->r->opts.max_depth);
-        cmd = atr_json_get_str(a, "command", NULL);
-        break;
+        if (str_is(atr_json_get_str(c, "id", NULL), id) &&
+            atr_chat_tool_call(c, &name, &arguments))
+            return atr_chat_object(w->tmp, arguments, w->r->opts.max_depth);
     }
+    return NULL;
+}
+
+/* The editor sub-command of an edit: "command" in newer args, else the one
+ * in the model's tool call that produced this action, else "edit". */
+static const char *edit_command(const struct atr_json *args, const struct atr_json *call)
+{
+    const char *cmd = atr_json_get_str(args, "command", NULL);
+    if (!cmd || !*cmd)
+        cmd = atr_json_get_str(call, "command", NULL);
     return cmd && *cmd ? cmd : "edit";
 }
 
@@ -441,12 +490,21 @@ static struct atr_step *browse_step(struct oh_walk *w, const struct atr_json *ar
     return s;
 }
 
+/* Sizes come from the model's tool call (it holds file_text, old_str,
+ * new_str) or the action's args; content itself is never kept. */
 static struct atr_step *editor_step(struct oh_walk *w, const char *action,
-                                    const struct atr_json *args)
+                                    const struct atr_json *args, const struct atr_json *call)
 {
     struct atr_step *s = new_tool(w, "editor");
     s->action = action;
     s->path = keep(w, atr_json_get_str(args, "path", NULL));
+    s->cwd = w->cwd;
+    /* The LLM-based edit of older OpenHands rewrites the file from "content". */
+    if (str_is(action, "edit") && atr_json_get_str(args, "content", NULL))
+        s->action = "overwrite";
+    atr_editor_sizes(s, call);
+    if (s->bytes == ATR_UNSET)
+        atr_editor_sizes(s, args);
     return s;
 }
 
@@ -464,11 +522,13 @@ static struct atr_step *tool_step(struct oh_walk *w, const struct atr_json *ev,
         return s;
     }
     if (str_is(action, "read"))
-        return editor_step(w, "view", args);
+        return editor_step(w, "view", args, NULL);
     if (str_is(action, "write"))
-        return editor_step(w, "create", args);
-    if (str_is(action, "edit"))
-        return editor_step(w, keep(w, edit_command(w, ev, args)), args);
+        return editor_step(w, "create", args, NULL);
+    if (str_is(action, "edit")) {
+        const struct atr_json *call = call_args(w, ev);
+        return editor_step(w, keep(w, edit_command(args, call)), args, call);
+    }
     if (str_is(action, "browse")) {
         s = new_tool(w, "browser");
         s->action = "goto";
@@ -747,6 +807,7 @@ static int walk_record(struct atr_reader *r, struct atr_trace *t, const struct a
     struct oh_walk w;
     walk_init(&w, r, t, &r->scratch);
     w.latencies = atr_json_get(atr_json_get(rec, "metrics"), "response_latencies");
+    w.token_usages = atr_json_get(atr_json_get(rec, "metrics"), "token_usages");
     int rc = walk_events(&w, events);
     walk_finish(&w, rc);
     if (rc < 0)

@@ -173,6 +173,7 @@ struct atr_step *reqlog_add_step(struct atr_trace *t, int64_t input_tokens,
     s->t_ms = 0;
     s->input_tokens = input_tokens;
     s->output_tokens = output_tokens;
+    s->tokens_from = ATR_TOKENS_RECORDED;   /* request logs record lengths, not text */
     s->hash_ids = atr_arena_alloc(&t->arena, sizeof *s->hash_ids);
     s->n_hash_ids = 0;
     return s;

@@ -52,13 +52,20 @@ static const char *dup_opt(struct atr_trace *t, const char *s)
     return s && *s ? atr_arena_strdup(&t->arena, s) : NULL;
 }
 
-static void set_editor(struct swe *sw, const char *action, const char *path)
+/* An editor step; args (may be NULL) are str_replace_editor's arguments,
+ * which give the sizes of what it writes. SWE-agent's own `create` makes
+ * an empty file. */
+static struct atr_step *set_editor(struct swe *sw, const char *action, const char *path)
 {
     struct atr_step *s = atr_trace_add_step(sw->t, ATR_STEP_TOOL);
     s->tool = "editor";
     s->action = atr_arena_strdup(&sw->t->arena, action);
     s->path = dup_opt(sw->t, path);
     s->cwd = dup_opt(sw->t, sw->cwd);
+    atr_editor_sizes(s, NULL);
+    if (s->file_op && strcmp(action, "create") == 0)
+        s->bytes = 0;
+    return s;
 }
 
 static const char *word_after(const char **v, int n, const char *flag)
@@ -67,6 +74,24 @@ static const char *word_after(const char **v, int n, const char *flag)
         if (strcmp(v[i], flag) == 0)
             return v[i + 1];
     return NULL;
+}
+
+/* str_replace_editor as a command line: its --file_text, --old_str and
+ * --new_str words give the sizes (content is never kept). */
+static void str_editor_sizes(struct atr_step *s, const char *const *v, int n)
+{
+    const char *keys[][2] = {{"--file_text", "file_text"}, {"--old_str", "old_str"},
+                             {"--new_str", "new_str"}};
+    struct atr_arena a = ATR_ARENA_INIT;
+    struct atr_json *args = atr_json_new(&a, ATR_JSON_OBJECT);
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+        const char *w = word_after((const char **)v, n, keys[k][0]);
+        if (w)
+            atr_json_append(&a, args, keys[k][1], atr_json_new_str(&a, w, strlen(w)));
+    }
+    s->bytes = ATR_UNSET;
+    atr_editor_sizes(s, args);
+    atr_arena_release(&a);
 }
 
 static void add_browser(struct swe *sw, const char **v, int n)
@@ -105,9 +130,12 @@ static int add_action(struct swe *sw, const char *act, size_t len)
     }
     const struct atr_swe_cmd *ec = atr_swe_cmd_find(v[0]);
     if (ec) {
-        set_editor(sw, v[0], atr_swe_cmd_path(ec, v, n, sw->open_file));
+        struct atr_step *s = set_editor(sw, v[0], atr_swe_cmd_path(ec, v, n, sw->open_file));
+        if (s->file_op && strcmp(v[0], "create") != 0 && strcmp(s->file_op, "view") != 0)
+            s->bytes = atr_swe_edit_bytes(act, len);
     } else if (strcmp(v[0], "str_replace_editor") == 0 && n > 1) {
-        set_editor(sw, v[1], n > 2 ? v[2] : NULL);
+        struct atr_step *s = set_editor(sw, v[1], n > 2 ? v[2] : NULL);
+        str_editor_sizes(s, v, n);
     } else if (strcmp(v[0], "web_browser") == 0) {
         add_browser(sw, v, n);
     } else if (strncmp(v[0], "exit_", 5) == 0 && n == 1) {
@@ -258,12 +286,16 @@ static void add_tool_call(struct swe *sw, const struct atr_json *call)
     if (strcmp(name, "bash") == 0 && cmd) {
         add_bash(sw, cmd, n);
     } else if (strcmp(name, "str_replace_editor") == 0 && cmd) {
-        set_editor(sw, cmd, atr_json_get_str(args, "path", NULL));
+        struct atr_step *s = set_editor(sw, cmd, atr_json_get_str(args, "path", NULL));
+        s->bytes = ATR_UNSET;
+        atr_editor_sizes(s, args);
     } else if (atr_swe_cmd_find(name)) {
         const char *path = atr_json_get_str(args, "path", NULL);
         if (!path)
             path = atr_json_get_str(args, "filename", NULL);
-        set_editor(sw, name, path ? path : sw->open_file);
+        struct atr_step *s = set_editor(sw, name, path ? path : sw->open_file);
+        if (s->file_op && strcmp(s->file_op, "replace") == 0)
+            atr_editor_sizes(s, args);    /* edit {search, replace} */
     } else {
         struct atr_step *s = atr_trace_add_step(sw->t, ATR_STEP_TOOL);
         s->tool = atr_arena_strdup(&sw->t->arena, name);
@@ -426,6 +458,22 @@ static int set_meta(struct swe *sw, const struct atr_json *doc)
     return 0;
 }
 
+/* model_stats records only totals over api_calls calls: the per-call
+ * estimates are scaled to them ("scaled"), where the calls in the trace
+ * are the calls counted (api_calls absent or equal to them). */
+static void scale_to_totals(struct atr_trace *t)
+{
+    int64_t in = -1, out = -1, calls = -1;
+    atr_json_get_i64(t->meta, "recorded_input_tokens", &in);
+    atr_json_get_i64(t->meta, "recorded_output_tokens", &out);
+    atr_json_get_i64(t->meta, "api_calls", &calls);
+    int64_t n = 0;
+    for (size_t k = 0; k < t->n_steps; k++)
+        n += t->steps[k].kind == ATR_STEP_LLM;
+    if (calls < 0 || calls == n)
+        atr_trace_scale_counts(t, in, out);
+}
+
 /* ---- the reader --------------------------------------------------------- */
 
 static int read_doc(struct swe *sw, const struct atr_json *doc)
@@ -442,9 +490,16 @@ static int read_doc(struct swe *sw, const struct atr_json *doc)
     if (set_meta(sw, doc) < 0)
         return -1;
     sw->next_entry = traj ? traj->u.kids.first : NULL;
+    int rc = 0;
     if (history && history->u.kids.count)
-        return walk_history(sw, history);
-    return traj ? walk_trajectory(sw, traj) : 0;
+        rc = walk_history(sw, history);
+    else if (traj)
+        rc = walk_trajectory(sw, traj);
+    if (rc == 0) {
+        scale_to_totals(sw->t);
+        atr_trace_fit_ids(sw->t);
+    }
+    return rc;
 }
 
 static int next(struct atr_reader *r, struct atr_trace *t)
@@ -455,6 +510,7 @@ static int next(struct atr_reader *r, struct atr_trace *t)
         return rc;
     struct swe sw = {.r = r, .t = t};
     atr_convo_init(&sw.convo, t, r->opts.keep_content);
+    sw.convo.mark_origin = true;
     rc = read_doc(&sw, doc);
     atr_convo_release(&sw.convo);
     return rc < 0 ? -1 : 1;
