@@ -11,6 +11,7 @@
 
 #include "cli/cmd.h"
 #include "cli/opts.h"
+#include "cli/progress.h"
 #include "json/writer.h"
 #include "runner/guard.h"
 #include "runner/replay.h"
@@ -82,7 +83,7 @@ static const char help[] =
     "                        TRACE that is the zip itself serves its own)\n"
     "      --dry-run         print what would run, run nothing\n"
     "  -f, --from FMT        input format instead of sniffing\n"
-    "  -q, --quiet           no summary table on stdout\n"
+    "  -q, --quiet           no progress on stderr, no summary table on stdout\n"
     "\n"
     "metrics.jsonl: config, trace_id, step_id, tool, cmd, latency_ms, cpu_ms,\n"
     "cpu_user_ms, cpu_sys_ms, max_rss_mb (rss_scope \"cgroup\": the whole tree's\n"
@@ -276,6 +277,8 @@ struct sink_ctx {
     struct atr_arena arena;      /* one step's figures at a time */
     unsigned long lines;
     unsigned long input_tool_steps;   /* in every trace read, whatever its shard */
+    struct cli_progress bar;     /* steps replayed under the configuration */
+    const char *announce;        /* the backend, said before the first step runs */
 };
 
 /* The tenants' summary entries of every configuration run so far. */
@@ -302,6 +305,7 @@ static int write_metrics(void *ctx, const struct atr_step_metrics *m, struct atr
     struct atr_replay_step st;
     atr_arena_clear(&s->arena);
     atr_replay_step_from_metrics(&st, s->config, m, &s->arena);
+    cli_progress_count(&s->bar, cli_progress_now(), s->lines + 1, 0, "steps");
     return atr_replay_summary_add(s->sum, &st, s->path, ++s->lines, err);
 }
 
@@ -531,10 +535,16 @@ static int run_config(struct replay_args *a, int argc, char **argv, struct atr_r
             sink->input_tool_steps += tool_steps(&t);
             if (index++ % a->shard_n != a->shard_i)
                 continue;
-            if (a->dry_run)
+            if (a->dry_run) {
                 dry_run_trace(&t, sink->config);
-            else
-                rc = atr_replay_trace_res(rp, NULL, &t, resources, write_metrics, sink, err);
+                continue;
+            }
+            if (sink->announce && tool_steps(&t)) {  /* what runs where, not only at the end */
+                fprintf(stderr, "atr: replay tools: %s, backend: %s\n", sink->config,
+                        sink->announce);
+                sink->announce = NULL;
+            }
+            rc = atr_replay_trace_res(rp, NULL, &t, resources, write_metrics, sink, err);
         }
         if (rc == 0 && more < 0)
             rc = -1;
@@ -742,11 +752,14 @@ static int run_one(struct replay_args *a, int argc, char **argv, int c, struct s
         return -1;
     }
     snprintf(backend, cap, "%s", host->note);
+    sink->announce = a->quiet ? NULL : host->note;
+    cli_progress_start(&sink->bar, "replay tools", a->quiet);
     if (host->mode == ATR_CG_NONE && a->ro.config != ATR_CFG_NONE)
         fprintf(stderr, "atr: warning: no usable cgroups here (%s): %s runs without "
                 "limits, rusage only\n", host->note, sink->config);
     int rc = a->tenants ? run_config_tenants(a, argc, argv, rp, sink, rows, err)
                         : run_config(a, argc, argv, rp, sink, err);
+    cli_progress_end(&sink->bar);
     atr_replay_free(rp);
     atr_guard_stop(&guard);
     return rc;
