@@ -103,7 +103,8 @@ fails "--from atr on a .traj" 1 \
     'function_calling_simple\.traj:1:2: .* \(not an atr trace: it looks like swe-agent\)$' \
     "$ATR" convert --from atr "$DATA/swe-agent/function_calling_simple.traj" -o "$T/o10"
 absent "--from atr on a .traj leaves nothing" "$T/o10"
-fails "validate of a .traj" 1 '\(not an atr trace: it looks like swe-agent\)$' \
+fails "validate of a .traj" 1 \
+    'simple\.traj: this is the swe-agent format \(SWE-agent \.traj trajectory\), not atr-trace: run atr convert first \(atr convert .*simple\.traj -o OUT\.ndjson\)$' \
     "$ATR" validate "$DATA/swe-agent/function_calling_simple.traj"
 # Counts are singular where they are one (item 16).
 "$ATR" convert "$DATA/atr/small.ndjson" -o "$T/o11" 2>"$T/conv-one.err"
