@@ -877,7 +877,7 @@ static int run(int argc, char **argv)
     if (argc >= 2 && strcmp(argv[1], "llm") == 0)
         return cmd_replay_llm(argc - 1, argv + 1);
     if (argc < 2 || strcmp(argv[1], "tools") != 0)
-        return cli_usage("replay", "wants a mode: atr replay tools ... or atr replay llm ...");
+        return cli_usage_mode("replay", argc, argv, (const char *const[]){"tools", "llm", NULL});
     struct replay_args a;
     memset(&a, 0, sizeof a);
     argc--;

@@ -991,8 +991,8 @@ static int run(int argc, char **argv)
 {
     if (argc < 2 || (strcmp(argv[1], "train") && strcmp(argv[1], "eval") &&
                      strcmp(argv[1], "decide")))
-        return cli_usage("router", "wants a mode: atr router train ..., atr router eval ... "
-                         "or atr router decide ...");
+        return cli_usage_mode("router", argc, argv,
+                              (const char *const[]){"train", "eval", "decide", NULL});
     struct router_args a;
     defaults(&a);
     a.eval = strcmp(argv[1], "eval") == 0;

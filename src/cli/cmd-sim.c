@@ -82,7 +82,7 @@ static int run(int argc, char **argv)
     if (argc >= 2 && strcmp(argv[1], "serve") == 0)
         return cmd_sim_serve(argc - 1, argv + 1);
     if (argc < 2 || strcmp(argv[1], "run") != 0)
-        return cli_usage("sim", "wants a mode: atr sim run ... or atr sim serve ...");
+        return cli_usage_mode("sim", argc, argv, (const char *const[]){"run", "serve", NULL});
     argc--;
     argv++;
     struct sim_run_args a;

@@ -39,6 +39,10 @@ int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int cli_fail_err(const struct atr_error *err);
 /* "atr CMD: <msg>\nTry 'atr help CMD'." on stderr; returns EXIT_USAGE. */
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The usage error of a command with modes (NULL-terminated) when argv[1]
+ * (argc > 1) is none of them: "wants a mode: run or serve", with ", not
+ * 'foo'" naming what was given. Returns EXIT_USAGE. */
+int cli_usage_mode(const char *cmd, int argc, char **argv, const char *const *modes);
 /* The help of cmd's mode (`atr sim serve`), or cmd's own when mode is NULL
  * or not one of its modes with a page of its own. */
 const char *cli_mode_help(const struct atr_cmd *cmd, const char *mode);

@@ -40,6 +40,18 @@ int cli_usage(const char *cmd, const char *fmt, ...)
     return EXIT_USAGE;
 }
 
+int cli_usage_mode(const char *cmd, int argc, char **argv, const char *const *modes)
+{
+    char list[256] = "";
+    size_t n = 0;
+    for (size_t i = 0; modes[i] && n < sizeof list; i++)
+        n += (size_t)snprintf(list + n, sizeof list - n, "%s%s",
+                              i == 0 ? "" : modes[i + 1] ? ", " : " or ", modes[i]);
+    if (argc < 2)
+        return cli_usage(cmd, "wants a mode: %s", list);
+    return cli_usage(cmd, "wants a mode, %s, not '%s'", list, argv[1]);
+}
+
 const char *cli_mode_help(const struct atr_cmd *cmd, const char *mode)
 {
     for (const struct atr_cmd_mode *m = cmd->modes; m && m->name && mode; m++)
