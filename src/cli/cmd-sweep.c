@@ -159,8 +159,9 @@ static int open_target(const struct sweep_args *a, struct atr_target *t, char *m
     t->body.model = a->model;
     t->client.api_key = getenv("OPENAI_API_KEY");
     if (!t->body.model) {
-        if (atr_llm_first_model(t->urls[0], t->client.api_key, 10, model, cap, &err) < 0)
-            return cli_fail("%s (give --model)", err.msg);
+        enum atr_models_fail why;
+        if (atr_llm_first_model(t->urls[0], t->client.api_key, 10, model, cap, &why, &err) < 0)
+            return cli_fail_models(why, &err);
         t->body.model = model;
     }
     return EXIT_OK;

@@ -29,6 +29,13 @@ int cli_fail_err(const struct atr_error *err)
     return cli_fail("%s", err->msg);
 }
 
+int cli_fail_models(enum atr_models_fail why, const struct atr_error *err)
+{
+    if (why == ATR_MODELS_UNREACHABLE)
+        return cli_fail("%s", err->msg);
+    return cli_fail("%s (give --model)", err->msg);
+}
+
 int cli_usage(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
