@@ -2,6 +2,7 @@
 #include "cli/progress.h"
 
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -86,8 +87,9 @@ void cli_progress_count(struct cli_progress *p, double now, size_t done, size_t 
     if (total)
         snprintf(text, sizeof text, "%s: %zu/%zu %s%s, %.1f/s%s", p->name, done, total, unit,
                  pct, rate, eta);
-    else
-        snprintf(text, sizeof text, "%s: %zu %s, %.1f/s", p->name, done, unit, rate);
+    else         /* "1 step", "2 steps": the unit is given in the plural */
+        snprintf(text, sizeof text, "%s: %zu %.*s, %.1f/s", p->name, done,
+                 (int)strlen(unit) - (done == 1), unit, rate);
     show(p, now, text);
 }
 
