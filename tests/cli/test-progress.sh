@@ -85,3 +85,20 @@ if [ -x /usr/bin/chromium ] || [ -n "${CHROMIUM:-}" ]; then
     check "progress: report --png -q prints none" \
         "[ ! -s '$G/pngq.err' ] && grep -Eq '^wrote [0-9]+ PNG files to ' '$G/pngq.out'"
 fi
+
+# bench run, serving mode: its phase lines, and the requests during the
+# benchmark phase (a long benchmark was one silent phase line).
+"$ATR" gen -q --kind requests --traces 4 --seed 4 -o "$G/req.ndjson"
+cat >"$G/bench.json" <<EOF2
+{"format": "atr-bench-spec/1", "port": 0,
+ "variants": {"human": {"server": "atr sim serve --ttft 1 --itl 1 --port {port} --model {model}",
+                        "ready_url": "http://127.0.0.1:{port}/health"}},
+ "workload": {"trace": "$G/req.ndjson"},
+ "items": [{"human_commit": "abcdef12", "parent_commit": "p", "model": "m"}]}
+EOF2
+re=$(printf "$LINE" "bench run" requests)
+ATR_PROGRESS_INTERVAL_MS=0 "$ATR" bench run "$G/bench.json" -o "$G/b1" >"$G/b1.out" 2>"$G/b1.err"
+check "progress: bench run counts requests in the benchmark phase" \
+    "grep -Eq '$re' '$G/b1.err' && grep -q '^atr: bench run: 4/4 requests' '$G/b1.err' && grep -q '^\\[1/1\\] abcdef12 human: benchmark' '$G/b1.err'"
+ATR_PROGRESS_INTERVAL_MS=0 "$ATR" bench run -q "$G/bench.json" -o "$G/b2" >"$G/b2.out" 2>"$G/b2.err"
+check "progress: bench run -q prints none" "[ ! -s '$G/b2.err' ] && [ -s '$G/b2/results/abcdef12_human_result.json' ]"
