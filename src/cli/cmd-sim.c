@@ -67,7 +67,7 @@ static const char help[] =
     "                            offline LLM class): requests reach the scheduler\n"
     "                            when sent, without the front end's time\n"
     "  -f, --from FMT            input format instead of sniffing\n"
-    "  -q, --quiet               no result block\n"
+    "  -q, --quiet               no result block, no progress\n"
     SCHED_HELP
     "\n"
     "GPUs: h100 h200 a100-80g l4 rtx3090 rtx4090. Models: llama-3.1-8b\n"
