@@ -2,6 +2,7 @@
  * a file is told by its keys, and failures found in the wild are mapped to
  * one outcome by their status and error text. */
 #include <dirent.h>
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -368,8 +369,11 @@ static int by_name(const void *x, const void *y)
 int atr_bench_read_dir(struct atr_bench_set *s, const char *dir, struct atr_error *err)
 {
     DIR *d = opendir(dir);
+    if (!d && errno == ENOTDIR)   /* a result file given for its folder */
+        return atr_error_set(err, "%s: not a folder (a folder of result files is wanted, "
+                             "e.g. the -o DIR of bench run, or DIR/results)", dir);
     if (!d)
-        return atr_error_set(err, "%s: cannot read the folder", dir);
+        return atr_error_set(err, "%s: cannot read the folder: %s", dir, strerror(errno));
     char **names = NULL;
     size_t n = 0;
     for (struct dirent *e; (e = readdir(d));)

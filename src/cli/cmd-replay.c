@@ -367,29 +367,42 @@ static int write_summary(const char *dir, struct atr_replay_summary *sum, const 
     return rc;
 }
 
+/* A figure of the tenants table: "n/a" where there is none (NaN: no alone
+ * run with --no-baseline, no page loads), as the other tables say it. */
+static const char *fig(char *buf, double v, int prec)
+{
+    if (isnan(v))
+        return "n/a";
+    snprintf(buf, 32, "%.*f", prec, v);
+    return buf;
+}
+
 static void print_tenants_table(const struct tenant_rows *rows)
 {
     if (!rows || !rows->n)
         return;
+    char b[6][32];
     printf("\n%-16s %6s %-24s %6s %5s %10s %10s %7s %9s %9s %7s\n", "config", "tenant",
            "trace", "weight", "steps", "alone ms", "shared ms", "x mean", "alone p50",
            "shared p50", "x p50");
     for (size_t k = 0; k < rows->n; k++) {
         const struct atr_tenant_summary *t = &rows->v[k];
-        printf("%-16s %6u %-24.24s %6lld %5lu %10.1f %10.1f %7.2f %9.1f %9.1f %7.2f\n",
+        printf("%-16s %6u %-24.24s %6lld %5lu %10s %10s %7s %9s %9s %7s\n",
                t->config, t->tenant, t->trace_id, (long long)t->weight, t->steps,
-               t->latency_mean_ms_alone, t->latency_mean_ms_shared, t->inflation_mean,
-               t->latency_p50_ms_alone, t->latency_p50_ms_shared, t->inflation_p50);
+               fig(b[0], t->latency_mean_ms_alone, 1), fig(b[1], t->latency_mean_ms_shared, 1),
+               fig(b[2], t->inflation_mean, 2), fig(b[3], t->latency_p50_ms_alone, 1),
+               fig(b[4], t->latency_p50_ms_shared, 1), fig(b[5], t->inflation_p50, 2));
     }
     printf("%-16s %6s %9s %9s %9s %9s %6s %10s %10s %7s\n", "", "tenant", "p95 alone",
            "p95 shared", "sd alone", "sd shared", "loads", "load alone", "load shrd", "x load");
     for (size_t k = 0; k < rows->n; k++) {
         const struct atr_tenant_summary *t = &rows->v[k];
-        printf("%-16s %6u %9.1f %9.1f %9.1f %9.1f %6lu %10.1f %10.1f %7.2f\n", t->config,
-               t->tenant, t->latency_p95_ms_alone, t->latency_p95_ms_shared,
-               t->latency_sd_ms_alone, t->latency_sd_ms_shared, t->page_loads,
-               t->page_load_mean_ms_alone, t->page_load_mean_ms_shared,
-               t->page_load_degradation);
+        char c[3][32];
+        printf("%-16s %6u %9s %9s %9s %9s %6lu %10s %10s %7s\n", t->config, t->tenant,
+               fig(b[0], t->latency_p95_ms_alone, 1), fig(b[1], t->latency_p95_ms_shared, 1),
+               fig(b[2], t->latency_sd_ms_alone, 1), fig(b[3], t->latency_sd_ms_shared, 1),
+               t->page_loads, fig(c[0], t->page_load_mean_ms_alone, 1),
+               fig(c[1], t->page_load_mean_ms_shared, 1), fig(c[2], t->page_load_degradation, 2));
     }
 }
 

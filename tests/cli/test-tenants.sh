@@ -81,3 +81,6 @@ assert len(ls) == 3 and all(m['phase'] == 'shared' for m in ls), ls
 ts = json.load(open('$TN/nb/summary.json'))['tenants']
 assert [t['steps'] for t in ts] == [1, 1] and all(t['inflation_mean'] is None and t['latency_mean_ms_alone'] is None for t in ts), ts
 \""
+# The table says n/a for the figures it has not, as the others do (issue 26).
+ok "tenants no baseline table" "$ATR" replay tools --tenants --no-baseline --config none --sandbox none "$TN/ab.ndjson" --out "$TN/nb-table"
+check "tenants table n/a, not nan" "grep -q ' n/a ' '$T/out' && ! grep -qw 'nan' '$T/out'"
