@@ -189,3 +189,10 @@ fails "exit: no model list: the --model hint" 1 "^atr: $NM/v1/models: HTTP 404 \
     "$ATR" replay llm -q "$W" --target "$NM"
 kill "$NM_PID" 2>/dev/null
 wait "$NM_PID" 2>/dev/null
+
+# bench report reads folders: a result file given instead is named as such.
+fails "exit: bench report of a file" 1 \
+    "e206b543_human_result\\.json: not a folder \\(a folder of result files is wanted" \
+    "$ATR" bench report "$DATA/bench/iso-bench/e206b543_human_result.json"
+fails "exit: bench report of nothing" 1 "nowhere: cannot read the folder: No such file or directory$" \
+    "$ATR" bench report "$X/nowhere"
