@@ -529,6 +529,15 @@ static struct atr_reader *open_trace(const struct replay_args *a, const char *pa
     return atr_reader_open(path, "playwright", &opts, err);
 }
 
+/* What runs where, said once before the first step (not only in the table
+ * at the end). */
+static void announce(struct sink_ctx *sink)
+{
+    if (sink->announce)
+        fprintf(stderr, "atr: replay tools: %s, backend: %s\n", sink->config, sink->announce);
+    sink->announce = NULL;
+}
+
 /* Replays every (sharded) trace of every file under one configuration. */
 static int run_config(struct replay_args *a, int argc, char **argv, struct atr_replay *rp,
                       struct sink_ctx *sink, struct atr_error *err)
@@ -552,11 +561,8 @@ static int run_config(struct replay_args *a, int argc, char **argv, struct atr_r
                 dry_run_trace(&t, sink->config);
                 continue;
             }
-            if (sink->announce && tool_steps(&t)) {  /* what runs where, not only at the end */
-                fprintf(stderr, "atr: replay tools: %s, backend: %s\n", sink->config,
-                        sink->announce);
-                sink->announce = NULL;
-            }
+            if (tool_steps(&t))
+                announce(sink);
             rc = atr_replay_trace_res(rp, NULL, &t, resources, write_metrics, sink, err);
         }
         if (rc == 0 && more < 0)
@@ -582,6 +588,7 @@ struct tenant_sink_ctx {
     struct sink_ctx *base;
     struct step_list pending[ATR_TENANTS_MAX];
     struct atr_arena arena;      /* the pending steps' strings and samples */
+    size_t done;                 /* steps written, both phases: the progress count */
 };
 
 static void keep_step(struct tenant_sink_ctx *tc, unsigned tenant,
@@ -606,6 +613,7 @@ static int write_tenant_metrics(void *ctx, unsigned tenant, enum atr_tenant_phas
         return -1;
     if (phase == ATR_TENANT_SHARED)
         keep_step(tc, tenant, m);
+    cli_progress_count(&s->bar, cli_progress_now(), ++tc->done, 0, "steps");
     return 0;
 }
 
@@ -678,6 +686,8 @@ static int run_config_tenants(struct replay_args *a, int argc, char **argv,
     if (rc == 0 && n == 0)
         rc = atr_error_set(err, "--tenants: no traces in the input");
     struct atr_tenants_opts to = {a->weights, a->n_weights, !a->no_baseline};
+    if (rc == 0)
+        announce(sink);
     if (rc == 0)
         rc = atr_tenants_run_res(rp, traces, resources, n, &to, write_tenant_metrics, &tc, reps,
                                  err);

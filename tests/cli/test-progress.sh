@@ -71,6 +71,11 @@ check "progress: replay tools table on stdout" "grep -q '^backend: ' '$G/rt.out'
 ATR_PROGRESS_INTERVAL_MS=0 "$ATR" replay tools -q --config none --sandbox none "$G/tools.ndjson" \
     --out "$G/rtq" >"$G/rtq.out" 2>"$G/rtq.err"
 check "progress: replay tools -q prints none" "[ ! -s '$G/rtq.err' ] && [ ! -s '$G/rtq.out' ]"
+printf '{"format":"atr-trace/1","trace_id":"a","steps":[{"kind":"tool","tool":"bash","command":"true"}]}\n{"format":"atr-trace/1","trace_id":"b","steps":[{"kind":"tool","tool":"bash","command":"true"}]}\n' >"$G/ab.ndjson"
+ATR_PROGRESS_INTERVAL_MS=0 "$ATR" replay tools --tenants --no-baseline --config none --sandbox none \
+    "$G/ab.ndjson" --out "$G/rtt" >"$G/rtt.out" 2>"$G/rtt.err"
+check "progress: replay tools --tenants says its backend and counts steps" \
+    "head -n 1 '$G/rtt.err' | grep -q '^atr: replay tools: none, backend: ' && grep -Eq '^atr: replay tools: 2 steps, [0-9.]+/s$' '$G/rtt.err'"
 
 # report --png: charts shot so far (Chromium takes about a second each).
 if [ -x /usr/bin/chromium ] || [ -n "${CHROMIUM:-}" ]; then
