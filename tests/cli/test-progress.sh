@@ -8,6 +8,8 @@ mkdir -p "$G"
 P=h100/llama-3.1-8b
 W=$G/w.ndjson
 "$ATR" gen -q --kind swe --traces 3 --seed 5 -o "$W"
+R=$G/req.ndjson     # no think time: quick on a real server
+"$ATR" gen -q --kind requests --traces 8 --seed 4 -o "$R"
 LINE='^atr: %s: [0-9]+/[0-9]+ %s \([0-9]+%%\), [0-9.]+/s(, ETA [0-9]+ (s|min [0-9]+ s|h [0-9]+ min))?$'
 
 # progress NAME LABEL UNIT CMD... : CMD (a deterministic one) shows progress
@@ -33,6 +35,7 @@ progress sweep sweep requests "$ATR" sweep "$W" --target sim:$P --rates 1 -o "$G
 check "progress: sweep run lines stay" "grep -q '^atr: sweep: run 1/3 synchronous' '$G/sweep.err'"
 
 # replay llm against a real server: the run the issue saw silent for minutes.
+: >"$G/serve.out"
 "$ATR" sim serve --port 0 --ttft 1 --itl 1 >"$G/serve.out" 2>"$G/serve.err" &
 SV_PID=$!
 i=0 port=
@@ -42,11 +45,17 @@ while [ $i -lt 400 ] && [ -z "$port" ] && kill -0 $SV_PID 2>/dev/null; do
     i=$((i + 1))
 done
 re=$(printf "$LINE" "replay llm" requests)
-ATR_PROGRESS_INTERVAL_MS=0 "$ATR" replay llm "$W" --target "http://127.0.0.1:$port" --rate inf \
+ATR_PROGRESS_INTERVAL_MS=0 "$ATR" replay llm "$R" --target "http://127.0.0.1:$port" --rate inf \
     --save-result "$G/http.json" >"$G/http.out" 2>"$G/http.err"
-check "progress: replay llm http prints lines" "[ \$(grep -Ec '$re' '$G/http.err') -ge 2 ]"
+check "progress: replay llm http prints lines" \
+    "[ \$(grep -Ec '$re' '$G/http.err') -ge 2 ] && grep -q '^atr: replay llm: 8/8 requests' '$G/http.err'"
+# --threads: one display, the threads' counts summed
+ATR_PROGRESS_INTERVAL_MS=0 "$ATR" replay llm "$R" --target "http://127.0.0.1:$port" --rate inf \
+    --threads 2 >"$G/http2.out" 2>"$G/http2.err"
+check "progress: replay llm --threads sums the threads" \
+    "grep -Eq '$re' '$G/http2.err' && grep -q '^atr: replay llm: 8/8 requests' '$G/http2.err'"
 check "progress: replay llm http result block" "grep -q '^Successful requests:' '$G/http.out'"
-ATR_PROGRESS_INTERVAL_MS=0 "$ATR" replay llm -q "$W" --target "http://127.0.0.1:$port" --rate inf \
+ATR_PROGRESS_INTERVAL_MS=0 "$ATR" replay llm -q "$R" --target "http://127.0.0.1:$port" --rate inf \
     --save-result "$G/http-q.json" >"$G/http-q.out" 2>"$G/http-q.err"
 check "progress: replay llm http -q prints none" "[ ! -s '$G/http-q.err' ] && [ -s '$G/http-q.json' ]"
 kill $SV_PID 2>/dev/null
@@ -93,7 +102,6 @@ fi
 
 # bench run, serving mode: its phase lines, and the requests during the
 # benchmark phase (a long benchmark was one silent phase line).
-"$ATR" gen -q --kind requests --traces 4 --seed 4 -o "$G/req.ndjson"
 cat >"$G/bench.json" <<EOF2
 {"format": "atr-bench-spec/1", "port": 0,
  "variants": {"human": {"server": "atr sim serve --ttft 1 --itl 1 --port {port} --model {model}",
@@ -104,6 +112,6 @@ EOF2
 re=$(printf "$LINE" "bench run" requests)
 ATR_PROGRESS_INTERVAL_MS=0 "$ATR" bench run "$G/bench.json" -o "$G/b1" >"$G/b1.out" 2>"$G/b1.err"
 check "progress: bench run counts requests in the benchmark phase" \
-    "grep -Eq '$re' '$G/b1.err' && grep -q '^atr: bench run: 4/4 requests' '$G/b1.err' && grep -q '^\\[1/1\\] abcdef12 human: benchmark' '$G/b1.err'"
+    "grep -Eq '$re' '$G/b1.err' && grep -q '^atr: bench run: 8/8 requests' '$G/b1.err' && grep -q '^\\[1/1\\] abcdef12 human: benchmark' '$G/b1.err'"
 ATR_PROGRESS_INTERVAL_MS=0 "$ATR" bench run -q "$G/bench.json" -o "$G/b2" >"$G/b2.out" 2>"$G/b2.err"
 check "progress: bench run -q prints none" "[ ! -s '$G/b2.err' ] && [ -s '$G/b2/results/abcdef12_human_result.json' ]"
