@@ -131,6 +131,7 @@ static void bench_serving(struct run *r, struct watchdog *wd)
     struct atr_exp_cfg cfg = {
         .workload = &rn->workload, .schedule = &rn->schedule, .stop = &wd->stop,
         .max_concurrency = (unsigned)rn->s->workload.concurrency,
+        .on_progress = rn->o->on_requests, .progress_ctx = rn->o->ctx,
     };
     struct atr_exp_result res;
     run_log_line(r, "==> benchmark: %zu requests to %s, model %s", rn->workload.n_turns, base,

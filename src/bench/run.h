@@ -62,6 +62,8 @@ struct atr_bench_run_opts {
                                           (so "atr sim serve" in a spec is this atr); or NULL */
     const volatile sig_atomic_t *stop; /* set by a signal: tear down, write nothing more */
     void (*on_progress)(void *ctx, const struct atr_bench_progress *p);
+    /* Serving mode, during BENCHMARK: requests done of total (may be NULL). */
+    void (*on_requests)(void *ctx, size_t done, size_t total);
     void *ctx;
 };
 

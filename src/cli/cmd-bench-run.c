@@ -11,6 +11,7 @@
 #include "bench/spec.h"
 #include "cli/cmd.h"
 #include "cli/opts.h"
+#include "cli/progress.h"
 #include "runner/spawn.h"
 
 const char cmd_bench_run_help[] =
@@ -219,9 +220,18 @@ static const char *const phase_words[] = {
     [ATR_BENCH_PHASE_CLEANUP] = "cleanup",
 };
 
+/* Serving mode: "bench run: 120/400 requests (30%), ..." during a benchmark. */
+static void on_requests(void *ctx, size_t done, size_t total)
+{
+    cli_progress_count(ctx, cli_progress_now(), done, total, "requests");
+}
+
 /* "[3/14] a1b2c3d4 agent fast: benchmark (2.1 s)" on stderr. */
 static void on_progress(void *ctx, const struct atr_bench_progress *p)
 {
+    cli_progress_end(ctx);            /* a redrawn request line goes before the phase's */
+    if (p->phase == ATR_BENCH_PHASE_BENCHMARK)
+        cli_progress_start(ctx, "bench run", false);
     if (p->phase == ATR_BENCH_PHASE_CLEANUP) {
         fprintf(stderr, "       %.8s: cleanup\n", p->commit);
         return;
@@ -248,11 +258,13 @@ static void print_totals(const struct atr_bench_run_stats *st, const char *out)
 
 static int run_spec(const struct run_args *a, const struct atr_bench_spec *s, const char *self)
 {
+    struct cli_progress bar = {.mode = CLI_PROGRESS_OFF};
     struct atr_bench_run_opts o = {
         .out_dir = a->out, .retry_failed = a->retry_failed, .only = a->only,
         .shard = a->shard.i, .shards = a->shard.n, .grace_s = a->grace_s, .self = self,
         .port = a->port_given ? (int)a->port : -1,
         .stop = &stop_requested, .on_progress = a->quiet ? NULL : on_progress,
+        .on_requests = a->quiet ? NULL : on_requests, .ctx = &bar,
     };
     cli_on_stop_signals(on_stop);
     signal(SIGPIPE, SIG_IGN);

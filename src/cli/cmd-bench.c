@@ -151,7 +151,7 @@ static int run(int argc, char **argv)
         return cmd_bench_run(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "report") == 0)
         return report(argc - 1, argv + 1);
-    return cli_usage("bench", "wants a mode: atr bench run ... or atr bench report ...");
+    return cli_usage_mode("bench", argc, argv, (const char *const[]){"run", "report", NULL});
 }
 
 static const struct atr_cmd_mode modes[] = {

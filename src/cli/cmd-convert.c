@@ -111,10 +111,12 @@ static int convert_file(const char *path, const struct convert_opts *o, struct a
         }
         tot->traces++;
         tot->steps += t->n_steps;
-        if (bar->on) {
+        double now = cli_progress_now();
+        if (cli_progress_due(bar, now)) {
             unsigned long long done, total;
             atr_input_progress(r->in, &done, &total);
-            cli_progress_update(bar, atr_reader_name(r), done, total, tot->traces);
+            bar->name = atr_reader_name(r);
+            cli_progress_bytes(bar, now, done, total, tot->traces);
         }
         for (size_t k = 0; k < t->n_steps; k++)
             *(t->steps[k].kind == ATR_STEP_LLM ? &tot->llm : &tot->tool) += 1;
@@ -165,7 +167,7 @@ static int run(int argc, char **argv)
     struct atr_buf line = ATR_BUF_INIT;
     struct convert_totals tot = {0};
     struct cli_progress bar;
-    cli_progress_init(&bar, o.quiet);
+    cli_progress_start(&bar, "convert", o.quiet);
     int failed = 0;
     if (o.sessions)
         failed = convert_sessions(argc, argv, &o, out, &tot, &err) < 0;

@@ -209,8 +209,9 @@ static int open_target(const struct llm_args *a, struct atr_target *t, char *mod
     t->client.stall_timeout_s = a->stall_s;
     t->warmup = a->warmup;
     if (!t->body.model) {         /* the server's first model */
-        if (atr_llm_first_model(t->urls[0], a->api_key, 10, model, cap, &err) < 0)
-            return cli_fail("%s (give --model)", err.msg);
+        enum atr_models_fail why;
+        if (atr_llm_first_model(t->urls[0], a->api_key, 10, model, cap, &why, &err) < 0)
+            return cli_fail_models(why, &err);
         t->body.model = model;
     }
     return EXIT_OK;

@@ -11,6 +11,7 @@
 
 #include "cli/cmd.h"
 #include "cli/opts.h"
+#include "cli/progress.h"
 #include "json/writer.h"
 #include "runner/guard.h"
 #include "runner/replay.h"
@@ -91,7 +92,7 @@ static const char help[] =
     "                        selector), always, never\n"
     "      --dry-run         print what would run, run nothing\n"
     "  -f, --from FMT        input format instead of sniffing\n"
-    "  -q, --quiet           no summary table on stdout\n"
+    "  -q, --quiet           no progress on stderr, no summary table on stdout\n"
     "\n"
     "metrics.jsonl: config, trace_id, step_id, tool, cmd, latency_ms, cpu_ms,\n"
     "cpu_user_ms, cpu_sys_ms, max_rss_mb (rss_scope \"cgroup\": the whole tree's\n"
@@ -293,6 +294,8 @@ struct sink_ctx {
     struct atr_arena arena;      /* one step's figures at a time */
     unsigned long lines;
     unsigned long input_tool_steps;   /* in every trace read, whatever its shard */
+    struct cli_progress bar;     /* steps replayed under the configuration */
+    const char *announce;        /* the backend, said before the first step runs */
 };
 
 /* The tenants' summary entries of every configuration run so far. */
@@ -319,6 +322,7 @@ static int write_metrics(void *ctx, const struct atr_step_metrics *m, struct atr
     struct atr_replay_step st;
     atr_arena_clear(&s->arena);
     atr_replay_step_from_metrics(&st, s->config, m, &s->arena);
+    cli_progress_count(&s->bar, cli_progress_now(), s->lines + 1, 0, "steps");
     return atr_replay_summary_add(s->sum, &st, s->path, ++s->lines, err);
 }
 
@@ -569,6 +573,15 @@ static struct atr_reader *open_trace(const struct replay_args *a, const char *pa
     return atr_reader_open(path, "playwright", &opts, err);
 }
 
+/* What runs where, said once before the first step (not only in the table
+ * at the end). */
+static void announce(struct sink_ctx *sink)
+{
+    if (sink->announce)
+        fprintf(stderr, "atr: replay tools: %s, backend: %s\n", sink->config, sink->announce);
+    sink->announce = NULL;
+}
+
 /* Replays every (sharded) trace of every file under one configuration. */
 static int run_config(struct replay_args *a, int argc, char **argv, struct atr_replay *rp,
                       struct sink_ctx *sink, struct atr_error *err)
@@ -588,10 +601,13 @@ static int run_config(struct replay_args *a, int argc, char **argv, struct atr_r
             sink->input_tool_steps += tool_steps(&t);
             if (index++ % a->shard.n != a->shard.i)
                 continue;
-            if (a->dry_run)
+            if (a->dry_run) {
                 dry_run_trace(&t, sink->config);
-            else
-                rc = atr_replay_trace_res(rp, NULL, &t, resources, write_metrics, sink, err);
+                continue;
+            }
+            if (tool_steps(&t))
+                announce(sink);
+            rc = atr_replay_trace_res(rp, NULL, &t, resources, write_metrics, sink, err);
         }
         if (rc == 0 && more < 0)
             rc = -1;
@@ -616,6 +632,7 @@ struct tenant_sink_ctx {
     struct sink_ctx *base;
     struct step_list pending[ATR_TENANTS_MAX];
     struct atr_arena arena;      /* the pending steps' strings and samples */
+    size_t done;                 /* steps written, both phases: the progress count */
 };
 
 static void keep_step(struct tenant_sink_ctx *tc, unsigned tenant,
@@ -640,6 +657,7 @@ static int write_tenant_metrics(void *ctx, unsigned tenant, enum atr_tenant_phas
         return -1;
     if (phase == ATR_TENANT_SHARED)
         keep_step(tc, tenant, m);
+    cli_progress_count(&s->bar, cli_progress_now(), ++tc->done, 0, "steps");
     return 0;
 }
 
@@ -712,6 +730,8 @@ static int run_config_tenants(struct replay_args *a, int argc, char **argv,
     if (rc == 0 && n == 0)
         rc = atr_error_set(err, "--tenants: no traces in the input");
     struct atr_tenants_opts to = {a->weights, a->n_weights, !a->no_baseline};
+    if (rc == 0)
+        announce(sink);
     if (rc == 0)
         rc = atr_tenants_run_res(rp, traces, resources, n, &to, write_tenant_metrics, &tc, reps,
                                  err);
@@ -895,11 +915,14 @@ static int run_one(struct replay_args *a, int argc, char **argv, int c, struct s
         return -1;
     }
     snprintf(backend, cap, "%s", host->note);
+    sink->announce = a->quiet ? NULL : host->note;
+    cli_progress_start(&sink->bar, "replay tools", a->quiet);
     if (host->mode == ATR_CG_NONE && a->ro.config != ATR_CFG_NONE)
         fprintf(stderr, "atr: warning: no usable cgroups here (%s): %s runs without "
                 "limits, rusage only\n", host->note, sink->config);
     int rc = a->tenants ? run_config_tenants(a, argc, argv, rp, sink, rows, err)
                         : run_config(a, argc, argv, rp, sink, err);
+    cli_progress_end(&sink->bar);
     atr_replay_free(rp);
     atr_guard_stop(&guard);
     return rc;
@@ -1056,7 +1079,7 @@ static int run(int argc, char **argv)
     if (argc >= 2 && strcmp(argv[1], "llm") == 0)
         return cmd_replay_llm(argc - 1, argv + 1);
     if (argc < 2 || strcmp(argv[1], "tools") != 0)
-        return cli_usage("replay", "wants a mode: atr replay tools ... or atr replay llm ...");
+        return cli_usage_mode("replay", argc, argv, (const char *const[]){"tools", "llm", NULL});
     struct replay_args a;
     memset(&a, 0, sizeof a);
     argc--;

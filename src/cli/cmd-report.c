@@ -8,6 +8,7 @@
 
 #include "cli/cmd.h"
 #include "cli/opts.h"
+#include "cli/progress.h"
 #include "report/html.h"
 #include "report/png.h"
 #include "runner/cgroup.h"
@@ -36,10 +37,12 @@ static const char help[] =
     "  -o, --output FILE   the report (written atomically; required)\n"
     "      --png DIR       also one PNG per chart (DIR/NN-SECTION.png), shot by\n"
     "                      headless Chromium: $CHROMIUM, else /usr/bin/chromium\n"
-    "                      (--no-sandbox when atr runs as root)\n";
+    "                      (--no-sandbox when atr runs as root)\n"
+    "  -q, --quiet         no progress on stderr\n";
 
 struct report_opts {
     const char *out, *png;
+    bool quiet;
     int first_arg;
 };
 
@@ -47,6 +50,7 @@ struct report_opts {
 static const struct opt options[] = {
     OPT_STRING(ARGS, out, "output", 'o'),
     OPT_STRING(ARGS, png, "png", 0),
+    OPT_FLAG(ARGS, quiet, "quiet", 'q'),
     OPT_END,
 };
 #undef ARGS
@@ -98,18 +102,27 @@ static int build(struct atr_html *h, int argc, char **argv, const struct report_
     return rc < 0 ? cli_fail("out of memory writing the report") : EXIT_OK;
 }
 
+static void on_chart(void *ctx, size_t done, size_t total)
+{
+    cli_progress_count(ctx, cli_progress_now(), done, total, "charts");
+}
+
 /* --png DIR: the charts of the page, before the report is committed (a
  * failure leaves neither). */
 static int write_pngs(const struct report_opts *o, const struct atr_buf *page)
 {
     const char *env = getenv("CHROMIUM");
+    struct cli_progress bar;
     struct atr_png_cfg cfg = {
         .chromium = env && *env ? env : "/usr/bin/chromium",
-        .no_sandbox = geteuid() == 0,
+        .no_sandbox = geteuid() == 0, .on_progress = on_chart, .progress_ctx = &bar,
     };
+    cli_progress_start(&bar, "report --png", o->quiet);
     struct atr_error err;
     size_t n;
-    if (atr_report_png(page->data, page->len, o->png, &cfg, &n, &err) < 0)
+    int rc = atr_report_png(page->data, page->len, o->png, &cfg, &n, &err);
+    cli_progress_end(&bar);
+    if (rc < 0)
         return cli_fail_err(&err);
     printf("wrote %zu PNG file%s to %s\n", n, n == 1 ? "" : "s", o->png);
     return EXIT_OK;

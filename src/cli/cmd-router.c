@@ -227,10 +227,17 @@ static bool opt_seed(void *base, const char *arg, const char *cmd)
     return true;
 }
 
-/* --features: one more feature set (checked when decided). */
+/* --features: one more feature set, checked here: a bad one is a usage
+ * error (exit 2), as any bad option value. */
 static bool opt_features(void *base, const char *arg, const char *cmd)
 {
     struct router_args *a = base;
+    double x[ATR_ROUTER_N_FEATURES];
+    struct atr_error err;
+    if (atr_router_parse_features(arg, "--features", a->n_features + 1, x, &err) < 0) {
+        cli_usage(cmd, "%s", err.msg);
+        return false;
+    }
     a->features = xreallocarray(a->features, a->n_features + 1, sizeof *a->features);
     a->features[a->n_features++] = xstrdup(arg);
     return true;
@@ -1057,8 +1064,8 @@ static int run(int argc, char **argv)
 {
     if (argc < 2 || (strcmp(argv[1], "train") && strcmp(argv[1], "eval") &&
                      strcmp(argv[1], "decide")))
-        return cli_usage("router", "wants a mode: atr router train ..., atr router eval ... "
-                         "or atr router decide ...");
+        return cli_usage_mode("router", argc, argv,
+                              (const char *const[]){"train", "eval", "decide", NULL});
     struct router_args a;
     defaults(&a);
     a.eval = strcmp(argv[1], "eval") == 0;

@@ -67,7 +67,7 @@ static const char help[] =
     "                            offline LLM class): requests reach the scheduler\n"
     "                            when sent, without the front end's time\n"
     "  -f, --from FMT            input format instead of sniffing\n"
-    "  -q, --quiet               no result block\n"
+    "  -q, --quiet               no result block, no progress\n"
     SCHED_HELP
     "\n"
     "GPUs: h100 h200 a100-80g l4 rtx3090 rtx4090. Models: llama-3.1-8b\n"
@@ -82,7 +82,7 @@ static int run(int argc, char **argv)
     if (argc >= 2 && strcmp(argv[1], "serve") == 0)
         return cmd_sim_serve(argc - 1, argv + 1);
     if (argc < 2 || strcmp(argv[1], "run") != 0)
-        return cli_usage("sim", "wants a mode: atr sim run ... or atr sim serve ...");
+        return cli_usage_mode("sim", argc, argv, (const char *const[]){"run", "serve", NULL});
     argc--;
     argv++;
     struct sim_run_args a;

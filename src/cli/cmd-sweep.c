@@ -8,6 +8,7 @@
 
 #include "cli/cmd.h"
 #include "cli/opts.h"
+#include "cli/progress.h"
 #include "exp/sweep.h"
 #include "llm/client.h"
 #include "llm/models.h"
@@ -158,8 +159,9 @@ static int open_target(const struct sweep_args *a, struct atr_target *t, char *m
     t->body.model = a->model;
     t->client.api_key = getenv("OPENAI_API_KEY");
     if (!t->body.model) {
-        if (atr_llm_first_model(t->urls[0], t->client.api_key, 10, model, cap, &err) < 0)
-            return cli_fail("%s (give --model)", err.msg);
+        enum atr_models_fail why;
+        if (atr_llm_first_model(t->urls[0], t->client.api_key, 10, model, cap, &why, &err) < 0)
+            return cli_fail_models(why, &err);
         t->body.model = model;
     }
     return EXIT_OK;
@@ -185,6 +187,7 @@ static int load_workload(const struct sweep_args *a, const struct atr_target *t,
 struct show {
     bool quiet;
     double start;
+    struct cli_progress run;    /* requests of the run going on */
 };
 
 static void rate_text(const struct atr_sweep_run *run, char *out, size_t cap)
@@ -195,9 +198,23 @@ static void rate_text(const struct atr_sweep_run *run, char *out, size_t cap)
         snprintf(out, cap, "%.3f", run->rate);
 }
 
+static void on_start(void *ctx, size_t i, size_t planned, const struct atr_sweep_run *run)
+{
+    (void)i, (void)planned, (void)run;
+    struct show *s = ctx;
+    cli_progress_start(&s->run, "sweep", s->quiet);
+}
+
+static void on_progress(void *ctx, size_t done, size_t total)
+{
+    struct show *s = ctx;
+    cli_progress_count(&s->run, cli_progress_now(), done, total, "requests");
+}
+
 static void on_done(void *ctx, size_t i, size_t planned, const struct atr_sweep_run *run)
 {
     struct show *s = ctx;
+    cli_progress_end(&s->run);
     if (s->quiet)
         return;
     char rate[32];
@@ -260,14 +277,17 @@ static int sweep(const struct sweep_args *a, const struct atr_target *t,
         .workload = w, .policy = a->policy, .policy_options = a->policy_opts,
         .seed = a->seed, .n_rates = a->rates, .poisson = a->arrival == 1,
         .slo = a->slo_spec ? &a->slo : NULL,
-        .stop = &stop_requested, .on_done = on_done, .ctx = &show,
+        .stop = &stop_requested, .on_start = on_start, .on_done = on_done,
+        .on_progress = on_progress, .ctx = &show,
         .desc = {.generated = a->generate != NULL, .requests = a->gen_n,
                  .prompt_tokens = a->gen_in, .output_tokens = a->gen_out,
                  .paths = argv + a->first_arg, .n_paths = (size_t)(argc - a->first_arg)},
     };
     struct atr_sweep_result r;
     struct atr_error err;
-    if (atr_sweep_run(t, &cfg, &r, &err) < 0) {
+    int ran = atr_sweep_run(t, &cfg, &r, &err);
+    cli_progress_end(&show.run);
+    if (ran < 0) {
         atr_sweep_result_release(&r);
         return cli_fail_err(&err);
     }

@@ -17,8 +17,10 @@ static const char help[] =
     "order, start times non-decreasing, hash_ids length = ceil(input_tokens /\n"
     "block_size), prefix references to earlier llm steps, unique trace ids.\n"
     "Prints one line per valid file; the first problem of an invalid file is\n"
-    "reported as FILE:LINE:COL: what was expected. Exit status 1 if any file\n"
-    "is invalid, or has no trace (\"empty input\").\n";
+    "reported as FILE:LINE:COL: what was expected. A file of a source format\n"
+    "(a SWE-agent .traj, an OpenHands event stream, ...) is named as such:\n"
+    "convert it first. Exit status 1 if any file is invalid, or has no trace\n"
+    "(\"empty input\").\n";
 
 /* Trace ids seen in one file: open addressing over 64-bit hashes, keeping
  * the line of the first occurrence. Memory is 16 bytes per trace. */
@@ -66,12 +68,29 @@ static unsigned long id_set_add(struct id_set *s, const char *id, unsigned long 
     return 0;
 }
 
+/* The words of a format's summary before its details: "SWE-agent .traj trajectory". */
+static int summary_len(const char *summary)
+{
+    size_t n = strcspn(summary, "(:");
+    while (n && summary[n - 1] == ' ')
+        n--;
+    return (int)n;
+}
+
 static int validate_file(const char *path, const struct atr_read_opts *ro)
 {
     struct atr_error err;
     struct atr_reader *r = atr_reader_open(path, "atr", ro, &err);
     if (!r)
         return cli_fail_err(&err);
+    if (r->looks_like) {     /* a source format: its JSON error would say nothing useful */
+        const char *what = r->looks_like->summary;
+        int st = cli_fail("%s: this is the %s format (%.*s), not atr-trace: run atr convert "
+                          "first (atr convert %s -o OUT.ndjson)", atr_reader_name(r),
+                          r->looks_like->name, summary_len(what), what, path);
+        atr_reader_close(r);
+        return st;
+    }
     struct atr_trace t = ATR_TRACE_INIT;
     struct id_set ids = {0};
     unsigned long traces = 0, steps = 0;

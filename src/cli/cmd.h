@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "llm/models.h"
 #include "util/error.h"
 
 /* A mode with its own help text: `atr NAME MODE --help` prints it. */
@@ -37,8 +38,15 @@ static inline const char *cli_s(unsigned long long n)
 /* "atr: <msg>" on stderr; returns EXIT_FAIL. */
 int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int cli_fail_err(const struct atr_error *err);
+/* The failure of asking a server for its model (llm/models.h): the
+ * --model hint only where a model list is what went wrong. */
+int cli_fail_models(enum atr_models_fail why, const struct atr_error *err);
 /* "atr CMD: <msg>\nTry 'atr help CMD'." on stderr; returns EXIT_USAGE. */
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The usage error of a command with modes (NULL-terminated) when argv[1]
+ * (argc > 1) is none of them: "wants a mode: run or serve", with ", not
+ * 'foo'" naming what was given. Returns EXIT_USAGE. */
+int cli_usage_mode(const char *cmd, int argc, char **argv, const char *const *modes);
 /* The help of cmd's mode (`atr sim serve`), or cmd's own when mode is NULL
  * or not one of its modes with a page of its own. */
 const char *cli_mode_help(const struct atr_cmd *cmd, const char *mode);

@@ -30,6 +30,13 @@ int cli_fail_err(const struct atr_error *err)
     return cli_fail("%s", err->msg);
 }
 
+int cli_fail_models(enum atr_models_fail why, const struct atr_error *err)
+{
+    if (why == ATR_MODELS_UNREACHABLE)
+        return cli_fail("%s", err->msg);
+    return cli_fail("%s (give --model)", err->msg);
+}
+
 int cli_usage(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
@@ -39,6 +46,18 @@ int cli_usage(const char *cmd, const char *fmt, ...)
     fprintf(stderr, " (try 'atr help %s')\n", cmd);
     va_end(ap);
     return EXIT_USAGE;
+}
+
+int cli_usage_mode(const char *cmd, int argc, char **argv, const char *const *modes)
+{
+    char list[256] = "";
+    size_t n = 0;
+    for (size_t i = 0; modes[i] && n < sizeof list; i++)
+        n += (size_t)snprintf(list + n, sizeof list - n, "%s%s",
+                              i == 0 ? "" : modes[i + 1] ? ", " : " or ", modes[i]);
+    if (argc < 2)
+        return cli_usage(cmd, "wants a mode: %s", list);
+    return cli_usage(cmd, "wants a mode, %s, not '%s'", list, argv[1]);
 }
 
 const char *cli_mode_help(const struct atr_cmd *cmd, const char *mode)

@@ -9,29 +9,16 @@
 
 #include "cli/cmd.h"
 #include "cli/llm-threads.h"
+#include "cli/progress.h"
 #include "json/writer.h"
 #include "report/compare.h"
 #include "stats/result.h"
 #include "util/alloc.h"
 #include "util/output.h"
 
-/* A one-line progress display on a terminal, at most 4 redraws a second. */
-struct progress {
-    bool on;
-    double last;
-    const char *label;
-};
-
 static void on_progress(void *ctx, size_t done, size_t total)
 {
-    struct progress *p = ctx;
-    double now = atr_llm_now();
-    if (!p->on || (now - p->last < 0.25 && done < total))
-        return;
-    p->last = now;
-    fprintf(stderr, "\r%s  %3.0f%%  %zu/%zu requests ", p->label,
-            total ? 100.0 * (double)done / (double)total : 100.0, done, total);
-    fflush(stderr);
+    cli_progress_count(ctx, cli_progress_now(), done, total, "requests");
 }
 
 /* One --iterations-out line per engine iteration: the batch over time. */
@@ -253,8 +240,9 @@ static int run_one(const struct llm_run *r, const struct atr_target *t,
     *written = false;
     char run_salt[32];
     snprintf(run_salt, sizeof run_salt, "run%zu ", k + 1);
-    struct progress prog = { .on = !r->report->quiet && isatty(STDERR_FILENO),
-                             .label = t->kind == ATR_TARGET_SIM ? "sim" : "replay llm" };
+    struct cli_progress prog;
+    cli_progress_start(&prog, t->kind == ATR_TARGET_SIM ? "sim" : "replay llm",
+                       r->report->quiet);
     struct atr_buf iters = ATR_BUF_INIT;
     struct atr_output *iters_out = o->files[ITERS];
     struct atr_exp_cfg cfg = {
@@ -274,8 +262,7 @@ static int run_one(const struct llm_run *r, const struct atr_target *t,
         th->n = r->threads;
     }
     int ran = th ? llm_threads_run(th, t, &cfg, &res, &err) : atr_exp_run(t, &cfg, &res, &err);
-    if (prog.on)             /* the progress line goes before anything else is said */
-        fputs("\r\033[K", stderr);
+    cli_progress_end(&prog);   /* the progress line goes before anything else is said */
     if (ran < 0) {
         free(th);
         atr_buf_release(&iters);

@@ -16,6 +16,10 @@ struct barrier {
     pthread_cond_t cv;
     unsigned expected, arrived;
     double t0;
+    /* The run's progress: the threads' counts summed, shown under mu. */
+    size_t done, total;
+    void (*on_progress)(void *ctx, size_t done, size_t total);
+    void *progress_ctx;
 };
 
 struct worker {
@@ -27,6 +31,7 @@ struct worker {
     struct atr_exp_result *res;
     struct atr_error err;
     int rc;
+    size_t done, total;                /* this thread's last progress */
 };
 
 static double sync_start(void *ctx, double t0)
@@ -44,6 +49,20 @@ static double sync_start(void *ctx, double t0)
     t0 = b->t0;
     pthread_mutex_unlock(&b->mu);
     return t0;
+}
+
+/* One display for the whole run: each thread's count joins the sum. */
+static void worker_progress(void *ctx, size_t done, size_t total)
+{
+    struct worker *w = ctx;
+    struct barrier *b = w->b;
+    pthread_mutex_lock(&b->mu);
+    b->done += done - w->done;
+    b->total += total - w->total;
+    w->done = done;
+    w->total = total;
+    b->on_progress(b->progress_ctx, b->done, b->total);
+    pthread_mutex_unlock(&b->mu);
 }
 
 /* A thread that ends without arriving (its run failed) is waited for no more. */
@@ -112,7 +131,8 @@ int llm_threads_run(struct llm_threads *th, const struct atr_target *t,
                     struct atr_error *err)
 {
     unsigned n = th->n;
-    struct barrier b = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, n, 0, 0 };
+    struct barrier b = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, n, 0, 0, 0, 0,
+                         cfg->on_progress, cfg->progress_ctx };
     struct worker *w = xcalloc(n, sizeof *w);
     pthread_t *ids = xcalloc(n, sizeof *ids);
     unsigned started = 0;
@@ -130,7 +150,8 @@ int llm_threads_run(struct llm_threads *th, const struct atr_target *t,
         w[k].cfg.keep = w[k].keep;
         w[k].cfg.start_sync = sync_start;
         w[k].cfg.start_ctx = &w[k];
-        w[k].cfg.on_progress = NULL;   /* the display is one thread's business */
+        w[k].cfg.on_progress = cfg->on_progress ? worker_progress : NULL;
+        w[k].cfg.progress_ctx = &w[k];
     }
     for (; started < n; started++)
         if (pthread_create(&ids[started], NULL, worker_main, &w[started]) != 0)

@@ -271,7 +271,7 @@ static int run_one(struct sweep *s, enum atr_sweep_kind kind, double rate, struc
         .workload = cfg->workload, .schedule = &sched,
         .max_concurrency = kind == ATR_SWEEP_SYNCHRONOUS ? 1 : 0,
         .policy = cfg->policy, .policy_options = cfg->policy_options, .seed = cfg->seed,
-        .stop = cfg->stop,
+        .stop = cfg->stop, .on_progress = cfg->on_progress, .progress_ctx = cfg->ctx,
     };
     char salt[32];
     snprintf(salt, sizeof salt, "sweep%zu ", i + 1);

@@ -133,6 +133,8 @@ struct atr_sweep_cfg {
      * (it grows with the bisection), the run (after: with its metrics). */
     void (*on_start)(void *ctx, size_t i, size_t planned, const struct atr_sweep_run *run);
     void (*on_done)(void *ctx, size_t i, size_t planned, const struct atr_sweep_run *run);
+    /* During each run: requests done of total (atr_exp_cfg's on_progress). */
+    void (*on_progress)(void *ctx, size_t done, size_t total);
     void *ctx;
 };
 

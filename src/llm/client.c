@@ -157,6 +157,20 @@ static void set_detail(struct req *r, const char *s)
     snprintf(r->detail, sizeof r->detail, "%s", s);
 }
 
+/* No connection: the system's reason first ("Connection refused"), then
+ * curl's text, which names the address and port. */
+static void set_unreachable_detail(struct req *r, CURLcode rc)
+{
+    long os_errno = 0;
+    curl_easy_getinfo(r->easy, CURLINFO_OS_ERRNO, &os_errno);
+    const char *curl = r->errbuf[0] ? r->errbuf : curl_easy_strerror(rc);
+    if (os_errno)
+        snprintf(r->detail, sizeof r->detail, "the server is not reachable: %s (%.200s)",
+                 strerror((int)os_errno), curl);
+    else
+        snprintf(r->detail, sizeof r->detail, "the server is not reachable (%.200s)", curl);
+}
+
 static void unlink_active(struct atr_llm_client *c, struct req *r)
 {
     if (r->prev)
@@ -432,7 +446,7 @@ static void conclude(struct req *r, CURLcode rc)
     case CURLE_COULDNT_CONNECT:
     case CURLE_COULDNT_RESOLVE_HOST:
     case CURLE_COULDNT_RESOLVE_PROXY:
-        set_detail(r, r->errbuf[0] ? r->errbuf : curl_easy_strerror(rc));
+        set_unreachable_detail(r, rc);
         fail(r, "connect", now);
         break;
     case CURLE_OPERATION_TIMEDOUT:

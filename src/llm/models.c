@@ -2,6 +2,7 @@
 #include "llm/models.h"
 
 #include <curl/curl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -36,8 +37,23 @@ static int parse_models(const struct atr_buf *b, const char *url, char *out, siz
     return rc;
 }
 
+/* The server did not answer at all: say that, with the system's reason
+ * (errno: "Connection refused") or curl's, never as a model problem. */
+static int unreachable(CURL *h, CURLcode cc, const char *base_url, double timeout_s,
+                       struct atr_error *err)
+{
+    long os_errno = 0;
+    curl_easy_getinfo(h, CURLINFO_OS_ERRNO, &os_errno);
+    if (cc == CURLE_OPERATION_TIMEDOUT)
+        return atr_error_set(err, "the server at %s did not answer GET /v1/models within %g s",
+                             base_url, timeout_s);
+    return atr_error_set(err, "the server at %s is not reachable (%s)", base_url,
+                         os_errno ? strerror((int)os_errno) : curl_easy_strerror(cc));
+}
+
 int atr_llm_first_model(const char *base_url, const char *api_key, double timeout_s,
-                        char *out, size_t cap, struct atr_error *err)
+                        char *out, size_t cap, enum atr_models_fail *why,
+                        struct atr_error *err)
 {
     char url[1024], auth[512];
     snprintf(url, sizeof url, "%s/v1/models", base_url);
@@ -62,7 +78,13 @@ int atr_llm_first_model(const char *base_url, const char *api_key, double timeou
     long status = 0;
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
     int rc;
-    if (cc != CURLE_OK)
+    bool down = cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST ||
+                cc == CURLE_OPERATION_TIMEDOUT || cc == CURLE_GOT_NOTHING;
+    if (why)
+        *why = down ? ATR_MODELS_UNREACHABLE : ATR_MODELS_NO_LIST;
+    if (down)
+        rc = unreachable(h, cc, base_url, timeout_s, err);
+    else if (cc != CURLE_OK)
         rc = atr_error_set(err, "%s: %s", url, curl_easy_strerror(cc));
     else if (status != 200)
         rc = atr_error_set(err, "%s: HTTP %ld", url, status);

@@ -661,6 +661,31 @@ static void send_upstream(struct exchange *ex)
 
 /* ---- the record --------------------------------------------------------------------- */
 
+/* A figure of the -v line, or "n/a" when it is unknown (< 0: a failed
+ * request has no first token, an error reply no usage): never a made-up
+ * number. */
+static const char *known(char *buf, size_t cap, const char *fmt, double v)
+{
+    if (v < 0)
+        return "n/a";
+    snprintf(buf, cap, fmt, v);
+    return buf;
+}
+
+/* The -v line of an exchange: what was sent and what is known of it. */
+static void log_line(const struct exchange *ex, const struct atr_proxy_record *r, char *line,
+                     size_t cap)
+{
+    char ttft[32], in[32], out[32];
+    snprintf(line, cap, "%s %s session=%s turn=%llu upstream=%u status=%d ttft_ms=%s "
+             "e2e_ms=%.1f in=%s out=%s%s%s", ex->chat ? "chat" : "completions",
+             ex->stream ? "stream" : "json", r->session, (unsigned long long)r->turn, ex->up,
+             r->status, known(ttft, sizeof ttft, "%.1f", r->ttft_s * 1e3), r->e2e_s * 1e3,
+             known(in, sizeof in, "%.0f", (double)r->prompt_tokens),
+             known(out, sizeof out, "%.0f", (double)r->output_tokens),
+             r->error ? " error=" : "", r->error ? r->error : "");
+}
+
 static void record(struct exchange *ex)
 {
     struct atr_proxy *p = ex->p;
@@ -702,11 +727,7 @@ static void record(struct exchange *ex)
         p->cfg.on_record(p->cfg.ctx, &r);
     if (p->cfg.on_log) {
         char line[512];
-        snprintf(line, sizeof line, "%s %s session=%s turn=%llu upstream=%u status=%d "
-                 "ttft_ms=%.1f e2e_ms=%.1f in=%lld out=%lld%s%s", ex->chat ? "chat" : "completions",
-                 ex->stream ? "stream" : "json", r.session, (unsigned long long)r.turn, ex->up,
-                 r.status, r.ttft_s * 1e3, r.e2e_s * 1e3, (long long)r.prompt_tokens,
-                 (long long)r.output_tokens, r.error ? " error=" : "", r.error ? r.error : "");
+        log_line(ex, &r, line, sizeof line);
         p->cfg.on_log(p->cfg.ctx, line);
     }
 }

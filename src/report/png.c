@@ -288,9 +288,12 @@ static int shoot_all(const char *page, size_t len, const char *dir, const char *
     char *html = xasprintf("%s/report.html", tmp);
     int rc = write_file(html, numbered.data, numbered.len, err);
     atr_buf_release(&numbered);
-    for (size_t i = 0; rc == 0 && i < n; i += PNG_PARALLEL)
-        rc = shoot_batch(cfg, tmp, html, charts, i, i + PNG_PARALLEL < n ? i + PNG_PARALLEL : n,
-                         err);
+    for (size_t i = 0; rc == 0 && i < n; i += PNG_PARALLEL) {
+        size_t to = i + PNG_PARALLEL < n ? i + PNG_PARALLEL : n;
+        rc = shoot_batch(cfg, tmp, html, charts, i, to, err);
+        if (rc == 0 && cfg->on_progress)
+            cfg->on_progress(cfg->progress_ctx, to, n);
+    }
     for (size_t i = 0; rc == 0 && i < n; i++) {
         char *from = xasprintf("%s/%s", tmp, charts[i].name);
         char *to = xasprintf("%s/%s", dir, charts[i].name);

@@ -25,6 +25,9 @@ struct atr_png_cfg {
     const char *chromium;     /* the executable (the caller resolves $CHROMIUM) */
     int timeout_s;            /* per chart; 0: 60 */
     bool no_sandbox;          /* pass --no-sandbox (Chromium refuses to run as root without it) */
+    /* NULL, or called after each batch of charts: how many are shot of total. */
+    void (*on_progress)(void *ctx, size_t done, size_t total);
+    void *progress_ctx;
 };
 
 /* The charts of page[0..len): how many <figure> elements it holds. */

@@ -26,6 +26,10 @@ int atr_schedule_set_rate(struct atr_schedule *s, const char *arg, struct atr_er
     double v = strtod(arg, &end);
     if (end == arg || *end || !(v > 0) || !isfinite(v))
         return atr_error_set(err, "--rate wants requests per second > 0 or inf, not '%s'", arg);
+    if (v < ATR_SCHEDULE_MIN_RATE)
+        return atr_error_set(err, "--rate wants requests per second >= %g (one per %.1f days) "
+                             "or inf, not '%s'", ATR_SCHEDULE_MIN_RATE,
+                             1 / ATR_SCHEDULE_MIN_RATE / 86400, arg);
     s->rate = v;
     if (s->kind != ATR_ARRIVAL_CONSTANT)
         s->kind = ATR_ARRIVAL_POISSON;

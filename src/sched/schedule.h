@@ -32,8 +32,14 @@ struct atr_schedule {
 /* trace kind, burstiness 1, time_scale 1, seed 0. */
 void atr_schedule_defaults(struct atr_schedule *s);
 
-/* Parses a --rate value: a positive number, or "inf" (burst). Sets kind
- * to poisson (or burst) unless it is constant already. */
+/* The lowest rate taken: one session per 11.6 days. Below it the
+ * arrivals of even a small workload span years, past the range the
+ * per-second figures (stats/metrics.c) cover: such a rate is a typo, and
+ * is refused before anything runs rather than after the whole run. */
+#define ATR_SCHEDULE_MIN_RATE 1e-6
+
+/* Parses a --rate value: a number >= ATR_SCHEDULE_MIN_RATE, or "inf"
+ * (burst). Sets kind to poisson (or burst) unless it is constant already. */
 int atr_schedule_set_rate(struct atr_schedule *s, const char *arg, struct atr_error *err);
 
 /* starts[i] for each of the n sessions of w. */

@@ -60,6 +60,28 @@ static void output_free(struct atr_output *o)
     free(o);
 }
 
+/* Why the temporary beside path could not be made (errno e), naming the
+ * directory: "No such file or directory" alone reads as if the output
+ * were an input that is missing. */
+static void why_not_created(const char *path, int e, struct atr_error *err)
+{
+    const char *slash = strrchr(path, '/');
+    char *dir = !slash ? xstrdup(".") : slash == path ? xstrdup("/")
+                                                      : xstrndup(path, (size_t)(slash - path));
+    struct stat st;
+    if (stat(dir, &st) < 0)
+        atr_error_set(err, "%s: cannot write: directory %s: %s", path, dir, strerror(errno));
+    else if (!S_ISDIR(st.st_mode))
+        atr_error_set(err, "%s: cannot write: %s is not a directory", path, dir);
+    else if (e == ENOENT)    /* the directory is there: its file system makes no files */
+        atr_error_set(err, "%s: cannot write: %s takes no new files (creating a temporary "
+                      "file there: %s)", path, dir, strerror(e));
+    else
+        atr_error_set(err, "%s: cannot write: creating a temporary file in %s: %s", path, dir,
+                      strerror(e));
+    free(dir);
+}
+
 struct atr_output *atr_output_open(const char *path, struct atr_error *err)
 {
     struct atr_output *o = xcalloc(1, sizeof *o);
@@ -86,7 +108,7 @@ struct atr_output *atr_output_open(const char *path, struct atr_error *err)
     o->tmp = xasprintf("%s.tmp.XXXXXX", path);
     o->fd = mkostemp(o->tmp, O_CLOEXEC);
     if (o->fd < 0) {
-        atr_error_set(err, "%s: %s", path, strerror(errno));
+        why_not_created(path, errno, err);
         output_free(o);
         return NULL;
     }
@@ -146,7 +168,8 @@ int atr_output_commit(struct atr_output *o, struct atr_error *err)
     if (close(o->fd) < 0 && rc == 0)
         rc = atr_error_set(err, "%s: %s", o->path, strerror(errno));
     if (rc == 0 && rename(o->tmp, o->path) < 0)
-        rc = atr_error_set(err, "%s: %s", o->path, strerror(errno));
+        rc = atr_error_set(err, "%s: cannot write: renaming the finished temporary %s onto it: "
+                           "%s", o->path, o->tmp, strerror(errno));
     if (rc < 0)
         unlink(o->tmp);
     output_free(o);

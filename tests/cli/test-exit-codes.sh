@@ -40,7 +40,6 @@ check "exit: no command" "[ $st -eq 2 ]"
 fails "exit: unknown command" 2 "^atr: no command 'nope'" "$ATR" nope
 fails "exit: help of an unknown command" 2 "^atr: no command 'nope'" "$ATR" help nope
 fails "exit: sim without a mode" 2 "^atr sim: wants a mode" "$ATR" sim
-fails "exit: sim with an unknown mode" 2 "^atr sim: wants a mode" "$ATR" sim bogus
 fails "exit: replay without a mode" 2 "^atr replay: wants a mode" "$ATR" replay
 fails "exit: router without a mode" 2 "^atr router: wants a mode" "$ATR" router
 
@@ -126,3 +125,71 @@ fails "exit: sim serve --profile with --ttft" 2 "^atr sim serve: wants either --
 fails "exit: usage error writes nothing" 2 "^atr sim run: --arrival trace takes no --rate" \
     "$ATR" sim run "$W" --profile $P --arrival trace --rate 2 --save-result "$X/none.json"
 absent "exit: no result of a usage error" "$X/none.json"
+
+# ---- issue 26: messages a newcomer can act on ----
+# A mode that does not exist is named, with the valid ones.
+fails "exit: replay names an unknown mode" 2 "^atr replay: wants a mode, tools or llm, not 'foo'" \
+    "$ATR" replay foo
+fails "exit: sim names an unknown mode" 2 "^atr sim: wants a mode, run or serve, not 'bogus'" \
+    "$ATR" sim bogus
+fails "exit: bench names an unknown mode" 2 "^atr bench: wants a mode, run or report, not 'x'" \
+    "$ATR" bench x
+fails "exit: router names an unknown mode" 2 \
+    "^atr router: wants a mode, train, eval or decide, not 'x'" "$ATR" router x
+fails "exit: sim without a mode lists them" 2 "^atr sim: wants a mode: run or serve " "$ATR" sim
+
+# Bad option values are usage errors (2), decided before any file is read.
+fails "exit: router decide unknown feature" 2 \
+    "^atr router: --features:1:1: expected a feature name .*not 'bogus'" \
+    "$ATR" router decide --model "$N" --features bogus=1
+for c in "sim run $N --profile $P" "replay llm $N --target sim:$P" \
+         "router train $N --profile $P -o $X/m.json"; do
+    fails "exit: $c --rate 1e-300" 2 "--rate wants requests per second >= 1e-06" \
+        "$ATR" $c --rate 1e-300
+done
+
+# validate on a source format says what it is and to convert it first.
+for f in swe-agent/function_calling_simple.traj openhands/basic.json \
+         mini-swe-agent/github_issue.traj.json openai-chat/mixed-rows.jsonl \
+         mooncake/synthetic_trace_head200.jsonl azure/AzureLLMInferenceTrace_code.csv \
+         burstgpt/burstgpt_sample.csv playwright/trace-1.37.zip; do
+    fmt=${f%%/*}
+    fails "exit: validate names $fmt" 1 \
+        ": this is the $fmt format \\([^)]*\\), not atr-trace: run atr convert first \\(atr convert .* -o OUT\\.ndjson\\)$" \
+        "$ATR" validate "$DATA/$f"
+done
+
+# A server that is down is said to be down, without the --model hint; the
+# hint stays for a server that answers but lists no model.
+DOWN=http://127.0.0.1:$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+fails "exit: replay llm, server down" 1 "^atr: the server at $DOWN is not reachable \\(Connection refused\\)$" \
+    "$ATR" replay llm -q "$W" --target "$DOWN"
+fails "exit: sweep, server down" 1 "^atr: the server at $DOWN is not reachable \\(Connection refused\\)$" \
+    "$ATR" sweep -q "$W" --target "$DOWN" -o "$X/sw.json"
+fails "exit: replay llm --model, server down" 1 \
+    "^atr: warm-up request failed \\(connect: the server is not reachable: Connection refused" \
+    "$ATR" replay llm -q "$W" --target "$DOWN" --model m
+cat >"$X/no-models.py" <<'PY'
+# Answers 404 to everything (a server without /v1/models); prints its port.
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(404); self.send_header("Content-Length", "0"); self.end_headers()
+    def log_message(self, *a): pass
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+PY
+python3 "$X/no-models.py" >"$X/no-models.port" &
+NM_PID=$!
+deadline=$(($(date +%s) + 20))
+while [ ! -s "$X/no-models.port" ] && [ "$(date +%s)" -lt "$deadline" ]; do sleep 0.05; done
+NM=http://127.0.0.1:$(cat "$X/no-models.port")
+fails "exit: no model list: the --model hint" 1 "^atr: $NM/v1/models: HTTP 404 \\(give --model\\)$" \
+    "$ATR" replay llm -q "$W" --target "$NM"
+kill "$NM_PID" 2>/dev/null
+wait "$NM_PID" 2>/dev/null
+
+# bench report of a missing path names it (test-bench.sh: a result file is read)
+fails "exit: bench report of nothing" 1 "nowhere: no such result file or folder$" \
+    "$ATR" bench report "$X/nowhere"

@@ -195,11 +195,13 @@ check proxy-prefix-route-sticky "python3 -c \"import json; r=[json.loads(l)['met
 
 # ---- an upstream that is down: 502, or the next upstream before the first byte ----
 DEAD=http://127.0.0.1:$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-px_start dead --upstream "$DEAD"
+px_start dead --upstream "$DEAD" -v
 DEAD_PID=$PX_PID
 st=$(curl -s -o "$PX/502.json" -w '%{http_code}' "$PX_URL/v1/chat/completions" -d "$CHAT")
 check proxy-upstream-down-502 "[ '$st' = 502 ] && python3 -c \"import json; e=json.load(open('$PX/502.json'))['error']; assert e['code'] == 502 and e['type'] and e['message']\""
 px_stop $DEAD_PID
+# -v says what is known of a failed request, no made-up figures (issue 26)
+check proxy-verbose-failed-no-fake-numbers "grep -q ' status=502 ttft_ms=n/a .* out=n/a error=' '$PX/dead.err' && ! grep -q '=-1' '$PX/dead.err'"
 px_start retry --upstream "$DEAD" --upstream "$UPA" --record "$PX/retry.ndjson"
 RETRY_PID=$PX_PID
 st=$(curl -s -o /dev/null -w '%{http_code}' "$PX_URL/v1/chat/completions" -d "$CHAT")

@@ -219,8 +219,8 @@ kill "$PID_hang" 2>/dev/null
 fails "nothing listening" 1 "warm-up request failed \\(connect" "$ATR" replay llm -q "$L/req.ndjson" \
     --target "http://127.0.0.1:1" --model m --save-result "$L/none.json"
 absent "no result without a run" "$L/none.json"
-fails "no /v1/models" 1 "v1/models.*give --model" "$ATR" replay llm -q "$L/req.ndjson" \
-    --target "http://127.0.0.1:1"
+fails "nothing listening, no --model" 1 "^atr: the server at http://127.0.0.1:1 is not reachable \\(Connection refused\\)$" \
+    "$ATR" replay llm -q "$L/req.ndjson" --target "http://127.0.0.1:1"
 
 # --- Ctrl-C: what finished is saved, marked incomplete. ---
 serve slow --ttft 1 --itl 200

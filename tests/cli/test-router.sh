@@ -45,9 +45,9 @@ ok "decide stdin" sh -c "'$ATR' router decide -m '$M' <'$R/sets.txt' >'$R/stdin.
 check "decide stdin equals --features" "cmp '$R/stdin.out' '$R/flags.out'"
 ok "decide trace" "$ATR" router decide --model "$R/m.json" --trace "$R/swe.ndjson"
 check "decide trace: a line per llm turn" "[ \$(wc -l <'$T/out') -eq 439 ] && head -1 '$T/out' | grep -q '^{\"trace\":\"gen-swe-3-000000\",\"turn\":0,\"pick\":'"
-fails "decide unknown feature" 1 "^atr: --features:1:12: expected a feature name .*not 'bogus'" "$ATR" router decide -m "$M" --features log_turn=1,bogus=2
-fails "decide missing value" 1 "^atr: --features:2:10: expected a finite number for log_turn" "$ATR" router decide -m "$M" --features log_turn=1 --features log_turn=
-fails "decide no '='" 1 "^atr: --features:1:9: expected '=' and a value after log_turn" "$ATR" router decide -m "$M" --features log_turn
+fails "decide unknown feature" 2 "^atr router: --features:1:12: expected a feature name .*not 'bogus'" "$ATR" router decide -m "$M" --features log_turn=1,bogus=2
+fails "decide missing value" 2 "^atr router: --features:2:10: expected a finite number for log_turn" "$ATR" router decide -m "$M" --features log_turn=1 --features log_turn=
+fails "decide no '='" 2 "^atr router: --features:1:9: expected '=' and a value after log_turn" "$ATR" router decide -m "$M" --features log_turn
 fails "decide not a number" 1 "^atr: <stdin>:2:10: expected a finite number for log_turn" sh -c "printf 'log_turn=1\nlog_turn=1x\n' | '$ATR' router decide -m '$M'"
 fails "decide bad model" 1 "bad.json:2:26: expected a policy name" "$ATR" router decide -m "$R/bad.json" --features log_turn=1
 fails "decide needs a model" 2 "decide: missing --model" "$ATR" router decide --features log_turn=1
