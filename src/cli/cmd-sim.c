@@ -66,6 +66,9 @@ static const char help[] =
     "      --offline             no API server in front of the engine (as vLLM's\n"
     "                            offline LLM class): requests reach the scheduler\n"
     "                            when sent, without the front end's time\n"
+    "      --timeout S           fail a request not over S seconds after it got its\n"
+    "                            slot, as replay llm's client does (default 600;\n"
+    "                            0: none)\n"
     "  -f, --from FMT            input format instead of sniffing\n"
     "  -q, --quiet               no result block\n"
     SCHED_HELP

@@ -36,6 +36,7 @@ const struct opt sim_run_options[] = {
     OPT_UINT(ARGS, engine.num_scheduler_steps, "num-scheduler-steps", 0, 1, 1024,
              "--num-scheduler-steps wants 1..1024"),
     OPT_FLAG(ARGS, offline, "offline", 0),
+    OPT_DOUBLE(ARGS, timeout_s, "timeout", 0, 0, OPT_FINITE, "--timeout wants seconds"),
     OPT_FROM(ARGS, from),
     OPT_INCLUDE(ARGS, report, llm_report_opts_group),
     OPT_INCLUDE(ARGS, sched, sched_opts_group),
@@ -53,6 +54,7 @@ void sim_run_args_init(struct sim_run_args *a)
     llm_report_init(&a->report);
     a->tp = 1;
     a->replicas = 1;
+    a->timeout_s = 600;          /* replay llm's client */
 }
 
 int sim_run_args_check(struct sim_run_args *a, int argc, const char *cmd)
@@ -86,10 +88,9 @@ int sim_run_exec(const struct sim_run_args *a, int argc, char **argv, bool table
     t.engine.radix_cache = a->engine.longest_prefix_first;   /* SGLang's radix cache */
     /* the flavour's CPU terms (docs/sim.md, "Cost of one iteration") */
     atr_profile_set_flavour(&t.profile, a->engine.longest_prefix_first ? "sglang" : "vllm");
-    if (a->offline) {           /* as vLLM's LLM class: no HTTP server */
-        t.profile.frontend_s = 0;
-        t.profile.frontend_token_s = 0;
-    }
+    if (a->offline)             /* as vLLM's LLM class: no HTTP server */
+        atr_profile_set_offline(&t.profile);
+    t.client.timeout_s = a->timeout_s;
     if (t.engine.prefill_first) {
         /* vLLM V0 without chunked prefill: a prompt runs whole. Unless
          * told, the budget is the model's length (vLLM's least then); a
