@@ -240,8 +240,7 @@ static int merge(const struct llm_args *a, char *const *paths, size_t n)
 {
     struct llm_merge m = {
         .report = &a->report, .model = a->model,
-        .request_rate = atr_schedule_rate(&a->sched.schedule),
-        .burstiness = a->sched.schedule.burstiness, .max_concurrency = a->sched.max_concurrency,
+        .schedule = &a->sched.schedule, .max_concurrency = a->sched.max_concurrency,
     };
     return llm_merge(&m, paths, n);
 }
