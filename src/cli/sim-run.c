@@ -37,6 +37,8 @@ const struct opt sim_run_options[] = {
              "--num-scheduler-steps wants 1..1024"),
     OPT_FLAG(ARGS, offline, "offline", 0),
     OPT_DOUBLE(ARGS, timeout_s, "timeout", 0, 0, OPT_FINITE, "--timeout wants seconds"),
+    OPT_UINT(ARGS, max_model_len, "max-model-len", 0, 2, UINT32_MAX / 2,
+             "--max-model-len wants 2..2147483647"),
     OPT_FROM(ARGS, from),
     OPT_INCLUDE(ARGS, report, llm_report_opts_group),
     OPT_INCLUDE(ARGS, sched, sched_opts_group),
@@ -91,6 +93,7 @@ int sim_run_exec(const struct sim_run_args *a, int argc, char **argv, bool table
     if (a->offline)             /* as vLLM's LLM class: no HTTP server */
         atr_profile_set_offline(&t.profile);
     t.client.timeout_s = a->timeout_s;
+    t.max_model_len = a->max_model_len;
     if (t.engine.prefill_first) {
         /* vLLM V0 without chunked prefill: a prompt runs whole. Unless
          * told, the budget is the model's length (vLLM's least then); a
@@ -100,7 +103,8 @@ int sim_run_exec(const struct sim_run_args *a, int argc, char **argv, bool table
          * --skip-oversized */
         t.engine.chunked_prefill = false;
         if (!t.engine.max_num_batched_tokens)
-            t.engine.max_num_batched_tokens = t.profile.model->max_model_len;
+            t.engine.max_num_batched_tokens = a->max_model_len ? a->max_model_len
+                                                               : t.profile.model->max_model_len;
     }
     t.replicas = a->replicas;
     struct llm_report_opts report = a->report;

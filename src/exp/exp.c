@@ -162,7 +162,8 @@ static int run_sim(const struct atr_target *t, const struct atr_exp_cfg *cfg,
         .max_concurrency = cfg->max_concurrency, .policy = policy,
         .on_progress = cfg->on_progress, .progress_ctx = cfg->progress_ctx,
         .frontend_s = t->profile.frontend_s, .frontend_token_s = t->profile.frontend_token_s,
-        .max_model_len = t->profile.model->max_model_len, .timeout_s = t->client.timeout_s,
+        .max_model_len = t->max_model_len ? t->max_model_len : t->profile.model->max_model_len,
+        .timeout_s = t->client.timeout_s,
         .on_decision = cfg->on_decision, .decision_ctx = cfg->decision_ctx,
     };
     if (atr_sim_run(out->engines, t->replicas, &rc, &out->recs, &out->n, err) < 0)

@@ -49,6 +49,8 @@ struct atr_target {
     struct atr_engine_cfg engine;        /* vLLM's defaults; callers may change limits,
                                             prefix caching and the flavour */
     unsigned replicas;                   /* >= 1 */
+    unsigned max_model_len;              /* prompt + output tokens a request may have;
+                                            0: the model's (atr sim serve's default) */
     /* HTTP: each URL is a replica. */
     char *urls[ATR_TARGET_MAX_URLS];     /* base URLs without a trailing '/' or '/v1' */
     unsigned n_urls;

@@ -220,6 +220,11 @@ assert q['c1']['success'] and q['c1']['prompt_tokens'] == 131032
 assert [q[k]['error'] for k in ('c0', 'c2')] == [why, why] and q['c0']['end_s'] == q['c0']['start_s']
 \""
 
+ok "sim run --max-model-len, as sim serve's" "$ATR" sim run -q "$S/ctx.ndjson" \
+    -p h100/llama-3.1-8b --max-model-len 200040 --save-result "$S/ctx-long.json"
+check "a longer --max-model-len lets all three run" "python3 -c \"
+import json; r = json.load(open('$S/ctx-long.json')); assert r['completed'] == 3 and r['failed'] == 0, r\""
+
 # The request timeout of replay llm's client (--timeout, default 600 s from
 # the slot): 200 prompts of 100k tokens at once queue for ~900 s; those not
 # over at 600 s fail "timeout" there and leave the engine.
