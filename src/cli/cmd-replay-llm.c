@@ -218,6 +218,7 @@ static int open_target(const struct llm_args *a, struct atr_target *t, char *mod
         return cli_usage("replay llm", "%s is for servers: a sim: target runs in virtual time",
                          a->start_at > 0 ? "--start-at" : "--threads");
     t->client.timeout_s = a->timeout_s;
+    t->client.stall_timeout_s = a->stall_s;
     if (t->kind == ATR_TARGET_SIM) {
         t->engine.skip_oversized = a->skip_oversized;
         return EXIT_OK;
@@ -226,7 +227,6 @@ static int open_target(const struct llm_args *a, struct atr_target *t, char *mod
     t->body.model = a->model;
     t->body.force_length = a->force_length;
     t->client.api_key = a->api_key;
-    t->client.stall_timeout_s = a->stall_s;
     t->warmup = a->warmup;
     if (!t->body.model) {         /* the server's first model */
         if (atr_llm_first_model(t->urls[0], a->api_key, 10, model, cap, &err) < 0)

@@ -72,6 +72,9 @@ static const char help[] =
     "      --timeout S           fail a request not over S seconds after it got its\n"
     "                            slot, as replay llm's client does (default 600;\n"
     "                            0: none)\n"
+    "      --stall-timeout S     fail a request that got no token for S seconds\n"
+    "                            (from its slot, then from each token), as replay\n"
+    "                            llm's client (default 60; 0: none)\n"
     "  -f, --from FMT            input format instead of sniffing\n"
     "  -q, --quiet               no result block\n"
     SCHED_HELP

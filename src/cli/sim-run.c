@@ -37,6 +37,8 @@ const struct opt sim_run_options[] = {
              "--num-scheduler-steps wants 1..1024"),
     OPT_FLAG(ARGS, offline, "offline", 0),
     OPT_DOUBLE(ARGS, timeout_s, "timeout", 0, 0, OPT_FINITE, "--timeout wants seconds"),
+    OPT_DOUBLE(ARGS, stall_s, "stall-timeout", 0, 0, OPT_FINITE,
+               "--stall-timeout wants seconds"),
     OPT_UINT(ARGS, max_model_len, "max-model-len", 0, 2, UINT32_MAX / 2,
              "--max-model-len wants 2..2147483647"),
     OPT_FROM(ARGS, from),
@@ -57,6 +59,7 @@ void sim_run_args_init(struct sim_run_args *a)
     a->tp = 1;
     a->replicas = 1;
     a->timeout_s = 600;          /* replay llm's client */
+    a->stall_s = 60;
 }
 
 int sim_run_args_check(struct sim_run_args *a, int argc, const char *cmd)
@@ -93,6 +96,7 @@ int sim_run_exec(const struct sim_run_args *a, int argc, char **argv, bool table
     if (a->offline)             /* as vLLM's LLM class: no HTTP server */
         atr_profile_set_offline(&t.profile);
     t.client.timeout_s = a->timeout_s;
+    t.client.stall_timeout_s = a->stall_s;
     t.max_model_len = a->max_model_len;
     if (t.engine.prefill_first) {
         /* vLLM V0 without chunked prefill: a prompt runs whole. Unless

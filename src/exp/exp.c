@@ -24,8 +24,11 @@ static double profile_cost(void *ctx, const struct atr_iter_work *w)
     return atr_iter_seconds(ctx, w);
 }
 
-/* The replay client's timeouts, which a sim target keeps too: a turn not
- * over 600 s after its slot fails there as it would against a server. */
+/* The replay client's timeouts. A sim target keeps the whole-request one
+ * (a turn not over 600 s after its slot fails there as it would against a
+ * server); its stall timeout is the caller's to set (atr sim run and
+ * replay llm set the client's 60 s), so that router training and sweeps
+ * keep every slow turn of an overloaded run in their figures. */
 static const struct atr_llm_client_cfg client_defaults = { .timeout_s = 600,
                                                            .stall_timeout_s = 60 };
 
@@ -35,6 +38,7 @@ int atr_target_sim(struct atr_target *t, const char *profile, unsigned tp, struc
     t->kind = ATR_TARGET_SIM;
     t->replicas = 1;
     t->client = client_defaults;
+    t->client.stall_timeout_s = 0;
     atr_engine_cfg_defaults(&t->engine);
     return atr_profile_find(profile, tp, &t->profile, err);
 }
@@ -163,7 +167,7 @@ static int run_sim(const struct atr_target *t, const struct atr_exp_cfg *cfg,
         .on_progress = cfg->on_progress, .progress_ctx = cfg->progress_ctx,
         .frontend_s = t->profile.frontend_s, .frontend_token_s = t->profile.frontend_token_s,
         .max_model_len = t->max_model_len ? t->max_model_len : t->profile.model->max_model_len,
-        .timeout_s = t->client.timeout_s,
+        .timeout_s = t->client.timeout_s, .stall_timeout_s = t->client.stall_timeout_s,
         .on_decision = cfg->on_decision, .decision_ctx = cfg->decision_ctx,
     };
     if (atr_sim_run(out->engines, t->replicas, &rc, &out->recs, &out->n, err) < 0)

@@ -55,7 +55,7 @@ struct atr_target {
     char *urls[ATR_TARGET_MAX_URLS];     /* base URLs without a trailing '/' or '/v1' */
     unsigned n_urls;
     struct atr_llm_client_cfg client;    /* its base_url is set per URL; a sim target
-                                            keeps its timeout_s (sim/run.h) */
+                                            keeps its two timeouts (sim/run.h) */
     struct atr_body_opts body;           /* api, model, force_length */
     unsigned warmup;                     /* uncounted requests before the clock starts */
 };
@@ -67,9 +67,10 @@ struct atr_target {
 /* Parses spec: "sim:GPU/MODEL" (tp: tensor parallel degree of the
  * profile), or one or more comma-separated http:// or https:// URLs. Sim
  * targets get vLLM's engine defaults, one replica and the model's context
- * length; both kinds a 600 s whole-request timeout; HTTP targets also the
- * completions API, streaming, forced output lengths, one warm-up request
- * and a 60 s timeout of silence. */
+ * length; both kinds a 600 s whole-request timeout; HTTP targets also a
+ * 60 s timeout of silence (a sim target none unless client.stall_timeout_s
+ * is set), the completions API, streaming, forced output lengths and one
+ * warm-up request. */
 int atr_target_parse(struct atr_target *t, const char *spec, unsigned tp, struct atr_error *err);
 /* The simulator target of profile "GPU/MODEL" (as "sim:GPU/MODEL"). */
 int atr_target_sim(struct atr_target *t, const char *profile, unsigned tp, struct atr_error *err);

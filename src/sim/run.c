@@ -15,7 +15,7 @@ struct pending {
     size_t session;
     double send_s;
     double slot_s;                   /* when it got its slot: the front end starts */
-    double deadline;                 /* slot_s + timeout_s (with a timeout) */
+    double deadline;                 /* its next timeout or stall check (with either) */
     const struct atr_sim_record *rec;   /* its engine's record while it runs, else NULL */
     struct atr_policy_req req;       /* what the policy saw */
     struct atr_policy_decision dec;  /* what it decided */
@@ -129,15 +129,29 @@ static int add_failed(const struct driver *d, const struct pending *q,
                             : "a larger --max-num-batched-tokens");
 }
 
-/* The turn q runs in its engine as r: with a timeout, its deadline is due. */
+/* When q's client gives up unless a token comes first: its timeout, or
+ * stall_timeout_s after the last thing it received (the answer's head at
+ * the slot, then its tokens); INFINITY with neither. */
+static double give_up_time(const struct driver *d, const struct pending *q)
+{
+    double t = d->cfg->timeout_s > 0 ? q->slot_s + d->cfg->timeout_s : INFINITY;
+    if (d->cfg->stall_timeout_s > 0) {
+        const struct atr_engine *e = d->engines[q->dec.replica];
+        uint32_t n = q->rec->tokens_done;
+        double last = n ? atr_engine_token_times(e, q->rec)[n - 1] : q->slot_s;
+        t = fmin(t, last + d->cfg->stall_timeout_s);
+    }
+    return t;
+}
+
+/* The turn q runs in its engine as r: its next check is due (with a
+ * timeout or a stall timeout). */
 static int arm_deadline(struct driver *d, struct pending *q, const struct atr_sim_record *r,
                         struct atr_error *err)
 {
     q->rec = r;
-    if (!(d->cfg->timeout_s > 0))
-        return 0;
-    q->deadline = q->slot_s + d->cfg->timeout_s;
-    return atr_heap_push(&d->deadlines, q->deadline, q, err);
+    q->deadline = give_up_time(d, q);
+    return isinf(q->deadline) ? 0 : atr_heap_push(&d->deadlines, q->deadline, q, err);
 }
 
 /* The turn gets its slot: the policy decides, its replica takes it. */
@@ -240,16 +254,21 @@ static int finish(struct driver *d, const struct atr_sim_record *r, unsigned k,
     return fill_slots(d, r->finish, err);
 }
 
-/* The client gave up on a turn at its deadline: it leaves its engine (as
- * vLLM aborts the request of a closed connection) and fails; a waiting
- * turn takes the slot. A turn over by then is not touched. */
+/* A turn's check is due: a token since pushes the stall check on;
+ * otherwise the client gives up: the turn leaves its engine (as vLLM
+ * aborts the request of a closed connection) and fails, and a waiting turn
+ * takes the slot. A turn over by then is not touched. */
 static int time_out(struct driver *d, const struct atr_heap_item *it, struct atr_error *err)
 {
     struct pending *p = it->data;
     if (!p->rec || p->deadline != it->t)
         return 0;
+    double t = give_up_time(d, p);
+    if (t > it->t)
+        return arm_deadline(d, p, p->rec, err);
+    bool whole = d->cfg->timeout_s > 0 && it->t >= p->slot_s + d->cfg->timeout_s;
     atr_engine_abort(d->engines[p->dec.replica], p->rec);
-    if (fail_turn(d, p, ATR_SIM_TIMEOUT_ERROR, it->t, err) < 0)
+    if (fail_turn(d, p, whole ? ATR_SIM_TIMEOUT_ERROR : ATR_SIM_STALL_ERROR, it->t, err) < 0)
         return -1;
     return fill_slots(d, it->t, err);
 }

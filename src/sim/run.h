@@ -19,8 +19,10 @@
  * unless the engines have skip_oversized: then it is failed the same way
  * ("prompt too long for the KV cache"), as a client gets vLLM's error
  * response. A turn not over timeout_s after it got its slot fails
- * ("timeout", as the HTTP client's --timeout): it leaves its engine then,
- * as vLLM aborts a request whose client went away.
+ * ("timeout", as the HTTP client's --timeout), and so does one whose
+ * engine sent nothing for stall_timeout_s ("stall", --stall-timeout: the
+ * server's answer begins at the slot, then each token comes): it leaves
+ * its engine then, as vLLM aborts a request whose client went away.
  *
  * Memory: *out is malloc'd (caller frees); each record's chunk_s points
  * into its engine (atr_engine_token_times) and stays valid until that
@@ -62,6 +64,9 @@ struct atr_sim_run_cfg {
     /* Seconds from its slot after which a turn fails, as the HTTP client's
      * whole-request timeout; 0: none. */
     double timeout_s;
+    /* Seconds without a token (from the slot, then from each token) after
+     * which a turn fails, as the HTTP client's stall timeout; 0: none. */
+    double stall_timeout_s;
     /* Optional: called as each turn gets its slot, with what the policy
      * decided to send (the decision and its ids live only for the call). */
     void (*on_decision)(void *ctx, const char *trace_id, size_t turn,
@@ -74,8 +79,9 @@ struct atr_sim_run_cfg {
  * longer than the token budget of a step. */
 #define ATR_SIM_OVERSIZED_ERROR "prompt too long for the KV cache"
 #define ATR_SIM_OVER_BUDGET_ERROR "prompt longer than max_num_batched_tokens"
-/* A turn past timeout_s: the HTTP client's reason for the same failure. */
+/* A turn past timeout_s or stall_timeout_s: the HTTP client's reasons. */
 #define ATR_SIM_TIMEOUT_ERROR "timeout"
+#define ATR_SIM_STALL_ERROR "stall"
 
 /* Runs until every turn finished, over engines[0..n_engines) (the policy's
  * replicas). Records come in finish order. */

@@ -221,13 +221,16 @@ assert [q[k]['error'] for k in ('c0', 'c2')] == [why, why] and q['c0']['end_s'] 
 \""
 
 ok "sim run --max-model-len, as sim serve's" "$ATR" sim run -q "$S/ctx.ndjson" \
-    -p h100/llama-3.1-8b --max-model-len 200040 --save-result "$S/ctx-long.json"
+    -p h100/llama-3.1-8b --max-model-len 200040 --stall-timeout 0 --save-result "$S/ctx-long.json"
 check "a longer --max-model-len lets all three run" "python3 -c \"
 import json; r = json.load(open('$S/ctx-long.json')); assert r['completed'] == 3 and r['failed'] == 0, r\""
 
-# The request timeout of replay llm's client (--timeout, default 600 s from
-# the slot): 200 prompts of 100k tokens at once queue for ~900 s; those not
-# over at 600 s fail "timeout" there and leave the engine.
+# The request timeouts of replay llm's client (--timeout, default 600 s from
+# the slot; --stall-timeout, default 60 s without a token, the answer's head
+# coming at the slot): 200 prompts of 100k tokens at once queue for ~900 s;
+# those without a token at 60 s fail "stall" there, and without the stall
+# timeout those not over at 600 s fail "timeout"; either way they leave
+# the engine.
 python3 -c "
 import json
 for i in range(200):
@@ -235,7 +238,18 @@ for i in range(200):
                       'steps': [{'i': 0, 'kind': 'llm', 't_ms': 0, 'input_tokens': 100000,
                                  'output_tokens': 8}]}))" >"$S/long.ndjson"
 ok "sim run: a long queue" "$ATR" sim run -q "$S/long.ndjson" -p h100/llama-3.1-8b \
-    --save-result "$S/long.json" --requests-out "$S/long-req.ndjson"
+    --save-result "$S/long-stall.json" --requests-out "$S/long-stall-req.ndjson"
+check "default stall timeout: 60 s without a token, failed with the reason" "python3 -c \"
+import json
+r = json.load(open('$S/long-stall.json'))
+assert r['completed'] > 0 and r['failed'] > 0 and r['atr']['failures_by_reason'] == {'stall': r['failed']}, r
+q = list(map(json.loads, open('$S/long-stall-req.ndjson')))
+assert all(l['ttft_ms'] <= 60000 for l in q if l['success'])
+assert all(abs(l['end_s'] - l['start_s'] - 60) < 1e-9 for l in q if not l['success'])
+\""
+ok "sim run: a long queue without the stall timeout" "$ATR" sim run -q "$S/long.ndjson" \
+    -p h100/llama-3.1-8b --stall-timeout 0 --save-result "$S/long.json" \
+    --requests-out "$S/long-req.ndjson"
 check "default timeout: 600 s, failed with the reason" "python3 -c \"
 import json
 r = json.load(open('$S/long.json'))
@@ -245,11 +259,11 @@ assert all(l['e2el_ms'] <= 600000 for l in q if l['success'])
 assert all(abs(l['end_s'] - l['start_s'] - 600) < 1e-9 for l in q if not l['success'])
 \""
 ok "sim run --timeout 0: none" "$ATR" sim run -q "$S/long.ndjson" -p h100/llama-3.1-8b \
-    --timeout 0 --save-result "$S/long0.json"
+    --timeout 0 --stall-timeout 0 --save-result "$S/long0.json"
 check "without a timeout every request runs" "python3 -c \"
 import json; r = json.load(open('$S/long0.json')); assert r['completed'] == 200 and r['p99_ttft_ms'] > 600000, r['p99_ttft_ms']\""
 ok "replay llm --target sim: --timeout" "$ATR" replay llm -q "$S/long.ndjson" \
-    --target sim:h100/llama-3.1-8b --timeout 100 --save-result "$S/long100.json"
+    --target sim:h100/llama-3.1-8b --timeout 100 --stall-timeout 0 --save-result "$S/long100.json"
 check "replay llm's --timeout holds for a sim target" "python3 -c \"
 import json; r = json.load(open('$S/long100.json')); assert r['atr']['failures_by_reason'] == {'timeout': r['failed']} and r['max_e2el_ms' if 'max_e2el_ms' in r else 'p99_e2el_ms'] <= 100000, r\""
 fails "sim run --timeout wants seconds" 2 "timeout wants seconds" \
