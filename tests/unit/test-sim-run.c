@@ -87,6 +87,7 @@ static double frontend_s;      /* the run's front-end time (test_frontend) */
 static double frontend_token_s;
 static uint64_t max_model_len; /* test_context_length */
 static double timeout_s;       /* test_timeout */
+static double stall_s;         /* test_stall */
 
 static int run(struct fixture *f, unsigned max_concurrency, struct progress_log *p,
                struct atr_llm_record **r, size_t *n, struct atr_error *err)
@@ -97,6 +98,7 @@ static int run(struct fixture *f, unsigned max_concurrency, struct progress_log 
         .on_progress = p ? on_progress : NULL, .progress_ctx = p,
         .frontend_s = frontend_s, .frontend_token_s = frontend_token_s,
         .max_model_len = max_model_len, .timeout_s = timeout_s,
+        .stall_timeout_s = stall_s,
     };
     return atr_sim_run(&f->e, 1, &rc, r, n, err);
 }
@@ -351,6 +353,36 @@ static void test_timeout(void **state)
     atr_engine_free(f.e);
 }
 
+/* The stall timeout counts from the slot to the first token, then between
+ * tokens (1/64 s apart here): at 1.5/64 every turn keeps going (the check
+ * moves on with each token); at 0.5/64 the first token comes too late and
+ * the turns fail "stall" then. */
+static void test_stall(void **state)
+{
+    (void)state;
+    for (int k = 0; k < 2; k++) {
+        struct fixture f;
+        fixture_init(&f, true);
+        stall_s = (k ? 0.5 : 1.5) * COST;
+        struct atr_llm_record *r;
+        size_t n;
+        struct atr_error err;
+        assert_int_equal(run(&f, 0, NULL, &r, &n, &err), 0);
+        assert_int_equal(n, 4);
+        const struct atr_llm_record *x = find(r, n, "small", 0);
+        if (!k) {
+            assert_true(x->success && find(r, n, "big", 2)->success);
+        } else {
+            assert_false(x->success);
+            assert_string_equal(x->error, ATR_SIM_STALL_ERROR);
+            assert_float_equal(x->end_s - x->start_s, stall_s, 1e-12);
+        }
+        stall_s = 0;
+        free(r);
+        atr_engine_free(f.e);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -363,6 +395,7 @@ int main(void)
         cmocka_unit_test(test_context_check),
         cmocka_unit_test(test_context_length),
         cmocka_unit_test(test_timeout),
+        cmocka_unit_test(test_stall),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
