@@ -101,8 +101,10 @@ while IFS='|' read -r id set profile wl opts metric published source; do
     workload "$wl"
     # the schedule comes from the trace (--rate inf replays its start times)
     rate=$(echo ${wl##*;} | awk '{print $4}')
+    # the published runs' client: vllm bench serve waits up to 6 hours for a
+    # request (AIOHTTP_TIMEOUT) and has no stall timeout
     # shellcheck disable=SC2086
-    "$atr" sim run "$f" -p "$profile" $opts --rate "$rate" -q \
+    "$atr" sim run "$f" -p "$profile" $opts --rate "$rate" -q --timeout 21600 --stall-timeout 0 \
         --save-result "$tmp/r.json" --requests-out "$tmp/r.ndjson" > /dev/null
     if [ "$warm" -gt 0 ]; then
         sim=$(segment_mean "$metric" "$warm" "$tmp/r.ndjson")

@@ -40,7 +40,8 @@ const char cmd_replay_llm_help[] =
     "      --no-force-length     do not send min_tokens / ignore_eos\n"
     "      --warmup N            uncounted requests before the clock starts\n"
     "                            (default 1; 0 to skip)\n"
-    "      --timeout S           fail a request after S seconds (default 600)\n"
+    "      --timeout S           fail a request after S seconds (default 600; a\n"
+    "                            sim: target too, as atr sim run --timeout)\n"
     "      --stall-timeout S     fail a request silent for S seconds (default 60)\n"
     "      --policy P[,P...]     runtime policies: naive, prefix-cache, prefix-route,\n"
     "                            compaction, max-tokens, learned (docs/policies.md).\n"
@@ -197,6 +198,8 @@ static int open_target(const struct llm_args *a, struct atr_target *t, char *mod
     if (t->kind == ATR_TARGET_SIM && (a->start_at > 0 || a->threads > 1))
         return cli_usage("replay llm", "%s is for servers: a sim: target runs in virtual time",
                          a->start_at > 0 ? "--start-at" : "--threads");
+    t->client.timeout_s = a->timeout_s;
+    t->client.stall_timeout_s = a->stall_s;
     if (t->kind == ATR_TARGET_SIM) {
         t->engine.skip_oversized = a->skip_oversized;
         return EXIT_OK;
@@ -205,8 +208,6 @@ static int open_target(const struct llm_args *a, struct atr_target *t, char *mod
     t->body.model = a->model;
     t->body.force_length = a->force_length;
     t->client.api_key = a->api_key;
-    t->client.timeout_s = a->timeout_s;
-    t->client.stall_timeout_s = a->stall_s;
     t->warmup = a->warmup;
     if (!t->body.model) {         /* the server's first model */
         enum atr_models_fail why;
@@ -222,8 +223,7 @@ static int merge(const struct llm_args *a, char *const *paths, size_t n)
 {
     struct llm_merge m = {
         .report = &a->report, .model = a->model,
-        .request_rate = atr_schedule_rate(&a->sched.schedule),
-        .burstiness = a->sched.schedule.burstiness, .max_concurrency = a->sched.max_concurrency,
+        .schedule = &a->sched.schedule, .max_concurrency = a->sched.max_concurrency,
     };
     return llm_merge(&m, paths, n);
 }

@@ -35,6 +35,10 @@ const char cmd_sim_serve_help[] =
     "      --max-num-seqs N      default 256\n"
     "      --max-num-batched-tokens N   default 8192\n"
     "      --no-prefix-caching   disable the prefix cache\n"
+    "      --offline             no modelled API-server time: a request reaches the\n"
+    "                            engine when it arrives (as atr sim run --offline);\n"
+    "                            by default it waits the profile's front end (4.1 ms,\n"
+    "                            and 3 us a prompt token, one prompt at a time)\n"
     "      --ttft MS, --itl MS   fixed latencies instead of the engine model\n"
     "server:\n"
     "      --host HOST           default 127.0.0.1\n"
@@ -69,6 +73,7 @@ struct serve_args {
     double startup_delay;
     uint64_t oom_after;
     bool oom_at_start;
+    bool offline;                /* --offline: no modelled front end */
 };
 
 struct serve_run {
@@ -141,6 +146,7 @@ static const struct opt options[] = {
     OPT_UINT(ARGS, cfg.engine.max_num_batched_tokens, "max-num-batched-tokens", 0, 16, 1 << 24,
              "--max-num-batched-tokens wants 16..16777216, got '%s'"),
     OPT_FLAG_OFF(ARGS, cfg.engine.prefix_caching, "no-prefix-caching", 0),
+    OPT_FLAG(ARGS, offline, "offline", 0),
     OPT_CALL("ttft", 0, parse_ttft, "--ttft and --itl want milliseconds >= 0, got '%s'"),
     OPT_CALL("itl", 0, parse_itl, "--ttft and --itl want milliseconds >= 0, got '%s'"),
     /* server */
@@ -191,6 +197,8 @@ static int parse_args(int argc, char **argv, struct serve_args *a)
     if (a->ttft_given != a->itl_given)
         return usage("%s alone: fixed latencies want both --ttft MS and --itl MS",
                      a->ttft_given ? "--ttft" : "--itl");
+    if (a->offline && fixed)
+        return usage("--offline is for the engine model (--profile)%s", "");
     if (a->oom_after && a->cfg.crash_after)
         return usage("--oom-after and --crash-after both say when to exit; give one%s", "");
     return EXIT_OK;
@@ -296,6 +304,8 @@ int cmd_sim_serve(int argc, char **argv)
     if (a.profile) {
         if (atr_profile_find(a.profile, a.tp, &p, &err) < 0)
             return usage("%s", err.msg);     /* --profile or --tp */
+        if (a.offline)
+            atr_profile_set_offline(&p);
         a.cfg.profile = &p;
         if (!a.cfg.model_id)
             a.cfg.model_id = p.model->hf_name;

@@ -2,6 +2,7 @@
  * (see llm-merge.h); the lines are read by stats/requests.h. */
 #include "cli/llm-merge.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,10 +19,17 @@ static int report(const struct llm_merge *mo, const struct atr_llm_requests *m,
     const struct llm_report_opts *o = mo->report;
     char date[32];
     llm_report_date(date);
+    const struct atr_schedule *sc = mo->schedule;
+    bool multi_turn = false;     /* sessions of several turns have no request rate */
+    for (size_t i = 0; i < m->n && !multi_turn; i++)
+        multi_turn = m->recs[i].turn > 0;
     struct atr_llm_bench_config bc = {
         .date = date, .backend = "openai", .model_id = mo->model ? mo->model : "merged",
-        .num_prompts = (int64_t)m->n, .request_rate = mo->request_rate,
-        .burstiness = mo->burstiness, .max_concurrency = mo->max_concurrency,
+        .num_prompts = (int64_t)m->n,
+        .request_rate = multi_turn ? NAN : atr_schedule_rate(sc),
+        .schedule = atr_schedule_kind_name(sc->kind), .session_rate = atr_schedule_rate(sc),
+        .time_scale = sc->time_scale,
+        .burstiness = sc->burstiness, .max_concurrency = mo->max_concurrency,
         .slo_ttft_ms = o->slo_ttft_ms, .slo_tpot_ms = o->slo_tpot_ms,
         .slo_e2el_ms = o->slo_e2el_ms, .n_percentiles = o->n_percentiles,
     };

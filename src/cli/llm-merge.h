@@ -9,13 +9,16 @@
 #include <stddef.h>
 
 #include "cli/llm-report.h"
+#include "sched/schedule.h"
 #include "stats/metrics.h"
 
 struct llm_merge {
     const struct llm_report_opts *report;   /* --save-result, --percentiles, ... */
     const char *model;                      /* model_id to echo, or NULL */
-    double request_rate;                    /* to echo (INFINITY: "inf") */
-    double burstiness;
+    /* The shards' schedule as --rate, --arrival, ... say, to echo; the
+     * request rate of a trace schedule is not known without the traces
+     * (null). */
+    const struct atr_schedule *schedule;
     unsigned max_concurrency;               /* per shard, to echo; 0: none */
 };
 

@@ -36,6 +36,11 @@ const struct opt sim_run_options[] = {
     OPT_UINT(ARGS, engine.num_scheduler_steps, "num-scheduler-steps", 0, 1, 1024,
              "--num-scheduler-steps wants 1..1024"),
     OPT_FLAG(ARGS, offline, "offline", 0),
+    OPT_DOUBLE(ARGS, timeout_s, "timeout", 0, 0, OPT_FINITE, "--timeout wants seconds"),
+    OPT_DOUBLE(ARGS, stall_s, "stall-timeout", 0, 0, OPT_FINITE,
+               "--stall-timeout wants seconds"),
+    OPT_UINT(ARGS, max_model_len, "max-model-len", 0, 2, UINT32_MAX / 2,
+             "--max-model-len wants 2..2147483647"),
     OPT_FROM(ARGS, from),
     OPT_INCLUDE(ARGS, report, llm_report_opts_group),
     OPT_INCLUDE(ARGS, sched, sched_opts_group),
@@ -53,6 +58,8 @@ void sim_run_args_init(struct sim_run_args *a)
     llm_report_init(&a->report);
     a->tp = 1;
     a->replicas = 1;
+    a->timeout_s = 600;          /* replay llm's client */
+    a->stall_s = 60;
 }
 
 int sim_run_args_check(struct sim_run_args *a, int argc, const char *cmd)
@@ -86,10 +93,11 @@ int sim_run_exec(const struct sim_run_args *a, int argc, char **argv, bool table
     t.engine.radix_cache = a->engine.longest_prefix_first;   /* SGLang's radix cache */
     /* the flavour's CPU terms (docs/sim.md, "Cost of one iteration") */
     atr_profile_set_flavour(&t.profile, a->engine.longest_prefix_first ? "sglang" : "vllm");
-    if (a->offline) {           /* as vLLM's LLM class: no HTTP server */
-        t.profile.frontend_s = 0;
-        t.profile.frontend_token_s = 0;
-    }
+    if (a->offline)             /* as vLLM's LLM class: no HTTP server */
+        atr_profile_set_offline(&t.profile);
+    t.client.timeout_s = a->timeout_s;
+    t.client.stall_timeout_s = a->stall_s;
+    t.max_model_len = a->max_model_len;
     if (t.engine.prefill_first) {
         /* vLLM V0 without chunked prefill: a prompt runs whole. Unless
          * told, the budget is the model's length (vLLM's least then); a
@@ -99,7 +107,8 @@ int sim_run_exec(const struct sim_run_args *a, int argc, char **argv, bool table
          * --skip-oversized */
         t.engine.chunked_prefill = false;
         if (!t.engine.max_num_batched_tokens)
-            t.engine.max_num_batched_tokens = t.profile.model->max_model_len;
+            t.engine.max_num_batched_tokens = a->max_model_len ? a->max_model_len
+                                                               : t.profile.model->max_model_len;
     }
     t.replicas = a->replicas;
     struct llm_report_opts report = a->report;

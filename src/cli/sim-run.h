@@ -15,6 +15,9 @@ struct sim_run_args {
     struct llm_policy_list policies;
     unsigned tp, replicas;
     bool offline;                /* --offline: no API server in front */
+    double timeout_s;            /* --timeout: a request's limit from its slot; 0 none */
+    double stall_s;              /* --stall-timeout: the most time without a token; 0 none */
+    unsigned max_model_len;      /* --max-model-len, or 0: the model's */
     struct atr_engine_cfg engine;
     struct sched_opts sched;
     struct llm_report_opts report;

@@ -24,11 +24,21 @@ static double profile_cost(void *ctx, const struct atr_iter_work *w)
     return atr_iter_seconds(ctx, w);
 }
 
+/* The replay client's timeouts. A sim target keeps the whole-request one
+ * (a turn not over 600 s after its slot fails there as it would against a
+ * server); its stall timeout is the caller's to set (atr sim run and
+ * replay llm set the client's 60 s), so that router training and sweeps
+ * keep every slow turn of an overloaded run in their figures. */
+static const struct atr_llm_client_cfg client_defaults = { .timeout_s = 600,
+                                                           .stall_timeout_s = 60 };
+
 int atr_target_sim(struct atr_target *t, const char *profile, unsigned tp, struct atr_error *err)
 {
     memset(t, 0, sizeof *t);
     t->kind = ATR_TARGET_SIM;
     t->replicas = 1;
+    t->client = client_defaults;
+    t->client.stall_timeout_s = 0;
     atr_engine_cfg_defaults(&t->engine);
     return atr_profile_find(profile, tp, &t->profile, err);
 }
@@ -46,7 +56,7 @@ static void trim_base_url(char *url)
 static int parse_urls(struct atr_target *t, const char *spec, struct atr_error *err)
 {
     t->kind = ATR_TARGET_HTTP;
-    t->client = (struct atr_llm_client_cfg){ .timeout_s = 600, .stall_timeout_s = 60 };
+    t->client = client_defaults;
     t->body = (struct atr_body_opts){ .api = ATR_LLM_COMPLETIONS, .stream = true,
                                       .force_length = true };
     t->warmup = 1;
@@ -156,6 +166,8 @@ static int run_sim(const struct atr_target *t, const struct atr_exp_cfg *cfg,
         .max_concurrency = cfg->max_concurrency, .policy = policy,
         .on_progress = cfg->on_progress, .progress_ctx = cfg->progress_ctx,
         .frontend_s = t->profile.frontend_s, .frontend_token_s = t->profile.frontend_token_s,
+        .max_model_len = t->max_model_len ? t->max_model_len : t->profile.model->max_model_len,
+        .timeout_s = t->client.timeout_s, .stall_timeout_s = t->client.stall_timeout_s,
         .on_decision = cfg->on_decision, .decision_ctx = cfg->decision_ctx,
     };
     if (atr_sim_run(out->engines, t->replicas, &rc, &out->recs, &out->n, err) < 0)
@@ -248,7 +260,10 @@ void atr_exp_bench_config(const struct atr_target *t, const struct atr_exp_cfg *
         .backend = sim ? "sim" : t->body.api == ATR_LLM_CHAT ? "openai-chat" : "openai",
         .model_id = sim ? t->profile.model->hf_name : t->body.model,
         .num_prompts = (int64_t)r->total,
-        .request_rate = atr_schedule_rate(cfg->schedule),
+        .request_rate = atr_schedule_request_rate(cfg->schedule, cfg->workload),
+        .schedule = atr_schedule_kind_name(cfg->schedule->kind),
+        .session_rate = atr_schedule_session_rate(cfg->schedule, cfg->workload),
+        .time_scale = cfg->schedule->time_scale,
         .burstiness = cfg->schedule->burstiness,
         .max_concurrency = cfg->max_concurrency,
         .incomplete = r->incomplete,

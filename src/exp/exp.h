@@ -49,10 +49,13 @@ struct atr_target {
     struct atr_engine_cfg engine;        /* vLLM's defaults; callers may change limits,
                                             prefix caching and the flavour */
     unsigned replicas;                   /* >= 1 */
+    unsigned max_model_len;              /* prompt + output tokens a request may have;
+                                            0: the model's (atr sim serve's default) */
     /* HTTP: each URL is a replica. */
     char *urls[ATR_TARGET_MAX_URLS];     /* base URLs without a trailing '/' or '/v1' */
     unsigned n_urls;
-    struct atr_llm_client_cfg client;    /* its base_url is set per URL */
+    struct atr_llm_client_cfg client;    /* its base_url is set per URL; a sim target
+                                            keeps its two timeouts (sim/run.h) */
     struct atr_body_opts body;           /* api, model, force_length */
     unsigned warmup;                     /* uncounted requests before the clock starts */
 };
@@ -63,9 +66,11 @@ struct atr_target {
 
 /* Parses spec: "sim:GPU/MODEL" (tp: tensor parallel degree of the
  * profile), or one or more comma-separated http:// or https:// URLs. Sim
- * targets get vLLM's engine defaults and one replica; HTTP targets the
- * completions API, streaming, forced output lengths, one warm-up request
- * and timeouts of 600 s (whole request) and 60 s (silence). */
+ * targets get vLLM's engine defaults, one replica and the model's context
+ * length; both kinds a 600 s whole-request timeout; HTTP targets also a
+ * 60 s timeout of silence (a sim target none unless client.stall_timeout_s
+ * is set), the completions API, streaming, forced output lengths and one
+ * warm-up request. */
 int atr_target_parse(struct atr_target *t, const char *spec, unsigned tp, struct atr_error *err);
 /* The simulator target of profile "GPU/MODEL" (as "sim:GPU/MODEL"). */
 int atr_target_sim(struct atr_target *t, const char *profile, unsigned tp, struct atr_error *err);

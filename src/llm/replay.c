@@ -270,13 +270,17 @@ static void on_stop_poll(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-/* Sends the warm-up requests (first turns of the first sessions, with
- * their own unique tails) and waits for them; fails if none succeeded,
- * saying what happened to the last. A stop meanwhile ends the run before
- * it starts: nothing measured, marked incomplete. */
+/* Sends the warm-up requests (first turns of the first sessions, each
+ * after a word of its own, so they share no cached prefix with the
+ * workload: the measured run starts on a cold prefix cache, as a fresh
+ * server and `atr sim run` do) and waits for them; fails if none
+ * succeeded, saying what happened to the last. A stop meanwhile ends the
+ * run before it starts: nothing measured, marked incomplete. */
 static int warm_up(struct driver *d)
 {
     const struct atr_workload *w = d->cfg->workload;
+    struct atr_body_opts body = d->cfg->body;
+    body.salt = "warmup ";
     size_t with_turns = 0;
     for (size_t i = 0; i < w->n_sessions; i++)
         with_turns += w->sessions[i].n_turns > 0;
@@ -286,7 +290,7 @@ static int warm_up(struct driver *d)
         if (!w->sessions[i].n_turns)
             continue;
         atr_buf_clear(&d->body);
-        if (atr_prompt_body(&d->body, &d->cfg->body, &w->sessions[i].turns[0], w->block_size,
+        if (atr_prompt_body(&d->body, &body, &w->sessions[i].turns[0], w->block_size,
                             WARMUP_ID + k) < 0 ||
             atr_llm_client_send(d->clients[k % d->n_clients], WARMUP_ID + k, d->cfg->body.api, d->body.data,
                                 d->body.len, d->err) < 0)

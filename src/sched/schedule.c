@@ -36,6 +36,12 @@ int atr_schedule_set_rate(struct atr_schedule *s, const char *arg, struct atr_er
     return 0;
 }
 
+const char *atr_schedule_kind_name(enum atr_arrival kind)
+{
+    static const char *const names[] = { "trace", "poisson", "constant", "burst" };
+    return (unsigned)kind < 4 ? names[kind] : "unknown";
+}
+
 double atr_schedule_rate(const struct atr_schedule *s)
 {
     switch (s->kind) {
@@ -44,7 +50,33 @@ double atr_schedule_rate(const struct atr_schedule *s)
     case ATR_ARRIVAL_BURST: return INFINITY;
     case ATR_ARRIVAL_TRACE: break;
     }
-    return INFINITY;     /* vLLM writes "inf" when no rate was asked for */
+    return NAN;
+}
+
+double atr_schedule_session_rate(const struct atr_schedule *s, const struct atr_workload *w)
+{
+    if (s->kind != ATR_ARRIVAL_TRACE)
+        return atr_schedule_rate(s);
+    double first = INFINITY, last = -INFINITY;
+    size_t n = 0;
+    for (size_t i = 0; i < w->n_sessions; i++) {
+        if (!w->sessions[i].n_turns)
+            continue;
+        first = fmin(first, w->sessions[i].offset_s);
+        last = fmax(last, w->sessions[i].offset_s);
+        n++;
+    }
+    if (n < 2 || !(last > first))
+        return n ? INFINITY : NAN;
+    return (double)(n - 1) / ((last - first) * s->time_scale);
+}
+
+double atr_schedule_request_rate(const struct atr_schedule *s, const struct atr_workload *w)
+{
+    for (size_t i = 0; i < w->n_sessions; i++)
+        if (w->sessions[i].n_turns > 1)
+            return NAN;
+    return atr_schedule_session_rate(s, w);
 }
 
 int atr_schedule_starts(const struct atr_schedule *s, const struct atr_workload *w,

@@ -52,7 +52,25 @@ static inline double atr_schedule_think(const struct atr_schedule *s, const stru
     return t->think_s * s->time_scale;
 }
 
-/* "inf" and a number, for the result's request_rate. */
+/* The kind's name: "trace", "poisson", "constant" or "burst". */
+const char *atr_schedule_kind_name(enum atr_arrival kind);
+
+/* Sessions a second the schedule starts, as configured: the rate
+ * (poisson, constant), INFINITY (burst: all at once), NAN (trace: it
+ * depends on the workload, see atr_schedule_session_rate). */
 double atr_schedule_rate(const struct atr_schedule *s);
+
+/* Sessions a second the schedule starts w's sessions at (those with llm
+ * turns): atr_schedule_rate, and for trace the recorded starts' mean rate,
+ * (n - 1) / their span over time_scale (INFINITY when they start
+ * together). */
+double atr_schedule_session_rate(const struct atr_schedule *s, const struct atr_workload *w);
+
+/* vLLM's request_rate of w under s: the rate at which requests are sent
+ * whatever the server does. Only a workload whose sessions are single
+ * requests has one, its session rate; NAN when a session has later turns,
+ * sent when the answer to the one before came back (no request rate was
+ * configured then; the session rate says what was). */
+double atr_schedule_request_rate(const struct atr_schedule *s, const struct atr_workload *w);
 
 #endif

@@ -89,6 +89,7 @@ struct atr_serve {
     struct evhttp *http;
     unsigned port;
     struct atr_engine *engine;
+    struct atr_frontend frontend;   /* the API server's modelled time, as atr sim run's */
     struct event *engine_ev;
     double t0;                   /* CLOCK_MONOTONIC at start */
     long long created;           /* wall clock at start, for "created" */
@@ -532,7 +533,7 @@ static void stream_pump(struct stream *st, double now)
     uint32_t produced = st->rec ? st->rec->tokens_done : fixed_produced(st, now);
     if (produced > st->produced) {
         if (st->produced == 0)
-            count_ttft(s, st->rec ? st->rec->first_token - st->rec->arrival : s->cfg.ttft_s);
+            count_ttft(s, st->rec ? st->rec->first_token - st->arrival : s->cfg.ttft_s);
         s->c.generation_tokens += produced - st->produced;
         st->produced = produced;
     }
@@ -612,7 +613,8 @@ static int draw_fault(const struct atr_serve *s, uint64_t seq)
     return (int)s->kinds[splitmix(h) % s->n_kinds];
 }
 
-/* Token limits: the default output length, and vLLM's context check. */
+/* Token limits: the default output length, and vLLM's context check (the
+ * simulator's too). */
 static int check_lengths(struct atr_serve *s, enum atr_serve_api api,
                          const struct atr_serve_request *r, uint32_t *max_tokens, char *msg,
                          size_t cap)
@@ -624,14 +626,8 @@ static int check_lengths(struct atr_serve *s, enum atr_serve_api api,
     if (want < 0)
         want = p < limit ? (int64_t)(limit - p > CHAT_DEFAULT_MAX ? CHAT_DEFAULT_MAX : limit - p)
                          : 1;
-    if (p + (uint64_t)want > limit) {
-        snprintf(msg, cap, "This model's maximum context length is %llu tokens. However, you "
-                 "requested %llu tokens (%llu in the messages, %lld in the completion). "
-                 "Please reduce the length of the messages or completion.",
-                 (unsigned long long)limit, (unsigned long long)(p + (uint64_t)want),
-                 (unsigned long long)p, (long long)want);
+    if (atr_context_check(limit, p, (uint64_t)want, msg, cap) < 0)
         return -1;
-    }
     *max_tokens = (uint32_t)want;
     return 0;
 }
@@ -670,10 +666,14 @@ static struct stream *stream_new(struct atr_serve *s, struct evhttp_request *req
     return st;
 }
 
+/* The request reaches the engine after the modelled front end (an
+ * arrival in the engine's future: the engine's timer fires for it). */
 static int stream_engine_add(struct stream *st, struct atr_error *err)
 {
     struct atr_engine *e = st->srv->engine;
-    double arrival = st->arrival > atr_engine_now(e) ? st->arrival : atr_engine_now(e);
+    double arrival = atr_frontend_arrival(&st->srv->frontend, st->prompt_tokens, st->arrival);
+    if (arrival < atr_engine_now(e))
+        arrival = atr_engine_now(e);
     struct atr_sim_req q = {
         .id = st->seq, .arrival = arrival, .prompt_tokens = st->prompt_tokens,
         .output_tokens = st->max_tokens, .hash_ids = st->hash_ids,
@@ -924,6 +924,7 @@ static int setup_engine(struct atr_serve *s, struct atr_error *err)
     s->engine = atr_engine_new(&ec, err);
     if (!s->engine)
         return -1;
+    atr_frontend_init(&s->frontend, s->cfg.profile);
     s->engine_ev = event_new(s->base, -1, 0, on_engine_ev, s);
     return s->engine_ev ? 0 : atr_error_set(err, "serve: out of memory");
 }

@@ -15,6 +15,7 @@
 
 #include "sim/cost.h"
 #include "sim/engine.h"
+#include "sim/frontend.h"
 #include "util/arena.h"
 #include "util/error.h"
 
@@ -34,7 +35,10 @@ struct atr_serve_cfg {
     unsigned port;              /* 0 = any free port */
     const char *model_id;       /* served model name (copied) */
     unsigned max_model_len;     /* prompt + output tokens a request may have */
-    /* Engine mode when profile is set; else fixed latencies. */
+    /* Engine mode when profile is set; else fixed latencies. A request
+     * reaches the engine after the profile's API-server time (its
+     * frontend_s and frontend_token_s, sim/frontend.h), as in atr sim run;
+     * none after atr_profile_set_offline. */
     const struct atr_profile *profile;
     struct atr_engine_cfg engine;   /* cost and capacity are filled from profile */
     double ttft_s, itl_s;       /* fixed mode */

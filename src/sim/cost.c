@@ -756,6 +756,12 @@ int atr_profile_set_flavour(struct atr_profile *p, const char *flavour)
     return -1;
 }
 
+void atr_profile_set_offline(struct atr_profile *p)
+{
+    p->frontend_s = 0;
+    p->frontend_token_s = 0;
+}
+
 /* The fixed kernel cost of every layer: decode-only batches small enough
  * replay a captured CUDA graph; prefill and mixed batches, and everything
  * without graphs, launch kernel by kernel. */

@@ -106,6 +106,10 @@ struct atr_profile {
  * "sglang"; -1 for an unknown name (p unchanged). */
 int atr_profile_set_flavour(struct atr_profile *p, const char *flavour);
 
+/* No API server in front of the engine (`--offline`, as vLLM's offline LLM
+ * class): frontend_s and frontend_token_s 0. */
+void atr_profile_set_offline(struct atr_profile *p);
+
 /* Resolves "GPU/MODEL" with tp; errors name the known GPUs and models.
  * Loads the profiles first if nothing loaded them yet, as
  * atr_profiles_load(getenv("ATR_PROFILE_PATH")) would; when that failed,

@@ -15,6 +15,8 @@ struct pending {
     size_t session;
     double send_s;
     double slot_s;                   /* when it got its slot: the front end starts */
+    double deadline;                 /* its next timeout or stall check (with either) */
+    const struct atr_sim_record *rec;   /* its engine's record while it runs, else NULL */
     struct atr_policy_req req;       /* what the policy saw */
     struct atr_policy_decision dec;  /* what it decided */
 };
@@ -43,10 +45,14 @@ struct driver {
     struct pending *by_session;
     size_t *session_of;
     struct atr_heap sends;           /* (send time, pending) of turns not yet sent */
+    /* (deadline, pending) of turns in their engines, with a timeout; an
+     * entry whose turn ended is dropped when it comes up (its pending has
+     * no record, or the deadline of the session's next turn). */
+    struct atr_heap deadlines;
     struct pending *slots_wait;      /* FIFO of sent turns waiting for a slot */
     size_t wait_head, wait_len;
     size_t in_flight;
-    double *tokeniser_free;          /* per engine: when its API server can tokenise */
+    struct atr_frontend *frontends;  /* per engine: its API server */
     uint64_t next_id;
     struct atr_llm_record *recs;
     struct rec_src *src;             /* per record; chunk_s is set from it at the end */
@@ -77,24 +83,31 @@ static int turn_over(struct driver *d, struct pending *p, const struct atr_llm_r
     return 0;
 }
 
-/* A turn the engine rejected as too long: a failed record at once, as the
- * client of a vLLM server gets its error response. */
-static int reject(struct driver *d, struct pending *q, const struct atr_sim_req *req,
-                  double now, struct atr_error *err)
+/* A turn that failed: its record (no tokens) ends at `end`, as the
+ * client of a vLLM server gets its error response or gives up. */
+static int fail_turn(struct driver *d, struct pending *q, const char *error, double end,
+                     struct atr_error *err)
 {
     const struct atr_session *s = &d->cfg->workload->sessions[q->session];
-    bool kv = !atr_engine_fits_kv(d->engines[q->dec.replica], req->prompt_tokens,
-                                  req->output_tokens);
     struct atr_llm_record rec = {
-        .id = q->req.id, .scheduled_s = q->send_s, .send_s = q->send_s, .start_s = now,
-        .end_s = now, .prompt_tokens = q->dec.prompt_tokens, .success = false,
-        .error = kv ? ATR_SIM_OVERSIZED_ERROR : ATR_SIM_OVER_BUDGET_ERROR,
-        .trace_id = s->trace_id,
+        .id = q->req.id, .scheduled_s = q->send_s, .send_s = q->send_s, .start_s = q->slot_s,
+        .end_s = end, .prompt_tokens = q->dec.prompt_tokens, .success = false,
+        .error = error, .trace_id = s->trace_id,
         .turn = (int64_t)d->ses[q->session].next_turn,
     };
     struct atr_policy_outcome o = { .success = false };
+    q->rec = NULL;
     d->src[d->n_recs] = (struct rec_src){ NULL, 0 };
     return turn_over(d, q, &rec, &o, err);
+}
+
+/* A turn the engine rejected as too long for it (skip_oversized). */
+static int reject(struct driver *d, struct pending *q, const struct atr_sim_req *req,
+                  double now, struct atr_error *err)
+{
+    bool kv = !atr_engine_fits_kv(d->engines[q->dec.replica], req->prompt_tokens,
+                                  req->output_tokens);
+    return fail_turn(d, q, kv ? ATR_SIM_OVERSIZED_ERROR : ATR_SIM_OVER_BUDGET_ERROR, now, err);
 }
 
 /* Puts the trace and turn in front of the engine's refusal, and what to do
@@ -116,19 +129,29 @@ static int add_failed(const struct driver *d, const struct pending *q,
                             : "a larger --max-num-batched-tokens");
 }
 
-/* When a turn that got its slot at `now` reaches engine k. Each replica's
- * API server tokenises prompts one at a time, in the order they came (vLLM
- * runs its tokeniser on a single-thread executor, SGLang in one tokenizer
- * process), so a burst's prompts queue there and reach the engine in the
- * order sent, not shortest first; the rest of the front end's time is per
- * request. */
-static double frontend_arrival(struct driver *d, unsigned k, uint32_t prompt_tokens,
-                               double now)
+/* When q's client gives up unless a token comes first: its timeout, or
+ * stall_timeout_s after the last thing it received (the answer's head at
+ * the slot, then its tokens); INFINITY with neither. */
+static double give_up_time(const struct driver *d, const struct pending *q)
 {
-    double start = fmax(now, d->tokeniser_free[k]);
-    double tokenised = start + prompt_tokens * d->cfg->frontend_token_s;
-    d->tokeniser_free[k] = tokenised;
-    return tokenised + d->cfg->frontend_s;
+    double t = d->cfg->timeout_s > 0 ? q->slot_s + d->cfg->timeout_s : INFINITY;
+    if (d->cfg->stall_timeout_s > 0) {
+        const struct atr_engine *e = d->engines[q->dec.replica];
+        uint32_t n = q->rec->tokens_done;
+        double last = n ? atr_engine_token_times(e, q->rec)[n - 1] : q->slot_s;
+        t = fmin(t, last + d->cfg->stall_timeout_s);
+    }
+    return t;
+}
+
+/* The turn q runs in its engine as r: its next check is due (with a
+ * timeout or a stall timeout). */
+static int arm_deadline(struct driver *d, struct pending *q, const struct atr_sim_record *r,
+                        struct atr_error *err)
+{
+    q->rec = r;
+    q->deadline = give_up_time(d, q);
+    return isinf(q->deadline) ? 0 : atr_heap_push(&d->deadlines, q->deadline, q, err);
 }
 
 /* The turn gets its slot: the policy decides, its replica takes it. */
@@ -147,6 +170,7 @@ static int start_turn(struct driver *d, const struct pending *p, double now,
     if (q->dec.replica >= d->n_engines)
         q->dec.replica = 0;
     q->slot_s = now;
+    q->rec = NULL;
     if (d->cfg->on_decision)
         d->cfg->on_decision(d->cfg->decision_ctx,
                             d->cfg->workload->sessions[q->session].trace_id,
@@ -154,19 +178,27 @@ static int start_turn(struct driver *d, const struct pending *p, double now,
     uint32_t out = q->req.recorded_output_tokens;
     if (q->dec.max_tokens && q->dec.max_tokens < out)
         out = q->dec.max_tokens;
+    if (!out)
+        out = 1;
+    d->in_flight++;
+    if (d->cfg->policy)
+        atr_policy_started(d->cfg->policy, &q->req, &q->dec);
+    /* the API server refuses it before tokenising takes any time */
+    if (d->cfg->max_model_len &&
+        atr_context_check(d->cfg->max_model_len, q->dec.prompt_tokens, out, NULL, 0) < 0)
+        return fail_turn(d, q, ATR_SIM_CONTEXT_ERROR, now, err);
     struct atr_sim_req req = {
-        .id = id, .arrival = frontend_arrival(d, q->dec.replica, q->dec.prompt_tokens, now),
+        .id = id,
+        .arrival = atr_frontend_arrival(&d->frontends[q->dec.replica], q->dec.prompt_tokens,
+                                        now),
         .prompt_tokens = q->dec.prompt_tokens,
-        .output_tokens = out ? out : 1,
+        .output_tokens = out,
         .hash_ids = q->dec.salt ? NULL : q->dec.ids, .n_hash_ids = q->dec.salt ? 0 : q->dec.n_ids,
     };
-    d->in_flight++;
     const struct atr_sim_record *r = atr_engine_add(d->engines[q->dec.replica], &req, err);
     if (!r)
         return add_failed(d, q, &req, err);
-    if (d->cfg->policy)
-        atr_policy_started(d->cfg->policy, &q->req, &q->dec);
-    return r->rejected ? reject(d, q, &req, now, err) : 0;
+    return r->rejected ? reject(d, q, &req, now, err) : arm_deadline(d, q, r, err);
 }
 
 /* Starts turns waiting for a slot while there are free ones (a rejected
@@ -203,6 +235,7 @@ static int finish(struct driver *d, const struct atr_sim_record *r, unsigned k,
     struct pending *p = &d->by_session[d->session_of[r->id]];
     const struct atr_session *s = &d->cfg->workload->sessions[p->session];
     double start = p->slot_s;
+    p->rec = NULL;
     struct atr_llm_record rec = {
         .id = r->id, .scheduled_s = p->send_s, .send_s = p->send_s, .start_s = start,
         .end_s = r->finish, .n_chunks = r->output_tokens,
@@ -219,6 +252,25 @@ static int finish(struct driver *d, const struct atr_sim_record *r, unsigned k,
     if (turn_over(d, p, &rec, &o, err) < 0)
         return -1;
     return fill_slots(d, r->finish, err);
+}
+
+/* A turn's check is due: a token since pushes the stall check on;
+ * otherwise the client gives up: the turn leaves its engine (as vLLM
+ * aborts the request of a closed connection) and fails, and a waiting turn
+ * takes the slot. A turn over by then is not touched. */
+static int time_out(struct driver *d, const struct atr_heap_item *it, struct atr_error *err)
+{
+    struct pending *p = it->data;
+    if (!p->rec || p->deadline != it->t)
+        return 0;
+    double t = give_up_time(d, p);
+    if (t > it->t)
+        return arm_deadline(d, p, p->rec, err);
+    bool whole = d->cfg->timeout_s > 0 && it->t >= p->slot_s + d->cfg->timeout_s;
+    atr_engine_abort(d->engines[p->dec.replica], p->rec);
+    if (fail_turn(d, p, whole ? ATR_SIM_TIMEOUT_ERROR : ATR_SIM_STALL_ERROR, it->t, err) < 0)
+        return -1;
+    return fill_slots(d, it->t, err);
 }
 
 /* The replica with the earliest next event, and its time. */
@@ -240,14 +292,21 @@ static int drive(struct driver *d, struct atr_error *err)
 {
     for (;;) {
         const struct atr_heap_item *top = atr_heap_peek(&d->sends);
-        double t_send = top ? top->t : INFINITY, t_eng;
+        const struct atr_heap_item *dl = atr_heap_peek(&d->deadlines);
+        double t_send = top ? top->t : INFINITY, t_dead = dl ? dl->t : INFINITY, t_eng;
         unsigned k = next_engine(d, &t_eng);
-        if (isinf(t_send) && isinf(t_eng))
+        if (isinf(t_send) && isinf(t_eng) && isinf(t_dead))
             return 0;
-        if (t_send <= t_eng) {       /* sends first: a turn due now joins this iteration */
-            struct atr_heap_item it;
+        struct atr_heap_item it;
+        if (t_send <= t_eng && t_send <= t_dead) {   /* a turn due now joins this iteration */
             atr_heap_pop(&d->sends, &it);
             if (send_turn(d, it.data, err) < 0)
+                return -1;
+            continue;
+        }
+        if (t_dead < t_eng) {        /* a token at the deadline still counts */
+            atr_heap_pop(&d->deadlines, &it);
+            if (time_out(d, &it, err) < 0)
                 return -1;
             continue;
         }
@@ -287,8 +346,12 @@ int atr_sim_run(struct atr_engine *const *engines, unsigned n_engines,
     d.slots_wait = xcalloc(n_sessions, sizeof *d.slots_wait);
     d.recs = xcalloc(w->n_turns + 1, sizeof *d.recs);
     d.src = xcalloc(w->n_turns + 1, sizeof *d.src);
-    d.tokeniser_free = xcalloc(n_engines, sizeof *d.tokeniser_free);
+    d.frontends = xcalloc(n_engines, sizeof *d.frontends);
+    for (unsigned k = 0; k < n_engines; k++)
+        d.frontends[k] = (struct atr_frontend){ .request_s = cfg->frontend_s,
+                                                .token_s = cfg->frontend_token_s };
     atr_heap_init(&d.sends);
+    atr_heap_init(&d.deadlines);
     int rc = 0;
     for (size_t i = 0; i < w->n_sessions && rc == 0; i++) {
         if (!w->sessions[i].n_turns)
@@ -300,11 +363,12 @@ int atr_sim_run(struct atr_engine *const *engines, unsigned n_engines,
     if (rc == 0)
         rc = drive(&d, err);
     atr_heap_release(&d.sends);
+    atr_heap_release(&d.deadlines);
     free(d.ses);
     free(d.by_session);
     free(d.session_of);
     free(d.slots_wait);
-    free(d.tokeniser_free);
+    free(d.frontends);
     if (rc == 0)
         set_chunks(&d);
     free(d.src);

@@ -11,11 +11,18 @@
  * compacted one its new prompt length and ids, a capped one
  * min(recorded output, cap) output tokens.
  *
- * A turn too long for the KV cache stops the run with an error naming its
- * trace and turn, unless the engines have skip_oversized: then it gets a
- * failed record ("prompt too long for the KV cache") at once, as a client
- * gets vLLM's error response, and its session goes on with its next turn
- * after the think time.
+ * A turn whose prompt and output are longer than max_model_len gets a
+ * failed record (ATR_SIM_CONTEXT_ERROR) at once, as the API server answers
+ * 400 (atr_context_check, the rule `atr sim serve` applies), and its
+ * session goes on with its next turn after the think time. A turn too long
+ * for the KV cache stops the run with an error naming its trace and turn,
+ * unless the engines have skip_oversized: then it is failed the same way
+ * ("prompt too long for the KV cache"), as a client gets vLLM's error
+ * response. A turn not over timeout_s after it got its slot fails
+ * ("timeout", as the HTTP client's --timeout), and so does one whose
+ * engine sent nothing for stall_timeout_s ("stall", --stall-timeout: the
+ * server's answer begins at the slot, then each token comes): it leaves
+ * its engine then, as vLLM aborts a request whose client went away.
  *
  * Memory: *out is malloc'd (caller frees); each record's chunk_s points
  * into its engine (atr_engine_token_times) and stays valid until that
@@ -30,6 +37,7 @@
 #include "sched/schedule.h"
 #include "sched/workload.h"
 #include "sim/engine.h"
+#include "sim/frontend.h"
 
 struct atr_sim_run_cfg {
     const struct atr_workload *workload;
@@ -50,6 +58,15 @@ struct atr_sim_run_cfg {
      * each replica's does one prompt at a time, in the order they came:
      * in a burst, a turn also waits for the prompts before it. */
     double frontend_token_s;
+    /* Prompt + output tokens a turn may have (the model's context
+     * length); 0: no limit. */
+    uint64_t max_model_len;
+    /* Seconds from its slot after which a turn fails, as the HTTP client's
+     * whole-request timeout; 0: none. */
+    double timeout_s;
+    /* Seconds without a token (from the slot, then from each token) after
+     * which a turn fails, as the HTTP client's stall timeout; 0: none. */
+    double stall_timeout_s;
     /* Optional: called as each turn gets its slot, with what the policy
      * decided to send (the decision and its ids live only for the call). */
     void (*on_decision)(void *ctx, const char *trace_id, size_t turn,
@@ -62,6 +79,9 @@ struct atr_sim_run_cfg {
  * longer than the token budget of a step. */
 #define ATR_SIM_OVERSIZED_ERROR "prompt too long for the KV cache"
 #define ATR_SIM_OVER_BUDGET_ERROR "prompt longer than max_num_batched_tokens"
+/* A turn past timeout_s or stall_timeout_s: the HTTP client's reasons. */
+#define ATR_SIM_TIMEOUT_ERROR "timeout"
+#define ATR_SIM_STALL_ERROR "stall"
 
 /* Runs until every turn finished, over engines[0..n_engines) (the policy's
  * replicas). Records come in finish order. */

@@ -74,7 +74,16 @@ struct atr_llm_bench_config {
     const char *model_id;
     const char *tokenizer_id;  /* NULL: same as model_id */
     int64_t num_prompts;
-    double request_rate;       /* INFINITY writes the string "inf" */
+    /* vLLM's request_rate: requests a second the schedule sends, whatever
+     * the server does (atr_schedule_request_rate); INFINITY writes the
+     * string "inf" (all at once), NAN null (none: sessions of several
+     * turns, each sent after the answer to the one before). */
+    double request_rate;
+    /* atr's "schedule": the arrival kind ("trace", "poisson", ...; NULL:
+     * none written), sessions a second it starts (INFINITY: all at once,
+     * NAN: unknown) and the time scale of trace times and think times. */
+    const char *schedule;
+    double session_rate, time_scale;
     double burstiness;
     int64_t max_concurrency;   /* <= 0: none (JSON null, no block line) */
     double slo_ttft_ms, slo_tpot_ms, slo_e2el_ms;   /* < 0: not set */

@@ -42,6 +42,18 @@ static void put_stat(struct atr_jw *w, const char *name, const struct atr_llm_st
     put_stat_of(w, name, st, cfg, false);
 }
 
+/* A rate as vLLM writes request_rate: a float, the string "inf" (all at
+ * once), or null (none). */
+static void put_rate(struct atr_jw *w, const char *key, double rate)
+{
+    if (isnan(rate))
+        atr_jw_kv_null(w, key);
+    else if (isinf(rate))
+        atr_jw_kv_str(w, key, "inf");
+    else
+        atr_jw_kv_pyfloat(w, key, rate);
+}
+
 static void put_header(struct atr_jw *w, const struct atr_llm_bench_config *c)
 {
     atr_jw_kv_str(w, "date", c->date);
@@ -51,10 +63,7 @@ static void put_header(struct atr_jw *w, const struct atr_llm_bench_config *c)
     atr_jw_kv_str(w, "model_id", c->model_id);
     atr_jw_kv_str(w, "tokenizer_id", c->tokenizer_id ? c->tokenizer_id : c->model_id);
     atr_jw_kv_int(w, "num_prompts", c->num_prompts);
-    if (isinf(c->request_rate))
-        atr_jw_kv_str(w, "request_rate", "inf");      /* vLLM writes the string */
-    else
-        atr_jw_kv_pyfloat(w, "request_rate", c->request_rate);
+    put_rate(w, "request_rate", c->request_rate);
     atr_jw_kv_pyfloat(w, "burstiness", c->burstiness);
     if (c->max_concurrency > 0)
         atr_jw_kv_int(w, "max_concurrency", c->max_concurrency);
@@ -129,12 +138,26 @@ static void put_sessions(struct atr_jw *w, const struct atr_llm_sessions *ss,
     atr_jw_object_end(w);
 }
 
+/* "schedule": when the sessions started, as configured. */
+static void put_schedule(struct atr_jw *w, const struct atr_llm_bench_config *c)
+{
+    if (!c->schedule)
+        return;
+    atr_jw_key(w, "schedule");
+    atr_jw_object_begin(w);
+    atr_jw_kv_str(w, "arrival", c->schedule);
+    put_rate(w, "session_rate", c->session_rate);
+    atr_jw_kv_pyfloat(w, "time_scale", c->time_scale);
+    atr_jw_object_end(w);
+}
+
 /* atr's figures, under one "atr" key so no vLLM reader trips on them. */
 static void put_atr_figures(struct atr_jw *w, const struct atr_llm_summary *s,
                             const struct atr_llm_bench_config *c)
 {
     double hit = s->total_input ? (double)s->cached_tokens / (double)s->total_input : 0.0;
     atr_jw_kv_bool(w, "incomplete", c->incomplete);
+    put_schedule(w, c);
     atr_jw_kv_pyfloat(w, "mean_client_queue_ms", s->queue_mean_ms);
     atr_jw_kv_pyfloat(w, "p99_client_queue_ms", s->queue_p99_ms);
     atr_jw_kv_pyfloat(w, "p50_schedule_lag_ms", s->lag_p50_ms);
@@ -254,8 +277,12 @@ static int block_totals(struct atr_buf *b, const struct atr_llm_summary *s,
     rc |= line_i(b, "Failed requests:", s->failed);
     if (c->max_concurrency > 0)
         rc |= line_i(b, "Maximum request concurrency:", c->max_concurrency);
-    if (!isinf(c->request_rate))
+    if (isfinite(c->request_rate))
         rc |= line_f(b, "Request rate configured (RPS):", c->request_rate);
+    if (c->schedule)
+        rc |= atr_buf_printf(b, "%-40s %-10s\n", "Arrival schedule:", c->schedule);
+    if (isnan(c->request_rate) && isfinite(c->session_rate))
+        rc |= line_f(b, "Session start rate (/s):", c->session_rate);
     rc |= line_f(b, "Benchmark duration (s):", s->duration);
     rc |= line_i(b, "Total input tokens:", s->total_input);
     rc |= line_i(b, "Total generated tokens:", s->total_output);

@@ -198,3 +198,99 @@ for name in $(sed -n 's/.*(known: \([^)]*\)).*/\1/p' "$S/known-models" "$S/known
     check "help of sim run names profile $name" "tr -s ' \\n' '\\n\\n' <'$S/help' | sed 's/[.;]\$//' | grep -qx -- '$name'"
 done
 check "help lists came from the errors" "[ \$(sed -n 's/.*(known: \\([^)]*\\)).*/\\1/p' '$S/known-models' | tr ',' '\\n' | wc -l) -ge 15 ]"
+
+# Context length (vLLM's rule, atr_context_check, the one sim serve answers
+# 400 by): prompt + output over the model's 131072 tokens is refused at
+# once, counted in failed with its reason; exactly 131072 runs.
+python3 -c "
+import json
+for i, p in enumerate([200000, 131032, 131033]):
+    print(json.dumps({'format': 'atr-trace/1', 'trace_id': 'c%d' % i, 'start_ms': 0,
+                      'steps': [{'i': 0, 'kind': 'llm', 't_ms': 0, 'input_tokens': p,
+                                 'output_tokens': 40}]}))" >"$S/ctx.ndjson"
+ok "sim run: requests over the context" "$ATR" sim run -q "$S/ctx.ndjson" -p h100/llama-3.1-8b \
+    --save-result "$S/ctx.json" --requests-out "$S/ctx-req.ndjson"
+check "over the context: failed with the reason, the one at the limit ran" "python3 -c \"
+import json
+r = json.load(open('$S/ctx.json'))
+why = \\\"prompt + output longer than the model's context\\\"
+assert r['completed'] == 1 and r['failed'] == 2 and r['atr']['failures_by_reason'] == {why: 2}, r
+q = {l['trace_id']: l for l in map(json.loads, open('$S/ctx-req.ndjson'))}
+assert q['c1']['success'] and q['c1']['prompt_tokens'] == 131032
+assert [q[k]['error'] for k in ('c0', 'c2')] == [why, why] and q['c0']['end_s'] == q['c0']['start_s']
+\""
+
+ok "sim run --max-model-len, as sim serve's" "$ATR" sim run -q "$S/ctx.ndjson" \
+    -p h100/llama-3.1-8b --max-model-len 200040 --stall-timeout 0 --save-result "$S/ctx-long.json"
+check "a longer --max-model-len lets all three run" "python3 -c \"
+import json; r = json.load(open('$S/ctx-long.json')); assert r['completed'] == 3 and r['failed'] == 0, r\""
+
+# The request timeouts of replay llm's client (--timeout, default 600 s from
+# the slot; --stall-timeout, default 60 s without a token, the answer's head
+# coming at the slot): 200 prompts of 100k tokens at once queue for ~900 s;
+# those without a token at 60 s fail "stall" there, and without the stall
+# timeout those not over at 600 s fail "timeout"; either way they leave
+# the engine.
+python3 -c "
+import json
+for i in range(200):
+    print(json.dumps({'format': 'atr-trace/1', 'trace_id': 'l%d' % i, 'start_ms': 0,
+                      'steps': [{'i': 0, 'kind': 'llm', 't_ms': 0, 'input_tokens': 100000,
+                                 'output_tokens': 8}]}))" >"$S/long.ndjson"
+ok "sim run: a long queue" "$ATR" sim run -q "$S/long.ndjson" -p h100/llama-3.1-8b \
+    --save-result "$S/long-stall.json" --requests-out "$S/long-stall-req.ndjson"
+check "default stall timeout: 60 s without a token, failed with the reason" "python3 -c \"
+import json
+r = json.load(open('$S/long-stall.json'))
+assert r['completed'] > 0 and r['failed'] > 0 and r['atr']['failures_by_reason'] == {'stall': r['failed']}, r
+q = list(map(json.loads, open('$S/long-stall-req.ndjson')))
+assert all(l['ttft_ms'] <= 60000 for l in q if l['success'])
+assert all(abs(l['end_s'] - l['start_s'] - 60) < 1e-9 for l in q if not l['success'])
+\""
+ok "sim run: a long queue without the stall timeout" "$ATR" sim run -q "$S/long.ndjson" \
+    -p h100/llama-3.1-8b --stall-timeout 0 --save-result "$S/long.json" \
+    --requests-out "$S/long-req.ndjson"
+check "default timeout: 600 s, failed with the reason" "python3 -c \"
+import json
+r = json.load(open('$S/long.json'))
+assert r['completed'] > 0 and r['failed'] > 0 and r['atr']['failures_by_reason'] == {'timeout': r['failed']}, r
+q = list(map(json.loads, open('$S/long-req.ndjson')))
+assert all(l['e2el_ms'] <= 600000 for l in q if l['success'])
+assert all(abs(l['end_s'] - l['start_s'] - 600) < 1e-9 for l in q if not l['success'])
+\""
+ok "sim run --timeout 0: none" "$ATR" sim run -q "$S/long.ndjson" -p h100/llama-3.1-8b \
+    --timeout 0 --stall-timeout 0 --save-result "$S/long0.json"
+check "without a timeout every request runs" "python3 -c \"
+import json; r = json.load(open('$S/long0.json')); assert r['completed'] == 200 and r['p99_ttft_ms'] > 600000, r['p99_ttft_ms']\""
+ok "replay llm --target sim: --timeout" "$ATR" replay llm -q "$S/long.ndjson" \
+    --target sim:h100/llama-3.1-8b --timeout 100 --stall-timeout 0 --save-result "$S/long100.json"
+check "replay llm's --timeout holds for a sim target" "python3 -c \"
+import json; r = json.load(open('$S/long100.json')); assert r['atr']['failures_by_reason'] == {'timeout': r['failed']} and r['max_e2el_ms' if 'max_e2el_ms' in r else 'p99_e2el_ms'] <= 100000, r\""
+fails "sim run --timeout wants seconds" 2 "timeout wants seconds" \
+    "$ATR" sim run "$S/long.ndjson" -p h100/llama-3.1-8b --timeout -1
+
+# Rate fields. vLLM's request_rate is requests a second sent whatever the
+# server does ("inf": all at once): a trace of single requests has its
+# recorded mean rate, not "inf"; sessions of several turns have none (null:
+# a later turn waits for an answer). atr.schedule and the block name the
+# schedule.
+"$ATR" gen -q --kind requests --traces 60 --rate 4 -o "$S/r4.ndjson"
+ok "sim run trace-timed" "$ATR" sim run "$S/r4.ndjson" -p h100/llama-3.1-8b --save-result "$S/r4.json"
+check "trace-timed: request_rate is the trace's mean arrival rate" "python3 -c \"
+import json
+t = [json.loads(l)['start_ms'] for l in open('$S/r4.ndjson')]
+r = json.load(open('$S/r4.json'))
+want = 59 / ((max(t) - min(t)) / 1000)
+assert abs(r['request_rate'] - want) < 1e-9 and 2 < want < 8, (r['request_rate'], want)
+assert r['atr']['schedule'] == {'arrival': 'trace', 'session_rate': r['request_rate'], 'time_scale': 1.0}
+\""
+check "trace-timed block: the rate and the schedule" "grep -Eq '^Request rate configured \\(RPS\\): +[2-7]\\.[0-9]{2} *\$' '$T/out' && grep -Eq '^Arrival schedule: +trace *\$' '$T/out'"
+ok "sim run multi-turn at a session rate" "$ATR" sim run "$S/swe.ndjson" -p h100/llama-3.1-8b \
+    --rate 2 --save-result "$S/swe-r2.json"
+check "multi-turn: no request rate, the session rate under atr" "python3 -c \"
+import json
+r = json.load(open('$S/swe-r2.json'))
+assert r['request_rate'] is None, r['request_rate']
+assert r['atr']['schedule'] == {'arrival': 'poisson', 'session_rate': 2.0, 'time_scale': 1.0}, r['atr']['schedule']
+\""
+check "multi-turn block: schedule and session rate, no request rate" "! grep -q '^Request rate configured' '$T/out' && grep -Eq '^Arrival schedule: +poisson *\$' '$T/out' && grep -Eq '^Session start rate \\(/s\\): +2\\.00 *\$' '$T/out'"

@@ -106,6 +106,33 @@ static void test_all_failed_inf(void **state)
     check_outputs(f, 3, &c, "all-failed.json", "all-failed.txt");
 }
 
+/* No request rate (sessions of several turns) is null and no "configured"
+ * line; the schedule goes under "atr" and into the block. */
+static void test_no_request_rate_schedule(void **state)
+{
+    (void)state;
+    struct atr_llm_bench_config c = base_cfg();
+    c.request_rate = NAN;
+    c.schedule = "poisson";
+    c.session_rate = 2;
+    c.time_scale = 1;
+    struct atr_llm_summary s;
+    struct atr_error err;
+    assert_int_equal(atr_llm_summarize(five, 5, &c, &s, &err), 0);
+    struct atr_buf b = ATR_BUF_INIT;
+    assert_int_equal(atr_llm_write_result_json(&b, &s, &c), 0);
+    assert_non_null(strstr(b.data, "\"request_rate\": null, \"burstiness\": 1.0"));
+    assert_non_null(strstr(b.data, "\"schedule\": {\"arrival\": \"poisson\", "
+                                   "\"session_rate\": 2.0, \"time_scale\": 1.0}"));
+    atr_buf_clear(&b);
+    assert_int_equal(atr_llm_write_block(&b, &s, &c), 0);
+    assert_null(strstr(b.data, "Request rate configured"));
+    assert_non_null(strstr(b.data, "Arrival schedule:                        poisson   \n"
+                                   "Session start rate (/s):                 2.00      \n"));
+    atr_buf_release(&b);
+    atr_llm_summary_release(&s);
+}
+
 static void test_failures_excluded_and_grouped(void **state)
 {
     (void)state;
@@ -645,6 +672,7 @@ int main(void)
         cmocka_unit_test(test_request_lines),
         cmocka_unit_test(test_request_line_times),
         cmocka_unit_test(test_pyfloat),
+        cmocka_unit_test(test_no_request_rate_schedule),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -92,6 +92,37 @@ static void test_constant_burst_trace(void **state)
     free(w.sessions);
 }
 
+/* vLLM's request_rate: a workload of single requests has its schedule's
+ * rate, a trace its recorded mean rate ((n - 1) / span, over time_scale),
+ * "inf" when all start together; sessions of several turns have none. */
+static void test_request_rate(void **state)
+{
+    (void)state;
+    struct atr_workload w = flat_workload(4);
+    for (size_t i = 0; i < 4; i++) {
+        w.sessions[i].offset_s = (double)(3 - i);
+        w.sessions[i].n_turns = 1;   /* only sessions with turns count */
+    }
+    struct atr_schedule s;
+    atr_schedule_defaults(&s);
+    assert_string_equal(atr_schedule_kind_name(s.kind), "trace");
+    assert_true(atr_schedule_request_rate(&s, &w) == 1.0);
+    s.time_scale = 0.5;
+    assert_true(atr_schedule_request_rate(&s, &w) == 2.0);
+    for (size_t i = 0; i < 4; i++)
+        w.sessions[i].offset_s = 0;
+    assert_true(isinf(atr_schedule_request_rate(&s, &w)));
+    s.kind = ATR_ARRIVAL_CONSTANT;
+    s.rate = 4;
+    assert_true(atr_schedule_request_rate(&s, &w) == 4.0);
+    assert_string_equal(atr_schedule_kind_name(s.kind), "constant");
+    w.sessions[2].n_turns = 2;
+    assert_true(isnan(atr_schedule_request_rate(&s, &w)));
+    assert_true(atr_schedule_session_rate(&s, &w) == 4.0);
+    w.sessions[2].n_turns = 1;
+    free(w.sessions);
+}
+
 /* Loads ndjson (atr traces) through a temporary file, re-based to 16-token
  * blocks, into w. */
 static void load_text(struct atr_workload *w, const char *ndjson)
@@ -280,6 +311,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_poisson_mean_and_gamma_variance),
         cmocka_unit_test(test_constant_burst_trace),
+        cmocka_unit_test(test_request_rate),
         cmocka_unit_test(test_workload_rebases_blocks),
         cmocka_unit_test(test_workload_prefix_steps),
         cmocka_unit_test(test_prompt_shares_prefixes),

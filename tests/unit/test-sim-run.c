@@ -2,7 +2,9 @@
  * workloads: a turn too long for the KV cache stops the run naming its
  * trace and turn, or with skip_oversized becomes a failed record while its
  * session goes on (also through a concurrency limit); progress is reported
- * once per turn; records' token times are the engine's. */
+ * once per turn; records' token times are the engine's; a turn over the
+ * context length is refused at once, one past its timeout fails then and
+ * leaves its engine. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -83,6 +85,9 @@ static void on_progress(void *ctx, size_t done, size_t total)
 
 static double frontend_s;      /* the run's front-end time (test_frontend) */
 static double frontend_token_s;
+static uint64_t max_model_len; /* test_context_length */
+static double timeout_s;       /* test_timeout */
+static double stall_s;         /* test_stall */
 
 static int run(struct fixture *f, unsigned max_concurrency, struct progress_log *p,
                struct atr_llm_record **r, size_t *n, struct atr_error *err)
@@ -92,6 +97,8 @@ static int run(struct fixture *f, unsigned max_concurrency, struct progress_log 
         .max_concurrency = max_concurrency,
         .on_progress = p ? on_progress : NULL, .progress_ctx = p,
         .frontend_s = frontend_s, .frontend_token_s = frontend_token_s,
+        .max_model_len = max_model_len, .timeout_s = timeout_s,
+        .stall_timeout_s = stall_s,
     };
     return atr_sim_run(&f->e, 1, &rc, r, n, err);
 }
@@ -273,6 +280,109 @@ static void test_tokeniser_queue(void **state)
     atr_engine_free(f.e);
 }
 
+/* vLLM's rule: prompt + output up to the limit runs, one token more is
+ * refused, with vLLM's message. */
+static void test_context_check(void **state)
+{
+    (void)state;
+    char msg[512];
+    assert_int_equal(atr_context_check(131072, 131032, 40, msg, sizeof msg), 0);
+    assert_int_equal(atr_context_check(131072, 131033, 40, msg, sizeof msg), -1);
+    assert_string_equal(msg, "This model's maximum context length is 131072 tokens. However, "
+                             "you requested 131073 tokens (131033 in the messages, 40 in the "
+                             "completion). Please reduce the length of the messages or "
+                             "completion.");
+    assert_int_equal(atr_context_check(16, 200000, 1, NULL, 0), -1);
+}
+
+/* Over a context of 150 tokens: "big"'s 5000-token turn is refused by the
+ * length check before the KV cache is asked (the run goes on without
+ * skip_oversized), and so is its 200-token turn; 100 + 4 and 50 + 3 run. */
+static void test_context_length(void **state)
+{
+    (void)state;
+    struct fixture f;
+    fixture_init(&f, false);
+    max_model_len = 150;
+    struct atr_llm_record *r;
+    size_t n;
+    struct atr_error err;
+    assert_int_equal(run(&f, 0, NULL, &r, &n, &err), 0);
+    max_model_len = 0;
+    assert_int_equal(n, 4);
+    assert_true(find(r, n, "big", 0)->success && find(r, n, "small", 0)->success);
+    for (int turn = 1; turn <= 2; turn++) {
+        const struct atr_llm_record *x = find(r, n, "big", turn);
+        assert_false(x->success);
+        assert_string_equal(x->error, ATR_SIM_CONTEXT_ERROR);
+        assert_true(x->end_s == x->start_s);
+    }
+    free(r);
+    atr_engine_free(f.e);
+}
+
+/* A turn not over timeout_s after its slot fails then ("timeout", as the
+ * HTTP client) and leaves its engine; one whose last token comes at the
+ * deadline succeeds. Iterations cost 1/64 s: "small" (3 tokens) is over at
+ * 3/64, "big"'s turns (4 tokens) at 4/64 after their start. */
+static void test_timeout(void **state)
+{
+    (void)state;
+    struct fixture f;
+    fixture_init(&f, true);
+    timeout_s = 3 * COST;
+    struct atr_llm_record *r;
+    size_t n;
+    struct atr_error err;
+    assert_int_equal(run(&f, 0, NULL, &r, &n, &err), 0);
+    timeout_s = 0;
+    assert_int_equal(n, 4);
+    assert_true(find(r, n, "small", 0)->success);
+    const struct atr_llm_record *b0 = find(r, n, "big", 0), *b2 = find(r, n, "big", 2);
+    assert_string_equal(find(r, n, "big", 1)->error, ATR_SIM_OVERSIZED_ERROR);
+    for (const struct atr_llm_record *x = b0; x; x = x == b0 ? b2 : NULL) {
+        assert_false(x->success);
+        assert_string_equal(x->error, ATR_SIM_TIMEOUT_ERROR);
+        assert_float_equal(x->end_s - x->start_s, 3 * COST, 1e-12);
+    }
+    struct atr_engine_stats st;
+    atr_engine_get_stats(f.e, &st);
+    assert_int_equal(st.requests_aborted, 2);
+    assert_int_equal(atr_engine_pending(f.e), 0);
+    free(r);
+    atr_engine_free(f.e);
+}
+
+/* The stall timeout counts from the slot to the first token, then between
+ * tokens (1/64 s apart here): at 1.5/64 every turn keeps going (the check
+ * moves on with each token); at 0.5/64 the first token comes too late and
+ * the turns fail "stall" then. */
+static void test_stall(void **state)
+{
+    (void)state;
+    for (int k = 0; k < 2; k++) {
+        struct fixture f;
+        fixture_init(&f, true);
+        stall_s = (k ? 0.5 : 1.5) * COST;
+        struct atr_llm_record *r;
+        size_t n;
+        struct atr_error err;
+        assert_int_equal(run(&f, 0, NULL, &r, &n, &err), 0);
+        assert_int_equal(n, 4);
+        const struct atr_llm_record *x = find(r, n, "small", 0);
+        if (!k) {
+            assert_true(x->success && find(r, n, "big", 2)->success);
+        } else {
+            assert_false(x->success);
+            assert_string_equal(x->error, ATR_SIM_STALL_ERROR);
+            assert_float_equal(x->end_s - x->start_s, stall_s, 1e-12);
+        }
+        stall_s = 0;
+        free(r);
+        atr_engine_free(f.e);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -282,6 +392,10 @@ int main(void)
         cmocka_unit_test(test_all_rejected),
         cmocka_unit_test(test_frontend),
         cmocka_unit_test(test_tokeniser_queue),
+        cmocka_unit_test(test_context_check),
+        cmocka_unit_test(test_context_length),
+        cmocka_unit_test(test_timeout),
+        cmocka_unit_test(test_stall),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
