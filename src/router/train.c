@@ -31,6 +31,8 @@ struct outcome {
     double start, end, ttft;
     uint32_t prompt_tokens, output_tokens, cached_tokens;
     uint64_t sent;                /* candidate runs: decision_digest of what was sent */
+    bool ok;                      /* answered: a refused or timed-out request's
+                                     latency is no latency, never a win */
 };
 
 /* Row of each session's first turn, and the session of a trace id pointer. */
@@ -113,6 +115,7 @@ static int run_policy(const struct atr_router_sim *sim, const bool *keep, const 
             .prompt_tokens = (uint32_t)r->prompt_tokens,
             .output_tokens = (uint32_t)r->output_tokens,
             .cached_tokens = (uint32_t)r->cached_tokens,
+            .ok = r->success,
         };
     }
     atr_exp_result_release(&res);
@@ -128,12 +131,16 @@ int atr_router_simulate(const struct atr_router_sim *sim, const bool *keep, cons
     if (run_policy(sim, keep, policy, options, NULL, &o, &n, err) < 0)
         return -1;
     double e = 0, t = 0;
+    size_t answered = 0;        /* means over answered requests, as vLLM's */
     for (size_t i = 0; i < n; i++) {
+        if (!o[i].ok)
+            continue;
         e += o[i].end - o[i].start;
         t += o[i].ttft;
+        answered++;
     }
-    *mean_e2el = n ? e / (double)n : 0;
-    *mean_ttft = n ? t / (double)n : 0;
+    *mean_e2el = answered ? e / (double)answered : 0;
+    *mean_ttft = answered ? t / (double)answered : 0;
     free(o);
     return 0;
 }
@@ -161,7 +168,8 @@ static int candidate_runs(const struct atr_router_sim *sim, const struct atr_rou
             if (r < 0)
                 continue;
             d->objective[(size_t)r * nc + c] =
-                cfg->objective == ATR_ROUTER_TTFT ? o[i].ttft : o[i].end - o[i].start;
+                !o[i].ok ? INFINITY
+                : cfg->objective == ATR_ROUTER_TTFT ? o[i].ttft : o[i].end - o[i].start;
             o[i].sent = dec.sent[r];
             sent[(size_t)r * nc + c] = o[i];
             if (c == d->default_candidate)

@@ -6,7 +6,9 @@
  * is labelled with the candidate that gave it the lowest objective (E2E
  * latency or TTFT). The default candidate (prefix-cache when it is one,
  * else the first) keeps the label unless another beats it by more than
- * `margin` (relative): ties and noise go to the default. Features are
+ * `margin` (relative): ties and noise go to the default. A request that
+ * failed (over the model's context, timed out) has an infinite objective:
+ * its near-zero latency never wins a label. Features are
  * the ones the learned policy computes at decision time, from the request
  * fields the driver fills (session history from the default's run).
  * Sessions, not requests, are split into train and held-out sets by a
@@ -175,7 +177,8 @@ int atr_router_select(struct atr_router_data *d, size_t n_groups, size_t skip,
                       struct atr_error *err);
 
 /* Runs the sessions with keep[i] (NULL: all) under policy name (options
- * may be NULL) and returns the mean E2E latency and TTFT, seconds. */
+ * may be NULL) and returns the mean E2E latency and TTFT of the answered
+ * requests (failed ones have none), seconds. */
 int atr_router_simulate(const struct atr_router_sim *sim, const bool *keep, const char *policy,
                         const char *options, double *mean_e2el, double *mean_ttft,
                         struct atr_error *err);

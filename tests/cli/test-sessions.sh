@@ -66,10 +66,10 @@ done
 fails "percentiles: bad in replay llm" 2 "^atr replay llm: --metric-percentiles wants" \
     "$ATR" replay llm "$SS/swe.ndjson" --target sim:$P --metric-percentiles 99,200
 
-# compare: session columns from atr results and from --run; vLLM rows show -.
+# compare: session columns from atr results and from --run; vLLM rows show n/a.
 ok "compare: session columns" "$ATR" compare "$SS/r.json" "$DATA/compare/vllm/naive.json"
 check "compare: session header and cells" "grep -q '| p99 E2E ms | avg session s | p50 session s | p99 session s | req/s |' '$T/out' &&
-    grep -Eq '^\\| vllm:[^|]*\\| naive .*\\| +- \\| +- \\| +- \\| +[0-9.]+ \\|' '$T/out'"
+    grep -Eq '^\\| vllm:[^|]*\\| naive .*\\| +n/a \\| +n/a \\| +n/a \\| +[0-9.]+ \\|' '$T/out'"
 ok "compare: session JSON" "$ATR" compare --json "$SS/r.json" "$DATA/compare/vllm/naive.json"
 check "compare: session JSON keys" "python3 -c \"import json,sys; r=json.load(open('$T/out')); s=json.load(open('$SS/r.json'))['atr']['sessions']
 assert r[0]['mean_session_ms'] == s['mean_completion_ms'] and r[0]['p99_session_ms'] == s['p99_completion_ms'] and r[1]['mean_session_ms'] is None, r\""
@@ -78,4 +78,4 @@ check "compare: single requests table as before" "! grep -q session '$T/out'"
 ok "compare --run sessions" "$ATR" compare --run "$SS/swe.ndjson" --target sim:$P --rate 0.5 \
     --policy naive,prefix-cache --percentiles 50,90
 check "compare --run: session columns, p99 missing" "grep -q 'avg session s' '$T/out' &&
-    grep -Eq '^\\| sim:h100/llama-3.1-8b +\\| prefix-cache +\\|( +[0-9.]+ \\|){2} +- \\|( +[0-9.]+ \\|){2} +- \\|( +[0-9.]+ \\|){2} +- \\|' '$T/out'"
+    grep -Eq '^\\| sim:h100/llama-3.1-8b +\\| prefix-cache +\\|( +[0-9.]+ \\|){2} +n/a \\|( +[0-9.]+ \\|){2} +n/a \\|( +[0-9.]+ \\|){2} +n/a \\|' '$T/out'"
