@@ -214,15 +214,11 @@ static void put_content(struct atr_jw *w, struct atr_buf *tmp, const struct atr_
     }
 }
 
-/* A recorded prompt count past this is not believed (the fitted ids of a
- * larger one would not fit in a line): the estimate is kept instead. */
-enum { MAX_RECORDED_TOKENS = 1 << 24 };
-
 /* The step's counts and ids: with the upstream's usage, its figures
  * ("recorded", atr's estimate beside) and ids fitted to the recorded
  * length by the readers' rule for one request (convo.h: the estimated ids
  * as far as they go, ids unique to the request past them); without, the
- * estimate and its ids. A record without ids gets none either way. */
+ * estimate and its ids. */
 struct step_counts {
     bool in_recorded;
     const char *from, *out_from;
@@ -234,13 +230,13 @@ struct step_counts {
 static void step_counts(struct step_counts *c, const struct atr_proxy_record *r,
                         const char *trace_id, uint32_t bs)
 {
-    c->in_recorded = r->prompt_tokens >= 0 && r->prompt_tokens <= MAX_RECORDED_TOKENS;
+    c->in_recorded = r->prompt_tokens >= 0 && r->prompt_tokens <= ATR_FIT_MAX_TOKENS;
     c->from = c->in_recorded ? ATR_TOKENS_RECORDED : ATR_TOKENS_ESTIMATED;
     c->out_from = !c->in_recorded && r->output_tokens >= 0 ? ATR_TOKENS_RECORDED : NULL;
     c->ids = r->n_block_ids ? r->block_ids : NULL;
     c->n_ids = (uint32_t)r->n_block_ids;
     c->fitted = NULL;
-    if (!c->in_recorded || !c->n_ids)     /* no ids given: none claimed */
+    if (!c->in_recorded)
         return;
     uint32_t want = atr_fit_ids_count((uint64_t)r->prompt_tokens, bs);
     c->fitted = xmalloc((want ? want : 1) * sizeof *c->fitted);

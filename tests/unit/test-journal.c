@@ -303,8 +303,21 @@ static void test_format_refuses_bad_ids(void **state)
     assert_int_equal(atr_journal_format(&b, &r), -1);
     r = base;
     r.n_block_ids = 0;                              /* no ids: fine */
+    r.prompt_tokens = -1;
     assert_int_equal(atr_journal_format(&b, &r), 0);
     assert_non_null(strstr(b.data, "\"hash_ids\":[]"));
+    atr_buf_clear(&b);
+    /* ... and with usage, all of the recorded length are the request's own
+     * (a token-id prompt: no text to estimate, nothing known shared) */
+    r.prompt_tokens = 42;
+    r.est_prompt_tokens = 0;
+    assert_int_equal(atr_journal_format(&b, &r), 0);
+    uint64_t own[3];
+    atr_fit_ids_fill(own, 3, NULL, 0, "proxy/s1/2", 0);
+    char ids[128];
+    snprintf(ids, sizeof ids, "\"estimated_input_tokens\":0,\"hash_ids\":[%llu,%llu,%llu]}",
+             (unsigned long long)own[0], (unsigned long long)own[1], (unsigned long long)own[2]);
+    assert_non_null(strstr(b.data, ids));
     atr_buf_release(&b);
 
     struct dir d;

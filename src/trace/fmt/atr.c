@@ -321,13 +321,16 @@ static void read_old_journal_line(struct atr_trace *t)
         s->tokens_from || s->input_tokens == ATR_UNSET)
         return;
     s->tokens_from = ATR_TOKENS_ESTIMATED;
-    if (s->recorded_input_tokens == ATR_UNSET || s->recorded_input_tokens < 0)
-        return;
+    if (s->recorded_input_tokens < 0 || s->recorded_input_tokens > ATR_FIT_MAX_TOKENS)
+        return;    /* ATR_UNSET is negative */
     atr_step_set_counts(s, s->recorded_input_tokens, -1, ATR_TOKENS_RECORDED);
     s->output_tokens_from = NULL;
     s->recorded_input_tokens = ATR_UNSET;
-    if (s->n_hash_ids)
-        atr_trace_fit_ids(t);
+    uint32_t want = atr_fit_ids_count((uint64_t)s->input_tokens, t->block_size);
+    uint64_t *ids = atr_arena_alloc(&t->arena, (want ? want : 1) * sizeof *ids);
+    atr_fit_ids_fill(ids, want, s->hash_ids, s->n_hash_ids, t->trace_id, 0);
+    s->hash_ids = ids;
+    s->n_hash_ids = want;
 }
 
 static int read_trace(struct atr_reader *r, struct atr_trace *t, struct atr_json *doc)
