@@ -155,6 +155,7 @@ static void trace_id_text(struct atr_buf *out, const struct atr_proxy_record *r)
     atr_journal_clean_text(out, id.data, id.len);
     atr_buf_release(&id);
 }
+
 static void put_itl(struct atr_jw *w, const struct atr_proxy_record *r)
 {
     bool any = r->n_itl > 0;

@@ -71,11 +71,12 @@ void atr_trace_fit_ids(struct atr_trace *t);
  * block, and shared with no other prompt). A single request keeps its
  * estimated ids as far as they go: keep = their count. */
 uint32_t atr_fit_ids_count(uint64_t tokens, uint32_t block_size);
+void atr_fit_ids_fill(uint64_t *ids, uint32_t want, const uint64_t *from, uint32_t keep,
+                      const char *trace_id, uint32_t step);
+
 /* A recorded prompt count past this is no prompt's (its ids would not fit
  * in a line): writers of one request at a time keep the estimate. */
 #define ATR_FIT_MAX_TOKENS (INT64_C(1) << 24)
-void atr_fit_ids_fill(uint64_t *ids, uint32_t want, const uint64_t *from, uint32_t keep,
-                      const char *trace_id, uint32_t step);
 
 /* Scales the estimated counts of t's llm steps so they sum to a source's
  * recorded totals (SWE-agent's model_stats records only those): each step

@@ -2,7 +2,9 @@
  * read back as JSON and as atr traces, rotation, content only when kept,
  * hostile strings, a torn tail, and the fold into sessions. The fixture
  * tests/data/proxy/journal.ndjson is checked to be what the journal writes
- * for the records below (UPDATE_GOLDEN=1 rewrites it). */
+ * for the records below (UPDATE_GOLDEN=1 rewrites it); journal-old.ndjson
+ * beside it is the same requests as an older atr wrote them, kept as it is
+ * (test-journal.sh reads it as the new one). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
