@@ -14,6 +14,7 @@
 
 #include "json/json.h"
 #include "json/writer.h"
+#include "trace/convo.h"
 #include "trace/tokens.h"
 #include "trace/trace.h"
 #include "util/alloc.h"
@@ -144,13 +145,14 @@ static int64_t whole_ms(double s)
     return isfinite(s) && s > 0 ? (int64_t)llround(s * 1000.0) : 0;
 }
 
-static void put_trace_id(struct atr_jw *w, struct atr_buf *tmp, const struct atr_proxy_record *r)
+/* The line's trace id, "proxy/SESSION/TURN", as the journal writes it
+ * (cleaned, so the ids fitted from it are those a reader would fit). */
+static void trace_id_text(struct atr_buf *out, const struct atr_proxy_record *r)
 {
     struct atr_buf id = ATR_BUF_INIT;
     atr_buf_printf(&id, "proxy/%s/%llu", r->session ? r->session : "",
                    (unsigned long long)r->turn);
-    atr_jw_key(w, "trace_id");
-    put_text(w, tmp, id.data, id.len);
+    atr_journal_clean_text(out, id.data, id.len);
     atr_buf_release(&id);
 }
 
@@ -213,9 +215,41 @@ static void put_content(struct atr_jw *w, struct atr_buf *tmp, const struct atr_
     }
 }
 
+/* The step's counts and ids: with the upstream's usage, its figures
+ * ("recorded", atr's estimate beside) and ids fitted to the recorded
+ * length by the readers' rule for one request (convo.h: the estimated ids
+ * as far as they go, ids unique to the request past them); without, the
+ * estimate and its ids. */
+struct step_counts {
+    bool in_recorded;
+    const char *from, *out_from;
+    const uint64_t *ids;
+    uint32_t n_ids;
+    uint64_t *fitted;          /* malloc'd ids when in_recorded, else NULL */
+};
+
+static void step_counts(struct step_counts *c, const struct atr_proxy_record *r,
+                        const char *trace_id, uint32_t bs)
+{
+    c->in_recorded = r->prompt_tokens >= 0 && r->prompt_tokens <= ATR_FIT_MAX_TOKENS;
+    c->from = c->in_recorded ? ATR_TOKENS_RECORDED : ATR_TOKENS_ESTIMATED;
+    c->out_from = !c->in_recorded && r->output_tokens >= 0 ? ATR_TOKENS_RECORDED : NULL;
+    c->ids = r->n_block_ids ? r->block_ids : NULL;
+    c->n_ids = (uint32_t)r->n_block_ids;
+    c->fitted = NULL;
+    if (!c->in_recorded)
+        return;
+    uint32_t want = atr_fit_ids_count((uint64_t)r->prompt_tokens, bs);
+    c->fitted = xmalloc((want ? want : 1) * sizeof *c->fitted);
+    atr_fit_ids_fill(c->fitted, want, r->block_ids, c->n_ids, trace_id, 0);
+    c->ids = c->fitted;
+    c->n_ids = want;
+}
+
 /* The one llm step, its fields in the order src/trace/writer.c writes
  * them, so `atr convert` gives a journal line back unchanged. */
-static void put_step(struct atr_jw *w, struct atr_buf *tmp, const struct atr_proxy_record *r)
+static void put_step(struct atr_jw *w, struct atr_buf *tmp, const struct atr_proxy_record *r,
+                     const struct step_counts *c)
 {
     atr_jw_key(w, "steps");
     atr_jw_array_begin(w);
@@ -225,15 +259,21 @@ static void put_step(struct atr_jw *w, struct atr_buf *tmp, const struct atr_pro
     atr_jw_kv_int(w, "t_ms", 0);
     if (isfinite(r->e2e_s) && r->e2e_s >= 0)
         atr_jw_kv_int(w, "dur_ms", whole_ms(r->e2e_s));
-    atr_jw_kv_uint(w, "input_tokens", r->est_prompt_tokens);
+    if (c->in_recorded)
+        atr_jw_kv_int(w, "input_tokens", r->prompt_tokens);
+    else
+        atr_jw_kv_uint(w, "input_tokens", r->est_prompt_tokens);
     if (r->output_tokens >= 0)
         atr_jw_kv_int(w, "output_tokens", r->output_tokens);
     if (r->cached_tokens >= 0)
         atr_jw_kv_int(w, "cached_tokens", r->cached_tokens);
-    if (r->prompt_tokens >= 0)
-        atr_jw_kv_int(w, "recorded_input_tokens", r->prompt_tokens);
+    atr_jw_kv_str(w, "tokens_from", c->from);
+    if (c->out_from)
+        atr_jw_kv_str(w, "output_tokens_from", c->out_from);
+    if (c->in_recorded)
+        atr_jw_kv_uint(w, "estimated_input_tokens", r->est_prompt_tokens);
     atr_jw_key(w, "hash_ids");
-    atr_jw_uint_array(w, r->n_block_ids ? r->block_ids : NULL, r->n_block_ids);
+    atr_jw_uint_array(w, c->ids, c->n_ids);
     put_content(w, tmp, r);
     atr_jw_object_end(w);
     atr_jw_array_end(w);
@@ -257,19 +297,25 @@ int atr_journal_format(struct atr_buf *b, const struct atr_proxy_record *r)
     uint32_t bs = r->block_size ? r->block_size : ATR_DEFAULT_BLOCK_SIZE;
     if (!ids_fit(r, bs))
         return -1;
-    struct atr_buf tmp = ATR_BUF_INIT;
+    struct atr_buf tmp = ATR_BUF_INIT, id = ATR_BUF_INIT;
+    trace_id_text(&id, r);
+    struct step_counts c;
+    step_counts(&c, r, id.data, bs);
     struct atr_jw w;
     atr_jw_init(&w, b, ATR_JW_COMPACT);
     atr_jw_object_begin(&w);
     atr_jw_kv_str(&w, "format", ATR_TRACE_FORMAT);
-    put_trace_id(&w, &tmp, r);
+    atr_jw_key(&w, "trace_id");
+    atr_jw_strn(&w, id.data, id.len);
     atr_jw_kv_str(&w, "source", "atr-proxy");
     atr_jw_kv_int(&w, "start_ms", whole_ms(r->start_unix));
     atr_jw_kv_uint(&w, "block_size", bs);
     put_meta(&w, &tmp, r);
-    put_step(&w, &tmp, r);
+    put_step(&w, &tmp, r, &c);
     atr_jw_object_end(&w);
     atr_jw_newline(&w);
+    free(c.fitted);
+    atr_buf_release(&id);
     atr_buf_release(&tmp);
     return atr_jw_finish(&w);
 }

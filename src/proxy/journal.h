@@ -109,9 +109,13 @@ void atr_journal_clean_text(struct atr_buf *out, const char *s, size_t len);
  * llm step; docs/proxy.md, "Record format"). Strings are written as JSON
  * with invalid UTF-8 replaced by U+FFFD, so any bytes make one valid line.
  * r->n_block_ids must be 0 or ceil(est_prompt_tokens / block_size), what
- * atr_blockhash gives for the text the estimate counted (the line's
- * input_tokens is the estimate, as the format ties the two). 0, or -1
- * (that check, or b's cap) with b unchanged. */
+ * atr_blockhash gives for the text the estimate counted. With the
+ * upstream's usage the line carries its counts ("tokens_from":"recorded",
+ * the estimate in estimated_input_tokens) and ids fitted to the recorded
+ * prompt length (trace/convo.h, atr_fit_ids_fill: the estimated ids as far
+ * as they go, ids unique to the request past them); without, the estimate
+ * and its ids ("estimated"). 0, or -1 (that check, or b's cap) with b
+ * unchanged. */
 int atr_journal_format(struct atr_buf *b, const struct atr_proxy_record *r);
 
 #endif

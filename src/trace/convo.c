@@ -70,12 +70,24 @@ struct atr_step *atr_convo_llm(struct atr_convo *c, const char *reply, size_t le
     return s;
 }
 
-/* Id j of the blocks of step i that no other prompt is known to share. */
-static uint64_t fresh_id(const struct atr_trace *t, uint32_t i, uint32_t j)
+uint32_t atr_fit_ids_count(uint64_t tokens, uint32_t block_size)
 {
-    const char *id = t->trace_id ? t->trace_id : "";
-    uint64_t seed = XXH3_64bits_withSeed(id, strlen(id), i);
-    return XXH3_64bits_withSeed(&j, sizeof j, seed) & ATR_HASH_ID_MASK;
+    return (uint32_t)((tokens + block_size - 1) / block_size);
+}
+
+/* Ids past keep are hashed from (trace id, step, block): unique to the
+ * step, so no other prompt is claimed to share them. */
+void atr_fit_ids_fill(uint64_t *ids, uint32_t want, const uint64_t *from, uint32_t keep,
+                      const char *trace_id, uint32_t step)
+{
+    const char *id = trace_id ? trace_id : "";
+    uint64_t seed = XXH3_64bits_withSeed(id, strlen(id), step);
+    if (keep > want)
+        keep = want;
+    if (keep)
+        memmove(ids, from, keep * sizeof *ids);
+    for (uint32_t j = keep; j < want; j++)
+        ids[j] = XXH3_64bits_withSeed(&j, sizeof j, seed) & ATR_HASH_ID_MASK;
 }
 
 static uint32_t common_ids(const uint64_t *a, uint32_t na, const uint64_t *b, uint32_t nb)
@@ -134,14 +146,10 @@ void atr_trace_fit_ids(struct atr_trace *t)
             anchor(s, prev.s);
         if (!fitted(s))
             continue;
-        uint32_t want = (uint32_t)(((uint64_t)s->input_tokens + bs - 1) / bs);
-        uint32_t m = shared_blocks(&prev, s, bs);
-        m = m < want ? m : want;
+        uint32_t want = atr_fit_ids_count((uint64_t)s->input_tokens, bs);
         const uint64_t *from = prev.s ? prev.s->hash_ids : s->hash_ids;
         uint64_t *ids = atr_arena_alloc(&t->arena, (want ? want : 1) * sizeof *ids);
-        memcpy(ids, from, m * sizeof *ids);
-        for (uint32_t j = m; j < want; j++)
-            ids[j] = fresh_id(t, s->i, j);
+        atr_fit_ids_fill(ids, want, from, shared_blocks(&prev, s, bs), t->trace_id, s->i);
         prev = (struct fit_prev){s, s->hash_ids, s->n_hash_ids};
         s->hash_ids = ids;
         s->n_hash_ids = want;

@@ -62,6 +62,22 @@ void atr_step_set_counts(struct atr_step *s, int64_t in, int64_t out, const char
  * (its plain estimate kept in estimated_input_tokens). */
 void atr_trace_fit_ids(struct atr_trace *t);
 
+/* The per-step part of atr_trace_fit_ids, for writers that fit one
+ * request at a time (atr proxy's journal). atr_fit_ids_count: the ids of a
+ * prompt of tokens tokens, ceil(tokens / block_size). atr_fit_ids_fill:
+ * ids[0..want) are the first keep ids of from (all of them when keep >=
+ * want; from may be ids itself), then ids unique to step `step` of the
+ * trace named trace_id (53-bit; the same for the same name, step and
+ * block, and shared with no other prompt). A single request keeps its
+ * estimated ids as far as they go: keep = their count. */
+uint32_t atr_fit_ids_count(uint64_t tokens, uint32_t block_size);
+void atr_fit_ids_fill(uint64_t *ids, uint32_t want, const uint64_t *from, uint32_t keep,
+                      const char *trace_id, uint32_t step);
+
+/* A recorded prompt count past this is no prompt's (its ids would not fit
+ * in a line): writers of one request at a time keep the estimate. */
+#define ATR_FIT_MAX_TOKENS (INT64_C(1) << 24)
+
 /* Scales the estimated counts of t's llm steps so they sum to a source's
  * recorded totals (SWE-agent's model_stats records only those): each step
  * gets its share by cumulative rounding, so the sum is exact, and is marked

@@ -25,6 +25,25 @@ ok "journal: sessions to a file" "$ATR" convert --sessions "$J" -o "$JT/s.ndjson
 check "journal: sessions summary" "grep -q '3 traces, 11 steps (7 llm, 4 tool)' '$T/err' &&
     cmp '$JT/s.ndjson' '$JD/sessions.golden'"
 
+# The upstream's counts: 6 requests with usage are "recorded" (331 prompt
+# tokens; the estimate, 371, beside them), the timed-out one estimated.
+ok "journal: stats by origin" "$ATR" stats "$J"
+sed 1,2d "$T/out" >"$JT/stats-body.txt"    # all but the file's name
+check "journal: stats recorded counts" "grep -Eq '^  atr-proxy +recorded +6 +331 +284\$' '$T/out' &&
+    grep -Eq '^  atr-proxy +estimated +1 +65 +0\$' '$T/out' &&
+    grep -Eq '^  step input +\+12\.1 % +estimated 371 vs recorded 331 over 6 steps\$' '$T/out'"
+
+# A journal of an older atr (journal-old.ndjson: the same requests, the
+# estimate as input_tokens and usage.prompt_tokens beside it as
+# recorded_input_tokens) reads as the proxy writes it now: convert gives
+# journal.ndjson, --sessions the same sessions, stats the same table.
+JO=$JD/journal-old.ndjson
+ok "journal: old journal convert" "$ATR" convert -q "$JO" -o "$JT/old.ndjson"
+check "journal: old journal reads as new" "cmp '$J' '$JT/old.ndjson'"
+golden "journal: old journal sessions" "$JD/sessions.golden" "$ATR" convert -q --sessions "$JO" -o -
+ok "journal: old journal stats" "$ATR" stats "$JO"
+check "journal: old journal stats as new" "sed 1,2d '$T/out' | cmp - '$JT/stats-body.txt'"
+
 # Rotated journals: the older file first or not, the same sessions.
 head -n 4 "$J" >"$JT/j.ndjson.1"
 tail -n 3 "$J" >"$JT/j.ndjson"

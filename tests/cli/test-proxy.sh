@@ -179,6 +179,50 @@ m = {t['meta']['session']: t['meta']['requests'] for t in map(json.loads, open('
 assert m['s1'] == 3 and m['~~1'] == 3 and m['~4'] == 1 and sum(m.values()) == 15, m
 \""
 
+# ---- the journal carries the upstream's token counts (issue 26) ----
+# input_tokens is the usage.prompt_tokens the client got ("recorded"), the
+# estimate beside it, ids fitted to the recorded length; a token-id prompt
+# (40 ids, no text: estimate 0) shows the two apart. Replayed against sim
+# serve, every request sends exactly the recorded prompt and output.
+px_start tok --upstream "$UPA" --record "$PX/tok.ndjson"
+TOKP=$PX_URL
+curl -s "$TOKP/v1/chat/completions" -d "$CHAT" >"$PX/tok-0.json"
+curl -s "$TOKP/v1/completions" -d '{"model":"atr-sim","prompt":['"$(seq -s, 1 40)"'],"max_tokens":3}' >"$PX/tok-1.json"
+curl -s "$TOKP/v1/chat/completions" -d "$H1" >"$PX/tok-2.json"
+curl -sN "$TOKP/v1/completions" -d '{"model":"atr-sim","prompt":['"$(seq -s, 1 70)"'],"max_tokens":4,"stream":true}' >"$PX/tok-3.sse"
+px_stop $PX_PID
+ok proxy-tokens-validate "$ATR" validate "$PX/tok.ndjson"
+cat >"$PX/tok.py" <<'PY'
+import json, math, sys
+d = sys.argv[1]
+rows = [json.loads(l) for l in open(d + "/tok.ndjson")]
+usage = [json.load(open(d + "/tok-%d.json" % k))["usage"] for k in range(3)]
+usage.append({"prompt_tokens": 70, "completion_tokens": 4})     # the stream's, not relayed
+assert len(rows) == 4, rows
+for r, u in zip(rows, usage):
+    s, m = r["steps"][0], r["meta"]
+    assert s["tokens_from"] == "recorded" and "recorded_input_tokens" not in s, s
+    assert s["input_tokens"] == u["prompt_tokens"] and s["output_tokens"] == u["completion_tokens"], (s, u)
+    assert s["estimated_input_tokens"] == m["est_prompt_tokens"], (s, m)
+    assert len(s["hash_ids"]) == math.ceil(s["input_tokens"] / r["block_size"]), s
+t = rows[1]["steps"][0]
+assert t["input_tokens"] == 40 and t["estimated_input_tokens"] == 0 and len(set(t["hash_ids"])) == 3, t
+PY
+check proxy-tokens-recorded "python3 '$PX/tok.py' '$PX'"
+ok proxy-tokens-replay "$ATR" replay llm -q "$PX/tok.ndjson" --target "$UPA" --requests-out "$PX/tok-req.jsonl"
+check proxy-tokens-replay-sends-recorded "python3 -c \"
+import json
+sent = {r['trace_id']: (r['prompt_tokens'], r['output_tokens']) for r in map(json.loads, open('$PX/tok-req.jsonl'))}
+rec = {t['trace_id']: (t['steps'][0]['input_tokens'], t['steps'][0]['output_tokens']) for t in map(json.loads, open('$PX/tok.ndjson'))}
+assert sent == rec and (40, 3) in sent.values() and (70, 4) in sent.values(), (sent, rec)
+\""
+ok proxy-tokens-fold "$ATR" convert -q --sessions "$PX/tok.ndjson" -o "$PX/tok-sessions.ndjson"
+check proxy-tokens-fold-keeps-counts "python3 -c \"
+import json
+t = [s for l in open('$PX/tok-sessions.ndjson') for s in json.loads(l)['steps'] if s['kind'] == 'llm']
+assert sorted(s['input_tokens'] for s in t) == [6, 40, 70, 214] and all(s['tokens_from'] == 'recorded' for s in t), t
+\""
+
 # ---- /v1/models merged; prefix-aware routing keeps a session on one upstream ----
 px_start models --upstream "$UPA" --upstream "$UPB"
 curl -s "$PX_URL/v1/models" >"$PX/models.json"

@@ -2,7 +2,9 @@
  * read back as JSON and as atr traces, rotation, content only when kept,
  * hostile strings, a torn tail, and the fold into sessions. The fixture
  * tests/data/proxy/journal.ndjson is checked to be what the journal writes
- * for the records below (UPDATE_GOLDEN=1 rewrites it). */
+ * for the records below (UPDATE_GOLDEN=1 rewrites it); journal-old.ndjson
+ * beside it is the same requests as an older atr wrote them, kept as it is
+ * (test-journal.sh reads it as the new one). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -18,6 +20,7 @@
 
 #include "json/json.h"
 #include "proxy/journal.h"
+#include "trace/convo.h"
 #include "trace/reader.h"
 #include "trace/sessions.h"
 #include "trace/tokens.h"
@@ -142,8 +145,9 @@ static void test_format_exact(void **state)
         "\"max_tokens_cap\":512,\"retries\":0,\"ttft_ms\":312.5,\"itl_ms\":{\"mean\":21.25,"
         "\"p50\":20,\"p99\":40.125,\"max\":55,\"n\":63},\"chunks\":64,\"est_prompt_tokens\":40,"
         "\"cached_tokens\":16},\"steps\":[{\"i\":0,\"kind\":\"llm\",\"t_ms\":0,\"dur_ms\":1652,"
-        "\"input_tokens\":40,\"output_tokens\":64,\"cached_tokens\":16,"
-        "\"recorded_input_tokens\":42,\"hash_ids\":[11,12,13]}]}\n");
+        "\"input_tokens\":42,\"output_tokens\":64,\"cached_tokens\":16,"
+        "\"tokens_from\":\"recorded\",\"estimated_input_tokens\":40,"
+        "\"hash_ids\":[11,12,13]}]}\n");
     free(line);
 
     /* Unknowns are null in meta and absent from the step. */
@@ -162,7 +166,127 @@ static void test_format_exact(void **state)
                                  "\"p99\":null,\"max\":null,\"n\":0}"));
     assert_non_null(strstr(line, "\"cached_tokens\":null}"));
     assert_non_null(strstr(line, "[{\"i\":0,\"kind\":\"llm\",\"t_ms\":0,\"input_tokens\":40,"
-                                 "\"hash_ids\":[11,12,13]}]"));
+                                 "\"tokens_from\":\"estimated\",\"hash_ids\":[11,12,13]}]"));
+    free(line);
+}
+
+/* The step of a line as the reader gives it back. */
+static struct atr_step read_step0(const char *line, struct atr_trace *t)
+{
+    struct dir d;
+    dir_make(&d);
+    FILE *f = fopen(d.journal, "w");
+    fputs(line, f);
+    fclose(f);
+    struct atr_error err;
+    struct atr_reader *rd = atr_reader_open(d.journal, NULL, NULL, &err);
+    assert_non_null(rd);
+    if (atr_reader_next(rd, t, &err) != 1)
+        fail_msg("%s", err.msg);
+    atr_reader_close(rd);
+    dir_remove(&d);
+    return t->steps[0];
+}
+
+/* With usage the step carries the upstream's counts, the estimate beside
+ * them, and ids fitted to the recorded length: the estimated ids as far as
+ * they go, then ids unique to the request (the trace library's rule). */
+static void test_format_recorded_counts(void **state)
+{
+    (void)state;
+    struct atr_proxy_record r = base;
+    r.prompt_tokens = 70;                           /* 5 blocks; the estimate had 3 */
+    char *line = format(&r);
+    uint64_t want[5] = {11, 12, 13};
+    atr_fit_ids_fill(want, 5, want, 3, "proxy/s1/2", 0);
+    char ids[256];
+    snprintf(ids, sizeof ids, "\"input_tokens\":70,\"output_tokens\":64,\"cached_tokens\":16,"
+             "\"tokens_from\":\"recorded\",\"estimated_input_tokens\":40,"
+             "\"hash_ids\":[11,12,13,%llu,%llu]}", (unsigned long long)want[3],
+             (unsigned long long)want[4]);
+    assert_non_null(strstr(line, ids));
+    struct atr_trace t = ATR_TRACE_INIT;
+    struct atr_step s = read_step0(line, &t);
+    assert_int_equal(s.input_tokens, 70);
+    assert_int_equal(s.estimated_input_tokens, 40);
+    assert_string_equal(s.tokens_from, "recorded");
+    assert_null(s.output_tokens_from);
+    assert_int_equal(s.n_hash_ids, 5);
+    assert_true(s.hash_ids[3] != s.hash_ids[4] && s.hash_ids[3] <= ATR_HASH_ID_MASK);
+    atr_trace_release(&t);
+    free(line);
+
+    /* Another request's blocks past its estimate are its own. */
+    r.turn = 3;
+    line = format(&r);
+    assert_null(strstr(line, ids));
+    assert_non_null(strstr(line, "\"hash_ids\":[11,12,13,"));
+    free(line);
+
+    /* Fewer recorded than estimated tokens: the leading ids, cut. */
+    r = base;
+    r.prompt_tokens = 20;
+    line = format(&r);
+    assert_non_null(strstr(line, "\"input_tokens\":20,"));
+    assert_non_null(strstr(line, "\"estimated_input_tokens\":40,\"hash_ids\":[11,12]}"));
+    free(line);
+
+    /* Completion tokens alone: the prompt is the estimate, the output not. */
+    r.prompt_tokens = -1;
+    line = format(&r);
+    assert_non_null(strstr(line, "\"input_tokens\":40,\"output_tokens\":64,\"cached_tokens\":16,"
+                                 "\"tokens_from\":\"estimated\",\"output_tokens_from\":"
+                                 "\"recorded\",\"hash_ids\":[11,12,13]}"));
+    free(line);
+
+    /* A count no prompt has is not believed. */
+    r.prompt_tokens = INT64_C(1) << 40;
+    line = format(&r);
+    assert_non_null(strstr(line, "\"input_tokens\":40,"));
+    free(line);
+}
+
+/* A line of an older journal (the estimate as input_tokens, usage beside
+ * it as recorded_input_tokens) reads as the proxy writes it now. */
+static void test_old_line_reads_as_new(void **state)
+{
+    (void)state;
+    struct atr_proxy_record r = base;
+    r.prompt_tokens = 70;
+    char *line = format(&r);
+    struct atr_trace t = ATR_TRACE_INIT, o = ATR_TRACE_INIT;
+    struct atr_step s = read_step0(line, &t);
+    struct atr_step old = read_step0(
+        "{\"format\":\"atr-trace/1\",\"trace_id\":\"proxy/s1/2\",\"source\":\"atr-proxy\","
+        "\"block_size\":16,\"steps\":[{\"i\":0,\"kind\":\"llm\",\"t_ms\":0,"
+        "\"input_tokens\":40,\"output_tokens\":64,\"recorded_input_tokens\":70,"
+        "\"hash_ids\":[11,12,13]}]}\n", &o);
+    assert_int_equal(old.input_tokens, 70);
+    assert_int_equal(old.estimated_input_tokens, 40);
+    assert_int_equal(old.recorded_input_tokens, ATR_UNSET);
+    assert_string_equal(old.tokens_from, "recorded");
+    assert_null(old.output_tokens_from);
+    assert_int_equal(old.n_hash_ids, s.n_hash_ids);
+    assert_memory_equal(old.hash_ids, s.hash_ids, s.n_hash_ids * sizeof *s.hash_ids);
+    atr_trace_release(&o);
+    /* Without usage: the estimate, now said to be one. */
+    old = read_step0(
+        "{\"format\":\"atr-trace/1\",\"trace_id\":\"proxy/s1/2\",\"source\":\"atr-proxy\","
+        "\"steps\":[{\"i\":0,\"kind\":\"llm\",\"input_tokens\":40,"
+        "\"hash_ids\":[11,12,13]}]}\n", &o);
+    assert_string_equal(old.tokens_from, "estimated");
+    assert_int_equal(old.input_tokens, 40);
+    assert_int_equal(old.n_hash_ids, 3);
+    atr_trace_release(&o);
+    /* Not a journal line: left as it is. */
+    old = read_step0(
+        "{\"format\":\"atr-trace/1\",\"trace_id\":\"x\",\"steps\":[{\"i\":0,\"kind\":\"llm\","
+        "\"input_tokens\":40,\"recorded_input_tokens\":70,\"hash_ids\":[11,12,13]}]}\n", &o);
+    assert_null(old.tokens_from);
+    assert_int_equal(old.input_tokens, 40);
+    assert_int_equal(old.recorded_input_tokens, 70);
+    atr_trace_release(&o);
+    atr_trace_release(&t);
     free(line);
 }
 
@@ -181,8 +305,21 @@ static void test_format_refuses_bad_ids(void **state)
     assert_int_equal(atr_journal_format(&b, &r), -1);
     r = base;
     r.n_block_ids = 0;                              /* no ids: fine */
+    r.prompt_tokens = -1;
     assert_int_equal(atr_journal_format(&b, &r), 0);
     assert_non_null(strstr(b.data, "\"hash_ids\":[]"));
+    atr_buf_clear(&b);
+    /* ... and with usage, all of the recorded length are the request's own
+     * (a token-id prompt: no text to estimate, nothing known shared) */
+    r.prompt_tokens = 42;
+    r.est_prompt_tokens = 0;
+    assert_int_equal(atr_journal_format(&b, &r), 0);
+    uint64_t own[3];
+    atr_fit_ids_fill(own, 3, NULL, 0, "proxy/s1/2", 0);
+    char ids[128];
+    snprintf(ids, sizeof ids, "\"estimated_input_tokens\":0,\"hash_ids\":[%llu,%llu,%llu]}",
+             (unsigned long long)own[0], (unsigned long long)own[1], (unsigned long long)own[2]);
+    assert_non_null(strstr(b.data, ids));
     atr_buf_release(&b);
 
     struct dir d;
@@ -635,6 +772,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_format_exact),
+        cmocka_unit_test(test_format_recorded_counts),
+        cmocka_unit_test(test_old_line_reads_as_new),
         cmocka_unit_test(test_format_refuses_bad_ids),
         cmocka_unit_test(test_content_only_when_given),
         cmocka_unit_test(test_hostile_strings),

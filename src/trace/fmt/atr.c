@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "trace/convo.h"
 #include "trace/reader.h"
 #include "trace/tokens.h"
 
@@ -306,6 +307,32 @@ static int read_header(struct atr_reader *r, struct atr_trace *t, struct atr_jso
     return 0;
 }
 
+/* Journal lines of atr proxy before tokens_from carried atr's estimate as
+ * input_tokens and the upstream's usage.prompt_tokens, where it sent one,
+ * beside it as recorded_input_tokens (their output_tokens was usage's
+ * already). Such a line reads as the proxy writes it now: the recorded
+ * count with the estimate beside it and ids fitted by the one-request rule
+ * (proxy/journal.h), else the estimate marked so; every consumer then
+ * sends and counts what the upstream counted. */
+static void read_old_journal_line(struct atr_trace *t)
+{
+    struct atr_step *s = &t->steps[0];
+    if (t->n_steps != 1 || strcmp(t->source, "atr-proxy") != 0 || s->kind != ATR_STEP_LLM ||
+        s->tokens_from || s->input_tokens == ATR_UNSET)
+        return;
+    s->tokens_from = ATR_TOKENS_ESTIMATED;
+    if (s->recorded_input_tokens < 0 || s->recorded_input_tokens > ATR_FIT_MAX_TOKENS)
+        return;    /* ATR_UNSET is negative */
+    atr_step_set_counts(s, s->recorded_input_tokens, -1, ATR_TOKENS_RECORDED);
+    s->output_tokens_from = NULL;
+    s->recorded_input_tokens = ATR_UNSET;
+    uint32_t want = atr_fit_ids_count((uint64_t)s->input_tokens, t->block_size);
+    uint64_t *ids = atr_arena_alloc(&t->arena, (want ? want : 1) * sizeof *ids);
+    atr_fit_ids_fill(ids, want, s->hash_ids, s->n_hash_ids, t->trace_id, 0);
+    s->hash_ids = ids;
+    s->n_hash_ids = want;
+}
+
 static int read_trace(struct atr_reader *r, struct atr_trace *t, struct atr_json *doc)
 {
     if (doc->type != ATR_JSON_OBJECT)
@@ -335,6 +362,8 @@ static int read_trace(struct atr_reader *r, struct atr_trace *t, struct atr_json
             return -1;
     if (!t->source)
         t->source = "atr";
+    if (t->n_steps)
+        read_old_journal_line(t);
     return 1;
 }
 
