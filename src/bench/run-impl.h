@@ -31,6 +31,7 @@
 #define STEP_OUTPUT_MAX (4u << 20)   /* prepare/command output kept in memory */
 #define OOM_SCAN_BYTES (8u << 20)    /* the end of the server log searched for OOM */
 #define CRASH_SETTLE_MS 300          /* failed requests: did the server die? */
+#define RUN_NAME_MAX 256             /* bytes of a run's file name (atr_bench_run_name) */
 
 /* ---- time ---------------------------------------------------------------- */
 
@@ -78,7 +79,7 @@ struct run {
     const struct atr_bench_override *ov;
     struct atr_bench_vars vars;
     unsigned port;                           /* where the server listens */
-    char name[256];
+    char name[RUN_NAME_MAX];                 /* atr_bench_run_name */
     char *result_path, *log_path;
     int log_fd;
     char *server_cmd, *ready_url;

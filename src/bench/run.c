@@ -260,10 +260,26 @@ static int prepare(struct run *r)
 
 /* ---- one run ------------------------------------------------------------------------------ */
 
-void atr_bench_run_name(char *out, size_t cap, const char *commit, const char *variant,
-                        const char *agent)
+int atr_bench_run_name(char *out, size_t cap, const char *commit, const char *variant,
+                       const char *agent)
 {
-    snprintf(out, cap, "%.8s_%s%s%s", commit, variant, agent ? "_" : "", agent ? agent : "");
+    if (!atr_bench_name_ok(commit) || !atr_bench_name_ok(variant)
+        || (agent && !atr_bench_name_ok(agent)))
+        return -1;
+    int n = snprintf(out, cap, "%.8s_%s%s%s", commit, variant, agent ? "_" : "",
+                     agent ? agent : "");
+    return n >= 0 && (size_t)n < cap ? 0 : -1;
+}
+
+/* The run's file name into out[RUN_NAME_MAX], or -1 with err set. */
+static int name_run(char *out, const struct atr_bench_item *it, const char *variant,
+                    const char *agent, struct atr_error *err)
+{
+    if (atr_bench_run_name(out, RUN_NAME_MAX, it->human_commit, variant, agent) == 0)
+        return 0;
+    return atr_error_set(err, "commit \"%.40s\", variant \"%.40s\"%s%.40s%s: not a name for a "
+                         "file in the results folder", it->human_commit, variant,
+                         agent ? ", agent \"" : "", agent ? agent : "", agent ? "\"" : "");
 }
 
 /* Has this run a result to keep? (resume; --retry-failed keeps successes only) */
@@ -357,8 +373,8 @@ static int run_one(struct runner *rn, const struct atr_bench_item *it,
         r.port = run_free_port();
     r.vars = (struct atr_bench_vars){model, it->human_commit_full, it->parent_commit,
                                      agent ? agent->patch : NULL, rn->s->workdir, r.port};
-    atr_bench_run_name(r.name, sizeof r.name, it->human_commit, var->name,
-                       agent ? agent->name : NULL);
+    if (name_run(r.name, it, var->name, agent ? agent->name : NULL, rn->err) < 0)
+        return -1;
     r.result_path = xasprintf("%s/%s_result.json", rn->results_dir, r.name);
     r.log_path = xasprintf("%s/%s.log", rn->logs_dir, r.name);
     int rc = 0;
@@ -392,10 +408,12 @@ static int cleanup_item(struct runner *rn, const struct atr_bench_item *it)
     r.vars = (struct atr_bench_vars){atr_bench_model(s, it, NULL), it->human_commit_full,
                                      it->parent_commit, NULL, s->workdir, r.port};
     struct atr_error err;
+    if (name_run(r.name, it, "cleanup", NULL, rn->err) < 0)
+        return -1;
     char *cmd = atr_bench_expand(s->cleanup, &r.vars, true, &err);
     if (!cmd)
         return atr_error_set(rn->err, "%s", err.msg);
-    r.log_path = xasprintf("%s/%.8s_cleanup.log", rn->logs_dir, it->human_commit);
+    r.log_path = xasprintf("%s/%s.log", rn->logs_dir, r.name);
     r.log_fd = open(r.log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     int rc = 0;
     if (r.log_fd < 0) {
@@ -550,14 +568,34 @@ static void teardown(struct runner *rn)
     free(rn->logs_dir);
 }
 
+/* Every file name of the item's runs, before anything starts (the spec
+ * reader refuses such names already; this holds for any spec). */
+static int check_names(const struct atr_bench_item *it, struct atr_error *err)
+{
+    char name[RUN_NAME_MAX];
+    int rc = name_run(name, it, "cleanup", NULL, err);
+    for (size_t k = 0; rc == 0 && k < it->n_variants; k++) {
+        const struct atr_bench_variant *v = it->variants[k];
+        rc = name_run(name, it, v->name, NULL, err);
+        for (size_t a = 0; rc == 0 && v->per_agent && a < it->n_agents; a++)
+            rc = name_run(name, it, v->name, it->agents[a].name, err);
+    }
+    return rc;
+}
+
 int atr_bench_run(const struct atr_bench_spec *s, const struct atr_bench_run_opts *o,
                   struct atr_bench_run_stats *st, struct atr_error *err)
 {
     memset(st, 0, sizeof *st);
     struct runner rn = {.s = s, .o = o, .st = st, .err = err};
-    for (size_t k = 0; k < s->n_items; k++)
-        for (size_t v = 0; item_in_share(o, &s->items[k], k) && v < s->items[k].n_variants; v++)
+    for (size_t k = 0; k < s->n_items; k++) {
+        if (!item_in_share(o, &s->items[k], k))
+            continue;
+        if (check_names(&s->items[k], err) < 0)
+            return -1;
+        for (size_t v = 0; v < s->items[k].n_variants; v++)
             st->runs += variant_runs(&s->items[k], s->items[k].variants[v]);
+    }
     rn.total = st->runs;
     int rc = setup(&rn);
     for (size_t k = 0; rc == 0 && k < s->n_items && !(o->stop && *o->stop); k++)

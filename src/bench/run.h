@@ -82,8 +82,11 @@ struct atr_bench_run_stats {
 int atr_bench_run(const struct atr_bench_spec *s, const struct atr_bench_run_opts *o,
                   struct atr_bench_run_stats *st, struct atr_error *err);
 
-/* The result file name of one run: "<commit8>_<variant>[_<agent>]". */
-void atr_bench_run_name(char *out, size_t cap, const char *commit, const char *variant,
-                        const char *agent);
+/* The file name of one run's result and log, "<commit8>_<variant>[_<agent>]"
+ * (an item's cleanup log: variant "cleanup"). -1 when commit, variant or
+ * agent is not a name (atr_bench_name_ok: a '/', "." or ".." would put the
+ * file outside the results folder) or the name does not fit in cap. */
+int atr_bench_run_name(char *out, size_t cap, const char *commit, const char *variant,
+                       const char *agent);
 
 #endif

@@ -109,6 +109,86 @@ static int get_bool(struct ctx *c, const struct atr_json *obj, const char *what,
     return 0;
 }
 
+/* ---- names ---- */
+
+#define NAME_CHARS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-"
+#define COMMIT_MAX 255
+
+bool atr_bench_name_ok(const char *s)
+{
+    size_t n = strspn(s, NAME_CHARS);
+    return n > 0 && n <= ATR_BENCH_NAME_MAX && !s[n] && s[0] != '.';
+}
+
+/* A commit as git reads it, never a path that climbs: '/'-joined parts of
+ * NAME_CHARS, '^' and '~' (v0.6.0, origin/main, HEAD~1), none empty or
+ * starting with '.'; not starting with '-', which git would take for an
+ * option in `git checkout {commit}`. */
+static bool commit_ok(const char *s)
+{
+    if (s[0] == '-' || strlen(s) > COMMIT_MAX)
+        return false;
+    for (const char *p = s;; p++) {
+        size_t n = strspn(p, NAME_CHARS "^~");
+        if (n == 0 || p[0] == '.' || (p[n] && p[n] != '/'))
+            return false;
+        if (!p[n])
+            return true;
+        p += n;
+    }
+}
+
+/* A name for a message: at most 40 bytes, anything but printable ASCII as
+ * '?' (the name was refused; it may hold terminal escapes). */
+static const char *shown(struct ctx *c, const char *name)
+{
+    char *out = atr_arena_printf(&c->s->arena, "%.40s", name);
+    for (char *p = out; *p; p++)
+        if ((unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e)
+            *p = '?';
+    return out;
+}
+
+/* A member key used as a name (a variant, an agent); at is its value. */
+static int check_name(struct ctx *c, const struct atr_json *at, const char *what,
+                      const char *kind)
+{
+    if (strlen(at->key) == at->key_len && atr_bench_name_ok(at->key))
+        return 0;
+    return atr_error_at(c->err, c->s->path, at->line, at->col,
+                        "%s: %s name \"%s\" wants 1 to %d letters, digits, '.', '_' or '-', "
+                        "not starting with '.'", what, kind, shown(c, at->key),
+                        ATR_BENCH_NAME_MAX);
+}
+
+/* The item's commits; human_commit also names its result files. */
+static int check_commits(struct ctx *c, const struct atr_json *obj, const char *what,
+                         const struct atr_bench_item *it)
+{
+    static const char *const keys[] = {"human_commit", "human_commit_full", "parent_commit"};
+    const char *vals[] = {it->human_commit, it->human_commit_full, it->parent_commit};
+    for (size_t i = 0; i < 3; i++) {
+        if (!vals[i])
+            continue;
+        const struct atr_json *v = atr_json_get(obj, keys[i]);
+        bool ok = strlen(vals[i]) == v->u.str.len
+                  && (i ? commit_ok(vals[i]) : vals[i][0] != '-' && atr_bench_name_ok(vals[i]));
+        if (ok)
+            continue;
+        if (i == 0)
+            return atr_error_at(c->err, c->s->path, v->line, v->col,
+                                "%s.%s: expected a commit of 1 to %d letters, digits, '.', '_' "
+                                "or '-', not starting with '.' or '-' (it names the result "
+                                "files)", what, keys[i], ATR_BENCH_NAME_MAX);
+        return atr_error_at(c->err, c->s->path, v->line, v->col,
+                            "%s.%s: expected a commit (hex, a ref or a revision: letters, "
+                            "digits, '.', '_', '-', '^', '~' and '/', at most %d, no part "
+                            "empty or starting with '.', not starting with '-')", what, keys[i],
+                            COMMIT_MAX);
+    }
+    return 0;
+}
+
 /* A relative path in the spec is taken from the spec's folder. */
 static const char *resolve(struct ctx *c, const char *p)
 {
@@ -140,6 +220,8 @@ static const char *const variant_keys[] = {"server", "prepare", "ready_url", "pe
 
 static int parse_variant(struct ctx *c, const struct atr_json *j, struct atr_bench_variant *v)
 {
+    if (check_name(c, j, "variants", "variant"))
+        return -1;
     const char *what = atr_arena_printf(&c->s->arena, "variants.%s", j->key);
     v->name = j->key;
     v->startup_timeout_s = ATR_BENCH_STARTUP_TIMEOUT_S;
@@ -226,6 +308,8 @@ static int parse_agents(struct ctx *c, const struct atr_json *obj, const char *w
         return -1;
     it->agents = atr_arena_calloc(&c->s->arena, j->u.kids.count, sizeof *it->agents);
     for (const struct atr_json *m = j->u.kids.first; m; m = m->next) {
+        if (check_name(c, m, w, "agent"))
+            return -1;
         struct atr_bench_agent *a = &it->agents[it->n_agents++];
         a->name = m->key;
         if (m->type == ATR_JSON_NULL)
@@ -250,7 +334,8 @@ static int parse_item(struct ctx *c, const struct atr_json *j, size_t i)
         || get_str(c, j, what, "human_commit_full", false, &it->human_commit_full)
         || get_str(c, j, what, "parent_commit", true, &it->parent_commit)
         || get_str(c, j, what, "model", true, &it->model)
-        || parse_agents(c, j, what, it) || parse_item_variants(c, j, what, it))
+        || check_commits(c, j, what, it) || parse_agents(c, j, what, it)
+        || parse_item_variants(c, j, what, it))
         return -1;
     if (!it->human_commit_full)
         it->human_commit_full = it->human_commit;

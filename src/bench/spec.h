@@ -19,6 +19,7 @@
 #define ATR_BENCH_BENCHMARK_TIMEOUT_S 900
 #define ATR_BENCH_DEFAULT_PORT 8000
 #define ATR_BENCH_SPEC_MAX (16u << 20)   /* bytes of spec text read at most */
+#define ATR_BENCH_NAME_MAX 64            /* bytes of a variant, agent or human_commit */
 
 struct atr_bench_variant {
     const char *name;              /* "baseline", "human", "agent", ... */
@@ -76,9 +77,19 @@ struct atr_bench_spec {
     char hash[17];                 /* XXH3-64 of the spec text, hex: results name it */
 };
 
+/* Is s a name that may go into a result or log file's name (a variant, an
+ * agent, a human_commit): 1 to ATR_BENCH_NAME_MAX of [A-Za-z0-9._-], not
+ * starting with '.', so never a path separator, "." or "..". */
+bool atr_bench_name_ok(const char *s);
+
 /* Parses spec text; path names it in errors ("spec.json:3:14: ..." or
  * "spec.json: items[2].model: ...") and relative paths in it (trace, patches,
- * workdir) are taken from path's folder. Returns NULL with err set. */
+ * workdir) are taken from path's folder. Names are checked here, so that
+ * no spec can write outside the output folder: variant and agent names and
+ * human_commit with atr_bench_name_ok (human_commit not starting with '-'),
+ * human_commit_full and parent_commit as git commits (hex, a ref or a
+ * revision: [A-Za-z0-9._^~-] parts joined by '/', none empty or starting
+ * with '.', the whole not starting with '-'). Returns NULL with err set. */
 struct atr_bench_spec *atr_bench_spec_parse(const char *text, size_t len, const char *path,
                                             struct atr_error *err);
 /* Reads and parses the file at path. */

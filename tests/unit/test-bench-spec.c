@@ -1,15 +1,19 @@
 /* test-bench-spec.c - `atr bench` specs: parsing, defaults, model overrides,
- * placeholder expansion with shell quoting, and every bad-spec error with
- * its position (docs/bench.md). */
+ * placeholder expansion with shell quoting, every bad-spec error with its
+ * position, and the names that may go into file names (docs/bench.md). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "bench/run.h"
 #include "bench/spec.h"
 
 #define VARIANT "{\"server\": \"srv --port {port} --model {model}\", " \
@@ -269,6 +273,131 @@ static void test_bad_specs(void **state)
     }
 }
 
+/* ---- names: nothing a spec names may leave the output folder ---- */
+
+static void test_name_ok(void **state)
+{
+    static const char *const good[] = {"baseline", "agent-no-cuda-graphs", "claude_code",
+        "human.tuned", "e206b543", "v0.6.0", "-x", "a..b"};
+    static const char *const bad[] = {"", ".", "..", ".hidden", "a/b", "../x", "a b",
+        "x\n", "caf\xc3\xa9", "a\\b",
+        "12345678901234567890123456789012345678901234567890123456789012345"};
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++)
+        if (!atr_bench_name_ok(good[i]))
+            fail_msg("refused \"%s\"", good[i]);
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        if (atr_bench_name_ok(bad[i]))
+            fail_msg("took \"%s\"", bad[i]);
+}
+
+/* The result-path builder refuses a name the spec reader would have. */
+static void test_run_name(void **state)
+{
+    char name[64];
+    assert_int_equal(atr_bench_run_name(name, sizeof name, "e206b5433109", "agent", "codex"), 0);
+    assert_string_equal(name, "e206b543_agent_codex");
+    assert_int_equal(atr_bench_run_name(name, sizeof name, "c", "cleanup", NULL), 0);
+    assert_string_equal(name, "c_cleanup");
+    assert_int_equal(atr_bench_run_name(name, sizeof name, "../../..", "v", NULL), -1);
+    assert_int_equal(atr_bench_run_name(name, sizeof name, "c", "../v", NULL), -1);
+    assert_int_equal(atr_bench_run_name(name, sizeof name, "c", "v", "x/y"), -1);
+    assert_int_equal(atr_bench_run_name(name, sizeof name, "c", "v", ".."), -1);
+    assert_int_equal(atr_bench_run_name(name, 8, "c", "variant", NULL), -1);   /* cut */
+}
+
+/* One item's field set to value (JSON text), the rest valid. */
+static struct atr_bench_spec *with_item(const char *fields, const char *variant,
+                                        struct atr_error *err)
+{
+    char text[1024];
+    snprintf(text, sizeof text, "{\"format\": \"atr-bench-spec/1\", \"variants\": {\"%s\": "
+             VARIANT "}, \"items\": [{\"model\": \"m/a\", %s}]}", variant, fields);
+    return parse(text, "b.json", err);
+}
+
+static void test_commits_and_refs(void **state)
+{
+    static const char *const good[] = {
+        "\"human_commit\": \"e206b543\", \"human_commit_full\": "
+        "\"e206b5433109d298e53451015465b2bf8f03ef0a\", \"parent_commit\": \"HEAD~1\"",
+        "\"human_commit\": \"v0.6.0\", \"human_commit_full\": \"refs/tags/v0.6.0\", "
+        "\"parent_commit\": \"origin/main^\"",
+        "\"human_commit\": \"c\", \"parent_commit\": \"p\", \"agents\": {\"claude_code\": null, "
+        "\"trae-1.2\": null}",
+    };
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+        struct atr_error err;
+        struct atr_bench_spec *s = with_item(good[i], "agent-no-cuda-graphs", &err);
+        if (!s)
+            fail_msg("case %zu: %s", i, err.msg);
+        atr_bench_spec_free(s);
+    }
+}
+
+struct bad_name {
+    const char *fields, *variant;
+    const char *msg;   /* the error holds this */
+};
+
+static const struct bad_name bad_names[] = {
+    {"\"human_commit\": \"../../..\", \"parent_commit\": \"p\"", "v",
+     "b.json:1:190: items[0].human_commit: expected a commit of 1 to 64 letters"},
+    {"\"human_commit\": \"a/b\", \"parent_commit\": \"p\"", "v", "items[0].human_commit: "},
+    {"\"human_commit\": \"-rf\", \"parent_commit\": \"p\"", "v", "items[0].human_commit: "},
+    {"\"human_commit\": \"c\\u0000/../x\", \"parent_commit\": \"p\"", "v",
+     "items[0].human_commit: "},
+    {"\"human_commit\": \"c\", \"human_commit_full\": \"../x\", \"parent_commit\": \"p\"", "v",
+     "items[0].human_commit_full: expected a commit (hex, a ref or a revision"},
+    {"\"human_commit\": \"c\", \"parent_commit\": \"a/../../b\"", "v", "items[0].parent_commit: "},
+    {"\"human_commit\": \"c\", \"parent_commit\": \"/etc\"", "v", "items[0].parent_commit: "},
+    {"\"human_commit\": \"c\", \"parent_commit\": \"--upload-pack=x\"", "v",
+     "items[0].parent_commit: "},
+    {"\"human_commit\": \"c\", \"parent_commit\": \"a b\"", "v", "items[0].parent_commit: "},
+    {"\"human_commit\": \"c\", \"parent_commit\": \"p\", \"agents\": {\"x/y\": \"p.diff\"}",
+     "v", "items[0].agents: agent name \"x/y\" wants 1 to 64 letters"},
+    {"\"human_commit\": \"c\", \"parent_commit\": \"p\", \"agents\": {\"..\": null}", "v",
+     "items[0].agents: agent name \"..\""},
+    {"\"human_commit\": \"c\", \"parent_commit\": \"p\"", "../v",
+     "b.json:1:53: variants: variant name \"../v\" wants 1 to 64 letters"},
+    {"\"human_commit\": \"c\", \"parent_commit\": \"p\"", ".hidden", "variant name \".hidden\""},
+    {"\"human_commit\": \"c\", \"parent_commit\": \"p\"", "v\\u001b[2J",
+     "variant name \"v?[2J\""},   /* a terminal escape is not echoed */
+};
+
+static void test_bad_names(void **state)
+{
+    for (size_t i = 0; i < sizeof bad_names / sizeof *bad_names; i++) {
+        struct atr_error err = {{0}};
+        struct atr_bench_spec *s = with_item(bad_names[i].fields, bad_names[i].variant, &err);
+        if (s)
+            fail_msg("case %zu parsed", i);
+        if (strncmp(err.msg, "b.json:1:", 9) != 0 || !strstr(err.msg, bad_names[i].msg))
+            fail_msg("case %zu: got '%s', wanted '%s'", i, err.msg, bad_names[i].msg);
+    }
+}
+
+/* A spec made in code, not read: the runner refuses its names before it
+ * makes the output folder or starts anything. */
+static void test_runner_refuses_names(void **state)
+{
+    struct atr_error err;
+    struct atr_bench_spec *s = parse(MINIMAL, "spec.json", &err);
+    assert_non_null(s);
+    char dir[] = "/tmp/atr-test-bench-names-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char out[64];
+    snprintf(out, sizeof out, "%s/out", dir);
+    s->variants[0].name = "../../escaped";
+    struct atr_bench_run_opts o = {.out_dir = out, .port = -1};
+    struct atr_bench_run_stats st;
+    assert_int_equal(atr_bench_run(s, &o, &st, &err), -1);
+    assert_non_null(strstr(err.msg, "variant \"../../escaped\": not a name for a file"));
+    struct stat sb;
+    assert_int_equal(stat(out, &sb), -1);
+    assert_int_equal(rmdir(dir), 0);     /* nothing written beside it either */
+    atr_bench_spec_free(s);
+}
+
 static void test_missing_file(void **state)
 {
     struct atr_error err;
@@ -289,6 +418,11 @@ int main(void)
         cmocka_unit_test(test_expand_errors),
         cmocka_unit_test(test_bad_specs),
         cmocka_unit_test(test_missing_file),
+        cmocka_unit_test(test_name_ok),
+        cmocka_unit_test(test_run_name),
+        cmocka_unit_test(test_commits_and_refs),
+        cmocka_unit_test(test_bad_names),
+        cmocka_unit_test(test_runner_refuses_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
