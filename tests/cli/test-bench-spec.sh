@@ -65,3 +65,55 @@ fails bench-two-specs 2 'wants one SPEC' "$ATR" bench run --dry-run started.json
 fails bench-run-bad-option 2 "unknown option '--bogus'" "$ATR" bench run --bogus started.json
 ok bench-run-help "$ATR" bench run --help
 check bench-run-help-outcomes "grep -q 'benchmark_timeout, oom, patch_failed' '$T/out' && grep -q -- '--shard I:N' '$T/out'"
+
+# Names from the spec never write outside -o DIR (docs/bench.md, Names):
+# each spec below is refused when read (exit 2, the field at its position),
+# before anything starts, where atr used to write beside or above DIR or
+# stop halfway. Every run would fail its prepare at once (patch_failed),
+# so a name that got through would leave its result and log somewhere.
+NM=$T/names
+mkdir -p "$NM/a/b/c"
+# name_spec FILE VARIANT ITEM_FIELDS : a one-item spec in $NM/a/b/c.
+name_spec() {
+    cat >"$NM/a/b/c/$1" <<EOS
+{"format": "atr-bench-spec/1", "workdir": "$NM/a/b/c/out/work", "port": 0,
+ "cleanup": "touch $NM/cleaned",
+ "variants": {"$2": {"prepare": "mkdir -p {workdir}/{commit}/{parent} && false",
+  "server": "true", "ready_url": "http://127.0.0.1:{port}/health", "per_agent": true}},
+ "items": [{"model": "m", $3}]}
+EOS
+}
+name_spec commit.json v '"human_commit": "../../..", "parent_commit": "p", "agents": {"a": "a.diff"}'
+name_spec agent.json v '"human_commit": "c", "parent_commit": "p", "agents": {"x/y": "a.diff"}'
+name_spec variant.json '../../../v' '"human_commit": "c", "parent_commit": "p", "agents": {"a": "a.diff"}'
+name_spec full.json v '"human_commit": "c", "human_commit_full": "../../../../x", "parent_commit": "p", "agents": {"a": "a.diff"}'
+name_spec parent.json v '"human_commit": "c", "parent_commit": "../../../../y", "agents": {"a": "a.diff"}'
+name_spec dash.json v '"human_commit": "c", "parent_commit": "--upload-pack=touch", "agents": {"a": "a.diff"}'
+(
+    cd "$NM/a/b/c" || exit 1
+    fails bench-name-commit 2 '^atr bench run: commit\.json:5:43: items\[0\]\.human_commit: expected a commit of 1 to 64 letters, digits, .* \(it names the result files\)$' "$ATR" bench run -q commit.json -o out
+    fails bench-name-agent 2 '^atr bench run: agent\.json:5:88: items\[0\]\.agents: agent name "x/y" wants 1 to 64 letters, digits' "$ATR" bench run -q agent.json -o out
+    fails bench-name-variant 2 '^atr bench run: variant\.json:3:29: variants: variant name "\.\./\.\./\.\./v" wants' "$ATR" bench run -q variant.json -o out
+    fails bench-name-commit-full 2 '^atr bench run: full\.json:5:69: items\[0\]\.human_commit_full: expected a commit \(hex, a ref or a revision' "$ATR" bench run -q full.json -o out
+    fails bench-name-parent 2 '^atr bench run: parent\.json:5:65: items\[0\]\.parent_commit: expected a commit' "$ATR" bench run -q parent.json -o out
+    fails bench-name-dash 2 '^atr bench run: dash\.json:5:65: items\[0\]\.parent_commit: expected a commit' "$ATR" bench run -q dash.json -o out
+    echo "$PASSED $FAILED" >"$NM/counts"
+)
+read PASSED FAILED <"$NM/counts" && rm "$NM/counts"
+# Nothing at all was written: no DIR, no result or log beside or above it,
+# no folder made by a template from a climbing {commit}, no cleanup run.
+check bench-names-nothing-written "[ \"\$(cd '$NM' && find . | sort | tr '\n' ' ')\" = '. ./a ./a/b ./a/b/c ./a/b/c/agent.json ./a/b/c/commit.json ./a/b/c/dash.json ./a/b/c/full.json ./a/b/c/parent.json ./a/b/c/variant.json ' ]"
+
+# What real specs use is taken: ISO-Bench's 8-hex human_commit with its
+# full hash, refs and revisions, agent and variant names with '_', '-', '.'.
+cat >refs.json <<'EOS'
+{"format": "atr-bench-spec/1",
+ "variants": {"agent-no-cuda-graphs": {"server": "s {commit} {parent}", "ready_url": "u", "per_agent": true}},
+ "items": [{"human_commit": "e206b543", "human_commit_full": "e206b5433109d298e53451015465b2bf8f03ef0a",
+            "parent_commit": "HEAD~1", "model": "meta-llama/Llama-3.1-8B-Instruct",
+            "agents": {"claude_code": "a.diff", "trae-1.2": "a.diff"}},
+           {"human_commit": "v0.6.0", "human_commit_full": "refs/tags/v0.6.0",
+            "parent_commit": "origin/main^", "model": "m"}]}
+EOS
+ok bench-names-real "$ATR" bench run -n refs.json
+check bench-names-real-plan "grep -q '^  agent-no-cuda-graphs trae-1.2$' '$T/out' && grep -qF 'item 2/2: refs/tags/v0.6.0 (parent origin/main^)' '$T/out' && grep -q '^2 runs$' '$T/out'"
