@@ -196,6 +196,43 @@ static const char *verdict(const struct row *w, double noise)
 
 /* ---- Markdown ---- */
 
+/* s as plain text in a Markdown table cell, heading or list item, whatever
+ * a result file holds: '|' would end the cell, a backtick open code, '<'
+ * start raw HTML (which many renderers pass through, an <img onerror=...>
+ * with it), '&' an entity, '[' ']' a link, '\\' escape the next character;
+ * so each is written as an HTML entity, and a line break or any other
+ * control character as a space (a row is one line). */
+static int md_text(struct atr_buf *b, const char *s)
+{
+    int rc = 0;
+    for (; *s; s++) {
+        const char *e = NULL;
+        switch (*s) {
+        case '|': e = "&#124;"; break;
+        case '`': e = "&#96;"; break;
+        case '<': e = "&lt;"; break;
+        case '>': e = "&gt;"; break;
+        case '&': e = "&amp;"; break;
+        case '[': e = "&#91;"; break;
+        case ']': e = "&#93;"; break;
+        case '\\': e = "&#92;"; break;
+        default: break;
+        }
+        if (!e && ((unsigned char)*s < 0x20 || *s == 0x7f))
+            e = " ";
+        rc |= e ? atr_buf_puts(b, e) : atr_buf_putc(b, *s);
+    }
+    return rc;
+}
+
+/* " s |": one text cell after the row's opening '|'. */
+static int md_cell(struct atr_buf *b, const char *s)
+{
+    int rc = atr_buf_putc(b, ' ');
+    rc |= md_text(b, s);
+    return rc | atr_buf_puts(b, " |");
+}
+
 static int md_num(struct atr_buf *b, double v)
 {
     return isnan(v) ? atr_buf_puts(b, " - |") : atr_buf_printf(b, " %.2f |", v);
@@ -236,11 +273,16 @@ static int md_successful(struct atr_buf *b, const struct atr_bench_set *s)
         const struct atr_bench_result *r = &s->v[i];
         if (r->outcome != ATR_BENCH_SUCCESS)
             continue;
-        rc |= atr_buf_printf(b, "| %s | %s%s%s%s | %s |", r->commit ? r->commit : r->file,
-                             or_dash(r->variant), r->agent ? " (" : "", r->agent ? r->agent : "",
-                             r->agent ? ")" : "", or_dash(r->model));
-        rc |= md_num(b, r->req_s) | md_num(b, r->tok_s) | md_num(b, r->ttft_p99_ms)
-              | md_num(b, r->tpot_p99_ms);
+        char *who = r->agent ? xasprintf("%s (%s)", or_dash(r->variant), r->agent) : NULL;
+        rc |= atr_buf_putc(b, '|');
+        rc |= md_cell(b, r->commit ? r->commit : r->file);
+        rc |= md_cell(b, who ? who : or_dash(r->variant));
+        rc |= md_cell(b, or_dash(r->model));
+        free(who);
+        rc |= md_num(b, r->req_s);
+        rc |= md_num(b, r->tok_s);
+        rc |= md_num(b, r->ttft_p99_ms);
+        rc |= md_num(b, r->tpot_p99_ms);
         rc |= atr_buf_putc(b, '\n');
     }
     return rc;
@@ -254,9 +296,14 @@ static int md_comparison(struct atr_buf *b, const struct comparison *c, double n
                              "|---|---|---:|---:|---:|---:|---:|---|\n");
     for (size_t i = 0; i < c->n; i++) {
         const struct row *w = &c->rows[i];
-        rc |= atr_buf_printf(b, "| %s | %s |", w->commit, or_dash(w->agent));
-        rc |= md_num(b, w->base) | md_num(b, w->human) | md_num(b, w->agent_v);
-        rc |= md_ratio(b, w->agent_v / w->human) | md_ratio(b, w->agent_v / w->base);
+        rc |= atr_buf_putc(b, '|');
+        rc |= md_cell(b, w->commit);
+        rc |= md_cell(b, or_dash(w->agent));
+        rc |= md_num(b, w->base);
+        rc |= md_num(b, w->human);
+        rc |= md_num(b, w->agent_v);
+        rc |= md_ratio(b, w->agent_v / w->human);
+        rc |= md_ratio(b, w->agent_v / w->base);
         rc |= atr_buf_printf(b, " %s |\n", verdict(w, noise));
     }
     rc |= atr_buf_puts(b, "\nGeometric-mean speedup: agent/human ");
@@ -276,7 +323,9 @@ static int md_no_latency(struct atr_buf *b, const struct atr_bench_set *s)
     size_t n = 0;
     for (size_t i = 0; i < s->n; i++)
         if (s->v[i].outcome == ATR_BENCH_SUCCESS && !s->v[i].has_latency) {
-            rc |= atr_buf_printf(b, "- %s (%s)\n", s->v[i].file, s->v[i].kind);
+            rc |= atr_buf_puts(b, "- ");
+            rc |= md_text(b, s->v[i].file);
+            rc |= atr_buf_printf(b, " (%s)\n", s->v[i].kind);
             n++;
         }
     return n ? rc : rc | atr_buf_puts(b, "none\n");
@@ -289,7 +338,9 @@ int atr_bench_report_markdown(struct atr_buf *b, const struct atr_bench_report *
         const struct atr_bench_set *s = &r->g[i].set;
         struct counts c = count(s);
         struct comparison cmp = compare(s, r->noise);
-        rc |= atr_buf_printf(b, "%s## %s\n\n", i ? "\n" : "", r->g[i].name);
+        rc |= atr_buf_puts(b, i ? "\n## " : "## ");
+        rc |= md_text(b, r->g[i].name);
+        rc |= atr_buf_puts(b, "\n\n");
         rc |= md_counts(b, &c) | md_successful(b, s);
         rc |= md_comparison(b, &cmp, r->noise) | md_no_latency(b, s);
         free(cmp.rows);

@@ -68,6 +68,27 @@ check bench-vllm-sglang-counts "python3 -c 'import json,sys; r=json.load(open(sy
 ok bench-output "$ATR" bench report -o "$T/report.md" bench/iso-bench
 check bench-output-file "grep -q '^## iso-bench' '$T/report.md' && [ ! -s '$T/out' ]"
 
+# Hostile result fields (tests/data/bench-hostile/SOURCE.txt): the Markdown
+# holds no raw HTML, backtick or line break from them, and every table row
+# has its own table's cells, no more (a '|' in a field is not a cell).
+rm -rf hostile && cp -R "$DATA/bench-hostile/results" hostile && chmod -R u+w hostile
+mv hostile/x_throughput_result.json 'hostile/t<b>|`x`_result.json'
+golden bench-md-hostile "$DATA/bench-hostile/report.md" "$ATR" bench report '<b>group|`1`&=hostile'
+cat >"$T/cells.py" <<'PY'
+import sys
+lines = open(sys.argv[1]).read().split("\n")
+assert not any(c in "".join(lines) for c in "<>`\r\t\x1b"), "raw HTML, code or a control character"
+head = None
+for line in lines:
+    if not line.startswith("|"):
+        head = None
+    elif head is None:
+        head = line.count("|")
+    else:
+        assert line.count("|") == head, line
+PY
+check bench-md-hostile-cells "python3 '$T/cells.py' '$T/out'"
+
 # bad inputs: one line FILE:LINE:COL, exit 1, nothing written
 mkdir -p bad1 bad2 bad3 bad4 bad5 empty && echo x >empty/notes.txt
 head -c 200 bench/iso-bench/e206b543_human_result.json >bad1/e206b543_human_result.json
