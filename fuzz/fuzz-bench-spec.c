@@ -1,9 +1,12 @@
 /* fuzz-bench-spec.c - libFuzzer target for `atr bench` specs: any bytes as
  * a spec, then, when accepted, every template of every item and variant
- * expanded as the dry-run plan does. Seeds: tests/data/bench-spec. */
+ * expanded as the dry-run plan does, and every run's file name built: an
+ * accepted spec whose names the runner would refuse aborts. Seeds:
+ * tests/data/bench-spec. */
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "bench/run.h"
 #include "bench/spec.h"
 
 static void expand(const char *tmpl, const struct atr_bench_vars *v, bool shell)
@@ -23,6 +26,11 @@ static void expand_item(const struct atr_bench_spec *s, const struct atr_bench_i
         expand(var->server, &v, true);
         expand(var->prepare, &v, true);
         expand(var->ready_url, &v, false);
+        char name[256];
+        for (size_t a = 0; a <= (var->per_agent ? it->n_agents : 0); a++)
+            if (atr_bench_run_name(name, sizeof name, it->human_commit, var->name,
+                                   a ? it->agents[a - 1].name : NULL) < 0)
+                abort();
     }
     v.patch = NULL;
     expand(s->cleanup, &v, true);
