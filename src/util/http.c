@@ -44,7 +44,7 @@ static const char *check(const struct evkeyvalq *h)
             if (++n_cl > 1)
                 return "more than one Content-Length header";
             if (!is_digits(kv->value))
-                return "Content-Length is not a decimal number";
+                return "Content-Length is not 1 to 18 decimal digits";
         } else if (strcasecmp(kv->key, "Transfer-Encoding") == 0) {
             n_te++;
             te = kv->value;
