@@ -39,6 +39,7 @@
 
 #include "json/writer.h"
 #include "util/alloc.h"
+#include "util/http.h"
 #include "util/net.h"
 
 #define MAX_IDLE_PER_UPSTREAM 1024
@@ -250,6 +251,11 @@ static void on_request(struct evhttp_request *req, void *arg)
     struct atr_proxy *p = arg;
     const char *uri = evhttp_request_get_uri(req);
     enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+    const char *bad = atr_http_framing_error(req);
+    if (bad) {                  /* before anything is forwarded upstream */
+        proxy_send_error(p, req, 400, bad);
+        return;
+    }
     if (!uri || bad_path(uri)) {
         proxy_send_error(p, req, 400, "bad request path");
         return;

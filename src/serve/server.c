@@ -26,6 +26,7 @@
 #include "json/writer.h"
 #include "serve/server.h"
 #include "util/alloc.h"
+#include "util/http.h"
 #include "util/net.h"
 #include "util/buf.h"
 
@@ -881,6 +882,9 @@ static void on_request(struct evhttp_request *req, void *arg)
     struct atr_serve *s = arg;
     if (s->cfg.hang)
         return;                 /* never answered; freed with its connection */
+    const char *bad = atr_http_framing_error(req);
+    if (bad)
+        return send_error(s, req, 400, bad);
     const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
     const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
     enum evhttp_cmd_type m = evhttp_request_get_command(req);

@@ -343,6 +343,21 @@ check proxy-wrong-method "[ '$st' = 405 ]"
 check proxy-still-up "[ \$(curl -s -o /dev/null -w '%{http_code}' '$PX_URL/healthz') = 200 ] && kill -0 $HOS_PID"
 px_stop $HOS_PID
 
+# ---- ambiguous framing (RFC 9112): 400, closed, nothing sent upstream ----
+px_up frup --ttft 0 --itl 0
+FRUP_PID=$UP_PID FRUP_URL=http://127.0.0.1:$UP_PORT
+px_start framing --upstream "$FRUP_URL"
+FR_PID=$PX_PID
+python3 "$ROOT/tests/helpers/framing.py" "${PX_URL##*:}" /v1/completions /healthz >"$PX/framing.txt" 2>&1
+for c in cl-two-values cl-twice-equal cl-list cl-plus cl-minus cl-hex cl-inner-space \
+         te-space-colon cl-space-colon te-and-cl cl-and-te te-gzip te-twice; do
+    check "proxy-framing-$c-400" "grep -qx '$c 400 closed' '$PX/framing.txt'"
+done
+check proxy-framing-well-framed-200 "grep -qx 'ok-content-length 200 -' '$PX/framing.txt' && grep -qx 'ok-chunked 200 -' '$PX/framing.txt'"
+check proxy-framing-upstream-saw-two "[ \"\$(curl -s '$FRUP_URL/metrics' | awk '\$1 ~ /^atr_sim_requests_total/ {n += \$2} END {print n + 0}')\" = 2 ]"
+px_stop $FR_PID
+px_stop $FRUP_PID
+
 # ---- a slow reader: the proxy pauses the upstream, its memory stays flat ----
 px_up fast --ttft 0 --itl 0
 FAST_PID=$UP_PID FAST=http://127.0.0.1:$UP_PORT

@@ -157,6 +157,17 @@ check "metrics count successes" "grep -q '^vllm:request_success_total{finished_r
 check "metrics count requests by endpoint" "grep -q 'atr_sim_requests_total{endpoint=\"chat\",model_name=\"atr-sim\"} [1-9]' '$SV/metrics.txt'"
 sv_stop zero
 
+# ---- ambiguous framing (RFC 9112): 400 and the connection closed ----
+sv_start framing --ttft 0 --itl 0
+python3 "$ROOT/tests/helpers/framing.py" "$SV_PORT" /v1/completions /health >"$SV/framing.txt" 2>&1
+for c in cl-two-values cl-twice-equal cl-list cl-plus cl-minus cl-hex cl-inner-space \
+         te-space-colon cl-space-colon te-and-cl cl-and-te te-gzip te-twice; do
+    check "framing $c -> 400, closed" "grep -qx '$c 400 closed' '$SV/framing.txt'"
+done
+check "framing well framed still 200" "grep -qx 'ok-content-length 200 -' '$SV/framing.txt' && grep -qx 'ok-chunked 200 -' '$SV/framing.txt'"
+check "framing: only the two well-framed requests reached the engine" "curl -s '$SV_URL/metrics' | grep -q '^vllm:request_success_total{finished_reason=\"length\",model_name=\"atr-sim\"} 2\$'"
+sv_stop framing
+
 # ---- the engine model: prefix caching, streaming, a client that leaves ----
 sv_start engine --profile h100/llama-3.1-8b --max-num-seqs 64
 LONGP=$(python3 -c "print(' '.join('word%d' % i for i in range(400)))")
