@@ -155,7 +155,7 @@ static int convert_sessions(int argc, char **argv, const struct convert_opts *o,
 
 static int run(int argc, char **argv)
 {
-    struct convert_opts o = {0};
+    struct convert_opts o = {.read.warn = cli_warn};
     int rc = parse_args(argc, argv, &o);
     if (rc != EXIT_OK)
         return rc;

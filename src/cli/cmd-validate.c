@@ -77,8 +77,19 @@ static int summary_len(const char *summary)
     return (int)n;
 }
 
+/* Whether the file being validated ended in a cut line (a journal being
+ * written): valid up to it, which the "ok" line says. */
+static bool cut_tail;
+
+static void warn_cut(const char *msg)
+{
+    cli_warn(msg);
+    cut_tail = true;
+}
+
 static int validate_file(const char *path, const struct atr_read_opts *ro)
 {
+    cut_tail = false;
     struct atr_error err;
     struct atr_reader *r = atr_reader_open(path, "atr", ro, &err);
     if (!r)
@@ -111,8 +122,8 @@ static int validate_file(const char *path, const struct atr_read_opts *ro)
     else if (status == EXIT_OK && !traces)    /* as convert and stats say it */
         status = cli_fail("%s: empty input", atr_reader_name(r));
     if (status == EXIT_OK)
-        printf("%s: ok, %lu trace%s, %lu step%s\n", atr_reader_name(r), traces, cli_s(traces),
-               steps, cli_s(steps));
+        printf("%s: ok, %lu trace%s, %lu step%s%s\n", atr_reader_name(r), traces,
+               cli_s(traces), steps, cli_s(steps), cut_tail ? " (up to the cut last line)" : "");
     free(ids.hash);
     free(ids.line);
     atr_trace_release(&t);
@@ -130,7 +141,7 @@ static const struct opts_cmd parser = {"validate", options};
 
 static int run(int argc, char **argv)
 {
-    struct atr_read_opts ro = {0};
+    struct atr_read_opts ro = {.warn = warn_cut};
     int first;
     if (opts_parse(&parser, &ro, argc, argv, &first) != EXIT_OK)
         return EXIT_USAGE;

@@ -204,7 +204,10 @@ int atr_reader_parse(struct atr_reader *r, struct atr_arena *a, const char *text
         return 0;
     unsigned long fl, fc;
     file_pos(r, je.line, je.col, &fl, &fc);
-    return atr_reader_fail(r, fl, fc, "%s", je.msg);
+    /* Text that ends inside a value was cut: say so, or "found end of
+     * input" in the middle of a file reads as nonsense. */
+    bool cut = strstr(je.msg, "end of input") || strstr(je.msg, "unterminated string");
+    return atr_reader_fail(r, fl, fc, "%s%s", je.msg, cut ? " (the text is truncated)" : "");
 }
 
 int atr_reader_parse_all(struct atr_reader *r, struct atr_arena *a, struct atr_json **out)
@@ -245,6 +248,20 @@ int atr_reader_getline_nonblank(struct atr_reader *r, const char **line, size_t 
     return rc;
 }
 
+/* The last line of a file being written, cut where the writer was: the
+ * input ends before it, with a warning. Only at the very end and only for
+ * a line that does not parse: a cut anywhere else is an error. */
+static int cut_last_line(struct atr_reader *r, size_t len)
+{
+    if (!r->opts.warn || !atr_input_unterminated(r->in))
+        return -1;
+    char msg[ATR_ERROR_MAX];
+    snprintf(msg, sizeof msg, "%s:%lu: warning: the last line is cut (a file being written?): "
+             "%zu bytes ignored", atr_input_name(r->in), r->base_line, len);
+    r->opts.warn(msg);
+    return 0;
+}
+
 int atr_reader_json_line(struct atr_reader *r, struct atr_arena *a, struct atr_json **out)
 {
     const char *line;
@@ -253,7 +270,7 @@ int atr_reader_json_line(struct atr_reader *r, struct atr_arena *a, struct atr_j
     if (rc <= 0)
         return rc;
     if (atr_reader_parse(r, a, line, len, r->base_line, 1, false, out) < 0)
-        return -1;
+        return cut_last_line(r, len);
     return 1;
 }
 
