@@ -20,7 +20,13 @@ static const char help[] =
     "reported as FILE:LINE:COL: what was expected. A file of a source format\n"
     "(a SWE-agent .traj, an OpenHands event stream, ...) is named as such:\n"
     "convert it first. Exit status 1 if any file is invalid, or has no trace\n"
-    "(\"empty input\").\n";
+    "(\"empty input\").\n"
+    "\n"
+    "A last line without its newline that does not parse is a file being\n"
+    "written (a live or killed proxy's journal): the file is valid up to it\n"
+    "(\"ok ... (up to the cut last line)\", exit 0) and a warning names the\n"
+    "line; stats, convert and report read such a file the same way. A cut\n"
+    "anywhere else is an error.\n";
 
 /* Trace ids seen in one file: open addressing over 64-bit hashes, keeping
  * the line of the first occurrence. Memory is 16 bytes per trace. */
