@@ -22,11 +22,11 @@ static const char help[] =
     "convert it first. Exit status 1 if any file is invalid, or has no trace\n"
     "(\"empty input\").\n"
     "\n"
-    "A last line without its newline that does not parse is a file being\n"
-    "written (a live or killed proxy's journal): the file is valid up to it\n"
-    "(\"ok ... (up to the cut last line)\", exit 0) and a warning names the\n"
-    "line; stats, convert and report read such a file the same way. A cut\n"
-    "anywhere else is an error.\n";
+    "A last line without its newline that does not parse, after complete\n"
+    "lines, is a file being written (a live or killed proxy's journal): the\n"
+    "file is valid up to it (\"ok ... (up to the cut last line)\", exit 0)\n"
+    "and a warning names the line; stats, convert and report read such a\n"
+    "file the same way. A cut anywhere else is an error.\n";
 
 /* Trace ids seen in one file: open addressing over 64-bit hashes, keeping
  * the line of the first occurrence. Memory is 16 bytes per trace. */

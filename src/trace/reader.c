@@ -192,6 +192,22 @@ int atr_reader_fail_at(struct atr_reader *r, const struct atr_json *j, const cha
     return -1;
 }
 
+static bool blank_line(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r')
+            return false;
+    return true;
+}
+
+static bool blank_text(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strchr(" \t\r\n", s[i]) || !s[i])
+            return false;
+    return true;
+}
+
 int atr_reader_parse(struct atr_reader *r, struct atr_arena *a, const char *text, size_t len,
                      unsigned long line, unsigned long col, bool allow_nonfinite,
                      struct atr_json **out)
@@ -206,7 +222,8 @@ int atr_reader_parse(struct atr_reader *r, struct atr_arena *a, const char *text
     file_pos(r, je.line, je.col, &fl, &fc);
     /* Text that ends inside a value was cut: say so, or "found end of
      * input" in the middle of a file reads as nonsense. */
-    bool cut = strstr(je.msg, "end of input") || strstr(je.msg, "unterminated string");
+    bool cut = (strstr(je.msg, "end of input") || strstr(je.msg, "unterminated string")) &&
+               !blank_text(text, len);     /* an empty input is no cut one */
     return atr_reader_fail(r, fl, fc, "%s%s", je.msg, cut ? " (the text is truncated)" : "");
 }
 
@@ -232,13 +249,6 @@ int atr_reader_getline(struct atr_reader *r, const char **line, size_t *len)
     return rc;
 }
 
-static bool blank_line(const char *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r')
-            return false;
-    return true;
-}
 
 int atr_reader_getline_nonblank(struct atr_reader *r, const char **line, size_t *len)
 {
@@ -249,11 +259,13 @@ int atr_reader_getline_nonblank(struct atr_reader *r, const char **line, size_t 
 }
 
 /* The last line of a file being written, cut where the writer was: the
- * input ends before it, with a warning. Only at the very end and only for
- * a line that does not parse: a cut anywhere else is an error. */
+ * input ends before it, with a warning. Only at the very end, only for a
+ * line that does not parse, and only after a complete one: a file that is
+ * one cut line holds nothing to read up to, and a cut anywhere else is an
+ * error. */
 static int cut_last_line(struct atr_reader *r, size_t len)
 {
-    if (!r->opts.warn || !atr_input_unterminated(r->in))
+    if (!r->opts.warn || !atr_input_unterminated(r->in) || r->ntraces == 0)
         return -1;
     char msg[ATR_ERROR_MAX];
     snprintf(msg, sizeof msg, "%s:%lu: warning: the last line is cut (a file being written?): "

@@ -31,9 +31,10 @@ struct atr_read_opts {
     /* Takes the reader's warnings, for the CLI to print (the library never
      * prints): "FILE:LINE: warning: the last line is cut ...". A JSON-lines
      * input whose final line has no newline and does not parse is a file
-     * being written (a live or killed proxy's journal): with warn set the
-     * input ends before that line and warn is told; without it the line
-     * fails the read as any other. A final line that parses is complete. */
+     * being written (a live or killed proxy's journal): with warn set, and
+     * a complete line read before it, the input ends before that line and
+     * warn is told; else the line fails the read as any other. A final
+     * line that parses is complete. */
     void (*warn)(const char *msg);
 };
 

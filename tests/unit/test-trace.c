@@ -240,7 +240,8 @@ static void test_reader_errors(void **state)
                  "t.ndjson:1:88: step 1 starts at 3 ms, before step 0 (9 ms): steps must be in time order");
     expect_error("{\"format\":\"atr-trace/1\",\"trace_id\":\"a\",\"steps\":[{\"kind\":\"llm\",\"hash_ids\":[1.5]}]}",
                  "t.ndjson:1:75: expected a hash id (integer 0..2^53-1)");
-    expect_error("{\"format\":\"atr-trace/1\"", "t.ndjson:1:24: expected ',' or '}' after object member, found end of input");
+    expect_error("{\"format\":\"atr-trace/1\"", "t.ndjson:1:24: expected ',' or '}' after object member, found end of input "
+                 "(the text is truncated)");
     /* hash_ids parse packed: what does not pack fails where it did. */
     expect_error("{\"format\":\"atr-trace/1\",\"trace_id\":\"a\",\"steps\":[{\"kind\":\"llm\","
                  "\"hash_ids\":[1, 9007199254740992]}]}",
