@@ -136,13 +136,14 @@ static void test_abort_keep(void **state)
     free(kept);
 }
 
-/* The name of a temporary of out in dir other than the ones given. */
+/* The path of a temporary of out (out.tmp.XXXXXX) in dir other than a and b. */
 static bool other_tmp(const char *dir, const char *a, const char *b, char *name, size_t n)
 {
     DIR *d = opendir(dir);
     bool found = false;
     for (struct dirent *e; d && !found && (e = readdir(d)) != NULL;)
-        if (strncmp(e->d_name, "out.tmp.", 8) == 0 && strcmp(e->d_name, a) != 0 &&
+        if (strncmp(e->d_name, "out.tmp.", 8) == 0 && strlen(e->d_name) == 14 &&
+            strcmp(e->d_name, a) != 0 &&
             strcmp(e->d_name, b) != 0) {
             snprintf(name, n, "%s/%s", dir, e->d_name);
             found = true;
