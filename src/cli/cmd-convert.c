@@ -19,7 +19,9 @@ static const char help[] =
     "trace per line; docs/trace-format.md). The input format is sniffed from\n"
     "the content; .gz and .zst inputs are decompressed transparently; FILE may\n"
     "be - for stdin. OUT is written atomically (a temporary renamed at the\n"
-    "end): on any error no output is left behind. -o - writes to stdout.\n"
+    "end): on any error no output is left behind, and a temporary that a\n"
+    "killed run left (its writer's lock gone) goes at the next run writing\n"
+    "OUT. -o - writes to stdout.\n"
     "\n"
     "options:\n"
     "  -o, --output OUT      where to write (required)\n"
@@ -155,7 +157,7 @@ static int convert_sessions(int argc, char **argv, const struct convert_opts *o,
 
 static int run(int argc, char **argv)
 {
-    struct convert_opts o = {0};
+    struct convert_opts o = {.read.warn = cli_warn};
     int rc = parse_args(argc, argv, &o);
     if (rc != EXIT_OK)
         return rc;

@@ -142,6 +142,7 @@ static int run(int argc, char **argv)
     if (!out)
         return cli_fail_err(&err);
     struct atr_html *h = atr_html_new();
+    atr_html_set_warn(h, cli_warn);
     struct atr_buf page = ATR_BUF_INIT;
     int rc = build(h, argc, argv, &o, &page);
     if (rc == EXIT_OK && o.png)

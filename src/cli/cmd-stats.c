@@ -435,7 +435,7 @@ static int emit(const char *path, const struct atr_buf *b)
 
 static int run(int argc, char **argv)
 {
-    struct stats_opts o = {0};
+    struct stats_opts o = {.read.warn = cli_warn};
     int rc = parse_args(argc, argv, &o);
     if (rc != EXIT_OK)
         return rc;

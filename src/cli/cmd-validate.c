@@ -20,7 +20,13 @@ static const char help[] =
     "reported as FILE:LINE:COL: what was expected. A file of a source format\n"
     "(a SWE-agent .traj, an OpenHands event stream, ...) is named as such:\n"
     "convert it first. Exit status 1 if any file is invalid, or has no trace\n"
-    "(\"empty input\").\n";
+    "(\"empty input\").\n"
+    "\n"
+    "A last line without its newline that does not parse, after complete\n"
+    "lines, is a file being written (a live or killed proxy's journal): the\n"
+    "file is valid up to it (\"ok ... (up to the cut last line)\", exit 0)\n"
+    "and a warning names the line; stats, convert and report read such a\n"
+    "file the same way. A cut anywhere else is an error.\n";
 
 /* Trace ids seen in one file: open addressing over 64-bit hashes, keeping
  * the line of the first occurrence. Memory is 16 bytes per trace. */
@@ -77,8 +83,19 @@ static int summary_len(const char *summary)
     return (int)n;
 }
 
+/* Whether the file being validated ended in a cut line (a journal being
+ * written): valid up to it, which the "ok" line says. */
+static bool cut_tail;
+
+static void warn_cut(const char *msg)
+{
+    cli_warn(msg);
+    cut_tail = true;
+}
+
 static int validate_file(const char *path, const struct atr_read_opts *ro)
 {
+    cut_tail = false;
     struct atr_error err;
     struct atr_reader *r = atr_reader_open(path, "atr", ro, &err);
     if (!r)
@@ -111,8 +128,8 @@ static int validate_file(const char *path, const struct atr_read_opts *ro)
     else if (status == EXIT_OK && !traces)    /* as convert and stats say it */
         status = cli_fail("%s: empty input", atr_reader_name(r));
     if (status == EXIT_OK)
-        printf("%s: ok, %lu trace%s, %lu step%s\n", atr_reader_name(r), traces, cli_s(traces),
-               steps, cli_s(steps));
+        printf("%s: ok, %lu trace%s, %lu step%s%s\n", atr_reader_name(r), traces,
+               cli_s(traces), steps, cli_s(steps), cut_tail ? " (up to the cut last line)" : "");
     free(ids.hash);
     free(ids.line);
     atr_trace_release(&t);
@@ -130,7 +147,7 @@ static const struct opts_cmd parser = {"validate", options};
 
 static int run(int argc, char **argv)
 {
-    struct atr_read_opts ro = {0};
+    struct atr_read_opts ro = {.warn = warn_cut};
     int first;
     if (opts_parse(&parser, &ro, argc, argv, &first) != EXIT_OK)
         return EXIT_USAGE;

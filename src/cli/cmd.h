@@ -38,6 +38,8 @@ static inline const char *cli_s(unsigned long long n)
 /* "atr: <msg>" on stderr; returns EXIT_FAIL. */
 int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int cli_fail_err(const struct atr_error *err);
+/* "atr: <msg>" on stderr, for a library's warning (atr_read_opts.warn). */
+void cli_warn(const char *msg);
 /* The failure of asking a server for its model (llm/models.h): the
  * --model hint only where a model list is what went wrong. */
 int cli_fail_models(enum atr_models_fail why, const struct atr_error *err);

@@ -30,6 +30,11 @@ int cli_fail_err(const struct atr_error *err)
     return cli_fail("%s", err->msg);
 }
 
+void cli_warn(const char *msg)
+{
+    fprintf(stderr, "atr: %s\n", msg);
+}
+
 int cli_fail_models(enum atr_models_fail why, const struct atr_error *err)
 {
     if (why == ATR_MODELS_UNREACHABLE)

@@ -93,6 +93,7 @@ struct atr_html {
     struct atr_html_reqs *reqs;       /* per-request files; NULL until one (html-results.c) */
     struct atr_bench_report *bench;   /* NULL until a folder is added */
     size_t bench_groups;
+    void (*warn)(const char *msg);    /* the readers' warnings (atr_read_opts.warn) */
 };
 
 /* Per trace: steps by kind, tokens summed where known, duration (-1:

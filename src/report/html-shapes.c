@@ -358,7 +358,8 @@ static void tool_mix(struct atr_buf *b, struct atr_html_shapes *sh)
             }
             all[j].n += sh->src[i].tools[k].n;
         }
-    qsort(all, n, sizeof *all, by_count);
+    if (n)                   /* no tool step: all is NULL, which qsort may not take */
+        qsort(all, n, sizeof *all, by_count);
     size_t top = n < TOP_TOOLS ? n : TOP_TOOLS;
     atr_buf_puts(b, "<h3>Tool mix (% of tool steps)</h3>\n<table class=\"shape\" "
                     "data-dist=\"tools\"><thead><tr><th>source</th><th>tool steps</th>");

@@ -26,6 +26,11 @@ struct atr_html *atr_html_new(void)
     return xcalloc(1, sizeof(struct atr_html));
 }
 
+void atr_html_set_warn(struct atr_html *h, void (*warn)(const char *msg))
+{
+    h->warn = warn;
+}
+
 void atr_html_free(struct atr_html *h)
 {
     if (!h)
@@ -523,7 +528,7 @@ static void trace_json(struct atr_html *h, const char *file, const struct atr_tr
 static int add_traces(struct atr_html *h, const char *path, struct atr_input *src,
                       struct atr_error *err)
 {
-    struct atr_read_opts opts = {0};
+    struct atr_read_opts opts = {.warn = h->warn};
     struct atr_reader *r = atr_reader_open_input(src, NULL, &opts, err);
     if (!r)
         return atr_error_set(err, "%s: not a trace file, result JSON or bench folder", path);

@@ -27,6 +27,9 @@ struct atr_html;
 
 struct atr_html *atr_html_new(void);
 void atr_html_free(struct atr_html *h);   /* accepts NULL */
+/* Who takes the trace readers' warnings (a journal's cut last line, read
+ * up to it): see atr_read_opts.warn. NULL (the default): they fail. */
+void atr_html_set_warn(struct atr_html *h, void (*warn)(const char *msg));
 
 /* Adds one input, recognised by content: a folder holding metrics.jsonl
  * and summary.json is a tool replay, another folder bench results; a file

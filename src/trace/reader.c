@@ -192,6 +192,22 @@ int atr_reader_fail_at(struct atr_reader *r, const struct atr_json *j, const cha
     return -1;
 }
 
+static bool blank_line(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r')
+            return false;
+    return true;
+}
+
+static bool blank_text(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strchr(" \t\r\n", s[i]) || !s[i])
+            return false;
+    return true;
+}
+
 int atr_reader_parse(struct atr_reader *r, struct atr_arena *a, const char *text, size_t len,
                      unsigned long line, unsigned long col, bool allow_nonfinite,
                      struct atr_json **out)
@@ -204,7 +220,11 @@ int atr_reader_parse(struct atr_reader *r, struct atr_arena *a, const char *text
         return 0;
     unsigned long fl, fc;
     file_pos(r, je.line, je.col, &fl, &fc);
-    return atr_reader_fail(r, fl, fc, "%s", je.msg);
+    /* Text that ends inside a value was cut: say so, or "found end of
+     * input" in the middle of a file reads as nonsense. */
+    bool cut = (strstr(je.msg, "end of input") || strstr(je.msg, "unterminated string")) &&
+               !blank_text(text, len);     /* an empty input is no cut one */
+    return atr_reader_fail(r, fl, fc, "%s%s", je.msg, cut ? " (the text is truncated)" : "");
 }
 
 int atr_reader_parse_all(struct atr_reader *r, struct atr_arena *a, struct atr_json **out)
@@ -229,13 +249,6 @@ int atr_reader_getline(struct atr_reader *r, const char **line, size_t *len)
     return rc;
 }
 
-static bool blank_line(const char *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r')
-            return false;
-    return true;
-}
 
 int atr_reader_getline_nonblank(struct atr_reader *r, const char **line, size_t *len)
 {
@@ -243,6 +256,22 @@ int atr_reader_getline_nonblank(struct atr_reader *r, const char **line, size_t 
     while ((rc = atr_reader_getline(r, line, len)) > 0 && blank_line(*line, *len))
         ;
     return rc;
+}
+
+/* The last line of a file being written, cut where the writer was: the
+ * input ends before it, with a warning. Only at the very end, only for a
+ * line that does not parse, and only after a complete one: a file that is
+ * one cut line holds nothing to read up to, and a cut anywhere else is an
+ * error. */
+static int cut_last_line(struct atr_reader *r, size_t len)
+{
+    if (!r->opts.warn || !atr_input_unterminated(r->in) || r->ntraces == 0)
+        return -1;
+    char msg[ATR_ERROR_MAX];
+    snprintf(msg, sizeof msg, "%s:%lu: warning: the last line is cut (a file being written?): "
+             "%zu bytes ignored", atr_input_name(r->in), r->base_line, len);
+    r->opts.warn(msg);
+    return 0;
 }
 
 int atr_reader_json_line(struct atr_reader *r, struct atr_arena *a, struct atr_json **out)
@@ -253,7 +282,7 @@ int atr_reader_json_line(struct atr_reader *r, struct atr_arena *a, struct atr_j
     if (rc <= 0)
         return rc;
     if (atr_reader_parse(r, a, line, len, r->base_line, 1, false, out) < 0)
-        return -1;
+        return cut_last_line(r, len);
     return 1;
 }
 

@@ -28,6 +28,14 @@ struct atr_read_opts {
     bool compact_ids;         /* atr "prefix" steps keep it: see struct atr_step */
     size_t max_line;          /* 0 = ATR_DEFAULT_MAX_LINE */
     unsigned max_depth;       /* JSON nesting cap; 0 = 256 */
+    /* Takes the reader's warnings, for the CLI to print (the library never
+     * prints): "FILE:LINE: warning: the last line is cut ...". A JSON-lines
+     * input whose final line has no newline and does not parse is a file
+     * being written (a live or killed proxy's journal): with warn set, and
+     * a complete line read before it, the input ends before that line and
+     * warn is told; else the line fails the read as any other. A final
+     * line that parses is complete. */
+    void (*warn)(const char *msg);
 };
 
 struct atr_reader;

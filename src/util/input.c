@@ -28,10 +28,12 @@ struct atr_input {
     size_t raw_len, raw_off;
     z_stream gz;
     ZSTD_DCtx *zstd;
+    bool in_frame;               /* a gzip member or zstd frame begun and not ended */
     /* decompressed bytes: data[off..len) not yet consumed */
     char *data;
     size_t off, len, cap;
     unsigned long lineno;        /* lines returned so far */
+    bool unterminated;           /* the last line returned ended the input, no newline */
     /* Array splitting tracks the position of data[off]: its line, and the
      * offset where that line starts. col_base may have wrapped below zero
      * after compaction; off - col_base is still the right column (mod 2^64). */
@@ -177,6 +179,7 @@ static size_t decode_gzip(struct atr_input *in, char *dst, size_t cap, struct at
     int rc = inflate(&in->gz, Z_NO_FLUSH);
     in->raw_off = in->raw_len - in->gz.avail_in;
     size_t got = cap - in->gz.avail_out;
+    in->in_frame = rc != Z_STREAM_END;
     if (rc == Z_STREAM_END) {
         /* Concatenated members (pigz, appended logs) continue the stream. */
         inflateReset(&in->gz);
@@ -198,6 +201,7 @@ static size_t decode_zstd(struct atr_input *in, char *dst, size_t cap, struct at
         atr_error_set(err, "%s: corrupt zstd data (%s)", in->name, ZSTD_getErrorName(rc));
         return (size_t)-1;
     }
+    in->in_frame = rc != 0;     /* 0: a frame ended */
     return ob.pos;
 }
 
@@ -221,6 +225,9 @@ static ssize_t produce(struct atr_input *in, char *dst, size_t cap, struct atr_e
     for (;;) {
         if (raw_fill(in, err) < 0)
             return -1;
+        if (in->raw_off == in->raw_len && in->in_frame)
+            return atr_error_set(err, "%s: truncated %s data (the input ends inside a "
+                                 "compressed stream)", in->name, atr_input_compression(in));
         if (in->raw_off == in->raw_len)
             return 0;
         size_t got;
@@ -292,6 +299,7 @@ int atr_input_getline(struct atr_input *in, const char **line, size_t *len, size
             size_t n = nl ? (size_t)(nl - start) : have;
             in->off += nl ? n + 1 : n;
             in->lineno++;
+            in->unterminated = !nl;
             if (n > max)
                 return atr_error_at(err, in->name, in->lineno, 0,
                                     "line longer than %zu bytes", max);
@@ -314,6 +322,8 @@ int atr_input_getline(struct atr_input *in, const char **line, size_t *len, size
 }
 
 unsigned long atr_input_lineno(const struct atr_input *in) { return in->lineno; }
+
+bool atr_input_unterminated(const struct atr_input *in) { return in->unterminated; }
 
 ssize_t atr_input_read(struct atr_input *in, void *p, size_t n, struct atr_error *err)
 {

@@ -6,6 +6,7 @@
 #ifndef ATR_UTIL_INPUT_H
 #define ATR_UTIL_INPUT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -41,6 +42,9 @@ ssize_t atr_input_peek(struct atr_input *in, const char **p, size_t n,
 int atr_input_getline(struct atr_input *in, const char **line, size_t *len,
                       size_t max, struct atr_error *err);
 unsigned long atr_input_lineno(const struct atr_input *in); /* of the last line */
+/* Whether the last line returned ended the input without its newline: on
+ * a file being appended to, perhaps a line still being written. */
+bool atr_input_unterminated(const struct atr_input *in);
 
 /* Reads up to n decompressed bytes; returns count, 0 at end, -1 on error. */
 ssize_t atr_input_read(struct atr_input *in, void *p, size_t n, struct atr_error *err);

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@ enum { OUT_BUF = 1 << 20, MAX_OPEN = 32 };
 
 struct atr_output {
     int fd;
+    int lock_fd;                 /* the temporary opened again, flock'ed: see sweep_stale */
     bool is_stdout;              /* or another non-file: written directly */
     char *path, *tmp;
     char *buf;                   /* allocated at the first write: outputs opened
@@ -54,6 +56,8 @@ static void output_free(struct atr_output *o)
 {
     if (o->slot >= 0)
         open_used[o->slot] = 0;
+    if (o->lock_fd >= 0)
+        close(o->lock_fd);
     free(o->path);
     free(o->tmp);
     free(o->buf);
@@ -82,10 +86,86 @@ static void why_not_created(const char *path, int e, struct atr_error *err)
     free(dir);
 }
 
+/* Whether fd is still the file at path: a sweep may have unlinked it. */
+static bool same_file(int fd, const char *path)
+{
+    struct stat a, b;
+    return fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev &&
+           a.st_ino == b.st_ino;
+}
+
+/* Temporaries of path whose writer died without removing them (SIGKILL,
+ * a crash: no handler ran). A writer holds an flock on its temporary for
+ * as long as it lives, and the kernel drops it when the process dies, so
+ * a temporary we can lock is one nobody writes. A lock, not kill(pid, 0):
+ * a pid says nothing across PID namespaces (containers) or once reused.
+ * Only regular files named PATH.tmp.XXXXXX: result folders' temporaries
+ * (atr_outdir) and other outputs' are left alone. */
+static void sweep_stale(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    char *dir = !slash ? xstrdup(".") : xstrndup(path, (size_t)(slash - path) + 1);
+    char *prefix = xasprintf("%s.tmp.", slash ? slash + 1 : path);
+    size_t plen = strlen(prefix);
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
+        if (strncmp(e->d_name, prefix, plen) != 0 || strlen(e->d_name) != plen + 6)
+            continue;
+        char *tmp = xasprintf("%s%s", slash ? dir : "", e->d_name);
+        int fd = open(tmp, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+        struct stat st;
+        /* same_file: the name may have been renamed away and made again
+         * between our open and our lock. */
+        if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+            flock(fd, LOCK_EX | LOCK_NB) == 0 && same_file(fd, tmp))
+            unlink(tmp);
+        if (fd >= 0)
+            close(fd);
+        free(tmp);
+    }
+    if (d)
+        closedir(d);
+    free(prefix);
+    free(dir);
+}
+
+/* Makes o's temporary and locks it for as long as o lives. The lock is on
+ * a second open of the file, so that closing fd (and seeing its error)
+ * before the rename leaves the temporary locked until it is renamed. A
+ * sweep that locked the new file before us has unlinked it: make another. */
+static int make_tmp(struct atr_output *o)
+{
+    for (int tries = 0; tries < 8; tries++) {
+        free(o->tmp);
+        o->tmp = xasprintf("%s.tmp.XXXXXX", o->path);
+        o->fd = mkostemp(o->tmp, O_CLOEXEC);
+        if (o->fd < 0)
+            return -1;
+        o->lock_fd = open(o->tmp, O_RDONLY | O_CLOEXEC);
+        bool locked = o->lock_fd >= 0 && flock(o->lock_fd, LOCK_EX) == 0;
+        if (locked && same_file(o->fd, o->tmp))
+            return 0;
+        int e = errno;
+        if (!locked)
+            unlink(o->tmp);      /* still ours: no sweep could lock it */
+        if (o->lock_fd >= 0)
+            close(o->lock_fd);
+        o->lock_fd = -1;
+        close(o->fd);
+        if (!locked) {
+            errno = e;
+            return -1;
+        }
+    }
+    errno = EAGAIN;
+    return -1;
+}
+
 struct atr_output *atr_output_open(const char *path, struct atr_error *err)
 {
     struct atr_output *o = xcalloc(1, sizeof *o);
     o->slot = -1;
+    o->lock_fd = -1;
     o->path = xstrdup(path);
     if (strcmp(path, "-") == 0) {
         o->fd = 1;
@@ -105,9 +185,8 @@ struct atr_output *atr_output_open(const char *path, struct atr_error *err)
         o->is_stdout = true;     /* no temporary, nothing to rename */
         return o;
     }
-    o->tmp = xasprintf("%s.tmp.XXXXXX", path);
-    o->fd = mkostemp(o->tmp, O_CLOEXEC);
-    if (o->fd < 0) {
+    sweep_stale(path);
+    if (make_tmp(o) < 0) {
         why_not_created(path, errno, err);
         output_free(o);
         return NULL;

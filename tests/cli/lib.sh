@@ -44,3 +44,12 @@ absent() {
     CURRENT=$1
     if [ -e "$2" ] || ls "$2".tmp.* >/dev/null 2>&1; then fail "$2 left behind"; else pass; fi
 }
+
+# wait_for SECONDS CONDITION : polls the shell condition until it holds.
+wait_for() {
+    wf_until=$(( $(date +%s) + $1 ))
+    while ! sh -c "$2" 2>/dev/null; do
+        [ "$(date +%s)" -ge "$wf_until" ] && return 1
+        sleep 0.05
+    done
+}

@@ -33,15 +33,6 @@ python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(d['outcome
 SH
 outcome_is="sh $BR/outcome_is"
 
-# wait_for SECONDS CONDITION : polls the shell condition until it holds.
-wait_for() {
-    wf_until=$(( $(date +%s) + $1 ))
-    while ! sh -c "$2" 2>/dev/null; do
-        [ "$(date +%s)" -ge "$wf_until" ] && return 1
-        sleep 0.05
-    done
-}
-
 # ---- the example: every outcome, killed with SIGKILL mid-run and resumed ----
 # The stall run (item 2) holds the benchmark for 5 s: kill atr there.
 setsid "$ATR" bench run "$SPEC" --port 0 -o "$BR/full" \

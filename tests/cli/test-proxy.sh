@@ -103,6 +103,12 @@ curl -s -o /dev/null -H 'X-Session-Id: agent-7' "$MAIN/v1/chat/completions" -d "
 px_stop $MAIN_PID
 check proxy-journal-lines "[ \$(wc -l <'$PX/journal.ndjson') = 7 ]"
 ok proxy-journal-validates "$ATR" validate "$PX/journal.ndjson"
+# The journal as a reader finds it while the proxy writes its 7th line
+# (or after kill -9 there): cut mid-line, it reads up to the cut, warning.
+head -c -25 "$PX/journal.ndjson" >"$PX/journal-cut.ndjson"
+ok proxy-journal-cut-stats "$ATR" stats "$PX/journal-cut.ndjson"
+check proxy-journal-cut-read "grep -Eq '^traces +6\$' '$T/out' &&
+    grep -q 'journal-cut.ndjson:7: warning: the last line is cut' '$T/err'"
 cat >"$PX/sessions.py" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]

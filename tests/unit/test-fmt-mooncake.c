@@ -141,7 +141,7 @@ static void test_bad_inputs(void **state)
 {
     expect_error("", 0, "m.jsonl:1:1: expected a mooncake request line, got empty input");
     expect_error("{\"timestamp\": 0, \"input_length\": 1, \"output_len", 0,
-                 "m.jsonl:1:37: unterminated string");
+                 "m.jsonl:1:37: unterminated string (the text is truncated)");
     expect_error("[1, 2]\n", 0, "m.jsonl:1:1: expected a request object, got array");
     expect_error("{\"timestamp\": 0, \"input_length\": 5}\n", 0,
                  "m.jsonl:1:1: expected \"output_length\" (number) in this object");

@@ -418,7 +418,7 @@ static void test_bad_inputs(void **state)
     expect_error("{\"instance_id\": \"x\", \"history\": []}\n{\"history\": [1]}\n", 0,
                  "oh.json:2:14: expected an event object, found number");
     expect_error("{\"history\": [{\"action\": \"run\"}]}\n{\"history\": [", 0,
-                 "oh.json:2:14: expected a JSON value, found end of input");
+                 "oh.json:2:14: expected a JSON value, found end of input (the text is truncated)");
     expect_error("[{\"trajectory\": []}, {\"action\": \"run\"}]", 0,
                  "oh.json:1:22: expected a record with a \"history\" or \"trajectory\" "
                  "array of events");

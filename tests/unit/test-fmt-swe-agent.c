@@ -330,7 +330,7 @@ static void test_bad_inputs(void **state)
 {
     expect_error("", "t.traj:1:1: expected a JSON value, found end of input");
     expect_error("{\"history\": [{\"role\": \"user\", \"con",
-                 "t.traj:1:31: unterminated string");
+                 "t.traj:1:31: unterminated string (the text is truncated)");
     expect_error("[{\"role\": \"user\"}]",
                  "t.traj:1:1: expected a SWE-agent trajectory object, found array");
     expect_error("{\"environment\": \"swe_main\"}",
@@ -440,7 +440,7 @@ static void expect_named_error(const char *format, const char *msg)
 static void test_named_other_format(void **state)
 {
     expect_named_error("atr", "t.traj:1:2: expected string key or '}', found end of input "
-                              "(not an atr trace: it looks like swe-agent)");
+                              "(the text is truncated) (not an atr trace: it looks like swe-agent)");
     expect_named_error("openhands", "t.traj:4:5: expected an openhands event (an object with "
                                     "\"action\" or \"observation\") (not an openhands trace: "
                                     "it looks like swe-agent)");

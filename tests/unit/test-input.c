@@ -36,6 +36,24 @@ static void test_lines_crlf_no_final_newline(void **state)
     const char *expect[] = {"a,b", "", "last"};
     read_lines(in, expect, 3);
     assert_int_equal(atr_input_lineno(in), 3);
+    assert_true(atr_input_unterminated(in));     /* "last" had no newline */
+    atr_input_close(in);
+}
+
+/* Only a last line that ends the input without its newline is unterminated. */
+static void test_unterminated(void **state)
+{
+    (void)state;
+    const char text[] = "a\nb\n";
+    struct atr_input *in = atr_input_open_mem(text, sizeof text - 1, "m");
+    struct atr_error err;
+    const char *line;
+    size_t len;
+    assert_int_equal(atr_input_getline(in, &line, &len, 64, &err), 1);
+    assert_false(atr_input_unterminated(in));
+    assert_int_equal(atr_input_getline(in, &line, &len, 64, &err), 1);
+    assert_false(atr_input_unterminated(in));
+    assert_int_equal(atr_input_getline(in, &line, &len, 64, &err), 0);
     atr_input_close(in);
 }
 
@@ -141,6 +159,36 @@ static void test_corrupt_gzip(void **state)
     assert_int_equal(atr_input_getline(in, &line, &len, 1 << 20, &err), -1);
     assert_non_null(strstr(err.msg, "bad.gz: corrupt gzip data"));
     atr_input_close(in);
+}
+
+/* A gzip or zstd stream that stops inside its member or frame is cut: an
+ * error naming the truncation, not a silently shorter input. */
+static void test_truncated_stream(void **state)
+{
+    (void)state;
+    size_t n, lines = 20000;
+    char *text = big_text(lines, &n);
+    size_t cap = ZSTD_compressBound(n) + 1024;
+    unsigned char *z = malloc(cap);
+    size_t lens[2] = {compress_gzip(text, n, z, cap), 0};
+    const char *names[2] = {"cut.gz", "cut.zst"}, *msgs[2] = {"cut.gz: truncated gzip data",
+                                                              "cut.zst: truncated zstd data"};
+    for (int k = 0; k < 2; k++) {
+        if (k == 1)
+            lens[1] = ZSTD_compress(z, cap, text, n, 3);
+        struct atr_input *in = atr_input_open_mem(z, lens[k] / 2, names[k]);
+        struct atr_error err;
+        const char *line;
+        size_t len;
+        int rc;
+        while ((rc = atr_input_getline(in, &line, &len, 1 << 20, &err)) == 1)
+            ;
+        assert_int_equal(rc, -1);
+        assert_non_null(strstr(err.msg, msgs[k]));
+        atr_input_close(in);
+    }
+    free(z);
+    free(text);
 }
 
 static void test_array_split(void **state)
@@ -265,6 +313,8 @@ int main(void)
         cmocka_unit_test(test_gzip_members),
         cmocka_unit_test(test_zstd),
         cmocka_unit_test(test_corrupt_gzip),
+        cmocka_unit_test(test_truncated_stream),
+        cmocka_unit_test(test_unterminated),
         cmocka_unit_test(test_array_split),
         cmocka_unit_test(test_array_errors),
         cmocka_unit_test(test_atomic_output),

@@ -1,17 +1,22 @@
 /* test-output.c - result folders written whole (util/output.c, atr_outdir):
  * what a path holds, a commit into an absent, an empty and a full folder
- * (refused unless replace, the old one removed after), abort and keep. */
+ * (refused unless replace, the old one removed after), abort and keep; and
+ * the sweep of a dead writer's temporary file (an unlocked one). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -131,6 +136,63 @@ static void test_abort_keep(void **state)
     free(kept);
 }
 
+/* The path of a temporary of out (out.tmp.XXXXXX) in dir other than a and b. */
+static bool other_tmp(const char *dir, const char *a, const char *b, char *name, size_t n)
+{
+    DIR *d = opendir(dir);
+    bool found = false;
+    for (struct dirent *e; d && !found && (e = readdir(d)) != NULL;)
+        if (strncmp(e->d_name, "out.tmp.", 8) == 0 && strlen(e->d_name) == 14 &&
+            strcmp(e->d_name, a) != 0 &&
+            strcmp(e->d_name, b) != 0) {
+            snprintf(name, n, "%s/%s", dir, e->d_name);
+            found = true;
+        }
+    if (d)
+        closedir(d);
+    return found;
+}
+
+/* Opening out sweeps out.tmp.XXXXXX files nobody holds locked (their
+ * writer died), keeps a locked one (a live writer), another output's, a
+ * name of another length and a result folder's temporary; and locks its
+ * own temporary until the commit. */
+static void test_sweep(void **state)
+{
+    (void)state;
+    char dir[300], path[600], live[600], mine[600];
+    snprintf(dir, sizeof dir, "%s/sweep", root);
+    assert_int_equal(mkdir(dir, 0777), 0);
+    put(dir, "out.tmp.AAAAAA", "dead");
+    put(dir, "out.tmp.BBBBBB", "live");
+    put(dir, "other.tmp.CCCCCC", "other");
+    put(dir, "out.tmp.long-name", "other");
+    snprintf(path, sizeof path, "%s/out.tmp.DDDDDD", dir);
+    assert_int_equal(mkdir(path, 0777), 0);
+    snprintf(live, sizeof live, "%s/out.tmp.BBBBBB", dir);
+    int held = open(live, O_RDONLY);
+    assert_true(held >= 0 && flock(held, LOCK_EX) == 0);
+
+    struct atr_error err;
+    snprintf(path, sizeof path, "%s/out", dir);
+    struct atr_output *o = atr_output_open(path, &err);
+    assert_non_null(o);
+    assert_null(get(dir, "out.tmp.AAAAAA"));
+    assert_string_equal(get(dir, "out.tmp.BBBBBB"), "live");
+    assert_string_equal(get(dir, "other.tmp.CCCCCC"), "other");
+    assert_string_equal(get(dir, "out.tmp.long-name"), "other");
+    assert_true(other_tmp(dir, "out.tmp.BBBBBB", "out.tmp.DDDDDD", mine, sizeof mine));
+    int fd = open(mine, O_RDONLY);
+    assert_true(fd >= 0);
+    assert_int_equal(flock(fd, LOCK_EX | LOCK_NB), -1);    /* its writer lives */
+    assert_int_equal(errno, EWOULDBLOCK);
+    close(fd);
+    assert_int_equal(atr_output_write(o, "x", 1, &err), 0);
+    assert_int_equal(atr_output_commit(o, &err), 0);
+    assert_string_equal(get(dir, "out"), "x");
+    close(held);
+}
+
 static int setup(void **state)
 {
     const char *t = getenv("TMPDIR");
@@ -155,6 +217,7 @@ int main(void)
         cmocka_unit_test(test_state),
         cmocka_unit_test(test_commit),
         cmocka_unit_test(test_abort_keep),
+        cmocka_unit_test(test_sweep),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -151,6 +152,57 @@ static int read_text(const char *text, struct atr_trace *t, struct atr_error *er
     return rc;
 }
 
+static char warned[ATR_ERROR_MAX];
+
+static void take_warning(const char *msg)
+{
+    snprintf(warned, sizeof warned, "%s", msg);
+}
+
+/* Traces read from text with warnings taken (warn set) or not: the count
+ * read before the end (rc 0) or a failure (-1: *n still counted). */
+static int read_all(const char *text, bool warn, int *n, struct atr_error *err)
+{
+    struct atr_read_opts ro = {.warn = warn ? take_warning : NULL};
+    struct atr_input *in = atr_input_open_mem(text, strlen(text), "j.ndjson");
+    struct atr_reader *r = atr_reader_open_input(in, "atr", &ro, err);
+    struct atr_trace t = ATR_TRACE_INIT;
+    int rc;
+    warned[0] = '\0';
+    for (*n = 0; (rc = atr_reader_next(r, &t, err)) == 1; ++*n)
+        ;
+    atr_trace_release(&t);
+    atr_reader_close(r);
+    return rc;
+}
+
+/* A journal being written: its last line, without its newline, is cut.
+ * With warnings taken the lines before it are read and the cut one named;
+ * without, it fails as ever. A last line that parses is complete, and a
+ * cut line that is not the last, or the only one, fails. */
+static void test_cut_last_line(void **state)
+{
+    (void)state;
+#define LINE(id) "{\"format\":\"atr-trace/1\",\"trace_id\":\"" id "\",\"steps\":[]}"
+    struct atr_error err;
+    int n;
+    assert_int_equal(read_all(LINE("a") "\n" LINE("b") "\n{\"format\":\"at", true, &n, &err), 0);
+    assert_int_equal(n, 2);
+    assert_string_equal(warned, "j.ndjson:3: warning: the last line is cut (a file being "
+                                "written?): 13 bytes ignored");
+    assert_int_equal(read_all(LINE("a") "\n{\"format\":\"at", false, &n, &err), -1);
+    assert_string_equal(err.msg, "j.ndjson:2:11: unterminated string (the text is truncated)");
+    assert_int_equal(read_all(LINE("a") "\n" LINE("b"), true, &n, &err), 0);
+    assert_int_equal(n, 2);
+    assert_string_equal(warned, "");
+    assert_int_equal(read_all(LINE("a") "\n{\"format\"\n" LINE("b") "\n", true, &n, &err), -1);
+    assert_string_equal(err.msg, "j.ndjson:2:10: expected ':' after object key, found end of input "
+                                 "(the text is truncated)");
+    assert_int_equal(read_all("{\"format\":\"at", true, &n, &err), -1);
+    assert_string_equal(warned, "");
+#undef LINE
+}
+
 static void test_write_read_round_trip(void **state)
 {
     (void)state;
@@ -240,7 +292,8 @@ static void test_reader_errors(void **state)
                  "t.ndjson:1:88: step 1 starts at 3 ms, before step 0 (9 ms): steps must be in time order");
     expect_error("{\"format\":\"atr-trace/1\",\"trace_id\":\"a\",\"steps\":[{\"kind\":\"llm\",\"hash_ids\":[1.5]}]}",
                  "t.ndjson:1:75: expected a hash id (integer 0..2^53-1)");
-    expect_error("{\"format\":\"atr-trace/1\"", "t.ndjson:1:24: expected ',' or '}' after object member, found end of input");
+    expect_error("{\"format\":\"atr-trace/1\"", "t.ndjson:1:24: expected ',' or '}' after object member, found end of input "
+                 "(the text is truncated)");
     /* hash_ids parse packed: what does not pack fails where it did. */
     expect_error("{\"format\":\"atr-trace/1\",\"trace_id\":\"a\",\"steps\":[{\"kind\":\"llm\","
                  "\"hash_ids\":[1, 9007199254740992]}]}",
@@ -327,6 +380,7 @@ int main(void)
         cmocka_unit_test(test_write_read_round_trip),
         cmocka_unit_test(test_unknown_fields_kept),
         cmocka_unit_test(test_reader_errors),
+        cmocka_unit_test(test_cut_last_line),
         cmocka_unit_test(test_hash_ids_packed),
         cmocka_unit_test(test_command_head),
     };
