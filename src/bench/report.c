@@ -202,7 +202,7 @@ static const char *verdict(const struct row *w, double noise)
  * with it), '&' an entity, '[' ']' a link, '\\' escape the next character;
  * so each is written as an HTML entity, and a line break or any other
  * control character as a space (a row is one line). */
-static int md_text(struct atr_buf *b, const char *s)
+int atr_md_text(struct atr_buf *b, const char *s)
 {
     int rc = 0;
     for (; *s; s++) {
@@ -229,7 +229,7 @@ static int md_text(struct atr_buf *b, const char *s)
 static int md_cell(struct atr_buf *b, const char *s)
 {
     int rc = atr_buf_putc(b, ' ');
-    rc |= md_text(b, s);
+    rc |= atr_md_text(b, s);
     return rc | atr_buf_puts(b, " |");
 }
 
@@ -324,7 +324,7 @@ static int md_no_latency(struct atr_buf *b, const struct atr_bench_set *s)
     for (size_t i = 0; i < s->n; i++)
         if (s->v[i].outcome == ATR_BENCH_SUCCESS && !s->v[i].has_latency) {
             rc |= atr_buf_puts(b, "- ");
-            rc |= md_text(b, s->v[i].file);
+            rc |= atr_md_text(b, s->v[i].file);
             rc |= atr_buf_printf(b, " (%s)\n", s->v[i].kind);
             n++;
         }
@@ -339,7 +339,7 @@ int atr_bench_report_markdown(struct atr_buf *b, const struct atr_bench_report *
         struct counts c = count(s);
         struct comparison cmp = compare(s, r->noise);
         rc |= atr_buf_puts(b, i ? "\n## " : "## ");
-        rc |= md_text(b, r->g[i].name);
+        rc |= atr_md_text(b, r->g[i].name);
         rc |= atr_buf_puts(b, "\n\n");
         rc |= md_counts(b, &c) | md_successful(b, s);
         rc |= md_comparison(b, &cmp, r->noise) | md_no_latency(b, s);

@@ -23,6 +23,12 @@ void atr_bench_report_free(struct atr_bench_report *r);   /* accepts NULL */
 void atr_bench_report_add(struct atr_bench_report *r, const char *name,
                           struct atr_bench_set *s);
 
+/* Appends s as plain text for a Markdown table cell, heading or list
+ * item: '|', '`', '<', '>', '&', '[', ']' and '\\' as HTML entities, line
+ * breaks and other control bytes as spaces. 0, or -1 at the buffer's cap.
+ * (atr compare's tables use it too.) */
+int atr_md_text(struct atr_buf *b, const char *s);
+
 /* Each returns 0, or -1 when the buffer's cap is reached. */
 int atr_bench_report_markdown(struct atr_buf *b, const struct atr_bench_report *r);
 int atr_bench_report_json(struct atr_buf *b, const struct atr_bench_report *r);

@@ -9,6 +9,7 @@
 
 #include "report/compare.h"
 
+#include "bench/report.h"
 #include "bench/results.h"
 #include "json/writer.h"
 #include "util/alloc.h"
@@ -327,16 +328,21 @@ static void fmt_num(char *out, double v, int decimals, const char *suffix)
         memmove(out, out + 1, strlen(out));
 }
 
-/* Text for a cell: '|' escaped, control bytes as spaces, cut at CELL_MAX. */
+/* Text for a cell, escaped as bench report's Markdown is (a target or
+ * policy name comes from a result file: no raw HTML, no '|'), cut at
+ * CELL_MAX before an entity it would split. */
 static void fmt_text(char *out, const char *s)
 {
-    size_t n = 0;
-    for (; *s && n + 3 < CELL_MAX; s++) {
-        if (*s == '|')
-            out[n++] = '\\';
-        out[n++] = (unsigned char)*s < 0x20 ? ' ' : *s;
-    }
+    struct atr_buf b = ATR_BUF_INIT;
+    atr_md_text(&b, s);
+    size_t n = b.len < CELL_MAX - 1 ? b.len : CELL_MAX - 1;
+    const char *amp = n ? memrchr(b.data, '&', n) : NULL;
+    if (amp && !memchr(amp, ';', n - (size_t)(amp - b.data)))
+        n = (size_t)(amp - b.data);
+    if (n)
+        memcpy(out, b.data, n);
     out[n] = '\0';
+    atr_buf_release(&b);
 }
 
 static void row_cells(const struct atr_compare_row *r, char cells[N_COLS][CELL_MAX])

@@ -101,3 +101,10 @@ fails "compare --run needs a sim target" 2 "--run wants --target sim:" "$ATR" co
     "$T/cmp-run.ndjson" --target http://127.0.0.1:1 --policy naive
 fails "compare --run needs a profile" 2 "^atr compare: --run wants --target sim:GPU/MODEL" "$ATR" compare --run "$T/cmp-run.ndjson" \
     --policy naive
+
+# A name from a result file (here the policy, the file's name) is text in
+# the Markdown table, never raw HTML or a cell break (issue 27).
+HOSTILE="$T/x<img src=x onerror=alert(1)>|\`.json"
+cp "$DATA/compare/vllm/naive.json" "$HOSTILE"
+ok "compare: hostile name" "$ATR" compare "$HOSTILE"
+check "compare: hostile name escaped" "tail -n 1 '$T/out' | grep -qF '| x&lt;img src=x onerror=alert(1)&gt;&#124;&#96; |' && ! grep -q '[<>\`]' '$T/out' && [ \"\$(tail -n 1 '$T/out' | tr -cd '|' | wc -c)\" -eq \"\$(head -n 1 '$T/out' | tr -cd '|' | wc -c)\" ]"
