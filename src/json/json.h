@@ -77,11 +77,24 @@ struct atr_json_opts {
      * same either way. */
     const char *pack_key;
     uint64_t pack_max;
+    /* At most this many values (0 = no limit), packed ones included; past
+     * it the parse fails with ATR_JSON_ETOOMANY. A node costs ~100 bytes of
+     * arena where its text may be 2 (`0,`), so a caller reading untrusted
+     * text sets this to bound the tree by the text it accepts. */
+    size_t max_values;
 };
 
 #define ATR_JSON_DEFAULT_DEPTH 256
 
+enum atr_json_errcode {
+    ATR_JSON_EINVAL,         /* not valid JSON, or nested too deep */
+    ATR_JSON_ETOOMANY,       /* more than atr_json_opts.max_values values */
+    ATR_JSON_ENOMEM,         /* the tree did not fit in memory (the arena
+                              * keeps what was allocated until cleared) */
+};
+
 struct atr_json_err {
+    enum atr_json_errcode code;
     uint32_t line, col;      /* 1-based position of the problem */
     char msg[160];           /* "expected ',' or '}' after object member" */
 };

@@ -196,7 +196,8 @@ int atr_reader_parse(struct atr_reader *r, struct atr_arena *a, const char *text
                      unsigned long line, unsigned long col, bool allow_nonfinite,
                      struct atr_json **out)
 {
-    struct atr_json_opts jo = {r->opts.max_depth, allow_nonfinite, r->pack_key, r->pack_max};
+    struct atr_json_opts jo = {r->opts.max_depth, allow_nonfinite, r->pack_key, r->pack_max,
+                               r->opts.max_line / ATR_LINE_BYTES_PER_VALUE + ATR_LINE_VALUES_MIN};
     struct atr_json_err je;
     r->base_line = line;
     r->base_col = col;
@@ -204,6 +205,10 @@ int atr_reader_parse(struct atr_reader *r, struct atr_arena *a, const char *text
         return 0;
     unsigned long fl, fc;
     file_pos(r, je.line, je.col, &fl, &fc);
+    if (je.code == ATR_JSON_ETOOMANY)
+        return atr_reader_fail(r, fl, fc, "more than %zu JSON values in one line, the limit "
+                               "for a line cap of %zu bytes (one value per %d bytes)",
+                               jo.max_values, r->opts.max_line, ATR_LINE_BYTES_PER_VALUE);
     return atr_reader_fail(r, fl, fc, "%s", je.msg);
 }
 

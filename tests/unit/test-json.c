@@ -1007,6 +1007,38 @@ static void test_packed(void **state)
     assert_false(atr_json_get(parse_packing("{\"ids\":[[1,2]]}"), "ids")->u.kids.first->packed);
 }
 
+/* max_values caps the values of a parse, packed ones included, with the
+ * error at the first value past it, packed or not. */
+static void test_value_budget(void **state)
+{
+    struct atr_json_opts o = {.max_values = 3};
+    struct atr_json *v;
+    struct atr_json_err err;
+    assert_int_equal(parse_opts("[1,2]", 5, &o, &v, &err), 0);
+    parse_fails_n("[1,2,3]", 7, &o, 1, 6, "more than 3 JSON values");
+    parse_fails_n("[1,[],\"x\"]", 10, &o, 1, 7, "more than 3 JSON values");
+    assert_int_equal(parse_opts("{\"a\":1,\"b\":2}", 13, &o, &v, &err), 0);
+    parse_fails_n("{\"a\":1,\"b\":2,\"c\":3}", 19, &o, 1, 18, "more than 3 JSON values");
+    assert_int_equal(parse_opts("[1,2,3]", 7, &o, &v, &err), -1);
+    assert_int_equal(err.code, ATR_JSON_ETOOMANY);
+
+    struct atr_json_opts po = pack_opts;
+    po.max_values = 4;
+    assert_int_equal(parse_opts("{\"ids\":[1,2]}", 13, &po, &v, &err), 0);
+    assert_true(atr_json_get(v, "ids")->packed);
+    parse_fails_n("{\"ids\":[1,2,3]}", 15, &po, 1, 13, "more than 4 JSON values");
+    parse_fails_n("{\"ids\":[1,2,-3]}", 16, &po, 1, 13, "more than 4 JSON values");
+    po.pack_key = NULL;  /* the same error unpacked */
+    parse_fails_n("{\"ids\":[1,2,3]}", 15, &po, 1, 13, "more than 4 JSON values");
+
+    /* 0 is no limit; a syntax error is EINVAL. */
+    o.max_values = 0;
+    assert_int_equal(parse_opts("[1,2,3,4,5]", 11, &o, &v, &err), 0);
+    assert_int_equal(parse_opts("[1,", 3, &o, &v, &err), -1);
+    assert_int_equal(err.code, ATR_JSON_EINVAL);
+    (void)state;
+}
+
 /* Arrays under the key that do not pack read as without packing. */
 static void test_packed_fallback(void **state)
 {
@@ -1151,6 +1183,7 @@ int main(void)
         cmocka_unit_test_teardown(test_writer_fixed, teardown),
         cmocka_unit_test_teardown(test_writer_value, teardown),
         cmocka_unit_test_teardown(test_packed, teardown),
+        cmocka_unit_test_teardown(test_value_budget, teardown),
         cmocka_unit_test_teardown(test_packed_fallback, teardown),
         cmocka_unit_test_teardown(test_packed_errors, teardown),
         cmocka_unit_test_teardown(test_packed_use, teardown),
