@@ -444,6 +444,8 @@ static int parse_key(struct parser *ps, const char **key, size_t *key_len)
     ptrdiff_t len = scan_string(ps);
     if (len < 0)
         return -1;
+    if ((size_t)len > UINT32_MAX)
+        return fail(ps, open, "object key longer than %u bytes", UINT32_MAX), -1;
     char *k = tree_alloc(ps, open, (size_t)len + 1);
     if (!k)
         return -1;
@@ -456,19 +458,30 @@ static int parse_key(struct parser *ps, const char **key, size_t *key_len)
 
 /* ---- numbers and literals ---------------------------------------------- */
 
-/* A NUMBER node carrying a NUL-terminated copy of its literal [s, e). */
+/* A node is 80 bytes, a multiple of the arena's 16-byte alignment: one
+ * more byte would cost 16 per value of a dense line. */
+_Static_assert(sizeof(struct atr_json) == 80, "struct atr_json grew");
+
+/* Room for a short literal and its NUL in a NUMBER node's union, past num. */
+enum { NUM_TEXT_OFF = sizeof(double), NUM_TEXT_MAX = sizeof(((struct atr_json *)0)->u) - NUM_TEXT_OFF };
+
+/* A NUMBER node carrying a NUL-terminated copy of its literal [s, e): in
+ * the node itself when short (most are), so a `0` costs one 80-byte node. */
 static struct atr_json *number_node(struct parser *ps, const unsigned char *s,
                                     const unsigned char *e)
 {
     size_t len = (size_t)(e - s);
-    struct atr_json *n = new_node(ps, ATR_JSON_NUMBER, s, len + 1);
+    if (len > UINT32_MAX)
+        return fail(ps, s, "number literal longer than %u bytes", UINT32_MAX);
+    bool short_lit = len < NUM_TEXT_MAX;
+    struct atr_json *n = new_node(ps, ATR_JSON_NUMBER, s, short_lit ? 0 : len + 1);
     if (!n)
         return NULL;
-    char *raw = (char *)(n + 1);
+    char *raw = short_lit ? n->u.num_text + NUM_TEXT_OFF : (char *)(n + 1);
     memcpy(raw, s, len);
     raw[len] = '\0';
     n->raw = raw;
-    n->raw_len = len;
+    n->raw_len = (uint32_t)len;
     return n;
 }
 
@@ -870,7 +883,7 @@ static struct atr_json *parse_member(struct parser *ps, const char *after)
                                                                   : parse_value(ps);
     if (v) {
         v->key = key;
-        v->key_len = key_len;
+        v->key_len = (uint32_t)key_len;
     }
     return v;
 }
@@ -1069,8 +1082,9 @@ void atr_json_append(struct atr_arena *a, struct atr_json *parent,
     child->key = NULL;
     child->key_len = 0;
     if (parent->type == ATR_JSON_OBJECT) {
-        child->key_len = key ? strlen(key) : 0;
-        child->key = atr_arena_strndup(a, key ? key : "", child->key_len);
+        size_t n = key ? strlen(key) : 0;
+        child->key = atr_arena_strndup(a, key ? key : "", n);
+        child->key_len = (uint32_t)n;  /* builders' keys are short */
     }
     link_kid(parent, child);
 }

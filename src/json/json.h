@@ -42,10 +42,13 @@ struct atr_json {
     bool packed;             /* ARRAY held as ints[u.kids.count], first/last NULL */
     uint32_t line, col;      /* where the value starts, 1-based, in the parsed text */
     const char *key;         /* member name when inside an object, else NULL */
-    size_t key_len;
+    uint32_t key_len;        /* the parser refuses longer keys and literals */
+    uint32_t raw_len;        /* NUMBER */
     struct atr_json *next;   /* next sibling in the parent array/object */
     union {
         double num;          /* NUMBER (also set when is_int) */
+        char num_text[24];   /* NUMBER: a literal of up to 15 bytes is kept in
+                              * num_text[8..], where raw then points */
         struct {
             const char *s;   /* STRING: unescaped UTF-8, NUL-terminated */
             size_t len;
@@ -63,7 +66,6 @@ struct atr_json {
                               * caller may keep or change them while the
                               * arena lives */
     };
-    size_t raw_len;          /* NUMBER */
 };
 
 struct atr_json_opts {

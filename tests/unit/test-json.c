@@ -274,6 +274,7 @@ static void want_int(const char *json, int64_t want)
     assert_true(v->u.num == (double)want);
     assert_int_equal(v->raw_len, strlen(json));
     assert_memory_equal(v->raw, json, v->raw_len);
+    assert_int_equal(v->raw[v->raw_len], '\0');
 }
 
 static void want_double(const char *json, double want)
@@ -285,6 +286,8 @@ static void want_double(const char *json, double want)
     if (!(v->u.num == want) || signbit(v->u.num) != signbit(want))
         fail_msg("%s: got %.17g want %.17g", json, v->u.num, want);
     assert_int_equal(v->raw_len, strlen(json));
+    assert_memory_equal(v->raw, json, v->raw_len);
+    assert_int_equal(v->raw[v->raw_len], '\0');
 }
 
 static void test_numbers(void **state)
@@ -295,6 +298,9 @@ static void test_numbers(void **state)
     want_int("9223372036854775807", INT64_MAX);
     want_int("-9223372036854775808", INT64_MIN);
     want_int("1000000000000000000", 1000000000000000000);
+    want_int("123456789012345", 123456789012345);    /* literal kept in the node */
+    want_int("1234567890123456", 1234567890123456);  /* one byte too long for that */
+    want_double("-1.25e-10", -1.25e-10);
     want_double("9223372036854775808", 9223372036854775808.0);
     want_double("-9223372036854775809", -9223372036854775809.0);
     want_double("12345678901234567890123", 12345678901234567890123.0);
@@ -1007,6 +1013,19 @@ static void test_packed(void **state)
     assert_false(atr_json_get(parse_packing("{\"ids\":[[1,2]]}"), "ids")->u.kids.first->packed);
 }
 
+/* A small number costs one 80-byte node, its literal inside it: a dense
+ * line's tree is ~40 bytes per `0,` (it was 96 per value). */
+static void test_node_cost(void **state)
+{
+    struct atr_arena a = ATR_ARENA_INIT;
+    struct atr_json *v;
+    assert_int_equal(atr_json_parse(&a, "[0,1,22,-3]", 11, NULL, &v, NULL), 0);
+    assert_int_equal(a.used, 5 * 80);
+    assert_string_equal(v->u.kids.first->next->next->raw, "22");
+    atr_arena_release(&a);
+    (void)state;
+}
+
 /* max_values caps the values of a parse, packed ones included, with the
  * error at the first value past it, packed or not. */
 static void test_value_budget(void **state)
@@ -1184,6 +1203,7 @@ int main(void)
         cmocka_unit_test_teardown(test_writer_value, teardown),
         cmocka_unit_test_teardown(test_packed, teardown),
         cmocka_unit_test_teardown(test_value_budget, teardown),
+        cmocka_unit_test(test_node_cost),
         cmocka_unit_test_teardown(test_packed_fallback, teardown),
         cmocka_unit_test_teardown(test_packed_errors, teardown),
         cmocka_unit_test_teardown(test_packed_use, teardown),
