@@ -80,7 +80,7 @@ struct atr_json_opts {
     const char *pack_key;
     uint64_t pack_max;
     /* At most this many values (0 = no limit), packed ones included; past
-     * it the parse fails with ATR_JSON_ETOOMANY. A node costs ~100 bytes of
+     * it the parse fails with ATR_JSON_ETOOMANY. A node costs 80 bytes of
      * arena where its text may be 2 (`0,`), so a caller reading untrusted
      * text sets this to bound the tree by the text it accepts. */
     size_t max_values;

@@ -22,9 +22,10 @@
 
 #define ATR_DEFAULT_MAX_LINE ((size_t)256 << 20)   /* one line or document */
 /* A line or document holds at most max_line / ATR_LINE_BYTES_PER_VALUE +
- * ATR_LINE_VALUES_MIN JSON values: a value's node costs ~100 bytes, so this
- * bounds a line's tree at ~6 times max_line (valid JSON may have one value
- * per 2 bytes, `[0,0,...]`, which would cost 50 times). */
+ * ATR_LINE_VALUES_MIN JSON values: a value's node costs 80 bytes (more for
+ * long strings, which their own bytes pay for), so this bounds a line's
+ * tree at ~5 times max_line (valid JSON may have one value per 2 bytes,
+ * `[0,0,...]`, which would cost 40 times). */
 #define ATR_LINE_BYTES_PER_VALUE 16
 #define ATR_LINE_VALUES_MIN 1024
 
