@@ -797,8 +797,10 @@ static int parse_packed(struct parser *ps, struct atr_json *arr)
         const unsigned char *e = p < end && is_digit(*p) ? scan_small_int(p, end, &v) : NULL;
         if (!e || v > ps->pack_max)
             break;
-        if (n == ps->max_values - ps->values)
-            return take_values(ps, p, n + 1) ? 0 : -1;  /* always -1 */
+        if (n == ps->max_values - ps->values) {
+            take_values(ps, p, n + 1);  /* one past the budget: sets the error */
+            return -1;
+        }
         if (n == ps->ints_cap && !grow_ints(ps, p))
             return -1;
         ps->ints[n++] = v;
