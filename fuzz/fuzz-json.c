@@ -3,7 +3,7 @@
  * must write out as JSON that parses again (non-finite numbers turn into
  * null, so strictly), and writing that again must be a fixed point. With
  * integer arrays packed (under the key "a"), the parse must fail alike or
- * write out the same. */
+ * write out the same, also when a value budget cuts it short. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -50,10 +50,12 @@ static int check(const uint8_t *data, size_t size, bool nonfinite)
     return 0;
 }
 
-/* Parsing with packed arrays gives the same error or the same output. */
+/* Parsing with packed arrays gives the same error or the same output, with
+ * or without a value budget. */
 static void check_packed(const uint8_t *data, size_t size)
 {
-    struct atr_json_opts plain = {.max_depth = size & 64 ? 8 : 0};
+    struct atr_json_opts plain = {.max_depth = size & 64 ? 8 : 0,
+                                  .max_values = size & 256 ? size / 8 + 1 : 0};
     struct atr_json_opts packed = plain;
     packed.pack_key = "a";
     packed.pack_max = size & 128 ? 1000 : UINT64_MAX;

@@ -38,6 +38,8 @@ struct parser {
     uint64_t pack_max;
     uint64_t *ints;     /* the packed array being read (malloc) */
     size_t ints_cap;
+    size_t max_values;  /* atr_json_opts.max_values; SIZE_MAX for none */
+    size_t values;      /* values read so far, packed ones included */
 };
 
 /* Decoding never writes ahead of the input consumed, so a window of cap
@@ -96,6 +98,7 @@ static void *fail(struct parser *ps, const unsigned char *at, const char *fmt, .
 
 static void *fail(struct parser *ps, const unsigned char *at, const char *fmt, ...)
 {
+    ps->err->code = ATR_JSON_EINVAL;
     ps->err->line = ps->line;
     ps->err->col = col_of(ps, at);
     va_list ap;
@@ -149,11 +152,41 @@ static void init_node(struct atr_json *n, enum atr_json_type t, uint32_t line, u
     n->raw_len = 0;
 }
 
+/* Counts n more values at at against the budget; false with the error set
+ * past it. The budget is what bounds the tree: a node costs ~50 times the
+ * two bytes of a `0,` that makes it. */
+static bool take_values(struct parser *ps, const unsigned char *at, size_t n)
+{
+    if (n > ps->max_values - ps->values) {
+        fail(ps, at, "more than %zu JSON values", ps->max_values);
+        ps->err->code = ATR_JSON_ETOOMANY;
+        return false;
+    }
+    ps->values += n;
+    return true;
+}
+
+/* n bytes of the arena, or NULL with the error set: a tree too big for
+ * memory is an error the caller reports, not an abort. */
+static void *tree_alloc(struct parser *ps, const unsigned char *at, size_t n)
+{
+    void *p = atr_arena_try_alloc(ps->arena, n);
+    if (!p) {
+        fail(ps, at, "out of memory after %zu JSON values", ps->values);
+        ps->err->code = ATR_JSON_ENOMEM;
+    }
+    return p;
+}
+
+/* A node, or NULL with the error set (budget spent, or out of memory). */
 static struct atr_json *new_node(struct parser *ps, enum atr_json_type t,
                                  const unsigned char *at, size_t extra)
 {
-    struct atr_json *n = atr_arena_alloc(ps->arena, sizeof *n + extra);
-    init_node(n, t, ps->line, col_of(ps, at));
+    if (!take_values(ps, at, 1))
+        return NULL;
+    struct atr_json *n = tree_alloc(ps, at, sizeof *n + extra);
+    if (n)
+        init_node(n, t, ps->line, col_of(ps, at));
     return n;
 }
 
@@ -309,14 +342,22 @@ static size_t unescape(struct parser *ps, const unsigned char *p,
     return fail(ps, p, "invalid escape in string, found %s after '\\'", found(ps, p + 1, buf)), 0;
 }
 
-/* Grows the scratch buffer to more than need bytes (keeping its content). */
-static void scratch_grow(struct parser *ps, size_t need)
+/* Grows the scratch buffer to more than need bytes (keeping its content);
+ * -1 with the error set when out of memory. */
+static int scratch_grow(struct parser *ps, const unsigned char *at, size_t need)
 {
     size_t cap = ps->scratch_cap ? ps->scratch_cap : SCRATCH_MIN;
     while (cap <= need)
         cap *= 2;
-    ps->scratch = xrealloc(ps->scratch, cap + SCRATCH_SLACK);
+    char *p = realloc(ps->scratch, cap + SCRATCH_SLACK);
+    if (!p) {
+        fail(ps, at, "out of memory reading a string of %zu bytes", need);
+        ps->err->code = ATR_JSON_ENOMEM;
+        return -1;
+    }
+    ps->scratch = p;
     ps->scratch_cap = cap;
+    return 0;
 }
 
 /* End of the input window starting at s that the scratch buffer covers. */
@@ -349,8 +390,8 @@ static size_t decode_special(struct parser *ps, const unsigned char *p,
 static ptrdiff_t scan_string(struct parser *ps)
 {
     const unsigned char *open = ps->p, *s = open + 1, *p = s, *end = ps->end;
-    if (!ps->scratch)
-        scratch_grow(ps, 0);
+    if (!ps->scratch && scratch_grow(ps, open, 0) < 0)
+        return -1;
     const unsigned char *lim = window(ps, s);
     char *d = ps->scratch;
     for (;;) {
@@ -361,7 +402,8 @@ static ptrdiff_t scan_string(struct parser *ps)
             if (lim == end)
                 return fail(ps, open, "unterminated string"), -1;
             size_t off = (size_t)(d - ps->scratch);
-            scratch_grow(ps, (size_t)(p - s));
+            if (scratch_grow(ps, open, (size_t)(p - s)) < 0)
+                return -1;
             d = ps->scratch + off;
             lim = window(ps, s);
             continue;
@@ -386,6 +428,8 @@ static struct atr_json *parse_string(struct parser *ps)
     if (len < 0)
         return NULL;
     struct atr_json *n = new_node(ps, ATR_JSON_STRING, open, (size_t)len + 1);
+    if (!n)
+        return NULL;
     char *s = (char *)(n + 1);
     memcpy(s, ps->scratch, (size_t)len);
     s[len] = '\0';
@@ -396,27 +440,48 @@ static struct atr_json *parse_string(struct parser *ps)
 
 static int parse_key(struct parser *ps, const char **key, size_t *key_len)
 {
+    const unsigned char *open = ps->p;
     ptrdiff_t len = scan_string(ps);
     if (len < 0)
         return -1;
-    *key = atr_arena_strndup(ps->arena, ps->scratch, (size_t)len);
+    if ((size_t)len > UINT32_MAX)
+        return fail(ps, open, "object key longer than %u bytes", UINT32_MAX), -1;
+    char *k = tree_alloc(ps, open, (size_t)len + 1);
+    if (!k)
+        return -1;
+    memcpy(k, ps->scratch, (size_t)len);
+    k[len] = '\0';
+    *key = k;
     *key_len = (size_t)len;
     return 0;
 }
 
 /* ---- numbers and literals ---------------------------------------------- */
 
-/* A NUMBER node carrying a NUL-terminated copy of its literal [s, e). */
+/* A node is 80 bytes, a multiple of the arena's 16-byte alignment: one
+ * more byte would cost 16 per value of a dense line. */
+_Static_assert(sizeof(struct atr_json) == 80, "struct atr_json grew");
+
+/* Room for a short literal and its NUL in a NUMBER node's union, past num. */
+enum { NUM_TEXT_OFF = sizeof(double), NUM_TEXT_MAX = sizeof(((struct atr_json *)0)->u) - NUM_TEXT_OFF };
+
+/* A NUMBER node carrying a NUL-terminated copy of its literal [s, e): in
+ * the node itself when short (most are), so a `0` costs one 80-byte node. */
 static struct atr_json *number_node(struct parser *ps, const unsigned char *s,
                                     const unsigned char *e)
 {
     size_t len = (size_t)(e - s);
-    struct atr_json *n = new_node(ps, ATR_JSON_NUMBER, s, len + 1);
-    char *raw = (char *)(n + 1);
+    if (len > UINT32_MAX)
+        return fail(ps, s, "number literal longer than %u bytes", UINT32_MAX);
+    bool short_lit = len < NUM_TEXT_MAX;
+    struct atr_json *n = new_node(ps, ATR_JSON_NUMBER, s, short_lit ? 0 : len + 1);
+    if (!n)
+        return NULL;
+    char *raw = short_lit ? n->u.num_text + NUM_TEXT_OFF : (char *)(n + 1);
     memcpy(raw, s, len);
     raw[len] = '\0';
     n->raw = raw;
-    n->raw_len = len;
+    n->raw_len = (uint32_t)len;
     return n;
 }
 
@@ -442,6 +507,8 @@ static struct atr_json *parse_nonfinite(struct parser *ps, const char *fallback)
                     neg ? "-" : "", w);
     ps->p = s + neg + strlen(w);
     struct atr_json *n = number_node(ps, s, ps->p);
+    if (!n)
+        return NULL;
     n->u.num = w[0] == 'N' ? NAN : neg ? -INFINITY : INFINITY;
     return n;
 }
@@ -609,15 +676,14 @@ static const unsigned char *scan_small_int(const unsigned char *s, const unsigne
     return p;
 }
 
-static struct atr_json *parse_small_int(struct parser *ps)
+/* The small integer [s, e) of value m (see scan_small_int). */
+static struct atr_json *small_int_node(struct parser *ps, const unsigned char *s,
+                                       const unsigned char *e, uint64_t m)
 {
-    const unsigned char *s = ps->p;
-    uint64_t m;
-    const unsigned char *e = scan_small_int(s, ps->end, &m);
-    if (!e)
-        return NULL;
     ps->p = e;
     struct atr_json *n = number_node(ps, s, e);
+    if (!n)
+        return NULL;
     n->is_int = true;
     n->i = (int64_t)m;
     n->u.num = (double)n->i;
@@ -627,9 +693,10 @@ static struct atr_json *parse_small_int(struct parser *ps)
 static struct atr_json *parse_number(struct parser *ps)
 {
     const unsigned char *s = ps->p;
-    struct atr_json *fast = is_digit(*s) ? parse_small_int(ps) : NULL;
+    uint64_t m;
+    const unsigned char *fast = is_digit(*s) ? scan_small_int(s, ps->end, &m) : NULL;
     if (fast)
-        return fast;
+        return small_int_node(ps, s, fast, m);
     if (*s == '-' && (s + 1 == ps->end || !is_digit(s[1]))) {
         if (s + 1 < ps->end && s[1] == 'I')
             return parse_nonfinite(ps, "invalid number: expected digit after '-'");
@@ -641,6 +708,8 @@ static struct atr_json *parse_number(struct parser *ps)
         return NULL;
     ps->p = e;
     struct atr_json *n = number_node(ps, s, e);
+    if (!n)
+        return NULL;
     if (plain && to_i64(s, e, &n->i)) {
         n->is_int = true;
         /* "-0" is the integer 0, but keep the sign in num. */
@@ -684,11 +753,20 @@ static struct atr_json *open_container(struct parser *ps, enum atr_json_type t)
     return n;
 }
 
-/* Room for one more packed value. */
-static void grow_ints(struct parser *ps)
+/* Room for one more packed value; false with the error set when out of
+ * memory. */
+static bool grow_ints(struct parser *ps, const unsigned char *at)
 {
-    ps->ints_cap = ps->ints_cap ? 2 * ps->ints_cap : 1024;
-    ps->ints = xrealloc(ps->ints, ps->ints_cap * sizeof *ps->ints);
+    size_t cap = ps->ints_cap ? 2 * ps->ints_cap : 1024;
+    uint64_t *p = cap <= SIZE_MAX / sizeof *p ? realloc(ps->ints, cap * sizeof *p) : NULL;
+    if (!p) {
+        fail(ps, at, "out of memory after %zu JSON values", ps->values);
+        ps->err->code = ATR_JSON_ENOMEM;
+        return false;
+    }
+    ps->ints = p;
+    ps->ints_cap = cap;
+    return true;
 }
 
 /* Blanks at p (before ps->end), counting lines: the first byte after them. */
@@ -704,9 +782,11 @@ static inline const unsigned char *blanks(struct parser *ps, const unsigned char
 
 /* Reads the elements of the array arr, at ps->p (past '[' and blanks, not
  * ']'), and its ']' into a packed arr when every element packs (see
- * atr_json_opts). Otherwise returns false with ps back at the first
- * element, for parse_array to read again, errors included. */
-static bool parse_packed(struct parser *ps, struct atr_json *arr)
+ * atr_json_opts): returns 1. Otherwise returns 0 with ps back at the first
+ * element, for parse_array to read again, errors included; or -1 with the
+ * error set past the value budget or out of memory, which reading the
+ * elements as nodes would meet at the same element. */
+static int parse_packed(struct parser *ps, struct atr_json *arr)
 {
     const unsigned char *first = ps->p, *p = first, *end = ps->end;
     const unsigned char *line_start0 = ps->line_start;
@@ -717,8 +797,12 @@ static bool parse_packed(struct parser *ps, struct atr_json *arr)
         const unsigned char *e = p < end && is_digit(*p) ? scan_small_int(p, end, &v) : NULL;
         if (!e || v > ps->pack_max)
             break;
-        if (n == ps->ints_cap)
-            grow_ints(ps);
+        if (n == ps->max_values - ps->values) {
+            take_values(ps, p, n + 1);  /* one past the budget: sets the error */
+            return -1;
+        }
+        if (n == ps->ints_cap && !grow_ints(ps, p))
+            return -1;
         ps->ints[n++] = v;
         p = blanks(ps, e);
         if (p < end && *p == ',') {
@@ -727,18 +811,20 @@ static bool parse_packed(struct parser *ps, struct atr_json *arr)
         }
         if (p >= end || *p != ']')
             break;
+        if (!(arr->ints = tree_alloc(ps, first, n * sizeof *arr->ints)))
+            return -1;
+        take_values(ps, first, n);  /* fits: checked per element */
         arr->packed = true;
         arr->u.kids.count = n;
-        arr->ints = atr_arena_alloc(ps->arena, n * sizeof *arr->ints);
         memcpy(arr->ints, ps->ints, n * sizeof *arr->ints);
         ps->p = p + 1;
         ps->depth--;
-        return true;
+        return 1;
     }
     ps->p = first;
     ps->line = line0;
     ps->line_start = line_start0;
-    return false;
+    return 0;
 }
 
 /* The array at ps->p; pack: whether it may come back packed. */
@@ -752,8 +838,9 @@ static struct atr_json *parse_array(struct parser *ps, bool pack)
         ps->depth--;
         return arr;
     }
-    if (pack && parse_packed(ps, arr))
-        return arr;
+    int packed = pack ? parse_packed(ps, arr) : 0;
+    if (packed)
+        return packed > 0 ? arr : NULL;
     for (;;) {
         struct atr_json *kid = parse_value(ps);
         if (!kid)
@@ -798,7 +885,7 @@ static struct atr_json *parse_member(struct parser *ps, const char *after)
                                                                   : parse_value(ps);
     if (v) {
         v->key = key;
-        v->key_len = key_len;
+        v->key_len = (uint32_t)key_len;
     }
     return v;
 }
@@ -884,6 +971,7 @@ int atr_json_parse(struct atr_arena *arena, const char *text, size_t len,
         .pack_key = opts ? opts->pack_key : NULL,
         .pack_key_len = opts && opts->pack_key ? strlen(opts->pack_key) : 0,
         .pack_max = opts ? opts->pack_max : 0,
+        .max_values = opts && opts->max_values ? opts->max_values : SIZE_MAX,
     };
     if (ps.max_depth > JSON_DEPTH_LIMIT)
         ps.max_depth = JSON_DEPTH_LIMIT;
@@ -996,8 +1084,9 @@ void atr_json_append(struct atr_arena *a, struct atr_json *parent,
     child->key = NULL;
     child->key_len = 0;
     if (parent->type == ATR_JSON_OBJECT) {
-        child->key_len = key ? strlen(key) : 0;
-        child->key = atr_arena_strndup(a, key ? key : "", child->key_len);
+        size_t n = key ? strlen(key) : 0;
+        child->key = atr_arena_strndup(a, key ? key : "", n);
+        child->key_len = (uint32_t)n;  /* builders' keys are short */
     }
     link_kid(parent, child);
 }

@@ -42,10 +42,13 @@ struct atr_json {
     bool packed;             /* ARRAY held as ints[u.kids.count], first/last NULL */
     uint32_t line, col;      /* where the value starts, 1-based, in the parsed text */
     const char *key;         /* member name when inside an object, else NULL */
-    size_t key_len;
+    uint32_t key_len;        /* the parser refuses longer keys and literals */
+    uint32_t raw_len;        /* NUMBER */
     struct atr_json *next;   /* next sibling in the parent array/object */
     union {
         double num;          /* NUMBER (also set when is_int) */
+        char num_text[24];   /* NUMBER: a literal of up to 15 bytes is kept in
+                              * num_text[8..], where raw then points */
         struct {
             const char *s;   /* STRING: unescaped UTF-8, NUL-terminated */
             size_t len;
@@ -63,7 +66,6 @@ struct atr_json {
                               * caller may keep or change them while the
                               * arena lives */
     };
-    size_t raw_len;          /* NUMBER */
 };
 
 struct atr_json_opts {
@@ -77,11 +79,24 @@ struct atr_json_opts {
      * same either way. */
     const char *pack_key;
     uint64_t pack_max;
+    /* At most this many values (0 = no limit), packed ones included; past
+     * it the parse fails with ATR_JSON_ETOOMANY. A node costs 80 bytes of
+     * arena where its text may be 2 (`0,`), so a caller reading untrusted
+     * text sets this to bound the tree by the text it accepts. */
+    size_t max_values;
 };
 
 #define ATR_JSON_DEFAULT_DEPTH 256
 
+enum atr_json_errcode {
+    ATR_JSON_EINVAL,         /* not valid JSON, or nested too deep */
+    ATR_JSON_ETOOMANY,       /* more than atr_json_opts.max_values values */
+    ATR_JSON_ENOMEM,         /* the tree did not fit in memory (the arena
+                              * keeps what was allocated until cleared) */
+};
+
 struct atr_json_err {
+    enum atr_json_errcode code;
     uint32_t line, col;      /* 1-based position of the problem */
     char msg[160];           /* "expected ',' or '}' after object member" */
 };

@@ -212,14 +212,20 @@ int atr_reader_parse(struct atr_reader *r, struct atr_arena *a, const char *text
                      unsigned long line, unsigned long col, bool allow_nonfinite,
                      struct atr_json **out)
 {
-    struct atr_json_opts jo = {r->opts.max_depth, allow_nonfinite, r->pack_key, r->pack_max};
+    struct atr_json_opts jo = {r->opts.max_depth, allow_nonfinite, r->pack_key, r->pack_max,
+                               r->opts.max_line / ATR_LINE_BYTES_PER_VALUE + ATR_LINE_VALUES_MIN};
     struct atr_json_err je;
     r->base_line = line;
     r->base_col = col;
     if (atr_json_parse(a, text, len, &jo, out, &je) == 0)
         return 0;
+    r->parse_invalid = je.code == ATR_JSON_EINVAL;
     unsigned long fl, fc;
     file_pos(r, je.line, je.col, &fl, &fc);
+    if (je.code == ATR_JSON_ETOOMANY)
+        return atr_reader_fail(r, fl, fc, "more than %zu JSON values in one line, the limit "
+                               "for a line cap of %zu bytes (one value per %d bytes)",
+                               jo.max_values, r->opts.max_line, ATR_LINE_BYTES_PER_VALUE);
     /* Text that ends inside a value was cut: say so, or "found end of
      * input" in the middle of a file reads as nonsense. */
     bool cut = (strstr(je.msg, "end of input") || strstr(je.msg, "unterminated string")) &&
@@ -260,12 +266,13 @@ int atr_reader_getline_nonblank(struct atr_reader *r, const char **line, size_t 
 
 /* The last line of a file being written, cut where the writer was: the
  * input ends before it, with a warning. Only at the very end, only for a
- * line that does not parse, and only after a complete one: a file that is
- * one cut line holds nothing to read up to, and a cut anywhere else is an
- * error. */
+ * line that does not parse (too many values or no memory is no cut), and
+ * only after a complete one: a file that is one cut line holds nothing to
+ * read up to, and a cut anywhere else is an error. */
 static int cut_last_line(struct atr_reader *r, size_t len)
 {
-    if (!r->opts.warn || !atr_input_unterminated(r->in) || r->ntraces == 0)
+    if (!r->opts.warn || !r->parse_invalid || !atr_input_unterminated(r->in) ||
+        r->ntraces == 0)
         return -1;
     char msg[ATR_ERROR_MAX];
     snprintf(msg, sizeof msg, "%s:%lu: warning: the last line is cut (a file being written?): "

@@ -21,6 +21,13 @@
 #include "util/input.h"
 
 #define ATR_DEFAULT_MAX_LINE ((size_t)256 << 20)   /* one line or document */
+/* A line or document holds at most max_line / ATR_LINE_BYTES_PER_VALUE +
+ * ATR_LINE_VALUES_MIN JSON values: a value's node costs 80 bytes (more for
+ * long strings, which their own bytes pay for), so this bounds a line's
+ * tree at ~5 times max_line (valid JSON may have one value per 2 bytes,
+ * `[0,0,...]`, which would cost 40 times). */
+#define ATR_LINE_BYTES_PER_VALUE 16
+#define ATR_LINE_VALUES_MIN 1024
 
 struct atr_read_opts {
     uint32_t block_size;      /* tokens per hash block; 0 = 16 */
@@ -84,6 +91,9 @@ struct atr_reader {
     unsigned long ntraces;    /* traces returned so far */
     struct atr_arena scratch; /* cleared by atr_reader_next before each call */
     bool failed;
+    /* The last atr_reader_parse failed on the text itself (not on the
+     * value budget or memory): only such a last line can be a cut one. */
+    bool parse_invalid;
     /* Position of the text last handed to atr_reader_parse, to turn a JSON
      * node's line/col (relative to that text) into the file's line:col. */
     unsigned long base_line, base_col;

@@ -16,18 +16,25 @@ struct atr_arena_chunk {
 
 enum { ARENA_MIN_CHUNK = 64 * 1024 };
 
+/* A chunk of at least need bytes, or NULL when malloc fails. */
 static struct atr_arena_chunk *chunk_new(size_t need)
 {
     size_t size = need > ARENA_MIN_CHUNK ? need : ARENA_MIN_CHUNK;
-    struct atr_arena_chunk *c = xmalloc(sizeof *c + size);
+    if (size > SIZE_MAX - sizeof(struct atr_arena_chunk))
+        return NULL;
+    struct atr_arena_chunk *c = malloc(sizeof *c + size);
+    if (!c)
+        return NULL;
     c->next = NULL;
     c->size = size;
     c->off = 0;
     return c;
 }
 
-void *atr_arena_alloc(struct atr_arena *a, size_t n)
+void *atr_arena_try_alloc(struct atr_arena *a, size_t n)
 {
+    if (n > SIZE_MAX - 15)
+        return NULL;
     n = (n + 15) & ~(size_t)15;
     if (n == 0)
         n = 16;
@@ -38,12 +45,22 @@ void *atr_arena_alloc(struct atr_arena *a, size_t n)
         if (want > 64u << 20)
             want = 64u << 20;
         c = chunk_new(n > want ? n : want);
+        if (!c)
+            return NULL;
         c->next = a->head;
         a->head = c;
     }
     void *p = c->data + c->off;
     c->off += n;
     a->used += n;
+    return p;
+}
+
+void *atr_arena_alloc(struct atr_arena *a, size_t n)
+{
+    void *p = atr_arena_try_alloc(a, n);
+    if (!p)
+        abort();
     return p;
 }
 

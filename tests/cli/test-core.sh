@@ -66,6 +66,24 @@ fails "line cap" 1 'small.ndjson:1: line longer than 100 bytes' "$ATR" convert -
 absent "line cap leaves nothing" "$T/o6"
 python3 -c "print('{\"format\":\"atr-trace/1\",\"trace_id\":\"d\",\"steps\":' + '['*300 + ']'*300 + '}')" >"$T/deep.ndjson"
 fails "nesting cap" 1 'deep.ndjson:1:[0-9]+: nesting deeper than' "$ATR" convert "$T/deep.ndjson" -o "$T/o7"
+# A line's JSON values are capped by the line cap (one per 16 bytes, plus
+# 1024): 20K allows 2304; 3000 zeros in 6 KB are over it, 2000 are not.
+zeros() { python3 -c "print('{\"format\":\"atr-trace/1\",\"trace_id\":\"z\",\"steps\":[{\"i\":0,\"kind\":\"llm\",\"input_tokens\":16,\"hash_ids\":[1],\"zz\":[' + ','.join(['0'] * $1) + ']}]}')"; }
+zeros 3000 >"$T/zeros.ndjson"
+fails "value cap" 1 'zeros.ndjson:1:[0-9]+: more than 2304 JSON values in one line, the limit for a line cap of 20480 bytes' "$ATR" validate --max-line 20K "$T/zeros.ndjson"
+fails "value cap convert" 1 'zeros.ndjson:1:[0-9]+: more than 2304 JSON values' "$ATR" convert --max-line 20K "$T/zeros.ndjson" -o "$T/o7b"
+absent "value cap leaves nothing" "$T/o7b"
+zeros 2000 >"$T/zeros2k.ndjson"
+ok "under the value cap" "$ATR" validate --max-line 20K "$T/zeros2k.ndjson"
+# A tree that does not fit in memory is an error, not an abort (skipped
+# where the binary cannot run under a 150 MB address space: ASan).
+if sh -c 'ulimit -v 150000 && exec "$1" --version' sh "$ATR" >/dev/null 2>&1; then
+    zeros 3000000 >"$T/zeros3m.ndjson"
+    fails "tree out of memory" 1 'zeros3m.ndjson:1:[0-9]+: out of memory after [0-9]+ JSON values' \
+        sh -c 'ulimit -v 150000 && exec "$@"' sh "$ATR" convert --max-line 64M "$T/zeros3m.ndjson" -o "$T/o7c"
+    absent "out of memory leaves nothing" "$T/o7c"
+    rm -f "$T/zeros3m.ndjson"
+fi
 printf '\037\213\010\000\000\000\000\000\000\003garbage-garbage' >"$T/corrupt.gz"
 fails "corrupt gzip" 1 'corrupt.gz: corrupt gzip data' "$ATR" convert --from atr "$T/corrupt.gz" -o "$T/o8"
 absent "corrupt gzip leaves nothing" "$T/o8"

@@ -91,6 +91,11 @@ fails "journal: a cut line in the middle" 1 \
     'midcut\.ndjson:3:[0-9]+: expected .*found end of input \(the text is truncated\)$' \
     "$ATR" convert "$JT/midcut.ndjson" -o "$JT/midcut.out"
 absent "journal: a cut line in the middle, no output" "$JT/midcut.out"
+# A last line over the value budget is refused, never taken for a cut one.
+{ cat "$J"; printf '{"format":"atr-trace/1","trace_id":"big","steps":[%s' "$(yes 0 | head -n 3000 | paste -sd,)"; } >"$JT/big-tail.ndjson"
+fails "journal: a last line over the value budget is no cut" 1 \
+    'big-tail\.ndjson:8:[0-9]+: more than [0-9]+ JSON values in one line' \
+    "$ATR" validate --max-line 20K "$JT/big-tail.ndjson"
 gzip -c "$J" | head -c 600 >"$JT/cut.ndjson.gz"
 fails "journal: a cut gzip stream" 1 'cut\.ndjson\.gz: truncated gzip data' \
     "$ATR" stats "$JT/cut.ndjson.gz"

@@ -274,6 +274,7 @@ static void want_int(const char *json, int64_t want)
     assert_true(v->u.num == (double)want);
     assert_int_equal(v->raw_len, strlen(json));
     assert_memory_equal(v->raw, json, v->raw_len);
+    assert_int_equal(v->raw[v->raw_len], '\0');
 }
 
 static void want_double(const char *json, double want)
@@ -285,6 +286,8 @@ static void want_double(const char *json, double want)
     if (!(v->u.num == want) || signbit(v->u.num) != signbit(want))
         fail_msg("%s: got %.17g want %.17g", json, v->u.num, want);
     assert_int_equal(v->raw_len, strlen(json));
+    assert_memory_equal(v->raw, json, v->raw_len);
+    assert_int_equal(v->raw[v->raw_len], '\0');
 }
 
 static void test_numbers(void **state)
@@ -295,6 +298,9 @@ static void test_numbers(void **state)
     want_int("9223372036854775807", INT64_MAX);
     want_int("-9223372036854775808", INT64_MIN);
     want_int("1000000000000000000", 1000000000000000000);
+    want_int("123456789012345", 123456789012345);    /* literal kept in the node */
+    want_int("1234567890123456", 1234567890123456);  /* one byte too long for that */
+    want_double("-1.25e-10", -1.25e-10);
     want_double("9223372036854775808", 9223372036854775808.0);
     want_double("-9223372036854775809", -9223372036854775809.0);
     want_double("12345678901234567890123", 12345678901234567890123.0);
@@ -1007,6 +1013,51 @@ static void test_packed(void **state)
     assert_false(atr_json_get(parse_packing("{\"ids\":[[1,2]]}"), "ids")->u.kids.first->packed);
 }
 
+/* A small number costs one 80-byte node, its literal inside it: a dense
+ * line's tree is ~40 bytes per `0,` (it was 96 per value). */
+static void test_node_cost(void **state)
+{
+    struct atr_arena a = ATR_ARENA_INIT;
+    struct atr_json *v;
+    assert_int_equal(atr_json_parse(&a, "[0,1,22,-3]", 11, NULL, &v, NULL), 0);
+    assert_int_equal(a.used, 5 * 80);
+    assert_string_equal(v->u.kids.first->next->next->raw, "22");
+    atr_arena_release(&a);
+    (void)state;
+}
+
+/* max_values caps the values of a parse, packed ones included, with the
+ * error at the first value past it, packed or not. */
+static void test_value_budget(void **state)
+{
+    struct atr_json_opts o = {.max_values = 3};
+    struct atr_json *v;
+    struct atr_json_err err;
+    assert_int_equal(parse_opts("[1,2]", 5, &o, &v, &err), 0);
+    parse_fails_n("[1,2,3]", 7, &o, 1, 6, "more than 3 JSON values");
+    parse_fails_n("[1,[],\"x\"]", 10, &o, 1, 7, "more than 3 JSON values");
+    assert_int_equal(parse_opts("{\"a\":1,\"b\":2}", 13, &o, &v, &err), 0);
+    parse_fails_n("{\"a\":1,\"b\":2,\"c\":3}", 19, &o, 1, 18, "more than 3 JSON values");
+    assert_int_equal(parse_opts("[1,2,3]", 7, &o, &v, &err), -1);
+    assert_int_equal(err.code, ATR_JSON_ETOOMANY);
+
+    struct atr_json_opts po = pack_opts;
+    po.max_values = 4;
+    assert_int_equal(parse_opts("{\"ids\":[1,2]}", 13, &po, &v, &err), 0);
+    assert_true(atr_json_get(v, "ids")->packed);
+    parse_fails_n("{\"ids\":[1,2,3]}", 15, &po, 1, 13, "more than 4 JSON values");
+    parse_fails_n("{\"ids\":[1,2,-3]}", 16, &po, 1, 13, "more than 4 JSON values");
+    po.pack_key = NULL;  /* the same error unpacked */
+    parse_fails_n("{\"ids\":[1,2,3]}", 15, &po, 1, 13, "more than 4 JSON values");
+
+    /* 0 is no limit; a syntax error is EINVAL. */
+    o.max_values = 0;
+    assert_int_equal(parse_opts("[1,2,3,4,5]", 11, &o, &v, &err), 0);
+    assert_int_equal(parse_opts("[1,", 3, &o, &v, &err), -1);
+    assert_int_equal(err.code, ATR_JSON_EINVAL);
+    (void)state;
+}
+
 /* Arrays under the key that do not pack read as without packing. */
 static void test_packed_fallback(void **state)
 {
@@ -1151,6 +1202,8 @@ int main(void)
         cmocka_unit_test_teardown(test_writer_fixed, teardown),
         cmocka_unit_test_teardown(test_writer_value, teardown),
         cmocka_unit_test_teardown(test_packed, teardown),
+        cmocka_unit_test_teardown(test_value_budget, teardown),
+        cmocka_unit_test(test_node_cost),
         cmocka_unit_test_teardown(test_packed_fallback, teardown),
         cmocka_unit_test_teardown(test_packed_errors, teardown),
         cmocka_unit_test_teardown(test_packed_use, teardown),
