@@ -561,7 +561,9 @@ static size_t tool_steps(const struct atr_trace *t)
 static struct atr_reader *open_trace(const struct replay_args *a, const char *path,
                                      const char **resources, struct atr_error *err)
 {
-    struct atr_read_opts opts = {.warn = cli_warn};
+    /* No .warn: a replay wants its whole input, so a cut last line is an
+     * error here, not the live journal's warning of validate and stats. */
+    struct atr_read_opts opts = {0};
     struct atr_reader *r = atr_reader_open(path, a->from, &opts, err);
     *resources = a->browser_resources;
     if (!r || strcmp(atr_reader_format(r), "playwright") != 0 || strcmp(path, "-") == 0)

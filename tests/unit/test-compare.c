@@ -285,13 +285,13 @@ static void test_markdown(void **state)
     struct atr_buf b = ATR_BUF_INIT;
     assert_int_equal(atr_compare_write_markdown(&b, c), 0);
     const char *want =
-        "| target   | policy       | avg TTFT ms | p50 TTFT ms | p99 TTFT ms | avg E2E ms |"
+        "| target       | policy       | avg TTFT ms | p50 TTFT ms | p99 TTFT ms | avg E2E ms |"
         " p50 E2E ms | p99 E2E ms | req/s | out tok/s | prefix hit | E2E cut | TTFT cut |\n"
-        "| -------- | ------------ | ----------: | ----------: | ----------: | ---------: |"
+        "| ------------ | ------------ | ----------: | ----------: | ----------: | ---------: |"
         " ---------: | ---------: | ----: | --------: | ---------: | ------: | -------: |\n"
-        "| sim:a\\|b | naive        |       100.0 |         n/a |         n/a |      644.0 |"
+        "| sim:a&#124;b | naive        |       100.0 |         n/a |         n/a |      644.0 |"
         "      600.0 |      900.0 |   n/a |       n/a |       0.0% |     n/a |      n/a |\n"
-        "| sim:a\\|b | prefix-cache |        50.0 |        40.0 |        90.0 |      198.0 |"
+        "| sim:a&#124;b | prefix-cache |        50.0 |        40.0 |        90.0 |      198.0 |"
         "        n/a |        n/a |  5.05 |     161.7 |      93.1% |  69.25% |   49.96% |\n";
     assert_string_equal(b.data, want);
     atr_buf_release(&b);
