@@ -48,6 +48,9 @@ static const char help[] =
     "      --fsync-interval S    journal fsync period (default 1)\n"
     "      --rotate-size SIZE    rename FILE to FILE.1 past SIZE (default never)\n"
     "      --session-header NAME session id header (default X-Session-Id)\n"
+    "      --max-sessions N      sessions kept (default 100000): the least\n"
+    "                            recently used idle one is forgotten beyond\n"
+    "      --session-ttl S       forget a session idle this long (default 3600)\n"
     "      --client-key-env VAR  clients must send 'Authorization: Bearer $VAR'\n"
     "      --client-key-file F   ... the key in file F\n"
     "      --upstream-key-env VAR   send 'Authorization: Bearer $VAR' upstream\n"
@@ -101,6 +104,10 @@ static const struct opt options[] = {
     OPT_SIZE(ARGS, rotate, "rotate-size", 0, 4096, SIZE_MAX, "--rotate-size wants a size >= 4K, got '%s'"),
     OPT_STRING_CHECK(ARGS, cfg.session_header, "session-header", 0, nonempty,
                      "--session-header wants a header name"),
+    OPT_UINT(ARGS, cfg.max_sessions, "max-sessions", 0, 1, 100000000,
+             "--max-sessions wants 1..100000000, got '%s'"),
+    OPT_DOUBLE(ARGS, cfg.session_ttl_s, "session-ttl", 0, 0.001, 1e9,
+               "--session-ttl wants seconds, got '%s'"),
     OPT_STRING_CHECK(ARGS, client_env, "client-key-env", 0, nonempty, "--client-key-env wants a variable"),
     OPT_STRING_CHECK(ARGS, client_file, "client-key-file", 0, nonempty, "--client-key-file wants a file"),
     OPT_STRING_CHECK(ARGS, up_env, "upstream-key-env", 0, nonempty, "--upstream-key-env wants a variable"),

@@ -54,6 +54,7 @@ struct exchange {
     /* what is recorded */
     const char *model;
     size_t session;
+    bool in_session;                    /* session begun, to end in ex_free */
     const char *session_source;
     uint64_t turn;
     struct atr_blockhash hash;
@@ -110,6 +111,8 @@ static void ex_free(struct exchange *ex)
     if (ex->next)
         ex->next->prev = ex->prev;
     p->in_flight--;
+    if (ex->in_session)
+        proxy_session_end(&p->sessions, ex->session, proxy_now());
     if (ex->first_byte)
         event_free(ex->first_byte);
     if (ex->out)
@@ -222,7 +225,8 @@ static void choose(struct exchange *ex, const struct atr_json *root)
     ex->session = proxy_session_find(&p->sessions, name, name_len, source, ex->hash.ids,
                                      ex->hash.n_ids, &ex->session_source);
     struct proxy_session *s = &p->sessions.v[ex->session];
-    ex->turn = s->turns++;
+    ex->turn = proxy_session_begin(&p->sessions, ex->session);
+    ex->in_session = true;
     proxy_session_note(&p->sessions, ex->session, ex->hash.ids, ex->hash.n_ids);
     int64_t max_tokens = 0;
     if (!atr_json_get_i64(root, "max_tokens", &max_tokens))

@@ -65,6 +65,13 @@ void proxy_send_metrics(struct atr_proxy *p, struct evhttp_request *req)
                             (unsigned long long)m->errors[k]);
     family(o, "atr_proxy_in_flight", "gauge", "requests in flight");
     evbuffer_add_printf(o, "atr_proxy_in_flight %zu\n", p->in_flight);
+    proxy_sessions_expire(&p->sessions, proxy_now());
+    family(o, "atr_proxy_sessions", "gauge", "sessions kept (named and made up)");
+    evbuffer_add_printf(o, "atr_proxy_sessions %zu\n", p->sessions.live);
+    family(o, "atr_proxy_sessions_evicted_total", "counter",
+           "sessions forgotten (idle past --session-ttl, or beyond --max-sessions)");
+    evbuffer_add_printf(o, "atr_proxy_sessions_evicted_total %llu\n",
+                        (unsigned long long)p->sessions.evicted);
     family(o, "atr_proxy_prompt_tokens_total", "counter", "prompt tokens (upstream usage)");
     evbuffer_add_printf(o, "atr_proxy_prompt_tokens_total %llu\n",
                         (unsigned long long)m->tokens_in);

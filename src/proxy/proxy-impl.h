@@ -61,22 +61,35 @@ extern const double proxy_hist_bounds[PROXY_HIST_BUCKETS];
 void proxy_hist_add(struct proxy_hist *h, double v);
 
 struct proxy_session {
-    char *id;
+    char *id;                           /* NULL: a free slot */
     uint64_t turns;
+    uint32_t gen;                       /* bumped when the slot is freed: stale keys */
+    uint32_t busy;                      /* exchanges in flight; never evicted while > 0 */
+    uint32_t prev, next;                /* LRU list of idle sessions (index + 1; 0 none),
+                                           next also chains free slots */
+    double used;                        /* last activity (proxy_now) */
     double last_end;
     uint32_t last_output;
     double output_sum;
 };
 
 /* Sessions by name (a hash of the header or user value) and by the last
- * full prompt block of their latest request (prefix continuity). */
+ * full prompt block of their latest request (prefix continuity). At most
+ * max live; idle ones past ttl_s, or the least recently used beyond max,
+ * are evicted. */
 struct proxy_sessions {
     struct proxy_session *v;
-    size_t n, cap;
-    uint64_t *keys;                     /* open addressing: key -> index + 1 */
-    uint32_t *vals;
+    size_t n, cap;                      /* slots of v in use (live or free) */
+    size_t live, max;
+    double ttl_s;
+    uint32_t lru_head, lru_tail;        /* oldest, newest idle (index + 1) */
+    uint32_t free_head;
+    uint64_t *keys;                     /* open addressing: key -> gen << 32 | index + 1 */
+    uint64_t *vals;
     size_t slots, used;
     uint64_t next_anon;
+    uint64_t turn_floor;                /* above every turn given or seen */
+    uint64_t evicted;
 };
 
 struct atr_proxy {
@@ -111,7 +124,8 @@ void proxy_pass_request(struct atr_proxy *p, struct evhttp_request *req);
 void proxy_exchange_abort(struct exchange *ex);
 
 /* session.c */
-void proxy_sessions_init(struct proxy_sessions *s);
+/* max 0: 100000; ttl_s 0: 3600. */
+void proxy_sessions_init(struct proxy_sessions *s, size_t max, double ttl_s);
 void proxy_sessions_release(struct proxy_sessions *s);
 /* The session of a request: named (header or user value, source as
  * given), else the one whose latest prompt's full blocks begin ids
@@ -122,6 +136,12 @@ size_t proxy_session_find(struct proxy_sessions *s, const char *name, size_t nam
 /* A request an earlier run wrote to the journal (session as the journal
  * names it): later turns of that session, and made-up names after its. */
 void proxy_session_seen(struct proxy_sessions *s, const char *name, size_t len, uint64_t turn);
+/* An exchange of session i begins (not evictable till it ends; returns
+ * its turn) / ends (idle from now). */
+uint64_t proxy_session_begin(struct proxy_sessions *s, size_t i);
+void proxy_session_end(struct proxy_sessions *s, size_t i, double now);
+/* Evicts idle sessions past the ttl at now. */
+void proxy_sessions_expire(struct proxy_sessions *s, double now);
 /* After a request of session i: its prompt's last full block now leads there. */
 void proxy_session_note(struct proxy_sessions *s, size_t i, const uint64_t *ids, size_t n_ids);
 

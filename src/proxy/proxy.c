@@ -385,7 +385,7 @@ struct atr_proxy *atr_proxy_new(struct event_base *base, const struct atr_proxy_
     evhttp_set_max_headers_size(p->http, (ev_ssize_t)p->cfg.max_headers);
     evhttp_set_allowed_methods(p->http, 0x1ff);
     evhttp_set_gencb(p->http, on_request, p);
-    proxy_sessions_init(&p->sessions);
+    proxy_sessions_init(&p->sessions, cfg->max_sessions, cfg->session_ttl_s);
     return p;
 }
 

@@ -43,6 +43,8 @@ struct atr_proxy_cfg {
     double idle_timeout_s;           /* between upstream bytes, and idle clients [120];
                                         also bounds a connect (libevent 2.1 has one
                                         timeout per connection) */
+    unsigned max_sessions;            /* sessions kept [100000]: least recently used evicted */
+    double session_ttl_s;            /* an idle session is evicted after [3600] */
     size_t max_buffered;             /* bytes queued for one slow client before the
                                         upstream is paused [256 KiB] */
     void (*on_record)(void *ctx, const struct atr_proxy_record *r);

@@ -1,7 +1,8 @@
 /* test-proxy-session.c - which session a proxied request belongs to
  * (proxy/session.c): named by header or user, prefix continuity of a
  * growing prompt, new sessions, names the proxy makes up never meeting
- * given ones, and a table grown past its first size. */
+ * given ones, a table grown past its first size, long names capped, and
+ * eviction beyond the cap that never repeats a name's turn. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -22,7 +23,7 @@ static size_t find(struct proxy_sessions *s, const char *name, const uint64_t *i
 static void test_named(void **state)
 {
     struct proxy_sessions s;
-    proxy_sessions_init(&s);
+    proxy_sessions_init(&s, 0, 0);
     const char *src;
     size_t a = find(&s, "agent-1", NULL, 0, &src);
     assert_string_equal(src, "header");
@@ -36,7 +37,7 @@ static void test_named(void **state)
 static void test_prefix_continuity(void **state)
 {
     struct proxy_sessions s;
-    proxy_sessions_init(&s);
+    proxy_sessions_init(&s, 0, 0);
     const char *src;
     uint64_t turn1[] = {11, 12, 13}, turn2[] = {11, 12, 13, 14, 15}, other[] = {21, 22};
     size_t a = find(&s, NULL, turn1, 3, &src);
@@ -62,7 +63,7 @@ static void test_prefix_continuity(void **state)
 static void test_made_up_names_apart(void **state)
 {
     struct proxy_sessions s;
-    proxy_sessions_init(&s);
+    proxy_sessions_init(&s, 0, 0);
     const char *src;
     uint64_t p1[] = {31}, p2[] = {41};
     size_t given = find(&s, "~1", NULL, 0, &src);           /* looks made up */
@@ -84,7 +85,7 @@ static void test_made_up_names_apart(void **state)
 static void test_names_as_written(void **state)
 {
     struct proxy_sessions s;
-    proxy_sessions_init(&s);
+    proxy_sessions_init(&s, 0, 0);
     const char *src;
     size_t a = find(&s, "a\xff", NULL, 0, &src);
     assert_int_equal(find(&s, "a\xfe", NULL, 0, &src), a);
@@ -100,7 +101,7 @@ static void test_names_as_written(void **state)
 static void test_seen(void **state)
 {
     struct proxy_sessions s;
-    proxy_sessions_init(&s);
+    proxy_sessions_init(&s, 0, 0);
     const char *src;
     proxy_session_seen(&s, "s1", 2, 0);
     proxy_session_seen(&s, "~3", 2, 0);
@@ -121,7 +122,7 @@ static void test_seen(void **state)
 static void test_many(void **state)
 {
     struct proxy_sessions s;
-    proxy_sessions_init(&s);
+    proxy_sessions_init(&s, 0, 0);
     const char *src;
     char name[32];
     for (int i = 0; i < 5000; i++) {
@@ -136,6 +137,46 @@ static void test_many(void **state)
     proxy_sessions_release(&s);
 }
 
+static void test_long_name_capped(void **state)
+{
+    struct proxy_sessions s;
+    proxy_sessions_init(&s, 0, 0);
+    const char *src;
+    char big[4000], other[4000];
+    memset(big, 'a', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    memcpy(other, big, sizeof big);
+    other[3000] = 'b';                         /* same first 239 bytes, another name */
+    size_t a = find(&s, big, NULL, 0, &src), b = find(&s, other, NULL, 0, &src);
+    assert_int_not_equal(a, b);
+    assert_int_equal(strlen(s.v[a].id), 256);
+    assert_int_equal(s.v[a].id[239], '#');
+    assert_int_equal(find(&s, big, NULL, 0, &src), a);
+    proxy_sessions_release(&s);
+}
+
+static void test_evict_beyond_max(void **state)
+{
+    struct proxy_sessions s;
+    proxy_sessions_init(&s, 2, 0);
+    const char *src;
+    size_t a = find(&s, "a", NULL, 0, &src);
+    for (int t = 0; t < 3; t++) {
+        assert_int_equal(proxy_session_begin(&s, a), (uint64_t)t);
+        proxy_session_end(&s, a, 0);
+    }
+    size_t b = find(&s, "b", NULL, 0, &src);
+    size_t busy = find(&s, "busy", NULL, 0, &src);    /* "a", least recently used, goes */
+    assert_int_equal(s.live, 2);
+    assert_int_equal(s.evicted, 1);
+    proxy_session_begin(&s, busy);                      /* in flight: never evicted */
+    a = find(&s, "a", NULL, 0, &src);                   /* back: "b" goes */
+    assert_string_equal(s.v[busy].id, "busy");
+    assert_true(s.v[b].id == NULL || strcmp(s.v[b].id, "b") != 0);
+    assert_true(proxy_session_begin(&s, a) >= 3);       /* its turns 0..2 are not given again */
+    proxy_sessions_release(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -145,6 +186,8 @@ int main(void)
         cmocka_unit_test(test_names_as_written),
         cmocka_unit_test(test_seen),
         cmocka_unit_test(test_many),
+        cmocka_unit_test(test_long_name_capped),
+        cmocka_unit_test(test_evict_beyond_max),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
