@@ -6,6 +6,7 @@
  * the first upstream). */
 #include "proxy/proxy-impl.h"
 
+#include <malloc.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,7 @@
 #include "util/alloc.h"
 
 #define MAX_RESPONSE_BYTES (64u << 20)   /* a non-streaming answer held whole */
+#define TRIM_BODY_BYTES (1u << 20)       /* after a body this big, memory goes back */
 
 const char *const proxy_err_names[PERR_COUNT] = {
     "none", "bad request", "upstream refused", "upstream cut", "upstream timeout",
@@ -54,6 +56,7 @@ struct exchange {
     /* what is recorded */
     const char *model;
     size_t session;
+    size_t body_len;                    /* the request body's bytes */
     bool in_session;                    /* session begun, to end in ex_free */
     const char *session_source;
     uint64_t turn;
@@ -127,7 +130,10 @@ static void ex_free(struct exchange *ex)
     free(ex->content_type);
     free(ex->prompt_text);
     free(ex->gaps);
+    bool big = ex->body_len >= TRIM_BODY_BYTES;
     free(ex);
+    if (big && p->in_flight == 0)
+        malloc_trim(0);                /* glibc keeps a big body's freed pages otherwise */
 }
 
 static struct evhttp_connection *client_conn(const struct exchange *ex)
@@ -791,6 +797,7 @@ static bool read_json(struct exchange *ex, const struct atr_json **root)
 {
     struct evbuffer *in = evhttp_request_get_input_buffer(ex->creq);
     size_t len = evbuffer_get_length(in);
+    ex->body_len = len;
     const char *text = len ? (const char *)evbuffer_pullup(in, -1) : "";
     struct atr_json_err je;
     struct atr_json *r;

@@ -475,6 +475,49 @@ PY
 check proxy-recording-replays-alike "python3 '$PX/roundtrip.py' '$PX/r1.json' '$PX/r2.json'"
 check proxy-recording-three-sessions "[ \$(wc -l <'$PX/sessions.ndjson') = 3 ]"
 
+# ---- the session table is bounded (issue 27) ----
+# Long names are capped (the journal's name is at most 256 bytes, and the
+# same long name is still one session); beyond --max-sessions the least
+# recently used session is forgotten, and one idle past --session-ttl is
+# gone; a journal written across evictions validates and folds, a name
+# that comes back going on with later turns.
+px_metric() { curl -s "$1/metrics" | awk -v k="$2" '$1 == k {print $2}'; }
+px_start bound --upstream "$UPA" --record "$PX/bound.ndjson" --max-sessions 2
+BD_PID=$PX_PID IDS=$PX_URL
+LONG=$(python3 -c 'print("L" * 3000)')
+px_send '' one "$LONG"; px_send '' two "$LONG"; px_send "H$LONG" three
+for n in a b c a b c a; do px_send "$n" "turn-$n"; done
+BD_KEPT=$(px_metric "$IDS" atr_proxy_sessions) BD_GONE=$(px_metric "$IDS" atr_proxy_sessions_evicted_total)
+check proxy-sessions-max-kept "[ '$BD_KEPT' = 2 ]"
+check proxy-sessions-evicted "[ '${BD_GONE:-0}' -ge 5 ]"
+px_stop $BD_PID
+ok proxy-sessions-evicted-validate "$ATR" validate "$PX/bound.ndjson"
+ok proxy-sessions-evicted-fold "$ATR" convert -q --sessions "$PX/bound.ndjson" -o "$PX/bound-sessions.ndjson"
+cat >"$PX/bound.py" <<'PY'
+import json, sys
+lines = [json.loads(l)["meta"] for l in open(sys.argv[1], encoding="utf-8")]
+assert max(len(m["session"].encode()) for m in lines) == 256, [len(m["session"]) for m in lines]
+long = [m for m in lines if m["session"].startswith("LLL")]
+assert len(long) == 2 and long[0]["session"] == long[1]["session"], long
+assert long[0]["session"][239] == "#" and [m["turn"] for m in long] == [0, 1], long
+a = [m["turn"] for m in lines if m["session"] == "a"]
+assert len(a) == 3 and a == sorted(a) and len(set(a)) == 3, a
+folded = {json.loads(l)["meta"]["session"]: json.loads(l)["meta"]["requests"]
+          for l in open(sys.argv[2], encoding="utf-8")}
+assert folded["a"] == 3 and folded["b"] == 2 and folded["c"] == 2, folded
+PY
+check proxy-sessions-capped-and-folded "python3 '$PX/bound.py' '$PX/bound.ndjson' '$PX/bound-sessions.ndjson'"
+px_start ttl --upstream "$UPA" --session-ttl 0.2
+TTL_PID=$PX_PID IDS=$PX_URL
+px_send s-ttl one
+ttl_n=$(px_metric "$IDS" atr_proxy_sessions) ttl_i=0
+while [ "$ttl_n" != 0 ] && [ $ttl_i -lt 200 ]; do   # gone within 10 s
+    sleep 0.05; ttl_i=$((ttl_i + 1)); ttl_n=$(px_metric "$IDS" atr_proxy_sessions)
+done
+check proxy-sessions-ttl-expired "[ '$ttl_n' = 0 ]"
+px_stop $TTL_PID
+fails proxy-bad-max-sessions 2 "--max-sessions wants" "$ATR" proxy --upstream "$UPA" --max-sessions 0
+
 fails proxy-no-upstream 2 "wants at least one --upstream" "$ATR" proxy
 fails proxy-bad-upstream 2 "--upstream wants http://HOST:PORT" "$ATR" proxy --upstream ftp://x
 fails proxy-bad-policy 2 "unknown policy" "$ATR" proxy --upstream "$UPA" --policy nope
