@@ -68,6 +68,7 @@ struct proxy_session {
     uint32_t prev, next;                /* LRU list of idle sessions (index + 1; 0 none),
                                            next also chains free slots */
     double used;                        /* last activity (proxy_now) */
+    uint64_t last_key;                  /* latest prompt's last full block id */
     double last_end;
     uint32_t last_output;
     double output_sum;

@@ -52,11 +52,14 @@ static size_t slot_of(const uint64_t *keys, const uint64_t *vals, size_t slots, 
     return i;
 }
 
-/* A table value still names its session (not freed and reused since). */
-static bool current(const struct proxy_sessions *s, uint64_t val)
+/* A key still leads to its session: the session is not freed and reused
+ * since, and a block key is its latest prompt's (so a session holds at
+ * most two keys, however many turns it has). */
+static bool current(const struct proxy_sessions *s, uint64_t key, uint64_t val)
 {
     size_t i = (uint32_t)val - 1;
-    return val && i < s->n && s->v[i].id && s->v[i].gen == (uint32_t)(val >> 32);
+    return val && i < s->n && s->v[i].id && s->v[i].gen == (uint32_t)(val >> 32) &&
+           ((key & NAME_BIT) || s->v[i].last_key == key);
 }
 
 /* Rehashes the keys of live sessions only (stale ones are dropped), into
@@ -65,13 +68,13 @@ static void grow(struct proxy_sessions *s)
 {
     size_t keep = 0;
     for (size_t i = 0; i < s->slots; i++)
-        keep += current(s, s->vals[i]);
+        keep += current(s, s->keys[i], s->vals[i]);
     size_t slots = s->slots ? s->slots : 1024;
     if (keep * 2 > slots)
         slots *= 2;
     uint64_t *keys = xcalloc(slots, sizeof *keys), *vals = xcalloc(slots, sizeof *vals);
     for (size_t i = 0; i < s->slots; i++)
-        if (current(s, s->vals[i])) {
+        if (current(s, s->keys[i], s->vals[i])) {
             size_t k = slot_of(keys, vals, slots, s->keys[i]);
             keys[k] = s->keys[i];
             vals[k] = s->vals[i];
@@ -100,7 +103,7 @@ static long get(const struct proxy_sessions *s, uint64_t key)
     if (!s->slots)
         return -1;
     uint64_t val = s->vals[slot_of(s->keys, s->vals, s->slots, key)];
-    return current(s, val) ? (long)(uint32_t)val - 1 : -1;
+    return current(s, key, val) ? (long)(uint32_t)val - 1 : -1;
 }
 
 /* ---- LRU list of idle sessions ---- */
@@ -294,6 +297,8 @@ size_t proxy_session_find(struct proxy_sessions *s, const char *name, size_t nam
 
 void proxy_session_note(struct proxy_sessions *s, size_t i, const uint64_t *ids, size_t n_ids)
 {
-    if (n_ids)
+    if (n_ids) {
+        s->v[i].last_key = ids[n_ids - 1];
         put(s, ids[n_ids - 1], i);
+    }
 }

@@ -177,6 +177,24 @@ static void test_evict_beyond_max(void **state)
     proxy_sessions_release(&s);
 }
 
+static void test_keys_bounded(void **state)
+{
+    struct proxy_sessions s;
+    proxy_sessions_init(&s, 0, 0);
+    const char *src;
+    size_t a = find(&s, "long-lived", NULL, 0, &src);
+    uint64_t ids[2] = {7, 0};
+    for (uint64_t t = 0; t < 20000; t++) {           /* one new latest block per turn */
+        ids[1] = 1000 + t;
+        proxy_session_note(&s, a, ids, 2);
+    }
+    assert_int_equal(s.slots, 1024);                 /* older blocks are dropped on a rehash */
+    uint64_t next[] = {7, 1000 + 19999, 5};
+    assert_int_equal(find(&s, NULL, next, 3, &src), a);
+    assert_string_equal(src, "prefix");
+    proxy_sessions_release(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -188,6 +206,7 @@ int main(void)
         cmocka_unit_test(test_many),
         cmocka_unit_test(test_long_name_capped),
         cmocka_unit_test(test_evict_beyond_max),
+        cmocka_unit_test(test_keys_bounded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
