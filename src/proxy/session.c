@@ -9,7 +9,14 @@
  * own: a leading '~' is reserved, and a client's name that starts with one
  * gets a second ("~1" given becomes "~~1"). So a given name never meets a
  * made-up one, whatever the order of arrival, and the journal's trace ids
- * ("proxy/<session>/<turn>") never repeat within one run. */
+ * ("proxy/<session>/<turn>") never repeat within one run.
+ *
+ * The table is bounded: names over 256 bytes are cut and hashed, idle
+ * sessions past the ttl or beyond the cap (least recently used first) are
+ * freed, and a key of a freed session (or an older prompt's block) goes
+ * stale by its slot's generation and is dropped at the next rehash. A
+ * named session made after any eviction starts at the turn floor, above
+ * every turn given or seen: it may be a name evicted before. */
 #include "proxy/proxy-impl.h"
 #include "proxy/journal.h"
 

@@ -2,7 +2,8 @@
 # upstreams: streams relayed with the injected usage chunk stripped, JSON
 # answers, merged /v1/models, /metrics, /healthz, sessions, prefix-aware
 # routing, the journal, keys, limits, hostile input, an upstream that is
-# down, one killed mid-stream, a client that leaves, SIGTERM draining.
+# down, one killed mid-stream, a client that leaves, SIGTERM draining,
+# the bounded session table.
 # Every server is on a free port (--port 0) and stopped by its PID.
 
 PX=$T/proxy
