@@ -925,6 +925,11 @@ static int run_one(struct replay_args *a, int argc, char **argv, int c, struct s
     int rc = a->tenants ? run_config_tenants(a, argc, argv, rp, sink, rows, err)
                         : run_config(a, argc, argv, rp, sink, err);
     cli_progress_end(&sink->bar);
+    const char *left;
+    unsigned nleft = atr_replay_left(rp, &left);
+    if (nleft)
+        fprintf(stderr, "atr: warning: %u work director%s left behind (first: %s): a mount "
+                "or file that could not be removed\n", nleft, nleft == 1 ? "y" : "ies", left);
     atr_replay_free(rp);
     atr_guard_stop(&guard);
     return rc;
