@@ -296,6 +296,8 @@ struct sink_ctx {
     unsigned long input_tool_steps;   /* in every trace read, whatever its shard */
     struct cli_progress bar;     /* steps replayed under the configuration */
     const char *announce;        /* the backend, said before the first step runs */
+    unsigned left;               /* work directories the configuration left behind */
+    char left_first[PATH_MAX];   /* the first of them */
 };
 
 /* The tenants' summary entries of every configuration run so far. */
@@ -337,15 +339,23 @@ static void kv_bytes(struct atr_jw *w, const char *key, int64_t v)
         atr_jw_kv_null(w, key);
 }
 
-static void summary_doc(struct atr_buf *b, struct atr_replay_summary *sum, const char *backend,
+static void summary_doc(struct atr_buf *b, const struct sink_ctx *s, const char *backend,
                         const char *stopped, const struct tenant_rows *rows,
                         const struct atr_cg_limits *limits)
 {
+    struct atr_replay_summary *sum = s->sum;
     struct atr_jw w;
     atr_jw_init(&w, b, ATR_JW_COMPACT);
     atr_jw_object_begin(&w);
     atr_replay_summary_members(sum, backend, stopped != NULL, &w);
     atr_jw_kv_str(&w, "reason", stopped);
+    if (s->left) {                 /* only then: a clean run's summary is unchanged */
+        atr_jw_key(&w, "workdirs_left");
+        atr_jw_object_begin(&w);
+        atr_jw_kv_int(&w, "count", s->left);
+        atr_jw_kv_str(&w, "first", s->left_first);
+        atr_jw_object_end(&w);
+    }
     if (limits) {                  /* --mem-high / --mem-max as given: charts draw them */
         atr_jw_key(&w, "limits");
         atr_jw_object_begin(&w);
@@ -366,14 +376,14 @@ static void summary_doc(struct atr_buf *b, struct atr_replay_summary *sum, const
 }
 
 /* stopped: why the run ended early, or NULL (complete). */
-static int write_summary(const char *dir, struct atr_replay_summary *sum, const char *backend,
+static int write_summary(const char *dir, const struct sink_ctx *s, const char *backend,
                          const char *stopped, const struct tenant_rows *rows,
                          const struct atr_cg_limits *limits, struct atr_error *err)
 {
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/summary.json", dir);
     struct atr_buf b = ATR_BUF_INIT;
-    summary_doc(&b, sum, backend, stopped, rows, limits);
+    summary_doc(&b, s, backend, stopped, rows, limits);
     struct atr_output *o = atr_output_open(path, err);
     int rc = o ? 0 : -1;
     if (o && (atr_output_write(o, b.data, b.len, err) < 0 || atr_output_commit(o, err) < 0))
@@ -925,6 +935,14 @@ static int run_one(struct replay_args *a, int argc, char **argv, int c, struct s
     int rc = a->tenants ? run_config_tenants(a, argc, argv, rp, sink, rows, err)
                         : run_config(a, argc, argv, rp, sink, err);
     cli_progress_end(&sink->bar);
+    const char *left;
+    sink->left = atr_replay_left(rp, &left);
+    if (sink->left) {
+        snprintf(sink->left_first, sizeof sink->left_first, "%s", left);
+        fprintf(stderr, "atr: warning: %u work director%s left behind (first: %s): a mount "
+                "or file that could not be removed\n", sink->left, sink->left == 1 ? "y" : "ies",
+                left);
+    }
     atr_replay_free(rp);
     atr_guard_stop(&guard);
     return rc;
@@ -993,7 +1011,7 @@ static int run_replay(struct replay_args *a, int argc, char **argv)
             continue;
         /* Every early stop is marked, with its reason: an error's message. */
         const char *stopped = rc < 0 ? err.msg : atr_replay_stopped() ? "interrupted" : NULL;
-        if (write_summary(atr_outdir_path(sink.dir), sink.sum, backend[0] ? backend : NULL,
+        if (write_summary(atr_outdir_path(sink.dir), &sink, backend[0] ? backend : NULL,
                           stopped, a->tenants ? &rows : NULL, &a->ro.limits,
                           rc < 0 ? NULL : &err) < 0 && rc == 0)
             rc = -1;
@@ -1058,7 +1076,7 @@ static int run_merge(struct replay_args *a, int argc, char **argv)
         atr_input_close(in);
     }
     if (rc == 0)
-        rc = write_summary(atr_outdir_path(sink.dir), sink.sum, "merged", NULL, NULL, NULL, &err);
+        rc = write_summary(atr_outdir_path(sink.dir), &sink, "merged", NULL, NULL, NULL, &err);
     if (sink.fd >= 0)
         close(sink.fd);
     /* A merge that failed has nothing worth keeping: --out stays as it was. */

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -22,10 +23,6 @@
 #define RMDIR_DEADLINE_NS (1000LL * 1000 * 1000)
 #define TEXT_MAX 8192           /* stat files read whole: memory.stat is ~2 KiB */
 #define TREE_DEPTH_MAX 32       /* groups atr makes are 3 deep */
-/* A stale root's pid may have been reused: a process that started this
- * long after the root directory's time cannot be the run that made it
- * (btime in /proc/stat is whole seconds and drifts a little). */
-#define REUSE_MARGIN_S 2.0
 
 /* The hierarchies a group can span, in struct order. */
 enum { H_V2, H_MEMORY, H_CPU, H_CPUACCT, H_PIDS, H_COUNT };
@@ -506,6 +503,16 @@ static bool cg_dup(const struct atr_cg *g, int i)
     return false;
 }
 
+/* The distinct non-empty directories of g. */
+static int cg_dirs(const struct atr_cg *g, const char *dirs[H_COUNT])
+{
+    int n = 0;
+    for (int i = 0; i < H_COUNT; i++)
+        if (cg_cdir(g, i)[0] && !cg_dup(g, i))
+            dirs[n++] = cg_cdir(g, i);
+    return n;
+}
+
 static void cg_close(struct atr_cg *g)
 {
     if (g->v2_fd >= 0)
@@ -569,6 +576,57 @@ static int v2_enable_below(const struct atr_cg_host *h, const struct atr_cg *g,
     return cg_write(g->v2, "cgroup.subtree_control", want, err);
 }
 
+/* The run's lock on its root: flock on the root's first directory, held
+ * (open, close-on-exec) until the process dies, when the kernel drops it.
+ * A sweep takes a root whose lock it can get for a dead run's: unlike
+ * kill(pid, 0), this holds across PID namespaces and pid reuse. */
+static int root_lock_fd = -1;
+
+static int root_lock(const struct atr_cg *root, struct atr_error *err)
+{
+    const char *dirs[H_COUNT];
+    cg_dirs(root, dirs);
+    int fd = open(dirs[0], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        return atr_error_set(err, "cannot lock cgroup %s: %s", dirs[0], strerror(e));
+    }
+    if (root_lock_fd >= 0)
+        close(root_lock_fd);
+    root_lock_fd = fd;
+    return 0;
+}
+
+/* Held by a run between making its root and locking it, and by a sweep,
+ * so a sweep never sees a new root before its lock. -1 if unlockable
+ * (then the window is open, as without the guard). */
+static int base_lock(const char *base)
+{
+    int fd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0 && flock(fd, LOCK_EX) < 0) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
+/* Whether a run holds the root `name` below base0 (the first hierarchy,
+ * where root_lock locks). A root missing there is a dead run's leftover. */
+static bool root_held(const char *base0, const char *name)
+{
+    char p[PATH_MAX];
+    if (path_join(p, base0, name) < 0)
+        return true;
+    int fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return errno != ENOENT;
+    bool held = flock(fd, LOCK_EX | LOCK_NB) < 0;
+    close(fd);                  /* drops our lock: the sweep only tests */
+    return held;
+}
+
 int atr_cg_root(const struct atr_cg_host *h, struct atr_cg *root, struct atr_error *err)
 {
     if (h->mode == ATR_CG_NONE)
@@ -582,7 +640,15 @@ int atr_cg_root(const struct atr_cg_host *h, struct atr_cg *root, struct atr_err
     memcpy(base.pids, h->pids, sizeof base.pids);
     char name[32];
     snprintf(name, sizeof name, "atr-%ld", (long)getpid());
-    if (make_dirs(&base, name, 0, root, err) < 0)
+    const char *bases[H_COUNT];
+    cg_dirs(&base, bases);
+    int guard = base_lock(bases[0]);
+    int rc = make_dirs(&base, name, 0, root, err);
+    if (rc == 0 && (rc = root_lock(root, err)) < 0)
+        atr_cg_remove(h, root, NULL);
+    if (guard >= 0)
+        close(guard);
+    if (rc < 0)
         return -1;
     if (v2_enable_below(h, root, err) < 0) {
         atr_cg_remove(h, root, NULL);
@@ -1038,16 +1104,6 @@ static int kill_dirs(const char *const *dirs, int n, struct atr_error *err)
     }
 }
 
-/* The distinct non-empty directories of g. */
-static int cg_dirs(const struct atr_cg *g, const char *dirs[H_COUNT])
-{
-    int n = 0;
-    for (int i = 0; i < H_COUNT; i++)
-        if (cg_cdir(g, i)[0] && !cg_dup(g, i))
-            dirs[n++] = cg_cdir(g, i);
-    return n;
-}
-
 int atr_cg_kill(const struct atr_cg_host *h, const struct atr_cg *g, struct atr_error *err)
 {
     const char *dirs[H_COUNT];
@@ -1104,47 +1160,6 @@ int atr_cg_remove(const struct atr_cg_host *h, struct atr_cg *g, struct atr_erro
 
 /* ---- stale roots ---- */
 
-/* Wall-clock start of pid in seconds, from /proc/<pid>/stat's starttime
- * (field 22, clock ticks after boot) and /proc/stat's btime; -1 unknown. */
-static double proc_start_time(pid_t pid)
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
-    if (read_file(path, buf, sizeof buf) < 0)
-        return -1;
-    const char *p = strrchr(buf, ')');     /* comm may hold spaces and ')' */
-    unsigned long long ticks = 0;
-    for (int field = 2; p && field < 22; field++)
-        p = strchr(p + 1, ' ');
-    if (!p || sscanf(p + 1, "%llu", &ticks) != 1)
-        return -1;
-    char st[8192];
-    if (read_file("/proc/stat", st, sizeof st) < 0)
-        return -1;
-    const char *b = strstr(st, "\nbtime ");
-    long hz = sysconf(_SC_CLK_TCK);
-    if (!b || hz <= 0)
-        return -1;
-    return (double)strtoll(b + 7, NULL, 10) + (double)ticks / (double)hz;
-}
-
-/* A root is stale when its pid is gone, or belongs to a process that
- * started after the root was made (pid reuse). The directory's time is
- * its creation or a later change (a child made): later only makes us
- * keep a root, never remove a live one. */
-static bool root_stale(pid_t pid, const char *dir)
-{
-    if (kill(pid, 0) < 0 && errno == ESRCH)
-        return true;
-    struct stat st;
-    if (stat(dir, &st) < 0)
-        return false;
-    double t = (double)st.st_mtim.tv_sec + (double)st.st_mtim.tv_nsec / 1e9;
-    double c = (double)st.st_ctim.tv_sec + (double)st.st_ctim.tv_nsec / 1e9;
-    double start = proc_start_time(pid);
-    return start >= 0 && start > (c < t ? c : t) + REUSE_MARGIN_S;
-}
-
 /* "atr-<digits>" -> pid, else 0. */
 static pid_t root_pid(const char *name)
 {
@@ -1156,7 +1171,8 @@ static pid_t root_pid(const char *name)
     return *end || errno || v <= 0 || v > INT32_MAX ? 0 : (pid_t)v;
 }
 
-static int sweep_base(const char *base, unsigned *removed, struct atr_error *err)
+static int sweep_base(const char *base, const char *base0, unsigned *removed,
+                      struct atr_error *err)
 {
     DIR *d = opendir(base);
     if (!d)
@@ -1167,7 +1183,7 @@ static int sweep_base(const char *base, unsigned *removed, struct atr_error *err
     while ((e = readdir(d))) {
         pid_t pid = root_pid(e->d_name);
         if (e->d_type != DT_DIR || pid <= 0 || pid == getpid() || path_join(p, base, e->d_name) < 0 ||
-            !root_stale(pid, p))
+            root_held(base0, e->d_name))
             continue;
         const char *one[1] = {p};
         if (kill_dirs(one, 1, err) < 0 || rmdir_tree(p, 0, err) < 0)
@@ -1192,8 +1208,11 @@ int atr_cg_sweep_stale(const struct atr_cg_host *h, unsigned *removed, struct at
     int n = cg_dirs(&bases, dirs);
     int rc = 0;
     *removed = 0;
+    int guard = n ? base_lock(dirs[0]) : -1;
     for (int i = 0; i < n; i++)
-        if (sweep_base(dirs[i], removed, err) < 0)
+        if (sweep_base(dirs[i], dirs[0], removed, err) < 0)
             rc = -1;
+    if (guard >= 0)
+        close(guard);
     return rc;
 }

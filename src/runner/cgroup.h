@@ -71,7 +71,8 @@ struct atr_cg_limits {
 };
 #define ATR_CG_LIMITS_NONE {-1, -1, -1, -1, -1, -1}
 
-/* The run root "atr-<getpid()>" under each base; created once per run. */
+/* The run root "atr-<getpid()>" under each base, locked by this process
+ * until it exits (see atr_cg_sweep_stale); created once per run. */
 int atr_cg_root(const struct atr_cg_host *h, struct atr_cg *root, struct atr_error *err);
 /* A child group `name` of parent, in every hierarchy parent has. */
 int atr_cg_create(const struct atr_cg_host *h, const struct atr_cg *parent, const char *name,
@@ -128,8 +129,9 @@ int atr_cg_kill(const struct atr_cg_host *h, const struct atr_cg *g, struct atr_
  * gone is not an error. Closes v2_fd (so a zeroed atr_cg needs v2_fd = -1). */
 int atr_cg_remove(const struct atr_cg_host *h, struct atr_cg *g, struct atr_error *err);
 /* Removes "atr-<pid>" roots (and their subtrees, killing what runs in
- * them) of processes that no longer exist, or whose pid now belongs to a
- * process that started after the root was made; *removed counts the root
+ * them) whose lock no process holds (atr_cg_root locks the root it makes,
+ * until the process dies: a run in another PID namespace, or one whose
+ * pid was reused, is still seen live); *removed counts the root
  * directories removed (one per hierarchy). Our own root is never touched. */
 int atr_cg_sweep_stale(const struct atr_cg_host *h, unsigned *removed, struct atr_error *err);
 

@@ -13,6 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -35,6 +38,8 @@ struct atr_replay {
     struct atr_cg root;
     bool have_root;
     unsigned swept;
+    atomic_uint left;                 /* work directories that could not be removed */
+    char left_path[PATH_MAX];         /* the first of them (set once, under left) */
     /* Traces started: names their groups and work directories. Atomic:
      * tenants replay traces on one rp from several threads at once. */
     atomic_ulong traces;
@@ -65,17 +70,67 @@ void atr_replay_stop(void)
 
 bool atr_replay_stopped(void) { return stop_requested; }
 
+/* Clears the immutable and append-only flags of path (a step may have
+ * run chattr +i), which block its removal or its children's. */
+static void clear_flags(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+    int fl;
+    if (fd < 0)
+        return;
+    if (ioctl(fd, FS_IOC_GETFLAGS, &fl) == 0 && (fl & (FS_IMMUTABLE_FL | FS_APPEND_FL))) {
+        fl &= ~(FS_IMMUTABLE_FL | FS_APPEND_FL);
+        ioctl(fd, FS_IOC_SETFLAGS, &fl);
+    }
+    close(fd);
+}
+
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
     (void)st, (void)flag, (void)ftw;
+    if (remove(path) == 0 || errno != EPERM)
+        return 0;
+    char parent[PATH_MAX];
+    snprintf(parent, sizeof parent, "%s", path);
+    char *slash = strrchr(parent, '/');
+    if (slash)
+        *slash = '\0';
+    clear_flags(path);
+    clear_flags(parent);
     remove(path);
     return 0;
 }
 
-/* rm -rf of a work directory atr made (never follows symlinks out). */
-static void remove_tree(const char *dir)
+/* Detaches the mounts a step left at or below dir (as root, in our mount
+ * namespace), last mounted first, so the removal never descends into a
+ * file system that is not the work directory's. */
+static void unmount_below(const char *dir)
 {
+    FILE *f = fopen("/proc/self/mountinfo", "r");
+    if (!f)
+        return;
+    char line[PATH_MAX + 512], mp[PATH_MAX], *pts[64];
+    int n = 0;
+    size_t len = strlen(dir);
+    while (n < 64 && fgets(line, sizeof line, f))
+        if (sscanf(line, "%*s %*s %*s %*s %4095s", mp) == 1 && strncmp(mp, dir, len) == 0 &&
+            (mp[len] == '/' || mp[len] == '\0'))
+            pts[n++] = xstrdup(mp);
+    fclose(f);
+    while (n-- > 0) {
+        umount2(pts[n], MNT_DETACH);
+        free(pts[n]);
+    }
+}
+
+/* rm -rf of a work directory atr made (never follows symlinks out),
+ * through immutable files and leftover mounts; -1 if dir is still there. */
+static int remove_tree(const char *dir)
+{
+    struct stat st;
+    unmount_below(dir);
     nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    return lstat(dir, &st) == 0 ? -1 : 0;
 }
 
 static const char *workdir_base(const struct atr_replay_opts *o)
@@ -147,6 +202,13 @@ fail:
 
 const struct atr_cg_host *atr_replay_host(const struct atr_replay *rp) { return &rp->host; }
 unsigned atr_replay_swept(const struct atr_replay *rp) { return rp->swept; }
+
+unsigned atr_replay_left(const struct atr_replay *rp, const char **first)
+{
+    unsigned n = atomic_load(&rp->left);
+    *first = n ? rp->left_path : NULL;
+    return n;
+}
 
 void atr_replay_free(struct atr_replay *rp)
 {
@@ -735,8 +797,8 @@ static void end_trace(struct trace_run *tr)
     atr_ctl_totals_release(&tr->ctl_step);
     if (tr->have_group)
         atr_cg_remove(&tr->rp->host, &tr->group, NULL);
-    if (tr->workdir[0])
-        remove_tree(tr->workdir);
+    if (tr->workdir[0] && remove_tree(tr->workdir) < 0 && atomic_fetch_add(&tr->rp->left, 1) == 0)
+        snprintf(tr->rp->left_path, sizeof tr->rp->left_path, "%s", tr->workdir);
 }
 
 const struct atr_cg *atr_replay_root(const struct atr_replay *rp)

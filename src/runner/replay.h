@@ -120,6 +120,10 @@ struct atr_replay *atr_replay_new(const struct atr_replay_opts *o, struct atr_er
 /* What was found: "hybrid: ...", and the number of stale roots swept. */
 const struct atr_cg_host *atr_replay_host(const struct atr_replay *rp);
 unsigned atr_replay_swept(const struct atr_replay *rp);
+/* Work directories removal left behind (a mount it could not detach, a
+ * flag it could not clear), and the first one's path (owned by rp; NULL
+ * when none). */
+unsigned atr_replay_left(const struct atr_replay *rp, const char **first);
 
 /* Runs every tool step of t in order, calling sink after each. Returns 0,
  * or -1 on an error that stops the run (err set); a failing step is not an

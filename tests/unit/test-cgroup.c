@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -36,6 +37,7 @@
 static struct atr_cg_host host;      /* the real host, detected once */
 static bool host_ok;                 /* real groups can be made here */
 static pid_t fake_pids[4];           /* fake roots the sweep test makes */
+static pid_t holder_pid;             /* lock_holder's, killed by teardown */
 
 /* ---- helpers independent of the code under test ---- */
 
@@ -135,6 +137,9 @@ static int teardown(void **state)
         if (fake_pids[i])
             purge_root(fake_pids[i]);
     memset(fake_pids, 0, sizeof fake_pids);
+    if (holder_pid > 0 && kill(holder_pid, SIGKILL) == 0)
+        waitpid(holder_pid, NULL, 0);
+    holder_pid = 0;
     /* reap what the test forked (and, as subreaper, their orphans) */
     for (int64_t end = now_ms() + 2000; now_ms() < end;) {
         pid_t r = waitpid(-1, NULL, WNOHANG);
@@ -712,6 +717,33 @@ static void backdate(const struct atr_cg *g)
             assert_int_equal(utimensat(AT_FDCWD, d[i], ts, 0), 0);
 }
 
+/* A process that holds the lock on g's first directory (as a run holds
+ * its root's) until killed; returns once the lock is taken. */
+static pid_t lock_holder(const struct atr_cg *g)
+{
+    const char *d[] = {g->v2, g->memory, g->cpu, g->cpuacct, g->pids};
+    int i = 0;
+    while (!d[i][0])
+        i++;
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fd = open(d[i], O_RDONLY | O_DIRECTORY);
+        if (fd < 0 || flock(fd, LOCK_EX) < 0 || write(p[1], "x", 1) != 1)
+            _exit(90);
+        for (;;)
+            pause();
+    }
+    close(p[1]);
+    char c;
+    assert_int_equal(read(p[0], &c, 1), 1);
+    close(p[0]);
+    holder_pid = pid;
+    return pid;
+}
+
 static void test_sweep_stale(void **state)
 {
     (void)state;
@@ -720,12 +752,18 @@ static void test_sweep_stale(void **state)
     pid_t dead = 999999;
     while (kill(dead, 0) == 0 || errno != ESRCH)
         dead++;
-    struct atr_cg stale, stale_child, init_root, reused, mine, mine_child;
+    struct atr_cg stale, stale_child, held, reused, mine, mine_child;
     fake_root(0, dead, &stale);
     if (atr_cg_create(&host, &stale, "t0", &stale_child, &err) < 0)
         fail_msg("%s", err.msg);
     pid_t gc, leftover = fork_sleepers(&stale_child, &gc);
-    fake_root(1, 1, &init_root);                /* pid 1 predates this root: alive */
+    /* a dead pid, but its lock held by a live process: a run in another
+     * PID namespace, or one whose pid we cannot see; never swept */
+    pid_t dead2 = dead + 1;
+    while (kill(dead2, 0) == 0 || errno != ESRCH)
+        dead2++;
+    fake_root(1, dead2, &held);
+    pid_t holder = lock_holder(&held);
     make_root_child(&mine, &mine_child, "live");
     /* a live process in our own root (where teardown finds it), whose pid
      * names a root made "an hour before" the process started: pid reuse */
@@ -751,12 +789,15 @@ static void test_sweep_stale(void **state)
     assert_true(removed >= (unsigned)(2 * bases));
     assert_killed(leftover);
     assert_killed(gc);
-    assert_true(dir_exists(init_root.memory[0] ? init_root.memory : init_root.v2));
+    assert_true(fake_exists(&held));
+    assert_int_equal(kill(holder, 0), 0);
     assert_true(dir_exists(mine_child.memory[0] ? mine_child.memory : mine_child.v2));
     assert_int_equal(kill(sleeper, 0), 0);      /* its own root is live: untouched */
     kill(sleeper, SIGKILL);
     assert_killed(sleeper);
-    assert_int_equal(atr_cg_remove(&host, &init_root, &err), 0);
+    kill(holder, SIGKILL);
+    assert_killed(holder);
+    assert_int_equal(atr_cg_remove(&host, &held, &err), 0);
     assert_int_equal(atr_cg_remove(&host, &mine, &err), 0);
 }
 
