@@ -213,6 +213,12 @@ static void raise_nofile(void)
     }
 }
 
+static void on_warn(void *ctx, const char *line)
+{
+    (void)ctx;
+    fprintf(stderr, "atr: %s\n", line);
+}
+
 static void on_crash(void *ctx, uint64_t n)
 {
     fprintf(stderr, "atr sim serve: crashing after %llu requests (--crash-after)\n",
@@ -315,6 +321,7 @@ int cmd_sim_serve(int argc, char **argv)
         a.cfg.max_model_len = 131072;
     }
     a.cfg.on_crash = on_crash;
+    a.cfg.on_warn = on_warn;
     if (a.oom_after) {
         a.cfg.crash_after = a.oom_after;
         a.cfg.on_crash = on_oom;

@@ -25,6 +25,7 @@
 #include "json/json.h"
 #include "json/writer.h"
 #include "serve/server.h"
+#include "util/accept.h"
 #include "util/alloc.h"
 #include "util/http.h"
 #include "util/net.h"
@@ -88,6 +89,7 @@ struct atr_serve {
     char *model_id;
     struct atr_buf model_json;   /* the id as a JSON string, for /metrics labels */
     struct evhttp *http;
+    struct atr_accept_guard *accept_guard;
     unsigned port;
     struct atr_engine *engine;
     struct atr_frontend frontend;   /* the API server's modelled time, as atr sim run's */
@@ -983,10 +985,13 @@ int atr_serve_listen(struct atr_serve *s, struct atr_error *err)
     int fd = atr_net_listen("serve", host, s->cfg.port, &s->port, err);
     if (fd < 0)
         return -1;
-    if (!evhttp_accept_socket_with_handle(s->http, fd)) {
+    struct evhttp_bound_socket *bound = evhttp_accept_socket_with_handle(s->http, fd);
+    if (!bound) {
         close(fd);
         return atr_error_set(err, "serve: cannot accept on %s", host);
     }
+    s->accept_guard = atr_accept_guard_new(s->base, bound, "sim serve", s->cfg.on_warn,
+                                           s->cfg.warn_ctx);
     return 0;
 }
 
@@ -1004,6 +1009,7 @@ void atr_serve_free(struct atr_serve *s)
 {
     if (!s)
         return;
+    atr_accept_guard_free(s->accept_guard);
     if (s->http)
         evhttp_free(s->http);   /* closes connections: on_conn_close drops requests */
     while (s->streams) {

@@ -57,6 +57,9 @@ struct atr_serve_cfg {
      * not to return (the CLI prints and _exit()s). */
     void (*on_crash)(void *ctx, uint64_t n);
     void *crash_ctx;
+    /* accept() failing (descriptor limit): at most one line a second */
+    void (*on_warn)(void *ctx, const char *line);
+    void *warn_ctx;
 };
 
 struct atr_serve;
