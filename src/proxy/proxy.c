@@ -250,6 +250,7 @@ static bool authorized(const struct atr_proxy *p, struct evhttp_request *req)
 static void on_request(struct evhttp_request *req, void *arg)
 {
     struct atr_proxy *p = arg;
+    atr_accept_guard_request(p->accept_guard, req);
     const char *uri = evhttp_request_get_uri(req);
     enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
     const char *bad = atr_http_framing_error(req);
@@ -317,6 +318,7 @@ int atr_proxy_listen(struct atr_proxy *p, struct atr_error *err)
     }
     p->accept_guard = atr_accept_guard_new(p->base, p->listener, "proxy", p->cfg.on_warn,
                                            p->cfg.ctx);
+    atr_accept_guard_deadline(p->accept_guard, p->http, p->cfg.idle_timeout_s);
     return 0;
 }
 

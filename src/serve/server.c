@@ -882,6 +882,7 @@ static void handle_metrics(struct atr_serve *s, struct evhttp_request *req)
 static void on_request(struct evhttp_request *req, void *arg)
 {
     struct atr_serve *s = arg;
+    atr_accept_guard_request(s->accept_guard, req);
     if (s->cfg.hang)
         return;                 /* never answered; freed with its connection */
     const char *bad = atr_http_framing_error(req);
@@ -970,8 +971,9 @@ struct atr_serve *atr_serve_new(struct event_base *base, const struct atr_serve_
         atr_serve_free(s);
         return NULL;
     }
-    struct timeval day = { 86400, 0 };
-    evhttp_set_timeout_tv(s->http, &day);
+    double idle = s->cfg.idle_timeout_s > 0 ? s->cfg.idle_timeout_s : 86400;
+    struct timeval tv = {(time_t)idle, (suseconds_t)((idle - (double)(time_t)idle) * 1e6)};
+    evhttp_set_timeout_tv(s->http, &tv);
     evhttp_set_max_body_size(s->http, (ev_ssize_t)s->cfg.max_body);
     evhttp_set_max_headers_size(s->http, 64 << 10);
     evhttp_set_allowed_methods(s->http, 0x1ff);   /* every method: we answer 405 */
@@ -992,6 +994,8 @@ int atr_serve_listen(struct atr_serve *s, struct atr_error *err)
     }
     s->accept_guard = atr_accept_guard_new(s->base, bound, "sim serve", s->cfg.on_warn,
                                            s->cfg.warn_ctx);
+    atr_accept_guard_deadline(s->accept_guard, s->http,
+                              s->cfg.header_timeout_s > 0 ? s->cfg.header_timeout_s : 60);
     return 0;
 }
 

@@ -315,6 +315,16 @@ check "sim serve at the fd limit answers again once clients close" "grep -q ' af
 check "sim serve at the fd limit logs a few lines, not a flood" "[ \$(wc -c <'$SV/fdlimit.err') -lt 4096 ] && grep -q 'cannot accept connections (Too many open files)' '$SV/fdlimit.err'"
 sv_stop fdlimit
 
+# ---- --header-timeout: a trickling client cannot hold a connection ----
+# One header line a second restarts evhttp's own read timeout every time;
+# the deadline counts from the accept, so the connection is closed at 2 s
+# (the bound 8 s leaves room for a loaded machine; before: open at 12 s).
+sv_start trickle --ttft 10 --itl 10 --header-timeout 2
+timeout 30 python3 "$ROOT/tests/helpers/trickle.py" "$SV_PORT" /v1/models 12 >"$SV/trickle.txt" 2>&1
+check "sim serve closes a trickling client at --header-timeout" "awk '\$1 == \"closed\" && \$2 < 8 {ok = 1} END {exit !ok}' '$SV/trickle.txt'"
+check "sim serve still answers after cutting a trickling client" "[ \"\$(curl -s -o /dev/null -w '%{http_code}' '$SV_URL/v1/models')\" = 200 ]"
+sv_stop trickle
+
 # ---- 1000 concurrent streams on one core ----
 cat >"$SV/many.py" <<'PY'
 import asyncio, json, resource, sys
