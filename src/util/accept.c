@@ -18,6 +18,11 @@
 
 /* How often connections awaiting their first request are looked at. */
 #define SWEEP_US 250000
+/* Our reference keeps a connection evhttp has let go reading until the
+ * next sweep; this read high-water mark bounds what it buffers meanwhile
+ * (a client sending a 1 GB body it was refused). evhttp drains its input
+ * on every read, so a live connection does not reach it. */
+#define READ_HIGH_WATER (1u << 20)
 
 /* A connection accepted and not yet holding a whole request. We hold a
  * reference on its bufferevent so that it outlives evhttp's free, which
@@ -109,6 +114,7 @@ static struct bufferevent *on_new_connection(struct event_base *base, void *arg)
         return NULL;
     struct pending *p = xcalloc(1, sizeof *p);
     bufferevent_incref(bev);
+    bufferevent_setwatermark(bev, EV_READ, 0, READ_HIGH_WATER);
     p->bev = bev;
     p->deadline = mono_now() + g->header_s;
     p->next = g->pending;
