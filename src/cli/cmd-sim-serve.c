@@ -52,7 +52,7 @@ const char cmd_sim_serve_help[] =
     "                            times faster than the profile or --ttft/--itl say\n"
     "                            (tests, demos); /metrics stays in simulated time\n"
     "      --header-timeout S    a connection's first request must arrive whole within S\n"
-    "                            of its accept, however slowly it trickles (default 60)\n"
+    "                            of its accept, however slowly it trickles (default: none)\n"
     "      --idle-timeout S      silence on a connection closes it (default 86400)\n"
     "faults (for testing clients):\n"
     "      --fail-rate P         fraction of completion requests that fail (0..1)\n"

@@ -48,7 +48,7 @@ struct atr_serve_cfg {
     unsigned fail_kinds;        /* ATR_FAULT_* bits; 0 = all */
     /* A connection's first request must arrive whole (headers and body)
      * within header_timeout_s of its accept, however slowly it trickles
-     * in; 0 = 60. idle_timeout_s: silence on a connection; 0 = 86400. */
+     * in; 0 = no such deadline. idle_timeout_s: silence on a connection; 0 = 86400. */
     double header_timeout_s, idle_timeout_s;
     double stall_s;             /* how long a stalled request holds its connection */
     /* Wall seconds per simulated second (the engine's and fixed mode's
