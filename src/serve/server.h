@@ -46,10 +46,6 @@ struct atr_serve_cfg {
     size_t max_body;            /* request body limit; 0 = 16 MiB */
     double fail_rate;           /* 0..1 */
     unsigned fail_kinds;        /* ATR_FAULT_* bits; 0 = all */
-    /* A connection's first request must arrive whole (headers and body)
-     * within header_timeout_s of its accept, however slowly it trickles
-     * in; 0 = no such deadline. idle_timeout_s: silence on a connection; 0 = 86400. */
-    double header_timeout_s, idle_timeout_s;
     double stall_s;             /* how long a stalled request holds its connection */
     /* Wall seconds per simulated second (the engine's and fixed mode's
      * times; not stall_s): 0.1 serves ten times faster than the profile
@@ -64,6 +60,10 @@ struct atr_serve_cfg {
     /* accept() failing (descriptor limit): at most one line a second */
     void (*on_warn)(void *ctx, const char *line);
     void *warn_ctx;
+    /* A connection's first request must arrive whole (headers and body)
+     * within header_timeout_s of its accept, however slowly it trickles
+     * in; 0 = no such deadline. idle_timeout_s: silence on a connection; 0 = 86400. */
+    double header_timeout_s, idle_timeout_s;
 };
 
 struct atr_serve;
