@@ -194,6 +194,12 @@ static void on_log(void *ctx, const char *line)
     fprintf(stderr, "atr proxy: %s\n", line);
 }
 
+static void on_warn(void *ctx, const char *line)
+{
+    (void)ctx;
+    fprintf(stderr, "atr: %s\n", line);
+}
+
 static double mono_now(void)
 {
     struct timespec ts;
@@ -298,6 +304,7 @@ static int run(int argc, char **argv)
     struct proxy_run r = {0};
     a.cfg.on_record = on_record;
     a.cfg.on_log = a.verbose ? on_log : NULL;
+    a.cfg.on_warn = on_warn;
     a.cfg.ctx = &r;
     r.base = new_base();
     if (a.record) {

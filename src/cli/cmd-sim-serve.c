@@ -51,6 +51,9 @@ const char cmd_sim_serve_help[] =
     "      --time-scale F        wall seconds per simulated second: 0.1 serves ten\n"
     "                            times faster than the profile or --ttft/--itl say\n"
     "                            (tests, demos); /metrics stays in simulated time\n"
+    "      --header-timeout S    a connection's first request must arrive whole within S\n"
+    "                            of its accept, however slowly it trickles (default: none)\n"
+    "      --idle-timeout S      silence on a connection closes it (default 86400)\n"
     "faults (for testing clients):\n"
     "      --fail-rate P         fraction of completion requests that fail (0..1)\n"
     "      --fail-kinds LIST     of 429,500,cut,stall (default all)\n"
@@ -162,6 +165,10 @@ static const struct opt options[] = {
     OPT_DOUBLE(ARGS, cfg.fail_rate, "fail-rate", 0, 0, 1, "--fail-rate wants 0..1, got '%s'"),
     OPT_CALL("fail-kinds", 0, parse_kinds,
              "--fail-kinds wants a list of 429,500,cut,stall, got '%s'"),
+    OPT_DOUBLE(ARGS, cfg.header_timeout_s, "header-timeout", 0, 0.001, 86400,
+               "--header-timeout wants seconds > 0, got '%s'"),
+    OPT_DOUBLE(ARGS, cfg.idle_timeout_s, "idle-timeout", 0, 0.001, 1e7,
+               "--idle-timeout wants seconds > 0, got '%s'"),
     OPT_DOUBLE(ARGS, cfg.stall_s, "stall-seconds", 0, 0, 1e7,
                "--stall-seconds wants seconds >= 0, got '%s'"),
     OPT_UINT(ARGS, cfg.seed, "seed", 0, 0, UINT64_MAX, "--seed wants an integer >= 0, got '%s'"),
@@ -211,6 +218,12 @@ static void raise_nofile(void)
         rl.rlim_cur = rl.rlim_max;
         setrlimit(RLIMIT_NOFILE, &rl);
     }
+}
+
+static void on_warn(void *ctx, const char *line)
+{
+    (void)ctx;
+    fprintf(stderr, "atr: %s\n", line);
 }
 
 static void on_crash(void *ctx, uint64_t n)
@@ -315,6 +328,7 @@ int cmd_sim_serve(int argc, char **argv)
         a.cfg.max_model_len = 131072;
     }
     a.cfg.on_crash = on_crash;
+    a.cfg.on_warn = on_warn;
     if (a.oom_after) {
         a.cfg.crash_after = a.oom_after;
         a.cfg.on_crash = on_oom;

@@ -98,6 +98,7 @@ struct atr_proxy {
     struct atr_proxy_cfg cfg;
     struct evhttp *http;
     struct evhttp_bound_socket *listener;
+    struct atr_accept_guard *accept_guard;   /* on listener */
     unsigned port;
     bool draining;
     struct upstream up[ATR_PROXY_MAX_UPSTREAMS];

@@ -38,6 +38,7 @@
 #include <event2/keyvalq_struct.h>
 
 #include "json/writer.h"
+#include "util/accept.h"
 #include "util/alloc.h"
 #include "util/http.h"
 #include "util/net.h"
@@ -249,6 +250,7 @@ static bool authorized(const struct atr_proxy *p, struct evhttp_request *req)
 static void on_request(struct evhttp_request *req, void *arg)
 {
     struct atr_proxy *p = arg;
+    atr_accept_guard_request(p->accept_guard, req);
     const char *uri = evhttp_request_get_uri(req);
     enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
     const char *bad = atr_http_framing_error(req);
@@ -314,6 +316,9 @@ int atr_proxy_listen(struct atr_proxy *p, struct atr_error *err)
         close(fd);
         return atr_error_set(err, "proxy: cannot accept on %s", host);
     }
+    p->accept_guard = atr_accept_guard_new(p->base, p->listener, "proxy", p->cfg.on_warn,
+                                           p->cfg.ctx);
+    atr_accept_guard_deadline(p->accept_guard, p->http, p->cfg.idle_timeout_s);
     return 0;
 }
 
@@ -325,6 +330,8 @@ unsigned atr_proxy_port(const struct atr_proxy *p)
 void atr_proxy_drain(struct atr_proxy *p)
 {
     p->draining = true;
+    atr_accept_guard_free(p->accept_guard);   /* before its listener */
+    p->accept_guard = NULL;
     if (p->listener) {
         evhttp_del_accept_socket(p->http, p->listener);   /* new connections refused */
         p->listener = NULL;
@@ -395,6 +402,7 @@ void atr_proxy_free(struct atr_proxy *p)
         return;
     while (p->exchanges)
         proxy_exchange_abort(p->exchanges);
+    atr_accept_guard_free(p->accept_guard);
     if (p->http)
         evhttp_free(p->http);
     for (size_t i = 0; i < p->n_up; i++) {

@@ -49,6 +49,8 @@ struct atr_proxy_cfg {
                                         upstream is paused [256 KiB] */
     void (*on_record)(void *ctx, const struct atr_proxy_record *r);
     void (*on_log)(void *ctx, const char *line);     /* -v: one line per request */
+    /* accept() failing (descriptor limit): at most one line a second */
+    void (*on_warn)(void *ctx, const char *line);
     void *ctx;
 };
 

@@ -25,6 +25,7 @@
 #include "json/json.h"
 #include "json/writer.h"
 #include "serve/server.h"
+#include "util/accept.h"
 #include "util/alloc.h"
 #include "util/http.h"
 #include "util/net.h"
@@ -88,6 +89,7 @@ struct atr_serve {
     char *model_id;
     struct atr_buf model_json;   /* the id as a JSON string, for /metrics labels */
     struct evhttp *http;
+    struct atr_accept_guard *accept_guard;
     unsigned port;
     struct atr_engine *engine;
     struct atr_frontend frontend;   /* the API server's modelled time, as atr sim run's */
@@ -880,6 +882,7 @@ static void handle_metrics(struct atr_serve *s, struct evhttp_request *req)
 static void on_request(struct evhttp_request *req, void *arg)
 {
     struct atr_serve *s = arg;
+    atr_accept_guard_request(s->accept_guard, req);
     if (s->cfg.hang)
         return;                 /* never answered; freed with its connection */
     const char *bad = atr_http_framing_error(req);
@@ -968,8 +971,9 @@ struct atr_serve *atr_serve_new(struct event_base *base, const struct atr_serve_
         atr_serve_free(s);
         return NULL;
     }
-    struct timeval day = { 86400, 0 };
-    evhttp_set_timeout_tv(s->http, &day);
+    double idle = s->cfg.idle_timeout_s > 0 ? s->cfg.idle_timeout_s : 86400;
+    struct timeval tv = {(time_t)idle, (suseconds_t)((idle - (double)(time_t)idle) * 1e6)};
+    evhttp_set_timeout_tv(s->http, &tv);
     evhttp_set_max_body_size(s->http, (ev_ssize_t)s->cfg.max_body);
     evhttp_set_max_headers_size(s->http, 64 << 10);
     evhttp_set_allowed_methods(s->http, 0x1ff);   /* every method: we answer 405 */
@@ -983,10 +987,14 @@ int atr_serve_listen(struct atr_serve *s, struct atr_error *err)
     int fd = atr_net_listen("serve", host, s->cfg.port, &s->port, err);
     if (fd < 0)
         return -1;
-    if (!evhttp_accept_socket_with_handle(s->http, fd)) {
+    struct evhttp_bound_socket *bound = evhttp_accept_socket_with_handle(s->http, fd);
+    if (!bound) {
         close(fd);
         return atr_error_set(err, "serve: cannot accept on %s", host);
     }
+    s->accept_guard = atr_accept_guard_new(s->base, bound, "sim serve", s->cfg.on_warn,
+                                           s->cfg.warn_ctx);
+    atr_accept_guard_deadline(s->accept_guard, s->http, s->cfg.header_timeout_s);
     return 0;
 }
 
@@ -1004,6 +1012,7 @@ void atr_serve_free(struct atr_serve *s)
 {
     if (!s)
         return;
+    atr_accept_guard_free(s->accept_guard);
     if (s->http)
         evhttp_free(s->http);   /* closes connections: on_conn_close drops requests */
     while (s->streams) {

@@ -57,6 +57,13 @@ struct atr_serve_cfg {
      * not to return (the CLI prints and _exit()s). */
     void (*on_crash)(void *ctx, uint64_t n);
     void *crash_ctx;
+    /* accept() failing (descriptor limit): at most one line a second */
+    void (*on_warn)(void *ctx, const char *line);
+    void *warn_ctx;
+    /* A connection's first request must arrive whole (headers and body)
+     * within header_timeout_s of its accept, however slowly it trickles
+     * in; 0 = no such deadline. idle_timeout_s: silence on a connection; 0 = 86400. */
+    double header_timeout_s, idle_timeout_s;
 };
 
 struct atr_serve;

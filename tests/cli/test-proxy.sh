@@ -526,3 +526,29 @@ fails proxy-bad-policy 2 "unknown policy" "$ATR" proxy --upstream "$UPA" --polic
 px_stop $SLOW2_PID
 px_stop $UPA_PID
 px_stop $UPB_PID
+
+# ---- at the descriptor limit (ulimit -n 64, 200 idle connections) ----
+# accept() fails with EMFILE: the proxy pauses accepting rather than
+# spinning on it, keeps serving its open connections, logs a line a second.
+printf '#!/bin/sh\nulimit -n 64 && exec "%s" "$@"\n' "$ATR" >"$PX/atr64"
+chmod +x "$PX/atr64"
+: >"$PX/fdlimit.out"
+"$PX/atr64" proxy --port 0 --upstream http://127.0.0.1:9 >"$PX/fdlimit.out" 2>"$PX/fdlimit.err" &
+FD_PID=$!
+FD_PORT=$(px_wait_port "$PX/fdlimit.out" $FD_PID)
+timeout 60 python3 "$ROOT/tests/helpers/fdflood.py" "$FD_PORT" "$FD_PID" 200 2 /healthz >"$PX/fdlimit.txt" 2>&1
+check "proxy at the fd limit does not spin (CPU < 30 %)" "[ \"\$(sed -n 's/^cpu=\\([0-9]*\\) .*/\\1/p' '$PX/fdlimit.txt')\" -lt 30 ]"
+check "proxy at the fd limit still answers an open connection" "grep -q ' kept=1 ' '$PX/fdlimit.txt'"
+check "proxy at the fd limit answers again once clients close" "grep -q ' after=1\$' '$PX/fdlimit.txt'"
+check "proxy at the fd limit logs a few lines, not a flood" "[ \$(wc -c <'$PX/fdlimit.err') -lt 4096 ] && grep -q 'cannot accept connections (Too many open files)' '$PX/fdlimit.err'"
+px_stop $FD_PID
+
+# ---- a trickling client cannot hold a connection past --idle-timeout ----
+# One header line a second restarts evhttp's read timeout each time; the
+# deadline counts from the accept (closed at 2 s; bound 8 s; before: open at 12 s).
+px_start trickle --upstream http://127.0.0.1:9 --idle-timeout 2
+TR_PID=$PX_PID
+timeout 30 python3 "$ROOT/tests/helpers/trickle.py" "${PX_URL##*:}" /healthz 12 >"$PX/trickle.txt" 2>&1
+check "proxy closes a trickling client at --idle-timeout" "awk '\$1 == \"closed\" && \$2 < 8 {ok = 1} END {exit !ok}' '$PX/trickle.txt'"
+check "proxy still answers after cutting a trickling client" "[ \"\$(curl -s -o /dev/null -w '%{http_code}' '$PX_URL/healthz')\" = 200 ]"
+px_stop $TR_PID
