@@ -496,6 +496,26 @@ static int host_path(const struct trace_run *tr, const char *cwd, const char *pa
     return len < (int)cap ? 0 : ENAMETOOLONG;
 }
 
+/* Whether path stays inside the work directory once symbolic links are
+ * followed: its longest existing prefix must resolve below the work dir's
+ * real path. An editor step runs in atr itself, outside any sandbox, so a
+ * link an earlier step made (ln -s /etc x, then "create x/f") must not
+ * carry it out. */
+static bool beneath_workdir(const struct trace_run *tr, const char *path)
+{
+    char root[PATH_MAX], probe[PATH_MAX], real[PATH_MAX];
+    if (!realpath(tr->workdir, root) || strlen(path) >= sizeof probe)
+        return false;
+    strcpy(probe, path);
+    struct stat st;     /* lstat: a dangling link exists, and then fails realpath */
+    for (char *slash; lstat(probe, &st) != 0 && (slash = strrchr(probe, '/')) && slash > probe;)
+        *slash = '\0';
+    if (!realpath(probe, real))
+        return false;
+    size_t n = strlen(root);
+    return strncmp(real, root, n) == 0 && (real[n] == '/' || real[n] == '\0');
+}
+
 /* mkdir -p of path's parent directories. */
 static int make_parents(char *path)
 {
@@ -601,6 +621,8 @@ static void run_editor_step(struct trace_run *tr, const struct atr_step *s,
     const char *cwd = s->cwd ? s->cwd : tr->last_cwd;
     char path[PATH_MAX];
     int rc = host_path(tr, cwd, s->path, path, sizeof path);
+    if (!rc && !beneath_workdir(tr, path))
+        rc = EACCES;
     bool create = strcmp(s->file_op, "create") == 0 || strcmp(s->file_op, "overwrite") == 0;
     if (!rc && create)
         rc = make_parents(path);

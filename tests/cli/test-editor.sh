@@ -56,3 +56,14 @@ ed = [(x[\"file_op\"], x[\"class\"]) for x in m if x.get(\"file_op\")]
 assert ed == [(\"create\", \"ok\"), (\"insert\", \"ok\"), (\"view\", \"env_missing\"),
     (\"replace\", \"env_missing\"), (\"replace\", \"env_missing\")], ed
 assert all(\"class\" in x for x in m)'"
+
+# A hostile trace: a shell step links outside the work directory, then an
+# editor step (run by atr itself, outside any sandbox) writes through the
+# link and a view reads through it. Neither may leave the work directory.
+mkdir -p "$E/outside"
+echo secret >"$E/outside/secret"
+cat >"$E/escape.ndjson" <<EOS
+{"format":"atr-trace/1","trace_id":"escape","source":"atr","steps":[{"i":0,"kind":"tool","tool":"bash","command":"ln -s '$E/outside' x","cwd":"/workspace"},{"i":1,"kind":"tool","tool":"editor","action":"create","path":"/workspace/x/evil","file_op":"create","bytes":10},{"i":2,"kind":"tool","tool":"editor","action":"create","path":"/workspace/x/sub/evil","file_op":"create","bytes":10},{"i":3,"kind":"tool","tool":"editor","action":"overwrite","path":"/workspace/x/secret","file_op":"overwrite","bytes":3}]}
+EOS
+ok "editor: links out of the work dir" "$ATR" replay tools -q --config none --sandbox none --workdir "$WD" "$E/escape.ndjson" --out "$E/escape"
+check "editor: nothing written through a link" "[ ! -e '$E/outside/evil' ] && [ ! -e '$E/outside/sub' ] && [ \"\$(cat '$E/outside/secret')\" = secret ] && [ \"\$(grep -c '\"exit_code\":1' '$E/escape/metrics.jsonl')\" -eq 3 ]"
