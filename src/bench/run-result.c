@@ -122,6 +122,8 @@ static void write_result_fields(struct atr_jw *w, const struct run *r)
     write_override(w, r);
     atr_jw_kv_str(w, "server_command", r->server_cmd);
     write_server_exit(w, r);
+    atr_jw_kv_str(w, "contained_by", r->rn->use_cg ? "cgroup" : "process group");
+    atr_jw_kv_str(w, "warning", *r->rn->st->warning ? r->rn->st->warning : NULL);
     atr_jw_kv_str(w, "benchmark", r->bench_summary);
     write_timing(w, r);
     char *tail = run_log_tail(r, LOG_TAIL_BYTES, LOG_TAIL_LINES);

@@ -143,13 +143,31 @@ bool run_log_says_oom(const struct run *r, char *out, size_t cap)
 int run_command(struct run *r, const char *label, const char *cmd, double timeout_s,
                        const struct atr_spawn_watch *watch, struct atr_spawn_result *res)
 {
+    struct runner *rn = r->rn;
     run_log_line(r, "==> %s: %s", label, cmd);
     struct atr_spawn_opts so = {
-        .command = cmd, .env = r->rn->env, .max_output = STEP_OUTPUT_MAX,
+        .command = cmd, .env = rn->env, .max_output = STEP_OUTPUT_MAX, .host = &rn->host,
         .timeout_ms = timeout_s > 0 ? (int64_t)(timeout_s * 1000) : 0, .watch = watch,
     };
+    /* A group of its own below the run root: what the command started and
+     * left running, setsid or not, is killed with the group when it ends
+     * (and by the guard, the group being below the root, should atr die). */
+    struct atr_cg cg = {.v2_fd = -1};
     struct atr_error err;
-    if (atr_spawn_run(&so, res, &err) < 0) {
+    int rc = 0;
+    if (rn->use_cg) {
+        char name[64];
+        snprintf(name, sizeof name, "%s-%zu", label, ++rn->serial);
+        rc = atr_cg_create(&rn->host, &rn->root, name, &cg, &err);
+        so.cg = rc == 0 ? &cg : NULL;
+    }
+    if (rc == 0)
+        rc = atr_spawn_run(&so, res, &err);
+    if (so.cg) {
+        struct atr_error ignored;
+        atr_cg_remove(&rn->host, &cg, &ignored);
+    }
+    if (rc < 0) {
         snprintf(r->error, sizeof r->error, "%s could not start: %s", label, err.msg);
         run_log_line(r, "%s", r->error);
         return -1;
@@ -519,16 +537,30 @@ static void make_env(struct runner *rn)
             rn->env[k++] = environ[i];
 }
 
-static int setup_cgroups(struct runner *rn)
+/* The run root every server and command gets a group below. Without one
+ * (no usable hierarchy, not delegated to this user, the root refused)
+ * the run goes on, stopping process groups only, and says so. */
+static void setup_cgroups(struct runner *rn)
 {
     struct atr_error err;
-    if (atr_cg_detect(&rn->host, NULL, NULL, "", &err) < 0)
-        return 0;                        /* no cgroups: process groups only */
-    unsigned removed;
-    atr_cg_sweep_stale(&rn->host, &removed, &err);
-    rn->use_cg = rn->host.mode != ATR_CG_NONE && !*rn->host.denied &&
-                 atr_cg_root(&rn->host, &rn->root, &err) == 0;
-    return 0;
+    char why[384];
+    if (atr_cg_detect(&rn->host, NULL, NULL, "", &err) < 0) {
+        rn->host.mode = ATR_CG_NONE;
+        snprintf(why, sizeof why, "%.380s", err.msg);
+    } else if (rn->host.mode == ATR_CG_NONE) {
+        snprintf(why, sizeof why, "%.380s", rn->host.note);
+    } else if (*rn->host.denied) {
+        snprintf(why, sizeof why, "%.340s is not writable here", rn->host.denied);
+    } else {
+        unsigned removed;
+        atr_cg_sweep_stale(&rn->host, &removed, &err);   /* groups of runs killed with -9 */
+        rn->use_cg = atr_cg_root(&rn->host, &rn->root, &err) == 0;
+        snprintf(why, sizeof why, "%.380s", err.msg);
+    }
+    if (!rn->use_cg)
+        snprintf(rn->st->warning, sizeof rn->st->warning, "no cgroups of atr's own here (%s): servers "
+                 "and commands are stopped by their process group only, so a process that "
+                 "leaves it (setsid) can outlive its run", why);
 }
 
 static int setup(struct runner *rn)

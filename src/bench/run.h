@@ -73,6 +73,9 @@ struct atr_bench_run_stats {
     size_t done;                       /* results written now */
     size_t outcomes[ATR_BENCH_OUTCOMES];    /* of those written now */
     bool interrupted;
+    /* "" when every server and command ran in a cgroup of atr's own (what
+     * they start is killed with it, setsid or not); else why not. */
+    char warning[768];
 };
 
 /* Runs s. 0 when every run of the share has a result (or stop was set:

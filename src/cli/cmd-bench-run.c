@@ -272,6 +272,8 @@ static int run_spec(const struct run_args *a, const struct atr_bench_spec *s, co
     struct atr_bench_run_stats st;
     struct atr_error err;
     int rc = atr_bench_run(s, &o, &st, &err);
+    if (*st.warning)
+        fprintf(stderr, "atr bench run: warning: %s\n", st.warning);
     if (rc < 0)
         return cli_fail_err(&err);
     if (st.interrupted) {
