@@ -555,12 +555,13 @@ static void setup_cgroups(struct runner *rn)
         unsigned removed;
         atr_cg_sweep_stale(&rn->host, &removed, &err);   /* groups of runs killed with -9 */
         rn->use_cg = atr_cg_root(&rn->host, &rn->root, &err) == 0;
-        snprintf(why, sizeof why, "%.380s", err.msg);
+        if (!rn->use_cg)
+            snprintf(why, sizeof why, "%.380s", err.msg);
     }
     if (!rn->use_cg)
-        snprintf(rn->st->warning, sizeof rn->st->warning, "no cgroups of atr's own here (%s): servers "
-                 "and commands are stopped by their process group only, so a process that "
-                 "leaves it (setsid) can outlive its run", why);
+        snprintf(rn->st->warning, sizeof rn->st->warning, "no cgroups of atr's own here (%s): "
+                 "servers and commands are stopped by their process group only, so a process "
+                 "that leaves it (setsid) can outlive its run", why);
 }
 
 static int setup(struct runner *rn)
