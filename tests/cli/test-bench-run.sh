@@ -2,7 +2,10 @@
 # (examples/bench/sim.json, `atr sim serve` as the engine) produces every
 # outcome; SIGKILL of atr mid-run leaves no server, cgroup or temporary and
 # a second run resumes; two shards merge into the unsharded report; Ctrl-C;
-# a port already taken; command mode parsing vLLM's console output.
+# a port already taken; command mode parsing vLLM's console output; setsid
+# children of a server and of a benchmark command killed with the run's
+# cgroups (timeout, SIGKILL of atr, of atr and its guard), and the
+# process-group fallback's warning on a host without cgroups.
 # Ports are free ones chosen by atr (--port 0, "port": 0), so two suites
 # can run at once.
 
@@ -218,3 +221,92 @@ assert d['outcome'] == 'success' and d['metrics']['completed'] == 2 and d['bench
 sed "s|small.ndjson|missing.ndjson|" "$BR/trace.json" >"$BR/trace-missing.json"
 fails bench-run-trace-missing 1 "missing\.ndjson: No such file or directory" "$ATR" bench run "$BR/trace-missing.json" -q -o "$BR/never"
 absent bench-run-trace-missing-nothing "$BR/never"
+
+# ---- containment: what a server and a benchmark command leave running ----
+# Each runs in a cgroup of atr's own, so children that called setsid (out
+# of the process group atr kills) die with the run: after a benchmark
+# timeout, after SIGKILL of atr and its guard (the next run sweeps the
+# groups left), and without cgroups the run goes on with a warning.
+ESC=$BR/esc
+mkdir -p "$ESC"
+# esc_spec NAME TIMEOUT : a spec whose server and benchmark command each
+# start a setsid sleep (pids in NAME-server.pid, NAME-bench.pid).
+esc_spec() {
+    cat >"$ESC/$1.json" <<EOF2
+{"format": "atr-bench-spec/1", "port": 0, "workdir": "$ESC",
+ "variants": {"baseline": {
+   "server": "setsid sleep 1001 & echo \$! >{workdir}/$1-server.pid; exec atr sim serve --ttft 0 --itl 0 --port {port} --model {model}",
+   "ready_url": "http://127.0.0.1:{port}/health", "startup_timeout_s": 10, "benchmark_timeout_s": $2}},
+ "workload": {"mode": "command", "command": "setsid sleep 1002 & echo \$! >{workdir}/$1-bench.pid; sleep 30"},
+ "items": [{"human_commit": "e5cafe00", "parent_commit": "p", "model": "m"}]}
+EOF2
+}
+# gone PIDFILE : the sleep whose pid PIDFILE holds is dead: no such
+# process, a zombie (dead, its reaping is init's), or the pid reused.
+cat >"$ESC/gone" <<'SH'
+p=$(cat "$1" 2>/dev/null) && [ -n "$p" ] || exit 1
+st=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null) || exit 0
+set -- $st
+[ "$1" = Z ] && exit 0
+! tr '\0' ' ' <"/proc/$p/cmdline" | grep -q '^sleep 100[12] '
+SH
+gone="sh $ESC/gone"
+
+esc_spec timeout 1
+ok bench-run-setsid-timeout "$ATR" bench run "$ESC/timeout.json" -q -o "$ESC/timeout"
+check bench-run-setsid-timeout-outcome "$outcome_is '$ESC/timeout' e5cafe00_baseline benchmark_timeout && grep -q '\"contained_by\": \"cgroup\", \"warning\": null' '$ESC/timeout/results/e5cafe00_baseline_result.json'"
+wait_for 10 "$gone '$ESC/timeout-bench.pid' && $gone '$ESC/timeout-server.pid'"
+check bench-run-setsid-bench-child-killed "$gone '$ESC/timeout-bench.pid'"
+check bench-run-setsid-server-child-killed "$gone '$ESC/timeout-server.pid'"
+
+# SIGKILL of atr alone mid-benchmark: its guard removes the groups, and
+# with them the benchmark command's children (setsid or not).
+esc_spec guard 60
+setsid "$ATR" bench run "$ESC/guard.json" -q -o "$ESC/guard" >/dev/null 2>&1 &
+KPID=$!
+wait_for 30 "[ -s '$ESC/guard-bench.pid' ] && [ -s '$ESC/guard-server.pid' ]"
+kill -KILL "$KPID"
+wait "$KPID" 2>/dev/null
+wait_for 10 "$gone '$ESC/guard-bench.pid' && $gone '$ESC/guard-server.pid' && [ -z \"\$(sh '$LEFT' $KPID)\" ]"
+check bench-run-guard-bench-child "$gone '$ESC/guard-bench.pid'"
+check bench-run-guard-server-child "$gone '$ESC/guard-server.pid'"
+check bench-run-guard-no-leftovers "[ -z \"\$(sh '$LEFT' $KPID)\" ]"
+
+# SIGKILL of atr and of its guard (so nothing cleans up) mid-benchmark:
+# the groups stay, with the children in them, until the next run sweeps.
+esc_spec killed 60
+setsid "$ATR" bench run "$ESC/killed.json" -q -o "$ESC/killed" >/dev/null 2>&1 &
+KPID=$!
+wait_for 30 "[ -s '$ESC/killed-bench.pid' ] && [ -s '$ESC/killed-server.pid' ]"
+GPID=
+for p in /proc/[0-9]*; do
+    st=$(sed 's/.*) //' "$p/stat" 2>/dev/null) || continue
+    # shellcheck disable=SC2086
+    set -- $st
+    [ "$2" = "$KPID" ] && [ "$(cat "$p/comm" 2>/dev/null)" = atr-guard ] && GPID=${p#/proc/}
+done
+check bench-run-killed-guard-found "[ -n '$GPID' ]"
+kill -KILL $GPID "$KPID"
+wait "$KPID" 2>/dev/null
+check bench-run-killed-groups-left "find /sys/fs/cgroup -maxdepth 8 -type d -name 'atr-$KPID' | grep -q ."
+ok bench-run-killed-next-run "$ATR" bench run "$ESC/timeout.json" -q -o "$ESC/next"
+wait_for 10 "$gone '$ESC/killed-bench.pid' && $gone '$ESC/killed-server.pid'"
+check bench-run-killed-swept-bench-child "$gone '$ESC/killed-bench.pid'"
+check bench-run-killed-swept-server-child "$gone '$ESC/killed-server.pid'"
+check bench-run-killed-swept-groups "[ -z \"\$(sh '$LEFT' $KPID)\" ]"
+
+# Without cgroups (a mount namespace without cgroupfs): the run goes on,
+# process groups only, and says so on stderr and in the result.
+if unshare -m true 2>/dev/null; then
+    esc_spec nocg 1
+    unshare -m sh -c "umount -l /sys/fs/cgroup && exec '$ATR' bench run '$ESC/nocg.json' -q -o '$ESC/nocg'" \
+        >"$ESC/nocg.out" 2>"$ESC/nocg.err"
+    rc=$?
+    check bench-run-nocg-exit-0 "[ $rc = 0 ] && $outcome_is '$ESC/nocg' e5cafe00_baseline benchmark_timeout"
+    check bench-run-nocg-warning "grep -q '^atr bench run: warning: no cgroups of atr.s own here (.*): servers and commands are stopped by their process group only' '$ESC/nocg.err'"
+    check bench-run-nocg-result "grep -q '\"contained_by\": \"process group\", \"warning\": \"no cgroups of atr.s own here' '$ESC/nocg/results/e5cafe00_baseline_result.json'"
+    # what the warning says: the setsid children outlived the run (ours to end)
+    for f in "$ESC"/nocg-*.pid; do
+        $gone "$f" || kill -KILL "$(cat "$f")" 2>/dev/null
+    done
+fi
