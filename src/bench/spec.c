@@ -357,6 +357,84 @@ static int parse_items(struct ctx *c, const struct atr_json *root)
     return 0;
 }
 
+/* One run's file name (as atr_bench_run_name makes it) and its origin. */
+struct run_file {
+    char name[8 + 3 * ATR_BENCH_NAME_MAX];
+    size_t seq;                    /* spec order: the later of two is reported */
+    const struct atr_json *item;
+    size_t index;
+    const char *variant, *agent;
+};
+
+static int run_file_cmp(const void *a, const void *b)
+{
+    const struct run_file *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+static void add_run_file(struct run_file *f, size_t *n, const struct atr_json *item, size_t i,
+                         const struct atr_bench_item *it, const char *variant, const char *agent)
+{
+    struct run_file *r = &f[*n];
+    *r = (struct run_file){.seq = *n, .item = item, .index = i, .variant = variant,
+                           .agent = agent};
+    snprintf(r->name, sizeof r->name, "%.8s_%s%s%s", it->human_commit, variant,
+             agent ? "_" : "", agent ? agent : "");
+    (*n)++;
+}
+
+/* "items[2] (v0.6.0) variant human" or "... agent x of variant agent"
+ * (the names were checked: no escapes to hide). */
+static const char *run_desc(struct ctx *c, const struct run_file *r)
+{
+    return atr_arena_printf(&c->s->arena, "items[%zu] (%s) %s%s%s%s", r->index,
+                            c->s->items[r->index].human_commit,
+                            r->agent ? "agent " : "variant ", r->agent ? r->agent : r->variant,
+                            r->agent ? " of variant " : "", r->agent ? r->variant : "");
+}
+
+/* Two runs whose file names agree would share a result (the second
+ * skipped as already done) and a log: the first 8 characters of
+ * human_commit name the files, and '_' joins variant and agent. */
+static int check_run_files(struct ctx *c, const struct atr_json *root)
+{
+    const struct atr_bench_spec *s = c->s;
+    size_t cap = 0, n = 0;
+    for (size_t i = 0; i < s->n_items; i++)
+        cap += 1 + s->items[i].n_variants * (1 + s->items[i].n_agents);
+    struct run_file *f = xcalloc(cap, sizeof *f);
+    const struct atr_json *item = atr_json_get(root, "items")->u.kids.first;
+    for (size_t i = 0; i < s->n_items; i++, item = item->next) {
+        const struct atr_bench_item *it = &s->items[i];
+        if (s->cleanup)
+            add_run_file(f, &n, item, i, it, "cleanup", NULL);   /* its log */
+        for (size_t k = 0; k < it->n_variants; k++) {
+            const struct atr_bench_variant *v = it->variants[k];
+            if (!v->per_agent)
+                add_run_file(f, &n, item, i, it, v->name, NULL);
+            for (size_t a = 0; v->per_agent && a < it->n_agents; a++)
+                if (it->agents[a].patch)
+                    add_run_file(f, &n, item, i, it, v->name, it->agents[a].name);
+        }
+    }
+    qsort(f, n, sizeof *f, run_file_cmp);
+    int rc = 0;
+    for (size_t k = 1; k < n && !rc; k++) {
+        if (strcmp(f[k - 1].name, f[k].name) != 0)
+            continue;
+        const struct run_file *later = f[k - 1].seq > f[k].seq ? &f[k - 1] : &f[k];
+        const struct run_file *first = later == &f[k] ? &f[k - 1] : &f[k];
+        rc = atr_error_at(c->err, s->path, later->item->line, later->item->col,
+                          "items[%zu]: %s and %s would both write %s (results/, logs/): the "
+                          "first 8 characters of human_commit name the files, and '_' joins "
+                          "variant and agent", later->index, run_desc(c, first),
+                          run_desc(c, later), later->name);
+    }
+    free(f);
+    return rc;
+}
+
 /* "model_overrides": {FROM: {"to": TO, "reason": WHY}}. */
 static int parse_overrides(struct ctx *c, const struct atr_json *root)
 {
@@ -465,7 +543,8 @@ static int parse_top(struct ctx *c, const struct atr_json *root)
         return -1;
     s->workdir = resolve(c, s->workdir);
     s->port = (unsigned)port;
-    return parse_variants(c, root) || parse_items(c, root) || parse_overrides(c, root)
+    return parse_variants(c, root) || parse_items(c, root) || check_run_files(c, root)
+        || parse_overrides(c, root)
         || parse_workload(c, root);
 }
 

@@ -376,6 +376,41 @@ static void test_bad_names(void **state)
     }
 }
 
+/* Two runs that would write one file name are refused when the spec is
+ * read: the second would be skipped as done, the logs mixed. */
+static void test_run_files_collide(void **state)
+{
+    static const char *const specs[][2] = {
+        {"{\"format\": \"atr-bench-spec/1\", \"variants\": {\"v\": " VARIANT "}, \"items\": ["
+         "{\"human_commit\": \"v0.6.0.post1\", \"parent_commit\": \"p\", \"model\": \"m\"},\n"
+         "{\"human_commit\": \"v0.6.0.post2\", \"parent_commit\": \"p\", \"model\": \"m\"}]}",
+         "c.json:2:1: items[1]: items[0] (v0.6.0.post1) variant v and items[1] (v0.6.0.post2) "
+         "variant v would both write v0.6.0.p_v (results/, logs/)"},
+        {"{\"format\": \"atr-bench-spec/1\", \"variants\": {\"agent\": {\"per_agent\": true, "
+         "\"server\": \"s\", \"ready_url\": \"u\"}, \"agent_x\": " VARIANT "}, \"items\": ["
+         "{\"human_commit\": \"c\", \"parent_commit\": \"p\", \"model\": \"m\", "
+         "\"agents\": {\"x\": \"x.diff\"}}]}",
+         "items[0] (c) agent x of variant agent and items[0] (c) variant agent_x would both "
+         "write c_agent_x"},
+        {"{\"format\": \"atr-bench-spec/1\", \"cleanup\": \"true\", \"variants\": "
+         "{\"cleanup\": " VARIANT "}, \"items\": [" ITEM "]}",
+         "variant cleanup would both write "},
+    };
+    for (size_t i = 0; i < sizeof specs / sizeof *specs; i++) {
+        struct atr_error err = {{0}};
+        struct atr_bench_spec *s = parse(specs[i][0], "c.json", &err);
+        if (s)
+            fail_msg("case %zu parsed", i);
+        if (!strstr(err.msg, specs[i][1]))
+            fail_msg("case %zu: got '%s', wanted '%s'", i, err.msg, specs[i][1]);
+    }
+    /* the same commit prefix without a shared file: no cleanup, other variants */
+    struct atr_error err;
+    struct atr_bench_spec *s = parse(MINIMAL, "c.json", &err);
+    assert_non_null(s);
+    atr_bench_spec_free(s);
+}
+
 /* A spec made in code, not read: the runner refuses its names before it
  * makes the output folder or starts anything. */
 static void test_runner_refuses_names(void **state)
@@ -422,6 +457,7 @@ int main(void)
         cmocka_unit_test(test_run_name),
         cmocka_unit_test(test_commits_and_refs),
         cmocka_unit_test(test_bad_names),
+        cmocka_unit_test(test_run_files_collide),
         cmocka_unit_test(test_runner_refuses_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
