@@ -7,6 +7,7 @@
 
 #include <xxhash.h>
 
+#include "bench/run.h"
 #include "bench/spec.h"
 #include "json/json.h"
 #include "util/alloc.h"
@@ -357,7 +358,8 @@ static int parse_items(struct ctx *c, const struct atr_json *root)
     return 0;
 }
 
-/* One run's file name (as atr_bench_run_name makes it) and its origin. */
+/* One run's file name (atr_bench_run_name; the names fit, being checked)
+ * and where it comes from. */
 struct run_file {
     char name[8 + 3 * ATR_BENCH_NAME_MAX];
     size_t seq;                    /* spec order: the later of two is reported */
@@ -379,8 +381,7 @@ static void add_run_file(struct run_file *f, size_t *n, const struct atr_json *i
     struct run_file *r = &f[*n];
     *r = (struct run_file){.seq = *n, .item = item, .index = i, .variant = variant,
                            .agent = agent};
-    snprintf(r->name, sizeof r->name, "%.8s_%s%s%s", it->human_commit, variant,
-             agent ? "_" : "", agent ? agent : "");
+    atr_bench_run_name(r->name, sizeof r->name, it->human_commit, variant, agent);
     (*n)++;
 }
 
@@ -544,8 +545,7 @@ static int parse_top(struct ctx *c, const struct atr_json *root)
     s->workdir = resolve(c, s->workdir);
     s->port = (unsigned)port;
     return parse_variants(c, root) || parse_items(c, root) || check_run_files(c, root)
-        || parse_overrides(c, root)
-        || parse_workload(c, root);
+        || parse_overrides(c, root) || parse_workload(c, root);
 }
 
 struct atr_bench_spec *atr_bench_spec_parse(const char *text, size_t len, const char *path,

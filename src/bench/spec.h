@@ -89,7 +89,8 @@ bool atr_bench_name_ok(const char *s);
  * human_commit with atr_bench_name_ok (human_commit not starting with '-'),
  * human_commit_full and parent_commit as git commits (hex, a ref or a
  * revision: [A-Za-z0-9._^~-] parts joined by '/', none empty or starting
- * with '.', the whole not starting with '-'). Returns NULL with err set. */
+ * with '.', the whole not starting with '-'); and no two runs may share a
+ * file name (atr_bench_run_name). Returns NULL with err set. */
 struct atr_bench_spec *atr_bench_spec_parse(const char *text, size_t len, const char *path,
                                             struct atr_error *err);
 /* Reads and parses the file at path. */
