@@ -290,7 +290,8 @@ if ! grep -q '"contained_by": "process group"' "$ESC/timeout/results/e5cafe00_ba
         [ "$2" = "$KPID" ] && [ "$(cat "$p/comm" 2>/dev/null)" = atr-guard ] && GPID=${p#/proc/}
     done
     check bench-run-killed-guard-found "[ -n '$GPID' ]"
-    kill -KILL $GPID "$KPID"
+    [ -n "$GPID" ] && kill -KILL "$GPID"   # the guard first: it would clean up
+    kill -KILL "$KPID"
     wait "$KPID" 2>/dev/null
     check bench-run-killed-groups-left "find /sys/fs/cgroup -maxdepth 8 -type d -name 'atr-$KPID' | grep -q ."
     esc_spec next 1
