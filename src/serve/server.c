@@ -994,7 +994,10 @@ int atr_serve_listen(struct atr_serve *s, struct atr_error *err)
     }
     s->accept_guard = atr_accept_guard_new(s->base, bound, "sim serve", s->cfg.on_warn,
                                            s->cfg.warn_ctx);
-    atr_accept_guard_deadline(s->accept_guard, s->http, s->cfg.header_timeout_s);
+    atr_accept_guard_deadline(s->accept_guard, s->http,
+                              s->cfg.header_timeout_s > 0 ? s->cfg.header_timeout_s : 10);
+    atr_accept_guard_cap(s->accept_guard, s->http, s->cfg.max_connections ?
+                         s->cfg.max_connections : atr_accept_default_cap(1));
     return 0;
 }
 
