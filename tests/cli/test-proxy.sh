@@ -518,6 +518,7 @@ done
 check proxy-sessions-ttl-expired "[ '$ttl_n' = 0 ]"
 px_stop $TTL_PID
 fails proxy-bad-max-sessions 2 "--max-sessions wants" "$ATR" proxy --upstream "$UPA" --max-sessions 0
+fails proxy-bad-max-connections 2 "--max-connections wants" "$ATR" proxy --upstream "$UPA" --max-connections 0
 
 fails proxy-no-upstream 2 "wants at least one --upstream" "$ATR" proxy
 fails proxy-bad-upstream 2 "--upstream wants http://HOST:PORT" "$ATR" proxy --upstream ftp://x
@@ -558,6 +559,19 @@ check "proxy's default cap is below the fd limit: accept() never fails" "grep -q
 check "proxy at its default cap: no spin, an open connection answered, new ones after" "grep -q ' kept=1 after=1\$' '$PX/fdcap.txt' && [ \"\$(sed -n 's/^cpu=\\([0-9]*\\) .*/\\1/p' '$PX/fdcap.txt')\" -lt 30 ]"
 check "proxy at its default cap logs a few lines" "[ \$(wc -c <'$PX/fdcap.err') -lt 4096 ]"
 px_stop $FD_PID
+# What the reserve is for: flooded, 8 open clients ask at once, which
+# takes 8 new upstream connections (before: 502 "upstream refused" for
+# each, no descriptor left to connect with).
+px_up fdup --ttft 500 --itl 10
+FDUP_PID=$UP_PID
+: >"$PX/fdneed.out"
+"$PX/atr64" proxy --port 0 --upstream "http://127.0.0.1:$UP_PORT" >"$PX/fdneed.out" 2>"$PX/fdneed.err" &
+FD_PID=$!
+FD_PORT=$(px_wait_port "$PX/fdneed.out" $FD_PID)
+timeout 60 python3 "$ROOT/tests/helpers/fdneed.py" "$FD_PORT" "$FD_PID" 200 8 >"$PX/fdneed.txt" 2>&1
+check "proxy at its default cap still opens upstream connections for its clients" "grep -q ' statuses=200,200,200,200,200,200,200,200\$' '$PX/fdneed.txt'"
+px_stop $FD_PID
+px_stop $FDUP_PID
 
 # ---- --max-connections: more clients than the cap wait, none refused ----
 # 4 keep-alive clients hold the 4 slots; 10 more connect and ask: none is

@@ -96,6 +96,7 @@ metric() { curl -s --max-time 10 "$SV_URL/metrics" | awk -v k="$1" '$1 == k {pri
 
 fails "serve needs a mode" 2 "either --profile" "$ATR" sim serve --port 0
 fails "serve bad fail kind" 2 "fail-kinds wants" "$ATR" sim serve --ttft 0 --itl 0 --fail-kinds 404
+fails "serve bad --max-connections" 2 "max-connections wants 1..16777216" "$ATR" sim serve --ttft 0 --itl 0 --max-connections 0
 fails "serve bad profile" 2 "unknown GPU|unknown" "$ATR" sim serve --profile nope/llama-3.1-8b --port 0
 ok "serve --help" "$ATR" sim serve --help
 check "serve help names --fail-kinds" "grep -q -- '--fail-kinds' '$T/out'"
