@@ -39,14 +39,14 @@
  * that it outlives evhttp's free, which we notice (its callbacks are
  * cleared) on the next sweep: libevent 2.1 tells no one else when evhttp
  * closes a connection (its one close callback is the server's). */
-struct pending {
+struct conn {
     struct bufferevent *bev;
     double deadline;
-    struct pending *next;
+    struct conn *next;
 };
 
 struct atr_accept_guard {
-    struct pending *pending, *open;
+    struct conn *pending, *open;
     struct event *sweep;
     double header_s;                   /* 0: no first-request deadline */
     unsigned cap, n_conns;             /* cap 0: none */
@@ -90,9 +90,9 @@ static void sweep_later(struct atr_accept_guard *g)
 }
 
 /* Unlinks *pp, letting its bufferevent go (closed if evhttp let go too). */
-static void drop(struct atr_accept_guard *g, struct pending **pp)
+static void drop(struct atr_accept_guard *g, struct conn **pp)
 {
-    struct pending *p = *pp;
+    struct conn *p = *pp;
     *pp = p->next;
     bufferevent_decref(p->bev);
     free(p);
@@ -138,7 +138,7 @@ static void cap_check(struct atr_accept_guard *g)
 
 /* Drops the records evhttp let go of and, with a deadline, closes those
  * past it; deadline NAN: none. */
-static void sweep_list(struct atr_accept_guard *g, struct pending **pp, double now)
+static void sweep_list(struct atr_accept_guard *g, struct conn **pp, double now)
 {
     while (*pp) {
         bufferevent_event_cb event_cb;
@@ -173,7 +173,7 @@ static struct bufferevent *on_new_connection(struct event_base *base, void *arg)
     struct bufferevent *bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
     if (!bev)
         return NULL;
-    struct pending *p = xcalloc(1, sizeof *p);
+    struct conn *p = xcalloc(1, sizeof *p);
     bufferevent_incref(bev);
     bufferevent_setwatermark(bev, EV_READ, 0, READ_HIGH_WATER);
     p->bev = bev;
@@ -227,9 +227,9 @@ void atr_accept_guard_request(struct atr_accept_guard *g, struct evhttp_request 
     if (!g || !g->pending)
         return;
     struct bufferevent *bev = evhttp_connection_get_bufferevent(evhttp_request_get_connection(req));
-    for (struct pending **pp = &g->pending; *pp; pp = &(*pp)->next)
+    for (struct conn **pp = &g->pending; *pp; pp = &(*pp)->next)
         if ((*pp)->bev == bev) {
-            struct pending *p = *pp;
+            struct conn *p = *pp;
             *pp = p->next;
             p->deadline = NAN;
             p->next = g->open;
