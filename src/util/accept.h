@@ -29,8 +29,11 @@ struct atr_accept_guard *atr_accept_guard_new(struct event_base *base,
  * (headers and body) within seconds of being accepted, or it is closed:
  * evhttp's own timeout restarts on each read, so a client trickling a
  * header line every few seconds would hold it open for ever. Call
- * atr_accept_guard_request at the start of http's request callback. A
- * connection closed early gives its descriptor back within 250 ms. */
+ * atr_accept_guard_request at the start of http's request callback.
+ * With a deadline or a cap the guard holds a reference on every
+ * connection's bufferevent, so a connection evhttp closes (its client
+ * sees the close at once) gives its descriptor back within 250 ms, 20 ms
+ * at the cap. */
 void atr_accept_guard_deadline(struct atr_accept_guard *g, struct evhttp *http,
                                double seconds);
 /* At most max connections of http open at once (0: no cap): at the cap the
