@@ -59,6 +59,9 @@ static const char help[] =
     "      --max-body SIZE       request body (default 16M)\n"
     "      --max-headers SIZE    request headers (default 64K)\n"
     "      --max-requests N      requests in flight (default 4096): 503 beyond\n"
+    "      --max-connections N   client connections open at once; more wait to be\n"
+    "                            accepted (default: the descriptor limit less 64,\n"
+    "                            halved for the upstream connections)\n"
     "      --first-byte-timeout S    upstream's first byte (default 600): 504\n"
     "      --idle-timeout S      silence on either side (default 120)\n"
     "      --max-buffered SIZE   bytes queued for one slow client before the\n"
@@ -117,6 +120,8 @@ static const struct opt options[] = {
              "--max-headers wants a size >= 1K, got '%s'"),
     OPT_UINT(ARGS, cfg.max_connections, "max-requests", 0, 1, 1000000,
              "--max-requests wants 1..1000000, got '%s'"),
+    OPT_UINT(ARGS, cfg.max_client_connections, "max-connections", 0, 1, 1u << 24,
+             "--max-connections wants 1..16777216, got '%s'"),
     OPT_DOUBLE(ARGS, cfg.first_byte_timeout_s, "first-byte-timeout", 0, 0.001, 86400,
                "--first-byte-timeout wants seconds, got '%s'"),
     OPT_DOUBLE(ARGS, cfg.idle_timeout_s, "idle-timeout", 0, 1, 86400,

@@ -52,8 +52,10 @@ const char cmd_sim_serve_help[] =
     "                            times faster than the profile or --ttft/--itl say\n"
     "                            (tests, demos); /metrics stays in simulated time\n"
     "      --header-timeout S    a connection's first request must arrive whole within S\n"
-    "                            of its accept, however slowly it trickles (default: none)\n"
+    "                            of its accept, however slowly it trickles (default 10)\n"
     "      --idle-timeout S      silence on a connection closes it (default 86400)\n"
+    "      --max-connections N   connections open at once; more wait to be accepted\n"
+    "                            (default: the descriptor limit less 64)\n"
     "faults (for testing clients):\n"
     "      --fail-rate P         fraction of completion requests that fail (0..1)\n"
     "      --fail-kinds LIST     of 429,500,cut,stall (default all)\n"
@@ -169,6 +171,8 @@ static const struct opt options[] = {
                "--header-timeout wants seconds > 0, got '%s'"),
     OPT_DOUBLE(ARGS, cfg.idle_timeout_s, "idle-timeout", 0, 0.001, 1e7,
                "--idle-timeout wants seconds > 0, got '%s'"),
+    OPT_UINT(ARGS, cfg.max_connections, "max-connections", 0, 1, 1u << 24,
+             "--max-connections wants 1..16777216, got '%s'"),
     OPT_DOUBLE(ARGS, cfg.stall_s, "stall-seconds", 0, 0, 1e7,
                "--stall-seconds wants seconds >= 0, got '%s'"),
     OPT_UINT(ARGS, cfg.seed, "seed", 0, 0, UINT64_MAX, "--seed wants an integer >= 0, got '%s'"),

@@ -319,6 +319,8 @@ int atr_proxy_listen(struct atr_proxy *p, struct atr_error *err)
     p->accept_guard = atr_accept_guard_new(p->base, p->listener, "proxy", p->cfg.on_warn,
                                            p->cfg.ctx);
     atr_accept_guard_deadline(p->accept_guard, p->http, p->cfg.idle_timeout_s);
+    atr_accept_guard_cap(p->accept_guard, p->http, p->cfg.max_client_connections ?
+                         p->cfg.max_client_connections : atr_accept_default_cap(2));
     return 0;
 }
 

@@ -38,7 +38,10 @@ struct atr_proxy_cfg {
     /* Limits; 0 takes the default in brackets. */
     size_t max_body;                 /* request body bytes [16 MiB]: 413 */
     size_t max_headers;              /* request header bytes [64 KiB]: 431/400 */
-    unsigned max_connections;        /* client connections [4096]: 503 beyond */
+    unsigned max_connections;        /* requests in flight [4096]: 503 beyond */
+    unsigned max_client_connections; /* client connections open at once; more wait to be
+                                        accepted [RLIMIT_NOFILE less a reserve, halved:
+                                        each may hold an upstream connection too] */
     double first_byte_timeout_s;     /* upstream's first byte [600] */
     double idle_timeout_s;           /* between upstream bytes, and idle clients [120];
                                         also bounds a connect (libevent 2.1 has one

@@ -32,6 +32,11 @@
 #include "util/buf.h"
 
 #define DEFAULT_MAX_BODY (16u << 20)
+/* A first request (headers and body) still arriving after this long is a
+ * client holding the connection, not a slow one: a benchmark client sends
+ * its request at once, and later requests on the connection have no such
+ * deadline. */
+#define DEFAULT_HEADER_TIMEOUT_S 10
 #define CHAT_DEFAULT_MAX 4096
 
 /* vLLM's time_to_first_token_seconds buckets. */
@@ -994,7 +999,11 @@ int atr_serve_listen(struct atr_serve *s, struct atr_error *err)
     }
     s->accept_guard = atr_accept_guard_new(s->base, bound, "sim serve", s->cfg.on_warn,
                                            s->cfg.warn_ctx);
-    atr_accept_guard_deadline(s->accept_guard, s->http, s->cfg.header_timeout_s);
+    atr_accept_guard_deadline(s->accept_guard, s->http,
+                              s->cfg.header_timeout_s > 0 ? s->cfg.header_timeout_s
+                                                        : DEFAULT_HEADER_TIMEOUT_S);
+    atr_accept_guard_cap(s->accept_guard, s->http, s->cfg.max_connections ?
+                         s->cfg.max_connections : atr_accept_default_cap(1));
     return 0;
 }
 

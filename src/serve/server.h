@@ -62,8 +62,12 @@ struct atr_serve_cfg {
     void *warn_ctx;
     /* A connection's first request must arrive whole (headers and body)
      * within header_timeout_s of its accept, however slowly it trickles
-     * in; 0 = no such deadline. idle_timeout_s: silence on a connection; 0 = 86400. */
+     * in; 0 = 10. Later requests on it, and answers being written, have
+     * no such deadline. idle_timeout_s: silence on a connection; 0 = 86400. */
     double header_timeout_s, idle_timeout_s;
+    /* Connections open at once; beyond, new ones wait to be accepted.
+     * 0 = RLIMIT_NOFILE less a reserve (util/accept.h). */
+    unsigned max_connections;
 };
 
 struct atr_serve;

@@ -518,6 +518,7 @@ done
 check proxy-sessions-ttl-expired "[ '$ttl_n' = 0 ]"
 px_stop $TTL_PID
 fails proxy-bad-max-sessions 2 "--max-sessions wants" "$ATR" proxy --upstream "$UPA" --max-sessions 0
+fails proxy-bad-max-connections 2 "--max-connections wants" "$ATR" proxy --upstream "$UPA" --max-connections 0
 
 fails proxy-no-upstream 2 "wants at least one --upstream" "$ATR" proxy
 fails proxy-bad-upstream 2 "--upstream wants http://HOST:PORT" "$ATR" proxy --upstream ftp://x
@@ -528,12 +529,13 @@ px_stop $UPA_PID
 px_stop $UPB_PID
 
 # ---- at the descriptor limit (ulimit -n 64, 200 idle connections) ----
-# accept() fails with EMFILE: the proxy pauses accepting rather than
-# spinning on it, keeps serving its open connections, logs a line a second.
+# accept() fails with EMFILE (a cap above the limit lets it): the proxy
+# pauses accepting rather than spinning on it, keeps serving its open
+# connections, logs a line a second.
 printf '#!/bin/sh\nulimit -n 64 && exec "%s" "$@"\n' "$ATR" >"$PX/atr64"
 chmod +x "$PX/atr64"
 : >"$PX/fdlimit.out"
-"$PX/atr64" proxy --port 0 --upstream http://127.0.0.1:9 >"$PX/fdlimit.out" 2>"$PX/fdlimit.err" &
+"$PX/atr64" proxy --port 0 --upstream http://127.0.0.1:9 --max-connections 1000 >"$PX/fdlimit.out" 2>"$PX/fdlimit.err" &
 FD_PID=$!
 FD_PORT=$(px_wait_port "$PX/fdlimit.out" $FD_PID)
 timeout 60 python3 "$ROOT/tests/helpers/fdflood.py" "$FD_PORT" "$FD_PID" 200 2 /healthz >"$PX/fdlimit.txt" 2>&1
@@ -542,6 +544,45 @@ check "proxy at the fd limit still answers an open connection" "grep -q ' kept=1
 check "proxy at the fd limit answers again once clients close" "grep -q ' after=1\$' '$PX/fdlimit.txt'"
 check "proxy at the fd limit logs a few lines, not a flood" "[ \$(wc -c <'$PX/fdlimit.err') -lt 4096 ] && grep -q 'cannot accept connections (Too many open files)' '$PX/fdlimit.err'"
 px_stop $FD_PID
+
+# ---- the default connection cap: below the descriptor limit ----
+# With no --max-connections the cap is the limit less a reserve, halved
+# for the upstream connections (64 -> 16 here): the same flood never makes
+# accept() fail (before: "Too many open files", and no descriptor left
+# for an upstream connection or the journal).
+: >"$PX/fdcap.out"
+"$PX/atr64" proxy --port 0 --upstream http://127.0.0.1:9 >"$PX/fdcap.out" 2>"$PX/fdcap.err" &
+FD_PID=$!
+FD_PORT=$(px_wait_port "$PX/fdcap.out" $FD_PID)
+timeout 60 python3 "$ROOT/tests/helpers/fdflood.py" "$FD_PORT" "$FD_PID" 200 2 /healthz >"$PX/fdcap.txt" 2>&1
+check "proxy's default cap is below the fd limit: accept() never fails" "grep -q 'at the connection cap (16 open), new connections wait' '$PX/fdcap.err' && ! grep -q 'Too many open files' '$PX/fdcap.err'"
+check "proxy at its default cap: no spin, an open connection answered, new ones after" "grep -q ' kept=1 after=1\$' '$PX/fdcap.txt' && [ \"\$(sed -n 's/^cpu=\\([0-9]*\\) .*/\\1/p' '$PX/fdcap.txt')\" -lt 30 ]"
+check "proxy at its default cap logs a few lines" "[ \$(wc -c <'$PX/fdcap.err') -lt 4096 ]"
+px_stop $FD_PID
+# What the reserve is for: flooded, 8 open clients ask at once, which
+# takes 8 new upstream connections (before: 502 "upstream refused" for
+# each, no descriptor left to connect with).
+px_up fdup --ttft 500 --itl 10
+FDUP_PID=$UP_PID
+: >"$PX/fdneed.out"
+"$PX/atr64" proxy --port 0 --upstream "http://127.0.0.1:$UP_PORT" >"$PX/fdneed.out" 2>"$PX/fdneed.err" &
+FD_PID=$!
+FD_PORT=$(px_wait_port "$PX/fdneed.out" $FD_PID)
+timeout 60 python3 "$ROOT/tests/helpers/fdneed.py" "$FD_PORT" "$FD_PID" 200 8 >"$PX/fdneed.txt" 2>&1
+check "proxy at its default cap still opens upstream connections for its clients" "grep -q ' statuses=200,200,200,200,200,200,200,200\$' '$PX/fdneed.txt'"
+px_stop $FD_PID
+px_stop $FDUP_PID
+
+# ---- --max-connections: more clients than the cap wait, none refused ----
+# 4 keep-alive clients hold the 4 slots; 10 more connect and ask: none is
+# answered while the 4 stay (before: all at once), the 4 are still
+# answered, and all 10 are answered once the 4 close.
+px_start cap --upstream http://127.0.0.1:9 --max-connections 4
+CAP_PID=$PX_PID
+timeout 120 python3 "$ROOT/tests/helpers/capclients.py" "${PX_URL##*:}" 4 10 /healthz >"$PX/cap.txt" 2>&1
+check "proxy --max-connections 4: the 11th client waits, the 4 are served, all 10 after" "grep -qx 'held=1 early=0 kept=1 late=10' '$PX/cap.txt'"
+check "proxy at --max-connections logs a few lines" "[ \$(wc -c <'$PX/cap.err') -lt 4096 ] && grep -q 'at the connection cap (4 open)' '$PX/cap.err'"
+px_stop $CAP_PID
 
 # ---- a trickling client cannot hold a connection past --idle-timeout ----
 # One header line a second restarts evhttp's read timeout each time; the

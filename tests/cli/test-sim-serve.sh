@@ -96,6 +96,7 @@ metric() { curl -s --max-time 10 "$SV_URL/metrics" | awk -v k="$1" '$1 == k {pri
 
 fails "serve needs a mode" 2 "either --profile" "$ATR" sim serve --port 0
 fails "serve bad fail kind" 2 "fail-kinds wants" "$ATR" sim serve --ttft 0 --itl 0 --fail-kinds 404
+fails "serve bad --max-connections" 2 "max-connections wants 1..16777216" "$ATR" sim serve --ttft 0 --itl 0 --max-connections 0
 fails "serve bad profile" 2 "unknown GPU|unknown" "$ATR" sim serve --profile nope/llama-3.1-8b --port 0
 ok "serve --help" "$ATR" sim serve --help
 check "serve help names --fail-kinds" "grep -q -- '--fail-kinds' '$T/out'"
@@ -300,13 +301,14 @@ check "startup-delay: ready after the delay" "[ \$(curl -s -o /dev/null -w '%{ht
 sv_stop delay
 
 # ---- at the descriptor limit (ulimit -n 64, 200 idle connections) ----
-# accept() fails with EMFILE: the server pauses accepting, rather than
-# spinning on it (99 % of a core and ~45 MB/s of libevent warnings before),
-# keeps serving its open connections, and accepts again once some close.
+# accept() fails with EMFILE (a cap above the limit lets it): the server
+# pauses accepting, rather than spinning on it (99 % of a core and ~45 MB/s
+# of libevent warnings before), keeps serving its open connections, and
+# accepts again once some close.
 printf '#!/bin/sh\nulimit -n 64 && exec "%s" "$@"\n' "$ATR" >"$SV/atr64"
 chmod +x "$SV/atr64"
 SV_ATR=$ATR ATR=$SV/atr64
-sv_start fdlimit --ttft 10 --itl 10
+sv_start fdlimit --ttft 10 --itl 10 --max-connections 1000
 ATR=$SV_ATR
 timeout 60 python3 "$ROOT/tests/helpers/fdflood.py" "$SV_PORT" "$SV_PID" 200 2 /v1/models >"$SV/fdlimit.txt" 2>&1
 check "sim serve at the fd limit does not spin (CPU < 30 %)" "[ \"\$(sed -n 's/^cpu=\\([0-9]*\\) .*/\\1/p' '$SV/fdlimit.txt')\" -lt 30 ]"
@@ -314,6 +316,29 @@ check "sim serve at the fd limit still answers an open connection" "grep -q ' ke
 check "sim serve at the fd limit answers again once clients close" "grep -q ' after=1\$' '$SV/fdlimit.txt'"
 check "sim serve at the fd limit logs a few lines, not a flood" "[ \$(wc -c <'$SV/fdlimit.err') -lt 4096 ] && grep -q 'cannot accept connections (Too many open files)' '$SV/fdlimit.err'"
 sv_stop fdlimit
+
+# ---- the default connection cap: below the descriptor limit ----
+# With no --max-connections the cap is the limit less a reserve (64 -> 32
+# here): the same flood never makes accept() fail (before: "Too many open
+# files" each second, and no descriptor left for anything else).
+SV_ATR=$ATR ATR=$SV/atr64
+sv_start fdcap --ttft 10 --itl 10
+ATR=$SV_ATR
+timeout 60 python3 "$ROOT/tests/helpers/fdflood.py" "$SV_PORT" "$SV_PID" 200 2 /v1/models >"$SV/fdcap.txt" 2>&1
+check "sim serve's default cap is below the fd limit: accept() never fails" "grep -q 'at the connection cap (32 open), new connections wait' '$SV/fdcap.err' && ! grep -q 'Too many open files' '$SV/fdcap.err'"
+check "sim serve at its default cap: no spin, an open connection answered, new ones after" "grep -q ' kept=1 after=1\$' '$SV/fdcap.txt' && [ \"\$(sed -n 's/^cpu=\\([0-9]*\\) .*/\\1/p' '$SV/fdcap.txt')\" -lt 30 ]"
+check "sim serve at its default cap logs a few lines" "[ \$(wc -c <'$SV/fdcap.err') -lt 4096 ]"
+sv_stop fdcap
+
+# ---- --max-connections: more clients than the cap wait, none refused ----
+# 4 keep-alive clients hold the 4 slots; 10 more connect and ask: none is
+# answered while the 4 stay (before: all at once), the 4 are still
+# answered, and all 10 are answered once the 4 close.
+sv_start cap --ttft 10 --itl 10 --max-connections 4
+timeout 120 python3 "$ROOT/tests/helpers/capclients.py" "$SV_PORT" 4 10 /v1/models >"$SV/cap.txt" 2>&1
+check "sim serve --max-connections 4: the 11th client waits, the 4 are served, all 10 after" "grep -qx 'held=1 early=0 kept=1 late=10' '$SV/cap.txt'"
+check "sim serve at --max-connections logs a few lines" "[ \$(wc -c <'$SV/cap.err') -lt 4096 ] && grep -q 'at the connection cap (4 open)' '$SV/cap.err'"
+sv_stop cap
 
 # ---- --header-timeout: a trickling client cannot hold a connection ----
 # One header line a second restarts evhttp's own read timeout every time;
@@ -324,6 +349,19 @@ timeout 30 python3 "$ROOT/tests/helpers/trickle.py" "$SV_PORT" /v1/models 12 >"$
 check "sim serve closes a trickling client at --header-timeout" "awk '\$1 == \"closed\" && \$2 < 8 {ok = 1} END {exit !ok}' '$SV/trickle.txt'"
 check "sim serve still answers after cutting a trickling client" "[ \"\$(curl -s -o /dev/null -w '%{http_code}' '$SV_URL/v1/models')\" = 200 ]"
 sv_stop trickle
+# On by default (10 s): the same client is cut without the flag (before:
+# still open at 20 s).
+sv_start trickle10 --ttft 10 --itl 10
+timeout 40 python3 "$ROOT/tests/helpers/trickle.py" "$SV_PORT" /v1/models 20 >"$SV/trickle10.txt" 2>&1
+check "sim serve cuts a trickling client at the default --header-timeout" "awk '\$1 == \"closed\" && \$2 < 18 {ok = 1} END {exit !ok}' '$SV/trickle10.txt'"
+sv_stop trickle10
+# The deadline is the first request's arrival only: a stream answered for
+# longer than it (3 s against 1 s), and a keep-alive connection silent
+# between requests past it, are not cut.
+sv_start headonly --ttft 10 --itl 100 --header-timeout 1
+timeout 60 python3 "$ROOT/tests/helpers/headonly.py" "$SV_PORT" >"$SV/headonly.txt" 2>&1
+check "sim serve --header-timeout cuts neither a long stream nor a keep-alive wait" "grep -qx 'streamed=1 again=1' '$SV/headonly.txt'"
+sv_stop headonly
 
 # ---- 1000 concurrent streams on one core ----
 cat >"$SV/many.py" <<'PY'
