@@ -1,6 +1,6 @@
 /* spawn.h - run one tool step as a real process: /bin/sh -c COMMAND in its
- * cgroup (placed before exec), optionally sandboxed in new mount, PID and
- * network namespaces, with a scrubbed environment, closed stdin, captured
+ * cgroup (placed before exec), optionally in the jail of runner/sandbox.h
+ * (user, mount, PID, network, cgroup namespaces, no capabilities, seccomp),
  * and capped output, a timeout that kills the whole tree, and accounting.
  *
  * The child is in its cgroup before it execs: CLONE_INTO_CGROUP on v2 (and
