@@ -128,9 +128,11 @@ static int launch(struct atr_browse *bs, struct atr_error *err)
     struct atr_buf cmd = ATR_BUF_INIT;
     atr_browser_command(&cmd, bs->o.chromium, bs->profile);
     int pass[2] = {to[0], from[1]};
+    const char *binds[1] = {bs->profile};
     struct atr_spawn_opts so = {
         .command = cmd.data, .cwd = bs->profile, .env = env, .host = bs->o.host,
         .cg = bs->have_group ? &bs->group : NULL, .sandbox = bs->o.sandbox,
+        .binds = binds, .n_binds = bs->o.sandbox,   /* the profile, writable */
         .pass_fds = pass, .n_pass_fds = 2,
     };
     int rc = atr_spawn_start(&so, -1, &bs->proc, err);

@@ -435,6 +435,7 @@ static int run_step(struct trace_run *tr, const struct atr_step *s, struct atr_s
         goto fail;
     if (start_controller(tr, g, &ctl, &watch, err) < 0)
         goto fail;
+    const char *binds[1] = {tr->workdir};
     struct atr_spawn_opts so = {
         .command = s->command,
         .cwd = step_cwd(tr, s),
@@ -444,6 +445,8 @@ static int run_step(struct trace_run *tr, const struct atr_step *s, struct atr_s
         .sandbox = rp->o.sandbox,
         .allow_network = rp->o.allow_network,
         .rootfs = rp->o.rootfs,
+        .binds = binds,
+        .n_binds = rp->o.sandbox && !rp->o.rootfs,   /* the work dir, writable */
         .max_output = rp->o.max_output,
         .timeout_ms = s->timeout_ms > 0 ? s->timeout_ms : rp->o.timeout_ms,
         .watch = ctl ? &watch : NULL,

@@ -33,7 +33,7 @@ int atr_replay_config_parse(const char *name, enum atr_replay_config *out);
 struct atr_replay_opts {
     enum atr_replay_config config;
     struct atr_cg_limits limits;
-    bool sandbox;               /* new mount, PID, network namespaces */
+    bool sandbox;               /* the jail of runner/sandbox.h */
     bool allow_network;
     const char *rootfs;         /* NULL or an exported root file system */
     const char *workdir;        /* parent of the per-trace work directories */

@@ -29,11 +29,11 @@
  * process that left the group (setsid) survives. With a cgroup, the caller
  * kills the group's leftovers (atr_cg_kill) after reading its statistics. */
 #include "runner/spawn.h"
+#include "runner/sandbox.h"
 #include "util/alloc.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <net/if.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -126,14 +126,12 @@ void atr_spawn_kill_all(void)
 /* ---- the child ---------------------------------------------------------- */
 
 enum child_stage {
-    ST_SIGNALS, ST_SETPGID, ST_PDEATHSIG, ST_JOIN, ST_UNSHARE, ST_FORK, ST_PRIVATE,
-    ST_PROC, ST_BIND_ROOT, ST_PIVOT, ST_CHDIR, ST_FDS, ST_EXEC,
-};
+    ST_SIGNALS, ST_SETPGID, ST_PDEATHSIG, ST_JOIN, ST_FORK, ST_CHDIR, ST_FDS, ST_EXEC,
+};   /* and the sandbox's stages, ATR_SB_* (sandbox.h) */
 
 static const char *const stage_names[] = {
-    "reset signals", "setpgid", "prctl(PR_SET_PDEATHSIG)", "join cgroup", "unshare namespaces",
-    "fork namespace init", "make / private", "mount proc", "bind-mount rootfs",
-    "pivot_root into rootfs", "chdir", "set up fds", "exec /bin/sh",
+    "reset signals", "setpgid", "prctl(PR_SET_PDEATHSIG)", "join cgroup",
+    "fork namespace init", "chdir", "set up fds", "exec /bin/sh",
 };
 
 /* What a child reports through the close-on-exec pipe when it fails. */
@@ -152,15 +150,11 @@ struct child_plan {
     bool use_into;            /* try CLONE_INTO_CGROUP */
     bool join_v2;             /* not placed by CLONE_INTO_CGROUP */
     bool used_into;           /* the child was placed by CLONE_INTO_CGROUP */
-    bool fork_ns;             /* fork fallback: unshare, then fork PID 1 */
-    int ns_flags;
+    bool have_sb;             /* sb prepared: release it */
     char *argv[4];
     char *const *env;
-    char root_proc[PATH_MAX], root_dev[PATH_MAX];
-    char root_devs[3][PATH_MAX];
+    struct atr_sandbox sb;    /* sandboxed: what the child builds its jail from */
 };
-
-static const char *const host_devs[3] = {"/dev/null", "/dev/zero", "/dev/urandom"};
 
 static void child_fail(const struct child_plan *p, int stage)
 {
@@ -192,19 +186,23 @@ static void child_close_from(int lo, const struct child_plan *p)
         close(fd);
 }
 
-/* Fork fallback (no clone3): a new PID namespace applies to children only,
- * so this process unshares and forks PID 1, then waits for it and exits
- * with its status; it stays outside the namespace. Returns in PID 1. */
-static void child_fork_ns(struct child_plan *p)
+/* Sandboxed: the user namespace is joined and the others unshared, but a
+ * new PID namespace applies to children only, so this process forks PID 1,
+ * then waits for it and exits with its status; it stays outside the PID
+ * namespace (it is the pid the parent watches). Returns in PID 1. */
+static void child_sandbox(struct child_plan *p)
 {
-    if (unshare(p->ns_flags) < 0)
-        child_fail(p, ST_UNSHARE);
+    int stage = 0;
+    if (atr_sandbox_enter(&p->sb, &stage) < 0)
+        child_fail(p, stage);
     pid_t pid = (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);   /* no atfork handlers */
     if (pid < 0)
         child_fail(p, ST_FORK);
     if (pid == 0) {
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
             child_fail(p, ST_PDEATHSIG);
+        if (atr_sandbox_build(&p->sb, &stage) < 0)
+            child_fail(p, stage);
         return;
     }
     child_close_from(3, p);   /* only PID 1 keeps the pipes */
@@ -216,77 +214,6 @@ static void child_fork_ns(struct child_plan *p)
         _exit(128 + WTERMSIG(st));
     }
     _exit(WEXITSTATUS(st));
-}
-
-/* A new network namespace has only `lo`, and it is down: bring it up so
- * steps can still talk to themselves (test servers on localhost). */
-static void child_loopback_up(void)
-{
-    int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    if (s < 0)
-        return;
-    struct ifreq ifr;
-    memset(&ifr, 0, sizeof ifr);
-    memcpy(ifr.ifr_name, "lo", 3);
-    if (ioctl(s, SIOCGIFFLAGS, &ifr) == 0) {
-        ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
-        ioctl(s, SIOCSIFFLAGS, &ifr);
-    }
-    close(s);
-}
-
-/* Minimal /dev inside the rootfs: bind the host's null, zero and urandom
- * onto files created there, when the rootfs lets us create them. */
-static void child_rootfs_devs(const struct child_plan *p)
-{
-    mkdir(p->root_dev, 0755);
-    for (int i = 0; i < 3; i++) {
-        int fd = open(p->root_devs[i], O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY, 0666);
-        if (fd < 0)
-            continue;
-        close(fd);
-        mount(host_devs[i], p->root_devs[i], NULL, MS_BIND, NULL);
-    }
-}
-
-/* Makes the rootfs the root: a bind mount of it onto itself (pivot_root
- * wants a mount point), a fresh proc and /dev inside, then pivot_root(".",
- * ".") and a lazy unmount of the old root stacked on top, so the host's
- * tree is unreachable (a chroot could be escaped). chroot only where
- * pivot_root is refused (initramfs roots). */
-static void child_rootfs(const struct child_plan *p)
-{
-    const char *root = p->o->rootfs;
-    if (mount(root, root, NULL, MS_BIND | MS_REC, NULL) < 0)
-        child_fail(p, ST_BIND_ROOT);
-    mkdir(p->root_proc, 0555);
-    if (mount("proc", p->root_proc, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
-        child_fail(p, ST_PROC);
-    child_rootfs_devs(p);
-    if (chdir(root) < 0)
-        child_fail(p, ST_PIVOT);
-    if (syscall(SYS_pivot_root, ".", ".") == 0) {
-        if (umount2(".", MNT_DETACH) < 0)
-            child_fail(p, ST_PIVOT);
-    } else if (chroot(".") < 0) {
-        child_fail(p, ST_PIVOT);
-    }
-    if (chdir("/") < 0)
-        child_fail(p, ST_PIVOT);
-}
-
-/* Inside the new namespaces: nothing mounted here propagates back to the
- * host, and /proc shows the new PID namespace. */
-static void child_sandbox(const struct child_plan *p)
-{
-    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
-        child_fail(p, ST_PRIVATE);
-    if (!p->o->allow_network)
-        child_loopback_up();
-    if (p->o->rootfs)
-        child_rootfs(p);
-    else if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
-        child_fail(p, ST_PROC);
 }
 
 /* stdin from /dev/null, stdout and stderr to the pipe, the passed fds on
@@ -329,14 +256,12 @@ static void child_run(struct child_plan *p)
         child_fail(p, ST_SETPGID);
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
         child_fail(p, ST_PDEATHSIG);
-    /* The parent may have died before prctl (outside a PID namespace the
-     * parent's pid is visible; inside, getppid() is 0 and this is skipped). */
-    if (!p->o->sandbox && getppid() != p->parent)
+    if (getppid() != p->parent)   /* the parent died before prctl */
         _exit(127);
+    /* Joined as host root, before the user namespace: the sandbox's root
+     * may not write the host's cgroup files. */
     if (p->o->cg && atr_cg_join(p->o->cg, 0, !p->join_v2, NULL) < 0)
         child_fail(p, ST_JOIN);
-    if (p->fork_ns)
-        child_fork_ns(p);
     if (p->o->sandbox)
         child_sandbox(p);
     if (p->o->cwd && chdir(p->o->cwd) < 0)
@@ -355,19 +280,6 @@ static int64_t now_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-static int plan_paths(struct child_plan *p, struct atr_error *err)
-{
-    const char *root = p->o->rootfs;
-    if (!root)
-        return 0;
-    static const char *const names[3] = {"null", "zero", "urandom"};
-    bool ok = (size_t)snprintf(p->root_proc, PATH_MAX, "%s/proc", root) < PATH_MAX &&
-              (size_t)snprintf(p->root_dev, PATH_MAX, "%s/dev", root) < PATH_MAX;
-    for (int i = 0; i < 3 && ok; i++)
-        ok = (size_t)snprintf(p->root_devs[i], PATH_MAX, "%s/dev/%s", root, names[i]) < PATH_MAX;
-    return ok ? 0 : atr_error_set(err, "spawn: rootfs path too long: %s", root);
-}
-
 static char *const empty_env[] = {NULL};
 
 static void plan_init(struct child_plan *p, const struct atr_spawn_opts *o)
@@ -379,7 +291,6 @@ static void plan_init(struct child_plan *p, const struct atr_spawn_opts *o)
     p->argv[1] = (char *)"-c";
     p->argv[2] = (char *)o->command;
     p->env = o->env ? o->env : empty_env;
-    p->ns_flags = o->sandbox ? CLONE_NEWNS | CLONE_NEWPID | (o->allow_network ? 0 : CLONE_NEWNET) : 0;
     long max = sysconf(_SC_OPEN_MAX);
     p->max_fd = max > 0 && max < 65536 ? (int)max : 65536;
 }
@@ -389,7 +300,7 @@ static pid_t spawn_clone3(struct child_plan *p, int *pidfd)
     const struct atr_cg *cg = p->o->cg;
     struct spawn_clone_args ca;
     memset(&ca, 0, sizeof ca);
-    ca.flags = CLONE_PIDFD | (uint64_t)p->ns_flags;
+    ca.flags = CLONE_PIDFD;
     ca.pidfd = (uint64_t)(uintptr_t)pidfd;
     ca.exit_signal = SIGCHLD;
     p->join_v2 = true;
@@ -424,7 +335,6 @@ static pid_t spawn_start(struct child_plan *p, int *pidfd)
             return pid;
     }
     p->join_v2 = true;
-    p->fork_ns = p->o->sandbox;
     pid_t pid = fork();
     if (pid == 0)
         child_run(p);
@@ -667,10 +577,12 @@ static int child_error(const struct child_plan *p, const struct child_report *re
                        struct atr_error *err)
 {
     int st = rep->stage;
-    const char *what = st >= 0 && st <= ST_EXEC ? stage_names[st] : "setup";
-    const char *arg = st == ST_CHDIR                                          ? p->o->cwd
-                      : st == ST_EXEC || st == ST_BIND_ROOT || st == ST_PIVOT ? p->o->rootfs
-                                                                              : NULL;
+    const char *what = st >= 0 && st <= ST_EXEC ? stage_names[st] : atr_sandbox_stage_name(st);
+    if (!what)
+        what = "setup";
+    const char *arg = st == ST_CHDIR                          ? p->o->cwd
+                      : st == ST_EXEC || st == ATR_SB_ROOT ? p->o->rootfs
+                                                             : NULL;
     if (arg)
         return atr_error_set(err, "spawn: %s %s: %s", what, arg, strerror(rep->err));
     return atr_error_set(err, "spawn: %s: %s", what, strerror(rep->err));
@@ -789,8 +701,10 @@ static int check_opts(const struct atr_spawn_opts *o, struct atr_error *err)
 {
     if (!o->command)
         return atr_error_set(err, "spawn: no command");
-    if (o->rootfs && !o->sandbox)
-        return atr_error_set(err, "spawn: a rootfs needs the sandbox");
+    if ((o->rootfs || o->tmpdir || o->n_binds) && !o->sandbox)
+        return atr_error_set(err, "spawn: a rootfs, tmpdir or bind needs the sandbox");
+    if (o->n_binds < 0 || o->n_binds > ATR_SANDBOX_MAX_BINDS || (o->n_binds && !o->binds))
+        return atr_error_set(err, "spawn: at most %d writable paths", ATR_SANDBOX_MAX_BINDS);
     if (o->cg && !o->host)
         return atr_error_set(err, "spawn: a cgroup needs its host");
     if (o->watch && !o->watch->fn)
@@ -800,13 +714,32 @@ static int check_opts(const struct atr_spawn_opts *o, struct atr_error *err)
     return 0;
 }
 
-/* The plan for o, checked; *ino names the v2 group for the poison list. */
+static void plan_release(struct child_plan *p)
+{
+    if (p->have_sb)
+        atr_sandbox_release(&p->sb);
+    p->have_sb = false;
+}
+
+/* The plan for o, checked; *ino names the v2 group for the poison list.
+ * Release it once the child is cloned. */
 static int plan_prepare(struct child_plan *p, const struct atr_spawn_opts *o, ino_t *ino,
                         struct atr_error *err)
 {
     plan_init(p, o);
-    if (check_opts(o, err) < 0 || plan_paths(p, err) < 0)
+    if (check_opts(o, err) < 0)
         return -1;
+    if (o->sandbox) {
+        struct atr_sandbox_spec spec = {
+            .allow_network = o->allow_network, .rootfs = o->rootfs, .tmpdir = o->tmpdir,
+            .n_binds = o->n_binds,
+        };
+        for (int i = 0; i < o->n_binds && i < ATR_SANDBOX_MAX_BINDS; i++)
+            spec.binds[i] = o->binds[i];
+        if (atr_sandbox_prepare(&p->sb, &spec, err) < 0)
+            return -1;
+        p->have_sb = true;
+    }
     *ino = cg_ino(o->cg);
     p->use_into = !poisoned(*ino);
     return 0;
@@ -830,6 +763,7 @@ int atr_spawn_run(const struct atr_spawn_opts *o, struct atr_spawn_result *r,
         plan.use_into = false;
         rc = spawn_attempt(&plan, &f, &s, err);
     }
+    plan_release(&plan);
     if (rc != 0)
         return -1;
     run_loop(&s, r, t0);
@@ -841,25 +775,9 @@ int atr_spawn_run(const struct atr_spawn_opts *o, struct atr_spawn_result *r,
     return 0;
 }
 
-/* A child tries the sandbox's unshare and reports its errno as its exit
- * status: the namespaces are the caller's, so only a throwaway process
- * can find out without changing them. */
 int atr_spawn_probe_sandbox(bool allow_network, struct atr_error *err)
 {
-    int flags = CLONE_NEWNS | CLONE_NEWPID | (allow_network ? 0 : CLONE_NEWNET);
-    pid_t pid = fork();
-    if (pid < 0)
-        return atr_error_set(err, "spawn: fork: %s", strerror(errno));
-    if (pid == 0)
-        _exit(unshare(flags) == 0 ? 0 : errno > 0 && errno < 256 ? errno : EPERM);
-    int st = 0;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-        ;
-    if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
-        return 0;
-    return atr_error_set(err, "new mount, PID%s namespaces are refused (unshare: %s)",
-                         allow_network ? "" : " and network",
-                         strerror(WIFEXITED(st) ? WEXITSTATUS(st) : EPERM));
+    return atr_sandbox_probe(allow_network, err);
 }
 
 /* ---- background processes ------------------------------------------------- */
@@ -892,17 +810,21 @@ int atr_spawn_start(const struct atr_spawn_opts *o, int out_fd, struct atr_spawn
                          : await_exec(&plan, rep[0], pid, err);
         close(rep[0]);
         if (rc == 0) {
+            plan_release(&plan);
             p->pid = pid;
             return 0;
         }
         if (p->pidfd >= 0)
             close(p->pidfd);
         p->pidfd = -1;
-        if (rc < 0 || !plan.used_into)
+        if (rc < 0 || !plan.used_into) {
+            plan_release(&plan);
             return rc < 0 ? -1 : atr_error_set(err, "spawn: the child was killed before it started");
+        }
         poison(ino);               /* see spawn_attempt: once more, joined from the child */
         plan.use_into = false;
     }
+    plan_release(&plan);
     return atr_error_set(err, "spawn: the child was killed before it started");
 }
 

@@ -1,6 +1,6 @@
 /* spawn.h - run one tool step as a real process: /bin/sh -c COMMAND in its
- * cgroup (placed before exec), optionally sandboxed in new mount, PID and
- * network namespaces, with a scrubbed environment, closed stdin, captured
+ * cgroup (placed before exec), optionally in the jail of runner/sandbox.h
+ * (user, mount, PID, network, cgroup namespaces, no capabilities, seccomp),
  * and capped output, a timeout that kills the whole tree, and accounting.
  *
  * The child is in its cgroup before it execs: CLONE_INTO_CGROUP on v2 (and
@@ -16,6 +16,7 @@
 #include <sys/resource.h>
 
 #include "runner/cgroup.h"
+#include "runner/sandbox.h"
 #include "util/error.h"
 
 /* Optional hook into the step's wait loop (the dynamic controller): on
@@ -34,9 +35,13 @@ struct atr_spawn_opts {
     char *const *env;           /* the whole environment, NULL-terminated */
     const struct atr_cg_host *host;
     const struct atr_cg *cg;    /* NULL: no cgroup (config none) */
-    bool sandbox;               /* new mount + PID (+ net) namespaces */
+    bool sandbox;               /* the jail of runner/sandbox.h */
     bool allow_network;         /* sandbox: keep the host network */
-    const char *rootfs;         /* NULL, or a root file system to chroot into */
+    const char *rootfs;         /* sandbox: NULL (the host's root, read-only), or a
+                                 * root file system to pivot into (writable) */
+    const char *tmpdir;         /* sandbox: shown as /tmp (NULL: an empty tmpfs) */
+    const char *const *binds;   /* sandbox: writable at their own path */
+    int n_binds;                /* at most ATR_SANDBOX_MAX_BINDS */
     size_t max_output;          /* bytes kept of stdout+stderr (the rest counted) */
     int64_t timeout_ms;         /* <= 0: none */
     const struct atr_spawn_watch *watch;   /* may be NULL */

@@ -277,7 +277,7 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null 2>&1; then
     # The checkout may sit where nobody cannot enter: give nobody its own
     # copies of the binary and the trace.
     cp "$ATR" "$R/np/atr" && cp "$TR" "$R/np/steps.ndjson" && chmod 755 "$R/np/atr"
-    fails "non-root: sandbox refused, what to pass" 2 "namespaces are refused \(unshare: Operation not permitted\): pass --sandbox none" $NOBODY "$R/np/atr" replay tools "$R/np/steps.ndjson" --out "$R/np/a"
+    fails "non-root: sandbox refused, what to pass" 2 "the sandbox needs root \(mapping its uids was refused: uid_map: Operation not permitted\): pass --sandbox none" $NOBODY "$R/np/atr" replay tools "$R/np/steps.ndjson" --out "$R/np/a"
     absent "non-root: nothing written" "$R/np/a"
     if grep -q '"backend":"none' "$R/st/summary.json"; then
         echo "skip: non-root cgroup delegation check (no cgroups here)"

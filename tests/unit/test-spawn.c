@@ -221,7 +221,7 @@ static void test_bad_opts(void **state)
     struct atr_spawn_result r;
     struct atr_error err = {""};
     assert_int_equal(atr_spawn_run(&o, &r, &err), -1);
-    assert_string_equal(err.msg, "spawn: a rootfs needs the sandbox");
+    assert_string_equal(err.msg, "spawn: a rootfs, tmpdir or bind needs the sandbox");
 }
 
 /* Timeout: the step, its children and grandchildren all die, whether the
@@ -449,35 +449,48 @@ static void test_sandbox_network(void **state)
     free(out);
 }
 
+/* The host's root is read-only and its /tmp private; a bound path is
+ * writable (what the step writes lands there, as host root through the
+ * idmapped mount); mounting is refused. */
 static void test_sandbox_mounts(void **state)
 {
     if (!can_sandbox())
         skip();
-    char dir[] = "/tmp/atr-spawn-mnt-XXXXXX";
+    char dir[] = "/tmp/atr-spawn-mnt-XXXXXX", hidden[] = "/tmp/atr-spawn-hid-XXXXXX";
     assert_non_null(mkdtemp(dir));
-    char file[64], cmd[512], inner[80];
+    assert_non_null(mkdtemp(hidden));
+    char file[64], cmd[1024], inner[80];
     snprintf(file, sizeof file, "%s/host-file", dir);
     FILE *f = fopen(file, "w");
     fputs("from the host\n", f);
     fclose(f);
-    /* The host's /tmp is visible; a mount made inside stays inside. */
-    snprintf(cmd, sizeof cmd, "cat %s && mount -t tmpfs atr-test %s && echo in > %s/inner && ls %s",
-             file, dir, dir, dir);
+    snprintf(cmd, sizeof cmd,
+             "cat %s && echo in > %s/inner && ls %s && test ! -e %s && "
+             "! touch /etc/atr-spawn-probe 2>/dev/null && ! mount -t tmpfs atr-test %s 2>/dev/null && "
+             "echo $(id -u) > /tmp/t && cat /tmp/t",
+             file, dir, dir, hidden, dir);
     struct atr_spawn_opts o = opts(cmd);
     o.sandbox = true;
+    const char *binds[] = {dir};
+    o.binds = binds;
+    o.n_binds = 1;
     char *out = run_output(o);
-    assert_string_equal(out, "from the host\ninner\n");
+    assert_string_equal(out, "from the host\nhost-file\ninner\n0\n");
     free(out);
     snprintf(inner, sizeof inner, "%s/inner", dir);
-    assert_int_equal(access(inner, F_OK), -1);
-    assert_int_equal(access(file, F_OK), 0);
+    struct stat st;
+    assert_int_equal(stat(inner, &st), 0);
+    assert_int_equal(st.st_uid, 0);
+    assert_int_equal(access("/etc/atr-spawn-probe", F_OK), -1);
     FILE *mi = fopen("/proc/self/mountinfo", "r");
     char line[4096];
     while (fgets(line, sizeof line, mi))
         assert_null(strstr(line, dir));
     fclose(mi);
+    unlink(inner);
     unlink(file);
     assert_int_equal(rmdir(dir), 0);
+    assert_int_equal(rmdir(hidden), 0);
 }
 
 static void test_sandbox_timeout(void **state)
@@ -562,7 +575,8 @@ static void test_rootfs_busybox(void **state)
     o.rootfs = dir;
     o.env = (char *const[]){"PATH=/bin", NULL};
     char *out = run_output(o);
-    assert_string_equal(out, "hi\n1\nnull\nurandom\nzero\n");
+    assert_string_equal(out, "hi\n1\nfd\nfull\nnull\nrandom\nshm\nstderr\nstdin\nstdout\n"
+                             "tty\nurandom\nzero\n");
     free(out);
     assert_int_equal(access("/out", F_OK), -1);   /* written inside the rootfs */
     char cmd[300];
@@ -686,7 +700,11 @@ static void test_cgroup_step(void **state)
         o.cg = &fx->step;
         o.sandbox = sandbox;
         char *out = run_output(o);
-        check_placement(fx, out);
+        if (sandbox)   /* its own cgroup namespace, rooted at its group */
+            for (const char *l = out; *l; l = strchr(l, '\n') + 1)
+                assert_int_equal(strncmp(strchr(l, '\n') - 2, ":/", 2), 0);
+        else
+            check_placement(fx, out);
         free(out);
         /* Timeout with a cgroup: the whole group is killed. */
         o.command = HOG " -g 3 -s 60000";
