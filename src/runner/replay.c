@@ -576,12 +576,19 @@ static void fill_metrics(struct atr_step_metrics *m, const struct atr_spawn_resu
     m->output_truncated = res->output_truncated;
 }
 
-/* Is the trace's file system full (no block or no inode left to an
- * unprivileged writer): its next write is refused. */
+/* Is the trace's file system full: no inode left, or (capped) less than
+ * 2 MiB or 1/64 of it free to an unprivileged writer (ext4 refuses a
+ * write with some blocks still free: measured, 0.4-0.9 MiB left after
+ * ENOSPC at 16 MiB-256 MiB); uncapped (the host's), no block left. */
 static bool workdir_full(const struct trace_run *tr)
 {
     struct statvfs v;
-    return statvfs(tr->workdir, &v) == 0 && (v.f_bavail == 0 || (v.f_files && v.f_favail == 0));
+    int64_t cap = tr->rp->o.disk_max, slack = cap > 0 ? cap / 64 : 0;
+    if (cap > 0 && slack < ((int64_t)2 << 20))
+        slack = (int64_t)2 << 20;
+    if (statvfs(tr->workdir, &v) < 0)
+        return false;
+    return (v.f_files && v.f_favail == 0) || (int64_t)(v.f_bavail * v.f_bsize) <= slack;
 }
 
 static void stats_unknown(struct atr_cg_stats *s)
