@@ -899,6 +899,9 @@ static int check_paths(const struct replay_args *a)
         return cli_fail("%s: not a directory (--workdir)", a->ro.workdir);
     if (a->browser_resources && access(a->browser_resources, R_OK) < 0)
         return cli_fail("%s: %s (--browser-resources)", a->browser_resources, strerror(errno));
+    struct atr_error err;
+    if (a->ro.disk_max > 0 && geteuid() == 0 && atr_replay_probe_disk(a->ro.workdir, &err) < 0)
+        return cli_fail("%s: pass --disk-max none to run without the cap", err.msg);
     return EXIT_OK;
 }
 

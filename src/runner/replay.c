@@ -416,6 +416,21 @@ static int cap_dir(const char *dir, int64_t bytes, struct atr_error *err)
     return 0;
 }
 
+int atr_replay_probe_disk(const char *base, struct atr_error *err)
+{
+    char dir[PATH_MAX];
+    base = base ? base : "/tmp";
+    /* named as a work directory and never locked: swept if we die here */
+    snprintf(dir, sizeof dir, "%s/atr-work-%ld-probe-XXXXXX", base, (long)getpid());
+    int guard = base_lock(base);
+    int rc = mkdtemp(dir) ? cap_dir(dir, (int64_t)1 << 20, err)
+                          : atr_error_set(err, "%s: %s", dir, strerror(errno));
+    if (guard >= 0)
+        close(guard);
+    remove_tree(dir);
+    return rc;
+}
+
 /* R: made, size-capped (as root), then locked where the sweep looks. */
 static int make_root(struct trace_run *tr, struct atr_error *err)
 {

@@ -127,6 +127,11 @@ struct atr_replay;
 #define ATR_BROWSER_TIMEOUT_CAP_MS 30000
 int64_t atr_browser_step_timeout_ms(const struct atr_step *s, int64_t fixed_ms);
 
+/* Can a size-capped work directory be made below base (NULL: /tmp)? As
+ * root: mounts and removes a 1M one (e2fsprogs, loop devices); 0, or -1
+ * with err saying why not. */
+int atr_replay_probe_disk(const char *base, struct atr_error *err);
+
 /* Detects cgroups (mode NONE is allowed only for config none or with a
  * warning the caller prints: see atr_replay_host), sweeps the stale
  * groups and work directories of dead runs (killed by SIGKILL), creates
