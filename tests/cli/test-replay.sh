@@ -221,7 +221,7 @@ printf '{"format":"atr-trace/1","trace_id":"k","steps":[{"kind":"tool","tool":"b
 setsid "$ATR" replay tools -q --workdir "$R/kwd" "$R/kill.ndjson" --out "$R/kill" >/dev/null 2>&1 &
 kpid=$!
 deadline=$(( $(date +%s) + 20 ))
-while [ "$( (wc -l <"$R/kill/metrics.jsonl") 2>/dev/null || echo 0)" -lt 1 ] && [ "$(date +%s)" -lt "$deadline" ]; do
+while [ "$(cat "$R"/kill.tmp.*/metrics.jsonl 2>/dev/null | wc -l)" -lt 1 ] && [ "$(date +%s)" -lt "$deadline" ]; do
     sleep 0.05
 done
 kill -KILL "$kpid"
@@ -232,7 +232,7 @@ own "the next run" "$ATR" replay tools -q --workdir "$R/kwd" "$R/next.ndjson" --
 check "the next run sweeps the dead run's work directory and groups" "[ -z \"\$(sh '$DATA/replay/leftovers.sh' $kpid '$R/kwd' | grep -v 'atr-work-999999999-0-held')\" ]"
 check "a locked work directory is kept, whatever its pid" "[ -d '$R/kwd/atr-work-999999999-0-held' ] && [ -d '$R/kwd/atr-browser-999999999-0-0' ]"
 check "an unlocked one is swept, though its pid lives" "[ ! -e '$R/kwd/atr-work-$$-0-unlocked' ] && [ ! -e '$R/kwd/atr-browser-$$-7-0' ]"
-kill "$holder"
+kill -KILL "$holder"     # unshare -f ignores SIGTERM; its child dies with it (--kill-child)
 wait "$holder" 2>/dev/null
 
 # Without --workdir, work directories go under $TMPDIR (each test run has
