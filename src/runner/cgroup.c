@@ -3,6 +3,7 @@
  * limits, statistics, kill and removal (see cgroup.h). */
 #include "runner/cgroup.h"
 #include "util/alloc.h"
+#include "util/dirlock.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -14,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -586,13 +586,9 @@ static int root_lock(const struct atr_cg *root, struct atr_error *err)
 {
     const char *dirs[H_COUNT];
     cg_dirs(root, dirs);
-    int fd = open(dirs[0], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0) {
-        int e = errno;
-        if (fd >= 0)
-            close(fd);
-        return atr_error_set(err, "cannot lock cgroup %s: %s", dirs[0], strerror(e));
-    }
+    int fd = atr_dirlock(dirs[0], false);
+    if (fd < 0)
+        return atr_error_set(err, "cannot lock cgroup %s: %s", dirs[0], strerror(errno));
     if (root_lock_fd >= 0)
         close(root_lock_fd);
     root_lock_fd = fd;
@@ -604,12 +600,7 @@ static int root_lock(const struct atr_cg *root, struct atr_error *err)
  * (then the window is open, as without the guard). */
 static int base_lock(const char *base)
 {
-    int fd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0 && flock(fd, LOCK_EX) < 0) {
-        close(fd);
-        fd = -1;
-    }
-    return fd;
+    return atr_dirlock(base, true);
 }
 
 /* Whether a run holds the root `name` below base0 (the first hierarchy,
@@ -617,14 +608,7 @@ static int base_lock(const char *base)
 static bool root_held(const char *base0, const char *name)
 {
     char p[PATH_MAX];
-    if (path_join(p, base0, name) < 0)
-        return true;
-    int fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return errno != ENOENT;
-    bool held = flock(fd, LOCK_EX | LOCK_NB) < 0;
-    close(fd);                  /* drops our lock: the sweep only tests */
-    return held;
+    return path_join(p, base0, name) < 0 || atr_dirlock_held(p);
 }
 
 int atr_cg_root(const struct atr_cg_host *h, struct atr_cg *root, struct atr_error *err)

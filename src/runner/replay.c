@@ -15,7 +15,6 @@
 #include <string.h>
 #include <linux/fs.h>
 #include <sys/ioctl.h>
-#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -30,6 +29,7 @@
 #include "runner/spawn.h"
 #include "runner/summary.h"
 #include "util/alloc.h"
+#include "util/dirlock.h"
 #include "util/machine.h"
 
 /* Set by a signal handler, read by every replaying thread: a lock-free
@@ -142,30 +142,12 @@ static const char *workdir_base(const struct atr_replay_opts *o)
     return o->workdir ? o->workdir : "/tmp";
 }
 
-/* Held by a run while it makes and locks a work directory, and by a
- * sweep, so a sweep never sees a new directory before its lock (as
- * runner/cgroup.c guards new cgroup roots). -1 if unlockable. */
+/* The lock on --workdir: held by a run while it makes and locks a work
+ * directory, and by a sweep, so a sweep never sees a new directory before
+ * its lock (as runner/cgroup.c guards new cgroup roots). -1 if unlockable. */
 static int base_lock(const char *base)
 {
-    int fd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0 && flock(fd, LOCK_EX) < 0) {
-        close(fd);
-        fd = -1;
-    }
-    return fd;
-}
-
-/* Whether a live run holds dir's lock (make_workdir takes it for the
- * trace's life, on the directory as its path shows it: the capped file
- * system when mounted). Our test only: the lock is dropped at once. */
-static bool workdir_held(const char *dir)
-{
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        return errno != ENOENT;
-    bool held = flock(fd, LOCK_EX | LOCK_NB) < 0;
-    close(fd);
-    return held;
+    return atr_dirlock(base, true);
 }
 
 /* "atr-work-<pid>-<n>-..." or "atr-browser-<pid>-<n>-..." (a browser's
@@ -220,7 +202,9 @@ static void sweep_work(DIR *d, const char *base, struct live_keys *live)
         if (!run_key(e->d_name, "atr-work-", key, sizeof key) ||
             !own_dir(base, e->d_name, path, sizeof path))
             continue;
-        if (!workdir_held(path)) {
+        /* make_workdir holds R's lock for the trace's life, on R as its
+         * path shows it: the capped file system when mounted */
+        if (!atr_dirlock_held(path)) {
             remove_tree(path);
             continue;
         }
@@ -445,8 +429,7 @@ static int make_root(struct trace_run *tr, struct atr_error *err)
         return -1;
     /* Private; the sandbox user may pass through to its own two. */
     chmod(tr->root, o->sandbox ? 0711 : 0700);
-    tr->lock_fd = open(tr->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (tr->lock_fd < 0 || flock(tr->lock_fd, LOCK_EX | LOCK_NB) < 0)
+    if ((tr->lock_fd = atr_dirlock(tr->root, false)) < 0)
         return atr_error_set(err, "cannot lock %s: %s", tr->root, strerror(errno));
     return 0;
 }
