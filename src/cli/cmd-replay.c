@@ -49,6 +49,9 @@ static const char help[] =
     "cgroups need root (or a delegated cgroup): without them atr says what is\n"
     "missing and what to pass before running anything (exit 2). Work\n"
     "directories and groups of runs killed by SIGKILL are removed by the next.\n"
+    "Limits are on by default: processes (--pids-max), memory (--mem-max), the\n"
+    "work directory's size (--disk-max), wall time (--timeout) and captured\n"
+    "output (--max-output); each step's metrics say which it met.\n"
     "\n"
     "configurations (--config, several comma-separated: run one after another):\n"
     "  none             no cgroup, rusage only (baseline)\n"
@@ -63,9 +66,14 @@ static const char help[] =
     "                        DIR.tmp.XXXXXX beside it, renamed to DIR at the end\n"
     "      --force           replace DIR when it holds files (else refused)\n"
     "      --mem-high SIZE   memory.high (v1: soft limit), e.g. 512M\n"
-    "      --mem-max SIZE    memory.max: the hard limit, OOM past it\n"
+    "      --mem-max SIZE    memory.max: the hard limit, OOM past it (default 3/4 of\n"
+    "                        the memory atr may use: MemTotal, or its cgroup's\n"
+    "                        limit when lower; none: no limit)\n"
     "      --cpu-max CPUS    CPU bandwidth in cores, e.g. 0.5 or 2\n"
-    "      --pids-max N      most processes in the group\n"
+    "      --pids-max N      most processes in the group (default 1024; none)\n"
+    "      --disk-max SIZE   size of each trace's work directory, a loop-mounted\n"
+    "                        ext4 image (default 4G; none; needs root: else no\n"
+    "                        cap, with a warning)\n"
     "      --controller K    dynamic: psi-poll (default) or psi-trigger\n"
     "      --interval MS     psi-poll interval (default 50)\n"
     "      --timeout SEC     a bash step's timeout when the trace has none (default 120)\n"
@@ -73,8 +81,9 @@ static const char help[] =
     "      --sandbox MODE    ns (default) or none (run on the host)\n"
     "      --allow-network   keep the host network inside the sandbox\n"
     "      --rootfs DIR      run steps inside an exported root file system\n"
-    "      --workdir DIR     where per-trace working directories go (default $TMPDIR,\n"
-    "                        else /tmp)\n"
+    "      --workdir DIR     where per-trace directories go (default $TMPDIR, else\n"
+    "                        /tmp): each holds work/ (cwd and HOME of its steps)\n"
+    "                        and tmp/ (its private /tmp)\n"
     "      --shard I:N       run only traces with index % N == I (from 0)\n"
     "      --merge           arguments are output directories of shards: combine\n"
     "                        their metrics.jsonl into DIR\n"
@@ -99,7 +108,9 @@ static const char help[] =
     "metrics.jsonl: config, trace_id, step_id, tool, cmd, latency_ms, cpu_ms,\n"
     "cpu_user_ms, cpu_sys_ms, max_rss_mb (rss_scope \"cgroup\": the whole tree's\n"
     "peak; \"process\": the largest process, without a cgroup), mem_high_events,\n"
-    "mem_max_events, oom_kills, mem_pressure_some_ms, mem_pressure_full_ms,\n"
+    "mem_max_events, oom_kills, pids_max_hit (forks refused at pids.max),\n"
+    "disk_full (the work directory was full after the step),\n"
+    "mem_pressure_some_ms, mem_pressure_full_ms,\n"
     "cpu_pressure_some_ms, exit_code, timed_out, output_bytes,\n"
     "output_truncated, ctl_adjustments (null: unknown), missing_cwd (only\n"
     "when the step's recorded cwd is absent here, e.g. /testbed), class\n"
@@ -118,8 +129,10 @@ static const char help[] =
     "command_not_found (exit 127), missing_directory (the recorded cwd is\n"
     "absent: the trace wants its repository image, see --rootfs),\n"
     "missing_file (an editor step's file is absent), nonzero_exit, and count\n"
-    "each trace's steps by class (per_trace). Ctrl-C stops cleanly: the running step is killed and not\n"
-    "recorded, groups are removed. A run that stops early (Ctrl-C, an error\n"
+    "each trace's steps by class (per_trace); the steps that met a limit\n"
+    "(mem_max_hit_steps, pids_max_hit_steps, disk_full_steps) and the limits in\n"
+    "force (limits) are there too. Ctrl-C stops cleanly: the running step is\n"
+    "killed and not recorded, groups are removed. A run that stops early (Ctrl-C, an error\n"
     "such as a bad line in TRACE) has \"incomplete\": true and \"reason\".\n"
     "Input without tool steps is an error (exit 1).\n";
 
@@ -165,6 +178,45 @@ static bool parse_cpu_max(void *base, const char *arg, const char *cmd)
         return false;
     l->cpu_period_us = 100000;
     l->cpu_quota_us = (int64_t)llround(cores * 100000);
+    return true;
+}
+
+/* SIZE, or "none": no limit (-1). */
+static bool parse_limit(const char *arg, int64_t *out)
+{
+    size_t v;
+    if (strcmp(arg, "none") == 0) {
+        *out = -1;
+        return true;
+    }
+    if (!cli_parse_size(arg, &v) || v < 1 || v > INT64_MAX)
+        return false;
+    *out = (int64_t)v;
+    return true;
+}
+
+static bool parse_mem_max(void *base, const char *arg, const char *cmd)
+{
+    return parse_limit(arg, &((struct replay_args *)base)->ro.limits.mem_max);
+}
+
+static bool parse_disk_max(void *base, const char *arg, const char *cmd)
+{
+    struct replay_args *a = base;
+    /* below ext4's smallest useful size mkfs fails: refuse it here */
+    return parse_limit(arg, &a->ro.disk_max) && (a->ro.disk_max < 0 || a->ro.disk_max >= 1 << 20);
+}
+
+static bool parse_pids_max(void *base, const char *arg, const char *cmd)
+{
+    unsigned long long v;
+    int64_t *out = &((struct replay_args *)base)->ro.limits.pids_max;
+    if (strcmp(arg, "none") == 0)
+        *out = -1;
+    else if (cli_parse_uint(arg, 1, 1 << 22, &v))
+        *out = (int64_t)v;
+    else
+        return false;
     return true;
 }
 
@@ -219,11 +271,11 @@ static const struct opt options[] = {
     OPT_FLAG(ARGS, force, "force", 0),
     OPT_SIZE(ARGS, ro.limits.mem_high, "mem-high", 0, 1, INT64_MAX,
              "--mem-high wants a size like 512M"),
-    OPT_SIZE(ARGS, ro.limits.mem_max, "mem-max", 0, 1, INT64_MAX,
-             "--mem-max wants a size like 512M"),
+    OPT_CALL("mem-max", 0, parse_mem_max, "--mem-max wants a size like 512M, or none"),
+    OPT_CALL("disk-max", 0, parse_disk_max, "--disk-max wants a size of 1M or more like 4G, "
+             "or none"),
     OPT_CALL("cpu-max", 0, parse_cpu_max, "--cpu-max wants a number of cores, e.g. 0.5"),
-    OPT_UINT(ARGS, ro.limits.pids_max, "pids-max", 0, 1, 1 << 22,
-             "--pids-max wants a positive integer"),
+    OPT_CALL("pids-max", 0, parse_pids_max, "--pids-max wants a positive integer, or none"),
     OPT_ENUM(ARGS, ro.controller, "controller", 0, OPT_WORDS("psi-poll", "psi-trigger"),
              "--controller wants psi-poll or psi-trigger"),
     OPT_UINT(ARGS, ro.interval_ms, "interval", 0, 1, 60000,
@@ -259,6 +311,9 @@ static int parse_args(int argc, char **argv, struct replay_args *a)
 {
     struct atr_cg_limits none = ATR_CG_LIMITS_NONE;
     a->ro.limits = none;
+    a->ro.limits.pids_max = ATR_REPLAY_PIDS_MAX;
+    a->ro.limits.mem_max = ATR_LIMIT_AUTO;
+    a->ro.disk_max = ATR_REPLAY_DISK_MAX;
     a->ro.sandbox = true;
     a->ro.max_output = 1 << 20;
     a->ro.timeout_ms = 120000;
@@ -298,6 +353,7 @@ struct sink_ctx {
     unsigned long input_tool_steps;   /* in every trace read, whatever its shard */
     struct cli_progress bar;     /* steps replayed under the configuration */
     const char *announce;        /* the backend, said before the first step runs */
+    struct atr_replay_opts used; /* the limits in force (defaults resolved) */
     unsigned left;               /* work directories the configuration left behind */
     char left_first[PATH_MAX];   /* the first of them */
 };
@@ -341,9 +397,24 @@ static void kv_bytes(struct atr_jw *w, const char *key, int64_t v)
         atr_jw_kv_null(w, key);
 }
 
+/* The limits in force, defaults included: what each step ran under
+ * (charts draw the memory ones). */
+static void put_limits(struct atr_jw *w, const struct atr_replay_opts *o)
+{
+    atr_jw_key(w, "limits");
+    atr_jw_object_begin(w);
+    kv_bytes(w, "mem_high_bytes", o->limits.mem_high);
+    kv_bytes(w, "mem_max_bytes", o->limits.mem_max);
+    kv_bytes(w, "pids_max", o->limits.pids_max);
+    kv_bytes(w, "disk_max_bytes", o->disk_max);
+    atr_jw_kv_uint(w, "max_output_bytes", o->max_output);
+    atr_jw_kv_int(w, "timeout_ms", o->timeout_ms);
+    atr_jw_object_end(w);
+}
+
 static void summary_doc(struct atr_buf *b, const struct sink_ctx *s, const char *backend,
                         const char *stopped, const struct tenant_rows *rows,
-                        const struct atr_cg_limits *limits)
+                        const struct atr_replay_opts *limits)
 {
     struct atr_replay_summary *sum = s->sum;
     struct atr_jw w;
@@ -358,13 +429,8 @@ static void summary_doc(struct atr_buf *b, const struct sink_ctx *s, const char 
         atr_jw_kv_str(&w, "first", s->left_first);
         atr_jw_object_end(&w);
     }
-    if (limits) {                  /* --mem-high / --mem-max as given: charts draw them */
-        atr_jw_key(&w, "limits");
-        atr_jw_object_begin(&w);
-        kv_bytes(&w, "mem_high_bytes", limits->mem_high);
-        kv_bytes(&w, "mem_max_bytes", limits->mem_max);
-        atr_jw_object_end(&w);
-    }
+    if (limits)
+        put_limits(&w, limits);
     if (rows) {
         atr_jw_key(&w, "tenants");
         atr_jw_array_begin(&w);
@@ -380,7 +446,7 @@ static void summary_doc(struct atr_buf *b, const struct sink_ctx *s, const char 
 /* stopped: why the run ended early, or NULL (complete). */
 static int write_summary(const char *dir, const struct sink_ctx *s, const char *backend,
                          const char *stopped, const struct tenant_rows *rows,
-                         const struct atr_cg_limits *limits, struct atr_error *err)
+                         const struct atr_replay_opts *limits, struct atr_error *err)
 {
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/summary.json", dir);
@@ -474,6 +540,16 @@ static void print_failures(const struct atr_replay_config_summary *c)
     printf("\n");
 }
 
+/* Steps that met a limit (summary.json's *_hit_steps, disk_full_steps). */
+static void print_limits_hit(const struct atr_replay_config_summary *c)
+{
+    if (!(c->mem_max_hit_steps + c->pids_max_hit_steps + c->disk_full_steps))
+        return;
+    printf("%-16s limits hit: %lu step%s at memory.max, %lu at pids.max, %lu with the work "
+           "directory full\n", c->config, c->mem_max_hit_steps, c->mem_max_hit_steps == 1 ? "" : "s",
+           c->pids_max_hit_steps, c->disk_full_steps);
+}
+
 /* Browser steps by what restoring their recorded DOM came to. */
 static void print_restore(const struct atr_replay_config_summary *c)
 {
@@ -521,6 +597,7 @@ static void print_summary_table(struct atr_replay_summary *sum, const char *back
         atr_replay_summary_config(sum, i, &c);
         print_per_trace(&c);
         print_failures(&c);
+        print_limits_hit(&c);
         print_restore(&c);
         if (c.missing_cwd_steps > worst.missing_cwd_steps)
             worst = c;
@@ -824,6 +901,9 @@ static int check_paths(const struct replay_args *a)
         return cli_fail("%s: not a directory (--workdir)", a->ro.workdir);
     if (a->browser_resources && access(a->browser_resources, R_OK) < 0)
         return cli_fail("%s: %s (--browser-resources)", a->browser_resources, strerror(errno));
+    struct atr_error err;
+    if (a->ro.disk_max > 0 && geteuid() == 0 && atr_replay_probe_disk(a->ro.workdir, &err) < 0)
+        return cli_fail("%s: pass --disk-max none to run without the cap", err.msg);
     return EXIT_OK;
 }
 
@@ -919,6 +999,10 @@ static int run_one(struct replay_args *a, int argc, char **argv, int c, struct s
     if (!rp)
         return -1;
     const struct atr_cg_host *host = atr_replay_host(rp);
+    sink->used = *atr_replay_opts_used(rp);
+    if (c == 0 && a->ro.disk_max > 0 && sink->used.disk_max < 0)
+        fprintf(stderr, "atr: warning: work directories are not size-capped: --disk-max "
+                "mounts a file system, which needs root\n");
     /* Should atr die by SIGKILL, the guard removes the run's groups with
      * whatever runs in them (browsers included) and its work directories
      * (browser profiles included). Forked before any tenant thread. */
@@ -992,7 +1076,7 @@ static int end_run(const struct replay_args *a, struct sink_ctx *sink, int rc,
 
 static int run_replay(struct replay_args *a, int argc, char **argv)
 {
-    struct sink_ctx sink = {.fd = -1};
+    struct sink_ctx sink = {.fd = -1, .used = a->ro};
     int rc = check_all(a, argc, argv, &sink);
     if (rc != EXIT_OK)
         return rc;
@@ -1014,7 +1098,7 @@ static int run_replay(struct replay_args *a, int argc, char **argv)
         /* Every early stop is marked, with its reason: an error's message. */
         const char *stopped = rc < 0 ? err.msg : atr_replay_stopped() ? "interrupted" : NULL;
         if (write_summary(atr_outdir_path(sink.dir), &sink, backend[0] ? backend : NULL,
-                          stopped, a->tenants ? &rows : NULL, &a->ro.limits,
+                          stopped, a->tenants ? &rows : NULL, &sink.used,
                           rc < 0 ? NULL : &err) < 0 && rc == 0)
             rc = -1;
     }

@@ -3,6 +3,7 @@
  * limits, statistics, kill and removal (see cgroup.h). */
 #include "runner/cgroup.h"
 #include "util/alloc.h"
+#include "util/dirlock.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -14,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -586,13 +586,9 @@ static int root_lock(const struct atr_cg *root, struct atr_error *err)
 {
     const char *dirs[H_COUNT];
     cg_dirs(root, dirs);
-    int fd = open(dirs[0], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0) {
-        int e = errno;
-        if (fd >= 0)
-            close(fd);
-        return atr_error_set(err, "cannot lock cgroup %s: %s", dirs[0], strerror(e));
-    }
+    int fd = atr_dirlock(dirs[0], false);
+    if (fd < 0)
+        return atr_error_set(err, "cannot lock cgroup %s: %s", dirs[0], strerror(errno));
     if (root_lock_fd >= 0)
         close(root_lock_fd);
     root_lock_fd = fd;
@@ -604,12 +600,7 @@ static int root_lock(const struct atr_cg *root, struct atr_error *err)
  * (then the window is open, as without the guard). */
 static int base_lock(const char *base)
 {
-    int fd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0 && flock(fd, LOCK_EX) < 0) {
-        close(fd);
-        fd = -1;
-    }
-    return fd;
+    return atr_dirlock(base, true);
 }
 
 /* Whether a run holds the root `name` below base0 (the first hierarchy,
@@ -617,14 +608,7 @@ static int base_lock(const char *base)
 static bool root_held(const char *base0, const char *name)
 {
     char p[PATH_MAX];
-    if (path_join(p, base0, name) < 0)
-        return true;
-    int fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return errno != ENOENT;
-    bool held = flock(fd, LOCK_EX | LOCK_NB) < 0;
-    close(fd);                  /* drops our lock: the sweep only tests */
-    return held;
+    return path_join(p, base0, name) < 0 || atr_dirlock_held(p);
 }
 
 int atr_cg_root(const struct atr_cg_host *h, struct atr_cg *root, struct atr_error *err)
@@ -932,6 +916,8 @@ static void stats_v2(const struct atr_cg_host *h, const struct atr_cg *g, struct
         atr_cg_parse_pressure(buf, &s->mem_some_us, &s->mem_full_us);
     if (read_in(g->v2, "cpu.pressure", buf, sizeof buf) >= 0)
         atr_cg_parse_pressure(buf, &s->cpu_some_us, NULL);
+    if (h->v2_pids && !g->pids[0] && read_in(g->v2, "pids.events", buf, sizeof buf) >= 0)
+        s->pids_max_events = atr_cg_parse_keyed(buf, "max");
     if (!h->v2_memory || g->memory[0])
         return;
     s->mem_peak = int_in(g->v2, "memory.peak");     /* 5.19+ */
@@ -959,6 +945,8 @@ static void stats_v1(const struct atr_cg *g, struct atr_cg_stats *s)
         if (read_in(g->memory, "memory.oom_control", buf, sizeof buf) >= 0)
             s->oom_kills = atr_cg_parse_keyed(buf, "oom_kill");
     }
+    if (g->pids[0] && read_in(g->pids, "pids.events", buf, sizeof buf) >= 0)
+        s->pids_max_events = atr_cg_parse_keyed(buf, "max");
     if (s->cpu_user_us < 0 && g->cpuacct[0]) {
         int64_t u = int_in(g->cpuacct, "cpuacct.usage_user");
         int64_t k = int_in(g->cpuacct, "cpuacct.usage_sys");
@@ -980,6 +968,39 @@ int atr_cg_read_stats(const struct atr_cg_host *h, const struct atr_cg *g,
         stats_v2(h, g, s);
     stats_v1(g, s);
     return 0;
+}
+
+/* "max" or a byte count -> bytes, -1 for none (v1 says "no limit" with a
+ * page-rounded INT64_MAX). */
+static int64_t mem_limit_value(const char *text)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (errno || end == text || v <= 0 || v >= INT64_MAX / 2)
+        return -1;
+    return v;
+}
+
+int64_t atr_cg_mem_limit(const struct atr_cg_host *h)
+{
+    bool v1 = h->memory[0] != '\0';
+    const char *file = v1 ? "memory.limit_in_bytes" : "memory.max";
+    char dir[PATH_MAX], buf[64];
+    if (!v1 && !h->v2_memory)
+        return -1;
+    snprintf(dir, sizeof dir, "%s", v1 ? h->memory : h->v2);
+    /* Up to "/": above the hierarchy's mount point no limit file exists. */
+    int64_t low = -1;
+    for (;;) {
+        int64_t v = read_in(dir, file, buf, sizeof buf) >= 0 ? mem_limit_value(buf) : -1;
+        if (v > 0 && (low < 0 || v < low))
+            low = v;
+        char *slash = strrchr(dir, '/');
+        if (!slash || slash == dir)
+            return low;
+        *slash = '\0';
+    }
 }
 
 int atr_cg_peak_begin(const struct atr_cg_host *h, const struct atr_cg *g, struct atr_cg_peak *p)

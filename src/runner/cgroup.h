@@ -104,6 +104,8 @@ struct atr_cg_stats {
      * oom_kill from memory.oom_control. */
     int64_t mem_high_events, mem_max_events, oom_kills;
     int64_t mem_some_us, mem_full_us, cpu_some_us;        /* pressure total= (v2 only) */
+    /* pids.events "max" (v1 and v2): forks refused at pids.max; -1 unknown */
+    int64_t pids_max_events;
 };
 int atr_cg_read_stats(const struct atr_cg_host *h, const struct atr_cg *g,
                       struct atr_cg_stats *s, struct atr_error *err);
@@ -128,6 +130,12 @@ int atr_cg_kill(const struct atr_cg_host *h, const struct atr_cg *g, struct atr_
  * deepest first (rmdir retried briefly on EBUSY). A directory already
  * gone is not an error. Closes v2_fd (so a zeroed atr_cg needs v2_fd = -1). */
 int atr_cg_remove(const struct atr_cg_host *h, struct atr_cg *g, struct atr_error *err);
+/* The memory limit in force where this process's groups live: the
+ * lowest memory.max (v2) or memory.limit_in_bytes (v1) from its memory
+ * base up to the hierarchy's root; -1 when none is set (or no memory
+ * controller). */
+int64_t atr_cg_mem_limit(const struct atr_cg_host *h);
+
 /* Removes "atr-<pid>" roots (and their subtrees, killing what runs in
  * them) whose lock no process holds (atr_cg_root locks the root it makes,
  * until the process dies: a run in another PID namespace, or one whose

@@ -17,6 +17,8 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "browser/netlog.h"
@@ -27,6 +29,8 @@
 #include "runner/spawn.h"
 #include "runner/summary.h"
 #include "util/alloc.h"
+#include "util/dirlock.h"
+#include "util/machine.h"
 
 /* Set by a signal handler, read by every replaying thread: a lock-free
  * atomic is both async-signal-safe and free of data races. */
@@ -138,46 +142,131 @@ static const char *workdir_base(const struct atr_replay_opts *o)
     return o->workdir ? o->workdir : "/tmp";
 }
 
-/* "atr-work-<pid>-..." (a trace's work directory) or "atr-browser-<pid>-..."
- * (a browser's profile, runner/browse.c) -> pid, else 0. */
-static pid_t workdir_pid(const char *name)
+/* The lock on --workdir: held by a run while it makes and locks a work
+ * directory, and by a sweep, so a sweep never sees a new directory before
+ * its lock (as runner/cgroup.c guards new cgroup roots). -1 if unlockable. */
+static int base_lock(const char *base)
 {
-    static const char work[] = "atr-work-", browser[] = "atr-browser-";
-    const char *num;
-    if (strncmp(name, work, sizeof work - 1) == 0)
-        num = name + sizeof work - 1;
-    else if (strncmp(name, browser, sizeof browser - 1) == 0)
-        num = name + sizeof browser - 1;
-    else
-        return 0;
-    char *end;
-    errno = 0;
-    long v = strtol(num, &end, 10);
-    return *end == '-' && !errno && v > 0 && v <= INT32_MAX ? (pid_t)v : 0;
+    return atr_dirlock(base, true);
 }
 
-/* Work directories of runs that died without cleaning up (SIGKILL), as
- * atr_cg_sweep_stale sweeps their groups: the name carries the run's pid,
- * and only directories of pids that no longer exist go, only our own
- * (a shared /tmp holds other users' runs). A pid reused since is alive:
- * its directory stays, never the other way round. */
+/* "atr-work-<pid>-<n>-..." or "atr-browser-<pid>-<n>-..." (a browser's
+ * profile, runner/browse.c, beside its trace's work directory) -> the
+ * "<pid>-<n>-" that pairs them, else 0. */
+static size_t run_key(const char *name, const char *prefix, char *key, size_t cap)
+{
+    size_t n = strlen(prefix);
+    if (strncmp(name, prefix, n) != 0)
+        return 0;
+    const char *p = name + n, *q = p;
+    for (int dashes = 0; *q && dashes < 2; q++)
+        dashes += *q == '-';
+    size_t len = (size_t)(q - p);
+    if (len < 4 || q[-1] != '-' || len >= cap)
+        return 0;
+    memcpy(key, p, len);
+    key[len] = '\0';
+    return len;
+}
+
+struct live_keys {
+    char (*v)[64];
+    size_t n, cap;
+};
+
+static bool key_live(const struct live_keys *k, const char *key)
+{
+    for (size_t i = 0; i < k->n; i++)
+        if (strcmp(k->v[i], key) == 0)
+            return true;
+    return false;
+}
+
+/* path of base/name when it is a directory of ours (a shared /tmp holds
+ * other users' runs), else false. */
+static bool own_dir(const char *base, const char *name, char *path, size_t cap)
+{
+    struct stat st;
+    return snprintf(path, cap, "%s/%s", base, name) < (int)cap && lstat(path, &st) == 0 &&
+           S_ISDIR(st.st_mode) && st.st_uid == geteuid();
+}
+
+/* Pass one: work directories whose lock no process holds are a dead run's
+ * (SIGKILL): removed; the keys of held ones are kept for pass two. A lock,
+ * unlike kill(pid, 0), holds across PID namespaces and pid reuse. */
+static void sweep_work(DIR *d, const char *base, struct live_keys *live)
+{
+    char path[PATH_MAX], key[64];
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!run_key(e->d_name, "atr-work-", key, sizeof key) ||
+            !own_dir(base, e->d_name, path, sizeof path))
+            continue;
+        /* make_workdir holds R's lock for the trace's life, on R as its
+         * path shows it: the capped file system when mounted */
+        if (!atr_dirlock_held(path)) {
+            remove_tree(path);
+            continue;
+        }
+        if (live->n == live->cap) {
+            live->cap = live->cap ? 2 * live->cap : 8;
+            live->v = xrealloc(live->v, live->cap * sizeof *live->v);
+        }
+        snprintf(live->v[live->n++], sizeof *live->v, "%s", key);
+    }
+}
+
+/* Pass two: a browser profile lives only while its trace's work directory
+ * does (made after it, removed before it): without a held one it is dead. */
+static void sweep_profiles(DIR *d, const char *base, const struct live_keys *live)
+{
+    char path[PATH_MAX], key[64];
+    struct dirent *e;
+    rewinddir(d);
+    while ((e = readdir(d)))
+        if (run_key(e->d_name, "atr-browser-", key, sizeof key) && !key_live(live, key) &&
+            own_dir(base, e->d_name, path, sizeof path))
+            remove_tree(path);
+}
+
+/* Work directories and browser profiles of runs that died without
+ * cleaning up, as atr_cg_sweep_stale sweeps their groups: by lock, under
+ * the base's lock so no run makes one meanwhile. */
 static void sweep_workdirs(const char *base)
 {
     DIR *d = opendir(base);
     if (!d)
         return;
-    char path[PATH_MAX];
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        pid_t pid = workdir_pid(e->d_name);
-        struct stat st;
-        if (pid <= 0 || pid == getpid() || kill(pid, 0) == 0 || errno != ESRCH ||
-            snprintf(path, sizeof path, "%s/%s", base, e->d_name) >= (int)sizeof path ||
-            lstat(path, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
-            continue;
-        remove_tree(path);
-    }
+    int guard = base_lock(base);
+    struct live_keys live = {NULL, 0, 0};
+    sweep_work(d, base, &live);
+    sweep_profiles(d, base, &live);
+    free(live.v);
+    if (guard >= 0)
+        close(guard);
     closedir(d);
+}
+
+/* The default memory ceiling: a share of what this process may use, the
+ * machine's memory or its own group's limit when lower, so a step that
+ * runs away is stopped before the host (or atr's container) is. */
+static int64_t auto_mem_max(const struct atr_cg_host *h)
+{
+    struct atr_machine mc;
+    atr_machine_read(&mc);
+    int64_t total = mc.mem_bytes > 0 && mc.mem_bytes < INT64_MAX ? (int64_t)mc.mem_bytes : -1;
+    int64_t cg = h->mode == ATR_CG_NONE ? -1 : atr_cg_mem_limit(h);
+    if (total < 0 || (cg > 0 && cg < total))
+        total = cg;
+    return total < 0 ? -1 : total / ATR_MEM_AUTO_DEN * ATR_MEM_AUTO_NUM;
+}
+
+static void resolve_limits(struct atr_replay *rp)
+{
+    if (rp->o.limits.mem_max == ATR_LIMIT_AUTO)
+        rp->o.limits.mem_max = auto_mem_max(&rp->host);
+    if (rp->o.disk_max <= 0 || geteuid() != 0)
+        rp->o.disk_max = -1;        /* mounting the capped file system needs root */
 }
 
 struct atr_replay *atr_replay_new(const struct atr_replay_opts *o, struct atr_error *err)
@@ -188,6 +277,7 @@ struct atr_replay *atr_replay_new(const struct atr_replay_opts *o, struct atr_er
     sweep_workdirs(workdir_base(o));
     if (atr_cg_detect(&rp->host, NULL, NULL, "", err) < 0)
         goto fail;
+    resolve_limits(rp);
     if (o->config == ATR_CFG_NONE || rp->host.mode == ATR_CG_NONE)
         return rp;
     if (atr_cg_sweep_stale(&rp->host, &rp->swept, err) < 0 ||
@@ -202,6 +292,7 @@ fail:
 
 const struct atr_cg_host *atr_replay_host(const struct atr_replay *rp) { return &rp->host; }
 unsigned atr_replay_swept(const struct atr_replay *rp) { return rp->swept; }
+const struct atr_replay_opts *atr_replay_opts_used(const struct atr_replay *rp) { return &rp->o; }
 
 unsigned atr_replay_left(const struct atr_replay *rp, const char **first)
 {
@@ -226,7 +317,14 @@ struct trace_run {
     const struct atr_trace *t;
     const struct atr_cg *parent;      /* the trace's group goes below it */
     unsigned long index;              /* this trace's number in the run */
+    /* R, the trace's own directory (its size-capped file system when
+     * mounted, locked for the trace's life: see sweep_workdirs), holds
+     * workdir (R/work: cwd and HOME of its steps, root of its editor
+     * paths) and tmpdir (R/tmp: its private /tmp, kept across steps). */
+    char root[PATH_MAX];
     char workdir[PATH_MAX];
+    char tmpdir[PATH_MAX];
+    int lock_fd;                      /* flock on R; -1 */
     char home[PATH_MAX + 8];
     char *env[6];
     struct atr_cg group;        /* the trace's group (static-env: limited) */
@@ -241,14 +339,119 @@ struct trace_run {
     const char *last_cwd;             /* the last cwd a step of the trace recorded */
 };
 
+/* Runs a helper program (mkfs.ext4, mount) found in the system's
+ * directories, quietly; 0 when it exited 0, else -1 with err. */
+static int run_helper(const char *name, char *const argv[], struct atr_error *err)
+{
+    static const char *const dirs[] = {"/usr/sbin", "/usr/bin", "/sbin", "/bin"};
+    static char *const env[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C", NULL};
+    char path[64] = "";
+    for (size_t i = 0; i < sizeof dirs / sizeof *dirs && !path[0]; i++)
+        if (snprintf(path, sizeof path, "%s/%s", dirs[i], name) > 0 && access(path, X_OK) < 0)
+            path[0] = '\0';
+    if (!path[0])
+        return atr_error_set(err, "%s not found (e2fsprogs, util-linux)", name);
+    pid_t pid = fork();
+    if (pid < 0)
+        return atr_error_set(err, "fork: %s", strerror(errno));
+    if (pid == 0) {
+        int null = open("/dev/null", O_RDWR);
+        dup2(null, 0), dup2(null, 1), dup2(null, 2);
+        execve(path, argv, env);
+        _exit(127);
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR)
+            return atr_error_set(err, "%s: %s", name, strerror(errno));
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : atr_error_set(err, "%s failed", name);
+}
+
+/* Mounts a file system of `bytes` over dir: ext4 in a sparse image inside
+ * dir (hidden by the mount; a real disk's blocks, not RAM), on a loop
+ * device that goes when it is unmounted. No reserved blocks: a step
+ * running as root meets the same limit. */
+static int cap_dir(const char *dir, int64_t bytes, struct atr_error *err)
+{
+    char img[PATH_MAX], size[32];
+    if (snprintf(img, sizeof img, "%s/.disk.img", dir) >= (int)sizeof img)
+        return atr_error_set(err, "%s: path too long", dir);
+    int fd = open(img, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0 || ftruncate(fd, bytes) < 0) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        return atr_error_set(err, "%s: %s", img, strerror(e));
+    }
+    close(fd);
+    snprintf(size, sizeof size, "%lld", (long long)bytes);
+    char *mkfs[] = {"mkfs.ext4", "-q", "-F", "-m", "0", "-O", "^has_journal", "-E",
+                    "lazy_itable_init=1,nodiscard", img, NULL};
+    char *mnt[] = {"mount", "-t", "ext4", "-o", "loop,nosuid,nodev", img, (char *)dir, NULL};
+    struct atr_error why;
+    if (run_helper("mkfs.ext4", mkfs, &why) < 0 || run_helper("mount", mnt, &why) < 0)
+        return atr_error_set(err, "work directory %s: cannot cap its size at %s bytes "
+                             "(a loop-mounted ext4 image): %s", dir, size, why.msg);
+    return 0;
+}
+
+int atr_replay_probe_disk(const char *base, struct atr_error *err)
+{
+    char dir[PATH_MAX];
+    base = base ? base : "/tmp";
+    /* named as a work directory and never locked: swept if we die here */
+    snprintf(dir, sizeof dir, "%s/atr-work-%ld-probe-XXXXXX", base, (long)getpid());
+    int guard = base_lock(base);
+    int rc = mkdtemp(dir) ? cap_dir(dir, (int64_t)1 << 20, err)
+                          : atr_error_set(err, "%s: %s", dir, strerror(errno));
+    if (guard >= 0)
+        close(guard);
+    remove_tree(dir);
+    return rc;
+}
+
+/* R: made, size-capped (as root), then locked where the sweep looks. */
+static int make_root(struct trace_run *tr, struct atr_error *err)
+{
+    const struct atr_replay_opts *o = &tr->rp->o;
+    if (!mkdtemp(tr->root)) {
+        int e = errno;
+        atr_error_set(err, "%s: %s", tr->root, strerror(e));
+        tr->root[0] = '\0';
+        return -1;
+    }
+    if (o->disk_max > 0 && cap_dir(tr->root, o->disk_max, err) < 0)
+        return -1;
+    /* Private: the sandbox sees R/work and R/tmp through idmapped mounts
+     * (runner/sandbox.h), as its own, whoever owns them here. */
+    chmod(tr->root, 0700);
+    if ((tr->lock_fd = atr_dirlock(tr->root, false)) < 0)
+        return atr_error_set(err, "cannot lock %s: %s", tr->root, strerror(errno));
+    return 0;
+}
+
+/* R/name. */
+static int make_sub(struct trace_run *tr, const char *name, char *out, struct atr_error *err)
+{
+    if (snprintf(out, PATH_MAX, "%s/%s", tr->root, name) >= PATH_MAX)
+        return atr_error_set(err, "%s: path too long", tr->root);
+    if (mkdir(out, 0700) < 0)
+        return atr_error_set(err, "%s: %s", out, strerror(errno));
+    return 0;
+}
+
 static int make_workdir(struct trace_run *tr, struct atr_error *err)
 {
-    snprintf(tr->workdir, sizeof tr->workdir, "%s/atr-work-%ld-%lu-XXXXXX",
-             workdir_base(&tr->rp->o), (long)getpid(), tr->index);
-    if (!mkdtemp(tr->workdir))
-        return atr_error_set(err, "%s: %s", tr->workdir, strerror(errno));
-    /* Replayed commands may run as root in a sandbox: keep it private. */
-    chmod(tr->workdir, 0700);
+    const char *base = workdir_base(&tr->rp->o);
+    snprintf(tr->root, sizeof tr->root, "%s/atr-work-%ld-%lu-XXXXXX", base, (long)getpid(),
+             tr->index);
+    int guard = base_lock(base);
+    int rc = make_root(tr, err);
+    if (guard >= 0)
+        close(guard);
+    if (rc < 0 || make_sub(tr, "work", tr->workdir, err) < 0 ||
+        make_sub(tr, "tmp", tr->tmpdir, err) < 0)
+        return -1;
     snprintf(tr->home, sizeof tr->home, "HOME=%s", tr->workdir);
     tr->env[0] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
     tr->env[1] = tr->home;
@@ -355,6 +558,7 @@ static void fill_metrics(struct atr_step_metrics *m, const struct atr_spawn_resu
     m->mem_high_events = have_cg ? delta(after->mem_high_events, before->mem_high_events) : -1;
     m->mem_max_events = have_cg ? delta(after->mem_max_events, before->mem_max_events) : -1;
     m->oom_kills = have_cg ? delta(after->oom_kills, before->oom_kills) : -1;
+    m->pids_max_hit = have_cg ? delta(after->pids_max_events, before->pids_max_events) : -1;
     m->mem_some_ms = have_cg ? us_to_ms(delta(after->mem_some_us, before->mem_some_us)) : -1;
     m->mem_full_ms = have_cg ? us_to_ms(delta(after->mem_full_us, before->mem_full_us)) : -1;
     m->cpu_some_ms = have_cg ? us_to_ms(delta(after->cpu_some_us, before->cpu_some_us)) : -1;
@@ -362,6 +566,21 @@ static void fill_metrics(struct atr_step_metrics *m, const struct atr_spawn_resu
     m->timed_out = res->timed_out;
     m->output_bytes = res->output_bytes;
     m->output_truncated = res->output_truncated;
+}
+
+/* Is the trace's file system full: no inode left, or (capped) less than
+ * 2 MiB or 1/64 of it free to an unprivileged writer (ext4 refuses a
+ * write with some blocks still free: measured, 0.4-0.9 MiB left after
+ * ENOSPC at 16 MiB-256 MiB); uncapped (the host's), no block left. */
+static bool workdir_full(const struct trace_run *tr)
+{
+    struct statvfs v;
+    int64_t cap = tr->rp->o.disk_max, slack = cap > 0 ? cap / 64 : 0;
+    if (cap > 0 && slack < ((int64_t)2 << 20))
+        slack = (int64_t)2 << 20;
+    if (statvfs(tr->workdir, &v) < 0)
+        return false;
+    return (v.f_files && v.f_favail == 0) || (int64_t)(v.f_bavail * v.f_bsize) <= slack;
 }
 
 static void stats_unknown(struct atr_cg_stats *s)
@@ -445,6 +664,7 @@ static int run_step(struct trace_run *tr, const struct atr_step *s, struct atr_s
         .sandbox = rp->o.sandbox,
         .allow_network = rp->o.allow_network,
         .rootfs = rp->o.rootfs,
+        .tmpdir = rp->o.sandbox ? tr->tmpdir : NULL,   /* its /tmp, kept across steps */
         .binds = binds,
         .n_binds = rp->o.sandbox && !rp->o.rootfs,   /* the work dir, writable */
         .max_output = rp->o.max_output,
@@ -463,6 +683,7 @@ static int run_step(struct trace_run *tr, const struct atr_step *s, struct atr_s
         goto fail;
     fill_metrics(m, &res, &before, &after, g != NULL);
     m->missing_cwd = missing_cwd(tr, s);
+    m->disk_full = workdir_full(tr);
     /* Whatever the step left running dies with the step. */
     if (g && atr_cg_kill(&rp->host, g, err) < 0)
         goto fail;
@@ -636,6 +857,7 @@ static void run_editor_step(struct trace_run *tr, const struct atr_step *s,
     res.exit_code = rc ? 1 : 0;
     fill_metrics(m, &res, &unknown, &unknown, false);
     m->missing_file = rc == ENOENT || rc == ENOTDIR ? s->path : NULL;
+    m->disk_full = rc == ENOSPC || rc == EDQUOT || workdir_full(tr);
 }
 
 /* ---- browser steps ---- */
@@ -748,6 +970,7 @@ static void fill_browser_metrics(struct trace_run *tr, const struct atr_step *s,
     m->mem_high_events = have_cg ? d->mem_high_events : -1;
     m->mem_max_events = have_cg ? d->mem_max_events : -1;
     m->oom_kills = have_cg ? d->oom_kills : -1;
+    m->pids_max_hit = -1;       /* the browser's group is not pids-limited */
     m->mem_some_ms = have_cg ? us_to_ms(d->mem_some_us) : -1;
     m->mem_full_ms = have_cg ? us_to_ms(d->mem_full_us) : -1;
     m->cpu_some_ms = have_cg ? us_to_ms(d->cpu_some_us) : -1;
@@ -822,8 +1045,12 @@ static void end_trace(struct trace_run *tr)
     atr_ctl_totals_release(&tr->ctl_step);
     if (tr->have_group)
         atr_cg_remove(&tr->rp->host, &tr->group, NULL);
-    if (tr->workdir[0] && remove_tree(tr->workdir) < 0 && atomic_fetch_add(&tr->rp->left, 1) == 0)
-        snprintf(tr->rp->left_path, sizeof tr->rp->left_path, "%s", tr->workdir);
+    /* The lock goes first: an open directory would keep the detached
+     * file system (and its loop device) alive. */
+    if (tr->lock_fd >= 0)
+        close(tr->lock_fd);
+    if (tr->root[0] && remove_tree(tr->root) < 0 && atomic_fetch_add(&tr->rp->left, 1) == 0)
+        snprintf(tr->rp->left_path, sizeof tr->rp->left_path, "%s", tr->root);
 }
 
 const struct atr_cg *atr_replay_root(const struct atr_replay *rp)
@@ -856,6 +1083,7 @@ int atr_replay_trace_res(struct atr_replay *rp, const struct atr_cg *parent,
     tr.parent = parent ? parent : &rp->root;
     tr.index = atomic_fetch_add(&rp->traces, 1);
     tr.group.v2_fd = -1;
+    tr.lock_fd = -1;
     int rc = start_trace(&tr, err);
     for (size_t k = 0; rc == 0 && k < t->n_steps && !stop_requested; k++) {
         const struct atr_step *s = &t->steps[k];
@@ -936,6 +1164,8 @@ static void put_measured(struct atr_jw *w, const struct atr_step_metrics *m)
     kv_count(w, "mem_high_events", m->mem_high_events);
     kv_count(w, "mem_max_events", m->mem_max_events);
     kv_count(w, "oom_kills", m->oom_kills);
+    kv_count(w, "pids_max_hit", m->pids_max_hit);
+    atr_jw_kv_bool(w, "disk_full", m->disk_full);
     kv_ms(w, "mem_pressure_some_ms", m->mem_some_ms);
     kv_ms(w, "mem_pressure_full_ms", m->mem_full_ms);
     kv_ms(w, "cpu_pressure_some_ms", m->cpu_some_ms);

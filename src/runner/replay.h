@@ -30,9 +30,22 @@ enum atr_replay_config {
 const char *atr_replay_config_name(enum atr_replay_config c);
 int atr_replay_config_parse(const char *name, enum atr_replay_config *out);
 
+/* Limits on by default (docs/replay-tools.md): processes per group, the
+ * size of each trace's work directory; limits.mem_max ATR_LIMIT_AUTO is
+ * ATR_MEM_AUTO_NUM/ATR_MEM_AUTO_DEN of the memory this process may use
+ * (MemTotal, or its own cgroup's limit when lower). */
+#define ATR_REPLAY_PIDS_MAX 1024
+#define ATR_REPLAY_DISK_MAX ((int64_t)4 << 30)
+#define ATR_LIMIT_AUTO ((int64_t)-2)
+#define ATR_MEM_AUTO_NUM 3
+#define ATR_MEM_AUTO_DEN 4
+
 struct atr_replay_opts {
     enum atr_replay_config config;
-    struct atr_cg_limits limits;
+    struct atr_cg_limits limits;   /* mem_max may be ATR_LIMIT_AUTO */
+    /* Bytes of each trace's work directory (a loop-mounted ext4 image,
+     * which needs root: without it, none); <= 0: no cap. */
+    int64_t disk_max;
     bool sandbox;               /* the jail of runner/sandbox.h */
     bool allow_network;
     const char *rootfs;         /* NULL or an exported root file system */
@@ -60,6 +73,8 @@ struct atr_step_metrics {
     double max_rss_mb;          /* cgroup peak (whole tree), else largest process */
     bool rss_is_tree;           /* max_rss_mb is the cgroup's peak */
     int64_t mem_high_events, mem_max_events, oom_kills;
+    int64_t pids_max_hit;       /* forks refused at pids.max (pids.events), -1 unknown */
+    bool disk_full;             /* the work directory's file system was full after it */
     double mem_some_ms, mem_full_ms, cpu_some_ms;   /* pressure stall during the step */
     int exit_code;
     bool timed_out;
@@ -112,6 +127,11 @@ struct atr_replay;
 #define ATR_BROWSER_TIMEOUT_CAP_MS 30000
 int64_t atr_browser_step_timeout_ms(const struct atr_step *s, int64_t fixed_ms);
 
+/* Can a size-capped work directory be made below base (NULL: /tmp)? As
+ * root: mounts and removes a 1M one (e2fsprogs, loop devices); 0, or -1
+ * with err saying why not. */
+int atr_replay_probe_disk(const char *base, struct atr_error *err);
+
 /* Detects cgroups (mode NONE is allowed only for config none or with a
  * warning the caller prints: see atr_replay_host), sweeps the stale
  * groups and work directories of dead runs (killed by SIGKILL), creates
@@ -120,6 +140,9 @@ struct atr_replay *atr_replay_new(const struct atr_replay_opts *o, struct atr_er
 /* What was found: "hybrid: ...", and the number of stale roots swept. */
 const struct atr_cg_host *atr_replay_host(const struct atr_replay *rp);
 unsigned atr_replay_swept(const struct atr_replay *rp);
+/* The options in force: defaults resolved (limits.mem_max a byte count
+ * or -1, disk_max -1 where it cannot be applied: not root). */
+const struct atr_replay_opts *atr_replay_opts_used(const struct atr_replay *rp);
 /* Work directories removal left behind (a mount it could not detach, a
  * flag it could not clear), and the first one's path (owned by rp; NULL
  * when none). */

@@ -28,6 +28,7 @@ struct config_sum {
     struct atr_samples latency;
     double cpu_ms, max_rss_mb;
     long long high, max_events, oom;
+    unsigned long mem_max_hit, pids_max_hit, disk_full;   /* steps at a limit */
     double mem_some_ms, cpu_some_ms;
     long long ctl_adjustments;
     struct atr_samples reaction, reaction_bound;   /* dynamic: microseconds */
@@ -100,6 +101,8 @@ static void measured_from(struct atr_replay_step *out, const struct atr_step_met
     out->mem_high_events = line_count(m->mem_high_events);
     out->mem_max_events = line_count(m->mem_max_events);
     out->oom_kills = line_count(m->oom_kills);
+    out->pids_max_hit = line_count(m->pids_max_hit);
+    out->disk_full = m->disk_full;
     out->mem_some_ms = line_ms(m->mem_some_ms);
     out->cpu_some_ms = line_ms(m->cpu_some_ms);
     out->ctl_adjustments = line_count(m->ctl_adjustments);
@@ -180,6 +183,9 @@ static void measured_parse(struct atr_replay_step *out, const struct atr_json *o
     out->mem_high_events = count(o, "mem_high_events");
     out->mem_max_events = count(o, "mem_max_events");
     out->oom_kills = count(o, "oom_kills");
+    out->pids_max_hit = count(o, "pids_max_hit");
+    const struct atr_json *full = atr_json_get(o, "disk_full");
+    out->disk_full = full && full->type == ATR_JSON_TRUE;
     out->mem_some_ms = num(o, "mem_pressure_some_ms");
     out->cpu_some_ms = num(o, "cpu_pressure_some_ms");
     out->ctl_adjustments = count(o, "ctl_adjustments");
@@ -304,8 +310,12 @@ static void add_step(struct config_sum *c, const struct atr_replay_step *st)
         c->max_rss_mb = st->max_rss_mb;
     if (st->mem_high_events > 0)
         c->high += st->mem_high_events;
-    if (st->mem_max_events > 0)
+    if (st->mem_max_events > 0) {
         c->max_events += st->mem_max_events;
+        c->mem_max_hit++;
+    }
+    c->pids_max_hit += st->pids_max_hit > 0;
+    c->disk_full += st->disk_full;
     if (st->oom_kills > 0)
         c->oom += st->oom_kills;
     if (st->mem_some_ms > 0)
@@ -421,6 +431,9 @@ static void counts_of(const struct config_sum *c, struct atr_replay_config_summa
     out->restore_resources_missing = c->restore_resources_missing;
     out->mem_high_events_total = c->high;
     out->mem_max_events_total = c->max_events;
+    out->mem_max_hit_steps = c->mem_max_hit;
+    out->pids_max_hit_steps = c->pids_max_hit;
+    out->disk_full_steps = c->disk_full;
     out->oom_kills = c->oom;
     out->ctl_adjustments = c->ctl_adjustments;
 }
@@ -533,6 +546,9 @@ static void put_config(struct atr_jw *w, const struct atr_replay_config_summary 
     atr_jw_kv_int(w, "mem_high_events_total", c->mem_high_events_total);
     atr_jw_kv_int(w, "mem_max_events_total", c->mem_max_events_total);
     atr_jw_kv_int(w, "oom_kills", c->oom_kills);
+    atr_jw_kv_uint(w, "mem_max_hit_steps", c->mem_max_hit_steps);
+    atr_jw_kv_uint(w, "pids_max_hit_steps", c->pids_max_hit_steps);
+    atr_jw_kv_uint(w, "disk_full_steps", c->disk_full_steps);
     atr_jw_kv_fixed(w, "mem_pressure_some_ms_total", c->mem_pressure_some_ms_total, DIGITS);
     atr_jw_kv_fixed(w, "cpu_pressure_some_ms_total", c->cpu_pressure_some_ms_total, DIGITS);
     atr_jw_kv_int(w, "ctl_adjustments", c->ctl_adjustments);

@@ -26,6 +26,8 @@ struct atr_replay_step {
     bool skipped;                   /* the line has "skipped" */
     double latency_ms, cpu_ms, max_rss_mb;
     int64_t mem_high_events, mem_max_events, oom_kills;
+    int64_t pids_max_hit;           /* forks refused at pids.max */
+    bool disk_full;                 /* its work directory's file system was full */
     double mem_some_ms, cpu_some_ms;    /* pressure stall */
     int64_t ctl_adjustments;
     int exit_code;                  /* nonzero: failed (-1: unknown) */
@@ -110,6 +112,9 @@ struct atr_replay_config_summary {
     double latency_p50_ms, latency_p95_ms, latency_p99_ms, latency_max_ms;
     double cpu_ms_total, max_rss_mb;
     int64_t mem_high_events_total, mem_max_events_total, oom_kills;
+    /* Steps that met a limit: memory.max (mem_max_events), pids.max, a
+     * full work directory. */
+    unsigned long mem_max_hit_steps, pids_max_hit_steps, disk_full_steps;
     double mem_pressure_some_ms_total, cpu_pressure_some_ms_total;
     int64_t ctl_adjustments;
     double ctl_reaction_p50_us, ctl_reaction_p99_us;

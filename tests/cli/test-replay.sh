@@ -203,14 +203,25 @@ else
 fi
 
 # SIGKILL leaves the run's work directory and groups (nothing can clean up
-# after it); the next run sweeps both, as their pid is dead, and keeps the
-# directories of live pids (here this shell's).
-mkdir -p "$R/kwd" "$R/kwd/atr-work-$$-0-live"
+# after it); the next run sweeps both. A work directory is a live run's
+# while its lock is held, whatever its pid says: here one named for a pid
+# that does not exist, locked by a process in another PID namespace, is
+# kept (with its trace's browser profile), and one named for a live pid
+# (this shell's) that nobody locks is swept, as is a browser profile whose
+# work directory is gone.
+mkdir -p "$R/kwd" "$R/kwd/atr-work-999999999-0-held" "$R/kwd/atr-browser-999999999-0-0" \
+    "$R/kwd/atr-work-$$-0-unlocked" "$R/kwd/atr-browser-$$-7-0"
+unshare -fp --kill-child flock "$R/kwd/atr-work-999999999-0-held" sleep 120 &
+holder=$!
+deadline=$(( $(date +%s) + 20 ))
+while flock -n "$R/kwd/atr-work-999999999-0-held" true && [ "$(date +%s)" -lt "$deadline" ]; do
+    sleep 0.05
+done
 printf '{"format":"atr-trace/1","trace_id":"k","steps":[{"kind":"tool","tool":"bash","command":"true"},{"kind":"tool","tool":"bash","command":"sleep 59.92"}]}\n' >"$R/kill.ndjson"
 setsid "$ATR" replay tools -q --workdir "$R/kwd" "$R/kill.ndjson" --out "$R/kill" >/dev/null 2>&1 &
 kpid=$!
 deadline=$(( $(date +%s) + 20 ))
-while [ "$( (wc -l <"$R/kill/metrics.jsonl") 2>/dev/null || echo 0)" -lt 1 ] && [ "$(date +%s)" -lt "$deadline" ]; do
+while [ "$(cat "$R"/kill.tmp.*/metrics.jsonl 2>/dev/null | wc -l)" -lt 1 ] && [ "$(date +%s)" -lt "$deadline" ]; do
     sleep 0.05
 done
 kill -KILL "$kpid"
@@ -218,8 +229,11 @@ kill -KILL "$kpid"
 check "sigkill leaves a work directory behind" "sh '$DATA/replay/leftovers.sh' $kpid '$R/kwd' | grep -q 'work directory .*/atr-work-$kpid-'"
 printf '{"format":"atr-trace/1","trace_id":"k2","steps":[{"kind":"tool","tool":"bash","command":"true"}]}\n' >"$R/next.ndjson"
 own "the next run" "$ATR" replay tools -q --workdir "$R/kwd" "$R/next.ndjson" --out "$R/kill2"
-check "the next run sweeps the dead run's work directory and groups" "[ -z \"\$(sh '$DATA/replay/leftovers.sh' $kpid '$R/kwd' | grep -v 'atr-work-$$-0-live')\" ]"
-check "a live pid's work directory is kept" "[ -d '$R/kwd/atr-work-$$-0-live' ]"
+check "the next run sweeps the dead run's work directory and groups" "[ -z \"\$(sh '$DATA/replay/leftovers.sh' $kpid '$R/kwd' | grep -v 'atr-work-999999999-0-held')\" ]"
+check "a locked work directory is kept, whatever its pid" "[ -d '$R/kwd/atr-work-999999999-0-held' ] && [ -d '$R/kwd/atr-browser-999999999-0-0' ]"
+check "an unlocked one is swept, though its pid lives" "[ ! -e '$R/kwd/atr-work-$$-0-unlocked' ] && [ ! -e '$R/kwd/atr-browser-$$-7-0' ]"
+kill -KILL "$holder"     # unshare -f ignores SIGTERM; its child dies with it (--kill-child)
+wait "$holder" 2>/dev/null
 
 # Without --workdir, work directories go under $TMPDIR (each test run has
 # its own), not /tmp.

@@ -428,6 +428,57 @@ static void test_parse_keyed(void **state)
 
 /* ---- real groups ---- */
 
+static void put_file(const char *dir, const char *name, const char *text)
+{
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* The memory limit over atr's own group is the lowest on the way up
+ * (v1 says "none" with a huge number, v2 with "max"). */
+static void test_mem_limit(void **state)
+{
+    (void)state;
+    char root[] = "/tmp/atr-test-memlim-XXXXXX", a[PATH_MAX], b[PATH_MAX];
+    assert_non_null(mkdtemp(root));
+    snprintf(a, sizeof a, "%s/a", root);
+    snprintf(b, sizeof b, "%s/a/b", root);
+    assert_int_equal(mkdir(a, 0755), 0);
+    assert_int_equal(mkdir(b, 0755), 0);
+    struct atr_cg_host h;
+    memset(&h, 0, sizeof h);
+    h.mode = ATR_CG_V1;
+    snprintf(h.memory, sizeof h.memory, "%s", b);
+    assert_int_equal(atr_cg_mem_limit(&h), -1);
+    put_file(a, "memory.limit_in_bytes", "1073741824\n");
+    put_file(b, "memory.limit_in_bytes", "9223372036854771712\n");
+    assert_int_equal(atr_cg_mem_limit(&h), 1073741824);
+    memset(&h, 0, sizeof h);
+    h.mode = ATR_CG_V2;
+    snprintf(h.v2, sizeof h.v2, "%s", b);
+    assert_int_equal(atr_cg_mem_limit(&h), -1);      /* no memory controller */
+    h.v2_memory = true;
+    put_file(a, "memory.max", "536870912\n");
+    put_file(b, "memory.max", "max\n");
+    assert_int_equal(atr_cg_mem_limit(&h), 536870912);
+    /* pids.events "max": the forks refused at pids.max */
+    struct atr_cg g;
+    memset(&g, 0, sizeof g);
+    g.v2_fd = -1;
+    snprintf(g.memory, sizeof g.memory, "%s", a);
+    snprintf(g.pids, sizeof g.pids, "%s", b);
+    put_file(b, "pids.events", "max 7\n");
+    struct atr_cg_stats st;
+    memset(&h, 0, sizeof h);
+    assert_int_equal(atr_cg_read_stats(&h, &g, &st, NULL), 0);
+    assert_int_equal(st.pids_max_events, 7);
+    rm_scratch(root);
+}
+
 static void test_limits_roundtrip(void **state)
 {
     (void)state;
@@ -813,6 +864,7 @@ int main(void)
         cmocka_unit_test(test_detect_none),
         cmocka_unit_test(test_parse_pressure),
         cmocka_unit_test(test_parse_keyed),
+        cmocka_unit_test(test_mem_limit),
         cmocka_unit_test_teardown(test_limits_roundtrip, teardown),
         cmocka_unit_test_teardown(test_peak_and_cpu, teardown),
         cmocka_unit_test_teardown(test_oom_kill, teardown),

@@ -66,12 +66,16 @@ static size_t steps(struct atr_step_metrics *m)
     m[2].exit_code = 3;
     m[2].missing_cwd = "/testbed";
     m[3] = measured("t2", 30.4446);
+    m[2].pids_max_hit = 4;
     m[3].timed_out = true;
     m[3].exit_code = -9;
+    m[3].disk_full = true;
+    m[3].mem_max_events = 2;
     m[4] = measured("t3", -1);
     m[4].ctl_adjustments = -1;
     m[4].cpu_ms = -1;
     m[4].oom_kills = -1;
+    m[4].pids_max_hit = -1;
     return 5;
 }
 
@@ -168,7 +172,11 @@ static void test_figures(void **state)
     assert_float_equal(c.cpu_ms_total, 4.0, 1e-12);      /* 4 x 1.000; one unknown */
     assert_float_equal(c.max_rss_mb, 2.0, 1e-12);
     assert_int_equal(c.mem_high_events_total, 15);
-    assert_int_equal(c.mem_max_events_total, 0);
+    assert_int_equal(c.mem_max_events_total, 2);
+    /* steps at a limit: memory.max, pids.max (4 refusals: one step), disk */
+    assert_int_equal(c.mem_max_hit_steps, 1);
+    assert_int_equal(c.pids_max_hit_steps, 1);
+    assert_int_equal(c.disk_full_steps, 1);
     assert_int_equal(c.oom_kills, 4);
     assert_int_equal(c.ctl_adjustments, 8);
     /* seen per step: 12.2 (12.25 is a tie: even), -0.0 (counted), 7.0 or 7.1 */
