@@ -1,13 +1,14 @@
 /* guard.c - the watchdog behind runner/guard.h: a forked process that
  * blocks on a pipe and cleans up after atr when the pipe ends unannounced. */
 #include "runner/guard.h"
+#include "runner/workdir.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -38,29 +39,28 @@ static void stop_group(pid_t pgid)
     kill(-pgid, SIGKILL);
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+/* Removes "<base>/<kind>-<pid>-*" directories of this user, for kind
+ * atr-browser (runner/browse.c) and atr-work (runner/replay.c: its
+ * size-capped mount is detached first). Their owner is dead, so no lock
+ * needs asking: the name carries its pid. */
+static void remove_run_dirs(const char *base, pid_t pid)
 {
-    (void)st, (void)flag, (void)ftw;
-    remove(path);
-    return 0;
-}
-
-/* rm -rf of "<base>/atr-browser-<pid>-*": only directories of this user. */
-static void remove_profiles(const char *base, pid_t pid)
-{
-    char prefix[64], path[PATH_MAX];
-    snprintf(prefix, sizeof prefix, "atr-browser-%ld-", (long)pid);
+    static const char *const kinds[] = {"atr-browser", "atr-work"};
     DIR *d = base[0] ? opendir(base) : NULL;
     if (!d)
         return;
+    char prefix[2][64], path[PATH_MAX];
+    for (int k = 0; k < 2; k++)
+        snprintf(prefix[k], sizeof prefix[k], "%s-%ld-", kinds[k], (long)pid);
     struct dirent *e;
     while ((e = readdir(d))) {
         struct stat st;
-        if (strncmp(e->d_name, prefix, strlen(prefix)) != 0 ||
-            snprintf(path, sizeof path, "%s/%s", base, e->d_name) >= (int)sizeof path ||
+        bool ours = strncmp(e->d_name, prefix[0], strlen(prefix[0])) == 0 ||
+                    strncmp(e->d_name, prefix[1], strlen(prefix[1])) == 0;
+        if (!ours || snprintf(path, sizeof path, "%s/%s", base, e->d_name) >= (int)sizeof path ||
             lstat(path, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
             continue;
-        nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+        atr_workdir_remove(path);
     }
     closedir(d);
 }
@@ -86,7 +86,7 @@ static void guard_main(int fd, const struct atr_cg_host *h, struct atr_cg *root,
         atr_cg_remove(h, root, &ignored);
     }
     if (workdirs[0])
-        remove_profiles(workdirs, atr_pid);
+        remove_run_dirs(workdirs, atr_pid);
     _exit(0);
 }
 

@@ -24,9 +24,10 @@ struct atr_guard {
 int atr_guard_start(struct atr_guard *g, const struct atr_cg_host *h, const struct atr_cg *root,
                     struct atr_error *err);
 /* Like atr_guard_start; when atr dies the guard also removes the browser
- * profile directories "<workdir_base>/atr-browser-<atr's pid>-*"
- * (runner/browse.c). Work directories of bash steps are left for the next
- * run's sweep, as before. workdir_base NULL: none. */
+ * profiles "<workdir_base>/atr-browser-<atr's pid>-*" (runner/browse.c)
+ * and the work directories "<workdir_base>/atr-work-<atr's pid>-*" with
+ * their size-capped mounts (runner/replay.c), so a SIGKILLed run leaves no
+ * mount behind. workdir_base NULL: none. */
 int atr_guard_start_dirs(struct atr_guard *g, const struct atr_cg_host *h,
                          const struct atr_cg *root, const char *workdir_base,
                          struct atr_error *err);

@@ -1,6 +1,7 @@
 /* replay.c - tool-step replay: groups per configuration, work directories,
  * a scrubbed environment, one spawn and one metrics record per step. */
 #include "runner/replay.h"
+#include "runner/workdir.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -74,69 +75,6 @@ void atr_replay_stop(void)
 
 bool atr_replay_stopped(void) { return stop_requested; }
 
-/* Clears the immutable and append-only flags of path (a step may have
- * run chattr +i), which block its removal or its children's. */
-static void clear_flags(const char *path)
-{
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
-    int fl;
-    if (fd < 0)
-        return;
-    if (ioctl(fd, FS_IOC_GETFLAGS, &fl) == 0 && (fl & (FS_IMMUTABLE_FL | FS_APPEND_FL))) {
-        fl &= ~(FS_IMMUTABLE_FL | FS_APPEND_FL);
-        ioctl(fd, FS_IOC_SETFLAGS, &fl);
-    }
-    close(fd);
-}
-
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st, (void)flag, (void)ftw;
-    if (remove(path) == 0 || errno != EPERM)
-        return 0;
-    char parent[PATH_MAX];
-    snprintf(parent, sizeof parent, "%s", path);
-    char *slash = strrchr(parent, '/');
-    if (slash)
-        *slash = '\0';
-    clear_flags(path);
-    clear_flags(parent);
-    remove(path);
-    return 0;
-}
-
-/* Detaches the mounts a step left at or below dir (as root, in our mount
- * namespace), last mounted first, so the removal never descends into a
- * file system that is not the work directory's. */
-static void unmount_below(const char *dir)
-{
-    FILE *f = fopen("/proc/self/mountinfo", "r");
-    if (!f)
-        return;
-    char line[PATH_MAX + 512], mp[PATH_MAX], *pts[64];
-    int n = 0;
-    size_t len = strlen(dir);
-    while (n < 64 && fgets(line, sizeof line, f))
-        if (sscanf(line, "%*s %*s %*s %*s %4095s", mp) == 1 && strncmp(mp, dir, len) == 0 &&
-            (mp[len] == '/' || mp[len] == '\0'))
-            pts[n++] = xstrdup(mp);
-    fclose(f);
-    while (n-- > 0) {
-        umount2(pts[n], MNT_DETACH);
-        free(pts[n]);
-    }
-}
-
-/* rm -rf of a work directory atr made (never follows symlinks out),
- * through immutable files and leftover mounts; -1 if dir is still there. */
-static int remove_tree(const char *dir)
-{
-    struct stat st;
-    unmount_below(dir);
-    nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-    return lstat(dir, &st) == 0 ? -1 : 0;
-}
-
 static const char *workdir_base(const struct atr_replay_opts *o)
 {
     return o->workdir ? o->workdir : "/tmp";
@@ -205,7 +143,7 @@ static void sweep_work(DIR *d, const char *base, struct live_keys *live)
         /* make_workdir holds R's lock for the trace's life, on R as its
          * path shows it: the capped file system when mounted */
         if (!atr_dirlock_held(path)) {
-            remove_tree(path);
+            atr_workdir_remove(path);
             continue;
         }
         if (live->n == live->cap) {
@@ -226,7 +164,7 @@ static void sweep_profiles(DIR *d, const char *base, const struct live_keys *liv
     while ((e = readdir(d)))
         if (run_key(e->d_name, "atr-browser-", key, sizeof key) && !key_live(live, key) &&
             own_dir(base, e->d_name, path, sizeof path))
-            remove_tree(path);
+            atr_workdir_remove(path);
 }
 
 /* Work directories and browser profiles of runs that died without
@@ -406,7 +344,7 @@ int atr_replay_probe_disk(const char *base, struct atr_error *err)
                           : atr_error_set(err, "%s: %s", dir, strerror(errno));
     if (guard >= 0)
         close(guard);
-    remove_tree(dir);
+    atr_workdir_remove(dir);
     return rc;
 }
 
@@ -1049,7 +987,7 @@ static void end_trace(struct trace_run *tr)
      * file system (and its loop device) alive. */
     if (tr->lock_fd >= 0)
         close(tr->lock_fd);
-    if (tr->root[0] && remove_tree(tr->root) < 0 && atomic_fetch_add(&tr->rp->left, 1) == 0)
+    if (tr->root[0] && atr_workdir_remove(tr->root) < 0 && atomic_fetch_add(&tr->rp->left, 1) == 0)
         snprintf(tr->rp->left_path, sizeof tr->rp->left_path, "%s", tr->root);
 }
 

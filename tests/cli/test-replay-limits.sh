@@ -98,4 +98,17 @@ if command -v setpriv >/dev/null; then
     check "the work directory is not capped, with a warning" "grep -q 'warning: work directories are not size-capped' '$T/err' && [ \"\$('$R/get' '$R/nobody/o/summary.json' limits disk_max_bytes)\" = None ]"
     chmod 700 "$T"
 fi
+# SIGKILL of atr mid-step: its guard detaches the work directory's capped
+# mount and removes it (no mount of this run left on the host).
+mkdir -p "$R/kwd"
+printf '{"format":"atr-trace/1","trace_id":"k","steps":[{"kind":"tool","tool":"bash","command":"touch started; sleep 60"}]}\n' >"$R/k.ndjson"
+"$ATR" replay tools -q --disk-max 16M --workdir "$R/kwd" "$R/k.ndjson" --out "$R/k" >/dev/null 2>&1 &
+kpid=$!
+wait_for 20 "ls '$R/kwd'/atr-work-*/work/started >/dev/null 2>&1"
+kill -KILL "$kpid"
+wait "$kpid" 2>/dev/null
+CURRENT="SIGKILL: the capped work directory is unmounted and removed"
+if wait_for 20 "[ -z \"\$(ls '$R/kwd')\" ] && ! grep -q ' $R/kwd/' /proc/self/mountinfo"; then pass; else
+    fail "left: $(ls "$R/kwd") $(grep " $R/kwd/" /proc/self/mountinfo | head -1)"; fi
+
 fi
