@@ -962,6 +962,11 @@ static int check_host(const struct replay_args *a)
     if (a->ro.sandbox && atr_spawn_probe_sandbox(a->ro.allow_network, &err) < 0)
         n += (size_t)snprintf(msg, sizeof msg, "%s: pass --sandbox none to run steps on the "
                               "host", err.msg);
+    else if (a->ro.sandbox && (atr_sandbox_probe_path(a->ro.workdir ? a->ro.workdir : "/tmp", &err) < 0 ||
+                               (a->ro.rootfs && access(a->ro.rootfs, F_OK) == 0 &&
+                                atr_sandbox_probe_path(a->ro.rootfs, &err) < 0)))
+        n += (size_t)snprintf(msg, sizeof msg, "%s: pass --workdir (or --rootfs) on one that "
+                              "does, or --sandbox none", err.msg);
     bool need_cg = false;
     for (int c = 0; c < a->n_configs; c++)
         need_cg |= a->configs[c] != ATR_CFG_NONE;

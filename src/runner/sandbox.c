@@ -518,6 +518,16 @@ int atr_sandbox_build(struct atr_sandbox *sb, int *stage)
 
 /* ---- the probe ---- */
 
+int atr_sandbox_probe_path(const char *path, struct atr_error *err)
+{
+    int ns = userns_get(err);
+    int fd = ns < 0 ? -1 : idmapped_tree(path, ns, err);
+    if (fd < 0)
+        return -1;
+    close(fd);
+    return 0;
+}
+
 int atr_sandbox_probe(bool allow_network, struct atr_error *err)
 {
     if (userns_get(err) < 0 || !filter_get(err))

@@ -75,5 +75,8 @@ int atr_sandbox_build(struct atr_sandbox *sb, int *stage);
 /* Can this process make the sandbox (the namespaces, the uid map)? 0, or
  * -1 with err saying what was refused. Forks once. */
 int atr_sandbox_probe(bool allow_network, struct atr_error *err);
+/* Can a step see path (a folder it will write: the work directories'
+ * parent, --rootfs) through an idmapped mount? 0, or -1 with err. */
+int atr_sandbox_probe_path(const char *path, struct atr_error *err);
 
 #endif

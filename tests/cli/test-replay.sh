@@ -202,8 +202,8 @@ else
     echo "skip: --rootfs tests need /bin/busybox (Debian busybox-static)"
 fi
 
-# SIGKILL leaves the run's work directory and groups (nothing can clean up
-# after it); the next run sweeps both. A work directory is a live run's
+# SIGKILL of atr and its guard leaves the run's work directory and groups
+# (nothing can clean up after it); the next run sweeps both. A work directory is a live run's
 # while its lock is held, whatever its pid says: here one named for a pid
 # that does not exist, locked by a process in another PID namespace, is
 # kept (with its trace's browser profile), and one named for a live pid
@@ -223,6 +223,9 @@ kpid=$!
 deadline=$(( $(date +%s) + 20 ))
 while [ "$(cat "$R"/kill.tmp.*/metrics.jsonl 2>/dev/null | wc -l)" -lt 1 ] && [ "$(date +%s)" -lt "$deadline" ]; do
     sleep 0.05
+done
+for p in /proc/[0-9]*; do   # its guard (it would remove them): atr's child named atr-guard
+    [ "$(awk '{print $4}' "$p/stat" 2>/dev/null)" = "$kpid" ] && [ "$(cat "$p/comm" 2>/dev/null)" = atr-guard ] && kill -KILL "${p#/proc/}"
 done
 kill -KILL "$kpid"
 { wait "$kpid"; } 2>/dev/null      # the shell's "Killed" is expected here
