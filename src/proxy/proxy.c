@@ -319,6 +319,7 @@ int atr_proxy_listen(struct atr_proxy *p, struct atr_error *err)
     p->accept_guard = atr_accept_guard_new(p->base, p->listener, "proxy", p->cfg.on_warn,
                                            p->cfg.ctx);
     atr_accept_guard_deadline(p->accept_guard, p->http, p->cfg.idle_timeout_s);
+    atr_accept_guard_max_request(p->accept_guard, p->cfg.max_body + p->cfg.max_headers + 4096);
     return 0;
 }
 

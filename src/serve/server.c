@@ -995,6 +995,7 @@ int atr_serve_listen(struct atr_serve *s, struct atr_error *err)
     s->accept_guard = atr_accept_guard_new(s->base, bound, "sim serve", s->cfg.on_warn,
                                            s->cfg.warn_ctx);
     atr_accept_guard_deadline(s->accept_guard, s->http, s->cfg.header_timeout_s);
+    atr_accept_guard_max_request(s->accept_guard, s->cfg.max_body + (64u << 10));
     return 0;
 }
 

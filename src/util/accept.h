@@ -6,6 +6,8 @@
 #ifndef ATR_UTIL_ACCEPT_H
 #define ATR_UTIL_ACCEPT_H
 
+#include <stddef.h>
+
 struct event_base;
 struct evhttp;
 struct evhttp_bound_socket;
@@ -31,6 +33,10 @@ struct atr_accept_guard *atr_accept_guard_new(struct event_base *base,
  * connection closed early gives its descriptor back within 250 ms. */
 void atr_accept_guard_deadline(struct atr_accept_guard *g, struct evhttp *http,
                                double seconds);
+/* The biggest request (headers and body) http takes: a connection reads
+ * at most this far ahead (1 MiB when not called; a body above the mark
+ * would never arrive whole). */
+void atr_accept_guard_max_request(struct atr_accept_guard *g, size_t bytes);
 /* req arrived whole: its connection's deadline is cleared. */
 void atr_accept_guard_request(struct atr_accept_guard *g, struct evhttp_request *req);
 /* Failed accepts seen so far (each pauses the listener once). */
