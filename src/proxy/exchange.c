@@ -54,7 +54,7 @@ struct exchange {
     struct evbuffer *out;               /* events of one upstream read */
     struct event *first_byte;
     /* what is recorded */
-    const char *model;
+    char *model;
     size_t session;
     size_t body_len;                    /* the request body's bytes */
     bool in_session;                    /* session begun, to end in ex_free */
@@ -129,6 +129,7 @@ static void ex_free(struct exchange *ex)
     free(ex->path);
     free(ex->content_type);
     free(ex->prompt_text);
+    free(ex->model);
     free(ex->gaps);
     bool big = ex->body_len >= TRIM_BODY_BYTES;
     free(ex);
@@ -263,12 +264,26 @@ static bool want_usage(const struct atr_json *root)
     return iu && iu->type == ATR_JSON_TRUE;
 }
 
+/* Whether the upstream must get other bytes than the client sent. */
+static bool needs_rewrite(const struct exchange *ex, const struct atr_json *root)
+{
+    uint32_t cap = ex->dec.max_tokens;
+    if (ex->strip_usage)
+        return true;
+    if (!cap)
+        return false;
+    const struct atr_json *m = atr_json_get(root, "max_tokens");
+    if (!m)
+        m = atr_json_get(root, "max_completion_tokens");
+    return !m || (m->is_int && m->i > (int64_t)cap);
+}
+
 /* The client's object, with stream_options.include_usage set for a stream
  * and the policy's cap on max_tokens; members in the client's order. */
-static void rewrite_body(struct exchange *ex, const struct atr_json *root)
+static void rewrite_body(struct exchange *ex, const struct atr_json *root, struct atr_buf *to)
 {
     struct atr_jw w;
-    atr_jw_init(&w, &ex->body, ATR_JW_COMPACT);
+    atr_jw_init(&w, to, ATR_JW_COMPACT);
     atr_jw_object_begin(&w);
     bool wrote_so = false;
     uint32_t cap = ex->dec.max_tokens;
@@ -648,7 +663,8 @@ static void send_upstream(struct exchange *ex)
         evhttp_add_header(h, "Authorization", auth);
     }
     if (ex->body.len)
-        evbuffer_add(evhttp_request_get_output_buffer(ex->ureq), ex->body.data, ex->body.len);
+        evbuffer_add_reference(evhttp_request_get_output_buffer(ex->ureq), ex->body.data,
+                               ex->body.len, NULL, NULL);   /* body outlives the connection's use */
     if (!ex->first_byte)
         ex->first_byte = evtimer_new(p->base, on_first_byte_timeout, ex);
     double t = p->cfg.first_byte_timeout_s;
@@ -793,12 +809,26 @@ void proxy_exchange_abort(struct exchange *ex)
 
 /* ---- entry points ----------------------------------------------------------------------- */
 
+/* The client's body moved out of libevent's buffer a piece at a time, so
+ * that its chains are freed as the copy grows: the body is held once, not
+ * twice (evbuffer_pullup would copy it whole before freeing them). */
+static void take_body(struct evhttp_request *req, struct atr_buf *to)
+{
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    atr_buf_reserve(to, evbuffer_get_length(in));   /* xrealloc: no failure */
+    int n;
+    while ((n = evbuffer_remove(in, to->data + to->len, 1u << 16)) > 0)
+        to->len += (size_t)n;
+    to->data[to->len] = '\0';
+}
+
 static bool read_json(struct exchange *ex, const struct atr_json **root)
 {
-    struct evbuffer *in = evhttp_request_get_input_buffer(ex->creq);
-    size_t len = evbuffer_get_length(in);
-    ex->body_len = len;
-    const char *text = len ? (const char *)evbuffer_pullup(in, -1) : "";
+    take_body(ex->creq, &ex->body);
+    size_t len = ex->body_len = ex->body.len;
+    if (len >= TRIM_BODY_BYTES)
+        malloc_trim(0);    /* the chains it came in: freed, yet resident */
+    const char *text = ex->body.data;
     struct atr_json_err je;
     struct atr_json *r;
     if (atr_json_parse(&ex->arena, text, len, NULL, &r, &je) != 0) {
@@ -811,12 +841,34 @@ static bool read_json(struct exchange *ex, const struct atr_json **root)
         proxy_send_error(ex->p, ex->creq, 400, "request body: expected a JSON object");
         return false;
     }
-    if (ex->p->cfg.record_content) {
-        ex->prompt_text = xstrndup(text, len);
-        ex->prompt_len = len;
-    }
     *root = r;
     return true;
+}
+
+/* What goes upstream: the client's bytes as they came, or rewritten. The
+ * parse tree is let go here (its strings are a second copy of the body),
+ * and the client's text too unless the record keeps it. */
+static void settle_body(struct exchange *ex, const struct atr_json *root)
+{
+    bool keep = ex->p->cfg.record_content;
+    if (needs_rewrite(ex, root)) {
+        struct atr_buf text = ex->body;
+        ex->body = (struct atr_buf)ATR_BUF_INIT;
+        atr_buf_reserve(&ex->body, text.len + 128);   /* once: no doubling copies */
+        rewrite_body(ex, root, &ex->body);
+        if (keep) {
+            ex->prompt_text = text.data;
+            ex->prompt_len = text.len;
+        } else {
+            atr_buf_release(&text);
+        }
+    } else if (keep) {
+        ex->prompt_text = xstrndup(ex->body.data, ex->body.len);
+        ex->prompt_len = ex->body.len;
+    }
+    atr_arena_release(&ex->arena);
+    if (ex->body_len >= TRIM_BODY_BYTES)
+        malloc_trim(0);    /* libevent's chains and the tree: freed, yet resident */
 }
 
 static char *upstream_path(struct evhttp_request *req)
@@ -842,13 +894,14 @@ void proxy_llm_request(struct atr_proxy *p, struct evhttp_request *req, bool cha
         return;
     }
     size_t mlen;
-    ex->model = atr_json_get_str(root, "model", &mlen);
+    const char *model = atr_json_get_str(root, "model", &mlen);
+    ex->model = model ? xstrndup(model, mlen) : NULL;
     const struct atr_json *st = atr_json_get(root, "stream");
     ex->stream = st && st->type == ATR_JSON_TRUE;
     ex->strip_usage = ex->stream && !want_usage(root);
     hash_prompt(ex, root);
     choose(ex, root);
-    rewrite_body(ex, root);
+    settle_body(ex, root);
     ex->path = upstream_path(req);
     ex->out = evbuffer_new();
     evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_client_close, ex);
@@ -858,10 +911,8 @@ void proxy_llm_request(struct atr_proxy *p, struct evhttp_request *req, bool cha
 void proxy_pass_request(struct atr_proxy *p, struct evhttp_request *req)
 {
     struct exchange *ex = ex_new(p, req);
-    struct evbuffer *in = evhttp_request_get_input_buffer(req);
-    size_t len = evbuffer_get_length(in);
-    if (len)
-        atr_buf_append(&ex->body, evbuffer_pullup(in, -1), len);
+    take_body(req, &ex->body);
+    ex->body_len = ex->body.len;
     ex->path = upstream_path(req);
     ex->out = evbuffer_new();
     evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_client_close, ex);
