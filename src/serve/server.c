@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
@@ -32,6 +33,9 @@
 #include "util/buf.h"
 
 #define DEFAULT_MAX_BODY (16u << 20)
+/* A stream's bytes queued for a client, at most (and one event): past it
+ * no more events are written until the client has read them all. */
+#define STREAM_MAX_QUEUED (256u << 10)
 #define CHAT_DEFAULT_MAX 4096
 
 /* vLLM's time_to_first_token_seconds buckets. */
@@ -67,6 +71,7 @@ struct stream {
     bool stream, include_usage;
     bool gen_done;               /* every token produced (engine finished it) */
     bool cut, stall, closing;    /* faults; closing: the close is scheduled */
+    bool blocked;                /* STREAM_MAX_QUEUED reached: waits for a drain */
     uint64_t seq;
     uint32_t prompt_tokens, max_tokens;
     uint32_t produced, sent, cut_at;
@@ -440,14 +445,37 @@ static void stream_release_conn(struct stream *st)
     st->req = NULL;
 }
 
+static size_t stream_queued(struct stream *st)
+{
+    struct evhttp_connection *evcon = stream_conn(st);
+    struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
+    return bev ? evbuffer_get_length(bufferevent_get_output(bev)) : 0;
+}
+
+static void on_stream_drained(struct evhttp_connection *evcon, void *arg)
+{
+    struct stream *st = arg;
+    st->blocked = false;
+    stream_pump(st, srv_now(st->srv));
+}
+
+/* Writes the events up to upto that fit under STREAM_MAX_QUEUED (one at
+ * least); the rest wait for on_stream_drained. A client that reads
+ * nothing once held its whole answer here (100 such: 1.1 GB). */
 static void send_stream_tokens(struct stream *st, uint32_t upto)
 {
     struct atr_serve *s = st->srv;
     struct atr_buf *b = &s->tmp;
+    if (st->blocked)
+        return;
+    size_t queued = stream_queued(st);
+    size_t room = queued < STREAM_MAX_QUEUED ? STREAM_MAX_QUEUED - queued : 0;
     atr_buf_clear(b);
-    for (uint32_t k = st->sent; k < upto; k++)
+    uint32_t k = st->sent;
+    for (; k < upto && (k == st->sent || b->len < room); k++)
         put_token_event(b, st, k);
-    st->sent = upto;
+    st->blocked = k < upto;
+    upto = st->sent = k;
     bool complete = upto == st->max_tokens && !st->cut && !st->stall;
     if (complete)
         put_stream_end(b, st);
@@ -457,7 +485,8 @@ static void send_stream_tokens(struct stream *st, uint32_t upto)
         st->closing = true;
         evhttp_send_reply_chunk_with_cb(st->req, s->out, on_cut_flushed, st);
     } else if (b->len) {
-        evhttp_send_reply_chunk(st->req, s->out);
+        evhttp_send_reply_chunk_with_cb(st->req, s->out, st->blocked ? on_stream_drained : NULL,
+                                        st);
     }
     evbuffer_drain(s->out, evbuffer_get_length(s->out));
     if (complete && st->req) {
