@@ -13,7 +13,9 @@ hostile loads, measured from /proc/PID/status (VmRSS, VmHWM):
                            the server's peak growth and what it still
                            holds after they left
 
-Extra server flags: PROXY_ARGS / SERVE_ARGS in the environment.
+Extra server flags: PROXY_ARGS / SERVE_ARGS in the environment; SERVE_ATR
+runs the upstream sim serve from another binary (an old one sends a whole
+answer as one chunk: the hostile upstream for the proxy).
 Prints one line of key value pairs (KiB)."""
 import os, re, socket, subprocess, sys, threading, time
 
@@ -35,6 +37,7 @@ def kib(pid, field):
 
 
 def serve(atr):
+    atr = os.environ.get("SERVE_ATR", atr)
     return start([atr, "sim", "serve", "--port", "0", "--ttft", "0", "--itl", "0",
                   "--max-body", "1G", "--max-model-len", "2147483647"]
                  + os.environ.get("SERVE_ARGS", "").split())
