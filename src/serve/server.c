@@ -9,6 +9,7 @@
  * free and is never written to again. Callbacks never free a stream
  * directly; they mark it and let its reap event do it from the loop. */
 #include <errno.h>
+#include <malloc.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,6 +104,7 @@ struct atr_serve {
     long long created;           /* wall clock at start, for "created" */
     struct stream *streams;
     size_t n_streams;
+    bool trim_due;               /* a stream filled its queue: trim when all are gone */
     uint64_t seq;                /* completion requests received */
     struct atr_arena arena;      /* one request body's parse */
     struct atr_buf tmp;          /* response text being built */
@@ -358,6 +360,10 @@ static void stream_free(struct stream *st)
     if (st->next)
         st->next->prev = st->prev;
     s->n_streams--;
+    if (s->n_streams == 0 && s->trim_due) {
+        s->trim_due = false;
+        malloc_trim(0);          /* the queues' pages, freed yet resident otherwise */
+    }
     if (st->rec && s->engine)
         atr_engine_release_record(s->engine, st->rec);
     if (st->tok_ev)
@@ -475,6 +481,7 @@ static void send_stream_tokens(struct stream *st, uint32_t upto)
     for (; k < upto && (k == st->sent || b->len < room); k++)
         put_token_event(b, st, k);
     st->blocked = k < upto;
+    s->trim_due |= st->blocked;
     upto = st->sent = k;
     bool complete = upto == st->max_tokens && !st->cut && !st->stall;
     if (complete)
