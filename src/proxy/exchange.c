@@ -293,10 +293,10 @@ static bool needs_rewrite(const struct exchange *ex, const struct atr_json *root
         return true;
     if (!cap)
         return false;
-    const struct atr_json *m = atr_json_get(root, "max_tokens");
-    if (!m)
-        m = atr_json_get(root, "max_completion_tokens");
-    return !m || (m->is_int && m->i > (int64_t)cap);
+    const struct atr_json *a = atr_json_get(root, "max_tokens");
+    const struct atr_json *b = atr_json_get(root, "max_completion_tokens");
+    return (!a && !b) || (a && a->is_int && a->i > (int64_t)cap) ||
+           (b && b->is_int && b->i > (int64_t)cap);
 }
 
 /* The client's object, with stream_options.include_usage set for a stream
