@@ -13,7 +13,8 @@ hostile loads, measured from /proc/PID/status (VmRSS, VmHWM):
                            the server's peak growth and what it still
                            holds after they left
 
-Extra server flags: PROXY_ARGS / SERVE_ARGS in the environment; SERVE_ATR
+BODY_STREAM=1 makes the bodies streaming requests (the proxy then
+rewrites them: stream_options.include_usage). Extra server flags: PROXY_ARGS / SERVE_ARGS in the environment; SERVE_ATR
 runs the upstream sim serve from another binary (an old one sends a whole
 answer as one chunk: the hostile upstream for the proxy).
 Prints one line of key value pairs (KiB)."""
@@ -65,7 +66,8 @@ def chat_body(size, i):
     n = max(1, (size - 100) // (len(msg) + 40))
     msgs = ",".join('{"role":"%s","content":"%s"}' % ("user" if k % 2 else "assistant", msg)
                     for k in range(n))
-    body = '{"model":"atr-sim","max_tokens":1,"messages":[%s]}' % msgs
+    stream = ',"stream":true' if os.environ.get("BODY_STREAM") else ""
+    body = '{"model":"atr-sim","max_tokens":1%s,"messages":[%s]}' % (stream, msgs)
     return body.encode()
 
 
