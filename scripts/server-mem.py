@@ -13,7 +13,7 @@ hostile loads, measured from /proc/PID/status (VmRSS, VmHWM):
                            the server's peak growth and what it still
                            holds after they left
 
-BODY_STREAM=1 makes the bodies streaming requests (the proxy then
+BODY_TOKENS=1 sends completions prompts of token ids instead; BODY_STREAM=1 makes the bodies streaming requests (the proxy then
 rewrites them: stream_options.include_usage). Extra server flags: PROXY_ARGS / SERVE_ARGS in the environment; SERVE_ATR
 runs the upstream sim serve from another binary (an old one sends a whole
 answer as one chunk: the hostile upstream for the proxy).
@@ -59,8 +59,16 @@ def post(port, path, body, rcvbuf=0):
     return s, head + body
 
 
+def token_body(size, i):
+    """A completions prompt of token ids (vLLM takes them): many small values."""
+    ids = ",".join(str(1000 + (k * 7919 + i) % 30000) for k in range((size - 80) // 6))
+    return ('{"model":"atr-sim","max_tokens":1,"prompt":[%s]}' % ids).encode()
+
+
 def chat_body(size, i):
     """A real-shaped prompt: 4 KB messages, SIZE bytes in all."""
+    if os.environ.get("BODY_TOKENS"):
+        return token_body(size, i)
     words = ("client %d edits the file and runs the tests again; " % i) * 80
     msg = words[:4000]
     n = max(1, (size - 100) // (len(msg) + 40))
@@ -76,7 +84,8 @@ def bodies(atr, n, size):
     px, port = proxy(atr, up_port)
     try:
         before = kib(px.pid, "VmRSS")
-        reqs = [post(port, "/v1/chat/completions", chat_body(size, i)) for i in range(n)]
+        path = "/v1/completions" if os.environ.get("BODY_TOKENS") else "/v1/chat/completions"
+        reqs = [post(port, path, chat_body(size, i)) for i in range(n)]
         total = sum(len(r[1]) for r in reqs)
         # every body but its last byte is in the proxy before any is complete
         threads = [threading.Thread(target=s.sendall, args=(d[:-1],)) for s, d in reqs]

@@ -947,7 +947,9 @@ static bool read_json(struct exchange *ex, const struct atr_json **root)
     const char *text = ex->body.data;
     struct atr_json_err je;
     struct atr_json *r;
-    if (atr_json_parse(&ex->arena, text, len, NULL, &r, &je) != 0) {
+    /* A prompt of token ids is held as 8 bytes a value, not 80 (a node) */
+    const struct atr_json_opts opts = {.pack_key = "prompt", .pack_max = UINT64_MAX};
+    if (atr_json_parse(&ex->arena, text, len, &opts, &r, &je) != 0) {
         char msg[256];
         snprintf(msg, sizeof msg, "request body: %u:%u: %s", je.line, je.col, je.msg);
         proxy_send_error(ex->p, ex->creq, 400, msg);
