@@ -554,13 +554,17 @@ check "proxy still answers after cutting a trickling client" "[ \"\$(curl -s -o 
 px_stop $TR_PID
 
 # ---- memory under hostile load (scripts/server-mem.py; VmHWM, generous bounds) ----
+# Under ASan (which cannot start in a 150 MB address space) RSS means
+# nothing: the loads still run, for the sanitizer, and only the figures
+# go unchecked.
+rss_checked() { sh -c 'ulimit -v 150000 && exec "$1" --version' sh "$ATR" >/dev/null 2>&1; }
 # 8 concurrent 3 MB bodies: the proxy holds each about once (measured 1.3x;
 # before: a body over 1 MiB never arrived whole, and 4.7x with that fixed).
 timeout 120 python3 "$ROOT/scripts/server-mem.py" bodies "$ATR" 8 3000000 >"$PX/mem-bodies.txt" 2>&1
-check "proxy holds 8 concurrent 3 MB bodies at under 2x their size" "awk '{for (i = 1; i < NF; i += 2) v[\$i] = \$(i + 1)} v[\"status\"] == 200 && v[\"ratio\"] < 2.0 {ok = 1} END {exit !ok}' '$PX/mem-bodies.txt'"
+rss_checked && check "proxy holds 8 concurrent 3 MB bodies at under 2x their size" "awk '{for (i = 1; i < NF; i += 2) v[\$i] = \$(i + 1)} v[\"status\"] == 200 && v[\"ratio\"] < 2.0 {ok = 1} END {exit !ok}' '$PX/mem-bodies.txt'"
 # 20 clients that read nothing, each stream due at once as one large chunk
 # (--itl 0): the upstream read stops at --max-buffered, pages go back after
 # they leave (measured 11 MB growth, 0.6 MB kept; before: 51 MB, 31 MB kept).
 timeout 120 python3 "$ROOT/scripts/server-mem.py" slow proxy "$ATR" 20 20000 1 >"$PX/mem-slow.txt" 2>&1
-check "proxy with 20 clients that never read stays under 24 MB" "awk '{for (i = 1; i < NF; i += 2) v[\$i] = \$(i + 1)} v[\"growth_kib\"] != \"\" && v[\"growth_kib\"] < 24576 {ok = 1} END {exit !ok}' '$PX/mem-slow.txt'"
-check "proxy gives the memory back after they left" "awk '{for (i = 1; i < NF; i += 2) v[\$i] = \$(i + 1)} v[\"kept_kib\"] != \"\" && v[\"kept_kib\"] < 8192 {ok = 1} END {exit !ok}' '$PX/mem-slow.txt'"
+rss_checked && check "proxy with 20 clients that never read stays under 24 MB" "awk '{for (i = 1; i < NF; i += 2) v[\$i] = \$(i + 1)} v[\"growth_kib\"] != \"\" && v[\"growth_kib\"] < 24576 {ok = 1} END {exit !ok}' '$PX/mem-slow.txt'"
+rss_checked && check "proxy gives the memory back after they left" "awk '{for (i = 1; i < NF; i += 2) v[\$i] = \$(i + 1)} v[\"kept_kib\"] != \"\" && v[\"kept_kib\"] < 8192 {ok = 1} END {exit !ok}' '$PX/mem-slow.txt'"
