@@ -15,10 +15,11 @@ hostile loads, measured from /proc/PID/status (VmRSS, VmHWM):
 
 BODY_TOKENS=1 sends completions prompts of token ids instead; BODY_STREAM=1 makes the bodies streaming requests (the proxy then
 rewrites them: stream_options.include_usage). Extra server flags: PROXY_ARGS / SERVE_ARGS in the environment; SERVE_ATR
-runs the upstream sim serve from another binary (an old one sends a whole
-answer as one chunk: the hostile upstream for the proxy).
+runs the upstream sim serve from another binary; UPSTREAM=bigchunk puts a
+Python upstream behind the proxy instead that sends each whole stream as
+one HTTP chunk (the hostile upstream for --max-buffered).
 Prints one line of key value pairs (KiB)."""
-import os, re, socket, subprocess, sys, threading, time
+import os, re, socket, socketserver, subprocess, sys, threading, time
 
 
 def start(cmd):
@@ -30,6 +31,15 @@ def start(cmd):
     return p, int(m.group(1))
 
 
+def stop(p):
+    if isinstance(p, socketserver.BaseServer):
+        p.shutdown()
+        p.server_close()
+    else:
+        p.terminate()
+        p.wait()
+
+
 def kib(pid, field):
     for line in open("/proc/%d/status" % pid):
         if line.startswith(field + ":"):
@@ -37,7 +47,39 @@ def kib(pid, field):
     return 0
 
 
+class BigChunk(socketserver.StreamRequestHandler):
+    """An upstream that answers every request with its whole stream as ONE
+    HTTP chunk (about 150 bytes an event, max_tokens events)."""
+    def handle(self):
+        head = b""
+        while b"\r\n\r\n" not in head:
+            d = self.request.recv(65536)
+            if not d:
+                return
+            head += d
+        m = re.search(rb"max_tokens\D*(\d+)", head)
+        n = int(m.group(1)) if m else 16
+        ev = (b'data: {"id":"c","object":"text_completion","model":"atr-sim",'
+              b'"choices":[{"index":0,"text":" word","finish_reason":null}]}\n\n')
+        body = ev * n + b"data: [DONE]\n\n"
+        try:
+            self.request.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                                 b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+                                 b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body))
+        except OSError:
+            pass
+
+
+def bigchunk():
+    srv = socketserver.ThreadingTCPServer(("127.0.0.1", 0), BigChunk)
+    srv.daemon_threads = True
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv, srv.server_address[1]
+
+
 def serve(atr):
+    if os.environ.get("UPSTREAM") == "bigchunk":
+        return bigchunk()
     atr = os.environ.get("SERVE_ATR", atr)
     return start([atr, "sim", "serve", "--port", "0", "--ttft", "0", "--itl", "0",
                   "--max-body", "1G", "--max-model-len", "2147483647"]
@@ -105,8 +147,7 @@ def bodies(atr, n, size):
             ",".join(sorted(set(codes)))))
     finally:
         for p in (px, up):
-            p.terminate()
-            p.wait()
+            stop(p)
 
 
 def slow(which, atr, n, tokens, hold):
@@ -141,8 +182,7 @@ def slow(which, atr, n, tokens, hold):
                                              peak - before, after - before))
     finally:
         for p in {px, up}:
-            p.terminate()
-            p.wait()
+            stop(p)
 
 
 def main():
