@@ -17,6 +17,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
+#include <event2/http_struct.h>
 #include <event2/keyvalq_struct.h>
 
 #include "json/json.h"
@@ -33,7 +34,10 @@ const char *const proxy_err_names[PERR_COUNT] = {
     "upstream status", "client gone",
 };
 
+#define EXCHANGE_MAGIC 0x61747270726f7879ull   /* tells an exchange from an evcon */
+
 struct exchange {
+    uint64_t magic;
     struct atr_proxy *p;
     struct exchange *next, *prev;
     struct evhttp_request *creq;        /* NULL once the client is gone */
@@ -52,9 +56,17 @@ struct exchange {
     struct atr_buf held;                /* a non-streaming answer */
     struct atr_sse sse;
     struct evbuffer *out;               /* events of one upstream read */
+    /* evhttp's callbacks of the upstream connection, wrapped while its
+     * chunked answer is read (see on_upstream_read) */
+    bufferevent_data_cb u_read, u_write;
+    bufferevent_event_cb u_event;
+    void *u_arg;
+    bool *alive;                        /* set false when the exchange is freed */
+    struct evbuffer *part;              /* an unfinished chunk's bytes, taken early */
+    size_t relayed;                     /* answer bytes, for the trim */
     struct event *first_byte;
     /* what is recorded */
-    const char *model;
+    char *model;
     size_t session;
     size_t body_len;                    /* the request body's bytes */
     bool in_session;                    /* session begun, to end in ex_free */
@@ -88,6 +100,7 @@ static void finish(struct exchange *ex);
 static struct exchange *ex_new(struct atr_proxy *p, struct evhttp_request *req)
 {
     struct exchange *ex = xcalloc(1, sizeof *ex);
+    ex->magic = EXCHANGE_MAGIC;
     ex->p = p;
     ex->creq = req;
     ex->t0 = proxy_now();
@@ -120,6 +133,10 @@ static void ex_free(struct exchange *ex)
         event_free(ex->first_byte);
     if (ex->out)
         evbuffer_free(ex->out);
+    if (ex->part)
+        evbuffer_free(ex->part);
+    if (ex->alive)
+        *ex->alive = false;
     atr_sse_release(&ex->sse);
     atr_blockhash_release(&ex->hash);
     atr_arena_release(&ex->arena);
@@ -129,11 +146,13 @@ static void ex_free(struct exchange *ex)
     free(ex->path);
     free(ex->content_type);
     free(ex->prompt_text);
+    free(ex->model);
     free(ex->gaps);
-    bool big = ex->body_len >= TRIM_BODY_BYTES;
+    bool big = ex->body_len >= TRIM_BODY_BYTES || ex->relayed >= TRIM_BODY_BYTES;
+    ex->magic = 0;
     free(ex);
-    if (big && p->in_flight == 0)
-        malloc_trim(0);                /* glibc keeps a big body's freed pages otherwise */
+    if (big)
+        proxy_trim_soon(p);            /* glibc keeps a big body's freed pages otherwise */
 }
 
 static struct evhttp_connection *client_conn(const struct exchange *ex)
@@ -143,9 +162,12 @@ static struct evhttp_connection *client_conn(const struct exchange *ex)
 
 /* Closes the upstream request: cancelled (its connection closed, so the
  * upstream sees the client leave) or finished (the connection reused). */
+static void upstream_unhook(struct exchange *ex);
+
 static void upstream_close(struct exchange *ex, bool reuse)
 {
     struct upstream *u = &ex->p->up[ex->up];
+    upstream_unhook(ex);
     if (ex->ureq && !reuse)
         evhttp_cancel_request(ex->ureq);
     ex->ureq = NULL;
@@ -263,12 +285,26 @@ static bool want_usage(const struct atr_json *root)
     return iu && iu->type == ATR_JSON_TRUE;
 }
 
+/* Whether the upstream must get other bytes than the client sent. */
+static bool needs_rewrite(const struct exchange *ex, const struct atr_json *root)
+{
+    uint32_t cap = ex->dec.max_tokens;
+    if (ex->strip_usage)
+        return true;
+    if (!cap)
+        return false;
+    const struct atr_json *a = atr_json_get(root, "max_tokens");
+    const struct atr_json *b = atr_json_get(root, "max_completion_tokens");
+    return (!a && !b) || (a && a->is_int && a->i > (int64_t)cap) ||
+           (b && b->is_int && b->i > (int64_t)cap);
+}
+
 /* The client's object, with stream_options.include_usage set for a stream
  * and the policy's cap on max_tokens; members in the client's order. */
-static void rewrite_body(struct exchange *ex, const struct atr_json *root)
+static void rewrite_body(struct exchange *ex, const struct atr_json *root, struct atr_buf *to)
 {
     struct atr_jw w;
-    atr_jw_init(&w, &ex->body, ATR_JW_COMPACT);
+    atr_jw_init(&w, to, ATR_JW_COMPACT);
     atr_jw_object_begin(&w);
     bool wrote_so = false;
     uint32_t cap = ex->dec.max_tokens;
@@ -442,6 +478,8 @@ static int on_event(void *ctx, const char *data, size_t len)
     return 0;
 }
 
+static void upstream_hook(struct exchange *ex);
+
 static int on_upstream_headers(struct evhttp_request *ureq, void *arg)
 {
     struct exchange *ex = arg;
@@ -455,14 +493,17 @@ static int on_upstream_headers(struct evhttp_request *ureq, void *arg)
     ex->relay_sse = ex->stream && ex->ustatus == 200;
     if (ex->relay_sse && ex->creq)
         start_reply(ex, 200, "text/event-stream");
+    if (ureq->chunked || evhttp_find_header(evhttp_request_get_input_headers(ureq),
+                                            "Transfer-Encoding"))
+        upstream_hook(ex);
     return 0;
 }
 
-static void on_upstream_chunk(struct evhttp_request *ureq, void *arg)
+/* Answer bytes from the upstream: held (a JSON answer) or relayed. */
+static void relay(struct exchange *ex, struct evbuffer *in)
 {
-    struct exchange *ex = arg;
-    struct evbuffer *in = evhttp_request_get_input_buffer(ureq);
     size_t n = evbuffer_get_length(in);
+    ex->relayed += n;
     if (!ex->relay_sse) {
         if (ex->held.len + n > MAX_RESPONSE_BYTES) {
             evbuffer_drain(in, n);
@@ -483,6 +524,96 @@ static void on_upstream_chunk(struct evhttp_request *ureq, void *arg)
         evbuffer_drain(in, v.iov_len);
     }
     send_chunk(ex);
+}
+
+static void on_upstream_chunk(struct evhttp_request *ureq, void *arg)
+{
+    relay(arg, evhttp_request_get_input_buffer(ureq));
+}
+
+/* evhttp hands a chunked answer over a whole chunk at a time, and keeps
+ * reading until the chunk is in: an upstream that sends its answer as one
+ * 100 MB chunk was buffered whole, past --max-buffered and the pause. So
+ * while such an answer is read, the upstream connection's read callback
+ * is wrapped: after evhttp has read, the bytes it holds of an unfinished
+ * chunk are taken out, its count of bytes still to read (ntoread, a field
+ * of the public struct evhttp_request) lowered by as many, and they are
+ * relayed at once; evhttp still reads the chunk's last byte and its end
+ * itself. A paused upstream then holds at most one read. */
+static struct exchange *hooked_exchange(void *arg)
+{
+    /* evhttp's deferred read passes its connection instead of our
+     * argument; it is only scheduled before the hook is set, but an
+     * evcon is never taken for an exchange. */
+    struct exchange *ex = arg;
+    return ex && ex->magic == EXCHANGE_MAGIC ? ex : NULL;
+}
+
+static void take_partial(struct exchange *ex, struct bufferevent *bev)
+{
+    struct evhttp_request *r = ex->ureq;
+    if (!r || !ex->uconn || evhttp_connection_get_bufferevent(ex->uconn) != bev ||
+        !r->chunked || r->ntoread <= 1)
+        return;
+    size_t n = evbuffer_get_length(bufferevent_get_input(bev));
+    if (n > (size_t)(r->ntoread - 1))
+        n = (size_t)(r->ntoread - 1);
+    if (!n)
+        return;
+    evbuffer_remove_buffer(bufferevent_get_input(bev), ex->part, n);
+    r->ntoread -= (ev_int64_t)n;
+    relay(ex, ex->part);
+}
+
+static void on_upstream_read(struct bufferevent *bev, void *arg)
+{
+    struct exchange *ex = hooked_exchange(arg);
+    if (!ex)
+        return;
+    bool alive = true;
+    ex->alive = &alive;
+    ex->u_read(bev, ex->u_arg);
+    if (!alive)
+        return;                        /* the answer ended: freed in there */
+    ex->alive = NULL;
+    take_partial(ex, bev);
+}
+
+static void on_upstream_write(struct bufferevent *bev, void *arg)
+{
+    struct exchange *ex = hooked_exchange(arg);
+    if (ex && ex->u_write)
+        ex->u_write(bev, ex->u_arg);
+}
+
+static void on_upstream_event(struct bufferevent *bev, short what, void *arg)
+{
+    struct exchange *ex = hooked_exchange(arg);
+    if (ex && ex->u_event)
+        ex->u_event(bev, what, ex->u_arg);
+}
+
+static void upstream_hook(struct exchange *ex)
+{
+    struct bufferevent *bev = evhttp_connection_get_bufferevent(ex->uconn);
+    bufferevent_getcb(bev, &ex->u_read, &ex->u_write, &ex->u_event, &ex->u_arg);
+    if (!ex->u_read || ex->u_read == on_upstream_read)
+        return;
+    if (!ex->part)
+        ex->part = evbuffer_new();
+    bufferevent_setcb(bev, on_upstream_read, on_upstream_write, on_upstream_event, ex);
+}
+
+/* evhttp's callbacks back, unless evhttp has set its own since. */
+static void upstream_unhook(struct exchange *ex)
+{
+    struct bufferevent *bev = ex->uconn ? evhttp_connection_get_bufferevent(ex->uconn) : NULL;
+    bufferevent_data_cb rcb = NULL;
+    void *arg = NULL;
+    if (bev)
+        bufferevent_getcb(bev, &rcb, NULL, NULL, &arg);
+    if (rcb == on_upstream_read && arg == ex)
+        bufferevent_setcb(bev, ex->u_read, ex->u_write, ex->u_event, ex->u_arg);
 }
 
 /* The upstream failed before a byte reached the client: the next upstream,
@@ -648,7 +779,8 @@ static void send_upstream(struct exchange *ex)
         evhttp_add_header(h, "Authorization", auth);
     }
     if (ex->body.len)
-        evbuffer_add(evhttp_request_get_output_buffer(ex->ureq), ex->body.data, ex->body.len);
+        evbuffer_add_reference(evhttp_request_get_output_buffer(ex->ureq), ex->body.data,
+                               ex->body.len, NULL, NULL);   /* body outlives the connection's use */
     if (!ex->first_byte)
         ex->first_byte = evtimer_new(p->base, on_first_byte_timeout, ex);
     double t = p->cfg.first_byte_timeout_s;
@@ -793,15 +925,31 @@ void proxy_exchange_abort(struct exchange *ex)
 
 /* ---- entry points ----------------------------------------------------------------------- */
 
+/* The client's body moved out of libevent's buffer a piece at a time, so
+ * that its chains are freed as the copy grows: the body is held once, not
+ * twice (evbuffer_pullup would copy it whole before freeing them). */
+static void take_body(struct evhttp_request *req, struct atr_buf *to)
+{
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    atr_buf_reserve(to, evbuffer_get_length(in));   /* xrealloc: no failure */
+    int n;
+    while ((n = evbuffer_remove(in, to->data + to->len, 1u << 16)) > 0)
+        to->len += (size_t)n;
+    to->data[to->len] = '\0';
+}
+
 static bool read_json(struct exchange *ex, const struct atr_json **root)
 {
-    struct evbuffer *in = evhttp_request_get_input_buffer(ex->creq);
-    size_t len = evbuffer_get_length(in);
-    ex->body_len = len;
-    const char *text = len ? (const char *)evbuffer_pullup(in, -1) : "";
+    take_body(ex->creq, &ex->body);
+    size_t len = ex->body_len = ex->body.len;
+    if (len >= TRIM_BODY_BYTES)
+        malloc_trim(0);    /* the chains it came in: freed, yet resident */
+    const char *text = ex->body.data;
     struct atr_json_err je;
     struct atr_json *r;
-    if (atr_json_parse(&ex->arena, text, len, NULL, &r, &je) != 0) {
+    /* A prompt of token ids is held as 8 bytes a value, not 80 (a node) */
+    const struct atr_json_opts opts = {.pack_key = "prompt", .pack_max = UINT64_MAX};
+    if (atr_json_parse(&ex->arena, text, len, &opts, &r, &je) != 0) {
         char msg[256];
         snprintf(msg, sizeof msg, "request body: %u:%u: %s", je.line, je.col, je.msg);
         proxy_send_error(ex->p, ex->creq, 400, msg);
@@ -811,12 +959,34 @@ static bool read_json(struct exchange *ex, const struct atr_json **root)
         proxy_send_error(ex->p, ex->creq, 400, "request body: expected a JSON object");
         return false;
     }
-    if (ex->p->cfg.record_content) {
-        ex->prompt_text = xstrndup(text, len);
-        ex->prompt_len = len;
-    }
     *root = r;
     return true;
+}
+
+/* What goes upstream: the client's bytes as they came, or rewritten. The
+ * parse tree is let go here (its strings are a second copy of the body),
+ * and the client's text too unless the record keeps it. */
+static void settle_body(struct exchange *ex, const struct atr_json *root)
+{
+    bool keep = ex->p->cfg.record_content;
+    if (needs_rewrite(ex, root)) {
+        struct atr_buf text = ex->body;
+        ex->body = (struct atr_buf)ATR_BUF_INIT;
+        atr_buf_reserve(&ex->body, text.len + 128);   /* once: no doubling copies */
+        rewrite_body(ex, root, &ex->body);
+        if (keep) {
+            ex->prompt_text = text.data;
+            ex->prompt_len = text.len;
+        } else {
+            atr_buf_release(&text);
+        }
+    } else if (keep) {
+        ex->prompt_text = xstrndup(ex->body.data, ex->body.len);
+        ex->prompt_len = ex->body.len;
+    }
+    atr_arena_release(&ex->arena);
+    if (ex->body_len >= TRIM_BODY_BYTES)
+        malloc_trim(0);    /* libevent's chains and the tree: freed, yet resident */
 }
 
 static char *upstream_path(struct evhttp_request *req)
@@ -842,13 +1012,14 @@ void proxy_llm_request(struct atr_proxy *p, struct evhttp_request *req, bool cha
         return;
     }
     size_t mlen;
-    ex->model = atr_json_get_str(root, "model", &mlen);
+    const char *model = atr_json_get_str(root, "model", &mlen);
+    ex->model = model ? xstrndup(model, mlen) : NULL;
     const struct atr_json *st = atr_json_get(root, "stream");
     ex->stream = st && st->type == ATR_JSON_TRUE;
     ex->strip_usage = ex->stream && !want_usage(root);
     hash_prompt(ex, root);
     choose(ex, root);
-    rewrite_body(ex, root);
+    settle_body(ex, root);
     ex->path = upstream_path(req);
     ex->out = evbuffer_new();
     evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_client_close, ex);
@@ -858,10 +1029,8 @@ void proxy_llm_request(struct atr_proxy *p, struct evhttp_request *req, bool cha
 void proxy_pass_request(struct atr_proxy *p, struct evhttp_request *req)
 {
     struct exchange *ex = ex_new(p, req);
-    struct evbuffer *in = evhttp_request_get_input_buffer(req);
-    size_t len = evbuffer_get_length(in);
-    if (len)
-        atr_buf_append(&ex->body, evbuffer_pullup(in, -1), len);
+    take_body(req, &ex->body);
+    ex->body_len = ex->body.len;
     ex->path = upstream_path(req);
     ex->out = evbuffer_new();
     evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_client_close, ex);

@@ -110,9 +110,13 @@ struct atr_proxy {
     struct exchange *exchanges;         /* in flight, for atr_proxy_free */
     struct proxy_sessions sessions;
     struct proxy_metrics m;
+    struct event *trim;                 /* malloc_trim, after big exchanges */
 };
 
 double proxy_now(void);
+/* Big buffers were freed: give their pages back to the system soon (at
+ * once when nothing is in flight, else within a second; once at a time). */
+void proxy_trim_soon(struct atr_proxy *p);
 void proxy_reply_ending(struct atr_proxy *p, struct evhttp_request *req);
 void proxy_send_error(struct atr_proxy *p, struct evhttp_request *req, int code,
                       const char *msg);

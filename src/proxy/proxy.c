@@ -23,6 +23,7 @@
 #include "proxy/proxy-impl.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,6 +135,20 @@ void proxy_send_error(struct atr_proxy *p, struct evhttp_request *req, int code,
     }
     atr_buf_release(&b);
     p->m.errors_by_status[code >= 500 ? 1 : 0]++;
+}
+
+static void on_trim(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd, (void)what, (void)arg;
+    malloc_trim(0);
+}
+
+void proxy_trim_soon(struct atr_proxy *p)
+{
+    if (!p->trim || evtimer_pending(p->trim, NULL))
+        return;
+    struct timeval tv = {p->in_flight ? 1 : 0, 0};
+    evtimer_add(p->trim, &tv);
 }
 
 /* ---- upstream connections --------------------------------------------------- */
@@ -321,6 +336,7 @@ int atr_proxy_listen(struct atr_proxy *p, struct atr_error *err)
     atr_accept_guard_deadline(p->accept_guard, p->http, p->cfg.idle_timeout_s);
     atr_accept_guard_cap(p->accept_guard, p->http, p->cfg.max_client_connections ?
                          p->cfg.max_client_connections : atr_accept_default_cap(2));
+    atr_accept_guard_max_request(p->accept_guard, p->cfg.max_body + p->cfg.max_headers + 4096);
     return 0;
 }
 
@@ -382,6 +398,7 @@ struct atr_proxy *atr_proxy_new(struct event_base *base, const struct atr_proxy_
                                 .options = cfg->policy_options};
     p->policy = atr_policy_new(cfg->policy ? cfg->policy : "naive", &pc, err);
     p->http = evhttp_new(base);
+    p->trim = evtimer_new(base, on_trim, p);
     if (!p->policy || !p->http) {
         if (p->policy && !p->http)
             atr_error_set(err, "proxy: cannot create the HTTP server");
@@ -416,5 +433,7 @@ void atr_proxy_free(struct atr_proxy *p)
     }
     atr_policy_free(p->policy);
     proxy_sessions_release(&p->sessions);
+    if (p->trim)
+        event_free(p->trim);
     free(p);
 }

@@ -9,6 +9,7 @@
  * free and is never written to again. Callbacks never free a stream
  * directly; they mark it and let its reap event do it from the loop. */
 #include <errno.h>
+#include <malloc.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
@@ -37,6 +39,9 @@
  * its request at once, and later requests on the connection have no such
  * deadline. */
 #define DEFAULT_HEADER_TIMEOUT_S 10
+/* A stream's bytes queued for a client, at most (and one event): past it
+ * no more events are written until the client has read them all. */
+#define STREAM_MAX_QUEUED (256u << 10)
 #define CHAT_DEFAULT_MAX 4096
 
 /* vLLM's time_to_first_token_seconds buckets. */
@@ -72,6 +77,7 @@ struct stream {
     bool stream, include_usage;
     bool gen_done;               /* every token produced (engine finished it) */
     bool cut, stall, closing;    /* faults; closing: the close is scheduled */
+    bool blocked;                /* STREAM_MAX_QUEUED reached: waits for a drain */
     uint64_t seq;
     uint32_t prompt_tokens, max_tokens;
     uint32_t produced, sent, cut_at;
@@ -103,6 +109,7 @@ struct atr_serve {
     long long created;           /* wall clock at start, for "created" */
     struct stream *streams;
     size_t n_streams;
+    bool trim_due;               /* a stream filled its queue: trim when all are gone */
     uint64_t seq;                /* completion requests received */
     struct atr_arena arena;      /* one request body's parse */
     struct atr_buf tmp;          /* response text being built */
@@ -358,6 +365,10 @@ static void stream_free(struct stream *st)
     if (st->next)
         st->next->prev = st->prev;
     s->n_streams--;
+    if (s->n_streams == 0 && s->trim_due) {
+        s->trim_due = false;
+        malloc_trim(0);          /* the queues' pages, freed yet resident otherwise */
+    }
     if (st->rec && s->engine)
         atr_engine_release_record(s->engine, st->rec);
     if (st->tok_ev)
@@ -445,14 +456,38 @@ static void stream_release_conn(struct stream *st)
     st->req = NULL;
 }
 
+static size_t stream_queued(struct stream *st)
+{
+    struct evhttp_connection *evcon = stream_conn(st);
+    struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
+    return bev ? evbuffer_get_length(bufferevent_get_output(bev)) : 0;
+}
+
+static void on_stream_drained(struct evhttp_connection *evcon, void *arg)
+{
+    struct stream *st = arg;
+    st->blocked = false;
+    stream_pump(st, srv_now(st->srv));
+}
+
+/* Writes the events up to upto that fit under STREAM_MAX_QUEUED (one at
+ * least); the rest wait for on_stream_drained. A client that reads
+ * nothing once held its whole answer here (100 such: 1.1 GB). */
 static void send_stream_tokens(struct stream *st, uint32_t upto)
 {
     struct atr_serve *s = st->srv;
     struct atr_buf *b = &s->tmp;
+    if (st->blocked)
+        return;
+    size_t queued = stream_queued(st);
+    size_t room = queued < STREAM_MAX_QUEUED ? STREAM_MAX_QUEUED - queued : 0;
     atr_buf_clear(b);
-    for (uint32_t k = st->sent; k < upto; k++)
+    uint32_t k = st->sent;
+    for (; k < upto && (k == st->sent || b->len < room); k++)
         put_token_event(b, st, k);
-    st->sent = upto;
+    st->blocked = k < upto;
+    s->trim_due |= st->blocked;
+    upto = st->sent = k;
     bool complete = upto == st->max_tokens && !st->cut && !st->stall;
     if (complete)
         put_stream_end(b, st);
@@ -462,7 +497,8 @@ static void send_stream_tokens(struct stream *st, uint32_t upto)
         st->closing = true;
         evhttp_send_reply_chunk_with_cb(st->req, s->out, on_cut_flushed, st);
     } else if (b->len) {
-        evhttp_send_reply_chunk(st->req, s->out);
+        evhttp_send_reply_chunk_with_cb(st->req, s->out, st->blocked ? on_stream_drained : NULL,
+                                        st);
     }
     evbuffer_drain(s->out, evbuffer_get_length(s->out));
     if (complete && st->req) {
@@ -1004,6 +1040,7 @@ int atr_serve_listen(struct atr_serve *s, struct atr_error *err)
                                                         : DEFAULT_HEADER_TIMEOUT_S);
     atr_accept_guard_cap(s->accept_guard, s->http, s->cfg.max_connections ?
                          s->cfg.max_connections : atr_accept_default_cap(1));
+    atr_accept_guard_max_request(s->accept_guard, s->cfg.max_body + (64u << 10));
     return 0;
 }
 

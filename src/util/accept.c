@@ -30,8 +30,9 @@
 #define FD_RESERVE 64
 /* Our reference keeps a connection evhttp has let go reading until the
  * next sweep; this read high-water mark bounds what it buffers meanwhile
- * (a client sending a 1 GB body it was refused). evhttp drains its input
- * on every read, so a live connection does not reach it. */
+ * (a client sending a 1 GB body it was refused). evhttp keeps a body in
+ * that input until the whole of it is there, so a server taking bodies
+ * bigger than this raises it (atr_accept_guard_max_request). */
 #define READ_HIGH_WATER (1u << 20)
 
 /* A connection accepted: on the pending list until its first request is
@@ -51,6 +52,7 @@ struct atr_accept_guard {
     double header_s;                   /* 0: no first-request deadline */
     unsigned cap, n_conns;             /* cap 0: none */
     bool capped;                       /* the listener is off for the cap */
+    size_t read_cap;                   /* the high-water mark; 0: READ_HIGH_WATER */
     struct evhttp *http;               /* whose bevcb is ours, or NULL */
     struct evconnlistener *lev;        /* evhttp's */
     struct event *resume;
@@ -175,7 +177,7 @@ static struct bufferevent *on_new_connection(struct event_base *base, void *arg)
         return NULL;
     struct conn *p = xcalloc(1, sizeof *p);
     bufferevent_incref(bev);
-    bufferevent_setwatermark(bev, EV_READ, 0, READ_HIGH_WATER);
+    bufferevent_setwatermark(bev, EV_READ, 0, g->read_cap ? g->read_cap : READ_HIGH_WATER);
     p->bev = bev;
     p->deadline = g->header_s > 0 ? mono_now() + g->header_s : NAN;
     p->next = g->pending;
@@ -220,6 +222,12 @@ void atr_accept_guard_cap(struct atr_accept_guard *g, struct evhttp *http, unsig
         return;
     g->cap = max;
     hook(g, http);
+}
+
+void atr_accept_guard_max_request(struct atr_accept_guard *g, size_t bytes)
+{
+    if (g && bytes > READ_HIGH_WATER)
+        g->read_cap = bytes;
 }
 
 void atr_accept_guard_request(struct atr_accept_guard *g, struct evhttp_request *req)

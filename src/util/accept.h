@@ -8,6 +8,8 @@
 #ifndef ATR_UTIL_ACCEPT_H
 #define ATR_UTIL_ACCEPT_H
 
+#include <stddef.h>
+
 struct event_base;
 struct evhttp;
 struct evhttp_bound_socket;
@@ -47,6 +49,10 @@ void atr_accept_guard_cap(struct atr_accept_guard *g, struct evhttp *http, unsig
  * less a reserve (64, or half of a smaller limit) for listeners, logs,
  * journals and files, divided by fds_each; at least 1. */
 unsigned atr_accept_default_cap(unsigned fds_each);
+/* The biggest request (headers and body) http takes: a connection reads
+ * at most this far ahead (1 MiB when not called; a body above the mark
+ * would never arrive whole). */
+void atr_accept_guard_max_request(struct atr_accept_guard *g, size_t bytes);
 /* req arrived whole: its connection's deadline is cleared. */
 void atr_accept_guard_request(struct atr_accept_guard *g, struct evhttp_request *req);
 /* Failed accepts seen so far (each pauses the listener once). */

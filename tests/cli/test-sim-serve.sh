@@ -391,3 +391,16 @@ timeout 60 /usr/bin/python3 "$SV/many.py" "$SV_PORT" 1000 10 >"$SV/many.out" 2>&
 check "1000 concurrent streams complete with usage" "[ \"\$(cat '$SV/many.out')\" = 1000 ]"
 check "1000 streams counted" "curl -s '$SV_URL/metrics' | grep -q 'finished_reason=\"length\",model_name=\"atr-sim\"} 1000$'"
 sv_stop many
+
+# ---- clients that never read: a stream queues at most 256 KiB ----
+# (the RSS figure is checked only outside ASan, as in test-proxy.sh)
+rss_checked() { sh -c 'ulimit -v 150000 && exec "$1" --version' sh "$ATR" >/dev/null 2>&1; }
+# 20 streams of 20000 tokens due at once (--itl 0), 3.7 MB each (measured
+# 5.7 MB growth; before: 76 MB, every answer queued whole).
+timeout 120 python3 "$ROOT/scripts/server-mem.py" slow serve "$ATR" 20 20000 1 >"$SV/mem-slow.txt" 2>&1
+rss_checked && check "sim serve with 20 clients that never read stays under 20 MB" "awk '{for (i = 1; i < NF; i += 2) v[\$i] = \$(i + 1)} v[\"growth_kib\"] != \"\" && v[\"growth_kib\"] < 20480 {ok = 1} END {exit !ok}' '$SV/mem-slow.txt'"
+# a reader gets the whole capped stream, written as it drains
+sv_start drained --ttft 0 --itl 0
+curl -sN "$SV_URL/v1/completions" -d '{"model":"atr-sim","prompt":"x","max_tokens":50000,"stream":true,"ignore_eos":true}' >"$SV/drained.sse"
+check "sim serve writes a 9 MB stream whole as the client reads it" "[ \$(grep -c '^data: {' '$SV/drained.sse') = 50000 ] && tail -c 20 '$SV/drained.sse' | grep -q 'data: \[DONE\]'"
+sv_stop drained
