@@ -127,7 +127,9 @@ while [ "$r" -lt "$ROUNDS" ]; do
     atr_run none --config none --sandbox none
     atr_run static-toolcall --config static-toolcall --mem-max 512M --sandbox none
     atr_run dynamic --config dynamic --mem-high 256M --mem-max 512M --sandbox none
-    atr_run static-toolcall-ns --config static-toolcall --mem-max 512M --sandbox ns
+    # The sandbox shows the host read-only with a private /tmp: the stamp
+    # file's folder (and forkexec, in it) is bound in writable.
+    atr_run static-toolcall-ns --config static-toolcall --mem-max 512M --sandbox ns --bind "$TMP"
     r=$((r + 1))
 done
 # systemd-run costs 10-20 ms a step: 50 steps, once, are enough for a median.

@@ -81,6 +81,8 @@ static const char help[] =
     "      --sandbox MODE    ns (default) or none (run on the host)\n"
     "      --allow-network   keep the host network inside the sandbox\n"
     "      --rootfs DIR      run steps inside an exported root file system\n"
+    "      --bind DIR        a host folder the sandboxed steps may write, at its\n"
+    "                        own path (up to 3; the work dir always is)\n"
     "      --workdir DIR     where per-trace directories go (default $TMPDIR, else\n"
     "                        /tmp): each holds work/ (cwd and HOME of its steps)\n"
     "                        and tmp/ (its private /tmp)\n"
@@ -140,6 +142,7 @@ enum { MAX_CONFIGS = 4 };
 
 struct replay_args {
     struct atr_replay_opts ro;
+    char bind_paths[ATR_REPLAY_MAX_BINDS][PATH_MAX];   /* ro.binds point here */
     enum atr_replay_config configs[MAX_CONFIGS];
     int n_configs;
     const char *out, *from;
@@ -166,6 +169,21 @@ static int parse_configs(const char *list, struct replay_args *a)
         a->n_configs++;
     }
     return a->n_configs ? EXIT_OK : cli_usage("replay tools", "empty --config");
+}
+
+/* --bind DIR: an existing folder, kept by its real path (the sandbox
+ * binds it where the step looks for it). */
+static bool parse_bind(void *base, const char *arg, const char *cmd)
+{
+    (void)cmd;
+    struct replay_args *a = base;
+    int i = a->ro.n_binds;
+    struct stat st;
+    if (i == ATR_REPLAY_MAX_BINDS || !realpath(arg, a->bind_paths[i]) ||
+        stat(a->bind_paths[i], &st) < 0 || !S_ISDIR(st.st_mode))
+        return false;
+    a->ro.binds[a->ro.n_binds++] = a->bind_paths[i];
+    return true;
 }
 
 static bool parse_cpu_max(void *base, const char *arg, const char *cmd)
@@ -287,6 +305,7 @@ static const struct opt options[] = {
              "--sandbox wants ns or none"),
     OPT_FLAG(ARGS, ro.allow_network, "allow-network", 0),
     OPT_STRING(ARGS, ro.rootfs, "rootfs", 0),
+    OPT_CALL("bind", 0, parse_bind, "--bind wants an existing folder (at most 3)"),
     OPT_STRING(ARGS, ro.workdir, "workdir", 0),
     OPT_SHARD(struct replay_args, shard, 0),
     OPT_FLAG(ARGS, merge, "merge", 0),
@@ -890,6 +909,9 @@ static int check_paths(const struct replay_args *a)
     char sh[PATH_MAX];
     if (a->ro.rootfs && !a->ro.sandbox)
         return cli_usage("replay tools", "--rootfs needs the sandbox: not with --sandbox none");
+    if (a->ro.n_binds && !a->ro.sandbox)
+        return cli_usage("replay tools", "--bind needs the sandbox: with --sandbox none "
+                         "steps write anywhere");
     if (a->ro.rootfs && stat(a->ro.rootfs, &st) < 0)
         return cli_fail("%s: %s (--rootfs wants a root filesystem's folder)", a->ro.rootfs,
                         strerror(errno));
@@ -950,6 +972,21 @@ static int check_traces(const struct replay_args *a, int argc, char **argv)
     return rc < 0 ? cli_fail_err(&err) : EXIT_OK;
 }
 
+/* Can the sandbox show the folders steps write through idmapped mounts?
+ * (--rootfs is checked only when it exists: check_paths says why not.) */
+static bool idmappable(const struct replay_args *a, struct atr_error *err)
+{
+    if (atr_sandbox_probe_path(a->ro.workdir ? a->ro.workdir : "/tmp", err) < 0)
+        return false;
+    if (a->ro.rootfs && access(a->ro.rootfs, F_OK) == 0 &&
+        atr_sandbox_probe_path(a->ro.rootfs, err) < 0)
+        return false;
+    for (int i = 0; i < a->ro.n_binds; i++)
+        if (atr_sandbox_probe_path(a->ro.binds[i], err) < 0)
+            return false;
+    return true;
+}
+
 /* Before anything runs or is written: can this user make the sandbox's
  * namespaces and the groups the configurations need? A non-root user
  * usually can do neither, and finding out at the first step would leave
@@ -962,11 +999,9 @@ static int check_host(const struct replay_args *a)
     if (a->ro.sandbox && atr_spawn_probe_sandbox(a->ro.allow_network, &err) < 0)
         n += (size_t)snprintf(msg, sizeof msg, "%s: pass --sandbox none to run steps on the "
                               "host", err.msg);
-    else if (a->ro.sandbox && (atr_sandbox_probe_path(a->ro.workdir ? a->ro.workdir : "/tmp", &err) < 0 ||
-                               (a->ro.rootfs && access(a->ro.rootfs, F_OK) == 0 &&
-                                atr_sandbox_probe_path(a->ro.rootfs, &err) < 0)))
-        n += (size_t)snprintf(msg, sizeof msg, "%s: pass --workdir (or --rootfs) on one that "
-                              "does, or --sandbox none", err.msg);
+    else if (a->ro.sandbox && !idmappable(a, &err))
+        n += (size_t)snprintf(msg, sizeof msg, "%s: pass --workdir (--rootfs, --bind) on one "
+                              "that does, or --sandbox none", err.msg);
     bool need_cg = false;
     for (int c = 0; c < a->n_configs; c++)
         need_cg |= a->configs[c] != ATR_CFG_NONE;

@@ -592,7 +592,11 @@ static int run_step(struct trace_run *tr, const struct atr_step *s, struct atr_s
         goto fail;
     if (start_controller(tr, g, &ctl, &watch, err) < 0)
         goto fail;
-    const char *binds[1] = {tr->workdir};
+    const char *binds[ATR_SANDBOX_MAX_BINDS] = {tr->workdir};
+    int n_binds = 0;
+    if (rp->o.sandbox)   /* the work dir (not inside --rootfs), then --bind's */
+        for (int i = rp->o.rootfs ? 0 : -1; i < rp->o.n_binds; i++)
+            binds[n_binds++] = i < 0 ? tr->workdir : rp->o.binds[i];
     struct atr_spawn_opts so = {
         .command = s->command,
         .cwd = step_cwd(tr, s),
@@ -604,7 +608,7 @@ static int run_step(struct trace_run *tr, const struct atr_step *s, struct atr_s
         .rootfs = rp->o.rootfs,
         .tmpdir = rp->o.sandbox ? tr->tmpdir : NULL,   /* its /tmp, kept across steps */
         .binds = binds,
-        .n_binds = rp->o.sandbox && !rp->o.rootfs,   /* the work dir, writable */
+        .n_binds = n_binds,
         .max_output = rp->o.max_output,
         .timeout_ms = s->timeout_ms > 0 ? s->timeout_ms : rp->o.timeout_ms,
         .watch = ctl ? &watch : NULL,

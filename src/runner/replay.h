@@ -17,6 +17,7 @@
 
 #include "browser/driver.h"
 #include "runner/cgroup.h"
+#include "runner/sandbox.h"
 #include "trace/trace.h"
 #include "util/buf.h"
 #include "util/error.h"
@@ -40,6 +41,8 @@ int atr_replay_config_parse(const char *name, enum atr_replay_config *out);
 #define ATR_MEM_AUTO_NUM 3
 #define ATR_MEM_AUTO_DEN 4
 
+#define ATR_REPLAY_MAX_BINDS (ATR_SANDBOX_MAX_BINDS - 1)
+
 struct atr_replay_opts {
     enum atr_replay_config config;
     struct atr_cg_limits limits;   /* mem_max may be ATR_LIMIT_AUTO */
@@ -49,6 +52,10 @@ struct atr_replay_opts {
     bool sandbox;               /* the jail of runner/sandbox.h */
     bool allow_network;
     const char *rootfs;         /* NULL or an exported root file system */
+    /* Host folders the sandboxed steps may write, at their own path
+     * (--bind; the work directory always is). */
+    const char *binds[ATR_REPLAY_MAX_BINDS];
+    int n_binds;
     const char *workdir;        /* parent of the per-trace work directories */
     size_t max_output;          /* captured bytes per step */
     int64_t timeout_ms;         /* per step when the trace has none */

@@ -85,6 +85,14 @@ ok "sandbox: --allow-network" "$ATR" replay tools -q --config none --allow-netwo
 check "sandbox: --allow-network reaches the host port" "[ -e '$SB/reached-tcp' ] && '$SB/verdicts' '$SB/hostile.ndjson' '$SB/n/metrics.jsonl' | grep -qx 'network: exit 0'"
 check "sandbox: --allow-network leaves the rest contained" "[ \"\$('$SB/verdicts' '$SB/hostile.ndjson' '$SB/n/metrics.jsonl' | grep -v -e '^network:' -e '^memory-past-limit:' -e '^abstract-socket:')\" = '' ]"
 
+# --bind DIR: that folder (only) becomes writable at its own path.
+ok "sandbox: --bind" "$ATR" replay tools -q --config none --bind "$SB/host" "$SB/hostile.ndjson" --out "$SB/b"
+check "sandbox: --bind makes its folder writable" "[ \"\$(cat '$SB/host/escaped')\" = pwned ] && '$SB/verdicts' '$SB/hostile.ndjson' '$SB/b/metrics.jsonl' | grep -qx 'write-host-dir: exit 0'"
+check "sandbox: --bind leaves the rest contained" "[ \"\$('$SB/verdicts' '$SB/hostile.ndjson' '$SB/b/metrics.jsonl' | grep -v -e '^write-host-dir:' -e '^memory-past-limit:')\" = '' ] && [ ! -e /etc/atr-hostile-$ID ]"
+rm -f "$SB/host/escaped"
+fails "sandbox: --bind without the sandbox" 2 "--bind needs the sandbox" "$ATR" replay tools --sandbox none --bind "$SB/host" "$SB/hostile.ndjson" --out "$SB/x"
+fails "sandbox: --bind of a missing folder" 2 "--bind wants an existing folder" "$ATR" replay tools --bind "$SB/nope" "$SB/hostile.ndjson" --out "$SB/x"
+
 # --rootfs: the same escapes (those a busybox image can run) from inside an
 # exported root file system.
 if [ -x /bin/busybox ]; then
