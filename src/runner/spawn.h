@@ -112,7 +112,7 @@ bool atr_spawn_group_alive(const struct atr_spawn_proc *p);
  * reaped before (untouched otherwise). Closes the pidfd. */
 void atr_spawn_kill(struct atr_spawn_proc *p, struct atr_spawn_result *r);
 
-/* Can this process make the sandbox's namespaces (root, or CAP_SYS_ADMIN)?
+/* Can this process make the sandbox (root: the uid map, the namespaces)?
  * 0, or -1 with err saying which were refused and why. Forks once. */
 int atr_spawn_probe_sandbox(bool allow_network, struct atr_error *err);
 

@@ -133,7 +133,8 @@ check "keep: merge into an input has every step" "cmp '$R/s0b/summary.json' '$R/
 HOG=$(dirname "$ATR")/atr-memhog
 printf '{"format":"atr-trace/1","trace_id":"grow","steps":[{"kind":"tool","tool":"bash","command":"%s -m 64 -r 500"}]}\n' "$HOG" >"$R/grow.ndjson"
 for k in psi-poll psi-trigger; do
-    own "replay dynamic $k" "$ATR" replay tools -q --config dynamic --controller "$k" --interval 10 --mem-high 8M --workdir "$WD" "$TR" "$R/grow.ndjson" --out "$R/dyn-$k"
+    # (--bind: the sandbox hides the host's /tmp, where the build may be)
+    own "replay dynamic $k" "$ATR" replay tools -q --config dynamic --controller "$k" --interval 10 --mem-high 8M --bind "$(dirname "$HOG")" --workdir "$WD" "$TR" "$R/grow.ndjson" --out "$R/dyn-$k"
     check "dynamic $k leaves nothing" "[ -z \"\$(sh '$DATA/replay/leftovers.sh' $PID '$WD')\" ]"
     check "dynamic $k adjusted" "[ \"\$('$R/field' '$R/dyn-$k/metrics.jsonl' grow 0 dynamic ctl_adjustments)\" -ge 1 ]"
     check "dynamic $k reaction recorded" "python3 -c \"import json; c=json.load(open('$R/dyn-$k/summary.json'))['configs'][0]; assert c['ctl_adjustments']>=1 and c['ctl_reaction_p50_us']>0 and c['ctl_reaction_bound_p99_us']>=c['ctl_reaction_p50_us'], c\""

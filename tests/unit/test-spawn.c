@@ -224,6 +224,18 @@ static void test_bad_opts(void **state)
     assert_string_equal(err.msg, "spawn: a rootfs, tmpdir or bind needs the sandbox");
 }
 
+/* The sandbox hides the host's /tmp, where a build directory may be (a
+ * fresh clone in mktemp -d): sandboxed steps that run HOG get its folder. */
+static void bind_hog(struct atr_spawn_opts *o)
+{
+    static char dir[PATH_MAX];
+    static const char *binds[1] = {dir};
+    snprintf(dir, sizeof dir, "%s", HOG);
+    *strrchr(dir, '/') = '\0';
+    o->binds = binds;
+    o->n_binds = 1;
+}
+
 /* Timeout: the step, its children and grandchildren all die, whether the
  * tree is a process group (no sandbox) or a PID namespace (sandbox). */
 static void check_timeout(bool sandbox)
@@ -231,6 +243,8 @@ static void check_timeout(bool sandbox)
     struct atr_spawn_opts o = opts(HOG " -g 2 -s 60000 & wait");
     o.timeout_ms = 300;
     o.sandbox = sandbox;
+    if (sandbox)
+        bind_hog(&o);
     struct atr_spawn_result r;
     run_ok(&o, &r);
     assert_true(r.timed_out);
@@ -709,6 +723,8 @@ static void test_cgroup_step(void **state)
         /* Timeout with a cgroup: the whole group is killed. */
         o.command = HOG " -g 3 -s 60000";
         o.timeout_ms = 300;
+        if (sandbox)
+            bind_hog(&o);
         struct atr_spawn_result r;
         run_ok(&o, &r);
         assert_true(r.timed_out);
