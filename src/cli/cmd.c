@@ -4,6 +4,7 @@
 #include "cli/cmd.h"
 
 extern const struct atr_cmd cmd_convert_entry;
+extern const struct atr_cmd cmd_fetch_entry;
 extern const struct atr_cmd cmd_validate_entry;
 extern const struct atr_cmd cmd_stats_entry;
 extern const struct atr_cmd cmd_gen_entry;
@@ -19,6 +20,7 @@ extern const struct atr_cmd cmd_sweep_entry;
 
 const struct atr_cmd *const atr_cmds[] = {
     &cmd_convert_entry,
+    &cmd_fetch_entry,
     &cmd_validate_entry,
     &cmd_stats_entry,
     &cmd_gen_entry,

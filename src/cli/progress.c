@@ -93,11 +93,10 @@ void cli_progress_count(struct cli_progress *p, double now, size_t done, size_t 
     show(p, now, text);
 }
 
-void cli_progress_bytes(struct cli_progress *p, double now, unsigned long long done,
-                        unsigned long long total, unsigned long traces)
+/* "NAME  45%  230 MB  210 MB/s  WHAT  ETA": the line of a job over bytes. */
+static void bytes_line(struct cli_progress *p, double now, unsigned long long done,
+                       unsigned long long total, const char *what)
 {
-    if (!cli_progress_due(p, now))
-        return;
     double mb = (double)done / 1e6, el = now - p->start, rate = el > 0 ? mb / el : 0;
     char pct[16] = "", eta[48] = "", text[256];
     if (total) {
@@ -105,9 +104,29 @@ void cli_progress_bytes(struct cli_progress *p, double now, unsigned long long d
         if (rate > 0 && done < total)
             eta_text((double)(total - done) / 1e6 / rate, eta, sizeof eta);
     }
-    snprintf(text, sizeof text, "%s%s  %.0f MB  %.0f MB/s  %lu traces%s", p->name, pct, mb,
-             rate, traces, eta);
+    snprintf(text, sizeof text, "%s%s  %.0f MB  %.0f MB/s  %s%s", p->name, pct, mb, rate, what,
+             eta);
     show(p, now, text);
+}
+
+void cli_progress_bytes(struct cli_progress *p, double now, unsigned long long done,
+                        unsigned long long total, unsigned long traces)
+{
+    if (!cli_progress_due(p, now))
+        return;
+    char what[40];
+    snprintf(what, sizeof what, "%lu traces", traces);
+    bytes_line(p, now, done, total, what);
+}
+
+void cli_progress_files(struct cli_progress *p, double now, unsigned long long done,
+                        unsigned long long total, size_t file, size_t files)
+{
+    if (!cli_progress_due(p, now))
+        return;
+    char what[48];
+    snprintf(what, sizeof what, "file %zu/%zu", file, files);
+    bytes_line(p, now, done, total, what);
 }
 
 void cli_progress_end(struct cli_progress *p)

@@ -48,6 +48,9 @@ void cli_progress_count(struct cli_progress *p, double now, size_t done, size_t 
 /* "NAME  45%  230 MB  210 MB/s  1234 traces": bytes of input read. */
 void cli_progress_bytes(struct cli_progress *p, double now, unsigned long long done,
                         unsigned long long total, unsigned long traces);
+/* "NAME  45%  230 MB  210 MB/s  file 2/5": bytes of a download of files. */
+void cli_progress_files(struct cli_progress *p, double now, unsigned long long done,
+                        unsigned long long total, size_t file, size_t files);
 /* Clears a redrawn line (plain lines stay). */
 void cli_progress_end(struct cli_progress *p);
 
