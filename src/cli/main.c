@@ -33,8 +33,8 @@ static void print_overview(FILE *f)
     print_entry(f, "help", "show a command's help: atr help COMMAND [MODE]");
     fputc('\n', f);
     fprintf(f, "Every command takes --help. Exit status: 0 ok, 1 failed (bad input),\n"
-               "2 wrong usage. Long jobs (convert, replay, sim run, sweep, bench run,\n"
-               "report --png) show progress on stderr: a line redrawn in place on a\n"
+               "2 wrong usage. Long jobs (convert, fetch, replay, sim run, sweep, bench\n"
+               "run, report --png) show progress on stderr: a line redrawn in place on a\n"
                "terminal, else a line every 5 s (ATR_PROGRESS_INTERVAL_MS=N: every N ms;\n"
                "0: every update); -q silences it.\n");
 }
