@@ -202,39 +202,49 @@ static int fetch_all(const struct fetch_cli *o, const struct atr_hub_opts *ho,
     return EXIT_OK;
 }
 
+/* Lists the revision, selects, fetches: the command once its options are read. */
+static int fetch(const struct fetch_cli *o, const struct atr_hub_opts *ho, struct fetch_run *r)
+{
+    if (mkdir(o->out, 0777) != 0 && errno != EEXIST)
+        return cli_fail("%s: %s", o->out, strerror(errno));
+    struct atr_hub_repo repo;
+    enum atr_hub_fail why;
+    struct atr_error err;
+    if (atr_hub_list(ho, o->repo, o->rev, &repo, &why, &err) != 0)
+        return fetch_fail(why, &err);
+    select_files(o, &repo);
+    if (repo.n == 0) {
+        atr_hub_repo_release(&repo);
+        return cli_fail("hf:%s@%s: no file matches the selection", o->repo, o->rev);
+    }
+    for (size_t i = 0; i < repo.n; i++)
+        r->total += repo.files[i].size;
+    r->files = repo.n;
+    cli_progress_start(&r->bar, "fetch", o->quiet);
+    int rc = fetch_all(o, ho, &repo, r);
+    atr_hub_repo_release(&repo);
+    return rc;
+}
+
 static int run(int argc, char **argv)
 {
     struct fetch_cli o = {0};
     int rc = parse_args(argc, argv, &o);
     if (rc != EXIT_OK)
         return rc;
-    const char *token = getenv("HF_TOKEN");
+    const char *token = getenv("HF_TOKEN"), *endpoint = getenv("HF_ENDPOINT");
+    /* HF_ENDPOINT=https://mirror/ is the same Hub as https://mirror. */
+    size_t n = endpoint ? strlen(endpoint) : 0;
+    while (n && endpoint[n - 1] == '/')
+        n--;
+    char *base = endpoint ? xstrndup(endpoint, n) : NULL;
     struct fetch_run r = {0};
     struct atr_hub_opts ho = {
-        .endpoint = getenv("HF_ENDPOINT"), .token = token && *token ? token : NULL,
+        .endpoint = base, .token = token && *token ? token : NULL,
         .retries = o.retries, .max_wait_s = 300, .progress = on_progress, .ctx = &r,
     };
-    char *end = ho.endpoint ? (char *)ho.endpoint + strlen(ho.endpoint) : NULL;
-    while (end && end > ho.endpoint && end[-1] == '/')
-        *--end = 0;    /* HF_ENDPOINT=https://mirror/ */
-    if (mkdir(o.out, 0777) != 0 && errno != EEXIST)
-        return cli_fail("%s: %s", o.out, strerror(errno));
-    struct atr_hub_repo repo;
-    enum atr_hub_fail why;
-    struct atr_error err;
-    if (atr_hub_list(&ho, o.repo, o.rev, &repo, &why, &err) != 0)
-        return fetch_fail(why, &err);
-    select_files(&o, &repo);
-    if (repo.n == 0) {
-        atr_hub_repo_release(&repo);
-        return cli_fail("hf:%s@%s: no file matches the selection", o.repo, o.rev);
-    }
-    for (size_t i = 0; i < repo.n; i++)
-        r.total += repo.files[i].size;
-    r.files = repo.n;
-    cli_progress_start(&r.bar, "fetch", o.quiet);
-    rc = fetch_all(&o, &ho, &repo, &r);
-    atr_hub_repo_release(&repo);
+    rc = fetch(&o, &ho, &r);
+    free(base);
     return rc;
 }
 

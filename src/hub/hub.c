@@ -484,10 +484,12 @@ static int digest_file(const struct atr_hub_file *f, const char *path, char *hex
         int n = snprintf(head, sizeof head, "blob %llu", f->size);
         EVP_DigestUpdate(md, head, (size_t)n + 1);
     }
-    static char chunk[1 << 16];
+    enum { CHUNK = 1 << 16 };
+    char *chunk = xmalloc(CHUNK);
     size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, in)) > 0)
+    while ((n = fread(chunk, 1, CHUNK, in)) > 0)
         EVP_DigestUpdate(md, chunk, n);
+    free(chunk);
     int rc = ferror(in) ? atr_error_set(err, "%s: %s", path, strerror(errno)) : 0;
     unsigned char d[EVP_MAX_MD_SIZE];
     unsigned len = 0;
