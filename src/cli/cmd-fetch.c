@@ -205,8 +205,6 @@ static int fetch_all(const struct fetch_cli *o, const struct atr_hub_opts *ho,
 /* Lists the revision, selects, fetches: the command once its options are read. */
 static int fetch(const struct fetch_cli *o, const struct atr_hub_opts *ho, struct fetch_run *r)
 {
-    if (mkdir(o->out, 0777) != 0 && errno != EEXIST)
-        return cli_fail("%s: %s", o->out, strerror(errno));
     struct atr_hub_repo repo;
     enum atr_hub_fail why;
     struct atr_error err;
@@ -216,6 +214,11 @@ static int fetch(const struct fetch_cli *o, const struct atr_hub_opts *ho, struc
     if (repo.n == 0) {
         atr_hub_repo_release(&repo);
         return cli_fail("hf:%s@%s: no file matches the selection", o->repo, o->rev);
+    }
+    /* DIR only once there is something to put in it. */
+    if (mkdir(o->out, 0777) != 0 && errno != EEXIST) {
+        atr_hub_repo_release(&repo);
+        return cli_fail("%s: %s", o->out, strerror(errno));
     }
     for (size_t i = 0; i < repo.n; i++)
         r->total += repo.files[i].size;

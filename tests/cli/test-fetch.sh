@@ -49,12 +49,12 @@ fails fetch-no-match 1 '^atr: hf:acme/chat@main: no file matches the selection$'
 # A connection dropped halfway through each file: resumed with Range.
 ok fetch-dropped-resumed "$ATR" fetch hf:flaky/chat --split train -o "$FX/flaky"
 check fetch-dropped-same-bytes "cmp -s '$FX/root/flaky/chat/data/train-00000-of-00002.jsonl' '$FX/flaky/data/train-00000-of-00002.jsonl' && cmp -s '$FX/root/flaky/chat/data/train-00001-of-00002.jsonl' '$FX/flaky/data/train-00001-of-00002.jsonl'"
-check fetch-dropped-range-sent "grep -q '^GET /cdn/flaky%2Fchat/.* bytes=[1-9][0-9]*-$' '$FX/log'"
+check fetch-dropped-range-sent "grep -q '^GET /cdn/flaky%2Fchat/.* bytes=[1-9][0-9]*- -$' '$FX/log'"
 # An interrupted run's .part: the next run asks only for the rest.
 mkdir -p "$FX/part/data"
 head -c 1000 "$FX/root/acme/chat/data/test-00000-of-00001.jsonl" >"$FX/part/data/test-00000-of-00001.jsonl.part"
 ok fetch-part-resumed "$ATR" fetch hf:acme/chat --split test -o "$FX/part"
-check fetch-part-range "grep -q '^GET /cdn/acme%2Fchat/.* bytes=1000-$' '$FX/log' && cmp -s '$FX/root/acme/chat/data/test-00000-of-00001.jsonl' '$FX/part/data/test-00000-of-00001.jsonl'"
+check fetch-part-range "grep -q '^GET /cdn/acme%2Fchat/.* bytes=1000- -$' '$FX/log' && cmp -s '$FX/root/acme/chat/data/test-00000-of-00001.jsonl' '$FX/part/data/test-00000-of-00001.jsonl'"
 absent fetch-part-renamed "$FX/part/data/test-00000-of-00001.jsonl.part"
 
 # A wrong checksum: one clear error, no file (nor .part) left.
@@ -76,8 +76,11 @@ fails fetch-gated-bad-token 1 'HTTP 401: a gated dataset, and the token has no a
     env HF_TOKEN=hf_bad "$ATR" fetch -q hf:gated/chat -o "$FX/gated"
 ok fetch-gated-token "env" HF_TOKEN=hf_good "$ATR" fetch -q hf:gated/chat --split test -o "$FX/gated"
 check fetch-gated-token-file "[ -f '$FX/gated/data/test-00000-of-00001.jsonl' ]"
+check fetch-gated-token-sent "grep -q '^GET /datasets/gated/chat/resolve/.* auth$' '$FX/log'"
+check fetch-gated-token-not-to-cdn "grep -q '^GET /cdn/gated%2Fchat/.* -$' '$FX/log' && ! grep -q '^GET /cdn/.* auth$' '$FX/log'"
 fails fetch-404-repo 1 'revision/main: HTTP 404: no such dataset, revision or file: Repository not found$' \
     "$ATR" fetch -q hf:nobody/chat -o "$FX/nobody"
+absent fetch-404-no-dir "$FX/nobody"
 fails fetch-404-revision 1 'revision/v9: HTTP 404: no such dataset, revision or file: Invalid rev id: v9$' \
     "$ATR" fetch -q hf:acme/chat@v9 -o "$FX/nobody"
 ok fetch-429-retried "$ATR" fetch -q hf:busy/chat --split test -o "$FX/busy"

@@ -19,7 +19,9 @@
 #   corrupt/  the CDN serves each file with its first byte changed
 #   busy/     the first revision request answers 429 with Retry-After: 1
 # Unknown repositories: 404 with X-Error-Code: RepoNotFound. LOG gets one
-# line per request: "METHOD PATH RANGE".
+# line per request: "METHOD PATH RANGE AUTH" (AUTH: "auth" when an
+# Authorization header came, else "-"); gated/ redirects its LFS files to
+# http://localhost:PORT, a host other than the one the token was sent to.
 import hashlib, http.server, json, os, sys, threading, urllib.parse
 
 ROOT, PORTFILE, LOG = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -75,7 +77,8 @@ class Hub(http.server.BaseHTTPRequestHandler):
 
     def do_GET(self):
         with lock, open(LOG, "a") as log:
-            log.write("GET %s %s\n" % (self.path, self.headers.get("Range", "-")))
+            log.write("GET %s %s %s\n" % (self.path, self.headers.get("Range", "-"),
+                                          "auth" if self.headers.get("Authorization") else "-"))
         url = urllib.parse.urlsplit(self.path)
         parts = [urllib.parse.unquote(p) for p in url.path.split("/")]
         if parts[1:2] == ["cdn"]:
@@ -130,8 +133,11 @@ class Hub(http.server.BaseHTTPRequestHandler):
         if "lfs" not in e:
             return self.send(200, open(full, "rb").read(),
                              [("ETag", '"%s"' % e["oid"]), ("X-Repo-Commit", sha)])
-        loc = "http://127.0.0.1:%d/cdn/%s/%s?X-Amz-Signature=stub" % (
-            self.server.server_port, urllib.parse.quote(repo, safe=""), e["lfs"]["oid"])
+        # gated/: the CDN under another host name, as the Hub's is, which
+        # must not see the token.
+        host = "localhost" if repo.startswith("gated/") else "127.0.0.1"
+        loc = "http://%s:%d/cdn/%s/%s?X-Amz-Signature=stub" % (
+            host, self.server.server_port, urllib.parse.quote(repo, safe=""), e["lfs"]["oid"])
         self.send(302, b"", [("Location", loc), ("X-Repo-Commit", sha),
                              ("X-Linked-Etag", '"%s"' % e["lfs"]["oid"]),
                              ("X-Linked-Size", str(e["size"])), ("ETag", '"%s"' % e["oid"])])
