@@ -16,7 +16,7 @@ for name, rs in (("train-00000-of-00002.jsonl", rows[:3]), ("train-00001-of-0000
     open(d + "/data/" + name, "w").write("".join(json.dumps(r) + "\n" for r in rs))
 open(d + "/README.md", "w").write("# chat\n")
 PY
-for owner in flaky corrupt busy gated; do
+for owner in flaky corrupt busy gated norange; do
     mkdir -p "$FX/root/$owner" && cp -r "$FX/root/acme/chat" "$FX/root/$owner/"
 done
 python3 "$ROOT/tests/helpers/hubstub.py" "$FX/root" "$FX/port" "$FX/log" 2>"$FX/stub.err" &
@@ -56,6 +56,11 @@ head -c 1000 "$FX/root/acme/chat/data/test-00000-of-00001.jsonl" >"$FX/part/data
 ok fetch-part-resumed "$ATR" fetch hf:acme/chat --split test -o "$FX/part"
 check fetch-part-range "grep -q '^GET /cdn/acme%2Fchat/.* bytes=1000- -$' '$FX/log' && cmp -s '$FX/root/acme/chat/data/test-00000-of-00001.jsonl' '$FX/part/data/test-00000-of-00001.jsonl'"
 absent fetch-part-renamed "$FX/part/data/test-00000-of-00001.jsonl.part"
+# A CDN that ignores the Range (200, the whole file): read from the start.
+mkdir -p "$FX/norange/data"
+head -c 1000 "$FX/root/acme/chat/data/test-00000-of-00001.jsonl" >"$FX/norange/data/test-00000-of-00001.jsonl.part"
+ok fetch-range-ignored "$ATR" fetch hf:norange/chat --split test -o "$FX/norange"
+check fetch-range-ignored-same "grep -q '^GET /cdn/norange%2Fchat/.* bytes=1000- -$' '$FX/log' && cmp -s '$FX/root/acme/chat/data/test-00000-of-00001.jsonl' '$FX/norange/data/test-00000-of-00001.jsonl'"
 
 # A wrong checksum: one clear error, no file (nor .part) left.
 fails fetch-corrupt 1 '^atr: data/test-00000-of-00001.jsonl: sha256 is [0-9a-f]{64}, the listing says [0-9a-f]{64}: the download is corrupt \(removed\)$' \
@@ -72,6 +77,7 @@ absent fetch-bad-part-removed "$FX/badpart/data/test-00000-of-00001.jsonl.part"
 # 401, 404, 429.
 fails fetch-gated-no-token 1 'HTTP 401: a gated dataset, and no token was given: .*: set HF_TOKEN to a token that may read it' \
     "$ATR" fetch -q hf:gated/chat -o "$FX/gated"
+absent fetch-gated-no-dir "$FX/gated"
 fails fetch-gated-bad-token 1 'HTTP 401: a gated dataset, and the token has no access: .*: check that HF_TOKEN may read this dataset$' \
     env HF_TOKEN=hf_bad "$ATR" fetch -q hf:gated/chat -o "$FX/gated"
 ok fetch-gated-token "env" HF_TOKEN=hf_good "$ATR" fetch -q hf:gated/chat --split test -o "$FX/gated"

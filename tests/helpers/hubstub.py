@@ -18,6 +18,7 @@
 #   flaky/    the CDN drops the connection halfway through each file, once
 #   corrupt/  the CDN serves each file with its first byte changed
 #   busy/     the first revision request answers 429 with Retry-After: 1
+#   norange/  the CDN ignores Range headers (200 and the whole file)
 # Unknown repositories: 404 with X-Error-Code: RepoNotFound. LOG gets one
 # line per request: "METHOD PATH RANGE AUTH" (AUTH: "auth" when an
 # Authorization header came, else "-"); gated/ redirects its LFS files to
@@ -151,7 +152,7 @@ class Hub(http.server.BaseHTTPRequestHandler):
         if repo.startswith("corrupt/"):
             data[0] ^= 1
         start, status, headers = 0, 200, [("ETag", '"%s"' % sha), ("Accept-Ranges", "bytes")]
-        rng = self.headers.get("Range")
+        rng = None if repo.startswith("norange/") else self.headers.get("Range")
         if rng:
             start = int(rng.split("=")[1].split("-")[0])
             if start >= len(data):
