@@ -5,12 +5,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/cmd.h"
 #include "cli/opts.h"
 #include "cli/progress.h"
 #include "hub/hub.h"
 #include "util/alloc.h"
+#include "util/dirlock.h"
 
 static const char help[] =
     "usage: atr fetch hf:OWNER/NAME[@REVISION] -o DIR [--split S] [--files GLOB]\n"
@@ -25,6 +27,7 @@ static const char help[] =
     "renamed: DIR never holds a partial or unchecked file under its name. An\n"
     "interrupted fetch leaves its .part, and the next run resumes it with a\n"
     "Range request; files already present and correct are not fetched again.\n"
+    "A DIR that another atr fetch is writing is refused.\n"
     "\n"
     "  --split S         only the files of split S: a folder or file named S,\n"
     "                    or a file named S-*, S_* or S.* (data/train-*.parquet)\n"
@@ -220,12 +223,20 @@ static int fetch(const struct fetch_cli *o, const struct atr_hub_opts *ho, struc
         atr_hub_repo_release(&repo);
         return cli_fail("%s: %s", o->out, strerror(errno));
     }
+    /* Two fetches into one DIR would append to the same .part files. */
+    int lock = atr_dirlock(o->out, false);
+    if (lock < 0) {
+        atr_hub_repo_release(&repo);
+        return errno == EWOULDBLOCK ? cli_fail("%s: another atr fetch is writing there", o->out)
+                                    : cli_fail("%s: %s", o->out, strerror(errno));
+    }
     for (size_t i = 0; i < repo.n; i++)
         r->total += repo.files[i].size;
     r->files = repo.n;
     cli_progress_start(&r->bar, "fetch", o->quiet);
     int rc = fetch_all(o, ho, &repo, r);
     atr_hub_repo_release(&repo);
+    close(lock);
     return rc;
 }
 

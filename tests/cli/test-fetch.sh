@@ -94,6 +94,16 @@ check fetch-429-asked-twice "[ \$(grep -c '^GET /api/datasets/busy/chat/revision
 mv "$FX/root/busy/chat" "$FX/root/busy/chat2"
 fails fetch-429-no-retries 1 'HTTP 429' "$ATR" fetch -q --retries 0 hf:busy/chat2 -o "$FX/busy2"
 
+# A DIR another fetch holds (its flock) is refused, and left as it was.
+mkdir -p "$FX/locked"
+ok fetch-locked python3 -c "
+import fcntl, os, subprocess, sys
+fd = os.open('$FX/locked', os.O_RDONLY | os.O_DIRECTORY)
+fcntl.flock(fd, fcntl.LOCK_EX)
+p = subprocess.run(['$ATR', 'fetch', '-q', 'hf:acme/chat', '-o', '$FX/locked'], capture_output=True, text=True)
+sys.stdout.write('%d %s' % (p.returncode, p.stderr))"
+check fetch-locked-refused "grep -qx '1 atr: .*/locked: another atr fetch is writing there' '$T/out' && [ -z \"\$(ls -A '$FX/locked')\" ]"
+
 # Usage errors.
 fails fetch-usage-spec 2 "^atr fetch: 'acme/chat' is not hf:OWNER/NAME\[@REVISION\]" \
     "$ATR" fetch acme/chat -o "$FX/x"
