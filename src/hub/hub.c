@@ -40,6 +40,7 @@ struct xfer {
     char error_code[64];          /* X-Error-Code (RepoNotFound, GatedRepo, ...) */
     char error_msg[160];          /* X-Error-Message */
     bool write_failed;
+    bool too_big;                 /* a JSON answer past HUB_BODY_MAX */
     const struct atr_hub_opts *o;
 };
 
@@ -117,7 +118,10 @@ static size_t on_body(char *p, size_t size, size_t n, void *ctx)
     if (!x->out || status_of(x->h) >= 300) {
         /* A download's error body is read for its message only: past the
          * cap it is dropped; a JSON answer past it fails. */
-        return atr_buf_append(&x->body, p, n) == 0 || x->out ? n : 0;
+        if (atr_buf_append(&x->body, p, n) == 0 || x->out)
+            return n;
+        x->too_big = true;
+        return 0;
     }
     if (!restart_if_whole(x) || fwrite(p, 1, n, x->out) != n) {
         x->write_failed = true;
@@ -165,7 +169,7 @@ static int try_begin(struct xfer *x, struct atr_error *err)
     x->got = 0;
     x->retry_after = -1;
     x->next[0] = x->error_code[0] = x->error_msg[0] = 0;
-    x->write_failed = false;
+    x->write_failed = x->too_big = false;
     if (!x->out)
         return 0;
     if (fflush(x->out) != 0 || fseeko(x->out, 0, SEEK_END) != 0)
@@ -211,6 +215,8 @@ static int perform(struct xfer *x, const char *url, enum atr_hub_fail *why,
         long st = status_of(x->h);
         if (x->write_failed)
             return atr_error_set(err, "cannot write the download: %s", strerror(errno));
+        if (x->too_big)
+            return atr_error_set(err, "%s: an answer of more than %u MB", url, HUB_BODY_MAX >> 20);
         if (cc == CURLE_OK && st < 300)
             return 0;
         if (cc == CURLE_OK && st == 416 && x->out && x->base) {

@@ -16,7 +16,7 @@ for name, rs in (("train-00000-of-00002.jsonl", rows[:3]), ("train-00001-of-0000
     open(d + "/data/" + name, "w").write("".join(json.dumps(r) + "\n" for r in rs))
 open(d + "/README.md", "w").write("# chat\n")
 PY
-for owner in flaky corrupt busy gated norange; do
+for owner in flaky corrupt busy gated norange evil; do
     mkdir -p "$FX/root/$owner" && cp -r "$FX/root/acme/chat" "$FX/root/$owner/"
 done
 python3 "$ROOT/tests/helpers/hubstub.py" "$FX/root" "$FX/port" "$FX/log" 2>"$FX/stub.err" &
@@ -93,6 +93,11 @@ ok fetch-429-retried "$ATR" fetch -q hf:busy/chat --split test -o "$FX/busy"
 check fetch-429-asked-twice "[ \$(grep -c '^GET /api/datasets/busy/chat/revision/main ' '$FX/log') = 2 ]"
 mv "$FX/root/busy/chat" "$FX/root/busy/chat2"
 fails fetch-429-no-retries 1 'HTTP 429' "$ATR" fetch -q --retries 0 hf:busy/chat2 -o "$FX/busy2"
+
+# A listing naming a path outside DIR: refused before anything is written.
+fails fetch-unsafe-path 1 "tree/[0-9a-f]{40}\\?recursive=true&cursor=4: 1:[0-9]+: unsafe file path '\\.\\./escape'\$" \
+    "$ATR" fetch -q hf:evil/chat -o "$FX/evil"
+absent fetch-unsafe-no-dir "$FX/evil"
 
 # A DIR another fetch holds (its flock) is refused, and left as it was.
 mkdir -p "$FX/locked"

@@ -19,6 +19,7 @@
 #   corrupt/  the CDN serves each file with its first byte changed
 #   busy/     the first revision request answers 429 with Retry-After: 1
 #   norange/  the CDN ignores Range headers (200 and the whole file)
+#   evil/     the listing names a file ../escape, outside any folder
 # Unknown repositories: 404 with X-Error-Code: RepoNotFound. LOG gets one
 # line per request: "METHOD PATH RANGE AUTH" (AUTH: "auth" when an
 # Authorization header came, else "-"); gated/ redirects its LFS files to
@@ -119,6 +120,8 @@ class Hub(http.server.BaseHTTPRequestHandler):
         q = urllib.parse.parse_qs(query)
         start = int(q.get("cursor", ["0"])[0])
         items = tree_of(repo)
+        if repo.startswith("evil/"):
+            items.append({"type": "file", "oid": "1" * 40, "size": 1, "path": "../escape"})
         headers = [("Content-Type", "application/json")]
         if start + PAGE < len(items):
             nxt = "http://127.0.0.1:%d/api/datasets/%s/tree/%s?recursive=true&cursor=%d" % (
