@@ -68,14 +68,23 @@ static bool header_value(const char *line, size_t n, const char *name, char *out
     return true;
 }
 
-/* `Link: <URL>; rel="next"`: the next page's URL into x->next. */
+/* `Link: <URL>; rel="next"` (GitHub's form, which the Hub uses; other
+ * links may come before it, comma-separated): the next page's URL into
+ * x->next. */
 static void parse_link(struct xfer *x, const char *v)
 {
-    const char *lt = strchr(v, '<'), *gt = lt ? strchr(lt, '>') : NULL;
-    if (!gt || !strstr(gt, "rel=\"next\"") || (size_t)(gt - lt - 1) >= sizeof x->next)
-        return;
-    memcpy(x->next, lt + 1, (size_t)(gt - lt - 1));
-    x->next[gt - lt - 1] = 0;
+    for (const char *lt = strchr(v, '<'); lt; lt = strchr(lt + 1, '<')) {
+        const char *gt = strchr(lt, '>');
+        if (!gt)
+            return;
+        size_t params = strcspn(gt, "<");     /* up to the next link */
+        const char *rel = strstr(gt, "rel=\"next\"");
+        if (rel && rel < gt + params && (size_t)(gt - lt - 1) < sizeof x->next) {
+            memcpy(x->next, lt + 1, (size_t)(gt - lt - 1));
+            x->next[gt - lt - 1] = 0;
+            return;
+        }
+    }
 }
 
 /* Each response of a redirect chain starts with its status line, which

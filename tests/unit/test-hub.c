@@ -46,6 +46,8 @@ static void test_link(void **state)
     memset(&x, 0, sizeof x);
     parse_link(&x, "<https://x/prev>; rel=\"prev\"");
     assert_string_equal(x.next, "");
+    parse_link(&x, "<https://x/prev>; rel=\"prev\", <https://x/next?c=2>; rel=\"next\"");
+    assert_string_equal(x.next, "https://x/next?c=2");
 }
 
 static void test_escape(void **state)
