@@ -11,12 +11,13 @@
 #include "cli/opts.h"
 #include "cli/progress.h"
 #include "hub/hub.h"
+#include "json/writer.h"
 #include "util/alloc.h"
 #include "util/dirlock.h"
 
 static const char help[] =
     "usage: atr fetch hf:OWNER/NAME[@REVISION] -o DIR [--split S] [--files GLOB]\n"
-    "                 [--limit-files N] [--retries N] [-q]\n"
+    "                 [--limit-files N] [--retries N] [--json] [-q]\n"
     "\n"
     "Downloads the files of a Hugging Face dataset at one revision (a branch,\n"
     "tag or commit; default main; refs/convert/parquet too) into DIR, keeping\n"
@@ -38,6 +39,9 @@ static const char help[] =
     "                    Retry-After, up to 300 s), 5xx and dropped connections\n"
     "                    (default 5; a try that moved bytes resets the count)\n"
     "  -o, --output DIR  the folder (created if missing)\n"
+    "      --json        one JSON object instead of the summary line: repo,\n"
+    "                    revision, commit, dir, bytes_downloaded and files\n"
+    "                    [{path, size, sha256 (null: not LFS), fetched}]\n"
     "  -q, --quiet       no progress on stderr\n"
     "\n"
     "HF_TOKEN (environment): a token sent as \"Authorization: Bearer\", for gated\n"
@@ -49,7 +53,7 @@ static const char help[] =
 struct fetch_cli {
     const char *spec, *out, *split, *files;
     unsigned limit, retries;
-    bool quiet;
+    bool quiet, json;
     char repo[256], rev[256];
 };
 
@@ -61,6 +65,7 @@ static const struct opt options[] = {
              "--limit-files wants a positive integer"),
     OPT_UINT(ARGS, retries, "retries", 0, 0, 100, "--retries wants an integer 0..100"),
     OPT_STRING(ARGS, out, "output", 'o'),
+    OPT_FLAG(ARGS, json, "json", 0),
     OPT_FLAG(ARGS, quiet, "quiet", 'q'),
     OPT_END,
 };
@@ -140,7 +145,9 @@ static int make_parents(char *path)
 struct fetch_run {
     struct cli_progress bar;
     unsigned long long done, total;   /* bytes of the selected files */
-    size_t file, files;
+    unsigned long long moved;         /* bytes that came over the network */
+    size_t file, files, fetched;
+    bool *was_fetched;                /* per file: fetched now, not up to date */
 };
 
 static void on_progress(void *ctx, unsigned long long done, unsigned long long total)
@@ -178,30 +185,70 @@ static int fetch_fail(enum atr_hub_fail why, const struct atr_error *err)
                                          "(https://huggingface.co/settings/tokens)");
 }
 
+/* --json: what was fetched, for scripts. */
+static void print_json(const struct fetch_cli *o, const struct atr_hub_repo *repo,
+                       const struct fetch_run *run)
+{
+    struct atr_buf b = ATR_BUF_INIT;
+    struct atr_jw w;
+    atr_jw_init(&w, &b, ATR_JW_COMPACT);
+    atr_jw_object_begin(&w);
+    atr_jw_kv_str(&w, "repo", o->repo);
+    atr_jw_kv_str(&w, "revision", o->rev);
+    atr_jw_kv_str(&w, "commit", repo->commit);
+    atr_jw_kv_str(&w, "dir", o->out);
+    atr_jw_kv_uint(&w, "bytes_downloaded", run->moved);
+    atr_jw_key(&w, "files");
+    atr_jw_array_begin(&w);
+    for (size_t i = 0; i < repo->n; i++) {
+        const struct atr_hub_file *f = &repo->files[i];
+        atr_jw_object_begin(&w);
+        atr_jw_kv_str(&w, "path", f->path);
+        atr_jw_kv_uint(&w, "size", f->size);
+        atr_jw_kv_str(&w, "sha256", f->sha256[0] ? f->sha256 : NULL);
+        atr_jw_kv_bool(&w, "fetched", run->was_fetched[i]);
+        atr_jw_object_end(&w);
+    }
+    atr_jw_array_end(&w);
+    atr_jw_object_end(&w);
+    atr_jw_newline(&w);
+    (void)atr_jw_finish(&w);     /* b has no cap */
+    fwrite(b.data, 1, b.len, stdout);
+    atr_buf_release(&b);
+}
+
+static void print_summary(const struct fetch_cli *o, const struct atr_hub_repo *repo,
+                          const struct fetch_run *run)
+{
+    printf("hf:%s@%s: %zu file%s, %.1f MB in %s (%zu fetched, %zu up to date, "
+           "%.1f MB downloaded)\n", o->repo, repo->commit, repo->n, cli_s(repo->n),
+           (double)run->total / 1e6, o->out, run->fetched, repo->n - run->fetched,
+           (double)run->moved / 1e6);
+}
+
 static int fetch_all(const struct fetch_cli *o, const struct atr_hub_opts *ho,
                      const struct atr_hub_repo *repo, struct fetch_run *run)
 {
-    size_t fetched = 0;
-    unsigned long long moved_all = 0;
     for (run->file = 0; run->file < repo->n; run->file++) {
         const struct atr_hub_file *f = &repo->files[run->file];
         unsigned long long moved = 0;
         enum atr_hub_fail why;
         struct atr_error err;
         int rc = fetch_one(o, ho, repo, f, &moved, &why, &err);
-        moved_all += moved;
+        run->moved += moved;
         if (rc < 0) {
             cli_progress_end(&run->bar);
             return fetch_fail(why, &err);
         }
-        fetched += (size_t)rc;
+        run->was_fetched[run->file] = rc == 1;
+        run->fetched += (size_t)rc;
         run->done += f->size;
     }
     cli_progress_end(&run->bar);
-    printf("hf:%s@%s: %zu file%s, %.1f MB in %s (%zu fetched, %zu up to date, "
-           "%.1f MB downloaded)\n", o->repo, repo->commit, repo->n, cli_s(repo->n),
-           (double)run->total / 1e6, o->out, fetched, repo->n - fetched,
-           (double)moved_all / 1e6);
+    if (o->json)
+        print_json(o, repo, run);
+    else
+        print_summary(o, repo, run);
     return EXIT_OK;
 }
 
@@ -233,8 +280,10 @@ static int fetch(const struct fetch_cli *o, const struct atr_hub_opts *ho, struc
     for (size_t i = 0; i < repo.n; i++)
         r->total += repo.files[i].size;
     r->files = repo.n;
+    r->was_fetched = xcalloc(repo.n, sizeof *r->was_fetched);
     cli_progress_start(&r->bar, "fetch", o->quiet);
     int rc = fetch_all(o, ho, &repo, r);
+    free(r->was_fetched);
     atr_hub_repo_release(&repo);
     close(lock);
     return rc;

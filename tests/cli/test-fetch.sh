@@ -38,6 +38,12 @@ check fetch-lfs-redirected "grep -q '^GET /cdn/acme%2Fchat/' '$FX/log'"
 ok fetch-again-up-to-date "$ATR" fetch hf:acme/chat -o "$FX/all"
 check fetch-again-nothing-fetched "grep -q '(0 fetched, 4 up to date, 0.0 MB downloaded)' '$T/out'"
 
+ok fetch-json "$ATR" fetch -q --json hf:acme/chat --files '*.md' -o "$FX/all"
+check fetch-json-fields "python3 -c \"
+import json; d = json.load(open('$T/out'))
+assert d['repo'] == 'acme/chat' and d['revision'] == 'main' and len(d['commit']) == 40, d
+assert d['bytes_downloaded'] == 0 and d['files'] == [{'path': 'README.md', 'size': 7, 'sha256': None, 'fetched': False}], d\""
+
 # Selection.
 ok fetch-split "$ATR" fetch hf:acme/chat --split train -o "$FX/train"
 check fetch-split-files "[ \"\$(cd '$FX/train' && find . -type f | sort | tr '\n' ' ')\" = './data/train-00000-of-00002.jsonl ./data/train-00001-of-00002.jsonl ' ]"
