@@ -33,11 +33,15 @@ struct row {
     int64_t traj_length;
 };
 
+/* BrowserGym's multiaction strings hold a few calls; a row with more is
+ * not an agent's step (and would cost a step struct each). */
+#define MAX_ACTIONS 256
+
 struct gb {
     struct atr_arena rows;      /* the row being read, cleared per row */
     struct atr_arena hold;      /* the held row's strings */
     struct row held;
-    bool have_held, done;
+    bool have_held, done, any;  /* any: a row was read */
 };
 
 /* One trace being filled. */
@@ -77,10 +81,24 @@ static int opt_obj(struct atr_reader *r, const struct atr_json *obj, const char 
     return atr_reader_opt(r, obj, key, ATR_JSON_OBJECT, out);
 }
 
+/* Counts the actions now, while the row's positions are at hand. */
+static int check_actions(struct atr_reader *r, const struct atr_json *sd, const char *action)
+{
+    size_t pos = 0, len = action ? strlen(action) : 0, n = 0;
+    struct atr_web_action a;
+    while (action && atr_web_action_next(action, len, &pos, &a) == 1)
+        if (++n > MAX_ACTIONS)
+            return atr_reader_fail_at(r, atr_json_get(sd, "action"),
+                                      "expected at most %d actions in one step, found more",
+                                      MAX_ACTIONS);
+    return 0;
+}
+
 static int read_step(struct atr_reader *r, const struct atr_json *sd, struct row *row)
 {
     const struct atr_json *obs;
-    if (atr_reader_opt_str(r, sd, "action", &row->action) < 0 || opt_obj(r, sd, "obs", &obs) < 0 ||
+    if (atr_reader_opt_str(r, sd, "action", &row->action) < 0 ||
+        check_actions(r, sd, row->action) < 0 || opt_obj(r, sd, "obs", &obs) < 0 ||
         atr_reader_opt_str(r, obs, "url", &row->url) < 0 ||
         opt_num(r, obs, "elapsed_time", &row->elapsed) < 0 ||
         atr_reader_opt_str(r, obs, "last_action_error", &row->error) < 0)
@@ -119,10 +137,11 @@ static int read_row(struct atr_reader *r, struct gb *st, struct row *row)
     struct atr_json *obj, *sd, *td;
     atr_arena_clear(&st->rows);
     int rc = atr_reader_json_line(r, &st->rows, &obj);
-    if (rc == 0 && r->ntraces == 0)
+    if (rc == 0 && !st->any)
         return atr_reader_fail(r, 1, 1, "expected Go-Browse step rows, got empty input");
     if (rc <= 0)
         return rc;
+    st->any = true;
     *row = (struct row){.traj_length = ATR_UNSET};
     if (!atr_json_is(obj, ATR_JSON_OBJECT))
         return atr_reader_fail_at(r, obj, "expected a Go-Browse step row (an object with "
