@@ -110,11 +110,12 @@ static int read_traj(struct atr_reader *r, const struct atr_json *obj, const str
                      struct row *row)
 {
     const struct atr_json *v, *graph, *node;
-    if (atr_reader_req(r, td, "traj_num", ATR_JSON_NUMBER, (struct atr_json **)&v) < 0)
+    struct atr_json *num;
+    if (atr_reader_req(r, td, "traj_num", ATR_JSON_NUMBER, &num) < 0)
         return -1;
-    if (!v->is_int)
-        return atr_reader_fail_at(r, v, "expected \"traj_num\" to be an integer");
-    row->traj = v->i;
+    if (!num->is_int)
+        return atr_reader_fail_at(r, num, "expected \"traj_num\" to be an integer");
+    row->traj = num->i;
     if (opt_num(r, td, "reward", &row->reward) < 0 ||
         atr_reader_opt_i64(r, td, "traj_length", &row->traj_length) < 0 ||
         opt_obj(r, obj, "graph_data", &graph) < 0 || opt_obj(r, obj, "node_data", &node) < 0 ||
