@@ -24,6 +24,12 @@ ok "browsergym dry run with resources" \
 check "browsergym page actions run with resources" \
     "grep -q 'browser	click \\[bid=\"227\"\\]' '$T/out' && grep -q 'skip	browser send_msg_to_user: web agent' '$T/out'"
 
+# A real run (cgroups, as test-replay) records the same reasons and runs nothing.
+ok "browsergym replay" "$ATR" replay tools "$B/go-browse-wa.golden.ndjson" -o "$T/gbrun"
+check "browsergym replay skips all" "[ \$(grep -c '\"class\":\"skipped\"' '$T/gbrun/metrics.jsonl') -eq 9 ]"
+check "browsergym replay reason" "grep -q '\"step_id\":0,\"tool\":\"browser\",\"cmd\":\"click\",\"skipped\":\"page not in the trace (web-agent dataset: --browser-resources ZIP)\"' '$T/gbrun/metrics.jsonl'"
+check "browsergym replay chat reason" "grep -q '\"cmd\":\"send_msg_to_user\",\"skipped\":\"web agent.s message, not a page action\"' '$T/gbrun/metrics.jsonl'"
+
 # One row is one trace; WebArena-style actions; keyword arguments.
 printf '%s\n' '{"step_data": {"action": "type [56] [my query] [1]", "obs": {"url": "http://w.test/", "elapsed_time": 1.5}}, "traj_data": {"traj_num": 3}}' \
     '{"step_data": {"action": "click(bid=\"a7\")", "obs": {"elapsed_time": 2.25, "last_action_error": "TimeoutError"}}, "traj_data": {"traj_num": 3}}' \
