@@ -97,16 +97,27 @@ static int named(const char *name, size_t len, const char *want)
     return strlen(want) == len && memcmp(name, want, len) == 0;
 }
 
-/* The arguments of a BrowserGym call, from just past its '(': the element
- * (or url) is the first positional argument or the one named bid,
- * from_bid or url. */
+/* Which of a call's arguments is the element (or url), 1, or the value
+ * entered, 2: by position (first, second) or by BrowserGym's names. */
+static int arg_role(const char *name, size_t name_len, unsigned positional)
+{
+    if (!name)
+        return positional == 0 ? 1 : positional == 1 ? 2 : 0;
+    if (named(name, name_len, "bid") || named(name, name_len, "from_bid") ||
+        named(name, name_len, "url"))
+        return 1;
+    if (named(name, name_len, "value") || named(name, name_len, "key_comb") ||
+        named(name, name_len, "options"))
+        return 2;
+    return 0;
+}
+
+/* The arguments of a BrowserGym call, from just past its '('. */
 static int call_args(const char *s, size_t len, size_t *pos, struct atr_web_action *a)
 {
-    int takes = has_target(a->verb) || strcmp(a->verb, "goto") == 0;
-    const char **dst = strcmp(a->verb, "goto") == 0 ? &a->url : &a->target;
-    size_t *dst_len = dst == &a->url ? &a->url_len : &a->target_len;
+    int is_goto = strcmp(a->verb, "goto") == 0, takes = has_target(a->verb);
     size_t i = *pos;
-    for (unsigned n = 0;; n++) {
+    for (unsigned positional = 0;;) {
         size_t e = arg_end(s, len, i);
         if (e >= len) {
             *pos = i;
@@ -115,13 +126,14 @@ static int call_args(const char *s, size_t len, size_t *pos, struct atr_web_acti
         const char *name, *v;
         size_t name_len = 0, vlen;
         arg_value(s, i, e, &name, &name_len, &v, &vlen);
-        int wanted = name ? named(name, name_len, "bid") || named(name, name_len, "from_bid") ||
-                                named(name, name_len, "url")
-                          : n == 0;
-        if (takes && wanted && !*dst && v) {
-            *dst = v;
-            *dst_len = vlen;
-        }
+        int role = arg_role(name, name_len, positional);
+        positional += !name;
+        if (role == 1 && is_goto && !a->url)
+            a->url = v, a->url_len = vlen;
+        else if (role == 1 && takes && !a->target)
+            a->target = v, a->target_len = vlen;
+        else if (role == 2 && takes && !a->value)
+            a->value = v, a->value_len = vlen;
         i = e + 1;
         if (s[e] == ')')
             break;
@@ -138,17 +150,24 @@ static int bracket_args(const char *s, size_t len, size_t *pos, struct atr_web_a
     size_t i = *pos, eol = i;
     while (eol < len && s[eol] != '\n')
         eol++;
-    if (i < eol && s[i] == '[') {
+    int is_press = strcmp(a->verb, "press") == 0;
+    for (unsigned n = 0; i < eol; n++) {
+        if (s[i] != '[' && n == 0)
+            return -1;
+        if (s[i] != '[')
+            break;              /* text after the arguments: WebArena ignores it */
         const char *close = memchr(s + i + 1, ']', eol - i - 1);
         if (!close)
             return -1;
         size_t b = i + 1, e = (size_t)(close - s);
-        if (strcmp(a->verb, "goto") == 0)
-            a->url = e > b ? s + b : NULL, a->url_len = e - b;
-        else if (has_target(a->verb) && strcmp(a->verb, "press") != 0)
-            a->target = e > b ? s + b : NULL, a->target_len = e - b;
-    } else if (i < eol) {
-        return -1;
+        const char *v = e > b ? s + b : NULL;
+        if (n == 0 && strcmp(a->verb, "goto") == 0)
+            a->url = v, a->url_len = e - b;
+        else if (n == 0 && has_target(a->verb) && !is_press)
+            a->target = v, a->target_len = e - b;
+        else if (n == (unsigned)!is_press && has_target(a->verb))
+            a->value = v, a->value_len = e - b;
+        i = skip_blanks(s, eol, e + 1);
     }
     *pos = eol;
     return 1;

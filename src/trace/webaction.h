@@ -29,6 +29,9 @@ struct atr_web_action {
     size_t target_len;
     const char *url;               /* goto's page, or NULL */
     size_t url_len;
+    const char *value;             /* what an element action enters: fill's
+                                      text, press's key (content), or NULL */
+    size_t value_len;
 };
 
 /* Reads the next action of s[*pos..len): 1 with *out filled and *pos past

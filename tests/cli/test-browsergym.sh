@@ -6,6 +6,9 @@ golden "browsergym golden" "$B/go-browse-wa.golden.ndjson" "$ATR" convert -q "$B
 ok "browsergym validates" "$ATR" validate "$B/go-browse-wa.golden.ndjson"
 check "browsergym sniffed" "'$ATR' convert -q '$B/go-browse-wa.jsonl' -o - | grep -q '\"source\":\"browsergym\"'"
 check "browsergym content dropped" "! grep -q 'hdmi cable\\|5.99\\|RootWebArea\\|electronics category' '$B/go-browse-wa.golden.ndjson'"
+ok "browsergym keep content" "$ATR" convert -q --keep-content "$B/go-browse-wa.jsonl" -o "$T/gb-kc.ndjson"
+check "browsergym kept what was entered" "grep -q '\"action\":\"fill\",\"selector\":\"\[bid=\\\\\"1520\\\\\"\]\",\"url\":\"http://localhost:7770/electronics.html\",\"t_ms\":4846,\"exit_code\":0,\"params\":{\"value\":\"hdmi cable\"}' '$T/gb-kc.ndjson' && grep -q '\"params\":{\"key\":\"Enter\"}' '$T/gb-kc.ndjson'"
+ok "browsergym keep content validates" "$ATR" validate "$T/gb-kc.ndjson"
 gzip -c "$B/go-browse-wa.jsonl" >"$T/gb.jsonl.gz"
 golden "browsergym gzip" "$B/go-browse-wa.golden.ndjson" "$ATR" convert -q "$T/gb.jsonl.gz" -o -
 golden "browsergym stdin" "$B/go-browse-wa.golden.ndjson" sh -c "'$ATR' convert -q - -o - <'$B/go-browse-wa.jsonl'"

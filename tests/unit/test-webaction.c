@@ -69,6 +69,34 @@ static void test_webarena(void **state)
     one("close_tab", ATR_WEB_WEBARENA, "close_tab", "", "");
 }
 
+/* The value an element action enters (content: kept only on request). */
+static void value(const char *s, const char *want)
+{
+    struct atr_web_action a;
+    size_t pos = 0;
+    assert_int_equal(atr_web_action_next(s, strlen(s), &pos, &a), 1);
+    char got[256] = "";
+    if (a.value)
+        memcpy(got, a.value, a.value_len < 255 ? a.value_len : 255);
+    assert_string_equal(got, want);
+}
+
+static void test_values(void **state)
+{
+    (void)state;
+    value("fill('b45', 'hello, (world)')", "hello, (world)");
+    value("fill(bid='b45', value='x')", "x");
+    value("fill(value='x', bid='b45')", "x");
+    value("press('a1', 'Enter')", "Enter");
+    value("press(None, 'Enter')", "Enter");
+    value("select_option('12', ['a', 'b'])", "['a', 'b']");
+    value("click('a1', button='right')", "");
+    value("goto('http://x.test/')", "");
+    value("type [56] [my text] [1]", "my text");
+    value("press [Ctrl+Enter]", "Ctrl+Enter");
+    value("click [12] trailing words", "");
+}
+
 /* BrowserGym's multiaction mode: one call a line (NNetNav's converted
  * `type [..] [..] [1]` becomes a fill and a press). */
 static void test_several(void **state)
@@ -128,6 +156,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_browsergym),
         cmocka_unit_test(test_webarena),
+        cmocka_unit_test(test_values),
         cmocka_unit_test(test_several),
         cmocka_unit_test(test_bad),
         cmocka_unit_test(test_partial),

@@ -9,7 +9,9 @@
  * (webaction.h: BrowserGym calls, WebArena commands) becomes browser steps
  * with the verb, the element and the url; its text arguments (what was
  * typed, said or scrolled), the thought, the goal and the page itself (the
- * accessibility tree) are content and are dropped. The page's url and the
+ * accessibility tree) are content and are dropped; with keep_content the
+ * text filled or typed and the key pressed are kept as extra.params, which
+ * a replay with the run's recording enters. The page's url and the
  * BrowserGym clock (obs.elapsed_time) are kept; obs.last_action_error says
  * whether the step before failed. */
 #include <math.h>
@@ -52,6 +54,7 @@ struct build {
     size_t prev_first, prev_n;  /* the previous row's steps */
     bool prev;
     int64_t skipped;            /* rows without an action that parses */
+    bool keep_content;
 };
 
 static int sniff(const char *head, size_t len, const char *name)
@@ -186,6 +189,37 @@ static int simple_id(const char *s, size_t len)
     return len > 0;
 }
 
+/* A Python string literal's text without its escapes (\\n, \\', ...). */
+static struct atr_json *unescaped(struct atr_arena *a, const char *s, size_t len)
+{
+    char *out = atr_arena_alloc(a, len + 1);
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        if (c == '\\' && i + 1 < len) {
+            c = s[++i];
+            c = c == 'n' ? '\n' : c == 't' ? '\t' : c;
+        }
+        out[n++] = c;
+    }
+    return atr_json_new_str(a, out, n);
+}
+
+/* With keep_content: what the action entered, under the name the browser
+ * driver reads (Playwright's params: fill's value, type's text, press's
+ * key). */
+static void add_params(struct atr_trace *t, struct atr_step *s, const struct atr_web_action *a)
+{
+    const char *key = strcmp(a->verb, "press") == 0  ? "key"
+                      : strcmp(a->verb, "type") == 0 ? "text"
+                                                     : "value";
+    struct atr_json *params = atr_json_new(&t->arena, ATR_JSON_OBJECT);
+    atr_json_append(&t->arena, params, key, unescaped(&t->arena, a->value, a->value_len));
+    if (!s->extra)
+        s->extra = atr_json_new(&t->arena, ATR_JSON_OBJECT);
+    atr_json_append(&t->arena, s->extra, "params", params);
+}
+
 static void add_action(struct build *b, const struct row *row, const struct atr_web_action *a,
                        int64_t t_ms)
 {
@@ -198,15 +232,15 @@ static void add_action(struct build *b, const struct row *row, const struct atr_
         s->url = atr_arena_strndup(&t->arena, a->url, a->url_len);
     else if (row->url)
         s->url = atr_arena_strdup(&t->arena, row->url);
-    if (!a->target)
-        return;
-    if (a->style == ATR_WEB_BROWSERGYM && simple_id(a->target, a->target_len)) {
+    if (a->target && a->style == ATR_WEB_BROWSERGYM && simple_id(a->target, a->target_len)) {
         s->selector = atr_arena_printf(&t->arena, "[bid=\"%.*s\"]", (int)a->target_len, a->target);
-        return;
+    } else if (a->target) {
+        s->extra = atr_json_new(&t->arena, ATR_JSON_OBJECT);
+        atr_json_append(&t->arena, s->extra, "element_id",
+                        atr_json_new_str(&t->arena, a->target, a->target_len));
     }
-    s->extra = atr_json_new(&t->arena, ATR_JSON_OBJECT);
-    atr_json_append(&t->arena, s->extra, "element_id",
-                    atr_json_new_str(&t->arena, a->target, a->target_len));
+    if (a->value && b->keep_content)
+        add_params(t, s, a);
 }
 
 /* The row's time on the trace's clock, never before the step ahead. */
@@ -286,7 +320,8 @@ static int next(struct atr_reader *r, struct atr_trace *t)
             return rc;
         hold(st, &row);
     }
-    struct build b = {.t = t, .t0 = NAN, .last_ms = ATR_UNSET};
+    struct build b = {.t = t, .t0 = NAN, .last_ms = ATR_UNSET,
+                      .keep_content = r->opts.keep_content};
     start_trace(t, &st->held);
     add_row(&b, &st->held);
     st->have_held = false;
