@@ -184,12 +184,12 @@ static void hold(struct gb *st, const struct row *row)
 static int simple_id(const char *s, size_t len)
 {
     for (size_t i = 0; i < len; i++)
-        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.", s[i]))
+        if (!s[i] || !strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.", s[i]))
             return 0;
     return len > 0;
 }
 
-/* A Python string literal's text without its escapes (\\n, \\', ...). */
+/* A Python string literal's text without its escapes (\n, \', ...). */
 static struct atr_json *unescaped(struct atr_arena *a, const char *s, size_t len)
 {
     char *out = atr_arena_alloc(a, len + 1);
