@@ -62,7 +62,8 @@ static int sniff(const char *head, size_t len, const char *name)
     (void)name;
     if (atr_sniff_first(head, len, NULL) != '{')
         return 0;
-    return memmem(head, len, "\"step_data\"", 11) && memmem(head, len, "\"traj_data\"", 11) ? 95 : 0;
+    bool rows = memmem(head, len, "\"step_data\"", 11) && memmem(head, len, "\"traj_data\"", 11);
+    return rows ? 95 : 0;
 }
 
 /* ---- rows ---------------------------------------------------------------- */
@@ -184,7 +185,8 @@ static void hold(struct gb *st, const struct row *row)
 static int simple_id(const char *s, size_t len)
 {
     for (size_t i = 0; i < len; i++)
-        if (!s[i] || !strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.", s[i]))
+        if (!s[i] || !strchr("abcdefghijklmnopqrstuvwxyz"
+                             "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.", s[i]))
             return 0;
     return len > 0;
 }
