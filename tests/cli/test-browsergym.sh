@@ -13,6 +13,12 @@ gzip -c "$B/go-browse-wa.jsonl" >"$T/gb.jsonl.gz"
 golden "browsergym gzip" "$B/go-browse-wa.golden.ndjson" "$ATR" convert -q "$T/gb.jsonl.gz" -o -
 golden "browsergym stdin" "$B/go-browse-wa.golden.ndjson" sh -c "'$ATR' convert -q - -o - <'$B/go-browse-wa.jsonl'"
 
+# A real row's observation (DOM, accessibility tree) fills the sniffed head
+# before traj_data comes.
+awk 'BEGIN { s = ""; for (i = 0; i < 9000; i++) s = s "[12] link x "; printf "{\"step_data\": {\"action\": \"click(\x27a1\x27)\", \"parsed_action\": null, \"thought\": \"t\", \"obs\": {\"axtree_txt\": \"%s\"}}, \"traj_data\": {\"traj_num\": 0}}\n", s }' >"$T/bigobs.jsonl"
+ok "browsergym big observation sniffed" "$ATR" convert -q "$T/bigobs.jsonl" -o "$T/bigobs.ndjson"
+check "browsergym big observation step" "grep -q '\"trace_id\":\"browsergym/0\".*\"action\":\"click\",\"selector\"' '$T/bigobs.ndjson'"
+
 # stats counts the browser steps by verb.
 ok "browsergym stats" "$ATR" stats --json "$B/go-browse-wa.jsonl"
 check "browsergym stats tool steps" "grep -q '\"tool_steps\":9' '$T/out'"

@@ -57,13 +57,17 @@ struct build {
     bool keep_content;
 };
 
+/* A row's observation (DOM, accessibility tree) comes before traj_data
+ * and can fill the whole head: step_data's own "parsed_action", written
+ * just before it, tells too. */
 static int sniff(const char *head, size_t len, const char *name)
 {
     (void)name;
-    if (atr_sniff_first(head, len, NULL) != '{')
+    if (atr_sniff_first(head, len, NULL) != '{' || !memmem(head, len, "\"step_data\"", 11))
         return 0;
-    bool rows = memmem(head, len, "\"step_data\"", 11) && memmem(head, len, "\"traj_data\"", 11);
-    return rows ? 95 : 0;
+    return memmem(head, len, "\"traj_data\"", 11) || memmem(head, len, "\"parsed_action\"", 15)
+               ? 95
+               : 0;
 }
 
 /* ---- rows ---------------------------------------------------------------- */
