@@ -44,6 +44,7 @@ static const char help[] =
     "  azure          Azure LLM inference trace CSV\n"
     "  burstgpt       BurstGPT CSV\n"
     "  playwright     Playwright trace.zip\n"
+    "  browsergym     BrowserGym web-agent steps (Go-Browse-WA JSONL rows)\n"
     "\n"
     "Message text is never written unless --keep-content; tool commands are\n"
     "kept (replay runs them) unless --redact-commands.\n"

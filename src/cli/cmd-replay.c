@@ -633,13 +633,18 @@ static void on_signal(int sig)
     atr_replay_stop();
 }
 
-static void dry_run_trace(const struct atr_trace *t, const char *config)
+static void dry_run_trace(const struct atr_trace *t, const char *config, const char *resources)
 {
     for (size_t k = 0; k < t->n_steps; k++) {
         const struct atr_step *s = &t->steps[k];
+        const char *why = atr_replay_page_missing(t, s, resources);
         if (s->kind != ATR_STEP_TOOL)
             continue;
-        if (s->tool && strcmp(s->tool, "bash") == 0 && s->command)
+        if (why)
+            printf("%s\t%s\t%u\tskip\tbrowser %s%s%s: %s\n", config, t->trace_id, s->i,
+                   s->action ? s->action : "", s->selector ? " " : "",
+                   s->selector ? s->selector : "", why);
+        else if (s->tool && strcmp(s->tool, "bash") == 0 && s->command)
             printf("%s\t%s\t%u\trun\t%s\n", config, t->trace_id, s->i, s->command);
         else if (s->tool && strcmp(s->tool, "browser") == 0)
             printf("%s\t%s\t%u\tbrowser\t%s%s%s\n", config, t->trace_id, s->i,
@@ -712,7 +717,7 @@ static int run_config(struct replay_args *a, int argc, char **argv, struct atr_r
             if (index++ % a->shard.n != a->shard.i)
                 continue;
             if (a->dry_run) {
-                dry_run_trace(&t, sink->config);
+                dry_run_trace(&t, sink->config, resources);
                 continue;
             }
             if (tool_steps(&t))

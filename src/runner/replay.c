@@ -466,6 +466,19 @@ static const char *skip_reason(const struct atr_step *s)
     return NULL;
 }
 
+const char *atr_replay_page_missing(const struct atr_trace *t, const struct atr_step *s,
+                                    const char *resources)
+{
+    static const char *const chat[] = {"send_msg_to_user", "report_infeasible", "noop", "stop",
+                                       NULL};
+    if (!is_browser(s) || !t->source || strcmp(t->source, "browsergym") != 0)
+        return NULL;
+    for (size_t i = 0; s->action && chat[i]; i++)
+        if (strcmp(s->action, chat[i]) == 0)
+            return "web agent's message, not a page action";
+    return resources ? NULL : "page not in the trace (web-agent dataset: --browser-resources ZIP)";
+}
+
 static double us_to_ms(int64_t us) { return us < 0 ? -1 : (double)us / 1000.0; }
 
 static int64_t delta(int64_t after, int64_t before)
@@ -1041,6 +1054,8 @@ int atr_replay_trace_res(struct atr_replay *rp, const struct atr_cg *parent,
         m.ctl_adjustments = -1;
         m.ctl_max_high = -1;
         m.skipped = skip_reason(s);
+        if (!m.skipped)
+            m.skipped = atr_replay_page_missing(t, s, resources);
         if (is_browser(s))
             m.cmd = s->action;
         if (is_file_op(s)) {

@@ -181,6 +181,14 @@ int atr_replay_trace_res(struct atr_replay *rp, const struct atr_cg *parent,
                          const struct atr_trace *t, const char *resources, atr_replay_sink sink,
                          void *ctx, struct atr_error *err);
 
+/* Why a browser step of t is not replayed for want of its page, or NULL:
+ * web-agent datasets (BrowserGym / Go-Browse rows, source "browsergym")
+ * carry no page, so their steps need resources (the run's Playwright
+ * recording); their chat actions (send_msg_to_user, report_infeasible,
+ * noop) never touch the page. Static text. */
+const char *atr_replay_page_missing(const struct atr_trace *t, const struct atr_step *s,
+                                    const char *resources);
+
 /* The running browsers' process groups are killed by atr_replay_stop too
  * (they are spawned children). */
 

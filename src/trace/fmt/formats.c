@@ -12,6 +12,7 @@ extern const struct atr_format atr_format_mooncake;
 extern const struct atr_format atr_format_azure;
 extern const struct atr_format atr_format_burstgpt;
 extern const struct atr_format atr_format_playwright;
+extern const struct atr_format atr_format_browsergym;
 
 const struct atr_format *const atr_formats[] = {
     &atr_format_atr,
@@ -23,6 +24,7 @@ const struct atr_format *const atr_formats[] = {
     &atr_format_azure,
     &atr_format_burstgpt,
     &atr_format_playwright,
+    &atr_format_browsergym,
     NULL,
 };
 
