@@ -1,0 +1,310 @@
+/* parquet.c - Parquet datasets read as JSON lines through a dlopened DuckDB. */
+#include "util/parquet.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util/alloc.h"
+#include "util/buf.h"
+
+bool atr_parquet_wanted(const char *path)
+{
+    if (strcmp(path, "-") == 0)
+        return false;
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return true;
+    if (stat(path, &st) != 0)
+        return strpbrk(path, "*?[") != NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    char magic[4];
+    bool yes = fd >= 0 && pread(fd, magic, 4, 0) == 4 && memcmp(magic, "PAR1", 4) == 0;
+    if (fd >= 0)
+        close(fd);
+    return yes;
+}
+
+#ifndef ATR_DUCKDB
+
+struct atr_parquet { int unused; };
+
+struct atr_parquet *atr_parquet_open(const char *path, struct atr_error *err)
+{
+    atr_error_set(err, "%s: Parquet input needs DuckDB, and this atr was built without it "
+                  "(`make deps` or scripts/deps.sh installs it; then rebuild)", path);
+    return NULL;
+}
+
+ssize_t atr_parquet_read(struct atr_parquet *p, char *dst, size_t cap, struct atr_error *err)
+{
+    return 0;
+}
+
+void atr_parquet_progress(const struct atr_parquet *p, unsigned long long *done,
+                          unsigned long long *total)
+{
+    *done = *total = 0;
+}
+
+void atr_parquet_close(struct atr_parquet *p) {}
+
+#else
+
+#include <dlfcn.h>
+#include <duckdb.h>
+
+/* The C API functions atr uses, looked up once in libduckdb.so. */
+#define DUCK_FUNCS(X) X(duckdb_open) X(duckdb_close) X(duckdb_connect) X(duckdb_disconnect) \
+    X(duckdb_query) X(duckdb_prepare) X(duckdb_prepare_error) X(duckdb_destroy_prepare) \
+    X(duckdb_execute_prepared_streaming) X(duckdb_result_error) X(duckdb_destroy_result) \
+    X(duckdb_fetch_chunk) X(duckdb_data_chunk_get_size) X(duckdb_data_chunk_get_vector) \
+    X(duckdb_vector_get_data) X(duckdb_vector_get_validity) X(duckdb_destroy_data_chunk)
+#define DUCK_PTR(f) __typeof__(f) *f;
+static struct { DUCK_FUNCS(DUCK_PTR) } duck;
+static void *duck_lib;
+
+/* Where the library is: $ATR_DUCKDB_LIB, else where the build found it. */
+static int duck_load(const char *path, struct atr_error *err)
+{
+    if (duck_lib)
+        return 0;
+    const char *lib = getenv("ATR_DUCKDB_LIB");
+    if (!lib || !*lib)
+        lib = ATR_DUCKDB_LIB;
+    void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        return atr_error_set(err, "%s: Parquet input needs DuckDB: cannot load %s (%s); "
+                             "`make deps` or scripts/deps.sh installs it, ATR_DUCKDB_LIB "
+                             "names another libduckdb.so", path, lib, dlerror());
+#define DUCK_SYM(f) if (!(*(void **)&duck.f = dlsym(h, #f))) { \
+        dlclose(h); \
+        return atr_error_set(err, "%s: %s lacks %s (DuckDB 1.4 or newer is needed)", \
+                             path, lib, #f); }
+    DUCK_FUNCS(DUCK_SYM)
+    duck_lib = h;
+    return 0;
+}
+
+struct atr_parquet {
+    char **files;
+    size_t nfiles, file;          /* the file being read: files[file] */
+    unsigned long long done_bytes, total_bytes;
+    duckdb_database db;
+    duckdb_connection con;
+    bool open;                    /* res holds the current file's query */
+    duckdb_result res;
+    duckdb_data_chunk chunk;      /* rows chunk_row.. not yet emitted */
+    idx_t chunk_rows, chunk_row;
+    size_t row_off;               /* bytes of the current row emitted (rows larger than cap) */
+    unsigned long long rows;      /* rows of the current file emitted */
+};
+
+static bool add_glob(const char *pattern, glob_t *g)
+{
+    return glob(pattern, 0, NULL, g) == 0 && g->gl_pathc > 0;
+}
+
+/* A folder: the first layout that holds files, as Hugging Face publishes
+ * them; a glob: its matches, sorted; else the file itself. */
+static int expand(struct atr_parquet *p, const char *path, struct atr_error *err)
+{
+    static const char *const layouts[] = {"data/*.parquet", "*/train-*.parquet", "*.parquet"};
+    glob_t g = {0};
+    struct stat st;
+    bool found = false;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        for (size_t i = 0; i < 3 && !found; i++) {
+            struct atr_buf pat = ATR_BUF_INIT;
+            atr_buf_printf(&pat, "%s/%s", path, layouts[i]);
+            globfree(&g);
+            found = add_glob(pat.data, &g);
+            atr_buf_release(&pat);
+        }
+        if (!found)
+            return atr_error_set(err, "%s: no Parquet files in this folder (looked for "
+                                 "data/*.parquet, */train-*.parquet, *.parquet)", path);
+    } else if (stat(path, &st) != 0) {
+        if (!add_glob(path, &g))
+            return atr_error_set(err, "%s: %s", path, strpbrk(path, "*?[") ?
+                                 "no file matches this pattern" : strerror(ENOENT));
+    } else {
+        p->files = xmalloc(sizeof *p->files);
+        p->files[p->nfiles++] = xstrdup(path);
+        p->total_bytes = (unsigned long long)st.st_size;
+        return 0;
+    }
+    p->files = xmalloc(g.gl_pathc * sizeof *p->files);
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+        p->files[p->nfiles++] = xstrdup(g.gl_pathv[i]);
+        if (stat(g.gl_pathv[i], &st) == 0)
+            p->total_bytes += (unsigned long long)st.st_size;
+    }
+    globfree(&g);
+    return 0;
+}
+
+struct atr_parquet *atr_parquet_open(const char *path, struct atr_error *err)
+{
+    struct atr_parquet *p = xcalloc(1, sizeof *p);
+    if (expand(p, path, err) < 0 || duck_load(path, err) < 0) {
+        atr_parquet_close(p);
+        return NULL;
+    }
+    if (duck.duckdb_open(NULL, &p->db) == DuckDBError ||
+        duck.duckdb_connect(p->db, &p->con) == DuckDBError) {
+        atr_error_set(err, "%s: DuckDB cannot start an in-memory database", path);
+        atr_parquet_close(p);
+        return NULL;
+    }
+    /* ATR_PARQUET_THREADS: DuckDB's worker threads (default: one per core). */
+    const char *threads = getenv("ATR_PARQUET_THREADS");
+    if (threads && *threads) {
+        struct atr_buf q = ATR_BUF_INIT;
+        atr_buf_printf(&q, "SET threads = %d", atoi(threads) > 0 ? atoi(threads) : 1);
+        duckdb_result r;
+        duck.duckdb_query(p->con, q.data, &r);
+        duck.duckdb_destroy_result(&r);
+        atr_buf_release(&q);
+    }
+    return p;
+}
+
+/* Fails with the file and the rows read before DuckDB's error. */
+static int duck_fail(struct atr_parquet *p, const char *what, struct atr_error *err)
+{
+    return atr_error_set(err, "%s: after row %llu: %s", p->files[p->file], p->rows,
+                         what && *what ? what : "DuckDB failed");
+}
+
+/* Starts the query of files[file]: each row as its JSON object. The name
+ * is a SQL string literal, quotes doubled. */
+static int start_file(struct atr_parquet *p, struct atr_error *err)
+{
+    struct atr_buf q = ATR_BUF_INIT;
+    atr_buf_puts(&q, "SELECT to_json(t)::VARCHAR FROM read_parquet('");
+    for (const char *c = p->files[p->file]; *c; c++)
+        atr_buf_printf(&q, *c == '\'' ? "''" : "%c", *c);
+    atr_buf_puts(&q, "') AS t");
+    duckdb_prepared_statement st;
+    int rc = 0;
+    p->rows = 0;
+    if (duck.duckdb_prepare(p->con, q.data, &st) == DuckDBError)
+        rc = duck_fail(p, duck.duckdb_prepare_error(st), err);
+    else if (duck.duckdb_execute_prepared_streaming(st, &p->res) == DuckDBError) {
+        rc = duck_fail(p, duck.duckdb_result_error(&p->res), err);
+        duck.duckdb_destroy_result(&p->res);
+    } else
+        p->open = true;
+    duck.duckdb_destroy_prepare(&st);
+    atr_buf_release(&q);
+    return rc;
+}
+
+static void end_file(struct atr_parquet *p)
+{
+    if (p->chunk)
+        duck.duckdb_destroy_data_chunk(&p->chunk);
+    p->chunk = NULL;
+    if (p->open)
+        duck.duckdb_destroy_result(&p->res);
+    p->open = false;
+}
+
+/* Makes a chunk with rows to emit current: 1, 0 after the last file, -1. */
+static int next_chunk(struct atr_parquet *p, struct atr_error *err)
+{
+    while (!p->chunk || p->chunk_row == p->chunk_rows) {
+        if (p->chunk)
+            duck.duckdb_destroy_data_chunk(&p->chunk);
+        p->chunk = NULL;
+        if (!p->open) {
+            if (p->file == p->nfiles)
+                return 0;
+            if (start_file(p, err) < 0)
+                return -1;
+        }
+        p->chunk = duck.duckdb_fetch_chunk(p->res);
+        if (!p->chunk) {
+            const char *e = duck.duckdb_result_error(&p->res);
+            if (e && *e)
+                return duck_fail(p, e, err);
+            struct stat st;
+            if (stat(p->files[p->file], &st) == 0)
+                p->done_bytes += (unsigned long long)st.st_size;
+            end_file(p);
+            p->file++;
+            continue;
+        }
+        p->chunk_rows = duck.duckdb_data_chunk_get_size(p->chunk);
+        p->chunk_row = 0;
+        p->row_off = 0;
+    }
+    return 1;
+}
+
+/* duckdb_string_t: up to 12 bytes inline, else a pointer. */
+static const char *row_text(duckdb_string_t *s, size_t *len)
+{
+    *len = s->value.inlined.length;
+    return *len <= 12 ? s->value.inlined.inlined : s->value.pointer.ptr;
+}
+
+ssize_t atr_parquet_read(struct atr_parquet *p, char *dst, size_t cap, struct atr_error *err)
+{
+    size_t n = 0;
+    while (n < cap) {
+        int rc = next_chunk(p, err);
+        if (rc < 0)
+            return -1;
+        if (rc == 0)
+            break;
+        duckdb_vector v = duck.duckdb_data_chunk_get_vector(p->chunk, 0);
+        duckdb_string_t *rows = duck.duckdb_vector_get_data(v);
+        while (p->chunk_row < p->chunk_rows && n < cap) {
+            size_t len;
+            const char *s = row_text(&rows[p->chunk_row], &len);
+            size_t take = len - p->row_off < cap - n ? len - p->row_off : cap - n;
+            memcpy(dst + n, s + p->row_off, take);
+            n += take;
+            p->row_off += take;
+            if (p->row_off == len && n < cap) {   /* the row ends: its newline */
+                dst[n++] = '\n';
+                p->row_off = 0;
+                p->chunk_row++;
+                p->rows++;
+            }
+        }
+    }
+    return (ssize_t)n;
+}
+
+void atr_parquet_progress(const struct atr_parquet *p, unsigned long long *done,
+                          unsigned long long *total)
+{
+    *done = p->done_bytes;
+    *total = p->total_bytes;
+}
+
+void atr_parquet_close(struct atr_parquet *p)
+{
+    if (!p)
+        return;
+    if (duck_lib) {
+        end_file(p);
+        if (p->con)
+            duck.duckdb_disconnect(&p->con);
+        if (p->db)
+            duck.duckdb_close(&p->db);
+    }
+    for (size_t i = 0; i < p->nfiles; i++)
+        free(p->files[i]);
+    free(p->files);
+    free(p);
+}
+
+#endif
