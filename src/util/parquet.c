@@ -4,29 +4,42 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "util/alloc.h"
 #include "util/buf.h"
 
-bool atr_parquet_wanted(const char *path)
+static bool has_magic(const char *path)
 {
-    if (strcmp(path, "-") == 0)
-        return false;
-    struct stat st;
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-        return true;
-    if (stat(path, &st) != 0)
-        return strpbrk(path, "*?[") != NULL;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     char magic[4];
     bool yes = fd >= 0 && pread(fd, magic, 4, 0) == 4 && memcmp(magic, "PAR1", 4) == 0;
     if (fd >= 0)
         close(fd);
     return yes;
+}
+
+static bool parquet_name(const char *path)
+{
+    size_t n = strlen(path);
+    return n > 8 && strcasecmp(path + n - 8, ".parquet") == 0;
+}
+
+bool atr_parquet_wanted(const char *path)
+{
+    if (strcmp(path, "-") == 0)
+        return false;
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return strpbrk(path, "*?[") != NULL;
+    /* A .parquet name without the magic fails as Parquet, not as "an
+     * unrecognised trace format". */
+    return S_ISDIR(st.st_mode) || (S_ISREG(st.st_mode) && parquet_name(path)) || has_magic(path);
 }
 
 #ifndef ATR_DUCKDB
@@ -133,6 +146,9 @@ static int expand(struct atr_parquet *p, const char *path, struct atr_error *err
             return atr_error_set(err, "%s: %s", path, strpbrk(path, "*?[") ?
                                  "no file matches this pattern" : strerror(ENOENT));
     } else {
+        if (!has_magic(path))
+            return atr_error_set(err, "%s: not a Parquet file (it does not start with "
+                                 "the magic bytes PAR1)", path);
         p->files = xmalloc(sizeof *p->files);
         p->files[p->nfiles++] = xstrdup(path);
         p->total_bytes = (unsigned long long)st.st_size;
@@ -174,35 +190,23 @@ struct atr_parquet *atr_parquet_open(const char *path, struct atr_error *err)
     return p;
 }
 
-/* Fails with the file and the rows read before DuckDB's error. */
-static int duck_fail(struct atr_parquet *p, const char *what, struct atr_error *err)
+/* DuckDB's message up to its first line break (the rest quotes atr's SQL). */
+static int duck_fail(struct atr_parquet *p, const char *where, const char *what,
+                     struct atr_error *err)
 {
-    return atr_error_set(err, "%s: after row %llu: %s", p->files[p->file], p->rows,
-                         what && *what ? what : "DuckDB failed");
+    if (!what || !*what)
+        what = "DuckDB failed";
+    return atr_error_set(err, "%s: %s: %.*s", p->files[p->file], where,
+                         (int)strcspn(what, "\n"), what);
 }
 
-/* Starts the query of files[file]: each row as its JSON object. The name
- * is a SQL string literal, quotes doubled. */
-static int start_file(struct atr_parquet *p, struct atr_error *err)
+/* The SQL string literal of s, quotes doubled. */
+static void sql_str(struct atr_buf *q, const char *s)
 {
-    struct atr_buf q = ATR_BUF_INIT;
-    atr_buf_puts(&q, "SELECT to_json(t)::VARCHAR FROM read_parquet('");
-    for (const char *c = p->files[p->file]; *c; c++)
-        atr_buf_printf(&q, *c == '\'' ? "''" : "%c", *c);
-    atr_buf_puts(&q, "') AS t");
-    duckdb_prepared_statement st;
-    int rc = 0;
-    p->rows = 0;
-    if (duck.duckdb_prepare(p->con, q.data, &st) == DuckDBError)
-        rc = duck_fail(p, duck.duckdb_prepare_error(st), err);
-    else if (duck.duckdb_execute_prepared_streaming(st, &p->res) == DuckDBError) {
-        rc = duck_fail(p, duck.duckdb_result_error(&p->res), err);
-        duck.duckdb_destroy_result(&p->res);
-    } else
-        p->open = true;
-    duck.duckdb_destroy_prepare(&st);
-    atr_buf_release(&q);
-    return rc;
+    atr_buf_puts(q, "'");
+    for (; *s; s++)
+        atr_buf_printf(q, *s == '\'' ? "''" : "%c", *s);
+    atr_buf_puts(q, "'");
 }
 
 static void end_file(struct atr_parquet *p)
@@ -213,6 +217,88 @@ static void end_file(struct atr_parquet *p)
     if (p->open)
         duck.duckdb_destroy_result(&p->res);
     p->open = false;
+}
+
+static int bad_row_group(struct atr_parquet *p, const char *what, struct atr_error *err);
+
+/* Starts the query of files[file]: each row as its JSON object. The name
+ * is a SQL string literal, quotes doubled. */
+static int start_file(struct atr_parquet *p, struct atr_error *err)
+{
+    struct atr_buf q = ATR_BUF_INIT;
+    atr_buf_puts(&q, "SELECT to_json(t)::VARCHAR FROM read_parquet(");
+    sql_str(&q, p->files[p->file]);
+    atr_buf_puts(&q, ") AS t");
+    duckdb_prepared_statement st;
+    int rc = 0;
+    p->rows = 0;
+    if (duck.duckdb_prepare(p->con, q.data, &st) == DuckDBError)
+        rc = duck_fail(p, "not a readable Parquet file", duck.duckdb_prepare_error(st), err);
+    else if (duck.duckdb_execute_prepared_streaming(st, &p->res) == DuckDBError) {
+        /* The footer was read (prepare): the pages are what fails. */
+        p->open = true;
+        rc = bad_row_group(p, duck.duckdb_result_error(&p->res), err);
+        end_file(p);
+    } else
+        p->open = true;
+    duck.duckdb_destroy_prepare(&st);
+    atr_buf_release(&q);
+    return rc;
+}
+
+
+/* Whether DuckDB reads rows first..first+n-1 of files[file]: a filter on
+ * file_row_number makes it read only the row groups that hold them. */
+static bool rows_read(struct atr_parquet *p, unsigned long long first, unsigned long long n)
+{
+    struct atr_buf q = ATR_BUF_INIT;
+    atr_buf_puts(&q, "SELECT count(to_json(t)) FROM read_parquet(");
+    sql_str(&q, p->files[p->file]);
+    atr_buf_printf(&q, ", file_row_number = true) AS t WHERE file_row_number BETWEEN %llu "
+                   "AND %llu", first, first + n - 1);
+    duckdb_result r;
+    bool ok = duck.duckdb_query(p->con, q.data, &r) == DuckDBSuccess;
+    duck.duckdb_destroy_result(&r);
+    atr_buf_release(&q);
+    return ok;
+}
+
+/* A read that failed inside the file: DuckDB's threads read row groups
+ * ahead and out of order, so each group (the footer's row counts) is read
+ * alone, in order, until one fails. Only on error: it reads the file again. */
+static int bad_row_group(struct atr_parquet *p, const char *what, struct atr_error *err)
+{
+    char msg[ATR_ERROR_MAX];
+    snprintf(msg, sizeof msg, "%.*s", (int)strcspn(what, "\n"), what);
+    end_file(p);
+    struct atr_buf q = ATR_BUF_INIT;
+    atr_buf_puts(&q, "SELECT DISTINCT row_group_id, row_group_num_rows FROM parquet_metadata(");
+    sql_str(&q, p->files[p->file]);
+    atr_buf_puts(&q, ") ORDER BY 1");
+    duckdb_result r;
+    long long group = -1;
+    unsigned long long first = 0, num = 0;
+    if (duck.duckdb_query(p->con, q.data, &r) == DuckDBSuccess) {
+        duckdb_data_chunk c;
+        while (group < 0 && (c = duck.duckdb_fetch_chunk(r))) {
+            int64_t *ids = duck.duckdb_vector_get_data(duck.duckdb_data_chunk_get_vector(c, 0));
+            int64_t *rows = duck.duckdb_vector_get_data(duck.duckdb_data_chunk_get_vector(c, 1));
+            for (idx_t i = 0; i < duck.duckdb_data_chunk_get_size(c) && group < 0; i++) {
+                num = (unsigned long long)rows[i];
+                if (num && !rows_read(p, first, num))
+                    group = ids[i];
+                else
+                    first += num;
+            }
+            duck.duckdb_destroy_data_chunk(&c);
+        }
+    }
+    duck.duckdb_destroy_result(&r);
+    atr_buf_release(&q);
+    if (group < 0)
+        return atr_error_set(err, "%s: after row %llu: %s", p->files[p->file], p->rows, msg);
+    return atr_error_set(err, "%s: row group %lld (rows %llu-%llu): %s", p->files[p->file],
+                         group, first + 1, first + num, msg);
 }
 
 /* Makes a chunk with rows to emit current: 1, 0 after the last file, -1. */
@@ -232,7 +318,7 @@ static int next_chunk(struct atr_parquet *p, struct atr_error *err)
         if (!p->chunk) {
             const char *e = duck.duckdb_result_error(&p->res);
             if (e && *e)
-                return duck_fail(p, e, err);
+                return bad_row_group(p, e, err);
             struct stat st;
             if (stat(p->files[p->file], &st) == 0)
                 p->done_bytes += (unsigned long long)st.st_size;

@@ -486,7 +486,7 @@ static int walk_message(struct oc_walk *w, const struct atr_json *m)
 
 static const char *base_name(struct atr_reader *r, struct atr_arena *a)
 {
-    static const char *const suffixes[] = {".sample_raw.json", ".jsonl", ".json", ".ndjson",
+    static const char *const suffixes[] = {".sample_raw.json", ".jsonl", ".json", ".ndjson", ".parquet",
                                            NULL};
     return atr_chat_base_name(a, atr_reader_name(r), suffixes);
 }
