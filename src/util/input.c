@@ -322,7 +322,7 @@ int atr_input_getline(struct atr_input *in, const char **line, size_t *len, size
             in->unterminated = !nl;
             if (n > max)
                 return atr_error_at(err, in->name, in->lineno, 0,
-                                    "line longer than %zu bytes", max);
+                                    "%s longer than %zu bytes", in->pq ? "row (as JSON)" : "line", max);
             if (n && start[n - 1] == '\r')
                 n--;
             start[n] = '\0';    /* safe: the '\n' or the spare byte after len */
@@ -334,7 +334,7 @@ int atr_input_getline(struct atr_input *in, const char **line, size_t *len, size
             return 0;
         if (have > max + 1)
             return atr_error_at(err, in->name, in->lineno + 1, 0,
-                                "line longer than %zu bytes", max);
+                                "%s longer than %zu bytes", in->pq ? "row (as JSON)" : "line", max);
         scanned = have;
         if (fill(in, have + in->chunk / 4, err) < 0)
             return -1;
