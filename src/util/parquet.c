@@ -80,6 +80,10 @@ void atr_parquet_close(struct atr_parquet *p) {}
 #define DUCK_PTR(f) __typeof__(f) *f;
 static struct { DUCK_FUNCS(DUCK_PTR) } duck;
 static void *duck_lib;
+/* One in-memory database for the process, opened with the library and
+ * kept (as the library is): each source has its own connection. Opening a
+ * database per file costs milliseconds and memory DuckDB does not return. */
+static duckdb_database duck_db;
 
 /* Where the library is: $ATR_DUCKDB_LIB, else where the build found it. */
 static int duck_load(const char *path, struct atr_error *err)
@@ -99,6 +103,10 @@ static int duck_load(const char *path, struct atr_error *err)
         return atr_error_set(err, "%s: %s lacks %s (DuckDB 1.4 or newer is needed)", \
                              path, lib, #f); }
     DUCK_FUNCS(DUCK_SYM)
+    if (duck.duckdb_open(NULL, &duck_db) == DuckDBError) {
+        dlclose(h);
+        return atr_error_set(err, "%s: DuckDB cannot start an in-memory database", path);
+    }
     duck_lib = h;
     return 0;
 }
@@ -107,7 +115,6 @@ struct atr_parquet {
     char **files;
     size_t nfiles, file;          /* the file being read: files[file] */
     unsigned long long done_bytes, total_bytes;
-    duckdb_database db;
     duckdb_connection con;
     bool open;                    /* res holds the current file's query */
     duckdb_result res;
@@ -171,9 +178,8 @@ struct atr_parquet *atr_parquet_open(const char *path, struct atr_error *err)
         atr_parquet_close(p);
         return NULL;
     }
-    if (duck.duckdb_open(NULL, &p->db) == DuckDBError ||
-        duck.duckdb_connect(p->db, &p->con) == DuckDBError) {
-        atr_error_set(err, "%s: DuckDB cannot start an in-memory database", path);
+    if (duck.duckdb_connect(duck_db, &p->con) == DuckDBError) {
+        atr_error_set(err, "%s: DuckDB cannot open a connection", path);
         atr_parquet_close(p);
         return NULL;
     }
@@ -384,8 +390,6 @@ void atr_parquet_close(struct atr_parquet *p)
         end_file(p);
         if (p->con)
             duck.duckdb_disconnect(&p->con);
-        if (p->db)
-            duck.duckdb_close(&p->db);
     }
     for (size_t i = 0; i < p->nfiles; i++)
         free(p->files[i]);
