@@ -32,6 +32,11 @@ for f in "$REAL"/openai-chat/*.sample_raw.json "$REAL"/mooncake/synthetic_trace.
     ok "parquet convert $b" "$ATR" convert -q "$PQ/$b.parquet" -o "$PQ/$b.pq.ndjson"
     check "parquet same as json $b" "cmp '$PQ/$b.json.ndjson' '$PQ/$b.pq.ndjson' && [ -s '$PQ/$b.pq.ndjson' ]"
 done
+# SWE-rebench's shape (OpenAI-chat messages under "trajectory"), sniffed.
+printf '%s\n' '{"instance_id":"r-1","trajectory":[{"role":"user","content":"fix it"},{"role":"assistant","content":"","tool_calls":[{"id":"c1","type":"function","function":{"name":"execute_bash","arguments":"{\"command\":\"ls -la\"}"}}]},{"role":"tool","tool_call_id":"c1","content":"a b"}],"resolved":true}' >"$PQ/rebench.jsonl"
+ok "parquet rebench write" parquet_of "$PQ/rebench.jsonl" "$PQ/rebench.parquet"
+ok "parquet rebench sniffed" "$ATR" convert -q "$PQ/rebench.parquet" -o "$PQ/rebench.ndjson"
+check "parquet rebench tool step" "grep -q '\"trace_id\":\"openai-chat/r-1\".*\"command\":\"ls -la\"' '$PQ/rebench.ndjson'"
 N=nebius_SWE-agent-trajectories
 ok "parquet stats" "$ATR" stats "$PQ/$N.parquet"
 check "parquet stats five traces" "grep -q '5' '$T/out'"

@@ -681,7 +681,10 @@ static int sniff(const char *head, size_t len, const char *name)
         atr_chat_has_key(head, len, "\"observation\""))
         return 0;   /* mini-swe-agent, SWE-agent, OpenHands */
     bool role = atr_chat_has_key(head, len, "\"role\"");
-    bool chat = role && atr_chat_has_key(head, len, "\"messages\"");
+    /* SWE-rebench rows keep their OpenAI-chat messages in "trajectory". */
+    bool chat = role && (atr_chat_has_key(head, len, "\"messages\"") ||
+                         (atr_chat_has_key(head, len, "\"trajectory\"") &&
+                          atr_chat_has_key(head, len, "\"tool_calls\"")));
     bool nebius = role && atr_chat_has_key(head, len, "\"trajectory\"") &&
                   has_ai_role(head, len) && atr_chat_has_key(head, len, "\"text\"");
     if (first == '[')
