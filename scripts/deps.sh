@@ -26,7 +26,7 @@ node_deps
 # duckdb package of the same release. The build finds the header there (or
 # in ATR_DUCKDB_DIR); atr dlopens the library at run time.
 duckdb_deps() {
-    dir=${ATR_DUCKDB_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/atr/duckdb-1.4.4}
+    dir=${ATR_DUCKDB_DIR:-${XDG_CACHE_HOME:-${HOME:-.}/.cache}/atr/duckdb-1.4.4}
     [ -f "$dir/libduckdb.so" ] && [ -f "$dir/duckdb.h" ] && return 0
     command -v npm >/dev/null 2>&1 || { echo "deps: no npm, DuckDB (Parquet input) not installed" >&2; return 0; }
     echo "deps: DuckDB 1.4.4 into $dir" >&2

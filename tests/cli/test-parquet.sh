@@ -58,6 +58,13 @@ check "parquet split folder = file" "cmp '$PQ/$N.json.ndjson' '$PQ/hf.ndjson'"
 ok "parquet limit" "$ATR" convert -q --limit 2 "$PQ/ds" -o "$PQ/l.ndjson"
 check "parquet limit first two" "head -n 2 '$PQ/both.ndjson' | cmp - '$PQ/l.ndjson'"
 
+# atr sample reads through the same reader: the seeded pick from the
+# folder is the pick from the two JSON files.
+ok "parquet sample" "$ATR" sample -q --size 3 --seed 7 "$PQ/ds" -o "$PQ/s1.ndjson"
+ok "json sample" "$ATR" sample -q --size 3 --seed 7 "$REAL/openai-chat/swe-gym_openhands_sampled_trajectories.sample_raw.json" \
+    "$REAL/openai-chat/$N.sample_raw.json" -o "$PQ/s2.ndjson"
+check "parquet sample = json sample" "cmp '$PQ/s1.ndjson' '$PQ/s2.ndjson' && [ \$(wc -l <'$PQ/s1.ndjson') -eq 3 ]"
+
 # Bad input: one error naming the file (and the row group or row), exit 1,
 # nothing left behind.
 head -c 20000 "$PQ/$N.parquet" >"$PQ/trunc.parquet"
