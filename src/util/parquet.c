@@ -72,11 +72,11 @@ void atr_parquet_close(struct atr_parquet *p) {}
 #include <duckdb.h>
 
 /* The C API functions atr uses, looked up once in libduckdb.so. */
-#define DUCK_FUNCS(X) X(duckdb_open) X(duckdb_close) X(duckdb_connect) X(duckdb_disconnect) \
+#define DUCK_FUNCS(X) X(duckdb_open) X(duckdb_connect) X(duckdb_disconnect) \
     X(duckdb_query) X(duckdb_prepare) X(duckdb_prepare_error) X(duckdb_destroy_prepare) \
     X(duckdb_execute_prepared_streaming) X(duckdb_result_error) X(duckdb_destroy_result) \
     X(duckdb_fetch_chunk) X(duckdb_data_chunk_get_size) X(duckdb_data_chunk_get_vector) \
-    X(duckdb_vector_get_data) X(duckdb_vector_get_validity) X(duckdb_destroy_data_chunk)
+    X(duckdb_vector_get_data) X(duckdb_destroy_data_chunk)
 #define DUCK_PTR(f) __typeof__(f) *f;
 static struct { DUCK_FUNCS(DUCK_PTR) } duck;
 static void *duck_lib;
