@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,17 +112,34 @@ static int duck_load(const char *path, struct atr_error *err)
     return 0;
 }
 
+/* A thread fetches DuckDB's chunks (its decoding and to_json run there)
+ * while the caller's thread parses the rows of the last one: QUEUE chunks
+ * wait between them, so memory stays a few chunks. */
+enum { QUEUE = 2 };
+
 struct atr_parquet {
     char **files;
-    size_t nfiles, file;          /* the file being read: files[file] */
+    size_t nfiles;
     unsigned long long done_bytes, total_bytes;
+    /* The fetching thread's: the connection, the file it reads, its rows. */
     duckdb_connection con;
-    bool open;                    /* res holds the current file's query */
+    size_t file;
+    bool open;                    /* res holds files[file]'s query */
     duckdb_result res;
+    unsigned long long rows;      /* rows of files[file] fetched */
+    struct atr_error ferr;        /* why it stopped, when failed */
+    /* Between the threads, under mu. */
+    pthread_t thread;
+    bool started, done, failed, stop;
+    pthread_mutex_t mu;
+    pthread_cond_t more, room;
+    duckdb_data_chunk queue[QUEUE];
+    size_t queue_file[QUEUE], head, count;
+    /* The caller's: the chunk being emitted, and its file. */
     duckdb_data_chunk chunk;      /* rows chunk_row.. not yet emitted */
     idx_t chunk_rows, chunk_row;
     size_t row_off;               /* bytes of the current row emitted (rows larger than cap) */
-    unsigned long long rows;      /* rows of the current file emitted */
+    size_t chunk_file;
 };
 
 static bool add_glob(const char *pattern, glob_t *g)
@@ -174,6 +192,9 @@ static int expand(struct atr_parquet *p, const char *path, struct atr_error *err
 struct atr_parquet *atr_parquet_open(const char *path, struct atr_error *err)
 {
     struct atr_parquet *p = xcalloc(1, sizeof *p);
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->more, NULL);
+    pthread_cond_init(&p->room, NULL);
     if (expand(p, path, err) < 0 || duck_load(path, err) < 0) {
         atr_parquet_close(p);
         return NULL;
@@ -217,9 +238,6 @@ static void sql_str(struct atr_buf *q, const char *s)
 
 static void end_file(struct atr_parquet *p)
 {
-    if (p->chunk)
-        duck.duckdb_destroy_data_chunk(&p->chunk);
-    p->chunk = NULL;
     if (p->open)
         duck.duckdb_destroy_result(&p->res);
     p->open = false;
@@ -307,6 +325,59 @@ static int bad_row_group(struct atr_parquet *p, const char *what, struct atr_err
                          group, first + 1, first + num, msg);
 }
 
+/* Hands chunk c of files[file] over: false when the reader closes first. */
+static bool hand_over(struct atr_parquet *p, duckdb_data_chunk c)
+{
+    pthread_mutex_lock(&p->mu);
+    while (p->count == QUEUE && !p->stop)
+        pthread_cond_wait(&p->room, &p->mu);
+    bool ok = !p->stop;
+    if (ok) {
+        size_t at = (p->head + p->count++) % QUEUE;
+        p->queue[at] = c;
+        p->queue_file[at] = p->file;
+        pthread_cond_signal(&p->more);
+    }
+    pthread_mutex_unlock(&p->mu);
+    if (!ok)
+        duck.duckdb_destroy_data_chunk(&c);
+    return ok;
+}
+
+/* The fetching thread: every file's chunks in order, then done. */
+static void *fetch_all(void *arg)
+{
+    struct atr_parquet *p = arg;
+    bool failed = false;
+    while (!failed && (p->open || p->file < p->nfiles)) {
+        if (!p->open && start_file(p, &p->ferr) < 0) {
+            failed = true;
+            break;
+        }
+        duckdb_data_chunk c = duck.duckdb_fetch_chunk(p->res);
+        if (c) {
+            p->rows += duck.duckdb_data_chunk_get_size(c);
+            if (!hand_over(p, c))
+                break;
+            continue;
+        }
+        const char *e = duck.duckdb_result_error(&p->res);
+        if (e && *e) {
+            bad_row_group(p, e, &p->ferr);
+            failed = true;
+        }
+        end_file(p);
+        p->file++;
+    }
+    end_file(p);
+    pthread_mutex_lock(&p->mu);
+    p->done = true;
+    p->failed = failed;
+    pthread_cond_signal(&p->more);
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
 /* Makes a chunk with rows to emit current: 1, 0 after the last file, -1. */
 static int next_chunk(struct atr_parquet *p, struct atr_error *err)
 {
@@ -314,23 +385,36 @@ static int next_chunk(struct atr_parquet *p, struct atr_error *err)
         if (p->chunk)
             duck.duckdb_destroy_data_chunk(&p->chunk);
         p->chunk = NULL;
-        if (!p->open) {
-            if (p->file == p->nfiles)
-                return 0;
-            if (start_file(p, err) < 0)
-                return -1;
+        if (!p->started) {
+            if (pthread_create(&p->thread, NULL, fetch_all, p) != 0)
+                return atr_error_set(err, "%s: cannot start a thread", p->files[0]);
+            p->started = true;
         }
-        p->chunk = duck.duckdb_fetch_chunk(p->res);
-        if (!p->chunk) {
-            const char *e = duck.duckdb_result_error(&p->res);
-            if (e && *e)
-                return bad_row_group(p, e, err);
+        pthread_mutex_lock(&p->mu);
+        while (!p->count && !p->done)
+            pthread_cond_wait(&p->more, &p->mu);
+        bool have = p->count > 0;
+        if (have) {
+            p->chunk = p->queue[p->head];
+            p->chunk_file = p->queue_file[p->head];
+            p->head = (p->head + 1) % QUEUE;
+            p->count--;
+            pthread_cond_signal(&p->room);
+        }
+        pthread_mutex_unlock(&p->mu);
+        if (!have) {
+            if (p->failed) {
+                *err = p->ferr;
+                return -1;
+            }
+            p->done_bytes = p->total_bytes;
+            return 0;
+        }
+        p->done_bytes = 0;      /* progress: the files before this chunk's */
+        for (size_t i = 0; i < p->chunk_file; i++) {
             struct stat st;
-            if (stat(p->files[p->file], &st) == 0)
+            if (stat(p->files[i], &st) == 0)
                 p->done_bytes += (unsigned long long)st.st_size;
-            end_file(p);
-            p->file++;
-            continue;
         }
         p->chunk_rows = duck.duckdb_data_chunk_get_size(p->chunk);
         p->chunk_row = 0;
@@ -368,7 +452,6 @@ ssize_t atr_parquet_read(struct atr_parquet *p, char *dst, size_t cap, struct at
                 dst[n++] = '\n';
                 p->row_off = 0;
                 p->chunk_row++;
-                p->rows++;
             }
         }
     }
@@ -386,11 +469,25 @@ void atr_parquet_close(struct atr_parquet *p)
 {
     if (!p)
         return;
+    if (p->started) {
+        pthread_mutex_lock(&p->mu);
+        p->stop = true;
+        pthread_cond_signal(&p->room);
+        pthread_mutex_unlock(&p->mu);
+        pthread_join(p->thread, NULL);
+        for (; p->count; p->count--, p->head = (p->head + 1) % QUEUE)
+            duck.duckdb_destroy_data_chunk(&p->queue[p->head]);
+    }
     if (duck_lib) {
+        if (p->chunk)
+            duck.duckdb_destroy_data_chunk(&p->chunk);
         end_file(p);
         if (p->con)
             duck.duckdb_disconnect(&p->con);
     }
+    pthread_cond_destroy(&p->more);
+    pthread_cond_destroy(&p->room);
+    pthread_mutex_destroy(&p->mu);
     for (size_t i = 0; i < p->nfiles; i++)
         free(p->files[i]);
     free(p->files);
