@@ -11,6 +11,9 @@
 # folder's rows, then times:
 #   jsonl 1 core      atr convert of the JSON lines, pinned to CPU 0
 #   parquet 1 core    the folder, DuckDB at one thread, pinned to CPU 0
+#                     (atr's fetching thread and its parser share the core)
+#   parquet unpinned  the same, not pinned: the fetching thread (DuckDB's
+#                     decoding and to_json) beside the parser
 #   parquet all cores the folder, DuckDB at one thread per core
 #   parquet by file   one atr per file, all at once (partition by file)
 # and checks that the outputs are the same bytes. MB/s is of the JSON-lines
@@ -81,12 +84,14 @@ row() {
 }
 row "jsonl, 1 core" $PIN "$ATR" convert -q "$JS" -o "$WORK/pq-out-json.ndjson"
 ATR_PARQUET_THREADS=1 row "parquet, 1 core" $PIN "$ATR" convert -q "$DS" -o "$WORK/pq-out-1.ndjson"
-row "parquet, all cores ($(nproc))" "$ATR" convert -q "$DS" -o "$WORK/pq-out-n.ndjson"
+ATR_PARQUET_THREADS=1 row "parquet, unpinned, DuckDB 1 thread" "$ATR" convert -q "$DS" -o "$WORK/pq-out-u.ndjson"
+row "parquet, all cores ($(nproc)), DuckDB default" "$ATR" convert -q "$DS" -o "$WORK/pq-out-n.ndjson"
 row "parquet, one atr per file (4)" sh -c 'for f in "$1"/data/*.parquet; do
     ATR_PARQUET_THREADS=1 "$2" convert -q "$f" -o "$3/pq-out-$(basename "$f" .parquet).ndjson" &
     done; wait' sh "$DS" "$ATR" "$WORK"
 same=yes
 cmp -s "$WORK/pq-out-json.ndjson" "$WORK/pq-out-1.ndjson" || same=no
 cmp -s "$WORK/pq-out-json.ndjson" "$WORK/pq-out-n.ndjson" || same=no
+cmp -s "$WORK/pq-out-json.ndjson" "$WORK/pq-out-u.ndjson" || same=no
 cat "$WORK"/pq-out-train-*.ndjson | cmp -s "$WORK/pq-out-json.ndjson" - || same=no
 echo "same atr-trace bytes from JSON lines and from Parquet: $same"
