@@ -39,7 +39,7 @@ ok "parquet rebench sniffed" "$ATR" convert -q "$PQ/rebench.parquet" -o "$PQ/reb
 check "parquet rebench tool step" "grep -q '\"trace_id\":\"openai-chat/r-1\".*\"command\":\"ls -la\"' '$PQ/rebench.ndjson'"
 N=nebius_SWE-agent-trajectories
 ok "parquet stats" "$ATR" stats "$PQ/$N.parquet"
-check "parquet stats five traces" "grep -q '5' '$T/out'"
+check "parquet stats five traces" "grep -q '(openai-chat, 5 traces, 98 steps)' '$T/out'"
 
 # A dataset folder as Hugging Face lays it out, and a glob: the files in
 # name order, as if their JSON forms were converted one after the other.
