@@ -119,6 +119,11 @@ void atr_input_close(struct atr_input *in)
 
 const char *atr_input_name(const struct atr_input *in) { return in->name; }
 
+const char *atr_input_locate(const struct atr_input *in, unsigned long *line)
+{
+    return in->pq && *line ? atr_parquet_locate(in->pq, line) : in->name;
+}
+
 void atr_input_progress(const struct atr_input *in, unsigned long long *done,
                         unsigned long long *total)
 {

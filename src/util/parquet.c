@@ -67,6 +67,11 @@ void atr_parquet_progress(const struct atr_parquet *p, unsigned long long *done,
 
 void atr_parquet_close(struct atr_parquet *p) {}
 
+const char *atr_parquet_locate(const struct atr_parquet *p, unsigned long *line)
+{
+    return "";
+}
+
 #else
 
 #include <dlfcn.h>
@@ -140,6 +145,9 @@ struct atr_parquet {
     idx_t chunk_rows, chunk_row;
     size_t row_off;               /* bytes of the current row emitted (rows larger than cap) */
     size_t chunk_file;
+    unsigned long long emitted;   /* rows emitted, all files */
+    unsigned long long *first_row;/* per file: emitted before its first row */
+    size_t started_files;         /* files whose first_row is set */
 };
 
 static bool add_glob(const char *pattern, glob_t *g)
@@ -189,6 +197,17 @@ static int expand(struct atr_parquet *p, const char *path, struct atr_error *err
     return 0;
 }
 
+const char *atr_parquet_locate(const struct atr_parquet *p, unsigned long *line)
+{
+    size_t i = p->started_files;
+    while (i > 1 && p->first_row[i - 1] >= *line)
+        i--;
+    if (i == 0)
+        return p->files[0];
+    *line -= (unsigned long)p->first_row[i - 1];
+    return p->files[i - 1];
+}
+
 struct atr_parquet *atr_parquet_open(const char *path, struct atr_error *err)
 {
     struct atr_parquet *p = xcalloc(1, sizeof *p);
@@ -199,6 +218,7 @@ struct atr_parquet *atr_parquet_open(const char *path, struct atr_error *err)
         atr_parquet_close(p);
         return NULL;
     }
+    p->first_row = xcalloc(p->nfiles, sizeof *p->first_row);
     if (duck.duckdb_connect(duck_db, &p->con) == DuckDBError) {
         atr_error_set(err, "%s: DuckDB cannot open a connection", path);
         atr_parquet_close(p);
@@ -410,6 +430,8 @@ static int next_chunk(struct atr_parquet *p, struct atr_error *err)
             p->done_bytes = p->total_bytes;
             return 0;
         }
+        for (; p->started_files <= p->chunk_file; p->started_files++)
+            p->first_row[p->started_files] = p->emitted;
         p->done_bytes = 0;      /* progress: the files before this chunk's */
         for (size_t i = 0; i < p->chunk_file; i++) {
             struct stat st;
@@ -452,6 +474,7 @@ ssize_t atr_parquet_read(struct atr_parquet *p, char *dst, size_t cap, struct at
                 dst[n++] = '\n';
                 p->row_off = 0;
                 p->chunk_row++;
+                p->emitted++;
             }
         }
     }
@@ -491,6 +514,7 @@ void atr_parquet_close(struct atr_parquet *p)
     for (size_t i = 0; i < p->nfiles; i++)
         free(p->files[i]);
     free(p->files);
+    free(p->first_row);
     free(p);
 }
 

@@ -32,6 +32,9 @@ ssize_t atr_parquet_read(struct atr_parquet *p, char *dst, size_t cap, struct at
 /* Bytes of the files finished so far, and of all of them (progress). */
 void atr_parquet_progress(const struct atr_parquet *p, unsigned long long *done,
                           unsigned long long *total);
+/* The file that holds JSON line *line of the rows emitted so far, with
+ * *line made its row number in that file. */
+const char *atr_parquet_locate(const struct atr_parquet *p, unsigned long *line);
 void atr_parquet_close(struct atr_parquet *p);     /* accepts NULL */
 
 #endif

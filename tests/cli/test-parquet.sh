@@ -96,6 +96,13 @@ absent "parquet corrupt leaves nothing" "$PQ/b5"
 ok "parquet odd column" "$SQL" "COPY (SELECT 'a' AS instance_id, 5 AS messages) TO '$PQ/col.parquet' (FORMAT parquet)"
 fails "parquet odd column named" 1 'col.parquet:1:[0-9]+: expected a row with a "messages" array' \
     "$ATR" convert --from openai-chat "$PQ/col.parquet" -o "$PQ/b6"
+# In a folder, the error names the file of that row, and its row there.
+mkdir -p "$PQ/mixed/data"
+cp "$PQ/$N.parquet" "$PQ/mixed/data/a.parquet"
+cp "$PQ/col.parquet" "$PQ/mixed/data/b.parquet"
+fails "parquet folder error names its file" 1 'mixed/data/b.parquet:1:[0-9]+: expected a row with a "messages" array' \
+    "$ATR" convert --from openai-chat "$PQ/mixed" -o "$PQ/b8"
+absent "parquet folder error leaves nothing" "$PQ/b8"
 # A huge string: the row's JSON over --max-line fails at that row.
 ok "parquet huge row" "$SQL" "COPY (SELECT * FROM (VALUES ('a', [{'role': 'user', 'content': 'x'}]), ('b', [{'role': 'user', 'content': repeat('x', 3000000)}])) v(instance_id, messages)) TO '$PQ/huge.parquet' (FORMAT parquet)"
 fails "parquet huge row named" 1 'huge.parquet:2: row \(as JSON\) longer than 1048576 bytes' \
