@@ -32,6 +32,7 @@ fuzz_one() {
     [ "$name" = fuzz-bench-metrics ] && cp "$root"/tests/data/bench-run/*.txt "$corpus/"
     [ "$name" = fuzz-metrics ] && find "$root/tests/data/replay" -name '*.jsonl' -exec cp {} "$corpus/" \; 2>/dev/null
     [ "$name" = fuzz-llm-requests ] && cp "$root"/tests/data/llm/requests.ndjson "$corpus/"
+    [ "$name" = fuzz-parquet ] && cp "$root"/tests/data/parquet/*.parquet "$corpus/"
     # Profile files: the first byte picks GPU (even) or model (odd).
     if [ "$name" = fuzz-profile ]; then
         (printf '\000'; cat "$root/profiles/gpus/h100.json") >"$corpus/seed-gpu"

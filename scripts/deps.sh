@@ -20,6 +20,29 @@ node_deps() {
     (cd "$d" && npm ci --no-audit --no-fund >/dev/null) || echo "deps: npm ci in tests/node failed" >&2
 }
 node_deps
+# DuckDB (Parquet input, docs/datasets.md): Debian has no Parquet library for
+# C, so its release is taken from npm, pinned, into a cache outside the tree
+# (never committed): libduckdb.so from the Node bindings, duckdb.h from the
+# duckdb package of the same release. The build finds the header there (or
+# in ATR_DUCKDB_DIR); atr dlopens the library at run time.
+duckdb_deps() {
+    dir=${ATR_DUCKDB_DIR:-${XDG_CACHE_HOME:-${HOME:-.}/.cache}/atr/duckdb-1.4.4}
+    [ -f "$dir/libduckdb.so" ] && [ -f "$dir/duckdb.h" ] && return 0
+    command -v npm >/dev/null 2>&1 || { echo "deps: no npm, DuckDB (Parquet input) not installed" >&2; return 0; }
+    echo "deps: DuckDB 1.4.4 into $dir" >&2
+    tmp=$(mktemp -d) || return 0
+    if (cd "$tmp" && npm pack --silent @duckdb/node-bindings-linux-x64@1.4.4-r.4 duckdb@1.4.4 >/dev/null &&
+        tar -xzf duckdb-node-bindings-linux-x64-1.4.4-r.4.tgz package/libduckdb.so &&
+        tar -xzf duckdb-1.4.4.tgz package/src/duckdb/src/include/duckdb.h) 2>/dev/null; then
+        mkdir -p "$dir" && cp "$tmp/package/src/duckdb/src/include/duckdb.h" "$dir/duckdb.h.tmp" &&
+            cp "$tmp/package/libduckdb.so" "$dir/libduckdb.so.tmp" &&
+            mv "$dir/duckdb.h.tmp" "$dir/duckdb.h" && mv "$dir/libduckdb.so.tmp" "$dir/libduckdb.so"
+    else
+        echo "deps: npm pack of DuckDB failed, Parquet input not built" >&2
+    fi
+    rm -rf "$tmp"
+}
+duckdb_deps
 [ -z "$missing" ] && exit 0
 echo "deps: installing$missing" >&2
 SUDO=""

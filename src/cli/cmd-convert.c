@@ -1,4 +1,5 @@
 /* cmd-convert.c - `atr convert`: any supported format -> atr-trace v1 NDJSON. */
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,10 +19,14 @@ static const char help[] =
     "Converts agent trajectories and request logs to atr-trace v1 NDJSON (one\n"
     "trace per line; docs/trace-format.md). The input format is sniffed from\n"
     "the content; .gz and .zst inputs are decompressed transparently; FILE may\n"
-    "be - for stdin. OUT is written atomically (a temporary renamed at the\n"
-    "end): on any error no output is left behind, and a temporary that a\n"
-    "killed run left (its writer's lock gone) goes at the next run writing\n"
-    "OUT. -o - writes to stdout.\n"
+    "be - for stdin. A Parquet file (by its magic), a glob in quotes, or a\n"
+    "dataset folder (data/*.parquet, */train-*.parquet, *.parquet) reads as\n"
+    "the JSON lines of its rows, through DuckDB (docs/datasets.md; `make deps`\n"
+    "installs it), then as any JSON input; a row's line is its row number.\n"
+    "OUT is written atomically (a temporary renamed at the end): on any error\n"
+    "no output is left behind, and a temporary that a killed run left (its\n"
+    "writer's lock gone) goes at the next run writing OUT. -o - writes to\n"
+    "stdout.\n"
     "\n"
     "options:\n"
     "  -o, --output OUT      where to write (required)\n"
@@ -32,6 +37,7 @@ static const char help[] =
     "      --expand          full hash_ids lists instead of prefix references\n"
     "      --sessions        fold an atr proxy journal into one trace per session\n"
     "      --max-line BYTES  largest line/document accepted (default 256M)\n"
+    "      --limit N         stop after N traces (the rest is not read)\n"
     "  -q, --quiet           no summary or progress line on stderr\n"
     "\n"
     "formats:\n"
@@ -60,6 +66,7 @@ struct convert_opts {
     struct atr_read_opts read;
     struct atr_write_opts write;
     bool quiet, sessions;
+    unsigned long limit;     /* --limit: traces to write at most; 0 = all */
     int first_arg;           /* argv[first_arg..argc): the input FILEs */
 };
 
@@ -78,6 +85,7 @@ static const struct opt options[] = {
     OPT_FLAG(ARGS, write.expand, "expand", 0),
     OPT_FLAG(ARGS, sessions, "sessions", 0),
     OPT_SIZE(ARGS, read.max_line, "max-line", 0, 1, SIZE_MAX, "--max-line wants a size like 64M"),
+    OPT_UINT(ARGS, limit, "limit", 0, 1, ULONG_MAX, "--limit wants a positive integer"),
     OPT_FLAG(ARGS, quiet, "quiet", 'q'),
     OPT_END,
 };
@@ -104,8 +112,8 @@ static int convert_file(const char *path, const struct convert_opts *o, struct a
     struct atr_reader *r = atr_reader_open(path, o->from, &o->read, err);
     if (!r)
         return -1;
-    int rc;
-    while ((rc = atr_reader_next(r, t, err)) == 1) {
+    int rc = 0;
+    while ((!o->limit || tot->traces < o->limit) && (rc = atr_reader_next(r, t, err)) == 1) {
         atr_buf_clear(line);
         atr_trace_write(line, t, &o->write);
         if (atr_output_write(out, line->data, line->len, err) < 0) {
@@ -140,7 +148,8 @@ static int convert_sessions(int argc, char **argv, const struct convert_opts *o,
     int rc = 0;
     for (int i = o->first_arg; i < argc && rc == 0; i++, tot->files++)
         rc = atr_sessions_read(s, argv[i], o->from, &o->read, err);
-    for (size_t k = 0; rc == 0 && k < atr_sessions_count(s); k++) {
+    for (size_t k = 0; rc == 0 && k < atr_sessions_count(s) && (!o->limit || k < o->limit);
+         k++) {
         atr_sessions_build(s, k, o->read.keep_content, &t);
         atr_buf_clear(&line);
         atr_trace_write(&line, &t, &o->write);
@@ -174,7 +183,8 @@ static int run(int argc, char **argv)
     int failed = 0;
     if (o.sessions)
         failed = convert_sessions(argc, argv, &o, out, &tot, &err) < 0;
-    for (int i = o.first_arg; i < argc && !failed && !o.sessions; i++)
+    for (int i = o.first_arg; i < argc && !failed && !o.sessions &&
+                              (!o.limit || tot.traces < o.limit); i++)
         failed = convert_file(argv[i], &o, out, &t, &line, &tot, &bar, &err) < 0;
     cli_progress_end(&bar);
     atr_trace_release(&t);

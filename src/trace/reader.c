@@ -158,7 +158,8 @@ static int vfail(struct atr_reader *r, unsigned long line, unsigned long col,
 {
     char msg[ATR_ERROR_MAX];
     vsnprintf(msg, sizeof msg, fmt, ap);
-    return atr_error_at(&r->err, atr_input_name(r->in), line, col, "%s", msg);
+    const char *name = atr_input_locate(r->in, &line);   /* a Parquet folder: its file */
+    return atr_error_at(&r->err, name, line, col, "%s", msg);
 }
 
 int atr_reader_fail(struct atr_reader *r, unsigned long line, unsigned long col,

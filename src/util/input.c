@@ -2,6 +2,7 @@
  * JSON-array splitting. */
 #include "util/input.h"
 #include "util/alloc.h"
+#include "util/parquet.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,7 +15,7 @@
 #include <zstd.h>
 
 enum { RAW_CHUNK = 1 << 20, PEEK_MAX = 64 * 1024 };
-enum codec { CODEC_NONE, CODEC_GZIP, CODEC_ZSTD };
+enum codec { CODEC_NONE, CODEC_GZIP, CODEC_ZSTD, CODEC_PARQUET };
 
 struct atr_input {
     char *name;
@@ -28,6 +29,7 @@ struct atr_input {
     size_t raw_len, raw_off;
     z_stream gz;
     ZSTD_DCtx *zstd;
+    struct atr_parquet *pq;      /* Parquet: rows as JSON lines (parquet.h) */
     bool in_frame;               /* a gzip member or zstd frame begun and not ended */
     /* decompressed bytes: data[off..len) not yet consumed */
     char *data;
@@ -49,6 +51,7 @@ static void input_free(struct atr_input *in)
     if (in->codec == CODEC_GZIP)
         inflateEnd(&in->gz);
     ZSTD_freeDCtx(in->zstd);
+    atr_parquet_close(in->pq);
     if (in->fd > 0)
         close(in->fd);
     if (!in->mem)
@@ -72,6 +75,16 @@ struct atr_input *atr_input_open(const char *path, struct atr_error *err)
 {
     bool is_stdin = strcmp(path, "-") == 0;
     struct atr_input *in = input_new(is_stdin ? "<stdin>" : path);
+    if (atr_parquet_wanted(path)) {
+        /* A Parquet file, glob or dataset folder reads as its rows' JSON lines. */
+        if (!(in->pq = atr_parquet_open(path, err))) {
+            input_free(in);
+            return NULL;
+        }
+        in->codec = CODEC_PARQUET;
+        in->sniffed = true;
+        return in;
+    }
     in->fd = is_stdin ? dup(0) : open(path, O_RDONLY | O_CLOEXEC);
     if (in->fd < 0) {
         atr_error_set(err, "%s: %s", in->name, strerror(errno));
@@ -106,16 +119,23 @@ void atr_input_close(struct atr_input *in)
 
 const char *atr_input_name(const struct atr_input *in) { return in->name; }
 
+const char *atr_input_locate(const struct atr_input *in, unsigned long *line)
+{
+    return in->pq && *line ? atr_parquet_locate(in->pq, line) : in->name;
+}
+
 void atr_input_progress(const struct atr_input *in, unsigned long long *done,
                         unsigned long long *total)
 {
     *done = in->raw_read;
     *total = in->size;
+    if (in->pq)
+        atr_parquet_progress(in->pq, done, total);
 }
 
 const char *atr_input_compression(const struct atr_input *in)
 {
-    static const char *const names[] = {"none", "gzip", "zstd"};
+    static const char *const names[] = {"none", "gzip", "zstd", "parquet"};
     return names[in->codec];
 }
 
@@ -157,6 +177,9 @@ static int detect_codec(struct atr_input *in, struct atr_error *err)
         return -1;
     const unsigned char *p = in->raw + in->raw_off;
     size_t n = in->raw_len - in->raw_off;
+    if (n >= 4 && memcmp(p, "PAR1", 4) == 0)
+        return atr_error_set(err, "%s: Parquet needs a file, glob or folder to read "
+                             "(DuckDB seeks in it), not a stream", in->name);
     if (n >= 2 && p[0] == 0x1f && p[1] == 0x8b) {
         in->codec = CODEC_GZIP;
         if (inflateInit2(&in->gz, 15 + 32) != Z_OK)
@@ -210,6 +233,8 @@ static ssize_t produce(struct atr_input *in, char *dst, size_t cap, struct atr_e
 {
     if (!in->sniffed && detect_codec(in, err) < 0)
         return -1;
+    if (in->pq)
+        return atr_parquet_read(in->pq, dst, cap, err);
     if (in->codec == CODEC_NONE && !in->mem && in->raw_off == in->raw_len && !in->raw_eof) {
         /* Plain files: read straight into the caller's buffer, no copy. */
         ssize_t n;
@@ -302,7 +327,7 @@ int atr_input_getline(struct atr_input *in, const char **line, size_t *len, size
             in->unterminated = !nl;
             if (n > max)
                 return atr_error_at(err, in->name, in->lineno, 0,
-                                    "line longer than %zu bytes", max);
+                                    "%s longer than %zu bytes", in->pq ? "row (as JSON)" : "line", max);
             if (n && start[n - 1] == '\r')
                 n--;
             start[n] = '\0';    /* safe: the '\n' or the spare byte after len */
@@ -314,7 +339,7 @@ int atr_input_getline(struct atr_input *in, const char **line, size_t *len, size
             return 0;
         if (have > max + 1)
             return atr_error_at(err, in->name, in->lineno + 1, 0,
-                                "line longer than %zu bytes", max);
+                                "%s longer than %zu bytes", in->pq ? "row (as JSON)" : "line", max);
         scanned = have;
         if (fill(in, have + in->chunk / 4, err) < 0)
             return -1;

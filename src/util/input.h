@@ -23,7 +23,11 @@ struct atr_input *atr_input_open_mem(const void *data, size_t len, const char *n
 void atr_input_close(struct atr_input *in);          /* accepts NULL */
 
 const char *atr_input_name(const struct atr_input *in);  /* "-" shown as "<stdin>" */
-const char *atr_input_compression(const struct atr_input *in); /* "none", "gzip", "zstd" */
+const char *atr_input_compression(const struct atr_input *in); /* "none", "gzip", "zstd", "parquet" */
+/* For messages at line *line: the name of the file that holds it. Its own
+ * name, but for a Parquet folder or glob the file of that row, with *line
+ * made the row's number in that file. */
+const char *atr_input_locate(const struct atr_input *in, unsigned long *line);
 
 /* Progress for a progress bar: raw (possibly compressed) bytes read so far,
  * and the input's size when it is a regular file or memory (else 0). */

@@ -486,7 +486,7 @@ static int walk_message(struct oc_walk *w, const struct atr_json *m)
 
 static const char *base_name(struct atr_reader *r, struct atr_arena *a)
 {
-    static const char *const suffixes[] = {".sample_raw.json", ".jsonl", ".json", ".ndjson",
+    static const char *const suffixes[] = {".sample_raw.json", ".jsonl", ".json", ".ndjson", ".parquet",
                                            NULL};
     return atr_chat_base_name(a, atr_reader_name(r), suffixes);
 }
@@ -681,7 +681,10 @@ static int sniff(const char *head, size_t len, const char *name)
         atr_chat_has_key(head, len, "\"observation\""))
         return 0;   /* mini-swe-agent, SWE-agent, OpenHands */
     bool role = atr_chat_has_key(head, len, "\"role\"");
-    bool chat = role && atr_chat_has_key(head, len, "\"messages\"");
+    /* SWE-rebench rows keep their OpenAI-chat messages in "trajectory". */
+    bool chat = role && (atr_chat_has_key(head, len, "\"messages\"") ||
+                         (atr_chat_has_key(head, len, "\"trajectory\"") &&
+                          atr_chat_has_key(head, len, "\"tool_calls\"")));
     bool nebius = role && atr_chat_has_key(head, len, "\"trajectory\"") &&
                   has_ai_role(head, len) && atr_chat_has_key(head, len, "\"text\"");
     if (first == '[')

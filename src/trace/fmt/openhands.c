@@ -697,7 +697,7 @@ static int walk_event(struct oh_walk *w, const struct atr_json *ev)
 
 static const char *base_name(struct atr_reader *r, struct atr_arena *a)
 {
-    static const char *const suffixes[] = {".jsonl", ".json", ".ndjson", NULL};
+    static const char *const suffixes[] = {".jsonl", ".json", ".ndjson", ".parquet", NULL};
     return atr_chat_base_name(a, atr_reader_name(r), suffixes);
 }
 

@@ -140,7 +140,7 @@ static bool header_is(const struct csv_field *fields, int n, const char *const *
 static bool strip_ext(char *out)
 {
     static const char *const exts[] = {".gz", ".zst", ".csv", ".jsonl", ".json",
-                                       ".zip", ".txt", NULL};
+                                       ".zip", ".txt", ".parquet", NULL};
     size_t n = strlen(out);
     for (int i = 0; exts[i]; i++) {
         size_t e = strlen(exts[i]);

@@ -1,0 +1,111 @@
+# test-parquet.sh - Parquet input (docs/datasets.md): the rows of a Parquet
+# file, glob or dataset folder convert as the JSON form of the same rows.
+
+# Without the library: one clear error naming the set-up, whether this atr
+# was built with DuckDB or not (the magic alone decides it is Parquet).
+printf 'PAR1 not really\n' >"$T/nolib.parquet"
+ATR_DUCKDB_LIB=$T/none/libduckdb.so fails "parquet without duckdb" 1 \
+    'nolib.parquet: Parquet input needs DuckDB.*scripts/deps.sh' \
+    "$ATR" convert "$T/nolib.parquet" -o "$T/p0"
+absent "parquet without duckdb leaves nothing" "$T/p0"
+
+# The Parquet files are written by DuckDB itself (tests/helpers/duckdb-sql.c,
+# built beside atr only where scripts/deps.sh installed DuckDB).
+SQL=$(dirname "$ATR")/atr-duckdb-sql
+if [ ! -x "$SQL" ]; then
+    echo "skip: parquet tests need DuckDB (sh scripts/deps.sh, then rebuild): no $SQL"
+else
+PQ=$T/pq
+mkdir -p "$PQ/ds/data" "$PQ/hf/default" "$PQ/empty"
+# parquet_of JSON OUT [OPTIONS]: the JSON file's rows (an array or JSON lines) as Parquet.
+parquet_of() {
+    "$SQL" "COPY (SELECT * FROM read_json_auto('$1')) TO '$2' (FORMAT parquet${3:+, $3})"
+}
+
+# The shared samples, and other readers' row-shaped ones: the same
+# atr-trace, byte for byte, from JSON and from Parquet (zstd pages).
+for f in "$REAL"/openai-chat/*.sample_raw.json "$REAL"/mooncake/synthetic_trace.jsonl \
+         "$DATA"/openai-chat/mixed-rows.jsonl; do
+    b=$(basename "$f"); b=${b%%.*}
+    ok "parquet write $b" parquet_of "$f" "$PQ/$b.parquet" "COMPRESSION zstd"
+    ok "parquet json $b" "$ATR" convert -q "$f" -o "$PQ/$b.json.ndjson"
+    ok "parquet convert $b" "$ATR" convert -q "$PQ/$b.parquet" -o "$PQ/$b.pq.ndjson"
+    check "parquet same as json $b" "cmp '$PQ/$b.json.ndjson' '$PQ/$b.pq.ndjson' && [ -s '$PQ/$b.pq.ndjson' ]"
+done
+# SWE-rebench's shape (OpenAI-chat messages under "trajectory"), sniffed.
+printf '%s\n' '{"instance_id":"r-1","trajectory":[{"role":"user","content":"fix it"},{"role":"assistant","content":"","tool_calls":[{"id":"c1","type":"function","function":{"name":"execute_bash","arguments":"{\"command\":\"ls -la\"}"}}]},{"role":"tool","tool_call_id":"c1","content":"a b"}],"resolved":true}' >"$PQ/rebench.jsonl"
+ok "parquet rebench write" parquet_of "$PQ/rebench.jsonl" "$PQ/rebench.parquet"
+ok "parquet rebench sniffed" "$ATR" convert -q "$PQ/rebench.parquet" -o "$PQ/rebench.ndjson"
+check "parquet rebench tool step" "grep -q '\"trace_id\":\"openai-chat/r-1\".*\"command\":\"ls -la\"' '$PQ/rebench.ndjson'"
+N=nebius_SWE-agent-trajectories
+ok "parquet stats" "$ATR" stats "$PQ/$N.parquet"
+check "parquet stats five traces" "grep -q '(openai-chat, 5 traces, 98 steps)' '$T/out'"
+
+# A dataset folder as Hugging Face lays it out, and a glob: the files in
+# name order, as if their JSON forms were converted one after the other.
+cp "$PQ/$N.parquet" "$PQ/ds/data/train-00001-of-00002.parquet"
+cp "$PQ/swe-gym_openhands_sampled_trajectories.parquet" "$PQ/ds/data/train-00000-of-00002.parquet"
+cat "$PQ/swe-gym_openhands_sampled_trajectories.json.ndjson" "$PQ/$N.json.ndjson" >"$PQ/both.ndjson"
+ok "parquet folder" "$ATR" convert -q "$PQ/ds" -o "$PQ/ds.ndjson"
+check "parquet folder = both files" "cmp '$PQ/both.ndjson' '$PQ/ds.ndjson'"
+ok "parquet glob" "$ATR" convert -q "$PQ/ds/data/train-*.parquet" -o "$PQ/glob.ndjson"
+check "parquet glob = both files" "cmp '$PQ/both.ndjson' '$PQ/glob.ndjson'"
+cp "$PQ/$N.parquet" "$PQ/hf/default/train-00000-of-00001.parquet"
+ok "parquet split folder" "$ATR" convert -q "$PQ/hf" -o "$PQ/hf.ndjson"
+check "parquet split folder = file" "cmp '$PQ/$N.json.ndjson' '$PQ/hf.ndjson'"
+
+# --limit: the first N traces, as from the JSON form.
+ok "parquet limit" "$ATR" convert -q --limit 2 "$PQ/ds" -o "$PQ/l.ndjson"
+check "parquet limit first two" "head -n 2 '$PQ/both.ndjson' | cmp - '$PQ/l.ndjson'"
+
+# atr sample reads through the same reader: the seeded pick from the
+# folder is the pick from the two JSON files.
+ok "parquet sample" "$ATR" sample -q --size 3 --seed 7 "$PQ/ds" -o "$PQ/s1.ndjson"
+ok "json sample" "$ATR" sample -q --size 3 --seed 7 "$REAL/openai-chat/swe-gym_openhands_sampled_trajectories.sample_raw.json" \
+    "$REAL/openai-chat/$N.sample_raw.json" -o "$PQ/s2.ndjson"
+check "parquet sample = json sample" "cmp '$PQ/s1.ndjson' '$PQ/s2.ndjson' && [ \$(wc -l <'$PQ/s1.ndjson') -eq 3 ]"
+
+# Bad input: one error naming the file (and the row group or row), exit 1,
+# nothing left behind.
+head -c 20000 "$PQ/$N.parquet" >"$PQ/trunc.parquet"
+fails "parquet truncated" 1 'trunc.parquet: not a readable Parquet file: .*magic' \
+    "$ATR" convert "$PQ/trunc.parquet" -o "$PQ/b1"
+absent "parquet truncated leaves nothing" "$PQ/b1"
+{ printf 'PAR0'; tail -c +5 "$PQ/$N.parquet"; } >"$PQ/magic.parquet"
+fails "parquet wrong magic" 1 'magic.parquet: not a Parquet file \(it does not start with the magic bytes PAR1\)' \
+    "$ATR" convert "$PQ/magic.parquet" -o "$PQ/b2"
+fails "parquet empty folder" 1 'empty: no Parquet files in this folder' \
+    "$ATR" convert "$PQ/empty" -o "$PQ/b3"
+fails "parquet glob without match" 1 'none-\*.parquet: no file matches this pattern' \
+    "$ATR" convert "$PQ/none-*.parquet" -o "$PQ/b3"
+absent "parquet empty leaves nothing" "$PQ/b3"
+fails "parquet from stdin" 1 '<stdin>: Parquet needs a file' \
+    sh -c "'$ATR' convert - -o '$PQ/b4' <'$PQ/$N.parquet'"
+# Five row groups of 2048 rows, uncompressed; row group 2's first page
+# overwritten (its offset from DuckDB's own footer reader).
+ok "parquet row groups" "$SQL" "COPY (SELECT i * 10 AS timestamp, 100 + i % 50 AS input_length, 5 AS output_length, [i, i + 1] AS hash_ids FROM range(10000) r(i)) TO '$PQ/rg.parquet' (FORMAT parquet, ROW_GROUP_SIZE 2048, COMPRESSION uncompressed)" \
+    "COPY (SELECT min(data_page_offset) FROM parquet_metadata('$PQ/rg.parquet') WHERE row_group_id = 2) TO '$PQ/rg.off' (FORMAT csv, HEADER false)"
+ok "parquet row groups read" "$ATR" convert -q "$PQ/rg.parquet" -o "$PQ/rg.ndjson"
+cp "$PQ/rg.parquet" "$PQ/corrupt.parquet"
+printf '\377\377\377\377\377\377\377\377\377\377\377\377\377\377\377\377' |
+    dd of="$PQ/corrupt.parquet" bs=1 seek="$(cat "$PQ/rg.off")" conv=notrunc 2>/dev/null
+fails "parquet corrupt row group" 1 'corrupt.parquet: row group 2 \(rows 4097-6144\): ' \
+    "$ATR" convert "$PQ/corrupt.parquet" -o "$PQ/b5"
+absent "parquet corrupt leaves nothing" "$PQ/b5"
+# A column of an unexpected type: the reader's error at its row (line = row).
+ok "parquet odd column" "$SQL" "COPY (SELECT 'a' AS instance_id, 5 AS messages) TO '$PQ/col.parquet' (FORMAT parquet)"
+fails "parquet odd column named" 1 'col.parquet:1:[0-9]+: expected a row with a "messages" array' \
+    "$ATR" convert --from openai-chat "$PQ/col.parquet" -o "$PQ/b6"
+# In a folder, the error names the file of that row, and its row there.
+mkdir -p "$PQ/mixed/data"
+cp "$PQ/$N.parquet" "$PQ/mixed/data/a.parquet"
+cp "$PQ/col.parquet" "$PQ/mixed/data/b.parquet"
+fails "parquet folder error names its file" 1 'mixed/data/b.parquet:1:[0-9]+: expected a row with a "messages" array' \
+    "$ATR" convert --from openai-chat "$PQ/mixed" -o "$PQ/b8"
+absent "parquet folder error leaves nothing" "$PQ/b8"
+# A huge string: the row's JSON over --max-line fails at that row.
+ok "parquet huge row" "$SQL" "COPY (SELECT * FROM (VALUES ('a', [{'role': 'user', 'content': 'x'}]), ('b', [{'role': 'user', 'content': repeat('x', 3000000)}])) v(instance_id, messages)) TO '$PQ/huge.parquet' (FORMAT parquet)"
+fails "parquet huge row named" 1 'huge.parquet:2: row \(as JSON\) longer than 1048576 bytes' \
+    "$ATR" convert --max-line 1M --from openai-chat "$PQ/huge.parquet" -o "$PQ/b7"
+absent "parquet huge leaves nothing" "$PQ/b7"
+fi
