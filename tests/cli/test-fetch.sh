@@ -19,6 +19,14 @@ PY
 for owner in flaky corrupt busy gated norange evil; do
     mkdir -p "$FX/root/$owner" && cp -r "$FX/root/acme/chat" "$FX/root/$owner/"
 done
+# A Parquet dataset (written by DuckDB itself, where scripts/deps.sh
+# installed it: tests/helpers/duckdb-sql.c), as the Hub serves most.
+SQL=$(dirname "$ATR")/atr-duckdb-sql
+NEB=$REAL/openai-chat/nebius_SWE-agent-trajectories.sample_raw.json
+if [ -x "$SQL" ]; then
+    mkdir -p "$FX/root/acme/pq/data"
+    "$SQL" "COPY (SELECT * FROM read_json_auto('$NEB')) TO '$FX/root/acme/pq/data/train-00000-of-00001.parquet' (FORMAT parquet, COMPRESSION zstd)"
+fi
 python3 "$ROOT/tests/helpers/hubstub.py" "$FX/root" "$FX/port" "$FX/log" 2>"$FX/stub.err" &
 FX_PID=$!
 if ! wait_for 10 "[ -s '$FX/port' ]"; then
@@ -132,6 +140,18 @@ ok fetch-e2e-direct "$ATR" convert -q "$REAL/openai-chat/swe-gym_openhands_sampl
 check fetch-e2e-same-traces "cmp -s '$FX/fetched.ndjson' '$FX/direct.ndjson'"
 ok fetch-e2e-stats "$ATR" stats "$FX/fetched.ndjson"
 check fetch-e2e-stats-counts "grep -q 'fetched.ndjson  (atr, 5 traces, 171 steps)' '$T/out'"
+
+# The same, from a Parquet dataset folder: fetch, convert the folder, stats.
+if [ -x "$SQL" ]; then
+    ok fetch-e2e-parquet "$ATR" fetch -q hf:acme/pq --split train -o "$FX/pq"
+    ok fetch-e2e-parquet-convert "$ATR" convert -q "$FX/pq" -o "$FX/pq.ndjson"
+    ok fetch-e2e-parquet-direct "$ATR" convert -q "$NEB" -o "$FX/pq-direct.ndjson"
+    check fetch-e2e-parquet-same-traces "cmp -s '$FX/pq.ndjson' '$FX/pq-direct.ndjson' && [ -s '$FX/pq.ndjson' ]"
+    ok fetch-e2e-parquet-stats "$ATR" stats "$FX/pq.ndjson"
+    check fetch-e2e-parquet-stats-counts "grep -q 'pq.ndjson  (atr, 5 traces, ' '$T/out'"
+else
+    echo "skip: the Parquet end to end needs DuckDB (sh scripts/deps.sh, then rebuild): no $SQL"
+fi
 
 kill "$FX_PID" 2>/dev/null
 wait "$FX_PID" 2>/dev/null
