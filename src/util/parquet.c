@@ -82,7 +82,14 @@ const char *atr_parquet_locate(const struct atr_parquet *p, unsigned long *line)
     X(duckdb_query) X(duckdb_prepare) X(duckdb_prepare_error) X(duckdb_destroy_prepare) \
     X(duckdb_execute_prepared_streaming) X(duckdb_result_error) X(duckdb_destroy_result) \
     X(duckdb_fetch_chunk) X(duckdb_data_chunk_get_size) X(duckdb_data_chunk_get_vector) \
-    X(duckdb_vector_get_data) X(duckdb_destroy_data_chunk)
+    X(duckdb_vector_get_data) X(duckdb_destroy_data_chunk) \
+    X(duckdb_column_count) X(duckdb_column_name) X(duckdb_column_logical_type) \
+    X(duckdb_get_type_id) X(duckdb_destroy_logical_type) X(duckdb_list_type_child_type) \
+    X(duckdb_map_type_key_type) X(duckdb_map_type_value_type) \
+    X(duckdb_struct_type_child_count) X(duckdb_struct_type_child_name) \
+    X(duckdb_struct_type_child_type) X(duckdb_free) X(duckdb_vector_get_validity) \
+    X(duckdb_list_vector_get_child) X(duckdb_struct_vector_get_child) \
+    X(duckdb_logical_type_get_alias)
 #define DUCK_PTR(f) __typeof__(f) *f;
 static struct { DUCK_FUNCS(DUCK_PTR) } duck;
 static void *duck_lib;
@@ -117,9 +124,218 @@ static int duck_load(const char *path, struct atr_error *err)
     return 0;
 }
 
-/* A thread fetches DuckDB's chunks (its decoding and to_json run there)
- * while the caller's thread parses the rows of the last one: QUEUE chunks
- * wait between them, so memory stays a few chunks. */
+/* The JSON text of a row, built from DuckDB's vectors as to_json writes
+ * it (same keys, nulls, escapes): to_json was most of DuckDB's time. A
+ * column tree is made per file from the result's types; a type it does
+ * not know makes that file use to_json. */
+struct col {
+    duckdb_type type;
+    char *key;                    /* the JSON text `"name":` (struct fields) */
+    bool raw;                     /* VARCHAR holding to_json's text of the value */
+    size_t nkids;
+    struct col *kids;             /* LIST: the element; STRUCT: fields; MAP: key, value */
+    void *data;                   /* this chunk's vector */
+    uint64_t *valid;
+};
+
+static void col_free(struct col *c)
+{
+    for (size_t i = 0; i < c->nkids; i++)
+        col_free(&c->kids[i]);
+    free(c->kids);
+    free(c->key);
+    memset(c, 0, sizeof *c);
+}
+
+/* Escapes as to_json (yyjson) does: '"', '\\', and the control bytes
+ * (\b \f \n \r \t, else \u00XX); other bytes, UTF-8 included, as they are. */
+static void put_str(struct atr_buf *b, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    atr_buf_reserve(b, n + 2);
+    b->data[b->len++] = '"';
+    size_t run = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch >= 0x20 && ch != '"' && ch != '\\')
+            continue;
+        atr_buf_append(b, s + run, i - run);
+        run = i + 1;
+        char e[6] = {'\\', 0};
+        size_t len = 2;
+        switch (ch) {
+        case '"': e[1] = '"'; break;
+        case '\\': e[1] = '\\'; break;
+        case '\b': e[1] = 'b'; break;
+        case '\f': e[1] = 'f'; break;
+        case '\n': e[1] = 'n'; break;
+        case '\r': e[1] = 'r'; break;
+        case '\t': e[1] = 't'; break;
+        default:
+            memcpy(e + 1, "u00", 3);
+            e[4] = hex[ch >> 4];
+            e[5] = hex[ch & 15];
+            len = 6;
+        }
+        atr_buf_append(b, e, len);
+    }
+    atr_buf_append(b, s + run, n - run);
+    atr_buf_putc(b, '"');
+}
+
+/* duckdb_string_t: up to 12 bytes inline, else a pointer. */
+static const char *str_text(const duckdb_string_t *s, size_t *len)
+{
+    *len = s->value.inlined.length;
+    return *len <= 12 ? s->value.inlined.inlined : s->value.pointer.ptr;
+}
+
+static bool col_make(struct col *c, duckdb_logical_type t, const char *name);
+
+static bool col_kid(struct col *c, size_t i, duckdb_logical_type t, const char *name)
+{
+    bool ok = col_make(&c->kids[i], t, name);
+    duck.duckdb_destroy_logical_type(&t);
+    return ok;
+}
+
+/* c for type t (named name in its struct, or NULL); false: a type to_json
+ * must write. */
+static bool col_make(struct col *c, duckdb_logical_type t, const char *name)
+{
+    memset(c, 0, sizeof *c);
+    c->type = duck.duckdb_get_type_id(t);
+    if (name) {
+        struct atr_buf k = ATR_BUF_INIT;
+        put_str(&k, name, strlen(name));
+        atr_buf_putc(&k, ':');
+        c->key = k.data;
+    }
+    switch (c->type) {
+    case DUCKDB_TYPE_BOOLEAN: case DUCKDB_TYPE_TINYINT: case DUCKDB_TYPE_SMALLINT:
+    case DUCKDB_TYPE_INTEGER: case DUCKDB_TYPE_BIGINT: case DUCKDB_TYPE_UTINYINT:
+    case DUCKDB_TYPE_USMALLINT: case DUCKDB_TYPE_UINTEGER: case DUCKDB_TYPE_UBIGINT:
+    case DUCKDB_TYPE_SQLNULL:
+        return true;
+    case DUCKDB_TYPE_VARCHAR: {   /* not JSON (an alias): to_json rewrites it */
+        char *alias = duck.duckdb_logical_type_get_alias(t);
+        bool plain = alias == NULL;
+        duck.duckdb_free(alias);
+        return plain;
+    }
+    case DUCKDB_TYPE_LIST:
+        c->kids = xcalloc(c->nkids = 1, sizeof *c->kids);
+        return col_kid(c, 0, duck.duckdb_list_type_child_type(t), NULL);
+    case DUCKDB_TYPE_MAP: {
+        c->kids = xcalloc(c->nkids = 2, sizeof *c->kids);
+        /* to_json writes a map as an object; keys other than text are cast. */
+        bool ok = col_kid(c, 0, duck.duckdb_map_type_key_type(t), NULL) &&
+                  c->kids[0].type == DUCKDB_TYPE_VARCHAR;
+        return ok && col_kid(c, 1, duck.duckdb_map_type_value_type(t), NULL);
+    }
+    case DUCKDB_TYPE_STRUCT: {
+        c->kids = xcalloc(c->nkids = duck.duckdb_struct_type_child_count(t), sizeof *c->kids);
+        bool ok = true;
+        for (size_t i = 0; i < c->nkids && ok; i++) {
+            char *n = duck.duckdb_struct_type_child_name(t, i);
+            ok = col_kid(c, i, duck.duckdb_struct_type_child_type(t, i), n);
+            duck.duckdb_free(n);
+        }
+        return ok;
+    }
+    default:
+        return false;
+    }
+}
+
+/* Points c (and its kids) at this chunk's vector v. */
+static void col_bind(struct col *c, duckdb_vector v)
+{
+    c->data = duck.duckdb_vector_get_data(v);
+    c->valid = duck.duckdb_vector_get_validity(v);
+    if (c->type == DUCKDB_TYPE_LIST)
+        col_bind(&c->kids[0], duck.duckdb_list_vector_get_child(v));
+    else if (c->type == DUCKDB_TYPE_STRUCT)
+        for (size_t i = 0; i < c->nkids; i++)
+            col_bind(&c->kids[i], duck.duckdb_struct_vector_get_child(v, i));
+    else if (c->type == DUCKDB_TYPE_MAP) {
+        duckdb_vector kv = duck.duckdb_list_vector_get_child(v);
+        col_bind(&c->kids[0], duck.duckdb_struct_vector_get_child(kv, 0));
+        col_bind(&c->kids[1], duck.duckdb_struct_vector_get_child(kv, 1));
+    }
+}
+
+static void put_fields(struct atr_buf *b, const struct col *c, idx_t i);
+
+/* Value i of c's vector as JSON. */
+static void put_value(struct atr_buf *b, const struct col *c, idx_t i)
+{
+    if (c->type == DUCKDB_TYPE_SQLNULL || (c->valid && !(c->valid[i / 64] >> (i % 64) & 1))) {
+        atr_buf_append(b, "null", 4);
+        return;
+    }
+    switch (c->type) {
+    case DUCKDB_TYPE_BOOLEAN:
+        if (((const bool *)c->data)[i])
+            atr_buf_append(b, "true", 4);
+        else
+            atr_buf_append(b, "false", 5);
+        break;
+    case DUCKDB_TYPE_TINYINT: atr_buf_put_i64(b, ((const int8_t *)c->data)[i]); break;
+    case DUCKDB_TYPE_SMALLINT: atr_buf_put_i64(b, ((const int16_t *)c->data)[i]); break;
+    case DUCKDB_TYPE_INTEGER: atr_buf_put_i64(b, ((const int32_t *)c->data)[i]); break;
+    case DUCKDB_TYPE_BIGINT: atr_buf_put_i64(b, ((const int64_t *)c->data)[i]); break;
+    case DUCKDB_TYPE_UTINYINT: atr_buf_put_u64(b, ((const uint8_t *)c->data)[i]); break;
+    case DUCKDB_TYPE_USMALLINT: atr_buf_put_u64(b, ((const uint16_t *)c->data)[i]); break;
+    case DUCKDB_TYPE_UINTEGER: atr_buf_put_u64(b, ((const uint32_t *)c->data)[i]); break;
+    case DUCKDB_TYPE_UBIGINT: atr_buf_put_u64(b, ((const uint64_t *)c->data)[i]); break;
+    case DUCKDB_TYPE_VARCHAR: {
+        size_t n;
+        const char *s = str_text(&((const duckdb_string_t *)c->data)[i], &n);
+        if (c->raw)
+            atr_buf_append(b, s, n);
+        else
+            put_str(b, s, n);
+        break;
+    }
+    case DUCKDB_TYPE_LIST: case DUCKDB_TYPE_MAP: {
+        const duckdb_list_entry *e = &((const duckdb_list_entry *)c->data)[i];
+        bool map = c->type == DUCKDB_TYPE_MAP;
+        atr_buf_putc(b, map ? '{' : '[');
+        for (idx_t k = e->offset; k < e->offset + e->length; k++) {
+            if (k > e->offset)
+                atr_buf_putc(b, ',');
+            if (map) {
+                put_value(b, &c->kids[0], k);
+                atr_buf_putc(b, ':');
+            }
+            put_value(b, &c->kids[map], k);
+        }
+        atr_buf_putc(b, map ? '}' : ']');
+        break;
+    }
+    default:                      /* STRUCT */
+        put_fields(b, c, i);
+    }
+}
+
+/* Row i of struct c (or of a chunk's columns) as a JSON object. */
+static void put_fields(struct atr_buf *b, const struct col *c, idx_t i)
+{
+    atr_buf_putc(b, '{');
+    for (size_t k = 0; k < c->nkids; k++) {
+        if (k)
+            atr_buf_putc(b, ',');
+        atr_buf_puts(b, c->kids[k].key);
+        put_value(b, &c->kids[k], i);
+    }
+    atr_buf_putc(b, '}');
+}
+
+/* A thread fetches DuckDB's chunks and writes their rows as JSON lines
+ * (DuckDB's decoding and the JSON text run there) while the caller's
+ * thread parses the text of the last one: QUEUE chunks' texts wait
+ * between them, so memory stays a few chunks. */
 enum { QUEUE = 2 };
 
 struct atr_parquet {
@@ -131,6 +347,7 @@ struct atr_parquet {
     size_t file;
     bool open;                    /* res holds files[file]'s query */
     duckdb_result res;
+    struct col row;               /* res's columns */
     unsigned long long rows;      /* rows of files[file] fetched */
     struct atr_error ferr;        /* why it stopped, when failed */
     /* Between the threads, under mu. */
@@ -138,12 +355,11 @@ struct atr_parquet {
     bool started, done, failed, stop;
     pthread_mutex_t mu;
     pthread_cond_t more, room;
-    duckdb_data_chunk queue[QUEUE];
+    struct atr_buf queue[QUEUE];  /* a chunk's rows as JSON lines */
     size_t queue_file[QUEUE], head, count;
-    /* The caller's: the chunk being emitted, and its file. */
-    duckdb_data_chunk chunk;      /* rows chunk_row.. not yet emitted */
-    idx_t chunk_rows, chunk_row;
-    size_t row_off;               /* bytes of the current row emitted (rows larger than cap) */
+    /* The caller's: the text being emitted, and its file. */
+    struct atr_buf chunk;         /* bytes chunk_off.. not yet emitted */
+    size_t chunk_off;
     size_t chunk_file;
     unsigned long long emitted;   /* rows emitted, all files */
     unsigned long long *first_row;/* per file: emitted before its first row */
@@ -263,14 +479,47 @@ static void end_file(struct atr_parquet *p)
     p->open = false;
 }
 
+/* The row of res's columns (see struct col), and the select list that
+ * gives them: a column of a type atr does not write is to_json's text.
+ * ATR_PARQUET_TO_JSON=1 makes every column to_json's (the two are
+ * compared). The number of such columns. */
+static size_t make_row(struct atr_parquet *p, struct atr_buf *sel)
+{
+    const char *force = getenv("ATR_PARQUET_TO_JSON");
+    bool all = force && *force && strcmp(force, "0") != 0;
+    struct col *r = &p->row;
+    r->type = DUCKDB_TYPE_STRUCT;
+    r->kids = xcalloc(r->nkids = duck.duckdb_column_count(&p->res), sizeof *r->kids);
+    size_t raw = 0;
+    for (size_t i = 0; i < r->nkids; i++) {
+        const char *name = duck.duckdb_column_name(&p->res, i);
+        struct atr_buf id = ATR_BUF_INIT;     /* t."name", quotes doubled */
+        atr_buf_puts(&id, "t.\"");
+        for (const char *c = name; *c; c++)
+            atr_buf_printf(&id, *c == '"' ? "\"\"" : "%c", *c);
+        atr_buf_puts(&id, "\"");
+        struct col *k = &r->kids[i];
+        if (!col_kid(r, i, duck.duckdb_column_logical_type(&p->res, i), name) || all) {
+            char *key = k->key;
+            k->key = NULL;
+            col_free(k);
+            *k = (struct col){.type = DUCKDB_TYPE_VARCHAR, .raw = true, .key = key};
+            raw++;
+        }
+        atr_buf_printf(sel, k->raw ? "%sto_json(%s)::VARCHAR" : "%s%s", i ? ", " : "", id.data);
+        atr_buf_release(&id);
+    }
+    return raw;
+}
+
 static int bad_row_group(struct atr_parquet *p, const char *what, struct atr_error *err);
 
 /* Starts the query of files[file]: each row as its JSON object. The name
  * is a SQL string literal, quotes doubled. */
-static int start_file(struct atr_parquet *p, struct atr_error *err)
+static int start_query(struct atr_parquet *p, const char *select, struct atr_error *err)
 {
     struct atr_buf q = ATR_BUF_INIT;
-    atr_buf_puts(&q, "SELECT to_json(t)::VARCHAR FROM read_parquet(");
+    atr_buf_printf(&q, "SELECT %s FROM read_parquet(", select);
     sql_str(&q, p->files[p->file]);
     atr_buf_puts(&q, ") AS t");
     duckdb_prepared_statement st;
@@ -288,6 +537,38 @@ static int start_file(struct atr_parquet *p, struct atr_error *err)
     duck.duckdb_destroy_prepare(&st);
     atr_buf_release(&q);
     return rc;
+}
+
+/* Starts files[file]: its columns as they are, and to_json's text of
+ * those atr does not write (a second query, once the types are known). */
+static int start_file(struct atr_parquet *p, struct atr_error *err)
+{
+    col_free(&p->row);
+    if (start_query(p, "*", err) < 0)
+        return -1;
+    struct atr_buf sel = ATR_BUF_INIT;
+    int rc = 0;
+    if (make_row(p, &sel)) {
+        end_file(p);
+        rc = start_query(p, sel.data, err);
+    }
+    atr_buf_release(&sel);
+    return rc;
+}
+
+/* Chunk c's rows as JSON lines (c is destroyed). */
+static struct atr_buf chunk_text(struct atr_parquet *p, duckdb_data_chunk c)
+{
+    struct atr_buf b = ATR_BUF_INIT;
+    idx_t rows = duck.duckdb_data_chunk_get_size(c);
+    for (size_t k = 0; k < p->row.nkids; k++)
+        col_bind(&p->row.kids[k], duck.duckdb_data_chunk_get_vector(c, k));
+    for (idx_t i = 0; i < rows; i++) {
+        put_fields(&b, &p->row, i);
+        atr_buf_putc(&b, '\n');
+    }
+    duck.duckdb_destroy_data_chunk(&c);
+    return b;
 }
 
 
@@ -345,8 +626,9 @@ static int bad_row_group(struct atr_parquet *p, const char *what, struct atr_err
                          group, first + 1, first + num, msg);
 }
 
-/* Hands chunk c of files[file] over: false when the reader closes first. */
-static bool hand_over(struct atr_parquet *p, duckdb_data_chunk c)
+/* Hands the text of a chunk of files[file] over: false when the reader
+ * closes first. */
+static bool hand_over(struct atr_parquet *p, struct atr_buf text)
 {
     pthread_mutex_lock(&p->mu);
     while (p->count == QUEUE && !p->stop)
@@ -354,13 +636,13 @@ static bool hand_over(struct atr_parquet *p, duckdb_data_chunk c)
     bool ok = !p->stop;
     if (ok) {
         size_t at = (p->head + p->count++) % QUEUE;
-        p->queue[at] = c;
+        p->queue[at] = text;
         p->queue_file[at] = p->file;
         pthread_cond_signal(&p->more);
     }
     pthread_mutex_unlock(&p->mu);
     if (!ok)
-        duck.duckdb_destroy_data_chunk(&c);
+        atr_buf_release(&text);
     return ok;
 }
 
@@ -377,7 +659,7 @@ static void *fetch_all(void *arg)
         duckdb_data_chunk c = duck.duckdb_fetch_chunk(p->res);
         if (c) {
             p->rows += duck.duckdb_data_chunk_get_size(c);
-            if (!hand_over(p, c))
+            if (!hand_over(p, chunk_text(p, c)))
                 break;
             continue;
         }
@@ -398,13 +680,12 @@ static void *fetch_all(void *arg)
     return NULL;
 }
 
-/* Makes a chunk with rows to emit current: 1, 0 after the last file, -1. */
+/* Makes a chunk with bytes to emit current: 1, 0 after the last file, -1. */
 static int next_chunk(struct atr_parquet *p, struct atr_error *err)
 {
-    while (!p->chunk || p->chunk_row == p->chunk_rows) {
-        if (p->chunk)
-            duck.duckdb_destroy_data_chunk(&p->chunk);
-        p->chunk = NULL;
+    while (p->chunk_off == p->chunk.len) {
+        atr_buf_release(&p->chunk);
+        p->chunk_off = 0;
         if (!p->started) {
             if (pthread_create(&p->thread, NULL, fetch_all, p) != 0)
                 return atr_error_set(err, "%s: cannot start a thread", p->files[0]);
@@ -438,18 +719,8 @@ static int next_chunk(struct atr_parquet *p, struct atr_error *err)
             if (stat(p->files[i], &st) == 0)
                 p->done_bytes += (unsigned long long)st.st_size;
         }
-        p->chunk_rows = duck.duckdb_data_chunk_get_size(p->chunk);
-        p->chunk_row = 0;
-        p->row_off = 0;
     }
     return 1;
-}
-
-/* duckdb_string_t: up to 12 bytes inline, else a pointer. */
-static const char *row_text(duckdb_string_t *s, size_t *len)
-{
-    *len = s->value.inlined.length;
-    return *len <= 12 ? s->value.inlined.inlined : s->value.pointer.ptr;
 }
 
 ssize_t atr_parquet_read(struct atr_parquet *p, char *dst, size_t cap, struct atr_error *err)
@@ -461,22 +732,16 @@ ssize_t atr_parquet_read(struct atr_parquet *p, char *dst, size_t cap, struct at
             return -1;
         if (rc == 0)
             break;
-        duckdb_vector v = duck.duckdb_data_chunk_get_vector(p->chunk, 0);
-        duckdb_string_t *rows = duck.duckdb_vector_get_data(v);
-        while (p->chunk_row < p->chunk_rows && n < cap) {
-            size_t len;
-            const char *s = row_text(&rows[p->chunk_row], &len);
-            size_t take = len - p->row_off < cap - n ? len - p->row_off : cap - n;
-            memcpy(dst + n, s + p->row_off, take);
-            n += take;
-            p->row_off += take;
-            if (p->row_off == len && n < cap) {   /* the row ends: its newline */
-                dst[n++] = '\n';
-                p->row_off = 0;
-                p->chunk_row++;
-                p->emitted++;
-            }
+        size_t take = p->chunk.len - p->chunk_off < cap - n ? p->chunk.len - p->chunk_off : cap - n;
+        const char *s = p->chunk.data + p->chunk_off, *end = s + take;
+        memcpy(dst + n, s, take);
+        /* Rows emitted: JSON text holds no raw newline but the row's own. */
+        while ((s = memchr(s, '\n', (size_t)(end - s)))) {
+            p->emitted++;
+            s++;
         }
+        n += take;
+        p->chunk_off += take;
     }
     return (ssize_t)n;
 }
@@ -499,12 +764,12 @@ void atr_parquet_close(struct atr_parquet *p)
         pthread_mutex_unlock(&p->mu);
         pthread_join(p->thread, NULL);
         for (; p->count; p->count--, p->head = (p->head + 1) % QUEUE)
-            duck.duckdb_destroy_data_chunk(&p->queue[p->head]);
+            atr_buf_release(&p->queue[p->head]);
     }
+    atr_buf_release(&p->chunk);
     if (duck_lib) {
-        if (p->chunk)
-            duck.duckdb_destroy_data_chunk(&p->chunk);
         end_file(p);
+        col_free(&p->row);
         if (p->con)
             duck.duckdb_disconnect(&p->con);
     }
