@@ -89,7 +89,9 @@ const char *atr_parquet_locate(const struct atr_parquet *p, unsigned long *line)
     X(duckdb_struct_type_child_count) X(duckdb_struct_type_child_name) \
     X(duckdb_struct_type_child_type) X(duckdb_free) X(duckdb_vector_get_validity) \
     X(duckdb_list_vector_get_child) X(duckdb_struct_vector_get_child) \
-    X(duckdb_logical_type_get_alias)
+    X(duckdb_logical_type_get_alias) X(duckdb_prepared_statement_column_count) \
+    X(duckdb_prepared_statement_column_name) X(duckdb_prepared_statement_column_logical_type) \
+    X(duckdb_bind_varchar_length) X(duckdb_execute_prepared)
 #define DUCK_PTR(f) __typeof__(f) *f;
 static struct { DUCK_FUNCS(DUCK_PTR) } duck;
 static void *duck_lib;
@@ -132,10 +134,47 @@ struct col {
     duckdb_type type;
     char *key;                    /* the JSON text `"name":` (struct fields) */
     bool raw;                     /* VARCHAR holding to_json's text of the value */
+    bool json;                    /* VARCHAR of DuckDB's JSON type */
     size_t nkids;
     struct col *kids;             /* LIST: the element; STRUCT: fields; MAP: key, value */
     void *data;                   /* this chunk's vector */
     uint64_t *valid;
+};
+
+/* A thread fetches DuckDB's chunks and writes their rows as JSON lines
+ * (DuckDB's decoding and the JSON text run there) while the caller's
+ * thread parses the text of the last one: QUEUE chunks' texts wait
+ * between them, so memory stays a few chunks. */
+enum { QUEUE = 2 };
+
+struct atr_parquet {
+    char **files;
+    size_t nfiles;
+    unsigned long long done_bytes, total_bytes;
+    /* The fetching thread's: the connection, the file it reads, its rows. */
+    duckdb_connection con;
+    size_t file;
+    bool open;                    /* res holds files[file]'s query */
+    duckdb_result res;
+    struct col row;               /* res's columns */
+    duckdb_connection fix_con;    /* to_json of JSON values not written as they are */
+    duckdb_prepared_statement fix;
+    unsigned long long rows;      /* rows of files[file] fetched */
+    struct atr_error ferr;        /* why it stopped, when failed */
+    /* Between the threads, under mu. */
+    pthread_t thread;
+    bool started, done, failed, stop;
+    pthread_mutex_t mu;
+    pthread_cond_t more, room;
+    struct atr_buf queue[QUEUE];  /* a chunk's rows as JSON lines */
+    size_t queue_file[QUEUE], head, count;
+    /* The caller's: the text being emitted, and its file. */
+    struct atr_buf chunk;         /* bytes chunk_off.. not yet emitted */
+    size_t chunk_off;
+    size_t chunk_file;
+    unsigned long long emitted;   /* rows emitted, all files */
+    unsigned long long *first_row;/* per file: emitted before its first row */
+    size_t started_files;         /* files whose first_row is set */
 };
 
 static void col_free(struct col *c)
@@ -217,11 +256,12 @@ static bool col_make(struct col *c, duckdb_logical_type t, const char *name)
     case DUCKDB_TYPE_USMALLINT: case DUCKDB_TYPE_UINTEGER: case DUCKDB_TYPE_UBIGINT:
     case DUCKDB_TYPE_SQLNULL:
         return true;
-    case DUCKDB_TYPE_VARCHAR: {   /* not JSON (an alias): to_json rewrites it */
+    case DUCKDB_TYPE_VARCHAR: {   /* text, or JSON (see put_json); no other alias */
         char *alias = duck.duckdb_logical_type_get_alias(t);
-        bool plain = alias == NULL;
+        c->json = alias && strcmp(alias, "JSON") == 0;
+        bool ok = !alias || c->json;
         duck.duckdb_free(alias);
-        return plain;
+        return ok;
     }
     case DUCKDB_TYPE_LIST:
         c->kids = xcalloc(c->nkids = 1, sizeof *c->kids);
@@ -265,10 +305,112 @@ static void col_bind(struct col *c, duckdb_vector v)
     }
 }
 
-static void put_fields(struct atr_buf *b, const struct col *c, idx_t i);
+
+/* The end of the JSON string at s (its '"') if to_json would write it as
+ * it is: escapes only those put_str writes; else NULL. */
+static const char *canon_string(const char *s, const char *e)
+{
+    for (s++; s < e; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"')
+            return s + 1;
+        if (c < 0x20)
+            return NULL;
+        if (c != '\\')
+            continue;
+        if (++s == e)
+            return NULL;
+        if (*s && strchr("\"\\bfnrt", *s))
+            continue;
+        /* \u00XX: a control byte without a short form, upper-case hex. */
+        if (*s != 'u' || e - s < 5 || memcmp(s + 1, "00", 2) != 0)
+            return NULL;
+        char hi = s[3], lo = s[4];
+        bool hex = (lo >= '0' && lo <= '9') || (lo >= 'A' && lo <= 'F');
+        if (!hex || (hi != '0' && hi != '1') || (hi == '0' && strchr("89ACD", lo)))
+            return NULL;
+        s += 4;
+    }
+    return NULL;
+}
+
+/* The end of the JSON value at s if to_json writes it as it is (no
+ * spaces, integers only, strings as canon_string), else NULL. */
+static const char *canon_value(const char *s, const char *e, int depth)
+{
+    if (s == e || depth > 64)
+        return NULL;
+    if (*s == '{' || *s == '[') {
+        char close = *s == '{' ? '}' : ']';
+        if (++s < e && *s == close)
+            return s + 1;
+        for (;;) {
+            if (close == '}' && (s == e || *s != '"' || !(s = canon_string(s, e)) ||
+                                 s == e || *s++ != ':'))
+                return NULL;
+            if (!(s = canon_value(s, e, depth + 1)) || s == e)
+                return NULL;
+            if (*s == close)
+                return s + 1;
+            if (*s++ != ',')
+                return NULL;
+        }
+    }
+    if (*s == '"')
+        return canon_string(s, e);
+    static const char *const words[] = {"true", "false", "null"};
+    for (size_t i = 0; i < 3; i++)
+        if ((size_t)(e - s) >= strlen(words[i]) && memcmp(s, words[i], strlen(words[i])) == 0)
+            return s + strlen(words[i]);
+    const char *d = s + (*s == '-');
+    size_t n = 0;
+    while (d + n < e && d[n] >= '0' && d[n] <= '9')
+        n++;
+    /* 1-18 digits (an int64), no leading zero, not "-0". */
+    if (n == 0 || n > 18 || (d[0] == '0' && (n > 1 || d > s)))
+        return NULL;
+    if (d + n < e && strchr(".eE", d[n]))
+        return NULL;
+    return d + n;
+}
+
+/* A value of DuckDB's JSON type as to_json writes it (parsed, written
+ * again): its own text where that is the same, else to_json's. */
+static void put_json(struct atr_buf *b, struct atr_parquet *p, const char *s, size_t n)
+{
+    if (canon_value(s, s + n, 0) == s + n) {
+        atr_buf_append(b, s, n);
+        return;
+    }
+    duckdb_result r;
+    duckdb_data_chunk c = NULL;
+    if (!p->fix && duck.duckdb_connect(duck_db, &p->fix_con) == DuckDBSuccess &&
+        duck.duckdb_prepare(p->fix_con, "SELECT to_json(?::JSON)::VARCHAR", &p->fix) != DuckDBSuccess)
+        duck.duckdb_destroy_prepare(&p->fix);
+    if (p->fix && duck.duckdb_bind_varchar_length(p->fix, 1, s, n) == DuckDBSuccess &&
+        duck.duckdb_execute_prepared(p->fix, &r) == DuckDBSuccess) {
+        c = duck.duckdb_fetch_chunk(r);
+        if (c && duck.duckdb_data_chunk_get_size(c) == 1) {
+            size_t len;
+            const char *t = str_text(duck.duckdb_vector_get_data(
+                duck.duckdb_data_chunk_get_vector(c, 0)), &len);
+            atr_buf_append(b, t, len);
+        } else
+            atr_buf_append(b, s, n);
+        if (c)
+            duck.duckdb_destroy_data_chunk(&c);
+        duck.duckdb_destroy_result(&r);
+        return;
+    }
+    if (p->fix)
+        duck.duckdb_destroy_result(&r);
+    atr_buf_append(b, s, n);      /* not JSON: the reader says so at this row */
+}
+
+static void put_fields(struct atr_buf *b, struct atr_parquet *p, const struct col *c, idx_t i);
 
 /* Value i of c's vector as JSON. */
-static void put_value(struct atr_buf *b, const struct col *c, idx_t i)
+static void put_value(struct atr_buf *b, struct atr_parquet *p, const struct col *c, idx_t i)
 {
     if (c->type == DUCKDB_TYPE_SQLNULL || (c->valid && !(c->valid[i / 64] >> (i % 64) & 1))) {
         atr_buf_append(b, "null", 4);
@@ -294,6 +436,8 @@ static void put_value(struct atr_buf *b, const struct col *c, idx_t i)
         const char *s = str_text(&((const duckdb_string_t *)c->data)[i], &n);
         if (c->raw)
             atr_buf_append(b, s, n);
+        else if (c->json)
+            put_json(b, p, s, n);
         else
             put_str(b, s, n);
         break;
@@ -306,65 +450,31 @@ static void put_value(struct atr_buf *b, const struct col *c, idx_t i)
             if (k > e->offset)
                 atr_buf_putc(b, ',');
             if (map) {
-                put_value(b, &c->kids[0], k);
+                put_value(b, p, &c->kids[0], k);
                 atr_buf_putc(b, ':');
             }
-            put_value(b, &c->kids[map], k);
+            put_value(b, p, &c->kids[map], k);
         }
         atr_buf_putc(b, map ? '}' : ']');
         break;
     }
     default:                      /* STRUCT */
-        put_fields(b, c, i);
+        put_fields(b, p, c, i);
     }
 }
 
 /* Row i of struct c (or of a chunk's columns) as a JSON object. */
-static void put_fields(struct atr_buf *b, const struct col *c, idx_t i)
+static void put_fields(struct atr_buf *b, struct atr_parquet *p, const struct col *c, idx_t i)
 {
     atr_buf_putc(b, '{');
     for (size_t k = 0; k < c->nkids; k++) {
         if (k)
             atr_buf_putc(b, ',');
         atr_buf_puts(b, c->kids[k].key);
-        put_value(b, &c->kids[k], i);
+        put_value(b, p, &c->kids[k], i);
     }
     atr_buf_putc(b, '}');
 }
-
-/* A thread fetches DuckDB's chunks and writes their rows as JSON lines
- * (DuckDB's decoding and the JSON text run there) while the caller's
- * thread parses the text of the last one: QUEUE chunks' texts wait
- * between them, so memory stays a few chunks. */
-enum { QUEUE = 2 };
-
-struct atr_parquet {
-    char **files;
-    size_t nfiles;
-    unsigned long long done_bytes, total_bytes;
-    /* The fetching thread's: the connection, the file it reads, its rows. */
-    duckdb_connection con;
-    size_t file;
-    bool open;                    /* res holds files[file]'s query */
-    duckdb_result res;
-    struct col row;               /* res's columns */
-    unsigned long long rows;      /* rows of files[file] fetched */
-    struct atr_error ferr;        /* why it stopped, when failed */
-    /* Between the threads, under mu. */
-    pthread_t thread;
-    bool started, done, failed, stop;
-    pthread_mutex_t mu;
-    pthread_cond_t more, room;
-    struct atr_buf queue[QUEUE];  /* a chunk's rows as JSON lines */
-    size_t queue_file[QUEUE], head, count;
-    /* The caller's: the text being emitted, and its file. */
-    struct atr_buf chunk;         /* bytes chunk_off.. not yet emitted */
-    size_t chunk_off;
-    size_t chunk_file;
-    unsigned long long emitted;   /* rows emitted, all files */
-    unsigned long long *first_row;/* per file: emitted before its first row */
-    size_t started_files;         /* files whose first_row is set */
-};
 
 static bool add_glob(const char *pattern, glob_t *g)
 {
@@ -483,23 +593,24 @@ static void end_file(struct atr_parquet *p)
  * gives them: a column of a type atr does not write is to_json's text.
  * ATR_PARQUET_TO_JSON=1 makes every column to_json's (the two are
  * compared). The number of such columns. */
-static size_t make_row(struct atr_parquet *p, struct atr_buf *sel)
+static size_t make_row(struct atr_parquet *p, duckdb_prepared_statement st, struct atr_buf *sel)
 {
     const char *force = getenv("ATR_PARQUET_TO_JSON");
     bool all = force && *force && strcmp(force, "0") != 0;
     struct col *r = &p->row;
     r->type = DUCKDB_TYPE_STRUCT;
-    r->kids = xcalloc(r->nkids = duck.duckdb_column_count(&p->res), sizeof *r->kids);
+    r->kids = xcalloc(r->nkids = duck.duckdb_prepared_statement_column_count(st), sizeof *r->kids);
     size_t raw = 0;
     for (size_t i = 0; i < r->nkids; i++) {
-        const char *name = duck.duckdb_column_name(&p->res, i);
+        char *cname = (char *)duck.duckdb_prepared_statement_column_name(st, i);
+        const char *name = cname ? cname : "";
         struct atr_buf id = ATR_BUF_INIT;     /* t."name", quotes doubled */
         atr_buf_puts(&id, "t.\"");
         for (const char *c = name; *c; c++)
             atr_buf_printf(&id, *c == '"' ? "\"\"" : "%c", *c);
         atr_buf_puts(&id, "\"");
         struct col *k = &r->kids[i];
-        if (!col_kid(r, i, duck.duckdb_column_logical_type(&p->res, i), name) || all) {
+        if (!col_kid(r, i, duck.duckdb_prepared_statement_column_logical_type(st, i), name) || all) {
             char *key = k->key;
             k->key = NULL;
             col_free(k);
@@ -508,51 +619,54 @@ static size_t make_row(struct atr_parquet *p, struct atr_buf *sel)
         }
         atr_buf_printf(sel, k->raw ? "%sto_json(%s)::VARCHAR" : "%s%s", i ? ", " : "", id.data);
         atr_buf_release(&id);
+        duck.duckdb_free(cname);
     }
     return raw;
 }
 
 static int bad_row_group(struct atr_parquet *p, const char *what, struct atr_error *err);
 
-/* Starts the query of files[file]: each row as its JSON object. The name
- * is a SQL string literal, quotes doubled. */
-static int start_query(struct atr_parquet *p, const char *select, struct atr_error *err)
+/* Prepares the query of select over files[file] (t: its rows). */
+static int prepare(struct atr_parquet *p, const char *select, duckdb_prepared_statement *st,
+                   struct atr_error *err)
 {
     struct atr_buf q = ATR_BUF_INIT;
     atr_buf_printf(&q, "SELECT %s FROM read_parquet(", select);
     sql_str(&q, p->files[p->file]);
     atr_buf_puts(&q, ") AS t");
-    duckdb_prepared_statement st;
     int rc = 0;
-    p->rows = 0;
-    if (duck.duckdb_prepare(p->con, q.data, &st) == DuckDBError)
-        rc = duck_fail(p, "not a readable Parquet file", duck.duckdb_prepare_error(st), err);
-    else if (duck.duckdb_execute_prepared_streaming(st, &p->res) == DuckDBError) {
-        /* The footer was read (prepare): the pages are what fails. */
-        p->open = true;
-        rc = bad_row_group(p, duck.duckdb_result_error(&p->res), err);
-        end_file(p);
-    } else
-        p->open = true;
-    duck.duckdb_destroy_prepare(&st);
+    if (duck.duckdb_prepare(p->con, q.data, st) == DuckDBError)
+        rc = duck_fail(p, "not a readable Parquet file", duck.duckdb_prepare_error(*st), err);
     atr_buf_release(&q);
     return rc;
 }
 
 /* Starts files[file]: its columns as they are, and to_json's text of
- * those atr does not write (a second query, once the types are known). */
+ * those atr does not write (known from the types, before any row). */
 static int start_file(struct atr_parquet *p, struct atr_error *err)
 {
     col_free(&p->row);
-    if (start_query(p, "*", err) < 0)
+    p->rows = 0;
+    duckdb_prepared_statement st;
+    if (prepare(p, "*", &st, err) < 0) {
+        duck.duckdb_destroy_prepare(&st);
         return -1;
+    }
     struct atr_buf sel = ATR_BUF_INIT;
     int rc = 0;
-    if (make_row(p, &sel)) {
-        end_file(p);
-        rc = start_query(p, sel.data, err);
+    if (make_row(p, st, &sel)) {
+        duck.duckdb_destroy_prepare(&st);
+        rc = prepare(p, sel.data, &st, err);
     }
     atr_buf_release(&sel);
+    if (rc == 0 && duck.duckdb_execute_prepared_streaming(st, &p->res) == DuckDBError) {
+        /* The footer was read (prepare): the pages are what fails. */
+        p->open = true;
+        rc = bad_row_group(p, duck.duckdb_result_error(&p->res), err);
+        end_file(p);
+    } else if (rc == 0)
+        p->open = true;
+    duck.duckdb_destroy_prepare(&st);
     return rc;
 }
 
@@ -564,7 +678,7 @@ static struct atr_buf chunk_text(struct atr_parquet *p, duckdb_data_chunk c)
     for (size_t k = 0; k < p->row.nkids; k++)
         col_bind(&p->row.kids[k], duck.duckdb_data_chunk_get_vector(c, k));
     for (idx_t i = 0; i < rows; i++) {
-        put_fields(&b, &p->row, i);
+        put_fields(&b, p, &p->row, i);
         atr_buf_putc(&b, '\n');
     }
     duck.duckdb_destroy_data_chunk(&c);
@@ -772,6 +886,10 @@ void atr_parquet_close(struct atr_parquet *p)
         col_free(&p->row);
         if (p->con)
             duck.duckdb_disconnect(&p->con);
+        if (p->fix)
+            duck.duckdb_destroy_prepare(&p->fix);
+        if (p->fix_con)
+            duck.duckdb_disconnect(&p->fix_con);
     }
     pthread_cond_destroy(&p->more);
     pthread_cond_destroy(&p->room);
