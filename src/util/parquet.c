@@ -168,6 +168,8 @@ struct atr_parquet {
     pthread_cond_t more, room;
     struct atr_buf queue[QUEUE];  /* a chunk's rows as JSON lines */
     size_t queue_file[QUEUE], head, count;
+    struct atr_buf spare[QUEUE + 2];  /* emitted texts, reused: their pages are mapped */
+    size_t nspare;
     /* The caller's: the text being emitted, and its file. */
     struct atr_buf chunk;         /* bytes chunk_off.. not yet emitted */
     size_t chunk_off;
@@ -191,35 +193,51 @@ static void col_free(struct col *c)
 static void put_str(struct atr_buf *b, const char *s, size_t n)
 {
     static const char hex[] = "0123456789ABCDEF";
-    atr_buf_reserve(b, n + 2);
-    b->data[b->len++] = '"';
-    size_t run = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        if (ch >= 0x20 && ch != '"' && ch != '\\')
-            continue;
-        atr_buf_append(b, s + run, i - run);
-        run = i + 1;
-        char e[6] = {'\\', 0};
-        size_t len = 2;
-        switch (ch) {
-        case '"': e[1] = '"'; break;
-        case '\\': e[1] = '\\'; break;
-        case '\b': e[1] = 'b'; break;
-        case '\f': e[1] = 'f'; break;
-        case '\n': e[1] = 'n'; break;
-        case '\r': e[1] = 'r'; break;
-        case '\t': e[1] = 't'; break;
-        default:
-            memcpy(e + 1, "u00", 3);
-            e[4] = hex[ch >> 4];
-            e[5] = hex[ch & 15];
-            len = 6;
+    atr_buf_reserve(b, 6 * n + 2);  /* every byte a \u00XX at most */
+    char *o = b->data + b->len;
+    *o++ = '"';
+    size_t i = 0;
+    while (i < n) {
+        /* Eight bytes at a time while none is a control byte, '"' or '\\'. */
+        while (i + 8 <= n) {
+            uint64_t w;
+            memcpy(&w, s + i, 8);
+            const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+            uint64_t q = w ^ (ones * '"'), bs = w ^ (ones * '\\');
+            uint64_t hit = ((w - ones * 0x20) & ~w) | ((q - ones) & ~q) | ((bs - ones) & ~bs);
+            if (hit & highs)
+                break;
+            memcpy(o, s + i, 8);
+            o += 8;
+            i += 8;
         }
-        atr_buf_append(b, e, len);
+        size_t end = i + 8 < n ? i + 8 : n;
+        for (; i < end; i++) {
+            unsigned char ch = (unsigned char)s[i];
+            if (ch >= 0x20 && ch != '"' && ch != '\\') {
+                *o++ = (char)ch;
+                continue;
+            }
+            *o++ = '\\';
+            switch (ch) {
+            case '"': *o++ = '"'; break;
+            case '\\': *o++ = '\\'; break;
+            case '\b': *o++ = 'b'; break;
+            case '\f': *o++ = 'f'; break;
+            case '\n': *o++ = 'n'; break;
+            case '\r': *o++ = 'r'; break;
+            case '\t': *o++ = 't'; break;
+            default:
+                memcpy(o, "u00", 3);
+                o[3] = hex[ch >> 4];
+                o[4] = hex[ch & 15];
+                o += 5;
+            }
+        }
     }
-    atr_buf_append(b, s + run, n - run);
-    atr_buf_putc(b, '"');
+    *o++ = '"';
+    *o = '\0';
+    b->len = (size_t)(o - b->data);
 }
 
 /* duckdb_string_t: up to 12 bytes inline, else a pointer. */
@@ -670,22 +688,6 @@ static int start_file(struct atr_parquet *p, struct atr_error *err)
     return rc;
 }
 
-/* Chunk c's rows as JSON lines (c is destroyed). */
-static struct atr_buf chunk_text(struct atr_parquet *p, duckdb_data_chunk c)
-{
-    struct atr_buf b = ATR_BUF_INIT;
-    idx_t rows = duck.duckdb_data_chunk_get_size(c);
-    for (size_t k = 0; k < p->row.nkids; k++)
-        col_bind(&p->row.kids[k], duck.duckdb_data_chunk_get_vector(c, k));
-    for (idx_t i = 0; i < rows; i++) {
-        put_fields(&b, p, &p->row, i);
-        atr_buf_putc(&b, '\n');
-    }
-    duck.duckdb_destroy_data_chunk(&c);
-    return b;
-}
-
-
 /* Whether DuckDB reads rows first..first+n-1 of files[file]: a filter on
  * file_row_number makes it read only the row groups that hold them. */
 static bool rows_read(struct atr_parquet *p, unsigned long long first, unsigned long long n)
@@ -760,6 +762,43 @@ static bool hand_over(struct atr_parquet *p, struct atr_buf text)
     return ok;
 }
 
+/* A text to fill: an emitted one when there is one (its pages are
+ * mapped already). */
+static struct atr_buf spare_text(struct atr_parquet *p)
+{
+    struct atr_buf b = ATR_BUF_INIT;
+    pthread_mutex_lock(&p->mu);
+    if (p->nspare)
+        b = p->spare[--p->nspare];
+    pthread_mutex_unlock(&p->mu);
+    atr_buf_clear(&b);
+    return b;
+}
+
+/* Chunk c's rows as JSON lines, handed over a few MB at a time (a chunk
+ * of long rows is hundreds of MB): false when the reader closes first.
+ * c is destroyed. */
+static bool hand_chunk(struct atr_parquet *p, duckdb_data_chunk c)
+{
+    enum { TEXT = 4 << 20 };
+    idx_t rows = duck.duckdb_data_chunk_get_size(c);
+    for (size_t k = 0; k < p->row.nkids; k++)
+        col_bind(&p->row.kids[k], duck.duckdb_data_chunk_get_vector(c, k));
+    struct atr_buf b = spare_text(p);
+    bool ok = true;
+    for (idx_t i = 0; i < rows && ok; i++) {
+        put_fields(&b, p, &p->row, i);
+        atr_buf_putc(&b, '\n');
+        if (b.len >= TEXT || i + 1 == rows) {
+            ok = hand_over(p, b);
+            b = spare_text(p);
+        }
+    }
+    atr_buf_release(&b);
+    duck.duckdb_destroy_data_chunk(&c);
+    return ok;
+}
+
 /* The fetching thread: every file's chunks in order, then done. */
 static void *fetch_all(void *arg)
 {
@@ -773,7 +812,7 @@ static void *fetch_all(void *arg)
         duckdb_data_chunk c = duck.duckdb_fetch_chunk(p->res);
         if (c) {
             p->rows += duck.duckdb_data_chunk_get_size(c);
-            if (!hand_over(p, chunk_text(p, c)))
+            if (!hand_chunk(p, c))
                 break;
             continue;
         }
@@ -798,7 +837,13 @@ static void *fetch_all(void *arg)
 static int next_chunk(struct atr_parquet *p, struct atr_error *err)
 {
     while (p->chunk_off == p->chunk.len) {
-        atr_buf_release(&p->chunk);
+        pthread_mutex_lock(&p->mu);
+        if (p->chunk.data && p->nspare < QUEUE + 2)
+            p->spare[p->nspare++] = p->chunk;
+        else
+            atr_buf_release(&p->chunk);
+        pthread_mutex_unlock(&p->mu);
+        p->chunk = (struct atr_buf)ATR_BUF_INIT;
         p->chunk_off = 0;
         if (!p->started) {
             if (pthread_create(&p->thread, NULL, fetch_all, p) != 0)
@@ -881,6 +926,8 @@ void atr_parquet_close(struct atr_parquet *p)
             atr_buf_release(&p->queue[p->head]);
     }
     atr_buf_release(&p->chunk);
+    for (size_t i = 0; i < p->nspare; i++)
+        atr_buf_release(&p->spare[i]);
     if (duck_lib) {
         end_file(p);
         col_free(&p->row);
