@@ -32,6 +32,19 @@ for f in "$REAL"/openai-chat/*.sample_raw.json "$REAL"/mooncake/synthetic_trace.
     ok "parquet convert $b" "$ATR" convert -q "$PQ/$b.parquet" -o "$PQ/$b.pq.ndjson"
     check "parquet same as json $b" "cmp '$PQ/$b.json.ndjson' '$PQ/$b.pq.ndjson' && [ -s '$PQ/$b.pq.ndjson' ]"
 done
+# Rows are written from DuckDB's vectors as to_json writes them (escapes,
+# nulls, lists, structs, maps, JSON values as to_json rewrites them, and
+# to_json's text for the types atr leaves to it): the same trace as with
+# ATR_PARQUET_TO_JSON=1 (every column through to_json) and as from the
+# rows' JSON form, message text kept.
+ok "parquet types write" "$SQL" "COPY (SELECT 'r-' || i AS instance_id, i % 2 = 0 AS resolved, [{'role': 'user', 'content': 'fix ' || chr(1) || chr(31) || chr(9) || chr(10) || '\\ \"q\" é 😀 ' || i, 'meta': CASE WHEN i % 3 = 0 THEN NULL ELSE '{ \"a\" : [1, 2.50, \"x\\/y\\u00e9\"] }'::JSON END}, {'role': 'assistant', 'content': CASE WHEN i % 2 = 0 THEN NULL ELSE 'ok' END, 'meta': '{\"n\":-5,\"s\":\"\\u001F\\n\"}'::JSON}] AS messages, MAP {'k\"1': i, 'k2': NULL} AS m, [[i, NULL], [], NULL] AS ll, (i - 3)::TINYINT AS ti, 18446744073709551615::UBIGINT AS ub, i / 3 AS d, [i::FLOAT / 4] AS fl, NULL AS nul FROM range(5) r(i)) TO '$PQ/types.parquet' (FORMAT parquet)" \
+    "COPY (SELECT * FROM read_parquet('$PQ/types.parquet')) TO '$PQ/types.jsonl' (FORMAT json)"
+ok "parquet types" "$ATR" convert -q --keep-content "$PQ/types.parquet" -o "$PQ/types.pq.ndjson"
+ok "parquet types to_json" env ATR_PARQUET_TO_JSON=1 "$ATR" convert -q --keep-content "$PQ/types.parquet" -o "$PQ/types.tj.ndjson"
+ok "parquet types json" "$ATR" convert -q --keep-content "$PQ/types.jsonl" -o "$PQ/types.json.ndjson"
+check "parquet types same as to_json" "cmp '$PQ/types.tj.ndjson' '$PQ/types.pq.ndjson' && [ \$(wc -l <'$PQ/types.pq.ndjson') -eq 5 ]"
+check "parquet types same as json" "cmp '$PQ/types.json.ndjson' '$PQ/types.pq.ndjson'"
+check "parquet types text kept" "grep -q 'fix \\\\u0001' '$PQ/types.pq.ndjson'"
 # SWE-rebench's shape (OpenAI-chat messages under "trajectory"), sniffed.
 printf '%s\n' '{"instance_id":"r-1","trajectory":[{"role":"user","content":"fix it"},{"role":"assistant","content":"","tool_calls":[{"id":"c1","type":"function","function":{"name":"execute_bash","arguments":"{\"command\":\"ls -la\"}"}}]},{"role":"tool","tool_call_id":"c1","content":"a b"}],"resolved":true}' >"$PQ/rebench.jsonl"
 ok "parquet rebench write" parquet_of "$PQ/rebench.jsonl" "$PQ/rebench.parquet"
