@@ -83,7 +83,6 @@ const char *atr_parquet_locate(const struct atr_parquet *p, unsigned long *line)
     X(duckdb_execute_prepared_streaming) X(duckdb_result_error) X(duckdb_destroy_result) \
     X(duckdb_fetch_chunk) X(duckdb_data_chunk_get_size) X(duckdb_data_chunk_get_vector) \
     X(duckdb_vector_get_data) X(duckdb_destroy_data_chunk) \
-    X(duckdb_column_count) X(duckdb_column_name) X(duckdb_column_logical_type) \
     X(duckdb_get_type_id) X(duckdb_destroy_logical_type) X(duckdb_list_type_child_type) \
     X(duckdb_map_type_key_type) X(duckdb_map_type_value_type) \
     X(duckdb_struct_type_child_count) X(duckdb_struct_type_child_name) \
@@ -128,8 +127,8 @@ static int duck_load(const char *path, struct atr_error *err)
 
 /* The JSON text of a row, built from DuckDB's vectors as to_json writes
  * it (same keys, nulls, escapes): to_json was most of DuckDB's time. A
- * column tree is made per file from the result's types; a type it does
- * not know makes that file use to_json. */
+ * column tree is made per file from the query's types; a column of a type
+ * it does not know is to_json's text of it. */
 struct col {
     duckdb_type type;
     char *key;                    /* the JSON text `"name":` (struct fields) */
@@ -159,6 +158,7 @@ struct atr_parquet {
     struct col row;               /* res's columns */
     duckdb_connection fix_con;    /* to_json of JSON values not written as they are */
     duckdb_prepared_statement fix;
+    bool fix_tried;
     unsigned long long rows;      /* rows of files[file] fetched */
     struct atr_error ferr;        /* why it stopped, when failed */
     /* Between the threads, under mu. */
@@ -400,11 +400,15 @@ static void put_json(struct atr_buf *b, struct atr_parquet *p, const char *s, si
         atr_buf_append(b, s, n);
         return;
     }
+    if (!p->fix_tried) {          /* once: a second connection, as res streams on con */
+        p->fix_tried = true;
+        if (duck.duckdb_connect(duck_db, &p->fix_con) == DuckDBSuccess &&
+            duck.duckdb_prepare(p->fix_con, "SELECT to_json(?::JSON)::VARCHAR", &p->fix) != DuckDBSuccess)
+            duck.duckdb_destroy_prepare(&p->fix);
+    }
     duckdb_result r;
+    memset(&r, 0, sizeof r);
     duckdb_data_chunk c = NULL;
-    if (!p->fix && duck.duckdb_connect(duck_db, &p->fix_con) == DuckDBSuccess &&
-        duck.duckdb_prepare(p->fix_con, "SELECT to_json(?::JSON)::VARCHAR", &p->fix) != DuckDBSuccess)
-        duck.duckdb_destroy_prepare(&p->fix);
     if (p->fix && duck.duckdb_bind_varchar_length(p->fix, 1, s, n) == DuckDBSuccess &&
         duck.duckdb_execute_prepared(p->fix, &r) == DuckDBSuccess) {
         c = duck.duckdb_fetch_chunk(r);
@@ -420,8 +424,7 @@ static void put_json(struct atr_buf *b, struct atr_parquet *p, const char *s, si
         duck.duckdb_destroy_result(&r);
         return;
     }
-    if (p->fix)
-        duck.duckdb_destroy_result(&r);
+    duck.duckdb_destroy_result(&r);
     atr_buf_append(b, s, n);      /* not JSON: the reader says so at this row */
 }
 

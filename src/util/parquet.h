@@ -4,7 +4,9 @@
  * as the JSON-lines text of its rows, so every JSON reader takes it as it
  * takes the JSON form of the same rows. DuckDB (libduckdb.so) is loaded
  * with dlopen on first use: atr runs without it, and only a Parquet input
- * then fails. Rows are streamed one DuckDB chunk (2048 rows) at a time.
+ * then fails. Rows are streamed one DuckDB chunk (2048 rows) at a time;
+ * their JSON text is written from the chunk's vectors, as DuckDB's to_json
+ * writes it (ATR_PARQUET_TO_JSON=1: through to_json itself).
  *
  * Memory: the source owns its DuckDB handles and the current chunk; the
  * caller owns dst. */
