@@ -198,26 +198,31 @@ static void put_str(struct atr_buf *b, const char *s, size_t n)
     *o++ = '"';
     size_t i = 0;
     while (i < n) {
-        /* Eight bytes at a time while none is a control byte, '"' or '\\'. */
+        /* Eight bytes at a time up to the first control byte, '"' or '\\'
+         * (the lowest flagged byte of the word is exact). */
+        size_t stop = n;
         while (i + 8 <= n) {
             uint64_t w;
             memcpy(&w, s + i, 8);
             const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
             uint64_t q = w ^ (ones * '"'), bs = w ^ (ones * '\\');
-            uint64_t hit = ((w - ones * 0x20) & ~w) | ((q - ones) & ~q) | ((bs - ones) & ~bs);
-            if (hit & highs)
+            uint64_t hit = (((w - ones * 0x20) & ~w) | ((q - ones) & ~q) | ((bs - ones) & ~bs)) & highs;
+            if (hit) {
+                stop = i + (size_t)__builtin_ctzll(hit) / 8;
                 break;
+            }
             memcpy(o, s + i, 8);
             o += 8;
             i += 8;
         }
-        size_t end = i + 8 < n ? i + 8 : n;
-        for (; i < end; i++) {
+        for (; i < n; i++) {      /* the tail, or up to the byte found */
             unsigned char ch = (unsigned char)s[i];
             if (ch >= 0x20 && ch != '"' && ch != '\\') {
                 *o++ = (char)ch;
                 continue;
             }
+            if (i > stop)
+                break;
             *o++ = '\\';
             switch (ch) {
             case '"': *o++ = '"'; break;
@@ -232,6 +237,10 @@ static void put_str(struct atr_buf *b, const char *s, size_t n)
                 o[3] = hex[ch >> 4];
                 o[4] = hex[ch & 15];
                 o += 5;
+            }
+            if (i == stop) {
+                i++;
+                break;
             }
         }
     }
