@@ -39,8 +39,10 @@ bool atr_parquet_wanted(const char *path)
     if (stat(path, &st) != 0)
         return strpbrk(path, "*?[") != NULL;
     /* A .parquet name without the magic fails as Parquet, not as "an
-     * unrecognised trace format". */
-    return S_ISDIR(st.st_mode) || (S_ISREG(st.st_mode) && parquet_name(path)) || has_magic(path);
+     * unrecognised trace format". Only a regular file is opened to look:
+     * opening a FIFO would take its writer's data (a FIFO input is read
+     * once, by the reader). */
+    return S_ISDIR(st.st_mode) || (S_ISREG(st.st_mode) && (parquet_name(path) || has_magic(path)));
 }
 
 #ifndef ATR_DUCKDB
