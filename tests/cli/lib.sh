@@ -53,3 +53,37 @@ wait_for() {
         sleep 0.05
     done
 }
+
+# llama_bin : prints the built llama-server (scripts/llama.sh) or, when there
+# is none, prints the skip reason to stdout and returns 1. Engine tests:
+#   LLAMA=$(llama_bin) || { echo "skip: $LLAMA"; return 0; }
+llama_bin() {
+    sh "$ROOT/scripts/llama.sh" --path 2>/dev/null && return 0
+    echo "llama-server not built ($(sh "$ROOT/scripts/llama.sh" --status))"
+    return 1
+}
+
+# llama_start NAME MODEL [ARGS...] : starts $LLAMA (from llama_bin) on a free
+# port of 127.0.0.1 and polls /health until it answers 200 (30 s). Sets
+# LLAMA_URL and LLAMA_PID; its log is $T/NAME.llama.log. Returns 1 when it
+# did not come up (the log's tail in the failure). Stop it: kill $LLAMA_PID.
+llama_start() {
+    ls_name=$1 ls_model=$2; shift 2
+    "$LLAMA" -m "$ls_model" --host 127.0.0.1 --port 0 --no-webui "$@" >"$T/$ls_name.llama.log" 2>&1 &
+    LLAMA_PID=$!
+    LLAMA_URL=
+    ls_until=$(( $(date +%s) + 30 ))
+    while [ "$(date +%s)" -lt "$ls_until" ] && kill -0 "$LLAMA_PID" 2>/dev/null; do
+        ls_port=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9][0-9]*\).*|\1|p' "$T/$ls_name.llama.log" | head -n 1)
+        if [ -n "$ls_port" ] &&
+           [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$ls_port/health")" = 200 ]; then
+            LLAMA_URL=http://127.0.0.1:$ls_port
+            return 0
+        fi
+        sleep 0.05
+    done
+    CURRENT="llama-server $ls_name starts"
+    fail "not healthy in 30 s: $(tail -n 5 "$T/$ls_name.llama.log" | tr '\n' ' ' | cut -c1-400)"
+    kill "$LLAMA_PID" 2>/dev/null
+    return 1
+}
