@@ -11,6 +11,7 @@
 #include "trace/reader.h"
 #include "trace/sessions.h"
 #include "trace/writer.h"
+#include "util/input.h"
 #include "util/output.h"
 
 static const char help[] =
@@ -38,6 +39,10 @@ static const char help[] =
     "      --sessions        fold an atr proxy journal into one trace per session\n"
     "      --max-line BYTES  largest line/document accepted (default 256M)\n"
     "      --limit N         stop after N traces (the rest is not read)\n"
+    "      --sample N        Parquet input: a uniform random sample of N rows,\n"
+    "                        chosen from the footers' row counts, read alone\n"
+    "                        (one input; in file order)\n"
+    "  -s, --seed S          the sample's seed (default 1)\n"
     "  -q, --quiet           no summary or progress line on stderr\n"
     "\n"
     "formats:\n"
@@ -67,6 +72,8 @@ struct convert_opts {
     struct atr_write_opts write;
     bool quiet, sessions;
     unsigned long limit;     /* --limit: traces to write at most; 0 = all */
+    unsigned long long sample; /* --sample: Parquet rows to read; 0 = all */
+    uint64_t seed;
     int first_arg;           /* argv[first_arg..argc): the input FILEs */
 };
 
@@ -86,6 +93,8 @@ static const struct opt options[] = {
     OPT_FLAG(ARGS, sessions, "sessions", 0),
     OPT_SIZE(ARGS, read.max_line, "max-line", 0, 1, SIZE_MAX, "--max-line wants a size like 64M"),
     OPT_UINT(ARGS, limit, "limit", 0, 1, ULONG_MAX, "--limit wants a positive integer"),
+    OPT_UINT(ARGS, sample, "sample", 0, 1, ULLONG_MAX, "--sample wants a positive integer"),
+    OPT_UINT(ARGS, seed, "seed", 's', 0, UINT64_MAX, "--seed wants a non-negative integer"),
     OPT_FLAG(ARGS, quiet, "quiet", 'q'),
     OPT_END,
 };
@@ -101,6 +110,9 @@ static int parse_args(int argc, char **argv, struct convert_opts *o)
         return cli_usage("convert", "missing -o OUT");
     if (o->first_arg >= argc)
         return cli_usage("convert", "missing input FILE");
+    if (o->sample && (argc - o->first_arg != 1 || o->sessions))
+        return cli_usage("convert", "--sample takes one input (a Parquet file, a quoted glob "
+                         "or a dataset folder), without --sessions");
     return EXIT_OK;
 }
 
@@ -109,7 +121,14 @@ static int convert_file(const char *path, const struct convert_opts *o, struct a
                         struct atr_trace *t, struct atr_buf *line, struct convert_totals *tot,
                         struct cli_progress *bar, struct atr_error *err)
 {
-    struct atr_reader *r = atr_reader_open(path, o->from, &o->read, err);
+    struct atr_input *in = atr_input_open(path, err);
+    if (!in)
+        return -1;
+    if (o->sample && atr_input_sample(in, o->sample, o->seed, err) < 0) {
+        atr_input_close(in);
+        return -1;
+    }
+    struct atr_reader *r = atr_reader_open_input(in, o->from, &o->read, err);
     if (!r)
         return -1;
     int rc = 0;
@@ -167,7 +186,7 @@ static int convert_sessions(int argc, char **argv, const struct convert_opts *o,
 
 static int run(int argc, char **argv)
 {
-    struct convert_opts o = {.read.warn = cli_warn};
+    struct convert_opts o = {.read.warn = cli_warn, .seed = 1};
     int rc = parse_args(argc, argv, &o);
     if (rc != EXIT_OK)
         return rc;

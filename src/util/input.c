@@ -124,6 +124,15 @@ const char *atr_input_locate(const struct atr_input *in, unsigned long *line)
     return in->pq && *line ? atr_parquet_locate(in->pq, line) : in->name;
 }
 
+int atr_input_sample(struct atr_input *in, unsigned long long n, uint64_t seed,
+                     struct atr_error *err)
+{
+    if (!in->pq)
+        return atr_error_set(err, "%s: --sample needs Parquet input, whose footers count its "
+                             "rows (for other inputs: atr sample)", in->name);
+    return atr_parquet_sample(in->pq, n, seed, err);
+}
+
 void atr_input_progress(const struct atr_input *in, unsigned long long *done,
                         unsigned long long *total)
 {

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "util/buf.h"
@@ -28,6 +29,12 @@ const char *atr_input_compression(const struct atr_input *in); /* "none", "gzip"
  * name, but for a Parquet folder or glob the file of that row, with *line
  * made the row's number in that file. */
 const char *atr_input_locate(const struct atr_input *in, unsigned long *line);
+
+/* Makes a Parquet input read only a seeded uniform sample of n of its rows
+ * (atr_parquet_sample); -1 with err set, also for any other input (its
+ * records cannot be counted without reading them). */
+int atr_input_sample(struct atr_input *in, unsigned long long n, uint64_t seed,
+                     struct atr_error *err);
 
 /* Progress for a progress bar: raw (possibly compressed) bytes read so far,
  * and the input's size when it is a regular file or memory (else 0). */

@@ -14,6 +14,7 @@
 
 #include "util/alloc.h"
 #include "util/buf.h"
+#include "util/rng.h"
 
 static bool has_magic(const char *path)
 {
@@ -68,6 +69,12 @@ void atr_parquet_progress(const struct atr_parquet *p, unsigned long long *done,
 }
 
 void atr_parquet_close(struct atr_parquet *p) {}
+
+int atr_parquet_sample(struct atr_parquet *p, unsigned long long n, uint64_t seed,
+                       struct atr_error *err)
+{
+    return -1;
+}
 
 const char *atr_parquet_locate(const struct atr_parquet *p, unsigned long *line)
 {
@@ -179,6 +186,10 @@ struct atr_parquet {
     unsigned long long emitted;   /* rows emitted, all files */
     unsigned long long *first_row;/* per file: emitted before its first row */
     size_t started_files;         /* files whose first_row is set */
+    /* atr_parquet_sample: per file, the 0-based rows to read, ascending
+     * (NULL: all rows). */
+    uint64_t **pick;
+    size_t *npick;
 };
 
 static void col_free(struct col *c)
@@ -563,6 +574,8 @@ const char *atr_parquet_locate(const struct atr_parquet *p, unsigned long *line)
     if (i == 0)
         return p->files[0];
     *line -= (unsigned long)p->first_row[i - 1];
+    if (p->pick && *line >= 1 && *line <= p->npick[i - 1])
+        *line = (unsigned long)p->pick[i - 1][*line - 1] + 1;
     return p->files[i - 1];
 }
 
@@ -658,14 +671,22 @@ static size_t make_row(struct atr_parquet *p, duckdb_prepared_statement st, stru
 
 static int bad_row_group(struct atr_parquet *p, const char *what, struct atr_error *err);
 
-/* Prepares the query of select over files[file] (t: its rows). */
+/* Prepares the query of select over files[file] (t: its rows; when
+ * sampled, only the picked ones: the filter on file_row_number lets DuckDB
+ * skip the row groups that hold none). */
 static int prepare(struct atr_parquet *p, const char *select, duckdb_prepared_statement *st,
                    struct atr_error *err)
 {
     struct atr_buf q = ATR_BUF_INIT;
     atr_buf_printf(&q, "SELECT %s FROM read_parquet(", select);
     sql_str(&q, p->files[p->file]);
-    atr_buf_puts(&q, ") AS t");
+    if (p->pick) {
+        atr_buf_puts(&q, ", file_row_number = true) AS t WHERE file_row_number IN (");
+        for (size_t i = 0; i < p->npick[p->file]; i++)
+            atr_buf_printf(&q, "%s%llu", i ? "," : "", (unsigned long long)p->pick[p->file][i]);
+        atr_buf_puts(&q, ")");
+    } else
+        atr_buf_puts(&q, ") AS t");
     int rc = 0;
     if (duck.duckdb_prepare(p->con, q.data, st) == DuckDBError)
         rc = duck_fail(p, "not a readable Parquet file", duck.duckdb_prepare_error(*st), err);
@@ -680,7 +701,7 @@ static int start_file(struct atr_parquet *p, struct atr_error *err)
     col_free(&p->row);
     p->rows = 0;
     duckdb_prepared_statement st;
-    if (prepare(p, "*", &st, err) < 0) {
+    if (prepare(p, p->pick ? "* EXCLUDE (file_row_number)" : "*", &st, err) < 0) {
         duck.duckdb_destroy_prepare(&st);
         return -1;
     }
@@ -819,6 +840,10 @@ static void *fetch_all(void *arg)
     struct atr_parquet *p = arg;
     bool failed = false;
     while (!failed && (p->open || p->file < p->nfiles)) {
+        if (!p->open && p->pick && !p->npick[p->file]) {
+            p->file++;          /* sampled: none of its rows */
+            continue;
+        }
         if (!p->open && start_file(p, &p->ferr) < 0) {
             failed = true;
             break;
@@ -896,6 +921,67 @@ static int next_chunk(struct atr_parquet *p, struct atr_error *err)
     return 1;
 }
 
+/* files[file]'s rows, from its footer; -1 with err set. */
+static long long file_rows(struct atr_parquet *p, struct atr_error *err)
+{
+    struct atr_buf q = ATR_BUF_INIT;
+    atr_buf_puts(&q, "SELECT num_rows FROM parquet_file_metadata(");
+    sql_str(&q, p->files[p->file]);
+    atr_buf_puts(&q, ")");
+    duckdb_result r;
+    long long rows = -1;
+    if (duck.duckdb_query(p->con, q.data, &r) == DuckDBError)
+        duck_fail(p, "not a readable Parquet file", duck.duckdb_result_error(&r), err);
+    else {
+        duckdb_data_chunk c = duck.duckdb_fetch_chunk(r);
+        if (c && duck.duckdb_data_chunk_get_size(c) == 1)
+            rows = *(int64_t *)duck.duckdb_vector_get_data(duck.duckdb_data_chunk_get_vector(c, 0));
+        if (c)
+            duck.duckdb_destroy_data_chunk(&c);
+        if (rows < 0)
+            atr_error_set(err, "%s: its footer gives no row count", p->files[p->file]);
+    }
+    duck.duckdb_destroy_result(&r);
+    atr_buf_release(&q);
+    return rows;
+}
+
+int atr_parquet_sample(struct atr_parquet *p, unsigned long long n, uint64_t seed,
+                       struct atr_error *err)
+{
+    uint64_t *rows = xcalloc(p->nfiles, sizeof *rows), total = 0;
+    for (p->file = 0; p->file < p->nfiles; p->file++) {
+        long long r = file_rows(p, err);
+        if (r < 0) {
+            free(rows);
+            return -1;
+        }
+        total += rows[p->file] = (uint64_t)r;
+    }
+    p->file = 0;
+    /* Selection sampling (Knuth's algorithm S): each row in turn is taken
+     * with probability (still wanted) / (still to see), which gives every
+     * n-subset the same chance, in file order, in one pass over counts. */
+    p->pick = xcalloc(p->nfiles, sizeof *p->pick);
+    p->npick = xcalloc(p->nfiles, sizeof *p->npick);
+    uint64_t want = n < total ? n : total, seen = 0;
+    struct atr_rng rng;
+    atr_rng_seed(&rng, seed, 0);
+    for (size_t f = 0; f < p->nfiles; f++) {
+        for (uint64_t i = 0; i < rows[f] && want; i++, seen++) {
+            if (atr_rng_below(&rng, total - seen) >= want)
+                continue;
+            if (!(p->npick[f] & (p->npick[f] - 1)))      /* 0, 1, 2, 4, ...: grow */
+                p->pick[f] = xrealloc(p->pick[f], (p->npick[f] ? 2 * p->npick[f] : 1) *
+                                      sizeof *p->pick[f]);
+            p->pick[f][p->npick[f]++] = i;
+            want--;
+        }
+    }
+    free(rows);
+    return 0;
+}
+
 ssize_t atr_parquet_read(struct atr_parquet *p, char *dst, size_t cap, struct atr_error *err)
 {
     size_t n = 0;
@@ -959,6 +1045,11 @@ void atr_parquet_close(struct atr_parquet *p)
         free(p->files[i]);
     free(p->files);
     free(p->first_row);
+    if (p->pick)
+        for (size_t i = 0; i < p->nfiles; i++)
+            free(p->pick[i]);
+    free(p->pick);
+    free(p->npick);
     free(p);
 }
 

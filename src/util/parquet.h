@@ -15,6 +15,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "util/error.h"
@@ -28,6 +29,12 @@ bool atr_parquet_wanted(const char *path);
  * any train- files one folder down, any Parquet file in it) and loads
  * DuckDB. NULL with err set. */
 struct atr_parquet *atr_parquet_open(const char *path, struct atr_error *err);
+/* Makes p read only a uniform random sample of min(n, all) rows of its
+ * files, chosen from the row counts in their footers (deterministic per
+ * seed) and emitted in file order: DuckDB reads only the row groups that
+ * hold them. Before the first read; -1 with err set. */
+int atr_parquet_sample(struct atr_parquet *p, unsigned long long n, uint64_t seed,
+                       struct atr_error *err);
 /* Up to cap bytes of JSON lines; 0 at the end, -1 with err set ("FILE: row
  * N: what DuckDB said"). */
 ssize_t atr_parquet_read(struct atr_parquet *p, char *dst, size_t cap, struct atr_error *err);
@@ -35,7 +42,8 @@ ssize_t atr_parquet_read(struct atr_parquet *p, char *dst, size_t cap, struct at
 void atr_parquet_progress(const struct atr_parquet *p, unsigned long long *done,
                           unsigned long long *total);
 /* The file that holds JSON line *line of the rows emitted so far, with
- * *line made its row number in that file. */
+ * *line made its row number in that file (1-based; of the file, also when
+ * sampled). */
 const char *atr_parquet_locate(const struct atr_parquet *p, unsigned long *line);
 void atr_parquet_close(struct atr_parquet *p);     /* accepts NULL */
 

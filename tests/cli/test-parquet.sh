@@ -71,6 +71,40 @@ check "parquet split folder = file" "cmp '$PQ/$N.json.ndjson' '$PQ/hf.ndjson'"
 ok "parquet limit" "$ATR" convert -q --limit 2 "$PQ/ds" -o "$PQ/l.ndjson"
 check "parquet limit first two" "head -n 2 '$PQ/both.ndjson' | cmp - '$PQ/l.ndjson'"
 
+# --sample N --seed S: N rows chosen from the footers' row counts over all
+# the files of a glob, read alone, in file order; the same seed the same
+# rows, another seed others; all rows when N is larger. 1500 rows in row
+# groups of 100 over two files.
+ok "parquet sample write a" "$SQL" "COPY (SELECT 'a-' || i AS instance_id, [{'role': 'user', 'content': 'fix ' || i}, {'role': 'assistant', 'content': 'ok'}] AS messages FROM range(1000) r(i)) TO '$PQ/s-a.parquet' (FORMAT parquet, ROW_GROUP_SIZE 100)"
+ok "parquet sample write b" "$SQL" "COPY (SELECT 'b-' || i AS instance_id, [{'role': 'user', 'content': 'fix ' || i}, {'role': 'assistant', 'content': 'ok'}] AS messages FROM range(500) r(i)) TO '$PQ/s-b.parquet' (FORMAT parquet, ROW_GROUP_SIZE 100)"
+ok "parquet sample all" "$ATR" convert -q "$PQ/s-*.parquet" -o "$PQ/s-all.ndjson"
+ok "parquet sample" "$ATR" convert -q "$PQ/s-*.parquet" --sample 40 --seed 3 -o "$PQ/s-3.ndjson"
+ok "parquet sample again" "$ATR" convert -q "$PQ/s-*.parquet" --sample 40 --seed 3 -o "$PQ/s-3b.ndjson"
+ok "parquet sample seed 4" "$ATR" convert -q "$PQ/s-*.parquet" --sample 40 -s 4 -o "$PQ/s-4.ndjson"
+check "parquet sample 40 rows" "[ \$(wc -l <'$PQ/s-3.ndjson') -eq 40 ]"
+check "parquet sample same seed same rows" "cmp '$PQ/s-3.ndjson' '$PQ/s-3b.ndjson'"
+check "parquet sample other seed other rows" "! cmp -s '$PQ/s-3.ndjson' '$PQ/s-4.ndjson'"
+# Each sampled trace is the full conversion's, in the same order, and both
+# files are drawn from (1000:500: about 27 and 13 of 40).
+check "parquet sample in file order" "grep -F -x -f '$PQ/s-3.ndjson' '$PQ/s-all.ndjson' | cmp - '$PQ/s-3.ndjson'"
+check "parquet sample both files" "grep -q '/a-' '$PQ/s-3.ndjson' && grep -q '/b-' '$PQ/s-3.ndjson'"
+ok "parquet sample more than rows" "$ATR" convert -q "$PQ/s-*.parquet" --sample 5000 -o "$PQ/s-big.ndjson"
+check "parquet sample more than rows is all" "cmp '$PQ/s-all.ndjson' '$PQ/s-big.ndjson'"
+fails "parquet sample of JSON lines" 1 'mixed-rows.jsonl: --sample needs Parquet input.*atr sample' \
+    "$ATR" convert "$DATA/openai-chat/mixed-rows.jsonl" --sample 2 -o "$PQ/s-x"
+absent "parquet sample of JSON lines leaves nothing" "$PQ/s-x"
+fails "parquet sample of two inputs" 2 '--sample takes one input' \
+    "$ATR" convert "$PQ/s-a.parquet" "$PQ/s-b.parquet" --sample 2 -o "$PQ/s-x"
+fails "parquet sample zero" 2 '--sample wants a positive integer' \
+    "$ATR" convert "$PQ/s-a.parquet" --sample 0 -o "$PQ/s-x"
+# An error in a sampled row is reported at its row of the file, not its
+# position in the sample: rows 501.. of s-a hold a number where the
+# messages are.
+ok "parquet sample bad write" "$SQL" "COPY (SELECT 'c-' || i AS instance_id, CASE WHEN i < 500 THEN [{'role': 'user', 'content': 'fix'}] ELSE NULL END AS messages FROM range(1000) r(i)) TO '$PQ/s-c.parquet' (FORMAT parquet, ROW_GROUP_SIZE 100)"
+fails "parquet sample error at its row" 1 's-c.parquet:[5-9][0-9][0-9]:[0-9]+: expected a row with a "messages" array' \
+    "$ATR" convert "$PQ/s-c.parquet" --sample 10 -o "$PQ/s-x"
+absent "parquet sample error leaves nothing" "$PQ/s-x"
+
 # atr sample reads through the same reader: the seeded pick from the
 # folder is the pick from the two JSON files.
 ok "parquet sample" "$ATR" sample -q --size 3 --seed 7 "$PQ/ds" -o "$PQ/s1.ndjson"
