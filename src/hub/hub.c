@@ -330,7 +330,7 @@ static bool is_hex(const char *s, size_t n)
 /* A path the server sent that could write outside -o DIR is refused. */
 static bool path_safe(const char *p)
 {
-    if (!*p || *p == '/' || strstr(p, "//"))
+    if (!*p || *p == '/' || strstr(p, "//") || p[strlen(p) - 1] == '/')
         return false;
     for (const char *c = p; c; c = strchr(c, '/')) {
         c += *c == '/';
@@ -342,19 +342,19 @@ static bool path_safe(const char *p)
     return true;
 }
 
-static int parse_json(struct atr_arena *a, const struct atr_buf *b, const char *url,
+static int parse_json(struct atr_arena *a, const char *body, size_t len, const char *url,
                       struct atr_json **out, struct atr_error *err)
 {
     struct atr_json_err je;
     struct atr_json_opts jo = {.max_values = 16u << 20};
-    if (atr_json_parse(a, b->data ? b->data : "", b->len, &jo, out, &je) != 0)
+    if (atr_json_parse(a, body ? body : "", len, &jo, out, &je) != 0)
         return atr_error_set(err, "%s: %u:%u: %s", url, je.line, je.col, je.msg);
     return 0;
 }
 
 /* One entry of a tree page into r (a file), or nothing (a directory). */
-static int add_entry(struct atr_hub_repo *r, size_t *cap, const struct atr_json *e,
-                     const char *url, struct atr_error *err)
+static int add_entry(struct atr_hub_repo *r, const struct atr_json *e, const char *url,
+                     struct atr_error *err)
 {
     const char *type = atr_json_get_str(e, "type", NULL);
     const char *path = atr_json_get_str(e, "path", NULL);
@@ -373,8 +373,8 @@ static int add_entry(struct atr_hub_repo *r, size_t *cap, const struct atr_json 
     if ((sha && !is_hex(sha, 64)) || (!sha && !is_hex(oid, 40)))
         return atr_error_set(err, "%s: %u:%u: expected a sha1 \"oid\" or an lfs sha256 for %s",
                              url, e->line, e->col, path);
-    if (r->n == *cap)
-        r->files = xreallocarray(r->files, *cap = *cap ? *cap * 2 : 64, sizeof *r->files);
+    if (r->n == 0 || (r->n >= 64 && !(r->n & (r->n - 1))))     /* full: 64, 128, ... */
+        r->files = xreallocarray(r->files, r->n ? r->n * 2 : 64, sizeof *r->files);
     struct atr_hub_file *f = &r->files[r->n++];
     memset(f, 0, sizeof *f);
     f->path = xstrdup(path);
@@ -384,31 +384,33 @@ static int add_entry(struct atr_hub_repo *r, size_t *cap, const struct atr_json 
     return 0;
 }
 
-static int tree_page(struct atr_hub_repo *r, size_t *cap, struct xfer *x, const char *url,
-                     struct atr_error *err)
+int atr_hub_parse_tree(struct atr_hub_repo *r, const char *body, size_t len, const char *url,
+                       struct atr_error *err)
 {
     struct atr_arena a = ATR_ARENA_INIT;
     struct atr_json *doc;
-    int rc = parse_json(&a, &x->body, url, &doc, err);
+    int rc = parse_json(&a, body, len, url, &doc, err);
     if (rc == 0 && !atr_json_is(doc, ATR_JSON_ARRAY))
         rc = atr_error_set(err, "%s: expected an array of files", url);
     for (struct atr_json *e = rc == 0 ? doc->u.kids.first : NULL; e && rc == 0; e = e->next)
-        rc = add_entry(r, cap, e, url, err);
+        rc = add_entry(r, e, url, err);
     atr_arena_release(&a);
     return rc;
 }
 
-static int revision_commit(struct atr_hub_repo *r, struct xfer *x, const char *url,
-                           struct atr_error *err)
+int atr_hub_parse_revision(struct atr_hub_repo *r, const char *body, size_t len,
+                           const char *url, struct atr_error *err)
 {
     struct atr_arena a = ATR_ARENA_INIT;
     struct atr_json *doc;
-    int rc = parse_json(&a, &x->body, url, &doc, err);
+    int rc = parse_json(&a, body, len, url, &doc, err);
     const char *sha = rc == 0 ? atr_json_get_str(doc, "sha", NULL) : NULL;
     if (rc == 0 && !is_hex(sha, 40))
         rc = atr_error_set(err, "%s: expected a commit \"sha\" of 40 hex digits", url);
-    if (rc == 0)
+    if (rc == 0) {
+        free(r->commit);
         r->commit = xstrdup(sha);
+    }
     atr_arena_release(&a);
     return rc;
 }
@@ -424,7 +426,6 @@ static int list_pages(struct atr_hub_repo *r, struct xfer *x, const char *repo,
     struct atr_buf url = ATR_BUF_INIT;
     atr_buf_printf(&url, "%s/api/datasets/%s/tree/%s?recursive=true", endpoint_of(x->o), repo,
                    r->commit);
-    size_t cap = 0;
     int rc = 0;
     for (unsigned page = 0; rc == 0 && url.len; page++) {
         if (page == HUB_PAGES_MAX) {
@@ -433,7 +434,7 @@ static int list_pages(struct atr_hub_repo *r, struct xfer *x, const char *repo,
         }
         rc = perform(x, url.data, why, err);
         if (rc == 0)
-            rc = tree_page(r, &cap, x, url.data, err);
+            rc = atr_hub_parse_tree(r, x->body.data, x->body.len, url.data, err);
         atr_buf_clear(&url);
         if (rc == 0 && x->next[0])
             atr_buf_puts(&url, x->next);
@@ -457,7 +458,7 @@ int atr_hub_list(const struct atr_hub_opts *o, const char *repo, const char *rev
     url_escape(&url, rev, false);
     int rc = perform(&x, url.data, why, err);
     if (rc == 0)
-        rc = revision_commit(out, &x, url.data, err);
+        rc = atr_hub_parse_revision(out, x.body.data, x.body.len, url.data, err);
     if (rc == 0)
         rc = list_pages(out, &x, repo, why, err);
     atr_buf_release(&url);

@@ -65,6 +65,17 @@ int atr_hub_list(const struct atr_hub_opts *o, const char *repo, const char *rev
                  struct atr_hub_repo *out, enum atr_hub_fail *why, struct atr_error *err);
 void atr_hub_repo_release(struct atr_hub_repo *r);
 
+/* The two answers atr_hub_list reads, parsed alone (tests, fuzzing):
+ * a tree page's files appended to r (directories left out; a path that
+ * could leave -o DIR, or a file without a size or a checksum, fails), and
+ * a revision's commit into r->commit. 0, or -1 with err set ("URL:
+ * LINE:COL: what was expected"); after -1, r holds what came before the
+ * bad entry: release it. */
+int atr_hub_parse_tree(struct atr_hub_repo *r, const char *body, size_t len, const char *url,
+                       struct atr_error *err);
+int atr_hub_parse_revision(struct atr_hub_repo *r, const char *body, size_t len,
+                           const char *url, struct atr_error *err);
+
 /* Downloads f of repo at commit into dest: the bytes go to dest.part,
  * which a previous, interrupted try resumes with a Range request; the
  * size and checksum are checked, then dest.part is renamed to dest.

@@ -35,6 +35,74 @@ static void test_path_safe(void **state)
     assert_false(path_safe("data/.."));
     assert_false(path_safe("./x"));
     assert_false(path_safe("data//x"));
+    assert_false(path_safe("data/"));
+}
+
+/* A tree page: files kept, directories left out, each bad entry one error
+ * naming where it is; more than 64 files grow the array. */
+static void test_parse_tree(void **state)
+{
+    (void)state;
+    static const char page[] =
+        "[{\"type\":\"directory\",\"path\":\"data\"},\n"
+        " {\"type\":\"file\",\"path\":\"data/a.parquet\",\"size\":5,"
+        "\"oid\":\"1111111111111111111111111111111111111111\","
+        "\"lfs\":{\"oid\":\"2222222222222222222222222222222222222222222222222222222222222222\"}},\n"
+        " {\"type\":\"file\",\"path\":\"README.md\",\"size\":0,"
+        "\"oid\":\"3333333333333333333333333333333333333333\"}]";
+    struct atr_hub_repo r = {0};
+    struct atr_error err;
+    assert_int_equal(atr_hub_parse_tree(&r, page, sizeof page - 1, "u", &err), 0);
+    assert_int_equal(r.n, 2);
+    assert_string_equal(r.files[0].path, "data/a.parquet");
+    assert_int_equal(r.files[0].size, 5);
+    assert_string_equal(r.files[0].sha256,
+                        "2222222222222222222222222222222222222222222222222222222222222222");
+    assert_string_equal(r.files[1].sha256, "");
+    assert_string_equal(r.files[1].oid, "3333333333333333333333333333333333333333");
+    static const struct { const char *body, *msg; } bad[] = {
+        {"{}", "u: expected an array of files"},
+        {"[{\"type\":\"file\",\"path\":\"x\"}]", "u: 1:2: expected a file with \"path\" and \"size\""},
+        {"[{\"type\":\"file\",\"path\":\"x\",\"size\":-1}]", "u: 1:2: expected a file with"},
+        {"[\n{\"type\":\"file\",\"path\":\"../x\",\"size\":1}]", "u: 2:1: unsafe file path '../x'"},
+        {"[{\"type\":\"file\",\"path\":\"x\",\"size\":1,\"oid\":\"abc\"}]",
+         "u: 1:2: expected a sha1 \"oid\" or an lfs sha256 for x"},
+        {"[{\"type\":\"file\"", "u: 1:"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        struct atr_hub_repo b = {0};
+        assert_int_equal(atr_hub_parse_tree(&b, bad[i].body, strlen(bad[i].body), "u", &err), -1);
+        if (strncmp(err.msg, bad[i].msg, strlen(bad[i].msg)) != 0)
+            fail_msg("%s: got '%s', wanted '%s'", bad[i].body, err.msg, bad[i].msg);
+        atr_hub_repo_release(&b);
+    }
+    struct atr_buf big = ATR_BUF_INIT;
+    atr_buf_putc(&big, '[');
+    for (int i = 0; i < 200; i++)
+        atr_buf_printf(&big, "%s{\"type\":\"file\",\"path\":\"f%03d\",\"size\":%d,"
+                       "\"oid\":\"4444444444444444444444444444444444444444\"}", i ? "," : "", i, i);
+    atr_buf_putc(&big, ']');
+    assert_int_equal(atr_hub_parse_tree(&r, big.data, big.len, "u", &err), 0);
+    assert_int_equal(r.n, 202);
+    assert_string_equal(r.files[201].path, "f199");
+    assert_int_equal(r.files[201].size, 199);
+    atr_buf_release(&big);
+    atr_hub_repo_release(&r);
+}
+
+static void test_parse_revision(void **state)
+{
+    (void)state;
+    struct atr_hub_repo r = {0};
+    struct atr_error err;
+    static const char ok[] = "{\"sha\":\"5555555555555555555555555555555555555555\"}";
+    assert_int_equal(atr_hub_parse_revision(&r, ok, sizeof ok - 1, "u", &err), 0);
+    assert_string_equal(r.commit, "5555555555555555555555555555555555555555");
+    static const char short_sha[] = "{\"sha\":\"5555\"}";
+    assert_int_equal(atr_hub_parse_revision(&r, short_sha, sizeof short_sha - 1, "u", &err), -1);
+    assert_string_equal(err.msg, "u: expected a commit \"sha\" of 40 hex digits");
+    assert_int_equal(atr_hub_parse_revision(&r, "", 0, "u", &err), -1);
+    atr_hub_repo_release(&r);
 }
 
 static void test_link(void **state)
@@ -67,6 +135,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_split),
         cmocka_unit_test(test_path_safe),
+        cmocka_unit_test(test_parse_tree),
+        cmocka_unit_test(test_parse_revision),
         cmocka_unit_test(test_link),
         cmocka_unit_test(test_escape),
     };
