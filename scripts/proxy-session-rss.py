@@ -6,21 +6,8 @@ prints the proxy's RSS before, at its peak (VmHWM) and after the load.
 Usage: scripts/proxy-session-rss.py ATR [N [SIZE [PROXY-ARGS...]]]"""
 import os, re, subprocess, sys, time, urllib.request
 
-
-def start(cmd):
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    line = p.stdout.readline()          # "atr ...: listening on http://127.0.0.1:PORT"
-    m = re.search(r":(\d+)$", line.strip())
-    if not m:
-        sys.exit("no port from %r: %r" % (cmd, line))
-    return p, int(m.group(1))
-
-
-def kib(pid, field):
-    for line in open("/proc/%d/status" % pid):
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-    return 0
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from serverproc import kib, start  # noqa: E402
 
 
 def main():

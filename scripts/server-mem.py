@@ -21,14 +21,8 @@ one HTTP chunk (the hostile upstream for --max-buffered).
 Prints one line of key value pairs (KiB)."""
 import os, re, socket, socketserver, subprocess, sys, threading, time
 
-
-def start(cmd):
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    line = p.stdout.readline()          # "atr ...: listening on http://127.0.0.1:PORT"
-    m = re.search(r":(\d+)$", line.strip())
-    if not m:
-        sys.exit("no port from %r: %r" % (cmd, line))
-    return p, int(m.group(1))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from serverproc import kib, start  # noqa: E402
 
 
 def stop(p):
@@ -38,13 +32,6 @@ def stop(p):
     else:
         p.terminate()
         p.wait()
-
-
-def kib(pid, field):
-    for line in open("/proc/%d/status" % pid):
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-    return 0
 
 
 class BigChunk(socketserver.StreamRequestHandler):
