@@ -169,6 +169,20 @@ static void print_block(const struct atr_exp_result *res, const struct atr_llm_s
     atr_buf_release(&b);
 }
 
+/* Prompts the server counted otherwise than atr built them: replayed
+ * lengths are not the recorded ones (a tokenizer that splits atr's words). */
+static void warn_prompts(const struct atr_llm_summary *s)
+{
+    if (!s->prompt_mismatch)
+        return;
+    char msg[200];
+    snprintf(msg, sizeof msg, "warning: %lld of %lld prompts differ from their intended "
+             "length by more than 1%% (up to %.1f%%) in the server's prompt_tokens",
+             (long long)s->prompt_mismatch, (long long)s->prompt_checked,
+             s->prompt_max_rel_error * 100);
+    cli_warn(msg);
+}
+
 /* Summarizes one run, writes it into its files and prints its block
  * (unless quiet); adds its row to cmp when there is one. */
 static int report(const struct llm_run *r, const struct atr_target *t,
@@ -198,6 +212,8 @@ static int report(const struct llm_run *r, const struct atr_target *t,
         if (res->has_engine)
             print_engine(t, &res->engine);
     }
+    if (rc == 0)
+        warn_prompts(&sum);
     if (rc == 0 && cmp) {
         char name[256];
         atr_target_name(t, name, sizeof name);
@@ -226,7 +242,9 @@ static int run_status(const struct atr_exp_result *res)
         return 128 + SIGINT;
     }
     if (res->n && !count_ok(res))
-        return cli_fail("every request failed (first: %s)", res->recs[0].error);
+        return cli_fail("every request failed (first: %s%s%s)", res->recs[0].error,
+                        res->recs[0].error_detail ? ": " : "",
+                        res->recs[0].error_detail ? res->recs[0].error_detail : "");
     return EXIT_OK;
 }
 

@@ -42,6 +42,7 @@
 
 enum {
     DETAIL_BODY = 200,                 /* bytes of a non-200 body kept in detail */
+    ERROR_BODY = 4096,                 /* bytes of a non-200 body kept to read its message */
     DEFAULT_MAX_RESPONSE = 64 << 20,
     SSE_MAX_LINE = 1 << 20,            /* one SSE line or event's data */
     FIRST_CHUNKS = 64,
@@ -133,13 +134,36 @@ static void fail(struct req *r, const char *reason, double now)
     r->end_s = now;
 }
 
+static void set_detail(struct req *r, const char *s)
+{
+    snprintf(r->detail, sizeof r->detail, "%s", s);
+}
+
+/* The server's own message when the error body is an OpenAI-style
+ * {"error": {"message": ...}} object (vLLM, SGLang, llama-server: "request
+ * (600 tokens) exceeds the available context size (256 tokens)"). */
+static bool error_message(struct req *r)
+{
+    struct atr_sse_payload pl;
+    if (!r->resp.len || r->resp.data[0] != '{')
+        return false;
+    int rc = atr_sse_payload_parse(&r->c->arena, r->resp.data, r->resp.len, &pl);
+    atr_arena_clear(&r->c->arena);
+    if (rc < 0 || !pl.error)
+        return false;
+    set_detail(r, pl.detail);
+    return true;
+}
+
 static void fail_http(struct req *r, double now)
 {
     if (r->reason)
         return;
     snprintf(r->reason_buf, sizeof r->reason_buf, "http %d", r->status);
     fail(r, r->reason_buf, now);
-    /* The head of the body, on one line, cut at a UTF-8 boundary. */
+    if (error_message(r))
+        return;
+    /* Else the head of the body, on one line, cut at a UTF-8 boundary. */
     size_t n = r->resp.len < DETAIL_BODY ? r->resp.len : DETAIL_BODY;
     if (r->resp.len > DETAIL_BODY) {
         while (n && ((unsigned char)r->resp.data[n] & 0xC0) == 0x80)
@@ -150,11 +174,6 @@ static void fail_http(struct req *r, double now)
         r->detail[i] = (unsigned char)ch < 0x20 ? ' ' : ch;
     }
     r->detail[n] = '\0';
-}
-
-static void set_detail(struct req *r, const char *s)
-{
-    snprintf(r->detail, sizeof r->detail, "%s", s);
 }
 
 /* No connection: the system's reason first ("Connection refused"), then
@@ -332,8 +351,8 @@ static size_t on_write(char *p, size_t size, size_t nmemb, void *ud)
         }
     } else if (r->mode == BODY_JSON) {
         atr_buf_append(&r->resp, p, len);
-    } else if (r->resp.len < DETAIL_BODY + 4) {
-        size_t room = DETAIL_BODY + 4 - r->resp.len;
+    } else if (r->resp.len < ERROR_BODY) {
+        size_t room = ERROR_BODY - r->resp.len;
         atr_buf_append(&r->resp, p, len < room ? len : room);
     }
     return len;
