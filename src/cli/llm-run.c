@@ -169,20 +169,6 @@ static void print_block(const struct atr_exp_result *res, const struct atr_llm_s
     atr_buf_release(&b);
 }
 
-/* Prompts the server counted otherwise than atr built them: replayed
- * lengths are not the recorded ones (a tokenizer that splits atr's words). */
-static void warn_prompts(const struct atr_llm_summary *s)
-{
-    if (!s->prompt_mismatch)
-        return;
-    char msg[200];
-    snprintf(msg, sizeof msg, "warning: %lld of %lld prompts differ from their intended "
-             "length by more than 1%% (up to %.1f%%) in the server's prompt_tokens",
-             (long long)s->prompt_mismatch, (long long)s->prompt_checked,
-             s->prompt_max_rel_error * 100);
-    cli_warn(msg);
-}
-
 /* Summarizes one run, writes it into its files and prints its block
  * (unless quiet); adds its row to cmp when there is one. */
 static int report(const struct llm_run *r, const struct atr_target *t,
@@ -213,7 +199,7 @@ static int report(const struct llm_run *r, const struct atr_target *t,
             print_engine(t, &res->engine);
     }
     if (rc == 0)
-        warn_prompts(&sum);
+        llm_report_warn_prompts(&sum);
     if (rc == 0 && cmp) {
         char name[256];
         atr_target_name(t, name, sizeof name);
