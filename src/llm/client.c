@@ -656,18 +656,11 @@ static void req_free(struct req *r)
     free(r);
 }
 
-static struct req *req_new(struct atr_llm_client *c, struct atr_error *err)
+/* The options every request of a handle shares (the URL is set per API
+ * in req_prepare). */
+static void req_setopts(struct req *r)
 {
-    struct req *r = xcalloc(1, sizeof *r);
-    r->c = c;
-    r->easy = curl_easy_init();
-    if (!r->easy) {
-        free(r);
-        atr_error_set(err, "cannot create a libcurl handle");
-        return NULL;
-    }
-    atr_sse_init(&r->sse, SSE_MAX_LINE < c->max_response ? SSE_MAX_LINE : c->max_response);
-    evtimer_assign(&r->stall_ev, c->base, on_stall, r);
+    const struct atr_llm_client *c = r->c;
     CURL *e = r->easy;
     curl_easy_setopt(e, CURLOPT_PRIVATE, (char *)r);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
@@ -689,7 +682,43 @@ static struct req *req_new(struct atr_llm_client *c, struct atr_error *err)
     curl_easy_setopt(e, CURLOPT_NOPROXY, "*");
     if (c->timeout_ms > 0)
         curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, c->timeout_ms);
+}
+
+static struct req *req_new(struct atr_llm_client *c, struct atr_error *err)
+{
+    struct req *r = xcalloc(1, sizeof *r);
+    r->c = c;
+    r->easy = curl_easy_init();
+    if (!r->easy) {
+        free(r);
+        atr_error_set(err, "cannot create a libcurl handle");
+        return NULL;
+    }
+    atr_sse_init(&r->sse, SSE_MAX_LINE < c->max_response ? SSE_MAX_LINE : c->max_response);
+    evtimer_assign(&r->stall_ev, c->base, on_stall, r);
+    req_setopts(r);
     return r;
+}
+
+/* libcurl resends a request whose reused connection turned out closed
+ * (the server closed it after its last answer and the FIN was not read
+ * yet), at most 5 times a handle; libcurl 7.88 (Curl_retry_request) keeps
+ * that count across the handle's transfers, reset only by giving up or by
+ * curl_easy_reset. A server that closes every connection after its
+ * answer without saying so, as llama-server does after a stream, made
+ * every sixth such resend on a handle fail ("Connection died, tried 5
+ * times"): 4 to 6 of 60 requests one after the other. A transfer that had
+ * to connect (a first request, or such a resend) therefore leaves its
+ * handle reset; on a keep-alive server that is only the first. */
+static void req_renew(struct req *r)
+{
+    long connects = 0;
+    curl_easy_getinfo(r->easy, CURLINFO_NUM_CONNECTS, &connects);
+    if (connects == 0)
+        return;
+    curl_easy_reset(r->easy);
+    req_setopts(r);
+    r->api_set = false;
 }
 
 /* The URL parsed once (CURLOPT_CURLU: libcurl copies the parsed handle
@@ -719,6 +748,7 @@ static CURLU *parse_url(const char *url)
 static void req_prepare(struct req *r, uint64_t id, enum atr_llm_api api)
 {
     r->id = id;
+    req_renew(r);
     atr_buf_clear(&r->resp);
     atr_sse_reset(&r->sse);
     r->n_chunks = 0;

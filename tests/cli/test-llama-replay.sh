@@ -65,6 +65,18 @@ check "llama-replay: per request, the server counted the intended tokens plus th
 check "llama-replay: requests past the 2 slots wait for one to end" \
     "[ \"\$($Q '$LR/c.ndjson' 'sum(r[\"start_s\"] + r[\"ttft_ms\"] / 1000 > min(q[\"end_s\"] for q in reqs) for r in reqs)')\" -ge 10 ]"
 
+# One request after the other: llama-server closes the connection after
+# each stream without saying so, and libcurl 7.88's resends on a closed
+# reused connection, counted per handle across requests, made every sixth
+# one fail ("Connection died, tried 5 times"): 4 to 6 of these 60.
+"$ATR" gen --kind requests --traces 60 --input-tokens 100 --output-tokens 4 --seed 3 \
+    -o "$LR/seq.ndjson" 2>/dev/null
+ok "llama-replay: 60 requests one at a time" \
+    "$ATR" replay llm "$LR/seq.ndjson" --target "$LLAMA_URL" --max-concurrency 1 --rate inf -q \
+    --save-result "$LR/seq.json"
+check "llama-replay: one at a time, none fails on a closed connection" \
+    "[ \"\$($Q '$LR/seq.json' 'd[\"completed\"], d[\"failed\"]')\" = '(60, 0)' ]"
+
 # Chat: the same through the chat template, whose tokens are the constant
 # excess; output lengths forced the same way.
 ok "llama-replay: chat, 6 in flight on 2 slots" \
