@@ -105,6 +105,21 @@ check "llama-proxy: replay through the proxy: all 8 with their 16 tokens" \
     "[ \"\$($Q '$LP/r.ndjson' 'len(lines), sorted(set(r[\"output_tokens\"] for r in lines)), sorted(set(r[\"prompt_tokens\"] - r[\"intended_prompt_tokens\"] for r in lines))')\" = '(8, [16], [1])' ]"
 check "llama-proxy: replay through the proxy: journalled with the server's counts" \
     "[ \"\$($Q '$LP/j.ndjson' 'len(lines), sorted(set((l[\"steps\"][0][\"input_tokens\"], l[\"steps\"][0][\"output_tokens\"]) for l in lines[2:]))')\" = '(10, [(121, 16)])' ]"
+
+# One request after the other through the proxy: llama-server closes each
+# stream's connection after the answer, and a request that took that idle
+# connection before its close was read got a 502 (one in ten); now it is
+# sent again on a new connection, counted once.
+"$ATR" gen --kind requests --traces 60 --input-tokens 200 --output-tokens 16 --seed 3 \
+    -o "$LP/seq.ndjson" 2>/dev/null
+ok "llama-proxy: 60 requests one at a time through the proxy" \
+    "$ATR" replay llm "$LP/seq.ndjson" --target "$LP_URL" --max-concurrency 1 --rate inf -q \
+    --save-result "$LP/seq.json"
+check "llama-proxy: one at a time, none fails on a closed idle connection" \
+    "[ \"\$($Q '$LP/seq.json' 'd[\"completed\"], d[\"failed\"]')\" = '(60, 0)' ]"
+curl -s "$LP_URL/metrics" >"$LP/metrics2.txt"
+check "llama-proxy: a resend is one upstream request, no failure" \
+    "grep -qx 'atr_proxy_upstream_requests_total{upstream=\"$LLAMA_URL\"} 71' '$LP/metrics2.txt' && grep -qx 'atr_proxy_upstream_failures_total{upstream=\"$LLAMA_URL\"} 0' '$LP/metrics2.txt'"
 lp_stop "$LP_PID"
 
 # A policy's cap: max-tokens predicts 20 (no history: initial, clamped),
