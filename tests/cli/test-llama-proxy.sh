@@ -131,6 +131,38 @@ check "llama-proxy: max-tokens: the server got the cap" "grep -q '\"completion_t
 check "llama-proxy: max-tokens: the journal has the cap" \
     "[ \"\$($Q '$LP/cap.ndjson' 'lines[0][\"meta\"][\"max_tokens_cap\"], lines[0][\"steps\"][0][\"output_tokens\"]')\" = '(20, 20)' ]"
 lp_stop "$LP_PID"
+
+# The official OpenAI Node SDK (tests/node/openai-client.mjs: chat and
+# completions, streams with and without include_usage, the model list)
+# directly and through the proxy: every call succeeds both ways, with the
+# usage the server gives (llama-server samples at its default temperature
+# here, so the texts differ between runs and are not compared).
+cat >"$LP/sdk-facts.py" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert 0 < d['chat']['usage']['completion_tokens'] <= 8, d['chat']
+assert 0 < d['completion']['usage']['completion_tokens'] <= 8, d['completion']
+assert d['chat_stream']['usage_chunks'] == 0, d['chat_stream']
+s = d['chat_stream_usage']
+assert s['usage_chunks'] == 1 and s['chunks'][-1]['choices'] == [], s
+assert s['chunks'][-1]['usage']['prompt_tokens'] == d['chat']['usage']['prompt_tokens'], s
+# llama-server puts usage in a completions stream's last chunk with choices
+assert d['completion_stream']['usage_chunks'] == 1, d['completion_stream']
+assert all(x[k]['one_id'] for x in [d] for k in ('chat_stream', 'chat_stream_usage', 'completion_stream'))
+assert [m['id'].rsplit('/', 1)[-1] for m in d['models']['data']] == ['tiny.gguf'], d['models']
+PY
+if command -v node >/dev/null 2>&1 && [ -f "$ROOT/tests/node/node_modules/openai/package.json" ]; then
+    lp_proxy sdk --upstream "$LLAMA_URL"
+    for lp_k in direct proxy; do
+        if [ $lp_k = direct ]; then lp_u=$LLAMA_URL; else lp_u=$LP_URL; fi
+        ok "llama-proxy: openai sdk $lp_k" timeout 120 node "$ROOT/tests/node/openai-client.mjs" "$lp_u" "$LP/sdk-$lp_k.json"
+        ok "llama-proxy: openai sdk $lp_k: answers and usage as llama-server gives them" \
+            python3 "$LP/sdk-facts.py" "$LP/sdk-$lp_k.json"
+    done
+    lp_stop "$LP_PID"
+else
+    echo "skip: test-llama-proxy: the OpenAI SDK part (no node or no tests/node/node_modules; test-proxy-clients.sh says which)"
+fi
 kill "$LLAMA_PID"; wait "$LLAMA_PID" 2>/dev/null
 
 # prefix-route over two servers: session A's two turns, then B's. Each
