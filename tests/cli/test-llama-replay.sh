@@ -50,7 +50,9 @@ llama_start rep "$LR/tiny.gguf" -np 2 -t 1 -c 16384 || return 0
 # 32 tokens (ignore_eos), the prompts as long as atr built them (the one
 # constant extra token is the BOS). The server starts a third request only
 # when one of the first two ended: 10 of 12 first chunks come after the
-# earliest end (queueing shows in TTFT; no timing is asserted).
+# earliest end (queueing shows in TTFT; no timing is asserted). 9 are
+# asked for: chunks of two connections read in one wake-up of a descheduled
+# client may be stamped in either order.
 ok "llama-replay: completions, 6 in flight on 2 slots" \
     "$ATR" replay llm "$LR/req.ndjson" --target "$LLAMA_URL" --max-concurrency 6 -q \
     --save-result "$LR/c.json" --requests-out "$LR/c.ndjson"
@@ -63,7 +65,7 @@ check "llama-replay: completions prompts are the intended length" \
 check "llama-replay: per request, the server counted the intended tokens plus the BOS" \
     "[ \"\$($Q '$LR/c.ndjson' 'sorted(set((r[\"intended_prompt_tokens\"], r[\"prompt_tokens\"]) for r in reqs))')\" = '[(200, 201)]' ]"
 check "llama-replay: requests past the 2 slots wait for one to end" \
-    "[ \"\$($Q '$LR/c.ndjson' 'sum(r[\"start_s\"] + r[\"ttft_ms\"] / 1000 > min(q[\"end_s\"] for q in reqs) for r in reqs)')\" -ge 10 ]"
+    "[ \"\$($Q '$LR/c.ndjson' 'sum(r[\"start_s\"] + r[\"ttft_ms\"] / 1000 > min(q[\"end_s\"] for q in reqs) for r in reqs)')\" -ge 9 ]"
 
 # One request after the other: llama-server closes the connection after
 # each stream without saying so, and libcurl 7.88's resends on a closed
