@@ -286,6 +286,18 @@ static int block_sessions(struct atr_buf *b, const struct atr_llm_sessions *ss,
     return rc | block_lines(b, "think/tool time", &ss->think, c, true);
 }
 
+/* The server's own cache figures, for a replay against a server (where
+ * the prompt check has requests; the simulator's and vLLM's blocks stay
+ * as vLLM prints them). */
+static int block_cache(struct atr_buf *b, const struct atr_llm_summary *s)
+{
+    if (!s->prompt_checked)
+        return 0;
+    double hit = s->total_input ? (double)s->cached_tokens / (double)s->total_input : 0.0;
+    int rc = line_i(b, "Cached prompt tokens:", s->cached_tokens);
+    return rc | line_f(b, "Prefix cache hit rate (%):", hit * 100);
+}
+
 static int block_totals(struct atr_buf *b, const struct atr_llm_summary *s,
                         const struct atr_llm_bench_config *c)
 {
@@ -308,7 +320,8 @@ static int block_totals(struct atr_buf *b, const struct atr_llm_summary *s,
     rc |= line_f(b, "Output token throughput (tok/s):", s->output_throughput);
     rc |= line_f(b, "Peak output token throughput (tok/s):", s->max_output_tokens_per_s);
     rc |= line_f(b, "Peak concurrent requests:", (double)s->max_concurrent_requests);
-    return rc | line_f(b, "Total Token throughput (tok/s):", s->total_token_throughput);
+    rc |= line_f(b, "Total Token throughput (tok/s):", s->total_token_throughput);
+    return rc | block_cache(b, s);
 }
 
 int atr_llm_write_block(struct atr_buf *b, const struct atr_llm_summary *s,

@@ -94,8 +94,11 @@ check "llama-replay: chat has the recorded output length" \
 "$ATR" gen --kind requests --traces 6 --input-tokens 200 --output-tokens 8 --shared-prefix 160 \
     --rate 20 -o "$LR/shared.ndjson" 2>/dev/null
 ok "llama-replay: a shared prefix, one request at a time" \
-    "$ATR" replay llm "$LR/shared.ndjson" --target "$LLAMA_URL" --max-concurrency 1 -q \
+    "$ATR" replay llm "$LR/shared.ndjson" --target "$LLAMA_URL" --max-concurrency 1 \
     --save-result "$LR/s.json" --requests-out "$LR/s.ndjson"
+cp "$T/out" "$LR/s.block"
+check "llama-replay: the block has the server's cached tokens and hit rate" \
+    "grep -Eq '^Cached prompt tokens: +8[0-9][0-9] ' '$LR/s.block' && grep -Eq '^Prefix cache hit rate \\(%\\): +6[0-9]\\.[0-9][0-9] ' '$LR/s.block'"
 check "llama-replay: cached tokens read from the server's usage" \
     "[ \"\$($Q '$LR/s.ndjson' 'sorted(r[\"cached_tokens\"] >= 160 for r in reqs)')\" = '[False, True, True, True, True, True]' ]"
 check "llama-replay: the result's cached tokens and hit rate are the requests'" \

@@ -669,6 +669,11 @@ static void test_prompt_check(void **state)
                                    "\"template_tokens\": 1, \"mismatch\": 1, "
                                    "\"max_rel_error\": 0.042105263157894736}"));
     atr_buf_clear(&b);
+    assert_int_equal(atr_llm_write_block(&b, &s, &c), 0);   /* 96 of 450 prompt tokens */
+    assert_non_null(strstr(b.data, "Total Token throughput (tok/s):          154.33    \n"
+                                   "Cached prompt tokens:                    96        \n"
+                                   "Prefix cache hit rate (%):               21.33     \n"));
+    atr_buf_clear(&b);
     assert_int_equal(atr_llm_write_request_line(&b, &r[4]), 0);
     assert_non_null(strstr(b.data, "\"intended_prompt_tokens\": 7, \"error_detail\": "
                                    "\"request (7 tokens) exceeds the available context size\"}"));
@@ -679,6 +684,9 @@ static void test_prompt_check(void **state)
     assert_int_equal(s.prompt_checked, 0);
     assert_int_equal(atr_llm_write_result_json(&b, &s, &c), 0);
     assert_null(strstr(b.data, "prompt_tokens_check"));
+    atr_buf_clear(&b);
+    assert_int_equal(atr_llm_write_block(&b, &s, &c), 0);
+    assert_null(strstr(b.data, "Cached prompt tokens"));
     atr_buf_release(&b);
     atr_llm_summary_release(&s);
 }
