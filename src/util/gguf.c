@@ -249,9 +249,9 @@ static int read_dims(struct rd *r, struct tinfo *t, uint64_t *elems)
                        "its type's block of %llu", (int)t->name_len, t->name,
                        (unsigned long long)ne[0], (unsigned long long)type_block(type));
     uint64_t blocks = *elems / type_block(type);
-    if (blocks > r->len / ggml_types[type].size)
-        return fail_at(r, at, "tensor '%.*s' of %llu elements takes more bytes than the file "
-                       "holds", (int)t->name_len, t->name, (unsigned long long)*elems);
+    if (blocks > UINT64_MAX / 1024)         /* its byte count would wrap */
+        return fail_at(r, at, "tensor '%.*s' of %llu elements is too large for any file",
+                       (int)t->name_len, t->name, (unsigned long long)*elems);
     t->bytes = blocks * ggml_types[type].size;
     return 0;
 }
