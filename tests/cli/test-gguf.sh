@@ -14,6 +14,10 @@ check gguf-same-seed-same-bytes "cmp -s '$G/a.gguf' '$G/b.gguf'"
 ok gguf-gen-seed4 "$ATR" gen --kind gguf --seed 4 -q -o "$G/c.gguf"
 check gguf-other-seed-differs "! cmp -s '$G/a.gguf' '$G/c.gguf'"
 check gguf-same-size "[ \$(wc -c <'$G/a.gguf') -eq \$(wc -c <'$G/c.gguf') ]"
+# the bytes of a seed are the same on every machine (tests/data/gguf/SOURCE.txt)
+ok gguf-golden "$ATR" gen --kind gguf --layers 1 --embd 8 --heads 2 --kv-heads 1 --ff 8 \
+    --ctx 64 --seed 7 -q -o "$G/golden.gguf"
+check gguf-golden-bytes "cmp -s '$G/golden.gguf' '$DATA/gguf/tiny-seed7.gguf'"
 ok gguf-gen-overrides "$ATR" gen --kind gguf --preset small --layers 1 --embd 128 --heads 4 \
     --kv-heads 1 --ff 64 --ctx 512 --vocab 1000 -q -o "$G/o.gguf"
 
