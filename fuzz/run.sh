@@ -33,6 +33,7 @@ fuzz_one() {
     [ "$name" = fuzz-metrics ] && find "$root/tests/data/replay" -name '*.jsonl' -exec cp {} "$corpus/" \; 2>/dev/null
     [ "$name" = fuzz-llm-requests ] && cp "$root"/tests/data/llm/requests.ndjson "$corpus/"
     [ "$name" = fuzz-parquet ] && cp "$root"/tests/data/parquet/*.parquet "$corpus/"
+    [ "$name" = fuzz-gguf ] && cp "$root"/tests/data/gguf/*.gguf "$corpus/"
     # Profile files: the first byte picks GPU (even) or model (odd).
     if [ "$name" = fuzz-profile ]; then
         (printf '\000'; cat "$root/profiles/gpus/h100.json") >"$corpus/seed-gpu"

@@ -15,6 +15,9 @@
 #define MAX_FILE_BYTES (UINT64_C(4) << 30)
 #define LOGIT_SD 2.0            /* spread of the ordinary tokens' logits */
 #define FORBID_WEIGHT (-64.0f)  /* dimension-0 weight of a never-generated token */
+/* </s>'s logit = EOS_SLOPE * logit(P(</s>)) + EOS_OFFSET: fitted to measurements */
+#define EOS_SLOPE 1.37
+#define EOS_OFFSET 8.44
 
 /* ---- the vocabulary ---- */
 
@@ -377,6 +380,7 @@ static float uniform(struct atr_rng *r, double scale)
 
 struct weights {
     double embd0;               /* the constant of embedding dimension 0 */
+    double branch;              /* scale of the matrices that write the residual stream */
     double out_scale;           /* ordinary output rows */
     float eos0;                 /* </s>'s output weight on dimension 0 */
     const int32_t *type;        /* token types, to tell never-generated rows */
@@ -391,14 +395,21 @@ static void fill_row(const struct tensor *t, uint64_t row, const struct weights 
         case T_NORM: v[i] = 1; break;
         case T_EMBD: v[i] = i ? uniform(r, 1) : (float)w->embd0; break;
         case T_MAT: v[i] = uniform(r, 1 / sqrt((double)t->ne0)); break;
-        case T_MAT_NO_ROW0: v[i] = row ? uniform(r, 1 / sqrt((double)t->ne0)) : 0; break;
+        case T_MAT_NO_ROW0: v[i] = row ? uniform(r, w->branch / sqrt((double)t->ne0)) : 0; break;
         case T_OUTPUT: v[i] = i ? uniform(r, w->out_scale) : 0; break;
         }
     }
     if (t->kind != T_OUTPUT || w->type[row] == ATR_TOKEN_NORMAL)
         return;
+    /* </s> keeps its random row: its logit varies from position to position
+     * like any token's, so it is sometimes among the few that top-k and
+     * min-p keep, even when its mean is low */
+    if (row == TOK_EOS && w->eos0 != 0) {
+        v[0] = w->eos0;
+        return;
+    }
     memset(v, 0, t->ne0 * sizeof *v);
-    v[0] = row == TOK_EOS && w->eos0 != 0 ? w->eos0 : FORBID_WEIGHT;
+    v[0] = FORBID_WEIGHT;
 }
 
 static int write_tensor(const struct tensor *t, const struct weights *w, struct atr_rng *r,
@@ -425,22 +436,25 @@ static int write_tensor(const struct tensor *t, const struct weights *w, struct 
 }
 
 /* Dimension 0 of the residual stream holds embd0 in every position (no layer
- * writes it), so after the final RMS norm it is about sqrt(embd / 2) when
- * embd0^2 equals the other dimensions' total variance. </s>'s logit is then
- * eos0 * sqrt(embd / 2) against n ordinary tokens of logit sd LOGIT_SD:
- * P(</s>) ~ p when its logit is log(p / (1 - p)) + log(n) + sd^2 / 2. */
+ * writes it). embd0^2 is three times the other dimensions' total variance
+ * ((embd - 1) / 3 from the embeddings; the layers add little, their output
+ * matrices scaled by 1 / sqrt(2 layers)), so after the final RMS norm it is
+ * about sqrt(3 embd / 4) in every position, and the other dimensions hold a
+ * quarter of the norm. Ordinary tokens' logits then have sd LOGIT_SD, and
+ * </s>'s is eos0 * sqrt(3 embd / 4), set from the wanted probability with
+ * an offset measured against llama-server's default sampling (temperature
+ * 0.8, top-k 40, top-p 0.95, min-p 0.05: docs/engines.md). */
 static void weights_init(struct weights *w, const struct atr_gguf_model *m, const struct vocab *v)
 {
-    double n = m->embd, normal = 0;
-    for (uint32_t i = 0; i < v->n; i++)
-        normal += v->type[i] == ATR_TOKEN_NORMAL;
-    w->embd0 = sqrt((n - 1) / 3);
-    w->out_scale = LOGIT_SD * sqrt(6 / n);
+    double n = m->embd;
+    w->embd0 = sqrt(n - 1);
+    w->branch = 1 / sqrt(2.0 * m->layers);
+    w->out_scale = LOGIT_SD * sqrt(12 / n);
     w->eos0 = 0;
     if (m->eos_prob > 0) {
         double p = m->eos_prob;
-        double logit = atr_det_log(p / (1 - p)) + atr_det_log(normal) + LOGIT_SD * LOGIT_SD / 2;
-        w->eos0 = (float)(logit / sqrt(n / 2));
+        double logit = EOS_SLOPE * atr_det_log(p / (1 - p)) + EOS_OFFSET;
+        w->eos0 = (float)(logit / sqrt(3 * n / 4));
     }
     w->type = v->type;
 }
