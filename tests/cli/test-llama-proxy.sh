@@ -6,10 +6,64 @@
 # journal holds, atr replay llm through the proxy, and two policies as the
 # proxy applies them: a max-tokens cap and prefix-route over two servers.
 # Every server is on a free port and stopped by its PID. Skipped, with the
-# reason, where llama-server is not built.
+# reason, where llama-server is not built, except the first check: a small
+# upstream that closes idle connections as llama-server does.
 
 LP=$T/llama-proxy
 mkdir -p "$LP"
+
+# Without the engine too: an upstream that, as llama-server, closes each
+# connection a little after its streamed answer while saying Keep-Alive
+# (closing.py). A request that took that idle connection before the close
+# was read got a 502; the proxy now sends it once more on a new one.
+cat >"$LP/closing.py" <<'PY'
+import socket, sys, threading, time
+def serve(c):
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        d = c.recv(65536)
+        if not d:
+            return c.close()
+        buf += d
+    head, _, body = buf.partition(b"\r\n\r\n")
+    n = int([l.split(b":")[1] for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")][0])
+    while len(body) < n:
+        body += c.recv(65536)
+    ev = [b'{"choices":[{"index":0,"text":" the"}]}',
+          b'{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":1}}', b"[DONE]"]
+    out = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\nKeep-Alive: timeout=5, max=100\r\n\r\n"
+    for e in ev:
+        e = b"data: " + e + b"\n\n"
+        out += b"%x\r\n%s\r\n" % (len(e), e)
+    c.sendall(out + b"0\r\n\r\n")
+    time.sleep(0.05)             # what arrives meanwhile is never answered
+    c.close()
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", 0))
+s.listen(64)
+print("closing: listening on http://127.0.0.1:%d" % s.getsockname()[1], flush=True)
+while True:
+    c, _ = s.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+PY
+python3 "$LP/closing.py" >"$LP/closing.out" 2>&1 &
+lp_cl=$!
+wait_for 30 "grep -q listening '$LP/closing.out' || ! kill -0 $lp_cl"
+lp_clu=$(sed -n 's|^closing: listening on ||p' "$LP/closing.out")
+"$ATR" proxy --port 0 --upstream "$lp_clu" >"$LP/clp.out" 2>"$LP/clp.err" &
+lp_clp=$!
+wait_for 30 "grep -q '^atr proxy: listening on ' '$LP/clp.out' || ! kill -0 $lp_clp"
+lp_clpu=$(sed -n 's|^atr proxy: listening on ||p' "$LP/clp.out")
+lp_i=0 lp_codes=
+while [ $lp_i -lt 10 ]; do
+    lp_codes="$lp_codes $(curl -s -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' \
+        -d '{"model":"m","prompt":"x","max_tokens":1,"stream":true}' "$lp_clpu/v1/completions")"
+    lp_i=$((lp_i + 1))
+done
+check "llama-proxy: an upstream closing idle connections: 10 requests one after the other all get 200" \
+    "[ \"\$(echo $lp_codes | tr ' ' '\n' | sort | uniq -c | tr -s ' ')\" = ' 10 200' ]"
+kill "$lp_clp" "$lp_cl"; wait "$lp_clp" "$lp_cl" 2>/dev/null
 
 LLAMA=$(llama_bin) || { echo "skip: test-llama-proxy: $LLAMA"; return 0; }
 
