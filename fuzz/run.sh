@@ -34,6 +34,7 @@ fuzz_one() {
     [ "$name" = fuzz-llm-requests ] && cp "$root"/tests/data/llm/requests.ndjson "$corpus/"
     [ "$name" = fuzz-parquet ] && cp "$root"/tests/data/parquet/*.parquet "$corpus/"
     [ "$name" = fuzz-hub ] && cp "$root"/tests/data/hub/*.bin "$corpus/"
+    [ "$name" = fuzz-gguf ] && cp "$root"/tests/data/gguf/*.gguf "$corpus/"
     # Profile files: the first byte picks GPU (even) or model (odd).
     if [ "$name" = fuzz-profile ]; then
         (printf '\000'; cat "$root/profiles/gpus/h100.json") >"$corpus/seed-gpu"

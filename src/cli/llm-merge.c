@@ -64,6 +64,8 @@ static int report(const struct llm_merge *mo, const struct atr_llm_requests *m,
         atr_llm_write_block(&b, &sum, &bc);
         fputs(b.data ? b.data : "", stdout);
     }
+    if (rc == 0)
+        llm_report_warn_prompts(&sum);
     atr_buf_release(&b);
     atr_llm_summary_release(&sum);
     return rc;

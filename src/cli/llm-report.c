@@ -156,3 +156,17 @@ void llm_report_date(char out[32])
     struct tm tm;
     strftime(out, 32, "%Y%m%d-%H%M%S", gmtime_r(&now, &tm));
 }
+
+/* Prompts the server counted otherwise than atr built them: replayed
+ * lengths are not the recorded ones (a tokenizer that splits atr's words). */
+void llm_report_warn_prompts(const struct atr_llm_summary *s)
+{
+    if (!s->prompt_mismatch)
+        return;
+    char msg[200];
+    snprintf(msg, sizeof msg, "warning: %lld of %lld prompts differ from their intended "
+             "length by more than 1%% (up to %.1f%%) in the server's prompt_tokens",
+             (long long)s->prompt_mismatch, (long long)s->prompt_checked,
+             s->prompt_max_rel_error * 100);
+    cli_warn(msg);
+}

@@ -59,4 +59,8 @@ void llm_policy_list_release(struct llm_policy_list *l);
 /* "YYYYMMDD-HHMMSS" of now (UTC), as vLLM stamps results. */
 void llm_report_date(char out[32]);
 
+/* "atr: warning: ..." on stderr when some prompts' server token counts were
+ * more than 1 % off the intended length (stats/metrics.h); else nothing. */
+void llm_report_warn_prompts(const struct atr_llm_summary *s);
+
 #endif

@@ -198,6 +198,8 @@ static int report(const struct llm_run *r, const struct atr_target *t,
         if (res->has_engine)
             print_engine(t, &res->engine);
     }
+    if (rc == 0)
+        llm_report_warn_prompts(&sum);
     if (rc == 0 && cmp) {
         char name[256];
         atr_target_name(t, name, sizeof name);
@@ -226,7 +228,9 @@ static int run_status(const struct atr_exp_result *res)
         return 128 + SIGINT;
     }
     if (res->n && !count_ok(res))
-        return cli_fail("every request failed (first: %s)", res->recs[0].error);
+        return cli_fail("every request failed (first: %s%s%s)", res->recs[0].error,
+                        res->recs[0].error_detail ? ": " : "",
+                        res->recs[0].error_detail ? res->recs[0].error_detail : "");
     return EXIT_OK;
 }
 

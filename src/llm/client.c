@@ -42,6 +42,7 @@
 
 enum {
     DETAIL_BODY = 200,                 /* bytes of a non-200 body kept in detail */
+    ERROR_BODY = 4096,                 /* bytes of a non-200 body kept to read its message */
     DEFAULT_MAX_RESPONSE = 64 << 20,
     SSE_MAX_LINE = 1 << 20,            /* one SSE line or event's data */
     FIRST_CHUNKS = 64,
@@ -133,13 +134,36 @@ static void fail(struct req *r, const char *reason, double now)
     r->end_s = now;
 }
 
+static void set_detail(struct req *r, const char *s)
+{
+    snprintf(r->detail, sizeof r->detail, "%s", s);
+}
+
+/* The server's own message when the error body is an OpenAI-style
+ * {"error": {"message": ...}} object (vLLM, SGLang, llama-server: "request
+ * (600 tokens) exceeds the available context size (256 tokens)"). */
+static bool error_message(struct req *r)
+{
+    struct atr_sse_payload pl;
+    if (!r->resp.len || r->resp.data[0] != '{')
+        return false;
+    int rc = atr_sse_payload_parse(&r->c->arena, r->resp.data, r->resp.len, &pl);
+    atr_arena_clear(&r->c->arena);
+    if (rc < 0 || !pl.error)
+        return false;
+    set_detail(r, pl.detail);
+    return true;
+}
+
 static void fail_http(struct req *r, double now)
 {
     if (r->reason)
         return;
     snprintf(r->reason_buf, sizeof r->reason_buf, "http %d", r->status);
     fail(r, r->reason_buf, now);
-    /* The head of the body, on one line, cut at a UTF-8 boundary. */
+    if (error_message(r))
+        return;
+    /* Else the head of the body, on one line, cut at a UTF-8 boundary. */
     size_t n = r->resp.len < DETAIL_BODY ? r->resp.len : DETAIL_BODY;
     if (r->resp.len > DETAIL_BODY) {
         while (n && ((unsigned char)r->resp.data[n] & 0xC0) == 0x80)
@@ -150,11 +174,6 @@ static void fail_http(struct req *r, double now)
         r->detail[i] = (unsigned char)ch < 0x20 ? ' ' : ch;
     }
     r->detail[n] = '\0';
-}
-
-static void set_detail(struct req *r, const char *s)
-{
-    snprintf(r->detail, sizeof r->detail, "%s", s);
 }
 
 /* No connection: the system's reason first ("Connection refused"), then
@@ -332,8 +351,8 @@ static size_t on_write(char *p, size_t size, size_t nmemb, void *ud)
         }
     } else if (r->mode == BODY_JSON) {
         atr_buf_append(&r->resp, p, len);
-    } else if (r->resp.len < DETAIL_BODY + 4) {
-        size_t room = DETAIL_BODY + 4 - r->resp.len;
+    } else if (r->resp.len < ERROR_BODY) {
+        size_t room = ERROR_BODY - r->resp.len;
         atr_buf_append(&r->resp, p, len < room ? len : room);
     }
     return len;
@@ -637,18 +656,11 @@ static void req_free(struct req *r)
     free(r);
 }
 
-static struct req *req_new(struct atr_llm_client *c, struct atr_error *err)
+/* The options every request of a handle shares (the URL is set per API
+ * in req_prepare). */
+static void req_setopts(struct req *r)
 {
-    struct req *r = xcalloc(1, sizeof *r);
-    r->c = c;
-    r->easy = curl_easy_init();
-    if (!r->easy) {
-        free(r);
-        atr_error_set(err, "cannot create a libcurl handle");
-        return NULL;
-    }
-    atr_sse_init(&r->sse, SSE_MAX_LINE < c->max_response ? SSE_MAX_LINE : c->max_response);
-    evtimer_assign(&r->stall_ev, c->base, on_stall, r);
+    const struct atr_llm_client *c = r->c;
     CURL *e = r->easy;
     curl_easy_setopt(e, CURLOPT_PRIVATE, (char *)r);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
@@ -670,7 +682,43 @@ static struct req *req_new(struct atr_llm_client *c, struct atr_error *err)
     curl_easy_setopt(e, CURLOPT_NOPROXY, "*");
     if (c->timeout_ms > 0)
         curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, c->timeout_ms);
+}
+
+static struct req *req_new(struct atr_llm_client *c, struct atr_error *err)
+{
+    struct req *r = xcalloc(1, sizeof *r);
+    r->c = c;
+    r->easy = curl_easy_init();
+    if (!r->easy) {
+        free(r);
+        atr_error_set(err, "cannot create a libcurl handle");
+        return NULL;
+    }
+    atr_sse_init(&r->sse, SSE_MAX_LINE < c->max_response ? SSE_MAX_LINE : c->max_response);
+    evtimer_assign(&r->stall_ev, c->base, on_stall, r);
+    req_setopts(r);
     return r;
+}
+
+/* libcurl resends a request whose reused connection turned out closed
+ * (the server closed it after its last answer and the FIN was not read
+ * yet), at most 5 times a handle; libcurl 7.88 (Curl_retry_request) keeps
+ * that count across the handle's transfers, reset only by giving up or by
+ * curl_easy_reset. A server that closes every connection after its
+ * answer without saying so, as llama-server does after a stream, made
+ * every sixth such resend on a handle fail ("Connection died, tried 5
+ * times"): 4 to 6 of 60 requests one after the other. A transfer that had
+ * to connect (a first request, or such a resend) therefore leaves its
+ * handle reset; on a keep-alive server that is only the first. */
+static void req_renew(struct req *r)
+{
+    long connects = 0;
+    curl_easy_getinfo(r->easy, CURLINFO_NUM_CONNECTS, &connects);
+    if (connects == 0)
+        return;
+    curl_easy_reset(r->easy);
+    req_setopts(r);
+    r->api_set = false;
 }
 
 /* The URL parsed once (CURLOPT_CURLU: libcurl copies the parsed handle
@@ -700,6 +748,7 @@ static CURLU *parse_url(const char *url)
 static void req_prepare(struct req *r, uint64_t id, enum atr_llm_api api)
 {
     r->id = id;
+    req_renew(r);
     atr_buf_clear(&r->resp);
     atr_sse_reset(&r->sse);
     r->n_chunks = 0;

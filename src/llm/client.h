@@ -49,7 +49,8 @@ struct atr_llm_client_cfg {
  *   "connect"        connection refused / reset before any answer
  *   "timeout"        --timeout passed
  *   "stall"          no byte for stall_timeout_s
- *   "http NNN"       a non-200 status (body kept in detail)
+ *   "http NNN"       a non-200 status (detail: the error body's "message",
+ *                    else the body's head)
  *   "stream cut"     the connection closed before "data: [DONE]"
  *   "bad sse"        a line that is not SSE, or a data: payload that is not
  *                    JSON of the expected shape

@@ -19,6 +19,7 @@ struct turn_state {
     size_t session;
     double scheduled_s;      /* when the schedule wanted it */
     double send_s;           /* released */
+    int64_t intended;        /* prompt tokens as built: words, salt words included */
     struct atr_policy_req req;       /* what the policy saw */
     struct atr_policy_decision dec;  /* what it decided */
 };
@@ -69,6 +70,17 @@ static const char *intern_reason(struct atr_llm_replay_result *o, const char *re
     return o->reasons[o->n_reasons++] = xstrdup(reason);
 }
 
+/* Words of a salt ("run2 ", "r17 "): one token each as atr intends them. */
+static int64_t words_in(const char *s)
+{
+    int64_t n = 0;
+    for (bool in = false; s && *s; s++) {
+        n += !in && *s != ' ';
+        in = *s != ' ';
+    }
+    return n;
+}
+
 static const struct atr_turn *turn_of(const struct driver *d, const struct turn_state *ts)
 {
     return &d->cfg->workload->sessions[ts->session].turns[d->next_turn[ts->session]];
@@ -104,6 +116,7 @@ static void start_turn(struct driver *d, struct turn_state *ts)
         snprintf(salt, sizeof salt, "r%llu ", (unsigned long long)id);
         body.salt = salt;
     }
+    q->intended = (int64_t)u.prompt_tokens + words_in(body.run_salt) + words_in(body.salt);
     atr_buf_clear(&d->body);
     /* The unique tail is keyed by (session, turn): distinct within a run. */
     uint64_t seed = ((uint64_t)q->session << 20) ^ d->next_turn[q->session];
@@ -214,8 +227,10 @@ static void record(struct driver *d, const struct atr_llm_result *r, const struc
         .sent_s = r->sent_s > 0 ? r->sent_s - d->t0 : 0,
         .chunk_s = chunks, .n_chunks = r->n_chunks,
         .prompt_tokens = r->prompt_tokens, .output_tokens = r->output_tokens,
-        .cached_tokens = r->cached_tokens, .success = r->success,
+        .cached_tokens = r->cached_tokens, .intended_prompt_tokens = ts->intended,
+        .success = r->success,
         .error = r->success ? NULL : intern_reason(o, r->reason ? r->reason : "unknown"),
+        .error_detail = !r->success && r->detail && r->detail[0] ? xstrdup(r->detail) : NULL,
         .trace_id = d->cfg->workload->sessions[ts->session].trace_id,
         .turn = (int64_t)d->next_turn[ts->session],
     };
@@ -418,8 +433,10 @@ int atr_llm_replay(const struct atr_llm_replay_cfg *cfg, struct atr_llm_replay_r
 
 void atr_llm_replay_release(struct atr_llm_replay_result *r)
 {
-    for (size_t i = 0; i < r->n; i++)
+    for (size_t i = 0; i < r->n; i++) {
         free((void *)r->recs[i].chunk_s);
+        free((void *)r->recs[i].error_detail);
+    }
     free(r->recs);
     for (size_t i = 0; i < r->n_reasons; i++)
         free(r->reasons[i]);

@@ -20,8 +20,8 @@
  * scheduled send, or start_at). A record's sent_s is when its bytes began
  * to leave (llm/client.h), so sent_s - scheduled_s holds every wait: timer,
  * slot queue, connection.
- * Memory: the result owns its records, their chunk arrays and their reason
- * strings; atr_llm_replay_release frees them. cfg and what it points to are
+ * Memory: the result owns its records, their chunk arrays, their reason
+ * and error_detail strings; atr_llm_replay_release frees them. cfg and what it points to are
  * borrowed for the call. */
 #ifndef ATR_LLM_REPLAY_H
 #define ATR_LLM_REPLAY_H

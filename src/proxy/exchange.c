@@ -44,6 +44,8 @@ struct exchange {
     struct evhttp_request *ureq;        /* NULL when no upstream request is open */
     struct evhttp_connection *uconn;
     unsigned up, tried;
+    bool pooled;                        /* uconn came from the idle pool */
+    bool fresh;                         /* this attempt wants a new connection */
     bool llm, chat, stream, strip_usage;
     bool got_headers, reply_started, relay_sse, paused;
     int ustatus, status;
@@ -624,6 +626,28 @@ static bool retry_elsewhere(struct exchange *ex)
     if (ex->reply_started || ex->err != PERR_UPSTREAM_REFUSED || ex->tried >= p->n_up)
         return false;
     ex->up = (ex->up + 1) % (unsigned)p->n_up;
+    ex->fresh = false;
+    send_upstream(ex);
+    return true;
+}
+
+/* An idle connection that fails before any answer was most likely closed
+ * by the upstream while idle, its FIN not read yet when it was taken:
+ * llama-server closes every stream's connection after the answer while
+ * saying "Keep-Alive", and a client sending its next request at once then
+ * got a 502 for one in ten. Such a request is sent once more, on a new
+ * connection to the same upstream, as libcurl and browsers do; it is the
+ * same request (not a retry on another upstream, not an upstream
+ * failure). */
+static bool resend_fresh(struct exchange *ex)
+{
+    if (!ex->pooled || ex->reply_started || ex->err != PERR_UPSTREAM_REFUSED)
+        return false;
+    struct upstream *u = &ex->p->up[ex->up];
+    upstream_close(ex, false);
+    ex->tried--;
+    u->requests--;
+    ex->fresh = true;
     send_upstream(ex);
     return true;
 }
@@ -662,6 +686,8 @@ static void on_upstream_done(struct evhttp_request *ureq, void *arg)
     if (!ok && ex->err == PERR_NONE)
         ex->err = ex->got_headers ? PERR_UPSTREAM_CUT : PERR_UPSTREAM_REFUSED;
     ex->ureq = NULL;                   /* libevent frees it after this call */
+    if (!ok && resend_fresh(ex))
+        return;
     struct upstream *u = &ex->p->up[ex->up];
     if (!ok)
         u->failures++;
@@ -751,7 +777,7 @@ static void send_upstream(struct exchange *ex)
     ex->tried++;
     ex->err = PERR_NONE;
     ex->got_headers = false;
-    ex->uconn = proxy_conn_get(p, u);
+    ex->uconn = proxy_conn_get(p, u, ex->fresh, &ex->pooled);
     ex->ureq = ex->uconn ? evhttp_request_new(on_upstream_done, ex) : NULL;
     if (!ex->ureq) {
         if (ex->uconn)
@@ -1151,7 +1177,10 @@ void proxy_models_request(struct atr_proxy *p, struct evhttp_request *req)
         void **call = xcalloc(2, sizeof *call);
         call[0] = m;
         call[1] = (void *)(uintptr_t)i;
-        struct evhttp_connection *c = proxy_conn_get(p, u);
+        /* A new connection: a listing is not resent, and an idle one may
+         * be one the upstream closed (resend_fresh). */
+        bool pooled;
+        struct evhttp_connection *c = proxy_conn_get(p, u, true, &pooled);
         struct evhttp_request *r = c ? evhttp_request_new(on_models_done, call) : NULL;
         if (!r) {
             if (c)

@@ -120,7 +120,10 @@ void proxy_trim_soon(struct atr_proxy *p);
 void proxy_reply_ending(struct atr_proxy *p, struct evhttp_request *req);
 void proxy_send_error(struct atr_proxy *p, struct evhttp_request *req, int code,
                       const char *msg);
-struct evhttp_connection *proxy_conn_get(struct atr_proxy *p, struct upstream *u);
+/* An idle keep-alive connection to u, or a new one (always new when
+ * fresh); *pooled says which. NULL when libevent cannot make one. */
+struct evhttp_connection *proxy_conn_get(struct atr_proxy *p, struct upstream *u, bool fresh,
+                                         bool *pooled);
 void proxy_conn_put(struct upstream *u, struct evhttp_connection *c);
 
 /* exchange.c */

@@ -192,9 +192,11 @@ static int parse_upstream(struct upstream *u, const char *url, struct atr_error 
     return 0;
 }
 
-struct evhttp_connection *proxy_conn_get(struct atr_proxy *p, struct upstream *u)
+struct evhttp_connection *proxy_conn_get(struct atr_proxy *p, struct upstream *u, bool fresh,
+                                         bool *pooled)
 {
-    if (u->n_idle)
+    *pooled = !fresh && u->n_idle;
+    if (*pooled)
         return u->idle[--u->n_idle];
     struct evhttp_connection *c = evhttp_connection_base_new(p->base, NULL, u->host,
                                                              (unsigned short)u->port);

@@ -538,7 +538,8 @@ static void add_success(struct sets *k, const struct atr_llm_record *r,
     s->completed++;
     s->total_input += r->prompt_tokens;
     s->total_output += r->output_tokens;
-    s->cached_tokens += r->cached_tokens;
+    if (r->cached_tokens > 0)      /* -1: the server did not say */
+        s->cached_tokens += r->cached_tokens;
     atr_samples_add(&k->ttft, ttft);
     atr_samples_add(&k->e2el, r->end_s - r->start_s);
     atr_samples_add(&k->ttft_send, first_token_s(r) - r->send_s);
@@ -682,6 +683,41 @@ static void fill_sets(const struct atr_llm_record *r, size_t n, struct sets *k,
         atr_samples_add(&k->send_lag, atr_llm_sent_s(&r[i]) - r[i].scheduled_s);
         if (r[i].start_s >= r[i].send_s)   /* a request cut before its slot has no wait */
             atr_samples_add(&k->queue, r[i].start_s - r[i].send_s);
+    }
+}
+
+/* ---- prompt lengths: the server's count against atr's ---- */
+
+static bool prompt_comparable(const struct atr_llm_record *r)
+{
+    return r->success && r->intended_prompt_tokens > 0 && r->prompt_tokens >= 0;
+}
+
+/* The excess every prompt shares (BOS, the chat template's tokens) is the
+ * least difference seen; what is left over is the tokenizer disagreeing
+ * with atr's one-token words, as a fraction of the intended length. */
+static void check_prompts(const struct atr_llm_record *r, size_t n, struct atr_llm_summary *s)
+{
+    int64_t least = INT64_MAX;
+    for (size_t i = 0; i < n; i++) {
+        if (!prompt_comparable(&r[i]))
+            continue;
+        s->prompt_checked++;
+        int64_t d = r[i].prompt_tokens - r[i].intended_prompt_tokens;
+        if (d < least)
+            least = d;
+    }
+    if (!s->prompt_checked)
+        return;
+    s->prompt_template_tokens = least > 0 ? least : 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!prompt_comparable(&r[i]))
+            continue;
+        int64_t d = r[i].prompt_tokens - r[i].intended_prompt_tokens - s->prompt_template_tokens;
+        double rel = fabs((double)d) / (double)r[i].intended_prompt_tokens;
+        s->prompt_mismatch += rel > 0.01;
+        if (rel > s->prompt_max_rel_error)
+            s->prompt_max_rel_error = rel;
     }
 }
 
@@ -902,6 +938,7 @@ int atr_llm_summarize(const struct atr_llm_record *r, size_t n,
     out->send_lag_p99_ms = pct_ms(&k.send_lag, 99);
     sets_release(&k);
     fill_sessions(r, n, cfg, out);
+    check_prompts(r, n, out);
     count_failures(r, n, out);
     if (peaks(r, n, out, err) < 0) {
         atr_llm_summary_release(out);

@@ -58,11 +58,16 @@ struct atr_llm_record {
     size_t n_chunks;
     int64_t prompt_tokens;  /* from usage */
     int64_t output_tokens;  /* from usage, never from counting chunks */
-    int64_t cached_tokens;  /* usage.prompt_tokens_details.cached_tokens */
+    int64_t cached_tokens;  /* usage.prompt_tokens_details.cached_tokens; -1 absent */
     bool success;
     const char *error;      /* failure reason ("http 429", "stream cut"...); NULL on success */
     const char *trace_id;   /* session it belongs to, or NULL (not written) */
     int64_t turn;           /* 0-based llm turn in that session */
+    /* The prompt's length as atr built it (one token a synthetic word, salt
+     * words included), to check against the server's prompt_tokens; 0: not
+     * known (the simulator, older request files). */
+    int64_t intended_prompt_tokens;
+    const char *error_detail; /* on failure: the server's message or what was seen, or NULL */
 };
 
 #define ATR_LLM_MAX_PCT 8
@@ -117,6 +122,12 @@ struct atr_llm_failure {
 struct atr_llm_summary {
     int64_t completed, failed;
     int64_t total_input, total_output, cached_tokens;
+    /* The server's prompt_tokens against intended_prompt_tokens, over the
+     * successes that have both: how many, the constant excess (the least
+     * of server - intended: BOS, the chat template), how many differ by more
+     * than 1 % once it is taken off, and the largest such relative error. */
+    int64_t prompt_checked, prompt_template_tokens, prompt_mismatch;
+    double prompt_max_rel_error;
     double duration;
     double request_throughput, output_throughput, total_token_throughput;
     bool goodput_configured;

@@ -120,6 +120,10 @@ static int get_fields(const struct at *at, const struct atr_json *o, struct atr_
     if (rc == 0)
         rc = get_str(at, o, "error", false, keep, &r->error);
     if (rc == 0)
+        rc = get_str(at, o, "error_detail", true, keep, &r->error_detail);
+    if (rc == 0 && atr_json_get(o, "intended_prompt_tokens"))   /* written when known */
+        rc = get_int(at, o, "intended_prompt_tokens", &r->intended_prompt_tokens);
+    if (rc == 0)
         rc = get_str(at, o, "trace_id", true, keep, &r->trace_id);
     if (rc == 0 && r->trace_id)
         rc = get_int(at, o, "turn", &r->turn);

@@ -121,6 +121,21 @@ static void put_failures(struct atr_jw *w, const struct atr_llm_summary *s)
     atr_jw_object_end(w);
 }
 
+/* "prompt_tokens_check": the server's prompt_tokens against the length
+ * atr built, only where some request had both (a real server's replay). */
+static void put_prompt_check(struct atr_jw *w, const struct atr_llm_summary *s)
+{
+    if (!s->prompt_checked)
+        return;
+    atr_jw_key(w, "prompt_tokens_check");
+    atr_jw_object_begin(w);
+    atr_jw_kv_int(w, "requests", s->prompt_checked);
+    atr_jw_kv_int(w, "template_tokens", s->prompt_template_tokens);
+    atr_jw_kv_int(w, "mismatch", s->prompt_mismatch);
+    atr_jw_kv_pyfloat(w, "max_rel_error", s->prompt_max_rel_error);
+    atr_jw_object_end(w);
+}
+
 /* "sessions": counts and per-session figures, for multi-turn workloads only
  * (a workload of single requests would repeat its request figures). */
 static void put_sessions(struct atr_jw *w, const struct atr_llm_sessions *ss,
@@ -170,6 +185,7 @@ static void put_atr_figures(struct atr_jw *w, const struct atr_llm_summary *s,
     atr_jw_kv_pyfloat(w, "prefix_cache_hit_rate", hit);
     put_goodput(w, s, c);
     put_failures(w, s);
+    put_prompt_check(w, s);
     put_sessions(w, &s->sessions, c);
 }
 
@@ -270,6 +286,18 @@ static int block_sessions(struct atr_buf *b, const struct atr_llm_sessions *ss,
     return rc | block_lines(b, "think/tool time", &ss->think, c, true);
 }
 
+/* The server's own cache figures, for a replay against a server (where
+ * the prompt check has requests; the simulator's and vLLM's blocks stay
+ * as vLLM prints them). */
+static int block_cache(struct atr_buf *b, const struct atr_llm_summary *s)
+{
+    if (!s->prompt_checked)
+        return 0;
+    double hit = s->total_input ? (double)s->cached_tokens / (double)s->total_input : 0.0;
+    int rc = line_i(b, "Cached prompt tokens:", s->cached_tokens);
+    return rc | line_f(b, "Prefix cache hit rate (%):", hit * 100);
+}
+
 static int block_totals(struct atr_buf *b, const struct atr_llm_summary *s,
                         const struct atr_llm_bench_config *c)
 {
@@ -292,7 +320,8 @@ static int block_totals(struct atr_buf *b, const struct atr_llm_summary *s,
     rc |= line_f(b, "Output token throughput (tok/s):", s->output_throughput);
     rc |= line_f(b, "Peak output token throughput (tok/s):", s->max_output_tokens_per_s);
     rc |= line_f(b, "Peak concurrent requests:", (double)s->max_concurrent_requests);
-    return rc | line_f(b, "Total Token throughput (tok/s):", s->total_token_throughput);
+    rc |= line_f(b, "Total Token throughput (tok/s):", s->total_token_throughput);
+    return rc | block_cache(b, s);
 }
 
 int atr_llm_write_block(struct atr_buf *b, const struct atr_llm_summary *s,
@@ -398,6 +427,10 @@ int atr_llm_write_request_line(struct atr_buf *b, const struct atr_llm_record *r
     atr_jw_kv_int(&w, "prompt_tokens", r->prompt_tokens);
     atr_jw_kv_int(&w, "output_tokens", r->output_tokens);
     atr_jw_kv_int(&w, "cached_tokens", r->cached_tokens);
+    if (r->intended_prompt_tokens > 0)
+        atr_jw_kv_int(&w, "intended_prompt_tokens", r->intended_prompt_tokens);
+    if (!ok && r->error_detail && r->error_detail[0])
+        atr_jw_kv_str(&w, "error_detail", r->error_detail);
     atr_jw_object_end(&w);
     atr_jw_newline(&w);
     return atr_jw_finish(&w);

@@ -69,6 +69,7 @@ llama_bin() {
 # did not come up (the log's tail in the failure). Stop it: kill $LLAMA_PID.
 llama_start() {
     ls_name=$1 ls_model=$2; shift 2
+    : >"$T/$ls_name.llama.log"   # there before the first poll reads it
     "$LLAMA" -m "$ls_model" --host 127.0.0.1 --port 0 --no-webui "$@" >"$T/$ls_name.llama.log" 2>&1 &
     LLAMA_PID=$!
     LLAMA_URL=

@@ -1,7 +1,7 @@
 /* test-llm-client.c - the streaming client against a real scripted HTTP
  * server on 127.0.0.1 (libevent, its own thread and event base). The
  * request body tells the server what to do: {"x":"sse","n":5,"gap_ms":3,
- * "usage":"sep|last|none","end":"done|nodone|cut|error|hold"}, "json",
+ * "usage":"sep|last|none","end":"done|nodone|cut|error|hold|lateclose"}, "json",
  * "status" (with "code"), "badsse", "badjson", "hang", "drip", "big",
  * "close", "headers". Checks success and every failure reason, token
  * counts taken from usage (never from chunks), chunk times, keep-alive
@@ -155,6 +155,14 @@ static void sse_end(struct conn *k)
     if (strcmp(k->end, "hold") == 0)
         return;  /* the body never ends */
     put(k, "0\r\n\r\n", 5);
+    if (strcmp(k->end, "lateclose") == 0) {
+        /* As llama-server: the connection is closed a little after the
+         * answer, without a Connection: close; a request sent on it
+         * meanwhile is never answered. */
+        strcpy(k->mode, "close");
+        arm_tick(k, 3);
+        return;
+    }
     k->busy = false;
     k->mode[0] = '\0';
     on_read(k->bev, k);  /* a request may already wait */
@@ -177,6 +185,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     if (strcmp(k->mode, "drip") == 0) {
         put_chunk(k, ": ping\n\n", 8);
         arm_tick(k, k->gap_ms);
+    } else if (strcmp(k->mode, "close") == 0) {
+        conn_free(k);
     } else if (strcmp(k->mode, "sse") == 0) {
         if (k->next_ev < k->nev) {
             int i = atomic_fetch_add(&n_put, 1);
@@ -738,6 +748,28 @@ static void test_keep_alive(void **state)
     run_release(&r);
 }
 
+/* A server that closes each connection a little after its answer (as
+ * llama-server does after a stream): the next request, sent at once on
+ * the kept connection, is sent again on a new one. libcurl 7.88 counted
+ * those resends per handle across requests and failed the sixth
+ * ("Connection died, tried 5 times"); the client resets such a handle. */
+static void test_closed_after_answer(void **state)
+{
+    enum { N = 20 };
+    struct run r;
+    run_init(&r, NULL, N);
+    r.chain = N;
+    r.chain_body = "{\"x\":\"sse\",\"n\":2,\"gap_ms\":0,\"end\":\"lateclose\"}";
+    send_one(&r, 0, ATR_LLM_COMPLETIONS, r.chain_body);
+    run_wait(&r);
+    for (size_t i = 0; i < N; i++) {
+        if (!r.got[i].success)
+            fail_msg("request %zu: %s (%s)", i, r.got[i].reason, r.got[i].detail);
+        assert_int_equal(r.got[i].n_chunks, 2);
+    }
+    run_release(&r);
+}
+
 static void test_many_in_flight(void **state)
 {
     enum { N = 500 };
@@ -843,6 +875,7 @@ int main(void)
         cmocka_unit_test(test_connect),
         cmocka_unit_test(test_too_large),
         cmocka_unit_test(test_keep_alive),
+        cmocka_unit_test(test_closed_after_answer),
         cmocka_unit_test(test_many_in_flight),
         cmocka_unit_test(test_free_in_flight),
         cmocka_unit_test(test_sent_after_connection_wait),

@@ -42,11 +42,11 @@ static const double c3[] = {2.625};
  * 0.125 s late, R4 fails before it is sent; the others leave 1 ms after
  * their start). Every figure is worked out in five.json. */
 static const struct atr_llm_record five[] = {
-    {0, 0.0, 0.0, 0.0, 0.001, 1.0, c0, 4, 100, 4, 0, true, NULL, NULL, 0},
-    {1, 0.5, 0.5, 0.5, 0.501, 1.5, c1, 2, 200, 3, 64, true, NULL, NULL, 0},
-    {2, 1.0, 1.0, 1.5, 1.501, 2.5, c2, 4, 100, 5, 32, true, NULL, NULL, 0},
-    {3, 1.5, 1.625, 1.625, 1.626, 2.625, c3, 1, 50, 1, 0, true, NULL, NULL, 0},
-    {4, 2.0, 2.0, 2.5, 0, 3.0, NULL, 0, 0, 0, 0, false, "http 500", NULL, 0},
+    {0, 0.0, 0.0, 0.0, 0.001, 1.0, c0, 4, 100, 4, 0, true, NULL, NULL, 0, 0, NULL},
+    {1, 0.5, 0.5, 0.5, 0.501, 1.5, c1, 2, 200, 3, 64, true, NULL, NULL, 0, 0, NULL},
+    {2, 1.0, 1.0, 1.5, 1.501, 2.5, c2, 4, 100, 5, 32, true, NULL, NULL, 0, 0, NULL},
+    {3, 1.5, 1.625, 1.625, 1.626, 2.625, c3, 1, 50, 1, 0, true, NULL, NULL, 0, 0, NULL},
+    {4, 2.0, 2.0, 2.5, 0, 3.0, NULL, 0, 0, 0, 0, false, "http 500", NULL, 0, 0, NULL},
 };
 
 static struct atr_llm_bench_config base_cfg(void)
@@ -95,9 +95,9 @@ static void test_all_failed_inf(void **state)
 {
     (void)state;
     const struct atr_llm_record f[] = {
-        {0, 0, 0, 0, 0, 0.5, NULL, 0, 0, 0, 0, false, "http 500", NULL, 0},
-        {1, 0, 0, 0, 0, 0.25, NULL, 0, 0, 0, 0, false, "http 500", NULL, 0},
-        {2, 0, 0, 0, 0, 1.0, NULL, 0, 0, 0, 0, false, "http 500", NULL, 0},
+        {0, 0, 0, 0, 0, 0.5, NULL, 0, 0, 0, 0, false, "http 500", NULL, 0, 0, NULL},
+        {1, 0, 0, 0, 0, 0.25, NULL, 0, 0, 0, 0, false, "http 500", NULL, 0, 0, NULL},
+        {2, 0, 0, 0, 0, 1.0, NULL, 0, 0, 0, 0, false, "http 500", NULL, 0, 0, NULL},
     };
     struct atr_llm_bench_config c = base_cfg();
     c.num_prompts = 3;
@@ -139,8 +139,8 @@ static void test_failures_excluded_and_grouped(void **state)
     struct atr_llm_record r[7];
     memcpy(r, five, sizeof five);
     /* a failure with huge latency and tokens must not move any figure */
-    r[5] = (struct atr_llm_record){5, 0, 0, 0, 0, 2.9, c0, 4, 999, 999, 7, false, "stream cut", NULL, 0};
-    r[6] = (struct atr_llm_record){6, 0, 0, 0, 0, 2.0, NULL, 0, 0, 0, 0, false, NULL, NULL, 0};
+    r[5] = (struct atr_llm_record){5, 0, 0, 0, 0, 2.9, c0, 4, 999, 999, 7, false, "stream cut", NULL, 0, 0, NULL};
+    r[6] = (struct atr_llm_record){6, 0, 0, 0, 0, 2.0, NULL, 0, 0, 0, 0, false, NULL, NULL, 0, 0, NULL};
     struct atr_llm_bench_config c = base_cfg();
     struct atr_llm_summary s;
     struct atr_error err;
@@ -483,14 +483,14 @@ static void test_too_many_percentiles(void **state)
  * think 2 s. Session b: 1-2 s and 4-5 s: completion 4 s, model 2 s, think
  * 2 s. Session c: its second turn failed, so the session failed. */
 static const struct atr_llm_record sessions[] = {
-    {0, 0.0, 0.0, 0.0, 0, 1.0, c0, 4, 100, 4, 0, true, NULL, "a", 0},
-    {1, 1.0, 1.0, 1.0, 0, 2.0, c1, 2, 100, 3, 0, true, NULL, "b", 0},
-    {2, 3.5, 3.5, 4.0, 0, 5.0, c3, 1, 100, 1, 0, true, NULL, "a", 2},
-    {3, 0.0, 0.0, 0.0, 0, 1.0, c0, 4, 100, 4, 0, true, NULL, "c", 0},
-    {4, 2.0, 2.0, 2.0, 0, 2.5, c3, 1, 100, 1, 0, true, NULL, "a", 1},
-    {5, 4.0, 4.0, 4.0, 0, 5.0, c2, 4, 100, 5, 0, true, NULL, "b", 1},
-    {6, 2.0, 2.0, 2.0, 0, 3.0, NULL, 0, 0, 0, 0, false, "http 500", "c", 1},
-    {7, 0.5, 0.5, 0.5, 0, 9.0, c1, 2, 100, 3, 0, true, NULL, NULL, 0},
+    {0, 0.0, 0.0, 0.0, 0, 1.0, c0, 4, 100, 4, 0, true, NULL, "a", 0, 0, NULL},
+    {1, 1.0, 1.0, 1.0, 0, 2.0, c1, 2, 100, 3, 0, true, NULL, "b", 0, 0, NULL},
+    {2, 3.5, 3.5, 4.0, 0, 5.0, c3, 1, 100, 1, 0, true, NULL, "a", 2, 0, NULL},
+    {3, 0.0, 0.0, 0.0, 0, 1.0, c0, 4, 100, 4, 0, true, NULL, "c", 0, 0, NULL},
+    {4, 2.0, 2.0, 2.0, 0, 2.5, c3, 1, 100, 1, 0, true, NULL, "a", 1, 0, NULL},
+    {5, 4.0, 4.0, 4.0, 0, 5.0, c2, 4, 100, 5, 0, true, NULL, "b", 1, 0, NULL},
+    {6, 2.0, 2.0, 2.0, 0, 3.0, NULL, 0, 0, 0, 0, false, "http 500", "c", 1, 0, NULL},
+    {7, 0.5, 0.5, 0.5, 0, 9.0, c1, 2, 100, 3, 0, true, NULL, NULL, 0, 0, NULL},
 };
 #define N_SESSION_RECS (sizeof sessions / sizeof sessions[0])
 
@@ -615,7 +615,7 @@ static void test_request_line_times(void **state)
     (void)state;
     const struct atr_llm_record r = {
         7, 0.1, 123.4567890126, 123.4567890124, 0, 1e10, NULL, 0, 0, 0, 0,
-        false, "stall", NULL, 0};
+        false, "stall", NULL, 0, 0, NULL};
     struct atr_buf b = ATR_BUF_INIT;
     assert_int_equal(atr_llm_write_request_line(&b, &r), 0);
     assert_non_null(strstr(b.data, "\"scheduled_s\": 0.1, \"send_s\": 123.456789013, "
@@ -624,6 +624,71 @@ static void test_request_line_times(void **state)
                                    "\"schedule_lag_ms\": 123356.789013, "
                                    "\"send_lag_ms\": 123356.789012, \"queue_ms\": 0.0"));
     atr_buf_release(&b);
+}
+
+/* A server that says nothing of its cache (-1) adds nothing to the cached
+ * total (it took one token off for each such request before). */
+static void test_cached_absent(void **state)
+{
+    (void)state;
+    struct atr_llm_record r[2] = {five[0], five[1]};
+    r[0].cached_tokens = -1;
+    struct atr_llm_bench_config c = base_cfg();
+    struct atr_llm_summary s;
+    struct atr_error err;
+    assert_int_equal(atr_llm_summarize(r, 2, &c, &s, &err), 0);
+    assert_int_equal(s.cached_tokens, 64);
+    atr_llm_summary_release(&s);
+}
+
+/* The server's prompt_tokens against the intended length: the least excess
+ * (a BOS, here 1) is the template's; past it, R2 is 4 % long and counts,
+ * R1's 0.5 % does not. Records without an intended length (R3) or failed
+ * (R4) are not compared; the result has the figures, the lines the fields. */
+static void test_prompt_check(void **state)
+{
+    (void)state;
+    struct atr_llm_record r[5];
+    memcpy(r, five, sizeof five);
+    r[0].intended_prompt_tokens = 99;     /* 100 counted: BOS */
+    r[1].intended_prompt_tokens = 198;    /* 200: one off past the BOS (0.5 %) */
+    r[2].intended_prompt_tokens = 95;     /* 100: four off past it (4.2 %) */
+    r[4].intended_prompt_tokens = 7;
+    r[4].error_detail = "request (7 tokens) exceeds the available context size";
+    struct atr_llm_bench_config c = base_cfg();
+    struct atr_llm_summary s;
+    struct atr_error err;
+    assert_int_equal(atr_llm_summarize(r, 5, &c, &s, &err), 0);
+    assert_int_equal(s.prompt_checked, 3);
+    assert_int_equal(s.prompt_template_tokens, 1);
+    assert_int_equal(s.prompt_mismatch, 1);
+    assert_float_equal(s.prompt_max_rel_error, 4.0 / 95.0, 1e-12);
+    struct atr_buf b = ATR_BUF_INIT;
+    assert_int_equal(atr_llm_write_result_json(&b, &s, &c), 0);
+    assert_non_null(strstr(b.data, "\"prompt_tokens_check\": {\"requests\": 3, "
+                                   "\"template_tokens\": 1, \"mismatch\": 1, "
+                                   "\"max_rel_error\": 0.042105263157894736}"));
+    atr_buf_clear(&b);
+    assert_int_equal(atr_llm_write_block(&b, &s, &c), 0);   /* 96 of 450 prompt tokens */
+    assert_non_null(strstr(b.data, "Total Token throughput (tok/s):          154.33    \n"
+                                   "Cached prompt tokens:                    96        \n"
+                                   "Prefix cache hit rate (%):               21.33     \n"));
+    atr_buf_clear(&b);
+    assert_int_equal(atr_llm_write_request_line(&b, &r[4]), 0);
+    assert_non_null(strstr(b.data, "\"intended_prompt_tokens\": 7, \"error_detail\": "
+                                   "\"request (7 tokens) exceeds the available context size\"}"));
+    atr_buf_release(&b);
+    atr_llm_summary_release(&s);
+    /* Without intended lengths (the simulator) the result has no such key. */
+    assert_int_equal(atr_llm_summarize(five, 5, &c, &s, &err), 0);
+    assert_int_equal(s.prompt_checked, 0);
+    assert_int_equal(atr_llm_write_result_json(&b, &s, &c), 0);
+    assert_null(strstr(b.data, "prompt_tokens_check"));
+    atr_buf_clear(&b);
+    assert_int_equal(atr_llm_write_block(&b, &s, &c), 0);
+    assert_null(strstr(b.data, "Cached prompt tokens"));
+    atr_buf_release(&b);
+    atr_llm_summary_release(&s);
 }
 
 static void expect_float(double v, const char *want)
@@ -672,6 +737,8 @@ int main(void)
         cmocka_unit_test(test_request_lines),
         cmocka_unit_test(test_request_line_times),
         cmocka_unit_test(test_pyfloat),
+        cmocka_unit_test(test_cached_absent),
+        cmocka_unit_test(test_prompt_check),
         cmocka_unit_test(test_no_request_rate_schedule),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -62,6 +62,29 @@ static void test_golden_round_trip(void **state)
     atr_llm_requests_release(&rs);
 }
 
+/* The prompt check's length and a failure's detail come back (both are
+ * written only when known, so older files still read). */
+static void test_intended_and_detail(void **state)
+{
+    (void)state;
+    const char *text =
+        "{\"id\": 1, \"success\": false, \"error\": \"http 400\", \"scheduled_s\": 0,"
+        " \"send_s\": 0, \"start_s\": 1, \"end_s\": 2, \"itl_ms\": [], \"prompt_tokens\": -1,"
+        " \"output_tokens\": -1, \"cached_tokens\": -1, \"intended_prompt_tokens\": 600,"
+        " \"error_detail\": \"request (601 tokens) exceeds the available context size\"}\n";
+    struct atr_llm_requests rs = ATR_LLM_REQUESTS_INIT;
+    struct atr_error err;
+    assert_int_equal(read_text(&rs, text, &err), 0);
+    assert_int_equal(rs.recs[0].intended_prompt_tokens, 600);
+    assert_string_equal(rs.recs[0].error_detail,
+                        "request (601 tokens) exceeds the available context size");
+    struct atr_buf b = ATR_BUF_INIT;
+    assert_int_equal(atr_llm_write_request_line(&b, &rs.recs[0]), 0);
+    assert_non_null(strstr(b.data, "\"intended_prompt_tokens\": 600, \"error_detail\""));
+    atr_buf_release(&b);
+    atr_llm_requests_release(&rs);
+}
+
 /* Sessions come back with their turn; a failure with a null error is
  * "unknown"; blank lines are skipped but still counted for messages. */
 static void test_session_and_unknown_failure(void **state)
@@ -137,6 +160,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_golden_round_trip),
+        cmocka_unit_test(test_intended_and_detail),
         cmocka_unit_test(test_session_and_unknown_failure),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_partial_read_keeps_lines),
