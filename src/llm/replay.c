@@ -218,6 +218,7 @@ static void record(struct driver *d, const struct atr_llm_result *r, const struc
         .error = r->success ? NULL : intern_reason(o, r->reason ? r->reason : "unknown"),
         .trace_id = d->cfg->workload->sessions[ts->session].trace_id,
         .turn = (int64_t)d->next_turn[ts->session],
+        .replica = ts->dec.replica, .has_replica = d->n_clients > 1,
     };
 }
 

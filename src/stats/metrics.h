@@ -63,6 +63,10 @@ struct atr_llm_record {
     const char *error;      /* failure reason ("http 429", "stream cut"...); NULL on success */
     const char *trace_id;   /* session it belongs to, or NULL (not written) */
     int64_t turn;           /* 0-based llm turn in that session */
+    /* With several replicas (targets), the one that served it (0-based,
+     * the policy's choice); written as "replica" only when has_replica. */
+    uint32_t replica;
+    bool has_replica;
 };
 
 #define ATR_LLM_MAX_PCT 8
