@@ -13,7 +13,8 @@
 # its "replica"), the simulator's sim.POLICY.json, and table.md: mean
 # TTFT, mean E2E and prefix hit rate (the server's own cached_tokens over
 # prompt tokens) per policy, median of the repeats with their min-max, the
-# cuts against naive, and the simulator's figures beside them.
+# cuts against naive (per repeat, then median and min-max), and the
+# simulator's figures beside them.
 #
 # Environment (defaults in brackets):
 #   REPEATS [3]     runs of the three policies; each repeat starts fresh
@@ -28,6 +29,7 @@
 #   PRESET [tiny]   atr gen --kind gguf --preset (small: 47 MiB, slower)
 #   SLOTS [2]       llama-server -np per replica (-t 1 each: one CPU each)
 #   TIME_SCALE [0.05]  multiplies the recorded tool times (think time)
+#   POLICY_OPTS [prefix-route.slots=SLOTS]  --policy-options of both runs
 #   SIM_ARGS        the simulator's set-up [--profile l4/qwen2.5-0.5b
 #                   --max-num-seqs SLOTS]: the closest existing one until a
 #                   llama.cpp flavour with a calibrated CPU profile exists
@@ -42,7 +44,7 @@ SIM_ARGS=${SIM_ARGS:-"--profile l4/qwen2.5-0.5b --max-num-seqs $SLOTS"}
 POLICIES=naive,prefix-cache,prefix-route
 # Each replica knows its slots: a replica whose slots are all busy queues
 # a request that matched it (docs/policies.md, prefix-route).
-POLICY_OPTS="prefix-route.slots=$SLOTS"
+POLICY_OPTS=${POLICY_OPTS:-prefix-route.slots=$SLOTS}
 
 llama=$(sh "$root/scripts/llama.sh" --path 2>/dev/null) || {
     echo "skip: llama-server not built ($(sh "$root/scripts/llama.sh" --status))"
@@ -133,6 +135,10 @@ def spread(p, i, d):
     return f"{med(p, i):.{d}f}" + (f" ({min(v):.{d}f}-{max(v):.{d}f})" if reps > 1 else "")
 def cut(n, v):
     return f"{100 * (n - v) / n:.0f}%" if n > 0 else "-"
+def cuts(p, i):
+    # per repeat (the policies of one repeat ran back to back), median (min-max)
+    c = sorted(100 * (n[i] - x[i]) / n[i] for n, x in zip(real["naive"], real[p]))
+    return f"{statistics.median(c):.0f}%" + (f" ({c[0]:.0f}-{c[-1]:.0f}%)" if reps > 1 else "")
 print(f"real: 2 llama-server replicas, median of {reps} interleaved repeat(s) (min-max); "
       f"sim: atr sim run {sim_args} --replicas 2")
 print()
@@ -140,8 +146,8 @@ print("| policy | mean TTFT ms | mean E2E ms | hit rate | TTFT cut | E2E cut "
       "| sim TTFT ms | sim E2E ms | sim hit | sim TTFT cut | sim E2E cut |")
 print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 for p in pols:
-    tc = "-" if p == "naive" else cut(med("naive", 0), med(p, 0))
-    ec = "-" if p == "naive" else cut(med("naive", 1), med(p, 1))
+    tc = "-" if p == "naive" else cuts(p, 0)
+    ec = "-" if p == "naive" else cuts(p, 1)
     stc = "-" if p == "naive" else cut(sim["naive"][0], sim[p][0])
     sec = "-" if p == "naive" else cut(sim["naive"][1], sim[p][1])
     print(f"| {p} | {spread(p, 0, 1)} | {spread(p, 1, 1)} | {spread(p, 2, 1)}% | {tc} | {ec} "
