@@ -47,7 +47,7 @@ POLICIES=naive,prefix-cache,prefix-route
 POLICY_OPTS=${POLICY_OPTS:-prefix-route.slots=$SLOTS}
 
 llama=$(sh "$root/scripts/llama.sh" --path 2>/dev/null) || {
-    echo "skip: llama-server not built ($(sh "$root/scripts/llama.sh" --status))"
+    echo "skip: llama-server is not built (sh scripts/llama.sh builds it)"
     exit 0
 }
 rm -rf "$out"
