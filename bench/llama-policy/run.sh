@@ -30,9 +30,13 @@
 #   SLOTS [2]       llama-server -np per replica (-t 1 each: one CPU each)
 #   TIME_SCALE [0.05]  multiplies the recorded tool times (think time)
 #   POLICY_OPTS [prefix-route.slots=SLOTS]  --policy-options of both runs
-#   SIM_ARGS        the simulator's set-up [--profile l4/qwen2.5-0.5b
-#                   --max-num-seqs SLOTS]: the closest existing one until a
-#                   llama.cpp flavour with a calibrated CPU profile exists
+#   SIM_ATR [ATR]   the atr binary of the simulator part
+#   SIM_ARGS        the simulator's set-up: where SIM_ATR has the llama.cpp
+#                   engine flavour, [--engine llama.cpp --parallel SLOTS
+#                   --ctx-size SLOTS*16384 --profile cpu2-tiny/atr-PRESET]
+#                   (its CPU profile, calibrated on the development
+#                   machine); else the closest GPU set-up,
+#                   [--profile l4/qwen2.5-0.5b --max-num-seqs SLOTS]
 # Exits 0 with one "skip:" line when llama-server is not built.
 set -eu
 atr=$1
@@ -40,7 +44,14 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${2:-$root/build/llama-policy}
 REPEATS=${REPEATS:-3} SESSIONS=${SESSIONS:-4} TURNS=${TURNS:-6} SEED=${SEED:-7} REPLY=${REPLY:-32}
 PRESET=${PRESET:-tiny} SLOTS=${SLOTS:-2} TIME_SCALE=${TIME_SCALE:-0.05}
-SIM_ARGS=${SIM_ARGS:-"--profile l4/qwen2.5-0.5b --max-num-seqs $SLOTS"}
+SIM_ATR=${SIM_ATR:-$atr}
+if "$SIM_ATR" sim run --help 2>/dev/null | grep -q 'llama\.cpp'; then
+    sim_default="--engine llama.cpp --parallel $SLOTS --ctx-size $((SLOTS * 16384))"
+    sim_default="$sim_default --profile cpu2-tiny/atr-$PRESET"
+else
+    sim_default="--profile l4/qwen2.5-0.5b --max-num-seqs $SLOTS"
+fi
+SIM_ARGS=${SIM_ARGS:-$sim_default}
 POLICIES=naive,prefix-cache,prefix-route
 # Each replica knows its slots: a replica whose slots are all busy queues
 # a request that matched it (docs/policies.md, prefix-route).
@@ -55,24 +66,26 @@ mkdir -p "$out"
 pids=""
 trap 'for p in $pids; do kill "$p" 2>/dev/null || true; done' EXIT
 
-# start NAME: one replica on a free port; prints its URL once /health
-# answers 200 (polled, 30 s at most).
+# start NAME: one replica on a free port; sets url once /health answers
+# 200 (polled, 30 s at most). Not in a $(...) subshell: pids must reach
+# this shell, or stop_all would leave the servers running.
 start() {
     "$llama" -m "$out/model.gguf" --host 127.0.0.1 --port 0 --no-webui -np "$SLOTS" -t 1 \
         -c $((SLOTS * 16384)) >"$out/$1.log" 2>&1 &
-    pids="$pids $!"
+    srv=$!
+    pids="$pids $srv"
     until=$(($(date +%s) + 30))
-    while [ "$(date +%s)" -lt "$until" ]; do
+    while [ "$(date +%s)" -lt "$until" ] && kill -0 "$srv" 2>/dev/null; do
         port=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9][0-9]*\).*|\1|p' "$out/$1.log" |
             head -n 1)
         if [ -n "$port" ] &&
             [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health")" = 200 ]; then
-            echo "http://127.0.0.1:$port"
+            url="http://127.0.0.1:$port"
             return 0
         fi
         sleep 0.05
     done
-    echo "llama-policy: replica $1 not healthy in 30 s: $(tail -n 3 "$out/$1.log")" >&2
+    echo "llama-policy: replica $1 not healthy in 30 s: $(tail -n 3 "$out/$1.log" | tr '\n' ' ')" >&2
     return 1
 }
 
@@ -107,7 +120,10 @@ EOF
 
 schedule="--rate inf --time-scale $TIME_SCALE"
 for k in $(seq 1 "$REPEATS"); do
-    a=$(start "r$k-a") && b=$(start "r$k-b")
+    start "r$k-a"
+    a=$url
+    start "r$k-b"
+    b=$url
     # shellcheck disable=SC2086
     "$atr" replay llm -q "$out/swe.ndjson" --target "$a,$b" $schedule \
         --policy "$POLICIES" --policy-options "$POLICY_OPTS" \
@@ -115,7 +131,7 @@ for k in $(seq 1 "$REPEATS"); do
     stop_all
 done
 # shellcheck disable=SC2086
-"$atr" sim run -q "$out/swe.ndjson" $SIM_ARGS --replicas 2 $schedule \
+"$SIM_ATR" sim run -q "$out/swe.ndjson" $SIM_ARGS --replicas 2 $schedule \
     --policy "$POLICIES" --policy-options "$POLICY_OPTS" --save-result "$out/sim.json"
 
 python3 - "$out" "$REPEATS" "$SIM_ARGS" >"$out/table.md" <<'EOF'

@@ -9,6 +9,12 @@ LP=$T/llama-policy
 # of two slots, one repeat.
 ok "policies on two llama-server replicas" env REPEATS=1 SESSIONS=4 TURNS=3 REPLY=8 \
     sh "$ROOT/bench/llama-policy/run.sh" "$ATR" "$LP"
+check "no replica left running" "
+    for log in '$LP'/r1-a.log '$LP'/r1-b.log; do
+        port=\$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' \"\$log\" | head -n 1)
+        [ -n \"\$port\" ] || exit 1
+        curl -s -o /dev/null --max-time 2 \"http://127.0.0.1:\$port/health\" && exit 1
+    done; exit 0"
 check "a result and per-request file per policy, and the simulator's" "
     for p in naive prefix-cache prefix-route; do
         [ -s '$LP/r1.'\$p.json ] && [ -s '$LP/r1-req.'\$p.ndjson ] && [ -s '$LP/sim.'\$p.json ] || exit 1
