@@ -74,8 +74,8 @@ start() {
         -c $((SLOTS * 16384)) >"$out/$1.log" 2>&1 &
     srv=$!
     pids="$pids $srv"
-    until=$(($(date +%s) + 30))
-    while [ "$(date +%s)" -lt "$until" ] && kill -0 "$srv" 2>/dev/null; do
+    deadline=$(($(date +%s) + 30))
+    while [ "$(date +%s)" -lt "$deadline" ] && kill -0 "$srv" 2>/dev/null; do
         port=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9][0-9]*\).*|\1|p' "$out/$1.log" |
             head -n 1)
         if [ -n "$port" ] &&
