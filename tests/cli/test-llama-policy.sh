@@ -44,14 +44,6 @@ assert len(on) == 4 and all(len(v) == 1 for v in on.values()), on
 per = [sum(1 for v in on.values() if r in v) for r in (0, 1)]
 assert per == [2, 2], per
 \""
-check "round robin spreads prefix-cache's sessions" "python3 -c \"
-import json
-on = {}
-for l in open('$LP/r1-req.prefix-cache.ndjson'):
-    q = json.loads(l)
-    on.setdefault(q['trace_id'], set()).add(q['replica'])
-assert any(len(v) == 2 for v in on.values()), on
-\""
 ok "compare the real-engine runs" "$ATR" compare "$LP"/r1.*.json "$LP"/sim.*.json
 check "the compare table: both targets, each with its three policies" "
     [ \$(grep -c '^| http://127.0.0.1:[0-9]*,http://127.0.0.1:[0-9]* ' '$T/out') -eq 3 ] &&
