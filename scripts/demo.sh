@@ -4,8 +4,9 @@
 # every supported format, validate the results and print their statistics,
 # replay the LLM turns on the serving simulator (virtual time, then over
 # HTTP), replay tool steps under per-step cgroup limits, and end with the
-# six runtime policies compared on the agent workload, a load sweep, and
-# one HTML report of it all. Outputs go to build/demo, or to $ATR_DEMO_OUT
+# six runtime policies compared on the agent workload (three of them on a
+# real engine too: llama-server, when built), a load sweep, and one HTML
+# report of it all. Outputs go to build/demo, or to $ATR_DEMO_OUT
 # (the browser test's own folder).
 set -eu
 atr=$1
@@ -78,6 +79,13 @@ step "runtime policies on the agent workload, simulated RTX 3090 + Qwen3-4B-AWQ 
     --requests-out "$out/policy-requests.ndjson"
 "$atr" compare "$out"/policy.*.json
 
+step "runtime policies on a real engine (llama-server, tiny model): naive, prefix-cache, prefix-route on two replicas, beside the simulator (bench/llama-policy/run.sh)"
+# Four sessions of five turns (16-token replies) on two llama-server processes of atr's own
+# random-weight model (-np 2 -t 1 each); one line saying why when the
+# engine is not built (sh scripts/llama.sh builds it).
+REPEATS=1 TURNS=5 REPLY=16 sh "$root/bench/llama-policy/run.sh" "$atr" "$out/llama"
+llama_results=$(ls "$out"/llama/r1.*.json "$out"/llama/sim.*.json 2>/dev/null || true)
+
 step "load against the simulated H100: synchronous, throughput and 4 rates, goodput under an SLO (atr sweep)"
 "$atr" sweep --generate 60:400:32 --target sim:h100/llama-3.1-8b --rates 4 \
     --slo ttft_p99=100ms,tpot_p99=20ms -o "$out/sweep.json"
@@ -86,7 +94,8 @@ step "everything in one page (atr report)"
 # The per-request files of naive and of the policy with the lowest mean
 # latency (the largest E2E cut: the report's headline) feed the token race
 # and the latency race; router.json the Router lab, sweep.json the sweep
-# charts, replay/ the tool replay charts.
+# charts, replay/ the tool replay charts; the real engine's results (when
+# it ran) join the Policies table as a target of their own.
 best=$("$atr" compare --json "$out"/policy.*.json | awk '
     match($0, /"policy":"[^"]*"/) { p = substr($0, RSTART + 10, RLENGTH - 11) }
     match($0, /"e2el_cut_pct":[-0-9.e+]+/) {
@@ -94,7 +103,8 @@ best=$("$atr" compare --json "$out"/policy.*.json | awk '
         if (best == "" || v > bv) { best = p; bv = v }
     }
     END { print best }')
-"$atr" report "$out/gen-swe.ndjson" "$out"/policy.*.json "$out/http-result.json" \
+# shellcheck disable=SC2086
+"$atr" report "$out/gen-swe.ndjson" "$out"/policy.*.json $llama_results "$out/http-result.json" \
     "$out"/policy-requests.naive.ndjson "$out/policy-requests.${best:-compaction}.ndjson" \
     "$out/router.json" "$out/sweep.json" "$out/replay" \
     "$root/tests/data/bench/claude_code" -o "$out/report.html"

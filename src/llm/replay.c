@@ -233,6 +233,7 @@ static void record(struct driver *d, const struct atr_llm_result *r, const struc
         .error_detail = !r->success && r->detail && r->detail[0] ? xstrdup(r->detail) : NULL,
         .trace_id = d->cfg->workload->sessions[ts->session].trace_id,
         .turn = (int64_t)d->next_turn[ts->session],
+        .replica = ts->dec.replica, .has_replica = d->n_clients > 1,
     };
 }
 

@@ -37,6 +37,7 @@ struct blockset {
 struct route_state {
     struct blockset *sets;             /* [n_replicas] */
     double cache_threshold, balance_abs, balance_rel;
+    uint32_t slots;                    /* requests a replica serves at once; 0: unknown */
     size_t cap;                        /* blocks per replica */
     size_t max_slots;                  /* table size at capacity (load <= 1/2) */
     uint64_t clock;                    /* decisions so far */
@@ -48,7 +49,7 @@ struct route_state {
 };
 
 static const char *const option_keys[] = {
-    "cache_threshold", "balance_abs", "balance_rel", "tree_blocks", NULL,
+    "cache_threshold", "balance_abs", "balance_rel", "tree_blocks", "slots", NULL,
 };
 
 static uint64_t mix64(uint64_t x)
@@ -253,25 +254,37 @@ static unsigned smallest_tree(const struct atr_policy *p, const struct route_sta
     return best;
 }
 
+/* With slots known, whether replica i has all of them busy while another
+ * replica has one free: a request sent there would wait, and on an engine
+ * with per-slot caches (llama-server) take a slot holding another
+ * session's context, overwriting it. */
+static bool full(const struct atr_policy *p, const struct route_state *st, unsigned i)
+{
+    return st->slots && p->load[i] >= st->slots &&
+           p->load[atr_policy_least_loaded(p)] < st->slots;
+}
+
 static void decide(struct atr_policy *p, const struct atr_policy_req *r,
                    struct atr_policy_decision *d)
 {
     struct route_state *st = p->state;
     const uint64_t *ids = r->ids;
     uint32_t n = ids ? r->n_ids : 0;
-    unsigned to;
-    if (imbalanced(p, st)) {
-        to = atr_policy_least_loaded(p);
-        p->stats.routed_by_load++;
-    } else {
+    unsigned to = 0;
+    bool by_load = imbalanced(p, st), by_match = false;
+    if (!by_load) {
         for (unsigned i = 0; i < p->cfg.n_replicas; i++)
             st->match[i] = match_len(&st->sets[i], ids, n);
         to = best_match(p, st);
-        if (n && (double)st->match[to] / (double)n > st->cache_threshold)
-            p->stats.routed_by_match++;
-        else
+        by_match = n && (double)st->match[to] / (double)n > st->cache_threshold;
+        if (!by_match)
             to = smallest_tree(p, st);
+        by_load = full(p, st, to);
     }
+    if (by_load)
+        to = atr_policy_least_loaded(p);
+    p->stats.routed_by_load += by_load;
+    p->stats.routed_by_match += by_match && !by_load;
     insert_request(st, &st->sets[to], ids, n);
     d->replica = to;
 }
@@ -291,17 +304,19 @@ static void free_state(struct atr_policy *p)
 
 static int init(struct atr_policy *p, const struct atr_policy_cfg *cfg, struct atr_error *err)
 {
-    double thr, abs, rel, blocks;
+    double thr, abs, rel, blocks, slots;
     if (atr_policy_opt_num(p, "cache_threshold", 0.3, 0, 1, &thr, err) < 0 ||
         atr_policy_opt_num(p, "balance_abs", 2, 0, 1e9, &abs, err) < 0 ||
         atr_policy_opt_num(p, "balance_rel", 1.5, 1, 1e9, &rel, err) < 0 ||
-        atr_policy_opt_num(p, "tree_blocks", 100000, 16, 1e8, &blocks, err) < 0)
+        atr_policy_opt_num(p, "tree_blocks", 100000, 16, 1e8, &blocks, err) < 0 ||
+        atr_policy_opt_num(p, "slots", 0, 0, 1e6, &slots, err) < 0)
         return -1;
     struct route_state *st = xcalloc(1, sizeof *st);
     st->cache_threshold = thr;
     st->balance_abs = abs;
     st->balance_rel = rel;
     st->cap = (size_t)blocks;
+    st->slots = (uint32_t)slots;
     st->max_slots = 1024;
     while (st->max_slots < 2 * st->cap)
         st->max_slots *= 2;

@@ -65,6 +65,7 @@ struct atr_html_replay {
 struct atr_html_shapes;
 struct atr_html_router;
 struct atr_html_reqs;
+struct atr_compare;
 
 struct atr_html {
     struct atr_arena arena;    /* inputs, results' DOMs, strings */
@@ -92,6 +93,9 @@ struct atr_html {
     struct atr_html_router *router;   /* router model and evaluations; NULL until one */
     struct atr_html_reqs *reqs;       /* per-request files; NULL until one (html-results.c) */
     struct atr_bench_report *bench;   /* NULL until a folder is added */
+    /* The result files as `atr compare` reads them: the Policies table's
+     * rows (report/compare.h); NULL until a result file. */
+    struct atr_compare *policies;
     size_t bench_groups;
     void (*warn)(const char *msg);    /* the readers' warnings (atr_read_opts.warn) */
 };

@@ -413,28 +413,54 @@ static double mean_of(const struct sorted *o)
     return o->n ? sum / (double)o->n : NAN;
 }
 
-bool atr_html_pick_best(const struct atr_html *h, struct atr_html_pick *p)
+static const char *result_target(const struct atr_html_result *r)
 {
-    memset(p, 0, sizeof *p);
+    const struct atr_json *atr = atr_json_get(r->root, "atr");
+    return atr ? atr_json_get_str(atr, "target", NULL) : NULL;
+}
+
+static bool same_str(const char *a, const char *b)
+{
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+/* Result files: the first naive, and the best other policy on its target
+ * (a simulated GPU's naive against a real engine's policy is no cut). */
+static bool pick_results(const struct atr_html *h, struct atr_html_pick *p)
+{
+    const char *target = NULL;
     bool naive = false;
     double v;
-    for (size_t i = 0; i < h->n_results; i++) {   /* result files first */
-        const struct atr_html_result *r = &h->results[i];
-        const char *pol = result_policy(r);
-        if (!pol || !atr_json_get_num(r->root, "mean_e2el_ms", &v) || !(v > 0))
-            continue;
-        if (strcmp(pol, "naive") == 0 && !naive) {
+    for (size_t i = 0; i < h->n_results && !naive; i++) {
+        const char *pol = result_policy(&h->results[i]);
+        if (pol && strcmp(pol, "naive") == 0 &&
+            atr_json_get_num(h->results[i].root, "mean_e2el_ms", &v) && v > 0) {
             naive = true;
             p->naive_ms = v;
-        } else if (strcmp(pol, "naive") != 0 && (!p->best || v < p->best_ms)) {
+            target = result_target(&h->results[i]);
+        }
+    }
+    for (size_t i = 0; naive && i < h->n_results; i++) {
+        const struct atr_html_result *r = &h->results[i];
+        const char *pol = result_policy(r);
+        if (pol && strcmp(pol, "naive") != 0 && same_str(result_target(r), target) &&
+            atr_json_get_num(r->root, "mean_e2el_ms", &v) && v > 0 &&
+            (!p->best || v < p->best_ms)) {
             p->best = pol;
             p->best_ms = v;
         }
     }
-    if (naive && p->best)
+    return naive && p->best;
+}
+
+bool atr_html_pick_best(const struct atr_html *h, struct atr_html_pick *p)
+{
+    memset(p, 0, sizeof *p);
+    if (pick_results(h, p))                        /* result files first */
         return true;
     memset(p, 0, sizeof *p);
-    naive = false;
+    bool naive = false;
+    double v;
     for (size_t i = 0; i < atr_html_reqsets(h); i++) {   /* else per-request files */
         const struct reqset *s = &h->reqs->s[i];
         v = mean_of(&s->m[M_E2EL]);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "json/writer.h"
+#include "report/compare.h"
 #include "report/html-impl.h"
 #include "report/html.h"
 
@@ -367,6 +368,48 @@ static void throughput_table(struct atr_buf *b, const struct atr_html *h)
     atr_buf_puts(b, "</tbody></table>\n");
 }
 
+/* Whether some row has a cut: a target with naive and another policy. */
+static bool any_cut(const struct atr_compare_row *rows, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isnan(rows[i].e2el_cut_pct) || !isnan(rows[i].ttft_cut_pct))
+            return true;
+    return false;
+}
+
+/* `atr compare`'s table of the result files (its rows, its order and cuts:
+ * report/compare.h), when some target has naive and another policy. */
+static void policy_table(struct atr_buf *b, const struct atr_html *h)
+{
+    size_t n = 0;
+    const struct atr_compare_row *rows = h->policies ? atr_compare_rows(h->policies, &n) : NULL;
+    if (!any_cut(rows, n))
+        return;
+    atr_buf_puts(b, "<h3 id=\"policies\">Policies</h3>\n<p>The result files as "
+                    "<code>atr compare</code> reads them: per target, each policy's cut of "
+                    "the mean latency against that target's <code>naive</code>; prefix hit "
+                    "is cached over prompt tokens (a real engine's own "
+                    "<code>cached_tokens</code>).</p>\n<table><thead><tr><th>target</th>"
+                    "<th>policy</th><th>mean TTFT (ms)</th><th>p99 TTFT (ms)</th>"
+                    "<th>mean E2E (ms)</th><th>p99 E2E (ms)</th><th>prefix hit (%)</th>"
+                    "<th>TTFT cut (%)</th><th>E2E cut (%)</th></tr></thead><tbody>\n");
+    for (size_t i = 0; i < n; i++) {
+        const struct atr_compare_row *r = &rows[i];
+        atr_buf_puts(b, "<tr>");
+        atr_html_td_str(b, r->target);
+        atr_html_td_str(b, r->policy);
+        atr_html_td_num(b, r->ttft_mean_ms, 1);
+        atr_html_td_num(b, r->ttft_p99_ms, 1);
+        atr_html_td_num(b, r->e2el_mean_ms, 1);
+        atr_html_td_num(b, r->e2el_p99_ms, 1);
+        atr_html_td_num(b, 100.0 * r->prefix_hit_rate, 1);
+        atr_html_td_num(b, r->ttft_cut_pct, 1);
+        atr_html_td_num(b, r->e2el_cut_pct, 1);
+        atr_buf_puts(b, "</tr>\n");
+    }
+    atr_buf_puts(b, "</tbody></table>\n");
+}
+
 static void results(struct atr_buf *b, const struct atr_html *h)
 {
     if (!h->n_results && !atr_html_reqsets(h))
@@ -378,6 +421,7 @@ static void results(struct atr_buf *b, const struct atr_html *h)
                           "percentiles as in <code>vllm bench serve</code>).</p>\n",
                        h->n_results, h->n_results == 1 ? "" : "s");
         throughput_table(b, h);
+        policy_table(b, h);
     }
     for (size_t m = 0; h->n_results && m < N_METRICS; m++) {
         latency_table(b, h, &metrics[m]);

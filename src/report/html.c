@@ -11,6 +11,7 @@
 #include <xxhash.h>
 
 #include "json/writer.h"
+#include "report/compare.h"
 #include "report/html-impl.h"
 #include "report/html.h"
 #include "report/stats.h"
@@ -36,6 +37,7 @@ void atr_html_free(struct atr_html *h)
     if (!h)
         return;
     atr_arena_release(&h->arena);
+    atr_compare_free(h->policies);
     free(h->inputs);
     free(h->results);
     free(h->sweeps);
@@ -239,18 +241,30 @@ static bool is_result(const struct atr_json *root)
 
 /* src's whole text parsed into h's arena (src is closed), or NULL when it
  * is not one JSON document within RESULT_MAX bytes. */
-static struct atr_json *read_json(struct atr_html *h, struct atr_input *src)
+static struct atr_json *read_json(struct atr_html *h, struct atr_input *src,
+                                  struct atr_buf *text)
 {
-    struct atr_buf text = {.max = RESULT_MAX + 1};
     struct atr_error ignored;
     struct atr_json *root = NULL;
     struct atr_json_err jerr;
-    if (atr_input_read_all(src, &text, RESULT_MAX, &ignored) < 0 ||
-        atr_json_parse(&h->arena, text.data ? text.data : "", text.len, NULL, &root, &jerr) < 0)
+    text->max = RESULT_MAX + 1;
+    if (atr_input_read_all(src, text, RESULT_MAX, &ignored) < 0 ||
+        atr_json_parse(&h->arena, text->data ? text->data : "", text->len, NULL, &root,
+                       &jerr) < 0)
         root = NULL;
     atr_input_close(src);
-    atr_buf_release(&text);
     return root;
+}
+
+/* The result's row of the Policies table, as `atr compare` reads it; a
+ * text compare does not take (not a benchmark result) adds no row. */
+static void add_policy_row(struct atr_html *h, const char *path, const struct atr_buf *text)
+{
+    struct atr_error ignored;
+    if (!h->policies)
+        h->policies = atr_compare_new();
+    (void)atr_compare_add_json(h->policies, path, text->data ? text->data : "", text->len,
+                               &ignored);
 }
 
 /* 0 with the result added, 1 when the file is not one JSON object with a
@@ -259,9 +273,14 @@ static struct atr_json *read_json(struct atr_html *h, struct atr_input *src)
 static int add_result(struct atr_html *h, const char *path, struct atr_input *src,
                       struct atr_error *err)
 {
-    struct atr_json *root = read_json(h, src);
-    if (!root || !is_result(root))
+    struct atr_buf text = ATR_BUF_INIT;
+    struct atr_json *root = read_json(h, src, &text);
+    if (!root || !is_result(root)) {
+        atr_buf_release(&text);
         return 1;
+    }
+    add_policy_row(h, path, &text);
+    atr_buf_release(&text);
     if (h->n_results == h->cap_results) {
         h->cap_results = h->cap_results ? h->cap_results * 2 : 4;
         h->results = xrealloc(h->results, h->cap_results * sizeof *h->results);
@@ -292,7 +311,9 @@ static bool looks_like_sweep(const char *head, size_t len)
 static int add_sweep(struct atr_html *h, const char *path, struct atr_input *src,
                      struct atr_error *err)
 {
-    struct atr_json *root = read_json(h, src);
+    struct atr_buf text = ATR_BUF_INIT;
+    struct atr_json *root = read_json(h, src, &text);
+    atr_buf_release(&text);
     const char *format = root ? atr_json_get_str(root, "format", NULL) : NULL;
     if (!format || strcmp(format, SWEEP_FORMAT) != 0)
         return 1;

@@ -94,6 +94,7 @@ static int fail_turn(struct driver *d, struct pending *q, const char *error, dou
         .end_s = end, .prompt_tokens = q->dec.prompt_tokens, .success = false,
         .error = error, .trace_id = s->trace_id,
         .turn = (int64_t)d->ses[q->session].next_turn,
+        .replica = q->dec.replica, .has_replica = d->n_engines > 1,
     };
     struct atr_policy_outcome o = { .success = false };
     q->rec = NULL;
@@ -242,6 +243,7 @@ static int finish(struct driver *d, const struct atr_sim_record *r, unsigned k,
         .prompt_tokens = r->prompt_tokens, .output_tokens = r->output_tokens,
         .cached_tokens = r->cached_tokens, .success = true,
         .trace_id = s->trace_id, .turn = (int64_t)d->ses[p->session].next_turn,
+        .replica = p->dec.replica, .has_replica = d->n_engines > 1,
     };
     struct atr_policy_outcome o = {
         .success = true, .output_tokens = r->output_tokens,

@@ -68,6 +68,10 @@ struct atr_llm_record {
      * known (the simulator, older request files). */
     int64_t intended_prompt_tokens;
     const char *error_detail; /* on failure: the server's message or what was seen, or NULL */
+    /* With several replicas (targets), the one that served it (0-based,
+     * the policy's choice); written as "replica" only when has_replica. */
+    uint32_t replica;
+    bool has_replica;
 };
 
 #define ATR_LLM_MAX_PCT 8

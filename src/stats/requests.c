@@ -127,6 +127,13 @@ static int get_fields(const struct at *at, const struct atr_json *o, struct atr_
         rc = get_str(at, o, "trace_id", true, keep, &r->trace_id);
     if (rc == 0 && r->trace_id)
         rc = get_int(at, o, "turn", &r->turn);
+    if (rc == 0 && (r->has_replica = atr_json_get(o, "replica") != NULL)) {
+        int64_t k = 0;
+        rc = get_int(at, o, "replica", &k);
+        if (rc == 0 && (k < 0 || k > UINT32_MAX))
+            rc = bad(at, atr_json_get(o, "replica"), "a request line wants \"%s\" >= 0", "replica");
+        r->replica = (uint32_t)k;
+    }
     r->id = (uint64_t)id;
     return rc;
 }

@@ -407,6 +407,8 @@ int atr_llm_write_request_line(struct atr_buf *b, const struct atr_llm_record *r
         atr_jw_kv_str(&w, "trace_id", r->trace_id);
         atr_jw_kv_int(&w, "turn", r->turn);
     }
+    if (r->has_replica)
+        atr_jw_kv_uint(&w, "replica", r->replica);
     atr_jw_kv_bool(&w, "success", ok);
     atr_jw_kv_str(&w, "error", ok ? NULL : (r->error ? r->error : "unknown"));
     put_s(&w, "scheduled_s", r->scheduled_s);

@@ -22,13 +22,29 @@ assert cut >= 0.60, cut
 # Four replicas: cache-aware routing keeps sessions on the replica holding
 # their prefix; round robin scatters them.
 ok "sim 4 replicas" "$ATR" sim run -q "$P/swe.ndjson" --profile rtx3090/qwen3-4b-awq --rate 0.2 \
-    --replicas 4 --policy prefix-cache,prefix-route --save-result "$P/rep.json"
+    --replicas 4 --policy prefix-cache,prefix-route --save-result "$P/rep.json" \
+    --requests-out "$P/rep-req.ndjson"
 check "prefix-route beats round robin on hit rate and p99 TTFT" "python3 -c \"
 import json
 rr = json.load(open('$P/rep.prefix-cache.json')); pr = json.load(open('$P/rep.prefix-route.json'))
 assert rr['atr']['engine']['replicas'] == 4
 assert pr['atr']['prefix_cache_hit_rate'] > rr['atr']['prefix_cache_hit_rate'], (pr['atr']['prefix_cache_hit_rate'], rr['atr']['prefix_cache_hit_rate'])
 assert pr['p99_ttft_ms'] < rr['p99_ttft_ms'], (pr['p99_ttft_ms'], rr['p99_ttft_ms'])
+\""
+# Each request line names its replica: round robin spreads a session's
+# turns over all four, prefix-route keeps them on fewer (its load rule
+# moves some: 2.4 replicas a session measured).
+check "requests name their replica" "python3 -c \"
+import json
+def spread(path):
+    seen = {}
+    for line in open(path):
+        q = json.loads(line)
+        assert 0 <= q['replica'] < 4, q
+        seen.setdefault(q['trace_id'], set()).add(q['replica'])
+    return sum(len(v) for v in seen.values()) / len(seen)
+rr, pr = spread('$P/rep-req.prefix-cache.ndjson'), spread('$P/rep-req.prefix-route.ndjson')
+assert rr > 3.5 and pr < rr - 1, (rr, pr)
 \""
 
 ok "sim sglang flavour" "$ATR" sim run -q "$P/swe.ndjson" --profile rtx3090/qwen3-4b-awq \

@@ -70,6 +70,9 @@ EOF
     ok report-browser-demo-open node "$ROOT/tests/node/report-layout.mjs" "$RB/demo/report.html" "$RB/demo-shots"
     L=$RB/demo-shots/layout.json
     check report-browser-demo-sections "python3 -c \"import json; c=json.load(open('$L')); assert c['sections'] == ['overview', 'traces', 'shapes', 'results', 'sweeps', 'replay', 'router', 'bench', 'appendix'] and not c['pageErrors'], c\""
+    # The Policies table; with llama-server built, the real engine's
+    # two-replica target in it (the demo's step on llama-server).
+    check report-browser-demo-policies "grep -q 'id=\"policies\"' '$RB/demo/report.html' && { ! sh '$ROOT/scripts/llama.sh' --path >/dev/null 2>&1 || grep -q '<td>http://127.0.0.1:[0-9]*,http://127.0.0.1:[0-9]*</td><td>prefix-route</td>' '$RB/demo/report.html'; }"
     check report-browser-demo-races "grep -q 'id=\"race\"' '$RB/demo/report.html' && python3 -c \"import json; c=json.load(open('$L'))['roll']; assert len(c) == 1 and len(c[0]['curveContrast']) == 4, c\""
     check report-browser-demo-replay-fits "python3 -c \"import json; c=json.load(open('$L')); t=c['replayTables']; assert t and all(x['scrollWidth'] <= 1400 and x['right'] <= 1400 and not x['broken'] for x in t) and c['pageScrollWidth'] <= 1400, (t, c['pageScrollWidth'])\""
     check report-browser-latency-race-legend "python3 -c \"import json; r=json.load(open('$L'))['roll'][0]; l=r['legend']; assert l[:2] == ['naive p50', 'naive p99'] and [x.split()[-1] for x in l] == ['p50', 'p99', 'p50', 'p99'] and l[2].split()[0] == l[3].split()[0] != 'naive' and r['keysDashedAsLabelled'], r\""

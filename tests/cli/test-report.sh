@@ -271,7 +271,29 @@ absent "usage error leaves no report" "$R/bad.html"
 ok "report headline" "$ATR" report "$R"/hl.naive.json "$R"/hl.prefix-cache.json -o "$R/hl.html"
 check "headline names the policy, the cut and both means" \
     "grep -Eq '<p class=\"headline\">prefix-cache (cuts|raises) mean end-to-end latency [0-9]+ % against naive on these traces \([0-9.]+ ms &rarr; [0-9.]+ ms\)\.</p>' '$R/hl.html'"
+# Results of two targets (a slow one first, a fast one after): the
+# headline compares within the first naive's target, never one target's
+# naive with another's policy; the Policies table has both, as atr compare.
+"$ATR" sim run -q "$R/hl.ndjson" --profile h200/llama-3.2-1b --rate 0.2 --replicas 2 \
+    --policy naive,prefix-route --save-result "$R/fast.json" >/dev/null 2>&1
+ok "report of two targets" "$ATR" report "$R"/hl.naive.json "$R"/hl.prefix-cache.json \
+    "$R"/fast.naive.json "$R"/fast.prefix-route.json -o "$R/hl2.html"
+check "two targets: the headline stays on the first naive's target" \
+    "grep -Eq '<p class=\"headline\">prefix-cache (cuts|raises) mean' '$R/hl2.html'"
+check "two targets: a Policies table with each target's rows and cuts" "python3 -c \"
+import re
+h = open('$R/hl2.html').read()
+t = h[h.index('id=\\\"policies\\\"'):]
+t = t[:t.index('</table>')]
+rows = [re.findall(r'<td[^>]*>([^<]*)</td>', r) for r in t.split('<tr>')[2:]]
+assert [(r[0], r[1]) for r in rows] == [('sim:h100/llama-3.1-8b', 'naive'),
+    ('sim:h100/llama-3.1-8b', 'prefix-cache'), ('sim:h200/llama-3.2-1b x2', 'naive'),
+    ('sim:h200/llama-3.2-1b x2', 'prefix-route')], rows
+assert rows[0][7] == 'n/a' and float(rows[1][8]) > 0 and float(rows[3][6]) > 50, rows
+\""
 ok "report without naive" "$ATR" report "$R"/hl.prefix-cache.json -o "$R/hl1.html"
+check "no Policies table without a naive beside another policy" \
+    "[ -s '$R/hl1.html' ] && ! grep -q 'id=\"policies\"' '$R/hl1.html'"
 check "no headline without naive" "! grep -q 'class=\"headline\"' '$R/hl1.html'"
 
 # ---- per-request files (--requests-out): the Results' exact percentile

@@ -113,6 +113,34 @@ static void test_session_and_unknown_failure(void **state)
 }
 
 /* Each bad line is named by file, line and the column of the bad value. */
+/* A routed request names its replica ("replica", after "turn"): read
+ * back and written again to the same bytes; a negative one is refused. */
+static void test_replica(void **state)
+{
+    (void)state;
+    const char *line =
+        "{\"id\": 0, \"trace_id\": \"s1\", \"turn\": 0, \"replica\": 1, \"success\": false,"
+        " \"error\": \"http 500\", \"scheduled_s\": 0.0, \"send_s\": 0.0, \"start_s\": 0.0,"
+        " \"sent_s\": null, \"end_s\": 1.0, \"schedule_lag_ms\": 0.0, \"send_lag_ms\": 0.0,"
+        " \"queue_ms\": 0.0, \"ttft_ms\": null, \"tpot_ms\": null, \"e2el_ms\": null,"
+        " \"itl_ms\": [], \"prompt_tokens\": 5, \"output_tokens\": 0, \"cached_tokens\": 0}\n";
+    struct atr_llm_requests rs = ATR_LLM_REQUESTS_INIT;
+    struct atr_error err;
+    assert_int_equal(read_text(&rs, line, &err), 0);
+    assert_true(rs.recs[0].has_replica);
+    assert_int_equal(rs.recs[0].replica, 1);
+    struct atr_buf b = ATR_BUF_INIT;
+    assert_int_equal(atr_llm_write_request_line(&b, &rs.recs[0]), 0);
+    assert_string_equal(b.data, line);
+    atr_buf_release(&b);
+    atr_llm_requests_release(&rs);
+    char bad[1024];
+    size_t at = (size_t)(strstr(line, "\"replica\": 1") - line);
+    snprintf(bad, sizeof bad, "%.*s\"replica\": -1%s", (int)at, line, line + at + 12);
+    assert_non_null(strstr(refusal(bad, &err), "r.ndjson:1:"));
+    assert_non_null(strstr(err.msg, "\"replica\" >= 0"));
+}
+
 static void test_refusals(void **state)
 {
     (void)state;
@@ -162,6 +190,7 @@ int main(void)
         cmocka_unit_test(test_golden_round_trip),
         cmocka_unit_test(test_intended_and_detail),
         cmocka_unit_test(test_session_and_unknown_failure),
+        cmocka_unit_test(test_replica),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_partial_read_keeps_lines),
     };

@@ -174,6 +174,51 @@ static void test_prefix_route_load(void **state)
     atr_policy_free(p);
 }
 
+/* Four sessions sharing a system prompt start at once on two replicas of
+ * two slots: without slots known, the shared prefix draws three onto
+ * replica 0 (3 - 0 > 2 only for the fourth), one more than it has slots;
+ * with slots=2 a full replica sends the third to the free one. */
+static unsigned place_four(const char *options, unsigned *on)
+{
+    struct atr_policy *p = make("prefix-route", 2, options);
+    uint64_t ids[4][4] = { { 1, 2, 3, 10 }, { 1, 2, 3, 20 }, { 1, 2, 3, 30 }, { 1, 2, 3, 40 } };
+    struct call c[4];
+    on[0] = on[1] = 0;
+    for (int i = 0; i < 4; i++) {
+        c[i] = call_of((uint64_t)i, (size_t)i, 0, 64, ids[i], 4);
+        atr_policy_decide(p, &c[i].r, &c[i].d);
+        atr_policy_started(p, &c[i].r, &c[i].d);
+        on[c[i].d.replica]++;
+    }
+    unsigned by_load = (unsigned)stats_of(p).routed_by_load;
+    atr_policy_free(p);
+    return by_load;
+}
+
+static void test_prefix_route_slots(void **state)
+{
+    (void)state;
+    unsigned on[2];
+    assert_int_equal(place_four(NULL, on), 1);
+    assert_int_equal(on[0], 3);
+    assert_int_equal(place_four("slots=2", on), 1);
+    assert_int_equal(on[0], 2);
+    assert_int_equal(on[1], 2);
+    /* Every replica full: the match stands (nowhere is a slot free). */
+    struct atr_policy *p = make("prefix-route", 2, "slots=1");
+    uint64_t a[2] = { 1, 2 }, b[2] = { 5, 6 };
+    struct call x = call_of(0, 0, 0, 32, a, 2), y = call_of(1, 1, 0, 32, b, 2);
+    atr_policy_decide(p, &x.r, &x.d);
+    atr_policy_started(p, &x.r, &x.d);
+    atr_policy_decide(p, &y.r, &y.d);
+    atr_policy_started(p, &y.r, &y.d);
+    assert_int_not_equal(x.d.replica, y.d.replica);
+    assert_int_equal(route(p, 2, a, 2), x.d.replica);
+    assert_int_equal(stats_of(p).routed_by_load, 0);
+    atr_policy_free(p);
+    assert_non_null(strstr(make_error("prefix-route", "slots=-1"), "slots"));
+}
+
 static void test_prefix_route_eviction(void **state)
 {
     (void)state;
@@ -464,6 +509,7 @@ int main(void)
         cmocka_unit_test(test_prefix_cache),
         cmocka_unit_test(test_prefix_route_match),
         cmocka_unit_test(test_prefix_route_load),
+        cmocka_unit_test(test_prefix_route_slots),
         cmocka_unit_test(test_prefix_route_eviction),
         cmocka_unit_test(test_prefix_route_many),
         cmocka_unit_test(test_prefix_route_options),
