@@ -485,11 +485,11 @@ static void test_too_many_percentiles(void **state)
 static const struct atr_llm_record sessions[] = {
     {0, 0.0, 0.0, 0.0, 0, 1.0, c0, 4, 100, 4, 0, true, NULL, "a", 0, 0, NULL, 0, false},
     {1, 1.0, 1.0, 1.0, 0, 2.0, c1, 2, 100, 3, 0, true, NULL, "b", 0, 0, NULL, 0, false},
-    {2, 3.5, 3.5, 4.0, 0, 5.0, c3, 1, 100, 1, 0, true, NULL, "a", 2, 0, NULL},
+    {2, 3.5, 3.5, 4.0, 0, 5.0, c3, 1, 100, 1, 0, true, NULL, "a", 2, 0, NULL, 0, false},
     {3, 0.0, 0.0, 0.0, 0, 1.0, c0, 4, 100, 4, 0, true, NULL, "c", 0, 0, NULL, 0, false},
-    {4, 2.0, 2.0, 2.0, 0, 2.5, c3, 1, 100, 1, 0, true, NULL, "a", 1, 0, NULL},
-    {5, 4.0, 4.0, 4.0, 0, 5.0, c2, 4, 100, 5, 0, true, NULL, "b", 1, 0, NULL},
-    {6, 2.0, 2.0, 2.0, 0, 3.0, NULL, 0, 0, 0, 0, false, "http 500", "c", 1, 0, NULL},
+    {4, 2.0, 2.0, 2.0, 0, 2.5, c3, 1, 100, 1, 0, true, NULL, "a", 1, 0, NULL, 0, false},
+    {5, 4.0, 4.0, 4.0, 0, 5.0, c2, 4, 100, 5, 0, true, NULL, "b", 1, 0, NULL, 0, false},
+    {6, 2.0, 2.0, 2.0, 0, 3.0, NULL, 0, 0, 0, 0, false, "http 500", "c", 1, 0, NULL, 0, false},
     {7, 0.5, 0.5, 0.5, 0, 9.0, c1, 2, 100, 3, 0, true, NULL, NULL, 0, 0, NULL, 0, false},
 };
 #define N_SESSION_RECS (sizeof sessions / sizeof sessions[0])
