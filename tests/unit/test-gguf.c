@@ -257,10 +257,12 @@ static void test_bad_keys(void **state)
     uint64_t huge = UINT64_C(1) << 40;
     memcpy(f.b.data + f.key_len_at, &huge, 8);
     expect_error(f.b.data, f.b.len, "offset 24: a key of 1099511627776 bytes runs past the end");
+    atr_buf_release(&f.b);
     small_make(&f, 0, 32, 64);
     uint32_t t = 77;
     memcpy(f.b.data + f.type_at, &t, 4);
     expect_error(f.b.data, f.b.len, "value type 77, expected 0..12");
+    atr_buf_release(&f.b);
     small_make(&f, 0, 32, 64);
     t = ATR_GGUF_ARRAY;                     /* then 5 of "llama"'s length is the elem type */
     memcpy(f.b.data + f.type_at, &t, 4);
