@@ -15,9 +15,6 @@
 #define MAX_FILE_BYTES (UINT64_C(4) << 30)
 #define LOGIT_SD 2.0            /* spread of the ordinary tokens' logits */
 #define FORBID_WEIGHT (-64.0f)  /* dimension-0 weight of a never-generated token */
-/* </s>'s logit = EOS_SLOPE * logit(P(</s>)) + EOS_OFFSET: fitted to measurements */
-#define EOS_SLOPE 1.37
-#define EOS_OFFSET 8.44
 
 /* ---- the vocabulary ---- */
 
@@ -447,15 +444,33 @@ static int write_tensor(const struct tensor *t, const struct weights *w, struct 
     return rc;
 }
 
+/* </s>'s mean logit for a wanted log-odds of ending, by linear
+ * interpolation between measured points (log-odds of the rate llama-server
+ * ended replies at, mean logit), extended along the end segments. The
+ * sampler's top-k and min-p cut make the relation steeper at low rates. */
+static double eos_logit(double logodds)
+{
+    static const double knots[][2] = {
+        {-7.42, 0.48}, {-4.87, 2.15}, {-4.20, 2.69}, {-3.26, 3.71},
+        {-2.30, 5.00}, {-2.09, 5.43}, {-1.57, 6.30},
+    };
+    size_t n = sizeof knots / sizeof *knots, i = 1;
+    while (i < n - 1 && logodds > knots[i][0])
+        i++;
+    const double *a = knots[i - 1], *b = knots[i];
+    return a[1] + (logodds - a[0]) * (b[1] - a[1]) / (b[0] - a[0]);
+}
+
 /* Dimension 0 of the residual stream holds embd0 in every position (no layer
  * writes it). embd0^2 is three times the other dimensions' total variance
  * ((embd - 1) / 3 from the embeddings; the layers add little, their output
  * matrices scaled by 1 / sqrt(2 layers)), so after the final RMS norm it is
  * about sqrt(3 embd / 4) in every position, and the other dimensions hold a
  * quarter of the norm. Ordinary tokens' logits then have sd LOGIT_SD, and
- * </s>'s is eos0 * sqrt(3 embd / 4), set from the wanted probability with
- * an offset measured against llama-server's default sampling (temperature
- * 0.8, top-k 40, top-p 0.95, min-p 0.05: docs/engines.md). */
+ * </s>'s is eos0 * sqrt(3 embd / 4) plus its random part, its mean set
+ * from the wanted probability by eos_logit, measured against llama-server's
+ * default sampling (temperature 0.8, top-k 40, top-p 0.95, min-p 0.05:
+ * docs/engines.md). */
 static void weights_init(struct weights *w, const struct atr_gguf_model *m, const struct vocab *v)
 {
     double n = m->embd;
@@ -465,8 +480,7 @@ static void weights_init(struct weights *w, const struct atr_gguf_model *m, cons
     w->eos0 = 0;
     if (m->eos_prob > 0) {
         double p = m->eos_prob;
-        double logit = EOS_SLOPE * atr_det_log(p / (1 - p)) + EOS_OFFSET;
-        w->eos0 = (float)(logit / sqrt(3 * n / 4));
+        w->eos0 = (float)(eos_logit(atr_det_log(p / (1 - p))) / sqrt(3 * n / 4));
     }
     w->type = v->type;
 }
