@@ -114,3 +114,20 @@ curl -s "$LLAMA_URL/v1/chat/completions" -H 'Content-Type: application/json' \
 check gguf-llama-overrides "python3 -c 'import json; u = json.load(open(\"$G/o.json\"))[\"usage\"]; assert u[\"completion_tokens\"] == 16 and u[\"prompt_tokens\"] == 11, u'"
 kill "$LLAMA_PID" 2>/dev/null
 wait "$LLAMA_PID" 2>/dev/null
+
+# --eos-prob: 0 never ends a reply before max_tokens; 0.5 ends each of a
+# few within 64 tokens (a miss has odds below 1e-10 at the measured rate).
+ok gguf-gen-eos0 "$ATR" gen --kind gguf --eos-prob 0 -q -o "$G/e0.gguf"
+ok gguf-gen-eos5 "$ATR" gen --kind gguf --eos-prob 0.5 -q -o "$G/e5.gguf"
+for e in e0 e5; do
+    llama_start "gguf-$e" "$G/$e.gguf" -t 1 -np 1 -c 1024 || return 0
+    for k in 1 2 3; do
+        curl -s "$LLAMA_URL/v1/chat/completions" -H 'Content-Type: application/json' \
+            -d "{\"messages\":[{\"role\":\"user\",\"content\":\" the of $k\"}],\"max_tokens\":64,\"seed\":$k}"
+        echo
+    done >"$G/$e.jsonl"
+    kill "$LLAMA_PID" 2>/dev/null
+    wait "$LLAMA_PID" 2>/dev/null
+done
+check gguf-eos0-never-stops "[ \$(grep -c '\"finish_reason\":\"length\"' '$G/e0.jsonl') -eq 3 ]"
+check gguf-eos5-stops "[ \$(grep -c '\"finish_reason\":\"stop\"' '$G/e5.jsonl') -eq 3 ]"
