@@ -54,6 +54,7 @@ static uint64_t le(const unsigned char *p, int n)
 
 static int get(struct rd *r, int n, const char *what, uint64_t *v)
 {
+    *v = 0;
     if (need(r, (size_t)n, what) < 0)
         return -1;
     *v = le(r->p + r->pos, n);
@@ -65,6 +66,7 @@ static int get(struct rd *r, int n, const char *what, uint64_t *v)
 static int get_str(struct rd *r, const char *what, const unsigned char **s, uint64_t *n)
 {
     size_t at = r->pos;
+    *s = NULL;
     if (get(r, 8, what, n) < 0)
         return -1;
     if (*n > r->len - r->pos)
