@@ -125,10 +125,10 @@ static int validate_gguf(const char *path)
     struct atr_error err;
     if (atr_gguf_check(path, &s, &err) < 0)
         return cli_fail_err(&err);
-    printf("%s: ok, gguf v%u %s model: %llu layers, %llu-d, %llu/%llu heads, FF %llu, "
+    printf("%s: ok, gguf v%u %s model: %llu layer%s, %llu-d, %llu/%llu heads, FF %llu, "
            "vocab %llu, context %llu, %.2f M parameters, %llu tensors, %llu keys, "
            "%llu bytes\n", path, s.version, s.arch[0] ? s.arch : "(no architecture)",
-           (unsigned long long)s.layers, (unsigned long long)s.embd,
+           (unsigned long long)s.layers, cli_s(s.layers), (unsigned long long)s.embd,
            (unsigned long long)s.heads, (unsigned long long)s.kv_heads,
            (unsigned long long)s.ff, (unsigned long long)s.vocab,
            (unsigned long long)s.context, s.params / 1e6, (unsigned long long)s.n_tensors,

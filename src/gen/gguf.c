@@ -15,9 +15,6 @@
 #define MAX_FILE_BYTES (UINT64_C(4) << 30)
 #define LOGIT_SD 2.0            /* spread of the ordinary tokens' logits */
 #define FORBID_WEIGHT (-64.0f)  /* dimension-0 weight of a never-generated token */
-/* </s>'s logit = EOS_SLOPE * logit(P(</s>)) + EOS_OFFSET: fitted to measurements */
-#define EOS_SLOPE 1.37
-#define EOS_OFFSET 8.44
 
 /* ---- the vocabulary ---- */
 
@@ -246,41 +243,52 @@ static void put_str(struct atr_buf *b, const char *s)
     atr_buf_puts(b, s);
 }
 
-static void kv_head(struct atr_buf *b, const char *key, enum atr_gguf_type type)
+/* The metadata being written, and how many keys it holds (the header's
+ * count, written before them). */
+struct kvs {
+    struct atr_buf b;
+    uint64_t n;
+};
+
+static struct atr_buf *kv_head(struct kvs *k, const char *key, enum atr_gguf_type type)
 {
-    put_str(b, key);
-    put_u32(b, type);
+    k->n++;
+    put_str(&k->b, key);
+    put_u32(&k->b, type);
+    return &k->b;
 }
 
-static void kv_u32(struct atr_buf *b, const char *key, uint32_t v)
+static void kv_u32(struct kvs *k, const char *key, uint32_t v)
 {
-    kv_head(b, key, ATR_GGUF_U32);
+    struct atr_buf *b = kv_head(k, key, ATR_GGUF_U32);
     put_u32(b, v);
 }
 
-static void kv_f32(struct atr_buf *b, const char *key, float v)
+static void kv_f32(struct kvs *k, const char *key, float v)
 {
-    kv_head(b, key, ATR_GGUF_F32);
+    struct atr_buf *b = kv_head(k, key, ATR_GGUF_F32);
     put_f32(b, v);
 }
 
-static void kv_bool(struct atr_buf *b, const char *key, bool v)
+static void kv_bool(struct kvs *k, const char *key, bool v)
 {
-    kv_head(b, key, ATR_GGUF_BOOL);
+    struct atr_buf *b = kv_head(k, key, ATR_GGUF_BOOL);
     atr_buf_putc(b, v);
 }
 
-static void kv_str(struct atr_buf *b, const char *key, const char *v)
+static void kv_str(struct kvs *k, const char *key, const char *v)
 {
-    kv_head(b, key, ATR_GGUF_STRING);
+    struct atr_buf *b = kv_head(k, key, ATR_GGUF_STRING);
     put_str(b, v);
 }
 
-static void kv_array(struct atr_buf *b, const char *key, enum atr_gguf_type elem, uint64_t n)
+static struct atr_buf *kv_array(struct kvs *k, const char *key, enum atr_gguf_type elem,
+                                uint64_t n)
 {
-    kv_head(b, key, ATR_GGUF_ARRAY);
+    struct atr_buf *b = kv_head(k, key, ATR_GGUF_ARRAY);
     put_u32(b, elem);
     put_u64(b, n);
+    return b;
 }
 
 /* ChatML: what llama-server applies to /v1/chat/completions messages. */
@@ -289,57 +297,58 @@ static const char chat_template[] =
     "message['content'] + '<|im_end|>' + '\\n' }}{% endfor %}"
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
 
-#define N_KV 25
-
-static void put_hparams(struct atr_buf *b, const struct atr_gguf_model *m, uint32_t vocab)
+static void put_hparams(struct kvs *k, const struct atr_gguf_model *m, uint32_t vocab)
 {
-    kv_str(b, "general.architecture", "llama");
-    kv_str(b, "general.name", "atr random llama");
-    kv_u32(b, "general.file_type", 1);               /* mostly F16 */
-    kv_u32(b, "general.alignment", ATR_GGUF_ALIGNMENT);
-    kv_u32(b, "llama.context_length", m->ctx);
-    kv_u32(b, "llama.embedding_length", m->embd);
-    kv_u32(b, "llama.block_count", m->layers);
-    kv_u32(b, "llama.feed_forward_length", m->ff);
-    kv_u32(b, "llama.attention.head_count", m->heads);
-    kv_u32(b, "llama.attention.head_count_kv", m->kv_heads);
-    kv_f32(b, "llama.attention.layer_norm_rms_epsilon", 1e-5f);
-    kv_u32(b, "llama.rope.dimension_count", m->embd / m->heads);
-    kv_f32(b, "llama.rope.freq_base", 10000.0f);
-    kv_u32(b, "llama.vocab_size", vocab);
+    kv_str(k, "general.architecture", "llama");
+    kv_str(k, "general.name", "atr random llama");
+    kv_u32(k, "general.file_type", 1);               /* mostly F16 */
+    kv_u32(k, "general.alignment", ATR_GGUF_ALIGNMENT);
+    kv_u32(k, "llama.context_length", m->ctx);
+    kv_u32(k, "llama.embedding_length", m->embd);
+    kv_u32(k, "llama.block_count", m->layers);
+    kv_u32(k, "llama.feed_forward_length", m->ff);
+    kv_u32(k, "llama.attention.head_count", m->heads);
+    kv_u32(k, "llama.attention.head_count_kv", m->kv_heads);
+    kv_f32(k, "llama.attention.layer_norm_rms_epsilon", 1e-5f);
+    kv_u32(k, "llama.rope.dimension_count", m->embd / m->heads);
+    kv_f32(k, "llama.rope.freq_base", 10000.0f);
+    kv_u32(k, "llama.vocab_size", vocab);
 }
 
-static void put_tokenizer(struct atr_buf *b, const struct vocab *v)
+static void put_tokenizer(struct kvs *k, const struct vocab *v)
 {
-    kv_str(b, "tokenizer.ggml.model", "llama");
-    kv_array(b, "tokenizer.ggml.tokens", ATR_GGUF_STRING, v->n);
+    kv_str(k, "tokenizer.ggml.model", "llama");
+    struct atr_buf *b = kv_array(k, "tokenizer.ggml.tokens", ATR_GGUF_STRING, v->n);
     for (uint32_t i = 0; i < v->n; i++)
         put_str(b, v->text[i]);
-    kv_array(b, "tokenizer.ggml.scores", ATR_GGUF_F32, v->n);
+    kv_array(k, "tokenizer.ggml.scores", ATR_GGUF_F32, v->n);
     for (uint32_t i = 0; i < v->n; i++)
         put_f32(b, -(float)i);
-    kv_array(b, "tokenizer.ggml.token_type", ATR_GGUF_I32, v->n);
+    kv_array(k, "tokenizer.ggml.token_type", ATR_GGUF_I32, v->n);
     for (uint32_t i = 0; i < v->n; i++)
         put_u32(b, (uint32_t)v->type[i]);
-    kv_u32(b, "tokenizer.ggml.bos_token_id", TOK_BOS);
-    kv_u32(b, "tokenizer.ggml.eos_token_id", TOK_EOS);
-    kv_u32(b, "tokenizer.ggml.unknown_token_id", TOK_UNK);
-    kv_bool(b, "tokenizer.ggml.add_bos_token", true);
-    kv_bool(b, "tokenizer.ggml.add_eos_token", false);
+    kv_u32(k, "tokenizer.ggml.bos_token_id", TOK_BOS);
+    kv_u32(k, "tokenizer.ggml.eos_token_id", TOK_EOS);
+    kv_u32(k, "tokenizer.ggml.unknown_token_id", TOK_UNK);
+    kv_bool(k, "tokenizer.ggml.add_bos_token", true);
+    kv_bool(k, "tokenizer.ggml.add_eos_token", false);
     /* " the" must stay one token at the start of a prompt: no extra space */
-    kv_bool(b, "tokenizer.ggml.add_space_prefix", false);
-    kv_str(b, "tokenizer.chat_template", chat_template);
+    kv_bool(k, "tokenizer.ggml.add_space_prefix", false);
+    kv_str(k, "tokenizer.chat_template", chat_template);
 }
 
 static void put_header(struct atr_buf *b, const struct atr_gguf_model *m, const struct vocab *v,
                        const struct tensor *ts, size_t n)
 {
+    struct kvs k = {ATR_BUF_INIT, 0};
+    put_hparams(&k, m, v->n);
+    put_tokenizer(&k, v);
     atr_buf_append(b, ATR_GGUF_MAGIC, 4);
     put_u32(b, ATR_GGUF_VERSION);
     put_u64(b, n);
-    put_u64(b, N_KV);
-    put_hparams(b, m, v->n);
-    put_tokenizer(b, v);
+    put_u64(b, k.n);
+    atr_buf_append(b, k.b.data, k.b.len);
+    atr_buf_release(&k.b);
     for (size_t i = 0; i < n; i++) {
         put_str(b, ts[i].name);
         bool vec = ts[i].kind == T_NORM;
@@ -435,15 +444,33 @@ static int write_tensor(const struct tensor *t, const struct weights *w, struct 
     return rc;
 }
 
+/* </s>'s mean logit for a wanted log-odds of ending, by linear
+ * interpolation between measured points (log-odds of the rate llama-server
+ * ended replies at, mean logit), extended along the end segments. The
+ * sampler's top-k and min-p cut make the relation steeper at low rates. */
+static double eos_logit(double logodds)
+{
+    static const double knots[][2] = {
+        {-7.42, 0.48}, {-4.87, 2.15}, {-4.20, 2.69}, {-3.26, 3.71},
+        {-2.30, 5.00}, {-2.09, 5.43}, {-1.57, 6.30},
+    };
+    size_t n = sizeof knots / sizeof *knots, i = 1;
+    while (i < n - 1 && logodds > knots[i][0])
+        i++;
+    const double *a = knots[i - 1], *b = knots[i];
+    return a[1] + (logodds - a[0]) * (b[1] - a[1]) / (b[0] - a[0]);
+}
+
 /* Dimension 0 of the residual stream holds embd0 in every position (no layer
  * writes it). embd0^2 is three times the other dimensions' total variance
  * ((embd - 1) / 3 from the embeddings; the layers add little, their output
  * matrices scaled by 1 / sqrt(2 layers)), so after the final RMS norm it is
  * about sqrt(3 embd / 4) in every position, and the other dimensions hold a
  * quarter of the norm. Ordinary tokens' logits then have sd LOGIT_SD, and
- * </s>'s is eos0 * sqrt(3 embd / 4), set from the wanted probability with
- * an offset measured against llama-server's default sampling (temperature
- * 0.8, top-k 40, top-p 0.95, min-p 0.05: docs/engines.md). */
+ * </s>'s is eos0 * sqrt(3 embd / 4) plus its random part, its mean set
+ * from the wanted probability by eos_logit, measured against llama-server's
+ * default sampling (temperature 0.8, top-k 40, top-p 0.95, min-p 0.05:
+ * docs/engines.md). */
 static void weights_init(struct weights *w, const struct atr_gguf_model *m, const struct vocab *v)
 {
     double n = m->embd;
@@ -453,8 +480,7 @@ static void weights_init(struct weights *w, const struct atr_gguf_model *m, cons
     w->eos0 = 0;
     if (m->eos_prob > 0) {
         double p = m->eos_prob;
-        double logit = EOS_SLOPE * atr_det_log(p / (1 - p)) + EOS_OFFSET;
-        w->eos0 = (float)(logit / sqrt(3 * n / 4));
+        w->eos0 = (float)(eos_logit(atr_det_log(p / (1 - p))) / sqrt(3 * n / 4));
     }
     w->type = v->type;
 }

@@ -4,8 +4,9 @@
  * A block id always gives the same block_size words, so two requests that
  * share leading hash_ids share byte-identical leading text and a real
  * engine's prefix cache hits exactly where the recorded one did. Each word
- * is a common lower-case English word with a leading space: one token in
- * Llama-3, Qwen and GPT tokenizers and in atr's own estimator, so a block of
+ * is a common lower-case English word with a leading space (trace/words.h):
+ * one token in Llama-3, Qwen and GPT tokenizers, in atr's own estimator and
+ * in the models `atr gen --kind gguf` writes, so a block of
  * N words is N tokens and block boundaries line up with the engine's. The
  * part of a prompt past its last block id is filled with words drawn from a
  * per-request seed, so it is shared with nobody (an unrecorded suffix).

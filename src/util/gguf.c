@@ -6,10 +6,14 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <xxhash.h>
+
+#include "util/alloc.h"
 
 /* A cursor over the image; every read checks the bytes are there. */
 struct rd {
@@ -50,6 +54,7 @@ static uint64_t le(const unsigned char *p, int n)
 
 static int get(struct rd *r, int n, const char *what, uint64_t *v)
 {
+    *v = 0;
     if (need(r, (size_t)n, what) < 0)
         return -1;
     *v = le(r->p + r->pos, n);
@@ -61,6 +66,7 @@ static int get(struct rd *r, int n, const char *what, uint64_t *v)
 static int get_str(struct rd *r, const char *what, const unsigned char **s, uint64_t *n)
 {
     size_t at = r->pos;
+    *s = NULL;
     if (get(r, 8, what, n) < 0)
         return -1;
     if (*n > r->len - r->pos)
@@ -69,6 +75,55 @@ static int get_str(struct rd *r, const char *what, const unsigned char **s, uint
     *s = r->p + r->pos;
     r->pos += (size_t)*n;
     return 0;
+}
+
+/* ---- names seen (keys, tensor names): llama.cpp refuses a repeat ---- */
+
+struct names {
+    const unsigned char **p;
+    uint64_t *len;
+    size_t cap, n;
+};
+
+static size_t names_slot(const struct names *s, const unsigned char *p, uint64_t len)
+{
+    size_t j = XXH3_64bits(p, (size_t)len) & (s->cap - 1);
+    while (s->p[j] && !(s->len[j] == len && memcmp(s->p[j], p, (size_t)len) == 0))
+        j = (j + 1) & (s->cap - 1);
+    return j;
+}
+
+/* false when p[0..len) was there already. */
+static bool names_add(struct names *s, const unsigned char *p, uint64_t len)
+{
+    if (2 * (s->n + 1) > s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 64;
+        struct names g = {xcalloc(cap, sizeof(unsigned char *)), xcalloc(cap, sizeof(uint64_t)),
+                          cap, s->n};
+        for (size_t i = 0; i < s->cap; i++)
+            if (s->p[i]) {
+                size_t j = names_slot(&g, s->p[i], s->len[i]);
+                g.p[j] = s->p[i];
+                g.len[j] = s->len[i];
+            }
+        free(s->p);
+        free(s->len);
+        *s = g;
+    }
+    size_t j = names_slot(s, p, len);
+    if (s->p[j])
+        return false;
+    s->p[j] = p;
+    s->len[j] = len;
+    s->n++;
+    return true;
+}
+
+static void names_release(struct names *s)
+{
+    free(s->p);
+    free(s->len);
+    *s = (struct names){0};
 }
 
 /* ---- metadata ---- */
@@ -89,6 +144,7 @@ struct meta {
     const unsigned char *prefix[N_ARCH_KEYS];
     uint64_t prefix_len[N_ARCH_KEYS], value[N_ARCH_KEYS];
     uint64_t alignment, vocab;
+    struct names keys;
 };
 
 static bool key_is(const unsigned char *k, uint64_t n, const char *s)
@@ -170,13 +226,21 @@ static int read_kv(struct rd *r, struct meta *m)
 {
     const unsigned char *key;
     uint64_t klen, type;
+    size_t at = r->pos;
     if (get_str(r, "a key", &key, &klen) < 0)
         return -1;
-    size_t at = r->pos;
+    if (!klen)
+        return fail_at(r, at, "expected a key, found an empty string");
+    if (!names_add(&m->keys, key, klen))
+        return fail_at(r, at, "key '%.*s' repeats an earlier key", (int)klen, key);
+    at = r->pos;
     if (get(r, 4, "a value type", &type) < 0)
         return -1;
     if (type >= ATR_GGUF_TYPE_COUNT)
         return fail_at(r, at, "key '%.*s' has value type %llu, expected 0..12", (int)klen, key,
+                       (unsigned long long)type);
+    if (key_is(key, klen, "general.alignment") && type != ATR_GGUF_U32)
+        return fail_at(r, at, "key 'general.alignment' has value type %llu, expected 4 (u32)",
                        (unsigned long long)type);
     if (type == ATR_GGUF_ARRAY)
         return read_array(r, key, klen, m);
@@ -344,14 +408,22 @@ static int read_tensors(struct rd *r, struct atr_gguf_summary *s, uint64_t align
      * info, so a second pass checks the offsets against it. */
     size_t first = r->pos;
     uint64_t elems;
+    struct names seen = {0};
     for (uint64_t i = 0; i < s->n_tensors; i++) {
         struct tinfo t;
-        if (read_tinfo(r, &t, &elems) < 0)
+        int rc = read_tinfo(r, &t, &elems);
+        if (rc == 0 && !names_add(&seen, t.name, t.name_len))
+            rc = fail_at(r, t.at, "tensor name '%.*s' repeats an earlier tensor's",
+                         (int)t.name_len, t.name);
+        if (rc < 0) {
+            names_release(&seen);
             return -1;
+        }
         s->params += elems;
     }
+    names_release(&seen);
     size_t data = (size_t)((r->pos + align - 1) / align * align);
-    if (data > r->len)
+    if (data > r->len && s->n_tensors)     /* no tensors: the padding may be left out */
         return fail_at(r, r->pos, "expected the tensor data to start at offset %zu, past the "
                        "end of the file (%zu bytes)", data, r->len);
     r->pos = first;
@@ -363,7 +435,7 @@ static int read_tensors(struct rd *r, struct atr_gguf_summary *s, uint64_t align
             return -1;
         expect = (t.offset + t.bytes + align - 1) / align * align;
     }
-    s->data_bytes = r->len - data;
+    s->data_bytes = r->len > data ? r->len - data : 0;
     return 0;
 }
 
@@ -376,9 +448,12 @@ int atr_gguf_parse(const void *data, size_t len, const char *name, struct atr_gg
     s->file_bytes = len;
     if (read_header(&r, s) < 0)
         return -1;
-    for (uint64_t i = 0; i < s->n_kv; i++)
-        if (read_kv(&r, &m) < 0)
-            return -1;
+    int rc = 0;
+    for (uint64_t i = 0; i < s->n_kv && rc == 0; i++)
+        rc = read_kv(&r, &m);
+    names_release(&m.keys);
+    if (rc < 0)
+        return -1;
     if (!m.alignment || (m.alignment & (m.alignment - 1)) || m.alignment > 1 << 20)
         return atr_error_set(err, "%s: general.alignment %llu, expected a power of two", name,
                              (unsigned long long)m.alignment);

@@ -24,7 +24,7 @@ ok gguf-gen-overrides "$ATR" gen --kind gguf --preset small --layers 1 --embd 12
 ok gguf-validate "$ATR" validate "$G/a.gguf"
 check gguf-validate-summary "grep -q 'a.gguf: ok, gguf v3 llama model: 2 layers, 64-d, 4/2 heads, FF 256, vocab [0-9]*, context 4096' '$T/out'"
 ok gguf-validate-overrides "$ATR" validate "$G/o.gguf"
-check gguf-validate-overrides-summary "grep -q '1 layers, 128-d, 4/1 heads, FF 64, vocab 1000, context 512' '$T/out'"
+check gguf-validate-overrides-summary "grep -q '1 layer, 128-d, 4/1 heads, FF 64, vocab 1000, context 512' '$T/out'"
 
 # Impossible shapes: one message, exit 2, no file (nor temporary) left.
 fails gguf-heads 2 '^atr gen: the head count 3 does not divide the embedding length 64' \
@@ -106,3 +106,28 @@ check gguf-replay-output-tokens "[ \$(grep -c '\"output_tokens\": 4,' '$G/r2.jso
 kill "$LLAMA_PID" 2>/dev/null
 wait "$LLAMA_PID" 2>/dev/null
 check gguf-llama-log-clean "! grep -qi 'error' '$T/gguf.llama.log'"
+
+# A shape of its own, with padding tokens, loads and answers too.
+llama_start gguf-o "$G/o.gguf" -t 1 -np 1 || return 0
+curl -s "$LLAMA_URL/v1/chat/completions" -H 'Content-Type: application/json' \
+    -d '{"messages":[{"role":"user","content":" the of"}],"max_tokens":16,"ignore_eos":true}' >"$G/o.json"
+check gguf-llama-overrides "python3 -c 'import json; u = json.load(open(\"$G/o.json\"))[\"usage\"]; assert u[\"completion_tokens\"] == 16 and u[\"prompt_tokens\"] == 11, u'"
+kill "$LLAMA_PID" 2>/dev/null
+wait "$LLAMA_PID" 2>/dev/null
+
+# --eos-prob: 0 never ends a reply before max_tokens; 0.5 ends each of a
+# few within 64 tokens (a miss has odds below 1e-10 at the measured rate).
+ok gguf-gen-eos0 "$ATR" gen --kind gguf --eos-prob 0 -q -o "$G/e0.gguf"
+ok gguf-gen-eos5 "$ATR" gen --kind gguf --eos-prob 0.5 -q -o "$G/e5.gguf"
+for e in e0 e5; do
+    llama_start "gguf-$e" "$G/$e.gguf" -t 1 -np 1 -c 1024 || return 0
+    for k in 1 2 3; do
+        curl -s "$LLAMA_URL/v1/chat/completions" -H 'Content-Type: application/json' \
+            -d "{\"messages\":[{\"role\":\"user\",\"content\":\" the of $k\"}],\"max_tokens\":64,\"seed\":$k}"
+        echo
+    done >"$G/$e.jsonl"
+    kill "$LLAMA_PID" 2>/dev/null
+    wait "$LLAMA_PID" 2>/dev/null
+done
+check gguf-eos0-never-stops "[ \$(grep -c '\"finish_reason\":\"length\"' '$G/e0.jsonl') -eq 3 ]"
+check gguf-eos5-stops "[ \$(grep -c '\"finish_reason\":\"stop\"' '$G/e5.jsonl') -eq 3 ]"

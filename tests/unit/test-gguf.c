@@ -181,7 +181,7 @@ static void putstr(struct atr_buf *b, const char *s)
  * (32 bytes each, so 0 and 32 is right); positions of fields noted. */
 struct small {
     struct atr_buf b;
-    size_t key_len_at, type_at, off2_at, dims_at;
+    size_t key_len_at, type_at, off2_at, dims_at, name2_at;
 };
 
 static void small_make(struct small *f, uint64_t o1, uint64_t o2, uint64_t data_bytes)
@@ -203,6 +203,7 @@ static void small_make(struct small *f, uint64_t o1, uint64_t o2, uint64_t data_
     put64(b, 8);
     put32(b, ATR_GGML_F32);
     put64(b, o1);
+    f->name2_at = b->len + 8;
     putstr(b, "b");
     put32(b, 1);
     put64(b, 8);
@@ -257,14 +258,54 @@ static void test_bad_keys(void **state)
     uint64_t huge = UINT64_C(1) << 40;
     memcpy(f.b.data + f.key_len_at, &huge, 8);
     expect_error(f.b.data, f.b.len, "offset 24: a key of 1099511627776 bytes runs past the end");
+    atr_buf_release(&f.b);
     small_make(&f, 0, 32, 64);
     uint32_t t = 77;
     memcpy(f.b.data + f.type_at, &t, 4);
     expect_error(f.b.data, f.b.len, "value type 77, expected 0..12");
+    atr_buf_release(&f.b);
     small_make(&f, 0, 32, 64);
     t = ATR_GGUF_ARRAY;                     /* then 5 of "llama"'s length is the elem type */
     memcpy(f.b.data + f.type_at, &t, 4);
     expect_error(f.b.data, f.b.len, "elements, more than the file holds");
+    atr_buf_release(&f.b);
+}
+
+/* Two u8 keys, the second named k2, and no tensors. */
+static void two_keys(struct atr_buf *b, const char *k2)
+{
+    *b = (struct atr_buf)ATR_BUF_INIT;
+    atr_buf_append(b, "GGUF", 4);
+    put32(b, 3);
+    put64(b, 0);
+    put64(b, 2);
+    putstr(b, "a.b");
+    put32(b, ATR_GGUF_U8);
+    atr_buf_putc(b, 1);
+    putstr(b, k2);
+    put32(b, ATR_GGUF_U8);
+    atr_buf_putc(b, 1);
+}
+
+static void test_repeats_and_empty_keys(void **state)
+{
+    (void)state;
+    struct atr_buf b;
+    two_keys(&b, "a.c");
+    struct atr_gguf_summary s;
+    struct atr_error err;
+    assert_int_equal(atr_gguf_parse(b.data, b.len, "m.gguf", &s, &err), 0);
+    atr_buf_release(&b);
+    two_keys(&b, "a.b");
+    expect_error(b.data, b.len, "offset 40: key 'a.b' repeats an earlier key");
+    atr_buf_release(&b);
+    two_keys(&b, "");
+    expect_error(b.data, b.len, "offset 40: expected a key, found an empty string");
+    atr_buf_release(&b);
+    struct small f;
+    small_make(&f, 0, 32, 64);
+    f.b.data[f.name2_at] = 'a';
+    expect_error(f.b.data, f.b.len, "tensor name 'a' repeats an earlier tensor's");
     atr_buf_release(&f.b);
 }
 
@@ -330,6 +371,7 @@ int main(void)
         cmocka_unit_test(test_bad_header),
         cmocka_unit_test(test_bad_keys),
         cmocka_unit_test(test_bad_tensors),
+        cmocka_unit_test(test_repeats_and_empty_keys),
         cmocka_unit_test(test_check_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
