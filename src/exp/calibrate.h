@@ -1,0 +1,63 @@
+/* calibrate.h - `atr sim calibrate`: a short probe of a llama-server's
+ * prefill and decode cost from the client's side, and the fit of the
+ * llama.cpp flavour's CPU constants to it (docs/sim.md, "llama.cpp on a
+ * CPU").
+ *
+ * The probe (fixed points, so that validation can use others): one
+ * request at a time with prompts of 256 and 1024 tokens and 2 output
+ * tokens (TTFT: the front end and one prefill), then 1 and 4 concurrent
+ * streams of 64 forced output tokens after prompts of 256 and 1024 tokens
+ * (the median gap between chunks: one decode step at that batch and
+ * context); each point `reps` times, after one warm-up request. Every
+ * prompt is unique (its own words), so nothing is served from a cache.
+ *
+ * Memory: points are malloc'd (caller frees); the fit is plain values. */
+#ifndef ATR_EXP_CALIBRATE_H
+#define ATR_EXP_CALIBRATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/buf.h"
+#include "util/error.h"
+
+/* One measured request. */
+struct atr_calib_point {
+    unsigned concurrency;        /* requests sent together */
+    uint32_t prompt, output;     /* tokens, the server's usage */
+    double ttft_s;               /* first chunk - sent */
+    double gap_s;                /* median gap between chunks (0: under 3 chunks) */
+};
+
+struct atr_calib_cfg {
+    const char *base_url;        /* "http://127.0.0.1:8080" */
+    const char *model;           /* served model name, or NULL: the server's first */
+    unsigned reps;               /* repetitions of each point, >= 1 */
+    double timeout_s;            /* per request */
+};
+
+/* The llama.cpp flavour's constants (struct atr_gpu's llama_*). */
+struct atr_calib_fit {
+    double ubatch_s, token_s, pair_s, seq_s, frontend_s;
+    double rms_rel;              /* root mean square relative error of the fit */
+    size_t n_used;               /* points the fit used */
+};
+
+/* Runs the probe against cfg->base_url. 0, or -1 with err set (the server
+ * cannot be reached, answers an error, or gives no usage). */
+int atr_calib_probe(const struct atr_calib_cfg *cfg, struct atr_calib_point **pts,
+                    size_t *n, struct atr_error *err);
+
+/* Fits the constants to the points by least squares on relative errors,
+ * none negative: a c = 1 point's TTFT is frontend + one prefill of its
+ * prompt (in ubatches of `ubatch` tokens), every point's gap one decode
+ * step of `concurrency` sequences at their mean context. 0, or -1 with
+ * err set when the points cannot determine them. */
+int atr_calib_fit(const struct atr_calib_point *pts, size_t n, unsigned ubatch,
+                  struct atr_calib_fit *out, struct atr_error *err);
+
+/* The device profile file (gpus/NAME.json) holding the fit. */
+int atr_calib_profile_json(struct atr_buf *b, const struct atr_calib_fit *fit,
+                           const char *full_name, const char *note);
+
+#endif
