@@ -30,13 +30,15 @@ const char cmd_sim_calibrate_help[] =
     "                            first in /v1/models)\n"
     "      --name TEXT           the profile's full_name (default \"CPU (atr sim\n"
     "                            calibrate)\")\n"
+    "      --points-out FILE     the measured requests, one JSON line each\n"
+    "                            (concurrency, prompt, output, ttft_ms, gap_ms)\n"
     "      --reps N              repetitions of each point (default 3)\n"
     "      --ubatch-size N       the server's -ub (default 512)\n"
     "      --timeout S           per request (default 60)\n";
 
 struct calib_args {
     struct atr_calib_cfg cfg;
-    const char *out, *name;
+    const char *out, *name, *points_out;
     unsigned ubatch;
 };
 
@@ -46,6 +48,7 @@ static const struct opt options[] = {
     OPT_STRING(ARGS, out, "output", 'o'),
     OPT_STRING(ARGS, cfg.model, "model", 0),
     OPT_STRING(ARGS, name, "name", 0),
+    OPT_STRING(ARGS, points_out, "points-out", 0),
     OPT_UINT(ARGS, cfg.reps, "reps", 0, 1, 100, "--reps wants 1..100"),
     OPT_UINT(ARGS, ubatch, "ubatch-size", 0, 1, 1 << 20, "--ubatch-size wants 1..1048576"),
     OPT_DOUBLE(ARGS, cfg.timeout_s, "timeout", 0, 0.001, 86400, "--timeout wants seconds"),
@@ -67,6 +70,21 @@ static void print_fit(const struct atr_calib_fit *f, size_t n_points, const char
     printf("wrote %s\n", out);
 }
 
+static int write_points(const char *path, const struct atr_calib_point *pts, size_t n,
+                        struct atr_error *err)
+{
+    struct atr_buf b = ATR_BUF_INIT;
+    int rc = 0;
+    for (size_t i = 0; i < n; i++)
+        rc |= atr_buf_printf(&b, "{\"concurrency\":%u,\"prompt\":%u,\"output\":%u,"
+                             "\"ttft_ms\":%.4f,\"gap_ms\":%.4f}\n", pts[i].concurrency,
+                             pts[i].prompt, pts[i].output, pts[i].ttft_s * 1e3,
+                             pts[i].gap_s * 1e3);
+    rc = rc ? atr_error_set(err, "out of memory") : atr_output_write_file(path, b.data, b.len, err);
+    atr_buf_release(&b);
+    return rc;
+}
+
 static int calibrate(const struct calib_args *a)
 {
     struct atr_error err;
@@ -75,7 +93,9 @@ static int calibrate(const struct calib_args *a)
     struct atr_calib_fit fit;
     if (atr_calib_probe(&a->cfg, &pts, &n, &err) < 0)
         return cli_fail_err(&err);
-    int rc = atr_calib_fit(pts, n, a->ubatch, &fit, &err);
+    int rc = a->points_out ? write_points(a->points_out, pts, n, &err) : 0;
+    if (rc == 0)
+        rc = atr_calib_fit(pts, n, a->ubatch, &fit, &err);
     free(pts);
     if (rc < 0)
         return cli_fail_err(&err);

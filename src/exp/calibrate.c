@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "json/json.h"
 #include "llm/client.h"
@@ -30,6 +31,8 @@ struct probe {
     size_t waiting;
     bool keep;                   /* false: the warm-up, not recorded */
     uint64_t seq;                /* requests sent: each prompt's own words */
+    char salt[32];               /* first word of every prompt: this run's own, so no
+                                    slot or RAM cache holds one from an earlier run */
     struct atr_error *err;
     bool failed;
 };
@@ -81,8 +84,18 @@ static void on_done(void *ctx, const struct atr_llm_result *r)
  * at once, and waits for all of them. */
 static int round_run(struct probe *p, unsigned conc, uint32_t prompt, uint32_t out)
 {
+    /* A client of its own per round, so no connection is reused: the
+     * server's HTTP library (cpp-httplib) closes a kept-alive connection
+     * after a few requests without saying so in a streamed answer, and
+     * libcurl's retries then met only such connections. */
+    struct atr_llm_client_cfg cc = { .base_url = p->cfg->base_url,
+                                     .timeout_s = p->cfg->timeout_s,
+                                     .stall_timeout_s = p->cfg->timeout_s };
+    atr_llm_client_free(p->cl);
+    if (!(p->cl = atr_llm_client_new(p->base, &cc, on_done, p, p->err)))
+        return -1;
     struct atr_body_opts o = { .api = ATR_LLM_COMPLETIONS, .model = p->model, .stream = true,
-                               .force_length = true };
+                               .force_length = true, .run_salt = p->salt };
     struct atr_turn t = { .prompt_tokens = prompt, .output_tokens = out };
     p->conc = conc;
     p->waiting = conc;
@@ -126,20 +139,20 @@ int atr_calib_probe(const struct atr_calib_cfg *cfg, struct atr_calib_point **pt
 {
     struct probe p = { .cfg = cfg, .err = err };
     int rc = -1;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    snprintf(p.salt, sizeof p.salt, "calib%llx%lx ", (unsigned long long)ts.tv_sec,
+             (long)ts.tv_nsec);
     if (cfg->model) {
         snprintf(p.model, sizeof p.model, "%s", cfg->model);
     } else if (atr_llm_first_model(cfg->base_url, NULL, cfg->timeout_s, p.model,
                                    sizeof p.model, NULL, err) < 0) {
         return -1;
     }
-    struct atr_llm_client_cfg cc = { .base_url = cfg->base_url, .timeout_s = cfg->timeout_s,
-                                     .stall_timeout_s = cfg->timeout_s };
     p.base = event_base_new();
     if (!p.base)
         return atr_error_set(err, "cannot create the event loop");
-    p.cl = atr_llm_client_new(p.base, &cc, on_done, &p, err);
-    if (p.cl)
-        rc = probe_points(&p);
+    rc = probe_points(&p);
     atr_llm_client_free(p.cl);
     event_base_free(p.base);
     if (rc < 0) {
@@ -203,10 +216,37 @@ static size_t rows_of(const struct atr_calib_point *pts, size_t n, unsigned ubat
         double P = q->prompt, c = q->concurrency;
         if (q->concurrency == 1 && q->ttft_s > 0)
             rows[k++] = (struct row){ { ceil(P / ubatch), P, P * (P + 1) / 2, 1, 1 }, q->ttft_s };
-        if (q->gap_s > 0) {
+        if (q->gap_s > 0 && q->output >= 8) {
             double ctx = P + q->output / 2.0;
             rows[k++] = (struct row){ { 1, c, c * ctx, c, 0 }, q->gap_s };
         }
+    }
+    return k;
+}
+
+static int row_cmp(const void *a, const void *b)
+{
+    const struct row *x = a, *y = b;
+    int c = memcmp(x->x, y->x, sizeof x->x);
+    return c ? c : (x->y > y->y) - (x->y < y->y);
+}
+
+/* Each distinct point (same x) becomes one row, the median of its
+ * timings: on a shared CPU one request in ten may take many times its
+ * due, and a squared error would follow it. */
+static size_t rows_median(struct row *rows, size_t n)
+{
+    qsort(rows, n, sizeof *rows, row_cmp);
+    size_t k = 0;
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j < n && !memcmp(rows[j].x, rows[i].x, sizeof rows[i].x))
+            j++;
+        size_t m = j - i;
+        double y = m % 2 ? rows[i + m / 2].y : (rows[i + m / 2 - 1].y + rows[i + m / 2].y) / 2;
+        rows[k] = rows[i];
+        rows[k++].y = y;
+        i = j;
     }
     return k;
 }
@@ -240,7 +280,7 @@ int atr_calib_fit(const struct atr_calib_point *pts, size_t n, unsigned ubatch,
                   struct atr_calib_fit *out, struct atr_error *err)
 {
     struct row *rows = xreallocarray(NULL, 2 * n + 1, sizeof *rows);
-    size_t k = rows_of(pts, n, ubatch ? ubatch : 512, rows);
+    size_t k = rows_median(rows, rows_of(pts, n, ubatch ? ubatch : 512, rows));
     bool on[NCOL] = {true, true, true, true, true};
     double x[NCOL];
     /* Non-negative: a constant the data pushes below zero is dropped (a
