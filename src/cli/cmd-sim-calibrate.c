@@ -15,11 +15,12 @@ const char cmd_sim_calibrate_help[] =
     "\n"
     "Measures a running llama-server (start it with --parallel 4 or more)\n"
     "from the client's side and fits the llama.cpp flavour's cost constants:\n"
-    "one request at a time with 256- and 1024-token prompts (TTFT: the front\n"
-    "end and one prefill), then 1 and 4 concurrent streams of 64 forced\n"
-    "tokens after the same prompts (the median gap between chunks: one decode\n"
-    "step), each point --reps times, every prompt unique: 37 requests by\n"
-    "default, a few seconds with the tiny model. FILE is a device profile\n"
+    "one request at a time with 256-, 1024- and 3072-token prompts, then 4\n"
+    "at once with 256- and 1024-token prompts, each 64 forced tokens long; a\n"
+    "lone request's TTFT is the front end and one prefill, every request's\n"
+    "median gap between chunks one decode step. Each point --reps times,\n"
+    "every prompt unique: 34 requests by default, a few seconds with the\n"
+    "tiny model. FILE is a device profile\n"
     "(docs/sim.md, \"Profile files\"): put it at DIR/gpus/NAME.json and run\n"
     "  ATR_PROFILE_PATH=DIR atr sim run TRACE --profile NAME/MODEL --engine llama.cpp\n"
     "\n"
@@ -64,7 +65,8 @@ static void print_fit(const struct atr_calib_fit *f, size_t n_points, const char
            n_points, f->n_used, 100 * f->rms_rel);
     printf("  per ubatch       %10.4f ms\n", f->ubatch_s * 1e3);
     printf("  per token        %10.4f us\n", f->token_s * 1e6);
-    printf("  per q-k pair     %10.6f us\n", f->pair_s * 1e6);
+    printf("  per prompt pair  %10.6f us\n", f->pair_s * 1e6);
+    printf("  per decode ctx   %10.6f us\n", f->ctx_s * 1e6);
     printf("  per sequence     %10.4f us\n", f->seq_s * 1e6);
     printf("  front end        %10.4f ms a request\n", f->frontend_s * 1e3);
     printf("wrote %s\n", out);

@@ -116,21 +116,19 @@ static int round_run(struct probe *p, unsigned conc, uint32_t prompt, uint32_t o
  * uses, so a good fit there is not a test of the fit. */
 static int probe_points(struct probe *p)
 {
-    static const uint32_t prompts[] = {256, 1024};
-    static const unsigned concs[] = {1, 4};
+    static const uint32_t prompts[] = {256, 1024, 3072};
     p->keep = false;
     if (round_run(p, 1, 256, 2) < 0)
         return -1;
     p->keep = true;
-    for (unsigned rep = 0; rep < p->cfg->reps; rep++)
-        for (size_t i = 0; i < 2; i++)
-            if (round_run(p, 1, prompts[i], 2) < 0)
+    for (unsigned rep = 0; rep < p->cfg->reps; rep++) {
+        for (size_t i = 0; i < 3; i++)
+            if (round_run(p, 1, prompts[i], PROBE_OUT) < 0)
                 return -1;
-    for (unsigned rep = 0; rep < p->cfg->reps; rep++)
-        for (size_t c = 0; c < 2; c++)
-            for (size_t i = 0; i < 2; i++)
-                if (round_run(p, concs[c], prompts[i], PROBE_OUT) < 0)
-                    return -1;
+        for (size_t i = 0; i < 2; i++)
+            if (round_run(p, 4, prompts[i], PROBE_OUT) < 0)
+                return -1;
+    }
     return 0;
 }
 
@@ -166,7 +164,7 @@ int atr_calib_probe(const struct atr_calib_cfg *cfg, struct atr_calib_point **pt
 
 /* ---- the fit ---- */
 
-enum { U, T, A, S, F, NCOL };
+enum { U, T, A, D, S, F, NCOL };
 
 /* Solves the k x k system m x = v in place (Gaussian elimination with
  * partial pivoting); false when it is singular. */
@@ -215,10 +213,11 @@ static size_t rows_of(const struct atr_calib_point *pts, size_t n, unsigned ubat
         const struct atr_calib_point *q = &pts[i];
         double P = q->prompt, c = q->concurrency;
         if (q->concurrency == 1 && q->ttft_s > 0)
-            rows[k++] = (struct row){ { ceil(P / ubatch), P, P * (P + 1) / 2, 1, 1 }, q->ttft_s };
+            rows[k++] = (struct row){ { ceil(P / ubatch), P, P * (P + 1) / 2, 0, 1, 1 },
+                                      q->ttft_s };
         if (q->gap_s > 0 && q->output >= 8) {
             double ctx = P + q->output / 2.0;
-            rows[k++] = (struct row){ { 1, c, c * ctx, c, 0 }, q->gap_s };
+            rows[k++] = (struct row){ { 1, c, 0, c * ctx, c, 0 }, q->gap_s };
         }
     }
     return k;
@@ -281,7 +280,7 @@ int atr_calib_fit(const struct atr_calib_point *pts, size_t n, unsigned ubatch,
 {
     struct row *rows = xreallocarray(NULL, 2 * n + 1, sizeof *rows);
     size_t k = rows_median(rows, rows_of(pts, n, ubatch ? ubatch : 512, rows));
-    bool on[NCOL] = {true, true, true, true, true};
+    bool on[NCOL] = {true, true, true, true, true, true};
     double x[NCOL];
     /* Non-negative: a constant the data pushes below zero is dropped (a
      * cost too small to see) and the rest refitted. */
@@ -289,8 +288,8 @@ int atr_calib_fit(const struct atr_calib_point *pts, size_t n, unsigned ubatch,
         if (round == NCOL || !fit_cols(rows, k, on, x)) {
             free(rows);
             return atr_error_set(err, "calibration: %zu timings cannot determine the cost "
-                                 "constants (need TTFTs at two prompt lengths and decode "
-                                 "gaps at two batch sizes)", k);
+                                 "constants (need TTFTs at three prompt lengths and "
+                                 "decode gaps at two batch sizes and contexts)", k);
         }
         unsigned worst = NCOL;
         for (unsigned j = 0; j < NCOL; j++)
@@ -308,7 +307,7 @@ int atr_calib_fit(const struct atr_calib_point *pts, size_t n, unsigned ubatch,
         ss += (p / rows[r].y - 1) * (p / rows[r].y - 1);
     }
     free(rows);
-    *out = (struct atr_calib_fit){ x[U], x[T], x[A], x[S], x[F], sqrt(ss / (double)k), k };
+    *out = (struct atr_calib_fit){ x[U], x[T], x[A], x[D], x[S], x[F], sqrt(ss / (double)k), k };
     return 0;
 }
 
@@ -332,10 +331,10 @@ int atr_calib_profile_json(struct atr_buf *b, const struct atr_calib_fit *fit,
                          "  \"mem_bytes\": 17179869184,\n  \"link_bytes_per_s\": 1e10,\n"
                          "  \"link_latency_s\": 1e-5,\n");
     rc |= atr_buf_printf(b, "  \"llama_ubatch_s\": %.6g,\n  \"llama_token_s\": %.6g,\n"
-                         "  \"llama_pair_s\": %.6g,\n  \"llama_seq_s\": %.6g,\n"
-                         "  \"llama_frontend_s\": %.6g\n}\n",
+                         "  \"llama_pair_s\": %.6g,\n  \"llama_ctx_s\": %.6g,\n"
+                         "  \"llama_seq_s\": %.6g,\n  \"llama_frontend_s\": %.6g\n}\n",
                          positive(fit->ubatch_s), positive(fit->token_s),
-                         positive(fit->pair_s), positive(fit->seq_s),
+                         positive(fit->pair_s), positive(fit->ctx_s), positive(fit->seq_s),
                          positive(fit->frontend_s));
     return rc ? -1 : 0;
 }

@@ -4,12 +4,13 @@
  * CPU").
  *
  * The probe (fixed points, so that validation can use others): one
- * request at a time with prompts of 256 and 1024 tokens and 2 output
- * tokens (TTFT: the front end and one prefill), then 1 and 4 concurrent
- * streams of 64 forced output tokens after prompts of 256 and 1024 tokens
- * (the median gap between chunks: one decode step at that batch and
- * context); each point `reps` times, after one warm-up request. Every
- * prompt is unique (its own words), so nothing is served from a cache.
+ * request at a time with prompts of 256, 1024 and 3072 tokens, then 4
+ * concurrent requests with prompts of 256 and 1024 tokens, each with 64
+ * forced output tokens: a request alone gives its TTFT (the front end and
+ * one prefill), every request the median gap between its chunks (one
+ * decode step at that batch and context). Each point `reps` times, after
+ * one warm-up request; every prompt is unique (its own words, after a
+ * word of this run's), so no slot or RAM cache holds it.
  *
  * Memory: points are malloc'd (caller frees); the fit is plain values. */
 #ifndef ATR_EXP_CALIBRATE_H
@@ -38,7 +39,7 @@ struct atr_calib_cfg {
 
 /* The llama.cpp flavour's constants (struct atr_gpu's llama_*). */
 struct atr_calib_fit {
-    double ubatch_s, token_s, pair_s, seq_s, frontend_s;
+    double ubatch_s, token_s, pair_s, ctx_s, seq_s, frontend_s;
     double rms_rel;              /* root mean square relative error of the fit */
     size_t n_used;               /* points the fit used */
 };
@@ -48,10 +49,11 @@ struct atr_calib_fit {
 int atr_calib_probe(const struct atr_calib_cfg *cfg, struct atr_calib_point **pts,
                     size_t *n, struct atr_error *err);
 
-/* Fits the constants to the points by least squares on relative errors,
- * none negative: a c = 1 point's TTFT is frontend + one prefill of its
- * prompt (in ubatches of `ubatch` tokens), every point's gap one decode
- * step of `concurrency` sequences at their mean context. 0, or -1 with
+/* Fits the constants to the points by least squares on relative errors
+ * of each point's median, none negative: a lone request's TTFT is the
+ * front end + one prefill of its prompt (in ubatches of `ubatch` tokens),
+ * every request's gap one decode step of `concurrency` sequences at their
+ * mean context. 0, or -1 with
  * err set when the points cannot determine them. */
 int atr_calib_fit(const struct atr_calib_point *pts, size_t n, unsigned ubatch,
                   struct atr_calib_fit *out, struct atr_error *err);

@@ -157,7 +157,8 @@ static const struct field gpu_fields[] = {
     GPU_F(compute_efficiency, FIELD_NUM, true, "share of the dense peak, at most 1"),
     GPU_F(llama_ubatch_s, FIELD_NUM, true, "seconds per physical batch"),
     GPU_F(llama_token_s, FIELD_NUM, true, "seconds per token computed"),
-    GPU_F(llama_pair_s, FIELD_NUM, true, "seconds per query-key pair"),
+    GPU_F(llama_pair_s, FIELD_NUM, true, "seconds per query-key pair of a prompt"),
+    GPU_F(llama_ctx_s, FIELD_NUM, true, "seconds per context token of a decode"),
     GPU_F(llama_seq_s, FIELD_NUM, true, "seconds per sequence sampled"),
     GPU_F(llama_frontend_s, FIELD_NUM, true, "seconds per request"),
     GPU_F(llama_frontend_token_s, FIELD_NUM, true, "seconds per prompt token"),
@@ -790,17 +791,22 @@ static double layer_seconds(const struct atr_profile *p, const struct atr_iter_w
 
 /* llama.cpp on a CPU: one llama_decode over the batch, which runs it in
  * physical batches of p->ubatch tokens, each a pass over the weights;
- * then per token its matrix products, per query-key pair its attention,
- * per sequence its logits, sampling and streaming. The constants are the
- * device file's, fitted by atr sim calibrate (docs/sim.md). */
+ * then per token its matrix products, per query-key pair of a prompt
+ * chunk its attention (a matrix product over the chunk), per context
+ * token of a decoding sequence its KV read (one query: a vector product,
+ * dearer a pair), per sequence its logits, sampling and streaming. The
+ * constants are the device file's, fitted by atr sim calibrate
+ * (docs/sim.md). */
 static double llama_cpu_seconds(const struct atr_profile *p, const struct atr_iter_work *w)
 {
     const struct atr_gpu *g = p->gpu;
     uint64_t tokens = w->prefill_tokens + w->decode_seqs;
     double ubatches = (double)((tokens + p->ubatch - 1) / p->ubatch);
     double seqs = (double)(w->prefill_seqs + w->decode_seqs);
+    double prompt_pairs = attn_pairs(w) - (double)w->decode_ctx_tokens;
     return ubatches * g->llama_ubatch_s + (double)tokens * g->llama_token_s +
-           attn_pairs(w) * g->llama_pair_s + seqs * g->llama_seq_s;
+           prompt_pairs * g->llama_pair_s + (double)w->decode_ctx_tokens * g->llama_ctx_s +
+           seqs * g->llama_seq_s;
 }
 
 double atr_iter_seconds(const struct atr_profile *p, const struct atr_iter_work *w)

@@ -47,9 +47,10 @@ struct atr_gpu {
     /* Optional (0 when absent): llama.cpp's iteration cost on this device
      * when it is a CPU, as `atr sim calibrate` fits it for one model
      * (docs/sim.md, "llama.cpp on a CPU"): per ubatch, per token computed,
-     * per query-key pair of attention, per sequence sampled; and the HTTP
-     * server's time per request and per prompt token. */
-    double llama_ubatch_s, llama_token_s, llama_pair_s, llama_seq_s;
+     * per query-key pair of a prompt's attention, per context token a
+     * decoding sequence reads, per sequence sampled; and the HTTP server's
+     * time per request and per prompt token. */
+    double llama_ubatch_s, llama_token_s, llama_pair_s, llama_ctx_s, llama_seq_s;
     double llama_frontend_s, llama_frontend_token_s;
     const char *note;            /* the file's "note", or "" */
 };

@@ -1673,6 +1673,11 @@ uint32_t atr_engine_kv_blocks_used(const struct atr_engine *e)
     return e->kc->used;
 }
 
+unsigned atr_engine_slots(const struct atr_engine *e)
+{
+    return e->cfg.slots;
+}
+
 uint32_t atr_engine_kv_blocks_total(const struct atr_engine *e)
 {
     return e->n_blocks;

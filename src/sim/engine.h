@@ -225,6 +225,8 @@ size_t atr_engine_num_running(const struct atr_engine *e);
 size_t atr_engine_num_waiting(const struct atr_engine *e);
 uint32_t atr_engine_kv_blocks_used(const struct atr_engine *e);
 uint32_t atr_engine_kv_blocks_total(const struct atr_engine *e);
+/* The llama.cpp flavour's slots (cfg.slots); 0 for the others. */
+unsigned atr_engine_slots(const struct atr_engine *e);
 
 /* Aborts a request, as vLLM does when its client goes away: it leaves the
  * waiting queue or the batch at the next safe point (the end of an
