@@ -93,10 +93,12 @@ static const char help[] =
     "  -q, --quiet               no result block, no progress\n"
     SCHED_HELP
     "\n"
-    "GPUs: h100 h200 a100-80g l4 rtx3090 rtx4090. Models: llama-3.1-8b\n"
-    "llama-3.2-1b llama-3.2-3b llama-3-70b qwen3-4b qwen3-4b-awq qwen3-8b\n"
-    "qwen1.5-0.5b qwen2.5-0.5b qwen2.5-1.5b qwen2.5-3b qwen2.5-7b qwen2.5-14b\n"
-    "qwen3-0.6b qwen3-1.7b; more from files on ATR_PROFILE_PATH (docs/sim.md).\n";
+    "GPUs: h100 h200 a100-80g l4 rtx3090 rtx4090; CPUs for --engine llama.cpp:\n"
+    "cpu2-tiny cpu2-small. Models: llama-3.1-8b llama-3.2-1b llama-3.2-3b\n"
+    "llama-3-70b qwen3-4b qwen3-4b-awq qwen3-8b qwen1.5-0.5b qwen2.5-0.5b\n"
+    "qwen2.5-1.5b qwen2.5-3b qwen2.5-7b qwen2.5-14b qwen3-0.6b qwen3-1.7b; atr\n"
+    "gen --kind gguf's atr-tiny atr-small; more from files on ATR_PROFILE_PATH\n"
+    "(docs/sim.md).\n";
 
 static const struct opts_cmd parser = {"sim run", sim_run_options};
 
