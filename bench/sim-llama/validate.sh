@@ -9,7 +9,8 @@
 #   sh bench/sim-llama/validate.sh [build/atr] [tiny|small]
 #
 # Not a test: the CPUs here are shared, so figures move from run to run;
-# calibrating right before and comparing within one run keeps them ratios.
+# calibrating right before and comparing within one run keeps them ratios,
+# and each real figure is the median of REPS runs (default 3).
 # SERVER_ARGS overrides the server's options (default -np 4 -c 16384 -t 1:
 # one thread, as two threads that wait for each other at every op are
 # slowed many times over on CPUs this loaded).
@@ -24,6 +25,8 @@ FAILED=0 PASSED=0
 LLAMA=$(llama_bin) || { echo "validate: $LLAMA" >&2; exit 1; }
 NP=4 CTX=16384
 SERVER_ARGS=${SERVER_ARGS:-"-np $NP -c $CTX -t 1"}
+REPS=${REPS:-3}
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 "$ATR" gen --kind gguf --preset "$PRESET" -o "$T/model.gguf" -q || exit 1
 # shellcheck disable=SC2086
 llama_start validate "$T/model.gguf" $SERVER_ARGS || { cat "$T/validate.llama.log" >&2; exit 1; }
@@ -41,14 +44,25 @@ row() {
     SEED=$((SEED + 1))
     # shellcheck disable=SC2086
     "$ATR" gen --kind requests $gen --seed $SEED -q -o "$T/$name.ndjson" || exit 1
-    # shellcheck disable=SC2086
-    "$ATR" replay llm "$T/$name.ndjson" --target "$LLAMA_URL" $sched -q \
-        --save-result "$T/$name.real.json" || { echo "validate: $name: replay failed" >&2; exit 1; }
+    # Each real run REPS times, each with its own prompts (a new seed): the
+    # figure is the median of the runs (on a shared CPU one run may be
+    # several times slower than the next); the simulator runs the first.
+    reals=""
+    for k in $(seq "$REPS"); do
+        [ "$k" = 1 ] || "$ATR" gen --kind requests $gen --seed $((SEED + 1000 * k)) -q \
+            -o "$T/$name.$k.ndjson" || exit 1
+        [ "$k" = 1 ] && cp "$T/$name.ndjson" "$T/$name.$k.ndjson"
+        # shellcheck disable=SC2086
+        "$ATR" replay llm "$T/$name.$k.ndjson" --target "$LLAMA_URL" $sched -q \
+            --save-result "$T/$name.real$k.json" ||
+            { echo "validate: $name: replay failed" >&2; exit 1; }
+        reals="$reals,$T/$name.real$k.json"
+    done
     # shellcheck disable=SC2086
     ATR_PROFILE_PATH=$T/prof "$ATR" sim run "$T/$name.ndjson" --profile "$PROFILE" \
         --engine llama.cpp --parallel $NP --ctx-size $CTX $sched -q \
         --save-result "$T/$name.sim.json" || { echo "validate: $name: sim failed" >&2; exit 1; }
-    echo "$name $T/$name.real.json $T/$name.sim.json" >>"$T/rows"
+    echo "$name ${reals#,} $T/$name.sim.json" >>"$T/rows"
 }
 
 # Lengths and loads the calibration did not use (it used prompts of 256,
@@ -72,7 +86,8 @@ print("| workload | " + " | ".join(f"{k} real | {k} sim | err" for _, k in keys)
 print("|---|" + "---:|" * (3 * len(keys)))
 for line in open(sys.argv[1]):
     name, real, sim = line.split()
-    r, s = json.load(open(real)), json.load(open(sim))
+    runs, s = [json.load(open(f)) for f in real.split(",")], json.load(open(sim))
+    r = {key: statistics.median(x[key] for x in runs) for key, _ in keys}
     cells = []
     for key, _ in keys:
         e = s[key] / r[key] - 1
@@ -82,3 +97,4 @@ for line in open(sys.argv[1]):
 print(f"\nmedian |error| {100 * statistics.median(errs):.1f} %, largest {100 * max(errs):.1f} %, "
       f"within 20 %: {sum(e <= 0.2 for e in errs)} of {len(errs)}")
 PY
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -175,7 +175,7 @@ static bool solve(double m[NCOL][NCOL], double v[NCOL], unsigned k)
         for (unsigned r = c + 1; r < k; r++)
             if (fabs(m[r][c]) > fabs(m[piv][c]))
                 piv = r;
-        if (!(fabs(m[piv][c]) > 1e-12 * (fabs(m[0][0]) + 1e-300)))
+        if (!(fabs(m[piv][c]) > 1e-10))
             return false;
         for (unsigned j = 0; j < k; j++) {
             double x = m[c][j];
@@ -258,20 +258,29 @@ static bool fit_cols(const struct row *rows, size_t n, const bool on[NCOL], doub
     for (unsigned j = 0; j < NCOL; j++)
         if (on[j])
             idx[k++] = j;
-    double m[NCOL][NCOL] = {{0}}, v[NCOL] = {0};
+    /* Columns scaled to a largest weighted entry of 1: pairs run to
+     * millions where ubatches are 1, and the pivot test is relative. */
+    double m[NCOL][NCOL] = {{0}}, v[NCOL] = {0}, scale[NCOL] = {0};
+    for (size_t r = 0; r < n; r++)
+        for (unsigned a = 0; a < k; a++)
+            scale[a] = fmax(scale[a], fabs(rows[r].x[idx[a]] / rows[r].y));
+    for (unsigned a = 0; a < k; a++)
+        if (!(scale[a] > 0))
+            return false;               /* a column no row has */
     for (size_t r = 0; r < n; r++) {
-        double w = 1 / (rows[r].y * rows[r].y);
+        double y = rows[r].y;
         for (unsigned a = 0; a < k; a++) {
-            v[a] += w * rows[r].x[idx[a]] * rows[r].y;
+            double xa = rows[r].x[idx[a]] / y / scale[a];
+            v[a] += xa;
             for (unsigned b = 0; b < k; b++)
-                m[a][b] += w * rows[r].x[idx[a]] * rows[r].x[idx[b]];
+                m[a][b] += xa * rows[r].x[idx[b]] / y / scale[b];
         }
     }
     if (!solve(m, v, k))
         return false;
     memset(x, 0, NCOL * sizeof *x);
     for (unsigned a = 0; a < k; a++)
-        x[idx[a]] = v[a];
+        x[idx[a]] = v[a] / scale[a];
     return true;
 }
 
