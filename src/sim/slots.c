@@ -20,6 +20,11 @@ struct slot {
     struct prompt p;
     uint64_t last_used;          /* release order; 0: never used (llama-server's -1) */
     bool busy;
+    /* Its prompt went through ram_save and no entry left the RAM cache
+     * since (at ram_removals == saved_at): saving it again would find it
+     * held, so it is not looked for (most of a run's time otherwise). */
+    bool saved;
+    uint64_t saved_at;
 };
 
 struct atr_slots {
@@ -27,6 +32,8 @@ struct atr_slots {
     struct slot *slot;
     struct prompt *ram;          /* the RAM cache, oldest first */
     size_t n_ram, cap_ram;
+    uint64_t ram_total;          /* tokens it holds */
+    uint64_t ram_removals;       /* entries that left it so far */
     uint64_t clock;
     struct atr_slots_stats st;
 };
@@ -106,14 +113,6 @@ static int by_lru(const struct atr_slots *s)
     return best;
 }
 
-static uint64_t ram_tokens(const struct atr_slots *s)
-{
-    uint64_t t = 0;
-    for (size_t i = 0; i < s->n_ram; i++)
-        t += s->ram[i].tokens;
-    return t;
-}
-
 static struct prompt *grow_ram(struct atr_slots *s)
 {
     if (s->n_ram == s->cap_ram) {
@@ -123,18 +122,26 @@ static struct prompt *grow_ram(struct atr_slots *s)
     return s->ram;
 }
 
-static void ram_remove(struct atr_slots *s, size_t i)
+/* Takes entry i out (its ids stay with the caller when keep). */
+static void ram_take(struct atr_slots *s, size_t i, bool keep)
 {
-    free(s->ram[i].ids);
+    s->ram_total -= s->ram[i].tokens;
+    s->ram_removals++;
+    if (!keep)
+        free(s->ram[i].ids);
     memmove(s->ram + i, s->ram + i + 1, (s->n_ram - i - 1) * sizeof *s->ram);
     s->n_ram--;
 }
 
-/* Whether a holds all of b: b's ids lead a's, and a is no shorter. */
+/* Whether a holds all of b: b's ids lead a's, and a is no shorter. The
+ * last of b's ids is compared first: ids are chained, so two different
+ * prompts almost always differ there, and the whole compare is rare. */
 static bool contains(const struct prompt *a, const struct prompt *b)
 {
-    return a->n_ids >= b->n_ids && a->tokens >= b->tokens &&
-           !memcmp(a->ids, b->ids, b->n_ids * sizeof *b->ids);
+    uint32_t n = b->n_ids;
+    return a->n_ids >= n && a->tokens >= b->tokens &&
+           (n == 0 || a->ids[n - 1] == b->ids[n - 1]) &&
+           !memcmp(a->ids, b->ids, n * sizeof *b->ids);
 }
 
 /* server_prompt_cache::alloc and update: a prompt some entry already
@@ -149,15 +156,26 @@ static void ram_save(struct atr_slots *s, const struct prompt *p)
             return;
     for (size_t i = s->n_ram; i-- > 0;)
         if (contains(p, &s->ram[i]))
-            ram_remove(s, i);
-    while (s->n_ram && ram_tokens(s) + p->tokens > s->cfg.ram_tokens) {
-        ram_remove(s, 0);
+            ram_take(s, i, false);
+    while (s->n_ram && s->ram_total + p->tokens > s->cfg.ram_tokens) {
+        ram_take(s, 0, false);
         s->st.ram_evictions++;
     }
     s->ram = grow_ram(s);
     s->ram[s->n_ram] = (struct prompt){0};
     prompt_set(&s->ram[s->n_ram++], p->ids, p->n_ids, p->tokens);
+    s->ram_total += p->tokens;
     s->st.ram_saves++;
+}
+
+/* ram_save of slot x's prompt, unless it is known to be held. */
+static void ram_save_slot(struct atr_slots *s, struct slot *x)
+{
+    if (x->saved && x->saved_at == s->ram_removals)
+        return;
+    ram_save(s, &x->p);
+    x->saved = true;
+    x->saved_at = s->ram_removals;
 }
 
 /* server_prompt_cache::load: the entry that keeps more of itself and more
@@ -186,8 +204,8 @@ static void ram_load(struct atr_slots *s, struct slot *x, const uint64_t *ids, u
         return;
     free(x->p.ids);
     x->p = s->ram[best];
-    memmove(s->ram + best, s->ram + best + 1, (s->n_ram - best - 1) * sizeof *s->ram);
-    s->n_ram--;
+    x->saved = false;
+    ram_take(s, best, true);
     s->st.ram_restores++;
 }
 
@@ -210,13 +228,13 @@ int atr_slots_take(struct atr_slots *s, const uint64_t *ids, uint32_t n_ids,
     }
     struct slot *x = &s->slot[i];
     if (update && s->cfg.ram_tokens) {
-        ram_save(s, &x->p);
+        ram_save_slot(s, x);
         ram_load(s, x, ids, n_ids, prompt_tokens);
     }
     x->busy = true;
-    for (unsigned k = 0; k < s->cfg.n; k++)     /* --cache-idle-slots */
+    for (unsigned k = 0; k < s->cfg.n && s->cfg.ram_tokens; k++)   /* --cache-idle-slots */
         if (!s->slot[k].busy)
-            ram_save(s, &s->slot[k].p);
+            ram_save_slot(s, &s->slot[k]);
     uint64_t hit = lcp(s, &x->p, ids, n_ids);
     *cached = (uint32_t)(hit < prompt_tokens ? hit : prompt_tokens - 1);
     return i;
@@ -227,6 +245,7 @@ void atr_slots_release(struct atr_slots *s, unsigned i, const uint64_t *ids, uin
 {
     struct slot *x = &s->slot[i];
     prompt_set(&x->p, ids, n_ids, tokens);
+    x->saved = false;
     x->busy = false;
     x->last_used = ++s->clock;
 }
@@ -245,6 +264,6 @@ const uint64_t *atr_slots_cached(const struct atr_slots *s, unsigned i, uint32_t
 void atr_slots_get_stats(const struct atr_slots *s, struct atr_slots_stats *out)
 {
     *out = s->st;
-    out->ram_tokens = ram_tokens(s);
+    out->ram_tokens = s->ram_total;
     out->ram_entries = (unsigned)s->n_ram;
 }

@@ -89,6 +89,30 @@ static void test_slot_choice_by_prefix(void **state)
     atr_slots_free(s);
 }
 
+/* The RAM cache's limit: a save past it evicts the oldest prompt, and a
+ * prompt it no longer holds is not restored. */
+static void test_ram_cache_limit(void **state)
+{
+    (void)state;
+    struct atr_slots_cfg c = { 1, 16, 0.1, 100 };
+    struct atr_slots *s = atr_slots_new(&c);
+    uint32_t cached;
+    assert_int_equal(atr_slots_take(s, A, 4, 70, &cached), 0);
+    atr_slots_release(s, 0, A, 4, 74);
+    assert_int_equal(atr_slots_take(s, B, 4, 70, &cached), 0);    /* saves A */
+    atr_slots_release(s, 0, B, 4, 74);
+    assert_int_equal(atr_slots_take(s, A2, 6, 100, &cached), 0);  /* saves B: A goes */
+    assert_int_equal(cached, 0);
+    struct atr_slots_stats st;
+    atr_slots_get_stats(s, &st);
+    assert_int_equal(st.ram_saves, 2);
+    assert_int_equal(st.ram_evictions, 1);
+    assert_int_equal(st.ram_restores, 0);
+    assert_int_equal(st.ram_entries, 1);
+    assert_int_equal(st.ram_tokens, 74);
+    atr_slots_free(s);
+}
+
 /* In the engine: a session's second turn lands in the slot of its first
  * and hits its prefix there; another session's turn in the other slot
  * does not, and does not disturb it. */
@@ -224,6 +248,7 @@ int main(void)
         cmocka_unit_test(test_slot_choice_by_prefix),
         cmocka_unit_test(test_per_slot_cache_hit),
         cmocka_unit_test(test_ram_cache_restores),
+        cmocka_unit_test(test_ram_cache_limit),
         cmocka_unit_test(test_queue_when_slots_busy),
         cmocka_unit_test(test_context_limit_per_slot),
         cmocka_unit_test(test_decodes_first),
