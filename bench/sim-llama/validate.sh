@@ -81,13 +81,14 @@ row shared-2k "--traces 16 --rate inf --input-tokens 2000 --output-tokens 32 --s
 python3 - "$T/rows" <<'PY'
 import json, statistics, sys
 keys = [("mean_ttft_ms", "TTFT"), ("mean_tpot_ms", "TPOT"), ("output_throughput", "tok/s")]
-errs = []
+errs, spread = [], []
 print("| workload | " + " | ".join(f"{k} real | {k} sim | err" for _, k in keys) + " |")
 print("|---|" + "---:|" * (3 * len(keys)))
 for line in open(sys.argv[1]):
     name, real, sim = line.split()
     runs, s = [json.load(open(f)) for f in real.split(",")], json.load(open(sim))
     r = {key: statistics.median(x[key] for x in runs) for key, _ in keys}
+    spread += [max(x[k] for x in runs) / min(x[k] for x in runs) for k, _ in keys]
     cells = []
     for key, _ in keys:
         e = s[key] / r[key] - 1
@@ -96,5 +97,7 @@ for line in open(sys.argv[1]):
     print(f"| {name} | " + " | ".join(cells) + " |")
 print(f"\nmedian |error| {100 * statistics.median(errs):.1f} %, largest {100 * max(errs):.1f} %, "
       f"within 20 %: {sum(e <= 0.2 for e in errs)} of {len(errs)}")
+print(f"real runs' own spread (slowest / fastest of a figure): median x{statistics.median(spread):.2f}, "
+      f"largest x{max(spread):.2f}")
 PY
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
