@@ -18,7 +18,7 @@ const char cmd_sim_calibrate_help[] =
     "one request at a time with 256-, 1024- and 3072-token prompts, then 4\n"
     "at once with 256- and 1024-token prompts, each 64 forced tokens long; a\n"
     "lone request's TTFT is the front end and one prefill, every request's\n"
-    "median gap between chunks one decode step. Each point --reps times,\n"
+    "mean gap between chunks (its TPOT) one decode step. Each point --reps times,\n"
     "every prompt unique: 34 requests by default, a few seconds with the\n"
     "tiny model. FILE is a device profile\n"
     "(docs/sim.md, \"Profile files\"): put it at DIR/gpus/NAME.json and run\n"
@@ -32,7 +32,8 @@ const char cmd_sim_calibrate_help[] =
     "      --name TEXT           the profile's full_name (default \"CPU (atr sim\n"
     "                            calibrate)\")\n"
     "      --points-out FILE     the measured requests, one JSON line each\n"
-    "                            (concurrency, prompt, output, ttft_ms, gap_ms)\n"
+    "                            (concurrency, prompt, output, ttft_ms, gap_ms:\n"
+    "                            the median gap, tpot_ms: the mean)\n"
     "      --reps N              repetitions of each point (default 3)\n"
     "      --ubatch-size N       the server's -ub (default 512)\n"
     "      --timeout S           per request (default 60)\n";
@@ -79,9 +80,9 @@ static int write_points(const char *path, const struct atr_calib_point *pts, siz
     int rc = 0;
     for (size_t i = 0; i < n; i++)
         rc |= atr_buf_printf(&b, "{\"concurrency\":%u,\"prompt\":%u,\"output\":%u,"
-                             "\"ttft_ms\":%.4f,\"gap_ms\":%.4f}\n", pts[i].concurrency,
-                             pts[i].prompt, pts[i].output, pts[i].ttft_s * 1e3,
-                             pts[i].gap_s * 1e3);
+                             "\"ttft_ms\":%.4f,\"gap_ms\":%.4f,\"tpot_ms\":%.4f}\n",
+                             pts[i].concurrency, pts[i].prompt, pts[i].output,
+                             pts[i].ttft_s * 1e3, pts[i].gap_s * 1e3, pts[i].mean_gap_s * 1e3);
     rc = rc ? atr_error_set(err, "out of memory") : atr_output_write_file(path, b.data, b.len, err);
     atr_buf_release(&b);
     return rc;

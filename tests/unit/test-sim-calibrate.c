@@ -34,7 +34,7 @@ static size_t points(struct atr_calib_point *p, const struct atr_calib_fit *c, d
             double gap = c->ubatch_s + conc * (c->token_s + c->seq_s) + conc * ctx * c->ctx_s;
             double f = 1 + noise * (rep - 1);     /* the median is the middle rep */
             for (unsigned k = 0; k < conc; k++)
-                p[n++] = (struct atr_calib_point){ conc, (uint32_t)P, 64, ttft * f, gap * f };
+                p[n++] = (struct atr_calib_point){ conc, (uint32_t)P, 64, ttft * f, gap * f, gap * f };
         }
     return n;
 }
@@ -89,7 +89,7 @@ static void test_fit_too_few(void **state)
 {
     (void)state;
     struct atr_calib_point p[2] = {
-        { 1, 256, 64, 0.01, 0.001 }, { 1, 256, 64, 0.011, 0.001 },
+        { 1, 256, 64, 0.01, 0.001, 0.001 }, { 1, 256, 64, 0.011, 0.001, 0.001 },
     };
     struct atr_calib_fit f;
     struct atr_error err;
