@@ -18,7 +18,7 @@ const char cmd_sim_calibrate_help[] =
     "one request at a time with 256-, 1024- and 3072-token prompts, then 4\n"
     "at once with 256- and 1024-token prompts, each 64 forced tokens long; a\n"
     "lone request's TTFT is the front end and one prefill, every request's\n"
-    "mean gap between chunks (its TPOT) one decode step. Each point --reps times,\n"
+    "median gap between chunks one decode step. Each point --reps times,\n"
     "every prompt unique: 34 requests by default, a few seconds with the\n"
     "tiny model. FILE is a device profile\n"
     "(docs/sim.md, \"Profile files\"): put it at DIR/gpus/NAME.json and run\n"

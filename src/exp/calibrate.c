@@ -205,13 +205,13 @@ struct row {
     double x[NCOL], y;
 };
 
-/* The model's rows: a c = 1 point's TTFT, and every point's mean gap
- * between chunks (its TPOT) as one decode step. The mean, not the
- * median: the TPOT a replay reports is a mean, with the steps where other
- * requests' prompts ran and a loaded CPU's stalls in it; fitted to the
- * median, the simulated TPOT came out 30-50 % low (on one run's timings,
- * median error of all figures 30.8 % with the median, 25.0 % with the
- * mean). */
+/* The model's rows: a c = 1 point's TTFT, and every point's median gap
+ * between chunks as one decode step. The median, not the mean (the
+ * request's TPOT): a few stalls of a loaded CPU during the probe made
+ * one run's mean gaps 2.7 times the median, and a profile fitted to
+ * them twice as slow as the server a minute later. Refitted both ways on
+ * the same two runs' timings (bench/sim-llama), the median gave a median
+ * error of all figures of 30.8 % and 26.1 %, the mean 25.0 % and 47.0 %. */
 static size_t rows_of(const struct atr_calib_point *pts, size_t n, unsigned ubatch,
                       struct row *rows)
 {
@@ -222,9 +222,9 @@ static size_t rows_of(const struct atr_calib_point *pts, size_t n, unsigned ubat
         if (q->concurrency == 1 && q->ttft_s > 0)
             rows[k++] = (struct row){ { ceil(P / ubatch), P, P * (P + 1) / 2, 0, 1, 1 },
                                       q->ttft_s };
-        if (q->mean_gap_s > 0 && q->output >= 8) {
+        if (q->gap_s > 0 && q->output >= 8) {
             double ctx = P + q->output / 2.0;
-            rows[k++] = (struct row){ { 1, c, 0, c * ctx, c, 0 }, q->mean_gap_s };
+            rows[k++] = (struct row){ { 1, c, 0, c * ctx, c, 0 }, q->gap_s };
         }
     }
     return k;

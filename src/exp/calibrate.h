@@ -7,8 +7,8 @@
  * request at a time with prompts of 256, 1024 and 3072 tokens, then 4
  * concurrent requests with prompts of 256 and 1024 tokens, each with 64
  * forced output tokens: a request alone gives its TTFT (the front end and
- * one prefill), every request the mean gap between its chunks, its TPOT
- * (one decode step at that batch and context). Each point `reps` times, after
+ * one prefill), every request the median gap between its chunks (one
+ * decode step at that batch and context). Each point `reps` times, after
  * one warm-up request; every prompt is unique (its own words, after a
  * word of this run's), so no slot or RAM cache holds it.
  *
@@ -53,8 +53,8 @@ int atr_calib_probe(const struct atr_calib_cfg *cfg, struct atr_calib_point **pt
 /* Fits the constants to the points by least squares on relative errors
  * of each point's median, none negative: a lone request's TTFT is the
  * front end + one prefill of its prompt (in ubatches of `ubatch` tokens),
- * every request's mean gap one decode step of `concurrency` sequences at
- * their mean context. 0, or -1 with
+ * every request's median gap one decode step of `concurrency` sequences
+ * at their mean context. 0, or -1 with
  * err set when the points cannot determine them. */
 int atr_calib_fit(const struct atr_calib_point *pts, size_t n, unsigned ubatch,
                   struct atr_calib_fit *out, struct atr_error *err);
