@@ -9,6 +9,7 @@
 static const char help[] =
     "usage: atr sim run [OPTIONS] TRACE... --profile GPU/MODEL\n"
     "       atr sim serve [OPTIONS] (--profile GPU/MODEL | --ttft MS --itl MS)\n"
+    "       atr sim calibrate --target URL -o FILE [OPTIONS]\n"
     "\n"
     "`sim run` replays the llm steps of traces through atr's serving-engine\n"
     "model in virtual time (docs/sim.md, docs/sim-engine.md): continuous\n"
@@ -19,7 +20,9 @@ static const char help[] =
     "figures, and writes the same files as `atr replay llm`\n"
     "(the result JSON also gets an \"engine\" object under \"atr\").\n"
     "`sim serve` runs the same engine in real time behind an OpenAI-compatible\n"
-    "HTTP server (see `atr sim serve --help`).\n"
+    "HTTP server (see `atr sim serve --help`). `sim calibrate` fits a CPU\n"
+    "profile of the llama.cpp flavour to a running llama-server (see `atr sim\n"
+    "calibrate --help`).\n"
     "\n"
     "options of sim run:\n"
     "  -p, --profile GPU/MODEL   e.g. h100/llama-3.1-8b (required)\n"
@@ -48,11 +51,22 @@ static const char help[] =
     "      --policy-options K=V[,K=V...]   policy options; NAME.K=V for one policy\n"
     "                            of a list (e.g. compaction.budget=8192)\n"
     "      --replicas N          engine replicas the policy routes over (default 1)\n"
-    "      --engine vllm|sglang  engine flavour: FCFS, 16-token block cache, CPU\n"
-    "                            work between steps (vllm, default); or SGLang's\n"
-    "                            longest-prefix-first, radix cache (one copy per\n"
-    "                            prefix, leaf-first eviction), CPU work overlapped\n"
-    "                            with the GPU (docs/sim-engine.md)\n"
+    "      --engine vllm|sglang|llama.cpp   engine flavour: FCFS, 16-token block\n"
+    "                            cache, CPU work between steps (vllm, default);\n"
+    "                            SGLang's longest-prefix-first, radix cache (one copy\n"
+    "                            per prefix, leaf-first eviction), CPU work overlapped\n"
+    "                            with the GPU; or llama-server's fixed slots, each\n"
+    "                            with its own prefix cache, and a RAM prompt cache\n"
+    "                            (docs/sim-engine.md)\n"
+    "      --parallel N          llama.cpp: slots (llama-server -np; default 4)\n"
+    "      --ctx-size N          llama.cpp: context of all slots together (-c;\n"
+    "                            default: the model's length), split evenly\n"
+    "      --cache-ram MIB       llama.cpp: the RAM prompt cache (default 8192; 0 off)\n"
+    "      --slot-prompt-similarity F   llama.cpp: share of a prompt an idle slot's\n"
+    "                            cache must hold to be chosen for it (default 0.1)\n"
+    "      --ubatch-size N       llama.cpp: physical batch (-ub; default 512); the\n"
+    "                            logical batch (-b) is --max-num-batched-tokens,\n"
+    "                            2048 unless given\n"
     "      --scheduler v1|v0     vLLM's scheduler: decodes first, then prefill\n"
     "                            chunks in the same step (v1, default); or V0's\n"
     "                            default without chunked prefill: waiting prompts\n"
@@ -79,10 +93,12 @@ static const char help[] =
     "  -q, --quiet               no result block, no progress\n"
     SCHED_HELP
     "\n"
-    "GPUs: h100 h200 a100-80g l4 rtx3090 rtx4090. Models: llama-3.1-8b\n"
-    "llama-3.2-1b llama-3.2-3b llama-3-70b qwen3-4b qwen3-4b-awq qwen3-8b\n"
-    "qwen1.5-0.5b qwen2.5-0.5b qwen2.5-1.5b qwen2.5-3b qwen2.5-7b qwen2.5-14b\n"
-    "qwen3-0.6b qwen3-1.7b; more from files on ATR_PROFILE_PATH (docs/sim.md).\n";
+    "GPUs: h100 h200 a100-80g l4 rtx3090 rtx4090; CPUs for --engine llama.cpp:\n"
+    "cpu2-tiny cpu2-small. Models: llama-3.1-8b llama-3.2-1b llama-3.2-3b\n"
+    "llama-3-70b qwen3-4b qwen3-4b-awq qwen3-8b qwen1.5-0.5b qwen2.5-0.5b\n"
+    "qwen2.5-1.5b qwen2.5-3b qwen2.5-7b qwen2.5-14b qwen3-0.6b qwen3-1.7b; atr\n"
+    "gen --kind gguf's atr-tiny atr-small; more from files on ATR_PROFILE_PATH\n"
+    "(docs/sim.md).\n";
 
 static const struct opts_cmd parser = {"sim run", sim_run_options};
 
@@ -90,8 +106,11 @@ static int run(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "serve") == 0)
         return cmd_sim_serve(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "calibrate") == 0)
+        return cmd_sim_calibrate(argc - 1, argv + 1);
     if (argc < 2 || strcmp(argv[1], "run") != 0)
-        return cli_usage_mode("sim", argc, argv, (const char *const[]){"run", "serve", NULL});
+        return cli_usage_mode("sim", argc, argv,
+                              (const char *const[]){"run", "serve", "calibrate", NULL});
     argc--;
     argv++;
     struct sim_run_args a;
@@ -105,7 +124,9 @@ static int run(int argc, char **argv)
     return rc;
 }
 
-static const struct atr_cmd_mode modes[] = { {"serve", cmd_sim_serve_help}, {NULL, NULL} };
+static const struct atr_cmd_mode modes[] = {
+    {"serve", cmd_sim_serve_help}, {"calibrate", cmd_sim_calibrate_help}, {NULL, NULL},
+};
 
 const struct atr_cmd cmd_sim_entry = {
     "sim", "the serving-engine model: `sim run` replays llm steps in virtual time, "

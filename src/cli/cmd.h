@@ -78,10 +78,13 @@ void cli_on_stop_signals(void (*handler)(int));
 /* Removes temporaries of atomic outputs on SIGINT/SIGTERM, then exits 130/143. */
 void cli_install_signal_cleanup(void);
 
-/* Modes implemented in their own files (cmd-sim-serve.c, cmd-replay-llm.c). */
+/* Modes implemented in their own files (cmd-sim-serve.c, cmd-sim-calibrate.c,
+ * cmd-replay-llm.c). */
 int cmd_sim_serve(int argc, char **argv);
+int cmd_sim_calibrate(int argc, char **argv);
 int cmd_replay_llm(int argc, char **argv);
 extern const char cmd_sim_serve_help[];
+extern const char cmd_sim_calibrate_help[];
 extern const char cmd_replay_llm_help[];
 /* `atr bench run` (cmd-bench-run.c), dispatched by cmd-bench.c. */
 int cmd_bench_run(int argc, char **argv);

@@ -29,8 +29,15 @@ const struct opt sim_run_options[] = {
     OPT_CALL("policy", 0, opt_policies, NULL),
     OPT_STRING(ARGS, policy_opts, "policy-options", 0),
     OPT_UINT(ARGS, replicas, "replicas", 0, 1, 256, "--replicas wants 1..256"),
-    OPT_ENUM(ARGS, engine.longest_prefix_first, "engine", 0, OPT_WORDS("vllm", "sglang"),
-             "--engine wants vllm or sglang"),
+    OPT_ENUM(ARGS, flavour, "engine", 0, OPT_WORDS("vllm", "sglang", "llama.cpp"),
+             "--engine wants vllm, sglang or llama.cpp"),
+    OPT_UINT(ARGS, engine.slots, "parallel", 0, 1, 256, "--parallel wants 1..256"),
+    OPT_UINT(ARGS, ctx_size, "ctx-size", 0, 2, UINT32_MAX / 2,
+             "--ctx-size wants 2..2147483647"),
+    OPT_UINT(ARGS, cache_ram_mib, "cache-ram", 0, 0, 1 << 24, "--cache-ram wants MiB, 0 off"),
+    OPT_DOUBLE(ARGS, engine.slot_similarity, "slot-prompt-similarity", 0, 0, 1,
+               "--slot-prompt-similarity wants 0..1"),
+    OPT_UINT(ARGS, ubatch, "ubatch-size", 0, 1, 1 << 20, "--ubatch-size wants 1..1048576"),
     OPT_ENUM(ARGS, engine.prefill_first, "scheduler", 0, OPT_WORDS("v1", "v0"),
              "--scheduler wants v1 or v0"),
     OPT_UINT(ARGS, engine.num_scheduler_steps, "num-scheduler-steps", 0, 1, 1024,
@@ -59,6 +66,10 @@ void sim_run_args_init(struct sim_run_args *a)
     a->tp = 1;
     a->replicas = 1;
     a->timeout_s = 600;          /* replay llm's client */
+    a->engine.slots = 4;         /* llama.cpp: llama-server's -np auto */
+    a->engine.slot_similarity = 0.1;
+    a->cache_ram_mib = 8192;
+    a->ubatch = 512;
     a->stall_s = 60;
 }
 
@@ -72,6 +83,9 @@ int sim_run_args_check(struct sim_run_args *a, int argc, const char *cmd)
     if (a->engine.num_scheduler_steps > 1 && !a->engine.prefill_first)
         return cli_usage(cmd, "--num-scheduler-steps needs --scheduler v0 (vLLM V0's multi-step "
                          "scheduling, without chunked prefill)");
+    if (a->flavour == 2 && (a->engine.prefill_first || a->tp > 1))
+        return cli_usage(cmd, "--engine llama.cpp takes neither --scheduler v0 nor --tp "
+                         "(its slots batch continuously, on one device)");
     int rc = cli_check_profile(cmd, a->profile, a->tp);
     if (rc == EXIT_OK)
         rc = cli_check_policies(cmd, a->policies.names, a->policies.n, a->policy_opts);
@@ -83,6 +97,21 @@ void sim_run_args_release(struct sim_run_args *a)
     llm_policy_list_release(&a->policies);
 }
 
+/* llama.cpp: the slots share --ctx-size (the model's length unless
+ * given); the logical batch is 2048 unless --max-num-batched-tokens says;
+ * --cache-ram MiB becomes tokens of KV, at least the context, as
+ * llama-server's prompt cache raises its token limit to what fits. */
+static void llama_target(const struct sim_run_args *a, struct atr_target *t)
+{
+    uint64_t ctx = a->ctx_size ? a->ctx_size : t->profile.model->max_model_len;
+    t->engine.kv_capacity_tokens = ctx;
+    if (!t->engine.max_num_batched_tokens)
+        t->engine.max_num_batched_tokens = 2048;
+    double ram = (double)a->cache_ram_mib * 1048576.0 / t->profile.kv_bytes_per_token;
+    t->engine.prompt_cache_tokens = !a->cache_ram_mib ? 0 : ram > ctx ? (uint64_t)ram : ctx;
+    t->profile.ubatch = a->ubatch;
+}
+
 int sim_run_exec(const struct sim_run_args *a, int argc, char **argv, bool table_only)
 {
     struct atr_target t;
@@ -90,9 +119,14 @@ int sim_run_exec(const struct sim_run_args *a, int argc, char **argv, bool table
     if (atr_target_sim(&t, a->profile, a->tp, &err) < 0)
         return cli_fail_err(&err);
     t.engine = a->engine;
-    t.engine.radix_cache = a->engine.longest_prefix_first;   /* SGLang's radix cache */
+    t.engine.longest_prefix_first = a->flavour == 1;
+    t.engine.radix_cache = a->flavour == 1;   /* SGLang's radix cache */
     /* the flavour's CPU terms (docs/sim.md, "Cost of one iteration") */
-    atr_profile_set_flavour(&t.profile, a->engine.longest_prefix_first ? "sglang" : "vllm");
+    atr_profile_set_flavour(&t.profile, (const char *[]){"vllm", "sglang", "llama.cpp"}[a->flavour]);
+    if (a->flavour == 2)
+        llama_target(a, &t);
+    else
+        t.engine.slots = 0;
     if (a->offline)             /* as vLLM's LLM class: no HTTP server */
         atr_profile_set_offline(&t.profile);
     t.client.timeout_s = a->timeout_s;

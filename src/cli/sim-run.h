@@ -18,6 +18,10 @@ struct sim_run_args {
     double timeout_s;            /* --timeout: a request's limit from its slot; 0 none */
     double stall_s;              /* --stall-timeout: the most time without a token; 0 none */
     unsigned max_model_len;      /* --max-model-len, or 0: the model's */
+    unsigned flavour;            /* --engine: 0 vllm, 1 sglang, 2 llama.cpp */
+    /* llama.cpp: --ctx-size (0: the model's length), --cache-ram MiB,
+     * --ubatch-size (the slots are engine.slots, --parallel) */
+    unsigned ctx_size, cache_ram_mib, ubatch;
     struct atr_engine_cfg engine;
     struct sched_opts sched;
     struct llm_report_opts report;

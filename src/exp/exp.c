@@ -118,6 +118,8 @@ void atr_target_name(const struct atr_target *t, char *out, size_t cap)
         len += snprintf(out + len, cap - (size_t)len, " x%u", t->replicas);
     if (t->engine.longest_prefix_first && len >= 0 && (size_t)len < cap)
         snprintf(out + len, cap - (size_t)len, " sglang");
+    else if (t->engine.slots && len >= 0 && (size_t)len < cap)
+        snprintf(out + len, cap - (size_t)len, " llama.cpp");
 }
 
 /* ---- runs ---- */
@@ -151,7 +153,9 @@ static int run_sim(const struct atr_target *t, const struct atr_exp_cfg *cfg,
     struct atr_engine_cfg ec = t->engine;
     ec.iter_seconds = profile_cost;
     ec.cost_ctx = (void *)&t->profile;
-    ec.kv_capacity_tokens = t->profile.kv_capacity_tokens;
+    /* llama.cpp's slots share the context the server was given (-c) */
+    if (!(ec.slots && ec.kv_capacity_tokens))
+        ec.kv_capacity_tokens = t->profile.kv_capacity_tokens;
     if (t->replicas == 1) {
         ec.on_iter = cfg->on_iter;
         ec.iter_ctx = cfg->iter_ctx;
@@ -285,7 +289,8 @@ int atr_exp_write_result(struct atr_buf *b, const struct atr_target *t,
         atr_policy_stats_write(&w, r->policy, &r->policy_stats);
     if (r->has_engine)
         atr_sim_stats_write(&w, &t->profile, t->replicas,
-                            t->engine.longest_prefix_first ? "sglang" : "vllm", &r->engine);
+                            t->engine.longest_prefix_first ? "sglang"
+                            : t->engine.slots ? "llama.cpp" : "vllm", &r->engine);
     atr_llm_result_end(&w);
     return atr_jw_finish(&w);
 }

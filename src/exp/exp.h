@@ -76,7 +76,7 @@ int atr_target_parse(struct atr_target *t, const char *spec, unsigned tp, struct
 int atr_target_sim(struct atr_target *t, const char *profile, unsigned tp, struct atr_error *err);
 void atr_target_release(struct atr_target *t);
 
-/* The name results group by: "sim:GPU/MODEL[ tp=N][ xR][ sglang]" (what
+/* The name results group by: "sim:GPU/MODEL[ tp=N][ xR][ sglang| llama.cpp]" (what
  * makes simulated runs comparable), or the spec of an HTTP target. */
 void atr_target_name(const struct atr_target *t, char *out, size_t cap);
 

@@ -82,6 +82,11 @@ static struct flavour flavours[] = {
      * the two; graphs up to batch 160 (cuda_graph_max_bs). Not fitted:
      * no SGLang figure on a profiled GPU was found (docs/sim.md). */
     {"sglang", 1.4e-3, 29e-6, 0.0, 1.0, 160, FRONTEND_S, FRONTEND_TOKEN_S},
+    /* llama.cpp's llama-server on a GPU: C++ scheduling between steps, no
+     * overlap, no graphs here. Not fitted (no GPU here to fit it on): a
+     * CPU profile carries its own constants (llama_*, from atr sim
+     * calibrate), which replace this whole formula. */
+    {"llama.cpp", 0.2e-3, 5e-6, 0.0, 0.0, 0, 1e-3, 0.0},
 };
 
 static double *const_slot(const char *name, size_t len)
@@ -150,6 +155,13 @@ static const struct field gpu_fields[] = {
     GPU_F(link_bytes_per_s, FIELD_NUM, false, "bytes/s per direction"),
     GPU_F(link_latency_s, FIELD_NUM, false, "seconds"),
     GPU_F(compute_efficiency, FIELD_NUM, true, "share of the dense peak, at most 1"),
+    GPU_F(llama_ubatch_s, FIELD_NUM, true, "seconds per physical batch"),
+    GPU_F(llama_token_s, FIELD_NUM, true, "seconds per token computed"),
+    GPU_F(llama_pair_s, FIELD_NUM, true, "seconds per query-key pair of a prompt"),
+    GPU_F(llama_ctx_s, FIELD_NUM, true, "seconds per context token of a decode"),
+    GPU_F(llama_seq_s, FIELD_NUM, true, "seconds per sequence sampled"),
+    GPU_F(llama_frontend_s, FIELD_NUM, true, "seconds per request"),
+    GPU_F(llama_frontend_token_s, FIELD_NUM, true, "seconds per prompt token"),
     {NULL, FIELD_STR, 0, false, NULL},
 };
 
@@ -751,6 +763,12 @@ int atr_profile_set_flavour(struct atr_profile *p, const char *flavour)
             p->graph_max_seqs = f->graph_max_seqs;
             p->frontend_s = f->frontend_s;
             p->frontend_token_s = f->frontend_token_s;
+            p->llama_cpu = !strcmp(f->name, "llama.cpp") && p->gpu->llama_ubatch_s > 0;
+            p->ubatch = 512;
+            if (p->llama_cpu) {
+                p->frontend_s = p->gpu->llama_frontend_s;
+                p->frontend_token_s = p->gpu->llama_frontend_token_s;
+            }
             return 0;
         }
     return -1;
@@ -771,10 +789,32 @@ static double layer_seconds(const struct atr_profile *p, const struct atr_iter_w
     return p->model->layers * (graph ? p->layer_graph_s : p->layer_eager_s);
 }
 
+/* llama.cpp on a CPU: one llama_decode over the batch, which runs it in
+ * physical batches of p->ubatch tokens, each a pass over the weights;
+ * then per token its matrix products, per query-key pair of a prompt
+ * chunk its attention (a matrix product over the chunk), per context
+ * token of a decoding sequence its KV read (one query: a vector product,
+ * dearer a pair), per sequence its logits, sampling and streaming. The
+ * constants are the device file's, fitted by atr sim calibrate
+ * (docs/sim.md). */
+static double llama_cpu_seconds(const struct atr_profile *p, const struct atr_iter_work *w)
+{
+    const struct atr_gpu *g = p->gpu;
+    uint64_t tokens = w->prefill_tokens + w->decode_seqs;
+    double ubatches = (double)((tokens + p->ubatch - 1) / p->ubatch);
+    double seqs = (double)(w->prefill_seqs + w->decode_seqs);
+    double prompt_pairs = attn_pairs(w) - (double)w->decode_ctx_tokens;
+    return ubatches * g->llama_ubatch_s + (double)tokens * g->llama_token_s +
+           prompt_pairs * g->llama_pair_s + (double)w->decode_ctx_tokens * g->llama_ctx_s +
+           seqs * g->llama_seq_s;
+}
+
 double atr_iter_seconds(const struct atr_profile *p, const struct atr_iter_work *w)
 {
     if (!w->prefill_tokens && !w->decode_seqs)
         return 0;
+    if (p->llama_cpu)
+        return llama_cpu_seconds(p, w);
     double seqs = (double)(w->prefill_seqs + w->decode_seqs);
     if (w->prefill_tokens && !w->prefill_seqs)
         seqs += 1;   /* at least one chunk */

@@ -44,6 +44,14 @@ struct atr_gpu {
     /* Optional (0 when absent: the calibrated default): the share of the
      * dense peak a prefill reaches on this GPU (docs/sim.md, "Calibration"). */
     double compute_efficiency;
+    /* Optional (0 when absent): llama.cpp's iteration cost on this device
+     * when it is a CPU, as `atr sim calibrate` fits it for one model
+     * (docs/sim.md, "llama.cpp on a CPU"): per ubatch, per token computed,
+     * per query-key pair of a prompt's attention, per context token a
+     * decoding sequence reads, per sequence sampled; and the HTTP server's
+     * time per request and per prompt token. */
+    double llama_ubatch_s, llama_token_s, llama_pair_s, llama_ctx_s, llama_seq_s;
+    double llama_frontend_s, llama_frontend_token_s;
     const char *note;            /* the file's "note", or "" */
 };
 
@@ -100,10 +108,16 @@ struct atr_profile {
      * prompt before the engine sees it (atr_sim_run queues a replica's
      * prompts for it one at a time). 0 offline. */
     double frontend_token_s;
+    /* llama.cpp flavour on a calibrated CPU (the GPU has llama_ubatch_s):
+     * the iteration is costed from those constants, its tokens split into
+     * physical batches of `ubatch` (llama-server -ub, 512). */
+    bool llama_cpu;
+    unsigned ubatch;
 };
 
-/* Sets the CPU terms of an engine flavour, "vllm" (the default) or
- * "sglang"; -1 for an unknown name (p unchanged). */
+/* Sets the CPU terms of an engine flavour, "vllm" (the default),
+ * "sglang" or "llama.cpp" (on a GPU file with llama_* constants, the
+ * whole cost comes from them); -1 for an unknown name (p unchanged). */
 int atr_profile_set_flavour(struct atr_profile *p, const char *flavour);
 
 /* No API server in front of the engine (`--offline`, as vLLM's offline LLM

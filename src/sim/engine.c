@@ -11,6 +11,7 @@
 
 #include "sched/heap.h"
 #include "sim/kvruns.h"
+#include "sim/slots.h"
 #include "util/alloc.h"
 
 #define NIL UINT32_MAX
@@ -62,6 +63,7 @@ struct req {
     uint32_t fail_hits;
     uint64_t fail_budget, fail_released, fail_lru_seq;
     uint32_t sched_new;          /* tokens scheduled in the current iteration */
+    uint32_t slot;               /* slots: the one it holds + 1; 0: none */
     bool admitted_once;
     bool aborted;                /* atr_engine_abort: stop at the next safe point */
     bool arriving;               /* its arrival event is still in the heap */
@@ -104,6 +106,12 @@ struct atr_engine {
      * keeps the blocks below. kc: the counts of the one in use. */
     struct kvr *kvr;
     const struct kvr_counts *kc;
+    /* cfg.slots (llama.cpp): the slots' own prefix caches, in place of the
+     * shared one (cfg.prefix_caching is then off; slot_cache says whether
+     * the slots' are on), and the context of one slot. */
+    struct atr_slots *slots;
+    bool slot_cache;
+    uint64_t slot_ctx;
     double now;
     struct atr_heap events;
     bool busy, due;              /* iteration in flight / to be scheduled now */
@@ -573,6 +581,12 @@ HOT void req_grow(struct atr_engine *e, struct req *r, uint64_t tokens, bool *ok
  * the head is the part other prompts are likeliest to share. */
 static void req_free_blocks(struct atr_engine *e, struct req *r)
 {
+    if (r->slot) {       /* the slot keeps what it computed, as its cache */
+        uint64_t full = r->computed / e->cfg.block_size;
+        uint32_t n = r->n_hash < full ? r->n_hash : (uint32_t)full;
+        atr_slots_release(e->slots, r->slot - 1, r->hash_ids, n, r->computed);
+        r->slot = 0;
+    }
     if (e->kvr) {
         kvr_release(e->kvr, &r->kv, r->n_blocks);
         r->n_blocks = 0;
@@ -797,12 +811,36 @@ static void batch_add(struct atr_engine *e, struct req *r, uint32_t n, uint64_t 
     e->batch.v[e->batch.len++] = r;
 }
 
+/* slots: as llama-server's update_slots, every generating slot's next
+ * token first, then prompt chunks in admission order while the logical
+ * batch has room. Nothing is preempted: a slot's KV is its own. */
+static void schedule_slots(struct atr_engine *e, uint64_t *budget)
+{
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < e->running.len && *budget > 0; i++) {
+            struct req *r = e->running.v[i];
+            uint64_t n = r->num_tokens - r->computed;
+            bool decode = r->f->rec.tokens_done > 0;
+            if (decode != (pass == 0))
+                continue;
+            if (n > *budget)
+                n = *budget;
+            bool ok;
+            req_grow(e, r, r->computed + n, &ok);   /* always ok: see slot_take */
+            batch_add(e, r, (uint32_t)n, budget);
+        }
+}
+
 /* Schedules the running set: decodes and unfinished prefill chunks in
  * admission order; a request that cannot get a block preempts the most
  * recently admitted one (itself last). Returns 1 if anything was preempted. */
 static void schedule_running(struct atr_engine *e, uint64_t *budget, bool *preempted)
 {
     *preempted = false;
+    if (e->slots) {
+        schedule_slots(e, budget);
+        return;
+    }
     for (size_t i = 0; i < e->running.len && *budget > 0; i++) {
         struct req *r = e->running.v[i];
         uint64_t n = r->num_tokens - r->computed;
@@ -906,6 +944,17 @@ static void ref_hits(struct atr_engine *e, const uint32_t *v, uint32_t n)
     e->bk.n_lru -= unlinked;
 }
 
+/* slots: takes a slot for r (one is idle: running < slots), and returns
+ * the prompt tokens it holds. Its blocks then always suffice: the pool is
+ * a slot's context per slot (atr_engine_new) and r fits one. */
+static uint64_t slot_take(struct atr_engine *e, struct req *r)
+{
+    uint32_t cached;
+    int i = atr_slots_take(e->slots, r->hash_ids, r->n_hash, (uint32_t)r->num_tokens, &cached);
+    r->slot = (uint32_t)i + 1;
+    return e->slot_cache ? cached : 0;
+}
+
 /* Admits r with its prefix hits and a first chunk; *ok false if it does not
  * fit now (then nothing changed but what the next try may skip). */
 static void admit(struct atr_engine *e, struct req *r, uint64_t *budget, bool *ok)
@@ -913,9 +962,14 @@ static void admit(struct atr_engine *e, struct req *r, uint64_t *budget, bool *o
     *ok = false;
     if (still_fails(e, r, *budget) || cannot_fit(e, r, *budget))
         return;
-    uint32_t in_lru, hits = prefix_hits(e, r);
-    uint64_t oldest;
-    uint64_t cached = (uint64_t)hits * e->cfg.block_size + tail_hit(e, r);
+    uint32_t in_lru, hits = 0;
+    uint64_t oldest, cached;
+    if (e->slots) {
+        cached = slot_take(e, r);
+    } else {
+        hits = prefix_hits(e, r);
+        cached = (uint64_t)hits * e->cfg.block_size + tail_hit(e, r);
+    }
     uint64_t n = r->num_tokens - cached;
     if (n > *budget) {
         if (!e->cfg.chunked_prefill) {
@@ -1281,7 +1335,23 @@ struct atr_engine *atr_engine_new(const struct atr_engine_cfg *cfg, struct atr_e
         c.max_num_seqs = 256;
     if (!c.max_num_batched_tokens)
         c.max_num_batched_tokens = 8192;
-    uint64_t nb = c.kv_capacity_tokens / c.block_size;
+    uint64_t nb = c.kv_capacity_tokens / c.block_size, slot_ctx = 0;
+    bool slot_cache = c.prefix_caching;
+    if (c.slots) {
+        slot_ctx = c.kv_capacity_tokens / c.slots;
+        if (slot_ctx < 2)
+            return atr_error_set(err, "engine: a context of %llu tokens over %u slots leaves "
+                                 "less than 2 tokens a slot",
+                                 (unsigned long long)c.kv_capacity_tokens, c.slots), NULL;
+        /* each slot's context in whole blocks, so a request that fits a
+         * slot always has its blocks */
+        nb = (uint64_t)c.slots * ((slot_ctx + c.block_size - 1) / c.block_size);
+        c.max_num_seqs = c.slots;
+        c.chunked_prefill = true;
+        c.prefix_caching = false;        /* the slots' caches instead */
+        c.longest_prefix_first = c.radix_cache = c.prefill_first = false;
+        c.num_scheduler_steps = 0;
+    }
     if (nb == 0 || nb >= NIL / 2)
         return atr_error_set(err, "engine: KV capacity of %llu tokens gives %llu blocks",
                              (unsigned long long)c.kv_capacity_tokens,
@@ -1289,6 +1359,13 @@ struct atr_engine *atr_engine_new(const struct atr_engine_cfg *cfg, struct atr_e
     struct atr_engine *e = xcalloc(1, sizeof(*e));
     e->cfg = c;
     e->n_blocks = (uint32_t)nb;
+    if (c.slots) {
+        struct atr_slots_cfg sc = { c.slots, c.block_size, c.slot_similarity,
+                                    c.prompt_cache_tokens };
+        e->slots = atr_slots_new(&sc);
+        e->slot_cache = slot_cache;
+        e->slot_ctx = slot_ctx;
+    }
     atr_heap_init(&e->events);
     engine_alloc(e);
     return e;
@@ -1328,6 +1405,7 @@ void atr_engine_free(struct atr_engine *e)
     free(e->lru);
     free(e->hist);
     kvr_free(e->kvr);
+    atr_slots_free(e->slots);
     atr_heap_release(&e->events);
     free(e);
 }
@@ -1335,7 +1413,10 @@ void atr_engine_free(struct atr_engine *e)
 bool atr_engine_fits_kv(const struct atr_engine *e, uint32_t prompt_tokens,
                         uint32_t output_tokens)
 {
-    return blocks_for(e, (uint64_t)prompt_tokens + output_tokens) <= e->n_blocks;
+    uint64_t tokens = (uint64_t)prompt_tokens + output_tokens;
+    if (e->slots)
+        return tokens <= e->slot_ctx;
+    return blocks_for(e, tokens) <= e->n_blocks;
 }
 
 bool atr_engine_fits(const struct atr_engine *e, uint32_t prompt_tokens,
@@ -1364,6 +1445,11 @@ static int oversized_error(const struct atr_engine *e, const struct atr_sim_req 
                            struct atr_error *err)
 {
     uint64_t need = blocks_for(e, (uint64_t)q->prompt_tokens + q->output_tokens);
+    if (e->slots)
+        return atr_error_set(err, "request %llu (%u prompt + %u output tokens) is longer than "
+                             "a slot's context (%llu tokens)", (unsigned long long)q->id,
+                             q->prompt_tokens, q->output_tokens,
+                             (unsigned long long)e->slot_ctx);
     if (need > e->n_blocks)
         return atr_error_set(err, "request %llu needs %llu KV blocks (%u prompt + %u output "
                              "tokens), the KV cache holds %u", (unsigned long long)q->id,
@@ -1585,6 +1671,11 @@ size_t atr_engine_num_waiting(const struct atr_engine *e)
 uint32_t atr_engine_kv_blocks_used(const struct atr_engine *e)
 {
     return e->kc->used;
+}
+
+unsigned atr_engine_slots(const struct atr_engine *e)
+{
+    return e->cfg.slots;
 }
 
 uint32_t atr_engine_kv_blocks_total(const struct atr_engine *e)

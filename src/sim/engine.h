@@ -3,7 +3,8 @@
  * cache over full blocks (LRU eviction), and recompute preemption; an
  * SGLang flavour adds longest-prefix-first scheduling and a radix cache
  * (hits inside a block when told, one copy per prefix, leaves evicted
- * first) (docs/sim-engine.md).
+ * first); a llama.cpp flavour has fixed slots, each with its own prefix
+ * cache (docs/sim-engine.md).
  *
  * The engine is event driven. Requests are added with an arrival time at or
  * after the engine's clock; atr_engine_step() advances to the next event
@@ -79,6 +80,18 @@ struct atr_engine_cfg {
      * still runs to its end. Batches with prefill run one step. 0 or 1: a
      * step at a time. */
     unsigned num_scheduler_steps;
+    /* llama.cpp's llama-server (docs/sim-engine.md, "llama.cpp flavour"):
+     * this many parallel slots (-np); 0: not that flavour. Each slot has
+     * kv_capacity_tokens / slots tokens of context (-c split evenly) and a
+     * prefix cache of its own (its last prompt, src/sim/slots.h) in place
+     * of the shared block cache, with the RAM prompt cache below; a
+     * request longer than a slot never fits. max_num_seqs becomes the slot
+     * count and max_num_batched_tokens is the logical batch (-b); decodes
+     * are scheduled before prompt chunks, prefill is always chunked, and
+     * nothing is preempted (a slot's context is its own). */
+    unsigned slots;
+    double slot_similarity;          /* --slot-prompt-similarity (llama-server: 0.1) */
+    uint64_t prompt_cache_tokens;    /* --cache-ram, in tokens of KV; 0: none */
     /* A request that could never fit (atr_engine_fits false) is rejected
      * by atr_engine_add, as vLLM rejects a prompt longer than it can hold,
      * instead of being an error: its record says rejected and it never
@@ -212,6 +225,8 @@ size_t atr_engine_num_running(const struct atr_engine *e);
 size_t atr_engine_num_waiting(const struct atr_engine *e);
 uint32_t atr_engine_kv_blocks_used(const struct atr_engine *e);
 uint32_t atr_engine_kv_blocks_total(const struct atr_engine *e);
+/* The llama.cpp flavour's slots (cfg.slots); 0 for the others. */
+unsigned atr_engine_slots(const struct atr_engine *e);
 
 /* Aborts a request, as vLLM does when its client goes away: it leaves the
  * waiting queue or the batch at the next safe point (the end of an

@@ -126,8 +126,9 @@ static int add_failed(const struct driver *d, const struct pending *q,
                          "reject such requests as vLLM does and go on",
                          d->cfg->workload->sessions[q->session].trace_id,
                          d->ses[q->session].next_turn, why,
-                         kv ? "a larger --tp or a profile with more KV cache"
-                            : "a larger --max-num-batched-tokens");
+                         atr_engine_slots(e) ? "a larger --ctx-size or fewer --parallel slots"
+                         : kv ? "a larger --tp or a profile with more KV cache"
+                              : "a larger --max-num-batched-tokens");
 }
 
 /* When q's client gives up unless a token comes first: its timeout, or

@@ -75,7 +75,7 @@ llama_start() {
     LLAMA_URL=
     ls_until=$(( $(date +%s) + 30 ))
     while [ "$(date +%s)" -lt "$ls_until" ] && kill -0 "$LLAMA_PID" 2>/dev/null; do
-        ls_port=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9][0-9]*\).*|\1|p' "$T/$ls_name.llama.log" | head -n 1)
+        ls_port=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9][0-9]*\).*|\1|p' "$T/$ls_name.llama.log" 2>/dev/null | head -n 1)
         if [ -n "$ls_port" ] &&
            [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$ls_port/health")" = 200 ]; then
             LLAMA_URL=http://127.0.0.1:$ls_port

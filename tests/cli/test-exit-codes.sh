@@ -130,13 +130,13 @@ absent "exit: no result of a usage error" "$X/none.json"
 # A mode that does not exist is named, with the valid ones.
 fails "exit: replay names an unknown mode" 2 "^atr replay: wants a mode, tools or llm, not 'foo'" \
     "$ATR" replay foo
-fails "exit: sim names an unknown mode" 2 "^atr sim: wants a mode, run or serve, not 'bogus'" \
+fails "exit: sim names an unknown mode" 2 "^atr sim: wants a mode, run, serve or calibrate, not 'bogus'" \
     "$ATR" sim bogus
 fails "exit: bench names an unknown mode" 2 "^atr bench: wants a mode, run or report, not 'x'" \
     "$ATR" bench x
 fails "exit: router names an unknown mode" 2 \
     "^atr router: wants a mode, train, eval or decide, not 'x'" "$ATR" router x
-fails "exit: sim without a mode lists them" 2 "^atr sim: wants a mode: run or serve " "$ATR" sim
+fails "exit: sim without a mode lists them" 2 "^atr sim: wants a mode: run, serve or calibrate " "$ATR" sim
 
 # Bad option values are usage errors (2), decided before any file is read.
 fails "exit: router decide unknown feature" 2 \

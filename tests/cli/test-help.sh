@@ -9,7 +9,7 @@ for c in convert fetch validate stats gen sample replay sim compare router bench
     check "top-level page lists $c" "grep -q '^  $c ' '$T/help-top.doc'"
 done
 for c in convert fetch validate stats gen sample replay sim compare router bench proxy report sweep \
-    "replay llm" "sim serve" "bench run" "bench report"; do
+    "replay llm" "sim serve" "sim calibrate" "bench run" "bench report"; do
     f=$(echo "$c" | tr ' ' -)
     awk -v h="## atr $c" '$0 == h {f = 1; next} f && /^```text$/ {p = 1; next}
         p && /^```$/ {exit} p {print}' "$ROOT/docs/cli.md" >"$T/help-$f.doc"
@@ -19,7 +19,7 @@ done
 # `atr help COMMAND [MODE]` is `atr COMMAND [MODE] --help`: a mode with a
 # page of its own gets that page (issue 11, item 11).
 for c in convert fetch validate stats gen sample replay sim compare router bench proxy report sweep \
-    "replay llm" "sim serve" "bench run" "bench report"; do
+    "replay llm" "sim serve" "sim calibrate" "bench run" "bench report"; do
     f=$(echo "$c" | tr ' ' -)
     # shellcheck disable=SC2086
     ok "help $c" "$ATR" help $c

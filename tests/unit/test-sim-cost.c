@@ -48,7 +48,7 @@ static void test_every_profile_resolves(void **state)
             assert_true(p.kv_capacity_tokens >= 16);
             n++;
         }
-    assert_int_equal(n, 6 * 15);
+    assert_int_equal(n, 8 * 17);   /* 6 GPUs and 2 CPUs; 15 models and atr-tiny, atr-small */
     /* the small models fit on every GPU at tp 1 */
     struct atr_profile p = find("l4/qwen1.5-0.5b", 1);
     assert_int_equal(p.tp, 1);
@@ -293,6 +293,10 @@ static const char tiny_model[] =
     "  \"kv_heads\": 2,\n  \"head_dim\": 128,\n  \"bytes_per_weight\": 2,\n"
     "  \"kv_bytes_per_elem\": 2,\n  \"max_model_len\": 4096\n}\n";
 
+/* The built-in device files: 6 GPUs and the 2 CPUs of the llama.cpp
+ * flavour (cpu2-small, cpu2-tiny, after them by name). */
+#define BUILTIN_GPUS 8
+
 static size_t count_gpus(void)
 {
     size_t n = 0;
@@ -327,17 +331,17 @@ static void test_profile_path_env(void **state)
     assert_int_equal(p.kv_capacity_tokens,
                      (unsigned long long)((0.9 * 40 * GIB - 16.06e9 - 1.5 * GIB) / 131072));
     assert_ptr_equal(atr_gpu_table()[0], p.gpu);
-    assert_int_equal(count_gpus(), 7);
-    assert_string_equal(atr_gpu_table()[6]->name, "b200");
+    assert_int_equal(count_gpus(), BUILTIN_GPUS + 1);
+    assert_string_equal(atr_gpu_table()[BUILTIN_GPUS]->name, "b200");
 
     /* names listed in errors include the user's */
     struct atr_error err = {{0}};
     assert_int_equal(atr_profile_find("b300/tiny", 1, &p, &err), -1);
-    assert_non_null(strstr(err.msg, "rtx4090, b200)"));
+    assert_non_null(strstr(err.msg, "cpu2-tiny, b200)"));
 
     unsetenv("ATR_PROFILE_PATH");
     assert_int_equal(atr_profiles_load(NULL, &err), 0);
-    assert_int_equal(count_gpus(), 6);
+    assert_int_equal(count_gpus(), BUILTIN_GPUS);
     assert_string_equal(find("h100/llama-3.1-8b", 1).gpu->full_name, "NVIDIA H100 SXM 80GB");
     assert_int_equal(atr_profile_find("b200/llama-3.1-8b", 1, &p, NULL), -1);
     remove_dir(dir);
@@ -359,13 +363,13 @@ static void test_profile_path_order(void **state)
     snprintf(list, sizeof list, "%s:%s", b, a);
     assert_int_equal(atr_profiles_load(list, &err), 0);
     assert_string_equal(find("b200/tiny", 1).gpu->full_name, "from b");
-    assert_int_equal(count_gpus(), 7);
+    assert_int_equal(count_gpus(), BUILTIN_GPUS + 1);
 
     assert_int_equal(atr_profiles_load("/nonexistent-atr-profiles", &err), -1);
     assert_string_equal(err.msg, "profile directory /nonexistent-atr-profiles: "
                                  "No such file or directory");
     assert_int_equal(atr_profiles_load("", &err), 0);
-    assert_int_equal(count_gpus(), 6);
+    assert_int_equal(count_gpus(), BUILTIN_GPUS);
     remove_dir(a);
     remove_dir(b);
 }
