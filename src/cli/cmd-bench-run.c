@@ -178,7 +178,7 @@ static size_t print_item(const struct atr_bench_spec *s, size_t i)
         printf("  model override: %s -> %s (%s), in the server command and the workload\n",
                ov->from, ov->to, ov->reason);
     struct atr_bench_vars v = {model, it->human_commit_full, it->parent_commit, NULL,
-                               s->workdir, s->port};
+                               s->workdir, s->port, s->dir};
     size_t runs = 0;
     for (size_t k = 0; k < it->n_variants; k++)
         runs += print_variant(s, it, it->variants[k], &v);
