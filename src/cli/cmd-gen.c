@@ -1,4 +1,5 @@
-/* cmd-gen.c - `atr gen`: seeded synthetic agent traces as atr-trace NDJSON. */
+/* cmd-gen.c - `atr gen`: seeded synthetic agent traces as atr-trace NDJSON,
+ * and (--kind gguf) a random-weight model for a real serving engine. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -6,11 +7,13 @@
 #include "cli/cmd.h"
 #include "cli/opts.h"
 #include "gen/gen.h"
+#include "gen/gguf.h"
 #include "trace/writer.h"
 #include "util/output.h"
 
 static const char help[] =
     "usage: atr gen --kind swe|chat|requests|noisy --traces N [OPTIONS] -o OUT\n"
+    "       atr gen --kind gguf [--preset tiny|small] [SHAPE OPTIONS] -o FILE.gguf\n"
     "\n"
     "Writes seeded synthetic traces as atr-trace v1 NDJSON. The output is a\n"
     "function of the options only: the same seed gives the same bytes on every\n"
@@ -34,11 +37,15 @@ static const char help[] =
     "            steps, each a CPU spin (1-4 busy loops for 0.25-1 s), a memory\n"
     "            hog (dd through a 64-256 MiB buffer) or a fork storm (100-400\n"
     "            /bin/true); all start at 0 (--rate and token options unused)\n"
+    "  gguf      not a trace: a Llama-architecture model with seeded random\n"
+    "            weights (F16) as a GGUF v3 file for llama.cpp's llama-server;\n"
+    "            each prompt word of `atr replay llm` is one token of its\n"
+    "            vocabulary (docs/engines.md); --traces is not used\n"
     "llm dur_ms = 0.015 ms x input tokens + 25 ms x output tokens. Traces\n"
     "arrive as a Poisson process at --rate (start_ms; the first at 0).\n"
     "\n"
     "options:\n"
-    "  -k, --kind KIND         swe, chat, requests or noisy (required)\n"
+    "  -k, --kind KIND         swe, chat, requests, noisy or gguf (required)\n"
     "  -n, --traces N          number of traces (required, 1..10000000)\n"
     "  -s, --seed S            random seed (default 1)\n"
     "  -r, --rate R            arrivals per second, or inf: all at 0 (default 1)\n"
@@ -49,7 +56,21 @@ static const char help[] =
     "      --keep-content      also write the synthetic messages\n"
     "      --expand            full hash_ids lists instead of prefix references\n"
     "  -o, --output OUT        where to write (required; - for stdout)\n"
-    "  -q, --quiet             no summary on stderr\n";
+    "  -q, --quiet             no summary on stderr\n"
+    "\n"
+    "gguf options (a preset, then any of its numbers overridden):\n"
+    "      --preset NAME       tiny (default): 2 layers, 64-d, 4 heads / 2 KV\n"
+    "                          heads, FF 256, ~0.3 MiB; small: 8 layers, 512-d,\n"
+    "                          8/4 heads, FF 1408, ~46 MiB; both context 4096\n"
+    "      --layers N          transformer blocks\n"
+    "      --embd N            embedding length (heads must divide it)\n"
+    "      --heads N           attention heads\n"
+    "      --kv-heads N        KV heads (must divide --heads)\n"
+    "      --ff N              feed-forward length\n"
+    "      --ctx N             training context length (llama-server's default -c)\n"
+    "      --vocab N           tokens (default: the fixed ones; more are padding)\n"
+    "      --eos-prob P        wanted end-of-sequence probability per generated\n"
+    "                          token, 0..0.5 (default 0.01; measured: docs/engines.md)\n";
 
 struct gen_cli {
     struct atr_gen_opts gen;
@@ -57,7 +78,12 @@ struct gen_cli {
     const char *out;
     bool quiet, have_kind;
     bool noisy;                 /* --kind noisy: gen-noisy.c, not atr_gen */
+    bool gguf;                  /* --kind gguf: gen/gguf.c */
+    const char *preset;
+    struct atr_gguf_model shape;   /* overrides of the preset; UNSET = not given */
 };
+
+#define UNSET UINT32_MAX
 
 static bool parse_rate(const char *s, double *out)
 {
@@ -122,13 +148,14 @@ static bool opt_kind(void *base, const char *arg, const char *cmd)
 {
     struct gen_cli *o = base;
     o->noisy = strcmp(arg, "noisy") == 0;
+    o->gguf = strcmp(arg, "gguf") == 0;
     o->have_kind = true;
-    return o->noisy || atr_gen_kind_parse(arg, &o->gen.kind);
+    return o->noisy || o->gguf || atr_gen_kind_parse(arg, &o->gen.kind);
 }
 
 #define ARGS struct gen_cli
 static const struct opt options[] = {
-    OPT_CALL("kind", 'k', opt_kind, "unknown kind '%s' (swe, chat, requests, noisy)"),
+    OPT_CALL("kind", 'k', opt_kind, "unknown kind '%s' (swe, chat, requests, noisy, gguf)"),
     OPT_UINT(ARGS, gen.traces, "traces", 'n', 1, 10000000,
              "--traces wants an integer 1..10000000"),
     OPT_UINT(ARGS, gen.seed, "seed", 's', 0, INT64_MAX, "--seed wants a non-negative integer"),
@@ -145,6 +172,15 @@ static const struct opt options[] = {
     OPT_FLAG(ARGS, write.expand, "expand", 0),
     OPT_STRING(ARGS, out, "output", 'o'),
     OPT_FLAG(ARGS, quiet, "quiet", 'q'),
+    OPT_STRING(ARGS, preset, "preset", 0),
+    OPT_UINT(ARGS, shape.layers, "layers", 0, 0, 1 << 30, "--layers wants an integer"),
+    OPT_UINT(ARGS, shape.embd, "embd", 0, 0, 1 << 30, "--embd wants an integer"),
+    OPT_UINT(ARGS, shape.heads, "heads", 0, 0, 1 << 30, "--heads wants an integer"),
+    OPT_UINT(ARGS, shape.kv_heads, "kv-heads", 0, 0, 1 << 30, "--kv-heads wants an integer"),
+    OPT_UINT(ARGS, shape.ff, "ff", 0, 0, 1 << 30, "--ff wants an integer"),
+    OPT_UINT(ARGS, shape.ctx, "ctx", 0, 0, 1 << 30, "--ctx wants an integer"),
+    OPT_UINT(ARGS, shape.vocab, "vocab", 0, 0, 1 << 30, "--vocab wants an integer"),
+    OPT_DOUBLE(ARGS, shape.eos_prob, "eos-prob", 0, 0, 0.5, "--eos-prob wants a number 0..0.5"),
     OPT_END,
 };
 #undef ARGS
@@ -156,13 +192,14 @@ static int parse_args(int argc, char **argv, struct gen_cli *o)
     int first;
     o->gen.seed = 1;
     o->gen.rate = 1;
+    o->shape = (struct atr_gguf_model){UNSET, UNSET, UNSET, UNSET, UNSET, UNSET, UNSET, 0.01, 0};
     if (opts_parse(&parser, o, argc, argv, &first) != EXIT_OK)
         return EXIT_USAGE;
     if (first < argc)
         return cli_usage("gen", "unexpected argument '%s'", argv[first]);
     if (!o->have_kind)
         return cli_usage("gen", "missing --kind");
-    if (!o->gen.traces)
+    if (!o->gguf && !o->gen.traces)
         return cli_usage("gen", "missing --traces N");
     if (!o->out)
         return cli_usage("gen", "missing -o OUT");
@@ -190,12 +227,53 @@ static int write_all(struct atr_gen *g, const struct gen_cli *o, struct atr_outp
     return rc;
 }
 
+/* The preset's shape with the options given on top. */
+static int gguf_shape(const struct gen_cli *o, struct atr_gguf_model *m)
+{
+    const char *preset = o->preset ? o->preset : "tiny";
+    if (!atr_gguf_preset(preset, m))
+        return cli_usage("gen", "unknown preset '%s' (tiny, small)", preset);
+#define OVERRIDE(f) (m->f = o->shape.f != UNSET ? o->shape.f : m->f)
+    OVERRIDE(layers), OVERRIDE(embd), OVERRIDE(heads), OVERRIDE(kv_heads);
+    OVERRIDE(ff), OVERRIDE(ctx), OVERRIDE(vocab);
+#undef OVERRIDE
+    m->eos_prob = o->shape.eos_prob;
+    m->seed = o->gen.seed;
+    return EXIT_OK;
+}
+
+static int run_gguf(const struct gen_cli *o)
+{
+    struct atr_gguf_model m;
+    struct atr_error err;
+    if (gguf_shape(o, &m) != EXIT_OK)
+        return EXIT_USAGE;
+    if (atr_gguf_model_check(&m, &err) < 0)
+        return cli_usage("gen", "%s", err.msg);
+    struct atr_output *out = atr_output_open(o->out, &err);
+    if (!out)
+        return cli_fail_err(&err);
+    if (atr_gguf_model_write(&m, out, &err) < 0) {
+        atr_output_abort(out);
+        return cli_fail_err(&err);
+    }
+    if (atr_output_commit(out, &err) < 0)
+        return cli_fail_err(&err);
+    if (!o->quiet)
+        fprintf(stderr, "atr: generated a gguf model (%u layers, %u-d, %u/%u heads, FF %u, "
+                "seed %llu) -> %s\n", m.layers, m.embd, m.heads, m.kv_heads, m.ff,
+                (unsigned long long)m.seed, strcmp(o->out, "-") ? o->out : "<stdout>");
+    return EXIT_OK;
+}
+
 static int run(int argc, char **argv)
 {
     struct gen_cli o = {0};
     int rc = parse_args(argc, argv, &o);
     if (rc != EXIT_OK)
         return rc;
+    if (o.gguf)
+        return run_gguf(&o);
     struct atr_error err;
     struct atr_gen *g = atr_gen_new(&o.gen, &err);
     if (!g)
@@ -223,5 +301,5 @@ static int run(int argc, char **argv)
 }
 
 const struct atr_cmd cmd_gen_entry = {
-    "gen", "seeded synthetic agent traces (swe, chat, requests, noisy)", help, run, NULL,
+    "gen", "seeded synthetic agent traces (swe, chat, requests, noisy), gguf models", help, run, NULL,
 };

@@ -6,44 +6,14 @@
 #include <xxhash.h>
 
 #include "json/json.h"
-
-/* 256 words, each one token with its leading space in common tokenizers. */
-static const char *const words[256] = {
-    " the", " of", " and", " to", " in", " is", " for", " on", " that", " with", " as", " it",
-    " be", " by", " at", " this", " are", " from", " or", " an", " was", " not", " but",
-    " have", " all", " can", " will", " one", " has", " more", " their", " which", " new",
-    " also", " were", " about", " other", " time", " they", " out", " some", " its", " only",
-    " what", " when", " any", " may", " use", " data", " over", " most", " like", " first",
-    " year", " these", " people", " would", " been", " two", " into", " than", " them",
-    " there", " high", " then", " such", " well", " back", " way", " make", " many", " just",
-    " work", " made", " through", " after", " each", " very", " same", " must", " used",
-    " take", " where", " good", " state", " life", " part", " under", " both", " those",
-    " still", " while", " since", " great", " last", " world", " long", " system", " should",
-    " place", " might", " could", " three", " group", " never", " local", " point", " case",
-    " help", " own", " know", " find", " show", " order", " small", " open", " power", " need",
-    " home", " large", " set", " end", " line", " every", " found", " public", " right",
-    " given", " next", " name", " water", " without", " around", " change", " real", " early",
-    " form", " city", " hand", " house", " side", " team", " full", " less", " book", " area",
-    " test", " word", " best", " play", " food", " body", " free", " board", " close",
-    " clear", " run", " hold", " move", " live", " game", " page", " plan", " room", " sign",
-    " view", " step", " level", " past", " keep", " care", " plant", " river", " road",
-    " class", " light", " human", " store", " table", " model", " value", " music", " field",
-    " note", " paper", " share", " price", " image", " film", " turn", " cost", " type",
-    " voice", " sound", " color", " stone", " heart", " north", " south", " west", " east",
-    " green", " black", " white", " blue", " red", " gold", " fire", " wind", " rain", " snow",
-    " tree", " leaf", " seed", " root", " bird", " fish", " horse", " dog", " cat", " door",
-    " wall", " floor", " roof", " bed", " chair", " glass", " cup", " plate", " knife",
-    " fork", " milk", " bread", " rice", " salt", " sugar", " tea", " wine", " beer", " egg",
-    " meat", " fruit", " apple", " lemon", " grape", " bean", " corn", " wheat", " cloud",
-    " star", " moon", " sun", " sky", " sea", " lake", " hill",
-};
+#include "trace/words.h"
 
 static int put_words(struct atr_buf *b, uint64_t seed, uint64_t from, uint64_t n)
 {
     for (uint64_t j = from; j < from + n; j++) {
         uint64_t key[2] = { seed, j };
         uint64_t h = XXH3_64bits(key, sizeof key);
-        if (atr_buf_puts(b, words[h & 255]) < 0)
+        if (atr_buf_puts(b, atr_prompt_word((uint8_t)h)) < 0)
             return -1;
     }
     return 0;
