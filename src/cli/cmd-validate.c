@@ -1,13 +1,17 @@
-/* cmd-validate.c - `atr validate`: schema and invariants of atr-trace files. */
+/* cmd-validate.c - `atr validate`: schema and invariants of atr-trace files;
+ * the structure of GGUF model files. */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <xxhash.h>
 
 #include "cli/cmd.h"
 #include "cli/opts.h"
 #include "trace/reader.h"
 #include "util/alloc.h"
+#include "util/gguf.h"
 
 static const char help[] =
     "usage: atr validate [--max-line BYTES] FILE...\n"
@@ -26,7 +30,13 @@ static const char help[] =
     "lines, is a file being written (a live or killed proxy's journal): the\n"
     "file is valid up to it (\"ok ... (up to the cut last line)\", exit 0)\n"
     "and a warning names the line; stats, convert and report read such a\n"
-    "file the same way. A cut anywhere else is an error.\n";
+    "file the same way. A cut anywhere else is an error.\n"
+    "\n"
+    "A file that starts with the magic \"GGUF\" is checked as a GGUF model\n"
+    "(llama.cpp's format; docs/engines.md): header, every key, every tensor's\n"
+    "dimensions, type and place in the file. Prints a summary (architecture,\n"
+    "layers, embedding length, heads, vocabulary, context, parameters), or the\n"
+    "first problem as FILE: offset N: what was expected.\n";
 
 /* Trace ids seen in one file: open addressing over 64-bit hashes, keeping
  * the line of the first occurrence. Memory is 16 bytes per trace. */
@@ -93,8 +103,43 @@ static void warn_cut(const char *msg)
     cut_tail = true;
 }
 
+/* A regular file that starts with "GGUF" (never read from a pipe: the
+ * trace reader would lose what the sniff took). */
+static bool is_gguf(const char *path)
+{
+    struct stat st;
+    char magic[4];
+    if (strcmp(path, "-") == 0 || stat(path, &st) < 0 || !S_ISREG(st.st_mode))
+        return false;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return false;
+    bool yes = fread(magic, 1, 4, f) == 4 && memcmp(magic, ATR_GGUF_MAGIC, 4) == 0;
+    fclose(f);
+    return yes;
+}
+
+static int validate_gguf(const char *path)
+{
+    struct atr_gguf_summary s;
+    struct atr_error err;
+    if (atr_gguf_check(path, &s, &err) < 0)
+        return cli_fail_err(&err);
+    printf("%s: ok, gguf v%u %s model: %llu layers, %llu-d, %llu/%llu heads, FF %llu, "
+           "vocab %llu, context %llu, %.2f M parameters, %llu tensors, %llu keys, "
+           "%llu bytes\n", path, s.version, s.arch[0] ? s.arch : "(no architecture)",
+           (unsigned long long)s.layers, (unsigned long long)s.embd,
+           (unsigned long long)s.heads, (unsigned long long)s.kv_heads,
+           (unsigned long long)s.ff, (unsigned long long)s.vocab,
+           (unsigned long long)s.context, s.params / 1e6, (unsigned long long)s.n_tensors,
+           (unsigned long long)s.n_kv, (unsigned long long)s.file_bytes);
+    return EXIT_OK;
+}
+
 static int validate_file(const char *path, const struct atr_read_opts *ro)
 {
+    if (is_gguf(path))
+        return validate_gguf(path);
     cut_tail = false;
     struct atr_error err;
     struct atr_reader *r = atr_reader_open(path, "atr", ro, &err);
@@ -161,6 +206,6 @@ static int run(int argc, char **argv)
 }
 
 const struct atr_cmd cmd_validate_entry = {
-    "validate", "check atr-trace files: schema, invariants, errors at file:line:col",
+    "validate", "check atr-trace files (schema, invariants, errors at file:line:col) and GGUF models",
     help, run, NULL,
 };
