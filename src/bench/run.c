@@ -4,6 +4,7 @@
  * exactly one outcome decided from what was seen, in this order:
  *
  *   prepare exited non-zero                       patch_failed
+ *   a GGUF the server command names is corrupt    model_invalid (no server)
  *   server exited (before ready or during bench)  oom if its log has an OOM
  *                                                 line or its cgroup an OOM
  *                                                 kill, else server_crashed
@@ -351,6 +352,8 @@ static int run_phases(struct run *r)
         return 0;
     }
     run_progress(r, ATR_BENCH_PHASE_START);
+    if (!run_check_model(r))
+        return 0;
     if (run_server_start(r) < 0)
         return -1;
     if (run_await_ready(r))
