@@ -65,6 +65,9 @@ check llama-bench-model-missing "grep -q '^v0.4.0_missing error .*/none.gguf' $F
 check llama-bench-model-quoted-checked "grep -q '==> model: .*/sound one.gguf: GGUF v3, llama, 2 layers' $LB/models/logs/v0.4.0_quoted.log && \
     grep -qx 'v0.4.0_quoted outcome startup_timeout' $F"
 check llama-bench-model-only-sound-ran "[ \"\$(cat $LB/ran)\" = ran ]"
+# The report reads the new outcome back.
+ok llama-bench-models-report "$ATR" bench report --json "$LB/models"
+check llama-bench-models-report-outcome "grep -q '\"model_invalid\": 3' $T/out"
 
 # ---- llama-server ----
 LLAMA=$(llama_bin) || { echo "skip: $LLAMA"; return 0; }
