@@ -46,7 +46,9 @@ cat >"$LB/models.json" <<EOF
   "version": {"server": "$MARK --model {spec_dir}/v7.gguf", "ready_url": "http://127.0.0.1:{port}/"},
   "missing": {"server": "$MARK -m {spec_dir}/none.gguf", "ready_url": "http://127.0.0.1:{port}/"},
   "quoted": {"server": "$MARK -m '{spec_dir}/sound one.gguf' --port {port}",
-             "ready_url": "http://127.0.0.1:{port}/", "startup_timeout_s": 0.2}},
+             "ready_url": "http://127.0.0.1:{port}/", "startup_timeout_s": 0.2},
+  "shell-word": {"server": "$MARK -m \$NOPE/cut.gguf --port {port}",
+                 "ready_url": "http://127.0.0.1:{port}/", "startup_timeout_s": 0.2}},
  "items": [{"human_commit": "v0.4.0", "parent_commit": "v0.4.0", "model": "atr-tiny"}],
  "workload": {"generate": {"requests": 1}}}
 EOF
@@ -64,7 +66,11 @@ check llama-bench-model-missing "grep -q '^v0.4.0_missing error .*/none.gguf' $F
 # runs into its 0.2 s startup timeout: it never listens). Only it ran.
 check llama-bench-model-quoted-checked "grep -q '==> model: .*/sound one.gguf: GGUF v3, llama, 2 layers' $LB/models/logs/v0.4.0_quoted.log && \
     grep -qx 'v0.4.0_quoted outcome startup_timeout' $F"
-check llama-bench-model-only-sound-ran "[ \"\$(cat $LB/ran)\" = ran ]"
+# A path the shell would expand is not guessed at: that server starts.
+check llama-bench-model-shell-word "grep -qx 'v0.4.0_shell-word outcome startup_timeout' $F && \
+    ! grep -q '==> model' $LB/models/logs/v0.4.0_shell-word.log"
+check llama-bench-model-only-sound-ran "[ \"\$(cat $LB/ran)\" = 'ran
+ran' ]"
 # The report reads the new outcome back.
 ok llama-bench-models-report "$ATR" bench report --json "$LB/models"
 check llama-bench-models-report-outcome "grep -q '\"model_invalid\": 3' $T/out"
