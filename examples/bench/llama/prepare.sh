@@ -25,6 +25,9 @@ llama_sh=$(cd "$(dirname "$0")/../../.." && pwd)/scripts/llama.sh
 flags="$(sh "$llama_sh" --cmake-flags) $*"
 mkdir -p "$work"
 work=$(cd "$work" && pwd)
+# Two bench runs sharing WORK would patch one tree at once: the second waits.
+exec 9>"$work/lock"
+flock 9
 
 if [ ! -d "$work/src/.git" ]; then
     pkg=$(sh "$llama_sh" --package)
