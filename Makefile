@@ -4,7 +4,7 @@ JOBS ?= $(shell nproc)
 BUILD ?= build
 ATR = $(BUILD)/atr
 
-.PHONY: all deps build demo check unit-asan fuzz bench bench-tools bench-sim bench-client clean
+.PHONY: all deps build demo check unit-asan fuzz bench bench-tools bench-sim bench-client bench-llama clean
 
 all: build
 
@@ -55,6 +55,9 @@ bench-sim: build
 
 bench-client: build
 	@sh bench/replay-client/run.sh $(ATR)
+
+bench-llama: build
+	@sh bench/llama/run.sh $(ATR)
 
 clean:
 	rm -rf $(BUILD) build-asan build-fuzz

@@ -11,18 +11,25 @@
 #   (no option)  build when missing, print the path (exit 1 if it cannot)
 #   --path       print the path when built, else exit 1 (never builds)
 #   --status     one line for a summary: where it is, or why it is missing
+#   --package    the npm package whose source bundle is built (pinned)
+#   --cmake-flags  the configuration used (examples/bench/llama builds
+#                variants of it)
 #
 # ATR_LLAMA_SERVER=PATH uses a llama-server built elsewhere instead.
 set -eu
 NLC=3.21.1                        # node-llama-cpp: llama.cpp release v0.4.0
 dir=${ATR_LLAMA_DIR:-${XDG_CACHE_HOME:-${HOME:-.}/.cache}/atr/llama-server-nlc$NLC}
 bin=$dir/llama-server
+FLAGS="-DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DGGML_NATIVE=OFF -DLLAMA_OPENSSL=OFF
+ -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF"
 
 if [ -n "${ATR_LLAMA_SERVER:-}" ]; then
     [ -x "$ATR_LLAMA_SERVER" ] || { echo "llama.sh: ATR_LLAMA_SERVER=$ATR_LLAMA_SERVER is not executable" >&2; exit 1; }
     bin=$ATR_LLAMA_SERVER
 fi
 case "${1:-}" in
+--package) echo "node-llama-cpp@$NLC"; exit 0 ;;
+--cmake-flags) echo $FLAGS; exit 0 ;;
 --path)
     [ -x "$bin" ] && echo "$bin" && exit 0
     exit 1 ;;
@@ -32,7 +39,7 @@ case "${1:-}" in
     else echo "llama-server: not built, engine tests skipped (run sh scripts/llama.sh)"; fi
     exit 0 ;;
 "") ;;
-*) echo "usage: llama.sh [--path|--status]" >&2; exit 2 ;;
+*) echo "usage: llama.sh [--path|--status|--package|--cmake-flags]" >&2; exit 2 ;;
 esac
 [ -x "$bin" ] && echo "$bin" && exit 0
 
@@ -56,9 +63,7 @@ if ! (
     npm pack --silent "node-llama-cpp@$NLC" &&
     tar -xzf "node-llama-cpp-$NLC.tgz" package/llama/gitRelease.bundle package/llama/binariesGithubRelease.json &&
     git clone -q package/llama/gitRelease.bundle src &&
-    cmake -S src -B src/build -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
-        -DGGML_NATIVE=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
-        -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF &&
+    cmake -S src -B src/build -G Ninja $FLAGS &&
     ninja -C src/build -j"$jobs" llama-server
 ) >"$log" 2>&1; then
     echo "llama.sh: build failed, see $log: $(tail -n 3 "$log" | tr '\n' ' ' | cut -c1-300)" >&2

@@ -6,6 +6,7 @@
  *   run-server.c   the server: port checks, start, readiness, stop
  *   run-bench.c    the benchmark phase: atr's client or a command, the
  *                  watchdog, the final outcome
+ *   run-model.c    the model file the server command names, checked
  *   run-result.c   the result file */
 #ifndef ATR_BENCH_RUN_IMPL_H
 #define ATR_BENCH_RUN_IMPL_H
@@ -133,6 +134,11 @@ int run_server_stop(struct run *r);
 int run_load_workload(struct runner *rn);
 void run_benchmark(struct run *r);
 void run_final_outcome(struct run *r);
+
+/* run-model.c: checks each GGUF the server command names (-m FILE,
+ * --model FILE); false with the outcome model_invalid decided
+ * when one is refused. */
+bool run_check_model(struct run *r);
 
 /* run-result.c */
 int run_write_result(struct run *r);

@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -114,17 +115,47 @@ int run_server_start(struct run *r)
     return 0;
 }
 
+/* The last line the server printed, from the end of the log: most
+ * servers' last words say why they stopped. Skipped: atr's own "==> " and
+ * "<== " lines, what came before the server started (prepare's output),
+ * and a benchmark command's output (logged between its ==> and <== lines).
+ * "" if none. */
+static void last_server_line(const struct run *r, char *out, size_t cap)
+{
+    char *tail = run_log_tail(r, 4096, 40);
+    bool command = r->rn->s->workload.mode == ATR_BENCH_COMMAND, in_command = false;
+    *out = '\0';
+    for (char *line = tail, *next; line && *line; line = next) {
+        next = strchr(line, '\n');
+        if (next)
+            *next++ = '\0';
+        if (strncmp(line, "==> server: ", 12) == 0)
+            *out = '\0';
+        if (command && strncmp(line, "==> benchmark: ", 15) == 0)
+            in_command = true;
+        else if (strncmp(line, "<== benchmark: ", 15) == 0)
+            in_command = false;
+        else if (*line && !in_command && strncmp(line, "==> ", 4) != 0 &&
+                 strncmp(line, "<== ", 4) != 0)
+            snprintf(out, cap, "%s", line);
+    }
+    free(tail);
+}
+
 /* The server exited on its own in phase: server_crashed, or oom. */
 void run_server_died(struct run *r, const char *phase)
 {
     r->exit_phase = phase;
     char why[64], line[320];
     run_describe_exit(&r->exit, why, sizeof why);
-    run_log_line(r, "<== server: %s during %s", why, phase);
-    if (run_log_says_oom(r, line, sizeof line))
+    if (run_log_says_oom(r, line, sizeof line)) {
         run_decide(r, ATR_BENCH_OOM, "Server ran out of memory during %s (%s): %s", phase, why, line);
-    else
-        run_decide(r, ATR_BENCH_SERVER_CRASHED, "Server crashed during %s: %s", phase, why);
+    } else {
+        last_server_line(r, line, sizeof line);
+        run_decide(r, ATR_BENCH_SERVER_CRASHED, "Server crashed during %s: %s%s%s", phase, why,
+                   *line ? ": " : "", line);
+    }
+    run_log_line(r, "<== server: %s during %s", why, phase);
 }
 
 static size_t discard(char *p, size_t size, size_t n, void *ctx)

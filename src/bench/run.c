@@ -4,6 +4,7 @@
  * exactly one outcome decided from what was seen, in this order:
  *
  *   prepare exited non-zero                       patch_failed
+ *   a GGUF the server command names is corrupt    model_invalid (no server)
  *   server exited (before ready or during bench)  oom if its log has an OOM
  *                                                 line or its cgroup an OOM
  *                                                 kill, else server_crashed
@@ -351,6 +352,8 @@ static int run_phases(struct run *r)
         return 0;
     }
     run_progress(r, ATR_BENCH_PHASE_START);
+    if (!run_check_model(r))
+        return 0;
     if (run_server_start(r) < 0)
         return -1;
     if (run_await_ready(r))
@@ -390,7 +393,8 @@ static int run_one(struct runner *rn, const struct atr_bench_item *it,
     if (!r.port)
         r.port = run_free_port();
     r.vars = (struct atr_bench_vars){model, it->human_commit_full, it->parent_commit,
-                                     agent ? agent->patch : NULL, rn->s->workdir, r.port};
+                                     agent ? agent->patch : NULL, rn->s->workdir, r.port,
+                                     rn->s->dir};
     if (name_run(r.name, it, var->name, agent ? agent->name : NULL, rn->err) < 0)
         return -1;
     r.result_path = xasprintf("%s/%s_result.json", rn->results_dir, r.name);
@@ -424,7 +428,7 @@ static int cleanup_item(struct runner *rn, const struct atr_bench_item *it)
     struct run r = {.rn = rn, .it = it, .var = &s->variants[0], .log_fd = -1, .t0 = mono_s()};
     r.port = rn->o->port >= 0 ? (unsigned)rn->o->port : s->port;
     r.vars = (struct atr_bench_vars){atr_bench_model(s, it, NULL), it->human_commit_full,
-                                     it->parent_commit, NULL, s->workdir, r.port};
+                                     it->parent_commit, NULL, s->workdir, r.port, s->dir};
     struct atr_error err;
     if (name_run(r.name, it, "cleanup", NULL, rn->err) < 0)
         return -1;

@@ -205,7 +205,7 @@ static int check_template(struct ctx *c, const struct atr_json *obj, const char 
     const char *tmpl = atr_json_get_str(obj, key, NULL);
     if (!tmpl)
         return 0;
-    struct atr_bench_vars v = {"m", "c", "p", with_patch ? "x" : NULL, "w", 1};
+    struct atr_bench_vars v = {"m", "c", "p", with_patch ? "x" : NULL, "w", 1, "d"};
     struct atr_error e;
     char *out = atr_bench_expand(tmpl, &v, true, &e);
     if (out) {
@@ -556,6 +556,8 @@ struct atr_bench_spec *atr_bench_spec_parse(const char *text, size_t len, const 
     const char *slash = strrchr(path, '/');
     struct ctx c = {s, slash ? atr_arena_strndup(&s->arena, path, (size_t)(slash - path) + 1) : "",
                     err};
+    s->dir = !slash ? "." : slash == path ? "/" : atr_arena_strndup(&s->arena, path,
+                                                                    (size_t)(slash - path));
     struct atr_json *root;
     struct atr_json_err je;
     if (atr_json_parse(&s->arena, text, len, NULL, &root, &je) != 0) {
@@ -639,8 +641,10 @@ static void put_value(struct atr_buf *b, const char *v, bool shell)
 static const char *lookup(const struct atr_bench_vars *v, const char *name, size_t n,
                           char port[16], struct atr_error *err)
 {
-    static const char *const names[] = {"model", "port", "commit", "parent", "patch", "workdir"};
-    const char *vals[] = {v->model, port, v->commit, v->parent, v->patch, v->workdir};
+    static const char *const names[] = {"model",  "port",    "commit",  "parent",
+                                        "patch",  "workdir", "spec_dir"};
+    const char *vals[] = {v->model, port, v->commit, v->parent, v->patch, v->workdir,
+                          v->spec_dir};
     snprintf(port, 16, "%u", v->port);
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (strlen(names[i]) == n && memcmp(names[i], name, n) == 0) {
@@ -650,7 +654,7 @@ static const char *lookup(const struct atr_bench_vars *v, const char *name, size
             return vals[i];
         }
     atr_error_set(err, "unknown placeholder {%.*s} (known: {model} {port} {commit} {parent} "
-                  "{patch} {workdir})", (int)(n > 40 ? 40 : n), name);
+                  "{patch} {workdir} {spec_dir})", (int)(n > 40 ? 40 : n), name);
     return NULL;
 }
 

@@ -65,6 +65,7 @@ struct atr_bench_spec {
     struct atr_arena arena;
     const char *path;              /* as given, for messages */
     const char *workdir;           /* resolved; default "atr-bench" beside the spec */
+    const char *dir;               /* the spec file's folder ("." for a bare name) */
     unsigned port;                 /* 0: a free one, chosen before each server start */
     const char *cleanup;           /* template run after each item, or NULL */
     struct atr_bench_variant *variants;
@@ -107,9 +108,10 @@ const char *atr_bench_model(const struct atr_bench_spec *s, const struct atr_ben
 struct atr_bench_vars {
     const char *model, *commit, *parent, *patch, *workdir;
     unsigned port;
+    const char *spec_dir;          /* the spec's folder: scripts beside the spec */
 };
 
-/* Expands {model} {port} {commit} {parent} {patch} {workdir} in tmpl; "{{"
+/* Expands {model} {port} {commit} {parent} {patch} {workdir} {spec_dir} in tmpl; "{{"
  * and "}}" stand for a brace. With shell set, every value is single-quoted
  * unless it is made of [A-Za-z0-9_./:@%+=,-] only, so a value never splits
  * into words or runs as code. Returns a malloc'd string, or NULL with err

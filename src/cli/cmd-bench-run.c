@@ -30,8 +30,10 @@ const char cmd_bench_run_help[] =
     "process groups only, and a warning). Each run writes\n"
     "DIR/results/<commit8>_<variant>[_<agent>]_result.json with exactly one\n"
     "outcome (success, no_metrics, server_crashed, startup_timeout,\n"
-    "benchmark_timeout, oom, patch_failed) and DIR/logs/<same>.log. Runs with a\n"
-    "result are skipped, so a run killed at any point resumes where it was.\n"
+    "benchmark_timeout, oom, patch_failed, model_invalid: a GGUF that the\n"
+    "server command names with -m/--model and atr's reader refuses, before\n"
+    "the server starts) and DIR/logs/<same>.log. Runs with a result are\n"
+    "skipped, so a run killed at any point resumes where it was.\n"
     "A bad spec is reported as FILE:LINE:COL: what was expected (exit 2),\n"
     "before anything starts; so is a name in it (variant, agent, commit) that\n"
     "would not stay a file name inside DIR. Outcomes are results, not errors:\n"
@@ -178,7 +180,7 @@ static size_t print_item(const struct atr_bench_spec *s, size_t i)
         printf("  model override: %s -> %s (%s), in the server command and the workload\n",
                ov->from, ov->to, ov->reason);
     struct atr_bench_vars v = {model, it->human_commit_full, it->parent_commit, NULL,
-                               s->workdir, s->port};
+                               s->workdir, s->port, s->dir};
     size_t runs = 0;
     for (size_t k = 0; k < it->n_variants; k++)
         runs += print_variant(s, it, it->variants[k], &v);

@@ -87,6 +87,13 @@ static void test_paths_from_spec_folder(void **state)
     assert_string_equal(s->items[0].agents[0].patch, "dir/sub/p/a.diff");
     assert_string_equal(s->items[0].agents[1].patch, "/x/b.diff");
     assert_string_equal(s->workload.trace, "dir/sub/t.ndjson");
+    assert_string_equal(s->dir, "dir/sub");              /* {spec_dir} */
+    atr_bench_spec_free(s);
+    s = parse(MINIMAL, "spec.json", &err);
+    assert_string_equal(s->dir, ".");
+    atr_bench_spec_free(s);
+    s = parse(MINIMAL, "/spec.json", &err);
+    assert_string_equal(s->dir, "/");
     atr_bench_spec_free(s);
 }
 
@@ -133,16 +140,16 @@ static void test_command_mode(void **state)
 
 static char *expand(const char *tmpl, const char *patch, bool shell, struct atr_error *err)
 {
-    struct atr_bench_vars v = {"org/model-1", "abc123", "def456", patch, "/w d", 8001};
+    struct atr_bench_vars v = {"org/model-1", "abc123", "def456", patch, "/w d", 8001, "ex/b"};
     return atr_bench_expand(tmpl, &v, shell, err);
 }
 
 static void test_expand(void **state)
 {
     struct atr_error err;
-    char *s = expand("run {model} {port} {commit} {parent} {patch} {workdir}", "p.diff", true,
-                     &err);
-    assert_string_equal(s, "run org/model-1 8001 abc123 def456 p.diff '/w d'");
+    char *s = expand("run {model} {port} {commit} {parent} {patch} {workdir} {spec_dir}",
+                     "p.diff", true, &err);
+    assert_string_equal(s, "run org/model-1 8001 abc123 def456 p.diff '/w d' ex/b");
     free(s);
     s = expand("{workdir}", NULL, false, &err);           /* URLs are not shell-quoted */
     assert_string_equal(s, "/w d");
@@ -157,7 +164,7 @@ static void test_expand(void **state)
 
 static void test_expand_quotes_every_unsafe_value(void **state)
 {
-    struct atr_bench_vars v = {"it's; rm -rf /", "", "$(x)", NULL, "a`b`", 1};
+    struct atr_bench_vars v = {"it's; rm -rf /", "", "$(x)", NULL, "a`b`", 1, NULL};
     struct atr_error err;
     char *s = atr_bench_expand("{model}|{commit}|{parent}|{workdir}", &v, true, &err);
     assert_string_equal(s, "'it'\\''s; rm -rf /'|''|'$(x)'|'a`b`'");
