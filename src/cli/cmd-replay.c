@@ -81,6 +81,12 @@ static const char help[] =
     "      --sandbox MODE    ns (default) or none (run on the host)\n"
     "      --allow-network   keep the host network inside the sandbox\n"
     "      --rootfs DIR      run steps inside an exported root file system\n"
+    "      --image IMAGE     run each trace's steps inside a container of IMAGE (a\n"
+    "                        local image: podman pull it first), one per trace,\n"
+    "                        created and removed by atr (docs/replay-tools.md)\n"
+    "      --image-template T  the image of each trace from its instance_id:\n"
+    "                        {instance} as recorded, {sweb} as SWE-bench names it\n"
+    "      --container-cli C podman (default), docker, or a path to one\n"
     "      --bind DIR        a host folder the sandboxed steps may write, at its\n"
     "                        own path (up to 3; the work dir always is)\n"
     "      --workdir DIR     where per-trace directories go (default $TMPDIR, else\n"
@@ -154,6 +160,8 @@ struct replay_args {
     int64_t weights[ATR_TENANTS_MAX];
     size_t n_weights;
     int first_arg;           /* argv[first_arg..argc): the TRACEs (or DIRs) */
+    const char *container_cli;   /* --container-cli, or NULL: detected */
+    struct atr_ctr_cli ctr_cli;  /* ro.container_cli points here */
 };
 
 static int parse_configs(const char *list, struct replay_args *a)
@@ -305,6 +313,9 @@ static const struct opt options[] = {
              "--sandbox wants ns or none"),
     OPT_FLAG(ARGS, ro.allow_network, "allow-network", 0),
     OPT_STRING(ARGS, ro.rootfs, "rootfs", 0),
+    OPT_STRING(ARGS, ro.image, "image", 0),
+    OPT_STRING(ARGS, ro.image_template, "image-template", 0),
+    OPT_STRING(ARGS, container_cli, "container-cli", 0),
     OPT_CALL("bind", 0, parse_bind, "--bind wants an existing folder (at most 3)"),
     OPT_STRING(ARGS, ro.workdir, "workdir", 0),
     OPT_SHARD(struct replay_args, shard, 0),
@@ -907,6 +918,38 @@ static int finish_out(const struct replay_args *a, struct sink_ctx *sink, bool c
     return atr_outdir_commit(d, a->force, err);
 }
 
+/* --image, --image-template: a sandbox to run in, a well-formed template,
+ * the engine's CLI found, and a fixed image that makes a container with a
+ * /bin/sh (created and removed once: 0.3 s), all before anything runs. */
+static int check_image(struct replay_args *a)
+{
+    if (!a->ro.image && !a->ro.image_template)
+        return a->container_cli ? cli_usage("replay tools", "--container-cli needs --image or "
+                                            "--image-template") : EXIT_OK;
+    if (a->ro.image && a->ro.image_template)
+        return cli_usage("replay tools", "--image and --image-template: give one");
+    if (!a->ro.sandbox || a->ro.rootfs)
+        return cli_usage("replay tools", "--image%s runs steps in the sandbox on the "
+                         "container's root: not with --sandbox none or --rootfs",
+                         a->ro.image ? "" : "-template");
+    struct atr_error err;
+    if (a->ro.image_template && atr_ctr_template_check(a->ro.image_template, &err) < 0)
+        return cli_usage("replay tools", "%s", err.msg);
+    if (atr_ctr_detect(a->container_cli, &a->ctr_cli, &err) < 0)
+        return cli_fail("%s", err.msg);
+    a->ro.container_cli = &a->ctr_cli;
+    struct atr_ctr probe;
+    char name[64];
+    snprintf(name, sizeof name, "atr-%ld-probe", (long)getpid());
+    if (a->ro.image && atr_ctr_create(&a->ctr_cli, a->ro.image, name, &probe, &err) < 0)
+        return cli_fail("%s (--image)", err.msg);
+    if (a->ro.image && atr_ctr_remove(&a->ctr_cli, &probe, &err) < 0)
+        return cli_fail("%s", err.msg);
+    if (!a->quiet)
+        fprintf(stderr, "atr: container: %s\n", a->ctr_cli.note);
+    return EXIT_OK;
+}
+
 /* Before DIR is touched or anything runs: the paths the options name. */
 static int check_paths(const struct replay_args *a)
 {
@@ -1052,8 +1095,11 @@ static int run_one(struct replay_args *a, int argc, char **argv, int c, struct s
      * whatever runs in them (browsers included) and its work directories
      * (browser profiles included). Forked before any tenant thread. */
     struct atr_guard guard;
-    if (atr_guard_start_dirs(&guard, host, atr_replay_root(rp),
-                             a->ro.workdir ? a->ro.workdir : "/tmp", err) < 0) {
+    char filter[64], *sweep[8] = {NULL};
+    if (a->ro.container_cli)   /* and the containers of this run */
+        atr_ctr_sweep_argv(a->ro.container_cli, (long)getpid(), filter, sizeof filter, sweep);
+    if (atr_guard_start_cleanup(&guard, host, atr_replay_root(rp),
+                                a->ro.workdir ? a->ro.workdir : "/tmp", sweep, err) < 0) {
         atr_replay_free(rp);
         return -1;
     }
@@ -1081,13 +1127,15 @@ static int run_one(struct replay_args *a, int argc, char **argv, int c, struct s
 
 /* Everything before the first step runs and before --out is touched: the
  * host, the options' paths, --out itself, the traces. */
-static int check_all(const struct replay_args *a, int argc, char **argv, struct sink_ctx *sink)
+static int check_all(struct replay_args *a, int argc, char **argv, struct sink_ctx *sink)
 {
     if (a->dry_run)
         return EXIT_OK;
     int st = check_host(a);
     if (st == EXIT_OK)
         st = check_paths(a);
+    if (st == EXIT_OK)
+        st = check_image(a);
     if (st == EXIT_OK)
         st = check_out(a, sink);
     return st == EXIT_OK ? check_traces(a, argc, argv) : st;

@@ -275,6 +275,8 @@ struct trace_run {
     char restore_url[200];            /* and the first resource its restore lacked */
     struct atr_buf snap_html;         /* the step's DOM snapshot, rendered */
     const char *last_cwd;             /* the last cwd a step of the trace recorded */
+    struct atr_ctr ctr;               /* --image: the trace's container */
+    const char *rootfs;               /* --rootfs, the container's root, or NULL */
 };
 
 /* Runs a helper program (mkfs.ext4, mount) found in the system's
@@ -427,17 +429,19 @@ static bool cwd_present(const char *rootfs, const char *cwd)
  * repository image (/testbed) replayed on a host without it. */
 static const char *missing_cwd(const struct trace_run *tr, const struct atr_step *s)
 {
-    return s->cwd && s->cwd[0] && !cwd_present(tr->rp->o.rootfs, s->cwd) ? s->cwd : NULL;
+    return s->cwd && s->cwd[0] && !cwd_present(tr->rootfs, s->cwd) ? s->cwd : NULL;
 }
 
 /* Where a step starts: the trace's work directory on the host; inside a
- * --rootfs image the step's recorded cwd when the image has it (SWE-bench
- * images have /testbed), else its root. */
+ * --rootfs or --image root the step's recorded cwd when the image has it
+ * (SWE-bench images have /testbed), else the image's WorkingDir, else /. */
 static const char *step_cwd(const struct trace_run *tr, const struct atr_step *s)
 {
-    if (!tr->rp->o.rootfs)
+    if (!tr->rootfs)
         return tr->workdir;
-    return s->cwd && cwd_present(tr->rp->o.rootfs, s->cwd) ? s->cwd : "/";
+    if (s->cwd && cwd_present(tr->rootfs, s->cwd))
+        return s->cwd;
+    return tr->ctr.workdir[0] && cwd_present(tr->rootfs, tr->ctr.workdir) ? tr->ctr.workdir : "/";
 }
 
 static bool is_browser(const struct atr_step *s)
@@ -607,18 +611,19 @@ static int run_step(struct trace_run *tr, const struct atr_step *s, struct atr_s
         goto fail;
     const char *binds[ATR_SANDBOX_MAX_BINDS] = {tr->workdir};
     int n_binds = 0;
-    if (rp->o.sandbox)   /* the work dir (not inside --rootfs), then --bind's */
-        for (int i = rp->o.rootfs ? 0 : -1; i < rp->o.n_binds; i++)
+    if (rp->o.sandbox)   /* the work dir (not inside --rootfs, --image), then --bind's */
+        for (int i = tr->rootfs ? 0 : -1; i < rp->o.n_binds; i++)
             binds[n_binds++] = i < 0 ? tr->workdir : rp->o.binds[i];
     struct atr_spawn_opts so = {
         .command = s->command,
         .cwd = step_cwd(tr, s),
-        .env = tr->env,
+        .env = tr->ctr.env ? tr->ctr.env : tr->env,
         .host = &rp->host,
         .cg = g,
         .sandbox = rp->o.sandbox,
         .allow_network = rp->o.allow_network,
-        .rootfs = rp->o.rootfs,
+        .rootfs = tr->rootfs,
+        .rootfs_shifted = tr->ctr.created,
         .tmpdir = rp->o.sandbox ? tr->tmpdir : NULL,   /* its /tmp, kept across steps */
         .binds = binds,
         .n_binds = n_binds,
@@ -975,10 +980,31 @@ static int run_browser_step(struct trace_run *tr, const struct atr_step *s,
     return 0;
 }
 
+/* --image: the trace's container, named after this run and trace. */
+static int start_container(struct trace_run *tr, struct atr_error *err)
+{
+    const struct atr_replay_opts *o = &tr->rp->o;
+    char image[512], name[64];
+    const char *id = atr_json_get_str(tr->t->meta, "instance_id", NULL);
+    struct atr_error why;
+    if (o->image)
+        snprintf(image, sizeof image, "%s", o->image);
+    else if (atr_ctr_image_for(o->image_template, id, image, sizeof image, &why) < 0)
+        return atr_error_set(err, "trace %s: %s", tr->t->trace_id, why.msg);
+    atr_ctr_name(name, sizeof name, (long)getpid(), tr->index);
+    if (atr_ctr_create(o->container_cli, image, name, &tr->ctr, err) < 0)
+        return -1;
+    tr->rootfs = tr->ctr.root;
+    return 0;
+}
+
 static int start_trace(struct trace_run *tr, struct atr_error *err)
 {
     struct atr_replay *rp = tr->rp;
     if (make_workdir(tr, err) < 0)
+        return -1;
+    tr->rootfs = rp->o.rootfs;
+    if ((rp->o.image || rp->o.image_template) && start_container(tr, err) < 0)
         return -1;
     if (!rp->have_root)
         return 0;
@@ -998,6 +1024,8 @@ static void end_trace(struct trace_run *tr)
     atr_netlog_free(tr->nl);
     atr_buf_release(&tr->snap_html);
     atr_ctl_totals_release(&tr->ctl_step);
+    struct atr_error ignored;   /* the guard's sweep is the fallback */
+    atr_ctr_remove(tr->rp->o.container_cli, &tr->ctr, &ignored);
     if (tr->have_group)
         atr_cg_remove(&tr->rp->host, &tr->group, NULL);
     /* The lock goes first: an open directory would keep the detached
