@@ -988,6 +988,19 @@ static bool read_once(const char *path)
     return strcmp(path, "-") == 0 || (stat(path, &st) == 0 && !S_ISREG(st.st_mode));
 }
 
+/* --image-template fills the image from the trace's instance_id: a trace
+ * without one is refused before anything runs. */
+static bool lacks_instance(const struct replay_args *a, const struct atr_trace *t,
+                           struct atr_error *err)
+{
+    const char *id = atr_json_get_str(t->meta, "instance_id", NULL);
+    if (!a->ro.image_template || (id && id[0]))
+        return false;
+    atr_error_set(err, "trace %s: no instance_id in its metadata for --image-template",
+                  t->trace_id);
+    return true;
+}
+
 /* Before DIR is touched or anything runs: every trace file reads whole,
  * with tool steps among them (read_once inputs aside). */
 static int check_traces(const struct replay_args *a, int argc, char **argv)
@@ -1009,8 +1022,9 @@ static int check_traces(const struct replay_args *a, int argc, char **argv)
             break;
         }
         int more;
-        while ((more = atr_reader_next(r, &t, &err)) == 1)
+        while ((more = atr_reader_next(r, &t, &err)) == 1 && !lacks_instance(a, &t, &err))
             steps += tool_steps(&t);
+        more = more == 1 ? -1 : more;   /* stopped at a trace without instance_id */
         rc = more < 0 ? -1 : 0;
         atr_reader_close(r);
     }

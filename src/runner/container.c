@@ -351,7 +351,9 @@ static int own_root(const char *root, struct atr_error *err)
             lchown(path, ATR_SANDBOX_UID, ATR_SANDBOX_UID) < 0)
             return atr_error_set(err, "%s: %s", path, strerror(errno));
     }
-    if (chown(root, ATR_SANDBOX_UID, ATR_SANDBOX_UID) < 0)
+    /* 0755: a step has no capabilities, so podman's 0555 would stop its
+     * root from writing there */
+    if (chown(root, ATR_SANDBOX_UID, ATR_SANDBOX_UID) < 0 || chmod(root, 0755) < 0)
         return atr_error_set(err, "%s: %s", root, strerror(errno));
     return 0;
 }
@@ -433,7 +435,9 @@ int atr_ctr_create(const struct atr_ctr_cli *cli, const char *image, const char 
     char *argv[32];
     cli_argv(cli, argv, words);
     struct cli_out o;
-    int rc = run_ok(argv, image, &o, err);
+    char what[32];
+    snprintf(what, sizeof what, "%s create", cli->name);
+    int rc = run_ok(argv, what, &o, err);
     cli_out_release(&o);
     c->created = rc == 0;
     if (rc == 0)
