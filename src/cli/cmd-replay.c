@@ -135,7 +135,7 @@ static const char help[] =
     "\n"
     "summary.json and the table group failed steps by cause: timeout, oom,\n"
     "command_not_found (exit 127), missing_directory (the recorded cwd is\n"
-    "absent: the trace wants its repository image, see --rootfs),\n"
+    "absent: the trace wants its repository image, see --image),\n"
     "missing_file (an editor step's file is absent), nonzero_exit, and count\n"
     "each trace's steps by class (per_trace); the steps that met a limit\n"
     "(mem_max_hit_steps, pids_max_hit_steps, disk_full_steps) and the limits in\n"
@@ -593,23 +593,24 @@ static void print_restore(const struct atr_replay_config_summary *c)
 
 /* A trace recorded in a repository image (cwd /testbed, /workspace) wants
  * that image: on the host its tools and files are missing. */
-static void print_image_hint(const struct atr_replay_config_summary *c, const char *rootfs)
+/* image: what gave the steps' root ("--rootfs", "container"), or NULL. */
+static void print_image_hint(const struct atr_replay_config_summary *c, const char *image)
 {
     if (!c->missing_cwd_steps)
         return;
     unsigned long n = c->missing_cwd_steps;
     const char *s = n == 1 ? "" : "s", *verb = n == 1 ? "expects" : "expect";
-    if (rootfs)
-        printf("hint: %lu step%s %s %s, which the --rootfs image lacks\n", n, s, verb,
-               c->missing_cwd);
+    if (image)
+        printf("hint: %lu step%s %s %s, which the %s image lacks\n", n, s, verb,
+               c->missing_cwd, image);
     else
         printf("hint: %lu step%s %s a working directory this host lacks (e.g. %s): the trace "
-               "wants its repository image; replay inside it with --rootfs DIR\n", n, s, verb,
-               c->missing_cwd);
+               "wants its repository image; replay inside it with --image IMAGE (or --rootfs "
+               "DIR)\n", n, s, verb, c->missing_cwd);
 }
 
 static void print_summary_table(struct atr_replay_summary *sum, const char *backend,
-                                const struct tenant_rows *rows, const char *rootfs)
+                                const struct tenant_rows *rows, const char *image)
 {
     printf("backend: %s\n", backend ? backend : "none");
     printf("%-16s %6s %5s %5s %6s %9s %9s %9s %9s %5s\n", "config", "steps", "ran", "skip",
@@ -632,7 +633,7 @@ static void print_summary_table(struct atr_replay_summary *sum, const char *back
         if (c.missing_cwd_steps > worst.missing_cwd_steps)
             worst = c;
     }
-    print_image_hint(&worst, rootfs);
+    print_image_hint(&worst, image);
     print_tenants_table(rows);
 }
 
@@ -1216,7 +1217,7 @@ static int run_replay(struct replay_args *a, int argc, char **argv)
     rc = end_run(a, &sink, rc, &err);
     if (rc == EXIT_OK && !a->quiet && !a->dry_run)
         print_summary_table(sink.sum, backend[0] ? backend : NULL, a->tenants ? &rows : NULL,
-                            a->ro.rootfs);
+                            a->ro.rootfs ? "--rootfs" : a->ro.container_cli ? "container" : NULL);
     for (size_t k = 0; k < rows.n; k++)
         atr_tenant_summary_release(&rows.v[k]);
     atr_replay_summary_free(sink.sum);

@@ -96,8 +96,27 @@ fails image-template-no-id 1 'trace img-2: no instance_id' \
 absent image-template-no-id-out "$IM/bad8"
 check image-bad-none-left "[ -z \"\$(sh $IM/left $IMG)\" ]"
 
-# SIGKILL of atr mid-trace: the guard removes the container.
+# A recorded cwd the image lacks: counted, and the hint names the image.
+printf '%s\n' '{"format":"atr-trace/1","trace_id":"img-3","source":"test","steps":[{"i":0,"kind":"tool","tool":"bash","command":"true","cwd":"/workspace/repo"}]}' >"$IM/nocwd.ndjson"
+ok image-nocwd "$ATR" replay tools --image "$IMG" "$IM/nocwd.ndjson" -o "$IM/nocwd"
+check image-nocwd-hint "grep -q '^hint: 1 step expects /workspace/repo, which the container image lacks' '$T/out'"
+check image-nocwd-metrics "grep -q '\"missing_cwd\":\"/workspace/repo\"' '$IM/nocwd/metrics.jsonl'"
+
 printf '%s\n' '{"format":"atr-trace/1","trace_id":"img-k","source":"test","steps":[{"i":0,"kind":"tool","tool":"bash","command":"true"},{"i":1,"kind":"tool","tool":"bash","command":"sleep 60"}]}' >"$IM/kill.ndjson"
+# Ctrl-C mid-trace: atr stops (130) and removes the container itself.
+"$ATR" replay tools -q --image "$IMG" "$IM/kill.ndjson" -o "$IM/int" >/dev/null 2>&1 &
+IPID=$!
+if wait_for 30 "grep -qs '\"step_id\":0' $IM/int.tmp.*/metrics.jsonl"; then
+    kill -INT "$IPID"
+    wait "$IPID"; rc=$? CURRENT=image-sigint
+    if [ "$rc" -eq 130 ] && [ -z "$(left "$IMG")" ]; then pass; else
+        fail "after SIGINT: exit $rc, containers left: $(left "$IMG")"; fi
+else
+    kill -9 "$IPID" 2>/dev/null
+    CURRENT=image-sigint; fail "the first step never ran"
+fi
+
+# SIGKILL of atr mid-trace: the guard removes the container.
 "$ATR" replay tools -q --image "$IMG" "$IM/kill.ndjson" -o "$IM/kill" >/dev/null 2>&1 &
 KPID=$!
 if wait_for 30 "grep -qs '\"step_id\":0' $IM/kill.tmp.*/metrics.jsonl" &&
