@@ -938,6 +938,9 @@ static int check_image(struct replay_args *a)
         return cli_usage("replay tools", "%s", err.msg);
     if (atr_ctr_detect(a->container_cli, &a->ctr_cli, &err) < 0)
         return cli_fail("%s", err.msg);
+    const char *limit = getenv("ATR_CONTAINER_TIMEOUT_S");   /* tests of a hung CLI */
+    if (limit && atoi(limit) > 0)
+        a->ctr_cli.timeout_s = atoi(limit);
     a->ro.container_cli = &a->ctr_cli;
     struct atr_ctr probe;
     char name[64];

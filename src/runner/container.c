@@ -146,13 +146,14 @@ static const char *cli_reason(struct cli_out *o)
 }
 
 /* Runs argv; 0 when it exited 0, else -1 with err "<what>: <reason>". */
-static int run_ok(char *const argv[], const char *what, struct cli_out *o, struct atr_error *err)
+static int run_ok(const struct atr_ctr_cli *cli, char *const argv[], const char *what,
+                  struct cli_out *o, struct atr_error *err)
 {
-    if (run_cli(argv, ATR_CTR_CLI_TIMEOUT_S, o, err) < 0)
+    if (run_cli(argv, cli->timeout_s, o, err) < 0)
         return -1;
     if (o->status == -1)
         return atr_error_set(err, "%s: %s did not answer within %d s (killed)", what, argv[0],
-                             ATR_CTR_CLI_TIMEOUT_S);
+                             cli->timeout_s);
     if (!WIFEXITED(o->status) || WEXITSTATUS(o->status) != 0)
         return atr_error_set(err, "%s: %s", what, cli_reason(o));
     return 0;
@@ -217,6 +218,7 @@ static int refuse_docker(const char *path, struct atr_error *err)
 int atr_ctr_detect(const char *want, struct atr_ctr_cli *cli, struct atr_error *err)
 {
     memset(cli, 0, sizeof *cli);
+    cli->timeout_s = ATR_CTR_CLI_TIMEOUT_S;
     if (want && strchr(want, '/')) {
         if (access(want, X_OK) < 0)
             return atr_error_set(err, "%s: %s (the container CLI)", want, strerror(errno));
@@ -399,7 +401,7 @@ static int inspect(const struct atr_ctr_cli *cli, const char *image, struct atr_
     char *argv[32];
     cli_argv(cli, argv, words);
     struct cli_out o;
-    int rc = run_ok(argv, image, &o, err);
+    int rc = run_ok(cli, argv, image, &o, err);
     if (rc == 0)
         rc = read_config(c, o.out.data, o.out.len, err);
     cli_out_release(&o);
@@ -412,7 +414,7 @@ static int mount_root(const struct atr_ctr_cli *cli, struct atr_ctr *c, struct a
     char *argv[32];
     cli_argv(cli, argv, words);
     struct cli_out o;
-    int rc = run_ok(argv, c->name, &o, err);
+    int rc = run_ok(cli, argv, c->name, &o, err);
     if (rc == 0) {
         o.out.data[strcspn(o.out.data, "\n")] = '\0';
         if (o.out.data[0] != '/' || snprintf(c->root, sizeof c->root, "%s", o.out.data) >=
@@ -437,9 +439,9 @@ int atr_ctr_create(const struct atr_ctr_cli *cli, const char *image, const char 
     struct cli_out o;
     char what[32];
     snprintf(what, sizeof what, "%s create", cli->name);
-    int rc = run_ok(argv, what, &o, err);
+    int rc = run_ok(cli, argv, what, &o, err);
     cli_out_release(&o);
-    c->created = rc == 0;
+    c->created = rc == 0 || o.status == -1;   /* killed late: it may exist, rm -f it */
     if (rc == 0)
         rc = mount_root(cli, c, err);
     if (rc == 0 && !has_sh(c->root))
@@ -463,7 +465,7 @@ int atr_ctr_remove(const struct atr_ctr_cli *cli, struct atr_ctr *c, struct atr_
         char *argv[32];
         cli_argv(cli, argv, words);
         struct cli_out o;
-        rc = run_ok(argv, c->name, &o, err);
+        rc = run_ok(cli, argv, c->name, &o, err);
         cli_out_release(&o);
         c->created = false;
     }

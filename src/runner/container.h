@@ -22,10 +22,12 @@ struct atr_ctr_cli {
     char path[PATH_MAX];        /* the CLI binary */
     char name[16];              /* "podman" or "docker" */
     bool runc;                  /* pass --runtime runc --cgroup-manager cgroupfs */
+    int timeout_s;              /* per CLI call; atr_ctr_detect sets the default */
     char note[PATH_MAX + 256];  /* what was chosen and why: report once */
 };
 
-/* Seconds one CLI call may take before it is killed (a hung engine). */
+/* Seconds one CLI call may take by default before it is killed (a hung
+ * engine); `image inspect` of a large image takes a few. */
 #define ATR_CTR_CLI_TIMEOUT_S 120
 
 /* Finds the CLI: want NULL (podman, else docker where its daemon

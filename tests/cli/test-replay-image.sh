@@ -90,6 +90,13 @@ fails image-no-cli 1 'no podman or docker on PATH: install podman \(apt-get inst
 absent image-no-cli-out "$IM/bad6"
 fails image-cli-path 1 'nope/podman: No such file' \
     "$ATR" replay tools -q --image "$IMG" --container-cli "$IM/nope/podman" "$IM/steps.ndjson" -o "$IM/bad7"
+# A CLI that hangs: killed at the deadline, one error.
+mkdir -p "$IM/hang"
+printf '#!/bin/sh\ncase "$*" in *--version*) echo podman version 4.3.1;; *) exec sleep 60;; esac\n' >"$IM/hang/podman"
+chmod +x "$IM/hang/podman"
+fails image-cli-hangs 1 'podman create: .*hang/podman did not answer within 2 s \(killed\)' \
+    env ATR_CONTAINER_TIMEOUT_S=2 "$ATR" replay tools -q --image "$IMG" --container-cli "$IM/hang/podman" "$IM/steps.ndjson" -o "$IM/bad9"
+absent image-cli-hangs-out "$IM/bad9"
 # A template's trace without an instance_id: the error names the trace.
 fails image-template-no-id 1 'trace img-2: no instance_id' \
     "$ATR" replay tools -q --image-template "$ID-{instance}" "$IM/again.ndjson" -o "$IM/bad8"
