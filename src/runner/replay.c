@@ -666,12 +666,19 @@ static const char synthetic[] = "# atr: synthetic bytes of the recorded length\n
 /* The recorded path inside the trace's work directory: relative to the
  * step's cwd (the last one the trace recorded), which the work directory
  * stands for as bash steps run there; other absolute paths keep their full
- * path below it. ".." never leaves it. */
+ * path below it. With --image the recorded path itself inside the
+ * container's root (a relative one from the cwd, else the image's
+ * WorkingDir). ".." never leaves it. */
 static int host_path(const struct trace_run *tr, const char *cwd, const char *path, char *out,
                      size_t cap)
 {
     if (strstr(path, ".."))
         return EINVAL;
+    if (tr->ctr.created) {   /* --image: the container's own file, at its recorded path */
+        const char *dir = path[0] == '/' ? "" : cwd && cwd[0] == '/' ? cwd : tr->ctr.workdir;
+        int len = snprintf(out, cap, "%s%s/%s", tr->rootfs, dir, path + (path[0] == '/'));
+        return len < (int)cap ? 0 : ENAMETOOLONG;
+    }
     const char *rel = path;
     size_t n = cwd ? strlen(cwd) : 0;
     if (path[0] == '/' && n > 1 && strncmp(path, cwd, n) == 0 && (path[n] == '/' || !path[n]))
@@ -688,7 +695,10 @@ static int host_path(const struct trace_run *tr, const char *cwd, const char *pa
 static bool beneath_workdir(const struct trace_run *tr, const char *path)
 {
     char root[PATH_MAX], probe[PATH_MAX], real[PATH_MAX];
-    if (!realpath(tr->workdir, root) || strlen(path) >= sizeof probe)
+    /* --image: the container's root, where an absolute link resolves
+     * against the host's tree and so is refused */
+    const char *top = tr->ctr.created ? tr->rootfs : tr->workdir;
+    if (!realpath(top, root) || strlen(path) >= sizeof probe)
         return false;
     strcpy(probe, path);
     struct stat st;     /* lstat: a dangling link exists, and then fails realpath */
@@ -700,12 +710,15 @@ static bool beneath_workdir(const struct trace_run *tr, const char *path)
     return strncmp(real, root, n) == 0 && (real[n] == '/' || real[n] == '\0');
 }
 
-/* mkdir -p of path's parent directories. */
-static int make_parents(char *path)
+/* mkdir -p of path's parent directories; shift: made owned by the
+ * sandbox's root (inside an --image container, as the step's own). */
+static int make_parents(char *path, bool shift)
 {
     for (char *p = strchr(path + 1, '/'); p; p = strchr(p + 1, '/')) {
         *p = '\0';
         int rc = mkdir(path, 0755);
+        if (rc == 0 && shift)
+            lchown(path, ATR_SANDBOX_UID, ATR_SANDBOX_UID);
         *p = '/';
         if (rc < 0 && errno != EEXIST)
             return errno;
@@ -809,9 +822,11 @@ static void run_editor_step(struct trace_run *tr, const struct atr_step *s,
         rc = EACCES;
     bool create = strcmp(s->file_op, "create") == 0 || strcmp(s->file_op, "overwrite") == 0;
     if (!rc && create)
-        rc = make_parents(path);
+        rc = make_parents(path, tr->ctr.created);
     if (!rc)
         rc = apply_file_op(path, s, &res.output_bytes);
+    if (!rc && create && tr->ctr.created && lchown(path, ATR_SANDBOX_UID, ATR_SANDBOX_UID) < 0)
+        rc = errno;   /* else the container's root could not write it */
     clock_gettime(CLOCK_MONOTONIC, &t1);
     res.wall_us = (t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000;
     res.exit_code = rc ? 1 : 0;

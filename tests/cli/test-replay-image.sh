@@ -1,7 +1,7 @@
 # test-replay-image.sh - replay tools --image: a trace's steps run inside a
 # container of a real (podman-imported busybox) image, one container per
 # trace: they see the image's files, env and WORKDIR (/testbed), a step's
-# edit is seen by the next step but not by the image afterwards, per-step
+# edit (bash or editor) is seen by the next step but not by the image afterwards, per-step
 # metrics are the host path's; the same trace on the host fails for want of
 # /testbed. Bad input (missing image, an image without /bin/sh, a wrong
 # template placeholder, no CLI) is one clear error with nothing left, and a
@@ -39,27 +39,30 @@ tr -d '\n' >"$IM/steps.ndjson" <<'EOF'
  {"i":1,"kind":"tool","tool":"bash","command":"echo edited > README && touch /made-at-root","cwd":"/testbed"},
  {"i":2,"kind":"tool","tool":"bash","command":"grep -q edited README && test -f /made-at-root","cwd":"/testbed"},
  {"i":3,"kind":"tool","tool":"bash","command":"head -c 8000000 /dev/zero | cat >/dev/null; test \"$(id -u)\" = 0 && exit 3"},
- {"i":4,"kind":"tool","tool":"bash","command":"pwd | grep -qx /testbed"}]}
+ {"i":4,"kind":"tool","tool":"bash","command":"pwd | grep -qx /testbed"},
+ {"i":5,"kind":"tool","tool":"editor","action":"create","path":"/testbed/pkg/new.py","file_op":"create","bytes":100,"cwd":"/testbed"},
+ {"i":6,"kind":"tool","tool":"editor","action":"view","path":"README","file_op":"view"},
+ {"i":7,"kind":"tool","tool":"bash","command":"test $(cat pkg/new.py | wc -c) -eq 100 && echo more >> pkg/new.py && touch pkg/x","cwd":"/testbed"}]}
 EOF
 echo >>"$IM/steps.ndjson"
 ok image-run "$ATR" replay tools -q --image "$IMG" "$IM/steps.ndjson" -o "$IM/out"
 check image-steps "python3 -c '
 import json, sys
 rows = [json.loads(l) for l in open(\"$IM/out/metrics.jsonl\")]
-assert [r[\"exit_code\"] for r in rows] == [0, 0, 0, 3, 0], rows
-for r in rows:
+assert [r[\"exit_code\"] for r in rows] == [0, 0, 0, 3, 0, 0, 0, 0], rows
+for r in rows[:5] + rows[7:]:
     assert r[\"rss_scope\"] == \"cgroup\" and r[\"max_rss_mb\"] > 0 and r[\"cpu_ms\"] >= 0, r
     assert r[\"latency_ms\"] > 0 and r[\"oom_kills\"] == 0 and \"missing_cwd\" not in r, r
 '"
 check image-none-left "[ -z \"\$(sh $IM/left $IMG)\" ]"
 # The image is as it was: a new run's container has the original README.
-printf '%s\n' '{"format":"atr-trace/1","trace_id":"img-2","source":"test","steps":[{"i":0,"kind":"tool","tool":"bash","command":"grep -qx hello README && test ! -e /made-at-root","cwd":"/testbed"}]}' >"$IM/again.ndjson"
+printf '%s\n' '{"format":"atr-trace/1","trace_id":"img-2","source":"test","steps":[{"i":0,"kind":"tool","tool":"bash","command":"grep -qx hello README && test ! -e /made-at-root && test ! -e pkg/new.py","cwd":"/testbed"}]}' >"$IM/again.ndjson"
 ok image-untouched "$ATR" replay tools -q --image "$IMG" "$IM/again.ndjson" -o "$IM/again"
 check image-untouched-ok "grep -q '\"exit_code\":0' '$IM/again/metrics.jsonl'"
 # --image-template from the trace's instance_id; {sweb}: lower case, __ as _1776_.
 podman tag "$IMG" "$ID-img_1776_one" >/dev/null 2>&1
 ok image-template "$ATR" replay tools -q --image-template "$ID-{sweb}" "$IM/steps.ndjson" -o "$IM/tmpl"
-check image-template-ok "[ \$(grep -c '\"exit_code\":0' '$IM/tmpl/metrics.jsonl') = 4 ]"
+check image-template-ok "[ \$(grep -c '\"exit_code\":0' '$IM/tmpl/metrics.jsonl') = 7 ]"
 podman untag "$IMG" "localhost/$ID-img_1776_one:latest" >/dev/null 2>&1
 # On the host the same trace fails for want of /testbed.
 ok image-host "$ATR" replay tools -q "$IM/steps.ndjson" -o "$IM/host"
