@@ -1,7 +1,9 @@
 # test-replay-image-debian.sh - the realistic end of replay tools --image
 # (issue 30, point 4, bash part): a Debian bookworm image with python3 and
 # pytest (debootstrap against the Debian mirror, cached under the build
-# folder as a tar), holding a small repository at /testbed whose test
+# folder as a tar: $ROOT/build/test-images, shared by the release and
+# ASan runs, or $ATR_TEST_IMAGE_CACHE), holding a small repository at
+# /testbed whose test
 # fails. tests/data/openhands/calc-1.jsonl (OpenHands eval-output shape)
 # lists /testbed, runs pytest (fails), fixes the file with sed, runs pytest
 # (passes): inside the image every step does what the recording says; on
@@ -9,7 +11,7 @@
 # minutes (debootstrap); without the mirror the test is skipped with the
 # reason. Hermetic: its own image name, removed at the end.
 DEB=$T/debian
-CACHE=$(dirname "$ATR")/test-images
+CACHE=${ATR_TEST_IMAGE_CACHE:-$ROOT/build/test-images}
 if [ "$(id -u)" != 0 ]; then
     echo "skipped: test-replay-image-debian needs root (debootstrap, the sandbox, podman)" >&2
 elif ! command -v podman >/dev/null 2>&1 || ! command -v debootstrap >/dev/null 2>&1; then
