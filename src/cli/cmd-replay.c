@@ -993,16 +993,29 @@ static bool read_once(const char *path)
 }
 
 /* --image-template fills the image from the trace's instance_id: a trace
- * without one is refused before anything runs. */
-static bool lacks_instance(const struct replay_args *a, const struct atr_trace *t,
-                           struct atr_error *err)
+ * without one, or whose image is not there, is refused before anything
+ * runs. last: the image checked before (traces of one instance in a row
+ * ask once). */
+static bool lacks_image(const struct replay_args *a, const struct atr_trace *t, char *last,
+                        size_t cap, struct atr_error *err)
 {
     const char *id = atr_json_get_str(t->meta, "instance_id", NULL);
-    if (!a->ro.image_template || (id && id[0]))
+    char image[512];
+    struct atr_error why;
+    if (!a->ro.image_template)
         return false;
-    atr_error_set(err, "trace %s: no instance_id in its metadata for --image-template",
-                  t->trace_id);
-    return true;
+    if (!id || !id[0]) {
+        atr_error_set(err, "trace %s: no instance_id in its metadata for --image-template",
+                      t->trace_id);
+        return true;
+    }
+    if (atr_ctr_image_for(a->ro.image_template, id, image, sizeof image, &why) < 0 ||
+        (strcmp(image, last) != 0 && atr_ctr_image_exists(a->ro.container_cli, image, &why) < 0)) {
+        atr_error_set(err, "trace %s: %s", t->trace_id, why.msg);
+        return true;
+    }
+    snprintf(last, cap, "%s", image);
+    return false;
 }
 
 /* Before DIR is touched or anything runs: every trace file reads whole,
@@ -1014,6 +1027,7 @@ static int check_traces(const struct replay_args *a, int argc, char **argv)
     unsigned long steps = 0;
     bool piped = false;
     int rc = 0;
+    char last[512] = "";   /* the last image --image-template named */
     for (int i = a->first_arg; i < argc && rc == 0; i++) {
         if (read_once(argv[i])) {
             piped = true;
@@ -1026,9 +1040,10 @@ static int check_traces(const struct replay_args *a, int argc, char **argv)
             break;
         }
         int more;
-        while ((more = atr_reader_next(r, &t, &err)) == 1 && !lacks_instance(a, &t, &err))
+        while ((more = atr_reader_next(r, &t, &err)) == 1 &&
+               !lacks_image(a, &t, last, sizeof last, &err))
             steps += tool_steps(&t);
-        more = more == 1 ? -1 : more;   /* stopped at a trace without instance_id */
+        more = more == 1 ? -1 : more;   /* stopped at a trace without its image */
         rc = more < 0 ? -1 : 0;
         atr_reader_close(r);
     }

@@ -408,6 +408,19 @@ static int inspect(const struct atr_ctr_cli *cli, const char *image, struct atr_
     return rc;
 }
 
+int atr_ctr_image_exists(const struct atr_ctr_cli *cli, const char *image, struct atr_error *err)
+{
+    const char *words[] = {"image", "exists", image, NULL};
+    char *argv[32];
+    cli_argv(cli, argv, words);
+    struct cli_out o;
+    int rc = run_ok(cli, argv, image, &o, err);
+    bool absent = rc < 0 && o.status != -1 && WIFEXITED(o.status) && WEXITSTATUS(o.status) == 1;
+    cli_out_release(&o);
+    return absent ? atr_error_set(err, "%s: image not known (pull it first: atr never pulls)",
+                                  image) : rc;
+}
+
 static int mount_root(const struct atr_ctr_cli *cli, struct atr_ctr *c, struct atr_error *err)
 {
     const char *words[] = {"mount", c->name, NULL};

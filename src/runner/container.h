@@ -46,6 +46,10 @@ int atr_ctr_template_check(const char *tmpl, struct atr_error *err);
 int atr_ctr_image_for(const char *tmpl, const char *instance, char *out, size_t cap,
                       struct atr_error *err);
 
+/* Is image there locally (`image exists`: atr never pulls)? 0, or -1 with
+ * err "IMAGE: image not known" (or why the CLI failed). */
+int atr_ctr_image_exists(const struct atr_ctr_cli *cli, const char *image, struct atr_error *err);
+
 /* One trace's container. */
 struct atr_ctr {
     char name[64];              /* "atr-<pid>-<n>": see atr_ctr_name */

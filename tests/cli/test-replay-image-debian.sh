@@ -3,8 +3,7 @@
 # pytest (debootstrap against the Debian mirror, cached under the build
 # folder as a tar: $ROOT/build/test-images, shared by the release and
 # ASan runs, or $ATR_TEST_IMAGE_CACHE), holding a small repository at
-# /testbed whose test
-# fails. tests/data/openhands/calc-1.jsonl (OpenHands eval-output shape)
+# /testbed whose test fails. tests/data/openhands/calc-1.jsonl (OpenHands eval-output shape)
 # lists /testbed, runs pytest (fails), fixes the file with sed, runs pytest
 # (passes): inside the image every step does what the recording says; on
 # the host the same steps fail for want of /testbed. The first run takes

@@ -104,6 +104,9 @@ absent image-cli-hangs-out "$IM/bad9"
 fails image-template-no-id 1 'trace img-2: no instance_id' \
     "$ATR" replay tools -q --image-template "$ID-{instance}" "$IM/again.ndjson" -o "$IM/bad8"
 absent image-template-no-id-out "$IM/bad8"
+fails image-template-missing 1 'trace img-1: atrtest[0-9]*-nosuch-img_1776_one: image not known \(pull it first' \
+    "$ATR" replay tools -q --image-template "$ID-nosuch-{sweb}" "$IM/steps.ndjson" -o "$IM/bad10"
+absent image-template-missing-out "$IM/bad10"
 check image-bad-none-left "[ -z \"\$(sh $IM/left $IMG)\" ]"
 
 # A recorded cwd the image lacks: counted, and the hint names the image.
