@@ -81,6 +81,12 @@ static const char help[] =
     "      --sandbox MODE    ns (default) or none (run on the host)\n"
     "      --allow-network   keep the host network inside the sandbox\n"
     "      --rootfs DIR      run steps inside an exported root file system\n"
+    "      --image IMAGE     run each trace's steps inside a container of IMAGE (a\n"
+    "                        local image: podman pull it first), one per trace,\n"
+    "                        created and removed by atr (docs/replay-tools.md)\n"
+    "      --image-template T  the image of each trace from its instance_id:\n"
+    "                        {instance} as recorded, {sweb} as SWE-bench names it\n"
+    "      --container-cli C podman (default), docker, or a path to one\n"
     "      --bind DIR        a host folder the sandboxed steps may write, at its\n"
     "                        own path (up to 3; the work dir always is)\n"
     "      --workdir DIR     where per-trace directories go (default $TMPDIR, else\n"
@@ -129,7 +135,7 @@ static const char help[] =
     "\n"
     "summary.json and the table group failed steps by cause: timeout, oom,\n"
     "command_not_found (exit 127), missing_directory (the recorded cwd is\n"
-    "absent: the trace wants its repository image, see --rootfs),\n"
+    "absent: the trace wants its repository image, see --image),\n"
     "missing_file (an editor step's file is absent), nonzero_exit, and count\n"
     "each trace's steps by class (per_trace); the steps that met a limit\n"
     "(mem_max_hit_steps, pids_max_hit_steps, disk_full_steps) and the limits in\n"
@@ -154,6 +160,8 @@ struct replay_args {
     int64_t weights[ATR_TENANTS_MAX];
     size_t n_weights;
     int first_arg;           /* argv[first_arg..argc): the TRACEs (or DIRs) */
+    const char *container_cli;   /* --container-cli, or NULL: detected */
+    struct atr_ctr_cli ctr_cli;  /* ro.container_cli points here */
 };
 
 static int parse_configs(const char *list, struct replay_args *a)
@@ -305,6 +313,9 @@ static const struct opt options[] = {
              "--sandbox wants ns or none"),
     OPT_FLAG(ARGS, ro.allow_network, "allow-network", 0),
     OPT_STRING(ARGS, ro.rootfs, "rootfs", 0),
+    OPT_STRING(ARGS, ro.image, "image", 0),
+    OPT_STRING(ARGS, ro.image_template, "image-template", 0),
+    OPT_STRING(ARGS, container_cli, "container-cli", 0),
     OPT_CALL("bind", 0, parse_bind, "--bind wants an existing folder (at most 3)"),
     OPT_STRING(ARGS, ro.workdir, "workdir", 0),
     OPT_SHARD(struct replay_args, shard, 0),
@@ -582,23 +593,24 @@ static void print_restore(const struct atr_replay_config_summary *c)
 
 /* A trace recorded in a repository image (cwd /testbed, /workspace) wants
  * that image: on the host its tools and files are missing. */
-static void print_image_hint(const struct atr_replay_config_summary *c, const char *rootfs)
+/* image: what gave the steps' root ("--rootfs", "container"), or NULL. */
+static void print_image_hint(const struct atr_replay_config_summary *c, const char *image)
 {
     if (!c->missing_cwd_steps)
         return;
     unsigned long n = c->missing_cwd_steps;
     const char *s = n == 1 ? "" : "s", *verb = n == 1 ? "expects" : "expect";
-    if (rootfs)
-        printf("hint: %lu step%s %s %s, which the --rootfs image lacks\n", n, s, verb,
-               c->missing_cwd);
+    if (image)
+        printf("hint: %lu step%s %s %s, which the %s image lacks\n", n, s, verb,
+               c->missing_cwd, image);
     else
         printf("hint: %lu step%s %s a working directory this host lacks (e.g. %s): the trace "
-               "wants its repository image; replay inside it with --rootfs DIR\n", n, s, verb,
-               c->missing_cwd);
+               "wants its repository image; replay inside it with --image IMAGE (or --rootfs "
+               "DIR)\n", n, s, verb, c->missing_cwd);
 }
 
 static void print_summary_table(struct atr_replay_summary *sum, const char *backend,
-                                const struct tenant_rows *rows, const char *rootfs)
+                                const struct tenant_rows *rows, const char *image)
 {
     printf("backend: %s\n", backend ? backend : "none");
     printf("%-16s %6s %5s %5s %6s %9s %9s %9s %9s %5s\n", "config", "steps", "ran", "skip",
@@ -621,7 +633,7 @@ static void print_summary_table(struct atr_replay_summary *sum, const char *back
         if (c.missing_cwd_steps > worst.missing_cwd_steps)
             worst = c;
     }
-    print_image_hint(&worst, rootfs);
+    print_image_hint(&worst, image);
     print_tenants_table(rows);
 }
 
@@ -907,6 +919,41 @@ static int finish_out(const struct replay_args *a, struct sink_ctx *sink, bool c
     return atr_outdir_commit(d, a->force, err);
 }
 
+/* --image, --image-template: a sandbox to run in, a well-formed template,
+ * the engine's CLI found, and a fixed image that makes a container with a
+ * /bin/sh (created and removed once: 0.3 s), all before anything runs. */
+static int check_image(struct replay_args *a)
+{
+    if (!a->ro.image && !a->ro.image_template)
+        return a->container_cli ? cli_usage("replay tools", "--container-cli needs --image or "
+                                            "--image-template") : EXIT_OK;
+    if (a->ro.image && a->ro.image_template)
+        return cli_usage("replay tools", "--image and --image-template: give one");
+    if (!a->ro.sandbox || a->ro.rootfs)
+        return cli_usage("replay tools", "--image%s runs steps in the sandbox on the "
+                         "container's root: not with --sandbox none or --rootfs",
+                         a->ro.image ? "" : "-template");
+    struct atr_error err;
+    if (a->ro.image_template && atr_ctr_template_check(a->ro.image_template, &err) < 0)
+        return cli_usage("replay tools", "%s", err.msg);
+    if (atr_ctr_detect(a->container_cli, &a->ctr_cli, &err) < 0)
+        return cli_fail("%s", err.msg);
+    const char *limit = getenv("ATR_CONTAINER_TIMEOUT_S");   /* tests of a hung CLI */
+    if (limit && atoi(limit) > 0)
+        a->ctr_cli.timeout_s = atoi(limit);
+    a->ro.container_cli = &a->ctr_cli;
+    struct atr_ctr probe;
+    char name[64];
+    snprintf(name, sizeof name, "atr-%ld-probe", (long)getpid());
+    if (a->ro.image && atr_ctr_create(&a->ctr_cli, a->ro.image, name, &probe, &err) < 0)
+        return cli_fail("%s (--image)", err.msg);
+    if (a->ro.image && atr_ctr_remove(&a->ctr_cli, &probe, &err) < 0)
+        return cli_fail("%s", err.msg);
+    if (!a->quiet)
+        fprintf(stderr, "atr: container: %s\n", a->ctr_cli.note);
+    return EXIT_OK;
+}
+
 /* Before DIR is touched or anything runs: the paths the options name. */
 static int check_paths(const struct replay_args *a)
 {
@@ -945,6 +992,32 @@ static bool read_once(const char *path)
     return strcmp(path, "-") == 0 || (stat(path, &st) == 0 && !S_ISREG(st.st_mode));
 }
 
+/* --image-template fills the image from the trace's instance_id: a trace
+ * without one, or whose image is not there, is refused before anything
+ * runs. last: the image checked before (traces of one instance in a row
+ * ask once). */
+static bool lacks_image(const struct replay_args *a, const struct atr_trace *t, char *last,
+                        size_t cap, struct atr_error *err)
+{
+    const char *id = atr_json_get_str(t->meta, "instance_id", NULL);
+    char image[512];
+    struct atr_error why;
+    if (!a->ro.image_template)
+        return false;
+    if (!id || !id[0]) {
+        atr_error_set(err, "trace %s: no instance_id in its metadata for --image-template",
+                      t->trace_id);
+        return true;
+    }
+    if (atr_ctr_image_for(a->ro.image_template, id, image, sizeof image, &why) < 0 ||
+        (strcmp(image, last) != 0 && atr_ctr_image_exists(a->ro.container_cli, image, &why) < 0)) {
+        atr_error_set(err, "trace %s: %s", t->trace_id, why.msg);
+        return true;
+    }
+    snprintf(last, cap, "%s", image);
+    return false;
+}
+
 /* Before DIR is touched or anything runs: every trace file reads whole,
  * with tool steps among them (read_once inputs aside). */
 static int check_traces(const struct replay_args *a, int argc, char **argv)
@@ -954,6 +1027,7 @@ static int check_traces(const struct replay_args *a, int argc, char **argv)
     unsigned long steps = 0;
     bool piped = false;
     int rc = 0;
+    char last[512] = "";   /* the last image --image-template named */
     for (int i = a->first_arg; i < argc && rc == 0; i++) {
         if (read_once(argv[i])) {
             piped = true;
@@ -966,8 +1040,10 @@ static int check_traces(const struct replay_args *a, int argc, char **argv)
             break;
         }
         int more;
-        while ((more = atr_reader_next(r, &t, &err)) == 1)
+        while ((more = atr_reader_next(r, &t, &err)) == 1 &&
+               !lacks_image(a, &t, last, sizeof last, &err))
             steps += tool_steps(&t);
+        more = more == 1 ? -1 : more;   /* stopped at a trace without its image */
         rc = more < 0 ? -1 : 0;
         atr_reader_close(r);
     }
@@ -1052,8 +1128,11 @@ static int run_one(struct replay_args *a, int argc, char **argv, int c, struct s
      * whatever runs in them (browsers included) and its work directories
      * (browser profiles included). Forked before any tenant thread. */
     struct atr_guard guard;
-    if (atr_guard_start_dirs(&guard, host, atr_replay_root(rp),
-                             a->ro.workdir ? a->ro.workdir : "/tmp", err) < 0) {
+    char filter[64], *sweep[8] = {NULL};
+    if (a->ro.container_cli)   /* and the containers of this run */
+        atr_ctr_sweep_argv(a->ro.container_cli, (long)getpid(), filter, sizeof filter, sweep);
+    if (atr_guard_start_cleanup(&guard, host, atr_replay_root(rp),
+                                a->ro.workdir ? a->ro.workdir : "/tmp", sweep, err) < 0) {
         atr_replay_free(rp);
         return -1;
     }
@@ -1081,13 +1160,15 @@ static int run_one(struct replay_args *a, int argc, char **argv, int c, struct s
 
 /* Everything before the first step runs and before --out is touched: the
  * host, the options' paths, --out itself, the traces. */
-static int check_all(const struct replay_args *a, int argc, char **argv, struct sink_ctx *sink)
+static int check_all(struct replay_args *a, int argc, char **argv, struct sink_ctx *sink)
 {
     if (a->dry_run)
         return EXIT_OK;
     int st = check_host(a);
     if (st == EXIT_OK)
         st = check_paths(a);
+    if (st == EXIT_OK)
+        st = check_image(a);
     if (st == EXIT_OK)
         st = check_out(a, sink);
     return st == EXIT_OK ? check_traces(a, argc, argv) : st;
@@ -1154,7 +1235,7 @@ static int run_replay(struct replay_args *a, int argc, char **argv)
     rc = end_run(a, &sink, rc, &err);
     if (rc == EXIT_OK && !a->quiet && !a->dry_run)
         print_summary_table(sink.sum, backend[0] ? backend : NULL, a->tenants ? &rows : NULL,
-                            a->ro.rootfs);
+                            a->ro.rootfs ? "--rootfs" : a->ro.container_cli ? "container" : NULL);
     for (size_t k = 0; k < rows.n; k++)
         atr_tenant_summary_release(&rows.v[k]);
     atr_replay_summary_free(sink.sum);

@@ -65,9 +65,28 @@ static void remove_run_dirs(const char *base, pid_t pid)
     closedir(d);
 }
 
+/* Runs the cleanup command quietly, killed past ATR_GUARD_CLEANUP_S. */
+static void run_cleanup(char *const *argv)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        int null = open("/dev/null", O_RDWR);
+        dup2(null, 0), dup2(null, 1), dup2(null, 2);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    for (long waited = 0; pid > 0; waited += 10) {
+        if (waitpid(pid, NULL, WNOHANG) != 0)
+            return;
+        if (waited >= ATR_GUARD_CLEANUP_S * 1000L)
+            kill(pid, SIGKILL);
+        sleep_ms(10);
+    }
+}
+
 /* The guard's life: a pipe, a pgid, and on EOF the clean-up. */
 static void guard_main(int fd, const struct atr_cg_host *h, struct atr_cg *root, bool has_root,
-                       const char *workdirs, pid_t atr_pid)
+                       const char *workdirs, pid_t atr_pid, char *const *cleanup)
 {
     int32_t pgid = 0, word;
     for (;;) {
@@ -85,6 +104,8 @@ static void guard_main(int fd, const struct atr_cg_host *h, struct atr_cg *root,
         struct atr_error ignored;
         atr_cg_remove(h, root, &ignored);
     }
+    if (cleanup && cleanup[0])   /* first: a container's steps are in the groups */
+        run_cleanup(cleanup);
     if (workdirs[0])
         remove_run_dirs(workdirs, atr_pid);
     _exit(0);
@@ -99,6 +120,13 @@ int atr_guard_start(struct atr_guard *g, const struct atr_cg_host *h, const stru
 int atr_guard_start_dirs(struct atr_guard *g, const struct atr_cg_host *h,
                          const struct atr_cg *root, const char *workdir_base,
                          struct atr_error *err)
+{
+    return atr_guard_start_cleanup(g, h, root, workdir_base, NULL, err);
+}
+
+int atr_guard_start_cleanup(struct atr_guard *g, const struct atr_cg_host *h,
+                            const struct atr_cg *root, const char *workdir_base,
+                            char *const *cleanup, struct atr_error *err)
 {
     char workdirs[PATH_MAX] = "";
     if (workdir_base && snprintf(workdirs, sizeof workdirs, "%s", workdir_base) >= PATH_MAX)
@@ -137,7 +165,8 @@ int atr_guard_start_dirs(struct atr_guard *g, const struct atr_cg_host *h,
             copy = *root;
             copy.v2_fd = -1;              /* closed above with the rest */
         }
-        guard_main(3, &host, &copy, root != NULL, workdirs, atr_pid);
+        /* cleanup's strings are this copy of atr's memory: still there */
+        guard_main(3, &host, &copy, root != NULL, workdirs, atr_pid, cleanup);
     }
     close(p[0]);
     g->pid = pid;

@@ -31,6 +31,14 @@ int atr_guard_start(struct atr_guard *g, const struct atr_cg_host *h, const stru
 int atr_guard_start_dirs(struct atr_guard *g, const struct atr_cg_host *h,
                          const struct atr_cg *root, const char *workdir_base,
                          struct atr_error *err);
+/* Like atr_guard_start_dirs; when atr dies the guard also runs cleanup
+ * (argv, argv[0] a path, NULL-terminated;
+ * NULL: none), e.g. the container CLI removing the run's
+ * containers, waiting up to ATR_GUARD_CLEANUP_S for it. */
+#define ATR_GUARD_CLEANUP_S 60
+int atr_guard_start_cleanup(struct atr_guard *g, const struct atr_cg_host *h,
+                            const struct atr_cg *root, const char *workdir_base,
+                            char *const *cleanup, struct atr_error *err);
 /* The process group to stop should atr die now; 0: none. */
 void atr_guard_watch(struct atr_guard *g, pid_t pgid);
 /* Normal end: the guard exits without touching anything; reaps it. */

@@ -275,6 +275,8 @@ struct trace_run {
     char restore_url[200];            /* and the first resource its restore lacked */
     struct atr_buf snap_html;         /* the step's DOM snapshot, rendered */
     const char *last_cwd;             /* the last cwd a step of the trace recorded */
+    struct atr_ctr ctr;               /* --image: the trace's container */
+    const char *rootfs;               /* --rootfs, the container's root, or NULL */
 };
 
 /* Runs a helper program (mkfs.ext4, mount) found in the system's
@@ -427,17 +429,19 @@ static bool cwd_present(const char *rootfs, const char *cwd)
  * repository image (/testbed) replayed on a host without it. */
 static const char *missing_cwd(const struct trace_run *tr, const struct atr_step *s)
 {
-    return s->cwd && s->cwd[0] && !cwd_present(tr->rp->o.rootfs, s->cwd) ? s->cwd : NULL;
+    return s->cwd && s->cwd[0] && !cwd_present(tr->rootfs, s->cwd) ? s->cwd : NULL;
 }
 
 /* Where a step starts: the trace's work directory on the host; inside a
- * --rootfs image the step's recorded cwd when the image has it (SWE-bench
- * images have /testbed), else its root. */
+ * --rootfs or --image root the step's recorded cwd when the image has it
+ * (SWE-bench images have /testbed), else the image's WorkingDir, else /. */
 static const char *step_cwd(const struct trace_run *tr, const struct atr_step *s)
 {
-    if (!tr->rp->o.rootfs)
+    if (!tr->rootfs)
         return tr->workdir;
-    return s->cwd && cwd_present(tr->rp->o.rootfs, s->cwd) ? s->cwd : "/";
+    if (s->cwd && cwd_present(tr->rootfs, s->cwd))
+        return s->cwd;
+    return tr->ctr.workdir[0] && cwd_present(tr->rootfs, tr->ctr.workdir) ? tr->ctr.workdir : "/";
 }
 
 static bool is_browser(const struct atr_step *s)
@@ -607,18 +611,19 @@ static int run_step(struct trace_run *tr, const struct atr_step *s, struct atr_s
         goto fail;
     const char *binds[ATR_SANDBOX_MAX_BINDS] = {tr->workdir};
     int n_binds = 0;
-    if (rp->o.sandbox)   /* the work dir (not inside --rootfs), then --bind's */
-        for (int i = rp->o.rootfs ? 0 : -1; i < rp->o.n_binds; i++)
+    if (rp->o.sandbox)   /* the work dir (not inside --rootfs, --image), then --bind's */
+        for (int i = tr->rootfs ? 0 : -1; i < rp->o.n_binds; i++)
             binds[n_binds++] = i < 0 ? tr->workdir : rp->o.binds[i];
     struct atr_spawn_opts so = {
         .command = s->command,
         .cwd = step_cwd(tr, s),
-        .env = tr->env,
+        .env = tr->ctr.env ? tr->ctr.env : tr->env,
         .host = &rp->host,
         .cg = g,
         .sandbox = rp->o.sandbox,
         .allow_network = rp->o.allow_network,
-        .rootfs = rp->o.rootfs,
+        .rootfs = tr->rootfs,
+        .rootfs_shifted = tr->ctr.created,
         .tmpdir = rp->o.sandbox ? tr->tmpdir : NULL,   /* its /tmp, kept across steps */
         .binds = binds,
         .n_binds = n_binds,
@@ -661,12 +666,19 @@ static const char synthetic[] = "# atr: synthetic bytes of the recorded length\n
 /* The recorded path inside the trace's work directory: relative to the
  * step's cwd (the last one the trace recorded), which the work directory
  * stands for as bash steps run there; other absolute paths keep their full
- * path below it. ".." never leaves it. */
+ * path below it. With --image the recorded path itself inside the
+ * container's root (a relative one from the cwd, else the image's
+ * WorkingDir). ".." never leaves it. */
 static int host_path(const struct trace_run *tr, const char *cwd, const char *path, char *out,
                      size_t cap)
 {
     if (strstr(path, ".."))
         return EINVAL;
+    if (tr->ctr.created) {   /* --image: the container's own file, at its recorded path */
+        const char *dir = path[0] == '/' ? "" : cwd && cwd[0] == '/' ? cwd : tr->ctr.workdir;
+        int len = snprintf(out, cap, "%s%s/%s", tr->rootfs, dir, path + (path[0] == '/'));
+        return len < (int)cap ? 0 : ENAMETOOLONG;
+    }
     const char *rel = path;
     size_t n = cwd ? strlen(cwd) : 0;
     if (path[0] == '/' && n > 1 && strncmp(path, cwd, n) == 0 && (path[n] == '/' || !path[n]))
@@ -683,7 +695,10 @@ static int host_path(const struct trace_run *tr, const char *cwd, const char *pa
 static bool beneath_workdir(const struct trace_run *tr, const char *path)
 {
     char root[PATH_MAX], probe[PATH_MAX], real[PATH_MAX];
-    if (!realpath(tr->workdir, root) || strlen(path) >= sizeof probe)
+    /* --image: the container's root, where an absolute link resolves
+     * against the host's tree and so is refused */
+    const char *top = tr->ctr.created ? tr->rootfs : tr->workdir;
+    if (!realpath(top, root) || strlen(path) >= sizeof probe)
         return false;
     strcpy(probe, path);
     struct stat st;     /* lstat: a dangling link exists, and then fails realpath */
@@ -695,12 +710,15 @@ static bool beneath_workdir(const struct trace_run *tr, const char *path)
     return strncmp(real, root, n) == 0 && (real[n] == '/' || real[n] == '\0');
 }
 
-/* mkdir -p of path's parent directories. */
-static int make_parents(char *path)
+/* mkdir -p of path's parent directories; shift: made owned by the
+ * sandbox's root (inside an --image container, as the step's own). */
+static int make_parents(char *path, bool shift)
 {
     for (char *p = strchr(path + 1, '/'); p; p = strchr(p + 1, '/')) {
         *p = '\0';
         int rc = mkdir(path, 0755);
+        if (rc == 0 && shift)
+            lchown(path, ATR_SANDBOX_UID, ATR_SANDBOX_UID);
         *p = '/';
         if (rc < 0 && errno != EEXIST)
             return errno;
@@ -804,9 +822,11 @@ static void run_editor_step(struct trace_run *tr, const struct atr_step *s,
         rc = EACCES;
     bool create = strcmp(s->file_op, "create") == 0 || strcmp(s->file_op, "overwrite") == 0;
     if (!rc && create)
-        rc = make_parents(path);
+        rc = make_parents(path, tr->ctr.created);
     if (!rc)
         rc = apply_file_op(path, s, &res.output_bytes);
+    if (!rc && create && tr->ctr.created && lchown(path, ATR_SANDBOX_UID, ATR_SANDBOX_UID) < 0)
+        rc = errno;   /* else the container's root could not write it */
     clock_gettime(CLOCK_MONOTONIC, &t1);
     res.wall_us = (t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000;
     res.exit_code = rc ? 1 : 0;
@@ -975,10 +995,31 @@ static int run_browser_step(struct trace_run *tr, const struct atr_step *s,
     return 0;
 }
 
+/* --image: the trace's container, named after this run and trace. */
+static int start_container(struct trace_run *tr, struct atr_error *err)
+{
+    const struct atr_replay_opts *o = &tr->rp->o;
+    char image[512], name[64];
+    const char *id = atr_json_get_str(tr->t->meta, "instance_id", NULL);
+    struct atr_error why;
+    if (o->image)
+        snprintf(image, sizeof image, "%s", o->image);
+    else if (atr_ctr_image_for(o->image_template, id, image, sizeof image, &why) < 0)
+        return atr_error_set(err, "trace %s: %s", tr->t->trace_id, why.msg);
+    atr_ctr_name(name, sizeof name, (long)getpid(), tr->index);
+    if (atr_ctr_create(o->container_cli, image, name, &tr->ctr, err) < 0)
+        return -1;
+    tr->rootfs = tr->ctr.root;
+    return 0;
+}
+
 static int start_trace(struct trace_run *tr, struct atr_error *err)
 {
     struct atr_replay *rp = tr->rp;
     if (make_workdir(tr, err) < 0)
+        return -1;
+    tr->rootfs = rp->o.rootfs;
+    if ((rp->o.image || rp->o.image_template) && start_container(tr, err) < 0)
         return -1;
     if (!rp->have_root)
         return 0;
@@ -998,6 +1039,8 @@ static void end_trace(struct trace_run *tr)
     atr_netlog_free(tr->nl);
     atr_buf_release(&tr->snap_html);
     atr_ctl_totals_release(&tr->ctl_step);
+    struct atr_error ignored;   /* the guard's sweep is the fallback */
+    atr_ctr_remove(tr->rp->o.container_cli, &tr->ctr, &ignored);
     if (tr->have_group)
         atr_cg_remove(&tr->rp->host, &tr->group, NULL);
     /* The lock goes first: an open directory would keep the detached

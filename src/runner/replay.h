@@ -17,6 +17,7 @@
 
 #include "browser/driver.h"
 #include "runner/cgroup.h"
+#include "runner/container.h"
 #include "runner/sandbox.h"
 #include "trace/trace.h"
 #include "util/buf.h"
@@ -52,6 +53,12 @@ struct atr_replay_opts {
     bool sandbox;               /* the jail of runner/sandbox.h */
     bool allow_network;
     const char *rootfs;         /* NULL or an exported root file system */
+    /* A container image as each trace's root (runner/container.h): image,
+     * or image_template with {instance} / {sweb} filled from the trace's
+     * instance_id; NULL both: none. container_cli (the caller's, detected)
+     * must be set with either. */
+    const char *image, *image_template;
+    const struct atr_ctr_cli *container_cli;
     /* Host folders the sandboxed steps may write, at their own path
      * (--bind; the work directory always is). */
     const char *binds[ATR_REPLAY_MAX_BINDS];

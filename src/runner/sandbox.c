@@ -230,15 +230,16 @@ static const struct sock_fprog *filter_get(struct atr_error *err)
 /* ---- the parent's half ---- */
 
 /* A detached copy of path's mount at path, idmapped into the sandbox's
- * user namespace: host uid 0 shows as the step's root. */
+ * user namespace (host uid 0 shows as the step's root); ns -1: not
+ * idmapped, for a tree its ids already own. */
 static int idmapped_tree(const char *path, int ns, struct atr_error *err)
 {
     int fd = open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
     if (fd < 0)
         return atr_error_set(err, "sandbox: %s: %s", path, strerror(errno));
     struct mount_attr a = {
-        .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
-        .userns_fd = (uint64_t)ns,
+        .attr_set = (ns >= 0 ? MOUNT_ATTR_IDMAP : 0) | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+        .userns_fd = ns >= 0 ? (uint64_t)ns : 0,
     };
     if (mount_setattr(fd, "", AT_EMPTY_PATH, &a, sizeof a) < 0) {
         int e = errno;
@@ -264,7 +265,9 @@ int atr_sandbox_prepare(struct atr_sandbox *sb, const struct atr_sandbox_spec *s
     sb->rootfs = spec->rootfs != NULL;
     sb->ns_flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP |
                    (spec->allow_network ? 0 : CLONE_NEWNET);
-    if (spec->rootfs && (sb->root_fd = idmapped_tree(spec->rootfs, sb->userns_fd, err)) < 0)
+    if (spec->rootfs &&
+        (sb->root_fd = idmapped_tree(spec->rootfs, spec->rootfs_shifted ? -1 : sb->userns_fd,
+                                     err)) < 0)
         goto fail;
     if (spec->tmpdir && (sb->tmp_fd = idmapped_tree(spec->tmpdir, sb->userns_fd, err)) < 0)
         goto fail;

@@ -27,6 +27,10 @@
 struct atr_sandbox_spec {
     bool allow_network;          /* keep the host network namespace */
     const char *rootfs;          /* NULL: the host's root, read-only */
+    /* rootfs is already owned by the sandbox's ids (a container created
+     * with their uid map, runner/container.h): attached as it is, not
+     * idmapped (overlayfs refuses that). */
+    bool rootfs_shifted;
     const char *tmpdir;          /* shown as /tmp; NULL: an empty tmpfs per step */
     const char *binds[ATR_SANDBOX_MAX_BINDS];   /* writable, at their own path */
     int n_binds;

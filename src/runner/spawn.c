@@ -731,8 +731,8 @@ static int plan_prepare(struct child_plan *p, const struct atr_spawn_opts *o, in
         return -1;
     if (o->sandbox) {
         struct atr_sandbox_spec spec = {
-            .allow_network = o->allow_network, .rootfs = o->rootfs, .tmpdir = o->tmpdir,
-            .n_binds = o->n_binds,
+            .allow_network = o->allow_network, .rootfs = o->rootfs,
+            .rootfs_shifted = o->rootfs_shifted, .tmpdir = o->tmpdir, .n_binds = o->n_binds,
         };
         for (int i = 0; i < o->n_binds && i < ATR_SANDBOX_MAX_BINDS; i++)
             spec.binds[i] = o->binds[i];

@@ -39,6 +39,7 @@ struct atr_spawn_opts {
     bool allow_network;         /* sandbox: keep the host network */
     const char *rootfs;         /* sandbox: NULL (the host's root, read-only), or a
                                  * root file system to pivot into (writable) */
+    bool rootfs_shifted;        /* rootfs already owned by the sandbox's ids */
     const char *tmpdir;         /* sandbox: shown as /tmp (NULL: an empty tmpfs) */
     const char *const *binds;   /* sandbox: writable at their own path */
     int n_binds;                /* at most ATR_SANDBOX_MAX_BINDS */

@@ -282,7 +282,7 @@ check "summary.json: failures by cause" "python3 '$R/causes.py' '$R/causes'"
 # are not on the host (exit 127 where python is not on the replay's PATH).
 SWE=$DATA/swe-agent/marshmallow-1867__function_calling_replace.traj
 own "replay a SWE-agent trajectory" "$ATR" replay tools --workdir "$WD" "$SWE" --out "$R/swe"
-check "swe: hint names /testbed and --rootfs" "grep -q '^hint: 4 steps expect a working directory this host lacks (e.g. /testbed): the trace wants its repository image; replay inside it with --rootfs DIR' '$T/out'"
+check "swe: hint names /testbed and --rootfs" "grep -q '^hint: 4 steps expect a working directory this host lacks (e.g. /testbed): the trace wants its repository image; replay inside it with --image IMAGE (or --rootfs DIR)' '$T/out'"
 check "swe: every failure has a cause" "python3 -c \"import json; c=json.load(open('$R/swe/summary.json'))['configs'][0]; f=c['failures']; assert c['failed_steps']==sum(f.values())>=1 and f['missing_directory']+f['missing_file']>=1 and c['missing_cwd']=='/testbed', c\""
 
 # Without root (nobody): no namespaces for the sandbox, no delegated

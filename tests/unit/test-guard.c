@@ -160,6 +160,43 @@ static void test_guard_stop_touches_nothing(void **state)
     assert_int_equal(r.term_signal, SIGKILL);
 }
 
+/* The cleanup command runs once the runner died (a SIGKILLed atr's
+ * containers), not when it stops cleanly. */
+static void test_guard_cleanup_runs_when_runner_dies(void **state)
+{
+    char mark[256], clean[272];
+    int fd = temp_fd(mark);
+    close(fd);
+    unlink(mark);
+    snprintf(clean, sizeof clean, "%s.clean", mark);
+    pid_t runner = fork();
+    assert_true(runner >= 0);
+    if (runner == 0) {
+        struct atr_cg_host host = {.mode = ATR_CG_NONE};
+        struct atr_guard g;
+        struct atr_error err;
+        char *touch_clean[] = {"/bin/sh", "-c", "echo x > \"$0\"", clean, NULL};
+        if (atr_guard_start_cleanup(&g, &host, NULL, NULL, touch_clean, &err) < 0)
+            _exit(1);
+        atr_guard_stop(&g);             /* clean exit: runs nothing */
+        char *touch[] = {"/bin/sh", "-c", "echo x > \"$0\"", mark, NULL};
+        if (atr_guard_start_cleanup(&g, &host, NULL, NULL, touch, &err) < 0)
+            _exit(1);
+        kill(getpid(), SIGKILL);
+    }
+    int st;
+    assert_int_equal(waitpid(runner, &st, 0), runner);
+    assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+    time_t until = time(NULL) + 15;
+    while (access(mark, F_OK) < 0 && time(NULL) <= until) {
+        struct timespec ts = {0, 10000000};
+        nanosleep(&ts, NULL);
+    }
+    assert_int_equal(access(mark, F_OK), 0);
+    assert_int_not_equal(access(clean, F_OK), 0);
+    unlink(mark);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -168,6 +205,7 @@ int main(void)
         cmocka_unit_test(test_kill_takes_the_group),
         cmocka_unit_test(test_guard_stops_group_when_runner_dies),
         cmocka_unit_test(test_guard_stop_touches_nothing),
+        cmocka_unit_test(test_guard_cleanup_runs_when_runner_dies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
