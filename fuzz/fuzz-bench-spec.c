@@ -19,7 +19,7 @@ static void expand(const char *tmpl, const struct atr_bench_vars *v, bool shell)
 static void expand_item(const struct atr_bench_spec *s, const struct atr_bench_item *it)
 {
     struct atr_bench_vars v = {atr_bench_model(s, it, NULL), it->human_commit_full,
-                               it->parent_commit, NULL, s->workdir, s->port};
+                               it->parent_commit, NULL, s->workdir, s->port, "/spec"};
     for (size_t k = 0; k < it->n_variants; k++) {
         const struct atr_bench_variant *var = it->variants[k];
         v.patch = var->per_agent && it->n_agents ? it->agents[0].patch : NULL;
