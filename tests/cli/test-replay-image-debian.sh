@@ -22,12 +22,12 @@ if [ ! -s "$CACHE/debian-pytest.tar" ]; then
     echo "test-replay-image-debian: debootstrap of bookworm with python3-pytest into $CACHE (once, minutes)" >&2
     if timeout 1200 debootstrap --variant=minbase --include=python3,python3-pytest bookworm \
             "$DEB/root" http://deb.debian.org/debian >"$DEB/debootstrap.log" 2>&1 &&
-       tar --numeric-owner -C "$DEB/root" -cf "$CACHE/debian-pytest.tar.tmp" . &&
-       mv "$CACHE/debian-pytest.tar.tmp" "$CACHE/debian-pytest.tar"; then
+       tar --numeric-owner -C "$DEB/root" -cf "$CACHE/debian-pytest.tar.tmp.$$" . &&
+       mv "$CACHE/debian-pytest.tar.tmp.$$" "$CACHE/debian-pytest.tar"; then
         :
     else
         echo "skipped: test-replay-image-debian: debootstrap failed (no Debian mirror?): $(tail -n 1 "$DEB/debootstrap.log")" >&2
-        rm -f "$CACHE/debian-pytest.tar.tmp"
+        rm -f "$CACHE/debian-pytest.tar.tmp.$$"
     fi
     rm -rf "$DEB/root"
 fi
