@@ -4,7 +4,8 @@
  * CPU").
  *
  * The probe (fixed points, so that validation can use others): one
- * request at a time with prompts of 256, 1024 and 3072 tokens, then 4
+ * request at a time with prompts of 32, 128, 256, 512, 1024, 1536 and 3072
+ * tokens, then 4
  * concurrent requests with prompts of 256 and 1024 tokens, each with 64
  * forced output tokens: a request alone gives its TTFT (the front end and
  * one prefill), every request the median gap between its chunks (one

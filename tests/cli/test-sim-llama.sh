@@ -55,7 +55,7 @@ sim_llama_real() {
     llama_start sim-llama "$SL/tiny.gguf" -np 4 -c 16384 -t 1 || return 0
     ok "calibrate against llama-server" "$ATR" sim calibrate --target "$LLAMA_URL" --reps 1 \
         -o "$SL/prof/gpus/cal.json" --points-out "$SL/points.jsonl"
-    check "calibrate: 11 requests measured (and a warm-up)" "[ \$(wc -l <'$SL/points.jsonl') -eq 11 ]"
+    check "calibrate: 15 requests measured (and a warm-up)" "[ \$(wc -l <'$SL/points.jsonl') -eq 15 ]"
     check "calibrate: the fit printed" "grep -q 'per ubatch' '$T/out'"
     ok "sim run loads the calibrated profile" env ATR_PROFILE_PATH="$SL/prof" \
         "$ATR" sim run -q "$SL/req.ndjson" --profile cal/atr-tiny --engine llama.cpp \
