@@ -31,6 +31,7 @@ enum atr_bench_outcome {
     ATR_BENCH_BENCHMARK_TIMEOUT,
     ATR_BENCH_OOM,
     ATR_BENCH_PATCH_FAILED,
+    ATR_BENCH_PREPARE_TIMEOUT,         /* prepare killed at prepare_timeout_s */
     ATR_BENCH_MODEL_INVALID,           /* refused by atr's reader, before the server */
     ATR_BENCH_OTHER_ERROR,
     ATR_BENCH_OUTCOMES,

@@ -91,7 +91,8 @@ static void write_override(struct atr_jw *w, const struct run *r)
 static const char *status_of(enum atr_bench_outcome o)
 {
     return o == ATR_BENCH_SUCCESS ? "success"
-           : o == ATR_BENCH_STARTUP_TIMEOUT || o == ATR_BENCH_BENCHMARK_TIMEOUT ? "timeout"
+           : o == ATR_BENCH_STARTUP_TIMEOUT || o == ATR_BENCH_BENCHMARK_TIMEOUT
+                   || o == ATR_BENCH_PREPARE_TIMEOUT ? "timeout"
                                                                                 : "error";
 }
 

@@ -3,6 +3,7 @@
  * parts: bench/run-impl.h), with
  * exactly one outcome decided from what was seen, in this order:
  *
+ *   prepare past prepare_timeout_s (killed)       prepare_timeout
  *   prepare exited non-zero                       patch_failed
  *   a GGUF the server command names is corrupt    model_invalid (no server)
  *   server exited (before ready or during bench)  oom if its log has an OOM
@@ -215,7 +216,7 @@ static int prepare(struct run *r)
     run_progress(r, ATR_BENCH_PHASE_PREPARE);
     double t = mono_s();
     struct atr_spawn_result res;
-    int rc = run_command(r, "prepare", cmd, 0, NULL, &res);
+    int rc = run_command(r, "prepare", cmd, r->var->prepare_timeout_s, NULL, &res);
     r->prepare_s = mono_s() - t;
     free(cmd);
     if (rc == 0) {
@@ -223,7 +224,11 @@ static int prepare(struct run *r)
         return 0;
     }
     char why[64], line[256] = "";
-    if (rc > 0) {
+    if (rc >= 0 && res.timed_out) {     /* spawn killed its group and cgroup */
+        run_decide(r, ATR_BENCH_PREPARE_TIMEOUT, "Prepare timed out after %g s",
+                   r->var->prepare_timeout_s);
+        atr_buf_append(&r->raw, res.output, res.output_len);
+    } else if (rc > 0) {
         run_describe_exit(&res, why, sizeof why);
         last_line(res.output, res.output_len, line, sizeof line);
         run_decide(r, ATR_BENCH_PATCH_FAILED, "Patch failed: prepare ended with %s%s%s", why,

@@ -217,7 +217,7 @@ static int check_template(struct ctx *c, const struct atr_json *obj, const char 
 }
 
 static const char *const variant_keys[] = {"server", "prepare", "ready_url", "per_agent",
-    "startup_timeout_s", "benchmark_timeout_s", NULL};
+    "startup_timeout_s", "benchmark_timeout_s", "prepare_timeout_s", NULL};
 
 static int parse_variant(struct ctx *c, const struct atr_json *j, struct atr_bench_variant *v)
 {
@@ -225,6 +225,7 @@ static int parse_variant(struct ctx *c, const struct atr_json *j, struct atr_ben
         return -1;
     const char *what = atr_arena_printf(&c->s->arena, "variants.%s", j->key);
     v->name = j->key;
+    v->prepare_timeout_s = ATR_BENCH_PREPARE_TIMEOUT_S;
     v->startup_timeout_s = ATR_BENCH_STARTUP_TIMEOUT_S;
     v->benchmark_timeout_s = ATR_BENCH_BENCHMARK_TIMEOUT_S;
     if (want_object(c, j, what) || known_keys(c, j, what, variant_keys)
@@ -232,6 +233,7 @@ static int parse_variant(struct ctx *c, const struct atr_json *j, struct atr_ben
         || get_str(c, j, what, "prepare", false, &v->prepare)
         || get_str(c, j, what, "ready_url", true, &v->ready_url)
         || get_bool(c, j, what, "per_agent", &v->per_agent)
+        || get_num(c, j, what, "prepare_timeout_s", 0.001, 86400 * 7, &v->prepare_timeout_s)
         || get_num(c, j, what, "startup_timeout_s", 0.001, 86400 * 7, &v->startup_timeout_s)
         || get_num(c, j, what, "benchmark_timeout_s", 0.001, 86400 * 7, &v->benchmark_timeout_s))
         return -1;

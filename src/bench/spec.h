@@ -15,6 +15,7 @@
 #include "util/arena.h"
 #include "util/error.h"
 
+#define ATR_BENCH_PREPARE_TIMEOUT_S 1800   /* slow image pulls and builds */
 #define ATR_BENCH_STARTUP_TIMEOUT_S 300
 #define ATR_BENCH_BENCHMARK_TIMEOUT_S 900
 #define ATR_BENCH_DEFAULT_PORT 8000
@@ -27,7 +28,7 @@ struct atr_bench_variant {
     const char *prepare;           /* optional template, NULL: none */
     const char *ready_url;         /* template, GET until 200 */
     bool per_agent;                /* run once per agent of the item; {patch} allowed */
-    double startup_timeout_s, benchmark_timeout_s;
+    double prepare_timeout_s, startup_timeout_s, benchmark_timeout_s;
 };
 
 struct atr_bench_agent {
