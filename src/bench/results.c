@@ -20,7 +20,7 @@
 
 static const char *const outcome_names[ATR_BENCH_OUTCOMES] = {
     "success", "no_metrics", "server_crashed", "startup_timeout",
-    "benchmark_timeout", "oom", "patch_failed", "prepare_timeout", "model_invalid", "other_error",
+    "benchmark_timeout", "oom", "patch_failed", "prepare_timeout", "model_invalid", "disk_full", "other_error",
 };
 static const char *const status_names[] = {"success", "error", "timeout"};
 

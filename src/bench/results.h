@@ -33,6 +33,7 @@ enum atr_bench_outcome {
     ATR_BENCH_PATCH_FAILED,
     ATR_BENCH_PREPARE_TIMEOUT,         /* prepare killed at prepare_timeout_s */
     ATR_BENCH_MODEL_INVALID,           /* refused by atr's reader, before the server */
+    ATR_BENCH_DISK_FULL,               /* below min_free_disk after cleanup: not run */
     ATR_BENCH_OTHER_ERROR,
     ATR_BENCH_OUTCOMES,
 };

@@ -67,6 +67,7 @@ struct runner {
     char *path_var;
     char *results_dir, *logs_dir;
     size_t index, total, serial;
+    char disk_full[320];             /* the item's runs are disk_full with this; "": no */
 };
 
 /* Why the benchmark phase ended early. */

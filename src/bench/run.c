@@ -3,6 +3,7 @@
  * parts: bench/run-impl.h), with
  * exactly one outcome decided from what was seen, in this order:
  *
+ *   too little disk free before the item          disk_full (nothing run)
  *   prepare past prepare_timeout_s (killed)       prepare_timeout
  *   prepare exited non-zero                       patch_failed
  *   a GGUF the server command names is corrupt    model_invalid (no server)
@@ -30,6 +31,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -350,6 +352,10 @@ static int expand_server(struct run *r)
  * the whole run (rn->err set). */
 static int run_phases(struct run *r)
 {
+    if (r->rn->disk_full[0]) {
+        run_decide(r, ATR_BENCH_DISK_FULL, "%s", r->rn->disk_full);
+        return 0;
+    }
     if (prepare(r) < 0)
         return -1;
     if (r->decided || run_stopped(r)) {
@@ -478,8 +484,55 @@ static size_t variant_runs(const struct atr_bench_item *it, const struct atr_ben
     return n;
 }
 
+/* Bytes free for an unprivileged user where path is, or where it will be
+ * made (its nearest existing folder); -1 with errno set. */
+static int64_t free_bytes(const char *path)
+{
+    char *p = xstrdup(path);
+    struct statvfs sv;
+    int rc;
+    while ((rc = statvfs(p, &sv)) < 0 && errno == ENOENT && strcmp(p, "/") != 0
+           && strcmp(p, ".") != 0) {
+        char *up = xstrdup(dirname(p));
+        free(p);
+        p = up;
+    }
+    int e = errno;
+    free(p);
+    errno = e;
+    return rc < 0 ? -1 : (int64_t)sv.f_bavail * (int64_t)sv.f_frsize;
+}
+
+/* The disk guard before an item: below min_free_disk the spec's cleanup
+ * runs once (pruning images usually frees enough); still below, the
+ * item's runs are disk_full, and the next item is tried. */
+static int check_disk(struct runner *rn, const struct atr_bench_item *it)
+{
+    const struct atr_bench_spec *s = rn->s;
+    rn->disk_full[0] = '\0';
+    if (!s->min_free_disk)
+        return 0;
+    int64_t have = free_bytes(s->workdir);
+    if (have >= 0 && (uint64_t)have >= s->min_free_disk)
+        return 0;
+    if (have >= 0 && s->cleanup && cleanup_item(rn, it) < 0)
+        return -1;
+    if (have >= 0 && s->cleanup)
+        have = free_bytes(s->workdir);
+    if (have < 0)
+        snprintf(rn->disk_full, sizeof rn->disk_full, "Disk full: free space of %.200s "
+                 "unknown: %s", s->workdir, strerror(errno));
+    else if ((uint64_t)have < s->min_free_disk)
+        snprintf(rn->disk_full, sizeof rn->disk_full, "Disk full: %lld bytes free in %.200s, "
+                 "min_free_disk wants %llu%s", (long long)have, s->workdir,
+                 (unsigned long long)s->min_free_disk, s->cleanup ? " (after cleanup)" : "");
+    return 0;
+}
+
 static int run_item(struct runner *rn, const struct atr_bench_item *it)
 {
+    if (check_disk(rn, it) < 0)
+        return -1;
     bool any = false;
     for (size_t k = 0; k < it->n_variants && !(rn->o->stop && *rn->o->stop); k++) {
         const struct atr_bench_variant *v = it->variants[k];

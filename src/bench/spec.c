@@ -13,6 +13,7 @@
 #include "util/alloc.h"
 #include "util/buf.h"
 #include "util/input.h"
+#include "util/size.h"
 
 /* Parsing state: the spec being filled and where errors point. */
 struct ctx {
@@ -94,6 +95,20 @@ static int get_uint(struct ctx *c, const struct atr_json *obj, const char *what,
                             "%s.%s: expected an integer from %llu to %llu", what, key,
                             (unsigned long long)lo, (unsigned long long)hi);
     *out = (uint64_t)v->i;
+    return 0;
+}
+
+/* An optional size member ("20G", atr_parse_size) into *out; 0 if absent. */
+static int get_size(struct ctx *c, const struct atr_json *obj, const char *what, const char *key,
+                    size_t *out)
+{
+    const struct atr_json *v = atr_json_get(obj, key);
+    if (!v)
+        return 0;
+    if (v->type != ATR_JSON_STRING || !atr_parse_size(v->u.str.s, out) || !*out)
+        return atr_error_at(c->err, c->s->path, v->line, v->col,
+                            "%s.%s: expected a size like \"20G\" (bytes, or K, M, G or T "
+                            "after the number), more than 0", what, key);
     return 0;
 }
 
@@ -528,8 +543,8 @@ static int parse_workload(struct ctx *c, const struct atr_json *root)
 
 static int parse_top(struct ctx *c, const struct atr_json *root)
 {
-    static const char *const keys[] = {"format", "workdir", "port", "cleanup", "variants",
-        "items", "model_overrides", "workload", NULL};
+    static const char *const keys[] = {"format", "workdir", "port", "cleanup", "min_free_disk",
+        "variants", "items", "model_overrides", "workload", NULL};
     struct atr_bench_spec *s = c->s;
     const char *format = NULL;
     uint64_t port = ATR_BENCH_DEFAULT_PORT;
@@ -542,7 +557,8 @@ static int parse_top(struct ctx *c, const struct atr_json *root)
     if (get_str(c, root, "spec", "workdir", false, &s->workdir)
         || get_uint(c, root, "spec", "port", 0, 65535, &port)
         || get_str(c, root, "spec", "cleanup", false, &s->cleanup)
-        || check_template(c, root, "spec", "cleanup", false))
+        || check_template(c, root, "spec", "cleanup", false)
+        || get_size(c, root, "spec", "min_free_disk", &s->min_free_disk))
         return -1;
     s->workdir = resolve(c, s->workdir);
     s->port = (unsigned)port;

@@ -69,6 +69,7 @@ struct atr_bench_spec {
     const char *dir;               /* the spec file's folder ("." for a bare name) */
     unsigned port;                 /* 0: a free one, chosen before each server start */
     const char *cleanup;           /* template run after each item, or NULL */
+    size_t min_free_disk;          /* bytes free in workdir before each item; 0: no check */
     struct atr_bench_variant *variants;
     size_t n_variants;
     struct atr_bench_item *items;

@@ -55,9 +55,9 @@ static const char report_help[] =
     "  -o, --output OUT      write there (atomically) instead of stdout\n"
     "\n"
     "outcomes: success, no_metrics, server_crashed, startup_timeout,\n"
-    "benchmark_timeout, oom, patch_failed, prepare_timeout, model_invalid, and\n"
-    "other_error for a file found in the wild whose error text names none of\n"
-    "them.\n";
+    "benchmark_timeout, oom, patch_failed, prepare_timeout, model_invalid,\n"
+    "disk_full, and other_error for a file found in the wild whose error text\n"
+    "names none of them.\n";
 
 struct report_args {
     bool json, csv;

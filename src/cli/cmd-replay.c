@@ -215,7 +215,7 @@ static bool parse_limit(const char *arg, int64_t *out)
         *out = -1;
         return true;
     }
-    if (!cli_parse_size(arg, &v) || v < 1 || v > INT64_MAX)
+    if (!atr_parse_size(arg, &v) || v < 1 || v > INT64_MAX)
         return false;
     *out = (int64_t)v;
     return true;

@@ -8,6 +8,7 @@
 
 #include "llm/models.h"
 #include "util/error.h"
+#include "util/size.h"
 
 /* A mode with its own help text: `atr NAME MODE --help` prints it. */
 struct atr_cmd_mode {
@@ -66,8 +67,6 @@ int cli_check_policies(const char *cmd, const char *const *names, size_t n, cons
  * cell (CLI_CELL_MAX bytes). */
 enum { CLI_CELL_MAX = 48 };
 const char *cli_cell(char *cell, int width, int decimals, double x);
-/* Parses a size like "256M", "1G", "4096" into *out; false on junk. */
-bool cli_parse_size(const char *s, size_t *out);
 /* Parses a number in [lo, hi] (never NaN) into *out; false on junk. */
 bool cli_parse_double(const char *s, double lo, double hi, double *out);
 /* Parses a non-negative integer in [min, max]; false on junk. */

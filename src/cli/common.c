@@ -140,30 +140,6 @@ bool cli_parse_double(const char *s, double lo, double hi, double *out)
     return true;
 }
 
-bool cli_parse_size(const char *s, size_t *out)
-{
-    if (!s || !*s || *s == '-')
-        return false;
-    errno = 0;
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s)
-        return false;
-    unsigned shift = 0;
-    switch (*end) {
-    case 'k': case 'K': shift = 10; end++; break;
-    case 'm': case 'M': shift = 20; end++; break;
-    case 'g': case 'G': shift = 30; end++; break;
-    default: break;
-    }
-    if (*end == 'B' || *end == 'b')
-        end++;
-    if (*end || v > (SIZE_MAX >> shift))
-        return false;
-    *out = (size_t)(v << shift);
-    return true;
-}
-
 /* Says why the command stops (write: async-signal-safe), removes the
  * temporaries, and dies of sig so the parent sees the signal (130, 143). */
 static void on_signal(int sig)

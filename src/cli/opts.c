@@ -148,7 +148,7 @@ static bool set_value(const struct parse *p, const struct found *f, const char *
         return ok;
     case OPT_KIND_UINT: ok = cli_parse_uint(arg, o->min, o->max, &v); break;
     case OPT_KIND_SIZE:
-        ok = cli_parse_size(arg, &sz) && sz >= o->min && sz <= o->max;
+        ok = atr_parse_size(arg, &sz) && sz >= o->min && sz <= o->max;
         v = sz;
         break;
     case OPT_KIND_ENUM: ok = parse_enum(arg, o->words, &v); break;
