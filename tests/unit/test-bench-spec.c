@@ -42,6 +42,8 @@ static void test_defaults(void **state)
     assert_false(s->variants[0].per_agent);
     assert_true(s->variants[0].startup_timeout_s == 300);
     assert_true(s->variants[0].benchmark_timeout_s == 900);
+    assert_true(s->variants[0].prepare_timeout_s == 1800);
+    assert_int_equal(s->min_free_disk, 0);
     assert_int_equal(s->n_items, 1);
     assert_string_equal(s->items[0].human_commit_full, "c1");
     assert_int_equal(s->items[0].n_variants, 1);
