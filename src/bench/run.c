@@ -529,9 +529,33 @@ static int check_disk(struct runner *rn, const struct atr_bench_item *it)
     return 0;
 }
 
+/* Whether a run of item has no result to keep yet: a resumed item whose
+ * results all exist runs nothing, so it needs no disk guard or cleanup. */
+static bool item_pending(struct runner *rn, const struct atr_bench_item *it)
+{
+    for (size_t k = 0; k < it->n_variants; k++) {
+        const struct atr_bench_variant *v = it->variants[k];
+        for (size_t a = 0; a < (v->per_agent ? it->n_agents : 1); a++) {
+            const struct atr_bench_agent *ag = v->per_agent ? &it->agents[a] : NULL;
+            if (ag && !ag->patch)
+                continue;                    /* run_item skips it */
+            struct run r = {.rn = rn};
+            if (name_run(r.name, it, v->name, ag ? ag->name : NULL, rn->err) < 0)
+                return true;                 /* run_one reports the bad name */
+            r.result_path = xasprintf("%s/%s_result.json", rn->results_dir, r.name);
+            bool have = has_result(&r);
+            free(r.result_path);
+            if (!have)
+                return true;
+        }
+    }
+    return false;
+}
+
 static int run_item(struct runner *rn, const struct atr_bench_item *it)
 {
-    if (check_disk(rn, it) < 0)
+    rn->disk_full[0] = '\0';
+    if (item_pending(rn, it) && check_disk(rn, it) < 0)
         return -1;
     bool any = false;
     for (size_t k = 0; k < it->n_variants && !(rn->o->stop && *rn->o->stop); k++) {

@@ -86,6 +86,10 @@ m = re.fullmatch(r'Disk full: (\\d+) bytes free in .*/work-full, min_free_disk w
 assert m and int(m.group(1)) < 1099511627776000, d['error']\""
 check bench-prepare-disk-full-cleanups "[ \"\$(cat '$BP/full.marks' | tr '\\n' ' ')\" = 'd15c0001 d15c0001 d15c0002 d15c0002 ' ]"
 check bench-prepare-disk-full-report "'$ATR' bench report '$BP/full' | grep -q disk_full"
+# Resumed with every result there: nothing runs, so neither the guard's
+# cleanup nor the after-item one runs again.
+ok bench-prepare-disk-full-resume "$ATR" bench run "$BP/full.json" -q -o "$BP/full"
+check bench-prepare-disk-full-resume-no-cleanup "[ \"\$(cat '$BP/full.marks' | tr '\\n' ' ')\" = 'd15c0001 d15c0001 d15c0002 d15c0002 ' ]"
 # Enough (1 KiB): no guard cleanup, only the one after each item.
 disk_spec enough '"1K"'
 ok bench-prepare-disk-enough-run "$ATR" bench run "$BP/enough.json" -q -o "$BP/enough"
