@@ -1,0 +1,68 @@
+/* ci.h - confidence intervals and verdicts for comparisons that must
+ * survive noise (docs/statistics.md says which method each function uses
+ * and why): a figure's median over repeated runs with its 95 % interval,
+ * the ratio of two variants with its interval, the same within one run
+ * over its requests (a block bootstrap: requests of one run are not
+ * independent), and a verdict (win / tie / loss / inconclusive) read off
+ * the ratio's interval, never off a fixed band around the point estimate.
+ *
+ * Every function is deterministic for a given seed (results must be
+ * reproducible by a reviewer), takes its values by pointer (never
+ * modified, never kept) and allocates only scratch it frees before
+ * returning. NaN inputs are the caller's to drop (a failed repeat is
+ * excluded, and counted, by the caller). Nothing prints. */
+#ifndef ATR_STATS_CI_H
+#define ATR_STATS_CI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define ATR_CI_LEVEL 0.95          /* two-sided coverage of every interval */
+#define ATR_CI_SEED 0x5eedc1u      /* the seed commands use unless told */
+
+/* Which method gave an interval (static strings, written into results):
+ * "repeats" (over the per-repeat values), "requests-block" (within one
+ * run, over its requests in arrival order), "none" (too few values: lo
+ * and hi are NAN). */
+struct atr_ci {
+    double point;                  /* the estimate: median, or ratio of medians */
+    double lo, hi;                 /* the interval; NAN when it cannot be had */
+    size_t n;                      /* values used (of each side, the smaller) */
+    const char *method;
+};
+
+/* The median of v[0..n) (one value per repeat) and its interval. n 0:
+ * point NAN; n 1: point v[0], method "none". */
+void atr_ci_median(const double *v, size_t n, uint64_t seed, struct atr_ci *out);
+
+/* The ratio cand / ref of two variants' medians over repeats and its
+ * interval (cand 1.10: 10 % higher). Either side under 2 values: the
+ * point when both have one, method "none". */
+void atr_ci_ratio(const double *ref, size_t n_ref, const double *cand, size_t n_cand,
+                  uint64_t seed, struct atr_ci *out);
+
+/* Within one run: percentile p (0..100) of request-level values v[0..n)
+ * in the order the requests were sent, with a block-bootstrap interval;
+ * and the ratio of two runs' percentiles the same way. */
+void atr_ci_percentile_run(const double *v, size_t n, double p, uint64_t seed,
+                           struct atr_ci *out);
+void atr_ci_ratio_runs(const double *ref, size_t n_ref, const double *cand, size_t n_cand,
+                       double p, uint64_t seed, struct atr_ci *out);
+
+enum atr_verdict {
+    ATR_VERDICT_WIN,               /* better beyond noise */
+    ATR_VERDICT_TIE,               /* the interval lies within the margin around 1 */
+    ATR_VERDICT_LOSS,              /* worse beyond noise */
+    ATR_VERDICT_INCONCLUSIVE,      /* the interval holds 1 and reaches past the margin,
+                                    * or there is none */
+};
+
+/* The verdict of a ratio's interval for a metric where higher is better
+ * (throughput) or lower is (latency); margin: the smallest relative change
+ * that matters (0.05: 5 %), used only to call a tie. */
+enum atr_verdict atr_verdict_of(const struct atr_ci *ratio, bool higher_is_better,
+                                double margin);
+const char *atr_verdict_name(enum atr_verdict v);   /* "win", "tie", ... */
+
+#endif
