@@ -6,7 +6,8 @@
 # peak and an OOM kill at the variant's "memory" limit are read from the
 # server's group (outcome oom); a missing image, a container that exits
 # at start and a server that ignores SIGTERM each end as they should; no
-# container is left after a run, Ctrl-C or SIGKILL of atr (the guard).
+# container is left after a run, Ctrl-C or SIGKILL of atr (the guard), and
+# those of a run that died with its guard are removed by the next.
 # Hermetic: its own image name (from $T); it looks only at containers of
 # that image.
 BI=$T/bench-image
@@ -83,7 +84,14 @@ ok bench-image-plan "$ATR" bench run "$BI/spec.json" -n
 check bench-image-plan-lines "grep -q '^    image:    $IMG\$' '$T/out' &&
     grep -q 'network:  127.0.0.1:{port} published to the container.s 8000' '$T/out' &&
     grep -q 'network:  the host.s' '$T/out' && grep -q 'memory:   67108864 bytes' '$T/out'"
+# Containers of a run that died with its guard (its pid gone) are removed
+# before anything starts; a live pid's are not.
+DEAD=$(sh -c 'echo $$')
+podman create --runtime runc --cgroup-manager cgroupfs --name "atr-$DEAD-9" "$IMG" true >/dev/null 2>&1
+podman create --runtime runc --cgroup-manager cgroupfs --name "atr-$$-9" "$IMG" true >/dev/null 2>&1
 ok bench-image-run "$ATR" bench run -q --grace 2 "$BI/spec.json" -o "$BI/out"
+check bench-image-stale-swept "! podman container exists atr-$DEAD-9 && podman container exists atr-$$-9"
+podman rm -f --ignore --time 0 "atr-$$-9" "atr-$DEAD-9" >/dev/null 2>&1
 CURRENT=bench-image-outcomes
 for v in baseline human hog gone exits stubborn; do
     [ -s "$BI/out/results/a1b2c3d4_${v}_result.json" ] || fail "no result for $v"
