@@ -314,6 +314,24 @@ void atr_ci_ratio(const double *ref, size_t n_ref, const double *cand, size_t n_
         welch_log_ratio(ref, n_ref, cand, n_cand, point, out);
 }
 
+void atr_ci_ratio_one(const double *ref, size_t n_ref, double cand, uint64_t seed,
+                      struct atr_ci *out)
+{
+    if (n_ref == 0) {
+        ci_none(out, NAN, 0);
+        return;
+    }
+    double point = cand / median_of(ref, n_ref);
+    if (n_ref < 2 || !(cand > 0) || !all_positive(ref, n_ref)) {
+        ci_none(out, point, 1);
+        return;
+    }
+    struct moments m = moments_of(ref, n_ref, true);
+    double half = t_quantile((double)(n_ref - 1)) * sqrt(m.var * (1 + 1.0 / (double)n_ref));
+    double diff = log(cand) - m.mean;
+    ci_set(out, point, exp(diff - half), exp(diff + half), 1, "repeats");
+}
+
 /* ---- within one run: a circular block bootstrap over its requests ---- */
 
 /* The block length: Politis and White's (2004) automatic choice for the

@@ -51,6 +51,15 @@ void atr_ci_median(const double *v, size_t n, uint64_t seed, struct atr_ci *out)
 void atr_ci_ratio(const double *ref, size_t n_ref, const double *cand, size_t n_cand,
                   uint64_t seed, struct atr_ci *out);
 
+/* The ratio of one new value cand to ref's median over repeats, for a
+ * result with no repeats of its own (a nightly point against its rolling
+ * baseline): the t interval on log values with ref's spread standing for
+ * cand's, log cand - mean log ref +- t(n_ref-1) s sqrt(1 + 1/n_ref)
+ * (assumes log-normal noise of one size). ref under 2 values or a value
+ * not positive: the point, method "none". */
+void atr_ci_ratio_one(const double *ref, size_t n_ref, double cand, uint64_t seed,
+                      struct atr_ci *out);
+
 /* Within one run: percentile p (0..100) of request-level values v[0..n)
  * in the order the requests were sent, with a circular block-bootstrap
  * interval (blocks of atr_ci_block_length(n) consecutive requests,

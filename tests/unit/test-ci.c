@@ -178,6 +178,29 @@ static void test_t_quantile(void **state)
     assert_float_equal(t_quantile(2.5), 3.5746548, 1e-6);   /* non-integer (Welch) */
 }
 
+/* One new value against a baseline: ref {1, 2, 4} (mean log ln 2, sd
+ * ln 2), cand 3: log 1.5 +- t(2) ln 2 sqrt(4/3); the point is 3 / 2. */
+static void test_ratio_one(void **state)
+{
+    double ref[] = {1, 2, 4};
+    struct atr_ci ci;
+    atr_ci_ratio_one(ref, 3, 3, 1, &ci);
+    double half = 4.3026527 * log(2) * sqrt(4.0 / 3);
+    assert_float_equal(ci.point, 1.5, EPS);
+    assert_float_equal(log(ci.lo), log(1.5) - half, 1e-6);
+    assert_float_equal(log(ci.hi), log(1.5) + half, 1e-6);
+    assert_int_equal(ci.n, 1);
+    atr_ci_ratio_one(ref, 1, 3, 1, &ci);
+    assert_float_equal(ci.point, 3, EPS);
+    assert_none(&ci);
+    /* a steady baseline: a 20 % drop is a loss beyond noise, 1 % a tie */
+    double steady[] = {100, 101, 99, 100.5, 99.5};
+    atr_ci_ratio_one(steady, 5, 80, 1, &ci);
+    assert_int_equal(atr_verdict_of(&ci, true, ATR_CI_MARGIN), ATR_VERDICT_LOSS);
+    atr_ci_ratio_one(steady, 5, 101, 1, &ci);
+    assert_int_equal(atr_verdict_of(&ci, true, ATR_CI_MARGIN), ATR_VERDICT_TIE);
+}
+
 /* Swapping the variants inverts the interval and mirrors the verdict. */
 static void test_ratio_swap(void **state)
 {
@@ -447,6 +470,7 @@ int main(void)
         cmocka_unit_test(test_ratio_hodges_lehmann),
         cmocka_unit_test(test_ratio_welch),
         cmocka_unit_test(test_t_quantile),
+        cmocka_unit_test(test_ratio_one),
         cmocka_unit_test(test_ratio_swap),
         cmocka_unit_test(test_verdict_table),
         cmocka_unit_test(test_ratio_aa_and_power),
