@@ -117,7 +117,7 @@ static bool opt_sim_target(void *base, const char *arg, const char *cmd)
                   "replay llm, then compare the results)");
         return false;
     }
-    ((struct compare_run_args *)base)->sim.profile = arg + 4;
+    ((struct compare_run_args *)base)->sim.sim.profile = arg + 4;
     return true;
 }
 
@@ -136,7 +136,7 @@ static int run_sim(int argc, char **argv)
     argc--;                      /* past "--run" */
     argv++;
     int rc = opts_parse(&run_parser, &a, argc, argv, &a.sim.first_arg);
-    if (rc == EXIT_OK && !a.sim.profile)     /* what this command calls it */
+    if (rc == EXIT_OK && !a.sim.sim.profile)     /* what this command calls it */
         rc = cli_usage("compare", "--run wants --target sim:GPU/MODEL");
     if (rc == EXIT_OK)
         rc = sim_run_args_check(&a.sim, argc, "compare");

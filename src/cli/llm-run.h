@@ -1,7 +1,6 @@
 /* llm-run.h - what `atr sim run`, `atr replay llm` and `atr compare --run`
- * share after parsing: a workload on one target (exp/exp.h) under each
- * policy of a list in turn, the outputs of every run (opened before the
- * first starts, committed together after the last: all or none), and the
+ * share after parsing: the options of a series of runs (exp/series.h runs
+ * it) and the printing of each run's block, its progress and the
  * comparison table of the runs at the end. */
 #ifndef ATR_CLI_LLM_RUN_H
 #define ATR_CLI_LLM_RUN_H
@@ -28,7 +27,8 @@ struct llm_run {
      * shard_n 0 or 1: all. */
     unsigned shard_i, shard_n;
     double start_at;                      /* HTTP: the schedule's 0 (wall-clock epoch), or 0 */
-    unsigned threads;                     /* HTTP: event loops (cli/llm-threads.h); <= 1: one */
+    unsigned threads;                     /* HTTP: event loops (exp/threads.h); <= 1: one */
+    unsigned repeats;                     /* --repeat N; 0: not given (each policy once) */
 };
 
 /* Loads the traces paths[0..n_paths) and runs them on t once per policy.

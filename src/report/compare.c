@@ -90,9 +90,9 @@ static void session_figures(struct atr_compare_row *r, const struct atr_llm_summ
     r->session_p99_ms = have ? p99_of(st, cfg, true) : NAN;
 }
 
-void atr_compare_add_summary(struct atr_compare *c, const char *target, const char *policy,
-                             const struct atr_llm_summary *s,
-                             const struct atr_llm_bench_config *cfg)
+void atr_compare_row_of_summary(struct atr_compare_row *out, const char *target,
+                                const char *policy, const struct atr_llm_summary *s,
+                                const struct atr_llm_bench_config *cfg)
 {
     struct atr_compare_row r = {
         .file = policy, .kind = "atr", .target = target, .policy = policy,
@@ -105,6 +105,15 @@ void atr_compare_add_summary(struct atr_compare *c, const char *target, const ch
         .prefix_hit_rate = s->total_input ? (double)s->cached_tokens / (double)s->total_input : 0,
     };
     session_figures(&r, s, cfg);
+    *out = r;
+}
+
+void atr_compare_add_summary(struct atr_compare *c, const char *target, const char *policy,
+                             const struct atr_llm_summary *s,
+                             const struct atr_llm_bench_config *cfg)
+{
+    struct atr_compare_row r;
+    atr_compare_row_of_summary(&r, target, policy, s, cfg);
     atr_compare_add_row(c, &r);
 }
 

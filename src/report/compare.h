@@ -70,6 +70,11 @@ void atr_compare_add_summary(struct atr_compare *c, const char *target, const ch
                              const struct atr_llm_summary *s,
                              const struct atr_llm_bench_config *cfg);
 
+/* The row atr_compare_add_summary adds, into *out (strings borrowed). */
+void atr_compare_row_of_summary(struct atr_compare_row *out, const char *target,
+                                const char *policy, const struct atr_llm_summary *s,
+                                const struct atr_llm_bench_config *cfg);
+
 /* Adds r as it is (strings copied; NULL kind/target/policy/file read as
  * "atr"/"unknown"/"unknown"/""); its cut fields are ignored. */
 void atr_compare_add_row(struct atr_compare *c, const struct atr_compare_row *r);
