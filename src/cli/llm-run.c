@@ -11,6 +11,7 @@
 #include "cli/progress.h"
 #include "exp/series.h"
 #include "report/compare.h"
+#include "report/repeats.h"
 #include "stats/result.h"
 #include "util/alloc.h"
 
@@ -20,6 +21,7 @@ struct show {
     const struct atr_target *t;
     struct cli_progress prog;
     struct atr_compare *cmp;     /* the table of the runs, or NULL */
+    struct atr_repeats *reps;    /* --repeat: the table over repeats, or NULL */
     size_t failed;               /* runs that failed (--repeat only: the others go on) */
 };
 
@@ -106,6 +108,12 @@ static int failed_run(struct show *s, const struct atr_series_run *run, const ch
              run->repeat, run->policy ? run->policy : "recorded", why);
     cli_warn(msg);
     s->failed++;
+    if (s->reps) {
+        char name[256];
+        atr_target_name(s->t, name, sizeof name);
+        atr_repeats_add_failed(s->reps, name, run->policy ? run->policy : "recorded",
+                               run->repeat);
+    }
     return 0;
 }
 
@@ -136,6 +144,9 @@ static void add_rows(struct show *s, const struct atr_series_run *run)
     const char *policy = run->res->policy ? run->res->policy : "recorded";
     if (s->cmp)
         atr_compare_add_summary(s->cmp, name, policy, run->sum, run->bc);
+    if (s->reps && count_ok(run->res))
+        atr_repeats_add_run(s->reps, name, policy, run->repeat, run->sum, run->bc,
+                            run->res->recs, run->res->n);
 }
 
 static int on_result(void *ctx, const struct atr_series_run *run)
@@ -162,6 +173,12 @@ static void print_tables(const struct show *s)
         atr_compare_write_markdown(&b, s->cmp);
         printf("%s%s", s->r->table_only ? "" : "\n== comparison\n", b.data ? b.data : "");
     }
+    if (s->reps) {
+        atr_buf_clear(&b);
+        atr_repeats_write_markdown(&b, s->reps);
+        printf("%s%s", s->r->table_only && !s->cmp ? "" : "\n== repeats\n",
+               b.data ? b.data : "");
+    }
     atr_buf_release(&b);
 }
 
@@ -174,7 +191,8 @@ int llm_run(const struct llm_run *r, const struct atr_target *t, char *const *pa
     bool table = r->table_only || (runs > 1 && !o->quiet);
     struct show s = {
         .r = r, .t = t,
-        .cmp = table ? atr_compare_new() : NULL,
+        .cmp = table && !r->repeats ? atr_compare_new() : NULL,
+        .reps = table && r->repeats ? atr_repeats_new(r->repeats, ATR_REPEATS_MARGIN) : NULL,
     };
     struct atr_series_cfg cfg = {
         .paths = paths, .n_paths = n_paths, .from = r->from,
@@ -194,11 +212,12 @@ int llm_run(const struct llm_run *r, const struct atr_target *t, char *const *pa
     struct atr_error err;
     int rc = atr_series_run(t, &cfg, &err);
     int status = rc < 0 ? cli_fail_err(&err) : rc;
-    if (status == EXIT_OK && s.cmp)
+    if (status == EXIT_OK && (s.cmp || s.reps))
         print_tables(&s);
     if (status == EXIT_OK && s.failed)
         status = cli_fail("%zu of %zu runs failed; the intervals are of the others", s.failed,
                           runs);
     atr_compare_free(s.cmp);
+    atr_repeats_free(s.reps);
     return status;
 }

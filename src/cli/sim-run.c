@@ -89,18 +89,16 @@ void sim_run_args_release(struct sim_run_args *a)
     llm_policy_list_release(&a->policies);
 }
 
-int sim_run_exec(const struct sim_run_args *a, int argc, char **argv, bool table_only)
+int sim_run_exec(const struct sim_run_args *a, int argc, char **argv)
 {
     struct atr_target t;
     struct atr_error err;
     if (atr_sim_target_make(&t, &a->sim, &err) < 0)
         return cli_fail_err(&err);
-    struct llm_report_opts report = a->report;
-    report.quiet |= table_only;
     struct llm_run r = {
         .from = a->from, .policies = &a->policies, .policy_opts = a->policy_opts,
-        .sched = &a->sched, .report = &report, .iterations_out = a->iterations_out,
-        .table_only = table_only, .repeats = a->repeats,
+        .sched = &a->sched, .report = &a->report, .iterations_out = a->iterations_out,
+        .repeats = a->repeats,
     };
     int rc = llm_run(&r, &t, argv + a->first_arg, (size_t)(argc - a->first_arg));
     atr_target_release(&t);

@@ -1,5 +1,5 @@
 /* sim-run.h - the arguments of `atr sim run`, which `atr compare --run`
- * takes too: the simulator target (profile, tp, engine limits, replicas,
+ * takes too (its option table): the simulator target (profile, tp, engine limits, replicas,
  * flavour: exp/sim-target.h), the policies, repeats, the schedule and
  * the outputs, as one option group, and the run itself (cli/llm-run.h). */
 #ifndef ATR_CLI_SIM_RUN_H
@@ -32,7 +32,7 @@ int sim_run_args_check(struct sim_run_args *a, int argc, const char *cmd);
 void sim_run_args_release(struct sim_run_args *a);
 
 /* Runs the TRACEs argv[a->first_arg..argc) on the simulator under each
- * policy; table_only prints only the comparison table. Exit status. */
-int sim_run_exec(const struct sim_run_args *a, int argc, char **argv, bool table_only);
+ * policy (cli/llm-run.h prints). Exit status. */
+int sim_run_exec(const struct sim_run_args *a, int argc, char **argv);
 
 #endif
