@@ -188,7 +188,7 @@ int llm_run(const struct llm_run *r, const struct atr_target *t, char *const *pa
     const struct llm_report_opts *o = r->report;
     size_t n_policies = r->policies->n;
     size_t runs = (n_policies ? n_policies : 1) * (r->repeats > 1 ? r->repeats : 1);
-    bool table = r->table_only || (runs > 1 && !o->quiet);
+    bool table = r->table_only || ((runs > 1 || r->repeats) && !o->quiet);
     struct show s = {
         .r = r, .t = t,
         .cmp = table && !r->repeats ? atr_compare_new() : NULL,

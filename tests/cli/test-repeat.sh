@@ -9,14 +9,15 @@ PROFILE=h100/llama-3.1-8b
 "$ATR" gen -q --kind swe --traces 6 --seed 1 -o "$R/w.ndjson"
 
 # --- sim run: deterministic, so the whole output is a golden. ---
-golden "sim run --repeat 3: blocks and the table over repeats" "$DATA/repeat/sim-run.golden" \
+golden "sim run --repeat 5: blocks and the table over repeats" "$DATA/repeat/sim-run.golden" \
     "$ATR" sim run "$R/w.ndjson" --profile $PROFILE --rate 2 --policy naive,prefix-cache \
-    --repeat 3 --save-result "$R/out/r.json" --requests-out "$R/out/q.ndjson"
+    --repeat 5 --save-result "$R/out/r.json" --requests-out "$R/out/q.ndjson"
 check "interleaved: naive, prefix-cache, naive, prefix-cache, ..." \
-    "[ \"\$(grep '^== policy' '$T/out' | tr '\\n' '|')\" = '== policy naive, repeat 1 of 3|== policy prefix-cache, repeat 1 of 3|== policy naive, repeat 2 of 3|== policy prefix-cache, repeat 2 of 3|== policy naive, repeat 3 of 3|== policy prefix-cache, repeat 3 of 3|' ]"
+    "[ \"\$(grep '^== policy' '$T/out' | head -4 | tr '\\n' '|')\" = '== policy naive, repeat 1 of 5|== policy prefix-cache, repeat 1 of 5|== policy naive, repeat 2 of 5|== policy prefix-cache, repeat 2 of 5|' ] && [ \$(grep -c '^== policy' '$T/out') -eq 10 ]"
+check "the table names its method" "grep -q '| repeats' '$T/out' && grep -q 'prefix-cache .*| TTFT p50 ms .*| win ' '$T/out'"
 for p in naive prefix-cache; do
-    for k in 1 2 3; do
-        check "result file of $p repeat $k says so" "python3 -c \"import json; a=json.load(open('$R/out/r.$p.r$k.json'))['atr']; assert a['repeat']==$k and a['policy']['name']=='$p', a\""
+    for k in 1 2 3 4 5; do
+        check "result file of $p repeat $k says so" "python3 -c \"import json; a=json.load(open('$R/out/r.$p.r$k.json'))['atr']; assert a['repeat']==$k and a['policy']=='$p', a\""
         check "request lines of $p repeat $k" "[ -s '$R/out/q.$p.r$k.ndjson' ]"
     done
 done
@@ -27,15 +28,14 @@ check "repeats differ (fresh arrivals)" "! cmp -s '$R/out/q.naive.r1.ndjson' '$R
 ok "the same run without --repeat" "$ATR" sim run -q "$R/w.ndjson" --profile $PROFILE --rate 2 \
     --policy naive --requests-out "$R/once.ndjson"
 check "repeat 1 is the run without --repeat" "cmp '$R/once.ndjson' '$R/out/q.naive.r1.ndjson'"
-check "the table names its method" "grep -q '| repeats' '$T/out' && grep -q 'prefix-cache .*| TTFT p50 ms .*| win ' '$T/out'"
 ok "trace times: every repeat the same" "$ATR" sim run -q "$R/w.ndjson" --profile $PROFILE \
     --repeat 2 --requests-out "$R/same.ndjson"
 check "trace-timed repeats identical (one policy: .rK only)" "cmp '$R/same.r1.ndjson' '$R/same.r2.ndjson'"
 
 # --- compare --run: only the table; --repeat 1: within-run intervals. ---
-golden "compare --run --repeat 3" "$DATA/repeat/compare-run.golden" \
+golden "compare --run --repeat 5" "$DATA/repeat/compare-run.golden" \
     "$ATR" compare --run "$R/w.ndjson" --target sim:$PROFILE --rate 2 \
-    --policy naive,prefix-cache --repeat 3
+    --policy naive,prefix-cache --repeat 5
 golden "compare --run --repeat 1: within-run intervals" "$DATA/repeat/compare-run-1.golden" \
     "$ATR" compare --run "$R/w.ndjson" --target sim:$PROFILE --rate 2 \
     --policy naive,prefix-cache --repeat 1
@@ -44,7 +44,7 @@ check "within-run method named" "grep -q 'requests-block' '$T/out'"
 # --- atr compare reads the repeats back from the files. ---
 golden "compare of result files with repeats" "$DATA/repeat/compare-files.golden" \
     "$ATR" compare "$R"/out/r.*.json
-check "compare --json keeps each row's repeat" "\"$ATR\" compare --json '$R'/out/r.*.json | python3 -c \"import json,sys; assert sorted(r['repeat'] for r in json.load(sys.stdin))==[1,1,2,2,3,3]\""
+check "compare --json keeps each row's repeat" "\"$ATR\" compare --json '$R'/out/r.*.json | python3 -c \"import json,sys; assert sorted(r['repeat'] for r in json.load(sys.stdin))==[1,1,2,2,3,3,4,4,5,5]\""
 python3 - "$R/out/r.naive.r2.json" "$R/mixed.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
