@@ -367,9 +367,9 @@ static int put_failures(struct atr_buf *b, const struct atr_repeats *r)
     for (size_t g = 0; g < r->n && rc == 0; g++) {
         size_t f = count_failed(&r->groups[g]);
         if (f)
-            rc = atr_buf_printf(b, "%s %s %s %zu of %zu", listed++ ? "," : "failed runs, left out of "
-                           "the intervals:", r->groups[g].target, r->groups[g].policy, f,
-                           r->groups[g].n);
+            rc = atr_buf_printf(b, "%s %s %s %zu of %zu",
+                                listed++ ? "," : "failed runs, left out of the intervals:",
+                                r->groups[g].target, r->groups[g].policy, f, r->groups[g].n);
     }
     return rc < 0 || !listed ? rc : atr_buf_putc(b, '\n');
 }
