@@ -21,11 +21,12 @@
 #include <stddef.h>
 
 #include "report/compare.h"
+#include "stats/ci.h"
 #include "stats/metrics.h"
 #include "util/buf.h"
 #include "util/error.h"
 
-#define ATR_REPEATS_MARGIN 0.05        /* the change too small to matter: a tie */
+#define ATR_REPEATS_MARGIN ATR_CI_MARGIN /* the change too small to matter: a tie (5 %) */
 
 struct atr_repeats;
 
