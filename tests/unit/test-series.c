@@ -1,7 +1,8 @@
 /* test-series.c - the run layer below the CLI: a series of policies x
  * repeats in interleaved order (exp/series.h), its file names, shards,
  * fresh schedule seeds per repeat, files all or none, a stop from the
- * caller; the sim target of sim run's settings (exp/sim-target.h); shard
+ * caller; one run over threads (exp/threads.h); the sim target of sim
+ * run's settings (exp/sim-target.h); shard
  * merging (stats/merge.h) and the router's leave-one-source-out folds
  * (router/folds.h) on their error paths. */
 #include <stdarg.h>
@@ -17,6 +18,7 @@
 
 #include "exp/series.h"
 #include "exp/sim-target.h"
+#include "exp/threads.h"
 #include "router/folds.h"
 #include "stats/merge.h"
 #include "util/alloc.h"
@@ -230,6 +232,41 @@ static void test_series_errors(void **state)
     atr_target_release(&t);
 }
 
+/* One run split over threads: every session in exactly one share, the
+ * records joined (a sim target runs each share on its own engine, which
+ * is enough to check the split and the join). */
+static void test_threads_split_and_join(void **state)
+{
+    (void)state;
+    struct atr_target t;
+    struct atr_error err;
+    assert_int_equal(atr_target_sim(&t, "h100/llama-3.1-8b", 1, &err), 0);
+    struct atr_workload w = ATR_WORKLOAD_INIT;
+    char *paths[] = {STRATA};
+    assert_int_equal(atr_workload_load(&w, paths, 1, NULL, 16, &err), 0);
+    struct atr_schedule sc;
+    atr_schedule_defaults(&sc);
+    struct atr_exp_cfg cfg = {.workload = &w, .schedule = &sc};
+    struct atr_exp_result one, all;
+    assert_int_equal(atr_exp_run(&t, &cfg, &one, &err), 0);
+    struct atr_exp_threads *th = xcalloc(1, sizeof *th);
+    th->n = 3;
+    assert_int_equal(atr_exp_threads_run(th, &t, &cfg, &all, &err), 0);
+    assert_int_equal(all.n, one.n);
+    assert_int_equal(all.total, one.total);
+    size_t per_part = 0;
+    for (unsigned k = 0; k < 3; k++) {
+        assert_true(th->parts[k].n > 0);       /* 16 sessions: every thread has some */
+        per_part += th->parts[k].n;
+    }
+    assert_int_equal(per_part, one.n);
+    atr_exp_threads_release(th, &all);
+    free(th);
+    atr_exp_result_release(&one);
+    atr_workload_release(&w);
+    atr_target_release(&t);
+}
+
 /* sim run's settings: the flavour's engine as it runs. */
 static void test_sim_target(void **state)
 {
@@ -314,6 +351,7 @@ int main(void)
         cmocka_unit_test(test_shard),
         cmocka_unit_test(test_series_on_sim),
         cmocka_unit_test(test_series_errors),
+        cmocka_unit_test(test_threads_split_and_join),
         cmocka_unit_test(test_sim_target),
         cmocka_unit_test(test_merge_errors),
         cmocka_unit_test(test_folds_errors),
