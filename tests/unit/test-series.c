@@ -2,9 +2,9 @@
  * repeats in interleaved order (exp/series.h), its file names, shards,
  * fresh schedule seeds per repeat, files all or none, a stop from the
  * caller; one run over threads (exp/threads.h); the sim target of sim
- * run's settings (exp/sim-target.h); shard
- * merging (stats/merge.h) and the router's leave-one-source-out folds
- * (router/folds.h) on their error paths. */
+ * run's settings (exp/sim-target.h); shard merging (stats/merge.h) and
+ * the router's leave-one-source-out folds (router/folds.h) on their error
+ * paths. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
