@@ -32,6 +32,10 @@ ok "trace times: every repeat the same" "$ATR" sim run -q "$R/w.ndjson" --profil
     --repeat 2 --requests-out "$R/same.ndjson"
 check "trace-timed repeats identical (one policy: .rK only)" "cmp '$R/same.r1.ndjson' '$R/same.r2.ndjson'"
 
+ok "replay llm on a sim: target, --repeat 2, one policy" "$ATR" replay llm -q "$R/w.ndjson" \
+    --target sim:$PROFILE --rate 2 --repeat 2 --save-result "$R/rl.json"
+check "one policy repeated: files named by the repeat alone" "python3 -c \"import json; assert [json.load(open('$R/rl.r%d.json' % k))['atr']['repeat'] for k in (1, 2)]==[1, 2]\" && [ ! -e '$R/rl.json' ]"
+
 # --- compare --run: only the table; --repeat 1: within-run intervals. ---
 golden "compare --run --repeat 5" "$DATA/repeat/compare-run.golden" \
     "$ATR" compare --run "$R/w.ndjson" --target sim:$PROFILE --rate 2 \
