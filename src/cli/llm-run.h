@@ -31,11 +31,14 @@ struct llm_run {
     unsigned repeats;                     /* --repeat N; 0: not given (each policy once) */
 };
 
-/* Loads the traces paths[0..n_paths) and runs them on t once per policy.
- * Returns the exit status: 0; 1 on a failure (printed; no output file is
- * left), also for traces without llm steps and when every request of a
- * run failed (its files are kept); 130 when stopped early ("interrupted"
- * on stderr; what finished is written and printed, marked incomplete). */
+/* Loads the traces paths[0..n_paths) and runs them on t once per policy
+ * (repeats times each, interleaved, with --repeat). Returns the exit
+ * status: 0; 1 on a failure (printed; no output file is left), also for
+ * traces without llm steps and when every request of a run failed (its
+ * files are kept; with --repeat the other runs go on, the table is printed
+ * without it, and the status is 1 at the end); 130 when stopped early
+ * ("interrupted" on stderr; what finished is written and printed, marked
+ * incomplete). */
 int llm_run(const struct llm_run *r, const struct atr_target *t, char *const *paths,
             size_t n_paths);
 
