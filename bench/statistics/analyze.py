@@ -112,7 +112,7 @@ repeats([(a[j:j + 10:2], a[j + 1:j + 10:2]) for j in range(0, runs - 9, 10)], "A
 repeats([(a[j:j + 5], b[j:j + 5]) for j in range(0, runs - 4, 5)], "10 % slower")
 os.remove(f"{out}/x.ref")
 os.remove(f"{out}/x.cand")
-for what in (["time", "100000"], ["bootcov"]):
+for what in (["time", "100000"], ["bootcov"], ["blockcov"]):
     lines += ["", subprocess.run([cistat_bin, *what], check=True, capture_output=True,
                                  text=True).stdout.strip().replace("\n", "; ")]
 text = "\n".join(lines) + "\n"
