@@ -3,13 +3,15 @@
 its runs in OUT (aK.json / bK.json results, aK.ndjson / bK.ndjson request
 records): the noise of the A runs, simulated A/A and 10 % pairs with that
 noise (CISTAT sim), and the real pairs within one run and over repeats.
-Writes OUT/table.md and prints it."""
+Without B runs (bench/statistics/llama.sh) only the A/A parts. Writes
+OUT/table.md and prints it."""
 import json, math, os, statistics, subprocess, sys
 
 out, runs, cistat_bin = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 FIGS = [("request_throughput", True), ("output_throughput", True),
         ("p99_ttft_ms", False), ("median_ttft_ms", False), ("p99_e2el_ms", False)]
-res = {s: [json.load(open(f"{out}/{s}{i}.json")) for i in range(runs)] for s in "ab"}
+has_b = os.path.exists(f"{out}/b0.json")
+res = {s: [json.load(open(f"{out}/{s}{i}.json")) for i in range(runs)] for s in "ab" if s == "a" or has_b}
 
 def noise(values):
     """sd and robust sd of the log values, the runs 3 robust sds off the
@@ -30,9 +32,11 @@ for key, _ in FIGS:
     measured[key] = (mad, off / runs, dist)
     lines.append(f"| {key} | {statistics.median(vals):.4g} | {sd:.4f} | {mad:.4f} | {off} | "
                  f"{100 * (math.exp(dist) - 1):.1f} % |")
-b_over_a = statistics.median(res["b"][i]["request_throughput"] / res["a"][i]["request_throughput"]
-                             for i in range(runs))
-lines += ["", f"B (time-scale 1.1) over A, request throughput, median of runs: {b_over_a:.4f}", ""]
+if has_b:
+    b_over_a = statistics.median(res["b"][i]["request_throughput"] / res["a"][i]["request_throughput"]
+                                 for i in range(runs))
+    lines += ["", f"B (time-scale 1.1) over A, request throughput, median of runs: {b_over_a:.4f}"]
+lines += [""]
 
 def cistat(*args):
     return subprocess.run([cistat_bin, *map(str, args)], check=True, capture_output=True,
@@ -50,9 +54,9 @@ def sim_row(name, s, p, x, repeats=5):
     lines.append(f"| {name} | {repeats} | {s:.4f} | {100 * p:.0f} % x{x:.3f} | {aa / 2:.1f} % | "
                  f"{up / 2:.1f} % | {down / 2:.1f} % |")
 mad, p, dist = measured["request_throughput"]
-sim_row("sim serve here, throughput", mad, p, math.exp(-dist))
+sim_row("these runs, throughput", mad, p, math.exp(-dist))
 mad, p, dist = measured["p99_ttft_ms"]
-sim_row("sim serve here, TTFT p99", mad, p, math.exp(-dist))
+sim_row("these runs, TTFT p99", mad, p, math.exp(-dist))
 for rep in (5, 10, 20):
     sim_row("llama-server here (TTFT of 5 runs)", sigma_llama, 0.1, 0.7, rep)
 for s in (0.02, 0.05, 0.08):
@@ -93,7 +97,8 @@ lines += ["", "## real pairs within one run (atr_ci_ratio_runs, lower is better)
           "| pairs | metric | n | win | loss | tie | inconclusive | block |",
           "|---|---|---:|---:|---:|---:|---:|---:|"]
 within([(("a", 2 * i), ("a", 2 * i + 1)) for i in range(runs // 2)], "A/A")
-within([(("a", i), ("b", i)) for i in range(runs // 2)], "10 % slower")
+if has_b:
+    within([(("a", i), ("b", i)) for i in range(runs // 2)], "10 % slower")
 
 # Real pairs over repeats, 5 a side.
 lines += ["", "## real pairs over repeats (atr_ci_ratio, 5 runs a side)", "",
@@ -107,9 +112,11 @@ def repeats(pairs, want):
             t[cistat("repeats", int(higher), f"{out}/x.ref", f"{out}/x.cand")[3]] += 1
         n = sum(t.values())
         lines.append(f"| {want} | {key} | {n} | {t['win']} | {t['loss']} | {t['tie']} | {t['inconclusive']} |")
-a, b = res["a"], res["b"]
+a = res["a"]
 repeats([(a[j:j + 10:2], a[j + 1:j + 10:2]) for j in range(0, runs - 9, 10)], "A/A")
-repeats([(a[j:j + 5], b[j:j + 5]) for j in range(0, runs - 4, 5)], "10 % slower")
+if has_b:
+    b = res["b"]
+    repeats([(a[j:j + 5], b[j:j + 5]) for j in range(0, runs - 4, 5)], "10 % slower")
 os.remove(f"{out}/x.ref")
 os.remove(f"{out}/x.cand")
 for what in (["time", "100000"], ["bootcov"], ["blockcov"]):
