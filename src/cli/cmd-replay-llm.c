@@ -80,6 +80,12 @@ const char cmd_replay_llm_help[] =
     "      --start-at EPOCH      the schedule's 0 on the wall clock (seconds since\n"
     "                            1970, e.g. $(($(date +%s) + 30))), the same for\n"
     "                            every shard; default: right after the warm-up\n"
+    "      --connections N       open connections at most (default 1024, or\n"
+    "                            --max-concurrency when larger); requests beyond\n"
+    "                            wait for one. Under every result block: whether\n"
+    "                            the client limited the run (CLIENT-BOUND: why),\n"
+    "                            its CPU per request and send lag (\"client\" in\n"
+    "                            --save-result; docs/replay-llm.md)\n"
     "      --threads N           N event loops on N threads (one client each,\n"
     "                            every N-th session, a share of the slots and\n"
     "                            connections), one clock; not with --policy\n"
@@ -107,6 +113,7 @@ struct llm_args {
     enum atr_llm_api api;
     bool force_length, skip_oversized;
     unsigned warmup, tp;
+    unsigned connections;        /* --connections N; 0: the client's default */
     double timeout_s, stall_s;
     struct sched_opts sched;
     struct llm_report_opts report;
@@ -150,6 +157,7 @@ static const struct opt options[] = {
     OPT_UINT(ARGS, repeats, "repeat", 0, 1, ATR_SERIES_MAX_REPEATS,
              "--repeat wants 1..1000 (runs of each policy)"),
     OPT_UINT(ARGS, threads, "threads", 0, 1, ATR_EXP_MAX_THREADS, "--threads wants 1..256"),
+    OPT_UINT(ARGS, connections, "connections", 0, 1, 65536, "--connections wants 1..65536"),
     OPT_INCLUDE(ARGS, report, llm_report_opts_group),
     OPT_INCLUDE(ARGS, sched, sched_opts_group),
     OPT_END,
@@ -223,6 +231,7 @@ static int open_target(const struct llm_args *a, struct atr_target *t, char *mod
     t->body.model = a->model;
     t->body.force_length = a->force_length;
     t->client.api_key = a->api_key;
+    t->client.max_connections = a->connections;
     t->warmup = a->warmup;
     if (!t->body.model) {         /* the server's first model */
         enum atr_models_fail why;

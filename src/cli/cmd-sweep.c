@@ -295,10 +295,15 @@ static void print_table(const struct atr_sweep_cfg *cfg, const struct atr_sweep_
         rate_text(run, rate, sizeof rate);
         if (rep)
             snprintf(k, sizeof k, " %6u", run->repeat);
-        printf("%-12s %10s%s %10.3f %10.1f %12.2f %12.2f%s\n", atr_sweep_kind_name(run->kind),
+        printf("%-12s %10s%s %10.3f %10.1f %12.2f %12.2f%s%s\n", atr_sweep_kind_name(run->kind),
                rate, k, run->m.request_throughput, run->m.output_throughput, run->m.ttft.p99,
-               run->m.tpot.p99, !slo ? "" : run->meets ? "  yes" : "  no");
+               run->m.tpot.p99, !slo ? "" : run->meets ? "  yes" : "  no",
+               run->client_bound ? "  client-bound" : "");
     }
+    for (size_t i = 0; i < r->n; i++)
+        if (r->runs[i].client_bound)
+            printf("run %zu is client-bound (%s): it says nothing of the server and is no "
+                   "goodput rate\n", i + 1, r->runs[i].client_reason);
     if (rep)
         print_medians(r);
     if (!slo)

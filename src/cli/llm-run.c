@@ -3,6 +3,7 @@
  * llm-run.h). */
 #include "cli/llm-run.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +66,19 @@ static void print_engine(const struct atr_target *t, const struct atr_engine_sta
            (unsigned long long)st->evictions);
 }
 
+/* Under the block: whether the client limited the run, and its figures. */
+static void print_client(const struct atr_client_verdict *v)
+{
+    char rate[64] = "all at once";
+    if (isfinite(v->scheduled_rate))
+        snprintf(rate, sizeof rate, "%.1f of %.1f req/s", v->achieved_rate, v->scheduled_rate);
+    printf("%s%s (CPU %.1f us/request, busiest loop %.0f %% of a core, send lag p99 %.2f ms, "
+           "%s, %lld in flight for %u connections)\n",
+           v->client_bound ? "CLIENT-BOUND: " : "Client: not the bottleneck",
+           v->client_bound ? v->reason : "", v->cpu_per_request_us, v->busiest * 100,
+           v->send_lag_p99_ms, rate, (long long)v->max_in_flight, v->connections);
+}
+
 /* A run stopped early says so above its block: the figures are of what
  * finished, not of the workload. */
 static void print_block(const struct atr_exp_result *res, const struct atr_llm_summary *sum,
@@ -76,6 +90,8 @@ static void print_block(const struct atr_exp_result *res, const struct atr_llm_s
     atr_llm_write_block(&b, sum, bc);
     fputs(b.data ? b.data : "", stdout);
     atr_buf_release(&b);
+    if (res->has_client)
+        print_client(&res->verdict);
 }
 
 static size_t count_ok(const struct atr_exp_result *res)

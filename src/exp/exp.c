@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
 
 #include "json/writer.h"
 #include "sim/run.h"
@@ -184,6 +186,11 @@ static int run_sim(const struct atr_target *t, const struct atr_exp_cfg *cfg,
     return 0;
 }
 
+static double tv_s(const struct timeval *tv)
+{
+    return (double)tv->tv_sec + (double)tv->tv_usec / 1e6;
+}
+
 static int run_http(const struct atr_target *t, const struct atr_exp_cfg *cfg,
                     const struct atr_workload *w, const double *starts,
                     struct atr_policy *policy, struct atr_exp_result *out, struct atr_error *err)
@@ -200,8 +207,25 @@ static int run_http(const struct atr_target *t, const struct atr_exp_cfg *cfg,
     rc.client.base_url = t->urls[0];
     if (cfg->max_concurrency > ATR_LLM_DEFAULT_CONNECTIONS && !rc.client.max_connections)
         rc.client.max_connections = cfg->max_concurrency;
+    /* The client's own CPU: this thread's, which runs the whole loop. */
+    struct rusage r0, r1;
+    struct timespec w0, w1;
+    getrusage(RUSAGE_THREAD, &r0);
+    clock_gettime(CLOCK_MONOTONIC, &w0);
     if (atr_llm_replay(&rc, &out->replay, err) < 0)
         return -1;
+    getrusage(RUSAGE_THREAD, &r1);
+    clock_gettime(CLOCK_MONOTONIC, &w1);
+    out->has_client = true;
+    out->client = (struct atr_client_load){
+        .cpu_s = tv_s(&r1.ru_utime) + tv_s(&r1.ru_stime) - tv_s(&r0.ru_utime) -
+                 tv_s(&r0.ru_stime),
+        .wall_s = (double)(w1.tv_sec - w0.tv_sec) + (double)(w1.tv_nsec - w0.tv_nsec) / 1e9,
+        .loops = 1,
+        .connections = rc.client.max_connections ? rc.client.max_connections
+                                                 : ATR_LLM_DEFAULT_CONNECTIONS,
+    };
+    out->client.busiest = out->client.wall_s > 0 ? out->client.cpu_s / out->client.wall_s : 0;
     out->recs = out->replay.recs;
     out->n = out->replay.n;
     out->total = out->replay.total;
@@ -226,6 +250,9 @@ int atr_exp_run(const struct atr_target *t, const struct atr_exp_cfg *cfg,
     if (rc == 0)
         rc = t->kind == ATR_TARGET_SIM ? run_sim(t, cfg, w, starts, policy, out, err)
                                        : run_http(t, cfg, w, starts, policy, out, err);
+    if (rc == 0 && out->has_client)
+        atr_client_verdict_of(out->recs, out->n, &out->client, cfg->max_concurrency,
+                              &out->verdict);
     if (rc == 0 && policy) {
         out->policy = atr_policy_name(policy);
         atr_policy_get_stats(policy, &out->policy_stats);
@@ -287,6 +314,8 @@ int atr_exp_write_result(struct atr_buf *b, const struct atr_target *t,
     atr_jw_kv_str(&w, "target", name);
     if (r->repeat)
         atr_jw_kv_uint(&w, "repeat", r->repeat);
+    if (r->has_client)
+        atr_client_verdict_write(&w, &r->verdict);
     if (r->policy)
         atr_policy_stats_write(&w, r->policy, &r->policy_stats);
     if (r->has_engine)

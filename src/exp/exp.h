@@ -27,6 +27,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "exp/client-bound.h"
 #include "llm/client.h"
 #include "llm/prompt.h"
 #include "llm/replay.h"
@@ -115,6 +116,9 @@ struct atr_exp_result {
     unsigned repeat;                     /* its repeat in a series (exp/series.h) from 1,
                                             written as "repeat"; 0: not repeated */
     struct atr_policy_stats policy_stats;
+    bool has_client;                     /* HTTP targets: the client's own figures */
+    struct atr_client_load client;
+    struct atr_client_verdict verdict;   /* written as "client" */
     bool has_engine;                     /* sim targets: */
     struct atr_engine_stats engine;      /* summed over replicas */
     /* private: what the records point into */

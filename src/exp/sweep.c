@@ -289,6 +289,11 @@ static int run_one(struct sweep *s, enum atr_sweep_kind kind, double rate, unsig
     if (atr_exp_run(s->t, &ec, &res, err) < 0)
         return -1;
     int rc = summarize(s, &ec, &res, &run, err);
+    if (res.has_client && res.verdict.client_bound) {
+        run.client_bound = true;
+        run.meets = false;
+        snprintf(run.client_reason, sizeof run.client_reason, "%s", res.verdict.reason);
+    }
     r->stopped |= res.incomplete;
     atr_exp_result_release(&res);
     if (rc < 0 || r->stopped)
@@ -510,6 +515,10 @@ static void write_run(struct atr_jw *w, const struct atr_sweep_run *run, bool sl
         atr_jw_kv_uint(w, "repeat", run->repeat);
     if (slo)
         atr_jw_kv_bool(w, "meets_slo", run->meets);
+    if (run->client_bound) {     /* only then: results of the simulator stay as they were */
+        atr_jw_kv_bool(w, "client_bound", true);
+        atr_jw_kv_str(w, "client_reason", run->client_reason);
+    }
     write_metrics(w, &run->m);
     atr_jw_object_end(w);
 }

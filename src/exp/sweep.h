@@ -108,7 +108,11 @@ struct atr_sweep_run {
     unsigned repeat;             /* 1..repeats with cfg->repeats > 1; else 0 */
     struct atr_sweep_metrics m;
     bool meets;                  /* every SLO (false without SLOs); with repeats, every
-                                    repeat of its rate met them */
+                                    repeat of its rate met them; never when client-bound */
+    /* HTTP: the client, not the server, limited the run (exp/client-bound.h);
+     * such a rate says nothing of the server, so it is not a knee. */
+    bool client_bound;
+    char client_reason[192];
 };
 
 /* What the workload was, echoed into the result. */

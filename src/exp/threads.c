@@ -123,7 +123,14 @@ static void join(struct atr_exp_threads *th, struct atr_exp_result *out)
         out->n += p->n;
         out->total += p->total;
         out->incomplete |= p->incomplete;
+        out->client.cpu_s += p->client.cpu_s;
+        out->client.wall_s += p->client.wall_s;
+        if (p->client.busiest > out->client.busiest)
+            out->client.busiest = p->client.busiest;
+        out->client.connections = p->client.connections;
+        out->has_client |= p->has_client;
     }
+    out->client.loops = th->n;
 }
 
 int atr_exp_threads_run(struct atr_exp_threads *th, const struct atr_target *t,
@@ -180,6 +187,7 @@ int atr_exp_threads_run(struct atr_exp_threads *th, const struct atr_target *t,
         return -1;
     }
     join(th, out);
+    atr_client_verdict_of(out->recs, out->n, &out->client, cfg->max_concurrency, &out->verdict);
     return 0;
 }
 
