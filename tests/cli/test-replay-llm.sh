@@ -405,6 +405,55 @@ assert len(a) == len(b) == 20 and {**a, **b} == u, (a, b, u)
 \""
 ok "http merge" "$ATR" replay llm -q --merge "$L/h0.ndjson" "$L/h1.ndjson" --save-result "$L/hm.json"
 check "http merge: 40 requests, one duration" "$J '$L/hm.json' \"r['completed'] == 40 and 0.5 < r['duration'] < 30\""
+# Four shards as four processes on one wall-clock start (as four pods of
+# an Indexed Job would run, docs/replay-llm.md): together every request
+# once, on the one schedule; merging the four files is merging their
+# concatenation (percentiles exactly, sums to the last bit), and the merged percentiles are numpy's
+# over the union of the shards' own request lines (to their 1 ns print).
+at=$(($(date +%s) + 2))
+for i in 0 1 2 3; do
+    "$ATR" replay llm -q "$L/req.ndjson" --target "$SURL" --rate 50 --seed 2 --shard "$i:4" \
+        --start-at "$at" --requests-out "$L/q$i.ndjson" 2>"$L/q$i.err" &
+    eval "qp$i=\$!"
+done
+qs=0
+for i in 0 1 2 3; do eval "wait \$qp$i" || qs=1; done
+check "4 shards ran" "[ $qs -eq 0 ]"
+check "4 shards keep the unsharded schedule" "python3 -c \"
+import json
+s = lambda f: {json.loads(l)['trace_id']: json.loads(l)['scheduled_s'] for l in open(f)}
+u, parts = s('$L/hu.ndjson'), [s('$L/q%d.ndjson' % i) for i in range(4)]
+assert [len(p) for p in parts] == [10] * 4 and {k: v for p in parts for k, v in p.items()} == u
+\""
+ok "4 shards merge" "$ATR" replay llm -q --merge "$L/q0.ndjson" "$L/q1.ndjson" "$L/q2.ndjson" "$L/q3.ndjson" \
+    --percentiles 50,90,99 --save-result "$L/q.json"
+cat "$L/q2.ndjson" "$L/q0.ndjson" "$L/q3.ndjson" "$L/q1.ndjson" >"$L/qall.ndjson"
+ok "4 shards as one file" "$ATR" replay llm -q --merge "$L/qall.ndjson" --percentiles 50,90,99 --save-result "$L/qall.json"
+check "4 shards: merge = merge of the concatenation" "python3 -c \"
+import json
+def flat(d, pre=''):
+    for k, v in d.items():
+        yield from flat(v, pre + k + '.') if isinstance(v, dict) else [(pre + k, v)]
+a, b = dict(flat(json.load(open('$L/q.json')))), dict(flat(json.load(open('$L/qall.json'))))
+assert a.keys() == b.keys()
+for k in a:   # sums (means, stds) may differ in the last bit with the order added
+    same = a[k] == b[k] or (k.split('.')[-1].startswith(('mean_', 'std_')) and abs(a[k] - b[k]) <= 1e-12 * abs(a[k]))
+    assert same or k == 'date', (k, a[k], b[k])
+\""
+check "4 shards: percentiles of the union" "python3 -c \"
+import json, math
+rows = [json.loads(l) for i in range(4) for l in open('$L/q%d.ndjson' % i)]
+r = json.load(open('$L/q.json'))
+def pct(v, p):
+    v = sorted(v); h = (len(v) - 1) * p / 100; lo = math.floor(h)
+    return v[lo] + (v[min(lo + 1, len(v) - 1)] - v[lo]) * (h - lo)
+for m in ('ttft', 'e2el'):
+    v = [x[m + '_ms'] for x in rows if x['success']]
+    assert len(v) == 40
+    for p in (50, 90, 99):
+        got = r['median_%s_ms' % m if p == 50 else 'p%d_%s_ms' % (p, m)]
+        assert abs(got - pct(v, p)) < 1e-5, (m, p, got, pct(v, p))
+\""
 # --threads: two event loops, one run: every request, the one schedule.
 ok "http two threads" "$ATR" replay llm -q "$L/req.ndjson" --target "$SURL" --rate 50 --seed 2 \
     --threads 2 --requests-out "$L/ht.ndjson" --save-result "$L/ht.json"
