@@ -175,7 +175,7 @@ static int md_tally(struct atr_buf *b, const char *what, const struct tally *t)
 static int md_geomean(struct atr_buf *b, double gm, size_t n)
 {
     int rc = isfinite(gm) ? atr_buf_printf(b, "%.3f", gm) : atr_buf_puts(b, "-");
-    return rc | atr_buf_printf(b, " over %zu commit%s", n, n == 1 ? "" : "s");
+    return rc | atr_buf_printf(b, " over %zu commit/agent pair%s", n, n == 1 ? "" : "s");
 }
 
 static int md_three_way(struct atr_buf *b, const struct comparison *c, double noise)

@@ -195,6 +195,9 @@ static void row_fill(struct row *w, const struct atr_bench_set *s, const char *c
     cell_fill(&w->human, s, commit, "human", NULL);
     if (has_agent)
         cell_fill(&w->agent_c, s, commit, NULL, agent);
+    else
+        for (int m = 0; m < METRICS; m++)
+            w->agent_c.median[m] = NAN;
     for (int m = 0; m < METRICS; m++) {
         w->vs_base[m] = ratio_of(&w->base, &w->agent_c, m, noise);
         w->vs_human[m] = ratio_of(&w->human, &w->agent_c, m, noise);
