@@ -5,7 +5,7 @@ set -eu
 pkgs="cmake make gcc clang pkg-config python3 zlib1g-dev libzstd-dev
       libxxhash-dev libzip-dev libcmocka-dev libclang-rt-14-dev zstd gzip
       libevent-dev libcurl4-openssl-dev libssl-dev libseccomp-dev curl
-      busybox-static iproute2 procps chromium podman runc uidmap debootstrap
+      busybox-static iproute2 procps chromium podman runc catatonit uidmap debootstrap
       g++ ninja-build git"
 missing=""
 for p in $pkgs; do

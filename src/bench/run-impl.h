@@ -18,6 +18,7 @@
 #include "bench/metrics.h"
 #include "bench/run.h"
 #include "runner/cgroup.h"
+#include "runner/container.h"
 #include "runner/guard.h"
 #include "runner/spawn.h"
 #include "sched/schedule.h"
@@ -69,6 +70,9 @@ struct runner {
     size_t index, total, serial;
     unsigned repeats;                /* rounds of each item's runs */
     char disk_full[320];             /* the item's runs are disk_full with this; "": no */
+    bool has_ctr;                    /* a variant names an image: ctr is the engine */
+    struct atr_ctr_cli ctr;
+    size_t n_containers;
 };
 
 /* Why the benchmark phase ended early. */
@@ -87,6 +91,12 @@ struct run {
     char *result_path, *log_path;
     int log_fd;
     char *server_cmd, *ready_url;
+    /* an "image" variant: the container, its command inside (NULL: the
+     * image's own) and run_args, expanded; server_cmd starts it */
+    char *image, *inner_cmd, **run_args;
+    char ctr_name[64];                       /* "" until it may exist */
+    int oom_fd;                              /* v1 OOM events below the server's group; -1 */
+    bool ctr_oom;                            /* the container saw an OOM kill */
     double t0, t0_unix;
     /* what happened */
     bool decided, interrupted;
@@ -128,6 +138,10 @@ void run_describe_exit(const struct atr_spawn_result *res, char *out, size_t cap
 
 /* run-server.c */
 unsigned run_free_port(void);
+/* An image variant's image, command and run_args expanded (r->image set);
+ * 0, or -1 with rn->err set. */
+int run_expand_container(struct run *r);
+void run_release_container(struct run *r);
 int run_server_start(struct run *r);
 bool run_await_ready(struct run *r);
 void run_server_died(struct run *r, const char *phase);

@@ -84,6 +84,8 @@ static bool check_one(struct run *r, const char *path)
 
 bool run_check_model(struct run *r)
 {
+    if (r->image)   /* its paths are the container's, not the host's */
+        return true;
     struct atr_buf w = ATR_BUF_INIT;
     const char *p = r->server_cmd;
     bool known, ok = true, want = false;    /* want: the last word was -m */

@@ -124,6 +124,8 @@ static void write_result_fields(struct atr_jw *w, const struct run *r)
     atr_jw_kv_uint(w, "repeats", r->rn->repeats);
     write_override(w, r);
     atr_jw_kv_str(w, "server_command", r->server_cmd);
+    if (r->image)                    /* only image variants: older results stay as they were */
+        atr_jw_kv_str(w, "image", r->image);
     write_server_exit(w, r);
     atr_jw_kv_str(w, "contained_by", r->rn->use_cg ? "cgroup" : "process group");
     atr_jw_kv_str(w, "warning", *r->rn->st->warning ? r->rn->st->warning : NULL);

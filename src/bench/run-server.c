@@ -2,6 +2,7 @@
  * before and after, the start in its own process group and cgroup, readiness
  * polled with a deadline, SIGTERM then SIGKILL. */
 #include "bench/run-impl.h"
+#include "util/alloc.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -87,6 +88,100 @@ static bool await_port_free(unsigned port, double limit_s)
     return true;
 }
 
+/* ---- an "image" variant: the container atr runs itself ---- */
+
+int run_expand_container(struct run *r)
+{
+    const struct atr_bench_variant *v = r->var;
+    struct atr_error err;
+    r->image = atr_bench_expand(v->image, &r->vars, false, &err);
+    if (r->image && v->server)
+        r->inner_cmd = atr_bench_expand(v->server, &r->vars, true, &err);
+    r->run_args = xcalloc(v->n_run_args + 1, sizeof *r->run_args);
+    bool ok = r->image && (!v->server || r->inner_cmd);
+    for (size_t i = 0; ok && i < v->n_run_args; i++)
+        ok = (r->run_args[i] = atr_bench_expand(v->run_args[i], &r->vars, false, &err)) != NULL;
+    return ok ? 0 : atr_error_set(r->rn->err, "%s", err.msg);
+}
+
+/* Did the container see an OOM kill? The engine's word on its init, and
+ * (v1) the OOM events at the server group's limit: v1 counts a kill only
+ * in the victim's own group, the container's, which the engine removes
+ * with the container. At least one kill then; the count where known. */
+static void container_oom(struct run *r)
+{
+    bool killed = false;
+    struct atr_error ignored;
+    if (r->ctr_name[0])
+        atr_ctr_oom_killed(&r->rn->ctr, r->ctr_name, &killed, &ignored);
+    r->ctr_oom |= killed || atr_cg_oom_events(r->oom_fd) > 0;
+    if (r->ctr_oom && r->oom_kills <= 0)
+        r->oom_kills = 1;
+}
+
+/* Stops and removes the container (whatever state it is in). */
+static void remove_container(struct run *r)
+{
+    if (!r->ctr_name[0])
+        return;
+    struct atr_error err;
+    if (atr_ctr_rm(&r->rn->ctr, r->ctr_name, &err) < 0)
+        run_log_line(r, "<== container %s not removed: %s", r->ctr_name, err.msg);
+    r->ctr_name[0] = '\0';
+}
+
+void run_release_container(struct run *r)
+{
+    remove_container(r);
+    if (r->oom_fd >= 0)
+        close(r->oom_fd);
+    r->oom_fd = -1;
+    for (size_t i = 0; r->run_args && r->run_args[i]; i++)
+        free(r->run_args[i]);
+    free(r->run_args);
+    free(r->image);
+    free(r->inner_cmd);
+    r->run_args = NULL;
+    r->image = r->inner_cmd = NULL;
+}
+
+/* The command that starts the container, in the server's group (its
+ * cgroup parent, so memory peak and OOM are the server's) and under its
+ * memory limit. */
+static int container_command(struct run *r)
+{
+    struct runner *rn = r->rn;
+    char parent[PATH_MAX];
+    struct atr_error err;
+    if (r->has_cg && atr_cg_rel_path(&r->cg, parent, sizeof parent, &err) < 0)
+        return atr_error_set(rn->err, "server cgroup: %s", err.msg);
+    atr_ctr_name(r->ctr_name, sizeof r->ctr_name, (long)getpid(), ++rn->n_containers);
+    struct atr_ctr_run cr = {
+        .name = r->ctr_name, .image = r->image, .cgroup_parent = r->has_cg ? parent : NULL,
+        .host_port = r->port, .container_port = r->var->container_port,
+        .extra = (const char *const *)r->run_args, .n_extra = r->var->n_run_args,
+        .command = r->inner_cmd,
+    };
+    free(r->server_cmd);
+    r->server_cmd = atr_ctr_run_command(&rn->ctr, &cr);
+    return 0;
+}
+
+/* The variant's memory limit on the server's group; v1: and the OOM watch. */
+static int limit_memory(struct run *r)
+{
+    struct atr_error err;
+    if (r->var->memory) {
+        struct atr_cg_limits l = ATR_CG_LIMITS_NONE;
+        l.mem_max = (int64_t)r->var->memory;
+        if (atr_cg_set_limits(&r->rn->host, &r->cg, &l, &err) < 0)
+            return atr_error_set(r->rn->err, "memory limit of the %s server: %s", r->var->name,
+                                 err.msg);
+    }
+    r->oom_fd = atr_cg_oom_watch(&r->cg);
+    return 0;
+}
+
 int run_server_start(struct run *r)
 {
     struct runner *rn = r->rn;
@@ -101,11 +196,15 @@ int run_server_start(struct run *r)
         if (atr_cg_create(&rn->host, &rn->root, name, &r->cg, &err) < 0)
             return atr_error_set(rn->err, "server cgroup: %s", err.msg);
         r->has_cg = true;
+        if (limit_memory(r) < 0)
+            return -1;
     }
+    if (r->image && container_command(r) < 0)
+        return -1;
     run_log_line(r, "==> server: %s", r->server_cmd);
-    struct atr_spawn_opts so = {
+    struct atr_spawn_opts so = {   /* a container's CLI outside: only the container counts */
         .command = r->server_cmd, .env = rn->env, .host = &rn->host,
-        .cg = r->has_cg ? &r->cg : NULL,
+        .cg = r->has_cg && !r->image ? &r->cg : NULL,
     };
     if (atr_spawn_start(&so, r->log_fd, &r->proc, &err) < 0)
         return atr_error_set(rn->err, "server of %s %s: %s", r->it->human_commit, r->var->name,
@@ -148,7 +247,12 @@ void run_server_died(struct run *r, const char *phase)
     r->exit_phase = phase;
     char why[64], line[320];
     run_describe_exit(&r->exit, why, sizeof why);
-    if (run_log_says_oom(r, line, sizeof line)) {
+    if (r->image)
+        container_oom(r);
+    if (r->oom_kills > 0) {
+        run_decide(r, ATR_BENCH_OOM, "Server's container was OOM-killed during %s (%s)", phase,
+                   why);
+    } else if (run_log_says_oom(r, line, sizeof line)) {
         run_decide(r, ATR_BENCH_OOM, "Server ran out of memory during %s (%s): %s", phase, why, line);
     } else {
         last_server_line(r, line, sizeof line);
@@ -267,6 +371,10 @@ int run_server_stop(struct run *r)
     r->killed = !r->proc.reaped || atr_spawn_group_alive(&r->proc);
     atr_spawn_kill(&r->proc, &r->exit);
     read_cg_stats(r);
+    if (r->image) {              /* the CLI is gone; the container may not be */
+        container_oom(r);
+        remove_container(r);
+    }
     struct atr_error err;
     if (r->has_cg) {
         atr_cg_remove(&rn->host, &r->cg, &err);

@@ -342,12 +342,19 @@ static int open_log(struct run *r)
              ATR_VERSION, r->rn->s->path, r->rn->s->hash, r->it->human_commit, r->var->name,
              r->agent ? " " : "", r->agent ? r->agent->name : "", r->repeat, r->rn->repeats,
              r->vars.model, ts);
+    if (r->var->image)
+        run_log_line(r, "# container engine: %s", r->rn->ctr.note);
     return 0;
 }
 
 static int expand_server(struct run *r)
 {
     struct atr_error err;
+    if (r->var->image) {           /* the command that starts it comes at the start */
+        r->ready_url = atr_bench_expand(r->var->ready_url, &r->vars, false, &err);
+        return !r->ready_url ? atr_error_set(r->rn->err, "%s", err.msg)
+                             : run_expand_container(r);
+    }
     r->server_cmd = atr_bench_expand(r->var->server, &r->vars, true, &err);
     if (r->server_cmd)
         r->ready_url = atr_bench_expand(r->var->ready_url, &r->vars, false, &err);
@@ -384,6 +391,7 @@ static void run_free(struct run *r)
         atr_spawn_kill(&r->proc, &r->exit);
         atr_guard_watch(&r->rn->guard, 0);
     }
+    run_release_container(r);
     if (r->has_cg) {
         struct atr_error ignored;
         atr_cg_remove(&r->rn->host, &r->cg, &ignored);
@@ -403,7 +411,8 @@ static int run_one(struct runner *rn, const struct atr_bench_item *it,
                    unsigned repeat)
 {
     struct run r = {.rn = rn, .it = it, .var = var, .agent = agent, .repeat = repeat,
-                    .log_fd = -1, .t0 = mono_s(), .t0_unix = unix_s(), .mem_peak = -1};
+                    .log_fd = -1, .t0 = mono_s(), .t0_unix = unix_s(), .mem_peak = -1,
+                    .oom_fd = -1};
     rn->index++;
     atr_bench_metrics_init(&r.m);
     const char *model = atr_bench_model(rn->s, it, &r.ov);
@@ -678,6 +687,27 @@ static void setup_cgroups(struct runner *rn)
                  "that leaves it (setsid) can outlive its run", why);
 }
 
+/* A variant that names an image needs the engine's CLI, found before
+ * anything runs; and a memory limit needs atr's cgroups. */
+static int setup_containers(struct runner *rn)
+{
+    const struct atr_bench_spec *s = rn->s;
+    for (size_t i = 0; i < s->n_variants; i++) {
+        const struct atr_bench_variant *v = &s->variants[i];
+        if (v->memory && !rn->use_cg)
+            return atr_error_set(rn->err, "variant %s: \"memory\" needs cgroups of atr's own: "
+                                 "%s", v->name, rn->st->warning);
+        if (!v->image || rn->has_ctr)
+            continue;
+        struct atr_error err;
+        if (atr_ctr_detect_servers(rn->o->container_cli, &rn->ctr, &err) < 0)
+            return atr_error_set(rn->err, "variant %s names an image: %s", v->name, err.msg);
+        rn->has_ctr = true;
+        snprintf(rn->st->engine, sizeof rn->st->engine, "%s", rn->ctr.note);
+    }
+    return 0;
+}
+
 static int setup(struct runner *rn)
 {
     const struct atr_bench_run_opts *o = rn->o;
@@ -694,8 +724,15 @@ static int setup(struct runner *rn)
     /* A server's processes orphaned by its shell become ours, so their
      * exit is seen at once (see atr_spawn_group_alive). */
     prctl(PR_SET_CHILD_SUBREAPER, 1);
-    /* Before any thread: the guard is a fork of this process. */
-    if (atr_guard_start(&rn->guard, &rn->host, rn->use_cg ? &rn->root : NULL, rn->err) < 0)
+    if (setup_containers(rn) < 0)
+        return -1;
+    /* Before any thread: the guard is a fork of this process. Should atr
+     * die, it also removes the run's containers. */
+    char filter[64], *sweep[8];
+    if (rn->has_ctr)
+        atr_ctr_sweep_argv(&rn->ctr, (long)getpid(), filter, sizeof filter, sweep);
+    if (atr_guard_start_cleanup(&rn->guard, &rn->host, rn->use_cg ? &rn->root : NULL, NULL,
+                                rn->has_ctr ? sweep : NULL, rn->err) < 0)
         return -1;
     curl_global_init(CURL_GLOBAL_DEFAULT);
     return 0;

@@ -24,6 +24,7 @@
 #ifndef ATR_BENCH_RUN_H
 #define ATR_BENCH_RUN_H
 
+#include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -68,6 +69,8 @@ struct atr_bench_run_opts {
                                           per run); -1: the spec's */
     const char *self;                  /* the atr binary, put first on the commands' PATH
                                           (so "atr sim serve" in a spec is this atr); or NULL */
+    const char *container_cli;         /* image variants: podman, docker, a path; NULL:
+                                          podman, else docker (runner/container.h) */
     const volatile sig_atomic_t *stop; /* set by a signal: tear down, write nothing more */
     void (*on_progress)(void *ctx, const struct atr_bench_progress *p);
     /* Serving mode, during BENCHMARK: requests done of total (may be NULL). */
@@ -84,6 +87,9 @@ struct atr_bench_run_stats {
     /* "" when every server and command ran in a cgroup of atr's own (what
      * they start is killed with it, setsid or not); else why not. */
     char warning[768];
+    /* The container engine image variants run on, and its quirks: "" when
+     * no variant names an image. */
+    char engine[PATH_MAX + 256];
 };
 
 /* Runs s. 0 when every run of the share has a result (or stop was set:

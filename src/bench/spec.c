@@ -231,8 +231,59 @@ static int check_template(struct ctx *c, const struct atr_json *obj, const char 
     return atr_error_at(c->err, c->s->path, at->line, at->col, "%s.%s: %s", what, key, e.msg);
 }
 
-static const char *const variant_keys[] = {"server", "prepare", "ready_url", "per_agent",
-    "startup_timeout_s", "benchmark_timeout_s", "prepare_timeout_s", NULL};
+static const char *const variant_keys[] = {"server", "prepare", "ready_url", "image",
+    "per_agent", "startup_timeout_s", "benchmark_timeout_s", "prepare_timeout_s", "run_args",
+    "container_port", "memory", NULL};
+
+/* An image variant's "run_args": an array of templates, one word each. */
+static int parse_run_args(struct ctx *c, const struct atr_json *j, const char *what,
+                          struct atr_bench_variant *v)
+{
+    const struct atr_json *a = atr_json_get(j, "run_args");
+    if (!a)
+        return 0;
+    if (!v->image)
+        return atr_error_at(c->err, c->s->path, a->line, a->col,
+                            "%s.run_args: only with \"image\"", what);
+    if (!atr_json_is(a, ATR_JSON_ARRAY) || a->packed)
+        return atr_error_at(c->err, c->s->path, a->line, a->col,
+                            "%s.run_args: expected an array of strings", what);
+    v->run_args = atr_arena_calloc(&c->s->arena, a->u.kids.count + 1, sizeof *v->run_args);
+    size_t k = 0;
+    for (const struct atr_json *m = a->u.kids.first; m; m = m->next, k++) {
+        const char *w = atr_arena_printf(&c->s->arena, "%s.run_args[%zu]", what, k);
+        if (m->type != ATR_JSON_STRING || !m->u.str.len)
+            return atr_error_at(c->err, c->s->path, m->line, m->col,
+                                "%s: expected a non-empty string", w);
+        struct atr_bench_vars vars = {"m", "c", "p", v->per_agent ? "x" : NULL, "w", 1, "d"};
+        struct atr_error e;
+        char *out = atr_bench_expand(m->u.str.s, &vars, false, &e);
+        if (!out)
+            return atr_error_at(c->err, c->s->path, m->line, m->col, "%s: %s", w, e.msg);
+        free(out);
+        v->run_args[v->n_run_args++] = m->u.str.s;
+    }
+    return 0;
+}
+
+/* "image" instead of, or with, "server"; the container keys need it. */
+static int parse_container(struct ctx *c, const struct atr_json *j, const char *what,
+                           struct atr_bench_variant *v)
+{
+    uint64_t port = 0;
+    if (get_str(c, j, what, "image", false, &v->image)
+        || get_str(c, j, what, "server", !v->image, &v->server)
+        || get_uint(c, j, what, "container_port", 1, 65535, &port)
+        || get_size(c, j, what, "memory", &v->memory)
+        || parse_run_args(c, j, what, v))
+        return -1;
+    const struct atr_json *p = atr_json_get(j, "container_port");
+    if (p && !v->image)
+        return atr_error_at(c->err, c->s->path, p->line, p->col,
+                            "%s.container_port: only with \"image\"", what);
+    v->container_port = (unsigned)port;
+    return 0;
+}
 
 static int parse_variant(struct ctx *c, const struct atr_json *j, struct atr_bench_variant *v)
 {
@@ -244,7 +295,7 @@ static int parse_variant(struct ctx *c, const struct atr_json *j, struct atr_ben
     v->startup_timeout_s = ATR_BENCH_STARTUP_TIMEOUT_S;
     v->benchmark_timeout_s = ATR_BENCH_BENCHMARK_TIMEOUT_S;
     if (want_object(c, j, what) || known_keys(c, j, what, variant_keys)
-        || get_str(c, j, what, "server", true, &v->server)
+        || parse_container(c, j, what, v)
         || get_str(c, j, what, "prepare", false, &v->prepare)
         || get_str(c, j, what, "ready_url", true, &v->ready_url)
         || get_bool(c, j, what, "per_agent", &v->per_agent)
@@ -252,7 +303,7 @@ static int parse_variant(struct ctx *c, const struct atr_json *j, struct atr_ben
         || get_num(c, j, what, "startup_timeout_s", 0.001, 86400 * 7, &v->startup_timeout_s)
         || get_num(c, j, what, "benchmark_timeout_s", 0.001, 86400 * 7, &v->benchmark_timeout_s))
         return -1;
-    for (const char *const *k = variant_keys; k < variant_keys + 3; k++)
+    for (const char *const *k = variant_keys; k < variant_keys + 4; k++)
         if (check_template(c, j, what, *k, v->per_agent))
             return -1;
     return 0;
@@ -631,32 +682,6 @@ const char *atr_bench_model(const struct atr_bench_spec *s, const struct atr_ben
 
 /* ---- placeholders ---- */
 
-static bool shell_safe(const char *v)
-{
-    if (!*v)
-        return false;
-    for (; *v; v++)
-        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:@%+=,-", *v))
-            return false;
-    return true;
-}
-
-/* 'value', with each ' written as '\'' (close, escaped quote, reopen). */
-static void put_value(struct atr_buf *b, const char *v, bool shell)
-{
-    if (!shell || shell_safe(v)) {
-        atr_buf_puts(b, v);
-        return;
-    }
-    atr_buf_putc(b, '\'');
-    for (; *v; v++)
-        if (*v == '\'')
-            atr_buf_puts(b, "'\\''");
-        else
-            atr_buf_putc(b, *v);
-    atr_buf_putc(b, '\'');
-}
-
 /* The value of placeholder name[0..n), or NULL with err set. */
 static const char *lookup(const struct atr_bench_vars *v, const char *name, size_t n,
                           char port[16], struct atr_error *err)
@@ -705,7 +730,10 @@ char *atr_bench_expand(const char *tmpl, const struct atr_bench_vars *v, bool sh
             atr_buf_release(&b);
             return NULL;
         }
-        put_value(&b, val, shell);
+        if (shell)
+            atr_buf_put_shell_word(&b, val);
+        else
+            atr_buf_puts(&b, val);
         p = end;
     }
     return b.data ? b.data : xstrdup("");

@@ -25,7 +25,14 @@
 
 struct atr_bench_variant {
     const char *name;              /* "baseline", "human", "agent", ... */
-    const char *server;            /* start command template (required) */
+    const char *server;            /* start command template (required without image;
+                                    * with one: run in it by /bin/sh -c, NULL: its CMD) */
+    const char *image;             /* template of a container image atr runs itself,
+                                    * or NULL (docs/bench.md, "Containers") */
+    const char **run_args;         /* image: templates of more `run` arguments, one word each */
+    size_t n_run_args;
+    unsigned container_port;       /* image: publish {port} to it; 0: the host's network */
+    size_t memory;                 /* bytes: the server group's memory limit; 0: none */
     const char *prepare;           /* optional template, NULL: none */
     const char *ready_url;         /* template, GET until 200 */
     bool per_agent;                /* run once per agent of the item; {patch} allowed */

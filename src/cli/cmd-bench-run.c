@@ -59,6 +59,9 @@ const char cmd_bench_run_help[] =
     "      --grace S        seconds from SIGTERM to SIGKILL (default 10)\n"
     "      --port P         the server's port instead of the spec's; 0: a free\n"
     "                       one, chosen before each server start\n"
+    "      --container-cli CLI  the engine of variants that name an \"image\":\n"
+    "                       podman, docker or a path (default: podman, else\n"
+    "                       docker where its daemon answers)\n"
     "  -q, --quiet          no progress lines on stderr\n"
     "  -n, --dry-run        print the plan: per item and variant the expanded\n"
     "                       server, prepare and benchmark commands, readiness\n"
@@ -67,7 +70,7 @@ const char cmd_bench_run_help[] =
 
 struct run_args {
     bool dry_run, retry_failed, quiet;
-    const char *out, *only;
+    const char *out, *only, *container_cli;
     struct opts_shard shard;
     double grace_s;
     unsigned port, repeat;
@@ -101,6 +104,8 @@ static const struct opt options[] = {
     OPT_DOUBLE(struct run_args, grace_s, "grace", 0, 0.001, 3600,
                "--grace wants seconds from 0.001 to 3600, got '%s'"),
     OPT_CALL("port", 0, parse_port, "--port wants 0..65535, got '%s'"),
+    OPT_STRING_CHECK(struct run_args, container_cli, "container-cli", 0, nonempty,
+                     "--container-cli wants podman, docker or a path"),
     OPT_FLAG(struct run_args, quiet, "quiet", 'q'),
     OPT_END,
 };
@@ -146,7 +151,17 @@ static void print_run(const struct atr_bench_spec *s, const struct atr_bench_var
                       const struct atr_bench_vars *v)
 {
     print_expanded(4, "prepare:", var->prepare, v, true);
-    print_expanded(4, "server:", var->server, v, true);
+    print_expanded(4, "image:", var->image, v, false);
+    print_expanded(4, var->image ? "command:" : "server:", var->server, v, true);
+    for (size_t i = 0; i < var->n_run_args; i++)
+        print_expanded(4, "run arg:", var->run_args[i], v, false);
+    if (var->image && var->container_port)
+        printf("    %-9s 127.0.0.1:{port} published to the container's %u\n", "network:",
+               var->container_port);
+    else if (var->image)
+        printf("    %-9s the host's (the server listens on {port} itself)\n", "network:");
+    if (var->memory)
+        printf("    %-9s %zu bytes\n", "memory:", var->memory);
     struct atr_error err;
     char *url = atr_bench_expand(var->ready_url, v, false, &err);
     printf("    %-9s %s within %g s\n", "ready:", url ? url : err.msg, var->startup_timeout_s);
@@ -278,6 +293,8 @@ static void print_totals(const struct atr_bench_run_stats *st, const char *out)
         if (st->outcomes[k])
             printf("; %zu %s", st->outcomes[k], atr_bench_outcome_name((enum atr_bench_outcome)k));
     printf("\nresults in %s/results, logs in %s/logs\n", out, out);
+    if (*st->engine)
+        printf("containers: %s\n", st->engine);
 }
 
 static int run_spec(const struct run_args *a, const struct atr_bench_spec *s, const char *self)
@@ -287,7 +304,7 @@ static int run_spec(const struct run_args *a, const struct atr_bench_spec *s, co
         .out_dir = a->out, .retry_failed = a->retry_failed, .only = a->only,
         .shard = a->shard.i, .shards = a->shard.n, .repeat = a->repeat,
         .grace_s = a->grace_s, .self = self,
-        .port = a->port_given ? (int)a->port : -1,
+        .port = a->port_given ? (int)a->port : -1, .container_cli = a->container_cli,
         .stop = &stop_requested, .on_progress = a->quiet ? NULL : on_progress,
         .on_requests = a->quiet ? NULL : on_requests, .ctx = &bar,
     };

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -968,6 +969,62 @@ int atr_cg_read_stats(const struct atr_cg_host *h, const struct atr_cg *g,
         stats_v2(h, g, s);
     stats_v1(g, s);
     return 0;
+}
+
+int atr_cg_rel_path(const struct atr_cg *g, char *out, size_t cap, struct atr_error *err)
+{
+    const char *dir = g->memory[0] ? g->memory : g->v2;
+    struct stat st, up;
+    if (!dir[0] || stat(dir, &st) < 0)
+        return atr_error_set(err, "cgroup %s: %s", dir[0] ? dir : "(none)",
+                             dir[0] ? strerror(errno) : "no directory");
+    /* The mount point is the highest ancestor on the same file system
+     * (each v1 controller and the v2 hierarchy is a mount of its own). */
+    char top[PATH_MAX];
+    snprintf(top, sizeof top, "%s", dir);
+    for (;;) {
+        char *slash = strrchr(top, '/');
+        if (!slash || slash == top)
+            break;
+        *slash = '\0';
+        if (stat(top, &up) < 0 || up.st_dev != st.st_dev) {
+            *slash = '/';
+            break;
+        }
+    }
+    const char *rel = dir[strlen(top)] ? dir + strlen(top) : "/";   /* top: the mount */
+    if (strlen(rel) + 1 > cap)
+        return atr_error_set(err, "cgroup %s: path too long", dir);
+    memcpy(out, rel, strlen(rel) + 1);
+    return 0;
+}
+
+int atr_cg_oom_watch(const struct atr_cg *g)
+{
+    if (!g->memory[0])
+        return -1;
+    char path[PATH_MAX + 32], line[64];
+    snprintf(path, sizeof path, "%s/memory.oom_control", g->memory);
+    int ofd = open(path, O_RDONLY | O_CLOEXEC);
+    if (ofd < 0)
+        return -1;
+    int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    snprintf(path, sizeof path, "%s/cgroup.event_control", g->memory);
+    snprintf(line, sizeof line, "%d %d", efd, ofd);
+    if (efd >= 0 && write_file(path, line) < 0) {
+        close(efd);
+        efd = -1;
+    }
+    close(ofd);   /* the kernel holds its own reference */
+    return efd;
+}
+
+int64_t atr_cg_oom_events(int fd)
+{
+    eventfd_t n = 0;
+    if (fd < 0 || eventfd_read(fd, &n) < 0)
+        return 0;
+    return n > INT64_MAX ? INT64_MAX : (int64_t)n;
 }
 
 /* "max" or a byte count -> bytes, -1 for none (v1 says "no limit" with a

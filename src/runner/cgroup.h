@@ -136,6 +136,24 @@ int atr_cg_remove(const struct atr_cg_host *h, struct atr_cg *g, struct atr_erro
  * controller). */
 int64_t atr_cg_mem_limit(const struct atr_cg_host *h);
 
+/* The path of g below its hierarchy's mount point ("/atr-123/server-1"),
+ * as a container engine with the cgroupfs manager wants --cgroup-parent:
+ * the v1 memory group's where there is one, else the v2 group's. 0, or -1
+ * with err. */
+int atr_cg_rel_path(const struct atr_cg *g, char *out, size_t cap, struct atr_error *err);
+
+/* v1 only: an eventfd the kernel signals at every OOM at g's memory limit,
+ * whichever group below g its victim is in (cgroup.event_control on
+ * memory.oom_control). v1's oom_kill counts only kills of g's own
+ * processes, so a container's group below g hides them from
+ * atr_cg_read_stats; v2's memory.events counts the subtree and needs no
+ * watch. -1 where there is none (v2, no memory controller); the caller
+ * closes the fd. */
+int atr_cg_oom_watch(const struct atr_cg *g);
+/* The OOM events signalled on fd since its last read, 0 when none (fd -1:
+ * 0); never blocks. */
+int64_t atr_cg_oom_events(int fd);
+
 /* Removes "atr-<pid>" roots (and their subtrees, killing what runs in
  * them) whose lock no process holds (atr_cg_root locks the root it makes,
  * until the process dies: a run in another PID namespace, or one whose

@@ -31,6 +31,7 @@
 #include "util/buf.h"
 
 #define CLI_OUTPUT_MAX (1u << 20)
+#define PODMAN_INIT "/usr/libexec/podman/catatonit"
 #define DEFAULT_PATH "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 extern char **environ;
@@ -215,7 +216,22 @@ static int refuse_docker(const char *path, struct atr_error *err)
                          "runc)", path);
 }
 
-int atr_ctr_detect(const char *want, struct atr_ctr_cli *cli, struct atr_error *err)
+/* Docker for a server container (`bench run`): it needs neither. */
+static int use_docker(const char *path, struct atr_ctr_cli *cli, struct atr_error *err)
+{
+    static char *const info[] = {"info", "--format", "{{.ServerVersion}}", NULL};
+    if (!answers(path, info))
+        return atr_error_set(err, "%s: no docker daemon answers: start it, or install podman "
+                             "(apt-get install podman runc)", path);
+    snprintf(cli->path, sizeof cli->path, "%s", path);
+    snprintf(cli->name, sizeof cli->name, "docker");
+    snprintf(cli->note, sizeof cli->note, "%s (its daemon answers): memory figures need the "
+             "daemon's cgroupfs driver", path);
+    return 0;
+}
+
+static int detect(const char *want, bool servers, struct atr_ctr_cli *cli,
+                  struct atr_error *err)
 {
     memset(cli, 0, sizeof *cli);
     cli->timeout_s = ATR_CTR_CLI_TIMEOUT_S;
@@ -224,7 +240,9 @@ int atr_ctr_detect(const char *want, struct atr_ctr_cli *cli, struct atr_error *
             return atr_error_set(err, "%s: %s (the container CLI)", want, strerror(errno));
         snprintf(cli->path, sizeof cli->path, "%s", want);
         const char *base = strrchr(want, '/') + 1;
-        return strstr(base, "docker") ? refuse_docker(want, err) : use_podman(cli, err);
+        if (!strstr(base, "docker"))
+            return use_podman(cli, err);
+        return servers ? use_docker(want, cli, err) : refuse_docker(want, err);
     }
     if (want && strcmp(want, "podman") != 0 && strcmp(want, "docker") != 0)
         return atr_error_set(err, "container CLI %s: want podman, docker or a path", want);
@@ -233,9 +251,32 @@ int atr_ctr_detect(const char *want, struct atr_ctr_cli *cli, struct atr_error *
         return use_podman(cli, err);
     char docker[PATH_MAX];
     if ((!want || strcmp(want, "docker") == 0) && find_in_path("docker", docker, sizeof docker))
-        return refuse_docker(docker, err);
+        return servers ? use_docker(docker, cli, err) : refuse_docker(docker, err);
     return atr_error_set(err, "no %s on PATH: install podman (apt-get install podman runc)",
                          want ? want : "podman or docker");
+}
+
+int atr_ctr_detect(const char *want, struct atr_ctr_cli *cli, struct atr_error *err)
+{
+    return detect(want, false, cli, err);
+}
+
+int atr_ctr_detect_servers(const char *want, struct atr_ctr_cli *cli, struct atr_error *err)
+{
+    if (detect(want, true, cli, err) < 0)
+        return -1;
+    cli->init = true;
+    if (strcmp(cli->name, "podman") == 0) {
+        /* podman's --init runs catatonit, a package of its own */
+        cli->init = access(PODMAN_INIT, X_OK) == 0;
+        snprintf(cli->note, sizeof cli->note, "%s%s%s", cli->path,
+                 cli->runc ? " --runtime runc --cgroup-manager cgroupfs (crun refuses hybrid "
+                             "cgroup hosts)" : "",
+                 cli->init ? "" : "; no " PODMAN_INIT ": a server that is the container's "
+                 "pid 1 gets SIGTERM only if it handles it, else SIGKILL after the grace "
+                 "period (apt-get install catatonit)");
+    }
+    return 0;
 }
 
 /* ---- image names ---- */
@@ -493,10 +534,88 @@ void atr_ctr_sweep_argv(const struct atr_ctr_cli *cli, long pid, char *buf, size
                         char **argv)
 {
     snprintf(buf, cap, "name=^atr-%ld-", pid);
-    argv[0] = (char *)cli->path;
-    argv[1] = "rm";
-    argv[2] = "-f";
-    argv[3] = "--filter";
-    argv[4] = buf;
-    argv[5] = NULL;
+    int n = 0;
+    argv[n++] = (char *)cli->path;
+    argv[n++] = "rm";
+    argv[n++] = "-f";
+    if (strcmp(cli->name, "podman") == 0) {   /* not its 10 s stop timeout first */
+        argv[n++] = "--time";
+        argv[n++] = "0";
+    }
+    argv[n++] = "--filter";
+    argv[n++] = buf;
+    argv[n] = NULL;
+}
+
+/* ---- a server container (`bench run`) ---- */
+
+static void put_word(struct atr_buf *b, const char *w)
+{
+    atr_buf_putc(b, ' ');
+    atr_buf_put_shell_word(b, w);
+}
+
+char *atr_ctr_run_command(const struct atr_ctr_cli *cli, const struct atr_ctr_run *r)
+{
+    struct atr_buf b = {0};
+    atr_buf_puts(&b, "exec");
+    put_word(&b, cli->path);
+    if (cli->runc) {
+        put_word(&b, "--runtime");
+        put_word(&b, "runc");
+        put_word(&b, "--cgroup-manager");
+        put_word(&b, "cgroupfs");
+    }
+    atr_buf_puts(&b, cli->init ? " run --pull never --init" : " run --pull never");
+    atr_buf_printf(&b, " --name %s", r->name);
+    if (r->cgroup_parent) {
+        put_word(&b, "--cgroup-parent");
+        put_word(&b, r->cgroup_parent);
+    }
+    if (strcmp(cli->name, "podman") == 0)   /* podman's defaults exceed hard limits here */
+        atr_buf_puts(&b, " --ulimit nofile=1024:1024 --ulimit nproc=4096:4096");
+    if (r->container_port)
+        atr_buf_printf(&b, " --publish 127.0.0.1:%u:%u", r->host_port, r->container_port);
+    else
+        atr_buf_puts(&b, " --network host");
+    for (size_t i = 0; i < r->n_extra; i++)
+        put_word(&b, r->extra[i]);
+    put_word(&b, r->image);
+    if (r->command) {
+        put_word(&b, "/bin/sh");
+        put_word(&b, "-c");
+        put_word(&b, r->command);
+    }
+    atr_buf_append(&b, "", 1);
+    return b.data;
+}
+
+int atr_ctr_oom_killed(const struct atr_ctr_cli *cli, const char *name, bool *oom,
+                       struct atr_error *err)
+{
+    const char *words[] = {"inspect", "--format", "{{.State.OOMKilled}}", name, NULL};
+    char *argv[32];
+    cli_argv(cli, argv, words);
+    struct cli_out o;
+    int rc = run_ok(cli, argv, name, &o, err);
+    *oom = rc == 0 && o.out.data && strncmp(o.out.data, "true", 4) == 0;
+    cli_out_release(&o);
+    return rc;
+}
+
+int atr_ctr_rm(const struct atr_ctr_cli *cli, const char *name, struct atr_error *err)
+{
+    /* podman's rm -f first waits the container's stop timeout (10 s) */
+    bool podman = strcmp(cli->name, "podman") == 0;
+    const char *words[] = {"rm", "-f", podman ? "--time" : name, "0", name, NULL};
+    if (!podman)
+        words[3] = NULL;
+    char *argv[32];
+    cli_argv(cli, argv, words);
+    struct cli_out o;
+    int rc = run_ok(cli, argv, name, &o, err);
+    if (rc < 0 && strstr(err->msg, "no such container"))
+        rc = 0;   /* never created: the CLI failed before */
+    cli_out_release(&o);
+    return rc;
 }

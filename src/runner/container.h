@@ -12,6 +12,7 @@
 
 #include <limits.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "util/error.h"
 
@@ -22,6 +23,7 @@ struct atr_ctr_cli {
     char path[PATH_MAX];        /* the CLI binary */
     char name[16];              /* "podman" or "docker" */
     bool runc;                  /* pass --runtime runc --cgroup-manager cgroupfs */
+    bool init;                  /* servers: `run --init` works (podman: catatonit) */
     int timeout_s;              /* per CLI call; atr_ctr_detect sets the default */
     char note[PATH_MAX + 256];  /* what was chosen and why: report once */
 };
@@ -35,6 +37,11 @@ struct atr_ctr_cli {
  * naming the package to install. Runs `podman --version` (and `docker
  * info`) once. */
 int atr_ctr_detect(const char *want, struct atr_ctr_cli *cli, struct atr_error *err);
+
+/* The same for server containers (`bench run`'s "image" variants), which
+ * need neither a uid map nor a mount: docker is used too where its daemon
+ * answers. */
+int atr_ctr_detect_servers(const char *want, struct atr_ctr_cli *cli, struct atr_error *err);
 
 /* --image-template: the image of a trace whose instance_id is instance.
  * Placeholders: {instance} (as recorded) and {sweb} (the SWE-bench image
@@ -75,10 +82,39 @@ int atr_ctr_create(const struct atr_ctr_cli *cli, const char *image, const char 
  * err when the CLI failed (c is released either way). */
 int atr_ctr_remove(const struct atr_ctr_cli *cli, struct atr_ctr *c, struct atr_error *err);
 
-/* The argv that removes every container of run pid ("rm -f --filter
- * name=^atr-<pid>-"), for the guard to run after atr died: pointers into
- * buf (cap bytes) and argv (at least 6 slots). */
+/* The argv that removes every container of run pid ("rm -f [--time 0]
+ * --filter name=^atr-<pid>-"), for the guard to run after atr died:
+ * pointers into buf (cap bytes) and argv (at least 8 slots). */
 void atr_ctr_sweep_argv(const struct atr_ctr_cli *cli, long pid, char *buf, size_t cap,
                         char **argv);
+
+/* A server container (`bench run`): run attached, so the CLI is the
+ * server process: its exit is the container's, its SIGTERM is forwarded
+ * to the container's init (--init: a server that ignores signals as pid 1
+ * still stops), and the container's output is the CLI's. Never pulled
+ * (`--pull never`: pulls belong in prepare). */
+struct atr_ctr_run {
+    const char *name;              /* "atr-<pid>-..." so the guard's sweep finds it */
+    const char *image;
+    const char *cgroup_parent;     /* atr_cg_rel_path of atr's server group, or NULL */
+    unsigned host_port;            /* 127.0.0.1:host_port -> container_port */
+    unsigned container_port;       /* 0: the host's network, the server binds host_port */
+    const char *const *extra;      /* more `run` arguments (--device, -v), each one word */
+    size_t n_extra;
+    const char *command;           /* run by the image's /bin/sh -c; NULL: its own CMD */
+};
+
+/* The shell command line that starts r ("exec podman ... run ..."), every
+ * word quoted: malloc'd, the caller frees. */
+char *atr_ctr_run_command(const struct atr_ctr_cli *cli, const struct atr_ctr_run *r);
+
+/* Did the engine see container name's init killed by the OOM killer?
+ * 0 with *oom set, or -1 with err (no such container, the CLI failed). */
+int atr_ctr_oom_killed(const struct atr_ctr_cli *cli, const char *name, bool *oom,
+                       struct atr_error *err);
+
+/* Removes container name, killing it if it runs; a name the engine does
+ * not know is not an error. 0, or -1 with err. */
+int atr_ctr_rm(const struct atr_ctr_cli *cli, const char *name, struct atr_error *err);
 
 #endif

@@ -100,12 +100,15 @@ static void guard_main(int fd, const struct atr_cg_host *h, struct atr_cg *root,
         pgid = word;
     }
     stop_group(pgid);
+    /* Before the groups go: a container's processes (and its conmon) are
+     * in them, and an engine whose monitor was killed under it cannot
+     * remove the container any more. */
+    if (cleanup && cleanup[0])
+        run_cleanup(cleanup);
     if (has_root) {
         struct atr_error ignored;
         atr_cg_remove(h, root, &ignored);
     }
-    if (cleanup && cleanup[0])   /* first: a container's steps are in the groups */
-        run_cleanup(cleanup);
     if (workdirs[0])
         remove_run_dirs(workdirs, atr_pid);
     _exit(0);

@@ -32,9 +32,10 @@ int atr_guard_start_dirs(struct atr_guard *g, const struct atr_cg_host *h,
                          const struct atr_cg *root, const char *workdir_base,
                          struct atr_error *err);
 /* Like atr_guard_start_dirs; when atr dies the guard also runs cleanup
- * (argv, argv[0] a path, NULL-terminated;
- * NULL: none), e.g. the container CLI removing the run's
- * containers, waiting up to ATR_GUARD_CLEANUP_S for it. */
+ * (argv, argv[0] a path, NULL-terminated; NULL: none), e.g. the container
+ * CLI removing the run's containers, waiting up to ATR_GUARD_CLEANUP_S for
+ * it: after stopping the process group, before removing the groups (a
+ * running container's monitor is in them). */
 #define ATR_GUARD_CLEANUP_S 60
 int atr_guard_start_cleanup(struct atr_guard *g, const struct atr_cg_host *h,
                             const struct atr_cg *root, const char *workdir_base,

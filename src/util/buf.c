@@ -3,6 +3,7 @@
 #include "util/alloc.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,4 +163,24 @@ void atr_buf_release(struct atr_buf *b)
     free(b->data);
     b->data = NULL;
     b->len = b->cap = 0;
+}
+
+static bool shell_safe(const char *s)
+{
+    if (!*s)
+        return false;
+    for (; *s; s++)
+        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:@%+=,-", *s))
+            return false;
+    return true;
+}
+
+int atr_buf_put_shell_word(struct atr_buf *b, const char *s)
+{
+    if (shell_safe(s))
+        return atr_buf_puts(b, s);
+    int rc = atr_buf_putc(b, '\'');
+    for (; *s && rc == 0; s++)
+        rc = *s == '\'' ? atr_buf_puts(b, "'\\''") : atr_buf_putc(b, *s);
+    return rc ? rc : atr_buf_putc(b, '\'');
 }

@@ -26,6 +26,11 @@ int atr_buf_printf(struct atr_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 int atr_buf_put_i64(struct atr_buf *b, int64_t v);  /* decimal, fast path */
 int atr_buf_put_u64(struct atr_buf *b, uint64_t v);
+/* Appends s as one POSIX shell word: as is when made only of
+ * [A-Za-z0-9_./:@%+=,-] (and not empty), else single-quoted with each '
+ * written as '\'' (close, escaped quote, reopen), so it never splits into
+ * words or runs as code. */
+int atr_buf_put_shell_word(struct atr_buf *b, const char *s);
 void atr_buf_clear(struct atr_buf *b);
 void atr_buf_release(struct atr_buf *b);
 
