@@ -86,16 +86,17 @@ rows = {(r["commit"], r["agent"]): r for r in g["comparison"]}
 fast = rows[("a1b2c3d4", "fast")]
 assert fast["runs"] == {"baseline": {"runs": 5, "successful": 5}, "human": {"runs": 5, "successful": 5},
                         "agent": {"runs": 5, "successful": 5}}, fast["runs"]
-# every ratio that has a value (a latency whose reference median is 0, as
-# ITL can be here, has none) has its interval over the 5 repeats
-for m in ("tok_s", "ttft_ms", "tpot_ms", "itl_ms", "e2el_ms"):
+# every ratio has its interval over the 5 repeats; not ITL's: the chunks
+# of these fast servers often reach the client in one read, so ITL medians
+# of 0 occur (no ratio, or an interval without an end), a verdict still
+for m in ("tok_s", "ttft_ms", "tpot_ms", "e2el_ms"):
     for k in ("agent_over_baseline", "agent_over_human"):
         x = fast["metrics"][m][k]
-        assert x is not None or m == "itl_ms", (m, k)
-        if x is None:
-            continue
         assert x["method"] == "repeats" and x["n"] == 5 and x["lo"] <= x["ratio"] <= x["hi"], (m, k, x)
         assert x["verdict"] in ("win", "tie", "loss", "inconclusive"), x
+for k in ("agent_over_baseline", "agent_over_human"):
+    x = fast["metrics"]["itl_ms"][k]
+    assert x is None or x["verdict"] in ("win", "tie", "loss", "inconclusive"), x
 tok = fast["metrics"]["tok_s"]["agent_over_baseline"]
 assert tok["verdict"] == "win" and fast["true_success"] and pa["fast"]["true_success"] == 1, tok
 crash = rows[("a1b2c3d4", "crash")]
