@@ -207,8 +207,8 @@ static int read_iso(const struct ctx *c, const struct atr_json *o, struct atr_be
         return -1;
     r->status = (enum atr_bench_status)s;
     char *raw = NULL;
-    if (repeat_of(c, o, &r->repeat) || str(c, o, "human_commit", &r->commit) || str(c, o, "model", &r->model)
-        || str(c, o, "error", &r->error) || str(c, o, "variant", &r->variant)
+    if (repeat_of(c, o, &r->repeat) || str(c, o, "human_commit", &r->commit)
+        || str(c, o, "model", &r->model) || str(c, o, "error", &r->error) || str(c, o, "variant", &r->variant)
         || str(c, o, "agent", &r->agent) || str(c, o, "raw_output", &raw))
         return -1;
     const struct atr_json *oc = atr_json_get(o, "outcome");

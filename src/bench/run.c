@@ -305,7 +305,8 @@ static int name_run(char *out, const struct atr_bench_item *it, const char *vari
 {
     if (atr_bench_run_name(out, RUN_NAME_MAX, it->human_commit, variant, agent) == 0) {
         size_t n = strlen(out);
-        if (repeat <= 1 || snprintf(out + n, RUN_NAME_MAX - n, "_r%u", repeat) < (int)(RUN_NAME_MAX - n))
+        int k = repeat > 1 ? snprintf(out + n, RUN_NAME_MAX - n, "_r%u", repeat) : 0;
+        if (k >= 0 && (size_t)k < RUN_NAME_MAX - n)
             return 0;
     }
     return atr_error_set(err, "commit \"%.40s\", variant \"%.40s\"%s%.40s%s: not a name for a "
