@@ -173,8 +173,12 @@ static struct ratio ratio_of(const struct cell *ref, const struct cell *cand, en
     if (!r.has)
         return r;
     atr_ci_ratio(ref->v[m], ref->n[m], cand->v[m], cand->n[m], ATR_CI_SEED, &r.ci);
-    /* A reference median of 0 (chunks that reached the client in one read
-     * have an ITL of 0) gives no ratio: shown as "-", never as a verdict. */
+    /* One value a side against several has no interval, but its ratio of
+     * medians is still the point shown. A reference median of 0 (chunks
+     * that reached the client in one read have an ITL of 0) gives no
+     * ratio: "-", never a verdict. */
+    if (isnan(r.ci.point))
+        r.ci.point = cand->median[m] / ref->median[m];
     r.has = isfinite(r.ci.point);
     r.verdict = atr_verdict_of(&r.ci, report_metrics[m].higher_is_better, noise);
     return r;
