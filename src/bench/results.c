@@ -43,6 +43,7 @@ static void result_free(struct atr_bench_result *r)
     free(r->variant);
     free(r->agent);
     free(r->error);
+    free(r->when);
     free(r->target);
     free(r->policy);
 }
@@ -431,6 +432,9 @@ static int read_object(const struct ctx *c, const struct atr_json *o, struct atr
     }
     if (rc == 0 && r->commit)
         name_parts(c->name, r);
+    const char *when = get_str(o, "timestamp") ? get_str(o, "timestamp") : get_str(o, "date");
+    if (rc == 0 && when)
+        r->when = xstrdup(when);
     return rc;
 }
 

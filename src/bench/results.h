@@ -50,6 +50,9 @@ struct atr_bench_result {
     char *variant;         /* "baseline", "human", "agent", ...; NULL if unknown */
     char *agent;           /* NULL when none */
     char *error;           /* NULL on success */
+    char *when;            /* when it was measured, as the file says: "timestamp"
+                            * (atr bench, ISO-Bench) or "date" (vLLM, atr
+                            * replay); NULL when it says nothing */
     enum atr_bench_status status;
     enum atr_bench_outcome outcome;
     /* NAN where the file has none. */

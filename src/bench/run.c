@@ -705,6 +705,8 @@ static int setup_containers(struct runner *rn)
             return atr_error_set(rn->err, "variant %s names an image: %s", v->name, err.msg);
         rn->has_ctr = true;
         snprintf(rn->st->engine, sizeof rn->st->engine, "%s", rn->ctr.note);
+        unsigned stale;   /* of runs whose guard died too: they may hold the port */
+        atr_ctr_sweep_stale(&rn->ctr, &stale, &err);
     }
     return 0;
 }

@@ -271,8 +271,12 @@ static int parse_container(struct ctx *c, const struct atr_json *j, const char *
                            struct atr_bench_variant *v)
 {
     uint64_t port = 0;
-    if (get_str(c, j, what, "image", false, &v->image)
-        || get_str(c, j, what, "server", !v->image, &v->server)
+    if (get_str(c, j, what, "image", false, &v->image))
+        return -1;
+    if (!v->image && !atr_json_get(j, "server"))
+        return atr_error_at(c->err, c->s->path, j->line, j->col,
+                            "%s: missing \"server\" (or an \"image\" to run)", what);
+    if (get_str(c, j, what, "server", !v->image, &v->server)
         || get_uint(c, j, what, "container_port", 1, 65535, &port)
         || get_size(c, j, what, "memory", &v->memory)
         || parse_run_args(c, j, what, v))

@@ -1,6 +1,7 @@
 /* cmd-bench.c - `atr bench report DIR...`: result folders of 3-way
  * benchmarks (atr's, ISO-Bench's, vLLM's, SGLang's files) as one report;
- * dispatches `atr bench run` (cmd-bench-run.c). */
+ * dispatches `atr bench run` (cmd-bench-run.c) and `atr bench history`
+ * (cmd-bench-history.c). */
 #include <libgen.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -17,11 +18,14 @@
 static const char help[] =
     "usage: atr bench run SPEC --dry-run\n"
     "       atr bench report [OPTIONS] [NAME=]DIR|FILE...\n"
+    "       atr bench history [OPTIONS] DIR|FILE...\n"
     "\n"
     "3-way serving benchmarks of code changes (docs/bench.md): per commit of a\n"
     "serving engine, the baseline (its parent), the human commit and each\n"
     "agent's patch. `bench run` runs a spec (see `atr bench run --help`);\n"
-    "`bench report` summarises result folders (see `atr bench report --help`).\n";
+    "`bench report` summarises result folders (see `atr bench report --help`);\n"
+    "`bench history` flags regressions beyond noise across commits (see\n"
+    "`atr bench history --help`).\n";
 
 static const char report_help[] =
     "usage: atr bench report [OPTIONS] [NAME=]DIR|FILE...\n"
@@ -171,16 +175,21 @@ static int run(int argc, char **argv)
         return cmd_bench_run(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "report") == 0)
         return report(argc - 1, argv + 1);
-    return cli_usage_mode("bench", argc, argv, (const char *const[]){"run", "report", NULL});
+    if (argc >= 2 && strcmp(argv[1], "history") == 0)
+        return cmd_bench_history(argc - 1, argv + 1);
+    return cli_usage_mode("bench", argc, argv,
+                          (const char *const[]){"run", "report", "history", NULL});
 }
 
 static const struct atr_cmd_mode modes[] = {
     {"run", cmd_bench_run_help},
     {"report", report_help},
+    {"history", cmd_bench_history_help},
     {NULL, NULL},
 };
 
 const struct atr_cmd cmd_bench_entry = {
-    "bench", "3-way benchmarks of code changes: `bench run` a spec, `bench report` results",
+    "bench", "3-way benchmarks of code changes: `bench run` a spec, `bench report` results, "
+             "`bench history` regressions across commits",
     help, run, modes,
 };

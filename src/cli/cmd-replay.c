@@ -942,6 +942,8 @@ static int check_image(struct replay_args *a)
     if (limit && atoi(limit) > 0)
         a->ctr_cli.timeout_s = atoi(limit);
     a->ro.container_cli = &a->ctr_cli;
+    unsigned stale;   /* of runs that died with their guard */
+    atr_ctr_sweep_stale(&a->ctr_cli, &stale, &err);
     struct atr_ctr probe;
     char name[64];
     snprintf(name, sizeof name, "atr-%ld-probe", (long)getpid());

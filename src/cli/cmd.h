@@ -88,5 +88,8 @@ extern const char cmd_replay_llm_help[];
 /* `atr bench run` (cmd-bench-run.c), dispatched by cmd-bench.c. */
 int cmd_bench_run(int argc, char **argv);
 extern const char cmd_bench_run_help[];
+/* `atr bench history` (cmd-bench-history.c), dispatched by cmd-bench.c. */
+int cmd_bench_history(int argc, char **argv);
+extern const char cmd_bench_history_help[];
 
 #endif

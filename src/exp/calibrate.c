@@ -85,15 +85,13 @@ static void on_done(void *ctx, const struct atr_llm_result *r)
  * at once, and waits for all of them. */
 static int round_run(struct probe *p, unsigned conc, uint32_t prompt, uint32_t out)
 {
-    /* A client of its own per round, so no connection is reused: the
-     * server's HTTP library (cpp-httplib) closes a kept-alive connection
-     * after a few requests without saying so in a streamed answer, and
-     * libcurl's retries then met only such connections. */
+    /* One client for every round: it renews a connection the server
+     * closed (cpp-httplib closes kept-alive ones after a few requests
+     * without saying so in a streamed answer; llm/client.c resends). */
     struct atr_llm_client_cfg cc = { .base_url = p->cfg->base_url,
                                      .timeout_s = p->cfg->timeout_s,
                                      .stall_timeout_s = p->cfg->timeout_s };
-    atr_llm_client_free(p->cl);
-    if (!(p->cl = atr_llm_client_new(p->base, &cc, on_done, p, p->err)))
+    if (!p->cl && !(p->cl = atr_llm_client_new(p->base, &cc, on_done, p, p->err)))
         return -1;
     struct atr_body_opts o = { .api = ATR_LLM_COMPLETIONS, .model = p->model, .stream = true,
                                .force_length = true, .run_salt = p->salt };

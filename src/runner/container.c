@@ -619,3 +619,40 @@ int atr_ctr_rm(const struct atr_ctr_cli *cli, const char *name, struct atr_error
     cli_out_release(&o);
     return rc;
 }
+
+/* The pid in "atr-<pid>-...", or 0 when name is not so. */
+static long name_pid(const char *name)
+{
+    if (strncmp(name, "atr-", 4) != 0 || name[4] < '1' || name[4] > '9')
+        return 0;
+    char *end;
+    long pid = strtol(name + 4, &end, 10);
+    return *end == '-' && pid > 0 ? pid : 0;
+}
+
+int atr_ctr_sweep_stale(const struct atr_ctr_cli *cli, unsigned *removed, struct atr_error *err)
+{
+    *removed = 0;
+    const char *words[] = {"ps", "-a", "--filter", "name=^atr-", "--format", "{{.Names}}", NULL};
+    char *argv[32];
+    cli_argv(cli, argv, words);
+    struct cli_out o;
+    if (run_ok(cli, argv, "listing containers", &o, err) < 0) {
+        cli_out_release(&o);
+        return -1;
+    }
+    int rc = 0;
+    for (char *line = o.out.data, *next; rc == 0 && line && *line; line = next) {
+        next = strchr(line, '\n');
+        if (next)
+            *next++ = '\0';
+        long pid = name_pid(line);
+        /* a live pid may be a run (or a reused pid): never touched */
+        if (!pid || pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue;
+        if ((rc = atr_ctr_rm(cli, line, err)) == 0)
+            (*removed)++;
+    }
+    cli_out_release(&o);
+    return rc;
+}

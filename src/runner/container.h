@@ -117,4 +117,10 @@ int atr_ctr_oom_killed(const struct atr_ctr_cli *cli, const char *name, bool *oo
  * not know is not an error. 0, or -1 with err. */
 int atr_ctr_rm(const struct atr_ctr_cli *cli, const char *name, struct atr_error *err);
 
+/* Removes the containers of runs that died without their guard (atr's
+ * names, "atr-<pid>-...", whose pid no process has: a reboot, the guard
+ * killed too); a live pid's are never touched. *removed counts them. 0,
+ * or -1 with err (the CLI failed). */
+int atr_ctr_sweep_stale(const struct atr_ctr_cli *cli, unsigned *removed, struct atr_error *err);
+
 #endif

@@ -88,3 +88,36 @@ llama_start() {
     kill "$LLAMA_PID" 2>/dev/null
     return 1
 }
+
+# debian_tar : prints the path of a Debian bookworm root with python3 and
+# pytest as a tar (debootstrap against the Debian mirror once, numeric
+# owners, cached in $ATR_TEST_IMAGE_CACHE or $ROOT/build/test-images and
+# shared by the release and ASan runs; a lock makes tests that want it at
+# the same time wait for one build). When it cannot be had, prints the
+# reason and returns 1:
+#   TAR=$(debian_tar) || { echo "skipped: ...: $TAR" >&2; ... }
+debian_tar() {
+    dt_cache=${ATR_TEST_IMAGE_CACHE:-$ROOT/build/test-images}
+    mkdir -p "$dt_cache" || { echo "cannot make $dt_cache"; return 1; }
+    command -v debootstrap >/dev/null 2>&1 || { echo "no debootstrap (scripts/deps.sh installs it)"; return 1; }
+    (
+        flock 9
+        [ -s "$dt_cache/debian-pytest.tar" ] && exit 0
+        echo "debootstrap of bookworm with python3-pytest into $dt_cache (once, minutes)" >&2
+        dt_root=$(mktemp -d "$dt_cache/root.XXXXXX")
+        if timeout 1200 debootstrap --variant=minbase --include=python3,python3-pytest bookworm \
+                "$dt_root/r" http://deb.debian.org/debian >"$dt_root.log" 2>&1 &&
+           tar --numeric-owner -C "$dt_root/r" -cf "$dt_cache/debian-pytest.tar.tmp.$$" . &&
+           mv "$dt_cache/debian-pytest.tar.tmp.$$" "$dt_cache/debian-pytest.tar"; then
+            rc=0
+        else
+            echo "debootstrap failed (no Debian mirror?): $(tail -n 1 "$dt_root.log")" >"$dt_cache/why"
+            rc=1
+        fi
+        rm -rf "$dt_root" "$dt_root.log" "$dt_cache/debian-pytest.tar.tmp.$$"
+        exit $rc
+    ) 9>"$dt_cache/.lock"
+    if [ -s "$dt_cache/debian-pytest.tar" ]; then echo "$dt_cache/debian-pytest.tar"; return 0; fi
+    cat "$dt_cache/why" 2>/dev/null || echo "no image built"
+    return 1
+}

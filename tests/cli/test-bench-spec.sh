@@ -117,3 +117,31 @@ cat >refs.json <<'EOS'
 EOS
 ok bench-names-real "$ATR" bench run -n refs.json
 check bench-names-real-plan "grep -q '^  agent-no-cuda-graphs trae-1.2$' '$T/out' && grep -qF 'item 2/2: refs/tags/v0.6.0 (parent origin/main^)' '$T/out' && grep -q '^2 runs$' '$T/out'"
+
+# "image" variants (docs/bench.md, Containers): the container keys need an
+# image, "server" is optional with one, sizes and ports are checked.
+IS=$T/image-spec
+mkdir -p "$IS"
+# image_spec NAME VARIANT_JSON : a one-variant spec.
+image_spec() {
+    printf '{"format": "atr-bench-spec/1",\n "variants": {"v": %s},\n "items": [{"human_commit": "a1b2c3d4", "parent_commit": "p", "model": "m"}]}\n' "$2" >"$IS/$1.json"
+}
+image_spec no-server '{"ready_url": "u"}'
+image_spec run-args-alone '{"server": "s", "ready_url": "u", "run_args": ["-v", "x:y"]}'
+image_spec port-alone '{"server": "s", "ready_url": "u", "container_port": 80}'
+image_spec bad-port '{"image": "i", "ready_url": "u", "container_port": 70000}'
+image_spec bad-memory '{"image": "i", "ready_url": "u", "memory": "lots"}'
+image_spec bad-arg '{"image": "i", "ready_url": "u", "run_args": ["-v", 3]}'
+image_spec bad-arg-placeholder '{"image": "i", "ready_url": "u", "run_args": ["{gpu}"]}'
+image_spec bad-image-placeholder '{"image": "engine:{sha}", "ready_url": "u"}'
+image_spec image-only '{"image": "engine:{commit}", "ready_url": "http://127.0.0.1:{port}/health", "memory": "2G", "run_args": ["--device", "nvidia.com/gpu=all"]}'
+fails bench-image-no-server 2 'no-server\.json:2:20: variants\.v: missing "server" \(or an "image" to run\)$' "$ATR" bench run -n "$IS/no-server.json"
+fails bench-image-run-args-alone 2 'run-args-alone\.json:2:66: variants\.v\.run_args: only with "image"$' "$ATR" bench run -n "$IS/run-args-alone.json"
+fails bench-image-port-alone 2 'port-alone\.json:2:72: variants\.v\.container_port: only with "image"$' "$ATR" bench run -n "$IS/port-alone.json"
+fails bench-image-bad-port 2 'bad-port\.json:2:[0-9]+: variants\.v\.container_port: expected an integer from 1 to 65535$' "$ATR" bench run -n "$IS/bad-port.json"
+fails bench-image-bad-memory 2 'bad-memory\.json:2:[0-9]+: variants\.v\.memory: expected a size like "20G"' "$ATR" bench run -n "$IS/bad-memory.json"
+fails bench-image-bad-arg 2 'bad-arg\.json:2:[0-9]+: variants\.v\.run_args\[1\]: expected a non-empty string$' "$ATR" bench run -n "$IS/bad-arg.json"
+fails bench-image-bad-arg-placeholder 2 'variants\.v\.run_args\[0\]: unknown placeholder \{gpu\}' "$ATR" bench run -n "$IS/bad-arg-placeholder.json"
+fails bench-image-bad-image-placeholder 2 'variants\.v\.image: unknown placeholder \{sha\}' "$ATR" bench run -n "$IS/bad-image-placeholder.json"
+ok bench-image-only-plan "$ATR" bench run -n "$IS/image-only.json"
+check bench-image-only-plan-lines "grep -q '^    image:    engine:a1b2c3d4\$' '$T/out' && ! grep -q 'command:' '$T/out' && grep -q '^    run arg:  nvidia.com/gpu=all\$' '$T/out' && grep -q '^    memory:   2147483648 bytes\$' '$T/out'"

@@ -7,7 +7,8 @@
 # worked, beside what the steps' exit statuses say. The probes are
 # harmless where they get out (they write back what is there, set the clock
 # to now, kill only this test's own process), so a broken sandbox fails
-# the test without damaging the machine.
+# the test without damaging the machine. The same trace runs from inside
+# an exported root (--rootfs) and a container image (--image).
 SB=$T/sandbox
 mkdir -p "$SB/host"
 if [ "$(id -u)" != 0 ]; then
@@ -104,6 +105,27 @@ if [ -x /bin/busybox ]; then
     check "sandbox --rootfs: every escape a shell can try refused" "[ -z \"\$('$SB/verdicts' '$SB/hostile.ndjson' '$SB/rf/metrics.jsonl' | grep -v -e '^control-workdir' -e '^write-etc:' -e '^write-root:' -e '^read-root:')\" ]"
     check "sandbox --rootfs: the image is the step's own (its /etc written)" "[ -e '$RF/etc/atr-hostile-$ID' ] && [ ! -e /etc/atr-hostile-$ID ]"
     check "sandbox --rootfs: the host process lives, in its group" "kill -0 $VICTIM && { [ ! -d '$CG' ] || grep -qx $VICTIM '$CG/cgroup.procs'; }"
+fi
+
+# --image: every escape from inside a task's container image (a Debian
+# root with python3, so every probe runs; lib.sh's debian_tar builds it
+# once). The container's own /etc and /root are the step's to write; the
+# host's stay untouched, and the container is gone after the run.
+if ! command -v podman >/dev/null 2>&1; then
+    echo "skipped: test-sandbox --image needs podman (scripts/deps.sh installs it)" >&2
+elif ! DEBTAR=$(debian_tar); then
+    echo "skipped: test-sandbox --image: $DEBTAR" >&2
+else
+    SIMG=atrtest$(echo "$T" | cksum | cut -d' ' -f1)-sandbox
+    podman import "$DEBTAR" "$SIMG" >/dev/null 2>&1
+    rm -f "$SB"/reached-* "$SB/host/escaped"   # --allow-network and --bind made them
+    ok "sandbox --image: the hostile trace replays" "$ATR" replay tools -q --config static-toolcall --mem-max 128M --image "$SIMG" "$SB/hostile.ndjson" --out "$SB/im"
+    check "sandbox --image: every escape refused but the container's own files" "[ -s '$SB/im/metrics.jsonl' ] && [ -z \"\$('$SB/verdicts' '$SB/hostile.ndjson' '$SB/im/metrics.jsonl' | grep -v -e '^write-etc:' -e '^write-root:' -e '^read-shadow:' -e '^read-root:')\" ]"
+    check "sandbox --image: host /etc and /root unwritten" "[ ! -e /etc/atr-hostile-$ID ] && [ ! -e /root/atr-hostile-$ID ] && [ ! -e '$SB/host/escaped' ]"
+    check "sandbox --image: the host process lives, in its group" "kill -0 $VICTIM && { [ ! -d '$CG' ] || grep -qx $VICTIM '$CG/cgroup.procs'; }"
+    check "sandbox --image: no socket or port was reached" "[ ! -e '$SB/reached-unix' ] && [ ! -e '$SB/reached-abstract' ] && [ ! -e '$SB/reached-tcp' ]"
+    check "sandbox --image: no container left" "[ -z \"\$(podman ps -a --format '{{.Image}}' | grep -x 'localhost/$SIMG:latest')\" ]"
+    podman rmi -f "$SIMG" >/dev/null 2>&1
 fi
 
 kill "$VICTIM" "$LISTENER" 2>/dev/null

@@ -218,7 +218,7 @@ static const struct bad_case bad_cases[] = {
     {"{\"format\": \"atr-bench-spec/1\", \"variants\": {\"v\": 1}}",
      "b.json:1:50: variants.v: expected an object, not number"},
     {"{\"format\": \"atr-bench-spec/1\", \"variants\": {\"v\": {\"ready_url\": \"u\"}}}",
-     "b.json:1:50: variants.v: missing \"server\""},
+     "b.json:1:50: variants.v: missing \"server\" (or an \"image\" to run)"},
     {"{\"format\": \"atr-bench-spec/1\", \"variants\": {\"v\": {\"server\": 5, \"ready_url\": \"u\"}}}",
      "b.json:1:61: variants.v.server: expected a non-empty string"},
     {"{\"format\": \"atr-bench-spec/1\", \"variants\": {\"v\": {\"server\": \"s {gpu}\", "
