@@ -69,8 +69,8 @@ check bench-repeat-interleaved "python3 '$BP/order.py' '$BP/r5.err'"
 
 # The 3-way report: intervals over the repeats, per-agent success, true
 # success. The simulated servers' figures vary from run to run (real
-# time), so the structure and the verdicts that hold by a wide margin are
-# checked, not a golden: `fast` serves ~2x the baseline's output tok/s.
+# time), so the structure and the ratios that hold by a wide margin are
+# checked, not a golden (test-bench.sh has one of fixed figures).
 ok bench-repeat-report-json "$ATR" bench report --json "$BP/r5"
 cp "$T/out" "$BP/r5.json"
 cat >"$BP/report.py" <<'PY'
@@ -86,29 +86,36 @@ rows = {(r["commit"], r["agent"]): r for r in g["comparison"]}
 fast = rows[("a1b2c3d4", "fast")]
 assert fast["runs"] == {"baseline": {"runs": 5, "successful": 5}, "human": {"runs": 5, "successful": 5},
                         "agent": {"runs": 5, "successful": 5}}, fast["runs"]
-# every ratio has its interval over the 5 repeats; not ITL's: the chunks
-# of these fast servers often reach the client in one read, so ITL medians
-# of 0 occur (no ratio, or an interval without an end), a verdict still
-for m in ("tok_s", "ttft_ms", "tpot_ms", "e2el_ms"):
+# throughput and E2EL have their intervals over the 5 repeats. The other
+# latencies of these fast servers are fractions of a millisecond, written
+# with 2 decimals: a run's median can be 0 (chunks read together, or a
+# loaded client), and a value that is not positive gives no interval
+# (method "none", inconclusive); where there is one it holds its point.
+for m in ("tok_s", "ttft_ms", "tpot_ms", "itl_ms", "e2el_ms"):
     for k in ("agent_over_baseline", "agent_over_human"):
         x = fast["metrics"][m][k]
-        assert x["method"] == "repeats" and x["n"] == 5 and x["lo"] <= x["ratio"] <= x["hi"], (m, k, x)
-        assert x["verdict"] in ("win", "tie", "loss", "inconclusive"), x
-for k in ("agent_over_baseline", "agent_over_human"):
-    x = fast["metrics"]["itl_ms"][k]
-    assert x is None or x["verdict"] in ("win", "tie", "loss", "inconclusive"), x
+        if m in ("tok_s", "e2el_ms"):
+            assert x["method"] == "repeats" and x["n"] == 5, (m, k, x)
+        if x is not None and x["method"] == "repeats":
+            assert x["lo"] <= x["ratio"] <= x["hi"], (m, k, x)
+        assert x is None or x["verdict"] in ("win", "tie", "loss", "inconclusive"), x
+# `fast` serves ~1.7x the baseline's tok/s: a win, unless one round of a
+# loaded machine (it happens under the sanitizers) stretches the interval
+# over 1; true success follows the verdict
 tok = fast["metrics"]["tok_s"]["agent_over_baseline"]
-assert tok["verdict"] == "win" and fast["true_success"] and pa["fast"]["true_success"] == 1, tok
+assert tok["ratio"] > 1.3 and tok["verdict"] in ("win", "inconclusive"), tok
+assert fast["true_success"] == (tok["verdict"] == "win") == (pa["fast"]["true_success"] == 1), tok
 crash = rows[("a1b2c3d4", "crash")]
 assert crash["runs"]["agent"] == {"runs": 5, "successful": 0} and not crash["true_success"]
 assert crash["metrics"]["tok_s"]["agent_over_baseline"] is None
 ref = {f["commit"]: f["metrics"]["tok_s"]["human_over_baseline"] for f in g["human_reference"]}
-assert all(r["method"] == "repeats" and r["verdict"] == "win" for r in ref.values()), ref
+assert all(r["method"] == "repeats" and r["ratio"] > 1.2 and r["verdict"] in ("win", "inconclusive")
+           for r in ref.values()), ref
 PY
 check bench-repeat-report "python3 '$BP/report.py' '$BP/r5.json'"
 ok bench-repeat-report-md "$ATR" bench report "$BP/r5"
-check bench-repeat-report-md-agents "grep -q '^| fast | 5 | 5 | 5 of 5, 100.0 % | success 5 | 1 | 1 of 1 |$' '$T/out' && grep -q '^| crash | 5 | 0 | 0 of 5, 0.0 % | server_crashed 5 | 1 | 0 of 1 |$' '$T/out'"
-check bench-repeat-report-md-interval "grep -Eq '^\\| a1b2c3d4 \\| fast \\| 5/5/5 \\| 0/0/0 \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+ \\| \\[[0-9.]+, [0-9.]+\\] \\| [a-z]+ \\| [0-9.]+ \\| \\[[0-9.]+, [0-9.]+\\] \\| win \\| yes \\|$' '$T/out'"
+check bench-repeat-report-md-agents "grep -Eq '^\\| fast \\| 5 \\| 5 \\| 5 of 5, 100.0 % \\| success 5 \\| 1 \\| [01] of 1 \\|$' '$T/out' && grep -q '^| crash | 5 | 0 | 0 of 5, 0.0 % | server_crashed 5 | 1 | 0 of 1 |$' '$T/out'"
+check bench-repeat-report-md-interval "grep -Eq '^\\| a1b2c3d4 \\| fast \\| 5/5/5 \\| 0/0/0 \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+ \\| \\[[0-9.]+, [0-9.]+\\] \\| [a-z]+ \\| [0-9.]+ \\| \\[[0-9.]+, [0-9.]+\\] \\| (win \\| yes|inconclusive \\| no) \\|$' '$T/out'"
 
 # ---- resume with repeats (one item) ----
 ok bench-repeat-resume-2 "$ATR" bench run "$SPEC" --port 0 --only a1b2 --repeat 2 -o "$BP/res"
