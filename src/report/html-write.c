@@ -865,6 +865,41 @@ static void bench_reference(struct atr_buf *b, const struct atr_json *g)
     atr_buf_puts(b, "</tbody></table>\n");
 }
 
+/* One latency of one agent row: the three medians and both ratios. */
+static void bench_latency_row(struct atr_buf *b, const struct atr_json *r, const char *key,
+                              const char *label)
+{
+    const struct atr_json *x = bench_at(r, "metrics", key);
+    if (!x || isnan(atr_html_get_num(x, "agent")))
+        return;
+    atr_buf_puts(b, "<tr>");
+    atr_html_td_str(b, atr_json_get_str(r, "commit", NULL));
+    atr_html_td_str(b, atr_json_get_str(r, "agent", NULL));
+    atr_html_td_str(b, label);
+    atr_html_td_num(b, atr_html_get_num(x, "baseline"), 2);
+    atr_html_td_num(b, atr_html_get_num(x, "human"), 2);
+    atr_html_td_num(b, atr_html_get_num(x, "agent"), 2);
+    bench_ratio(b, atr_json_get(x, "agent_over_baseline"));
+    bench_ratio(b, atr_json_get(x, "agent_over_human"));
+    atr_buf_puts(b, "</tr>\n");
+}
+
+/* The latencies (each run's median, their median over the repeats). */
+static void bench_latencies(struct atr_buf *b, const struct atr_json *rows)
+{
+    static const char *const keys[][2] = {{"ttft_ms", "TTFT ms"}, {"tpot_ms", "TPOT ms"},
+                                          {"itl_ms", "ITL ms"}, {"e2el_ms", "E2EL ms"}};
+    atr_buf_puts(b, "<p>Latencies, lower is better (each run's median, the median over the "
+                    "repeats):</p>\n<table><thead><tr><th>commit</th><th>agent</th>"
+                    "<th>metric</th><th>baseline</th><th>human</th><th>agent</th>"
+                    "<th>agent / baseline [95 % CI]</th><th>vs baseline</th>"
+                    "<th>agent / human [95 % CI]</th><th>vs human</th></tr></thead><tbody>\n");
+    for (const struct atr_json *r = rows->u.kids.first; r; r = r->next)
+        for (size_t k = 0; atr_json_get_str(r, "agent", NULL) && k < 4; k++)
+            bench_latency_row(b, r, keys[k][0], keys[k][1]);
+    atr_buf_puts(b, "</tbody></table>\n");
+}
+
 static void bench_comparison(struct atr_buf *b, const struct atr_json *g)
 {
     const struct atr_json *rows = atr_json_get(g, "comparison");
@@ -892,6 +927,7 @@ static void bench_comparison(struct atr_buf *b, const struct atr_json *g)
     atr_html_num(b, atr_html_get_num(g, "noise_pct"), 1);
     atr_buf_puts(b, " %.</p>\n");
     bench_reference(b, g);
+    bench_latencies(b, rows);
 }
 
 /* The bench report's own JSON (bench/report.h keeps its structs private),

@@ -118,6 +118,23 @@ assert (x[\"candidate\"],x[\"verdict\"],x[\"n_reference\"],x[\"n_candidate\"],x[
 assert float(x[\"lo\"])<=float(x[\"ratio\"])<=float(x[\"hi\"])' '$T/out'"
 ok bench-repeat-csv "$ATR" bench report --csv rep
 check bench-repeat-csv-repeats "python3 -c 'import csv,sys; r=list(csv.DictReader(open(sys.argv[1]))); assert sorted(set(x[\"repeat\"] for x in r))==[\"1\",\"2\",\"3\",\"4\",\"5\"]; assert all(x[\"agent\"]!=\"fast_r2\" for x in r)' '$T/out'"
+# the HTML report's bench section: per agent, the intervals and verdicts,
+# the reference and the latencies, from the same JSON
+ok bench-repeat-html "$ATR" report -o "$T/rep.html" rep
+cat >"$T/html.py" <<'PY'
+import re, sys
+h = open(sys.argv[1]).read()
+sec = h[h.index('<section id="bench">'):]
+sec = re.sub(r"<[^>]+>", " ", sec[:sec.index("</section>")])
+sec = re.sub(r"\s+", " ", sec)
+assert "rep: per agent (its own runs only)" in sec, sec[:300]
+assert " flaky 5 2 40.0 1 0 " in sec, sec
+assert "aaaa1111 fast 5 of 5 / 5 of 5 / 5 of 5 1000.0 1200.0 1300.0 1.083 [" in sec, sec
+assert "] win 1.300 [" in sec and "] tie no " in sec
+assert "The reference, human against baseline" in sec and "bbbb2222 500.0 450.0 0.900 [" in sec
+assert "bbbb2222 fast TTFT ms 80.20 90.20 70.20 0.875 [" in sec, sec
+PY
+check bench-repeat-html-section "python3 '$T/html.py' '$T/rep.html'"
 # A repeat number of the wrong type is an error at its place
 sed 's/"repeat": 2,/"repeat": "2",/' rep/aaaa1111_baseline_r2_result.json >"$T/bad-repeat.json"
 mkdir -p badrep && cp "$T/bad-repeat.json" badrep/aaaa1111_baseline_r2_result.json
