@@ -829,7 +829,7 @@ static void bench_agents(struct atr_buf *b, const struct atr_json *g)
         return;
     atr_buf_puts(b, "<h3>");
     atr_html_esc(b, atr_json_get_str(g, "group", NULL));
-    atr_buf_puts(b, ": per agent (its own runs only)</h3>\n<table><thead><tr><th>agent</th>"
+    atr_buf_puts(b, ": per agent (its own runs only)</h3>\n<table class=\"bench\"><thead><tr><th>agent</th>"
                     "<th>runs</th><th>success</th><th>success (%)</th><th>commits</th>"
                     "<th>true success</th></tr></thead><tbody>\n");
     for (const struct atr_json *a = list->u.kids.first; a; a = a->next) {
@@ -850,7 +850,7 @@ static void bench_reference(struct atr_buf *b, const struct atr_json *g)
     const struct atr_json *list = atr_json_get(g, "human_reference");
     if (!list || !atr_json_is(list, ATR_JSON_ARRAY) || !list->u.kids.first)
         return;
-    atr_buf_puts(b, "<p>The reference, human against baseline (output tokens/s):</p>\n<table>"
+    atr_buf_puts(b, "<p>The reference, human against baseline (output tokens/s):</p>\n<table class=\"bench\">"
                     "<thead><tr><th>commit</th><th>baseline tok/s</th><th>human tok/s</th>"
                     "<th>human / baseline [95 % CI]</th><th>verdict</th></tr></thead><tbody>\n");
     for (const struct atr_json *f = list->u.kids.first; f; f = f->next) {
@@ -890,7 +890,7 @@ static void bench_latencies(struct atr_buf *b, const struct atr_json *rows)
     static const char *const keys[][2] = {{"ttft_ms", "TTFT ms"}, {"tpot_ms", "TPOT ms"},
                                           {"itl_ms", "ITL ms"}, {"e2el_ms", "E2EL ms"}};
     atr_buf_puts(b, "<p>Latencies, lower is better (each run's median, the median over the "
-                    "repeats):</p>\n<table><thead><tr><th>commit</th><th>agent</th>"
+                    "repeats):</p>\n<table class=\"bench\"><thead><tr><th>commit</th><th>agent</th>"
                     "<th>metric</th><th>baseline</th><th>human</th><th>agent</th>"
                     "<th>agent / baseline [95 % CI]</th><th>vs baseline</th>"
                     "<th>agent / human [95 % CI]</th><th>vs human</th></tr></thead><tbody>\n");
@@ -907,7 +907,7 @@ static void bench_comparison(struct atr_buf *b, const struct atr_json *g)
         return;
     atr_buf_puts(b, "<h3>");
     atr_html_esc(b, atr_json_get_str(g, "group", NULL));
-    atr_buf_puts(b, ": agent against baseline and human (output tokens/s)</h3>\n<table><thead>"
+    atr_buf_puts(b, ": agent against baseline and human (output tokens/s)</h3>\n<table class=\"bench\"><thead>"
                     "<tr><th>commit</th><th>agent</th><th>successful runs (baseline / human / "
                     "agent)</th><th>baseline tok/s</th><th>human tok/s</th><th>agent tok/s</th>"
                     "<th>agent / human [95 % CI]</th><th>vs human</th>"
