@@ -29,6 +29,11 @@ const char *atr_history_metric_name(enum atr_history_metric m)
     return metrics[m].key;
 }
 
+const char *atr_history_metric_title(enum atr_history_metric m)
+{
+    return metrics[m].title;
+}
+
 static double metric_of(const struct atr_bench_result *r, int m)
 {
     switch (m) {

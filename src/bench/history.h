@@ -44,6 +44,8 @@ enum atr_history_metric {
 
 /* "req_s", "tok_s", "ttft_p50_ms", ... (the JSON keys). */
 const char *atr_history_metric_name(enum atr_history_metric m);
+/* "req/s", "output tok/s", "p50 TTFT ms", ... (headings). */
+const char *atr_history_metric_title(enum atr_history_metric m);
 
 struct atr_history_cell {
     double value;              /* median over the point's runs; NAN: none */

@@ -8,6 +8,7 @@
 #include "bench/history.h"
 #include "cli/cmd.h"
 #include "cli/opts.h"
+#include "report/history-html.h"
 #include "util/output.h"
 
 const char cmd_bench_history_help[] =
@@ -42,6 +43,8 @@ const char cmd_bench_history_help[] =
     "                        baseline_runs, verdict, regression}, ...}}]}]\n"
     "      --fail-on-regression   exit 1 when any regression is flagged (after\n"
     "                        writing the report): a CI gate\n"
+    "      --html FILE       also a page of charts, one per series and metric\n"
+    "                        (inline SVG; regressions in red)\n"
     "  -o, --output OUT      write there (atomically) instead of stdout\n"
     "\n"
     "Bad input (no results, results of one point only, a result missing a\n"
@@ -52,7 +55,7 @@ struct history_args {
     unsigned long window;
     double margin;
     bool json, fail;
-    const char *out;
+    const char *out, *html;
 };
 
 #define ARGS struct history_args
@@ -62,6 +65,7 @@ static const struct opt options[] = {
     OPT_FLAG(ARGS, json, "json", 0),
     OPT_FLAG(ARGS, fail, "fail-on-regression", 0),
     OPT_STRING(ARGS, out, "output", 'o'),
+    OPT_STRING(ARGS, html, "html", 0),
     OPT_END,
 };
 #undef ARGS
@@ -78,16 +82,26 @@ static int read_all(struct atr_bench_set *s, int argc, char **argv, int first)
     return EXIT_OK;
 }
 
-static int write_report(const struct history_args *a, const struct atr_history *h)
+static int write_one(const char *path, int (*fmt)(struct atr_buf *, const struct atr_history *),
+                     const struct atr_history *h)
 {
     struct atr_buf b = ATR_BUF_INIT;
     int rc = EXIT_OK;
-    if ((a->json ? atr_history_json : atr_history_markdown)(&b, h) < 0)
+    if (fmt(&b, h) < 0)
         rc = cli_fail("out of memory writing the history");
     struct atr_error err;
-    if (rc == EXIT_OK && atr_output_write_file(a->out ? a->out : "-", b.data, b.len, &err) < 0)
+    if (rc == EXIT_OK && atr_output_write_file(path, b.data, b.len, &err) < 0)
         rc = cli_fail_err(&err);
     atr_buf_release(&b);
+    return rc;
+}
+
+static int write_report(const struct history_args *a, const struct atr_history *h)
+{
+    int rc = write_one(a->out ? a->out : "-", a->json ? atr_history_json : atr_history_markdown,
+                       h);
+    if (rc == EXIT_OK && a->html)
+        rc = write_one(a->html, atr_history_html, h);
     return rc;
 }
 

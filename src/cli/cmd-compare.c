@@ -6,9 +6,12 @@
 #include <string.h>
 
 #include "cli/cmd.h"
+#include "cli/llm-run.h"
 #include "cli/sim-run.h"
+#include "exp/sim-target.h"
 #include "cli/opts.h"
 #include "report/compare.h"
+#include "report/repeats.h"
 #include "util/output.h"
 
 static const char help[] =
@@ -30,7 +33,13 @@ static const char help[] =
     "error, and nothing is written.\n"
     "With --run, the traces are first run in the simulator under each policy\n"
     "(as `atr sim run --profile GPU/MODEL --policy ...`, which takes the same\n"
-    "options) and only the table is printed.\n"
+    "options) and only the table is printed; with --repeat N each policy runs N\n"
+    "times, interleaved, and the table gives per metric the median over the\n"
+    "repeats with its 95 % interval and, against naive, the ratio with its\n"
+    "interval and a verdict (win, tie, loss, inconclusive; docs/statistics.md).\n"
+    "--repeat 1 takes the intervals from within each run, over its requests.\n"
+    "Result files with \"repeat\" indexes (sim run, replay llm --repeat) are\n"
+    "grouped by target and policy and the same table follows the rows.\n"
     "\n"
     "options:\n"
     "      --json            a JSON array of row objects instead of the Markdown table\n"
@@ -117,7 +126,7 @@ static bool opt_sim_target(void *base, const char *arg, const char *cmd)
                   "replay llm, then compare the results)");
         return false;
     }
-    ((struct compare_run_args *)base)->sim.profile = arg + 4;
+    ((struct compare_run_args *)base)->sim.sim.profile = arg + 4;
     return true;
 }
 
@@ -129,6 +138,26 @@ static const struct opt run_options[] = {
 
 static const struct opts_cmd run_parser = {"compare", run_options};
 
+/* The series on the simulator target (exp/series.h through llm_run),
+ * only its table printed. */
+static int run_series(const struct sim_run_args *a, char *const *paths, size_t n)
+{
+    struct atr_target t;
+    struct atr_error err;
+    if (atr_sim_target_make(&t, &a->sim, &err) < 0)
+        return cli_fail_err(&err);
+    struct llm_report_opts report = a->report;
+    report.quiet = true;
+    struct llm_run r = {
+        .from = a->from, .policies = &a->policies, .policy_opts = a->policy_opts,
+        .sched = &a->sched, .report = &report, .iterations_out = a->iterations_out,
+        .table_only = true, .repeats = a->repeats,
+    };
+    int rc = llm_run(&r, &t, paths, n);
+    atr_target_release(&t);
+    return rc;
+}
+
 static int run_sim(int argc, char **argv)
 {
     struct compare_run_args a;
@@ -136,13 +165,33 @@ static int run_sim(int argc, char **argv)
     argc--;                      /* past "--run" */
     argv++;
     int rc = opts_parse(&run_parser, &a, argc, argv, &a.sim.first_arg);
-    if (rc == EXIT_OK && !a.sim.profile)     /* what this command calls it */
+    if (rc == EXIT_OK && !a.sim.sim.profile)     /* what this command calls it */
         rc = cli_usage("compare", "--run wants --target sim:GPU/MODEL");
     if (rc == EXIT_OK)
         rc = sim_run_args_check(&a.sim, argc, "compare");
     if (rc == EXIT_OK)
-        rc = sim_run_exec(&a.sim, argc, argv, true);
+        rc = run_series(&a.sim, argv + a.sim.first_arg, (size_t)(argc - a.sim.first_arg));
     sim_run_args_release(&a.sim);
+    return rc;
+}
+
+/* Rows with repeat indexes: grouped by target and policy, the table over
+ * repeats after the rows' (report/repeats.h). -1 when it cannot be made
+ * (said on stderr): mixed figures within a group, a repeat twice. */
+static int add_repeats(struct atr_compare *c, struct atr_buf *b)
+{
+    size_t n;
+    const struct atr_compare_row *rows = atr_compare_rows(c, &n);
+    struct atr_repeats *r = atr_repeats_new(0, ATR_REPEATS_MARGIN);
+    for (size_t i = 0; i < n; i++)
+        atr_repeats_add_row(r, &rows[i], rows[i].repeat);
+    struct atr_error err;
+    int rc = atr_repeats_check(r, &err);
+    if (rc < 0)
+        cli_fail_err(&err);
+    else
+        rc = atr_buf_puts(b, "\n") < 0 || atr_repeats_write_markdown(b, r) < 0 ? -1 : 0;
+    atr_repeats_free(r);
     return rc;
 }
 
@@ -163,6 +212,11 @@ static int run(int argc, char **argv)
         }
     struct atr_buf b = ATR_BUF_INIT;
     rc = (o.json ? atr_compare_write_json : atr_compare_write_markdown)(&b, c);
+    if (rc == 0 && !o.json && atr_compare_has_repeats(c) && (rc = add_repeats(c, &b)) < 0) {
+        atr_compare_free(c);
+        atr_buf_release(&b);
+        return EXIT_FAIL;
+    }
     atr_compare_free(c);
     rc = rc < 0 ? cli_fail("out of memory writing the table") : emit(o.out, &b);
     atr_buf_release(&b);

@@ -2,19 +2,21 @@
  * OpenAI-compatible server (or run through the simulator), reported as
  * `vllm bench serve` reports a run. */
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 
 #include "cli/cmd.h"
-#include "cli/llm-merge.h"
 #include "cli/llm-report.h"
 #include "cli/llm-run.h"
-#include "cli/llm-threads.h"
+#include "exp/threads.h"
 #include "cli/opts.h"
 #include "cli/sched-opts.h"
 #include "exp/exp.h"
 #include "llm/models.h"
+#include "stats/merge.h"
+#include "stats/result.h"
 
 const char cmd_replay_llm_help[] =
     "usage: atr replay llm [OPTIONS] TRACE... --target URL|sim:GPU/MODEL\n"
@@ -50,6 +52,16 @@ const char cmd_replay_llm_help[] =
     "                            another's cached prefixes); output files get .P\n"
     "                            before their extension, and a table compares them\n"
     "      --policy-options K=V[,K=V...]   its options (e.g. budget=8192)\n"
+    "      --repeat N            run each policy N times, interleaved (A, B, A, B,\n"
+    "                            ...); repeat r with --seed S + r - 1 (fresh gaps\n"
+    "                            of --rate; the traces and their own times are the\n"
+    "                            same each time); files get .rK before their\n"
+    "                            extension and \"repeat\": K; a table follows with\n"
+    "                            per metric the median and 95 % interval, the\n"
+    "                            ratio to naive with its interval and a verdict\n"
+    "                            (--repeat 1: intervals within each run, over its\n"
+    "                            requests; docs/statistics.md). A repeat that fails\n"
+    "                            is left out and counted (exit 1 at the end)\n"
     "      --tp N                tensor parallel degree of a sim target\n"
     "      --skip-oversized      sim target: reject a request too long for the KV\n"
     "                            cache as vLLM does instead of stopping the run\n"
@@ -88,6 +100,7 @@ struct llm_args {
     const char *target, *model, *api_key, *from, *policy_opts;
     struct opts_shard shard;     /* shard.n 0: none */
     unsigned threads;            /* --threads N */
+    unsigned repeats;            /* --repeat N; 0: not given */
     double start_at;             /* --start-at, or 0 */
     bool merge;
     struct llm_policy_list policies;
@@ -134,7 +147,9 @@ static const struct opt options[] = {
     OPT_DOUBLE(ARGS, start_at, "start-at", 0, 1, OPT_FINITE,
                "--start-at wants seconds since 1970 (date +%s)"),
     OPT_FLAG(ARGS, merge, "merge", 0),
-    OPT_UINT(ARGS, threads, "threads", 0, 1, LLM_MAX_THREADS, "--threads wants 1..256"),
+    OPT_UINT(ARGS, repeats, "repeat", 0, 1, ATR_SERIES_MAX_REPEATS,
+             "--repeat wants 1..1000 (runs of each policy)"),
+    OPT_UINT(ARGS, threads, "threads", 0, 1, ATR_EXP_MAX_THREADS, "--threads wants 1..256"),
     OPT_INCLUDE(ARGS, report, llm_report_opts_group),
     OPT_INCLUDE(ARGS, sched, sched_opts_group),
     OPT_END,
@@ -157,9 +172,9 @@ static int parse_args(int argc, char **argv, struct llm_args *a)
     if (opts_parse(&parser, a, argc, argv, &a->first_arg) != EXIT_OK)
         return EXIT_USAGE;
     if (a->merge && (a->target || a->shard.n || a->start_at > 0 || a->policies.n ||
-                     a->threads > 1))
+                     a->threads > 1 || a->repeats))
         return cli_usage("replay llm", "--merge reads request files: it takes no --target, "
-                         "--shard, --start-at, --threads or --policy");
+                         "--shard, --start-at, --threads, --policy or --repeat");
     if (a->merge && a->first_arg >= argc)
         return cli_usage("replay llm", "missing REQUESTS.ndjson");
     if (a->merge)
@@ -218,14 +233,30 @@ static int open_target(const struct llm_args *a, struct atr_target *t, char *mod
     return EXIT_OK;
 }
 
-/* --merge: the request files as one run. */
+/* --merge: the request files as one run, its block printed. */
 static int merge(const struct llm_args *a, char *const *paths, size_t n)
 {
-    struct llm_merge m = {
-        .report = &a->report, .model = a->model,
-        .schedule = &a->sched.schedule, .max_concurrency = a->sched.max_concurrency,
+    const struct llm_report_opts *o = &a->report;
+    struct atr_llm_merge_cfg cfg = {
+        .model = a->model, .schedule = &a->sched.schedule,
+        .max_concurrency = a->sched.max_concurrency, .slo_ttft_ms = o->slo_ttft_ms,
+        .slo_tpot_ms = o->slo_tpot_ms, .slo_e2el_ms = o->slo_e2el_ms,
+        .percentiles = o->percentiles, .n_percentiles = o->n_percentiles,
+        .save_result = o->save_result, .requests_out = o->requests_out,
     };
-    return llm_merge(&m, paths, n);
+    struct atr_llm_merged m;
+    struct atr_error err;
+    if (atr_llm_merge(&cfg, paths, n, &m, &err) < 0)
+        return cli_fail_err(&err);
+    if (!o->quiet) {
+        struct atr_buf b = ATR_BUF_INIT;
+        atr_llm_write_block(&b, &m.sum, &m.bc);
+        fputs(b.data ? b.data : "", stdout);
+        atr_buf_release(&b);
+    }
+    llm_report_warn_prompts(&m.sum);
+    atr_llm_merged_release(&m);
+    return EXIT_OK;
 }
 
 int cmd_replay_llm(int argc, char **argv)
@@ -248,7 +279,7 @@ int cmd_replay_llm(int argc, char **argv)
             .from = a.from, .policies = &a.policies, .policy_opts = a.policy_opts,
             .sched = &a.sched, .report = &a.report, .stop = &stop_requested,
             .shard_i = a.shard.i, .shard_n = a.shard.n, .start_at = a.start_at,
-            .threads = a.threads,
+            .threads = a.threads, .repeats = a.repeats,
         };
         rc = llm_run(&r, &t, argv + a.first_arg, (size_t)(argc - a.first_arg));
     }

@@ -14,6 +14,7 @@
 #include "policy/policy.h"
 #include "policy/learned-features.h"
 #include "router/decide.h"
+#include "router/folds.h"
 #include "router/sources.h"
 #include "router/train.h"
 #include "sched/schedule.h"
@@ -110,7 +111,6 @@ static const char help[] =
     "--seed also seeds the split and the weights; eval defaults to the model's.\n";
 
 #define MAX_CANDS 8
-#define MAX_SOURCES 64     /* folds of eval --by-source */
 
 struct router_args {
     bool eval, decide, all, seed_given, by_session, by_source;
@@ -734,64 +734,12 @@ static int eval(struct router_args *a, char *const *paths, size_t n_paths,
 
 /* ---- eval --by-source: leave one source out ---- */
 
-/* The input sets --select chooses between by inner validation
- * (docs/policies.md): every feature, prompt size alone, size with the
- * prefix reuse against the previous turn, size with what is new against
- * it, size with the output history, and everything but the timing
- * features. size+reuse was added after outer-fold runs with the fair
- * labels (--cut-wins no), so the nested figure guards the choice within
- * the grid, not the grid. */
-static const char *const select_names[] = { "all", "size", "size+reuse", "size+new",
-                                            "size+outputs", "no-timing" };
-static const uint32_t select_inputs[] = {
-    0, 1u << 0, 1u << 0 | 1u << 2, 1u << 0 | 1u << 2 | 1u << 3,
-    1u << 0 | 1u << 10 | 1u << 11, 0xfffu & ~(1u << 8 | 1u << 9),
-};
-#define N_SELECT (sizeof select_inputs / sizeof *select_inputs)
-
-struct fold {
-    size_t group, sessions, pick;      /* pick: select_names index (--select) */
-    struct atr_router_eval ev;
-};
-
-static size_t sessions_of(const struct atr_router_data *d, size_t g)
+static void print_folds(const struct router_args *a, const struct setup *s,
+                        const struct atr_router_folds *fo, const char *const *cands)
 {
-    size_t n = 0;
-    for (size_t i = 0; i < d->n; i++)
-        n += d->group[i] == g && (i == 0 || d->session[i] != d->session[i - 1]);
-    return n;
-}
-
-/* Every fold: with --select, the input set inner validation picks on the
- * other sources (never looking at the fold's own); then a model trained on
- * the other sources, scored on the fold's. */
-static int run_folds(const struct router_args *a, struct atr_router_data *d, size_t n_groups,
-                     struct fold *f, size_t n_folds, struct atr_error *err)
-{
-    struct atr_router_train_cfg grid[N_SELECT];
-    for (size_t k = 0; k < N_SELECT; k++) {
-        grid[k] = train_cfg(a);
-        grid[k].inputs = select_inputs[k];
-    }
-    for (size_t i = 0; i < n_folds; i++) {
-        f[i].sessions = sessions_of(d, f[i].group);
-        struct atr_router_train_cfg tc = train_cfg(a);
-        if (a->select) {
-            if (atr_router_select(d, n_groups, f[i].group, grid, N_SELECT, &f[i].pick, err) < 0)
-                return -1;
-            tc = grid[f[i].pick];
-        }
-        int rc = atr_router_fold(d, n_groups, f[i].group, SIZE_MAX, &tc, &f[i].ev, err);
-        if (rc < 0)
-            return -1;
-    }
-    return 0;
-}
-
-static void print_folds(const struct router_args *a, const struct setup *s, const struct fold *f,
-                        size_t n_folds, const struct atr_router_eval *pool,
-                        const char *const *cands)
-{
+    const struct atr_router_fold_result *f = fo->f;
+    const struct atr_router_eval *pool = &fo->pool;
+    size_t n_folds = fo->n;
     size_t maj = 0;
     double macro = 0, rule_macro = 0;
     printf("%-16s %8s %8s %9s %9s  %-24s%s\n", "held-out source", "sessions", "requests",
@@ -804,7 +752,7 @@ static void print_folds(const struct router_args *a, const struct setup *s, cons
                  pct(e->majority_correct, e->n));
         rule_text(rule, sizeof rule, &e->rule, cands);
         printf("%-16s %8zu %8zu %8.1f%% %8.1f%%  %-24s%s\n", s->src.names[f[i].group],
-               f[i].sessions, e->n, acc, racc, base, a->select ? select_names[f[i].pick] : rule);
+               f[i].sessions, e->n, acc, racc, base, a->select ? atr_router_select_names[f[i].pick] : rule);
         maj += e->majority_correct;
         macro += acc / (double)n_folds;
         rule_macro += racc / (double)n_folds;
@@ -818,9 +766,10 @@ static void print_folds(const struct router_args *a, const struct setup *s, cons
 
 /* The folds as JSON, after the pooled evaluation (by_source_json). */
 static void folds_json(struct atr_jw *w, const struct router_args *a, const struct setup *s,
-                       const struct fold *f, size_t n_folds, size_t nc,
-                       const char *const *cands)
+                       const struct atr_router_folds *fo, size_t nc, const char *const *cands)
 {
+    const struct atr_router_fold_result *f = fo->f;
+    size_t n_folds = fo->n;
     atr_jw_key(w, "folds");
     atr_jw_array_begin(w);
     for (size_t i = 0; i < n_folds; i++) {
@@ -834,7 +783,7 @@ static void folds_json(struct atr_jw *w, const struct router_args *a, const stru
         atr_jw_kv_uint(w, "majority_correct", e->majority_correct);
         rule_json(w, e, true, cands);
         if (a->select)
-            atr_jw_kv_str(w, "inputs", select_names[f[i].pick]);
+            atr_jw_kv_str(w, "inputs", atr_router_select_names[f[i].pick]);
         atr_jw_key(w, "confusion");
         atr_jw_array_begin(w);
         for (size_t r = 0; r < nc; r++)
@@ -846,9 +795,10 @@ static void folds_json(struct atr_jw *w, const struct router_args *a, const stru
 }
 
 static void by_source_json(struct atr_buf *b, const struct router_args *a, const struct setup *s,
-                           const struct atr_router_label_cfg *lc, const struct fold *f,
-                           size_t n_folds, const struct atr_router_eval *pool)
+                           const struct atr_router_label_cfg *lc,
+                           const struct atr_router_folds *fo)
 {
+    const struct atr_router_eval *pool = &fo->pool;
     struct atr_jw w;
     atr_jw_init(&w, b, ATR_JW_PYTHON);
     atr_jw_object_begin(&w);
@@ -875,7 +825,7 @@ static void by_source_json(struct atr_buf *b, const struct router_args *a, const
     atr_jw_key(&w, "latency");                  /* none: each fold has its own model */
     atr_jw_array_begin(&w);
     atr_jw_array_end(&w);
-    folds_json(&w, a, s, f, n_folds, lc->n_candidates, lc->candidates);
+    folds_json(&w, a, s, fo, lc->n_candidates, lc->candidates);
     atr_jw_object_end(&w);
     atr_jw_finish(&w);
     atr_buf_putc(b, '\n');
@@ -890,46 +840,41 @@ static int eval_by_source(struct router_args *a, char *const *paths, size_t n_pa
     int rc = setup_open(&s, a, paths, n_paths, err);
     if (rc == 0)
         rc = setup_sources(&s, paths, n_paths, a->from, NULL, err);
-    if (rc == 0 && s.src.n_names > MAX_SOURCES)
-        rc = atr_error_set(err, "router eval --by-source: %zu sources, at most %d",
-                           s.src.n_names, MAX_SOURCES);
-    bool none[MAX_SOURCES] = { false };
+    bool *none = xcalloc(s.src.n_names + 1, sizeof *none);
     struct atr_router_label_cfg lc = label_cfg(a, &s);
     lc.held_group = none;
     struct atr_router_data d;
     memset(&d, 0, sizeof d);
+    if (rc == 0 && s.src.n_names > ATR_ROUTER_MAX_SOURCES)   /* before the labelling runs */
+        rc = atr_error_set(err, "router eval --by-source: %zu sources, at most %d",
+                           s.src.n_names, ATR_ROUTER_MAX_SOURCES);
     if (rc == 0)
         rc = atr_router_label(&s.sim, &lc, &d, err);
-    struct fold f[MAX_SOURCES];
-    size_t n_folds = 0;
-    for (size_t g = 0; rc == 0 && g < s.src.n_names; g++)
-        if (sessions_of(&d, g))          /* a source with llm requests */
-            f[n_folds++] = (struct fold){ .group = g };
-    if (rc == 0 && n_folds < 2)
-        rc = atr_error_set(err, "router eval --by-source: wants traces of 2 or more sources "
-                           "with llm requests, found %zu", n_folds);
+    struct atr_router_folds_cfg fc = {
+        .train = train_cfg(a), .select = a->select, .n_groups = s.src.n_names,
+        .n_candidates = lc.n_candidates,
+    };
+    struct atr_router_folds *fo = xcalloc(1, sizeof *fo);
     if (rc == 0)
-        rc = run_folds(a, &d, s.src.n_names, f, n_folds, err);
+        rc = atr_router_folds_run(&d, &fc, fo, err);
     if (rc == 0) {
-        struct atr_router_eval pool;
-        memset(&pool, 0, sizeof pool);
-        for (size_t i = 0; i < n_folds; i++)
-            atr_router_eval_add(&pool, &f[i].ev, lc.n_candidates);
         printf("atr router eval --by-source: %zu sources, %zu requests in %zu sessions; each "
-               "source scored by a model trained on the others%s\n", n_folds, d.n,
+               "source scored by a model trained on the others%s\n", fo->n, d.n,
                d.n_sessions_held_out + d.n_sessions_train,
                a->select ? " (inputs picked by inner leave-one-source-out on those)" : "");
-        print_folds(a, &s, f, n_folds, &pool, lc.candidates);
+        print_folds(a, &s, fo, lc.candidates);
         struct atr_router_model m = { .n_candidates = lc.n_candidates };
         memcpy(m.candidates, lc.candidates, lc.n_candidates * sizeof *m.candidates);
-        print_confusion(&pool, &m);
+        print_confusion(&fo->pool, &m);
         if (json) {
             struct atr_buf b = ATR_BUF_INIT;
-            by_source_json(&b, a, &s, &lc, f, n_folds, &pool);
+            by_source_json(&b, a, &s, &lc, fo);
             rc = atr_output_write(json, b.data, b.len, err);
             atr_buf_release(&b);
         }
     }
+    free(fo);
+    free(none);
     atr_router_data_release(&d);
     setup_close(&s);
     return rc;

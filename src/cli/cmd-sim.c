@@ -50,6 +50,16 @@ static const char help[] =
     "                            compares them (as atr compare)\n"
     "      --policy-options K=V[,K=V...]   policy options; NAME.K=V for one policy\n"
     "                            of a list (e.g. compaction.budget=8192)\n"
+    "      --repeat N            run each policy N times, interleaved (A, B, A, B,\n"
+    "                            ...); repeat r with --seed S + r - 1 (fresh gaps\n"
+    "                            of --rate; the traces and their own times are the\n"
+    "                            same each time); files get .rK before their\n"
+    "                            extension and \"repeat\": K; a table follows with\n"
+    "                            per metric the median and 95 % interval, the\n"
+    "                            ratio to naive with its interval and a verdict\n"
+    "                            (--repeat 1: intervals within each run, over its\n"
+    "                            requests; docs/statistics.md). A repeat that fails\n"
+    "                            is left out and counted (exit 1 at the end)\n"
     "      --replicas N          engine replicas the policy routes over (default 1)\n"
     "      --engine vllm|sglang|llama.cpp   engine flavour: FCFS, 16-token block\n"
     "                            cache, CPU work between steps (vllm, default);\n"
@@ -119,7 +129,7 @@ static int run(int argc, char **argv)
     if (rc == EXIT_OK)
         rc = sim_run_args_check(&a, argc, "sim run");
     if (rc == EXIT_OK)
-        rc = sim_run_exec(&a, argc, argv, false);
+        rc = sim_run_exec(&a, argc, argv);
     sim_run_args_release(&a);
     return rc;
 }

@@ -1,6 +1,7 @@
 /* cmd-sweep.c - `atr sweep`: a GuideLLM-style rate sweep of a workload on
  * a target (exp/sweep.h), the result JSON, a table on stdout. */
 #include <math.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,12 +14,14 @@
 #include "llm/client.h"
 #include "llm/models.h"
 #include "policy/policy.h"
+#include "stats/ci.h"
+#include "util/alloc.h"
 #include "util/output.h"
 
 static const char help[] =
     "usage: atr sweep (TRACE... | --generate N[:IN:OUT]) --target T -o RESULT.json\n"
     "                 [--policy NAME] [--rates N] [--arrival constant|poisson]\n"
-    "                 [--slo KEY=VALUE,...] [--seed S]\n"
+    "                 [--slo KEY=VALUE,...] [--seed S] [--repeat N]\n"
     "\n"
     "Sweeps the request rate of a workload on a target, as GuideLLM's sweep\n"
     "profile does: a synchronous run (one request at a time), a throughput run\n"
@@ -46,6 +49,12 @@ static const char help[] =
     "      --slo KEY=VALUE,...   keys ttft, tpot, itl, e2el with _p50, _p90 or _p99;\n"
     "                            values with ms or s, e.g. ttft_p99=500ms,tpot_p99=50ms\n"
     "      --seed S              seed of Poisson gaps and of the policy (default 0)\n"
+    "      --repeat N            run every rate N times (repeat r with seed S + r - 1:\n"
+    "                            fresh Poisson gaps; the same --generate workload and\n"
+    "                            the same traces each time), the rates interleaved\n"
+    "                            (all once, then all again); rates from the medians;\n"
+    "                            a rate meets the SLOs when every repeat does; the\n"
+    "                            table adds medians with 95 % intervals per rate\n"
     "      --tp N                tensor parallel degree of a sim target\n"
     "  -m, --model NAME          HTTP target: model to ask for (default: the\n"
     "                            server's first)\n"
@@ -58,7 +67,7 @@ static const char help[] =
 
 struct sweep_args {
     const char *target, *generate, *out, *policy, *policy_opts, *slo_spec, *model, *from;
-    unsigned rates, tp;
+    unsigned rates, tp, repeats;
     int arrival;                 /* 0 constant, 1 poisson */
     unsigned long long seed;
     bool quiet;
@@ -81,6 +90,7 @@ static const struct opt options[] = {
     OPT_STRING(ARGS, slo_spec, "slo", 0),
     OPT_UINT(ARGS, seed, "seed", 0, 0, UINT64_MAX, "--seed wants a non-negative integer"),
     OPT_UINT(ARGS, tp, "tp", 0, 1, 64, "--tp wants 1..64"),
+    OPT_UINT(ARGS, repeats, "repeat", 0, 1, 1000, "--repeat wants 1..1000 (runs of each rate)"),
     OPT_STRING(ARGS, model, "model", 'm'),
     OPT_FROM(ARGS, from),
     OPT_FLAG(ARGS, quiet, "quiet", 'q'),
@@ -225,19 +235,72 @@ static void on_done(void *ctx, size_t i, size_t planned, const struct atr_sweep_
             atr_llm_now() - s->start);
 }
 
+/* One figure of the runs i with same[i]: "median [lo .. hi]". */
+static void median_cell(const struct atr_sweep_result *r, const bool *same, size_t off,
+                        char *out, size_t cap)
+{
+    double *v = xcalloc(r->n + 1, sizeof *v);
+    size_t n = 0;
+    for (size_t i = 0; i < r->n; i++)
+        if (same[i] && r->runs[i].m.completed > 0)
+            v[n++] = *(const double *)((const char *)&r->runs[i].m + off);
+    struct atr_ci ci;
+    atr_ci_median(v, n, ATR_CI_SEED, &ci);
+    if (isnan(ci.lo))
+        snprintf(out, cap, "%.3f", ci.point);
+    else
+        snprintf(out, cap, "%.3f [%.3f .. %.3f]", ci.point, ci.lo, ci.hi);
+    free(v);
+}
+
+/* Per rate (each kind and rate once, in the order first run): the median
+ * of its repeats with the 95 % interval (stats/ci.h, over repeats). */
+static void print_medians(const struct atr_sweep_result *r)
+{
+    bool *same = xcalloc(r->n + 1, sizeof *same), *shown = xcalloc(r->n + 1, sizeof *shown);
+    printf("\nmedians over repeats, 95 %% intervals (method repeats; failed runs left out):\n"
+           "%-12s %10s %5s  %-30s %s\n", "kind", "rate", "runs", "req/s", "TTFT p99 ms");
+    for (size_t i = 0; i < r->n; i++) {
+        if (shown[i])
+            continue;
+        size_t runs = 0;
+        for (size_t j = i; j < r->n; j++) {
+            same[j] = r->runs[j].kind == r->runs[i].kind &&
+                      (r->runs[j].rate == r->runs[i].rate ||
+                       (isnan(r->runs[j].rate) && isnan(r->runs[i].rate)));
+            shown[j] |= same[j];
+            runs += same[j] && r->runs[j].m.completed > 0;
+        }
+        char rate[32], rps[64], ttft[64];
+        rate_text(&r->runs[i], rate, sizeof rate);
+        median_cell(r, same, offsetof(struct atr_sweep_metrics, request_throughput), rps,
+                    sizeof rps);
+        median_cell(r, same, offsetof(struct atr_sweep_metrics, ttft.p99), ttft, sizeof ttft);
+        printf("%-12s %10s %5zu  %-30s %s\n", atr_sweep_kind_name(r->runs[i].kind), rate,
+               runs, rps, ttft);
+        memset(same, 0, r->n * sizeof *same);
+    }
+    free(same);
+    free(shown);
+}
+
 static void print_table(const struct atr_sweep_cfg *cfg, const struct atr_sweep_result *r)
 {
-    bool slo = cfg->slo && cfg->slo->n;
-    printf("%-12s %10s %10s %10s %12s %12s%s\n", "kind", "rate", "req/s", "tok/s",
-           "TTFT p99 ms", "TPOT p99 ms", slo ? "  SLO" : "");
+    bool slo = cfg->slo && cfg->slo->n, rep = cfg->repeats > 1;
+    printf("%-12s %10s%s %10s %10s %12s %12s%s\n", "kind", "rate", rep ? " repeat" : "",
+           "req/s", "tok/s", "TTFT p99 ms", "TPOT p99 ms", slo ? "  SLO" : "");
     for (size_t i = 0; i < r->n; i++) {
         const struct atr_sweep_run *run = &r->runs[i];
-        char rate[32];
+        char rate[32], k[16] = "";
         rate_text(run, rate, sizeof rate);
-        printf("%-12s %10s %10.3f %10.1f %12.2f %12.2f%s\n", atr_sweep_kind_name(run->kind),
-               rate, run->m.request_throughput, run->m.output_throughput, run->m.ttft.p99,
+        if (rep)
+            snprintf(k, sizeof k, " %6u", run->repeat);
+        printf("%-12s %10s%s %10.3f %10.1f %12.2f %12.2f%s\n", atr_sweep_kind_name(run->kind),
+               rate, k, run->m.request_throughput, run->m.output_throughput, run->m.ttft.p99,
                run->m.tpot.p99, !slo ? "" : run->meets ? "  yes" : "  no");
     }
+    if (rep)
+        print_medians(r);
     if (!slo)
         return;
     if (r->has_goodput)
@@ -276,6 +339,7 @@ static int sweep(const struct sweep_args *a, const struct atr_target *t,
     struct atr_sweep_cfg cfg = {
         .workload = w, .policy = a->policy, .policy_options = a->policy_opts,
         .seed = a->seed, .n_rates = a->rates, .poisson = a->arrival == 1,
+        .repeats = a->repeats,
         .slo = a->slo_spec ? &a->slo : NULL,
         .stop = &stop_requested, .on_start = on_start, .on_done = on_done,
         .on_progress = on_progress, .ctx = &show,

@@ -118,18 +118,6 @@ const struct opt llm_report_opts_group[] = {
 };
 #undef ARGS
 
-/* FILE with ".NAME" before its extension (r.json -> r.naive.json), when
- * several policies share one --save-result / --requests-out. */
-char *llm_report_policy_path(const char *path, const char *name)
-{
-    if (!path)
-        return NULL;
-    const char *slash = strrchr(path, '/'), *dot = strrchr(path, '.');
-    if (!dot || (slash && dot < slash))
-        dot = path + strlen(path);
-    return xasprintf("%.*s.%s%s", (int)(dot - path), path, name, dot);
-}
-
 int llm_policy_list_parse(struct llm_policy_list *l, const char *arg, const char *cmd)
 {
     llm_policy_list_release(l);
@@ -148,13 +136,6 @@ void llm_policy_list_release(struct llm_policy_list *l)
 {
     free(l->buf);
     memset(l, 0, sizeof *l);
-}
-
-void llm_report_date(char out[32])
-{
-    time_t now = time(NULL);
-    struct tm tm;
-    strftime(out, 32, "%Y%m%d-%H%M%S", gmtime_r(&now, &tm));
 }
 
 /* Prompts the server counted otherwise than atr built them: replayed

@@ -1,7 +1,7 @@
 /* llm-report.h - the options of the outputs `atr sim run` and `atr replay
  * llm` share (--save-result, --requests-out, --goodput, --percentiles,
- * --quiet; an option group), the --policy list, and the helpers that name the outputs of a
- * series of runs (cli/llm-run.c writes them). */
+ * --quiet; an option group), the --policy list, and the warning about
+ * prompt lengths. */
 #ifndef ATR_CLI_LLM_REPORT_H
 #define ATR_CLI_LLM_REPORT_H
 
@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "cli/opts.h"
+#include "exp/series.h"
 #include "stats/metrics.h"
 
 struct llm_report_opts {
@@ -35,13 +36,8 @@ bool llm_report_parse_percentiles(struct llm_report_opts *o, const char *arg);
  * OPT_INCLUDE(struct my_args, report, llm_report_opts_group). */
 extern const struct opt llm_report_opts_group[];
 
-/* PATH with ".NAME" before its extension (r.json -> r.naive.json), for
- * runs of several policies sharing one --save-result / --requests-out;
- * malloc'd, NULL for a NULL path. */
-char *llm_report_policy_path(const char *path, const char *name);
-
 /* --policy a,b,c, shared by sim run and replay llm. */
-#define LLM_MAX_POLICIES 8
+#define LLM_MAX_POLICIES ATR_SERIES_MAX_POLICIES
 
 struct llm_policy_list {
     const char *arg;                     /* as given (borrowed from argv) */
@@ -55,9 +51,6 @@ struct llm_policy_list {
  * checked when the policies are made (atr_policy_new). */
 int llm_policy_list_parse(struct llm_policy_list *l, const char *arg, const char *cmd);
 void llm_policy_list_release(struct llm_policy_list *l);
-
-/* "YYYYMMDD-HHMMSS" of now (UTC), as vLLM stamps results. */
-void llm_report_date(char out[32]);
 
 /* "atr: warning: ..." on stderr when some prompts' server token counts were
  * more than 1 % off the intended length (stats/metrics.h); else nothing. */

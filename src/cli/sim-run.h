@@ -1,28 +1,20 @@
 /* sim-run.h - the arguments of `atr sim run`, which `atr compare --run`
- * takes too: the simulator target (profile, tp, engine limits, replicas,
- * flavour), the policies, the schedule and the outputs, as one option
- * group, and the run itself (cli/llm-run.h). */
+ * takes too (its option table): the simulator target (profile, tp, engine limits, replicas,
+ * flavour: exp/sim-target.h), the policies, repeats, the schedule and
+ * the outputs, as one option group, and the run itself (cli/llm-run.h). */
 #ifndef ATR_CLI_SIM_RUN_H
 #define ATR_CLI_SIM_RUN_H
 
 #include "cli/llm-report.h"
 #include "cli/opts.h"
 #include "cli/sched-opts.h"
-#include "sim/engine.h"
+#include "exp/sim-target.h"
 
 struct sim_run_args {
-    const char *profile, *from, *iterations_out, *policy_opts;
+    struct atr_sim_target_cfg sim;   /* --profile, --tp, the engine, ... */
+    const char *from, *iterations_out, *policy_opts;
     struct llm_policy_list policies;
-    unsigned tp, replicas;
-    bool offline;                /* --offline: no API server in front */
-    double timeout_s;            /* --timeout: a request's limit from its slot; 0 none */
-    double stall_s;              /* --stall-timeout: the most time without a token; 0 none */
-    unsigned max_model_len;      /* --max-model-len, or 0: the model's */
-    unsigned flavour;            /* --engine: 0 vllm, 1 sglang, 2 llama.cpp */
-    /* llama.cpp: --ctx-size (0: the model's length), --cache-ram MiB,
-     * --ubatch-size (the slots are engine.slots, --parallel) */
-    unsigned ctx_size, cache_ram_mib, ubatch;
-    struct atr_engine_cfg engine;
+    unsigned repeats;            /* --repeat N; 0: not given */
     struct sched_opts sched;
     struct llm_report_opts report;
     int first_arg;               /* argv[first_arg..argc): the TRACEs */
@@ -40,7 +32,7 @@ int sim_run_args_check(struct sim_run_args *a, int argc, const char *cmd);
 void sim_run_args_release(struct sim_run_args *a);
 
 /* Runs the TRACEs argv[a->first_arg..argc) on the simulator under each
- * policy; table_only prints only the comparison table. Exit status. */
-int sim_run_exec(const struct sim_run_args *a, int argc, char **argv, bool table_only);
+ * policy (cli/llm-run.h prints). Exit status. */
+int sim_run_exec(const struct sim_run_args *a, int argc, char **argv);
 
 #endif

@@ -285,6 +285,8 @@ int atr_exp_write_result(struct atr_buf *b, const struct atr_target *t,
     atr_jw_init(&w, b, ATR_JW_PYTHON);
     atr_llm_result_begin(&w, s, cfg);
     atr_jw_kv_str(&w, "target", name);
+    if (r->repeat)
+        atr_jw_kv_uint(&w, "repeat", r->repeat);
     if (r->policy)
         atr_policy_stats_write(&w, r->policy, &r->policy_stats);
     if (r->has_engine)

@@ -112,6 +112,8 @@ struct atr_exp_result {
     size_t total;                        /* turns the run was to send */
     bool incomplete;                     /* stopped early: only what finished is here */
     const char *policy;                  /* the policy's name (static), or NULL */
+    unsigned repeat;                     /* its repeat in a series (exp/series.h) from 1,
+                                            written as "repeat"; 0: not repeated */
     struct atr_policy_stats policy_stats;
     bool has_engine;                     /* sim targets: */
     struct atr_engine_stats engine;      /* summed over replicas */
@@ -135,7 +137,8 @@ void atr_exp_bench_config(const struct atr_target *t, const struct atr_exp_cfg *
                           struct atr_llm_bench_config *out);
 
 /* The --save-result object of a run, one line, no newline: vLLM's keys,
- * then under "atr" atr's figures, the target's name, the policy and its
+ * then under "atr" atr's figures, the target's name, its repeat (when
+ * r->repeat is set), the policy and its
  * counters, and the engine's figures (sim targets). 0, or -1 at b's cap. */
 int atr_exp_write_result(struct atr_buf *b, const struct atr_target *t,
                          const struct atr_exp_result *r, const struct atr_llm_summary *s,

@@ -224,7 +224,13 @@ struct sweep {
     const struct atr_sweep_cfg *cfg;
     struct atr_sweep_result *r;
     size_t planned;
+    double sync_rate, max_rate;  /* medians of the synchronous and throughput runs */
 };
+
+static unsigned repeats(const struct atr_sweep_cfg *cfg)
+{
+    return cfg->repeats > 1 ? cfg->repeats : 1;
+}
 
 static bool has_slo(const struct atr_sweep_cfg *cfg)
 {
@@ -251,18 +257,21 @@ static int summarize(const struct sweep *s, const struct atr_exp_cfg *ec,
     return 0;
 }
 
-/* One run of the given kind (and rate) appended to the result. */
-static int run_one(struct sweep *s, enum atr_sweep_kind kind, double rate, struct atr_error *err)
+/* One run of the given kind (and rate), repeat rep (0: not repeated),
+ * appended to the result. */
+static int run_one(struct sweep *s, enum atr_sweep_kind kind, double rate, unsigned rep,
+                   struct atr_error *err)
 {
     const struct atr_sweep_cfg *cfg = s->cfg;
     struct atr_sweep_result *r = s->r;
-    struct atr_sweep_run run = {.kind = kind, .rate = rate};
+    struct atr_sweep_run run = {.kind = kind, .rate = rate, .repeat = rep};
+    uint64_t seed = cfg->seed + (rep ? rep - 1 : 0);
     size_t i = r->n;
     if (cfg->on_start)
         cfg->on_start(cfg->ctx, i, s->planned, &run);
     struct atr_schedule sched;
     atr_schedule_defaults(&sched);
-    sched.seed = cfg->seed;
+    sched.seed = seed;
     sched.kind = isnan(rate)   ? ATR_ARRIVAL_BURST
                  : cfg->poisson ? ATR_ARRIVAL_POISSON
                                 : ATR_ARRIVAL_CONSTANT;
@@ -270,7 +279,7 @@ static int run_one(struct sweep *s, enum atr_sweep_kind kind, double rate, struc
     struct atr_exp_cfg ec = {
         .workload = cfg->workload, .schedule = &sched,
         .max_concurrency = kind == ATR_SWEEP_SYNCHRONOUS ? 1 : 0,
-        .policy = cfg->policy, .policy_options = cfg->policy_options, .seed = cfg->seed,
+        .policy = cfg->policy, .policy_options = cfg->policy_options, .seed = seed,
         .stop = cfg->stop, .on_progress = cfg->on_progress, .progress_ctx = cfg->ctx,
     };
     char salt[32];
@@ -291,10 +300,29 @@ static int run_one(struct sweep *s, enum atr_sweep_kind kind, double rate, struc
     return 0;
 }
 
+/* Every repeat of one rate in a row; with repeats, the rate meets the
+ * SLOs when each of them did, and every one of its runs says so. */
+static int run_point(struct sweep *s, enum atr_sweep_kind kind, double rate,
+                     struct atr_error *err)
+{
+    struct atr_sweep_result *r = s->r;
+    size_t first = r->n;
+    unsigned n = repeats(s->cfg);
+    for (unsigned k = 1; k <= n; k++)
+        if (run_one(s, kind, rate, n > 1 ? k : 0, err) < 0 || r->stopped)
+            return r->stopped ? 0 : -1;
+    bool all = true;
+    for (size_t i = first; i < r->n; i++)
+        all &= r->runs[i].meets;
+    for (size_t i = first; i < r->n; i++)
+        r->runs[i].meets = all;
+    return 0;
+}
+
 static int measure(void *ctx, double rate, bool *meets, struct atr_error *err)
 {
     struct sweep *s = ctx;
-    if (run_one(s, ATR_SWEEP_BISECT, rate, err) < 0)
+    if (run_point(s, ATR_SWEEP_BISECT, rate, err) < 0)
         return -1;
     if (s->r->stopped)
         return atr_error_set(err, "interrupted");
@@ -303,19 +331,20 @@ static int measure(void *ctx, double rate, bool *meets, struct atr_error *err)
 }
 
 /* The rate a run stands for: its Poisson rate, or for the synchronous run
- * what it achieved; NaN for the throughput run (no rate of its own). */
-static double run_rate(const struct atr_sweep_run *run)
+ * what it achieved (the median over repeats); NaN for the throughput run
+ * (no rate of its own). */
+static double run_rate(const struct sweep *s, const struct atr_sweep_run *run)
 {
     if (run->kind == ATR_SWEEP_SYNCHRONOUS)
-        return run->m.sessions_per_s;
+        return s->sync_rate;
     return run->kind == ATR_SWEEP_THROUGHPUT ? NAN : run->rate;
 }
 
 /* The run of the highest passing rate at or below rate. */
-static void pick_goodput(struct atr_sweep_result *r, double rate)
+static void pick_goodput(const struct sweep *s, struct atr_sweep_result *r, double rate)
 {
     for (size_t i = 0; i < r->n; i++) {
-        double x = run_rate(&r->runs[i]);
+        double x = run_rate(s, &r->runs[i]);
         if (r->runs[i].meets && x == rate) {
             r->has_goodput = true;
             r->goodput_rate = rate;
@@ -331,7 +360,7 @@ static int search_goodput(struct sweep *s, struct atr_error *err)
     struct atr_sweep_result *r = s->r;
     double pass = -1, fail = INFINITY;
     for (size_t i = 0; i < r->n; i++) {
-        double x = run_rate(&r->runs[i]);
+        double x = run_rate(s, &r->runs[i]);
         if (isnan(x))
             continue;
         if (r->runs[i].meets && x > pass)
@@ -343,11 +372,66 @@ static int search_goodput(struct sweep *s, struct atr_error *err)
         return 0;              /* not even one request at a time meets them */
     double best = pass;
     if (isfinite(fail) && fail > pass) {
-        s->planned = r->n + 6;
+        s->planned = r->n + 6 * repeats(s->cfg);
         if (atr_sweep_bisect(pass, fail, 0.05, 6, measure, s, &best, err) < 0)
             return r->stopped ? 0 : -1;
     }
-    pick_goodput(r, best);
+    pick_goodput(s, r, best);
+    return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The median sessions/s of the runs of one kind. */
+static double median_rate(const struct atr_sweep_result *r, enum atr_sweep_kind kind)
+{
+    double *v = xcalloc(r->n + 1, sizeof *v);
+    size_t n = 0;
+    for (size_t i = 0; i < r->n; i++)
+        if (r->runs[i].kind == kind)
+            v[n++] = r->runs[i].m.sessions_per_s;
+    qsort(v, n, sizeof *v, cmp_double);
+    double m = !n ? NAN : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    free(v);
+    return m;
+}
+
+/* The synchronous and throughput runs, alternating over the repeats. */
+static int run_bounds(struct sweep *s, struct atr_error *err)
+{
+    unsigned n = repeats(s->cfg);
+    for (unsigned k = 1; k <= n; k++)
+        if (run_one(s, ATR_SWEEP_SYNCHRONOUS, NAN, n > 1 ? k : 0, err) < 0 || s->r->stopped ||
+            run_one(s, ATR_SWEEP_THROUGHPUT, NAN, n > 1 ? k : 0, err) < 0 || s->r->stopped)
+            return s->r->stopped ? 0 : -1;
+    s->sync_rate = median_rate(s->r, ATR_SWEEP_SYNCHRONOUS);
+    s->max_rate = median_rate(s->r, ATR_SWEEP_THROUGHPUT);
+    return 0;
+}
+
+/* The rates, all of them once per repeat. */
+static int run_rates(struct sweep *s, const double *rates, struct atr_error *err)
+{
+    unsigned n = repeats(s->cfg);
+    int rc = 0;
+    for (unsigned k = 1; k <= n && rc == 0 && !s->r->stopped; k++)
+        for (unsigned i = 0; i < s->cfg->n_rates && rc == 0 && !s->r->stopped; i++)
+            rc = run_one(s, ATR_SWEEP_RATE, rates[i], n > 1 ? k : 0, err);
+    if (rc < 0 || s->r->stopped || n == 1)
+        return rc;
+    for (unsigned i = 0; i < s->cfg->n_rates; i++) {   /* a rate meets when all its repeats do */
+        bool all = true;
+        for (size_t j = 0; j < s->r->n; j++)
+            if (s->r->runs[j].kind == ATR_SWEEP_RATE && s->r->runs[j].rate == rates[i])
+                all &= s->r->runs[j].meets;
+        for (size_t j = 0; j < s->r->n; j++)
+            if (s->r->runs[j].kind == ATR_SWEEP_RATE && s->r->runs[j].rate == rates[i])
+                s->r->runs[j].meets = all;
+    }
     return 0;
 }
 
@@ -355,16 +439,13 @@ int atr_sweep_run(const struct atr_target *t, const struct atr_sweep_cfg *cfg,
                   struct atr_sweep_result *out, struct atr_error *err)
 {
     memset(out, 0, sizeof *out);
-    struct sweep s = {.t = t, .cfg = cfg, .r = out, .planned = 2 + cfg->n_rates};
-    if (run_one(&s, ATR_SWEEP_SYNCHRONOUS, NAN, err) < 0 || out->stopped ||
-        run_one(&s, ATR_SWEEP_THROUGHPUT, NAN, err) < 0 || out->stopped)
+    struct sweep s = {.t = t, .cfg = cfg, .r = out,
+                      .planned = (2 + cfg->n_rates) * repeats(cfg)};
+    if (run_bounds(&s, err) < 0 || out->stopped)
         return out->stopped ? 0 : -1;
     double *rates = xcalloc(cfg->n_rates, sizeof *rates);
-    atr_sweep_rates(out->runs[0].m.sessions_per_s, out->runs[1].m.sessions_per_s,
-                    cfg->n_rates, rates);
-    int rc = 0;
-    for (unsigned i = 0; i < cfg->n_rates && rc == 0 && !out->stopped; i++)
-        rc = run_one(&s, ATR_SWEEP_RATE, rates[i], err);
+    atr_sweep_rates(s.sync_rate, s.max_rate, cfg->n_rates, rates);
+    int rc = run_rates(&s, rates, err);
     free(rates);
     if (rc == 0 && !out->stopped && has_slo(cfg))
         rc = search_goodput(&s, err);
@@ -425,6 +506,8 @@ static void write_run(struct atr_jw *w, const struct atr_sweep_run *run, bool sl
     atr_jw_object_begin(w);
     atr_jw_kv_str(w, "kind", atr_sweep_kind_name(run->kind));
     write_rate(w, "rate", run->rate);
+    if (run->repeat)
+        atr_jw_kv_uint(w, "repeat", run->repeat);
     if (slo)
         atr_jw_kv_bool(w, "meets_slo", run->meets);
     write_metrics(w, &run->m);
@@ -499,6 +582,8 @@ int atr_sweep_write(struct atr_buf *b, const struct atr_target *t,
     atr_jw_kv_str(&w, "format", "atr-sweep/1");
     atr_jw_kv_str(&w, "target", name);
     atr_jw_kv_str(&w, "policy", cfg->policy);
+    if (cfg->repeats > 1)
+        atr_jw_kv_uint(&w, "repeats", cfg->repeats);
     write_workload(&w, cfg);
     write_slo(&w, cfg->slo);
     atr_jw_kv_bool(&w, "incomplete", r->stopped);

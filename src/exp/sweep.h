@@ -105,8 +105,10 @@ struct atr_sweep_metrics {
 struct atr_sweep_run {
     enum atr_sweep_kind kind;
     double rate;                 /* the Poisson rate asked for; NaN: sync, throughput */
+    unsigned repeat;             /* 1..repeats with cfg->repeats > 1; else 0 */
     struct atr_sweep_metrics m;
-    bool meets;                  /* every SLO (false without SLOs) */
+    bool meets;                  /* every SLO (false without SLOs); with repeats, every
+                                    repeat of its rate met them */
 };
 
 /* What the workload was, echoed into the result. */
@@ -127,6 +129,13 @@ struct atr_sweep_cfg {
      * i at i / rate); true, Poisson. */
     bool poisson;
     unsigned n_rates;             /* >= 1 */
+    /* Runs of each rate (0 or 1: one). Repeat r (from 1) has seed + r - 1
+     * (fresh Poisson gaps; constant arrivals are the same); the synchronous
+     * and throughput runs alternate, then the rates run in turn, all of
+     * them once per repeat (interleaved: drift hits every rate alike); the
+     * rates come from the medians of the synchronous and throughput runs;
+     * a bisection step runs its rate's repeats together. */
+    unsigned repeats;
     const struct atr_slo *slo;    /* NULL or none: no goodput search */
     const volatile sig_atomic_t *stop;
     /* Before and after each run: index from 0, the planned number of runs

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,9 +12,11 @@
 
 #include "bench/report.h"
 #include "bench/results.h"
+#include "json/json.h"
 #include "json/writer.h"
 #include "util/alloc.h"
 #include "util/arena.h"
+#include "util/input.h"
 
 struct atr_compare {
     struct atr_compare_row *rows;
@@ -90,9 +93,9 @@ static void session_figures(struct atr_compare_row *r, const struct atr_llm_summ
     r->session_p99_ms = have ? p99_of(st, cfg, true) : NAN;
 }
 
-void atr_compare_add_summary(struct atr_compare *c, const char *target, const char *policy,
-                             const struct atr_llm_summary *s,
-                             const struct atr_llm_bench_config *cfg)
+void atr_compare_row_of_summary(struct atr_compare_row *out, const char *target,
+                                const char *policy, const struct atr_llm_summary *s,
+                                const struct atr_llm_bench_config *cfg)
 {
     struct atr_compare_row r = {
         .file = policy, .kind = "atr", .target = target, .policy = policy,
@@ -105,6 +108,15 @@ void atr_compare_add_summary(struct atr_compare *c, const char *target, const ch
         .prefix_hit_rate = s->total_input ? (double)s->cached_tokens / (double)s->total_input : 0,
     };
     session_figures(&r, s, cfg);
+    *out = r;
+}
+
+void atr_compare_add_summary(struct atr_compare *c, const char *target, const char *policy,
+                             const struct atr_llm_summary *s,
+                             const struct atr_llm_bench_config *cfg)
+{
+    struct atr_compare_row r;
+    atr_compare_row_of_summary(&r, target, policy, s, cfg);
     atr_compare_add_row(c, &r);
 }
 
@@ -179,27 +191,65 @@ static void add_result(struct atr_compare *c, const struct atr_bench_result *x, 
                           : stem;
 }
 
-/* Adding is all or nothing: the reader adds no result from a text that
- * fails. */
-static int add_set(struct atr_compare *c, struct atr_bench_set *s, int rc)
+/* The "repeat" of the object that is text[0..len) (whole, or JSONL line
+ * `line`): atr.repeat, else a top-level "repeat"; 0 without one. The
+ * reader has accepted the text, so it parses. */
+static unsigned repeat_of(const char *text, size_t len, unsigned long line)
 {
-    for (size_t i = 0; rc == 0 && i < s->n; i++)
-        add_result(c, &s->v[i], s->n > 1);
-    atr_bench_set_release(s);
-    return rc;
+    const char *p = text, *end = text + len;
+    for (unsigned long l = 1; line && l < line && p < end; l++) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        p = nl ? nl + 1 : end;
+    }
+    if (line) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        end = nl ? nl : end;
+    }
+    struct atr_arena a = ATR_ARENA_INIT;
+    struct atr_json *o = NULL;
+    struct atr_json_err jerr;
+    struct atr_json_opts opts = {.allow_nonfinite = true};
+    int64_t k = 0;
+    if (atr_json_parse(&a, p, (size_t)(end - p), &opts, &o, &jerr) == 0 &&
+        !atr_json_get_i64(atr_json_get(o, "atr"), "repeat", &k))
+        atr_json_get_i64(o, "repeat", &k);
+    atr_arena_release(&a);
+    return k > 0 && k <= UINT32_MAX ? (unsigned)k : 0;
 }
 
 int atr_compare_add_json(struct atr_compare *c, const char *name, const char *json,
                          size_t len, struct atr_error *err)
 {
     struct atr_bench_set s = {0};
-    return add_set(c, &s, atr_bench_read_text(&s, name, json, len, err));
+    int rc = atr_bench_read_text(&s, name, json, len, err);
+    for (size_t i = 0; rc == 0 && i < s.n; i++) {   /* adding is all or nothing */
+        add_result(c, &s.v[i], s.n > 1);
+        c->rows[c->n - 1].repeat = repeat_of(json, len, s.v[i].line);
+    }
+    atr_bench_set_release(&s);
+    return rc;
 }
 
 int atr_compare_add_file(struct atr_compare *c, const char *path, struct atr_error *err)
 {
-    struct atr_bench_set s = {0};
-    return add_set(c, &s, atr_bench_read_file(&s, path, err));
+    struct atr_input *in = atr_input_open(path, err);
+    if (!in)
+        return -1;
+    struct atr_buf b = {NULL, 0, 0, ATR_BENCH_MAX_FILE};
+    int rc = atr_input_read_all(in, &b, ATR_BENCH_MAX_FILE, err);
+    if (rc == 0)
+        rc = atr_compare_add_json(c, atr_input_name(in), b.data ? b.data : "", b.len, err);
+    atr_buf_release(&b);
+    atr_input_close(in);
+    return rc;
+}
+
+bool atr_compare_has_repeats(const struct atr_compare *c)
+{
+    for (size_t i = 0; i < c->n; i++)
+        if (c->rows[i].repeat)
+            return true;
+    return false;
 }
 
 /* ---- order and cuts ---- */
@@ -440,6 +490,8 @@ static void json_row(struct atr_jw *w, const struct atr_compare_row *r, bool ses
     atr_jw_kv_str(w, "kind", r->kind);
     atr_jw_kv_str(w, "target", r->target);
     atr_jw_kv_str(w, "policy", r->policy);
+    if (r->repeat)
+        atr_jw_kv_uint(w, "repeat", r->repeat);
     atr_jw_kv_pyfloat(w, "mean_ttft_ms", r->ttft_mean_ms);
     atr_jw_kv_pyfloat(w, "p50_ttft_ms", r->ttft_p50_ms);
     atr_jw_kv_pyfloat(w, "p99_ttft_ms", r->ttft_p99_ms);

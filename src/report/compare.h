@@ -16,6 +16,7 @@
 #ifndef ATR_REPORT_COMPARE_H
 #define ATR_REPORT_COMPARE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "stats/metrics.h"
@@ -45,6 +46,9 @@ struct atr_compare_row {
      * without a naive row, or when either mean is missing or naive's is 0.
      * Filled by atr_compare_rows. */
     double e2el_cut_pct, ttft_cut_pct;
+    /* The run's "repeat" (atr.repeat of sim run / replay llm --repeat, or a
+     * bench result's "repeat"), from 1; 0: none. */
+    unsigned repeat;
 };
 
 struct atr_compare;
@@ -52,7 +56,8 @@ struct atr_compare;
 struct atr_compare *atr_compare_new(void);
 void atr_compare_free(struct atr_compare *c);              /* accepts NULL */
 
-/* Reads path ("-" = stdin; .gz/.zst transparently) and adds its rows. */
+/* Reads path ("-" = stdin; .gz/.zst transparently) and adds its rows.
+ * Texts read by both functions also give each row its "repeat". */
 int atr_compare_add_file(struct atr_compare *c, const char *path, struct atr_error *err);
 
 /* Adds the rows of json[0..len) (atr_bench_read_text): one JSON object, or
@@ -70,6 +75,11 @@ void atr_compare_add_summary(struct atr_compare *c, const char *target, const ch
                              const struct atr_llm_summary *s,
                              const struct atr_llm_bench_config *cfg);
 
+/* The row atr_compare_add_summary adds, into *out (strings borrowed). */
+void atr_compare_row_of_summary(struct atr_compare_row *out, const char *target,
+                                const char *policy, const struct atr_llm_summary *s,
+                                const struct atr_llm_bench_config *cfg);
+
 /* Adds r as it is (strings copied; NULL kind/target/policy/file read as
  * "atr"/"unknown"/"unknown"/""); its cut fields are ignored. */
 void atr_compare_add_row(struct atr_compare *c, const struct atr_compare_row *r);
@@ -78,6 +88,10 @@ void atr_compare_add_row(struct atr_compare *c, const struct atr_compare_row *r)
  * appearance; within one, naive, prefix-cache, prefix-route, compaction,
  * max-tokens, learned, then other policies by name; ties in adding order. */
 const struct atr_compare_row *atr_compare_rows(struct atr_compare *c, size_t *n);
+
+/* Whether some row has a repeat index (the table over repeats applies:
+ * report/repeats.h). */
+bool atr_compare_has_repeats(const struct atr_compare *c);
 
 /* The Markdown table, one header, one row per result, '\n'-terminated
  * lines; missing figures show "-". The session columns are there only when

@@ -45,13 +45,13 @@ static void stop_group(pid_t pgid)
  * needs asking: the name carries its pid. */
 static void remove_run_dirs(const char *base, pid_t pid)
 {
-    static const char *const kinds[] = {"atr-browser", "atr-work"};
+    static const char *const kinds[] = {ATR_PROFILE_PREFIX, ATR_WORKDIR_PREFIX};
     DIR *d = base[0] ? opendir(base) : NULL;
     if (!d)
         return;
     char prefix[2][64], path[PATH_MAX];
     for (int k = 0; k < 2; k++)
-        snprintf(prefix[k], sizeof prefix[k], "%s-%ld-", kinds[k], (long)pid);
+        snprintf(prefix[k], sizeof prefix[k], "%s%ld-", kinds[k], (long)pid);
     struct dirent *e;
     while ((e = readdir(d))) {
         struct stat st;

@@ -137,7 +137,7 @@ static void sweep_work(DIR *d, const char *base, struct live_keys *live)
     char path[PATH_MAX], key[64];
     struct dirent *e;
     while ((e = readdir(d))) {
-        if (!run_key(e->d_name, "atr-work-", key, sizeof key) ||
+        if (!run_key(e->d_name, ATR_WORKDIR_PREFIX, key, sizeof key) ||
             !own_dir(base, e->d_name, path, sizeof path))
             continue;
         /* make_workdir holds R's lock for the trace's life, on R as its
@@ -162,7 +162,7 @@ static void sweep_profiles(DIR *d, const char *base, const struct live_keys *liv
     struct dirent *e;
     rewinddir(d);
     while ((e = readdir(d)))
-        if (run_key(e->d_name, "atr-browser-", key, sizeof key) && !key_live(live, key) &&
+        if (run_key(e->d_name, ATR_PROFILE_PREFIX, key, sizeof key) && !key_live(live, key) &&
             own_dir(base, e->d_name, path, sizeof path))
             atr_workdir_remove(path);
 }
@@ -340,7 +340,7 @@ int atr_replay_probe_disk(const char *base, struct atr_error *err)
     char dir[PATH_MAX];
     base = base ? base : "/tmp";
     /* named as a work directory and never locked: swept if we die here */
-    snprintf(dir, sizeof dir, "%s/atr-work-%ld-probe-XXXXXX", base, (long)getpid());
+    snprintf(dir, sizeof dir, "%s/" ATR_WORKDIR_PREFIX "%ld-probe-XXXXXX", base, (long)getpid());
     int guard = base_lock(base);
     int rc = mkdtemp(dir) ? cap_dir(dir, (int64_t)1 << 20, err)
                           : atr_error_set(err, "%s: %s", dir, strerror(errno));
@@ -383,7 +383,7 @@ static int make_sub(struct trace_run *tr, const char *name, char *out, struct at
 static int make_workdir(struct trace_run *tr, struct atr_error *err)
 {
     const char *base = workdir_base(&tr->rp->o);
-    snprintf(tr->root, sizeof tr->root, "%s/atr-work-%ld-%lu-XXXXXX", base, (long)getpid(),
+    snprintf(tr->root, sizeof tr->root, "%s/" ATR_WORKDIR_PREFIX "%ld-%lu-XXXXXX", base, (long)getpid(),
              tr->index);
     int guard = base_lock(base);
     int rc = make_root(tr, err);
@@ -899,7 +899,7 @@ static int browse_ready(struct trace_run *tr, struct atr_error *err)
         .sandbox = rp->o.sandbox,
         .nl = tr->nl,
     };
-    snprintf(bo.profile_prefix, sizeof bo.profile_prefix, "%s/atr-browser-%ld-%lu",
+    snprintf(bo.profile_prefix, sizeof bo.profile_prefix, "%s/" ATR_PROFILE_PREFIX "%ld-%lu",
              workdir_base(&rp->o), (long)getpid(), tr->index);
     tr->browse = atr_browse_new(&bo, err);
     return tr->browse ? 0 : -1;

@@ -2,8 +2,9 @@
 # generated nightly series is flagged (exit 1 with --fail-on-regression),
 # an unchanged noisy series passes (exit 0), repeats of one commit make one
 # point, order by the files' timestamps (and the order read without them),
-# --json against figures computed here, failed results counted and left
-# out, and bad input (no results, one point, mixed metric sets, options).
+# --json against figures computed here, --html charts, failed results
+# counted and left out, and bad input (no results, one point, mixed metric
+# sets, options).
 H=$T/history
 mkdir -p "$H"
 
@@ -58,6 +59,10 @@ check history-planted-latency "grep -q 'point 9 (c0de0009): p99 TTFT ms' '$H/pla
 check history-planted-nothing-before "! grep -q 'point [1-8] (c0de000[1-8])' '$H/planted.md'"
 # without the gate the same report exits 0
 ok history-planted-no-gate "$ATR" bench history "$H"/planted/*
+# --html: a chart per metric (7), the 7 regressions in red, the rest not
+ok history-html "$ATR" bench history --html "$H/planted.html" "$H"/planted/*
+check history-html-charts "[ \$(grep -c '<svg ' '$H/planted.html') -eq 7 ]"
+check history-html-red "[ \$(grep -c 'fill=\"#c62828\"' '$H/planted.html') -eq 7 ] && grep -q 'c0de0009: 32.* regression</title>' '$H/planted.html'"
 
 # --- JSON: figures checked against the files ---
 ok history-json "$ATR" bench history --json --window 3 "$H"/planted/*

@@ -131,7 +131,8 @@ static void test_bisect(void **state)
     assert_string_equal(err.msg, "boom");
 }
 
-static int run_sweep(const char *slo_spec, struct atr_buf *out, struct atr_sweep_result *r)
+static int run_sweep_n(const char *slo_spec, unsigned repeats, bool poisson, struct atr_buf *out,
+                       struct atr_sweep_result *r)
 {
     struct atr_target t;
     struct atr_error err;
@@ -143,6 +144,7 @@ static int run_sweep(const char *slo_spec, struct atr_buf *out, struct atr_sweep
     atr_workload_generated(&w, 40, 256, 64);
     struct atr_sweep_cfg cfg = {
         .workload = &w, .n_rates = 3, .seed = 1, .slo = slo_spec ? &slo : NULL,
+        .repeats = repeats, .poisson = poisson,
         .desc = {.generated = true, .requests = 40, .prompt_tokens = 256, .output_tokens = 64},
     };
     int rc = atr_sweep_run(&t, &cfg, r, &err);
@@ -151,6 +153,11 @@ static int run_sweep(const char *slo_spec, struct atr_buf *out, struct atr_sweep
     atr_workload_release(&w);
     atr_target_release(&t);
     return rc;
+}
+
+static int run_sweep(const char *slo_spec, struct atr_buf *out, struct atr_sweep_result *r)
+{
+    return run_sweep_n(slo_spec, 0, false, out, r);
 }
 
 static void test_sim_sweep(void **state)
@@ -197,6 +204,37 @@ static void test_sim_sweep(void **state)
     atr_buf_release(&b);
 }
 
+/* --repeat: sync and max alternate, then every rate once per repeat; a
+ * rate meets the SLOs only when all its repeats do; each run says its
+ * repeat, and Poisson repeats are fresh draws. */
+static void test_sweep_repeats(void **state)
+{
+    (void)state;
+    struct atr_buf a = ATR_BUF_INIT;
+    struct atr_sweep_result r;
+    assert_int_equal(run_sweep_n("ttft_p99=35ms", 2, true, &a, &r), 0);
+    assert_true(r.n >= 10);
+    const enum atr_sweep_kind kinds[] = {ATR_SWEEP_SYNCHRONOUS, ATR_SWEEP_THROUGHPUT,
+                                         ATR_SWEEP_SYNCHRONOUS, ATR_SWEEP_THROUGHPUT};
+    const unsigned reps[] = {1, 1, 2, 2, 1, 1, 1, 2, 2, 2};
+    for (size_t i = 0; i < 10; i++) {
+        if (i < 4)
+            assert_int_equal(r.runs[i].kind, kinds[i]);
+        else
+            assert_int_equal(r.runs[i].kind, ATR_SWEEP_RATE);
+        assert_int_equal(r.runs[i].repeat, reps[i]);
+    }
+    for (size_t i = 4; i < 7; i++) {
+        assert_true(r.runs[i].rate == r.runs[i + 3].rate);            /* the same rates */
+        assert_true(r.runs[i].meets == r.runs[i + 3].meets);          /* decided together */
+        assert_true(r.runs[i].m.duration_s != r.runs[i + 3].m.duration_s);   /* fresh gaps */
+    }
+    assert_non_null(strstr(a.data, "\"repeats\":2"));
+    assert_non_null(strstr(a.data, "\"repeat\":2"));
+    atr_sweep_result_release(&r);
+    atr_buf_release(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -205,6 +243,7 @@ int main(void)
         cmocka_unit_test(test_rates),
         cmocka_unit_test(test_bisect),
         cmocka_unit_test(test_sim_sweep),
+        cmocka_unit_test(test_sweep_repeats),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,6 @@
-/* llm-threads.c - one replay over several threads, one event loop each
- * (see llm-threads.h). */
-#include "cli/llm-threads.h"
+/* threads.c - one replay over several threads, one event loop each
+ * (see threads.h). */
+#include "exp/threads.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -110,7 +110,7 @@ static bool *share(const struct atr_exp_cfg *cfg, unsigned k, unsigned n)
 
 /* Every thread's records, one after the other, in *out (which owns only
  * the array: the records' chunk times and strings stay in the parts). */
-static void join(struct llm_threads *th, struct atr_exp_result *out)
+static void join(struct atr_exp_threads *th, struct atr_exp_result *out)
 {
     memset(out, 0, sizeof *out);
     size_t n = 0;
@@ -126,7 +126,7 @@ static void join(struct llm_threads *th, struct atr_exp_result *out)
     }
 }
 
-int llm_threads_run(struct llm_threads *th, const struct atr_target *t,
+int atr_exp_threads_run(struct atr_exp_threads *th, const struct atr_target *t,
                     const struct atr_exp_cfg *cfg, struct atr_exp_result *out,
                     struct atr_error *err)
 {
@@ -183,7 +183,7 @@ int llm_threads_run(struct llm_threads *th, const struct atr_target *t,
     return 0;
 }
 
-void llm_threads_release(struct llm_threads *th, struct atr_exp_result *out)
+void atr_exp_threads_release(struct atr_exp_threads *th, struct atr_exp_result *out)
 {
     free(out->recs);
     memset(out, 0, sizeof *out);
