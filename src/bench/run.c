@@ -547,8 +547,7 @@ static int check_disk(struct runner *rn, const struct atr_bench_item *it)
     return 0;
 }
 
-/* Whether a run of item has no result to keep yet: a resumed item whose
- * results all exist runs nothing, so it needs no disk guard or cleanup. */
+/* Whether a run of the item's round repeat has no result to keep yet. */
 static bool round_pending(struct runner *rn, const struct atr_bench_item *it, unsigned repeat)
 {
     for (size_t k = 0; k < it->n_variants; k++) {
@@ -570,6 +569,9 @@ static bool round_pending(struct runner *rn, const struct atr_bench_item *it, un
     return false;
 }
 
+/* Whether a run of item has no result to keep yet: a resumed item whose
+ * results all exist, every repeat, runs nothing, so it needs no disk guard
+ * or cleanup. */
 static bool item_pending(struct runner *rn, const struct atr_bench_item *it)
 {
     for (unsigned k = 1; k <= rn->repeats; k++)
