@@ -1,6 +1,9 @@
 /* report.h - `atr bench report`: result sets as groups (one per agent or
- * run), with counts, outcomes, the successful runs, and per commit the
- * agent's throughput against baseline and human.
+ * run), with counts, outcomes, per agent its own success rate, the
+ * successful runs, and per commit the agent against baseline and human
+ * (throughput, TTFT, TPOT, ITL, E2EL) over repeats: medians, the ratio
+ * with its 95 % interval and the verdict read off it (stats/ci.h), true
+ * success, and the human's speedup over baseline as the reference.
  *
  * Memory: an atr_bench_report owns its groups and their results (moved in
  * from the sets added). Writers append to a caller's atr_buf. Nothing
@@ -13,7 +16,9 @@
 
 struct atr_bench_report;
 
-/* noise_pct: a ratio within 1 +- noise_pct/100 is a tie. */
+/* noise_pct: the tie margin: a ratio whose interval lies within 1 +-
+ * noise_pct/100 is a tie (win, loss and inconclusive come from the
+ * interval alone). */
 struct atr_bench_report *atr_bench_report_new(double noise_pct);
 void atr_bench_report_free(struct atr_bench_report *r);   /* accepts NULL */
 
@@ -33,7 +38,10 @@ int atr_md_text(struct atr_buf *b, const char *s);
 int atr_bench_report_markdown(struct atr_buf *b, const struct atr_bench_report *r);
 int atr_bench_report_json(struct atr_buf *b, const struct atr_bench_report *r);
 /* One row per result: group, file, commit, variant, agent, model, status,
- * outcome and figures. */
+ * outcome, figures and repeat. */
 int atr_bench_report_csv(struct atr_buf *b, const struct atr_bench_report *r);
+/* One row per ratio (agent vs baseline, agent vs human, human vs baseline,
+ * per metric): the two medians, the ratio, its interval and verdict. */
+int atr_bench_report_csv_ratios(struct atr_buf *b, const struct atr_bench_report *r);
 
 #endif

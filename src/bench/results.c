@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,6 +184,19 @@ static const char *const iso_latency[] = {
     "tpot_p99_ms", NULL,
 };
 
+/* atr bench's "repeat": a positive integer; 1 when absent. */
+static int repeat_of(const struct ctx *c, const struct atr_json *o, unsigned *out)
+{
+    const struct atr_json *v = atr_json_get(o, "repeat");
+    *out = 1;
+    if (!v || v->type == ATR_JSON_NULL)
+        return 0;
+    if (v->type != ATR_JSON_NUMBER || !v->is_int || v->i < 1 || v->i > UINT32_MAX)
+        return bad(c, v, "expected a positive integer as \"repeat\"");
+    *out = (unsigned)v->i;
+    return 0;
+}
+
 /* atr's and ISO-Bench's files: status, error, metrics {...}. */
 static int read_iso(const struct ctx *c, const struct atr_json *o, struct atr_bench_result *r)
 {
@@ -194,8 +208,8 @@ static int read_iso(const struct ctx *c, const struct atr_json *o, struct atr_be
         return -1;
     r->status = (enum atr_bench_status)s;
     char *raw = NULL;
-    if (str(c, o, "human_commit", &r->commit) || str(c, o, "model", &r->model)
-        || str(c, o, "error", &r->error) || str(c, o, "variant", &r->variant)
+    if (repeat_of(c, o, &r->repeat) || str(c, o, "human_commit", &r->commit)
+        || str(c, o, "model", &r->model) || str(c, o, "error", &r->error) || str(c, o, "variant", &r->variant)
         || str(c, o, "agent", &r->agent) || str(c, o, "raw_output", &raw))
         return -1;
     const struct atr_json *oc = atr_json_get(o, "outcome");
@@ -221,6 +235,9 @@ static int read_iso(const struct ctx *c, const struct atr_json *o, struct atr_be
         || num(c, m, "ttft_median_ms", &r->ttft_p50_ms)
         || num(c, m, "ttft_p99_ms", &r->ttft_p99_ms)
         || num(c, m, "tpot_p99_ms", &r->tpot_p99_ms)
+        || num(c, m, "tpot_median_ms", &r->tpot_p50_ms)
+        || num(c, m, "itl_median_ms", &r->itl_p50_ms)
+        || num(c, m, "itl_p99_ms", &r->itl_p99_ms)
         || num(c, m, "e2el_mean_ms", &r->e2el_mean_ms)
         || num(c, m, "e2el_median_ms", &r->e2el_p50_ms)
         || num(c, m, "e2el_p99_ms", &r->e2el_p99_ms) ? -1 : 0;
@@ -296,6 +313,8 @@ static int read_serving(const struct ctx *c, const struct atr_json *o, struct at
         || num(c, o, "duration", &duration) || num(c, o, "request_throughput", &r->req_s)
         || num(c, o, "output_throughput", &r->tok_s) || num(c, o, "p99_ttft_ms", &r->ttft_p99_ms)
         || num(c, o, "p99_tpot_ms", &r->tpot_p99_ms)
+        || num(c, o, "median_tpot_ms", &r->tpot_p50_ms)
+        || num(c, o, "median_itl_ms", &r->itl_p50_ms) || num(c, o, "p99_itl_ms", &r->itl_p99_ms)
         || num_of(c, o, k_ttft_mean, &r->ttft_mean_ms) || num_of(c, o, k_ttft_p50, &r->ttft_p50_ms)
         || num_of(c, o, k_e2el_mean, &r->e2el_mean_ms) || num_of(c, o, k_e2el_p50, &r->e2el_p50_ms)
         || num_of(c, o, k_e2el_p99, &r->e2el_p99_ms) || read_atr_block(c, o, r))
@@ -311,7 +330,16 @@ static int read_serving(const struct ctx *c, const struct atr_json *o, struct at
     return 0;
 }
 
-/* Variant and agent from "<commit8>_<variant>[_<agent>]_result...". */
+/* Does the name's part [v, end) end in "_r<repeat>" (a repeat's suffix)? */
+static bool ends_in_repeat(const char *v, const char *end, unsigned repeat)
+{
+    char sfx[16];
+    size_t n = (size_t)snprintf(sfx, sizeof sfx, "_r%u", repeat);
+    return (size_t)(end - v) > n && memcmp(end - n, sfx, n) == 0;
+}
+
+/* Variant and agent from "<commit8>_<variant>[_<agent>][_r<K>]_result..."
+ * (the suffix only in a file whose "repeat" is K > 1). */
 static void name_parts(const char *file, struct atr_bench_result *r)
 {
     const char *base = strrchr(file, '/');
@@ -320,6 +348,8 @@ static void name_parts(const char *file, struct atr_bench_result *r)
     const char *end = v ? strstr(v, "_result") : NULL;
     if (!end || end == v)
         return;
+    if (r->repeat > 1 && ends_in_repeat(v + 1, end, r->repeat))
+        end -= snprintf(NULL, 0, "_r%u", r->repeat);
     v++;
     const char *a = memchr(v, '_', (size_t)(end - v));
     if (!r->variant)
@@ -366,7 +396,8 @@ static void result_init(struct atr_bench_result *r)
 {
     *r = (struct atr_bench_result){
         .req_s = NAN, .tok_s = NAN, .ttft_mean_ms = NAN, .ttft_p50_ms = NAN, .ttft_p99_ms = NAN,
-        .tpot_p99_ms = NAN, .e2el_mean_ms = NAN, .e2el_p50_ms = NAN, .e2el_p99_ms = NAN,
+        .tpot_p99_ms = NAN, .tpot_p50_ms = NAN, .itl_p50_ms = NAN, .itl_p99_ms = NAN,
+        .repeat = 1, .e2el_mean_ms = NAN, .e2el_p50_ms = NAN, .e2el_p99_ms = NAN,
         .prefix_hit_rate = NAN, .session_mean_ms = NAN, .session_p50_ms = NAN,
         .session_p99_ms = NAN};
 }
@@ -626,9 +657,35 @@ static bool is_result_name(const char *n)
     return n[0] != '.' && ((k > 5 && strcmp(n + k - 5, ".json") == 0) || is_jsonl(n));
 }
 
+/* name without a repeat's "_r<K>" before "_result" (malloc'd), and K
+ * (1 without one): "d/x_r2_result.json" is "d/x_result.json" and 2. */
+static char *without_repeat(const char *name, unsigned long *k)
+{
+    const char *base = strrchr(name, '/');
+    const char *end = strstr(base ? base : name, "_result"), *d = end;
+    *k = 1;
+    while (d && d > name && d[-1] >= '0' && d[-1] <= '9')
+        d--;
+    if (!d || d == end || d - name < 2 || d[-1] != 'r' || d[-2] != '_' || *d == '0')
+        return xstrdup(name);
+    *k = strtoul(d, NULL, 10);
+    return xasprintf("%.*s%s", (int)(d - 2 - name), name, end);
+}
+
+/* By name, a run's repeats in order after its first ("x_result.json",
+ * "x_r2_result.json", ..., "x_r10_result.json"); names of single runs in
+ * plain byte order. */
 static int by_name(const void *x, const void *y)
 {
-    return strcmp(*(char *const *)x, *(char *const *)y);
+    const char *a = *(char *const *)x, *b = *(char *const *)y;
+    unsigned long ka, kb;
+    char *sa = without_repeat(a, &ka), *sb = without_repeat(b, &kb);
+    int c = strcmp(sa, sb);
+    free(sa);
+    free(sb);
+    if (c == 0 && ka != kb)
+        c = ka < kb ? -1 : 1;
+    return c ? c : strcmp(a, b);
 }
 
 int atr_bench_read_path(struct atr_bench_set *s, const char *path, struct atr_error *err)

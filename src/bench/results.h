@@ -58,9 +58,11 @@ struct atr_bench_result {
     /* NAN where the file has none. */
     double req_s, tok_s, ttft_p99_ms, tpot_p99_ms;
     double ttft_mean_ms, ttft_p50_ms, e2el_mean_ms, e2el_p50_ms, e2el_p99_ms;
+    double tpot_p50_ms, itl_p50_ms, itl_p99_ms;
     double prefix_hit_rate;               /* 0..1, atr's "atr" block only */
     double session_mean_ms, session_p50_ms, session_p99_ms;   /* atr.sessions */
     bool has_latency;      /* any TTFT or TPOT figure */
+    unsigned repeat;       /* atr bench's "repeat" (1-based); 1 for every other file */
     /* Serving results: atr.target, else "sim:" + atr.engine.profile, else
      * BACKEND:MODEL (or either, or "unknown"); atr.policy or NULL. NULL
      * both for bench and ISO-Bench files. */

@@ -68,6 +68,7 @@ struct runner {
     char *path_var;
     char *results_dir, *logs_dir;
     size_t index, total, serial;
+    unsigned repeats;                /* rounds of each item's runs */
     char disk_full[320];             /* the item's runs are disk_full with this; "": no */
     bool has_ctr;                    /* a variant names an image: ctr is the engine */
     struct atr_ctr_cli ctr;
@@ -83,6 +84,7 @@ struct run {
     const struct atr_bench_variant *var;
     const struct atr_bench_agent *agent;     /* NULL: not a per-agent variant */
     const struct atr_bench_override *ov;
+    unsigned repeat;                         /* 1..rn->repeats */
     struct atr_bench_vars vars;
     unsigned port;                           /* where the server listens */
     char name[RUN_NAME_MAX];                 /* atr_bench_run_name */

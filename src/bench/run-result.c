@@ -120,6 +120,8 @@ static void write_result_fields(struct atr_jw *w, const struct run *r)
     atr_jw_kv_str(w, "variant", r->var->name);
     atr_jw_kv_str(w, "agent", r->agent ? r->agent->name : NULL);
     atr_jw_kv_str(w, "patch", r->agent ? r->agent->patch : NULL);
+    atr_jw_kv_uint(w, "repeat", r->repeat);
+    atr_jw_kv_uint(w, "repeats", r->rn->repeats);
     write_override(w, r);
     atr_jw_kv_str(w, "server_command", r->server_cmd);
     if (r->image)                    /* only image variants: older results stay as they were */

@@ -44,7 +44,8 @@ void run_progress(struct run *r, enum atr_bench_phase ph)
         return;
     struct atr_bench_progress p = {
         .index = r->rn->index, .total = r->rn->total, .commit = r->it->human_commit,
-        .variant = r->var->name, .agent = r->agent ? r->agent->name : NULL, .phase = ph,
+        .variant = r->var->name, .agent = r->agent ? r->agent->name : NULL,
+        .repeat = r->repeat, .repeats = r->rn->repeats, .phase = ph,
         .elapsed_s = mono_s() - r->t0, .outcome = r->outcome,
         .error = r->outcome == ATR_BENCH_SUCCESS ? NULL : r->error,
         .result_path = r->result_path,
@@ -297,12 +298,17 @@ int atr_bench_run_name(char *out, size_t cap, const char *commit, const char *va
     return n >= 0 && (size_t)n < cap ? 0 : -1;
 }
 
-/* The run's file name into out[RUN_NAME_MAX], or -1 with err set. */
+/* The run's file name into out[RUN_NAME_MAX] ("_r<K>" after it for repeat
+ * K > 1), or -1 with err set. */
 static int name_run(char *out, const struct atr_bench_item *it, const char *variant,
-                    const char *agent, struct atr_error *err)
+                    const char *agent, unsigned repeat, struct atr_error *err)
 {
-    if (atr_bench_run_name(out, RUN_NAME_MAX, it->human_commit, variant, agent) == 0)
-        return 0;
+    if (atr_bench_run_name(out, RUN_NAME_MAX, it->human_commit, variant, agent) == 0) {
+        size_t n = strlen(out);
+        int k = repeat > 1 ? snprintf(out + n, RUN_NAME_MAX - n, "_r%u", repeat) : 0;
+        if (k >= 0 && (size_t)k < RUN_NAME_MAX - n)
+            return 0;
+    }
     return atr_error_set(err, "commit \"%.40s\", variant \"%.40s\"%s%.40s%s: not a name for a "
                          "file in the results folder", it->human_commit, variant,
                          agent ? ", agent \"" : "", agent ? agent : "", agent ? "\"" : "");
@@ -333,9 +339,10 @@ static int open_log(struct run *r)
     struct tm tm;
     gmtime_r(&now, &tm);
     strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    run_log_line(r, "# atr %s bench run %s (spec %s): %s %s%s%s, model %s, %s", ATR_VERSION,
-             r->rn->s->path, r->rn->s->hash, r->it->human_commit, r->var->name,
-             r->agent ? " " : "", r->agent ? r->agent->name : "", r->vars.model, ts);
+    run_log_line(r, "# atr %s bench run %s (spec %s): %s %s%s%s, repeat %u of %u, model %s, %s",
+             ATR_VERSION, r->rn->s->path, r->rn->s->hash, r->it->human_commit, r->var->name,
+             r->agent ? " " : "", r->agent ? r->agent->name : "", r->repeat, r->rn->repeats,
+             r->vars.model, ts);
     if (r->var->image)
         run_log_line(r, "# container engine: %s", r->rn->ctr.note);
     return 0;
@@ -401,10 +408,11 @@ static void run_free(struct run *r)
 }
 
 static int run_one(struct runner *rn, const struct atr_bench_item *it,
-                   const struct atr_bench_variant *var, const struct atr_bench_agent *agent)
+                   const struct atr_bench_variant *var, const struct atr_bench_agent *agent,
+                   unsigned repeat)
 {
-    struct run r = {.rn = rn, .it = it, .var = var, .agent = agent, .log_fd = -1,
-                    .t0 = mono_s(), .t0_unix = unix_s(), .mem_peak = -1,
+    struct run r = {.rn = rn, .it = it, .var = var, .agent = agent, .repeat = repeat,
+                    .log_fd = -1, .t0 = mono_s(), .t0_unix = unix_s(), .mem_peak = -1,
                     .oom_fd = -1};
     rn->index++;
     atr_bench_metrics_init(&r.m);
@@ -415,7 +423,7 @@ static int run_one(struct runner *rn, const struct atr_bench_item *it,
     r.vars = (struct atr_bench_vars){model, it->human_commit_full, it->parent_commit,
                                      agent ? agent->patch : NULL, rn->s->workdir, r.port,
                                      rn->s->dir};
-    if (name_run(r.name, it, var->name, agent ? agent->name : NULL, rn->err) < 0)
+    if (name_run(r.name, it, var->name, agent ? agent->name : NULL, repeat, rn->err) < 0)
         return -1;
     r.result_path = xasprintf("%s/%s_result.json", rn->results_dir, r.name);
     r.log_path = xasprintf("%s/%s.log", rn->logs_dir, r.name);
@@ -445,12 +453,13 @@ static int cleanup_item(struct runner *rn, const struct atr_bench_item *it)
     const struct atr_bench_spec *s = rn->s;
     if (!s->cleanup)
         return 0;
-    struct run r = {.rn = rn, .it = it, .var = &s->variants[0], .log_fd = -1, .t0 = mono_s()};
+    struct run r = {.rn = rn, .it = it, .var = &s->variants[0], .repeat = 1, .log_fd = -1,
+                    .t0 = mono_s()};
     r.port = rn->o->port >= 0 ? (unsigned)rn->o->port : s->port;
     r.vars = (struct atr_bench_vars){atr_bench_model(s, it, NULL), it->human_commit_full,
                                      it->parent_commit, NULL, s->workdir, r.port, s->dir};
     struct atr_error err;
-    if (name_run(r.name, it, "cleanup", NULL, rn->err) < 0)
+    if (name_run(r.name, it, "cleanup", NULL, 1, rn->err) < 0)
         return -1;
     char *cmd = atr_bench_expand(s->cleanup, &r.vars, true, &err);
     if (!cmd)
@@ -538,18 +547,17 @@ static int check_disk(struct runner *rn, const struct atr_bench_item *it)
     return 0;
 }
 
-/* Whether a run of item has no result to keep yet: a resumed item whose
- * results all exist runs nothing, so it needs no disk guard or cleanup. */
-static bool item_pending(struct runner *rn, const struct atr_bench_item *it)
+/* Whether a run of the item's round repeat has no result to keep yet. */
+static bool round_pending(struct runner *rn, const struct atr_bench_item *it, unsigned repeat)
 {
     for (size_t k = 0; k < it->n_variants; k++) {
         const struct atr_bench_variant *v = it->variants[k];
         for (size_t a = 0; a < (v->per_agent ? it->n_agents : 1); a++) {
             const struct atr_bench_agent *ag = v->per_agent ? &it->agents[a] : NULL;
             if (ag && !ag->patch)
-                continue;                    /* run_item skips it */
+                continue;                    /* run_round skips it */
             struct run r = {.rn = rn};
-            if (name_run(r.name, it, v->name, ag ? ag->name : NULL, rn->err) < 0)
+            if (name_run(r.name, it, v->name, ag ? ag->name : NULL, repeat, rn->err) < 0)
                 return true;                 /* run_one reports the bad name */
             r.result_path = xasprintf("%s/%s_result.json", rn->results_dir, r.name);
             bool have = has_result(&r);
@@ -561,29 +569,52 @@ static bool item_pending(struct runner *rn, const struct atr_bench_item *it)
     return false;
 }
 
+/* Whether a run of item has no result to keep yet: a resumed item whose
+ * results all exist, every repeat, runs nothing, so it needs no disk guard
+ * or cleanup. */
+static bool item_pending(struct runner *rn, const struct atr_bench_item *it)
+{
+    for (unsigned k = 1; k <= rn->repeats; k++)
+        if (round_pending(rn, it, k))
+            return true;
+    return false;
+}
+
+static bool stopping(const struct runner *rn)
+{
+    return rn->o->stop && *rn->o->stop;
+}
+
+/* One round of an item: every variant (every agent's) once. */
+static int run_round(struct runner *rn, const struct atr_bench_item *it, unsigned repeat)
+{
+    for (size_t k = 0; k < it->n_variants && !stopping(rn); k++) {
+        const struct atr_bench_variant *v = it->variants[k];
+        if (!v->per_agent && run_one(rn, it, v, NULL, repeat) < 0)
+            return -1;
+        for (size_t a = 0; v->per_agent && a < it->n_agents; a++)
+            if (it->agents[a].patch && !stopping(rn) &&
+                run_one(rn, it, v, &it->agents[a], repeat) < 0)
+                return -1;
+    }
+    return 0;
+}
+
+/* The item's rounds in turn (ABCABC, never AAABBB): drift on the machine
+ * (a neighbour's build, thermal throttling) then hits every variant alike
+ * instead of making one look faster. */
 static int run_item(struct runner *rn, const struct atr_bench_item *it)
 {
     rn->disk_full[0] = '\0';
     if (item_pending(rn, it) && check_disk(rn, it) < 0)
         return -1;
-    bool any = false;
-    for (size_t k = 0; k < it->n_variants && !(rn->o->stop && *rn->o->stop); k++) {
-        const struct atr_bench_variant *v = it->variants[k];
-        size_t before = rn->st->done;
-        if (!v->per_agent) {
-            if (run_one(rn, it, v, NULL) < 0)
-                return -1;
-        }
-        for (size_t a = 0; v->per_agent && a < it->n_agents; a++) {
-            if (it->agents[a].patch && !(rn->o->stop && *rn->o->stop) &&
-                run_one(rn, it, v, &it->agents[a]) < 0)
-                return -1;
-        }
-        any = any || rn->st->done > before;
-    }
+    size_t before = rn->st->done;
+    for (unsigned k = 1; k <= rn->repeats && !stopping(rn); k++)
+        if (run_round(rn, it, k) < 0)
+            return -1;
     /* Cleanup only after runs that did something (a resumed item whose
      * results all exist has nothing to clean). */
-    return any ? cleanup_item(rn, it) : 0;
+    return rn->st->done > before ? cleanup_item(rn, it) : 0;
 }
 
 /* ---- set-up and tear-down ------------------------------------------------------------------- */
@@ -726,18 +757,66 @@ static void teardown(struct runner *rn)
     free(rn->logs_dir);
 }
 
-/* Every file name of the item's runs, before anything starts (the spec
- * reader refuses such names already; this holds for any spec). */
-static int check_names(const struct atr_bench_item *it, struct atr_error *err)
+struct names {
+    char **v;
+    size_t n;
+};
+
+static int add_name(struct names *ns, const struct atr_bench_item *it, const char *variant,
+                    const char *agent, unsigned repeat, struct atr_error *err)
 {
     char name[RUN_NAME_MAX];
-    int rc = name_run(name, it, "cleanup", NULL, err);
-    for (size_t k = 0; rc == 0 && k < it->n_variants; k++) {
-        const struct atr_bench_variant *v = it->variants[k];
-        rc = name_run(name, it, v->name, NULL, err);
-        for (size_t a = 0; rc == 0 && v->per_agent && a < it->n_agents; a++)
-            rc = name_run(name, it, v->name, it->agents[a].name, err);
-    }
+    if (name_run(name, it, variant, agent, repeat, err) < 0)
+        return -1;
+    ns->v = xreallocarray(ns->v, ns->n + 1, sizeof *ns->v);
+    ns->v[ns->n++] = xstrdup(name);
+    return 0;
+}
+
+static int item_names(struct names *ns, const struct atr_bench_item *it, unsigned repeats,
+                      struct atr_error *err)
+{
+    int rc = add_name(ns, it, "cleanup", NULL, 1, err);
+    for (unsigned r = 1; rc == 0 && r <= repeats; r++)
+        for (size_t k = 0; rc == 0 && k < it->n_variants; k++) {
+            const struct atr_bench_variant *v = it->variants[k];
+            if (!v->per_agent)
+                rc = add_name(ns, it, v->name, NULL, r, err);
+            for (size_t a = 0; rc == 0 && v->per_agent && a < it->n_agents; a++)
+                if (it->agents[a].patch)
+                    rc = add_name(ns, it, v->name, it->agents[a].name, r, err);
+        }
+    return rc;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Every file name of the share's runs, before anything starts: each a
+ * plain name (the spec reader refuses others already; this holds for any
+ * spec), and no two alike: the reader checks the spec's own runs, but a
+ * --repeat given here adds "_r<K>", which may be how another run's agent
+ * or variant name ends. */
+static int check_names(const struct atr_bench_spec *s, const struct atr_bench_run_opts *o,
+                       unsigned repeats, struct atr_error *err)
+{
+    struct names ns = {0};
+    int rc = 0;
+    for (size_t k = 0; rc == 0 && k < s->n_items; k++)
+        if (item_in_share(o, &s->items[k], k))
+            rc = item_names(&ns, &s->items[k], repeats, err);
+    if (rc == 0 && ns.n)
+        qsort(ns.v, ns.n, sizeof *ns.v, by_name);
+    for (size_t k = 1; rc == 0 && k < ns.n; k++)
+        if (strcmp(ns.v[k - 1], ns.v[k]) == 0)
+            rc = atr_error_set(err, "two runs would write results/%s_result.json: repeat K "
+                               "of a run adds _r<K> to its name, which is how another run's "
+                               "agent or variant name ends; rename that one", ns.v[k]);
+    for (size_t k = 0; k < ns.n; k++)
+        free(ns.v[k]);
+    free(ns.v);
     return rc;
 }
 
@@ -745,15 +824,13 @@ int atr_bench_run(const struct atr_bench_spec *s, const struct atr_bench_run_opt
                   struct atr_bench_run_stats *st, struct atr_error *err)
 {
     memset(st, 0, sizeof *st);
-    struct runner rn = {.s = s, .o = o, .st = st, .err = err};
-    for (size_t k = 0; k < s->n_items; k++) {
-        if (!item_in_share(o, &s->items[k], k))
-            continue;
-        if (check_names(&s->items[k], err) < 0)
-            return -1;
-        for (size_t v = 0; v < s->items[k].n_variants; v++)
-            st->runs += variant_runs(&s->items[k], s->items[k].variants[v]);
-    }
+    struct runner rn = {.s = s, .o = o, .st = st, .err = err,
+                        .repeats = o->repeat ? o->repeat : s->repeat ? s->repeat : 1};
+    if (check_names(s, o, rn.repeats, err) < 0)
+        return -1;
+    for (size_t k = 0; k < s->n_items; k++)
+        for (size_t v = 0; item_in_share(o, &s->items[k], k) && v < s->items[k].n_variants; v++)
+            st->runs += variant_runs(&s->items[k], s->items[k].variants[v]) * rn.repeats;
     rn.total = st->runs;
     int rc = setup(&rn);
     for (size_t k = 0; rc == 0 && k < s->n_items && !(o->stop && *o->stop); k++)

@@ -6,10 +6,15 @@
  * write one result file with exactly one outcome (docs/bench.md).
  *
  * Files under the output folder:
- *   results/<commit8>_<variant>[_<agent>]_result.json   atomically renamed
- *   logs/<commit8>_<variant>[_<agent>].log              prepare, server and
+ *   results/<commit8>_<variant>[_<agent>][_r<K>]_result.json   atomically
+ *                                                       renamed
+ *   logs/<commit8>_<variant>[_<agent>][_r<K>].log       prepare, server and
  *                                                       benchmark output
  *   logs/<commit8>_cleanup.log                          the item's cleanup
+ * With repeats, an item's runs go round by round (baseline, human, agents;
+ * baseline, human, agents; ...) so that drift on the machine hits every
+ * variant alike; repeat K > 1 adds "_r<K>" to the names (repeat 1 keeps the
+ * plain ones, so folders of single runs read as before).
  * A run with a result file is skipped (resume), unless retry_failed and
  * its outcome is not success. A guard process (runner/guard.h) stops the
  * server and removes the cgroups should atr die.
@@ -44,6 +49,7 @@ enum atr_bench_phase {
 struct atr_bench_progress {
     size_t index, total;               /* 1-based run number of this invocation */
     const char *commit, *variant, *agent;   /* agent NULL when none */
+    unsigned repeat, repeats;          /* this run's round (1-based) of how many */
     enum atr_bench_phase phase;
     double elapsed_s;                  /* since the run began */
     enum atr_bench_outcome outcome;    /* DONE */
@@ -56,6 +62,8 @@ struct atr_bench_run_opts {
     bool retry_failed;                 /* rerun results whose outcome is not success */
     const char *only;                  /* run only items whose commit starts so; NULL all */
     unsigned shard, shards;            /* run items k with k % shards == shard; 0: all */
+    unsigned repeat;                   /* runs of each item x variant (x agent); 0: the
+                                          spec's */
     double grace_s;                    /* 0: ATR_BENCH_GRACE_S */
     int port;                          /* >= 0: instead of the spec's (0: a free one
                                           per run); -1: the spec's */
@@ -92,7 +100,8 @@ int atr_bench_run(const struct atr_bench_spec *s, const struct atr_bench_run_opt
                   struct atr_bench_run_stats *st, struct atr_error *err);
 
 /* The file name of one run's result and log, "<commit8>_<variant>[_<agent>]"
- * (an item's cleanup log: variant "cleanup"). -1 when commit, variant or
+ * (an item's cleanup log: variant "cleanup"); the runner adds "_r<K>" for
+ * repeat K > 1. -1 when commit, variant or
  * agent is not a name (atr_bench_name_ok: a '/', "." or ".." would put the
  * file outside the results folder) or the name does not fit in cap. */
 int atr_bench_run_name(char *out, size_t cap, const char *commit, const char *variant,

@@ -599,10 +599,10 @@ static int parse_workload(struct ctx *c, const struct atr_json *root)
 static int parse_top(struct ctx *c, const struct atr_json *root)
 {
     static const char *const keys[] = {"format", "workdir", "port", "cleanup", "min_free_disk",
-        "variants", "items", "model_overrides", "workload", NULL};
+        "repeat", "variants", "items", "model_overrides", "workload", NULL};
     struct atr_bench_spec *s = c->s;
     const char *format = NULL;
-    uint64_t port = ATR_BENCH_DEFAULT_PORT;
+    uint64_t port = ATR_BENCH_DEFAULT_PORT, repeat = 1;
     if (want_object(c, root, "spec") || known_keys(c, root, "spec", keys)
         || get_str(c, root, "spec", "format", true, &format))
         return -1;
@@ -613,10 +613,12 @@ static int parse_top(struct ctx *c, const struct atr_json *root)
         || get_uint(c, root, "spec", "port", 0, 65535, &port)
         || get_str(c, root, "spec", "cleanup", false, &s->cleanup)
         || check_template(c, root, "spec", "cleanup", false)
-        || get_size(c, root, "spec", "min_free_disk", &s->min_free_disk))
+        || get_size(c, root, "spec", "min_free_disk", &s->min_free_disk)
+        || get_uint(c, root, "spec", "repeat", 1, ATR_BENCH_REPEAT_MAX, &repeat))
         return -1;
     s->workdir = resolve(c, s->workdir);
     s->port = (unsigned)port;
+    s->repeat = (unsigned)repeat;
     return parse_variants(c, root) || parse_items(c, root) || check_run_files(c, root)
         || parse_overrides(c, root) || parse_workload(c, root);
 }

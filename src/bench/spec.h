@@ -21,6 +21,7 @@
 #define ATR_BENCH_DEFAULT_PORT 8000
 #define ATR_BENCH_SPEC_MAX (16u << 20)   /* bytes of spec text read at most */
 #define ATR_BENCH_NAME_MAX 64            /* bytes of a variant, agent or human_commit */
+#define ATR_BENCH_REPEAT_MAX 1000        /* runs of each item x variant (x agent) at most */
 
 struct atr_bench_variant {
     const char *name;              /* "baseline", "human", "agent", ... */
@@ -77,6 +78,7 @@ struct atr_bench_spec {
     unsigned port;                 /* 0: a free one, chosen before each server start */
     const char *cleanup;           /* template run after each item, or NULL */
     size_t min_free_disk;          /* bytes free in workdir before each item; 0: no check */
+    unsigned repeat;               /* runs of each item x variant (x agent), interleaved; 1 */
     struct atr_bench_variant *variants;
     size_t n_variants;
     struct atr_bench_item *items;

@@ -28,7 +28,7 @@ const char cmd_bench_run_help[] =
     "benchmark, cleanup) has a cgroup of its own too, killed when it ends, so\n"
     "nothing a run starts outlives it, setsid or not (without usable cgroups:\n"
     "process groups only, and a warning). Each run writes\n"
-    "DIR/results/<commit8>_<variant>[_<agent>]_result.json with exactly one\n"
+    "DIR/results/<commit8>_<variant>[_<agent>][_r<K>]_result.json with exactly one\n"
     "outcome (success, no_metrics, server_crashed, startup_timeout,\n"
     "benchmark_timeout, oom, patch_failed, prepare_timeout (prepare killed at\n"
     "its prepare_timeout_s, default 1800), disk_full (below the spec's\n"
@@ -37,6 +37,11 @@ const char cmd_bench_run_help[] =
     "and atr's reader refuses, before the server starts) and\n"
     "DIR/logs/<same>.log. Runs with a result are\n"
     "skipped, so a run killed at any point resumes where it was.\n"
+    "With --repeat N (or \"repeat\": N in the spec) every run is made N times,\n"
+    "an item's runs round by round (baseline, human, agents, baseline, ...)\n"
+    "so that drift on the machine hits every variant alike; repeat K > 1 is\n"
+    "named _r<K> (repeat 1 keeps the plain name) and has \"repeat\": K inside.\n"
+    "`atr bench report` gives medians over the repeats with 95 % intervals.\n"
     "A bad spec is reported as FILE:LINE:COL: what was expected (exit 2),\n"
     "before anything starts; so is a name in it (variant, agent, commit) that\n"
     "would not stay a file name inside DIR. Outcomes are results, not errors:\n"
@@ -46,6 +51,8 @@ const char cmd_bench_run_help[] =
     "  -o, --out DIR        results/ and logs/ go here (created if missing)\n"
     "      --retry-failed   run again the runs whose result is not a success\n"
     "      --only COMMIT    only the items whose commit starts with COMMIT\n"
+    "      --repeat N       every run N times (1 to 1000), interleaved; instead of\n"
+    "                       the spec's \"repeat\" (default 1)\n"
     "      --shard I:N      only items k with k mod N = I (I from 0): N\n"
     "                       machines split one spec; `atr bench report` merges\n"
     "                       their folders\n"
@@ -66,7 +73,7 @@ struct run_args {
     const char *out, *only, *container_cli;
     struct opts_shard shard;
     double grace_s;
-    unsigned port;
+    unsigned port, repeat;
     bool port_given;
 };
 
@@ -92,6 +99,8 @@ static const struct opt options[] = {
     OPT_FLAG(struct run_args, retry_failed, "retry-failed", 0),
     OPT_STRING_CHECK(struct run_args, only, "only", 0, nonempty, "--only wants a commit"),
     OPT_SHARD(struct run_args, shard, 1),
+    OPT_UINT(struct run_args, repeat, "repeat", 0, 1, ATR_BENCH_REPEAT_MAX,
+             "--repeat wants a number of runs from 1 to 1000, got '%s'"),
     OPT_DOUBLE(struct run_args, grace_s, "grace", 0, 0.001, 3600,
                "--grace wants seconds from 0.001 to 3600, got '%s'"),
     OPT_CALL("port", 0, parse_port, "--port wants 0..65535, got '%s'"),
@@ -206,7 +215,7 @@ static size_t print_item(const struct atr_bench_spec *s, size_t i)
     return runs;
 }
 
-static void print_plan(const struct atr_bench_spec *s)
+static void print_plan(const struct atr_bench_spec *s, unsigned repeat)
 {
     printf("plan of %s: %zu item%s, %zu variant%s; nothing is started\n", s->path, s->n_items,
            cli_s(s->n_items), s->n_variants, cli_s(s->n_variants));
@@ -215,9 +224,12 @@ static void print_plan(const struct atr_bench_spec *s)
     else
         printf("port: a free one per run ({port} shows 0 here), workdir %s\n", s->workdir);
     print_workload(&s->workload);
+    if (repeat > 1)
+        printf("repeat: every run %u times, an item's runs round by round\n", repeat);
     size_t runs = 0;
     for (size_t i = 0; i < s->n_items; i++)
         runs += print_item(s, i);
+    runs *= repeat;
     printf("\n%zu run%s\n", runs, cli_s(runs));
 }
 
@@ -260,8 +272,11 @@ static void on_progress(void *ctx, const struct atr_bench_progress *p)
         fprintf(stderr, "       %.8s: cleanup\n", p->commit);
         return;
     }
-    fprintf(stderr, "[%zu/%zu] %.8s %s%s%s: %s", p->index, p->total, p->commit, p->variant,
-            p->agent ? " " : "", p->agent ? p->agent : "", phase_words[p->phase]);
+    fprintf(stderr, "[%zu/%zu] %.8s %s%s%s", p->index, p->total, p->commit, p->variant,
+            p->agent ? " " : "", p->agent ? p->agent : "");
+    if (p->repeats > 1)
+        fprintf(stderr, " (repeat %u/%u)", p->repeat, p->repeats);
+    fprintf(stderr, ": %s", phase_words[p->phase]);
     if (p->phase == ATR_BENCH_PHASE_DONE)
         fprintf(stderr, ", %s%s%s", atr_bench_outcome_name(p->outcome), p->error ? ": " : "",
                 p->error ? p->error : "");
@@ -287,7 +302,8 @@ static int run_spec(const struct run_args *a, const struct atr_bench_spec *s, co
     struct cli_progress bar = {.mode = CLI_PROGRESS_OFF};
     struct atr_bench_run_opts o = {
         .out_dir = a->out, .retry_failed = a->retry_failed, .only = a->only,
-        .shard = a->shard.i, .shards = a->shard.n, .grace_s = a->grace_s, .self = self,
+        .shard = a->shard.i, .shards = a->shard.n, .repeat = a->repeat,
+        .grace_s = a->grace_s, .self = self,
         .port = a->port_given ? (int)a->port : -1, .container_cli = a->container_cli,
         .stop = &stop_requested, .on_progress = a->quiet ? NULL : on_progress,
         .on_requests = a->quiet ? NULL : on_requests, .ctx = &bar,
@@ -332,7 +348,7 @@ int cmd_bench_run(int argc, char **argv)
     }
     int rc = EXIT_OK;
     if (a.dry_run)
-        print_plan(s);
+        print_plan(s, a.repeat ? a.repeat : s->repeat);
     else
         rc = run_spec(&a, s, "/proc/self/exe");   /* this atr first on PATH */
     atr_bench_spec_free(s);

@@ -40,22 +40,38 @@ static const char report_help[] =
     "is an error FILE:LINE:COL (exit 1) and nothing is written.\n"
     "\n"
     "Per group: total, successful, error, timeout and the success rate; the\n"
-    "outcomes with counts and shares; the successful benchmarks (req/s, output\n"
-    "tok/s, TTFT and TPOT p99); per commit the agent's output tok/s against\n"
-    "baseline and human (ratios, geometric-mean speedup, win/tie/loss against\n"
-    "human outside the noise threshold); the successful results without\n"
-    "latency metrics.\n"
+    "outcomes with counts and shares; per agent its own runs' outcomes and\n"
+    "success rate (baseline and human runs not counted) and its true\n"
+    "successes; the successful benchmarks (req/s, output tok/s, TTFT and TPOT\n"
+    "p99); per commit and agent, over the repeats of `bench run --repeat N`,\n"
+    "the medians of output tok/s and of each run's median TTFT, TPOT, ITL and\n"
+    "E2EL for baseline, human and agent, the ratios agent/human and\n"
+    "agent/baseline with 95 % intervals over the repeats and a verdict (win,\n"
+    "tie, loss, inconclusive) read off each interval; failed repeats are left\n"
+    "out and counted. True success: the agent beat the baseline's throughput\n"
+    "beyond noise (verdict win). The human's speedup over baseline is the\n"
+    "reference. One successful run a side gives no interval: inconclusive.\n"
+    "The successful results without latency metrics close each group.\n"
     "\n"
     "options:\n"
     "      --json            per group an object: group, total, success, error,\n"
     "                        timeout, success_rate (percent), outcomes {name:\n"
-    "                        count}, comparison [...], geomean_agent_over_human,\n"
-    "                        geomean_agent_over_baseline, noise_pct, wins, ties,\n"
-    "                        losses, without_latency [files]\n"
+    "                        count}, comparison [...], human_reference [...],\n"
+    "                        per_agent [...], geomean_agent_over_human,\n"
+    "                        geomean_agent_over_baseline, noise_pct,\n"
+    "                        ci_level_pct, wins, ties, losses, inconclusive (vs\n"
+    "                        human), vs_baseline, human_vs_baseline, true_success,\n"
+    "                        without_latency [files]\n"
     "      --csv             one row per result: group, file, kind, commit,\n"
     "                        variant, agent, model, status, outcome, req_s, tok_s,\n"
-    "                        ttft_p99_ms, tpot_p99_ms, has_latency\n"
-    "      --noise PCT       a ratio within 1 +- PCT/100 is a tie (default 5)\n"
+    "                        ttft_p99_ms, tpot_p99_ms, has_latency, repeat,\n"
+    "                        ttft_p50_ms, tpot_p50_ms, itl_p50_ms, e2el_p50_ms\n"
+    "      --csv-ratios      one row per ratio: group, commit, candidate, agent,\n"
+    "                        reference, metric, reference_median,\n"
+    "                        candidate_median, ratio, lo, hi, n_reference,\n"
+    "                        n_candidate, method, verdict\n"
+    "      --noise PCT       the tie margin: an interval within 1 +- PCT/100 is a\n"
+    "                        tie (default 5); the verdict comes from the interval\n"
     "  -o, --output OUT      write there (atomically) instead of stdout\n"
     "\n"
     "outcomes: success, no_metrics, server_crashed, startup_timeout,\n"
@@ -64,7 +80,7 @@ static const char report_help[] =
     "names none of them.\n";
 
 struct report_args {
-    bool json, csv;
+    bool json, csv, csv_ratios;
     double noise;
     const char *out;
 };
@@ -73,6 +89,7 @@ struct report_args {
 static const struct opt options[] = {
     OPT_FLAG(ARGS, json, "json", 0),
     OPT_FLAG(ARGS, csv, "csv", 0),
+    OPT_FLAG(ARGS, csv_ratios, "csv-ratios", 0),
     OPT_DOUBLE(ARGS, noise, "noise", 0, 0, 100, "--noise wants a percentage in [0, 100], got '%s'"),
     OPT_STRING(ARGS, out, "output", 'o'),
     OPT_END,
@@ -132,15 +149,17 @@ static int report(int argc, char **argv)
     int first;
     if (opts_parse(&parser, &a, argc, argv, &first) != EXIT_OK)
         return EXIT_USAGE;
-    if (a.json && a.csv)
-        return cli_usage("bench report", "--json and --csv exclude each other");
+    if (a.json + a.csv + a.csv_ratios > 1)
+        return cli_usage("bench report", "--json, --csv and --csv-ratios exclude each other");
     if (first >= argc)
         return cli_usage("bench report", "missing DIR or FILE");
     struct atr_bench_report *r = atr_bench_report_new(a.noise);
     int rc = add_dirs(r, argc, argv, first);
     struct atr_buf b = ATR_BUF_INIT;
-    if (rc == EXIT_OK && (a.json ? atr_bench_report_json
-                          : a.csv ? atr_bench_report_csv : atr_bench_report_markdown)(&b, r) < 0)
+    int (*write)(struct atr_buf *, const struct atr_bench_report *) =
+        a.json ? atr_bench_report_json : a.csv ? atr_bench_report_csv
+        : a.csv_ratios ? atr_bench_report_csv_ratios : atr_bench_report_markdown;
+    if (rc == EXIT_OK && write(&b, r) < 0)
         rc = cli_fail("out of memory writing the report");
     struct atr_error err;
     if (rc == EXIT_OK && atr_output_write_file(a.out ? a.out : "-", b.data, b.len, &err) < 0)

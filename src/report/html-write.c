@@ -761,6 +761,145 @@ static void bench_counts_row(struct atr_buf *b, const struct atr_json *g)
     atr_buf_puts(b, "</td></tr>\n");
 }
 
+/* A ratio cell of the bench JSON ({"ratio", "lo", "hi", "verdict"} or
+ * null): "1.061 [0.990, 1.130]", then its verdict in a cell of its own. */
+static void bench_ratio(struct atr_buf *b, const struct atr_json *x)
+{
+    if (!x || !atr_json_is(x, ATR_JSON_OBJECT)) {
+        atr_buf_puts(b, "<td class=\"n\">-</td><td>-</td>");
+        return;
+    }
+    double lo = atr_html_get_num(x, "lo"), hi = atr_html_get_num(x, "hi");
+    atr_buf_puts(b, "<td class=\"n\">");
+    atr_html_num(b, atr_html_get_num(x, "ratio"), 3);
+    if (!isnan(lo) && !isnan(hi)) {
+        atr_buf_puts(b, " [");
+        atr_html_num(b, lo, 3);
+        atr_buf_puts(b, ", ");
+        atr_html_num(b, hi, 3);
+        atr_buf_putc(b, ']');
+    }
+    atr_buf_puts(b, "</td>");
+    atr_html_td_str(b, atr_json_get_str(x, "verdict", NULL));
+}
+
+/* The JSON member path o.k1.k2 (NULL where missing). */
+static const struct atr_json *bench_at(const struct atr_json *o, const char *k1, const char *k2)
+{
+    const struct atr_json *x = atr_json_get(o, k1);
+    return x && k2 ? atr_json_get(x, k2) : x;
+}
+
+/* "5/5/4": successful runs of each variant, the ones medians use. */
+static void bench_runs(struct atr_buf *b, const struct atr_json *row)
+{
+    static const char *const names[] = {"baseline", "human", "agent"};
+    atr_buf_puts(b, "<td>");
+    for (size_t i = 0; i < 3; i++) {
+        const struct atr_json *v = bench_at(atr_json_get(row, "runs"), names[i], NULL);
+        if (v)
+            atr_buf_printf(b, "%s%.0f of %.0f", i ? " / " : "", atr_html_get_num(v, "successful"),
+                           atr_html_get_num(v, "runs"));
+    }
+    atr_buf_puts(b, "</td>");
+}
+
+static void bench_row(struct atr_buf *b, const struct atr_json *r)
+{
+    const struct atr_json *tok = bench_at(r, "metrics", "tok_s");
+    atr_buf_puts(b, "<tr>");
+    atr_html_td_str(b, atr_json_get_str(r, "commit", NULL));
+    atr_html_td_str(b, atr_json_get_str(r, "agent", NULL));
+    bench_runs(b, r);
+    atr_html_td_num(b, atr_html_get_num(r, "baseline_tok_s"), 1);
+    atr_html_td_num(b, atr_html_get_num(r, "human_tok_s"), 1);
+    atr_html_td_num(b, atr_html_get_num(r, "agent_tok_s"), 1);
+    bench_ratio(b, tok ? atr_json_get(tok, "agent_over_human") : NULL);
+    bench_ratio(b, tok ? atr_json_get(tok, "agent_over_baseline") : NULL);
+    const struct atr_json *ts = atr_json_get(r, "true_success");
+    atr_html_td_str(b, !atr_json_get_str(r, "agent", NULL) ? NULL
+                       : ts && ts->type == ATR_JSON_TRUE ? "yes" : "no");
+    atr_buf_puts(b, "</tr>\n");
+}
+
+static void bench_agents(struct atr_buf *b, const struct atr_json *g)
+{
+    const struct atr_json *list = atr_json_get(g, "per_agent");
+    if (!list || !atr_json_is(list, ATR_JSON_ARRAY) || !list->u.kids.first)
+        return;
+    atr_buf_puts(b, "<h3>");
+    atr_html_esc(b, atr_json_get_str(g, "group", NULL));
+    atr_buf_puts(b, ": per agent (its own runs only)</h3>\n<table class=\"bench\"><thead><tr><th>agent</th>"
+                    "<th>runs</th><th>success</th><th>success (%)</th><th>commits</th>"
+                    "<th>true success</th></tr></thead><tbody>\n");
+    for (const struct atr_json *a = list->u.kids.first; a; a = a->next) {
+        atr_buf_puts(b, "<tr>");
+        atr_html_td_str(b, atr_json_get_str(a, "agent", NULL));
+        atr_html_td_num(b, atr_html_get_num(a, "runs"), 0);
+        atr_html_td_num(b, atr_html_get_num(a, "success"), 0);
+        atr_html_td_num(b, atr_html_get_num(a, "success_rate"), 1);
+        atr_html_td_num(b, atr_html_get_num(a, "commits"), 0);
+        atr_html_td_num(b, atr_html_get_num(a, "true_success"), 0);
+        atr_buf_puts(b, "</tr>\n");
+    }
+    atr_buf_puts(b, "</tbody></table>\n");
+}
+
+static void bench_reference(struct atr_buf *b, const struct atr_json *g)
+{
+    const struct atr_json *list = atr_json_get(g, "human_reference");
+    if (!list || !atr_json_is(list, ATR_JSON_ARRAY) || !list->u.kids.first)
+        return;
+    atr_buf_puts(b, "<p>The reference, human against baseline (output tokens/s):</p>\n<table class=\"bench\">"
+                    "<thead><tr><th>commit</th><th>baseline tok/s</th><th>human tok/s</th>"
+                    "<th>human / baseline [95 % CI]</th><th>verdict</th></tr></thead><tbody>\n");
+    for (const struct atr_json *f = list->u.kids.first; f; f = f->next) {
+        const struct atr_json *tok = bench_at(f, "metrics", "tok_s");
+        atr_buf_puts(b, "<tr>");
+        atr_html_td_str(b, atr_json_get_str(f, "commit", NULL));
+        atr_html_td_num(b, tok ? atr_html_get_num(tok, "baseline") : NAN, 1);
+        atr_html_td_num(b, tok ? atr_html_get_num(tok, "human") : NAN, 1);
+        bench_ratio(b, tok ? atr_json_get(tok, "human_over_baseline") : NULL);
+        atr_buf_puts(b, "</tr>\n");
+    }
+    atr_buf_puts(b, "</tbody></table>\n");
+}
+
+/* One latency of one agent row: the three medians and both ratios. */
+static void bench_latency_row(struct atr_buf *b, const struct atr_json *r, const char *key,
+                              const char *label)
+{
+    const struct atr_json *x = bench_at(r, "metrics", key);
+    if (!x || isnan(atr_html_get_num(x, "agent")))
+        return;
+    atr_buf_puts(b, "<tr>");
+    atr_html_td_str(b, atr_json_get_str(r, "commit", NULL));
+    atr_html_td_str(b, atr_json_get_str(r, "agent", NULL));
+    atr_html_td_str(b, label);
+    atr_html_td_num(b, atr_html_get_num(x, "baseline"), 2);
+    atr_html_td_num(b, atr_html_get_num(x, "human"), 2);
+    atr_html_td_num(b, atr_html_get_num(x, "agent"), 2);
+    bench_ratio(b, atr_json_get(x, "agent_over_baseline"));
+    bench_ratio(b, atr_json_get(x, "agent_over_human"));
+    atr_buf_puts(b, "</tr>\n");
+}
+
+/* The latencies (each run's median, their median over the repeats). */
+static void bench_latencies(struct atr_buf *b, const struct atr_json *rows)
+{
+    static const char *const keys[][2] = {{"ttft_ms", "TTFT ms"}, {"tpot_ms", "TPOT ms"},
+                                          {"itl_ms", "ITL ms"}, {"e2el_ms", "E2EL ms"}};
+    atr_buf_puts(b, "<p>Latencies, lower is better (each run's median, the median over the "
+                    "repeats):</p>\n<table class=\"bench\"><thead><tr><th>commit</th><th>agent</th>"
+                    "<th>metric</th><th>baseline</th><th>human</th><th>agent</th>"
+                    "<th>agent / baseline [95 % CI]</th><th>vs baseline</th>"
+                    "<th>agent / human [95 % CI]</th><th>vs human</th></tr></thead><tbody>\n");
+    for (const struct atr_json *r = rows->u.kids.first; r; r = r->next)
+        for (size_t k = 0; atr_json_get_str(r, "agent", NULL) && k < 4; k++)
+            bench_latency_row(b, r, keys[k][0], keys[k][1]);
+    atr_buf_puts(b, "</tbody></table>\n");
+}
+
 static void bench_comparison(struct atr_buf *b, const struct atr_json *g)
 {
     const struct atr_json *rows = atr_json_get(g, "comparison");
@@ -768,30 +907,27 @@ static void bench_comparison(struct atr_buf *b, const struct atr_json *g)
         return;
     atr_buf_puts(b, "<h3>");
     atr_html_esc(b, atr_json_get_str(g, "group", NULL));
-    atr_buf_puts(b, ": agent against baseline and human (output tokens/s)</h3>\n<table><thead>"
-                    "<tr><th>commit</th><th>agent</th><th>baseline tok/s</th><th>human tok/s</th>"
-                    "<th>agent tok/s</th><th>agent / human</th><th>agent / baseline</th>"
-                    "<th>verdict</th></tr></thead><tbody>\n");
-    for (const struct atr_json *r = rows->u.kids.first; r; r = r->next) {
-        atr_buf_puts(b, "<tr>");
-        atr_html_td_str(b, atr_json_get_str(r, "commit", NULL));
-        atr_html_td_str(b, atr_json_get_str(r, "agent", NULL));
-        atr_html_td_num(b, atr_html_get_num(r, "baseline_tok_s"), 1);
-        atr_html_td_num(b, atr_html_get_num(r, "human_tok_s"), 1);
-        atr_html_td_num(b, atr_html_get_num(r, "agent_tok_s"), 1);
-        atr_html_td_num(b, atr_html_get_num(r, "agent_over_human"), 3);
-        atr_html_td_num(b, atr_html_get_num(r, "agent_over_baseline"), 3);
-        atr_html_td_str(b, atr_json_get_str(r, "verdict", NULL));
-        atr_buf_puts(b, "</tr>\n");
-    }
-    atr_buf_printf(b, "</tbody></table>\n<p>geometric mean agent / human ");
+    atr_buf_puts(b, ": agent against baseline and human (output tokens/s)</h3>\n<table class=\"bench\"><thead>"
+                    "<tr><th>commit</th><th>agent</th><th>successful runs (baseline / human / "
+                    "agent)</th><th>baseline tok/s</th><th>human tok/s</th><th>agent tok/s</th>"
+                    "<th>agent / human [95 % CI]</th><th>vs human</th>"
+                    "<th>agent / baseline [95 % CI]</th><th>vs baseline</th>"
+                    "<th>true success</th></tr></thead><tbody>\n");
+    for (const struct atr_json *r = rows->u.kids.first; r; r = r->next)
+        bench_row(b, r);
+    atr_buf_printf(b, "</tbody></table>\n<p>Medians over repeats; geometric mean agent / human ");
     atr_html_num(b, atr_html_get_num(g, "geomean_agent_over_human"), 3);
     atr_buf_puts(b, ", agent / baseline ");
     atr_html_num(b, atr_html_get_num(g, "geomean_agent_over_baseline"), 3);
-    atr_buf_printf(b, "; wins %.0f, ties %.0f, losses %.0f (noise ", atr_html_get_num(g, "wins"),
-                   atr_html_get_num(g, "ties"), atr_html_get_num(g, "losses"));
+    atr_buf_printf(b, "; against human %.0f wins, %.0f ties, %.0f losses, %.0f inconclusive; "
+                   "true success %.0f. Verdicts come from each ratio's 95 %% interval; the tie "
+                   "margin is ", atr_html_get_num(g, "wins"), atr_html_get_num(g, "ties"),
+                   atr_html_get_num(g, "losses"), atr_html_get_num(g, "inconclusive"),
+                   atr_html_get_num(g, "true_success"));
     atr_html_num(b, atr_html_get_num(g, "noise_pct"), 1);
-    atr_buf_puts(b, " %)</p>\n");
+    atr_buf_puts(b, " %.</p>\n");
+    bench_reference(b, g);
+    bench_latencies(b, rows);
 }
 
 /* The bench report's own JSON (bench/report.h keeps its structs private),
@@ -812,8 +948,10 @@ static void bench(struct atr_buf *b, const struct atr_html *h, const struct atr_
     for (const struct atr_json *g = root->u.kids.first; g; g = g->next)
         bench_counts_row(b, g);
     atr_buf_puts(b, "</tbody></table>\n");
-    for (const struct atr_json *g = root->u.kids.first; g; g = g->next)
+    for (const struct atr_json *g = root->u.kids.first; g; g = g->next) {
+        bench_agents(b, g);
         bench_comparison(b, g);
+    }
     atr_buf_puts(b, "</section>\n");
     atr_arena_release(&a);
 }

@@ -1,7 +1,9 @@
 # test-bench.sh - `atr bench report`: per-group counts and rates of
 # ISO-Bench-style folders checked against figures computed here in Python
 # from the files themselves, group naming and merging, --json, --csv,
-# --noise, -o, and bad inputs (one error line, exit 1 or 2, no output).
+# --noise, -o, the 3-way report over repeats (tests/data/bench-repeat:
+# medians, intervals, verdicts, per-agent and true success, golden), and
+# bad inputs (one error line, exit 1 or 2, no output).
 rm -rf bench && cp -R "$DATA/bench" bench && chmod -R u+w bench   # relative names
 
 # The expected figures, computed from the files without atr: status counts,
@@ -41,17 +43,102 @@ ok bench-json "$ATR" bench report --json $G
 cp "$T/out" "$T/report.json"
 check bench-json-counts "python3 '$T/expect.py' '$T/report.json' claude_code=bench/claude_code/results codex=bench/codex/results iso-bench=bench/iso-bench >'$T/rates'"
 check bench-json-keys "python3 -c 'import json,sys; g=json.load(open(sys.argv[1]))[0]; assert set(g) >= {\"group\",\"total\",\"success\",\"error\",\"timeout\",\"success_rate\",\"outcomes\",\"comparison\",\"wins\",\"ties\",\"losses\",\"without_latency\"}' '$T/report.json'"
-check bench-json-geomean "python3 -c 'import json,sys,math; g=json.load(open(sys.argv[1]))[0]; r=[3500/3300,2120/2100,3900/4400,1300/1200]; assert abs(g[\"geomean_agent_over_human\"]-math.exp(sum(map(math.log,r))/4))<1e-3; assert (g[\"wins\"],g[\"ties\"],g[\"losses\"])==(2,1,1); assert g[\"without_latency\"]==[\"bench/claude_code/results/3d4e5f60_agent_result.json\"]' '$T/report.json'"
+check bench-json-geomean "python3 -c 'import json,sys,math; g=json.load(open(sys.argv[1]))[0]; r=[3500/3300,2120/2100,3900/4400,1300/1200]; assert abs(g[\"geomean_agent_over_human\"]-math.exp(sum(map(math.log,r))/4))<1e-3; assert (g[\"wins\"],g[\"ties\"],g[\"losses\"],g[\"inconclusive\"])==(0,0,0,4); assert g[\"without_latency\"]==[\"bench/claude_code/results/3d4e5f60_agent_result.json\"]' '$T/report.json'"
 # the Markdown states the same rates, in the issue's words
 # shellcheck disable=SC2086
 ok bench-md "$ATR" bench report $G
 check bench-rates-computed "[ \$(wc -l <'$T/rates') -eq 3 ]"
 check bench-md-rates "while read -r name rate; do grep -q \"^## \$name\$\" '$T/out' && grep -q \"| \$rate |\$\" '$T/out' || exit 1; done <'$T/rates'"
 check bench-md-rate-text "grep -q '| 21 | 14 | 6 | 1 | 14 of 21, 66.7 % |' '$T/out'"
-check bench-md-verdicts "grep -q '^| 0a1b2c3d | agent | 3000.00 | 3300.00 | 3500.00 | 1.061 | 1.167 | win |' '$T/out' && grep -q 'noise threshold 5 %' '$T/out'"
-# --noise: 2120/2100 is a tie at 5 % and a win at 0.5 %
-ok bench-noise "$ATR" bench report --json --noise 0.5 bench/claude_code/results
-check bench-noise-wins "python3 -c 'import json,sys; g=json.load(open(sys.argv[1]))[0]; assert (g[\"wins\"],g[\"ties\"],g[\"losses\"])==(3,0,1)' '$T/out'"
+# One run a side has no interval: the verdict is inconclusive, whatever the
+# ratio (the old fixed 5 % band called 3500/3300 a win).
+check bench-md-verdicts "grep -q '^| 0a1b2c3d | agent | 1/1/1 | 0/0/0 | 3000.00 | 3300.00 | 3500.00 | 1.061 | - | inconclusive | 1.167 | - | inconclusive | no |' '$T/out' && grep -q 'within 1 +- 5 % (--noise, the tie margin)' '$T/out'"
+
+# ---- repeats: tests/data/bench-repeat (SOURCE.txt), 5 repeats a variant ----
+rm -rf rep && cp -R "$DATA/bench-repeat/results" rep && chmod -R u+w rep
+golden bench-repeat-md "$DATA/bench-repeat/report.md" "$ATR" bench report bench-repeat=rep
+ok bench-repeat-json "$ATR" bench report --json rep
+cp "$T/out" "$T/repeat.json"
+cat >"$T/repeat.py" <<'PY'
+import json, sys
+g = json.load(open(sys.argv[1]))[0]
+rows = {(r["commit"], r["agent"]): r for r in g["comparison"]}
+def tok(c, a, against):
+    return rows[(c, a)]["metrics"]["tok_s"]["agent_over_" + against]
+# every ratio has its interval around the point, over the repeats
+for (c, a), r in rows.items():
+    for m, v in r["metrics"].items():
+        for k in ("agent_over_baseline", "agent_over_human"):
+            x = v[k]
+            if x is None:
+                continue
+            assert x["method"] == "repeats" and x["lo"] <= x["ratio"] <= x["hi"], (c, a, m, x)
+v = {k: tok("aaaa1111", a, k)["verdict"] for a in ("fast",) for k in ("baseline", "human")}
+assert v == {"baseline": "win", "human": "win"}, v
+assert tok("aaaa1111", "same", "baseline")["verdict"] == "tie"
+assert tok("aaaa1111", "same", "human")["verdict"] == "loss"
+assert tok("aaaa1111", "flaky", "baseline")["verdict"] == "inconclusive"
+assert tok("aaaa1111", "flaky", "baseline")["n"] == 2       # 3 failed repeats left out
+assert rows[("aaaa1111", "broken")]["metrics"]["tok_s"]["agent_over_baseline"] is None
+# lower latency is the win: the fast agent's TTFT ratio is below 1
+t = rows[("bbbb2222", "fast")]["metrics"]["ttft_ms"]["agent_over_human"]
+assert t["ratio"] < 1 and t["verdict"] == "win", t
+# failed repeats are counted, not averaged
+assert rows[("aaaa1111", "flaky")]["runs"]["agent"] == {"runs": 5, "successful": 2}
+# true success: ran and beat the baseline beyond noise
+ts = sorted((c, a) for (c, a), r in rows.items() if r["true_success"])
+assert ts == [("aaaa1111", "fast"), ("bbbb2222", "fast")], ts
+assert g["true_success"] == 2
+# per agent: only the agent's own runs
+pa = {a["agent"]: a for a in g["per_agent"]}
+assert set(pa) == {"fast", "same", "flaky", "broken"}, set(pa)
+assert (pa["flaky"]["runs"], pa["flaky"]["success"], pa["flaky"]["outcomes"]) == \
+    (5, 2, {"success": 2, "no_metrics": 1, "server_crashed": 2}), pa["flaky"]
+assert (pa["fast"]["commits"], pa["fast"]["true_success"], pa["fast"]["success_rate"]) == (2, 2, 100)
+assert pa["broken"]["success_rate"] == 0 and pa["broken"]["outcomes"] == {"patch_failed": 5}
+# the human's speedup is the reference: a win on one commit, a loss on the other
+ref = {f["commit"]: f["metrics"]["tok_s"]["human_over_baseline"]["verdict"] for f in g["human_reference"]}
+assert ref == {"aaaa1111": "win", "bbbb2222": "loss"}, ref
+assert g["human_vs_baseline"] == {"wins": 1, "ties": 0, "losses": 1, "inconclusive": 0}
+assert g["ci_level_pct"] == 95 and g["noise_pct"] == 5
+PY
+check bench-repeat-verdicts "python3 '$T/repeat.py' '$T/repeat.json'"
+# --noise is only the tie margin: the same agent's interval (within 2 % of
+# 1) is a tie at 5 % and inconclusive at 0.5 %, never a win or a loss
+ok bench-repeat-noise "$ATR" bench report --json --noise 0.5 rep
+check bench-repeat-noise-margin "python3 -c 'import json,sys; g=json.load(open(sys.argv[1]))[0]; r=[x for x in g[\"comparison\"] if x[\"agent\"]==\"same\"][0]; assert r[\"verdict_vs_baseline\"]==\"inconclusive\", r' '$T/out'"
+# --csv-ratios: one row per ratio; --csv: the repeat of each result
+ok bench-repeat-csv-ratios "$ATR" bench report --csv-ratios rep
+check bench-repeat-csv-ratios-rows "python3 -c '
+import csv,sys; r=list(csv.DictReader(open(sys.argv[1])))
+# 2 commits x 5 metrics human/baseline; agents with figures: 4 x 5 x 2
+assert len(r)==10+40, len(r)
+x=[w for w in r if (w[\"commit\"],w[\"agent\"],w[\"reference\"],w[\"metric\"])==(\"aaaa1111\",\"fast\",\"baseline\",\"tok_s\")][0]
+assert (x[\"candidate\"],x[\"verdict\"],x[\"n_reference\"],x[\"n_candidate\"],x[\"method\"])==(\"agent\",\"win\",\"5\",\"5\",\"repeats\"), x
+assert float(x[\"lo\"])<=float(x[\"ratio\"])<=float(x[\"hi\"])' '$T/out'"
+ok bench-repeat-csv "$ATR" bench report --csv rep
+check bench-repeat-csv-repeats "python3 -c 'import csv,sys; r=list(csv.DictReader(open(sys.argv[1]))); assert sorted(set(x[\"repeat\"] for x in r))==[\"1\",\"2\",\"3\",\"4\",\"5\"]; assert all(x[\"agent\"]!=\"fast_r2\" for x in r)' '$T/out'"
+# the HTML report's bench section: per agent, the intervals and verdicts,
+# the reference and the latencies, from the same JSON
+ok bench-repeat-html "$ATR" report -o "$T/rep.html" rep
+cat >"$T/html.py" <<'PY'
+import re, sys
+h = open(sys.argv[1]).read()
+sec = h[h.index('<section id="bench">'):]
+sec = re.sub(r"<[^>]+>", " ", sec[:sec.index("</section>")])
+sec = re.sub(r"\s+", " ", sec)
+assert "rep: per agent (its own runs only)" in sec, sec[:300]
+assert " flaky 5 2 40.0 1 0 " in sec, sec
+assert "aaaa1111 fast 5 of 5 / 5 of 5 / 5 of 5 1000.0 1200.0 1300.0 1.083 [" in sec, sec
+assert "] win 1.300 [" in sec and "] tie no " in sec
+assert "The reference, human against baseline" in sec and "bbbb2222 500.0 450.0 0.900 [" in sec
+assert "bbbb2222 fast TTFT ms 80.20 90.20 70.20 0.875 [" in sec, sec
+PY
+check bench-repeat-html-section "python3 '$T/html.py' '$T/rep.html'"
+# A repeat number of the wrong type is an error at its place
+sed 's/"repeat": 2,/"repeat": "2",/' rep/aaaa1111_baseline_r2_result.json >"$T/bad-repeat.json"
+mkdir -p badrep && cp "$T/bad-repeat.json" badrep/aaaa1111_baseline_r2_result.json
+fails bench-repeat-bad-type 1 '^atr: badrep/aaaa1111_baseline_r2_result\.json:[0-9]+:[0-9]+: expected a positive integer as "repeat"$' "$ATR" bench report badrep
 
 # --csv: one row per result, every figure
 # shellcheck disable=SC2086
@@ -112,7 +199,7 @@ absent bench-bad-no-output "$T/never.md"
 # usage: exit 2, naming the option
 fails bench-no-dir 2 'atr bench report: missing DIR' "$ATR" bench report
 fails bench-bad-noise 2 'atr bench report: --noise wants a percentage' "$ATR" bench report --noise -1 bench/iso-bench
-fails bench-json-csv 2 'atr bench report: --json and --csv' "$ATR" bench report --json --csv bench/iso-bench
+fails bench-json-csv 2 'atr bench report: --json, --csv and --csv-ratios exclude each other' "$ATR" bench report --json --csv bench/iso-bench
 fails bench-no-mode 2 'atr bench: wants a mode' "$ATR" bench
 fails bench-unknown-opt 2 "unknown option '--bogus'" "$ATR" bench report --bogus bench/iso-bench
 ok bench-report-help "$ATR" bench report --help

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bench/report.h"
 #include "bench/results.h"
@@ -65,6 +66,75 @@ static void test_atr_file(void **state)
     assert_string_equal(s.v[0].variant, "agent");
     assert_string_equal(s.v[0].agent, "codex");
     assert_false(s.v[0].has_latency);
+    atr_bench_set_release(&s);
+}
+
+/* A repeat's file: "repeat" read, its "_r<K>" not part of the agent; a
+ * name ending so in a file without "repeat" is the agent's own name. */
+static void test_repeat_names(void **state)
+{
+    struct atr_bench_set s = {0};
+    struct atr_error err;
+    assert_int_equal(add(&s, "r/c0ffee00_baseline_r2_result.json",
+                         "{\"human_commit\": \"c0ffee00\", \"status\": \"success\", \"outcome\":"
+                         " \"success\", \"variant\": \"baseline\", \"agent\": null, \"repeat\": 2}",
+                         &err), 0);
+    assert_int_equal(add(&s, "r/c0ffee00_agent_fast_r3_result.json",
+                         "{\"human_commit\": \"c0ffee00\", \"status\": \"success\", \"repeat\": 3,"
+                         " \"metrics\": {\"itl_median_ms\": 4.5, \"tpot_median_ms\": 5.5,"
+                         " \"itl_p99_ms\": 9}}", &err), 0);
+    assert_int_equal(add(&s, "r/c0ffee00_agent_x_r2_result.json",
+                         "{\"human_commit\": \"c0ffee00\", \"status\": \"success\"}", &err), 0);
+    assert_int_equal(s.v[0].repeat, 2);
+    assert_string_equal(s.v[0].variant, "baseline");
+    assert_null(s.v[0].agent);
+    assert_int_equal(s.v[1].repeat, 3);
+    assert_string_equal(s.v[1].agent, "fast");
+    assert_true(s.v[1].itl_p50_ms == 4.5 && s.v[1].tpot_p50_ms == 5.5 && s.v[1].itl_p99_ms == 9);
+    assert_int_equal(s.v[2].repeat, 1);
+    assert_string_equal(s.v[2].agent, "x_r2");
+    assert_int_equal(add(&s, "bad.json", "{\"human_commit\": \"c\", \"status\": \"success\",\n"
+                         " \"repeat\": 0}", &err), -1);
+    assert_string_equal(err.msg, "bad.json:2:12: expected a positive integer as \"repeat\"");
+    assert_int_equal(s.n, 3);
+    atr_bench_set_release(&s);
+}
+
+/* A folder lists a run's repeats in order after its first run. */
+static void test_repeat_order(void **state)
+{
+    char dir[] = "/tmp/atr-test-bench-XXXXXX";
+    const char *tmp = getenv("TMPDIR");
+    char *path = NULL;
+    if (tmp && asprintf(&path, "%s/atr-test-bench-XXXXXX", tmp) < 0)
+        fail();
+    char *d = mkdtemp(path ? path : dir);
+    assert_non_null(d);
+    static const char *const names[] = {"c_human_r10", "c_human_r2", "c_human", "c_baseline"};
+    for (size_t i = 0; i < 4; i++) {
+        char f[512];
+        snprintf(f, sizeof f, "%s/%s_result.json", d, names[i]);
+        FILE *fp = fopen(f, "w");
+        assert_non_null(fp);
+        fprintf(fp, "{\"human_commit\": \"c\", \"status\": \"success\", \"repeat\": %s}\n",
+                i == 0 ? "10" : i == 1 ? "2" : "1");
+        fclose(fp);
+    }
+    struct atr_bench_set s = {0};
+    struct atr_error err;
+    assert_int_equal(atr_bench_read_dir(&s, d, &err), 0);
+    assert_int_equal(s.n, 4);
+    static const unsigned want[] = {1, 1, 2, 10};
+    for (size_t i = 0; i < 4; i++)
+        assert_int_equal(s.v[i].repeat, want[i]);
+    assert_string_equal(s.v[0].variant, "baseline");
+    for (size_t i = 0; i < 4; i++) {
+        char f[512];
+        snprintf(f, sizeof f, "%s/%s_result.json", d, names[i]);
+        unlink(f);
+    }
+    rmdir(d);
+    free(path);
     atr_bench_set_release(&s);
 }
 
@@ -169,6 +239,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_iso_outcomes),
         cmocka_unit_test(test_atr_file),
+        cmocka_unit_test(test_repeat_names),
+        cmocka_unit_test(test_repeat_order),
         cmocka_unit_test(test_iso_metrics),
         cmocka_unit_test(test_vllm_sglang),
         cmocka_unit_test(test_errors),

@@ -44,6 +44,7 @@ static void test_defaults(void **state)
     assert_true(s->variants[0].benchmark_timeout_s == 900);
     assert_true(s->variants[0].prepare_timeout_s == 1800);
     assert_int_equal(s->min_free_disk, 0);
+    assert_int_equal(s->repeat, 1);
     assert_int_equal(s->n_items, 1);
     assert_string_equal(s->items[0].human_commit_full, "c1");
     assert_int_equal(s->items[0].n_variants, 1);
@@ -56,6 +57,17 @@ static void test_defaults(void **state)
     assert_int_equal(w->output_tokens, 64);
     assert_true(w->ignore_eos);
     assert_true(w->rate == 0 && w->concurrency == 0);
+    atr_bench_spec_free(s);
+}
+
+static void test_repeat(void **state)
+{
+    struct atr_error err;
+    const char *text = "{\"format\": \"atr-bench-spec/1\", \"repeat\": 5, \"variants\": "
+                       "{\"baseline\": " VARIANT "}, \"items\": [" ITEM "]}";
+    struct atr_bench_spec *s = parse(text, "spec.json", &err);
+    assert_non_null(s);
+    assert_int_equal(s->repeat, 5);
     atr_bench_spec_free(s);
 }
 
@@ -254,6 +266,12 @@ static const struct bad_case bad_cases[] = {
      "b.json:1:40: spec.port: expected an integer from 0 to 65535"},
     {"{\"format\": \"atr-bench-spec/1\", \"cleanup\": \"rm {patch}\"}",
      "b.json:1:43: spec.cleanup: {patch} is not available here"},
+    {"{\"format\": \"atr-bench-spec/1\", \"repeat\": \"5\"}",
+     "b.json:1:42: spec.repeat: expected an integer from 1 to 1000"},
+    {"{\"format\": \"atr-bench-spec/1\", \"repeat\": 0}",
+     "b.json:1:42: spec.repeat: expected an integer from 1 to 1000"},
+    {"{\"format\": \"atr-bench-spec/1\", \"repeat\": 2.5}",
+     "b.json:1:42: spec.repeat: expected an integer from 1 to 1000"},
 };
 
 /* The words of the cases whose column is long to count by hand (the
@@ -453,6 +471,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_repeat),
         cmocka_unit_test(test_example),
         cmocka_unit_test(test_paths_from_spec_folder),
         cmocka_unit_test(test_overrides_and_item_variants),
