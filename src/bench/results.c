@@ -701,8 +701,10 @@ int atr_bench_read_path(struct atr_bench_set *s, const char *path, struct atr_er
     return atr_error_set(err, "%s: expected a result folder or a result file", path);
 }
 
-int atr_bench_read_dir(struct atr_bench_set *s, const char *dir, struct atr_error *err)
+int atr_bench_dir_files(const char *dir, char ***paths, size_t *n_paths, struct atr_error *err)
 {
+    *paths = NULL;
+    *n_paths = 0;
     DIR *d = opendir(dir);
     if (!d)
         return atr_error_set(err, "%s: cannot read the folder: %s", dir,
@@ -721,18 +723,31 @@ int atr_bench_read_dir(struct atr_bench_set *s, const char *dir, struct atr_erro
         char *below = xasprintf("%s/results", dir);
         struct stat st;
         int rc = stat(below, &st) == 0 && S_ISDIR(st.st_mode)
-                     ? atr_bench_read_dir(s, below, err)
+                     ? atr_bench_dir_files(below, paths, n_paths, err)
                      : atr_error_set(err, "%s: no result files (*.json, *.jsonl)", dir);
         free(below);
         return rc;
     }
     qsort(names, n, sizeof *names, by_name);
-    int rc = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (rc == 0)
-            rc = atr_bench_read_file(s, names[i], err);
-        free(names[i]);
-    }
-    free(names);
+    *paths = names;
+    *n_paths = n;
+    return 0;
+}
+
+void atr_bench_dir_files_free(char **paths, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(paths[i]);
+    free(paths);
+}
+
+int atr_bench_read_dir(struct atr_bench_set *s, const char *dir, struct atr_error *err)
+{
+    char **names;
+    size_t n;
+    int rc = atr_bench_dir_files(dir, &names, &n, err);
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        rc = atr_bench_read_file(s, names[i], err);
+    atr_bench_dir_files_free(names, n);
     return rc;
 }

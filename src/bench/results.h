@@ -90,6 +90,12 @@ int atr_bench_read_file(struct atr_bench_set *s, const char *path, struct atr_er
  * through that; otherwise it is an error. */
 int atr_bench_read_dir(struct atr_bench_set *s, const char *dir, struct atr_error *err);
 
+/* The result files of dir as atr_bench_read_dir reads them (its *.json
+ * and *.jsonl by name, else those of dir/results), malloc'd paths: free
+ * them with atr_bench_dir_files_free. 0, or -1 with err. */
+int atr_bench_dir_files(const char *dir, char ***paths, size_t *n_paths, struct atr_error *err);
+void atr_bench_dir_files_free(char **paths, size_t n);
+
 /* A folder as atr_bench_read_dir reads it, or one result file (so a single
  * `results/<commit8>_<variant>_result.json` can be given); a missing path
  * is "PATH: no such result file or folder". */

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "report/compare.h"
 
@@ -230,8 +231,23 @@ int atr_compare_add_json(struct atr_compare *c, const char *name, const char *js
     return rc;
 }
 
+/* A folder: its result files, as `atr bench report` reads one. */
+static int add_dir(struct atr_compare *c, const char *dir, struct atr_error *err)
+{
+    char **paths;
+    size_t n;
+    int rc = atr_bench_dir_files(dir, &paths, &n, err);
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        rc = atr_compare_add_file(c, paths[i], err);
+    atr_bench_dir_files_free(paths, n);
+    return rc;
+}
+
 int atr_compare_add_file(struct atr_compare *c, const char *path, struct atr_error *err)
 {
+    struct stat st;
+    if (strcmp(path, "-") != 0 && stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return add_dir(c, path, err);
     struct atr_input *in = atr_input_open(path, err);
     if (!in)
         return -1;

@@ -108,3 +108,15 @@ HOSTILE="$T/x<img src=x onerror=alert(1)>|\`.json"
 cp "$DATA/compare/vllm/naive.json" "$HOSTILE"
 ok "compare: hostile name" "$ATR" compare "$HOSTILE"
 check "compare: hostile name escaped" "tail -n 1 '$T/out' | grep -qF '| x&lt;img src=x onerror=alert(1)&gt;&#124;&#96; |' && ! grep -q '[<>\`]' '$T/out' && [ \"\$(tail -n 1 '$T/out' | tr -cd '|' | wc -c)\" -eq \"\$(head -n 1 '$T/out' | tr -cd '|' | wc -c)\" ]"
+
+# A bench run's folder (tests/data/bench-repeat: 5 repeats of each variant):
+# every result in it, its repeats grouped into medians with intervals; the
+# same rows as its files given one by one (in the folder's order: by name,
+# then repeat).
+ok compare-bench-folder "$ATR" compare "$DATA/bench-repeat"
+cp "$T/out" "$T/compare-folder.md"
+ok compare-bench-files "$ATR" compare "$DATA/bench-repeat/results/"*.json
+check compare-bench-folder-same-rows "[ \"\$(sort '$T/compare-folder.md')\" = \"\$(sort '$T/out')\" ]"
+check compare-bench-folder-intervals "grep -q '| m@bbbb2222 | human .*| req/s .*| 5 .*\\.\\. .*| repeats |' '$T/compare-folder.md'"
+mkdir -p "$T/compare-empty"
+fails compare-empty-folder 1 'compare-empty: no result files \(\*\.json, \*\.jsonl\)' "$ATR" compare "$T/compare-empty"
