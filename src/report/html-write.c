@@ -344,12 +344,38 @@ static void latency_chart(struct atr_buf *b, const struct atr_html *h, const str
 }
 
 
+/* The result's client verdict (exp/client-bound.h), or NULL: a simulator
+ * run, or a file from before the verdict. */
+static const struct atr_json *client_of(const struct atr_json *root)
+{
+    const struct atr_json *c = atr_json_get(atr_json_get(root, "atr"), "client");
+    return c && atr_json_is(c, ATR_JSON_OBJECT) ? c : NULL;
+}
+
+/* "client-bound: why" where atr's client limited the run, else "no". */
+static void td_client(struct atr_buf *b, const struct atr_json *c)
+{
+    const struct atr_json *bound = c ? atr_json_get(c, "client_bound") : NULL;
+    if (!bound || bound->type != ATR_JSON_TRUE) {
+        atr_html_td_str(b, c ? "no" : NULL);
+        return;
+    }
+    atr_buf_puts(b, "<td><strong>client-bound</strong>: ");
+    atr_html_esc(b, atr_json_get_str(c, "reason", NULL) ? atr_json_get_str(c, "reason", NULL)
+                                                        : "");
+    atr_buf_puts(b, "</td>");
+}
+
 static void throughput_table(struct atr_buf *b, const struct atr_html *h)
 {
+    bool client = false;   /* the column only where some run was against a server */
+    for (size_t r = 0; r < h->n_results; r++)
+        client |= client_of(h->results[r].root) != NULL;
     atr_buf_puts(b, "<h3>Throughput</h3>\n<table><thead><tr><th>result</th><th>target</th>"
                     "<th>policy</th><th>completed</th><th>failed</th><th>duration (s)</th>"
-                    "<th>requests/s</th><th>output tokens/s</th><th>total tokens/s</th>"
-                    "</tr></thead><tbody>\n");
+                    "<th>requests/s</th><th>output tokens/s</th><th>total tokens/s</th>");
+    atr_buf_puts(b, client ? "<th>client-bound</th></tr></thead><tbody>\n"
+                           : "</tr></thead><tbody>\n");
     for (size_t r = 0; r < h->n_results; r++) {
         const struct atr_json *root = h->results[r].root, *atr = atr_json_get(root, "atr");
         atr_buf_printf(b, "<tr><td><span class=\"key c%zu\"></span>", r % SERIES_COLOURS);
@@ -363,6 +389,8 @@ static void throughput_table(struct atr_buf *b, const struct atr_html *h)
         atr_html_td_num(b, atr_html_get_num(root, "request_throughput"), 3);
         atr_html_td_num(b, atr_html_get_num(root, "output_throughput"), 1);
         atr_html_td_num(b, atr_html_get_num(root, "total_token_throughput"), 1);
+        if (client)
+            td_client(b, client_of(root));
         atr_buf_puts(b, "</tr>\n");
     }
     atr_buf_puts(b, "</tbody></table>\n");

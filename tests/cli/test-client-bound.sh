@@ -45,6 +45,10 @@ ok client-maxconc "$ATR" replay llm "$CB/60.ndjson" --target "http://127.0.0.1:$
     --max-concurrency 2 --save-result "$CB/mc.json"
 check client-maxconc-not-client "$J '$CB/mc.json' 'not (c[\"reason\"] or \"\").startswith((\"connection pool\", \"send lag\", \"requested rate\"))'"
 
+# The report shows the verdict beside each result's throughput.
+ok client-report "$ATR" report "$CB/pool.json" "$CB/gentle.json" -o "$CB/report.html"
+check client-report-cell "grep -q '<th>client-bound</th>' '$CB/report.html' && grep -q '<strong>client-bound</strong>: connection pool exhausted' '$CB/report.html'"
+
 # A sim: target runs in virtual time: no client figures.
 ok client-sim "$ATR" replay llm "$CB/60.ndjson" --target sim:h100/llama-3.1-8b --save-result "$CB/sim.json"
 check client-sim-none "python3 -c 'import json,sys; sys.exit(\"client\" in json.load(open(\"$CB/sim.json\"))[\"atr\"])' && ! grep -q 'CLIENT-BOUND\|not the bottleneck' '$T/out'"
