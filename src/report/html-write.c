@@ -438,6 +438,57 @@ static void policy_table(struct atr_buf *b, const struct atr_html *h)
     atr_buf_puts(b, "</tbody></table>\n");
 }
 
+/* A result's "sessions"."kv_retention" (stats/retention.h), or NULL. */
+static const struct atr_json *retention_of(const struct atr_json *root)
+{
+    const struct atr_json *s = atr_json_get(atr_json_get(root, "atr"), "sessions");
+    const struct atr_json *k = s ? atr_json_get(s, "kv_retention") : NULL;
+    const struct atr_json *bins = k ? atr_json_get(k, "bins") : NULL;
+    return bins && atr_json_is(bins, ATR_JSON_ARRAY) && !bins->packed ? bins : NULL;
+}
+
+/* KV retention across tool pauses: per result, per pause bin, the share
+ * of the prefix a later turn shared with the one before that was still
+ * cached, and how many turns paused that long. */
+static void retention_table(struct atr_buf *b, const struct atr_html *h)
+{
+    const struct atr_json *first = NULL;
+    for (size_t r = 0; r < h->n_results && !first; r++)
+        first = retention_of(h->results[r].root);
+    if (!first)
+        return;
+    atr_buf_puts(b, "<h3>KV cache across tool pauses</h3>\n<p>Of the prefix a session's "
+                    "turn shares with its previous turn, the share the server still had "
+                    "cached, by how long the session paused in between (tools, thinking); "
+                    "turns in brackets. How long a cache must hold a session to keep its "
+                    "hits: read along a row.</p>\n<table><thead><tr><th>result</th>");
+    for (const struct atr_json *bin = first->u.kids.first; bin; bin = bin->next) {
+        double lo = atr_html_get_num(bin, "pause_from_s"), hi = atr_html_get_num(bin, "pause_to_s");
+        if (isnan(hi))
+            atr_buf_printf(b, "<th>pause &ge; %g s</th>", lo);
+        else
+            atr_buf_printf(b, "<th>%g-%g s</th>", lo, hi);
+    }
+    atr_buf_puts(b, "</tr></thead><tbody>\n");
+    for (size_t r = 0; r < h->n_results; r++) {
+        const struct atr_json *bins = retention_of(h->results[r].root);
+        if (!bins)
+            continue;
+        atr_buf_printf(b, "<tr><td><span class=\"key c%zu\"></span>", r % SERIES_COLOURS);
+        atr_html_esc(b, h->results[r].name);
+        atr_buf_puts(b, "</td>");
+        for (const struct atr_json *bin = bins->u.kids.first; bin; bin = bin->next) {
+            double reuse = atr_html_get_num(bin, "reuse"), turns = atr_html_get_num(bin, "turns");
+            if (isnan(reuse))
+                atr_buf_puts(b, "<td class=\"n muted\">-</td>");
+            else
+                atr_buf_printf(b, "<td class=\"n\">%.1f %% (%.0f)</td>", reuse * 100, turns);
+        }
+        atr_buf_puts(b, "</tr>\n");
+    }
+    atr_buf_puts(b, "</tbody></table>\n");
+}
+
 static void results(struct atr_buf *b, const struct atr_html *h)
 {
     if (!h->n_results && !atr_html_reqsets(h))
@@ -450,6 +501,7 @@ static void results(struct atr_buf *b, const struct atr_html *h)
                        h->n_results, h->n_results == 1 ? "" : "s");
         throughput_table(b, h);
         policy_table(b, h);
+        retention_table(b, h);
     }
     for (size_t m = 0; h->n_results && m < N_METRICS; m++) {
         latency_table(b, h, &metrics[m]);

@@ -891,6 +891,8 @@ static void fill_sessions(const struct atr_llm_record *r, size_t n,
     atr_samples_release(&k.model);
     atr_samples_release(&k.think);
     free(v);
+    if (s->sessions.multi_turn)
+        atr_retention_of(r, n, &s->sessions.retention);
 }
 
 static void fill_duration(const struct atr_llm_record *r, size_t n, struct atr_llm_summary *s)

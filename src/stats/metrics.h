@@ -42,6 +42,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "stats/retention.h"
 #include "util/error.h"
 
 /* One request as the client saw it. Times in seconds on one clock. */
@@ -116,6 +117,7 @@ struct atr_llm_sessions {
     struct atr_llm_stat completion;  /* first send_s to last end_s */
     struct atr_llm_stat model;       /* sum of end_s - send_s over turns */
     struct atr_llm_stat think;       /* completion - model: tools, thinking */
+    struct atr_retention retention;  /* the prefix still cached after each pause */
 };
 
 struct atr_llm_failure {

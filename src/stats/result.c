@@ -136,6 +136,37 @@ static void put_prompt_check(struct atr_jw *w, const struct atr_llm_summary *s)
     atr_jw_object_end(w);
 }
 
+/* "kv_retention": per pause bin, the later turns and the share of the
+ * prefix they shared with the turn before that the server still had
+ * cached (stats/retention.h); null where no turn fell. */
+static void put_retention(struct atr_jw *w, const struct atr_retention *rt)
+{
+    atr_jw_key(w, "kv_retention");
+    atr_jw_object_begin(w);
+    atr_jw_kv_int(w, "turns", rt->turns);
+    atr_jw_kv_int(w, "unknown", rt->unknown);
+    atr_jw_key(w, "bins");
+    atr_jw_array_begin(w);
+    for (size_t k = 0; k < ATR_RETENTION_BINS; k++) {
+        const struct atr_retention_bin *b = &rt->bins[k];
+        atr_jw_object_begin(w);
+        atr_jw_kv_pyfloat(w, "pause_from_s", b->lo_s);
+        if (isinf(b->hi_s))
+            atr_jw_kv_null(w, "pause_to_s");
+        else
+            atr_jw_kv_pyfloat(w, "pause_to_s", b->hi_s);
+        atr_jw_kv_int(w, "turns", b->turns);
+        double reuse = atr_retention_reuse(b);
+        if (isnan(reuse))
+            atr_jw_kv_null(w, "reuse");
+        else
+            atr_jw_kv_pyfloat(w, "reuse", reuse);
+        atr_jw_object_end(w);
+    }
+    atr_jw_array_end(w);
+    atr_jw_object_end(w);
+}
+
 /* "sessions": counts and per-session figures, for multi-turn workloads only
  * (a workload of single requests would repeat its request figures). */
 static void put_sessions(struct atr_jw *w, const struct atr_llm_sessions *ss,
@@ -150,6 +181,7 @@ static void put_sessions(struct atr_jw *w, const struct atr_llm_sessions *ss,
     put_stat_of(w, "completion", &ss->completion, c, true);
     put_stat_of(w, "model_time", &ss->model, c, true);
     put_stat_of(w, "think_time", &ss->think, c, true);
+    put_retention(w, &ss->retention);
     atr_jw_object_end(w);
 }
 

@@ -35,6 +35,34 @@ assert set(k for k in res if k.startswith("p")) == {"p90_completion_ms", "p99_co
     "p90_model_time_ms", "p99_model_time_ms", "p90_think_time_ms", "p99_think_time_ms"}, res
 EOF
 check "sessions: JSON = recomputed from requests" "python3 '$SS/recompute.py' '$SS/r.json' '$SS/q.ndjson'"
+# KV retention across tool pauses: every later turn of the 6 sessions is in
+# one pause bin, its reuse recomputed from the request lines (cached tokens
+# over the previous prompt plus reply, capped at the prompt); the report
+# shows the table.
+cat >"$SS/retention.py" <<'EOF'
+import json, math, sys
+kv = json.load(open(sys.argv[1]))["atr"]["sessions"]["kv_retention"]
+by = {}
+for line in open(sys.argv[2]):
+    r = json.loads(line)
+    by.setdefault(r["trace_id"], []).append(r)
+his = [0.1, 1, 5, 30, 120, 600, math.inf]
+share, cached, turns = [0] * 7, [0] * 7, [0] * 7
+for v in by.values():
+    v.sort(key=lambda r: r["turn"])
+    for a, b in zip(v, v[1:]):
+        sent = b["sent_s"] if b.get("sent_s") else b["start_s"]
+        k = next(i for i, h in enumerate(his) if sent - a["end_s"] < h)
+        s = min(b["prompt_tokens"], a["prompt_tokens"] + a["output_tokens"])
+        share[k] += s; cached[k] += min(b["cached_tokens"], s); turns[k] += 1
+assert kv["turns"] == sum(turns) > 0 and kv["unknown"] == 0, kv
+for k, bin in enumerate(kv["bins"]):
+    assert bin["turns"] == turns[k], (k, bin, turns)
+    assert (bin["reuse"] is None) == (share[k] == 0) and (not share[k] or abs(bin["reuse"] - cached[k] / share[k]) < 1e-9), (k, bin)
+EOF
+check "sessions: kv retention = recomputed from requests" "python3 '$SS/retention.py' '$SS/r.json' '$SS/q.ndjson'"
+ok "sessions: report" "$ATR" report "$SS/r.json" -o "$SS/report.html"
+check "sessions: report has the retention table" "grep -q 'KV cache across tool pauses' '$SS/report.html' && grep -Eq '<td class=\"n\">[0-9.]+ % \\([0-9]+\\)</td>' '$SS/report.html'"
 ok "sessions: replay llm sim target" "$ATR" replay llm "$SS/swe.ndjson" --target sim:$P --rate 0.5 \
     --save-result "$SS/r2.json"
 check "sessions: replay llm has them" "grep -q -- '-Session Metrics-' '$T/out' &&
