@@ -67,7 +67,9 @@ const char cmd_replay_llm_help[] =
     "                            cache as vLLM does instead of stopping the run\n"
     "      --save-result FILE    the result JSON (vLLM's --save-result keys + \"atr\")\n"
     "      --requests-out FILE   one line per request\n"
-    "      --goodput SLOS        e.g. ttft:500 tpot:50 e2el:10000 (milliseconds)\n"
+    "      --goodput SLOS        e.g. ttft:500 tpot:50 e2el:10000 (milliseconds);\n"
+    "                            session:MS: a session's completion time (its\n"
+    "                            good sessions and sessions/s in the block)\n"
     "      --percentiles P,P...  percentiles of every latency figure, e.g.\n"
     "                            50,90,95,99,99.9 (default 99; sessions 90,99);\n"
     "                            vLLM's --metric-percentiles is the same option\n"
@@ -250,7 +252,7 @@ static int merge(const struct llm_args *a, char *const *paths, size_t n)
         .model = a->model, .schedule = &a->sched.schedule,
         .max_concurrency = a->sched.max_concurrency, .slo_ttft_ms = o->slo_ttft_ms,
         .slo_tpot_ms = o->slo_tpot_ms, .slo_e2el_ms = o->slo_e2el_ms,
-        .percentiles = o->percentiles, .n_percentiles = o->n_percentiles,
+        .slo_session_ms = o->slo_session_ms, .percentiles = o->percentiles, .n_percentiles = o->n_percentiles,
         .save_result = o->save_result, .requests_out = o->requests_out,
     };
     struct atr_llm_merged m;

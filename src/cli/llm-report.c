@@ -38,6 +38,8 @@ bool llm_report_parse_goodput(struct llm_report_opts *o, const char *arg)
             o->slo_tpot_ms = v;
         else if (strcmp(tok, "e2el") == 0)
             o->slo_e2el_ms = v;
+        else if (strcmp(tok, "session") == 0)
+            o->slo_session_ms = v;
         else
             ok = false;
     }
@@ -110,7 +112,7 @@ const struct opt llm_report_opts_group[] = {
     OPT_STRING(ARGS, save_result, "save-result", 0),
     OPT_STRING(ARGS, requests_out, "requests-out", 0),
     OPT_CALL_WORDS("goodput", 0, parse_goodput, is_slo_word,
-                   "--goodput wants ttft:MS tpot:MS e2el:MS"),
+                   "--goodput wants ttft:MS tpot:MS e2el:MS session:MS"),
     OPT_CALL("percentiles", 0, parse_percentiles, PCT_ERR("percentiles")),
     OPT_CALL("metric-percentiles", 0, parse_percentiles, PCT_ERR("metric-percentiles")),
     OPT_FLAG(ARGS, quiet, "quiet", 'q'),

@@ -17,6 +17,7 @@ struct llm_report_opts {
     const char *requests_out;    /* --requests-out FILE or NULL */
     bool quiet;                  /* no block on stdout */
     double slo_ttft_ms, slo_tpot_ms, slo_e2el_ms;   /* --goodput; < 0: unset */
+    double slo_session_ms;                          /* --goodput session:MS; <= 0: unset */
     double percentiles[ATR_LLM_MAX_PCT];            /* --percentiles */
     size_t n_percentiles;                           /* 0: unset (the defaults) */
 };

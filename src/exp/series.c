@@ -188,6 +188,7 @@ static void bench_config(const struct atr_series_cfg *c, const struct atr_target
     bc->slo_ttft_ms = c->slo_ttft_ms;
     bc->slo_tpot_ms = c->slo_tpot_ms;
     bc->slo_e2el_ms = c->slo_e2el_ms;
+    bc->slo_session_ms = c->slo_session_ms;
     for (size_t i = 0; i < c->n_percentiles && i < ATR_LLM_MAX_PCT; i++)
         bc->percentiles[i] = c->percentiles[i];
     bc->n_percentiles = c->n_percentiles;

@@ -76,6 +76,7 @@ struct atr_series_cfg {
     /* The summaries: SLOs of goodput (< 0: unset), the percentiles (0: the
      * defaults), and the date results are stamped with (NULL: now, UTC). */
     double slo_ttft_ms, slo_tpot_ms, slo_e2el_ms;
+    double slo_session_ms;       /* a session's completion time; <= 0: none */
     const double *percentiles;
     size_t n_percentiles;
     const char *date;

@@ -25,7 +25,7 @@ static void bench_config(const struct atr_llm_merge_cfg *c, struct atr_llm_merge
         .time_scale = sc->time_scale,
         .burstiness = sc->burstiness, .max_concurrency = c->max_concurrency,
         .slo_ttft_ms = c->slo_ttft_ms, .slo_tpot_ms = c->slo_tpot_ms,
-        .slo_e2el_ms = c->slo_e2el_ms,
+        .slo_e2el_ms = c->slo_e2el_ms, .slo_session_ms = c->slo_session_ms,
         .n_percentiles = c->n_percentiles < ATR_LLM_MAX_PCT ? c->n_percentiles : ATR_LLM_MAX_PCT,
     };
     if (m->bc.n_percentiles)

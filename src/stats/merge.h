@@ -23,6 +23,7 @@ struct atr_llm_merge_cfg {
     const struct atr_schedule *schedule;
     unsigned max_concurrency;               /* per shard, to echo; 0: none */
     double slo_ttft_ms, slo_tpot_ms, slo_e2el_ms;   /* goodput; < 0: unset */
+    double slo_session_ms;                          /* session completion; <= 0: unset */
     const double *percentiles;              /* n_percentiles 0: the defaults */
     size_t n_percentiles;
     const char *date;                       /* the stamp, or NULL: now */

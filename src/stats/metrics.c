@@ -841,6 +841,7 @@ static void session_order(const struct atr_llm_record *r, size_t n,
 
 struct session_sets {
     struct atr_samples completion, model, think;
+    double slo_ms;               /* --goodput session:MS, or 0 */
 };
 
 /* One session, v[0..n) (its records in turn order), into the sets. */
@@ -861,6 +862,8 @@ static void add_session(const struct atr_llm_record *const *v, size_t n,
         return;
     }
     out->completed++;
+    if (out->goodput_configured && (last - first) * 1000 <= k->slo_ms)
+        out->good_completed++;
     atr_samples_add(&k->completion, last - first);
     atr_samples_add(&k->model, model);
     /* Turns never overlap, so only rounding can make this negative. */
@@ -876,7 +879,9 @@ static void fill_sessions(const struct atr_llm_record *r, size_t n,
     for (size_t i = 0; i < n; i++)
         m += r[i].trace_id != NULL;
     session_order(r, n, v, m);
-    struct session_sets k = {ATR_SAMPLES_INIT, ATR_SAMPLES_INIT, ATR_SAMPLES_INIT};
+    struct session_sets k = {ATR_SAMPLES_INIT, ATR_SAMPLES_INIT, ATR_SAMPLES_INIT,
+                             cfg->slo_session_ms > 0 ? cfg->slo_session_ms : 0};
+    s->sessions.goodput_configured = cfg->slo_session_ms > 0;
     for (size_t i = 0, j; i < m; i = j) {
         for (j = i + 1; j < m && strcmp(v[j]->trace_id, v[i]->trace_id) == 0; j++)
             ;
@@ -940,6 +945,8 @@ int atr_llm_summarize(const struct atr_llm_record *r, size_t n,
     out->send_lag_p99_ms = pct_ms(&k.send_lag, 99);
     sets_release(&k);
     fill_sessions(r, n, cfg, out);
+    if (out->sessions.goodput_configured && out->duration > 0)
+        out->sessions.goodput = (double)out->sessions.good_completed / out->duration;
     check_prompts(r, n, out);
     count_failures(r, n, out);
     if (peaks(r, n, out, err) < 0) {

@@ -97,6 +97,7 @@ struct atr_llm_bench_config {
     double burstiness;
     int64_t max_concurrency;   /* <= 0: none (JSON null, no block line) */
     double slo_ttft_ms, slo_tpot_ms, slo_e2el_ms;   /* < 0: not set */
+    double slo_session_ms;     /* a session's completion time; <= 0: not set */
     double percentiles[ATR_LLM_MAX_PCT];            /* e.g. {99} */
     size_t n_percentiles;      /* 0 means {99}, vLLM's default ({90, 99} for sessions) */
     bool e2el_section;         /* print the End-to-end Latency section */
@@ -118,6 +119,11 @@ struct atr_llm_sessions {
     struct atr_llm_stat model;       /* sum of end_s - send_s over turns */
     struct atr_llm_stat think;       /* completion - model: tools, thinking */
     struct atr_retention retention;  /* the prefix still cached after each pause */
+    /* --goodput session:MS: completed sessions within it, and those a
+     * second over the run's duration */
+    bool goodput_configured;
+    int64_t good_completed;
+    double goodput;
 };
 
 struct atr_llm_failure {

@@ -181,6 +181,11 @@ static void put_sessions(struct atr_jw *w, const struct atr_llm_sessions *ss,
     put_stat_of(w, "completion", &ss->completion, c, true);
     put_stat_of(w, "model_time", &ss->model, c, true);
     put_stat_of(w, "think_time", &ss->think, c, true);
+    if (ss->goodput_configured) {    /* --goodput session:MS */
+        atr_jw_kv_pyfloat(w, "slo_completion_ms", c->slo_session_ms);
+        atr_jw_kv_int(w, "good_completed", ss->good_completed);
+        atr_jw_kv_pyfloat(w, "goodput", ss->goodput);
+    }
     put_retention(w, &ss->retention);
     atr_jw_object_end(w);
 }
@@ -313,6 +318,10 @@ static int block_sessions(struct atr_buf *b, const struct atr_llm_sessions *ss,
     int rc = header_line(b, "Session Metrics", '-');
     rc |= line_i(b, "Completed sessions:", ss->completed);
     rc |= line_i(b, "Failed sessions:", ss->failed);
+    if (ss->goodput_configured) {
+        rc |= line_i(b, "Good sessions:", ss->good_completed);
+        rc |= line_f(b, "Session goodput (sess/s):", ss->goodput);
+    }
     rc |= block_lines(b, "completion time", &ss->completion, c, true);
     rc |= block_lines(b, "model time", &ss->model, c, true);
     return rc | block_lines(b, "think/tool time", &ss->think, c, true);

@@ -132,7 +132,7 @@ fails "exit: replay names an unknown mode" 2 "^atr replay: wants a mode, tools o
     "$ATR" replay foo
 fails "exit: sim names an unknown mode" 2 "^atr sim: wants a mode, run, serve or calibrate, not 'bogus'" \
     "$ATR" sim bogus
-fails "exit: bench names an unknown mode" 2 "^atr bench: wants a mode, run or report, not 'x'" \
+fails "exit: bench names an unknown mode" 2 "^atr bench: wants a mode, run, report or history, not 'x'" \
     "$ATR" bench x
 fails "exit: router names an unknown mode" 2 \
     "^atr router: wants a mode, train, eval or decide, not 'x'" "$ATR" router x

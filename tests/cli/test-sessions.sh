@@ -63,6 +63,22 @@ EOF
 check "sessions: kv retention = recomputed from requests" "python3 '$SS/retention.py' '$SS/r.json' '$SS/q.ndjson'"
 ok "sessions: report" "$ATR" report "$SS/r.json" -o "$SS/report.html"
 check "sessions: report has the retention table" "grep -q 'KV cache across tool pauses' '$SS/report.html' && grep -Eq '<td class=\"n\">[0-9.]+ % \\([0-9]+\\)</td>' '$SS/report.html'"
+# --goodput session:MS: the sessions that completed within it, recomputed
+# from the request lines (first send to last end), and per second.
+ok "sessions: session goodput" "$ATR" sim run "$SS/swe.ndjson" --profile $P --rate 0.5 \
+    --goodput session:120000 --save-result "$SS/g.json" --requests-out "$SS/gq.ndjson"
+check "sessions: session goodput lines" "grep -Eq '^Good sessions: +[0-9]+ *\$' '$T/out' && grep -q '^Session goodput (sess/s):' '$T/out'"
+check "sessions: session goodput = recomputed" "python3 -c \"
+import json
+r = json.load(open('$SS/g.json')); s = r['atr']['sessions']
+by = {}
+for l in open('$SS/gq.ndjson'):
+    q = json.loads(l); by.setdefault(q['trace_id'], []).append(q)
+good = sum(1 for v in by.values() if (max(x['end_s'] for x in v) - min(x['send_s'] for x in v)) * 1000 <= 120000)
+assert s['good_completed'] == good and s['slo_completion_ms'] == 120000, (s, good)
+assert abs(s['goodput'] - good / r['duration']) < 1e-9 and r['request_goodput'] is None, s
+\""
+fails "sessions: session goodput of 0" 2 "goodput" "$ATR" sim run "$SS/swe.ndjson" --profile $P --goodput session:0
 ok "sessions: replay llm sim target" "$ATR" replay llm "$SS/swe.ndjson" --target sim:$P --rate 0.5 \
     --save-result "$SS/r2.json"
 check "sessions: replay llm has them" "grep -q -- '-Session Metrics-' '$T/out' &&
