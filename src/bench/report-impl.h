@@ -48,6 +48,7 @@ struct counts {
 struct cell {
     size_t runs, ok;
     double *v[METRICS];      /* successful runs' figures that exist */
+    unsigned *rep[METRICS];  /* the repeat (round) of each, for pairing */
     size_t n[METRICS];
     double median[METRICS];  /* NAN: no value */
 };

@@ -209,7 +209,8 @@ static int md_three_way(struct atr_buf *b, const struct comparison *c, double no
     rc |= md_tally(b, "Agent vs human", &c->vs_human);
     rc |= md_tally(b, "; agent vs baseline", &c->vs_base);
     rc |= atr_buf_printf(b, "; true success %zu.\nVerdicts come from each ratio's 95 %% interval "
-                         "over the repeats (stats/ci.h): tie when it lies within 1 +- %g %% "
+                         "over the repeats (stats/ci.h; paired by round where both sides ran "
+                         "the same rounds): tie when it lies within 1 +- %g %% "
                          "(--noise, the tie margin), else win or loss when it lies beyond 1, "
                          "else inconclusive; one successful run a side gives no interval, so "
                          "inconclusive.\n", c->true_success, noise * 100);

@@ -140,6 +140,8 @@ static void cell_add(struct cell *c, const struct atr_bench_result *r)
         if (!isfinite(x))
             continue;
         c->v[m] = xreallocarray(c->v[m], c->n[m] + 1, sizeof *c->v[m]);
+        c->rep[m] = xreallocarray(c->rep[m], c->n[m] + 1, sizeof *c->rep[m]);
+        c->rep[m][c->n[m]] = r->repeat;
         c->v[m][c->n[m]++] = x;
     }
 }
@@ -160,8 +162,34 @@ static void cell_fill(struct cell *c, const struct atr_bench_set *s, const char 
 
 static void cell_release(struct cell *c)
 {
-    for (int m = 0; m < METRICS; m++)
+    for (int m = 0; m < METRICS; m++) {
         free(c->v[m]);
+        free(c->rep[m]);
+    }
+}
+
+/* Both cells' values of metric m paired by round (the same repeat
+ * indices on both sides, each once): an interleaved run, where a round's
+ * drift hits both alike. The pairs go to a[i], b[i]; false otherwise. */
+static bool paired(const struct cell *ref, const struct cell *cand, int m, double *a, double *b)
+{
+    size_t n = ref->n[m];
+    if (n < 2 || cand->n[m] != n)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        size_t hits = 0;
+        for (size_t j = 0; j < n; j++)
+            if (cand->rep[m][j] == ref->rep[m][i]) {
+                b[i] = cand->v[m][j];
+                hits++;
+            }
+        for (size_t j = 0; j < n; j++)
+            hits += j != i && ref->rep[m][j] == ref->rep[m][i] ? 2 : 0;
+        if (hits != 1)
+            return false;
+        a[i] = ref->v[m][i];
+    }
+    return true;
 }
 
 /* ---- ratios and verdicts ---- */
@@ -172,7 +200,15 @@ static struct ratio ratio_of(const struct cell *ref, const struct cell *cand, en
     struct ratio r = {.has = ref->n[m] && cand->n[m]};
     if (!r.has)
         return r;
-    atr_ci_ratio(ref->v[m], ref->n[m], cand->v[m], cand->n[m], ATR_CI_SEED, &r.ci);
+    /* Rounds of an interleaved run are pairs; otherwise the two sides are
+     * independent samples (docs/statistics.md). */
+    double *a = xcalloc(ref->n[m], sizeof *a), *b = xcalloc(ref->n[m], sizeof *b);
+    if (paired(ref, cand, m, a, b))
+        atr_ci_ratio_paired(a, b, ref->n[m], &r.ci);
+    else
+        atr_ci_ratio(ref->v[m], ref->n[m], cand->v[m], cand->n[m], ATR_CI_SEED, &r.ci);
+    free(a);
+    free(b);
     /* One value a side against several has no interval, but its ratio of
      * medians is still the point shown. A reference median of 0 (chunks
      * that reached the client in one read have an ITL of 0) gives no

@@ -211,6 +211,34 @@ static size_t values_of(const struct group *g, size_t m, double *out)
     return k;
 }
 
+/* The figures of metric m of ref and g run in the same repeat (the same
+ * round of an interleaved series: the same arrivals, the same drift), into
+ * a[i] and b[i]; how many pairs. A repeat seen twice on a side: none. */
+static size_t pairs_of(const struct group *ref, const struct group *g, size_t m, double *a,
+                       double *b)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < g->n; i++) {
+        const struct run *x = &g->runs[i], *y = NULL;
+        if (x->failed || isnan(figure(&x->row, m)) || !x->repeat)
+            continue;
+        for (size_t j = 0; j < ref->n; j++)
+            if (ref->runs[j].repeat == x->repeat) {
+                if (y)
+                    return 0;
+                y = &ref->runs[j];
+            }
+        if (!y || y->failed || isnan(figure(&y->row, m)))
+            continue;
+        for (size_t j = 0; j < i; j++)
+            if (g->runs[j].repeat == x->repeat)
+                return 0;
+        a[k] = figure(&y->row, m);
+        b[k++] = figure(&x->row, m);
+    }
+    return k;
+}
+
 /* The one successful run of a group, when it has exactly one with
  * request-level values (the within-run method), else NULL. */
 static const struct run *single_run(const struct group *g)
@@ -254,10 +282,16 @@ static void estimate(const struct group *g, const struct group *ref, size_t m,
     size_t n = values_of(g, m, v);
     atr_ci_median(v, n, ATR_CI_SEED, med);
     if (ref) {
-        double *rv = xcalloc(ref->n + 1, sizeof *rv);
-        size_t rn = values_of(ref, m, rv);
-        atr_ci_ratio(rv, rn, v, n, ATR_CI_SEED, ratio);
+        double *rv = xcalloc(ref->n + 1, sizeof *rv), *a = xcalloc(g->n + 1, sizeof *a),
+               *b = xcalloc(g->n + 1, sizeof *b);
+        size_t rn = values_of(ref, m, rv), np = pairs_of(ref, g, m, a, b);
+        if (np >= 2 && np == n && np == rn)     /* every repeat on both sides: pairs */
+            atr_ci_ratio_paired(a, b, np, ratio);
+        else
+            atr_ci_ratio(rv, rn, v, n, ATR_CI_SEED, ratio);
         free(rv);
+        free(a);
+        free(b);
     }
     free(v);
 }
@@ -400,6 +434,7 @@ int atr_repeats_write_markdown(struct atr_buf *b, const struct atr_repeats *r)
     if (rc == 0)
         rc = atr_buf_printf(b, "medians and %.0f %% intervals per policy; ratio to naive with its "
                    "interval and verdict (tie: within %.0f %%); method repeats: over the runs, "
+                   "pairs: over the ratios of runs of the same repeat (an interleaved round), "
                    "requests-block: within one run over its requests (docs/statistics.md)\n",
                    100 * ATR_CI_LEVEL, 100 * r->margin);
     return rc < 0 || put_failures(b, r) < 0 ? -1 : 0;

@@ -332,6 +332,71 @@ void atr_ci_ratio_one(const double *ref, size_t n_ref, double cand, uint64_t see
     ci_set(out, point, exp(diff - half), exp(diff + half), 1, "repeats");
 }
 
+/* ---- the ratio of two variants run in pairs (interleaved rounds) ---- */
+
+/* The largest c with P(T <= c) <= ALPHA / 2 for the Wilcoxon signed-rank
+ * statistic T of n pairs (no ties), or -1 when none exists (n under 6):
+ * the exact distribution by the recurrence over ranks, normal past 50. */
+static long signed_rank_critical(size_t n)
+{
+    if (n > 50) {
+        double mean = n * (n + 1) / 4.0, sd = sqrt(n * (n + 1) * (2.0 * n + 1) / 24);
+        double c = floor(mean - 0.5 - Z_975 * sd);
+        return c < 0 ? -1 : (long)c;
+    }
+    size_t top = n * (n + 1) / 2;
+    double *f = xcalloc(top + 1, sizeof *f);   /* f[t]: subsets of ranks 1..k summing to t */
+    f[0] = 1;
+    for (size_t k = 1; k <= n; k++)
+        for (size_t t = top + 1; t-- > k;)
+            f[t] += f[t - k];
+    double total = ldexp(1.0, (int)n), cum = 0;
+    long c = -1;
+    for (size_t t = 0; t <= top; t++) {
+        cum += f[t];
+        if (cum / total > ALPHA / 2)
+            break;
+        c = (long)t;
+    }
+    free(f);
+    return c;
+}
+
+void atr_ci_ratio_paired(const double *ref, const double *cand, size_t n, struct atr_ci *out)
+{
+    if (n == 0) {
+        ci_none(out, NAN, 0);
+        return;
+    }
+    if (!all_positive(ref, n) || !all_positive(cand, n)) {
+        ci_none(out, median_of(cand, n) / median_of(ref, n), n);
+        return;
+    }
+    double *d = xcalloc(n, sizeof *d);
+    for (size_t i = 0; i < n; i++)
+        d[i] = log(cand[i] / ref[i]);
+    long c = signed_rank_critical(n);
+    if (n < 2) {
+        ci_none(out, exp(d[0]), n);
+    } else if (c < 0) {                /* 2-5 pairs: Student's t on the log ratios */
+        struct moments m = moments_of(d, n, false);
+        double half = t_quantile((double)(n - 1)) * sqrt(m.var / (double)n);
+        ci_set(out, exp(m.mean), exp(m.mean - half), exp(m.mean + half), n, "pairs");
+    } else {                           /* Hodges-Lehmann on the Walsh averages */
+        size_t w = n * (n + 1) / 2, k = 0;
+        double *walsh = xcalloc(w, sizeof *walsh);
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = i; j < n; j++)
+                walsh[k++] = (d[i] + d[j]) / 2;
+        double point = exp(median_of(walsh, w));
+        double lo = exp(kth_smallest(walsh, w, (size_t)c));
+        double hi = exp(kth_smallest(walsh, w, w - 1 - (size_t)c));
+        ci_set(out, point, lo, hi, n, "pairs");
+        free(walsh);
+    }
+    free(d);
+}
+
 /* ---- within one run: a circular block bootstrap over its requests ---- */
 
 /* The block length: Politis and White's (2004) automatic choice for the

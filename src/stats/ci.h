@@ -25,7 +25,8 @@
 #define ATR_CI_MIN_REQUESTS 10     /* fewer requests in a run: method "none" */
 
 /* Which method gave an interval (static strings, written into results):
- * "repeats" (over the per-repeat values), "requests-block" (within one
+ * "repeats" (over the per-repeat values), "pairs" (over the per-round
+ * ratios of two interleaved variants), "requests-block" (within one
  * run, over its requests in arrival order), "none" (too few values: lo
  * and hi are NAN). */
 struct atr_ci {
@@ -50,6 +51,14 @@ void atr_ci_median(const double *v, size_t n, uint64_t seed, struct atr_ci *out)
  * not positive: the point (when both sides have one), method "none". */
 void atr_ci_ratio(const double *ref, size_t n_ref, const double *cand, size_t n_cand,
                   uint64_t seed, struct atr_ci *out);
+
+/* The ratio cand / ref of two variants run in n pairs (ref[i] and
+ * cand[i] of the same interleaved round, so drift between rounds cancels):
+ * on the per-pair log ratios, Hodges-Lehmann (the median of the Walsh
+ * averages) with the exact Wilcoxon signed-rank interval from 6 pairs on,
+ * Student's t for 2-5; method "pairs". A value not positive, or one pair:
+ * the point, method "none". */
+void atr_ci_ratio_paired(const double *ref, const double *cand, size_t n, struct atr_ci *out);
 
 /* The ratio of one new value cand to ref's median over repeats, for a
  * result with no repeats of its own (a nightly point against its rolling

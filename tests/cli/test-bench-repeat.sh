@@ -86,7 +86,8 @@ rows = {(r["commit"], r["agent"]): r for r in g["comparison"]}
 fast = rows[("a1b2c3d4", "fast")]
 assert fast["runs"] == {"baseline": {"runs": 5, "successful": 5}, "human": {"runs": 5, "successful": 5},
                         "agent": {"runs": 5, "successful": 5}}, fast["runs"]
-# throughput and E2EL have their intervals over the 5 repeats. The other
+# throughput and E2EL have their intervals over the 5 rounds, paired
+# (each round ran baseline, human and agent one after the other). The other
 # latencies of these fast servers are fractions of a millisecond, written
 # with 2 decimals: a run's median can be 0 (chunks read together, or a
 # loaded client), and a value that is not positive gives no interval
@@ -95,8 +96,8 @@ for m in ("tok_s", "ttft_ms", "tpot_ms", "itl_ms", "e2el_ms"):
     for k in ("agent_over_baseline", "agent_over_human"):
         x = fast["metrics"][m][k]
         if m in ("tok_s", "e2el_ms"):
-            assert x["method"] == "repeats" and x["n"] == 5, (m, k, x)
-        if x is not None and x["method"] == "repeats":
+            assert x["method"] == "pairs" and x["n"] == 5, (m, k, x)   # rounds paired
+        if x is not None and x["method"] in ("pairs", "repeats"):
             assert x["lo"] <= x["ratio"] <= x["hi"], (m, k, x)
         assert x is None or x["verdict"] in ("win", "tie", "loss", "inconclusive"), x
 # `fast` serves ~1.7x the baseline's tok/s: a win, unless one round of a
@@ -109,7 +110,7 @@ crash = rows[("a1b2c3d4", "crash")]
 assert crash["runs"]["agent"] == {"runs": 5, "successful": 0} and not crash["true_success"]
 assert crash["metrics"]["tok_s"]["agent_over_baseline"] is None
 ref = {f["commit"]: f["metrics"]["tok_s"]["human_over_baseline"] for f in g["human_reference"]}
-assert all(r["method"] == "repeats" and r["ratio"] > 1.2 and r["verdict"] in ("win", "inconclusive")
+assert all(r["method"] == "pairs" and r["ratio"] > 1.2 and r["verdict"] in ("win", "inconclusive")
            for r in ref.values()), ref
 PY
 check bench-repeat-report "python3 '$BP/report.py' '$BP/r5.json'"
