@@ -74,7 +74,9 @@ static const char help[] =
     "      --disk-max SIZE   size of each trace's work directory, a loop-mounted\n"
     "                        ext4 image (default 4G; none; needs root: else no\n"
     "                        cap, with a warning)\n"
-    "      --controller K    dynamic: psi-poll (default) or psi-trigger\n"
+    "      --controller K    dynamic: psi-poll (default), psi-trigger, or ebpf (in\n"
+    "                        the kernel: stops a step at its target; needs root\n"
+    "                        and BTF)\n"
     "      --interval MS     psi-poll interval (default 50)\n"
     "      --timeout SEC     a bash step's timeout when the trace has none (default 120)\n"
     "      --max-output SIZE captured output per step (default 1M; the rest is counted)\n"
@@ -302,8 +304,8 @@ static const struct opt options[] = {
              "or none"),
     OPT_CALL("cpu-max", 0, parse_cpu_max, "--cpu-max wants a number of cores, e.g. 0.5"),
     OPT_CALL("pids-max", 0, parse_pids_max, "--pids-max wants a positive integer, or none"),
-    OPT_ENUM(ARGS, ro.controller, "controller", 0, OPT_WORDS("psi-poll", "psi-trigger"),
-             "--controller wants psi-poll or psi-trigger"),
+    OPT_ENUM(ARGS, ro.controller, "controller", 0, OPT_WORDS("psi-poll", "psi-trigger", "ebpf"),
+             "--controller wants psi-poll, psi-trigger or ebpf"),
     OPT_UINT(ARGS, ro.interval_ms, "interval", 0, 1, 60000,
              "--interval wants milliseconds 1..60000"),
     OPT_CALL("timeout", 0, parse_timeout, "--timeout wants seconds 1..86400"),

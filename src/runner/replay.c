@@ -26,6 +26,7 @@
 #include "json/json.h"
 #include "json/writer.h"
 #include "runner/browse.h"
+#include "runner/bpfctl.h"
 #include "runner/controller.h"
 #include "runner/spawn.h"
 #include "runner/summary.h"
@@ -207,6 +208,16 @@ static void resolve_limits(struct atr_replay *rp)
         rp->o.disk_max = -1;        /* mounting the capped file system needs root */
 }
 
+/* --controller ebpf: load and unload the program once, so a host that
+ * cannot run it fails before any step does (each step's controller loads
+ * its own: steps of several tenants run at once). */
+static int probe_bpf(struct atr_error *err)
+{
+    struct atr_bpf *b = atr_bpf_open(err);
+    atr_bpf_close(b);
+    return b ? 0 : -1;
+}
+
 struct atr_replay *atr_replay_new(const struct atr_replay_opts *o, struct atr_error *err)
 {
     struct atr_replay *rp = xcalloc(1, sizeof *rp);
@@ -216,6 +227,8 @@ struct atr_replay *atr_replay_new(const struct atr_replay_opts *o, struct atr_er
     if (atr_cg_detect(&rp->host, NULL, NULL, "", err) < 0)
         goto fail;
     resolve_limits(rp);
+    if (o->config == ATR_CFG_DYNAMIC && o->controller == ATR_CTL_EBPF && probe_bpf(err) < 0)
+        goto fail;
     if (o->config == ATR_CFG_NONE || rp->host.mode == ATR_CG_NONE)
         return rp;
     if (atr_cg_sweep_stale(&rp->host, &rp->swept, err) < 0 ||
@@ -556,7 +569,7 @@ static int start_controller(struct trace_run *tr, const struct atr_cg *g, struct
     if (o->config != ATR_CFG_DYNAMIC || !g)
         return 0;
     struct atr_ctl_opts co = {
-        .kind = o->controller ? ATR_CTL_PSI_TRIGGER : ATR_CTL_PSI_POLL,
+        .kind = (enum atr_ctl_kind)o->controller,
         .interval_ms = o->interval_ms,
         .mem_high_start = o->limits.mem_high > 0 ? o->limits.mem_high : DYNAMIC_DEFAULT_HIGH,
         .mem_high_max = o->limits.mem_max > 0 ? o->limits.mem_max : 0,
@@ -576,6 +589,8 @@ static void stop_controller(struct trace_run *tr, struct atr_ctl *ctl, struct at
     atr_ctl_stop(ctl, &rep, &tr->ctl_step);
     m->ctl_adjustments = (int64_t)rep.adjustments;
     m->ctl_max_high = rep.max_mem_high;
+    m->ctl_holds = (int64_t)rep.holds;
+    m->ctl_held_ms = (double)rep.held_ns / 1e6;
     m->ctl_seen_us = tr->ctl_step.seen_us.v;
     m->ctl_bound_us = tr->ctl_step.bound_us.v;
     m->ctl_samples = tr->ctl_step.seen_us.n < tr->ctl_step.bound_us.n ? tr->ctl_step.seen_us.n
@@ -1096,6 +1111,7 @@ int atr_replay_trace_res(struct atr_replay *rp, const struct atr_cg *parent,
         m.exit_code = -1;
         m.ctl_adjustments = -1;
         m.ctl_max_high = -1;
+        m.ctl_holds = -1;
         m.skipped = skip_reason(s);
         if (!m.skipped)
             m.skipped = atr_replay_page_missing(t, s, resources);
@@ -1185,6 +1201,8 @@ static void put_measured(struct atr_jw *w, const struct atr_step_metrics *m)
     if (m->ctl_adjustments >= 0) {
         double high_mb = m->ctl_max_high < 0 ? -1 : (double)m->ctl_max_high / (1024.0 * 1024.0);
         kv_ms(w, "ctl_max_mem_high_mb", high_mb);
+        kv_count(w, "ctl_holds", m->ctl_holds);
+        kv_ms(w, "ctl_held_ms", m->ctl_held_ms);
         kv_samples(w, "ctl_reaction_us", m->ctl_seen_us, m->ctl_samples);
         kv_samples(w, "ctl_reaction_bound_us", m->ctl_bound_us, m->ctl_samples);
     }
