@@ -1,0 +1,93 @@
+# test-controller.sh - the dynamic controller's three arms on a real
+# bursty step (atr-memhog growing 256 MiB in 0.3 s over a 32 MiB target):
+# the step is throttled, not killed; at the ceiling the kernel's OOM
+# killer decides again; --controller ebpf loads, stops and resumes, and
+# leaves no program behind, also when atr is killed while a step is
+# stopped. Runs as root on the host's cgroups; the eBPF checks are skipped
+# with their reason where BPF cannot load.
+C=$T/controller
+WD=$C/wd
+mkdir -p "$C" "$WD"
+HOG=$(dirname "$ATR")/atr-memhog
+# v RUN KEY: a field of RUN's one metrics line (a script: `check` runs sh -c)
+cat >"$C/v" <<PY
+#!/usr/bin/env python3
+import json, sys
+print(json.loads(open("$C/" + sys.argv[1] + "/metrics.jsonl").readline()).get(sys.argv[2]))
+PY
+chmod +x "$C/v"
+# trace NAME COMMAND: a one-step trace file $C/NAME.ndjson
+trace() {
+    printf '{"format":"atr-trace/1","trace_id":"%s","steps":[{"kind":"tool","tool":"bash","command":"%s"}]}\n' "$1" "$2" >"$C/$1.ndjson"
+}
+# run NAME K TRACE ARGS...: a dynamic replay with controller K, in a session of its own
+run() {
+    CURRENT=$1; k=$2; tr=$3; shift 3
+    setsid timeout 60 "$ATR" replay tools -q --config dynamic --controller "$k" --sandbox none --workdir "$WD" "$@" "$C/$tr.ndjson" --out "$C/$CURRENT" >"$T/out" 2>"$T/err" &
+    PID=$!
+    wait "$PID"
+    st=$?
+    if [ "$st" -eq 0 ]; then pass; else fail "exit $st: $(head -c 400 "$T/err")"; fi
+}
+# the atr programs loaded now (any run's: the count must come back down)
+PROGS="bpftool prog list 2>/dev/null | grep -c atr_on_memcg"
+V1=0    # a v1 memory controller (hybrid hosts): the held-limit knob
+[ -f /sys/fs/cgroup/memory/memory.limit_in_bytes ] && V1=1
+
+trace burst "$HOG -m 256 -r 300"
+arms="psi-poll psi-trigger"
+EBPF_WHY=""
+if "$ATR" replay tools -q --config dynamic --controller ebpf --sandbox none --workdir "$WD" "$C/burst.ndjson" --out "$C/probe" >/dev/null 2>"$C/probe.err"; then
+    arms="$arms ebpf"
+else
+    EBPF_WHY=$(head -c 300 "$C/probe.err")
+    echo "skipped: --controller ebpf: $EBPF_WHY"
+fi
+progs0=$(sh -c "$PROGS")
+for k in $arms; do
+    run "arm-$k" "$k" burst --mem-high 32M --mem-max 1G
+    check "$k: the step ran to its end" "[ \"\$('$C/v' arm-$k exit_code)\" = 0 ] && [ \"\$('$C/v' arm-$k oom_kills)\" = 0 ]"
+    check "$k: the limit followed the step up" "[ \"\$('$C/v' arm-$k ctl_adjustments)\" -ge 1 ] && python3 -c 'import sys; sys.exit(not float(\"'\$('$C/v' arm-$k ctl_max_mem_high_mb)'\") > 256)'"
+    check "$k leaves nothing" "[ -z \"\$(sh '$DATA/replay/leftovers.sh' $PID '$WD')\" ]"
+done
+# v1 throttles for real: psi-poll at 50 ms lets the step reach its limit,
+# where the kernel holds it (failcnt counts the failed charges) until the raise.
+if [ "$V1" = 1 ]; then
+    check "psi-poll v1: the step was held at its limit" "[ \"\$('$C/v' arm-psi-poll mem_max_events)\" -gt 0 ] && [ \"\$('$C/v' arm-psi-poll ctl_holds)\" -ge 1 ]"
+fi
+# At the ceiling the hold is released: the kernel's OOM killer ends the
+# step as a static limit would (without the release it would wait forever).
+trace big "$HOG -m 256"
+run "ceiling-psi-poll" psi-poll big --mem-high 32M --mem-max 64M
+check "at the ceiling the OOM killer decides" "[ \"\$('$C/v' ceiling-psi-poll oom_kills)\" -ge 1 ] && [ \"\$('$C/v' ceiling-psi-poll exit_code)\" != 0 ]"
+
+case " $arms " in *" ebpf "*)
+    check "ebpf: the kernel stopped the step" "[ \"\$('$C/v' arm-ebpf ctl_holds)\" -ge 1 ]"
+    check "ebpf: kernel reaction under 1 ms" "python3 -c \"import json,sys; r=json.loads(open('$C/arm-ebpf/metrics.jsonl').readline())['ctl_reaction_us']; sys.exit(not (r and max(r) < 1000))\""
+    check "ebpf: no program left attached" "[ \"\$($PROGS)\" -le $progs0 ]"
+    run "ceiling-ebpf" ebpf big --mem-high 32M --mem-max 64M
+    check "ebpf at the ceiling: the OOM killer decides" "[ \"\$('$C/v' ceiling-ebpf oom_kills)\" -ge 1 ]"
+    # A step whose shell exits while its child is being stopped: the
+    # child is resumed and killed with the step, nothing stays stopped.
+    trace orphan "$HOG -m 256 -r 300 & sleep 0.1; exit 0"
+    run "orphan-ebpf" ebpf orphan --mem-high 16M --mem-max 1G
+    check "ebpf: a step that exits while stopped leaves nothing" "[ -z \"\$(sh '$DATA/replay/leftovers.sh' $PID '$WD')\" ]"
+    # atr killed while its step is stopped: atr itself is stopped first
+    # (so nobody resumes the step), then SIGKILLed; the guard kills and
+    # removes the groups, the kernel unloads the program with atr's fds.
+    trace slow "$HOG -m 256 -r 3000"
+    setsid "$ATR" replay tools -q --config dynamic --controller ebpf --sandbox none --workdir "$WD" --mem-high 16M "$C/slow.ndjson" --out "$C/killed" >/dev/null 2>&1 &
+    PID=$!
+    CURRENT="ebpf killed: the step runs"
+    wait_for 10 "pgrep -s $PID -x atr-memhog >/dev/null" && pass || fail "no atr-memhog in session $PID"
+    kill -STOP "$PID"
+    hog=$(pgrep -s "$PID" -x atr-memhog | head -1)
+    CURRENT="ebpf killed: the kernel stopped the step"
+    wait_for 10 "[ \"\$(sed 's/.*) //' /proc/$hog/stat | cut -d' ' -f1)\" = T ]" && pass || fail "atr-memhog $hog never stopped"
+    kill -KILL "$PID"
+    wait "$PID" 2>/dev/null
+    CURRENT="ebpf killed: the guard removed everything"
+    wait_for 10 "[ -z \"\$(sh '$DATA/replay/leftovers.sh' $PID '$WD')\" ]" && pass || fail "left: $(sh "$DATA/replay/leftovers.sh" "$PID" "$WD")"
+    check "ebpf killed: no program left attached" "[ \"\$($PROGS)\" -le $progs0 ]"
+    ;;
+esac
