@@ -133,7 +133,9 @@ static int on_event(void *ctx, void *data, size_t size)
     struct atr_bpf_stop s = {
         .cgid = e->cgid,
         .first_ns = (int64_t)e->first_ns,
+        .seen_ns = (int64_t)e->seen_ns,
         .action_ns = (int64_t)e->action_ns,
+        .send_failed = e->send_failed,
         .usage = (int64_t)e->usage_pages * PAGE,
         .target = (int64_t)e->target_pages * PAGE,
         .pid = (pid_t)e->pid,

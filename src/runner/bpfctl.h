@@ -25,7 +25,10 @@ struct atr_bpf;
 /* One stop the kernel made. Times: CLOCK_MONOTONIC nanoseconds. */
 struct atr_bpf_stop {
     uint64_t cgid;
-    int64_t first_ns, action_ns;
+    int64_t first_ns;           /* the first fault over this target */
+    int64_t seen_ns;            /* the fault that led to this stop */
+    int64_t action_ns;          /* the stop was sent */
+    unsigned send_failed;       /* sends that failed before it (retried at the next fault) */
     int64_t usage, target;      /* bytes */
     pid_t pid;
     bool first;                 /* the first stop since the target was set */

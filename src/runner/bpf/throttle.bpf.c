@@ -53,15 +53,19 @@ int BPF_PROG(atr_on_memcg_event, struct mem_cgroup *memcg, int item, unsigned lo
      * event's time kept. */
     int rc = bpf_send_signal(SIGSTOP_NR);
     __u64 done = bpf_ktime_get_ns();
-    if (rc)
+    if (rc) {
+        __sync_fetch_and_add(&w->send_failed, 1);
         return 0;
+    }
     __u32 nth = __sync_fetch_and_add(&w->stops, 1);
     struct atr_bpf_event *e = bpf_ringbuf_reserve(&events, sizeof *e, 0);
     if (!e)
         return 0;
     e->cgid = cgid;
     e->first_ns = w->first_ns;
+    e->seen_ns = now;
     e->action_ns = done;
+    e->send_failed = w->send_failed;
     e->usage_pages = usage;
     e->target_pages = w->target_pages;
     e->pid = bpf_get_current_pid_tgid() >> 32;

@@ -12,17 +12,20 @@ struct atr_bpf_watch {
     __u64 target_pages;     /* over this usage the faulting process is stopped */
     __u64 first_ns;         /* bpf_ktime_get_ns of the first fault over target; 0 none */
     __u32 stops;            /* processes stopped since the target was set */
-    __u32 pad;
+    __u32 send_failed;      /* bpf_send_signal errors since then */
 };
 
 /* One stop. Times are bpf_ktime_get_ns (CLOCK_MONOTONIC). */
 struct atr_bpf_event {
     __u64 cgid;
     __u64 first_ns;         /* first over-target fault of this target */
+    __u64 seen_ns;          /* this fault was seen over target */
     __u64 action_ns;        /* bpf_send_signal(SIGSTOP) returned */
     __u64 usage_pages, target_pages;
     __u32 pid;              /* the process stopped */
     __u32 nth;              /* 0: the first stop since the target was set */
+    __u32 send_failed;      /* sends that failed before this one */
+    __u32 pad;
 };
 
 #endif
