@@ -38,24 +38,33 @@ struct atr_bpf_stop {
  * build, BTF, lockdown and privileges without loading anything. */
 const char *atr_bpf_unavailable(void);
 
-/* Loads and attaches the program. NULL with err (the reason: the
- * verifier's or libbpf's last message, EPERM...). */
+/* Loads and attaches the program: once per run, shared by every
+ * group's watch (thread-safe: watches of different groups touch
+ * different map entries). NULL with err (the reason: the verifier's or
+ * libbpf's last message, EPERM...). */
 struct atr_bpf *atr_bpf_open(struct atr_error *err);
-/* Detaches, unloads, frees. */
+/* Detaches, unloads, frees; every watch must be closed first. */
 void atr_bpf_close(struct atr_bpf *b);
 
 /* The id the program keys a memory cgroup by: the inode of its directory
  * (v1 memory hierarchy, or v2). 0 with err when it cannot be read. */
 uint64_t atr_bpf_cgroup_id(const char *dir, struct atr_error *err);
-/* Watches group cgid (again) with this target in bytes, resetting its
- * first-event time. */
-int atr_bpf_set_target(struct atr_bpf *b, uint64_t cgid, int64_t target, struct atr_error *err);
-int atr_bpf_unwatch(struct atr_bpf *b, uint64_t cgid);
 
+/* One watched group with its own ring buffer of stops. */
+struct atr_bpf_watch_h;
+/* Starts watching group cgid at target bytes. NULL with err. */
+struct atr_bpf_watch_h *atr_bpf_watch(struct atr_bpf *b, uint64_t cgid, int64_t target,
+                                      struct atr_error *err);
+/* A new target, resetting the first-event time and the stop count. */
+int atr_bpf_set_target(struct atr_bpf_watch_h *w, int64_t target, struct atr_error *err);
+/* Stops watching (no more stops); the ring stays readable until close. */
+void atr_bpf_unwatch(struct atr_bpf_watch_h *w);
+/* Unwatches and frees (NULL is fine). */
+void atr_bpf_watch_close(struct atr_bpf_watch_h *w);
 /* A file descriptor that is readable when stops are waiting. */
-int atr_bpf_fd(const struct atr_bpf *b);
+int atr_bpf_fd(const struct atr_bpf_watch_h *w);
 /* Calls fn for every stop waiting; returns how many, or -1 with err. */
-int atr_bpf_drain(struct atr_bpf *b, void (*fn)(void *ctx, const struct atr_bpf_stop *s),
+int atr_bpf_drain(struct atr_bpf_watch_h *w, void (*fn)(void *ctx, const struct atr_bpf_stop *s),
                   void *ctx, struct atr_error *err);
 
 #endif

@@ -268,9 +268,9 @@ struct atr_ctl {
     int oomev_fd;               /* v1 OOM eventfd (psi-trigger): a hold began */
     bool oom_killer_on;         /* v1: enabled again at the ceiling */
     int64_t held_since_ns;      /* a hold or stop in progress since; -1 none */
-    struct atr_bpf *bpf;        /* ebpf */
+    struct atr_bpf *own_bpf;    /* ebpf: loaded by this controller (opts->bpf NULL) */
+    struct atr_bpf_watch_h *bw; /* ebpf: this group's watch and ring */
     uint64_t cgid;
-    struct atr_bpf *own_bpf;    /* loaded by this controller (opts->bpf NULL) */
     bool unwatched;             /* ebpf at the ceiling: no more stops */
     int64_t stop_usage;         /* ebpf: the highest usage of the stops drained */
     int usage_fd;               /* memory.current or memory.usage_in_bytes */
@@ -371,7 +371,7 @@ static int v1_arm(struct atr_ctl *c, int64_t high, struct atr_error *err)
 static int write_knob(struct atr_ctl *c, int64_t high, struct atr_error *err)
 {
     if (c->knob == KNOB_BPF)
-        return atr_bpf_set_target(c->bpf, c->cgid, high, err);
+        return atr_bpf_set_target(c->bw, high, err);
     if (c->knob == KNOB_HIGH)
         return atr_cg_set_mem_high(c->host, c->g, high, err);
     char val[32];
@@ -505,7 +505,7 @@ static void on_bpf_ready(struct atr_ctl *c)
 {
     c->r.wakeups++;
     c->stop_usage = -1;
-    if (atr_bpf_drain(c->bpf, on_stop, c, &c->err) < 0)
+    if (atr_bpf_drain(c->bw, on_stop, c, &c->err) < 0)
         c->r.errors++;
     if (c->held_since_ns < 0)
         return;
@@ -514,7 +514,7 @@ static void on_bpf_ready(struct atr_ctl *c)
         book(c, target, ATR_CTL_BREACH);
     } else if (!c->unwatched) {
         c->r.saturated++;
-        atr_bpf_unwatch(c->bpf, c->cgid);
+        atr_bpf_unwatch(c->bw);
         c->unwatched = true;
     }
     resume_group(c);
@@ -708,14 +708,14 @@ static int open_v1_held(struct atr_ctl *c, struct atr_error *err)
 /* ebpf: the program watches the group's memcg by its id. */
 static int open_bpf(struct atr_ctl *c, const struct atr_ctl_opts *o, struct atr_error *err)
 {
-    c->bpf = o->bpf;
-    if (!c->bpf) {
-        c->bpf = c->own_bpf = atr_bpf_open(err);
-        if (!c->bpf)
-            return -1;
-    }
+    struct atr_bpf *b = o->bpf;
+    if (!b && !(b = c->own_bpf = atr_bpf_open(err)))
+        return -1;
     c->cgid = atr_bpf_cgroup_id(c->host->v2_memory ? c->g->v2 : c->g->memory, err);
-    return c->cgid ? 0 : -1;
+    if (!c->cgid)
+        return -1;
+    c->bw = atr_bpf_watch(b, c->cgid, c->pol.high, err);
+    return c->bw ? 0 : -1;
 }
 
 /* Chooses the knob for the kind and the host, and opens it. */
@@ -747,7 +747,7 @@ static int ctl_open(struct atr_ctl *c, const struct atr_ctl_opts *o,
     if (o->kind == ATR_CTL_EBPF) {
         desc_add(c, c->host->v2_memory ? "kernel stop at the target (v2 memcg page faults)"
                                        : "kernel stop at the target (v1 memcg page faults)");
-        watch->fd = atr_bpf_fd(c->bpf);
+        watch->fd = atr_bpf_fd(c->bw);
         watch->events = POLLIN;
     } else if (o->kind == ATR_CTL_PSI_POLL) {
         if (c->host->psi && c->g->v2[0])
@@ -817,10 +817,10 @@ void atr_ctl_stop(struct atr_ctl *c, struct atr_ctl_report *r, struct atr_ctl_to
 {
     if (!c)
         return;
-    if (c->knob == KNOB_BPF && c->cgid) {
-        if (!c->unwatched)
-            atr_bpf_unwatch(c->bpf, c->cgid);
+    if (c->bw) {
+        atr_bpf_unwatch(c->bw);
         resume_group(c);    /* nothing stays stopped, whatever raced the unwatch */
+        atr_bpf_watch_close(c->bw);
     }
     atr_bpf_close(c->own_bpf);
     hold_end(c, mono_ns());

@@ -49,6 +49,7 @@ struct atr_replay {
     /* Traces started: names their groups and work directories. Atomic:
      * tenants replay traces on one rp from several threads at once. */
     atomic_ulong traces;
+    struct atr_bpf *bpf;              /* --controller ebpf: the loaded program */
 };
 
 static const char *const config_names[] = {"none", "static-env", "static-toolcall", "dynamic"};
@@ -208,16 +209,6 @@ static void resolve_limits(struct atr_replay *rp)
         rp->o.disk_max = -1;        /* mounting the capped file system needs root */
 }
 
-/* --controller ebpf: load and unload the program once, so a host that
- * cannot run it fails before any step does (each step's controller loads
- * its own: steps of several tenants run at once). */
-static int probe_bpf(struct atr_error *err)
-{
-    struct atr_bpf *b = atr_bpf_open(err);
-    atr_bpf_close(b);
-    return b ? 0 : -1;
-}
-
 struct atr_replay *atr_replay_new(const struct atr_replay_opts *o, struct atr_error *err)
 {
     struct atr_replay *rp = xcalloc(1, sizeof *rp);
@@ -227,7 +218,11 @@ struct atr_replay *atr_replay_new(const struct atr_replay_opts *o, struct atr_er
     if (atr_cg_detect(&rp->host, NULL, NULL, "", err) < 0)
         goto fail;
     resolve_limits(rp);
-    if (o->config == ATR_CFG_DYNAMIC && o->controller == ATR_CTL_EBPF && probe_bpf(err) < 0)
+    /* --controller ebpf: loaded once for the run, before any step, so a
+     * host that cannot run it fails first; every step's controller shares
+     * it (each watches its own group through its own ring buffer). */
+    if (o->config == ATR_CFG_DYNAMIC && o->controller == ATR_CTL_EBPF &&
+        !(rp->bpf = atr_bpf_open(err)))
         goto fail;
     if (o->config == ATR_CFG_NONE || rp->host.mode == ATR_CG_NONE)
         return rp;
@@ -237,6 +232,7 @@ struct atr_replay *atr_replay_new(const struct atr_replay_opts *o, struct atr_er
     rp->have_root = true;
     return rp;
 fail:
+    atr_bpf_close(rp->bpf);
     free(rp);
     return NULL;
 }
@@ -258,6 +254,7 @@ void atr_replay_free(struct atr_replay *rp)
         return;
     if (rp->have_root)
         atr_cg_remove(&rp->host, &rp->root, NULL);
+    atr_bpf_close(rp->bpf);
     free(rp);
 }
 
@@ -573,6 +570,7 @@ static int start_controller(struct trace_run *tr, const struct atr_cg *g, struct
         .interval_ms = o->interval_ms,
         .mem_high_start = o->limits.mem_high > 0 ? o->limits.mem_high : DYNAMIC_DEFAULT_HIGH,
         .mem_high_max = o->limits.mem_max > 0 ? o->limits.mem_max : 0,
+        .bpf = tr->rp->bpf,
     };
     *ctl = atr_ctl_start(&tr->rp->host, g, &co, watch, err);
     return *ctl ? 0 : -1;

@@ -67,6 +67,10 @@ case " $arms " in *" ebpf "*)
     check "ebpf: no program left attached" "[ \"\$($PROGS)\" -le $progs0 ]"
     run "ceiling-ebpf" ebpf big --mem-high 32M --mem-max 64M
     check "ebpf at the ceiling: the OOM killer decides" "[ \"\$('$C/v' ceiling-ebpf oom_kills)\" -ge 1 ]"
+    # Two tenants at once share the program, each with its own ring.
+    printf '{"format":"atr-trace/1","trace_id":"t0","steps":[{"kind":"tool","tool":"bash","command":"%s -m 128 -r 200"}]}\n{"format":"atr-trace/1","trace_id":"t1","steps":[{"kind":"tool","tool":"bash","command":"%s -m 128 -r 200"}]}\n' "$HOG" "$HOG" >"$C/two.ndjson"
+    run "tenants-ebpf" ebpf two --tenants --no-baseline --mem-high 16M --mem-max 1G
+    check "ebpf tenants: both stopped and resumed to their end" "python3 -c \"import json,sys; ms=[json.loads(l) for l in open('$C/tenants-ebpf/metrics.jsonl')]; sys.exit(not (len(ms)==2 and all(m['exit_code']==0 and m['ctl_holds']>=1 and m['ctl_reaction_us'] for m in ms)))\""
     # A step whose shell exits while its child is being stopped: the
     # child is resumed and killed with the step, nothing stays stopped.
     trace orphan "$HOG -m 256 -r 300 & sleep 0.1; exit 0"

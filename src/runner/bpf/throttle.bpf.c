@@ -25,10 +25,22 @@ struct {
     __type(value, struct atr_bpf_watch);
 } watched SEC(".maps");
 
-struct {
+/* A pool of ring buffers, one per step watched at the same time (steps
+ * of several tenants run at once, each reading only its own stops, while
+ * the program is loaded once per run). Slots are filled once and reused:
+ * every update of a map-in-map waits for an RCU grace period (~14 ms
+ * measured here), too slow per step. */
+struct ring {
     __uint(type, BPF_MAP_TYPE_RINGBUF);
-    __uint(max_entries, 256 * 1024);
-} events SEC(".maps");
+    __uint(max_entries, ATR_BPF_RING_BYTES);
+};
+
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+    __uint(max_entries, ATR_BPF_MAX_GROUPS);
+    __type(key, __u32);
+    __array(values, struct ring);
+} rings SEC(".maps");
 
 /* Fires for every memcg event count; only page faults are taken: they
  * are counted in the faulting task's own group (mm->owner's memcg), so
@@ -58,7 +70,11 @@ int BPF_PROG(atr_on_memcg_event, struct mem_cgroup *memcg, int item, unsigned lo
         return 0;
     }
     __u32 nth = __sync_fetch_and_add(&w->stops, 1);
-    struct atr_bpf_event *e = bpf_ringbuf_reserve(&events, sizeof *e, 0);
+    __u32 slot = w->slot;
+    void *ring = bpf_map_lookup_elem(&rings, &slot);
+    if (!ring)
+        return 0;
+    struct atr_bpf_event *e = bpf_ringbuf_reserve(ring, sizeof *e, 0);
     if (!e)
         return 0;
     e->cgid = cgid;

@@ -5,6 +5,7 @@
 #define ATR_RUNNER_BPF_THROTTLE_H
 
 #define ATR_BPF_MAX_GROUPS 256
+#define ATR_BPF_RING_BYTES (64 * 1024)     /* per group: ~1000 stops between reads */
 
 /* Value of the "watched" map, keyed by the memory cgroup's id. User space
  * writes a fresh one (first_ns 0, stops 0) at every new target. */
@@ -13,6 +14,8 @@ struct atr_bpf_watch {
     __u64 first_ns;         /* bpf_ktime_get_ns of the first fault over target; 0 none */
     __u32 stops;            /* processes stopped since the target was set */
     __u32 send_failed;      /* bpf_send_signal errors since then */
+    __u32 slot;             /* the group's ring buffer in "rings" */
+    __u32 pad;
 };
 
 /* One stop. Times are bpf_ktime_get_ns (CLOCK_MONOTONIC). */
