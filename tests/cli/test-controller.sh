@@ -95,3 +95,25 @@ case " $arms " in *" ebpf "*)
     check "ebpf killed: no program left attached" "[ \"\$($PROGS)\" -le $progs0 ]"
     ;;
 esac
+
+# atr experiment timescale: the arms side by side, bad input first.
+fails "experiment wants a mode" 2 "wants a mode" "$ATR" experiment
+fails "experiment unknown mode" 2 "not 'domain'" "$ATR" experiment domain "$C/burst.ndjson" --out "$C/x"
+fails "experiment wants --out" 2 "--out DIR is required" "$ATR" experiment timescale "$C/burst.ndjson"
+fails "experiment wants a trace" 2 "at least one TRACE" "$ATR" experiment timescale --out "$C/x"
+fails "experiment missing trace" 1 "$C/nope.ndjson: No such file" "$ATR" experiment timescale "$C/nope.ndjson" --out "$C/x"
+check "experiment: bad input wrote nothing" "[ ! -e '$C/x' ]"
+fails "experiment bad reps" 2 "--reps wants 1..1000" "$ATR" experiment timescale --reps 0 "$C/burst.ndjson" --out "$C/x"
+setsid "$ATR" experiment timescale --reps 2 "$C/burst.ndjson" --out "$C/exp" >"$C/exp.out" 2>"$C/exp.err" &
+PID=$!
+CURRENT="experiment timescale runs"
+wait "$PID" && pass || fail "exit $?: $(head -c 400 "$C/exp.err")"
+check "experiment: every arm in the table" "for a in static psi-poll psi-trigger ebpf; do grep -q \"^\$a \" '$C/exp.out' || exit 1; done"
+check "experiment: summary and tagged metrics" "python3 -c \"import json,sys; s=json.load(open('$C/exp/summary.json')); a={x['arm']:x for x in s['arms']}; ms=[json.loads(l) for l in open('$C/exp/metrics.jsonl')]; sys.exit(not (list(a)==['static','psi-poll','psi-trigger','ebpf'] and a['static']['runs']==2 and a['psi-poll']['reaction_samples']>0 and a['psi-poll']['slowdown']>0 and all('arm' in m and 'rep' in m for m in ms)))\""
+case " $arms " in *" ebpf "*)
+    check "experiment: in-kernel p99 under 1 ms, below psi-poll's bound" "python3 -c \"import json,sys; a={x['arm']:x for x in json.load(open('$C/exp/summary.json'))['arms']}; e=a['ebpf']; sys.exit(not (e['reaction_p99_us'] < 1000 and e['reaction_p99_us'] * 20 < a['psi-poll']['reaction_bound_p99_us']))\"" ;;
+*)
+    check "experiment: ebpf skipped with its reason" "python3 -c \"import json,sys; a={x['arm']:x for x in json.load(open('$C/exp/summary.json'))['arms']}; sys.exit(not a['ebpf'].get('skipped'))\"" ;;
+esac
+check "experiment leaves nothing" "[ -z \"\$(sh '$DATA/replay/leftovers.sh' $PID '$WD')\" ]"
+fails "experiment refuses an existing DIR" 1 "exists .use --force" "$ATR" experiment timescale "$C/burst.ndjson" --out "$C/exp"

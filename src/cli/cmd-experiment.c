@@ -1,0 +1,414 @@
+/* cmd-experiment.c - `atr experiment timescale`: the dynamic controller's
+ * arms side by side on the same tool traces (user space psi-poll and
+ * psi-trigger, in-kernel ebpf, and no controller for the slowdown),
+ * repeated and interleaved; each run is an `atr replay tools` of this
+ * binary, so every run has its own process, guard and cgroup root. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli/cmd.h"
+#include "cli/opts.h"
+#include "json/json.h"
+#include "json/writer.h"
+#include "stats/percentile.h"
+#include "util/arena.h"
+#include "util/buf.h"
+
+extern char **environ;
+
+static const char help[] =
+    "usage: atr experiment timescale [OPTIONS] TRACE... --out DIR\n"
+    "\n"
+    "The AgentCgroup timescale experiment (docs/controller.md): the tool steps\n"
+    "of TRACE under each arm of the dynamic controller, psi-poll (user space,\n"
+    "every --interval ms), psi-trigger (user space, kernel events) and ebpf\n"
+    "(the kernel stops a step at its target), and under static-toolcall (no\n"
+    "controller) for the slowdown; every arm --reps times, interleaved (the\n"
+    "order rotates every repetition). Each run is `atr replay tools` into\n"
+    "DIR/ARM-REP/. DIR/metrics.jsonl holds every step line with its \"arm\" and\n"
+    "\"rep\"; DIR/summary.json one entry per arm: arm, config, runs,\n"
+    "total_steps, latency_p50_ms, latency_p95_ms, latency_p99_ms, slowdown\n"
+    "(latency p50 over static's), max_rss_mb, mem_high_events_total,\n"
+    "mem_max_events_total, oom_kills, ctl_holds_total, ctl_held_ms_total,\n"
+    "reaction_samples, reaction_p50_us, reaction_p99_us,\n"
+    "reaction_bound_p50_us, reaction_bound_p99_us (null: none), or skipped\n"
+    "with the reason. Prints the side-by-side table. Where eBPF cannot load\n"
+    "(no root, no BTF, a build without it) the ebpf arm is skipped, saying why.\n"
+    "Figures (CDFs, timelines) are not drawn yet.\n"
+    "\n"
+    "options:\n"
+    "  -o, --out DIR       where to write (required; must not exist, or --force)\n"
+    "      --force         replace DIR's runs\n"
+    "      --reps N        runs per arm (default 5)\n"
+    "      --mem-high SIZE the dynamic arms' target (default 32M)\n"
+    "      --mem-max SIZE  every arm's ceiling (default 1G)\n"
+    "      --interval MS   psi-poll's interval (default 50)\n"
+    "      --sandbox MODE  ns or none (default none: the host's processes)\n"
+    "  -q, --quiet         no table\n";
+
+enum { ARM_STATIC, ARM_POLL, ARM_TRIGGER, ARM_EBPF, N_ARMS };
+static const char *const arm_names[N_ARMS] = {"static", "psi-poll", "psi-trigger", "ebpf"};
+
+struct exp_args {
+    const char *out;
+    bool force, quiet;
+    unsigned reps, interval_ms;
+    int64_t mem_high, mem_max;
+    int sandbox;                /* 0 none, 1 ns */
+    int first;
+};
+
+#define ARGS struct exp_args
+static const struct opt options[] = {
+    OPT_STRING(ARGS, out, "out", 'o'),
+    OPT_FLAG(ARGS, force, "force", 0),
+    OPT_UINT(ARGS, reps, "reps", 0, 1, 1000, "--reps wants 1..1000"),
+    OPT_SIZE(ARGS, mem_high, "mem-high", 0, 1 << 20, INT64_MAX,
+             "--mem-high wants a size of 1M or more like 32M"),
+    OPT_SIZE(ARGS, mem_max, "mem-max", 0, 1 << 20, INT64_MAX,
+             "--mem-max wants a size of 1M or more like 1G"),
+    OPT_UINT(ARGS, interval_ms, "interval", 0, 1, 60000, "--interval wants milliseconds 1..60000"),
+    OPT_ENUM(ARGS, sandbox, "sandbox", 0, OPT_WORDS("none", "ns"), "--sandbox wants ns or none"),
+    OPT_FLAG(ARGS, quiet, "quiet", 'q'),
+    OPT_END,
+};
+#undef ARGS
+
+static const struct opts_cmd parser = {"experiment timescale", options};
+
+/* One arm's figures over all its runs. */
+struct arm_sum {
+    bool skipped;
+    char why[320];
+    unsigned runs;
+    unsigned long steps;
+    struct atr_samples latency, reaction, bound;
+    double max_rss_mb, held_ms;
+    int64_t high_events, max_events, oom, holds;
+};
+
+/* ---- running one replay ---- */
+
+static void fmt_size(char *buf, size_t cap, int64_t v)
+{
+    snprintf(buf, cap, "%" PRId64, v);
+}
+
+/* Runs `atr replay tools` for arm into dir, stderr into dir.err. Returns
+ * the exit status, or -1 (errno) when it could not start. */
+static int run_replay(const struct exp_args *a, int arm, const char *dir, char **traces,
+                      int n_traces)
+{
+    char high[32], max[32], interval[16], errpath[PATH_MAX + 32];
+    fmt_size(high, sizeof high, a->mem_high);
+    fmt_size(max, sizeof max, a->mem_max);
+    snprintf(interval, sizeof interval, "%u", a->interval_ms);
+    snprintf(errpath, sizeof errpath, "%s.err", dir);
+    char *argv[32 + n_traces];
+    int n = 0;
+    char *fixed[] = {"/proc/self/exe", "replay", "tools", "-q", "--force", "--out", (char *)dir,
+                     "--mem-max", max, "--sandbox", a->sandbox ? "ns" : "none"};
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+        argv[n++] = fixed[i];
+    if (arm == ARM_STATIC) {
+        argv[n++] = "--config";
+        argv[n++] = "static-toolcall";
+    } else {
+        char *dyn[] = {"--config", "dynamic", "--controller", (char *)arm_names[arm],
+                       "--mem-high", high, "--interval", interval};
+        for (size_t i = 0; i < sizeof dyn / sizeof dyn[0]; i++)
+            argv[n++] = dyn[i];
+    }
+    for (int i = 0; i < n_traces; i++)
+        argv[n++] = traces[i];
+    argv[n] = NULL;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 2, errpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    pid_t pid;
+    int rc = posix_spawn(&pid, "/proc/self/exe", &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) {
+        errno = rc;
+        return -1;
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* The first line of a run's stderr, for a message. */
+static void first_line(const char *dir, char *out, size_t cap)
+{
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s.err", dir);
+    out[0] = '\0';
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return;
+    if (fgets(out, (int)cap, f))
+        out[strcspn(out, "\n")] = '\0';
+    fclose(f);
+}
+
+/* ---- reading its metrics ---- */
+
+static void add_array(struct atr_samples *s, const struct atr_json *arr)
+{
+    if (!arr || arr->type != ATR_JSON_ARRAY)
+        return;
+    for (const struct atr_json *e = arr->u.kids.first; e; e = e->next)
+        if (e->type == ATR_JSON_NUMBER)
+            atr_samples_add(s, e->u.num);
+}
+
+static int64_t get_count(const struct atr_json *o, const char *key)
+{
+    int64_t v;
+    return atr_json_get_i64(o, key, &v) && v > 0 ? v : 0;
+}
+
+static void add_step(struct arm_sum *s, const struct atr_json *o)
+{
+    double v;
+    s->steps++;
+    if (atr_json_get_num(o, "latency_ms", &v))
+        atr_samples_add(&s->latency, v);
+    if (atr_json_get_num(o, "max_rss_mb", &v) && v > s->max_rss_mb)
+        s->max_rss_mb = v;
+    if (atr_json_get_num(o, "ctl_held_ms", &v) && v > 0)
+        s->held_ms += v;
+    s->high_events += get_count(o, "mem_high_events");
+    s->max_events += get_count(o, "mem_max_events");
+    s->oom += get_count(o, "oom_kills");
+    s->holds += get_count(o, "ctl_holds");
+    add_array(&s->reaction, atr_json_get(o, "ctl_reaction_us"));
+    add_array(&s->bound, atr_json_get(o, "ctl_reaction_bound_us"));
+}
+
+/* Adds a run's metrics.jsonl to s and to out (each line tagged with its
+ * arm and rep). -1 when it cannot be read. */
+static int read_run(struct arm_sum *s, const char *dir, int arm, unsigned rep, FILE *out)
+{
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return -1;
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    struct atr_arena arena = ATR_ARENA_INIT;
+    while ((len = getline(&line, &cap, f)) > 0) {
+        struct atr_json *o;
+        struct atr_json_err jerr;
+        if (atr_json_parse(&arena, line, (size_t)len, NULL, &o, &jerr) == 0 &&
+            o->type == ATR_JSON_OBJECT) {
+            add_step(s, o);
+            fprintf(out, "{\"arm\":\"%s\",\"rep\":%u,%s", arm_names[arm], rep, line + 1);
+        }
+        atr_arena_clear(&arena);
+    }
+    atr_arena_release(&arena);
+    free(line);
+    fclose(f);
+    s->runs++;
+    return 0;
+}
+
+/* ---- output ---- */
+
+static double pct(struct atr_samples *s, double p)
+{
+    return s->n ? atr_samples_percentile(s, p) : NAN;
+}
+
+static void put_arm(struct atr_jw *w, int arm, struct arm_sum *s, double base_p50)
+{
+    atr_jw_object_begin(w);
+    atr_jw_kv_str(w, "arm", arm_names[arm]);
+    atr_jw_kv_str(w, "config", arm == ARM_STATIC ? "static-toolcall" : "dynamic");
+    if (s->skipped) {
+        atr_jw_kv_str(w, "skipped", s->why);
+        atr_jw_object_end(w);
+        return;
+    }
+    double p50 = pct(&s->latency, 50);
+    atr_jw_kv_uint(w, "runs", s->runs);
+    atr_jw_kv_uint(w, "total_steps", s->steps);
+    atr_jw_kv_fixed(w, "latency_p50_ms", p50, 3);
+    atr_jw_kv_fixed(w, "latency_p95_ms", pct(&s->latency, 95), 3);
+    atr_jw_kv_fixed(w, "latency_p99_ms", pct(&s->latency, 99), 3);
+    atr_jw_kv_fixed(w, "slowdown", base_p50 > 0 ? p50 / base_p50 : NAN, 3);
+    atr_jw_kv_fixed(w, "max_rss_mb", s->max_rss_mb, 3);
+    atr_jw_kv_int(w, "mem_high_events_total", s->high_events);
+    atr_jw_kv_int(w, "mem_max_events_total", s->max_events);
+    atr_jw_kv_int(w, "oom_kills", s->oom);
+    atr_jw_kv_int(w, "ctl_holds_total", s->holds);
+    atr_jw_kv_fixed(w, "ctl_held_ms_total", s->held_ms, 3);
+    atr_jw_kv_uint(w, "reaction_samples", s->reaction.n);
+    atr_jw_kv_fixed(w, "reaction_p50_us", pct(&s->reaction, 50), 3);
+    atr_jw_kv_fixed(w, "reaction_p99_us", pct(&s->reaction, 99), 3);
+    atr_jw_kv_fixed(w, "reaction_bound_p50_us", pct(&s->bound, 50), 3);
+    atr_jw_kv_fixed(w, "reaction_bound_p99_us", pct(&s->bound, 99), 3);
+    atr_jw_object_end(w);
+}
+
+static int write_summary(const char *out, struct arm_sum *sums, double base_p50)
+{
+    struct atr_buf b = {0};
+    struct atr_jw w;
+    atr_jw_init(&w, &b, ATR_JW_PYTHON);
+    atr_jw_object_begin(&w);
+    atr_jw_kv_str(&w, "experiment", "timescale");
+    atr_jw_key(&w, "arms");
+    atr_jw_array_begin(&w);
+    for (int k = 0; k < N_ARMS; k++)
+        put_arm(&w, k, &sums[k], base_p50);
+    atr_jw_array_end(&w);
+    atr_jw_object_end(&w);
+    atr_jw_finish(&w);
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/summary.json", out);
+    FILE *f = fopen(path, "we");
+    bool ok = f && fwrite(b.data, 1, b.len, f) == b.len && fputc('\n', f) != EOF;
+    ok = f && fclose(f) == 0 && ok;
+    atr_buf_release(&b);
+    return ok ? 0 : -1;
+}
+
+static void print_us(double v)
+{
+    if (isnan(v))
+        printf(" %10s", "-");
+    else if (v >= 10000)
+        printf(" %8.1fms", v / 1000);
+    else
+        printf(" %8.1fus", v);
+}
+
+static void print_table(struct arm_sum *sums, double base_p50)
+{
+    printf("%-12s %5s %7s %10s %10s %10s %10s %8s %7s %6s %4s\n", "arm", "runs", "raises",
+           "react p50", "react p99", "bound p99", "lat p50", "slowdown", "holds", "peakMB",
+           "oom");
+    for (int k = 0; k < N_ARMS; k++) {
+        struct arm_sum *s = &sums[k];
+        if (s->skipped) {
+            printf("%-12s skipped: %s\n", arm_names[k], s->why);
+            continue;
+        }
+        double p50 = pct(&s->latency, 50);
+        printf("%-12s %5u %7zu", arm_names[k], s->runs, s->reaction.n);
+        print_us(pct(&s->reaction, 50));
+        print_us(pct(&s->reaction, 99));
+        print_us(pct(&s->bound, 99));
+        printf(" %8.1fms %7.2fx %7" PRId64 " %6.0f %4" PRId64 "\n", p50,
+               base_p50 > 0 ? p50 / base_p50 : NAN, s->holds, s->max_rss_mb, s->oom);
+    }
+}
+
+/* ---- the experiment ---- */
+
+static int prepare_out(const struct exp_args *a)
+{
+    struct stat st;
+    if (stat(a->out, &st) == 0 && !a->force)
+        return cli_fail("%s exists (use --force to replace its runs)", a->out);
+    if (mkdir(a->out, 0755) < 0 && errno != EEXIST)
+        return cli_fail("%s: %s", a->out, strerror(errno));
+    return EXIT_OK;
+}
+
+/* Runs every arm reps times, the order rotating; an ebpf arm that fails
+ * its first run is skipped with the reason, any other failure ends it. */
+static int run_all(const struct exp_args *a, char **traces, int n, struct arm_sum *sums,
+                   FILE *metrics)
+{
+    char dir[PATH_MAX];
+    for (unsigned rep = 0; rep < a->reps; rep++)
+        for (int i = 0; i < N_ARMS; i++) {
+            int arm = (int)((i + rep) % N_ARMS);
+            if (sums[arm].skipped)
+                continue;
+            snprintf(dir, sizeof dir, "%s/%s-%u", a->out, arm_names[arm], rep);
+            int rc = run_replay(a, arm, dir, traces, n);
+            if (rc < 0)
+                return cli_fail("cannot run atr replay tools: %s", strerror(errno));
+            if (rc != 0 && arm == ARM_EBPF && rep == 0) {
+                sums[arm].skipped = true;
+                first_line(dir, sums[arm].why, sizeof sums[arm].why);
+                fprintf(stderr, "atr: experiment timescale: ebpf arm skipped: %s\n",
+                        sums[arm].why);
+                continue;
+            }
+            if (rc != 0) {
+                char why[320];
+                first_line(dir, why, sizeof why);
+                return cli_fail("experiment timescale: the %s run %u failed (exit %d): %s",
+                                arm_names[arm], rep, rc, why);
+            }
+            if (read_run(&sums[arm], dir, arm, rep, metrics) < 0)
+                return cli_fail("%s/metrics.jsonl: %s", dir, strerror(errno));
+        }
+    return EXIT_OK;
+}
+
+static int run(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "timescale") != 0)
+        return cli_usage_mode("experiment", argc, argv, (const char *const[]){"timescale", NULL});
+    struct exp_args a = {.reps = 5, .interval_ms = 50, .mem_high = 32 << 20,
+                         .mem_max = (int64_t)1 << 30};
+    if (opts_parse(&parser, &a, argc - 1, argv + 1, &a.first) != EXIT_OK)
+        return EXIT_USAGE;
+    if (!a.out)
+        return cli_usage("experiment timescale", "--out DIR is required");
+    if (a.first >= argc - 1)
+        return cli_usage("experiment timescale", "wants at least one TRACE");
+    for (int i = a.first + 1; i < argc; i++)
+        if (access(argv[i], R_OK) != 0)
+            return cli_fail("%s: %s", argv[i], strerror(errno));
+    if (prepare_out(&a) != EXIT_OK)
+        return EXIT_FAIL;
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", a.out);
+    FILE *metrics = fopen(path, "we");
+    if (!metrics)
+        return cli_fail("%s: %s", path, strerror(errno));
+    struct arm_sum sums[N_ARMS];
+    memset(sums, 0, sizeof sums);
+    int rc = run_all(&a, argv + a.first + 1, argc - a.first - 1, sums, metrics);
+    if (fclose(metrics) != 0 && rc == EXIT_OK)
+        rc = cli_fail("%s: %s", path, strerror(errno));
+    double base = pct(&sums[ARM_STATIC].latency, 50);
+    if (rc == EXIT_OK && write_summary(a.out, sums, base) < 0)
+        rc = cli_fail("%s/summary.json: cannot write", a.out);
+    if (rc == EXIT_OK && !a.quiet)
+        print_table(sums, base);
+    for (int k = 0; k < N_ARMS; k++) {
+        atr_samples_release(&sums[k].latency);
+        atr_samples_release(&sums[k].reaction);
+        atr_samples_release(&sums[k].bound);
+    }
+    return rc;
+}
+
+const struct atr_cmd cmd_experiment_entry = {
+    .name = "experiment",
+    .summary = "the AgentCgroup experiments: timescale (controller arms side by side)",
+    .help = help,
+    .run = run,
+};
