@@ -13,6 +13,8 @@
 #include "cli/opts.h"
 #include "cli/progress.h"
 #include "json/writer.h"
+#include "runner/bpfctl.h"
+#include "runner/controller.h"
 #include "runner/guard.h"
 #include "runner/replay.h"
 #include "runner/spawn.h"
@@ -1164,11 +1166,29 @@ static int run_one(struct replay_args *a, int argc, char **argv, int c, struct s
 
 /* Everything before the first step runs and before --out is touched: the
  * host, the options' paths, --out itself, the traces. */
+/* --controller ebpf with config dynamic: the program is loaded (and
+ * unloaded) once here, so a host that cannot run it fails with the reason
+ * before the output folder exists. */
+static int check_bpf(const struct replay_args *a)
+{
+    bool dynamic = false;
+    for (int c = 0; c < a->n_configs; c++)
+        dynamic |= a->configs[c] == ATR_CFG_DYNAMIC;
+    if (!dynamic || a->ro.controller != ATR_CTL_EBPF)
+        return EXIT_OK;
+    struct atr_error err;
+    struct atr_bpf *b = atr_bpf_open(&err);
+    atr_bpf_close(b);
+    return b ? EXIT_OK : cli_fail_err(&err);
+}
+
 static int check_all(struct replay_args *a, int argc, char **argv, struct sink_ctx *sink)
 {
     if (a->dry_run)
         return EXIT_OK;
-    int st = check_host(a);
+    int st = check_bpf(a);
+    if (st == EXIT_OK)
+        st = check_host(a);
     if (st == EXIT_OK)
         st = check_paths(a);
     if (st == EXIT_OK)

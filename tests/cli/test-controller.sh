@@ -44,6 +44,13 @@ else
     echo "skipped: --controller ebpf: $EBPF_WHY"
 fi
 progs0=$(sh -c "$PROGS")
+# Where BPF cannot load (here: not root) the run fails before anything
+# runs, with the reason, and writes nothing.
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+    fails "ebpf unprivileged fails first" 1 "cannot load the eBPF controller: .*needs root" \
+        setpriv --reuid 65534 --regid 65534 --clear-groups "$ATR" replay tools --config dynamic --controller ebpf --sandbox none "$C/burst.ndjson" --out "$C/nr"
+    check "ebpf unprivileged: no output" "[ ! -e '$C/nr' ]"
+fi
 for k in $arms; do
     run "arm-$k" "$k" burst --mem-high 32M --mem-max 1G
     check "$k: the step ran to its end" "[ \"\$('$C/v' arm-$k exit_code)\" = 0 ] && [ \"\$('$C/v' arm-$k oom_kills)\" = 0 ]"
