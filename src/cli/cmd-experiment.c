@@ -21,6 +21,7 @@
 #include "json/json.h"
 #include "json/writer.h"
 #include "stats/percentile.h"
+#include "util/alloc.h"
 #include "util/arena.h"
 #include "util/buf.h"
 
@@ -41,8 +42,11 @@ static const char help[] =
     "(latency p50 over static's), max_rss_mb, mem_high_events_total,\n"
     "mem_max_events_total, oom_kills, ctl_holds_total, ctl_held_ms_total,\n"
     "reaction_samples, reaction_p50_us, reaction_p99_us,\n"
-    "reaction_bound_p50_us, reaction_bound_p99_us (null: none), or skipped\n"
-    "with the reason. Prints the side-by-side table. Where eBPF cannot load\n"
+    "reaction_bound_p50_us, reaction_bound_p99_us (null: none),\n"
+    "overshoot_max_mb (usage above the limit in force: the eBPF stops' kernel\n"
+    "readings, the others' polls), and with --victim victim_steps,\n"
+    "victim_latency_p50_ms, victim_latency_p99_ms; or skipped with the\n"
+    "reason. Prints the side-by-side table. Where eBPF cannot load\n"
     "(no root, no BTF, a build without it) the ebpf arm is skipped, saying why.\n"
     "Figures (CDFs, timelines) are not drawn yet.\n"
     "\n"
@@ -54,6 +58,9 @@ static const char help[] =
     "      --mem-max SIZE  every arm's ceiling (default 1G)\n"
     "      --interval MS   psi-poll's interval (default 50)\n"
     "      --sandbox MODE  ns or none (default none: the host's processes)\n"
+    "      --victim FILE   a co-located tenant: every run replays TRACE... and\n"
+    "                      FILE's traces at once (--tenants), FILE's steps\n"
+    "                      reported apart as the victim's latency\n"
     "  -q, --quiet         no table\n";
 
 enum { ARM_STATIC, ARM_POLL, ARM_TRIGGER, ARM_EBPF, N_ARMS };
@@ -65,6 +72,9 @@ struct exp_args {
     unsigned reps, interval_ms;
     int64_t mem_high, mem_max;
     int sandbox;                /* 0 none, 1 ns */
+    const char *victim;
+    char **victim_ids;          /* the victim file's trace ids */
+    size_t n_victim_ids;
     int first;
 };
 
@@ -79,6 +89,7 @@ static const struct opt options[] = {
              "--mem-max wants a size of 1M or more like 1G"),
     OPT_UINT(ARGS, interval_ms, "interval", 0, 1, 60000, "--interval wants milliseconds 1..60000"),
     OPT_ENUM(ARGS, sandbox, "sandbox", 0, OPT_WORDS("none", "ns"), "--sandbox wants ns or none"),
+    OPT_STRING(ARGS, victim, "victim", 0),
     OPT_FLAG(ARGS, quiet, "quiet", 'q'),
     OPT_END,
 };
@@ -92,8 +103,8 @@ struct arm_sum {
     char why[320];
     unsigned runs;
     unsigned long steps;
-    struct atr_samples latency, reaction, bound;
-    double max_rss_mb, held_ms;
+    struct atr_samples latency, reaction, bound, victim;
+    double max_rss_mb, held_ms, overshoot_mb;
     int64_t high_events, max_events, oom, holds;
 };
 
@@ -114,7 +125,7 @@ static int run_replay(const struct exp_args *a, int arm, const char *dir, char *
     fmt_size(max, sizeof max, a->mem_max);
     snprintf(interval, sizeof interval, "%u", a->interval_ms);
     snprintf(errpath, sizeof errpath, "%s.err", dir);
-    char *argv[32 + n_traces];
+    char *argv[40 + n_traces];
     int n = 0;
     char *fixed[] = {"/proc/self/exe", "replay", "tools", "-q", "--force", "--out", (char *)dir,
                      "--mem-max", max, "--sandbox", a->sandbox ? "ns" : "none"};
@@ -131,6 +142,11 @@ static int run_replay(const struct exp_args *a, int arm, const char *dir, char *
     }
     for (int i = 0; i < n_traces; i++)
         argv[n++] = traces[i];
+    if (a->victim) {
+        argv[n++] = "--tenants";
+        argv[n++] = "--no-baseline";
+        argv[n++] = (char *)a->victim;
+    }
     argv[n] = NULL;
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
@@ -180,6 +196,15 @@ static int64_t get_count(const struct atr_json *o, const char *key)
     return atr_json_get_i64(o, key, &v) && v > 0 ? v : 0;
 }
 
+static bool is_victim(const struct exp_args *a, const struct atr_json *o)
+{
+    const char *id = atr_json_get_str(o, "trace_id", NULL);
+    for (size_t i = 0; id && i < a->n_victim_ids; i++)
+        if (strcmp(a->victim_ids[i], id) == 0)
+            return true;
+    return false;
+}
+
 static void add_step(struct arm_sum *s, const struct atr_json *o)
 {
     double v;
@@ -190,6 +215,8 @@ static void add_step(struct arm_sum *s, const struct atr_json *o)
         s->max_rss_mb = v;
     if (atr_json_get_num(o, "ctl_held_ms", &v) && v > 0)
         s->held_ms += v;
+    if (atr_json_get_num(o, "ctl_overshoot_mb", &v) && v > s->overshoot_mb)
+        s->overshoot_mb = v;
     s->high_events += get_count(o, "mem_high_events");
     s->max_events += get_count(o, "mem_max_events");
     s->oom += get_count(o, "oom_kills");
@@ -200,7 +227,8 @@ static void add_step(struct arm_sum *s, const struct atr_json *o)
 
 /* Adds a run's metrics.jsonl to s and to out (each line tagged with its
  * arm and rep). -1 when it cannot be read. */
-static int read_run(struct arm_sum *s, const char *dir, int arm, unsigned rep, FILE *out)
+static int read_run(const struct exp_args *a, struct arm_sum *s, const char *dir, int arm,
+                    unsigned rep, FILE *out)
 {
     char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
@@ -216,7 +244,11 @@ static int read_run(struct arm_sum *s, const char *dir, int arm, unsigned rep, F
         struct atr_json_err jerr;
         if (atr_json_parse(&arena, line, (size_t)len, NULL, &o, &jerr) == 0 &&
             o->type == ATR_JSON_OBJECT) {
-            add_step(s, o);
+            double v;
+            if (!is_victim(a, o))
+                add_step(s, o);
+            else if (atr_json_get_num(o, "latency_ms", &v))
+                atr_samples_add(&s->victim, v);
             fprintf(out, "{\"arm\":\"%s\",\"rep\":%u,%s", arm_names[arm], rep, line + 1);
         }
         atr_arena_clear(&arena);
@@ -263,6 +295,12 @@ static void put_arm(struct atr_jw *w, int arm, struct arm_sum *s, double base_p5
     atr_jw_kv_fixed(w, "reaction_p99_us", pct(&s->reaction, 99), 3);
     atr_jw_kv_fixed(w, "reaction_bound_p50_us", pct(&s->bound, 50), 3);
     atr_jw_kv_fixed(w, "reaction_bound_p99_us", pct(&s->bound, 99), 3);
+    atr_jw_kv_fixed(w, "overshoot_max_mb", s->overshoot_mb, 3);
+    if (s->victim.n) {
+        atr_jw_kv_uint(w, "victim_steps", s->victim.n);
+        atr_jw_kv_fixed(w, "victim_latency_p50_ms", pct(&s->victim, 50), 3);
+        atr_jw_kv_fixed(w, "victim_latency_p99_ms", pct(&s->victim, 99), 3);
+    }
     atr_jw_object_end(w);
 }
 
@@ -301,9 +339,9 @@ static void print_us(double v)
 
 static void print_table(struct arm_sum *sums, double base_p50)
 {
-    printf("%-12s %5s %7s %10s %10s %10s %10s %8s %7s %6s %4s\n", "arm", "runs", "raises",
-           "react p50", "react p99", "bound p99", "lat p50", "slowdown", "holds", "peakMB",
-           "oom");
+    printf("%-12s %5s %7s %10s %10s %10s %10s %8s %7s %6s %6s %4s %10s\n", "arm", "runs",
+           "raises", "react p50", "react p99", "bound p99", "lat p50", "slowdown", "holds",
+           "peakMB", "overMB", "oom", "victim p99");
     for (int k = 0; k < N_ARMS; k++) {
         struct arm_sum *s = &sums[k];
         if (s->skipped) {
@@ -315,12 +353,47 @@ static void print_table(struct arm_sum *sums, double base_p50)
         print_us(pct(&s->reaction, 50));
         print_us(pct(&s->reaction, 99));
         print_us(pct(&s->bound, 99));
-        printf(" %8.1fms %7.2fx %7" PRId64 " %6.0f %4" PRId64 "\n", p50,
-               base_p50 > 0 ? p50 / base_p50 : NAN, s->holds, s->max_rss_mb, s->oom);
+        printf(" %8.1fms %7.2fx %7" PRId64 " %6.0f %6.1f %4" PRId64, p50,
+               base_p50 > 0 ? p50 / base_p50 : NAN, s->holds, s->max_rss_mb, s->overshoot_mb,
+               s->oom);
+        if (s->victim.n)
+            printf(" %8.1fms\n", pct(&s->victim, 99));
+        else
+            printf(" %10s\n", "-");
     }
 }
 
 /* ---- the experiment ---- */
+
+/* The victim file's trace ids (its steps are told apart by them). A
+ * line that is not a trace is left to the replay to report. */
+static int read_victim_ids(struct exp_args *a)
+{
+    FILE *f = fopen(a->victim, "re");
+    if (!f)
+        return cli_fail("%s: %s", a->victim, strerror(errno));
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    struct atr_arena arena = ATR_ARENA_INIT;
+    while ((len = getline(&line, &cap, f)) > 0) {
+        struct atr_json *o;
+        struct atr_json_err jerr;
+        const char *id;
+        if (atr_json_parse(&arena, line, (size_t)len, NULL, &o, &jerr) == 0 &&
+            (id = atr_json_get_str(o, "trace_id", NULL))) {
+            a->victim_ids = xrealloc(a->victim_ids, (a->n_victim_ids + 1) * sizeof *a->victim_ids);
+            a->victim_ids[a->n_victim_ids++] = xstrdup(id);
+        }
+        atr_arena_clear(&arena);
+    }
+    atr_arena_release(&arena);
+    free(line);
+    fclose(f);
+    if (!a->n_victim_ids)
+        return cli_fail("%s: no trace with a trace_id", a->victim);
+    return EXIT_OK;
+}
 
 static int prepare_out(const struct exp_args *a)
 {
@@ -360,10 +433,37 @@ static int run_all(const struct exp_args *a, char **traces, int n, struct arm_su
                 return cli_fail("experiment timescale: the %s run %u failed (exit %d): %s",
                                 arm_names[arm], rep, rc, why);
             }
-            if (read_run(&sums[arm], dir, arm, rep, metrics) < 0)
+            if (read_run(a, &sums[arm], dir, arm, rep, metrics) < 0)
                 return cli_fail("%s/metrics.jsonl: %s", dir, strerror(errno));
         }
     return EXIT_OK;
+}
+
+/* The runs, then DIR/summary.json and the table. */
+static int experiment(const struct exp_args *a, char **traces, int n_traces)
+{
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", a->out);
+    FILE *metrics = fopen(path, "we");
+    if (!metrics)
+        return cli_fail("%s: %s", path, strerror(errno));
+    struct arm_sum sums[N_ARMS];
+    memset(sums, 0, sizeof sums);
+    int rc = run_all(a, traces, n_traces, sums, metrics);
+    if (fclose(metrics) != 0 && rc == EXIT_OK)
+        rc = cli_fail("%s: %s", path, strerror(errno));
+    double base = pct(&sums[ARM_STATIC].latency, 50);
+    if (rc == EXIT_OK && write_summary(a->out, sums, base) < 0)
+        rc = cli_fail("%s/summary.json: cannot write", a->out);
+    if (rc == EXIT_OK && !a->quiet)
+        print_table(sums, base);
+    for (int k = 0; k < N_ARMS; k++) {
+        atr_samples_release(&sums[k].latency);
+        atr_samples_release(&sums[k].reaction);
+        atr_samples_release(&sums[k].bound);
+        atr_samples_release(&sums[k].victim);
+    }
+    return rc;
 }
 
 static int run(int argc, char **argv)
@@ -381,28 +481,14 @@ static int run(int argc, char **argv)
     for (int i = a.first + 1; i < argc; i++)
         if (access(argv[i], R_OK) != 0)
             return cli_fail("%s: %s", argv[i], strerror(errno));
-    if (prepare_out(&a) != EXIT_OK)
-        return EXIT_FAIL;
-    char path[PATH_MAX + 32];
-    snprintf(path, sizeof path, "%s/metrics.jsonl", a.out);
-    FILE *metrics = fopen(path, "we");
-    if (!metrics)
-        return cli_fail("%s: %s", path, strerror(errno));
-    struct arm_sum sums[N_ARMS];
-    memset(sums, 0, sizeof sums);
-    int rc = run_all(&a, argv + a.first + 1, argc - a.first - 1, sums, metrics);
-    if (fclose(metrics) != 0 && rc == EXIT_OK)
-        rc = cli_fail("%s: %s", path, strerror(errno));
-    double base = pct(&sums[ARM_STATIC].latency, 50);
-    if (rc == EXIT_OK && write_summary(a.out, sums, base) < 0)
-        rc = cli_fail("%s/summary.json: cannot write", a.out);
-    if (rc == EXIT_OK && !a.quiet)
-        print_table(sums, base);
-    for (int k = 0; k < N_ARMS; k++) {
-        atr_samples_release(&sums[k].latency);
-        atr_samples_release(&sums[k].reaction);
-        atr_samples_release(&sums[k].bound);
-    }
+    int rc = a.victim ? read_victim_ids(&a) : EXIT_OK;
+    if (rc == EXIT_OK)
+        rc = prepare_out(&a);
+    if (rc == EXIT_OK)
+        rc = experiment(&a, argv + a.first + 1, argc - a.first - 1);
+    for (size_t i = 0; i < a.n_victim_ids; i++)
+        free(a.victim_ids[i]);
+    free(a.victim_ids);
     return rc;
 }
 

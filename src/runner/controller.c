@@ -219,6 +219,8 @@ static void report_add_counts(struct atr_ctl_report *dst, const struct atr_ctl_r
     dst->dropped += src->dropped;
     dst->holds += src->holds;
     dst->held_ns += src->held_ns;
+    if (src->overshoot > dst->overshoot)
+        dst->overshoot = src->overshoot;
     if (src->max_mem_high > dst->max_mem_high)
         dst->max_mem_high = src->max_mem_high;
     dst->final_mem_high = src->final_mem_high;
@@ -496,6 +498,8 @@ static void on_stop(void *ctx, const struct atr_bpf_stop *s)
         add_sample(c, s->action_ns - s->first_ns, s->action_ns - s->first_ns, true);
     if (s->usage > c->stop_usage)
         c->stop_usage = s->usage;
+    if (s->usage - s->target > c->r.overshoot)
+        c->r.overshoot = s->usage - s->target;
 }
 
 /* ebpf: stops are waiting. Raise the target (the policy's raise from the
@@ -563,6 +567,8 @@ static void on_watch(void *ctx, bool fd_ready)
     if (c->knob == KNOB_V1_HELD)
         v1_note_hold(c, now);
     in.usage = read_usage(c);
+    if (in.usage - c->pol.high > c->r.overshoot)
+        c->r.overshoot = in.usage - c->pol.high;
     enum atr_ctl_why why;
     int64_t high = atr_ctl_policy_step(&c->pol, &in, &why);
     if (why == ATR_CTL_SATURATED) {

@@ -175,6 +175,10 @@ struct atr_ctl_report {
      * episodes; v2's memory.high throttling shows in PSI instead. */
     uint64_t holds;
     int64_t held_ns;
+    /* The most usage above the limit in force that atr saw (bytes, 0
+     * none): ebpf at its stops (the kernel's reading), the others at
+     * their observations (v1's held limit cannot be passed). */
+    int64_t overshoot;
     int64_t max_mem_high, final_mem_high;   /* bytes */
     double reaction_p50_us, reaction_p99_us;        /* seen -> written; NAN: none */
     double reaction_bound_p50_us, reaction_bound_p99_us;   /* upper bounds */

@@ -104,6 +104,7 @@ struct atr_step_metrics {
      * stopped) and for how long in all; -1 when not dynamic. */
     int64_t ctl_holds;
     double ctl_held_ms;
+    double ctl_overshoot_mb;    /* dynamic: most usage seen above the limit */
     /* dynamic: the controller's reaction times of this step, microseconds:
      * condition seen -> limit written, and its upper bound (controller.h). */
     const double *ctl_seen_us, *ctl_bound_us;
