@@ -124,3 +124,8 @@ case " $arms " in *" ebpf "*)
 esac
 check "experiment leaves nothing" "[ -z \"\$(sh '$DATA/replay/leftovers.sh' $PID '$WD')\" ]"
 fails "experiment refuses an existing DIR" 1 "exists .use --force" "$ATR" experiment timescale "$C/burst.ndjson" --out "$C/exp"
+# --victim: a small tenant beside the burst, its latency apart per arm.
+printf '{"format":"atr-trace/1","trace_id":"victim","steps":[{"kind":"tool","tool":"bash","command":"%s -m 4 -c 5"},{"kind":"tool","tool":"bash","command":"%s -m 4 -c 5"},{"kind":"tool","tool":"bash","command":"%s -m 4 -c 5"}]}\n' "$HOG" "$HOG" "$HOG" >"$C/victim.ndjson"
+ok "experiment --victim" "$ATR" experiment timescale -q --reps 1 --victim "$C/victim.ndjson" "$C/burst.ndjson" --out "$C/expv"
+check "experiment --victim: victim apart in every arm" "python3 -c \"import json,sys; s=json.load(open('$C/expv/summary.json'))['arms']; sys.exit(not all(a.get('skipped') or (a['victim_steps']==3 and a['victim_latency_p99_ms']>0 and a['total_steps']==1) for a in s))\""
+fails "experiment --victim not a trace" 1 "no trace with a trace_id" "$ATR" experiment timescale --victim "$C/v" "$C/burst.ndjson" --out "$C/x2"
