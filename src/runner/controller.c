@@ -134,8 +134,9 @@ static enum atr_ctl_why policy_raise_reason(const struct atr_ctl_policy *p,
     return ATR_CTL_KEEP;
 }
 
-/* Multiplicative increase, but at least usage x headroom: where the
- * limit does not throttle (v1 soft limit) usage can be far above it. */
+/* Multiplicative increase, but at least usage x headroom: where usage
+ * got past the limit before the raise (an eBPF stop comes a charge batch
+ * late, v2's memory.high is not a wall) it can be above it. */
 int64_t atr_ctl_policy_raise_target(const struct atr_ctl_policy *p, int64_t usage)
 {
     double t = (double)p->high * p->raise_factor;
