@@ -74,6 +74,12 @@ case " $arms " in *" ebpf "*)
     check "ebpf: no program left attached" "[ \"\$($PROGS)\" -le $progs0 ]"
     run "ceiling-ebpf" ebpf big --mem-high 32M --mem-max 64M
     check "ebpf at the ceiling: the OOM killer decides" "[ \"\$('$C/v' ceiling-ebpf oom_kills)\" -ge 1 ]"
+    # Three processes in one step (make -j): each one that faults over
+    # the target is stopped and resumed; the step ends well.
+    trace make "$HOG -m 96 -r 200 & $HOG -m 96 -r 200 & $HOG -m 96 -r 200 & wait"
+    run "make-ebpf" ebpf make --mem-high 16M --mem-max 1G
+    check "ebpf make: the children stopped, resumed, done" "[ \"\$('$C/v' make-ebpf exit_code)\" = 0 ] && [ \"\$('$C/v' make-ebpf ctl_holds)\" -ge 2 ] && python3 -c 'import sys; sys.exit(not float(\"'\$('$C/v' make-ebpf max_rss_mb)'\") > 200)'"
+    check "ebpf make leaves nothing" "[ -z \"\$(sh '$DATA/replay/leftovers.sh' $PID '$WD')\" ]"
     # Two tenants at once share the program, each with its own ring.
     printf '{"format":"atr-trace/1","trace_id":"t0","steps":[{"kind":"tool","tool":"bash","command":"%s -m 128 -r 200"}]}\n{"format":"atr-trace/1","trace_id":"t1","steps":[{"kind":"tool","tool":"bash","command":"%s -m 128 -r 200"}]}\n' "$HOG" "$HOG" >"$C/two.ndjson"
     run "tenants-ebpf" ebpf two --tenants --no-baseline --mem-high 16M --mem-max 1G
