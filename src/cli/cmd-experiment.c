@@ -37,7 +37,9 @@ static const char help[] =
     "controller) for the slowdown; every arm --reps times, interleaved (the\n"
     "order rotates every repetition). Each run is `atr replay tools` into\n"
     "DIR/ARM-REP/. DIR/metrics.jsonl holds every step line with its \"arm\" and\n"
-    "\"rep\"; DIR/summary.json one entry per arm: arm, config, runs,\n"
+    "\"rep\", the arm as its \"config\" (static-toolcall, dynamic-psi-poll,\n"
+    "dynamic-psi-trigger, dynamic-ebpf; the replay's own as \"replay_config\");\n"
+    "DIR/summary.json \"limits\" and \"configs\", one per arm: config, arm, runs,\n"
     "total_steps, latency_p50_ms, latency_p95_ms, latency_p99_ms, slowdown\n"
     "(latency p50 over static's), max_rss_mb, mem_high_events_total,\n"
     "mem_max_events_total, oom_kills, ctl_holds_total, ctl_held_ms_total,\n"
@@ -46,9 +48,11 @@ static const char help[] =
     "overshoot_max_mb (usage above the limit in force: the eBPF stops' kernel\n"
     "readings, the others' polls), and with --victim victim_steps,\n"
     "victim_latency_p50_ms, victim_latency_p99_ms; or skipped with the\n"
-    "reason. Prints the side-by-side table. Where eBPF cannot load\n"
-    "(no root, no BTF, a build without it) the ebpf arm is skipped, saying why.\n"
-    "Figures (CDFs, timelines) are not drawn yet.\n"
+    "reason. DIR/report.html is `atr report DIR`: the arms' latency and\n"
+    "reaction-time (seen -> written) CDFs, memory per step with the limits.\n"
+    "Prints the side-by-side table. Where\n"
+    "eBPF cannot load (no root, no BTF, a build without it) the ebpf arm is\n"
+    "skipped, saying why.\n"
     "\n"
     "options:\n"
     "  -o, --out DIR       where to write (required; must not exist, or --force)\n"
@@ -58,6 +62,8 @@ static const char help[] =
     "      --mem-max SIZE  every arm's ceiling (default 1G)\n"
     "      --interval MS   psi-poll's interval (default 50)\n"
     "      --sandbox MODE  ns or none (default none: the host's processes)\n"
+    "      --png           the report's charts also as DIR/figures/*.png\n"
+    "                      (headless Chromium, see atr report)\n"
     "      --victim FILE   a co-located tenant: every run replays TRACE... and\n"
     "                      FILE's traces at once (--tenants), FILE's steps\n"
     "                      reported apart as the victim's latency\n"
@@ -65,10 +71,15 @@ static const char help[] =
 
 enum { ARM_STATIC, ARM_POLL, ARM_TRIGGER, ARM_EBPF, N_ARMS };
 static const char *const arm_names[N_ARMS] = {"static", "psi-poll", "psi-trigger", "ebpf"};
+/* An arm as a configuration of DIR's metrics.jsonl and summary.json (what
+ * `atr report DIR` shows side by side); the replay's own "config" is kept
+ * as "replay_config". */
+static const char *const arm_configs[N_ARMS] = {"static-toolcall", "dynamic-psi-poll",
+                                                "dynamic-psi-trigger", "dynamic-ebpf"};
 
 struct exp_args {
     const char *out;
-    bool force, quiet;
+    bool force, quiet, png;
     unsigned reps, interval_ms;
     int64_t mem_high, mem_max;
     int sandbox;                /* 0 none, 1 ns */
@@ -90,6 +101,7 @@ static const struct opt options[] = {
     OPT_UINT(ARGS, interval_ms, "interval", 0, 1, 60000, "--interval wants milliseconds 1..60000"),
     OPT_ENUM(ARGS, sandbox, "sandbox", 0, OPT_WORDS("none", "ns"), "--sandbox wants ns or none"),
     OPT_STRING(ARGS, victim, "victim", 0),
+    OPT_FLAG(ARGS, png, "png", 0),
     OPT_FLAG(ARGS, quiet, "quiet", 'q'),
     OPT_END,
 };
@@ -113,6 +125,28 @@ struct arm_sum {
 static void fmt_size(char *buf, size_t cap, int64_t v)
 {
     snprintf(buf, cap, "%" PRId64, v);
+}
+
+/* Runs this binary with argv (argv[0] "/proc/self/exe"), its stdout to
+ * /dev/null (the table is ours to print), its stderr into errpath. The exit status, or -1 (errno) when it could not start. */
+static int run_self(char **argv, const char *errpath)
+{
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, errpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    pid_t pid;
+    int rc = posix_spawn(&pid, "/proc/self/exe", &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) {
+        errno = rc;
+        return -1;
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
 /* Runs `atr replay tools` for arm into dir, stderr into dir.err. Returns
@@ -148,21 +182,7 @@ static int run_replay(const struct exp_args *a, int arm, const char *dir, char *
         argv[n++] = (char *)a->victim;
     }
     argv[n] = NULL;
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 2, errpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    pid_t pid;
-    int rc = posix_spawn(&pid, "/proc/self/exe", &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) {
-        errno = rc;
-        return -1;
-    }
-    int st;
-    while (waitpid(pid, &st, 0) < 0)
-        if (errno != EINTR)
-            return -1;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return run_self(argv, errpath);
 }
 
 /* The first line of a run's stderr, for a message. */
@@ -225,6 +245,29 @@ static void add_step(struct arm_sum *s, const struct atr_json *o)
     add_array(&s->bound, atr_json_get(o, "ctl_reaction_bound_us"));
 }
 
+/* One step line of DIR/metrics.jsonl: the arm as "config" first. */
+static void write_line(FILE *out, const struct atr_json *o, int arm, unsigned rep)
+{
+    struct atr_buf b = {0};
+    struct atr_jw w;
+    atr_jw_init(&w, &b, ATR_JW_COMPACT);
+    atr_jw_object_begin(&w);
+    atr_jw_kv_str(&w, "config", arm_configs[arm]);
+    atr_jw_kv_str(&w, "arm", arm_names[arm]);
+    atr_jw_kv_uint(&w, "rep", rep);
+    for (const struct atr_json *m = o->u.kids.first; m; m = m->next) {
+        if (atr_json_key_is(m, "config"))
+            atr_jw_key(&w, "replay_config");
+        else
+            atr_jw_keyn(&w, m->key, m->key_len);
+        atr_jw_value(&w, m);
+    }
+    atr_jw_object_end(&w);
+    if (atr_jw_finish(&w) == 0)
+        fprintf(out, "%.*s\n", (int)b.len, b.data);
+    atr_buf_release(&b);
+}
+
 /* Adds a run's metrics.jsonl to s and to out (each line tagged with its
  * arm and rep). -1 when it cannot be read. */
 static int read_run(const struct exp_args *a, struct arm_sum *s, const char *dir, int arm,
@@ -249,7 +292,7 @@ static int read_run(const struct exp_args *a, struct arm_sum *s, const char *dir
                 add_step(s, o);
             else if (atr_json_get_num(o, "latency_ms", &v))
                 atr_samples_add(&s->victim, v);
-            fprintf(out, "{\"arm\":\"%s\",\"rep\":%u,%s", arm_names[arm], rep, line + 1);
+            write_line(out, o, arm, rep);
         }
         atr_arena_clear(&arena);
     }
@@ -270,8 +313,9 @@ static double pct(struct atr_samples *s, double p)
 static void put_arm(struct atr_jw *w, int arm, struct arm_sum *s, double base_p50)
 {
     atr_jw_object_begin(w);
+    atr_jw_kv_str(w, "config", arm_configs[arm]);
     atr_jw_kv_str(w, "arm", arm_names[arm]);
-    atr_jw_kv_str(w, "config", arm == ARM_STATIC ? "static-toolcall" : "dynamic");
+    atr_jw_kv_str(w, "replay_config", arm == ARM_STATIC ? "static-toolcall" : "dynamic");
     if (s->skipped) {
         atr_jw_kv_str(w, "skipped", s->why);
         atr_jw_object_end(w);
@@ -304,14 +348,19 @@ static void put_arm(struct atr_jw *w, int arm, struct arm_sum *s, double base_p5
     atr_jw_object_end(w);
 }
 
-static int write_summary(const char *out, struct arm_sum *sums, double base_p50)
+static int write_summary(const struct exp_args *a, struct arm_sum *sums, double base_p50)
 {
     struct atr_buf b = {0};
     struct atr_jw w;
     atr_jw_init(&w, &b, ATR_JW_PYTHON);
     atr_jw_object_begin(&w);
     atr_jw_kv_str(&w, "experiment", "timescale");
-    atr_jw_key(&w, "arms");
+    atr_jw_key(&w, "limits");
+    atr_jw_object_begin(&w);
+    atr_jw_kv_int(&w, "mem_high_bytes", a->mem_high);
+    atr_jw_kv_int(&w, "mem_max_bytes", a->mem_max);
+    atr_jw_object_end(&w);
+    atr_jw_key(&w, "configs");
     atr_jw_array_begin(&w);
     for (int k = 0; k < N_ARMS; k++)
         put_arm(&w, k, &sums[k], base_p50);
@@ -319,7 +368,7 @@ static int write_summary(const char *out, struct arm_sum *sums, double base_p50)
     atr_jw_object_end(&w);
     atr_jw_finish(&w);
     char path[PATH_MAX + 32];
-    snprintf(path, sizeof path, "%s/summary.json", out);
+    snprintf(path, sizeof path, "%s/summary.json", a->out);
     FILE *f = fopen(path, "we");
     bool ok = f && fwrite(b.data, 1, b.len, f) == b.len && fputc('\n', f) != EOF;
     ok = f && fclose(f) == 0 && ok;
@@ -439,7 +488,30 @@ static int run_all(const struct exp_args *a, char **traces, int n, struct arm_su
     return EXIT_OK;
 }
 
-/* The runs, then DIR/summary.json and the table. */
+/* DIR/report.html from DIR (`atr report`), and with --png its charts in
+ * DIR/figures. */
+static int write_report(const struct exp_args *a)
+{
+    char html[PATH_MAX + 32], figures[PATH_MAX + 32], errbase[PATH_MAX + 32];
+    char errpath[PATH_MAX + 64];
+    snprintf(html, sizeof html, "%s/report.html", a->out);
+    snprintf(figures, sizeof figures, "%s/figures", a->out);
+    snprintf(errbase, sizeof errbase, "%s/report", a->out);
+    snprintf(errpath, sizeof errpath, "%s.err", errbase);
+    char *argv[] = {"/proc/self/exe", "report", "-q", (char *)a->out, "-o", html,
+                    a->png ? "--png" : NULL, figures, NULL};
+    int rc = run_self(argv, errpath);
+    if (rc < 0)
+        return cli_fail("cannot run atr report: %s", strerror(errno));
+    if (rc != 0) {
+        char why[320];
+        first_line(errbase, why, sizeof why);
+        return cli_fail("experiment timescale: atr report failed (exit %d): %s", rc, why);
+    }
+    return EXIT_OK;
+}
+
+/* The runs, then DIR/summary.json, the report and the table. */
 static int experiment(const struct exp_args *a, char **traces, int n_traces)
 {
     char path[PATH_MAX + 32];
@@ -453,8 +525,10 @@ static int experiment(const struct exp_args *a, char **traces, int n_traces)
     if (fclose(metrics) != 0 && rc == EXIT_OK)
         rc = cli_fail("%s: %s", path, strerror(errno));
     double base = pct(&sums[ARM_STATIC].latency, 50);
-    if (rc == EXIT_OK && write_summary(a->out, sums, base) < 0)
+    if (rc == EXIT_OK && write_summary(a, sums, base) < 0)
         rc = cli_fail("%s/summary.json: cannot write", a->out);
+    if (rc == EXIT_OK)
+        rc = write_report(a);
     if (rc == EXIT_OK && !a->quiet)
         print_table(sums, base);
     for (int k = 0; k < N_ARMS; k++) {

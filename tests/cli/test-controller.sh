@@ -121,17 +121,18 @@ setsid "$ATR" experiment timescale --reps 2 "$C/burst.ndjson" --out "$C/exp" >"$
 PID=$!
 CURRENT="experiment timescale runs"
 wait "$PID" && pass || fail "exit $?: $(head -c 400 "$C/exp.err")"
+check "experiment: the report of the arms" "[ -s '$C/exp/report.html' ] && grep -q dynamic-ebpf '$C/exp/report.html'"
 check "experiment: every arm in the table" "for a in static psi-poll psi-trigger ebpf; do grep -q \"^\$a \" '$C/exp.out' || exit 1; done"
-check "experiment: summary and tagged metrics" "python3 -c \"import json,sys; s=json.load(open('$C/exp/summary.json')); a={x['arm']:x for x in s['arms']}; ms=[json.loads(l) for l in open('$C/exp/metrics.jsonl')]; sys.exit(not (list(a)==['static','psi-poll','psi-trigger','ebpf'] and a['static']['runs']==2 and a['psi-poll']['reaction_samples']>0 and a['psi-poll']['slowdown']>0 and all('arm' in m and 'rep' in m for m in ms)))\""
+check "experiment: summary and tagged metrics" "python3 -c \"import json,sys; s=json.load(open('$C/exp/summary.json')); a={x['arm']:x for x in s['configs']}; ms=[json.loads(l) for l in open('$C/exp/metrics.jsonl')]; sys.exit(not (list(a)==['static','psi-poll','psi-trigger','ebpf'] and a['static']['runs']==2 and a['psi-poll']['reaction_samples']>0 and a['psi-poll']['slowdown']>0 and all('arm' in m and 'rep' in m for m in ms)))\""
 case " $arms " in *" ebpf "*)
-    check "experiment: in-kernel p99 under 1 ms, below psi-poll's bound" "python3 -c \"import json,sys; a={x['arm']:x for x in json.load(open('$C/exp/summary.json'))['arms']}; e=a['ebpf']; sys.exit(not (e['reaction_p99_us'] < 1000 and e['reaction_p99_us'] * 20 < a['psi-poll']['reaction_bound_p99_us']))\"" ;;
+    check "experiment: in-kernel p99 under 1 ms, below psi-poll's bound" "python3 -c \"import json,sys; a={x['arm']:x for x in json.load(open('$C/exp/summary.json'))['configs']}; e=a['ebpf']; sys.exit(not (e['reaction_p99_us'] < 1000 and e['reaction_p99_us'] * 20 < a['psi-poll']['reaction_bound_p99_us']))\"" ;;
 *)
-    check "experiment: ebpf skipped with its reason" "python3 -c \"import json,sys; a={x['arm']:x for x in json.load(open('$C/exp/summary.json'))['arms']}; sys.exit(not a['ebpf'].get('skipped'))\"" ;;
+    check "experiment: ebpf skipped with its reason" "python3 -c \"import json,sys; a={x['arm']:x for x in json.load(open('$C/exp/summary.json'))['configs']}; sys.exit(not a['ebpf'].get('skipped'))\"" ;;
 esac
 check "experiment leaves nothing" "[ -z \"\$(sh '$DATA/replay/leftovers.sh' $PID '$WD')\" ]"
 fails "experiment refuses an existing DIR" 1 "exists .use --force" "$ATR" experiment timescale "$C/burst.ndjson" --out "$C/exp"
 # --victim: a small tenant beside the burst, its latency apart per arm.
 printf '{"format":"atr-trace/1","trace_id":"victim","steps":[{"kind":"tool","tool":"bash","command":"%s -m 4 -c 5"},{"kind":"tool","tool":"bash","command":"%s -m 4 -c 5"},{"kind":"tool","tool":"bash","command":"%s -m 4 -c 5"}]}\n' "$HOG" "$HOG" "$HOG" >"$C/victim.ndjson"
 ok "experiment --victim" "$ATR" experiment timescale -q --reps 1 --victim "$C/victim.ndjson" "$C/burst.ndjson" --out "$C/expv"
-check "experiment --victim: victim apart in every arm" "python3 -c \"import json,sys; s=json.load(open('$C/expv/summary.json'))['arms']; sys.exit(not all(a.get('skipped') or (a['victim_steps']==3 and a['victim_latency_p99_ms']>0 and a['total_steps']==1) for a in s))\""
+check "experiment --victim: victim apart in every arm" "python3 -c \"import json,sys; s=json.load(open('$C/expv/summary.json'))['configs']; sys.exit(not all(a.get('skipped') or (a['victim_steps']==3 and a['victim_latency_p99_ms']>0 and a['total_steps']==1) for a in s))\""
 fails "experiment --victim not a trace" 1 "no trace with a trace_id" "$ATR" experiment timescale --victim "$C/v" "$C/burst.ndjson" --out "$C/x2"
