@@ -74,6 +74,13 @@ case " $arms " in *" ebpf "*)
     check "ebpf: no program left attached" "[ \"\$($PROGS)\" -le $progs0 ]"
     run "ceiling-ebpf" ebpf big --mem-high 32M --mem-max 64M
     check "ebpf at the ceiling: the OOM killer decides" "[ \"\$('$C/v' ceiling-ebpf oom_kills)\" -ge 1 ]"
+    # In the default sandbox (namespaces): the same stops and resumes.
+    if "$ATR" replay tools --help >/dev/null && [ -z "$(sh -c 'unshare -U -p -f true' 2>&1)" ]; then
+        run "sandbox-ebpf" ebpf burst --sandbox ns --bind "$(dirname "$HOG")" --mem-high 32M --mem-max 1G
+        check "ebpf in the sandbox: stopped, resumed, done" "[ \"\$('$C/v' sandbox-ebpf exit_code)\" = 0 ] && [ \"\$('$C/v' sandbox-ebpf ctl_holds)\" -ge 1 ]"
+    else
+        echo "skipped: ebpf in the sandbox: no user and PID namespaces here"
+    fi
     # Three processes in one step (make -j): each one that faults over
     # the target is stopped and resumed; the step ends well.
     trace make "$HOG -m 96 -r 200 & $HOG -m 96 -r 200 & $HOG -m 96 -r 200 & wait"
