@@ -39,6 +39,12 @@ struct atr_bpf *atr_bpf_open(struct atr_error *err)
     return NULL;
 }
 
+uint32_t atr_bpf_prog_id(const struct atr_bpf *b)
+{
+    (void)b;
+    return 0;
+}
+
 void atr_bpf_close(struct atr_bpf *b)
 {
     (void)b;
@@ -177,6 +183,15 @@ struct atr_bpf *atr_bpf_open(struct atr_error *err)
         return NULL;
     }
     return b;
+}
+
+uint32_t atr_bpf_prog_id(const struct atr_bpf *b)
+{
+    struct bpf_prog_info info;
+    __u32 len = sizeof info;
+    memset(&info, 0, sizeof info);
+    int fd = bpf_program__fd(b->skel->progs.atr_on_memcg_event);
+    return bpf_obj_get_info_by_fd(fd, &info, &len) == 0 ? info.id : 0;
 }
 
 void atr_bpf_close(struct atr_bpf *b)

@@ -43,6 +43,8 @@ const char *atr_bpf_unavailable(void);
  * different map entries). NULL with err (the reason: the verifier's or
  * libbpf's last message, EPERM...). */
 struct atr_bpf *atr_bpf_open(struct atr_error *err);
+/* The kernel's id of the loaded program (`bpftool prog show id N`). */
+uint32_t atr_bpf_prog_id(const struct atr_bpf *b);
 /* Detaches, unloads, frees; every watch must be closed first. */
 void atr_bpf_close(struct atr_bpf *b);
 

@@ -721,6 +721,7 @@ static int open_bpf(struct atr_ctl *c, const struct atr_ctl_opts *o, struct atr_
     c->cgid = atr_bpf_cgroup_id(c->host->v2_memory ? c->g->v2 : c->g->memory, err);
     if (!c->cgid)
         return -1;
+    c->r.bpf_prog_id = atr_bpf_prog_id(b);
     c->bw = atr_bpf_watch(b, c->cgid, c->pol.high, err);
     return c->bw ? 0 : -1;
 }

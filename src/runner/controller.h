@@ -179,6 +179,7 @@ struct atr_ctl_report {
      * none): ebpf at its stops (the kernel's reading), the others at
      * their observations (v1's held limit cannot be passed). */
     int64_t overshoot;
+    uint32_t bpf_prog_id;           /* ebpf: the kernel's id of the program; 0 */
     int64_t max_mem_high, final_mem_high;   /* bytes */
     double reaction_p50_us, reaction_p99_us;        /* seen -> written; NAN: none */
     double reaction_bound_p50_us, reaction_bound_p99_us;   /* upper bounds */

@@ -590,6 +590,7 @@ static void stop_controller(struct trace_run *tr, struct atr_ctl *ctl, struct at
     m->ctl_holds = (int64_t)rep.holds;
     m->ctl_held_ms = (double)rep.held_ns / 1e6;
     m->ctl_overshoot_mb = (double)rep.overshoot / (1024.0 * 1024.0);
+    m->ctl_bpf_prog = rep.bpf_prog_id ? (int64_t)rep.bpf_prog_id : -1;
     m->ctl_seen_us = tr->ctl_step.seen_us.v;
     m->ctl_bound_us = tr->ctl_step.bound_us.v;
     m->ctl_samples = tr->ctl_step.seen_us.n < tr->ctl_step.bound_us.n ? tr->ctl_step.seen_us.n
@@ -1203,6 +1204,8 @@ static void put_measured(struct atr_jw *w, const struct atr_step_metrics *m)
         kv_count(w, "ctl_holds", m->ctl_holds);
         kv_ms(w, "ctl_held_ms", m->ctl_held_ms);
         kv_ms(w, "ctl_overshoot_mb", m->ctl_overshoot_mb);
+        if (m->ctl_bpf_prog > 0)
+            atr_jw_kv_int(w, "ctl_bpf_prog", m->ctl_bpf_prog);
         kv_samples(w, "ctl_reaction_us", m->ctl_seen_us, m->ctl_samples);
         kv_samples(w, "ctl_reaction_bound_us", m->ctl_bound_us, m->ctl_samples);
     }

@@ -105,6 +105,7 @@ struct atr_step_metrics {
     int64_t ctl_holds;
     double ctl_held_ms;
     double ctl_overshoot_mb;    /* dynamic: most usage seen above the limit */
+    int64_t ctl_bpf_prog;       /* ebpf: the program's kernel id, else -1 */
     /* dynamic: the controller's reaction times of this step, microseconds:
      * condition seen -> limit written, and its upper bound (controller.h). */
     const double *ctl_seen_us, *ctl_bound_us;
