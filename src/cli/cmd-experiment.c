@@ -189,8 +189,9 @@ static int run_replay(const struct exp_args *a, int arm, const char *dir, char *
 static void first_line(const char *dir, char *out, size_t cap)
 {
     char path[PATH_MAX + 32];
-    snprintf(path, sizeof path, "%s.err", dir);
     out[0] = '\0';
+    if (snprintf(path, sizeof path, "%s.err", dir) >= (int)sizeof path)
+        return;
     FILE *f = fopen(path, "re");
     if (!f)
         return;
