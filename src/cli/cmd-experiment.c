@@ -1,8 +1,10 @@
-/* cmd-experiment.c - `atr experiment timescale`: the dynamic controller's
- * arms side by side on the same tool traces (user space psi-poll and
- * psi-trigger, in-kernel ebpf, and no controller for the slowdown),
- * repeated and interleaved; each run is an `atr replay tools` of this
- * binary, so every run has its own process, guard and cgroup root. */
+/* cmd-experiment.c - `atr experiment timescale|domain|overhead`: arms side
+ * by side on the same tool traces (timescale: the dynamic controller's
+ * user-space psi-poll and psi-trigger, in-kernel ebpf, and no controller;
+ * domain: static-env, static-toolcall, dynamic; overhead: none,
+ * static-toolcall, dynamic), repeated and interleaved; each run is an
+ * `atr replay tools` of this binary, so every run has its own process,
+ * guard and cgroup root. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -14,6 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli/cmd.h"
@@ -28,20 +31,28 @@
 extern char **environ;
 
 static const char help[] =
-    "usage: atr experiment timescale [OPTIONS] TRACE... --out DIR\n"
+    "usage: atr experiment timescale|domain|overhead [OPTIONS] TRACE... --out DIR\n"
     "\n"
-    "The AgentCgroup timescale experiment (docs/controller.md): the tool steps\n"
-    "of TRACE under each arm of the dynamic controller, psi-poll (user space,\n"
-    "every --interval ms), psi-trigger (user space, kernel events) and ebpf\n"
-    "(the kernel stops a step at its target), and under static-toolcall (no\n"
-    "controller) for the slowdown; every arm --reps times, interleaved (the\n"
-    "order rotates every repetition). Each run is `atr replay tools` into\n"
+    "The AgentCgroup experiments (docs/controller.md) on the tool steps of\n"
+    "TRACE, each a set of arms:\n"
+    "  timescale  static-toolcall (no controller, the baseline), then the\n"
+    "             dynamic controller's arms: psi-poll (user space, every\n"
+    "             --interval ms), psi-trigger (user space, kernel events) and\n"
+    "             ebpf (the kernel stops a step at its target)\n"
+    "  domain     static-env (one group per trace), static-toolcall (one per\n"
+    "             step), dynamic (psi-poll)\n"
+    "  overhead   none (no cgroup, the baseline), static-toolcall, dynamic\n"
+    "Every arm runs --reps times, interleaved (the order rotates every\n"
+    "repetition); the first arm is the baseline of \"slowdown\". Each run is\n"
+    "`atr replay tools` into\n"
     "DIR/ARM-REP/. DIR/metrics.jsonl holds every step line with its \"arm\" and\n"
-    "\"rep\", the arm as its \"config\" (static-toolcall, dynamic-psi-poll,\n"
-    "dynamic-psi-trigger, dynamic-ebpf; the replay's own as \"replay_config\");\n"
+    "\"rep\", the arm as its \"config\" (timescale: static-toolcall,\n"
+    "dynamic-psi-poll, dynamic-psi-trigger, dynamic-ebpf; the replay's own as\n"
+    "\"replay_config\");\n"
     "DIR/summary.json \"limits\" and \"configs\", one per arm: config, arm, runs,\n"
     "total_steps, latency_p50_ms, latency_p95_ms, latency_p99_ms, slowdown\n"
-    "(latency p50 over static's), max_rss_mb, mem_high_events_total,\n"
+    "(latency p50 over the baseline's), run_wall_p50_ms (a whole replay run,\n"
+    "its groups' setup and teardown included), max_rss_mb, mem_high_events_total,\n"
     "mem_max_events_total, oom_kills, ctl_holds_total, ctl_held_ms_total,\n"
     "reaction_samples, reaction_p50_us, reaction_p99_us,\n"
     "reaction_bound_p50_us, reaction_bound_p99_us (null: none),\n"
@@ -69,15 +80,46 @@ static const char help[] =
     "                      reported apart as the victim's latency\n"
     "  -q, --quiet         no table\n";
 
-enum { ARM_STATIC, ARM_POLL, ARM_TRIGGER, ARM_EBPF, N_ARMS };
-static const char *const arm_names[N_ARMS] = {"static", "psi-poll", "psi-trigger", "ebpf"};
-/* An arm as a configuration of DIR's metrics.jsonl and summary.json (what
- * `atr report DIR` shows side by side); the replay's own "config" is kept
- * as "replay_config". */
-static const char *const arm_configs[N_ARMS] = {"static-toolcall", "dynamic-psi-poll",
-                                                "dynamic-psi-trigger", "dynamic-ebpf"};
+/* One arm: how its runs replay, and its name as a configuration of DIR's
+ * metrics.jsonl and summary.json (what `atr report DIR` shows side by
+ * side; the replay's own "config" is kept as "replay_config"). */
+struct arm {
+    const char *name;           /* DIR/NAME-REP, the table */
+    const char *config;
+    const char *replay_config;
+    const char *controller;     /* dynamic: the controller */
+};
+
+#define MAX_ARMS 4
+
+/* An experiment: its arms, the first the baseline of "slowdown". */
+struct experiment {
+    const char *mode;
+    struct arm arms[MAX_ARMS];
+    int n;
+};
+
+static const struct experiment experiments[] = {
+    {"timescale",
+     {{"static", "static-toolcall", "static-toolcall", NULL},
+      {"psi-poll", "dynamic-psi-poll", "dynamic", "psi-poll"},
+      {"psi-trigger", "dynamic-psi-trigger", "dynamic", "psi-trigger"},
+      {"ebpf", "dynamic-ebpf", "dynamic", "ebpf"}},
+     4},
+    {"domain",
+     {{"static-env", "static-env", "static-env", NULL},
+      {"static-toolcall", "static-toolcall", "static-toolcall", NULL},
+      {"dynamic", "dynamic", "dynamic", "psi-poll"}},
+     3},
+    {"overhead",
+     {{"none", "none", "none", NULL},
+      {"static-toolcall", "static-toolcall", "static-toolcall", NULL},
+      {"dynamic", "dynamic", "dynamic", "psi-poll"}},
+     3},
+};
 
 struct exp_args {
+    const struct experiment *x;
     const char *out;
     bool force, quiet, png;
     unsigned reps, interval_ms;
@@ -107,7 +149,7 @@ static const struct opt options[] = {
 };
 #undef ARGS
 
-static const struct opts_cmd parser = {"experiment timescale", options};
+
 
 /* One arm's figures over all its runs. */
 struct arm_sum {
@@ -116,6 +158,7 @@ struct arm_sum {
     unsigned runs;
     unsigned long steps;
     struct atr_samples latency, reaction, bound, victim;
+    struct atr_samples wall;    /* each run's whole replay, ms: setup and teardown too */
     double max_rss_mb, held_ms, overshoot_mb;
     int64_t high_events, max_events, oom, holds;
 };
@@ -165,12 +208,12 @@ static int run_replay(const struct exp_args *a, int arm, const char *dir, char *
                      "--mem-max", max, "--sandbox", a->sandbox ? "ns" : "none"};
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
         argv[n++] = fixed[i];
-    if (arm == ARM_STATIC) {
-        argv[n++] = "--config";
-        argv[n++] = "static-toolcall";
-    } else {
-        char *dyn[] = {"--config", "dynamic", "--controller", (char *)arm_names[arm],
-                       "--mem-high", high, "--interval", interval};
+    const struct arm *r = &a->x->arms[arm];
+    argv[n++] = "--config";
+    argv[n++] = (char *)r->replay_config;
+    if (r->controller) {
+        char *dyn[] = {"--controller", (char *)r->controller, "--mem-high", high, "--interval",
+                       interval};
         for (size_t i = 0; i < sizeof dyn / sizeof dyn[0]; i++)
             argv[n++] = dyn[i];
     }
@@ -247,14 +290,14 @@ static void add_step(struct arm_sum *s, const struct atr_json *o)
 }
 
 /* One step line of DIR/metrics.jsonl: the arm as "config" first. */
-static void write_line(FILE *out, const struct atr_json *o, int arm, unsigned rep)
+static void write_line(FILE *out, const struct atr_json *o, const struct arm *r, unsigned rep)
 {
     struct atr_buf b = {0};
     struct atr_jw w;
     atr_jw_init(&w, &b, ATR_JW_COMPACT);
     atr_jw_object_begin(&w);
-    atr_jw_kv_str(&w, "config", arm_configs[arm]);
-    atr_jw_kv_str(&w, "arm", arm_names[arm]);
+    atr_jw_kv_str(&w, "config", r->config);
+    atr_jw_kv_str(&w, "arm", r->name);
     atr_jw_kv_uint(&w, "rep", rep);
     for (const struct atr_json *m = o->u.kids.first; m; m = m->next) {
         if (atr_json_key_is(m, "config"))
@@ -293,7 +336,7 @@ static int read_run(const struct exp_args *a, struct arm_sum *s, const char *dir
                 add_step(s, o);
             else if (atr_json_get_num(o, "latency_ms", &v))
                 atr_samples_add(&s->victim, v);
-            write_line(out, o, arm, rep);
+            write_line(out, o, &a->x->arms[arm], rep);
         }
         atr_arena_clear(&arena);
     }
@@ -311,12 +354,12 @@ static double pct(struct atr_samples *s, double p)
     return s->n ? atr_samples_percentile(s, p) : NAN;
 }
 
-static void put_arm(struct atr_jw *w, int arm, struct arm_sum *s, double base_p50)
+static void put_arm(struct atr_jw *w, const struct arm *r, struct arm_sum *s, double base_p50)
 {
     atr_jw_object_begin(w);
-    atr_jw_kv_str(w, "config", arm_configs[arm]);
-    atr_jw_kv_str(w, "arm", arm_names[arm]);
-    atr_jw_kv_str(w, "replay_config", arm == ARM_STATIC ? "static-toolcall" : "dynamic");
+    atr_jw_kv_str(w, "config", r->config);
+    atr_jw_kv_str(w, "arm", r->name);
+    atr_jw_kv_str(w, "replay_config", r->replay_config);
     if (s->skipped) {
         atr_jw_kv_str(w, "skipped", s->why);
         atr_jw_object_end(w);
@@ -329,6 +372,7 @@ static void put_arm(struct atr_jw *w, int arm, struct arm_sum *s, double base_p5
     atr_jw_kv_fixed(w, "latency_p95_ms", pct(&s->latency, 95), 3);
     atr_jw_kv_fixed(w, "latency_p99_ms", pct(&s->latency, 99), 3);
     atr_jw_kv_fixed(w, "slowdown", base_p50 > 0 ? p50 / base_p50 : NAN, 3);
+    atr_jw_kv_fixed(w, "run_wall_p50_ms", pct(&s->wall, 50), 3);
     atr_jw_kv_fixed(w, "max_rss_mb", s->max_rss_mb, 3);
     atr_jw_kv_int(w, "mem_high_events_total", s->high_events);
     atr_jw_kv_int(w, "mem_max_events_total", s->max_events);
@@ -355,7 +399,7 @@ static int write_summary(const struct exp_args *a, struct arm_sum *sums, double 
     struct atr_jw w;
     atr_jw_init(&w, &b, ATR_JW_PYTHON);
     atr_jw_object_begin(&w);
-    atr_jw_kv_str(&w, "experiment", "timescale");
+    atr_jw_kv_str(&w, "experiment", a->x->mode);
     atr_jw_key(&w, "limits");
     atr_jw_object_begin(&w);
     atr_jw_kv_int(&w, "mem_high_bytes", a->mem_high);
@@ -363,8 +407,8 @@ static int write_summary(const struct exp_args *a, struct arm_sum *sums, double 
     atr_jw_object_end(&w);
     atr_jw_key(&w, "configs");
     atr_jw_array_begin(&w);
-    for (int k = 0; k < N_ARMS; k++)
-        put_arm(&w, k, &sums[k], base_p50);
+    for (int k = 0; k < a->x->n; k++)
+        put_arm(&w, &a->x->arms[k], &sums[k], base_p50);
     atr_jw_array_end(&w);
     atr_jw_object_end(&w);
     atr_jw_finish(&w);
@@ -387,25 +431,26 @@ static void print_us(double v)
         printf(" %8.1fus", v);
 }
 
-static void print_table(struct arm_sum *sums, double base_p50)
+static void print_table(const struct exp_args *a, struct arm_sum *sums, double base_p50)
 {
-    printf("%-12s %5s %7s %10s %10s %10s %10s %8s %7s %6s %6s %4s %10s\n", "arm", "runs",
-           "raises", "react p50", "react p99", "bound p99", "lat p50", "slowdown", "holds",
-           "peakMB", "overMB", "oom", "victim p99");
-    for (int k = 0; k < N_ARMS; k++) {
+    printf("%-15s %5s %7s %10s %10s %10s %10s %8s %10s %7s %6s %6s %4s %10s\n", "arm", "runs",
+           "raises", "react p50", "react p99", "bound p99", "lat p50", "slowdown", "run p50",
+           "holds", "peakMB", "overMB", "oom", "victim p99");
+    for (int k = 0; k < a->x->n; k++) {
         struct arm_sum *s = &sums[k];
+        const char *name = a->x->arms[k].name;
         if (s->skipped) {
-            printf("%-12s skipped: %s\n", arm_names[k], s->why);
+            printf("%-15s skipped: %s\n", name, s->why);
             continue;
         }
         double p50 = pct(&s->latency, 50);
-        printf("%-12s %5u %7zu", arm_names[k], s->runs, s->reaction.n);
+        printf("%-15s %5u %7zu", name, s->runs, s->reaction.n);
         print_us(pct(&s->reaction, 50));
         print_us(pct(&s->reaction, 99));
         print_us(pct(&s->bound, 99));
-        printf(" %8.1fms %7.2fx %7" PRId64 " %6.0f %6.1f %4" PRId64, p50,
-               base_p50 > 0 ? p50 / base_p50 : NAN, s->holds, s->max_rss_mb, s->overshoot_mb,
-               s->oom);
+        printf(" %8.1fms %7.2fx %8.1fms %7" PRId64 " %6.0f %6.1f %4" PRId64, p50,
+               base_p50 > 0 ? p50 / base_p50 : NAN, pct(&s->wall, 50), s->holds, s->max_rss_mb,
+               s->overshoot_mb, s->oom);
         if (s->victim.n)
             printf(" %8.1fms\n", pct(&s->victim, 99));
         else
@@ -462,27 +507,33 @@ static int run_all(const struct exp_args *a, char **traces, int n, struct arm_su
 {
     char dir[PATH_MAX];
     for (unsigned rep = 0; rep < a->reps; rep++)
-        for (int i = 0; i < N_ARMS; i++) {
-            int arm = (int)((i + rep) % N_ARMS);
+        for (int i = 0; i < a->x->n; i++) {
+            int arm = (int)((i + rep) % (unsigned)a->x->n);
+            const struct arm *r = &a->x->arms[arm];
             if (sums[arm].skipped)
                 continue;
-            snprintf(dir, sizeof dir, "%s/%s-%u", a->out, arm_names[arm], rep);
+            snprintf(dir, sizeof dir, "%s/%s-%u", a->out, r->name, rep);
+            struct timespec t0, t1;
+            clock_gettime(CLOCK_MONOTONIC, &t0);
             int rc = run_replay(a, arm, dir, traces, n);
+            clock_gettime(CLOCK_MONOTONIC, &t1);
             if (rc < 0)
                 return cli_fail("cannot run atr replay tools: %s", strerror(errno));
-            if (rc != 0 && arm == ARM_EBPF && rep == 0) {
+            if (rc != 0 && r->controller && strcmp(r->controller, "ebpf") == 0 && rep == 0) {
                 sums[arm].skipped = true;
                 first_line(dir, sums[arm].why, sizeof sums[arm].why);
-                fprintf(stderr, "atr: experiment timescale: ebpf arm skipped: %s\n",
+                fprintf(stderr, "atr: experiment %s: ebpf arm skipped: %s\n", a->x->mode,
                         sums[arm].why);
                 continue;
             }
             if (rc != 0) {
                 char why[320];
                 first_line(dir, why, sizeof why);
-                return cli_fail("experiment timescale: the %s run %u failed (exit %d): %s",
-                                arm_names[arm], rep, rc, why);
+                return cli_fail("experiment %s: the %s run %u failed (exit %d): %s",
+                                a->x->mode, r->name, rep, rc, why);
             }
+            atr_samples_add(&sums[arm].wall, (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
+                                                 (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
             if (read_run(a, &sums[arm], dir, arm, rep, metrics) < 0)
                 return cli_fail("%s/metrics.jsonl: %s", dir, strerror(errno));
         }
@@ -507,7 +558,7 @@ static int write_report(const struct exp_args *a)
     if (rc != 0) {
         char why[320];
         first_line(errbase, why, sizeof why);
-        return cli_fail("experiment timescale: atr report failed (exit %d): %s", rc, why);
+        return cli_fail("experiment %s: atr report failed (exit %d): %s", a->x->mode, rc, why);
     }
     return EXIT_OK;
 }
@@ -520,39 +571,47 @@ static int experiment(const struct exp_args *a, char **traces, int n_traces)
     FILE *metrics = fopen(path, "we");
     if (!metrics)
         return cli_fail("%s: %s", path, strerror(errno));
-    struct arm_sum sums[N_ARMS];
+    struct arm_sum sums[MAX_ARMS];
     memset(sums, 0, sizeof sums);
     int rc = run_all(a, traces, n_traces, sums, metrics);
     if (fclose(metrics) != 0 && rc == EXIT_OK)
         rc = cli_fail("%s: %s", path, strerror(errno));
-    double base = pct(&sums[ARM_STATIC].latency, 50);
+    double base = pct(&sums[0].latency, 50);
     if (rc == EXIT_OK && write_summary(a, sums, base) < 0)
         rc = cli_fail("%s/summary.json: cannot write", a->out);
     if (rc == EXIT_OK)
         rc = write_report(a);
     if (rc == EXIT_OK && !a->quiet)
-        print_table(sums, base);
-    for (int k = 0; k < N_ARMS; k++) {
+        print_table(a, sums, base);
+    for (int k = 0; k < MAX_ARMS; k++) {
         atr_samples_release(&sums[k].latency);
         atr_samples_release(&sums[k].reaction);
         atr_samples_release(&sums[k].bound);
         atr_samples_release(&sums[k].victim);
+        atr_samples_release(&sums[k].wall);
     }
     return rc;
 }
 
 static int run(int argc, char **argv)
 {
-    if (argc < 2 || strcmp(argv[1], "timescale") != 0)
-        return cli_usage_mode("experiment", argc, argv, (const char *const[]){"timescale", NULL});
+    static const char *const modes[] = {"timescale", "domain", "overhead", NULL};
     struct exp_args a = {.reps = 5, .interval_ms = 50, .mem_high = 32 << 20,
                          .mem_max = (int64_t)1 << 30};
+    for (size_t i = 0; argc > 1 && i < sizeof experiments / sizeof *experiments; i++)
+        if (strcmp(argv[1], experiments[i].mode) == 0)
+            a.x = &experiments[i];
+    if (!a.x)
+        return cli_usage_mode("experiment", argc, argv, modes);
+    char cmd[32];
+    snprintf(cmd, sizeof cmd, "experiment %s", a.x->mode);
+    const struct opts_cmd parser = {cmd, options};
     if (opts_parse(&parser, &a, argc - 1, argv + 1, &a.first) != EXIT_OK)
         return EXIT_USAGE;
     if (!a.out)
-        return cli_usage("experiment timescale", "--out DIR is required");
+        return cli_usage(cmd, "--out DIR is required");
     if (a.first >= argc - 1)
-        return cli_usage("experiment timescale", "wants at least one TRACE");
+        return cli_usage(cmd, "wants at least one TRACE");
     for (int i = a.first + 1; i < argc; i++)
         if (access(argv[i], R_OK) != 0)
             return cli_fail("%s: %s", argv[i], strerror(errno));
@@ -569,7 +628,7 @@ static int run(int argc, char **argv)
 
 const struct atr_cmd cmd_experiment_entry = {
     .name = "experiment",
-    .summary = "the AgentCgroup experiments: timescale (controller arms side by side)",
+    .summary = "the AgentCgroup experiments: timescale, domain, overhead",
     .help = help,
     .run = run,
 };

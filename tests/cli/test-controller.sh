@@ -127,7 +127,7 @@ esac
 
 # atr experiment timescale: the arms side by side, bad input first.
 fails "experiment wants a mode" 2 "wants a mode" "$ATR" experiment
-fails "experiment unknown mode" 2 "not 'domain'" "$ATR" experiment domain "$C/burst.ndjson" --out "$C/x"
+fails "experiment unknown mode" 2 "not 'multitenant'" "$ATR" experiment multitenant "$C/burst.ndjson" --out "$C/x"
 fails "experiment wants --out" 2 "--out DIR is required" "$ATR" experiment timescale "$C/burst.ndjson"
 fails "experiment wants a trace" 2 "at least one TRACE" "$ATR" experiment timescale --out "$C/x"
 fails "experiment missing trace" 1 "$C/nope.ndjson: No such file" "$ATR" experiment timescale "$C/nope.ndjson" --out "$C/x"
@@ -152,3 +152,9 @@ printf '{"format":"atr-trace/1","trace_id":"victim","steps":[{"kind":"tool","too
 ok "experiment --victim" "$ATR" experiment timescale -q --reps 1 --victim "$C/victim.ndjson" "$C/burst.ndjson" --out "$C/expv"
 check "experiment --victim: victim apart in every arm" "python3 -c \"import json,sys; s=json.load(open('$C/expv/summary.json'))['configs']; sys.exit(not all(a.get('skipped') or (a['victim_steps']==3 and a['victim_latency_p99_ms']>0 and a['total_steps']==1) for a in s))\""
 fails "experiment --victim not a trace" 1 "no trace with a trace_id" "$ATR" experiment timescale --victim "$C/v" "$C/burst.ndjson" --out "$C/x2"
+# domain and overhead: the same machinery, other arms.
+trace tiny "true"
+ok "experiment overhead" "$ATR" experiment overhead -q --reps 2 "$C/tiny.ndjson" --out "$C/ovh"
+check "experiment overhead: none, static-toolcall, dynamic, each timed whole" "python3 -c \"import json,sys; s=json.load(open('$C/ovh/summary.json')); c=s['configs']; sys.exit(not (s['experiment']=='overhead' and [x['config'] for x in c]==['none','static-toolcall','dynamic'] and all(x['runs']==2 and x['run_wall_p50_ms']>0 for x in c) and c[0]['slowdown']==1))\""
+ok "experiment domain" "$ATR" experiment domain -q --reps 1 "$C/burst.ndjson" --out "$C/dom"
+check "experiment domain: static-env, static-toolcall, dynamic" "python3 -c \"import json,sys; c=json.load(open('$C/dom/summary.json'))['configs']; sys.exit(not ([x['config'] for x in c]==['static-env','static-toolcall','dynamic'] and c[2]['reaction_samples']>0))\""
