@@ -6,7 +6,7 @@ pkgs="cmake make gcc clang pkg-config python3 zlib1g-dev libzstd-dev
       libxxhash-dev libzip-dev libcmocka-dev libclang-rt-14-dev zstd gzip
       libevent-dev libcurl4-openssl-dev libssl-dev libseccomp-dev curl
       busybox-static iproute2 procps chromium podman runc catatonit uidmap debootstrap
-      g++ ninja-build git"
+      g++ ninja-build git libbpf-dev bpftool"
 missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"

@@ -13,7 +13,8 @@
 # rounds; medians over all steps of all rounds.
 # Part 2, reaction time: 20 steps that grow to 128 MiB at ~1 MiB/ms under
 # config dynamic with --mem-high 8M, once per controller (psi-poll,
-# psi-trigger); p50/p99 from summary.json and the per-step samples.
+# psi-trigger, and ebpf where it loads); p50/p99 from summary.json and
+# the per-step samples. Part 1 also runs config dynamic with ebpf there.
 # Needs root, cgroups, cc and python3. Leaves no files or cgroups behind.
 set -eu
 
@@ -111,6 +112,17 @@ if [ -w "$MEMCG" ] && mkdir "$MEMCG/atr-bench-naive-$$" 2>/dev/null; then
     NAIVE_STAMP=$(naive "$FE stamp $STAMPS")
 fi
 
+# --controller ebpf where the eBPF program loads (root, BTF, built with it)
+trace "$TMP/one.ndjson" bench/one 1 true
+EBPF=""
+if "$ATR" replay tools -q --config dynamic --controller ebpf --mem-high 8M --sandbox none \
+    "$TMP/one.ndjson" --out "$TMP/probe" >/dev/null 2>"$TMP/probe.err"; then
+    EBPF=yes
+else
+    echo "ebpf: not here: $(head -c 300 "$TMP/probe.err")"
+fi
+rm -rf "$TMP/probe"
+
 SYSTEMD_RUN=""
 if command -v systemd-run >/dev/null 2>&1 && systemd-run --scope --quiet true >/dev/null 2>&1; then
     SYSTEMD_RUN="systemd-run --scope --quiet true"
@@ -127,6 +139,8 @@ while [ "$r" -lt "$ROUNDS" ]; do
     atr_run none --config none --sandbox none
     atr_run static-toolcall --config static-toolcall --mem-max 512M --sandbox none
     atr_run dynamic --config dynamic --mem-high 256M --mem-max 512M --sandbox none
+    [ -n "$EBPF" ] && atr_run dynamic-ebpf --config dynamic --controller ebpf --mem-high 256M \
+        --mem-max 512M --sandbox none
     # The sandbox shows the host read-only with a private /tmp: the stamp
     # file's folder (and forkexec, in it) is bound in writable.
     atr_run static-toolcall-ns --config static-toolcall --mem-max 512M --sandbox ns --bind "$TMP"
@@ -138,15 +152,16 @@ done
 
 echo "backend: $("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["backend"])' "$TMP/summary-last.json")"
 
-for c in psi-poll psi-trigger; do
+for c in psi-poll psi-trigger ${EBPF:+ebpf}; do
     "$ATR" replay tools -q --config dynamic --controller "$c" --mem-high 8M --sandbox none \
         "$TMP/grow.ndjson" --out "$TMP/grow-$c" >/dev/null
 done
 
 echo
-"$PY" - "$TMP" "$STEPS" "$ROUNDS" "${NAIVE:+yes}" "${SYSTEMD_RUN:+yes}" <<'EOF'
+"$PY" - "$TMP" "$STEPS" "$ROUNDS" "${NAIVE:+yes}" "${SYSTEMD_RUN:+yes}" "${EBPF:+yes}" <<'EOF'
 import json, os, statistics, sys
-tmp, steps, rounds, naive, sdrun = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+tmp, steps, rounds, naive, sdrun, ebpf = (sys.argv[1], int(sys.argv[2]), int(sys.argv[3]),
+                                          sys.argv[4], sys.argv[5], sys.argv[6])
 
 def p(path):
     return os.path.join(tmp, path)
@@ -174,6 +189,7 @@ if naive:
     rows.append(("naive sh: v1 cgroup per step", "naive"))
 rows += [("atr none", "none"), ("atr static-toolcall", "static-toolcall"),
          ("atr dynamic (psi-poll 50ms)", "dynamic"),
+         *([("atr dynamic (ebpf)", "dynamic-ebpf")] if ebpf else []),
          ("atr static-toolcall, sandbox ns", "static-toolcall-ns")]
 if sdrun:
     rows.append(("systemd-run --scope", "systemd-run"))
@@ -205,7 +221,7 @@ print("controller reaction time: %d steps growing to 128 MiB at ~1 MiB/ms, --mem
       % 20)
 print("%-12s %7s %7s %7s %14s %14s %14s %14s" % ("controller", "raises", "events", "polls",
       "seen p50 us", "seen p99 us", "bound p50 us", "bound p99 us"))
-for c in ("psi-poll", "psi-trigger"):
+for c in ("psi-poll", "psi-trigger") + (("ebpf",) if ebpf else ()):
     d = json.load(open(p("grow-%s/summary.json" % c)))["configs"][0]
     seen, bound = [], []
     for line in open(p("grow-%s/metrics.jsonl" % c)):

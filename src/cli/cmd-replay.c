@@ -13,6 +13,8 @@
 #include "cli/opts.h"
 #include "cli/progress.h"
 #include "json/writer.h"
+#include "runner/bpfctl.h"
+#include "runner/controller.h"
 #include "runner/guard.h"
 #include "runner/replay.h"
 #include "runner/spawn.h"
@@ -65,7 +67,8 @@ static const char help[] =
     "  -o, --out DIR         output directory (created; required): written in\n"
     "                        DIR.tmp.XXXXXX beside it, renamed to DIR at the end\n"
     "      --force           replace DIR when it holds files (else refused)\n"
-    "      --mem-high SIZE   memory.high (v1: soft limit), e.g. 512M\n"
+    "      --mem-high SIZE   memory.high (v1: soft limit; dynamic: the start of the\n"
+    "                        limit it holds the step at), e.g. 512M\n"
     "      --mem-max SIZE    memory.max: the hard limit, OOM past it (default 3/4 of\n"
     "                        the memory atr may use: MemTotal, or its cgroup's\n"
     "                        limit when lower; none: no limit)\n"
@@ -74,7 +77,9 @@ static const char help[] =
     "      --disk-max SIZE   size of each trace's work directory, a loop-mounted\n"
     "                        ext4 image (default 4G; none; needs root: else no\n"
     "                        cap, with a warning)\n"
-    "      --controller K    dynamic: psi-poll (default) or psi-trigger\n"
+    "      --controller K    dynamic: psi-poll (default), psi-trigger, or ebpf (in\n"
+    "                        the kernel: stops a step at its target; needs root\n"
+    "                        and BTF)\n"
     "      --interval MS     psi-poll interval (default 50)\n"
     "      --timeout SEC     a bash step's timeout when the trace has none (default 120)\n"
     "      --max-output SIZE captured output per step (default 1M; the rest is counted)\n"
@@ -302,8 +307,8 @@ static const struct opt options[] = {
              "or none"),
     OPT_CALL("cpu-max", 0, parse_cpu_max, "--cpu-max wants a number of cores, e.g. 0.5"),
     OPT_CALL("pids-max", 0, parse_pids_max, "--pids-max wants a positive integer, or none"),
-    OPT_ENUM(ARGS, ro.controller, "controller", 0, OPT_WORDS("psi-poll", "psi-trigger"),
-             "--controller wants psi-poll or psi-trigger"),
+    OPT_ENUM(ARGS, ro.controller, "controller", 0, OPT_WORDS("psi-poll", "psi-trigger", "ebpf"),
+             "--controller wants psi-poll, psi-trigger or ebpf"),
     OPT_UINT(ARGS, ro.interval_ms, "interval", 0, 1, 60000,
              "--interval wants milliseconds 1..60000"),
     OPT_CALL("timeout", 0, parse_timeout, "--timeout wants seconds 1..86400"),
@@ -1162,11 +1167,29 @@ static int run_one(struct replay_args *a, int argc, char **argv, int c, struct s
 
 /* Everything before the first step runs and before --out is touched: the
  * host, the options' paths, --out itself, the traces. */
+/* --controller ebpf with config dynamic: the program is loaded (and
+ * unloaded) once here, so a host that cannot run it fails with the reason
+ * before the output folder exists. */
+static int check_bpf(const struct replay_args *a)
+{
+    bool dynamic = false;
+    for (int c = 0; c < a->n_configs; c++)
+        dynamic |= a->configs[c] == ATR_CFG_DYNAMIC;
+    if (!dynamic || a->ro.controller != ATR_CTL_EBPF)
+        return EXIT_OK;
+    struct atr_error err;
+    struct atr_bpf *b = atr_bpf_open(&err);
+    atr_bpf_close(b);
+    return b ? EXIT_OK : cli_fail_err(&err);
+}
+
 static int check_all(struct replay_args *a, int argc, char **argv, struct sink_ctx *sink)
 {
     if (a->dry_run)
         return EXIT_OK;
-    int st = check_host(a);
+    int st = check_bpf(a);
+    if (st == EXIT_OK)
+        st = check_host(a);
     if (st == EXIT_OK)
         st = check_paths(a);
     if (st == EXIT_OK)

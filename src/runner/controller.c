@@ -1,10 +1,12 @@
 /* controller.c - the dynamic memory.high controller: policy, pressure
- * differencing, PSI triggers and v1 usage thresholds, reaction timing. */
+ * differencing, PSI triggers and v1 usage thresholds, the knob per mode
+ * (memory.high, v1 held limit, eBPF target), reaction timing. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "runner/bpfctl.h"
 #include "runner/controller.h"
 #include "util/alloc.h"
 
@@ -22,7 +25,7 @@
 
 const char *atr_ctl_kind_name(enum atr_ctl_kind k)
 {
-    return k == ATR_CTL_PSI_TRIGGER ? "psi-trigger" : "psi-poll";
+    return k == ATR_CTL_EBPF ? "ebpf" : k == ATR_CTL_PSI_TRIGGER ? "psi-trigger" : "psi-poll";
 }
 
 int atr_ctl_kind_parse(const char *name, enum atr_ctl_kind *out)
@@ -31,6 +34,8 @@ int atr_ctl_kind_parse(const char *name, enum atr_ctl_kind *out)
         *out = ATR_CTL_PSI_POLL;
     else if (strcmp(name, "psi-trigger") == 0)
         *out = ATR_CTL_PSI_TRIGGER;
+    else if (strcmp(name, "ebpf") == 0)
+        *out = ATR_CTL_EBPF;
     else
         return -1;
     return 0;
@@ -129,9 +134,10 @@ static enum atr_ctl_why policy_raise_reason(const struct atr_ctl_policy *p,
     return ATR_CTL_KEEP;
 }
 
-/* Multiplicative increase, but at least usage x headroom: where the
- * limit does not throttle (v1 soft limit) usage can be far above it. */
-static int64_t policy_raise_target(const struct atr_ctl_policy *p, int64_t usage)
+/* Multiplicative increase, but at least usage x headroom: where usage
+ * got past the limit before the raise (an eBPF stop comes a charge batch
+ * late, v2's memory.high is not a wall) it can be above it. */
+int64_t atr_ctl_policy_raise_target(const struct atr_ctl_policy *p, int64_t usage)
 {
     double t = (double)p->high * p->raise_factor;
     if (usage >= 0 && (double)usage * ATR_CTL_HEADROOM > t)
@@ -171,7 +177,7 @@ int64_t atr_ctl_policy_step(struct atr_ctl_policy *p, const struct atr_ctl_input
     *why = policy_raise_reason(p, in, stall);
     if (*why != ATR_CTL_KEEP) {
         p->calm_since_us = -1;
-        int64_t target = policy_raise_target(p, in->usage);
+        int64_t target = atr_ctl_policy_raise_target(p, in->usage);
         if (target > p->high)
             return target;
         *why = ATR_CTL_SATURATED;
@@ -212,6 +218,10 @@ static void report_add_counts(struct atr_ctl_report *dst, const struct atr_ctl_r
     dst->event_samples += src->event_samples;
     dst->poll_samples += src->poll_samples;
     dst->dropped += src->dropped;
+    dst->holds += src->holds;
+    dst->held_ns += src->held_ns;
+    if (src->overshoot > dst->overshoot)
+        dst->overshoot = src->overshoot;
     if (src->max_mem_high > dst->max_mem_high)
         dst->max_mem_high = src->max_mem_high;
     dst->final_mem_high = src->final_mem_high;
@@ -243,11 +253,29 @@ void atr_ctl_totals_release(struct atr_ctl_totals *t)
 
 /* ---- the controller ---- */
 
+/* What the limit is written to (controller.h, docs/controller.md). */
+enum knob {
+    KNOB_HIGH,                  /* v2 memory.high */
+    KNOB_V1_HELD,               /* v1 memory.limit_in_bytes, OOM killer off */
+    KNOB_BPF,                   /* the eBPF program's target */
+};
+
 struct atr_ctl {
     const struct atr_cg_host *host;
     const struct atr_cg *g;
     enum atr_ctl_kind kind;
+    enum knob knob;
     struct atr_ctl_policy pol;
+    int limit_fd;               /* v1 memory.limit_in_bytes */
+    int oomctl_fd;              /* v1 memory.oom_control: under_oom, oom_kill_disable */
+    int oomev_fd;               /* v1 OOM eventfd (psi-trigger): a hold began */
+    bool oom_killer_on;         /* v1: enabled again at the ceiling */
+    int64_t held_since_ns;      /* a hold or stop in progress since; -1 none */
+    struct atr_bpf *own_bpf;    /* ebpf: loaded by this controller (opts->bpf NULL) */
+    struct atr_bpf_watch_h *bw; /* ebpf: this group's watch and ring */
+    uint64_t cgid;
+    bool unwatched;             /* ebpf at the ceiling: no more stops */
+    int64_t stop_usage;         /* ebpf: the highest usage of the stops drained */
     int usage_fd;               /* memory.current or memory.usage_in_bytes */
     int psi_fd;                 /* memory.pressure, read (psi-poll) */
     int trig_fd;                /* memory.pressure holding the trigger */
@@ -341,14 +369,47 @@ static int v1_arm(struct atr_ctl *c, int64_t high, struct atr_error *err)
     return 0;
 }
 
-/* Writes the new limit and books the adjustment; seen_ns is when the
- * condition was seen, event whether a kernel event showed it. */
-static void apply(struct atr_ctl *c, int64_t high, enum atr_ctl_why why, int64_t seen_ns,
-                  bool event)
+/* Writes the limit to the mode's knob. pwrite on a kept fd: cgroup
+ * files ignore the offset, and no open() sits in the reaction path. */
+static int write_knob(struct atr_ctl *c, int64_t high, struct atr_error *err)
 {
-    if (atr_cg_set_mem_high(c->host, c->g, high, &c->err) < 0) {
-        c->r.errors++;
+    if (c->knob == KNOB_BPF)
+        return atr_bpf_set_target(c->bw, high, err);
+    if (c->knob == KNOB_HIGH)
+        return atr_cg_set_mem_high(c->host, c->g, high, err);
+    char val[32];
+    int len = snprintf(val, sizeof val, "%" PRId64, high);
+    if (pwrite(c->limit_fd, val, (size_t)len, 0) != len)
+        return atr_error_set(err, "%s/memory.limit_in_bytes: %s", c->g->memory, strerror(errno));
+    return 0;
+}
+
+static void add_sample(struct atr_ctl *c, int64_t seen_ns, int64_t bound_ns, bool event)
+{
+    if (c->n >= ATR_CTL_MAX_SAMPLES) {
+        c->r.dropped++;
         return;
+    }
+    c->s[c->n++] = (struct atr_ctl_sample){seen_ns, bound_ns, event};
+    event ? c->r.event_samples++ : c->r.poll_samples++;
+}
+
+/* A hold (v1) or stop (ebpf) ends: its duration counts as held. */
+static void hold_end(struct atr_ctl *c, int64_t now_ns)
+{
+    if (c->held_since_ns < 0)
+        return;
+    c->r.held_ns += now_ns - c->held_since_ns;
+    c->held_since_ns = -1;
+}
+
+/* Writes the new limit and books the adjustment (done: the time after
+ * the write, or -1). */
+static int64_t book(struct atr_ctl *c, int64_t high, enum atr_ctl_why why)
+{
+    if (write_knob(c, high, &c->err) < 0) {
+        c->r.errors++;
+        return -1;
     }
     int64_t done = mono_ns();
     bool raise = why != ATR_CTL_RELAX;
@@ -357,15 +418,112 @@ static void apply(struct atr_ctl *c, int64_t high, enum atr_ctl_why why, int64_t
     raise ? c->r.raises++ : c->r.lowers++;
     if (high > c->r.max_mem_high)
         c->r.max_mem_high = high;
-    if (raise && c->n < ATR_CTL_MAX_SAMPLES) {
-        int64_t seen = done - seen_ns;
-        c->s[c->n++] = (struct atr_ctl_sample){seen, event ? seen : done - c->last_tick_ns, event};
-        event ? c->r.event_samples++ : c->r.poll_samples++;
-    } else if (raise) {
-        c->r.dropped++;
-    }
+    if (raise && c->knob == KNOB_V1_HELD)
+        hold_end(c, done);
     if (c->evctl_fd >= 0 && v1_arm(c, high, &c->err) < 0)
         c->r.errors++;
+    return done;
+}
+
+/* Books an adjustment of a user-space arm and times raises; seen_ns is
+ * when the condition was seen, event whether a kernel event showed it. */
+static void apply(struct atr_ctl *c, int64_t high, enum atr_ctl_why why, int64_t seen_ns,
+                  bool event)
+{
+    int64_t done = book(c, high, why);
+    if (done >= 0 && why != ATR_CTL_RELAX)
+        add_sample(c, done - seen_ns, event ? done - seen_ns : done - c->last_tick_ns, event);
+}
+
+/* v1: the group waits at its limit (memory.oom_control under_oom 1):
+ * the hold clock starts when atr first sees it. */
+static void v1_note_hold(struct atr_ctl *c, int64_t now_ns)
+{
+    char buf[128];
+    if (c->oomctl_fd < 0 || c->held_since_ns >= 0 || c->oom_killer_on)
+        return;
+    if (read_text(c->oomctl_fd, buf, sizeof buf) > 0 && atr_cg_parse_keyed(buf, "under_oom") == 1) {
+        c->held_since_ns = now_ns;
+        c->r.holds++;
+    }
+}
+
+/* v1 at the ceiling: nothing more to give, so the kernel's OOM killer
+ * decides again, as with a static limit (waiters are woken to retry). */
+static void v1_release(struct atr_ctl *c)
+{
+    if (c->knob != KNOB_V1_HELD || c->oom_killer_on)
+        return;
+    int fd = open_in(c->g->memory, "memory.oom_control", O_WRONLY);
+    if (fd < 0 || write(fd, "0", 1) != 1) {
+        c->r.errors++;
+        atr_error_set(&c->err, "%s/memory.oom_control: %s", c->g->memory, strerror(errno));
+    }
+    if (fd >= 0)
+        close(fd);
+    c->oom_killer_on = true;
+    hold_end(c, mono_ns());
+}
+
+/* SIGCONT to every process of the group (those the kernel stopped and
+ * the others, for which it is a no-op). */
+static void resume_group(struct atr_ctl *c)
+{
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/cgroup.procs", c->g->memory[0] ? c->g->memory : c->g->v2);
+    FILE *f = fopen(path, "re");
+    if (!f) {
+        c->r.errors++;
+        atr_error_set(&c->err, "%s: %s", path, strerror(errno));
+        return;
+    }
+    int pid;
+    while (fscanf(f, "%d", &pid) == 1)
+        if (pid > 0)
+            kill(pid, SIGCONT);
+    fclose(f);
+}
+
+/* ebpf: one stop from the ring buffer (only this group's). The kernel
+ * decided: its reaction is the stop minus the first over-target fault. */
+static void on_stop(void *ctx, const struct atr_bpf_stop *s)
+{
+    struct atr_ctl *c = ctx;
+    if (s->cgid != c->cgid)
+        return;
+    if (c->held_since_ns < 0) {
+        c->held_since_ns = s->action_ns;
+        c->r.holds++;
+    }
+    if (s->first)
+        add_sample(c, s->action_ns - s->first_ns, s->action_ns - s->first_ns, true);
+    if (s->usage > c->stop_usage)
+        c->stop_usage = s->usage;
+    if (s->usage - s->target > c->r.overshoot)
+        c->r.overshoot = s->usage - s->target;
+}
+
+/* ebpf: stops are waiting. Raise the target (the policy's raise from the
+ * usage at the stop), or at the ceiling stop watching so the hard limit
+ * decides; then resume the group. */
+static void on_bpf_ready(struct atr_ctl *c)
+{
+    c->r.wakeups++;
+    c->stop_usage = -1;
+    if (atr_bpf_drain(c->bw, on_stop, c, &c->err) < 0)
+        c->r.errors++;
+    if (c->held_since_ns < 0)
+        return;
+    int64_t target = atr_ctl_policy_raise_target(&c->pol, c->stop_usage);
+    if (target > c->pol.high) {
+        book(c, target, ATR_CTL_BREACH);
+    } else if (!c->unwatched) {
+        c->r.saturated++;
+        atr_bpf_unwatch(c->bw);
+        c->unwatched = true;
+    }
+    resume_group(c);
+    hold_end(c, mono_ns());
 }
 
 /* After a wake-up: drains the sources that need it and tells whether the
@@ -377,6 +535,8 @@ static bool drain(struct atr_ctl *c)
     bool other = false;
     uint64_t v;
     if (c->thr_fd >= 0 && read(c->thr_fd, &v, sizeof v) == (ssize_t)sizeof v)
+        other = true;
+    if (c->oomev_fd >= 0 && read(c->oomev_fd, &v, sizeof v) == (ssize_t)sizeof v)
         other = true;
     if (c->events_fd >= 0) {
         char buf[sizeof c->events_text];
@@ -392,6 +552,10 @@ static bool drain(struct atr_ctl *c)
 static void on_watch(void *ctx, bool fd_ready)
 {
     struct atr_ctl *c = ctx;
+    if (c->knob == KNOB_BPF && fd_ready) {
+        on_bpf_ready(c);
+        return;
+    }
     int64_t now = mono_ns();
     struct atr_ctl_input in = {.now_us = now / 1000, .some_total_us = -1};
     if (fd_ready) {
@@ -401,11 +565,20 @@ static void on_watch(void *ctx, bool fd_ready)
         c->r.ticks++;
         in.some_total_us = read_some_total(c);
     }
+    if (c->knob == KNOB_V1_HELD)
+        v1_note_hold(c, now);
     in.usage = read_usage(c);
+    if (in.usage - c->pol.high > c->r.overshoot)
+        c->r.overshoot = in.usage - c->pol.high;
     enum atr_ctl_why why;
     int64_t high = atr_ctl_policy_step(&c->pol, &in, &why);
-    if (why == ATR_CTL_SATURATED)
+    if (why == ATR_CTL_SATURATED) {
         c->r.saturated++;
+        v1_release(c);
+    }
+    /* ebpf: raises are the kernel's to ask for; the tick only relaxes */
+    if (c->knob == KNOB_BPF && why != ATR_CTL_RELAX)
+        high = 0;
     if (high > 0)
         apply(c, high, why, now, fd_ready);
     if (!fd_ready)
@@ -509,22 +682,82 @@ static int arm_events(struct atr_ctl *c, const struct atr_ctl_opts *o, struct at
     if (c->evctl_fd < 0)
         return atr_error_set(err, "%s/cgroup.event_control: %s", c->g->memory, strerror(errno));
     desc_add(c, "v1 usage threshold");
-    return v1_arm(c, c->pol.high, err);
+    if (v1_arm(c, c->pol.high, err) < 0)
+        return -1;
+    if (c->knob != KNOB_V1_HELD)
+        return 0;
+    c->oomev_fd = atr_cg_oom_watch(c->g);
+    if (c->oomev_fd < 0)
+        return atr_error_set(err, "%s/memory.oom_control: cannot watch: %s", c->g->memory,
+                             strerror(errno));
+    desc_add(c, "v1 OOM hold event");
+    return add_epoll(c, c->oomev_fd, EPOLLIN, c->g->memory, "memory.oom_control", err);
+}
+
+/* v1: the limit becomes the knob, and a charge at it waits in the
+ * kernel (after reclaim) instead of OOM-killing: the step is held until
+ * the controller raises the limit. */
+static int open_v1_held(struct atr_ctl *c, struct atr_error *err)
+{
+    c->limit_fd = open_in(c->g->memory, "memory.limit_in_bytes", O_WRONLY);
+    c->oomctl_fd = open_in(c->g->memory, "memory.oom_control", O_RDONLY);
+    int fd = open_in(c->g->memory, "memory.oom_control", O_WRONLY);
+    bool ok = c->limit_fd >= 0 && c->oomctl_fd >= 0 && fd >= 0 && write(fd, "1", 1) == 1;
+    int e = errno;
+    if (fd >= 0)
+        close(fd);
+    if (!ok)
+        return atr_error_set(err, "%s: cannot hold at memory.limit_in_bytes (oom_control): %s",
+                             c->g->memory, strerror(e));
+    return 0;
+}
+
+/* ebpf: the program watches the group's memcg by its id. */
+static int open_bpf(struct atr_ctl *c, const struct atr_ctl_opts *o, struct atr_error *err)
+{
+    struct atr_bpf *b = o->bpf;
+    if (!b && !(b = c->own_bpf = atr_bpf_open(err)))
+        return -1;
+    c->cgid = atr_bpf_cgroup_id(c->host->v2_memory ? c->g->v2 : c->g->memory, err);
+    if (!c->cgid)
+        return -1;
+    c->r.bpf_prog_id = atr_bpf_prog_id(b);
+    c->bw = atr_bpf_watch(b, c->cgid, c->pol.high, err);
+    return c->bw ? 0 : -1;
+}
+
+/* Chooses the knob for the kind and the host, and opens it. */
+static int open_knob(struct atr_ctl *c, const struct atr_ctl_opts *o, struct atr_error *err)
+{
+    if (o->kind == ATR_CTL_EBPF) {
+        c->knob = KNOB_BPF;
+        return open_bpf(c, o, err);
+    }
+    if (c->host->v2_memory && c->g->v2[0]) {
+        c->knob = KNOB_HIGH;
+        return 0;
+    }
+    c->knob = KNOB_V1_HELD;
+    return open_v1_held(c, err);
 }
 
 static int ctl_open(struct atr_ctl *c, const struct atr_ctl_opts *o,
                     struct atr_spawn_watch *watch, struct atr_error *err)
 {
-    if (atr_ctl_policy_init(&c->pol, o, err) < 0 || open_usage(c, err) < 0)
-        return -1;
-    if (atr_cg_set_mem_high(c->host, c->g, c->pol.high, err) < 0)
+    if (atr_ctl_policy_init(&c->pol, o, err) < 0 || open_usage(c, err) < 0 ||
+        open_knob(c, o, err) < 0 || write_knob(c, c->pol.high, err) < 0)
         return -1;
     int tick = o->interval_ms > 0 ? o->interval_ms
                : o->kind == ATR_CTL_PSI_POLL ? ATR_CTL_POLL_MS
                                               : ATR_CTL_RELAX_TICK_MS;
     *watch = (struct atr_spawn_watch){.fd = -1, .tick_ms = tick, .fn = on_watch, .ctx = c};
     snprintf(c->desc, sizeof c->desc, "%s:", atr_ctl_kind_name(o->kind));
-    if (o->kind == ATR_CTL_PSI_POLL) {
+    if (o->kind == ATR_CTL_EBPF) {
+        desc_add(c, c->host->v2_memory ? "kernel stop at the target (v2 memcg page faults)"
+                                       : "kernel stop at the target (v1 memcg page faults)");
+        watch->fd = atr_bpf_fd(c->bw);
+        watch->events = POLLIN;
+    } else if (o->kind == ATR_CTL_PSI_POLL) {
         if (c->host->psi && c->g->v2[0])
             c->psi_fd = open_in(c->g->v2, "memory.pressure", O_RDONLY);
         desc_add(c, c->psi_fd >= 0 ? "memory.pressure some total= + usage" : "usage only (no PSI)");
@@ -551,7 +784,8 @@ struct atr_ctl *atr_ctl_start(const struct atr_cg_host *host, const struct atr_c
     c->g = g;
     c->kind = opts->kind;
     c->usage_fd = c->psi_fd = c->trig_fd = c->events_fd = c->evctl_fd = c->thr_fd = -1;
-    c->ep_fd = -1;
+    c->ep_fd = c->limit_fd = c->oomctl_fd = c->oomev_fd = -1;
+    c->held_since_ns = -1;
     report_init(&c->r);
     if (ctl_open(c, opts, watch, err) < 0) {
         atr_ctl_stop(c, NULL, NULL);
@@ -591,8 +825,15 @@ void atr_ctl_stop(struct atr_ctl *c, struct atr_ctl_report *r, struct atr_ctl_to
 {
     if (!c)
         return;
-    int fds[] = {c->usage_fd, c->psi_fd, c->trig_fd, c->events_fd,
-                 c->evctl_fd, c->thr_fd, c->ep_fd};
+    if (c->bw) {
+        atr_bpf_unwatch(c->bw);
+        resume_group(c);    /* nothing stays stopped, whatever raced the unwatch */
+        atr_bpf_watch_close(c->bw);
+    }
+    atr_bpf_close(c->own_bpf);
+    hold_end(c, mono_ns());
+    int fds[] = {c->usage_fd, c->psi_fd, c->trig_fd, c->events_fd, c->evctl_fd,
+                 c->thr_fd, c->ep_fd, c->limit_fd, c->oomctl_fd, c->oomev_fd};
     for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
         if (fds[i] >= 0)
             close(fds[i]);

@@ -3,7 +3,7 @@
  * when the step is squeezed, relaxes it when the step shrinks, and times
  * its own reaction. The policy and its constants: docs/controller.md.
  *
- * Two kinds:
+ * Three kinds:
  *   psi-poll     every interval_ms (default 50) read memory.pressure and
  *                the usage; the stall fraction is the difference of the
  *                "some total=" counters over the elapsed time (never the
@@ -16,12 +16,26 @@
  *                which the step's wait loop polls; a slow tick
  *                (interval_ms, default 250) relaxes the limit and catches
  *                breaches the notifiers missed.
+ *   ebpf         in the kernel (runner/bpf/throttle.bpf.c): the first
+ *                page fault over the target stops the faulting process
+ *                (SIGSTOP); user space raises the target and resumes the
+ *                group (SIGCONT). Reaction = stop minus first over-target
+ *                fault, both kernel clocks.
+ *
+ * The knob (docs/controller.md, per mode): v2 memory controller:
+ * memory.high (the kernel throttles above it); v1 memory controller:
+ * memory.limit_in_bytes with the OOM killer disabled (memory.oom_control),
+ * so a charge at the limit reclaims and then waits in the kernel until
+ * the controller raises the limit ("held"); at the ceiling the OOM killer
+ * is enabled again. ebpf: the target lives in the program's map, the
+ * hard limit stays at the ceiling.
  *
  * The pure parts (policy, pressure differencing, trigger strings) take
  * time as an argument and are exposed for tests.
  *
  * Memory: atr_ctl_start allocates the controller; atr_ctl_stop frees it
- * (NULL is fine). host and group are borrowed and must outlive it. A
+ * (NULL is fine). host, group and opts->bpf are borrowed and must
+ * outlive it. A
  * report holds no pointers; totals own their sample arrays until
  * atr_ctl_totals_release. Library code: never prints. */
 #ifndef ATR_RUNNER_CONTROLLER_H
@@ -57,6 +71,7 @@
 enum atr_ctl_kind {
     ATR_CTL_PSI_POLL,
     ATR_CTL_PSI_TRIGGER,
+    ATR_CTL_EBPF,
 };
 const char *atr_ctl_kind_name(enum atr_ctl_kind k);
 int atr_ctl_kind_parse(const char *name, enum atr_ctl_kind *out);
@@ -71,6 +86,9 @@ struct atr_ctl_opts {
     double stall_pct;           /* 0 < pct <= 100 */
     int window_ms;              /* psi-trigger window, 500..10000 */
     int relax_ms;               /* calm time before lowering */
+    /* ebpf: the loaded program (runner/bpfctl.h), borrowed; NULL: the
+     * controller loads its own and unloads it at atr_ctl_stop. */
+    struct atr_bpf *bpf;
 };
 
 /* ---- pure parts ---- */
@@ -129,6 +147,9 @@ int atr_ctl_policy_init(struct atr_ctl_policy *p, const struct atr_ctl_opts *o,
 int64_t atr_ctl_policy_step(struct atr_ctl_policy *p, const struct atr_ctl_input *in,
                             enum atr_ctl_why *why);
 void atr_ctl_policy_commit(struct atr_ctl_policy *p, int64_t high, int64_t now_us);
+/* The next limit after a raise was wanted at usage (what a stop or a hold
+ * calls for), capped at the ceiling; == p->high when saturated. */
+int64_t atr_ctl_policy_raise_target(const struct atr_ctl_policy *p, int64_t usage);
 
 /* ---- reaction bookkeeping ---- */
 
@@ -149,6 +170,16 @@ struct atr_ctl_report {
     uint64_t saturated;             /* raises refused by the ceiling */
     uint64_t errors;                /* failed reads/writes (the step goes on) */
     uint64_t event_samples, poll_samples, dropped;
+    /* The step stood still: v1 held at the limit (under_oom seen -> limit
+     * raised), ebpf stopped (kernel stop -> SIGCONT). holds counts the
+     * episodes; v2's memory.high throttling shows in PSI instead. */
+    uint64_t holds;
+    int64_t held_ns;
+    /* The most usage above the limit in force that atr saw (bytes, 0
+     * none): ebpf at its stops (the kernel's reading), the others at
+     * their observations (v1's held limit cannot be passed). */
+    int64_t overshoot;
+    uint32_t bpf_prog_id;           /* ebpf: the kernel's id of the program; 0 */
     int64_t max_mem_high, final_mem_high;   /* bytes */
     double reaction_p50_us, reaction_p99_us;        /* seen -> written; NAN: none */
     double reaction_bound_p50_us, reaction_bound_p99_us;   /* upper bounds */
@@ -170,11 +201,11 @@ void atr_ctl_totals_release(struct atr_ctl_totals *t);
 
 struct atr_ctl;
 
-/* Writes mem_high_start to g (memory.high; v1: the soft limit), opens the
- * files it reads and, for psi-trigger, arms the kernel notifiers, then
- * fills *watch for atr_spawn_opts.watch. Needs a memory group (v2 memory
- * controller or v1 memory); psi-trigger also needs PSI or v1 memory
- * (without both, -1). Returns NULL with err set. */
+/* Writes mem_high_start to g's knob (above), opens the files it reads
+ * and, for psi-trigger, arms the kernel notifiers (ebpf: watches g in
+ * opts->bpf), then fills *watch for atr_spawn_opts.watch. Needs a memory
+ * group (v2 memory controller or v1 memory); psi-trigger also needs PSI
+ * or v1 memory (without both, -1). Returns NULL with err set. */
 struct atr_ctl *atr_ctl_start(const struct atr_cg_host *host, const struct atr_cg *g,
                               const struct atr_ctl_opts *opts, struct atr_spawn_watch *watch,
                               struct atr_error *err);
@@ -185,7 +216,8 @@ const char *atr_ctl_describe(const struct atr_ctl *c);
 /* The last read/write error ("" when none). */
 const char *atr_ctl_last_error(const struct atr_ctl *c);
 
-/* Closes the notifiers, fills *r (may be NULL), appends the samples and
+/* Closes the notifiers, resumes whatever the controller stopped (ebpf)
+ * and stops watching, fills *r (may be NULL), appends the samples and
  * counts to *t (may be NULL), frees c. Leaves the limit as it is. */
 void atr_ctl_stop(struct atr_ctl *c, struct atr_ctl_report *r, struct atr_ctl_totals *t);
 

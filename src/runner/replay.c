@@ -26,6 +26,7 @@
 #include "json/json.h"
 #include "json/writer.h"
 #include "runner/browse.h"
+#include "runner/bpfctl.h"
 #include "runner/controller.h"
 #include "runner/spawn.h"
 #include "runner/summary.h"
@@ -48,6 +49,7 @@ struct atr_replay {
     /* Traces started: names their groups and work directories. Atomic:
      * tenants replay traces on one rp from several threads at once. */
     atomic_ulong traces;
+    struct atr_bpf *bpf;              /* --controller ebpf: the loaded program */
 };
 
 static const char *const config_names[] = {"none", "static-env", "static-toolcall", "dynamic"};
@@ -216,6 +218,12 @@ struct atr_replay *atr_replay_new(const struct atr_replay_opts *o, struct atr_er
     if (atr_cg_detect(&rp->host, NULL, NULL, "", err) < 0)
         goto fail;
     resolve_limits(rp);
+    /* --controller ebpf: loaded once for the run, before any step, so a
+     * host that cannot run it fails first; every step's controller shares
+     * it (each watches its own group through its own ring buffer). */
+    if (o->config == ATR_CFG_DYNAMIC && o->controller == ATR_CTL_EBPF &&
+        !(rp->bpf = atr_bpf_open(err)))
+        goto fail;
     if (o->config == ATR_CFG_NONE || rp->host.mode == ATR_CG_NONE)
         return rp;
     if (atr_cg_sweep_stale(&rp->host, &rp->swept, err) < 0 ||
@@ -224,6 +232,7 @@ struct atr_replay *atr_replay_new(const struct atr_replay_opts *o, struct atr_er
     rp->have_root = true;
     return rp;
 fail:
+    atr_bpf_close(rp->bpf);
     free(rp);
     return NULL;
 }
@@ -245,6 +254,7 @@ void atr_replay_free(struct atr_replay *rp)
         return;
     if (rp->have_root)
         atr_cg_remove(&rp->host, &rp->root, NULL);
+    atr_bpf_close(rp->bpf);
     free(rp);
 }
 
@@ -556,10 +566,11 @@ static int start_controller(struct trace_run *tr, const struct atr_cg *g, struct
     if (o->config != ATR_CFG_DYNAMIC || !g)
         return 0;
     struct atr_ctl_opts co = {
-        .kind = o->controller ? ATR_CTL_PSI_TRIGGER : ATR_CTL_PSI_POLL,
+        .kind = (enum atr_ctl_kind)o->controller,
         .interval_ms = o->interval_ms,
         .mem_high_start = o->limits.mem_high > 0 ? o->limits.mem_high : DYNAMIC_DEFAULT_HIGH,
         .mem_high_max = o->limits.mem_max > 0 ? o->limits.mem_max : 0,
+        .bpf = tr->rp->bpf,
     };
     *ctl = atr_ctl_start(&tr->rp->host, g, &co, watch, err);
     return *ctl ? 0 : -1;
@@ -576,6 +587,10 @@ static void stop_controller(struct trace_run *tr, struct atr_ctl *ctl, struct at
     atr_ctl_stop(ctl, &rep, &tr->ctl_step);
     m->ctl_adjustments = (int64_t)rep.adjustments;
     m->ctl_max_high = rep.max_mem_high;
+    m->ctl_holds = (int64_t)rep.holds;
+    m->ctl_held_ms = (double)rep.held_ns / 1e6;
+    m->ctl_overshoot_mb = (double)rep.overshoot / (1024.0 * 1024.0);
+    m->ctl_bpf_prog = rep.bpf_prog_id ? (int64_t)rep.bpf_prog_id : -1;
     m->ctl_seen_us = tr->ctl_step.seen_us.v;
     m->ctl_bound_us = tr->ctl_step.bound_us.v;
     m->ctl_samples = tr->ctl_step.seen_us.n < tr->ctl_step.bound_us.n ? tr->ctl_step.seen_us.n
@@ -1096,6 +1111,7 @@ int atr_replay_trace_res(struct atr_replay *rp, const struct atr_cg *parent,
         m.exit_code = -1;
         m.ctl_adjustments = -1;
         m.ctl_max_high = -1;
+        m.ctl_holds = -1;
         m.skipped = skip_reason(s);
         if (!m.skipped)
             m.skipped = atr_replay_page_missing(t, s, resources);
@@ -1185,6 +1201,11 @@ static void put_measured(struct atr_jw *w, const struct atr_step_metrics *m)
     if (m->ctl_adjustments >= 0) {
         double high_mb = m->ctl_max_high < 0 ? -1 : (double)m->ctl_max_high / (1024.0 * 1024.0);
         kv_ms(w, "ctl_max_mem_high_mb", high_mb);
+        kv_count(w, "ctl_holds", m->ctl_holds);
+        kv_ms(w, "ctl_held_ms", m->ctl_held_ms);
+        kv_ms(w, "ctl_overshoot_mb", m->ctl_overshoot_mb);
+        if (m->ctl_bpf_prog > 0)
+            atr_jw_kv_int(w, "ctl_bpf_prog", m->ctl_bpf_prog);
         kv_samples(w, "ctl_reaction_us", m->ctl_seen_us, m->ctl_samples);
         kv_samples(w, "ctl_reaction_bound_us", m->ctl_bound_us, m->ctl_samples);
     }

@@ -70,7 +70,7 @@ struct atr_replay_opts {
      * step's recorded duration (atr_browser_step_timeout_ms). */
     int64_t browser_timeout_ms;
     enum atr_restore_mode restore;   /* DOM snapshots before browser actions */
-    int controller;             /* dynamic: 0 psi-poll, 1 psi-trigger */
+    int controller;             /* dynamic: enum atr_ctl_kind (psi-poll, psi-trigger, ebpf) */
     int interval_ms;            /* psi-poll interval */
 };
 
@@ -100,6 +100,12 @@ struct atr_step_metrics {
     bool output_truncated;
     int64_t ctl_adjustments;    /* dynamic: memory.high changes, else -1 */
     int64_t ctl_max_high;       /* dynamic: highest memory.high written (bytes), else -1 */
+    /* dynamic: times the step stood still (v1 held at its limit, ebpf
+     * stopped) and for how long in all; -1 when not dynamic. */
+    int64_t ctl_holds;
+    double ctl_held_ms;
+    double ctl_overshoot_mb;    /* dynamic: most usage seen above the limit */
+    int64_t ctl_bpf_prog;       /* ebpf: the program's kernel id, else -1 */
     /* dynamic: the controller's reaction times of this step, microseconds:
      * condition seen -> limit written, and its upper bound (controller.h). */
     const double *ctl_seen_us, *ctl_bound_us;

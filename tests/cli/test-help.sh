@@ -5,10 +5,10 @@ awk '/^```text$/ {p = 1; next} p && /^```$/ {exit} p {print}' "$ROOT/docs/cli.md
 golden "docs/cli.md has atr --help" "$T/help-top.doc" "$ATR" --help
 ok "help alone" "$ATR" help
 check "help alone = --help" "cmp '$T/out' '$T/help-top.doc'"
-for c in convert fetch validate stats gen sample replay sim compare router bench proxy report sweep; do
+for c in convert fetch validate stats gen sample replay sim compare router bench proxy report sweep experiment; do
     check "top-level page lists $c" "grep -q '^  $c ' '$T/help-top.doc'"
 done
-for c in convert fetch validate stats gen sample replay sim compare router bench proxy report sweep \
+for c in convert fetch validate stats gen sample replay sim compare router bench proxy report sweep experiment \
     "replay llm" "sim serve" "sim calibrate" "bench run" "bench report"; do
     f=$(echo "$c" | tr ' ' -)
     awk -v h="## atr $c" '$0 == h {f = 1; next} f && /^```text$/ {p = 1; next}
@@ -18,7 +18,7 @@ for c in convert fetch validate stats gen sample replay sim compare router bench
 done
 # `atr help COMMAND [MODE]` is `atr COMMAND [MODE] --help`: a mode with a
 # page of its own gets that page (issue 11, item 11).
-for c in convert fetch validate stats gen sample replay sim compare router bench proxy report sweep \
+for c in convert fetch validate stats gen sample replay sim compare router bench proxy report sweep experiment \
     "replay llm" "sim serve" "sim calibrate" "bench run" "bench report"; do
     f=$(echo "$c" | tr ' ' -)
     # shellcheck disable=SC2086

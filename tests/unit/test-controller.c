@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "runner/bpfctl.h"
 #include "runner/controller.h"
 
 #define MiB (1024 * 1024LL)
@@ -75,6 +76,9 @@ static void test_kind_names(void **state)
     assert_string_equal(atr_ctl_kind_name(k), "psi-trigger");
     assert_int_equal(atr_ctl_kind_parse("psi-poll", &k), 0);
     assert_int_equal(k, ATR_CTL_PSI_POLL);
+    assert_int_equal(atr_ctl_kind_parse("ebpf", &k), 0);
+    assert_int_equal(k, ATR_CTL_EBPF);
+    assert_string_equal(atr_ctl_kind_name(k), "ebpf");
     assert_int_equal(atr_ctl_kind_parse("psi", &k), -1);
     assert_string_equal(atr_ctl_why_name(ATR_CTL_RELAX), "relax");
 }
@@ -263,6 +267,17 @@ static int64_t get_int(const char *dir, const char *file)
     return n ? strtoll(buf, NULL, 10) : -1;
 }
 
+static void get_text(const char *dir, const char *file, char *buf, size_t cap)
+{
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    FILE *fp = fopen(path, "r");
+    assert_non_null(fp);
+    size_t n = fread(buf, 1, cap - 1, fp);
+    buf[n] = '\0';
+    fclose(fp);
+}
+
 static void pressure(const struct fixture *f, int64_t some)
 {
     char text[160];
@@ -288,7 +303,8 @@ static int fixture_setup(void **state)
     snprintf(f->g.v2, sizeof f->g.v2, "%s", f->dir);
     f->g.v2_fd = -1;
     put(f, "memory.usage_in_bytes", "0\n");
-    put(f, "memory.soft_limit_in_bytes", "");   /* cgroup.c writes without O_TRUNC */
+    put(f, "memory.limit_in_bytes", "");   /* the controller writes without O_TRUNC */
+    put(f, "memory.oom_control", "oom_kill_disable 0\nunder_oom 0\n");
     pressure(f, 0);
     *state = f;
     return 0;
@@ -297,10 +313,10 @@ static int fixture_setup(void **state)
 static int fixture_teardown(void **state)
 {
     struct fixture *f = *state;
-    const char *files[] = {"memory.usage_in_bytes", "memory.soft_limit_in_bytes",
-                           "memory.pressure"};
+    const char *files[] = {"memory.usage_in_bytes", "memory.limit_in_bytes",
+                           "memory.pressure", "memory.oom_control"};
     char path[256];
-    for (size_t i = 0; i < 3; i++) {
+    for (size_t i = 0; i < 4; i++) {
         snprintf(path, sizeof path, "%s/%s", f->dir, files[i]);
         unlink(path);
     }
@@ -323,18 +339,18 @@ static void test_fixture_poll(void **state)
     assert_int_equal(w.fd, -1);
     assert_int_equal(w.tick_ms, ATR_CTL_POLL_MS);
     assert_non_null(strstr(atr_ctl_describe(c), "psi-poll"));
-    assert_int_equal(get_int(f->dir, "memory.soft_limit_in_bytes"), 64 * MiB);
+    assert_int_equal(get_int(f->dir, "memory.limit_in_bytes"), 64 * MiB);
 
     put(f, "memory.usage_in_bytes", "1048576\n");
     w.fn(w.ctx, false);                                   /* calm */
-    assert_int_equal(get_int(f->dir, "memory.soft_limit_in_bytes"), 64 * MiB);
+    assert_int_equal(get_int(f->dir, "memory.limit_in_bytes"), 64 * MiB);
     put(f, "memory.usage_in_bytes", "67108864\n");
     w.fn(w.ctx, false);                                   /* breach: 96 MiB */
-    assert_int_equal(get_int(f->dir, "memory.soft_limit_in_bytes"), 96 * MiB);
+    assert_int_equal(get_int(f->dir, "memory.limit_in_bytes"), 96 * MiB);
     put(f, "memory.usage_in_bytes", "83886080\n");        /* 80 MiB: 83% */
     pressure(f, 10 * 1000 * 1000);                        /* 10 s stalled: 100% */
     w.fn(w.ctx, false);                                   /* pressure: 144 MiB */
-    assert_int_equal(get_int(f->dir, "memory.soft_limit_in_bytes"), 144 * MiB);
+    assert_int_equal(get_int(f->dir, "memory.limit_in_bytes"), 144 * MiB);
 
     struct atr_ctl_totals t = ATR_CTL_TOTALS_INIT;
     struct atr_ctl_report r;
@@ -355,6 +371,40 @@ static void test_fixture_poll(void **state)
     assert_int_equal(tr.raises, 2);
     assert_float_equal(tr.reaction_p99_us, r.reaction_p99_us, 1e-9);
     atr_ctl_totals_release(&t);
+}
+
+/* v1 hold on fixture files: the OOM killer is disabled at start (the
+ * file's first byte becomes "1"), a hold the kernel reports (under_oom 1)
+ * is counted and timed until the raise, and at the ceiling the OOM
+ * killer is enabled again ("0"). */
+static void test_fixture_v1_hold(void **state)
+{
+    struct fixture *f = *state;
+    struct atr_ctl_opts o = {.kind = ATR_CTL_PSI_POLL, .mem_high_start = 64 * MiB,
+                             .mem_high_max = 96 * MiB};
+    struct atr_spawn_watch w;
+    struct atr_error err = {{0}};
+    struct atr_ctl *c = atr_ctl_start(&f->host, &f->g, &o, &w, &err);
+    assert_non_null(c);
+    char oc[64];
+    get_text(f->dir, "memory.oom_control", oc, sizeof oc);
+    assert_int_equal(oc[0], '1');
+    put(f, "memory.oom_control", "oom_kill_disable 1\nunder_oom 1\n");
+    put(f, "memory.usage_in_bytes", "67108864\n");
+    w.fn(w.ctx, false);                                   /* held at 64 MiB: raise to 96 */
+    assert_int_equal(get_int(f->dir, "memory.limit_in_bytes"), 96 * MiB);
+    get_text(f->dir, "memory.oom_control", oc, sizeof oc);
+    assert_int_equal(oc[0], 'o');                         /* the killer still off */
+    put(f, "memory.usage_in_bytes", "100663296\n");
+    w.fn(w.ctx, false);                                   /* held at the ceiling */
+    get_text(f->dir, "memory.oom_control", oc, sizeof oc);
+    assert_int_equal(oc[0], '0');                         /* the killer back on */
+    struct atr_ctl_report r;
+    atr_ctl_stop(c, &r, NULL);
+    assert_int_equal(r.holds, 2);
+    assert_true(r.held_ns > 0);
+    assert_int_equal(r.saturated, 1);
+    assert_int_equal(r.raises, 1);
 }
 
 static void test_fixture_errors(void **state)
@@ -378,6 +428,13 @@ static void test_fixture_errors(void **state)
     f->host.psi = false;
     assert_null(atr_ctl_start(&f->host, &f->g, &o, &w, &err));
     assert_non_null(strstr(err.msg, "cgroup.event_control"));
+    /* v1 without memory.oom_control: no hold, so no knob */
+    char path[300];
+    snprintf(path, sizeof path, "%s/memory.oom_control", f->dir);
+    unlink(path);
+    o.kind = ATR_CTL_PSI_POLL;
+    assert_null(atr_ctl_start(&f->host, &f->g, &o, &w, &err));
+    assert_non_null(strstr(err.msg, "cannot hold at memory.limit_in_bytes"));
 }
 
 /* ---- real runs in cgroups ----
@@ -509,7 +566,7 @@ static void real_run(void **state, enum atr_ctl_kind kind)
     start_hog(r, 48);
     const char *dir = r->host.v2_memory ? r->g.v2 : r->g.memory;
     int64_t high = drive(r, &w, dir, r->host.v2_memory ? "memory.current" : "memory.usage_in_bytes",
-                         dir, r->host.v2_memory ? "memory.high" : "memory.soft_limit_in_bytes");
+                         dir, r->host.v2_memory ? "memory.high" : "memory.limit_in_bytes");
     struct atr_ctl_report rep;
     const char *desc = atr_ctl_describe(r->c);
     char desc_copy[200];
@@ -578,6 +635,71 @@ static void test_real_spawn(void **state)
 }
 #endif
 
+/* The process state letter of pid ('T': stopped), from /proc. */
+static char proc_state(pid_t pid)
+{
+    char path[64], buf[256] = "";
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *fp = fopen(path, "r");
+    if (!fp)
+        return '?';
+    size_t n = fread(buf, 1, sizeof buf - 1, fp);
+    fclose(fp);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');
+    return p && p[1] == ' ' ? p[2] : '?';
+}
+
+/* ebpf: the kernel stops the child at its 8 MiB target, the controller
+ * raises and resumes it until it has its 48 MiB, every stop is timed on
+ * kernel clocks, and nothing is left stopped. */
+static void test_real_ebpf(void **state)
+{
+    struct real *r = *state;
+    const char *why = atr_bpf_unavailable();
+    if (!r->have_g || why) {
+        print_message("    skipped: %s\n", why ? why : "no usable memory cgroup here");
+        skip();
+    }
+    struct atr_ctl_opts o = {.kind = ATR_CTL_EBPF, .mem_high_start = 8 * MiB};
+    struct atr_spawn_watch w;
+    struct atr_error err = {{0}};
+    r->c = atr_ctl_start(&r->host, &r->g, &o, &w, &err);
+    if (!r->c)
+        fail_msg("atr_ctl_start: %s", err.msg);
+    assert_true(w.fd >= 0);
+    start_hog(r, 48);
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    bool done = false;
+    while (!done) {
+        struct pollfd pf[2] = {{r->done_r, POLLIN, 0}, {w.fd, w.events, 0}};
+        int rc = poll(pf, 2, w.tick_ms);
+        if (rc > 0 && pf[0].revents) {
+            char b;
+            done = read(r->done_r, &b, 1) == 1;
+        }
+        w.fn(w.ctx, rc > 0 && pf[1].revents);
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (now.tv_sec - t0.tv_sec > 10)
+            fail_msg("the child did not get its 48 MiB in 10 s (state %c)", proc_state(r->child));
+    }
+    struct atr_ctl_report rep;
+    atr_ctl_stop(r->c, &rep, NULL);
+    r->c = NULL;
+    print_message("    ebpf: %llu stops, %llu raises, kernel reaction p50 %.1f p99 %.1f us, "
+                  "held %.2f ms, limit %lld MiB\n",
+                  (unsigned long long)rep.holds, (unsigned long long)rep.raises,
+                  rep.reaction_p50_us, rep.reaction_p99_us, (double)rep.held_ns / 1e6,
+                  (long long)(rep.final_mem_high / MiB));
+    assert_true(rep.holds >= 1);
+    assert_true(rep.event_samples >= 1);
+    assert_int_equal(rep.errors, 0);
+    assert_true(rep.final_mem_high > 48 * MiB);
+    assert_true(rep.reaction_p50_us >= 0 && rep.reaction_p99_us < 10000);
+    assert_true(proc_state(r->child) != 'T');
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -590,11 +712,13 @@ int main(void)
         cmocka_unit_test(test_policy_relax),
         cmocka_unit_test(test_totals),
         cmocka_unit_test_setup_teardown(test_fixture_poll, fixture_setup, fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_fixture_v1_hold, fixture_setup, fixture_teardown),
         cmocka_unit_test_setup_teardown(test_fixture_errors, fixture_setup, fixture_teardown),
 #ifdef HAVE_CGROUP_C
         cmocka_unit_test_setup_teardown(test_real_poll, real_setup, real_teardown),
         cmocka_unit_test_setup_teardown(test_real_trigger, real_setup, real_teardown),
         cmocka_unit_test_setup_teardown(test_real_spawn, real_setup, real_teardown),
+        cmocka_unit_test_setup_teardown(test_real_ebpf, real_setup, real_teardown),
 #endif
     };
 #ifndef HAVE_CGROUP_C

@@ -1,0 +1,32 @@
+#!/bin/sh
+# run.sh ATR [REPS [shapes]] - the dynamic controller's arms side by side through
+# `atr experiment timescale`: a bursty tenant (3 steps of atr-memhog
+# touching 512 MiB in 0.4 s, over a 32 MiB target, ceiling 1 GiB) beside a
+# victim tenant (30 steps of 8 MiB and 10 ms of CPU), REPS interleaved runs
+# per arm (default 10). Prints the table; the run's folder is kept in
+# $TMPDIR and named at the end. Root, on the host's cgroups.
+# "shapes": instead, the seed's bursty class as atr-memhog shapes, one
+# trace each: pytest (10 short steps of 64 MiB and 20 ms of CPU), make (3
+# steps of three 96 MiB children at once) and npm install (2 steps ramping
+# to 384 MiB over 1.5 s).
+set -eu
+ATR=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+REPS=${2:-10}
+HOG=$(dirname "$ATR")/atr-memhog
+D=$(mktemp -d)
+step() { printf '{"kind":"tool","tool":"bash","command":"%s"}' "$1"; }
+steps() { n=$1; shift; i=0; sep=""; while [ "$i" -lt "$n" ]; do printf '%s' "$sep"; step "$*"; sep=,; i=$((i + 1)); done; }
+printf '{"format":"atr-trace/1","trace_id":"burst","steps":[%s]}\n' "$(steps 3 "$HOG -m 512 -r 400")" >"$D/burst.ndjson"
+printf '{"format":"atr-trace/1","trace_id":"victim","steps":[%s]}\n' "$(steps 30 "$HOG -m 8 -c 10")" >"$D/victim.ndjson"
+if [ "${3:-}" = shapes ]; then
+    trace() { printf '{"format":"atr-trace/1","trace_id":"%s","steps":[%s]}\n' "$1" "$2"; }
+    {
+        trace pytest-shape "$(steps 10 "$HOG -m 64 -r 50 -c 20")"
+        trace make-shape "$(steps 3 "$HOG -m 96 -r 200 & $HOG -m 96 -r 200 & $HOG -m 96 -r 200 & wait")"
+        trace npm-shape "$(steps 2 "$HOG -m 384 -r 1500")"
+    } >"$D/shapes.ndjson"
+    "$ATR" experiment timescale --reps "$REPS" --mem-high 32M --mem-max 1G "$D/shapes.ndjson" --out "$D/exp"
+else
+    "$ATR" experiment timescale --reps "$REPS" --mem-high 32M --mem-max 1G --victim "$D/victim.ndjson" "$D/burst.ndjson" --out "$D/exp"
+fi
+echo "runs in $D/exp"
