@@ -42,12 +42,23 @@ static void add(struct atr_bench_set *s, const char *c, const char *v, const cha
 }
 
 /* Five repeats of each, around the given centres (+-1 %). */
+/* Five rounds whose figures wiggle by up to 1 % the same way in every
+ * variant (a machine's drift hits a round alike), or the other way round
+ * (reversed: the rounds' ratios to the others then wiggle too). */
+static void add5_wiggled(struct atr_bench_set *s, const char *c, const char *v, const char *a,
+                         double tok, double ttft, bool reversed)
+{
+    static const double wiggle[] = {1.0, 1.01, 0.99, 1.005, 0.995};
+    for (int k = 0; k < 5; k++) {
+        int w = reversed ? 4 - k : k;
+        add(s, c, v, a, k + 1, tok * wiggle[w], ttft * wiggle[4 - w]);
+    }
+}
+
 static void add5(struct atr_bench_set *s, const char *c, const char *v, const char *a,
                  double tok, double ttft)
 {
-    static const double wiggle[] = {1.0, 1.01, 0.99, 1.005, 0.995};
-    for (int k = 0; k < 5; k++)
-        add(s, c, v, a, k + 1, tok * wiggle[k], ttft * wiggle[4 - k]);
+    add5_wiggled(s, c, v, a, tok, ttft, false);
 }
 
 static const struct row *row_of(const struct comparison *c, const char *commit, const char *agent)
@@ -75,7 +86,7 @@ static void test_repeats(void **state)
     add5(&s, "c1", "baseline", NULL, 1000, 50);
     add5(&s, "c1", "human", NULL, 1200, 40);
     add5(&s, "c1", "agent", "fast", 1300, 35);        /* beats both */
-    add5(&s, "c1", "agent", "same", 1000, 50);        /* the baseline again */
+    add5_wiggled(&s, "c1", "agent", "same", 1000, 50, true);   /* the baseline again */
     add(&s, "c1", "agent", "flaky", 1, 1300, 35);
     for (int k = 2; k <= 5; k++)
         add(&s, "c1", "agent", "flaky", k, 0, 0);      /* four failed repeats */
@@ -89,8 +100,10 @@ static void test_repeats(void **state)
     const struct ratio *r = &fast->vs_base[M_TOK_S];
     assert_true(r->has && fabs(r->ci.point - 1.3) < 1e-9);
     assert_true(r->ci.lo <= r->ci.point && r->ci.point <= r->ci.hi);
-    assert_string_equal(r->ci.method, "repeats");
+    assert_string_equal(r->ci.method, "pairs");      /* the same 5 rounds on both sides */
     assert_int_equal(r->verdict, ATR_VERDICT_WIN);
+    /* one successful round of 5 against 5: no pairs, and one value has no interval */
+    assert_string_equal(row_of(&c, "c1", "flaky")->vs_base[M_TOK_S].ci.method, "none");
     assert_int_equal(fast->vs_human[M_TOK_S].verdict, ATR_VERDICT_WIN);
     /* lower latency wins: TTFT 35 against 50 */
     assert_true(fast->vs_base[M_TTFT].ci.point < 1);
@@ -133,7 +146,8 @@ static void test_repeats(void **state)
     assert_true(c.vs_human.win == 1 && c.vs_human.loss == 1 && c.vs_human.inconclusive == 1);
     report_release(&c);
 
-    /* the margin only calls ties: at 0.5 % the same agent is inconclusive */
+    /* the margin only calls ties: at 0.5 % the same agent (its rounds' ratios
+     * within +-0.5 %, an interval of about +-0.53 %) is inconclusive */
     report_compare(&s, 0.005, &c);
     assert_int_equal(row_of(&c, "c1", "same")->vs_base[M_TOK_S].verdict,
                      ATR_VERDICT_INCONCLUSIVE);

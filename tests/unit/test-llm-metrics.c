@@ -536,7 +536,7 @@ static void test_sessions_outputs(void **state)
                                    "\"median_completion_ms\": 4500.0, "
                                    "\"std_completion_ms\": 500.0, \"p90_completion_ms\": "));
     assert_non_null(strstr(b.data, "\"mean_model_time_ms\": 2500.0, "));
-    assert_non_null(strstr(b.data, "\"p99_think_time_ms\": 2000.0}}}"));
+    assert_non_null(strstr(b.data, "\"p99_think_time_ms\": 2000.0, \"kv_retention\": {"));
     assert_non_null(strstr(b.data, "\"p99_ttft_ms\": "));   /* requests keep {99} */
     assert_null(strstr(b.data, "\"p90_ttft_ms\""));
     atr_buf_clear(&b);
