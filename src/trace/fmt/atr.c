@@ -123,8 +123,10 @@ static int read_parents(struct atr_reader *r, struct atr_trace *t, struct atr_st
     s->n_parents = 0;
     for (struct atr_json *e = v->u.kids.first; e; e = e->next) {
         if (e->type != ATR_JSON_NUMBER || !e->is_int || e->i < 0 || e->i >= (int64_t)s->i)
-            return atr_reader_fail_at(r, e, "expected a parent of step %u to be an earlier "
-                                      "step (0..%d)", s->i, (int)s->i - 1);
+            return s->i ? atr_reader_fail_at(r, e, "expected a parent of step %u to be an "
+                                             "earlier step (0..%u)", s->i, s->i - 1)
+                        : atr_reader_fail_at(r, e, "step 0 has no earlier step to wait for "
+                                             "(a root has \"parents\":[])");
         for (uint32_t k = 0; k < s->n_parents; k++)
             if (s->parents[k] == (uint32_t)e->i)
                 return atr_reader_fail_at(r, e, "parent %lld of step %u repeats",
