@@ -147,15 +147,20 @@ static bool same_agent(const struct atr_step *a, const struct atr_step *b)
 
 /* The step whose ids step k's prefix refers to: the previous llm step of
  * its own agent (sub-agents interleave with their parent, whose prompt
- * shares less), looked for over the last REF_WINDOW steps, else the
- * previous llm step. In a chain both are the previous llm step. */
+ * shares less), looked for over the last REF_WINDOW steps; for an agent's
+ * first call, its first llm parent (the call that spawned it); else the
+ * previous llm step. In a chain all three are the previous llm step. */
 #define REF_WINDOW 256
 static const struct atr_step *prefix_ref(const struct atr_trace *t, size_t k,
                                          const struct atr_step *prev_llm)
 {
+    const struct atr_step *s = &t->steps[k];
     for (size_t j = k, seen = 0; j-- > 0 && seen < REF_WINDOW; seen++)
-        if (t->steps[j].kind == ATR_STEP_LLM && same_agent(&t->steps[j], &t->steps[k]))
+        if (t->steps[j].kind == ATR_STEP_LLM && same_agent(&t->steps[j], s))
             return &t->steps[j];
+    for (uint32_t j = 0; s->parents && j < s->n_parents; j++)
+        if (t->steps[s->parents[j]].kind == ATR_STEP_LLM)
+            return &t->steps[s->parents[j]];
     return prev_llm;
 }
 
