@@ -46,8 +46,10 @@ struct span {
     const char *trace_id, *span_id, *parent_id;   /* parent_id NULL: a root */
     const char *name;          /* agent: its name; tool: the tool; llm: the model */
     const char *conversation, *service;
+    const char *atr_trace_id;  /* the trace this was written from (atr's writer) */
     uint64_t start, end;       /* ns since the epoch; end 0: absent */
     int64_t in, out, cached, max_tokens;
+    int64_t exit_code;         /* process.exit.code; ATR_UNSET when absent */
     uint32_t line, col;        /* the span object's place in the file */
     uint32_t seq;              /* input order */
     enum span_kind kind;
@@ -126,7 +128,7 @@ static bool value_count(const struct atr_json *v, int64_t *out)
 /* The attributes a step takes, by name; everything else (content first
  * of all) is passed over unread. Earlier names of one field win. */
 enum attr_field { A_OP, A_MODEL, A_IN, A_OUT, A_CACHED, A_MAX, A_TOOL, A_AGENT, A_AGENT_ID,
-                  A_CONVERSATION, A_REQUEST_TYPE, A_N };
+                  A_CONVERSATION, A_REQUEST_TYPE, A_ATR_TRACE_ID, A_EXIT, A_N };
 static const struct {
     const char *key;
     enum attr_field field;
@@ -151,6 +153,8 @@ static const struct {
     {"gen_ai.conversation.id", A_CONVERSATION},
     {"session.id", A_CONVERSATION},
     {"llm.request.type", A_REQUEST_TYPE},
+    {"atr.trace_id", A_ATR_TRACE_ID},   /* written by atr's OTLP writer (trace/otlp.h) */
+    {"process.exit.code", A_EXIT},
 };
 
 struct attrs {
@@ -284,6 +288,28 @@ static int attr_count(struct atr_reader *r, const struct attrs *a, enum attr_fie
     return 0;
 }
 
+/* process.exit.code: a signed integer (a tool killed by a timeout may
+ * say -1). */
+static int read_exit(struct atr_reader *r, const struct attrs *a, int64_t *out)
+{
+    const struct atr_json *v = a->v[A_EXIT];
+    *out = ATR_UNSET;
+    if (!v)
+        return 0;
+    const struct atr_json *x = any_value(v, "intValue");
+    const char *str = atr_json_is(x, ATR_JSON_STRING) ? x->u.str.s : NULL;
+    int64_t n;
+    if (str && parse_count(str[0] == '-' ? str + 1 : str, &n)) {
+        *out = str[0] == '-' ? -n : n;
+        return 0;
+    }
+    if (x && atr_json_is(x, ATR_JSON_NUMBER) && x->is_int) {
+        *out = x->i;
+        return 0;
+    }
+    return atr_reader_fail_at(r, v, "expected \"process.exit.code\" to be an integer");
+}
+
 /* What names the span's step: the agent, the tool or the model. */
 static const char *span_label(const struct span *s, const struct attrs *a, const char *name)
 {
@@ -346,12 +372,13 @@ static int read_span(struct atr_reader *r, struct otlp_state *st, const struct a
     s->kind = kind_of(value_str(a.v[A_OP]), name, value_str(a.v[A_REQUEST_TYPE]));
     s->name = keep_str(st, span_label(s, &a, name));
     s->conversation = keep_str(st, value_str(a.v[A_CONVERSATION]));
+    s->atr_trace_id = keep_str(st, value_str(a.v[A_ATR_TRACE_ID]));
     s->service = service;
     const struct atr_json *status = atr_json_get(j, "status");
     int64_t code = 0;
     if (atr_json_is(status, ATR_JSON_OBJECT) && atr_json_get_i64(status, "code", &code))
         s->status = (int8_t)(code == 1 || code == 2 ? code : 0);
-    if (attr_count(r, &a, A_IN, &s->in) < 0 || attr_count(r, &a, A_OUT, &s->out) < 0 ||
+    if (read_exit(r, &a, &s->exit_code) < 0 || attr_count(r, &a, A_IN, &s->in) < 0 || attr_count(r, &a, A_OUT, &s->out) < 0 ||
         attr_count(r, &a, A_CACHED, &s->cached) < 0 || attr_count(r, &a, A_MAX, &s->max_tokens) < 0)
         return -1;
     if (!st->first_start || s->start < st->first_start)
@@ -521,6 +548,7 @@ struct build {
     size_t cap_names;
     size_t orphans;
     uint64_t trace_start;
+    bool have_main;            /* the main agent's span was seen */
 };
 
 static int fail_span(struct build *b, size_t i, const char *msg)
@@ -819,7 +847,9 @@ static int add_step(struct build *b, size_t i, int32_t c)
         s->dur_ms = (int64_t)((sp->end - sp->start) / 1000000);
     if (sp->kind == SPAN_TOOL) {
         s->tool = sp->name ? atr_arena_strdup(&b->t->arena, sp->name) : "tool";
-        if (sp->status)
+        if (sp->exit_code != ATR_UNSET)
+            s->exit_code = sp->exit_code;
+        else if (sp->status)
             s->exit_code = sp->status == 2 ? 1 : 0;
         return 0;
     }
@@ -832,9 +862,11 @@ static int add_step(struct build *b, size_t i, int32_t c)
 static void add_agent(struct build *b, size_t i, int32_t c)
 {
     const struct span *sp = &b->sp[i];
-    if (c == 0 && !b->ctx[0].n_items && !atr_json_get(b->t->meta, "agent")) {
+    if (c == 0 && !b->ctx[0].n_items && !b->have_main) {
         b->agent_ctx[i] = 0;
-        atr_trace_meta_set_str(b->t, "agent", sp->name ? sp->name : "agent");
+        b->have_main = true;
+        if (sp->name)
+            atr_trace_meta_set_str(b->t, "agent", sp->name);
         return;
     }
     int32_t k = new_ctx(b, agent_name(b, sp->name));
@@ -924,6 +956,11 @@ static int build_trace(struct atr_reader *r, struct otlp_state *st, struct atr_t
     for (size_t i = 1; i < n; i++)
         b.trace_start = sp[i].start < b.trace_start ? sp[i].start : b.trace_start;
     t->trace_id = atr_arena_printf(&t->arena, "otlp/%s", sp[0].trace_id);
+    for (size_t i = 0; i < n; i++)
+        if (sp[i].atr_trace_id) {     /* written by atr: its own name back */
+            t->trace_id = atr_arena_strdup(&t->arena, sp[i].atr_trace_id);
+            break;
+        }
     t->start_ms = ms_since(b.trace_start, st->first_start);
     int rc = link_parents(&b);
     if (rc == 0)
