@@ -134,3 +134,57 @@ assert kb < 120 * 1024, kb
 \""
 ok otlp-100k-validate "$ATR" validate "$T/otlp-big.ndjson"
 check otlp-100k-steps "[ \$(wc -l <'$T/otlp-big.ndjson') -eq 50 ] && '$ATR' validate '$T/otlp-big.ndjson' | grep -q '50 traces, 100000 steps'"
+
+# ---- writing: atr convert --to otlp ----
+golden otlp-write-golden "$O/fork-join.otlp.jsonl" "$ATR" convert "$DATA/dag/fork-join.ndjson" --to otlp -q -o -
+# the OTLP shape: one export per trace and line, every parentSpanId a span
+# of the same trace, a chat span's counts, no content of any kind
+ok otlp-write-openhands "$ATR" convert "$DATA/openhands/basic_gui_mode.json" --to otlp -q -o "$T/otlp-oh.jsonl"
+check otlp-write-shape "python3 -c \"
+import json
+for f in ['$T/otlp-oh.jsonl', '$O/fork-join.otlp.jsonl']:
+    for l in open(f):
+        d = json.loads(l)
+        sp = [s for rs in d['resourceSpans'] for ss in rs['scopeSpans'] for s in ss['spans']]
+        ids = {s['spanId'] for s in sp}
+        assert len(ids) == len(sp) and len({s['traceId'] for s in sp}) == 1
+        assert all(len(s['traceId']) == 32 and len(s['spanId']) == 16 for s in sp)
+        assert all(s.get('parentSpanId') in ids for s in sp[1:]) and 'parentSpanId' not in sp[0]
+        ops = [a['value']['stringValue'] for s in sp for a in s['attributes'] if a['key'] == 'gen_ai.operation.name']
+        assert ops[0] == 'invoke_agent' and set(ops) <= {'invoke_agent', 'chat', 'execute_tool'}
+        keys = {a['key'] for s in sp for a in s['attributes']}
+        assert keys <= {'gen_ai.operation.name', 'gen_ai.agent.name', 'atr.trace_id', 'gen_ai.request.model',
+            'gen_ai.usage.input_tokens', 'gen_ai.usage.output_tokens', 'gen_ai.usage.cache_read.input_tokens',
+            'gen_ai.request.max_tokens', 'gen_ai.tool.name', 'process.exit.code'}, keys
+\""
+check otlp-write-no-command "! grep -q 'mkdir' '$T/otlp-oh.jsonl'"
+
+# round trip atr -> otlp -> atr: the same steps, kinds, tools, agents,
+# parents, timings, counts and exit codes (a DAG of sub-agents generated,
+# a converted OpenHands trajectory)
+ok otlp-rt-gen "$ATR" gen --kind swe --traces 4 --seed 5 --subagent-prob 0.3 --subagent-fanout 3 \
+    --subagent-depth 2 -q -o "$T/otlp-rt-a.ndjson"
+for src in "$T/otlp-rt-a.ndjson" "$DATA/openhands/basic_gui_mode.json"; do
+    n=$(basename "$src")
+    ok "otlp-rt-to-$n" "$ATR" convert "$src" -q -o "$T/otlp-rt-$n.atr"
+    ok "otlp-rt-out-$n" "$ATR" convert "$T/otlp-rt-$n.atr" --to otlp -q -o "$T/otlp-rt-$n.otlp"
+    ok "otlp-rt-back-$n" "$ATR" convert "$T/otlp-rt-$n.otlp" -q -o "$T/otlp-rt-$n.back"
+    ok "otlp-rt-validate-$n" "$ATR" validate "$T/otlp-rt-$n.back"
+    check "otlp-round-trip-$n" "python3 -c \"
+import json
+keys = ['kind', 'tool', 'agent', 't_ms', 'dur_ms', 'input_tokens', 'output_tokens', 'cached_tokens',
+        'max_tokens', 'exit_code']
+eff = lambda s: s.get('parents', [s['i'] - 1] if s['i'] else [])
+a = [json.loads(l) for l in open('$T/otlp-rt-$n.atr')]
+b = [json.loads(l) for l in open('$T/otlp-rt-$n.back')]
+assert [t['trace_id'] for t in a] == [t['trace_id'] for t in b]
+n = 0
+for x, y in zip(a, b):
+    assert len(x['steps']) == len(y['steps'])
+    for s, u in zip(x['steps'], y['steps']):
+        assert [s.get(k) for k in keys] == [u.get(k) for k in keys], (s['i'], s, u)
+        assert eff(s) == eff(u), (s['i'], eff(s), eff(u)); n += 1
+assert n >= 9
+\""
+done
+fails otlp-to-bad 2 "--to wants atr or otlp" "$ATR" convert "$DATA/dag/fork-join.ndjson" --to csv -o "$T/otlp-x"
