@@ -381,7 +381,7 @@ static int read_span(struct atr_reader *r, struct otlp_state *st, const struct a
     if (read_exit(r, &a, &s->exit_code) < 0 || attr_count(r, &a, A_IN, &s->in) < 0 || attr_count(r, &a, A_OUT, &s->out) < 0 ||
         attr_count(r, &a, A_CACHED, &s->cached) < 0 || attr_count(r, &a, A_MAX, &s->max_tokens) < 0)
         return -1;
-    if (!st->first_start || s->start < st->first_start)
+    if (st->n == 1 || s->start < st->first_start)   /* 0 is a time like any other */
         st->first_start = s->start;
     return 0;
 }
