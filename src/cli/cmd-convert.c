@@ -116,7 +116,7 @@ static void write_trace(struct atr_buf *line, const struct atr_trace *t,
 {
     atr_buf_clear(line);
     if (o->to == 1)
-        atr_trace_write_otlp(line, t);
+        atr_trace_write_otlp(line, t, ATR_OTLP_EPOCH_NS);
     else
         atr_trace_write(line, t, &o->write);
 }

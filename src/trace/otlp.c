@@ -34,6 +34,9 @@ struct otlp_w {
     size_t n_agents;
     size_t *agent_of;          /* per step */
     uint64_t *start, *end;     /* per step, ns; end 0: no duration */
+    uint64_t base;             /* the trace's start, ns since the epoch */
+    bool root_agent;           /* write the main agent's span */
+    const char *conversation;  /* meta.conversation_id or meta.session */
 };
 
 static void span_id(char out[17], const char *trace_id, uint64_t salt)
@@ -59,7 +62,7 @@ static size_t agent_index(struct otlp_w *o, const char *name)
 static void step_times(struct otlp_w *o)
 {
     const struct atr_trace *t = o->t;
-    uint64_t base = ATR_OTLP_EPOCH_NS + (uint64_t)(t->start_ms > 0 ? t->start_ms : 0) * 1000000;
+    uint64_t base = o->base;
     uint64_t prev_end = base;
     for (size_t k = 0; k < t->n_steps; k++) {
         const struct atr_step *s = &t->steps[k];
@@ -99,7 +102,7 @@ static void find_agents(struct otlp_w *o)
         agent_extend(&o->agents[a], o->start[k], o->end[k]);
     }
     /* the main agent's span starts with the trace, so t_ms read back are the same */
-    o->agents[0].start = ATR_OTLP_EPOCH_NS + (uint64_t)(t->start_ms > 0 ? t->start_ms : 0) * 1000000;
+    o->agents[0].start = o->base;
     if (o->agents[0].end < o->agents[0].start)
         o->agents[0].end = o->agents[0].start;
     for (size_t a = 0; a < o->n_agents; a++)
@@ -190,9 +193,15 @@ static void put_step(struct otlp_w *o, size_t k)
         snprintf(name, sizeof name, model ? "chat %s" : "chat", model);
     else
         snprintf(name, sizeof name, "execute_tool %s", s->tool ? s->tool : "tool");
-    span_head(o, id, o->agents[o->agent_of[k]].id, name, llm ? 3 : 1, o->start[k], o->end[k]);
+    size_t a = o->agent_of[k];
+    span_head(o, id, a || o->root_agent ? o->agents[a].id : NULL, name, llm ? 3 : 1, o->start[k],
+              o->end[k]);
     struct atr_jw *w = o->w;
     attr_str(w, "gen_ai.operation.name", llm ? "chat" : "execute_tool");
+    if (!o->root_agent && o->t->trace_id)
+        attr_str(w, "atr.trace_id", o->t->trace_id);
+    if (llm && o->conversation)
+        attr_str(w, "gen_ai.conversation.id", o->conversation);
     if (llm) {
         if (model)
             attr_str(w, "gen_ai.request.model", model);
@@ -226,10 +235,15 @@ static void put_resource(struct atr_jw *w, const struct atr_trace *t)
     atr_jw_object_end(w);
 }
 
-int atr_trace_write_otlp(struct atr_buf *b, const struct atr_trace *t)
+int atr_trace_write_otlp(struct atr_buf *b, const struct atr_trace *t, uint64_t epoch_ns)
 {
     struct atr_jw w;
     struct otlp_w o = {.t = t, .w = &w};
+    o.base = epoch_ns + (uint64_t)(t->start_ms > 0 ? t->start_ms : 0) * 1000000;
+    o.root_agent = t->n_steps != 1 || t->steps[0].agent || atr_json_get(t->meta, "agent");
+    o.conversation = atr_json_get_str(t->meta, "conversation_id", NULL);
+    if (!o.conversation)
+        o.conversation = atr_json_get_str(t->meta, "session", NULL);
     const char *tid = t->trace_id ? t->trace_id : "";
     XXH128_hash_t h = XXH3_128bits(tid, strlen(tid));
     snprintf(o.trace_id, sizeof o.trace_id, "%016" PRIx64 "%016" PRIx64, h.high64, h.low64);
@@ -253,7 +267,7 @@ int atr_trace_write_otlp(struct atr_buf *b, const struct atr_trace *t)
     atr_jw_object_end(&w);
     atr_jw_key(&w, "spans");
     atr_jw_array_begin(&w);
-    for (size_t a = 0; a < o.n_agents; a++)
+    for (size_t a = o.root_agent ? 0 : 1; a < o.n_agents; a++)
         put_agent(&o, a);
     for (size_t k = 0; k < t->n_steps; k++)
         put_step(&o, k);

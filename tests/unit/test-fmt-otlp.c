@@ -141,7 +141,7 @@ static void test_write_read(void **state)
     t.trace_id = "x/1";
     t.steps[1].exit_code = 2;
     struct atr_buf b = ATR_BUF_INIT;
-    atr_trace_write_otlp(&b, &t);
+    atr_trace_write_otlp(&b, &t, ATR_OTLP_EPOCH_NS);
     assert_non_null(strstr(b.data, "\"startTimeUnixNano\":\"1704067200010000000\""));
     assert_int_equal(read_otlp(b.data, &u, &err), 1);
     assert_string_equal(u.trace_id, "x/1");
