@@ -20,6 +20,7 @@ po_port() {
     echo "$po_p"
 }
 
+: >"$PO/up.out"; : >"$PO/px.out"   # there before the first poll reads them
 "$ATR" sim serve --port 0 --ttft 0 --itl 0 >"$PO/up.out" 2>"$PO/up.err" &
 PO_UP=$!
 PO_UPURL=http://127.0.0.1:$(po_port "$PO/up.out" $PO_UP)
