@@ -235,6 +235,36 @@ static void put_resource(struct atr_jw *w, const struct atr_trace *t)
     atr_jw_object_end(w);
 }
 
+/* {"resourceSpans":[{"resource", "scopeSpans":[{"scope", "spans"}]}]} */
+static void put_export(struct otlp_w *o)
+{
+    struct atr_jw *w = o->w;
+    atr_jw_object_begin(w);
+    atr_jw_key(w, "resourceSpans");
+    atr_jw_array_begin(w);
+    atr_jw_object_begin(w);
+    put_resource(w, o->t);
+    atr_jw_key(w, "scopeSpans");
+    atr_jw_array_begin(w);
+    atr_jw_object_begin(w);
+    atr_jw_key(w, "scope");
+    atr_jw_object_begin(w);
+    atr_jw_kv_str(w, "name", "atr");
+    atr_jw_object_end(w);
+    atr_jw_key(w, "spans");
+    atr_jw_array_begin(w);
+    for (size_t a = o->root_agent ? 0 : 1; a < o->n_agents; a++)
+        put_agent(o, a);
+    for (size_t k = 0; k < o->t->n_steps; k++)
+        put_step(o, k);
+    atr_jw_array_end(w);
+    atr_jw_object_end(w);
+    atr_jw_array_end(w);
+    atr_jw_object_end(w);
+    atr_jw_array_end(w);
+    atr_jw_object_end(w);
+}
+
 int atr_trace_write_otlp(struct atr_buf *b, const struct atr_trace *t, uint64_t epoch_ns)
 {
     struct atr_jw w;
@@ -253,30 +283,7 @@ int atr_trace_write_otlp(struct atr_buf *b, const struct atr_trace *t, uint64_t 
     step_times(&o);
     find_agents(&o);
     atr_jw_init(&w, b, ATR_JW_COMPACT);
-    atr_jw_object_begin(&w);
-    atr_jw_key(&w, "resourceSpans");
-    atr_jw_array_begin(&w);
-    atr_jw_object_begin(&w);
-    put_resource(&w, t);
-    atr_jw_key(&w, "scopeSpans");
-    atr_jw_array_begin(&w);
-    atr_jw_object_begin(&w);
-    atr_jw_key(&w, "scope");
-    atr_jw_object_begin(&w);
-    atr_jw_kv_str(&w, "name", "atr");
-    atr_jw_object_end(&w);
-    atr_jw_key(&w, "spans");
-    atr_jw_array_begin(&w);
-    for (size_t a = o.root_agent ? 0 : 1; a < o.n_agents; a++)
-        put_agent(&o, a);
-    for (size_t k = 0; k < t->n_steps; k++)
-        put_step(&o, k);
-    atr_jw_array_end(&w);
-    atr_jw_object_end(&w);
-    atr_jw_array_end(&w);
-    atr_jw_object_end(&w);
-    atr_jw_array_end(&w);
-    atr_jw_object_end(&w);
+    put_export(&o);
     atr_jw_newline(&w);
     free(o.start);
     free(o.end);

@@ -557,20 +557,18 @@ static int fail_span(struct build *b, size_t i, const char *msg)
                            b->sp[i].span_id, msg);
 }
 
-static const struct build *sort_ctx;   /* qsort has no context argument */
-
-static int by_span_id(const void *pa, const void *pb)
+static int by_span_id(const void *pa, const void *pb, void *ctx)
 {
-    const struct span *s = sort_ctx->sp;
+    const struct span *s = ((const struct build *)ctx)->sp;
     uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
     int c = strcmp(s[a].span_id, s[b].span_id);
     return c ? c : (a > b) - (a < b);
 }
 
 /* Start order; a parent before its children (depth), then input order. */
-static int by_start(const void *pa, const void *pb)
+static int by_start(const void *pa, const void *pb, void *ctx)
 {
-    const struct build *b = sort_ctx;
+    const struct build *b = ctx;
     uint32_t x = *(const uint32_t *)pa, y = *(const uint32_t *)pb;
     if (b->cstart[x] != b->cstart[y])
         return b->cstart[x] < b->cstart[y] ? -1 : 1;
@@ -601,8 +599,7 @@ static int link_parents(struct build *b)
 {
     for (size_t i = 0; i < b->n; i++)
         b->by_id[i] = (uint32_t)i;
-    sort_ctx = b;
-    qsort(b->by_id, b->n, sizeof *b->by_id, by_span_id);
+    qsort_r(b->by_id, b->n, sizeof *b->by_id, by_span_id, b);
     for (size_t k = 1; k < b->n; k++)
         if (strcmp(b->sp[b->by_id[k]].span_id, b->sp[b->by_id[k - 1]].span_id) == 0) {
             char msg[96];
@@ -881,8 +878,7 @@ static int walk_spans(struct build *b)
 {
     for (size_t k = 0; k < b->n; k++)
         b->order[k] = (uint32_t)k;
-    sort_ctx = b;
-    qsort(b->order, b->n, sizeof *b->order, by_start);
+    qsort_r(b->order, b->n, sizeof *b->order, by_start, b);
     for (size_t k = 0; k < b->n; k++) {
         uint32_t i = b->order[k];
         int32_t p = b->parent[i];
