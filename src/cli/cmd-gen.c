@@ -212,6 +212,10 @@ static int parse_args(int argc, char **argv, struct gen_cli *o)
         return cli_usage("gen", "unexpected argument '%s'", argv[first]);
     if (!o->have_kind)
         return cli_usage("gen", "missing --kind");
+    bool subagents = o->gen.subagent_prob > 0 || o->gen.subagent_fanout || o->gen.subagent_depth;
+    if (subagents && (o->noisy || o->gguf || o->gen.kind != ATR_GEN_SWE))
+        return cli_usage("gen", "--subagent-prob, --subagent-fanout and --subagent-depth are "
+                         "for --kind swe");
     if (!o->gguf && !o->gen.traces)
         return cli_usage("gen", "missing --traces N");
     if (!o->out)

@@ -61,6 +61,9 @@ fails gen-subagent-prob-bad 2 "--subagent-prob wants a number 0..1" \
     "$ATR" gen --kind swe --traces 1 --subagent-prob 2 -o "$T/gen-x.ndjson"
 fails gen-subagent-fanout-bad 2 "--subagent-fanout wants an integer 1..16" \
     "$ATR" gen --kind swe --traces 1 --subagent-prob 0.5 --subagent-fanout 17 -o "$T/gen-x.ndjson"
+fails gen-subagent-not-swe 2 "--subagent-prob, --subagent-fanout and --subagent-depth are for --kind swe" \
+    "$ATR" gen --kind chat --traces 1 --subagent-prob 0.5 -o "$T/gen-x.ndjson"
+absent gen-subagent-not-swe-nothing "$T/gen-x.ndjson"
 fails gen-subagent-depth-bad 2 "--subagent-depth wants an integer 1..4" \
     "$ATR" gen --kind swe --traces 1 --subagent-prob 0.5 --subagent-depth 0 -o "$T/gen-x.ndjson"
 
