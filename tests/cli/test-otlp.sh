@@ -59,6 +59,17 @@ t = json.loads(open('$T/otlp-openllmetry-spans.jsonl.ndjson').readline())
 assert [(s['input_tokens'], s['t_ms']) for s in t['steps']] == [(950, 120), (1100, 2200)], t['steps']
 \""
 
+# the other shapes: a JSON array of spans (pretty), an array of export
+# documents, a gzipped document: the same traces
+python3 -c "
+import json
+json.dump([json.loads(l) for l in open('$O/openllmetry-spans.jsonl')], open('$T/otlp-arr.json', 'w'), indent=1)
+json.dump([json.loads(l) for l in open('$O/openai-v2.jsonl')], open('$T/otlp-arrdocs.json', 'w'))"
+golden otlp-array-of-spans "$O/openllmetry-spans.golden.ndjson" "$ATR" convert "$T/otlp-arr.json" -q -o -
+golden otlp-array-of-documents "$O/openai-v2.golden.ndjson" "$ATR" convert "$T/otlp-arrdocs.json" -q -o -
+gzip -c "$O/subagents.json" >"$T/otlp-sub.json.gz"
+golden otlp-gzip "$O/subagents.golden.ndjson" "$ATR" convert "$T/otlp-sub.json.gz" -q -o -
+
 # hostile input: file:line:col, exit 1, nothing written
 hostile() {   # hostile NAME CONTENT ERROR-REGEX
     printf '%s\n' "$2" >"$T/otlp-$1.jsonl"
