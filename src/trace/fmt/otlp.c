@@ -19,22 +19,22 @@
  * completions, messages, tool arguments and results never reach atr.
  *
  * The DAG (trace-format.md "DAGs"): within an agent, steps follow one
- * another in start order; a step that starts while a step of the group
- * before it still runs is that group's sibling (same parents: a fork), and
- * the next step that starts after the whole group ended joins it. A
+ * another in start order; a step that starts before every step of the
+ * current group has ended joins that group, with the same parents (a
+ * fork), and the first that starts after the whole group ended waits for
+ * all of it (a join). A
  * sub-agent is an item of its parent agent's sequence: its first step
  * waits for what the invocation waited for, and waiting for the sub-agent
  * means waiting for its last group. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 #include "trace/convo.h"
 #include "trace/reader.h"
 #include "trace/tokens.h"
 #include "util/alloc.h"
-
-#include <xxhash.h>
 
 #define OTLP_MAX_SPANS (UINT32_C(1) << 24)
 
@@ -387,15 +387,13 @@ static int read_span(struct atr_reader *r, struct otlp_state *st, const struct a
 }
 
 /* The resource's service.name, for meta. */
-static const char *service_name(struct atr_reader *r, struct otlp_state *st,
-                                const struct atr_json *rs)
+static const char *service_name(struct otlp_state *st, const struct atr_json *rs)
 {
     const struct atr_json *res = atr_json_get(rs, "resource");
     const struct atr_json *list = atr_json_is(res, ATR_JSON_OBJECT) ? atr_json_get(res, "attributes")
                                                                      : NULL;
     if (!atr_json_is(list, ATR_JSON_ARRAY))
         return NULL;
-    (void)r;
     for (const struct atr_json *e = list->u.kids.first; e; e = e->next) {
         const struct atr_json *k = atr_json_is(e, ATR_JSON_OBJECT) ? atr_json_get(e, "key") : NULL;
         if (atr_json_is(k, ATR_JSON_STRING) && strcmp(k->u.str.s, "service.name") == 0)
@@ -423,7 +421,7 @@ static int read_document(struct atr_reader *r, struct otlp_state *st, const stru
     for (const struct atr_json *rs = rss ? rss->u.kids.first : NULL; rs; rs = rs->next) {
         if (req_array(r, rs, "scopeSpans", &sss) < 0)
             return -1;
-        const char *service = service_name(r, st, rs);
+        const char *service = service_name(st, rs);
         for (const struct atr_json *ss = sss ? sss->u.kids.first : NULL; ss; ss = ss->next) {
             if (req_array(r, ss, "spans", &spans) < 0)
                 return -1;
