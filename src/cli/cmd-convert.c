@@ -9,6 +9,7 @@
 #include "cli/opts.h"
 #include "cli/progress.h"
 #include "trace/reader.h"
+#include "trace/otlp.h"
 #include "trace/sessions.h"
 #include "trace/writer.h"
 #include "util/input.h"
@@ -32,6 +33,10 @@ static const char help[] =
     "options:\n"
     "  -o, --output OUT      where to write (required)\n"
     "  -f, --from FMT        input format instead of sniffing (see below)\n"
+    "  -t, --to FMT          output format: atr (default, atr-trace NDJSON) or\n"
+    "                        otlp: OTLP/JSON GenAI spans, one export document\n"
+    "                        per trace and line, counts and timings only\n"
+    "                        (docs/otel.md)\n"
     "  -b, --block-size N    tokens per hash block (default 16)\n"
     "      --keep-content    also write message text (\"messages\", \"output\")\n"
     "      --redact-commands drop tool commands, keep only their program name\n"
@@ -56,9 +61,12 @@ static const char help[] =
     "  burstgpt       BurstGPT CSV\n"
     "  playwright     Playwright trace.zip\n"
     "  browsergym     BrowserGym web-agent steps (Go-Browse-WA JSONL rows)\n"
+    "  otlp           OpenTelemetry OTLP/JSON GenAI spans, one trace per traceId\n"
+    "                 (exports, JSON lines of them, or of spans; docs/otel.md)\n"
     "\n"
     "Message text is never written unless --keep-content; tool commands are\n"
-    "kept (replay runs them) unless --redact-commands.\n"
+    "kept (replay runs them) unless --redact-commands. OTLP content attributes\n"
+    "(prompts, completions, tool arguments and results) are never read.\n"
     "\n"
     "--sessions reads the journal of atr proxy (one request per line; rotated\n"
     "files too: J.1 J) and writes one trace per meta.session, its requests in\n"
@@ -74,6 +82,7 @@ struct convert_opts {
     unsigned long limit;     /* --limit: traces to write at most; 0 = all */
     unsigned long long sample; /* --sample: Parquet rows to read; 0 = all */
     uint64_t seed;
+    int to;                  /* --to: 0 atr-trace, 1 OTLP/JSON */
     int first_arg;           /* argv[first_arg..argc): the input FILEs */
 };
 
@@ -96,9 +105,21 @@ static const struct opt options[] = {
     OPT_UINT(ARGS, sample, "sample", 0, 1, ULLONG_MAX, "--sample wants a positive integer"),
     OPT_UINT(ARGS, seed, "seed", 's', 0, UINT64_MAX, "--seed wants a non-negative integer"),
     OPT_FLAG(ARGS, quiet, "quiet", 'q'),
+    OPT_ENUM(ARGS, to, "to", 't', OPT_WORDS("atr", "otlp"), "--to wants atr or otlp"),
     OPT_END,
 };
 #undef ARGS
+
+/* One trace as a line of the output format. */
+static void write_trace(struct atr_buf *line, const struct atr_trace *t,
+                        const struct convert_opts *o)
+{
+    atr_buf_clear(line);
+    if (o->to == 1)
+        atr_trace_write_otlp(line, t, ATR_OTLP_EPOCH_NS);
+    else
+        atr_trace_write(line, t, &o->write);
+}
 
 static const struct opts_cmd parser = {"convert", options};
 
@@ -133,8 +154,7 @@ static int convert_file(const char *path, const struct convert_opts *o, struct a
         return -1;
     int rc = 0;
     while ((!o->limit || tot->traces < o->limit) && (rc = atr_reader_next(r, t, err)) == 1) {
-        atr_buf_clear(line);
-        atr_trace_write(line, t, &o->write);
+        write_trace(line, t, o);
         if (atr_output_write(out, line->data, line->len, err) < 0) {
             rc = -1;
             break;
@@ -170,8 +190,7 @@ static int convert_sessions(int argc, char **argv, const struct convert_opts *o,
     for (size_t k = 0; rc == 0 && k < atr_sessions_count(s) && (!o->limit || k < o->limit);
          k++) {
         atr_sessions_build(s, k, o->read.keep_content, &t);
-        atr_buf_clear(&line);
-        atr_trace_write(&line, &t, &o->write);
+        write_trace(&line, &t, o);
         rc = atr_output_write(out, line.data, line.len, err);
         tot->traces++;
         tot->steps += t.n_steps;

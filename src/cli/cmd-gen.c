@@ -53,6 +53,13 @@ static const char help[] =
     "      --input-tokens N|LO-HI   requests: prompt tokens (default 200)\n"
     "      --output-tokens N|LO-HI  requests: reply tokens (default 64)\n"
     "      --shared-prefix N   requests: leading prompt tokens all requests share\n"
+    "      --subagent-prob P   swe: chance 0..1 that a turn forks sub-agents (default\n"
+    "                          0: none); they run in parallel from the forking\n"
+    "                          call and the next call joins them (atr-trace/1.1\n"
+    "                          \"parents\" and \"agent\"; docs/gen.md)\n"
+    "      --subagent-fanout N swe: sub-agents per fork, 1..16 (default 2)\n"
+    "      --subagent-depth D  swe: levels of sub-agents, 1..4 (default 1: a\n"
+    "                          sub-agent forks none)\n"
     "      --keep-content      also write the synthetic messages\n"
     "      --expand            full hash_ids lists instead of prefix references\n"
     "  -o, --output OUT        where to write (required; - for stdout)\n"
@@ -168,6 +175,12 @@ static const struct opt options[] = {
              "--output-tokens wants an integer 1..10000000 or a range LO-HI, LO <= HI"),
     OPT_UINT(ARGS, gen.shared_prefix, "shared-prefix", 0, 0, 10000000,
              "--shared-prefix wants an integer 0..10000000"),
+    OPT_DOUBLE(ARGS, gen.subagent_prob, "subagent-prob", 0, 0, 1,
+               "--subagent-prob wants a number 0..1"),
+    OPT_UINT(ARGS, gen.subagent_fanout, "subagent-fanout", 0, 1, 16,
+             "--subagent-fanout wants an integer 1..16"),
+    OPT_UINT(ARGS, gen.subagent_depth, "subagent-depth", 0, 1, 4,
+             "--subagent-depth wants an integer 1..4"),
     OPT_FLAG(ARGS, gen.keep_content, "keep-content", 0),
     OPT_FLAG(ARGS, write.expand, "expand", 0),
     OPT_STRING(ARGS, out, "output", 'o'),
@@ -199,6 +212,10 @@ static int parse_args(int argc, char **argv, struct gen_cli *o)
         return cli_usage("gen", "unexpected argument '%s'", argv[first]);
     if (!o->have_kind)
         return cli_usage("gen", "missing --kind");
+    bool subagents = o->gen.subagent_prob > 0 || o->gen.subagent_fanout || o->gen.subagent_depth;
+    if (subagents && (o->noisy || o->gguf || o->gen.kind != ATR_GEN_SWE))
+        return cli_usage("gen", "--subagent-prob, --subagent-fanout and --subagent-depth are "
+                         "for --kind swe");
     if (!o->gguf && !o->gen.traces)
         return cli_usage("gen", "missing --traces N");
     if (!o->out)

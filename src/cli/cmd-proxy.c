@@ -45,6 +45,12 @@ static const char help[] =
     "      --port P              default 8080; 0 = any free port\n"
     "      --record FILE         append one line per completed request\n"
     "      --record-content      the request body in records (default: none)\n"
+    "      --otlp FILE           also append each completed request to FILE as\n"
+    "                            OpenTelemetry OTLP/JSON (one export document\n"
+    "                            per line: a chat span with the model, token\n"
+    "                            counts, session as gen_ai.conversation.id;\n"
+    "                            never content), for a collector or Jaeger\n"
+    "                            (docs/otel.md); fsync and rotation as --record\n"
     "      --fsync-interval S    journal fsync period (default 1)\n"
     "      --rotate-size SIZE    rename FILE to FILE.1 past SIZE (default never)\n"
     "      --session-header NAME session id header (default X-Session-Id)\n"
@@ -72,6 +78,7 @@ static const char help[] =
 struct proxy_args {
     struct atr_proxy_cfg cfg;
     const char *record;
+    const char *otlp;
     double fsync_s, drain_s;
     size_t rotate;
     const char *client_env, *client_file, *up_env, *up_file;
@@ -102,6 +109,7 @@ static const struct opt options[] = {
     OPT_UINT(ARGS, cfg.port, "port", 0, 0, 65535, "--port wants 0..65535, got '%s'"),
     OPT_STRING_CHECK(ARGS, record, "record", 0, nonempty, "--record wants a file"),
     OPT_FLAG(ARGS, cfg.record_content, "record-content", 0),
+    OPT_STRING_CHECK(ARGS, otlp, "otlp", 0, nonempty, "--otlp wants a file"),
     OPT_DOUBLE(ARGS, fsync_s, "fsync-interval", 0, 0.001, 86400,
                "--fsync-interval wants seconds, got '%s'"),
     OPT_SIZE(ARGS, rotate, "rotate-size", 0, 4096, SIZE_MAX, "--rotate-size wants a size >= 4K, got '%s'"),
@@ -172,6 +180,7 @@ struct proxy_run {
     struct event_base *base;
     struct atr_proxy *proxy;
     struct atr_journal *journal;
+    struct atr_journal *otlp;        /* --otlp: the same records as spans */
     struct event *tick, *sigint, *sigterm, *drain_check;
     double drain_s, drain_until;
     bool draining;
@@ -182,7 +191,8 @@ struct proxy_run {
 static void on_record(void *ctx, const struct atr_proxy_record *rec)
 {
     struct proxy_run *r = ctx;
-    if (r->journal && !r->failed && atr_journal_append(r->journal, rec, &r->err) < 0) {
+    if ((r->journal && !r->failed && atr_journal_append(r->journal, rec, &r->err) < 0) ||
+        (r->otlp && !r->failed && atr_journal_append(r->otlp, rec, &r->err) < 0)) {
         r->failed = 1;                 /* a journal that cannot be written stops the proxy */
         event_base_loopbreak(r->base);
     }
@@ -217,6 +227,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     struct proxy_run *r = arg;
     if (r->journal)
         atr_journal_tick(r->journal, mono_now());
+    if (r->otlp)
+        atr_journal_tick(r->otlp, mono_now());
     if (r->draining &&
         (atr_proxy_in_flight(r->proxy) == 0 || mono_now() >= r->drain_until))
         event_base_loopbreak(r->base);
@@ -316,7 +328,12 @@ static int run(int argc, char **argv)
         struct atr_journal_cfg jc = {.fsync_interval_s = a.fsync_s, .rotate_bytes = a.rotate};
         r.journal = atr_journal_open(a.record, &jc, &r.err);
     }
-    if (!r.base || (a.record && !r.journal)) {
+    if (a.otlp && (!a.record || r.journal)) {
+        struct atr_journal_cfg jc = {.fsync_interval_s = a.fsync_s, .rotate_bytes = a.rotate,
+                                     .otlp = true};
+        r.otlp = atr_journal_open(a.otlp, &jc, &r.err);
+    }
+    if (!r.base || (a.record && !r.journal) || (a.otlp && !r.otlp)) {
         rc = r.base ? cli_fail_err(&r.err) : cli_fail("proxy: cannot create the event loop");
     } else if (!(r.proxy = atr_proxy_new(r.base, &a.cfg, &r.err)) ||
                (a.record && atr_journal_scan(a.record, 0, on_seen, r.proxy, &r.err) < 0)) {
@@ -328,6 +345,8 @@ static int run(int argc, char **argv)
     atr_proxy_free(r.proxy);
     struct atr_error err;
     if (atr_journal_close(r.journal, &err) < 0 && rc == EXIT_OK)
+        rc = cli_fail_err(&err);
+    if (atr_journal_close(r.otlp, &err) < 0 && rc == EXIT_OK)
         rc = cli_fail_err(&err);
     if (r.tick)
         event_free(r.tick);

@@ -1,6 +1,7 @@
 /* gen-swe.c - synthetic SWE-agent-style traces: one shared system prompt, a
  * task per trace, then turns of one llm step and one tool step, with the
- * command mix, output lengths, durations and exit codes of docs/gen.md. */
+ * command mix, output lengths, durations and exit codes of docs/gen.md;
+ * optionally sub-agents that fork off a turn and join the next one. */
 #include "gen/gen-impl.h"
 
 #include <stdio.h>
@@ -45,7 +46,9 @@ static const char *const repos[] = {
 
 #define SWE_MODULES 6
 #define SWE_TIMEOUT_MS 120000
+#define SWE_MAX_FANOUT 16
 
+/* One agent of a trace: the main one, or a sub-agent (agent != NULL). */
 struct swe_ctx {
     struct atr_gen *g;
     struct atr_trace *t;
@@ -55,7 +58,30 @@ struct swe_ctx {
     const char *mods[SWE_MODULES];
     const char *cwd;
     int64_t t_ms;
+    /* DAG mode (sub-agents asked for): the steps the agent's next step
+     * waits for, and where it sits in the tree of agents. */
+    bool dag;
+    const char *agent;
+    uint32_t depth;
+    uint32_t wait[SWE_MAX_FANOUT];
+    uint32_t n_wait;
+    uint32_t n_subagents;        /* over the agent's whole subtree */
+    uint32_t n_kids;             /* direct sub-agents so far: names them */
 };
+
+/* In DAG mode: s belongs to x's agent and waits for what x waits for;
+ * the agent's next step waits for s. */
+static void link_step(struct swe_ctx *x, struct atr_step *s)
+{
+    if (!x->dag)
+        return;
+    s->agent = x->agent;
+    s->n_parents = x->n_wait;
+    s->parents = atr_arena_alloc(&x->t->arena, (x->n_wait ? x->n_wait : 1) * sizeof *s->parents);
+    memcpy(s->parents, x->wait, x->n_wait * sizeof *s->parents);
+    x->wait[0] = s->i;
+    x->n_wait = 1;
+}
 
 static const char *pick_mod(struct swe_ctx *x)
 {
@@ -144,6 +170,7 @@ static int64_t tool_step(struct swe_ctx *x, enum swe_cmd k, const char *path)
     const struct swe_cmd_model *m = &models[k];
     struct atr_step *s = atr_trace_add_step(x->t, ATR_STEP_TOOL);
     struct atr_arena *a = &x->t->arena;
+    link_step(x, s);
     s->t_ms = x->t_ms;
     s->dur_ms = atr_rng_lognormal_int(x->r, m->dur_median_ms, m->dur_sigma, 1, SWE_TIMEOUT_MS);
     if (k == CMD_EDIT || k == CMD_CREATE) {
@@ -160,11 +187,52 @@ static int64_t tool_step(struct swe_ctx *x, enum swe_cmd k, const char *path)
     return s->dur_ms;
 }
 
+static void task_message(struct swe_ctx *x);
+static void fork_subagents(struct swe_ctx *x, uint32_t fanout);
+
+/* The llm call of a turn, at the agent's clock, which it advances. */
+static void llm_step(struct swe_ctx *x)
+{
+    struct atr_gen *g = x->g;
+    struct atr_step *s = atr_convo_llm(&x->c, g->reply.data, g->reply.len);
+    link_step(x, s);
+    s->t_ms = x->t_ms;
+    s->dur_ms = gen_llm_ms(s->input_tokens, s->output_tokens);
+    x->t_ms += s->dur_ms;
+    gen_add(&x->c, "assistant", &g->reply);
+}
+
+/* Whether this turn forks sub-agents: drawn only when they were asked for,
+ * so that traces without them draw what they always drew. */
+static bool spawns(struct swe_ctx *x)
+{
+    const struct atr_gen_opts *o = &x->g->o;
+    uint32_t depth = o->subagent_depth ? o->subagent_depth : 1;
+    return o->subagent_prob > 0 && x->depth < depth && atr_rng_chance(x->r, o->subagent_prob);
+}
+
+/* A turn that forks: the call that hands out the sub-tasks, the sub-agents
+ * in parallel, their reports back as tool messages. */
+static void spawn_turn(struct swe_ctx *x)
+{
+    struct atr_gen *g = x->g;
+    uint32_t fanout = g->o.subagent_fanout ? g->o.subagent_fanout : 2;
+    atr_buf_clear(&g->reply);
+    gen_words(&g->reply, x->r, (uint64_t)atr_rng_lognormal_int(x->r, 60, 0.5, 1, 1000), 14);
+    atr_buf_printf(&g->reply, "\n\n```\ntask --parallel %u\n```\n", fanout);
+    llm_step(x);
+    fork_subagents(x, fanout);
+}
+
 /* One turn: the llm call that decides the action, then the action; its
  * output joins the conversation as a tool message. */
 static void turn(struct swe_ctx *x)
 {
     struct atr_gen *g = x->g;
+    if (spawns(x)) {
+        spawn_turn(x);
+        return;
+    }
     uint32_t w[CMD_N];
     for (int k = 0; k < CMD_N; k++)
         w[k] = models[k].weight;
@@ -177,12 +245,7 @@ static void turn(struct swe_ctx *x)
     atr_buf_clear(&g->cmd);
     bash_command(x, k, &g->cmd);
     reply_text(x, k, path, &g->reply);
-
-    struct atr_step *s = atr_convo_llm(&x->c, g->reply.data, g->reply.len);
-    s->t_ms = x->t_ms;
-    s->dur_ms = gen_llm_ms(s->input_tokens, s->output_tokens);
-    x->t_ms += s->dur_ms;
-    gen_add(&x->c, "assistant", &g->reply);
+    llm_step(x);
 
     x->t_ms += tool_step(x, k, path);
     const struct swe_cmd_model *m = &models[k];
@@ -193,10 +256,59 @@ static void turn(struct swe_ctx *x)
     gen_add(&x->c, "tool", &g->text);
 }
 
+/* The next sub-agent of parent x: the shared system prompt, a sub-task, LN(6,0.5)
+ * turns from the parent's clock, then its report (a last llm call, which
+ * joins any sub-agents of its own), left in g->reply for the parent. */
+static void run_subagent(struct swe_ctx *x, int64_t *end, uint32_t *last)
+{
+    struct swe_ctx y = *x;
+    uint32_t j = ++x->n_kids;    /* unique within the trace: forks go on counting */
+    y.agent = x->agent ? atr_arena_printf(&x->t->arena, "%s.%u", x->agent, j)
+                       : atr_arena_printf(&x->t->arena, "sub-%u", j);
+    y.depth = x->depth + 1;
+    y.n_subagents = y.n_kids = 0;
+    atr_convo_init(&y.c, x->t, x->g->o.keep_content);
+    gen_add(&y.c, "system", &x->g->swe_system);
+    task_message(&y);
+    int64_t turns = atr_rng_lognormal_int(x->r, 6, 0.5, 1, 30);
+    for (int64_t k = 0; k < turns; k++)
+        turn(&y);
+    atr_buf_clear(&x->g->reply);
+    gen_words(&x->g->reply, x->r, (uint64_t)atr_rng_lognormal_int(x->r, 150, 0.6, 1, 4000), 10);
+    llm_step(&y);
+    atr_convo_release(&y.c);
+    *end = y.t_ms;
+    *last = y.wait[0];
+    x->n_subagents += 1 + y.n_subagents;
+}
+
+static void fork_subagents(struct swe_ctx *x, uint32_t fanout)
+{
+    struct atr_gen *g = x->g;
+    int64_t end = x->t_ms;
+    uint32_t last[SWE_MAX_FANOUT];
+    for (uint32_t j = 0; j < fanout; j++) {
+        int64_t e;
+        run_subagent(x, &e, &last[j]);
+        end = e > end ? e : end;
+        gen_add(&x->c, "tool", &g->reply);
+    }
+    memcpy(x->wait, last, fanout * sizeof *last);
+    x->n_wait = fanout;
+    x->t_ms = end;
+}
+
 static void task_message(struct swe_ctx *x)
 {
     struct atr_buf *b = &x->g->text;
     atr_buf_clear(b);
+    if (x->agent) {     /* a sub-agent's: a part of its parent's task */
+        atr_buf_printf(b, "You are sub-agent %s working in %s. Your part of the task:\n",
+                       x->agent, x->cwd);
+        gen_words(b, x->r, (uint64_t)atr_rng_lognormal_int(x->r, 80, 0.5, 10, 1000), 12);
+        gen_add(&x->c, "user", b);
+        return;
+    }
     atr_buf_printf(b, "I've uploaded a python code repository in the directory %s. Consider "
                    "the following issue:\n<pr_description>\n", x->cwd);
     gen_words(b, x->r, (uint64_t)atr_rng_lognormal_int(x->r, 250, 0.6, 20, 3000), 12);
@@ -206,7 +318,7 @@ static void task_message(struct swe_ctx *x)
 
 void gen_swe_trace(struct atr_gen *g, struct atr_trace *t, struct atr_rng *r)
 {
-    struct swe_ctx x = {.g = g, .t = t, .r = r};
+    struct swe_ctx x = {.g = g, .t = t, .r = r, .dag = g->o.subagent_prob > 0};
     x.repo = repos[atr_rng_below(r, sizeof repos / sizeof *repos)];
     for (int k = 0; k < SWE_MODULES; k++)
         x.mods[k] = gen_word(r);
@@ -220,4 +332,9 @@ void gen_swe_trace(struct atr_gen *g, struct atr_trace *t, struct atr_rng *r)
     atr_convo_release(&x.c);
     atr_trace_meta_set_str(t, "repo", x.repo);
     atr_trace_meta_set_i64(t, "turns", turns);
+    if (x.dag) {
+        uint32_t cycle;
+        atr_trace_order_steps(t, &cycle);   /* sub-agents interleave in time */
+        atr_trace_meta_set_i64(t, "subagents", x.n_subagents);
+    }
 }

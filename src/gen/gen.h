@@ -35,6 +35,13 @@ struct atr_gen_opts {
     uint64_t output_tokens, output_tokens_max;
     uint64_t shared_prefix;   /* requests: tokens every prompt shares (0 = none) */
     bool keep_content;        /* write the synthetic messages too */
+    /* swe: sub-agents (docs/gen.md). With subagent_prob > 0 a turn of an
+     * agent above subagent_depth forks subagent_fanout sub-agents (1..16,
+     * 0 = 2) with that chance; they run in parallel and the agent's next
+     * call joins them. 0 = none (and no random draw for it, so traces
+     * without sub-agents are the bytes they always were). depth 0 = 1. */
+    double subagent_prob;
+    uint32_t subagent_fanout, subagent_depth;
 };
 
 struct atr_gen;

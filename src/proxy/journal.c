@@ -15,6 +15,8 @@
 #include "json/json.h"
 #include "json/writer.h"
 #include "trace/convo.h"
+#include "trace/otlp.h"
+#include "trace/reader.h"
 #include "trace/tokens.h"
 #include "trace/trace.h"
 #include "util/alloc.h"
@@ -32,6 +34,7 @@ struct atr_journal {
     bool failed;               /* kept: the first sync or rotation failure */
     struct atr_error kept;
     struct atr_buf line;       /* the line being appended, reused */
+    struct atr_buf otlp;       /* cfg.otlp: the line as OTLP/JSON, reused */
 };
 
 /* ---- the line -------------------------------------------------------- */
@@ -491,6 +494,25 @@ static int write_line(struct atr_journal *j, const char *p, size_t n, struct atr
     return 0;
 }
 
+/* The OTLP/JSON form of the atr line in j->line, into j->otlp: the line
+ * is read back by the atr reader, so the two files say the same. */
+static int otlp_line(struct atr_journal *j, struct atr_error *err)
+{
+    struct atr_input *in = atr_input_open_mem(j->line.data, j->line.len, "record");
+    struct atr_reader *rd = atr_reader_open_input(in, "atr", NULL, err);
+    if (!rd)
+        return -1;
+    struct atr_trace t = ATR_TRACE_INIT;
+    int rc = atr_reader_next(rd, &t, err);
+    if (rc == 1) {
+        atr_buf_clear(&j->otlp);
+        atr_trace_write_otlp(&j->otlp, &t, 0);   /* start_ms is Unix ms */
+    }
+    atr_trace_release(&t);
+    atr_reader_close(rd);
+    return rc == 1 ? 0 : -1;
+}
+
 int atr_journal_append(struct atr_journal *j, const struct atr_proxy_record *r,
                        struct atr_error *err)
 {
@@ -501,7 +523,10 @@ int atr_journal_append(struct atr_journal *j, const struct atr_proxy_record *r,
                              "size) ids below 2^53)", j->path, (unsigned long long)r->turn,
                              r->n_block_ids, (unsigned long long)r->est_prompt_tokens,
                              r->block_size ? r->block_size : ATR_DEFAULT_BLOCK_SIZE);
-    if (write_line(j, j->line.data, j->line.len, err) < 0)
+    if (j->cfg.otlp && otlp_line(j, err) < 0)
+        return -1;
+    const struct atr_buf *out = j->cfg.otlp ? &j->otlp : &j->line;
+    if (write_line(j, out->data, out->len, err) < 0)
         return -1;
     if (j->cfg.fsync_interval_s == 0)
         sync_now(j);
@@ -540,6 +565,7 @@ int atr_journal_close(struct atr_journal *j, struct atr_error *err)
         keep_failure(j, "close", errno);
     int rc = atr_journal_status(j, err);
     atr_buf_release(&j->line);
+    atr_buf_release(&j->otlp);
     free(j->path);
     free(j);
     return rc;

@@ -50,10 +50,14 @@ struct atr_journal_cfg {
      * 0: never. */
     uint64_t rotate_bytes;
     unsigned keep;             /* rotated files kept; 0: 5 */
+    /* Lines are OpenTelemetry OTLP/JSON instead (`atr proxy --otlp`): the
+     * record's atr line read back and written by trace/otlp.h, one export
+     * document per request, times in Unix ns (docs/otel.md). */
+    bool otlp;
 };
 
 /* fsync every second, no rotation, 5 rotated files when rotating. */
-#define ATR_JOURNAL_CFG_INIT { 1.0, 0, 5 }
+#define ATR_JOURNAL_CFG_INIT { 1.0, 0, 5, false }
 
 struct atr_journal;
 

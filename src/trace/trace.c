@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/alloc.h"
+
 struct atr_step *atr_trace_add_step(struct atr_trace *t, enum atr_step_kind kind)
 {
     if (t->n_steps == t->cap_steps) {
@@ -164,4 +166,195 @@ void atr_command_head(const char *command, char *out, size_t cap)
     }
     if (cap)
         out[0] = '\0';
+}
+
+/* ---- DAGs ---- */
+
+uint32_t atr_step_parents(const struct atr_step *s, uint32_t *one, const uint32_t **out)
+{
+    if (s->parents) {
+        *out = s->parents;
+        return s->n_parents;
+    }
+    *one = s->i ? s->i - 1 : 0;
+    *out = one;
+    return s->i ? 1 : 0;
+}
+
+bool atr_trace_is_dag(const struct atr_trace *t)
+{
+    for (size_t k = 0; k < t->n_steps; k++)
+        if (t->steps[k].parents || t->steps[k].agent)
+            return true;
+    return false;
+}
+
+/* The scratch of atr_trace_order_steps: children lists (CSR), pending
+ * parent counts, a binary min-heap of ready steps on (t_ms, index). */
+struct order {
+    const struct atr_trace *t;
+    int64_t *key;
+    uint32_t *pending, *kid_at, *kids, *heap, *new_at;
+    size_t n_heap;
+};
+
+static bool order_less(const struct order *o, uint32_t a, uint32_t b)
+{
+    return o->key[a] != o->key[b] ? o->key[a] < o->key[b] : a < b;
+}
+
+static void heap_push(struct order *o, uint32_t v)
+{
+    size_t j = o->n_heap++;
+    while (j && order_less(o, v, o->heap[(j - 1) / 2])) {
+        o->heap[j] = o->heap[(j - 1) / 2];
+        j = (j - 1) / 2;
+    }
+    o->heap[j] = v;
+}
+
+static uint32_t heap_pop(struct order *o)
+{
+    uint32_t top = o->heap[0], v = o->heap[--o->n_heap];
+    size_t j = 0;
+    for (;;) {
+        size_t c = 2 * j + 1;
+        if (c >= o->n_heap)
+            break;
+        if (c + 1 < o->n_heap && order_less(o, o->heap[c + 1], o->heap[c]))
+            c++;
+        if (!order_less(o, o->heap[c], v))
+            break;
+        o->heap[j] = o->heap[c];
+        j = c;
+    }
+    if (o->n_heap)
+        o->heap[j] = v;
+    return top;
+}
+
+/* Keys (t_ms, carried over steps without one), children lists, counts. */
+static void order_init(struct order *o, const struct atr_trace *t)
+{
+    size_t n = t->n_steps, edges = 0;
+    o->t = t;
+    o->key = xcalloc(n, sizeof *o->key);
+    o->pending = xcalloc(n, sizeof *o->pending);
+    o->kid_at = xcalloc(n + 1, sizeof *o->kid_at);
+    o->heap = xcalloc(n, sizeof *o->heap);
+    o->new_at = xcalloc(n, sizeof *o->new_at);
+    for (size_t k = 0; k < n; k++) {
+        const struct atr_step *s = &t->steps[k];
+        o->key[k] = s->t_ms != ATR_UNSET ? s->t_ms : k ? o->key[k - 1] : 0;
+        uint32_t one;
+        const uint32_t *p;
+        uint32_t np = atr_step_parents(s, &one, &p);
+        o->pending[k] = np;
+        edges += np;
+        for (uint32_t j = 0; j < np; j++)
+            o->kid_at[p[j] + 1]++;
+    }
+    for (size_t k = 0; k < n; k++)
+        o->kid_at[k + 1] += o->kid_at[k];
+    o->kids = xcalloc(edges ? edges : 1, sizeof *o->kids);
+    uint32_t *fill = xcalloc(n + 1, sizeof *fill);
+    for (size_t k = 0; k < n; k++) {
+        uint32_t one;
+        const uint32_t *p;
+        uint32_t np = atr_step_parents(&t->steps[k], &one, &p);
+        for (uint32_t j = 0; j < np; j++)
+            o->kids[o->kid_at[p[j]] + fill[p[j]]++] = (uint32_t)k;
+    }
+    free(fill);
+}
+
+static void order_release(struct order *o)
+{
+    free(o->key);
+    free(o->pending);
+    free(o->kid_at);
+    free(o->kids);
+    free(o->heap);
+    free(o->new_at);
+}
+
+/* The new position of every step into o->new_at (old index -> new);
+ * returns how many were placed (fewer than n: a cycle). */
+static size_t order_place(struct order *o, uint32_t *seq, long *moved)
+{
+    size_t n = o->t->n_steps, placed = 0;
+    for (size_t k = 0; k < n; k++)
+        if (!o->pending[k])
+            heap_push(o, (uint32_t)k);
+    while (o->n_heap) {
+        uint32_t v = heap_pop(o);
+        o->new_at[v] = (uint32_t)placed;
+        seq[placed++] = v;
+        for (uint32_t e = o->kid_at[v]; e < o->kid_at[v + 1]; e++) {
+            uint32_t c = o->kids[e];
+            if (o->key[c] < o->key[v]) {   /* starts before a parent: moved */
+                o->key[c] = o->key[v];
+                (*moved)++;
+            }
+            if (--o->pending[c] == 0)
+                heap_push(o, c);
+        }
+    }
+    return placed;
+}
+
+/* Rebuilds the step array in the order seq, renumbering the references. */
+static void order_apply(struct atr_trace *t, const struct order *o, const uint32_t *seq)
+{
+    size_t n = t->n_steps;
+    struct atr_step *old = t->steps;
+    struct atr_step *steps = atr_arena_alloc(&t->arena, (n ? n : 1) * sizeof *steps);
+    for (size_t k = 0; k < n; k++) {
+        struct atr_step *s = &steps[k];
+        uint32_t one, from = seq[k];
+        const uint32_t *p;
+        *s = old[from];
+        uint32_t np = atr_step_parents(&old[from], &one, &p);
+        s->i = (uint32_t)k;
+        if (s->t_ms != ATR_UNSET && s->t_ms < o->key[from])
+            s->t_ms = o->key[from];
+        if (s->prefix_blocks)
+            s->prefix_step = o->new_at[s->prefix_step];
+        s->parents = NULL;
+        s->n_parents = 0;
+        if (np == 1 && k && o->new_at[p[0]] == k - 1)
+            continue;               /* the previous step: absent */
+        if (np == 0 && k == 0)
+            continue;
+        s->parents = atr_arena_alloc(&t->arena, (np ? np : 1) * sizeof *s->parents);
+        for (uint32_t j = 0; j < np; j++)
+            s->parents[j] = o->new_at[p[j]];
+        s->n_parents = np;
+    }
+    t->steps = steps;
+    t->cap_steps = n;
+}
+
+long atr_trace_order_steps(struct atr_trace *t, uint32_t *cycle)
+{
+    struct order o = {0};
+    long moved = 0;
+    if (!t->n_steps)
+        return 0;
+    order_init(&o, t);
+    uint32_t *seq = xcalloc(t->n_steps, sizeof *seq);
+    size_t placed = order_place(&o, seq, &moved);
+    if (placed < t->n_steps) {
+        for (size_t k = 0; k < t->n_steps; k++)
+            if (o.pending[k]) {
+                *cycle = (uint32_t)k;
+                break;
+            }
+        moved = -1;
+    } else {
+        order_apply(t, &o, seq);
+    }
+    free(seq);
+    order_release(&o);
+    return moved;
 }

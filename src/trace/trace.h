@@ -15,6 +15,9 @@
 #include "util/arena.h"
 
 #define ATR_TRACE_FORMAT "atr-trace/1"
+/* Written instead for a trace whose steps name parents or agents (a DAG):
+ * readers of /1 would replay it as a chain without a word. */
+#define ATR_TRACE_FORMAT_DAG "atr-trace/1.1"
 #define ATR_UNSET INT64_MIN          /* an absent integer field */
 #define ATR_DEFAULT_BLOCK_SIZE 16
 
@@ -29,6 +32,12 @@ struct atr_step {
     uint32_t i;                  /* index in the trace, 0-based, dense */
     enum atr_step_kind kind;
     int64_t t_ms, dur_ms;        /* observed start (relative to the trace) and duration */
+    /* The steps this one waits for, indices below i, in the trace arena.
+     * NULL: absent, the previous step (none for step 0), so a chain needs
+     * none; non-NULL with n_parents 0: a root. atr_step_parents reads both. */
+    uint32_t *parents;
+    uint32_t n_parents;
+    const char *agent;           /* the sub-agent it belongs to; NULL: the main agent */
 
     /* kind == llm */
     int64_t input_tokens, output_tokens, cached_tokens;
@@ -90,6 +99,23 @@ struct atr_trace {
 struct atr_step *atr_trace_add_step(struct atr_trace *t, enum atr_step_kind kind);
 void atr_trace_clear(struct atr_trace *t);
 void atr_trace_release(struct atr_trace *t);
+
+/* The steps s waits for: *out points at s->parents, or at *one holding
+ * the previous step when parents are absent. Returns how many. */
+uint32_t atr_step_parents(const struct atr_step *s, uint32_t *one, const uint32_t **out);
+/* Whether any step names parents or an agent (the trace is a DAG). */
+bool atr_trace_is_dag(const struct atr_trace *t);
+/* Puts the steps in start order with every parent before its children:
+ * of the steps whose parents are all placed, the one with the smallest
+ * t_ms (ties: the earlier index) comes next; one that starts before a
+ * parent is moved to that parent's start (a clock that runs backwards),
+ * so t_ms never decreases. Renumbers i, parents and prefix references;
+ * writes a parent list that is just the previous step as absent (NULL
+ * parents on entry mean the previous step, as in the file). Steps without
+ * t_ms count as starting with the step before them. Returns the number of
+ * steps moved, or -1 when parents form a cycle: the trace is unchanged
+ * and *cycle is a step on a cycle or after one. Scratch memory is malloc'd and freed. */
+long atr_trace_order_steps(struct atr_trace *t, uint32_t *cycle);
 
 /* Meta helpers: meta values are JSON nodes in the trace arena. */
 void atr_trace_meta_set_str(struct atr_trace *t, const char *key, const char *val);

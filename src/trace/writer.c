@@ -109,12 +109,26 @@ static void put_llm_fields(struct atr_jw *w, const struct atr_step *s,
     opt_json(w, "output", s->output);
 }
 
+/* DAG fields, only where the step has them: a chain reads unchanged. */
+static void put_dag_fields(struct atr_jw *w, const struct atr_step *s)
+{
+    opt_str(w, "agent", s->agent);
+    if (!s->parents)
+        return;
+    atr_jw_key(w, "parents");
+    atr_jw_array_begin(w);
+    for (uint32_t k = 0; k < s->n_parents; k++)
+        atr_jw_uint(w, s->parents[k]);
+    atr_jw_array_end(w);
+}
+
 static void put_step(struct atr_jw *w, const struct atr_step *s, const struct atr_step *prev,
                      const struct atr_write_opts *o)
 {
     atr_jw_object_begin(w);
     atr_jw_kv_uint(w, "i", s->i);
     atr_jw_kv_str(w, "kind", s->kind == ATR_STEP_LLM ? "llm" : "tool");
+    put_dag_fields(w, s);
     if (s->kind == ATR_STEP_TOOL)
         put_tool_fields(w, s, o);
     opt_i64(w, "t_ms", s->t_ms);
@@ -126,6 +140,30 @@ static void put_step(struct atr_jw *w, const struct atr_step *s, const struct at
     atr_jw_object_end(w);
 }
 
+static bool same_agent(const struct atr_step *a, const struct atr_step *b)
+{
+    return a->agent == b->agent || (a->agent && b->agent && strcmp(a->agent, b->agent) == 0);
+}
+
+/* The step whose ids step k's prefix refers to: the previous llm step of
+ * its own agent (sub-agents interleave with their parent, whose prompt
+ * shares less), looked for over the last REF_WINDOW steps; for an agent's
+ * first call, its first llm parent (the call that spawned it); else the
+ * previous llm step. In a chain all three are the previous llm step. */
+#define REF_WINDOW 256
+static const struct atr_step *prefix_ref(const struct atr_trace *t, size_t k,
+                                         const struct atr_step *prev_llm)
+{
+    const struct atr_step *s = &t->steps[k];
+    for (size_t j = k, seen = 0; j-- > 0 && seen < REF_WINDOW; seen++)
+        if (t->steps[j].kind == ATR_STEP_LLM && same_agent(&t->steps[j], s))
+            return &t->steps[j];
+    for (uint32_t j = 0; s->parents && j < s->n_parents; j++)
+        if (t->steps[s->parents[j]].kind == ATR_STEP_LLM)
+            return &t->steps[s->parents[j]];
+    return prev_llm;
+}
+
 static void put_steps(struct atr_jw *w, const struct atr_trace *t,
                       const struct atr_write_opts *o)
 {
@@ -134,7 +172,7 @@ static void put_steps(struct atr_jw *w, const struct atr_trace *t,
     const struct atr_step *prev_llm = NULL;
     for (size_t k = 0; k < t->n_steps; k++) {
         const struct atr_step *s = &t->steps[k];
-        put_step(w, s, prev_llm, o);
+        put_step(w, s, s->kind == ATR_STEP_LLM ? prefix_ref(t, k, prev_llm) : NULL, o);
         if (s->kind == ATR_STEP_LLM)
             prev_llm = s;
     }
@@ -149,7 +187,7 @@ int atr_trace_write(struct atr_buf *b, const struct atr_trace *t,
     struct atr_jw w;
     atr_jw_init(&w, b, ATR_JW_COMPACT);
     atr_jw_object_begin(&w);
-    atr_jw_kv_str(&w, "format", ATR_TRACE_FORMAT);
+    atr_jw_kv_str(&w, "format", atr_trace_is_dag(t) ? ATR_TRACE_FORMAT_DAG : ATR_TRACE_FORMAT);
     atr_jw_kv_str(&w, "trace_id", t->trace_id ? t->trace_id : "");
     opt_str(&w, "source", t->source);
     opt_i64(&w, "start_ms", t->start_ms);

@@ -19,6 +19,54 @@ golden gen-golden-requests "$DATA/gen/requests-seed7.ndjson" \
 golden gen-golden-chat "$DATA/gen/chat-seed7.ndjson" "$ATR" gen --kind chat --traces 1 --seed 7 -o -
 golden gen-golden-swe "$DATA/gen/swe-seed7.ndjson" "$ATR" gen --kind swe --traces 1 --seed 7 -o -
 
+# sub-agents: a DAG in atr-trace/1.1; deterministic; no sub-agents asked =
+# the same bytes as before the option existed
+golden gen-golden-swe-subagents "$DATA/gen/swe-subagents-seed7.ndjson" \
+    "$ATR" gen --kind swe --traces 1 --seed 7 --subagent-prob 0.1 --subagent-fanout 2 -o -
+ok gen-swe-prob-zero "$ATR" gen --kind swe --traces 1 --seed 7 --subagent-prob 0 -q -o "$T/gen-p0.ndjson"
+check gen-swe-prob-zero-same "cmp '$T/gen-p0.ndjson' '$DATA/gen/swe-seed7.ndjson'"
+ok gen-swe-subagents "$ATR" gen --kind swe --traces 6 --seed 3 --subagent-prob 0.3 \
+    --subagent-fanout 3 --subagent-depth 2 -q -o "$T/gen-sub.ndjson"
+ok gen-swe-subagents-validate "$ATR" validate "$T/gen-sub.ndjson"
+ok gen-swe-subagents-again "$ATR" gen --kind swe --traces 6 --seed 3 --subagent-prob 0.3 \
+    --subagent-fanout 3 --subagent-depth 2 -q -o "$T/gen-sub2.ndjson"
+check gen-swe-subagents-deterministic "cmp '$T/gen-sub.ndjson' '$T/gen-sub2.ndjson'"
+ok gen-swe-subagents-convert "$ATR" convert "$T/gen-sub.ndjson" -q -o "$T/gen-sub-rt.ndjson"
+check gen-swe-subagents-round-trip "cmp '$T/gen-sub.ndjson' '$T/gen-sub-rt.ndjson'"
+# the graph: parents earlier and started no later; a fork's sub-agents
+# start at one llm step of their parent agent; a join waits for 3 reports
+# (the sub-agents' last llm steps); depth 2 names sub-agents "sub-N.M"
+check gen-swe-subagents-graph "python3 -c \"
+import json
+joins = forks = deep = 0
+for l in open('$T/gen-sub.ndjson'):
+    t = json.loads(l); st = t['steps']
+    assert t['format'] == 'atr-trace/1.1'
+    first = {}
+    for s in st:
+        ps = s.get('parents', [s['i'] - 1] if s['i'] else [])
+        assert all(p < s['i'] and st[p]['t_ms'] <= s['t_ms'] for p in ps), s['i']
+        a = s.get('agent')
+        if a and a not in first:
+            first[a] = s
+            assert len(ps) == 1 and st[ps[0]]['kind'] == 'llm'
+            assert st[ps[0]].get('agent') == (a.rsplit('.', 1)[0] if '.' in a else None)
+            forks += 1; deep += '.' in a
+        if len(ps) > 1:
+            joins += 1
+            assert len(ps) == 3 and all(st[p]['kind'] == 'llm' and st[p].get('agent') for p in ps)
+    assert t['meta']['subagents'] == len(first)
+assert forks > 10 and joins > 3 and deep > 0, (forks, joins, deep)\""
+fails gen-subagent-prob-bad 2 "--subagent-prob wants a number 0..1" \
+    "$ATR" gen --kind swe --traces 1 --subagent-prob 2 -o "$T/gen-x.ndjson"
+fails gen-subagent-fanout-bad 2 "--subagent-fanout wants an integer 1..16" \
+    "$ATR" gen --kind swe --traces 1 --subagent-prob 0.5 --subagent-fanout 17 -o "$T/gen-x.ndjson"
+fails gen-subagent-not-swe 2 "--subagent-prob, --subagent-fanout and --subagent-depth are for --kind swe" \
+    "$ATR" gen --kind chat --traces 1 --subagent-prob 0.5 -o "$T/gen-x.ndjson"
+absent gen-subagent-not-swe-nothing "$T/gen-x.ndjson"
+fails gen-subagent-depth-bad 2 "--subagent-depth wants an integer 1..4" \
+    "$ATR" gen --kind swe --traces 1 --subagent-prob 0.5 --subagent-depth 0 -o "$T/gen-x.ndjson"
+
 ok gen-chat "$ATR" gen --kind chat --traces 20 -o "$T/gen-chat.ndjson"
 ok gen-chat-validates "$ATR" validate "$T/gen-chat.ndjson"
 check gen-chat-no-tools "! grep -q '\"kind\":\"tool\"' '$T/gen-chat.ndjson'"

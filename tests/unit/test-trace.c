@@ -276,7 +276,7 @@ static void test_reader_errors(void **state)
     expect_error("{\"trace_id\":\"a\",\"steps\":[]}",
                  "t.ndjson:1:1: expected \"format\":\"atr-trace/1\"");
     expect_error("{\"format\":\"atr-trace/2\",\"trace_id\":\"a\",\"steps\":[]}",
-                 "t.ndjson:1:11: unsupported format version \"atr-trace/2\" (this atr reads atr-trace/1)");
+                 "t.ndjson:1:11: unsupported format version \"atr-trace/2\" (this atr reads atr-trace/1 and atr-trace/1.1)");
     expect_error("\n{\"format\":\"atr-trace/1\",\"trace_id\":\"a\",\"steps\":5}",
                  "t.ndjson:2:48: expected \"steps\" array");
     expect_error("{\"format\":\"atr-trace/1\",\"trace_id\":\"a\",\"steps\":[{\"kind\":\"gpu\"}]}",
@@ -351,6 +351,141 @@ static void test_hash_ids_packed(void **state)
     atr_trace_release(&t);
 }
 
+
+/* A fork into two sub-agents and a join read back as written, in /1.1;
+ * a chain stays /1 without the fields. */
+static void test_dag_round_trip(void **state)
+{
+    (void)state;
+    const char *in =
+        "{\"format\":\"atr-trace/1.1\",\"trace_id\":\"d\",\"steps\":["
+        "{\"kind\":\"llm\",\"t_ms\":0},"
+        "{\"kind\":\"llm\",\"agent\":\"a\",\"parents\":[0],\"t_ms\":1},"
+        "{\"kind\":\"llm\",\"agent\":\"b\",\"parents\":[0],\"t_ms\":2},"
+        "{\"kind\":\"llm\",\"parents\":[1,2],\"t_ms\":3},"
+        "{\"kind\":\"tool\",\"tool\":\"bash\",\"parents\":[]}]}\n";
+    struct atr_trace t = ATR_TRACE_INIT;
+    struct atr_error err;
+    assert_int_equal(read_text(in, &t, &err), 1);
+    assert_int_equal(t.n_steps, 5);
+    assert_null(t.steps[0].parents);
+    assert_string_equal(t.steps[1].agent, "a");
+    assert_int_equal(t.steps[3].n_parents, 2);
+    assert_int_equal(t.steps[3].parents[1], 2);
+    assert_non_null(t.steps[4].parents);
+    assert_int_equal(t.steps[4].n_parents, 0);
+    uint32_t one;
+    const uint32_t *p;
+    assert_int_equal(atr_step_parents(&t.steps[0], &one, &p), 0);
+    assert_int_equal(atr_step_parents(&t.steps[2], &one, &p), 1);
+    assert_int_equal(p[0], 0);
+    char *out = write_one(&t, false);
+    assert_non_null(strstr(out, "\"format\":\"atr-trace/1.1\""));
+    assert_non_null(strstr(out, "\"kind\":\"llm\",\"agent\":\"b\",\"parents\":[0]"));
+    assert_non_null(strstr(out, "\"parents\":[1,2]"));
+    struct atr_trace u = ATR_TRACE_INIT;
+    assert_int_equal(read_text(out, &u, &err), 1);
+    char *again = write_one(&u, false);
+    assert_string_equal(out, again);
+    free(again);
+    free(out);
+    atr_trace_release(&u);
+    t.steps[4].parents = NULL;
+    for (size_t k = 0; k < t.n_steps; k++)
+        t.steps[k].parents = NULL, t.steps[k].agent = NULL;
+    out = write_one(&t, false);
+    assert_non_null(strstr(out, "\"format\":\"atr-trace/1\""));
+    assert_null(strstr(out, "parents"));
+    free(out);
+    atr_trace_release(&t);
+}
+
+static void test_dag_errors(void **state)
+{
+    (void)state;
+    const char *head = "{\"format\":\"atr-trace/1.1\",\"trace_id\":\"d\",\"steps\":[";
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s{\"kind\":\"llm\",\"parents\":[0]}]}", head);
+    expect_error(buf, "t.ndjson:1:76: step 0 has no earlier step to wait for (a root has \"parents\":[])");
+    snprintf(buf, sizeof buf, "%s{\"kind\":\"llm\"},{\"kind\":\"llm\",\"parents\":[2]}]}", head);
+    expect_error(buf, "t.ndjson:1:91: expected a parent of step 1 to be an earlier step (0..0)");
+    snprintf(buf, sizeof buf, "%s{\"kind\":\"llm\"},{\"kind\":\"llm\",\"parents\":[0,0]}]}", head);
+    expect_error(buf, "t.ndjson:1:93: parent 0 of step 1 repeats");
+    snprintf(buf, sizeof buf, "%s{\"kind\":\"llm\",\"parents\":[-1]}]}", head);
+    expect_error(buf, "t.ndjson:1:76: step 0 has no earlier step to wait for (a root has \"parents\":[])");
+    snprintf(buf, sizeof buf, "%s{\"kind\":\"llm\",\"parents\":{}}]}", head);
+    expect_error(buf, "t.ndjson:1:75: expected \"parents\" to be an array of step indices");
+    snprintf(buf, sizeof buf, "%s{\"kind\":\"llm\",\"agent\":\"\"}]}", head);
+    expect_error(buf, "t.ndjson:1:73: expected \"agent\" to be a non-empty string");
+    expect_error("{\"format\":\"atr-trace/2\",\"trace_id\":\"d\",\"steps\":[]}",
+                 "t.ndjson:1:11: unsupported format version \"atr-trace/2\" (this atr reads "
+                 "atr-trace/1 and atr-trace/1.1)");
+}
+
+/* Steps added out of time order with explicit parents come out in start
+ * order, parents renumbered, a chain link written as absent; a child whose
+ * clock is before its parent's is moved to the parent's start; a cycle is
+ * refused and leaves the trace as it was. */
+static void test_order_steps(void **state)
+{
+    (void)state;
+    struct atr_trace t = ATR_TRACE_INIT;
+    static const int64_t start[] = {30, 0, 10, 5};
+    /* 0: the join of 2 and 3; 1: a root; 2 and 3: children of 1 */
+    static const uint32_t par0[] = {2, 3}, par2[] = {1}, par3[] = {1};
+    const uint32_t *pars[] = {par0, NULL, par2, par3};
+    const uint32_t npar[] = {2, 0, 1, 1};
+    for (int k = 0; k < 4; k++) {
+        struct atr_step *s = atr_trace_add_step(&t, ATR_STEP_LLM);
+        s->t_ms = start[k];
+        s->parents = atr_arena_alloc(&t.arena, 2 * sizeof *s->parents);
+        s->n_parents = npar[k];
+        if (pars[k])
+            memcpy(s->parents, pars[k], npar[k] * sizeof *s->parents);
+        s->input_tokens = k;
+    }
+    uint32_t cycle = 99;
+    assert_int_equal(atr_trace_order_steps(&t, &cycle), 0);
+    /* new order: 1 (t0), 3 (t5), 2 (t10), 0 (t30) */
+    assert_int_equal(t.steps[0].input_tokens, 1);
+    assert_int_equal(t.steps[1].input_tokens, 3);
+    assert_null(t.steps[0].parents);            /* a root at 0: absent */
+    assert_null(t.steps[1].parents);            /* parent 0 = the previous: absent */
+    assert_int_equal(t.steps[2].n_parents, 1);
+    assert_int_equal(t.steps[2].parents[0], 0);
+    assert_int_equal(t.steps[3].n_parents, 2);
+    assert_int_equal(t.steps[3].parents[0], 2);
+    assert_int_equal(t.steps[3].parents[1], 1);
+    for (uint32_t k = 0; k < 4; k++)
+        assert_int_equal(t.steps[k].i, k);
+
+    /* backwards clock: child (t 3) of a step at t 7 */
+    atr_trace_clear(&t);
+    struct atr_step *a = atr_trace_add_step(&t, ATR_STEP_LLM);
+    a->t_ms = 7;
+    a->parents = atr_arena_alloc(&t.arena, sizeof *a->parents);
+    a->n_parents = 0;
+    struct atr_step *b = atr_trace_add_step(&t, ATR_STEP_TOOL);
+    b->t_ms = 3;
+    assert_int_equal(atr_trace_order_steps(&t, &cycle), 1);
+    assert_int_equal(t.steps[1].t_ms, 7);
+    assert_int_equal(t.steps[1].kind, ATR_STEP_TOOL);
+
+    /* a cycle: 0 waits for 1, 1 for 0 */
+    atr_trace_clear(&t);
+    for (int k = 0; k < 2; k++) {
+        struct atr_step *s = atr_trace_add_step(&t, ATR_STEP_LLM);
+        s->t_ms = k;
+        s->parents = atr_arena_alloc(&t.arena, sizeof *s->parents);
+        s->parents[0] = (uint32_t)(1 - k);
+        s->n_parents = 1;
+    }
+    assert_int_equal(atr_trace_order_steps(&t, &cycle), -1);
+    assert_true(cycle < 2);
+    assert_int_equal(t.steps[0].parents[0], 1);
+    atr_trace_release(&t);
+}
+
 static void test_command_head(void **state)
 {
     (void)state;
@@ -383,6 +518,9 @@ int main(void)
         cmocka_unit_test(test_cut_last_line),
         cmocka_unit_test(test_hash_ids_packed),
         cmocka_unit_test(test_command_head),
+        cmocka_unit_test(test_dag_round_trip),
+        cmocka_unit_test(test_dag_errors),
+        cmocka_unit_test(test_order_steps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

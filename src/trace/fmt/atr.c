@@ -110,10 +110,37 @@ static int read_kind(struct atr_reader *r, struct atr_json *step, enum atr_step_
     return 0;
 }
 
+/* "parents": indices of earlier steps, each once. A parent that is not
+ * earlier (a cycle, a forward reference) is the error: steps are in start
+ * order, so what a step waits for has started before it. */
+static int read_parents(struct atr_reader *r, struct atr_trace *t, struct atr_step *s,
+                        struct atr_json *v)
+{
+    if (v->type != ATR_JSON_ARRAY)
+        return atr_reader_fail_at(r, v, "expected \"parents\" to be an array of step indices");
+    size_t n = v->u.kids.count;
+    s->parents = atr_arena_alloc(&t->arena, (n ? n : 1) * sizeof *s->parents);
+    s->n_parents = 0;
+    for (struct atr_json *e = v->u.kids.first; e; e = e->next) {
+        if (e->type != ATR_JSON_NUMBER || !e->is_int || e->i < 0 || e->i >= (int64_t)s->i)
+            return s->i ? atr_reader_fail_at(r, e, "expected a parent of step %u to be an "
+                                             "earlier step (0..%u)", s->i, s->i - 1)
+                        : atr_reader_fail_at(r, e, "step 0 has no earlier step to wait for "
+                                             "(a root has \"parents\":[])");
+        for (uint32_t k = 0; k < s->n_parents; k++)
+            if (s->parents[k] == (uint32_t)e->i)
+                return atr_reader_fail_at(r, e, "parent %lld of step %u repeats",
+                                          (long long)e->i, s->i);
+        s->parents[s->n_parents++] = (uint32_t)e->i;
+    }
+    return 0;
+}
+
 /* The members a step knows, listed by first letter: a member's name is
  * compared only with those that share it (a compare with each of two dozen
  * names was a seventh of reading a trace, issue 16). */
-enum member_kind { M_INT, M_STR, M_EXIT, M_I, M_IDS, M_PREFIX, M_MESSAGES, M_OUTPUT, M_KIND };
+enum member_kind { M_INT, M_STR, M_EXIT, M_I, M_IDS, M_PREFIX, M_MESSAGES, M_OUTPUT, M_KIND,
+                   M_PARENTS, M_AGENT };
 struct member {
     const char *key;
     size_t len;
@@ -123,7 +150,7 @@ struct member {
 #define INT(name) {#name, sizeof #name - 1, M_INT, offsetof(struct atr_step, name)}
 #define STR(name) {#name, sizeof #name - 1, M_STR, offsetof(struct atr_step, name)}
 #define OTHER(name, kind) {name, sizeof name - 1, kind, 0}
-static const struct member m_a[] = {STR(action)};
+static const struct member m_a[] = {STR(action), OTHER("agent", M_AGENT)};
 static const struct member m_b[] = {INT(bytes)};
 static const struct member m_c[] = {INT(cached_tokens), STR(command), STR(command_head), STR(cwd)};
 static const struct member m_d[] = {INT(dur_ms)};
@@ -136,7 +163,7 @@ static const struct member m_k[] = {OTHER("kind", M_KIND)};
 static const struct member m_m[] = {INT(max_tokens), OTHER("messages", M_MESSAGES)};
 static const struct member m_o[] = {INT(output_tokens), OTHER("output", M_OUTPUT), INT(old_bytes),
                                     STR(output_tokens_from)};
-static const struct member m_p[] = {STR(path), OTHER("prefix", M_PREFIX)};
+static const struct member m_p[] = {STR(path), OTHER("prefix", M_PREFIX), OTHER("parents", M_PARENTS)};
 static const struct member m_r[] = {INT(recorded_input_tokens), INT(recorded_output_tokens)};
 static const struct member m_s[] = {STR(selector)};
 static const struct member m_t[] = {INT(t_ms), INT(timeout_ms), STR(tool), STR(tokens_from)};
@@ -202,6 +229,13 @@ static int read_member(struct atr_reader *r, struct atr_trace *t, struct atr_ste
         return 0;
     case M_KIND:
         return 0;  /* read first, by read_kind */
+    case M_PARENTS:
+        return read_parents(r, t, s, m);
+    case M_AGENT:
+        if (m->type != ATR_JSON_STRING || !m->u.str.len)
+            return atr_reader_fail_at(r, m, "expected \"agent\" to be a non-empty string");
+        s->agent = m->u.str.s;
+        return 0;
     }
     return 0;
 }
@@ -283,9 +317,11 @@ static int read_header(struct atr_reader *r, struct atr_trace *t, struct atr_jso
     if (atr_json_key_is(m, "format")) {
         if (m->type != ATR_JSON_STRING || strncmp(m->u.str.s, "atr-trace/", 10) != 0)
             return atr_reader_fail_at(r, m, "expected \"format\" to be \"" ATR_TRACE_FORMAT "\"");
-        if (strcmp(m->u.str.s, ATR_TRACE_FORMAT) != 0)
+        if (strcmp(m->u.str.s, ATR_TRACE_FORMAT) != 0 &&
+            strcmp(m->u.str.s, ATR_TRACE_FORMAT_DAG) != 0)
             return atr_reader_fail_at(r, m, "unsupported format version \"%s\" (this atr reads "
-                                      ATR_TRACE_FORMAT ")", m->u.str.s);
+                                      ATR_TRACE_FORMAT " and " ATR_TRACE_FORMAT_DAG ")",
+                                      m->u.str.s);
     } else if (atr_json_key_is(m, "trace_id")) {
         return get_str(r, m, "trace_id", &t->trace_id);
     } else if (atr_json_key_is(m, "source")) {

@@ -13,6 +13,7 @@ extern const struct atr_format atr_format_azure;
 extern const struct atr_format atr_format_burstgpt;
 extern const struct atr_format atr_format_playwright;
 extern const struct atr_format atr_format_browsergym;
+extern const struct atr_format atr_format_otlp;
 
 const struct atr_format *const atr_formats[] = {
     &atr_format_atr,
@@ -25,6 +26,7 @@ const struct atr_format *const atr_formats[] = {
     &atr_format_burstgpt,
     &atr_format_playwright,
     &atr_format_browsergym,
+    &atr_format_otlp,
     NULL,
 };
 
