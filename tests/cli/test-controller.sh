@@ -127,7 +127,8 @@ esac
 
 # atr experiment timescale: the arms side by side, bad input first.
 fails "experiment wants a mode" 2 "wants a mode" "$ATR" experiment
-fails "experiment unknown mode" 2 "not 'multitenant'" "$ATR" experiment multitenant "$C/burst.ndjson" --out "$C/x"
+fails "experiment unknown mode" 2 "not 'bogus'" "$ATR" experiment bogus "$C/burst.ndjson" --out "$C/x"
+fails "experiment multitenant wants a victim" 2 "multitenant: wants --victim FILE" "$ATR" experiment multitenant "$C/burst.ndjson" --out "$C/x"
 fails "experiment wants --out" 2 "--out DIR is required" "$ATR" experiment timescale "$C/burst.ndjson"
 fails "experiment wants a trace" 2 "at least one TRACE" "$ATR" experiment timescale --out "$C/x"
 fails "experiment missing trace" 1 "$C/nope.ndjson: No such file" "$ATR" experiment timescale "$C/nope.ndjson" --out "$C/x"
@@ -151,6 +152,9 @@ fails "experiment refuses an existing DIR" 1 "exists .use --force" "$ATR" experi
 printf '{"format":"atr-trace/1","trace_id":"victim","steps":[{"kind":"tool","tool":"bash","command":"%s -m 4 -c 5"},{"kind":"tool","tool":"bash","command":"%s -m 4 -c 5"},{"kind":"tool","tool":"bash","command":"%s -m 4 -c 5"}]}\n' "$HOG" "$HOG" "$HOG" >"$C/victim.ndjson"
 ok "experiment --victim" "$ATR" experiment timescale -q --reps 1 --victim "$C/victim.ndjson" "$C/burst.ndjson" --out "$C/expv"
 check "experiment --victim: victim apart in every arm" "python3 -c \"import json,sys; s=json.load(open('$C/expv/summary.json'))['configs']; sys.exit(not all(a.get('skipped') or (a['victim_steps']==3 and a['victim_latency_p99_ms']>0 and a['total_steps']==1) for a in s))\""
+# multitenant: the victim's tail latency per arm, beside the noisy burst.
+ok "experiment multitenant" "$ATR" experiment multitenant -q --reps 1 --victim "$C/victim.ndjson" "$C/burst.ndjson" --out "$C/expm"
+check "experiment multitenant: three arms, the victim apart" "python3 -c \"import json,sys; d=json.load(open('$C/expm/summary.json')); s=d['configs']; sys.exit(not (d['experiment']=='multitenant' and [a['arm'] for a in s]==['static-toolcall','psi-poll','ebpf'] and all(a.get('skipped') or a['victim_steps']==3 for a in s)))\""
 fails "experiment --victim not a trace" 1 "no trace with a trace_id" "$ATR" experiment timescale --victim "$C/v" "$C/burst.ndjson" --out "$C/x2"
 # domain and overhead: the same machinery, other arms.
 trace tiny "true"
