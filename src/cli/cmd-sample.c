@@ -25,7 +25,13 @@ static const char help[] =
     "a stratum are drawn by a seeded shuffle: the same seed and input give the\n"
     "same sample. Inputs are read twice (features, then the chosen traces);\n"
     "stdin is spooled to a temporary file. If N is not less than the number of\n"
-    "traces, all are written. OUT is written atomically.\n"
+    "traces, all are written. OUT is written atomically. With --by resource\n"
+    "the second key is the resource class of the trace's tool steps instead\n"
+    "(the AgentCgroup seed's classes): long-running (a step of a minute or\n"
+    "more), else the class that took most of the tool time: bursty (pytest, make,\n"
+    "npm/pip install, cargo, mvn), memory (java, node, docker), cpu (python,\n"
+    "gcc, go), io (grep, find, git, cat, sed, the editor, and commands of\n"
+    "no class).\n"
     "\n"
     "options:\n"
     "  -n, --size SIZE        smoke, dev, paper or a number of traces (required)\n"
@@ -33,6 +39,7 @@ static const char help[] =
     "  -f, --from FMT         input format instead of sniffing (see atr help convert)\n"
     "  -b, --block-size N     tokens per hash block for non-atr inputs (default 16)\n"
     "  -o, --output OUT       where to write (required; - for stdout)\n"
+    "      --by tool|resource the second stratum key (default tool)\n"
     "  -q, --quiet            no summary on stderr\n";
 
 struct sample_cli {
@@ -41,6 +48,7 @@ struct sample_cli {
     const char *from, *out;
     struct atr_read_opts read;
     bool quiet;
+    int by;                  /* 0 dominant tool, 1 resource class */
     char **files;
     int n_files;
     int spool_fd;            /* stdin copy, -1 if none */
@@ -77,6 +85,7 @@ static const struct opt options[] = {
     OPT_UINT(ARGS, read.block_size, "block-size", 'b', 1, 1 << 20,
              "--block-size wants an integer 1..1048576"),
     OPT_STRING(ARGS, out, "output", 'o'),
+    OPT_ENUM(ARGS, by, "by", 0, OPT_WORDS("tool", "resource"), "--by wants tool or resource"),
     OPT_FLAG(ARGS, quiet, "quiet", 'q'),
     OPT_END,
 };
@@ -211,7 +220,8 @@ static void print_summary(const struct sample_cli *o, const struct atr_sampler *
     fprintf(stderr, "atr: sampled %zu of %zu traces (seed %llu) from %d file%s -> %s\n",
             written, total, (unsigned long long)o->seed, o->n_files, o->n_files == 1 ? "" : "s",
             strcmp(o->out, "-") ? o->out : "<stdout>");
-    fprintf(stderr, "  %-13s %-16s %8s %8s\n", "turns", "dominant tool", "traces", "picked");
+    fprintf(stderr, "  %-13s %-16s %8s %8s\n", "turns", o->by ? "resource class" : "dominant tool",
+            "traces", "picked");
     for (size_t k = 0; k < atr_sampler_n_strata(s); k++) {
         const struct atr_sample_stratum *st = atr_sampler_stratum(s, k);
         char range[32];
@@ -262,6 +272,7 @@ static int run(int argc, char **argv)
         return cli_fail_err(&err);
     }
     struct atr_sampler *s = atr_sampler_new();
+    atr_sampler_by_resource(s, o.by == 1);
     size_t written = 0;
     rc = sample(&o, s, out, &written, &err);
     if (rc < 0) {

@@ -33,6 +33,7 @@ struct atr_sampler {
     unsigned char *picked;    /* bitmap over recs */
     struct atr_sample_stratum *strata;
     size_t n_strata;
+    bool by_resource;         /* classes are resource classes, not tools */
 };
 
 struct atr_sampler *atr_sampler_new(void)
@@ -95,6 +96,65 @@ void atr_trace_dominant_tool(const struct atr_trace *t, char *out, size_t cap)
     snprintf(out, cap, "%s", n ? heads[best] : "none");
 }
 
+/* ---- resource class of one trace ---- */
+
+enum { RC_BURSTY, RC_MEMORY, RC_CPU, RC_IO, RC_COUNT };
+static const char *const rc_names[RC_COUNT] = {"bursty", "memory", "cpu", "io"};
+
+/* The class of one command head (or tool name); -1: none of them. */
+static int head_class(const char *h)
+{
+    static const char *const bursty[] = {"pytest", "make", "npm", "pip", "pip3", "yarn", "pnpm",
+                                         "cargo", "mvn", "gradle", "tox", "cmake", "ninja",
+                                         "bazel", "poetry", "conda", NULL};
+    static const char *const memory[] = {"java", "node", "docker", "podman", "jupyter",
+                                         "R", "julia", NULL};
+    static const char *const cpu[] = {"python", "python3", "gcc", "g++", "cc", "clang", "go",
+                                      "rustc", "javac", "tsc", NULL};
+    static const char *const io[] = {"grep", "find", "git", "cat", "sed", "ls", "cp", "mv",
+                                     "tar", "rg", "head", "tail", "awk", "wc", "diff", "editor",
+                                     "str_replace_editor", NULL};
+    const char *const *lists[RC_COUNT] = {bursty, memory, cpu, io};
+    for (int c = 0; c < RC_COUNT; c++)
+        for (const char *const *w = lists[c]; *w; w++)
+            if (strcmp(h, *w) == 0)
+                return c;
+    return -1;
+}
+
+const char *atr_trace_resource_class(const struct atr_trace *t)
+{
+    /* weighted by time: a trace whose pytest runs take most of its tool
+     * time is bursty, however many greps it runs around them */
+    int64_t weight[RC_COUNT] = {0};
+    size_t tools = 0;
+    char h[HEAD_MAX];
+    for (size_t i = 0; i < t->n_steps; i++) {
+        const struct atr_step *st = &t->steps[i];
+        if (st->kind != ATR_STEP_TOOL)
+            continue;
+        tools++;
+        if (st->dur_ms >= 60000)
+            return "long-running";
+        step_head(st, h, sizeof h);
+        int c = head_class(h);
+        if (c >= 0)
+            weight[c] += st->dur_ms > 0 ? st->dur_ms : 1;
+    }
+    if (!tools)
+        return "none";
+    int best = RC_IO;                 /* a trace of unknown commands reads and edits files */
+    for (int c = 0; c < RC_COUNT; c++)
+        if (weight[c] > weight[best])
+            best = c;
+    return rc_names[best];
+}
+
+void atr_sampler_by_resource(struct atr_sampler *s, bool on)
+{
+    s->by_resource = on;
+}
+
 /* ---- class table ---- */
 
 static void slots_grow(struct atr_sampler *s)
@@ -132,7 +192,10 @@ static uint32_t class_id(struct atr_sampler *s, const char *name)
 void atr_sampler_add(struct atr_sampler *s, const struct atr_trace *t)
 {
     char head[HEAD_MAX];
-    atr_trace_dominant_tool(t, head, sizeof head);
+    if (s->by_resource)
+        snprintf(head, sizeof head, "%s", atr_trace_resource_class(t));
+    else
+        atr_trace_dominant_tool(t, head, sizeof head);
     uint32_t turns = 0;
     for (size_t i = 0; i < t->n_steps; i++)
         turns += t->steps[i].kind == ATR_STEP_LLM;

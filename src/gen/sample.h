@@ -41,6 +41,22 @@ bool atr_sampler_picked(const struct atr_sampler *s, size_t index);
 size_t atr_sampler_n_strata(const struct atr_sampler *s);
 const struct atr_sample_stratum *atr_sampler_stratum(const struct atr_sampler *s, size_t k);
 
+/* Stratify by the trace's resource class (atr_trace_resource_class)
+ * instead of its dominant tool. Call before the first add. */
+void atr_sampler_by_resource(struct atr_sampler *s, bool on);
+
+/* The class of resources a trace's tool steps stress, as the AgentCgroup
+ * seed's Section 6 lists them: "long-running" (a tool step that took a
+ * minute or more), else the class that took most of its tool time (a
+ * step of unknown duration counts 1 ms):
+ * "bursty" (test runs, builds and installs whose memory jumps: pytest,
+ * make, npm/pip install, cargo, mvn, gradle, tox), "memory" (interpreters
+ * and servers that hold large heaps: java, node, docker, jupyter),
+ * "cpu" (compilers and scripts: python, gcc, clang, go, rustc), "io"
+ * (file and repository walks: grep, find, git, cat, sed, ls, cp, tar, rg,
+ * the editor); "none" without tool steps. */
+const char *atr_trace_resource_class(const struct atr_trace *t);
+
 /* The trace's most frequent tool class: the command head of bash steps
  * ("pytest", "grep"; atr_command_head), else the tool name ("editor");
  * ties go to the one seen first; "none" without tool steps. */

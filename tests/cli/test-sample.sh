@@ -42,3 +42,17 @@ printf '{"format":"atr-trace/1","trace_id":"a","steps":[]}\n{"format":"atr-trace
 fails sample-malformed 1 "smp-bad.ndjson:2" "$ATR" sample --size 1 "$T/smp-bad.ndjson" -o "$T/smp-x.ndjson"
 fails sample-malformed-stdin 1 "^atr: <stdin>:2" sh -c "'$ATR' sample --size 1 - -o '$T/smp-x.ndjson' <'$T/smp-bad.ndjson'"
 absent sample-nothing-written "$T/smp-x.ndjson"
+
+# --by resource: the second key is the resource class of the tool steps
+# (the class that took most of their time; a minute-long step makes a
+# trace long-running), one trace of each class here.
+RS=$T/sample-resource
+mkdir -p "$RS"
+rs_trace() {  # ID COMMAND DUR_MS
+    printf '{"format":"atr-trace/1","trace_id":"%s","steps":[{"kind":"llm","input_tokens":10,"output_tokens":2},{"kind":"tool","tool":"bash","command":"%s","dur_ms":%s},{"kind":"tool","tool":"bash","command":"grep -r x .","dur_ms":100}]}\n' "$1" "$2" "$3"
+}
+{ rs_trace long "sleep 70" 70000; rs_trace bursty "pytest -q" 5000; rs_trace memory "node server.js" 3000
+  rs_trace cpu "python3 run.py" 2000; rs_trace io "cat README" 50; } >"$RS/five.ndjson"
+ok sample-by-resource "$ATR" sample --size 5 --by resource "$RS/five.ndjson" -o "$RS/out.ndjson"
+check sample-by-resource-classes "grep -q 'resource class' '$T/err' && for c in long-running bursty memory cpu io; do grep -Eq \"^  [0-9]+-[0-9]+ +\$c +1 +1\\\$\" '$T/err' || exit 1; done"
+fails sample-by-bad 2 '--by wants tool or resource' "$ATR" sample --size 5 --by cpu "$RS/five.ndjson" -o "$RS/x.ndjson"
