@@ -1,5 +1,9 @@
-/* client.c - OpenAI-compatible streaming client: libcurl's multi-socket
- * interface driven by the caller's libevent loop.
+/* client.c - OpenAI-compatible streaming client: what every request shares
+ * (reading the answer, deciding how it ended, handing the result over;
+ * declared in client-int.h) and the libcurl transport. Plain http://
+ * targets go through llm/h1conn.c instead; libcurl carries the rest.
+ *
+ * libcurl's multi-socket interface is driven by the caller's libevent loop.
  *
  * curl tells us which sockets to watch (on_curl_socket) and when to call it
  * back (on_curl_timer); libevent tells curl when a socket is ready
