@@ -285,7 +285,9 @@ static bool conn_feed(struct h1_conn *k, const char *s, size_t n)
         return true;
     if (rc == ATR_H1_DONE) {
         req_end_ok(r, k->now);
-        conn_release(k, used == n && k->h1.keep_alive);
+        /* Reusable only when nothing follows the answer and the whole
+         * request was written (a server may answer early, e.g. 413). */
+        conn_release(k, used == n && k->h1.keep_alive && k->out_off == r->body.len);
     } else {
         if (rc == ATR_H1_ERR) {
             snprintf(r->detail, sizeof r->detail, "malformed HTTP response: %s", k->h1.error);
