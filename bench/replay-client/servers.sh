@@ -85,3 +85,41 @@ EOF
     URL=http://127.0.0.1:$port
     SERVER_SHOWN="nginx $("$NGINX" -v 2>&1 | sed 's/.*nginx\///'), one worker, a recorded answer"
 }
+
+# The C stub (stub.c): built once into $WORK with the system's cc, its
+# answer recorded once from the sim server (as nginx's), then one fresh
+# stub per ladder step (stub_up / stub_down) so that each step has its own
+# arrival log, $WORK/arrivals.log, for arrivals.py.
+start_stub() {
+    cc -O2 -o "$WORK/stub" "$HERE/stub.c" || { echo "${0##*/}: cannot build stub.c" >&2; exit 1; }
+    curl -sN "$URL/v1/completions" -H 'Content-Type: application/json' \
+        -d '{"model":"atr-sim","prompt":"'"$(printf 'w%d ' $(seq 1 32))"'","max_tokens":8,"stream":true,"stream_options":{"include_usage":true}}' \
+        >"$WORK/answer.sse"
+    grep -q '^data: \[DONE\]' "$WORK/answer.sse" || { echo "${0##*/}: no answer to record from the sim server" >&2; exit 1; }
+    SERVER_SHOWN="C stub (bench/replay-client/stub.c), a recorded answer ($(wc -c <"$WORK/answer.sse") bytes, Content-Length), one per step"
+}
+
+# stub_up: a fresh stub on a free port; sets URL and STUB.
+stub_up() {
+    rm -f "$WORK/arrivals.log" "$WORK/stub.out"
+    $PIN_SERVER "$WORK/stub" "$WORK/answer.sse" "$WORK/arrivals.log" >"$WORK/stub.out" 2>&1 &
+    STUB=$!
+    i=0
+    while ! grep -q 'listening on' "$WORK/stub.out" 2>/dev/null; do
+        i=$((i + 1))
+        if [ "$i" -gt 200 ] || ! kill -0 "$STUB" 2>/dev/null; then
+            echo "${0##*/}: the stub did not start:" >&2
+            cat "$WORK/stub.out" >&2
+            exit 1
+        fi
+        sleep 0.05
+    done
+    URL=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$WORK/stub.out")
+}
+
+# stub_down: stops the stub, which writes its arrival log as it exits.
+stub_down() {
+    kill "$STUB" 2>/dev/null || true
+    wait "$STUB" 2>/dev/null || true
+    STUB=""
+}

@@ -208,7 +208,7 @@ async def run(args):
         ru1 = resource.getrusage(resource.RUSAGE_SELF)
     finally:
         await session.close()
-    cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
+    cpu = (ru1.ru_utime - ru0.ru_utime, ru1.ru_stime - ru0.ru_stime)
     return t0, sched, outs, cpu
 
 
@@ -259,7 +259,9 @@ def main():
         "p50_send_lag_ms": percentile(lags, 50),
         "p99_send_lag_ms": percentile(lags, 99),
         "mean_ttft_ms": sum(ttfts) / len(ttfts) if ttfts else 0.0,
-        "cpu_s": cpu,
+        "cpu_s": cpu[0] + cpu[1],
+        "cpu_user_s": cpu[0],
+        "cpu_sys_s": cpu[1],
     }
     with open(args.out, "w") as f:
         json.dump(summary, f, indent=1)

@@ -1,5 +1,9 @@
-/* client.c - OpenAI-compatible streaming client: libcurl's multi-socket
- * interface driven by the caller's libevent loop.
+/* client.c - OpenAI-compatible streaming client: what every request shares
+ * (reading the answer, deciding how it ended, handing the result over;
+ * declared in client-int.h) and the libcurl transport. Plain http://
+ * targets go through llm/h1conn.c instead; libcurl carries the rest.
+ *
+ * libcurl's multi-socket interface is driven by the caller's libevent loop.
  *
  * curl tells us which sockets to watch (on_curl_socket) and when to call it
  * back (on_curl_timer); libevent tells curl when a socket is ready
@@ -21,12 +25,9 @@
  *
  * A request fails with the first reason seen: the write callback records it
  * and returns 0 so curl aborts the transfer, the stall timer removes the
- * transfer itself; both paths end in finish(). */
+ * transfer itself; both paths end in req_finish(). */
 #include "llm/client.h"
 
-#include <curl/curl.h>
-#include <event2/event.h>
-#include <event2/event_struct.h>
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
@@ -35,10 +36,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "llm/sse.h"
+#include "llm/client-int.h"
 #include "util/alloc.h"
-#include "util/arena.h"
-#include "util/buf.h"
 
 enum {
     DETAIL_BODY = 200,                 /* bytes of a non-200 body kept in detail */
@@ -48,73 +47,16 @@ enum {
     FIRST_CHUNKS = 64,
     KEEP_BUFFER = 1 << 20,             /* larger buffers are not kept for reuse */
     LANE_CONNECTIONS = 64,
-    MAX_LANES = 64,
 };
-
-/* How the response body is read, decided at its first byte. */
-enum body_mode { BODY_UNKNOWN, BODY_SSE, BODY_JSON, BODY_ERROR };
 
 /* atr_sse_feed callback results that stop the stream. */
 enum { EVENT_BAD = 1, EVENT_ERROR = 2 };
-
-/* One multi handle with its share of the connections. */
-struct lane {
-    struct atr_llm_client *c;
-    CURLM *multi;
-    struct event *timer;
-    size_t in_flight;
-};
 
 struct sock {
     struct lane *lane;
     struct event ev;
     short kind;                        /* libevent flags now registered */
     struct sock *prev, *next;
-};
-
-struct req {
-    struct atr_llm_client *c;
-    struct lane *lane;                 /* while in flight */
-    CURL *easy;
-    struct req *prev, *next;           /* active list, or free list (next) */
-    struct event stall_ev;
-    enum atr_llm_api api;
-    bool api_set;
-    uint64_t id;
-    double start_s, sent_s, last_byte_s, end_s;
-    struct atr_buf body;               /* the request JSON */
-    struct atr_buf resp;               /* non-streaming body, or error body head */
-    struct atr_sse sse;
-    double *chunks;
-    size_t n_chunks, cap_chunks;
-    int64_t prompt, output, cached;
-    size_t received;
-    int status;
-    enum body_mode mode;
-    bool done, usage;
-    const char *reason;                /* NULL while nothing failed */
-    char reason_buf[16];               /* "http NNN" */
-    char detail[256];
-    char errbuf[CURL_ERROR_SIZE];
-};
-
-struct atr_llm_client {
-    struct event_base *base;
-    struct lane lanes[MAX_LANES];
-    unsigned n_lanes;
-    struct event *collect;             /* made active to read finished transfers */
-    struct curl_slist *headers;
-    char *url[2];                      /* indexed by enum atr_llm_api */
-    CURLU *uh[2];                      /* url[] parsed once, or NULL */
-    long timeout_ms;
-    double stall_s;
-    size_t max_response;
-    atr_llm_done_fn on_done;
-    void *ctx;
-    struct req *active, *free_list;
-    struct sock *socks;
-    size_t in_flight;
-    struct atr_arena arena;            /* payload trees, cleared per payload */
 };
 
 double atr_llm_now(void)
@@ -126,7 +68,7 @@ double atr_llm_now(void)
 
 /* ---- finishing a request ---------------------------------------------------- */
 
-static void fail(struct req *r, const char *reason, double now)
+void req_fail(struct req *r, const char *reason, double now)
 {
     if (r->reason)
         return;
@@ -134,7 +76,7 @@ static void fail(struct req *r, const char *reason, double now)
     r->end_s = now;
 }
 
-static void set_detail(struct req *r, const char *s)
+void req_set_detail(struct req *r, const char *s)
 {
     snprintf(r->detail, sizeof r->detail, "%s", s);
 }
@@ -151,7 +93,7 @@ static bool error_message(struct req *r)
     atr_arena_clear(&r->c->arena);
     if (rc < 0 || !pl.error)
         return false;
-    set_detail(r, pl.detail);
+    req_set_detail(r, pl.detail);
     return true;
 }
 
@@ -160,7 +102,7 @@ static void fail_http(struct req *r, double now)
     if (r->reason)
         return;
     snprintf(r->reason_buf, sizeof r->reason_buf, "http %d", r->status);
-    fail(r, r->reason_buf, now);
+    req_fail(r, r->reason_buf, now);
     if (error_message(r))
         return;
     /* Else the head of the body, on one line, cut at a UTF-8 boundary. */
@@ -211,13 +153,15 @@ static void trim(struct atr_buf *b)
 
 /* Hands the result to the caller and puts r back on the free list. r must
  * already be out of the multi handle. */
-static void finish(struct req *r)
+void req_finish(struct req *r)
 {
     struct atr_llm_client *c = r->c;
     event_del(&r->stall_ev);
     unlink_active(c, r);
     c->in_flight--;
-    r->lane->in_flight--;
+    if (r->lane)
+        r->lane->in_flight--;
+    r->lane = NULL;
     struct atr_llm_result res = {
         .id = r->id,
         .start_s = r->start_s,
@@ -262,11 +206,11 @@ static int apply_payload(struct req *r, const char *data, size_t len)
     int rc = atr_sse_payload_parse(&r->c->arena, data, len, &pl);
     atr_arena_clear(&r->c->arena);
     if (rc < 0) {
-        set_detail(r, pl.detail);
+        req_set_detail(r, pl.detail);
         return EVENT_BAD;
     }
     if (pl.error) {
-        set_detail(r, pl.detail);
+        req_set_detail(r, pl.detail);
         return EVENT_ERROR;
     }
     if (pl.done)
@@ -294,44 +238,46 @@ static int on_event(void *ud, const char *data, size_t len)
 static void fail_sse(struct req *r, int rc, double now)
 {
     if (rc == ATR_SSE_ERR_SIZE) {
-        set_detail(r, "an SSE line or event passed the size limit");
-        fail(r, "too large", now);
+        req_set_detail(r, "an SSE line or event passed the size limit");
+        req_fail(r, "too large", now);
     } else if (rc == EVENT_ERROR) {
-        fail(r, "error event", now);
+        req_fail(r, "error event", now);
     } else {
         if (rc == ATR_SSE_ERR_LINE)
-            set_detail(r, "a line that is not server-sent events");
-        fail(r, "bad sse", now);
+            req_set_detail(r, "a line that is not server-sent events");
+        req_fail(r, "bad sse", now);
     }
 }
 
-static void pick_mode(struct req *r, const char *p, size_t len)
+void req_head(struct req *r, int status, enum atr_h1_type type, const char *p, size_t len)
 {
-    long status = 0;
-    curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
-    r->status = (int)status;
-    if (status != 200) {
+    r->status = status;
+    if (status != 200)
         r->mode = BODY_ERROR;
-        return;
-    }
-    char *ct = NULL;
-    curl_easy_getinfo(r->easy, CURLINFO_CONTENT_TYPE, &ct);
-    if (ct && strstr(ct, "text/event-stream"))
+    else if (type == ATR_H1_TYPE_SSE)
         r->mode = BODY_SSE;
-    else if (ct && strstr(ct, "application/json"))
+    else if (type == ATR_H1_TYPE_JSON)
         r->mode = BODY_JSON;
     else
         r->mode = len && (p[0] == '{' || p[0] == '[') ? BODY_JSON : BODY_SSE;
 }
 
-static size_t on_write(char *p, size_t size, size_t nmemb, void *ud)
+static void curl_head(struct req *r, const char *p, size_t len)
 {
-    struct req *r = ud;
-    size_t len = size * nmemb;
-    double now = atr_llm_now();
+    long status = 0;
+    curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
+    char *ct = NULL;
+    curl_easy_getinfo(r->easy, CURLINFO_CONTENT_TYPE, &ct);
+    enum atr_h1_type type = !ct                                ? ATR_H1_TYPE_NONE
+                            : strstr(ct, "text/event-stream") ? ATR_H1_TYPE_SSE
+                            : strstr(ct, "application/json")  ? ATR_H1_TYPE_JSON
+                                                              : ATR_H1_TYPE_OTHER;
+    req_head(r, (int)status, type, p, len);
+}
+
+bool req_body(struct req *r, const char *p, size_t len, double now)
+{
     r->last_byte_s = now;
-    if (r->mode == BODY_UNKNOWN)
-        pick_mode(r, p, len);
     r->received += len;
     if (r->received > r->c->max_response) {
         if (r->mode == BODY_ERROR) {
@@ -339,15 +285,15 @@ static size_t on_write(char *p, size_t size, size_t nmemb, void *ud)
         } else {
             snprintf(r->detail, sizeof r->detail, "response passed %zu bytes",
                      r->c->max_response);
-            fail(r, "too large", now);
+            req_fail(r, "too large", now);
         }
-        return 0;
+        return false;
     }
     if (r->mode == BODY_SSE) {
         int rc = atr_sse_feed(&r->sse, p, len, on_event, r);
         if (rc) {
             fail_sse(r, rc, now);
-            return 0;
+            return false;
         }
     } else if (r->mode == BODY_JSON) {
         atr_buf_append(&r->resp, p, len);
@@ -355,7 +301,16 @@ static size_t on_write(char *p, size_t size, size_t nmemb, void *ud)
         size_t room = ERROR_BODY - r->resp.len;
         atr_buf_append(&r->resp, p, len < room ? len : room);
     }
-    return len;
+    return true;
+}
+
+static size_t on_write(char *p, size_t size, size_t nmemb, void *ud)
+{
+    struct req *r = ud;
+    size_t len = size * nmemb;
+    if (r->mode == BODY_UNKNOWN)
+        curl_head(r, p, len);
+    return req_body(r, p, len, atr_llm_now()) ? len : 0;
 }
 
 /* ---- deciding how a transfer ended -------------------------------------------- */
@@ -368,10 +323,10 @@ static void conclude_stream(struct req *r, double now)
     } else if (!r->done) {
         snprintf(r->detail, sizeof r->detail,
                  "the stream ended after %zu bytes without data: [DONE]", r->received);
-        fail(r, "stream cut", now);
+        req_fail(r, "stream cut", now);
     } else if (!r->usage) {
-        set_detail(r, "data: [DONE] came without a usage object");
-        fail(r, "no usage", now);
+        req_set_detail(r, "data: [DONE] came without a usage object");
+        req_fail(r, "no usage", now);
     }
 }
 
@@ -383,8 +338,8 @@ static void conclude_json(struct req *r, double now)
         return;
     }
     if (!r->usage) {
-        set_detail(r, "the response has no usage object");
-        fail(r, "no usage", now);
+        req_set_detail(r, "the response has no usage object");
+        req_fail(r, "no usage", now);
         return;
     }
     /* The whole answer is one chunk, stamped at its last byte. */
@@ -393,7 +348,7 @@ static void conclude_json(struct req *r, double now)
 }
 
 /* The transfer completed at the HTTP level. */
-static void conclude_ok(struct req *r, double now)
+void req_end_ok(struct req *r, double now)
 {
     if (r->status != 200)
         fail_http(r, now);
@@ -402,47 +357,45 @@ static void conclude_ok(struct req *r, double now)
     else if (r->mode == BODY_JSON)
         conclude_json(r, now);
     else {
-        set_detail(r, "empty response body");
-        fail(r, "stream cut", now);
+        req_set_detail(r, "empty response body");
+        req_fail(r, "stream cut", now);
     }
 }
 
 /* What happened to a connection that closed early, in words a user can
  * act on: before any answer (the server died or refused), or how far into
- * the answer, with curl's own text last. */
-static void set_cut_detail(struct req *r, CURLcode rc)
+ * the answer, with the transport's own text last. */
+static void set_cut_detail(struct req *r, const char *why)
 {
-    const char *curl = r->errbuf[0] ? r->errbuf : curl_easy_strerror(rc);
     if (r->status == 0)
         snprintf(r->detail, sizeof r->detail,
-                 "the server closed the connection before answering (%.150s)", curl);
+                 "the server closed the connection before answering (%.150s)", why);
     else
         snprintf(r->detail, sizeof r->detail,
                  "the connection closed after %zu bytes of the HTTP %d body, before "
-                 "data: [DONE] (%.120s)", r->received, r->status, curl);
+                 "data: [DONE] (%.120s)", r->received, r->status, why);
 }
 
-/* The connection failed: before any answer, or part way through it. */
-static void conclude_cut(struct req *r, CURLcode rc, double now)
+void req_end_cut(struct req *r, const char *why, double now)
 {
     if (r->status == 0) {
-        set_cut_detail(r, rc);
-        fail(r, "connect", now);
+        set_cut_detail(r, why);
+        req_fail(r, "connect", now);
     } else if (r->status != 200) {
         fail_http(r, now);
     } else if (r->mode == BODY_SSE && r->done) {
         if (!r->usage) {
-            set_detail(r, "data: [DONE] came without a usage object");
-            fail(r, "no usage", now);
+            req_set_detail(r, "data: [DONE] came without a usage object");
+            req_fail(r, "no usage", now);
         }
     } else {
-        set_cut_detail(r, rc);
-        fail(r, "stream cut", now);
+        set_cut_detail(r, why);
+        req_fail(r, "stream cut", now);
     }
 }
 
 /* A success ends at its last chunk (vLLM's latency), else its last byte. */
-static void settle_end(struct req *r)
+void req_settle_end(struct req *r)
 {
     if (!r->reason)
         r->end_s = r->n_chunks ? r->chunks[r->n_chunks - 1] : r->last_byte_s;
@@ -460,30 +413,30 @@ static void conclude(struct req *r, CURLcode rc)
     }
     switch (rc) {
     case CURLE_OK:
-        conclude_ok(r, now);
+        req_end_ok(r, now);
         break;
     case CURLE_COULDNT_CONNECT:
     case CURLE_COULDNT_RESOLVE_HOST:
     case CURLE_COULDNT_RESOLVE_PROXY:
         set_unreachable_detail(r, rc);
-        fail(r, "connect", now);
+        req_fail(r, "connect", now);
         break;
     case CURLE_OPERATION_TIMEDOUT:
-        set_detail(r, r->errbuf[0] ? r->errbuf : curl_easy_strerror(rc));
-        fail(r, "timeout", now);
+        req_set_detail(r, r->errbuf[0] ? r->errbuf : curl_easy_strerror(rc));
+        req_fail(r, "timeout", now);
         break;
     case CURLE_GOT_NOTHING:
     case CURLE_RECV_ERROR:
     case CURLE_SEND_ERROR:
     case CURLE_PARTIAL_FILE:
-        conclude_cut(r, rc, now);
+        req_end_cut(r, r->errbuf[0] ? r->errbuf : curl_easy_strerror(rc), now);
         break;
     default:
-        set_detail(r, r->errbuf[0] ? r->errbuf : curl_easy_strerror(rc));
-        fail(r, "transport", now);
+        req_set_detail(r, r->errbuf[0] ? r->errbuf : curl_easy_strerror(rc));
+        req_fail(r, "transport", now);
         break;
     }
-    settle_end(r);
+    req_settle_end(r);
 }
 
 static void check_info(struct lane *l)
@@ -500,7 +453,7 @@ static void check_info(struct lane *l)
         struct req *r = (struct req *)priv;
         curl_multi_remove_handle(l->multi, easy);
         conclude(r, rc);
-        finish(r);
+        req_finish(r);
     }
 }
 
@@ -612,13 +565,13 @@ static void on_stall(evutil_socket_t fd, short kind, void *arg)
         return;
     }
     if (r->done && r->usage) {
-        settle_end(r);  /* all was said; only the end of the body is missing */
+        req_settle_end(r);  /* all was said; only the end of the body is missing */
     } else {
         snprintf(r->detail, sizeof r->detail, "no byte for %.3f s", now - r->last_byte_s);
-        fail(r, "stall", now);
+        req_fail(r, "stall", now);
     }
     curl_multi_remove_handle(r->lane->multi, r->easy);
-    finish(r);
+    req_finish(r);
 }
 
 /* ---- requests ---------------------------------------------------------------- */
@@ -688,15 +641,21 @@ static struct req *req_new(struct atr_llm_client *c, struct atr_error *err)
 {
     struct req *r = xcalloc(1, sizeof *r);
     r->c = c;
+    atr_sse_init(&r->sse, SSE_MAX_LINE < c->max_response ? SSE_MAX_LINE : c->max_response);
+    if (c->h1) {
+        evtimer_assign(&r->stall_ev, c->base, h1_on_watch, r);
+        return r;
+    }
     r->easy = curl_easy_init();
     if (!r->easy) {
+        atr_sse_release(&r->sse);
         free(r);
         atr_error_set(err, "cannot create a libcurl handle");
         return NULL;
     }
-    atr_sse_init(&r->sse, SSE_MAX_LINE < c->max_response ? SSE_MAX_LINE : c->max_response);
     evtimer_assign(&r->stall_ev, c->base, on_stall, r);
     req_setopts(r);
+    r->curl_api = -1;
     return r;
 }
 
@@ -718,7 +677,7 @@ static void req_renew(struct req *r)
         return;
     curl_easy_reset(r->easy);
     req_setopts(r);
-    r->api_set = false;
+    r->curl_api = -1;
 }
 
 /* The URL parsed once (CURLOPT_CURLU: libcurl copies the parsed handle
@@ -745,10 +704,10 @@ static CURLU *parse_url(const char *url)
     return u;
 }
 
+/* What a request starts from, whatever carries it. */
 static void req_prepare(struct req *r, uint64_t id, enum atr_llm_api api)
 {
     r->id = id;
-    req_renew(r);
     atr_buf_clear(&r->resp);
     atr_sse_reset(&r->sse);
     r->n_chunks = 0;
@@ -759,11 +718,18 @@ static void req_prepare(struct req *r, uint64_t id, enum atr_llm_api api)
     r->done = r->usage = false;
     r->reason = NULL;
     r->detail[0] = '\0';
+    r->api = api;
+    r->start_s = r->last_byte_s = atr_llm_now();
+    r->sent_s = 0;
+}
+
+static void curl_prepare(struct req *r, enum atr_llm_api api)
+{
+    req_renew(r);
     r->errbuf[0] = '\0';
-    if (!r->api_set || r->api != api) {
+    if (r->curl_api != (int)api) {
         set_url(r->easy, r->c, api);
-        r->api = api;
-        r->api_set = true;
+        r->curl_api = (int)api;
     }
 }
 
@@ -778,34 +744,21 @@ static struct lane *pick_lane(struct atr_llm_client *c)
     return best;
 }
 
-int atr_llm_client_send(struct atr_llm_client *c, uint64_t id, enum atr_llm_api api,
-                        const char *body, size_t len, struct atr_error *err)
+/* Hands r to libcurl and kicks it. */
+static int curl_send(struct atr_llm_client *c, struct req *r, const char *body, size_t len,
+                     struct atr_error *err)
 {
-    struct req *r = c->free_list;
-    if (r)
-        c->free_list = r->next;
-    else if (!(r = req_new(c, err)))
-        return -1;
-    r->next = NULL;
-    req_prepare(r, id, api == ATR_LLM_CHAT ? ATR_LLM_CHAT : ATR_LLM_COMPLETIONS);
+    curl_prepare(r, r->api);
     atr_buf_clear(&r->body);
     atr_buf_append(&r->body, body, len);
     curl_easy_setopt(r->easy, CURLOPT_POSTFIELDS, r->body.data);
     curl_easy_setopt(r->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
-    r->start_s = r->last_byte_s = atr_llm_now();
-    r->sent_s = 0;
     r->lane = pick_lane(c);
     CURLMcode mc = curl_multi_add_handle(r->lane->multi, r->easy);
     if (mc != CURLM_OK) {
-        r->next = c->free_list;
-        c->free_list = r;
+        r->lane = NULL;
         return atr_error_set(err, "cannot start request: %s", curl_multi_strerror(mc));
     }
-    r->next = c->active;
-    if (c->active)
-        c->active->prev = r;
-    c->active = r;
-    c->in_flight++;
     r->lane->in_flight++;
     if (c->stall_s > 0) {
         struct timeval tv = seconds_tv(c->stall_s);
@@ -820,6 +773,37 @@ int atr_llm_client_send(struct atr_llm_client *c, uint64_t id, enum atr_llm_api 
     int running;
     curl_multi_socket_action(r->lane->multi, CURL_SOCKET_TIMEOUT, 0, &running);
     event_active(c->collect, EV_TIMEOUT, 0);
+    return 0;
+}
+
+static void link_active(struct atr_llm_client *c, struct req *r)
+{
+    r->prev = NULL;
+    r->next = c->active;
+    if (c->active)
+        c->active->prev = r;
+    c->active = r;
+    c->in_flight++;
+}
+
+int atr_llm_client_send(struct atr_llm_client *c, uint64_t id, enum atr_llm_api api,
+                        const char *body, size_t len, struct atr_error *err)
+{
+    struct req *r = c->free_list;
+    if (r)
+        c->free_list = r->next;
+    else if (!(r = req_new(c, err)))
+        return -1;
+    r->next = NULL;
+    req_prepare(r, id, api == ATR_LLM_CHAT ? ATR_LLM_CHAT : ATR_LLM_COMPLETIONS);
+    if (!c->h1 && curl_send(c, r, body, len, err) < 0) {
+        r->next = c->free_list;
+        c->free_list = r;
+        return -1;
+    }
+    link_active(c, r);
+    if (c->h1)
+        h1_send(c->h1, r, body, len);
     return 0;
 }
 
@@ -900,6 +884,8 @@ static int setup_multi(struct atr_llm_client *c, const struct atr_llm_client_cfg
     c->collect = event_new(c->base, -1, 0, on_collect, c);
     if (!c->collect)
         return -1;
+    if (c->h1)
+        return 0;   /* no libcurl lanes for plain HTTP */
     size_t pool = cfg->max_connections ? cfg->max_connections : ATR_LLM_DEFAULT_CONNECTIONS;
     size_t n = (pool + LANE_CONNECTIONS - 1) / LANE_CONNECTIONS;
     c->n_lanes = n < MAX_LANES ? (unsigned)n : MAX_LANES;
@@ -945,6 +931,8 @@ struct atr_llm_client *atr_llm_client_new(struct event_base *base,
     c->url[ATR_LLM_CHAT] = join_url(cfg->base_url, "/v1/chat/completions");
     for (int i = 0; i < 2; i++)
         c->uh[i] = parse_url(c->url[i]);
+    size_t pool = cfg->max_connections ? cfg->max_connections : ATR_LLM_DEFAULT_CONNECTIONS;
+    c->h1 = h1_pool_new(c, cfg->base_url, cfg->api_key, pool);
     if (set_headers(c, cfg->api_key) < 0 || setup_multi(c, cfg) < 0) {
         atr_llm_client_free(c);
         atr_error_set(err, "cannot set up libcurl");
@@ -957,10 +945,12 @@ void atr_llm_client_free(struct atr_llm_client *c)
 {
     if (!c)
         return;
+    h1_pool_free(c->h1);   /* its connections; the requests are freed below */
     while (c->active) {
         struct req *r = c->active;
         c->active = r->next;
-        curl_multi_remove_handle(r->lane->multi, r->easy);
+        if (r->lane)
+            curl_multi_remove_handle(r->lane->multi, r->easy);
         req_free(r);
     }
     while (c->free_list) {

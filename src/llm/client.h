@@ -1,5 +1,8 @@
-/* client.h - OpenAI-compatible streaming HTTP client on libcurl's multi
- * interface, driven by the caller's libevent loop (docs/replay-llm.md).
+/* client.h - OpenAI-compatible streaming HTTP client driven by the
+ * caller's libevent loop (docs/replay-llm.md): atr's own HTTP/1.1
+ * transport for plain http:// targets (llm/h1conn.c), libcurl's multi
+ * interface for https and what that transport does not take, or for every
+ * target with ATR_LLM_CURL=1 in the environment. Both behave the same.
  *
  * The client sends one POST per request to /v1/completions or
  * /v1/chat/completions with "stream": true and
@@ -57,11 +60,12 @@ struct atr_llm_client_cfg {
  *   "no usage"       the stream ended without a usage object
  *   "too large"      the response passed max_response
  *   "error event"    the server sent {"error": ...} inside the stream
- *   "transport"      any other libcurl error (detail has curl's text) */
+ *   "transport"      a malformed HTTP answer, or any other libcurl error
+ *                    (detail says what, or has curl's text) */
 struct atr_llm_result {
     uint64_t id;              /* the caller's id */
-    double start_s;           /* request handed to libcurl */
-    double sent_s;            /* its bytes start to leave: libcurl has a connection
+    double start_s;           /* request handed to the transport */
+    double sent_s;            /* its bytes start to leave: the transport has a connection
                                  and writes the request (connect included); 0 when
                                  it never got that far (e.g. "connect") */
     double end_s;             /* last content chunk on success, failure time otherwise */

@@ -2,20 +2,47 @@
  * (see prompt.h). */
 #include "llm/prompt.h"
 
+#include <pthread.h>
+#include <stdint.h>
 #include <string.h>
 #include <xxhash.h>
 
 #include "json/json.h"
 #include "trace/words.h"
 
+/* The vocabulary padded to 8 bytes a word (none is longer) with each
+ * length, built once: a word is then one 8-byte copy, not a strlen and an
+ * append (a 32-token prompt is 32 words per request). */
+enum { WORD_PAD = 8 };
+static char padded[ATR_PROMPT_WORDS][WORD_PAD];
+static uint8_t word_len[ATR_PROMPT_WORDS];
+static pthread_once_t words_once = PTHREAD_ONCE_INIT;
+
+static void pad_words(void)
+{
+    for (int i = 0; i < ATR_PROMPT_WORDS; i++) {
+        const char *w = atr_prompt_word((uint8_t)i);
+        size_t n = strlen(w);
+        n = n < WORD_PAD ? n : WORD_PAD;
+        memcpy(padded[i], w, n);
+        word_len[i] = (uint8_t)n;
+    }
+}
+
 static int put_words(struct atr_buf *b, uint64_t seed, uint64_t from, uint64_t n)
 {
+    pthread_once(&words_once, pad_words);
+    if (n > SIZE_MAX / WORD_PAD || atr_buf_reserve(b, (size_t)n * WORD_PAD) < 0)
+        return -1;
+    char *out = b->data + b->len;
     for (uint64_t j = from; j < from + n; j++) {
         uint64_t key[2] = { seed, j };
-        uint64_t h = XXH3_64bits(key, sizeof key);
-        if (atr_buf_puts(b, atr_prompt_word((uint8_t)h)) < 0)
-            return -1;
+        uint8_t w = (uint8_t)XXH3_64bits(key, sizeof key);
+        memcpy(out, padded[w], WORD_PAD);
+        out += word_len[w];
     }
+    b->len = (size_t)(out - b->data);
+    b->data[b->len] = '\0';
     return 0;
 }
 
