@@ -1130,6 +1130,8 @@ int atr_html_write(struct atr_buf *b, const struct atr_html *h, const struct atr
         atr_bench_report_json(&bench_json, h->bench);
     head(&page);             /* page has no cap: only the copy into b can fail */
     nav(&page, h);
+    if (m->live_html)
+        atr_buf_puts(&page, m->live_html);
     overview(&page, h);
     traces(&page, h);
     atr_html_shapes_section(&page, h);
@@ -1144,7 +1146,10 @@ int atr_html_write(struct atr_buf *b, const struct atr_html *h, const struct atr
     atr_html_timelines_block(&page, h);
     atr_buf_puts(&page, "<script type=\"module\">\n");
     atr_buf_puts(&page, (const char *)atr_report_js);
-    atr_buf_puts(&page, "</script>\n</body>\n</html>\n");
+    atr_buf_puts(&page, "</script>\n");
+    if (m->live_js)
+        atr_buf_printf(&page, "<script type=\"module\">\n%s</script>\n", m->live_js);
+    atr_buf_puts(&page, "</body>\n</html>\n");
     int rc = atr_buf_append(b, page.data, page.len);
     atr_buf_release(&page);
     atr_buf_release(&bench_json);
