@@ -71,16 +71,19 @@ int dash_runs_init(struct dash_runs *r, const char *const *roots, size_t n, doub
 bool dash_runs_scan(struct dash_runs *r, double now);
 enum dash_status dash_run_status(const struct dash_runs *r, const struct dash_run *run,
                                  double now);
+/* What says whether run ended: its result file (a requests file's, the
+ * same name with .json for its last extension), itself, or NULL. */
+const struct dash_run *dash_run_marker(const struct dash_runs *r, const struct dash_run *run);
 const char *dash_status_name(enum dash_status s);
 const char *dash_kind_name(enum dash_kind k);
 void dash_runs_release(struct dash_runs *r);
 
 /* view.c: the run list's <tbody> rows, its section (for the page), its
- * JSON (GET /runs.json), and the whole page (the report of what is in
+ * JSON (GET /runs.json, with the event streams open), and the whole page (the report of what is in
  * the folders now, the section on top, the live script). */
 void dash_view_rows(struct atr_buf *b, struct dash_runs *r, double now);
 void dash_view_section(struct atr_buf *b, struct dash_runs *r, double now);
-void dash_view_json(struct atr_buf *b, struct dash_runs *r, double now);
+void dash_view_json(struct atr_buf *b, struct dash_runs *r, double now, unsigned streams);
 int dash_view_page(struct atr_buf *b, struct dash_runs *r, double now);
 
 #endif

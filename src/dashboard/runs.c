@@ -583,10 +583,15 @@ static const struct dash_run *result_of(const struct dash_runs *r, const struct 
     return NULL;
 }
 
+const struct dash_run *dash_run_marker(const struct dash_runs *r, const struct dash_run *run)
+{
+    return run->kind == DASH_REQUESTS ? result_of(r, run) : run;
+}
+
 enum dash_status dash_run_status(const struct dash_runs *r, const struct dash_run *run,
                                  double now)
 {
-    const struct dash_run *marker = run->kind == DASH_REQUESTS ? result_of(r, run) : run;
+    const struct dash_run *marker = dash_run_marker(r, run);
     if (marker && marker->finished)
         return marker->incomplete ? DASH_INTERRUPTED : DASH_COMPLETE;
     return now - run->changed_at < r->idle_s ? DASH_RUNNING : DASH_STOPPED;

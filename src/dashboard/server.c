@@ -266,7 +266,7 @@ static void on_request(struct evhttp_request *req, void *arg)
         else
             reply(req, 200, "text/html; charset=utf-8", b.data, b.len);
     } else if (path && strcmp(path, "/runs.json") == 0) {
-        dash_view_json(&b, &d->runs, now);
+        dash_view_json(&b, &d->runs, now, d->n_clients);
         reply(req, 200, "application/json", b.data, b.len);
     } else if (path && strcmp(path, "/events") == 0) {
         serve_events(d, req);

@@ -35,6 +35,13 @@ static bool listed(const struct dash_run *run)
     return run->kind != DASH_RESULT && run->kind != DASH_OTHER;
 }
 
+/* The planned count, where a result file says it (num_prompts); 0: unknown. */
+static uint64_t planned(const struct dash_runs *r, const struct dash_run *run)
+{
+    const struct dash_run *m = dash_run_marker(r, run);
+    return m ? m->total : 0;
+}
+
 static double pct(struct atr_samples *s, double p)
 {
     return s->n ? atr_samples_percentile(s, p) : NAN;
@@ -75,8 +82,9 @@ static void row(struct atr_buf *b, struct dash_runs *r, struct dash_run *run, do
     atr_html_td_str(b, dash_kind_name(run->kind));
     atr_buf_printf(b, "<td class=\"status %s\">%s</td>", st, st);
     td_uint(b, run->done);
-    if (run->total)
-        td_uint(b, run->total);
+    uint64_t total = planned(r, run);
+    if (total)
+        td_uint(b, total);
     else
         atr_buf_puts(b, "<td class=\"n\">?</td>");
     td_uint(b, run->ok);
@@ -150,8 +158,8 @@ static void json_run(struct atr_jw *w, struct dash_runs *r, struct dash_run *run
     atr_jw_kv_str(w, "kind", dash_kind_name(run->kind));
     atr_jw_kv_str(w, "status", dash_status_name(dash_run_status(r, run, now)));
     atr_jw_kv_uint(w, "done", run->done);
-    if (run->total)
-        atr_jw_kv_uint(w, "total", run->total);
+    if (planned(r, run))
+        atr_jw_kv_uint(w, "total", planned(r, run));
     else
         atr_jw_kv_null(w, "total");
     atr_jw_kv_uint(w, "ok", run->ok);
@@ -171,7 +179,7 @@ static void json_run(struct atr_jw *w, struct dash_runs *r, struct dash_run *run
     atr_jw_object_end(w);
 }
 
-void dash_view_json(struct atr_buf *b, struct dash_runs *r, double now)
+void dash_view_json(struct atr_buf *b, struct dash_runs *r, double now, unsigned streams)
 {
     struct atr_jw w;
     atr_jw_init(&w, b, ATR_JW_COMPACT);
@@ -185,6 +193,7 @@ void dash_view_json(struct atr_buf *b, struct dash_runs *r, double now)
     atr_jw_array_end(&w);
     atr_jw_kv_uint(&w, "skipped_links", r->skipped_links);
     atr_jw_kv_uint(&w, "left_out", r->over_cap);
+    atr_jw_kv_uint(&w, "event_streams", streams);
     atr_jw_object_end(&w);
     atr_jw_finish(&w);
     atr_buf_putc(b, '\n');
