@@ -41,6 +41,10 @@ struct dash_run {
     int64_t mtime_ns;
     double changed_at;       /* monotonic seconds of the last growth seen */
     uint64_t done, ok, failed, bad;
+    /* The rate is of what this dashboard saw arrive: records past base_done
+     * (the count at first sight) over the time since base_at. */
+    double base_at;
+    uint64_t base_done;
     struct atr_samples ttft, e2el;
     /* DASH_BENCH: outcomes by status word; DASH_RESULT: its figures. */
     uint64_t outcomes[4];    /* success, error, timeout, other */
@@ -74,6 +78,8 @@ enum dash_status dash_run_status(const struct dash_runs *r, const struct dash_ru
 /* What says whether run ended: its result file (a requests file's, the
  * same name with .json for its last extension), itself, or NULL. */
 const struct dash_run *dash_run_marker(const struct dash_runs *r, const struct dash_run *run);
+/* Records a second since first sight, or NaN (nothing arrived since). */
+double dash_run_rate(const struct dash_run *run);
 const char *dash_status_name(enum dash_status s);
 const char *dash_kind_name(enum dash_kind k);
 void dash_runs_release(struct dash_runs *r);

@@ -347,8 +347,26 @@ static bool bench_refresh(struct dash_run *run)
 
 /* ---- following one run ---- */
 
+static bool refresh_file(struct dash_run *run, double now);
+
+double dash_run_rate(const struct dash_run *run)
+{
+    double dt = run->changed_at - run->base_at;
+    return run->done > run->base_done && dt > 0 ? (double)(run->done - run->base_done) / dt : NAN;
+}
+
 /* Reads what changed in run's file; true when something did. */
 static bool refresh(struct dash_run *run, double now)
+{
+    bool changed = refresh_file(run, now);
+    if (run->base_at == 0) {     /* first sight */
+        run->base_at = now;
+        run->base_done = run->done;
+    }
+    return changed;
+}
+
+static bool refresh_file(struct dash_run *run, double now)
 {
     if (run->kind == DASH_BENCH)
         return bench_refresh(run) && (run->changed_at = now, true);
@@ -360,8 +378,10 @@ static bool refresh(struct dash_run *run, double now)
         return false;
     bool changed = sb.st_ino != run->ino || sb.st_size != run->size ||
                    mtime_ns(&sb) != run->mtime_ns;
-    if (changed && (sb.st_ino != run->ino || sb.st_size < run->read_to))
+    if (changed && (sb.st_ino != run->ino || sb.st_size < run->read_to)) {
         reset_counts(run);      /* replaced or cut: read it again */
+        run->base_at = 0;
+    }
     if (changed) {
         run->ino = sb.st_ino;
         run->size = sb.st_size;

@@ -89,6 +89,7 @@ static void row(struct atr_buf *b, struct dash_runs *r, struct dash_run *run, do
         atr_buf_puts(b, "<td class=\"n\">?</td>");
     td_uint(b, run->ok);
     td_uint(b, run->failed);
+    atr_html_td_num(b, dash_run_rate(run), 1);
     td_pcts(b, &run->ttft);
     td_pcts(b, &run->e2el);
     outcomes_cell(b, run);
@@ -104,12 +105,17 @@ void dash_view_rows(struct atr_buf *b, struct dash_runs *r, double now)
             shown++;
         }
     if (!shown)
-        atr_buf_puts(b, "<tr><td colspan=\"14\">no run in the watched folders yet</td></tr>");
+        atr_buf_puts(b, "<tr><td colspan=\"15\">no run in the watched folders yet</td></tr>");
 }
 
 void dash_view_section(struct atr_buf *b, struct dash_runs *r, double now)
 {
-    atr_buf_puts(b, "<section id=\"live\"><h2>Runs</h2>\n<p>Watching ");
+    atr_buf_puts(b, "<style>#runs td { overflow-wrap: normal; white-space: nowrap; }\n"
+                    "#runs td:first-child { white-space: normal; overflow-wrap: anywhere; }\n"
+                    "#runs td.status.running { color: #1a7f37; }\n"
+                    "#runs td.status.stopped { color: #9a6700; }\n"
+                    "#runs td.status.interrupted { color: #cf222e; font-weight: 600; }</style>\n"
+                    "<section id=\"live\"><h2>Runs</h2>\n<p>Watching ");
     for (size_t i = 0; i < r->n_roots; i++) {
         atr_buf_puts(b, i ? ", <code>" : "<code>");
         atr_html_esc(b, r->roots[i]);
@@ -126,13 +132,15 @@ void dash_view_section(struct atr_buf *b, struct dash_runs *r, double now)
                        r->over_cap == 1 ? "y" : "ies", DASH_MAX_RUNS);
     atr_buf_puts(b, "</p>\n<table id=\"runs\"><thead><tr><th>run</th><th>kind</th>"
                     "<th>status</th><th>done</th><th>total</th><th>ok</th><th>failed</th>"
+                    "<th>rate (/s)</th>"
                     "<th>TTFT p50 (ms)</th><th>p90</th><th>p99</th>"
                     "<th>latency p50 (ms)</th><th>p90</th><th>p99</th><th>notes</th>"
                     "</tr></thead>\n<tbody id=\"runs-body\">");
     dash_view_rows(b, r, now);
     atr_buf_puts(b, "</tbody></table>\n<p class=\"note\">Latency is E2EL for requests and "
                     "journals, step latency for tool replays; percentiles as numpy computes "
-                    "them, over the successful records read so far.</p></section>\n");
+                    "them, over the successful records read so far. Rate: records a second "
+                    "that arrived since the dashboard first saw the file.</p></section>\n");
 }
 
 static void json_pcts(struct atr_jw *w, const char *key, struct atr_samples *s)
@@ -165,6 +173,11 @@ static void json_run(struct atr_jw *w, struct dash_runs *r, struct dash_run *run
     atr_jw_kv_uint(w, "ok", run->ok);
     atr_jw_kv_uint(w, "failed", run->failed);
     atr_jw_kv_uint(w, "unreadable", run->bad);
+    double rate = dash_run_rate(run);
+    if (rate == rate)
+        atr_jw_kv_pyfloat(w, "rate", rate);
+    else
+        atr_jw_kv_null(w, "rate");
     json_pcts(w, "ttft_ms", &run->ttft);
     json_pcts(w, "latency_ms", &run->e2el);
     if (run->kind == DASH_BENCH) {

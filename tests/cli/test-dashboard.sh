@@ -200,7 +200,7 @@ for run, path in (("w2/run/r.ndjson", "run/r.ndjson"), ("w2/live/journal.ndjson"
     c, f = final[run]["cells"], figures(sys.argv[3] + "/" + path)
     assert [int(c[3]), int(c[5]), int(c[6])] == [f["done"], f["ok"], f["failed"]], (run, c, f)
     want = [f[k][p] for k in ("ttft_ms", "latency_ms") for p in ("p50", "p90", "p99")]
-    for shown, x in zip(c[7:13], want):
+    for shown, x in zip(c[8:14], want):
         assert abs(float(shown) - x) <= 0.005 + 1e-9, (run, shown, x)
 PY
     check dashboard-browser-screenshots "[ -s '$DB/shots/dashboard-live.png' ] && [ -s '$DB/shots/dashboard-runs.png' ] && [ -s '$DB/shots/dashboard-nojs.png' ]"
@@ -211,5 +211,8 @@ CURRENT=dashboard-live-final-numpy
 if same "$DB/w2.json" w2/run/r.ndjson "$DB/w2/run/r.ndjson" "$DB" 2>"$DB/same.err" &&
    same "$DB/w2.json" w2/live/journal.ndjson "$DB/w2/live/journal.ndjson" "$DB" 2>>"$DB/same.err"; then pass
 else fail "$(tail -n 3 "$DB/same.err")"; fi
+check dashboard-live-rate "python3 -c \"
+import json; r = [r for r in json.load(open('$DB/w2.json'))['runs'] if r['run'] == 'w2/live/journal.ndjson'][0]
+assert r['rate'] is not None and 1 < r['rate'] < 100, r\""
 for p in $DB_PIDS; do kill "$p" 2>/dev/null; done
 for p in $DB_PIDS; do wait "$p" 2>/dev/null; done

@@ -58,9 +58,15 @@ async function until(page, what, test, ms) {
 
 try {
   const page = await open(true);
-  const first = await until(page, liveRun, () => true, 10000);
-  out.doneAtLoad = first ? Number(first.cells[DONE]) : -1;
-  const pageVersion = await page.$eval("#live-state", (e) => e.dataset.version);
+  await until(page, liveRun, () => true, 10000);
+  // The row and the version it belongs to, read together (an event may
+  // land between two reads).
+  const [doneAtLoad, pageVersion] = await page.evaluate((run) => {
+    const tr = [...document.querySelectorAll("#runs-body tr")].find((r) => r.dataset.run === run);
+    return [tr ? Number(tr.cells[3].textContent) : -1,
+            document.getElementById("live-state").dataset.version];
+  }, liveRun);
+  out.doneAtLoad = doneAtLoad;
   await page.evaluate(() => { window.__sameDocument = 1; });
   const later = await until(page, liveRun, (v) => Number(v.cells[DONE]) > out.doneAtLoad, 20000);
   out.doneLater = later ? Number(later.cells[DONE]) : -1;
