@@ -212,30 +212,40 @@ void dash_view_json(struct atr_buf *b, struct dash_runs *r, double now, unsigned
     atr_buf_putc(b, '\n');
 }
 
+#define LEFT_SHOWN 50       /* inputs left out named on the page; the rest counted */
+
 static void ignore_warning(const char *msg)
 {
     (void)msg;
 }
 
+/* Whether the report took run's input; err says why not. A folder that
+ * holds a symbolic link is not read: the report's readers follow links. */
+static bool take(struct atr_html *h, const struct dash_run *run, struct atr_error *err)
+{
+    if (run->has_symlink) {
+        atr_error_set(err, "%s: holds a symbolic link, not read", run->rel);
+        return false;
+    }
+    return atr_html_add(h, run->page_path, err) == 0;
+}
+
 /* The files the report reads now; a malformed one (a run's file mid-way
- * through its first line, a foreign JSON) is left out and named. */
+ * through its first line, a foreign JSON) is left out, and the first
+ * LEFT_SHOWN of those are named. */
 static void add_inputs(struct atr_html *h, struct dash_runs *r, struct atr_buf *left)
 {
+    size_t n_left = 0;
     for (size_t i = 0; i < r->n; i++) {
-        const struct dash_run *run = &r->v[i];
         struct atr_error err;
-        if (!run->page_path)
+        if (!r->v[i].page_path || take(h, &r->v[i], &err) || n_left++ >= LEFT_SHOWN)
             continue;
-        if (run->has_symlink) {
-            atr_buf_puts(left, "<li>");
-            atr_html_esc(left, run->rel);
-            atr_buf_puts(left, ": holds a symbolic link, not read</li>");
-        } else if (atr_html_add(h, run->page_path, &err) < 0) {
-            atr_buf_puts(left, "<li>");
-            atr_html_esc(left, err.msg);
-            atr_buf_puts(left, "</li>");
-        }
+        atr_buf_puts(left, "<li>");
+        atr_html_esc(left, err.msg);
+        atr_buf_puts(left, "</li>");
     }
+    if (n_left > LEFT_SHOWN)
+        atr_buf_printf(left, "<li>and %zu more</li>", n_left - LEFT_SHOWN);
 }
 
 int dash_view_page(struct atr_buf *b, struct dash_runs *r, double now)

@@ -166,23 +166,37 @@ PX=$BG_URL
 check dashboard-live-proxy "[ -n '$PX' ]"
 db_start w2 "$DB/w2" --poll-ms 100 --idle 2
 W2=$DB_URL
-"$ATR" replay llm "$DB/live.ndjson" --target "$PX" --rate 12 -q \
-    --save-result "$DB/w2/run/r.json" --requests-out "$DB/w2/run/r.ndjson" >"$DB/replay.out" 2>&1 &
-RP_PID=$!
-DB_PIDS="$DB_PIDS $RP_PID"
-# Seen part-way: some records, not all, while the replay still runs.
-CURRENT=dashboard-live-partial
-if wait_for 20 "curl -s '${W2}runs.json' | python3 -c \"
+replay() {
+    "$ATR" replay llm "$DB/live.ndjson" --target "$PX" --rate 12 -q \
+        --save-result "$DB/w2/run/r.json" --requests-out "$DB/w2/run/r.ndjson" >"$DB/replay.out" 2>&1 &
+    RP_PID=$!
+    DB_PIDS="$DB_PIDS $RP_PID"
+}
+# partway : some records, not all, are seen while the replay still runs.
+partway() {
+    CURRENT=dashboard-live-partial
+    if wait_for 20 "curl -s '${W2}runs.json' | python3 -c \"
 import json, sys; r = [r for r in json.load(sys.stdin)['runs'] if r['run'] == 'w2/live/journal.ndjson']
 assert r and 0 < r[0]['done'] < 90 and r[0]['status'] == 'running'\"" && kill -0 $RP_PID; then pass
-else fail "no part-way state seen: $(curl -s "${W2}runs.json" | head -c 300)"; fi
+    else fail "no part-way state seen: $(curl -s "${W2}runs.json" | head -c 300)"; fi
+}
 if [ ! -x "${CHROMIUM:-/usr/bin/chromium}" ]; then
     CURRENT=dashboard-browser; fail "no chromium (scripts/deps.sh installs it)"
+    replay; partway
 elif [ ! -f "$ROOT/tests/node/node_modules/playwright-core/package.json" ]; then
     CURRENT=dashboard-browser; fail "run 'npm ci' in $ROOT/tests/node"
+    replay; partway
 else
-    ok dashboard-browser node "$ROOT/tests/node/dashboard-check.mjs" "$W2" "$DB/shots" \
-        w2/live/journal.ndjson w2/run/r.ndjson
+    # The browser opens the page first; the replay starts once it is open,
+    # so a slow browser start cannot miss the run.
+    node "$ROOT/tests/node/dashboard-check.mjs" "$W2" "$DB/shots" \
+        w2/live/journal.ndjson w2/run/r.ndjson "$DB/ready" >"$DB/node.out" 2>&1 &
+    NODE_PID=$!
+    DB_PIDS="$DB_PIDS $NODE_PID"
+    wait_for 60 "[ -e '$DB/ready' ] || ! kill -0 $NODE_PID"
+    replay; partway
+    CURRENT=dashboard-browser
+    if wait $NODE_PID; then pass; else fail "node: $(tail -c 400 "$DB/node.out")"; fi
     J=$DB/shots/check.json
     check dashboard-browser-no-errors "python3 -c \"import json; c=json.load(open('$J')); assert not c['consoleErrors'] and not c['pageErrors'] and not c['foreign'] and not c['dialogs'], c\""
     check dashboard-browser-sees-growth "python3 -c \"import json; c=json.load(open('$J')); assert 0 <= c['doneAtLoad'] < c['doneLater'] and c['versionAdvanced'] and c['sameDocument'], c\""

@@ -1,6 +1,7 @@
-// dashboard-check.mjs URL OUT_DIR LIVE_RUN DONE_RUN - opens a running `atr
-// dashboard` in headless Debian Chromium (playwright-core) while a replay
-// writes into its folders, and writes OUT_DIR/check.json: console and page
+// dashboard-check.mjs URL OUT_DIR LIVE_RUN DONE_RUN READY - opens a running
+// `atr dashboard` in headless Debian Chromium (playwright-core), writes the
+// file READY once the page is open (the caller starts a replay writing
+// into the watched folders then), and writes OUT_DIR/check.json: console and page
 // errors (a Content-Security-Policy violation is one), requests to any
 // other origin (refused), the LIVE_RUN row's "done" before and after an
 // update pushed by the event stream (no reload), the status the page shows
@@ -11,9 +12,9 @@
 import { chromium } from "playwright-core";
 import { writeFileSync } from "node:fs";
 
-const [url, outDir, liveRun, doneRun] = process.argv.slice(2);
-if (!url || !outDir || !liveRun || !doneRun) {
-  console.error("usage: dashboard-check.mjs URL OUT_DIR LIVE_RUN DONE_RUN");
+const [url, outDir, liveRun, doneRun, ready] = process.argv.slice(2);
+if (!url || !outDir || !liveRun || !doneRun || !ready) {
+  console.error("usage: dashboard-check.mjs URL OUT_DIR LIVE_RUN DONE_RUN READY");
   process.exit(2);
 }
 const origin = new URL(url).origin;
@@ -58,7 +59,9 @@ async function until(page, what, test, ms) {
 
 try {
   const page = await open(true);
-  await until(page, liveRun, () => true, 10000);
+  await page.evaluate(() => { window.__sameDocument = 1; });
+  writeFileSync(ready, "");
+  await until(page, liveRun, () => true, 30000);
   // The row and the version it belongs to, read together (an event may
   // land between two reads).
   const [doneAtLoad, pageVersion] = await page.evaluate((run) => {
@@ -67,7 +70,6 @@ try {
             document.getElementById("live-state").dataset.version];
   }, liveRun);
   out.doneAtLoad = doneAtLoad;
-  await page.evaluate(() => { window.__sameDocument = 1; });
   const later = await until(page, liveRun, (v) => Number(v.cells[DONE]) > out.doneAtLoad, 20000);
   out.doneLater = later ? Number(later.cells[DONE]) : -1;
   out.versionAdvanced = (await page.$eval("#live-state", (e) => e.dataset.version)) !== pageVersion;
