@@ -84,9 +84,14 @@ static void client_unlink(struct dash_client *c)
     d->n_clients--;
 }
 
+/* The client left mid-stream. libevent detaches an unfinished reply from
+ * its connection before this runs and leaves the request to us (as
+ * serve/server.c's on_conn_close also finds). */
 static void on_client_close(struct evhttp_connection *evcon, void *arg)
 {
     struct dash_client *c = arg;
+    if (!evhttp_request_get_connection(c->req))
+        evhttp_request_free(c->req);
     client_unlink(c);
     free(c);
 }

@@ -111,7 +111,8 @@ void dash_view_rows(struct atr_buf *b, struct dash_runs *r, double now)
 void dash_view_section(struct atr_buf *b, struct dash_runs *r, double now)
 {
     atr_buf_puts(b, "<style>#runs td { overflow-wrap: normal; white-space: nowrap; }\n"
-                    "#runs td:first-child { white-space: normal; overflow-wrap: anywhere; }\n"
+                    "#runs td:first-child { white-space: normal; overflow-wrap: anywhere; min-width: 16em; }\n"
+                    "#runs td:last-child { white-space: normal; min-width: 12em; }\n"
                     "#runs td.status.running { color: #1a7f37; }\n"
                     "#runs td.status.stopped { color: #9a6700; }\n"
                     "#runs td.status.interrupted { color: #cf222e; font-weight: 600; }</style>\n"
