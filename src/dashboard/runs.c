@@ -183,7 +183,12 @@ static size_t lines(struct dash_run *run, const char *buf, size_t len)
     struct atr_arena a = {0};
     size_t at = 0;
     for (const char *nl; (nl = memchr(buf + at, '\n', len - at)); at = (size_t)(nl - buf) + 1) {
-        one_line(run, &a, buf + at, (size_t)(nl - buf) - at);
+        size_t n = (size_t)(nl - buf) - at;
+        if (n > DASH_MAX_LINE) {
+            run->bad++;
+            continue;
+        }
+        one_line(run, &a, buf + at, n);
         atr_arena_clear(&a);
     }
     atr_arena_release(&a);
