@@ -639,6 +639,11 @@ static bool sweep(struct dash_runs *r)
     return gone;
 }
 
+static int by_rel(const void *a, const void *b)
+{
+    return strcmp(((const struct dash_run *)a)->rel, ((const struct dash_run *)b)->rel);
+}
+
 bool dash_runs_scan(struct dash_runs *r, double now)
 {
     struct walk w = {r, now, false};
@@ -653,7 +658,9 @@ bool dash_runs_scan(struct dash_runs *r, double now)
         }
     }
     w.changed |= sweep(r);
-    if (w.changed)
+    if (w.changed) {
+        qsort(r->v, r->n, sizeof *r->v, by_rel);   /* rows in name order, whatever readdir's */
         r->version++;
+    }
     return w.changed;
 }

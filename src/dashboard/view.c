@@ -115,7 +115,8 @@ void dash_view_section(struct atr_buf *b, struct dash_runs *r, double now)
                     "#runs td:last-child { white-space: normal; min-width: 12em; }\n"
                     "#runs td.status.running { color: #1a7f37; }\n"
                     "#runs td.status.stopped { color: #9a6700; }\n"
-                    "#runs td.status.interrupted { color: #cf222e; font-weight: 600; }</style>\n"
+                    "#runs td.status.interrupted { color: #cf222e; font-weight: 600; }\n"
+                    "#live .scroll { overflow-x: auto; }</style>\n"
                     "<section id=\"live\"><h2>Runs</h2>\n<p>Watching ");
     for (size_t i = 0; i < r->n_roots; i++) {
         atr_buf_puts(b, i ? ", <code>" : "<code>");
@@ -131,14 +132,14 @@ void dash_view_section(struct atr_buf *b, struct dash_runs *r, double now)
     if (r->over_cap)
         atr_buf_printf(b, " %zu entr%s past the %d followed left out.", r->over_cap,
                        r->over_cap == 1 ? "y" : "ies", DASH_MAX_RUNS);
-    atr_buf_puts(b, "</p>\n<table id=\"runs\"><thead><tr><th>run</th><th>kind</th>"
+    atr_buf_puts(b, "</p>\n<div class=\"scroll\"><table id=\"runs\"><thead><tr><th>run</th><th>kind</th>"
                     "<th>status</th><th>done</th><th>total</th><th>ok</th><th>failed</th>"
                     "<th>rate (/s)</th>"
                     "<th>TTFT p50 (ms)</th><th>p90</th><th>p99</th>"
                     "<th>latency p50 (ms)</th><th>p90</th><th>p99</th><th>notes</th>"
                     "</tr></thead>\n<tbody id=\"runs-body\">");
     dash_view_rows(b, r, now);
-    atr_buf_puts(b, "</tbody></table>\n<p class=\"note\">Latency is E2EL for requests and "
+    atr_buf_puts(b, "</tbody></table></div>\n<p class=\"note\">Latency is E2EL for requests and "
                     "journals, step latency for tool replays; percentiles as numpy computes "
                     "them, over the successful records read so far. Rate: records a second "
                     "that arrived since the dashboard first saw the file.</p></section>\n");
