@@ -263,7 +263,8 @@ int dash_view_page(struct atr_buf *b, struct dash_runs *r, double now)
         atr_buf_puts(&live, "</ul></section>\n");
     }
     struct atr_html_meta meta = {.version = ATR_VERSION, .command_line = "atr dashboard",
-                                 .live_html = live.data, .live_js = live_js};
+                                 .live_html = live.data, .live_js = live_js,
+                                 .title = "atr dashboard"};
     int rc = atr_html_write(b, h, &meta);
     atr_buf_release(&live);
     atr_buf_release(&left);

@@ -104,14 +104,17 @@ void atr_html_trace_row(struct atr_buf *b, uint64_t i, const char *file,
 
 /* ---- page frame ---- */
 
-static void head(struct atr_buf *b)
+static void head(struct atr_buf *b, const char *title)
 {
     atr_buf_puts(b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
                     "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-                    "<meta name=\"color-scheme\" content=\"light dark\">\n"
-                    "<title>atr report</title>\n<style>\n");
+                    "<meta name=\"color-scheme\" content=\"light dark\">\n<title>");
+    atr_html_esc(b, title ? title : "atr report");
+    atr_buf_puts(b, "</title>\n<style>\n");
     atr_buf_puts(b, (const char *)atr_report_css);
-    atr_buf_puts(b, "</style>\n</head>\n<body>\n<header><h1>atr report</h1><nav>");
+    atr_buf_puts(b, "</style>\n</head>\n<body>\n<header><h1>");
+    atr_html_esc(b, title ? title : "atr report");
+    atr_buf_puts(b, "</h1><nav>");
 }
 
 static void nav(struct atr_buf *b, const struct atr_html *h)
@@ -1128,7 +1131,7 @@ int atr_html_write(struct atr_buf *b, const struct atr_html *h, const struct atr
     struct atr_buf bench_json = ATR_BUF_INIT, page = ATR_BUF_INIT;
     if (h->bench)
         atr_bench_report_json(&bench_json, h->bench);
-    head(&page);             /* page has no cap: only the copy into b can fail */
+    head(&page, m->title);   /* page has no cap: only the copy into b can fail */
     nav(&page, h);
     if (m->live_html)
         atr_buf_puts(&page, m->live_html);

@@ -24,6 +24,7 @@ struct atr_html_meta {
     /* A live page (`atr dashboard`): live_html opens <main> (its writer
      * escapes it), live_js runs after the report's script; NULL: none. */
     const char *live_html, *live_js;
+    const char *title;         /* the page's title and heading; NULL: "atr report" */
 };
 
 struct atr_html;
