@@ -33,10 +33,13 @@ static const char help[] =
     "      --poll-ms N       read the folders again every N ms (default 500)\n"
     "      --idle S          a run without growth for S seconds and no result\n"
     "                        saying it ended is \"stopped\" (default 10)\n"
-    "      --max-clients N   event streams open at once (default 1024)\n";
+    "      --max-clients N   event streams open at once (default 1024)\n"
+    "      --proxy URL       also follow a running `atr proxy` (its GET /records:\n"
+    "                        each request as it completes, no content), the run\n"
+    "                        \"proxy URL\"; retried every 2 s while unreachable\n";
 
 struct dash_opts {
-    const char *listen;
+    const char *listen, *proxy;
     unsigned port, poll_ms, max_clients;
     double idle;
     int first_arg;
@@ -45,6 +48,7 @@ struct dash_opts {
 #define ARGS struct dash_opts
 static const struct opt options[] = {
     OPT_STRING(ARGS, listen, "listen", 0),
+    OPT_STRING(ARGS, proxy, "proxy", 0),
     OPT_UINT(ARGS, port, "port", 0, 0, 65535, "a port number 0-65535"),
     OPT_UINT(ARGS, poll_ms, "poll-ms", 0, 10, 60000, "milliseconds, 10-60000"),
     OPT_UINT(ARGS, max_clients, "max-clients", 0, 1, 100000, "a count, 1-100000"),
@@ -72,7 +76,7 @@ static int serve(struct event_base *base, const struct dash_opts *o, int argc, c
         .roots = (const char *const *)argv + o->first_arg, .n_roots = (size_t)(argc - o->first_arg),
         .host = host, .port = o->port, .token = !atr_dash_is_loopback(host),
         .poll_ms = o->poll_ms, .idle_s = o->idle, .max_clients = o->max_clients,
-        .warn = on_warn,
+        .proxy = o->proxy, .warn = on_warn,
     };
     struct atr_error err;
     struct atr_dash *d = atr_dash_new(base, &cfg, &err);

@@ -53,6 +53,9 @@ struct dash_run {
     uint64_t total;          /* planned work when the writer says it; 0: unknown */
     bool has_symlink;        /* a folder run holding a link: kept out of the page */
     bool seen;               /* met by the current scan */
+    /* Fed by a live feed (atr dashboard --proxy), not a file: never walked
+     * or forgotten; connected says whether the feed is up now. */
+    bool remote, connected;
 };
 
 struct dash_runs {
@@ -73,6 +76,11 @@ int dash_runs_init(struct dash_runs *r, const char *const *roots, size_t n, doub
 /* Walks the roots again and reads what grew; now is monotonic seconds.
  * true when the list changed. */
 bool dash_runs_scan(struct dash_runs *r, double now);
+/* One record of a live feed (a journal line) for the remote run named rel,
+ * made when new; connected: the feed's state. true when it changed. */
+bool dash_runs_feed(struct dash_runs *r, const char *rel, const char *line, size_t len,
+                    double now);
+void dash_runs_feed_state(struct dash_runs *r, const char *rel, bool connected);
 enum dash_status dash_run_status(const struct dash_runs *r, const struct dash_run *run,
                                  double now);
 /* What says whether run ended: its result file (a requests file's, the
@@ -83,6 +91,15 @@ double dash_run_rate(const struct dash_run *run);
 const char *dash_status_name(enum dash_status s);
 const char *dash_kind_name(enum dash_kind k);
 void dash_runs_release(struct dash_runs *r);
+
+/* follow.c: a running proxy's GET /records fed into r as the run
+ * "proxy URL" (the loop retries a feed that fails). NULL with err on a URL
+ * that is not http://HOST[:PORT][/PREFIX]. */
+struct event_base;
+struct dash_follow;
+struct dash_follow *dash_follow_new(struct event_base *base, struct dash_runs *r,
+                                    const char *url, struct atr_error *err);
+void dash_follow_free(struct dash_follow *f);
 
 /* view.c: the run list's <tbody> rows, its section (for the page), its
  * JSON (GET /runs.json, with the event streams open), and the whole page (the report of what is in

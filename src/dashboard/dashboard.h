@@ -29,6 +29,7 @@ struct atr_dash_cfg {
     unsigned poll_ms;          /* folders re-read every so often; 0: 500 */
     double idle_s;             /* no growth this long: "stopped"; 0: 10 */
     unsigned max_clients;      /* event streams open at once; 0: 1024 */
+    const char *proxy;         /* a running atr proxy to follow (GET /records), or NULL */
     void (*warn)(void *ctx, const char *line);   /* may be NULL */
     void *warn_ctx;
 };

@@ -373,6 +373,8 @@ static bool refresh(struct dash_run *run, double now)
 
 static bool refresh_file(struct dash_run *run, double now)
 {
+    if (run->remote)
+        return false;
     if (run->kind == DASH_BENCH)
         return bench_refresh(run) && (run->changed_at = now, true);
     if (run->kind == DASH_OTHER)
@@ -421,6 +423,11 @@ static enum dash_kind sniff(const char *path)
          memmem(head, len, "\"mean_ttft_ms\"", 14)))
         return DASH_RESULT;
     return DASH_OTHER;
+}
+
+static int by_rel(const void *a, const void *b)
+{
+    return strcmp(((const struct dash_run *)a)->rel, ((const struct dash_run *)b)->rel);
 }
 
 static struct dash_run *find(struct dash_runs *r, const char *rel)
@@ -622,6 +629,49 @@ enum dash_status dash_run_status(const struct dash_runs *r, const struct dash_ru
     return now - run->changed_at < r->idle_s ? DASH_RUNNING : DASH_STOPPED;
 }
 
+static struct dash_run *remote_run(struct dash_runs *r, const char *rel)
+{
+    bool is_new;
+    struct dash_run *run = track(r, rel, rel, DASH_JOURNAL, &is_new);
+    if (run && is_new) {
+        run->remote = run->seen = true;
+        qsort(r->v, r->n, sizeof *r->v, by_rel);
+        run = find(r, rel);
+    }
+    return run;
+}
+
+bool dash_runs_feed(struct dash_runs *r, const char *rel, const char *line, size_t len,
+                    double now)
+{
+    struct dash_run *run = remote_run(r, rel);
+    if (!run)
+        return false;
+    struct atr_arena a = {0};
+    if (len > DASH_MAX_LINE)
+        run->bad++;
+    else
+        one_line(run, &a, line, len);
+    atr_arena_release(&a);
+    if (run->base_at == 0) {
+        run->base_at = now;
+        run->base_done = run->done - 1;
+    }
+    run->changed_at = now;
+    run->connected = true;
+    r->version++;
+    return true;
+}
+
+void dash_runs_feed_state(struct dash_runs *r, const char *rel, bool connected)
+{
+    struct dash_run *run = remote_run(r, rel);
+    if (run && run->connected != connected) {
+        run->connected = connected;
+        r->version++;
+    }
+}
+
 /* Forgets runs whose file went away. */
 static bool sweep(struct dash_runs *r)
 {
@@ -639,16 +689,11 @@ static bool sweep(struct dash_runs *r)
     return gone;
 }
 
-static int by_rel(const void *a, const void *b)
-{
-    return strcmp(((const struct dash_run *)a)->rel, ((const struct dash_run *)b)->rel);
-}
-
 bool dash_runs_scan(struct dash_runs *r, double now)
 {
     struct walk w = {r, now, false};
     for (size_t i = 0; i < r->n; i++)
-        r->v[i].seen = false;
+        r->v[i].seen = r->v[i].remote;
     r->skipped_links = r->over_cap = 0;
     for (size_t i = 0; i < r->n_roots; i++) {
         int fd = open(r->roots[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -50,6 +50,7 @@ struct atr_dash {
     uint64_t sent_version, status_sig;
     double last_send;
     struct atr_buf rows;       /* the rows last sent, as one event */
+    struct dash_follow *follow;      /* --proxy, or NULL */
 };
 
 static double now_s(void)
@@ -306,6 +307,11 @@ struct atr_dash *atr_dash_new(struct event_base *base, const struct atr_dash_cfg
         return NULL;
     }
     d->cfg.roots = NULL;          /* not kept: the real paths are */
+    if (cfg->proxy && !(d->follow = dash_follow_new(base, &d->runs, cfg->proxy, err))) {
+        atr_dash_free(d);
+        return NULL;
+    }
+    d->cfg.proxy = NULL;
     double now = now_s();
     dash_runs_scan(&d->runs, now);
     d->status_sig = status_signature(d, now);
@@ -366,6 +372,7 @@ void atr_dash_free(struct atr_dash *d)
         return;
     while (d->clients)
         client_drop(d->clients);
+    dash_follow_free(d->follow);
     if (d->tick)
         event_free(d->tick);
     atr_accept_guard_free(d->guard);

@@ -66,6 +66,8 @@ static void outcomes_cell(struct atr_buf *b, const struct dash_run *run)
         atr_buf_printf(b, "success %llu, error %llu, timeout %llu, other %llu",
                        (unsigned long long)run->outcomes[0], (unsigned long long)run->outcomes[1],
                        (unsigned long long)run->outcomes[2], (unsigned long long)run->outcomes[3]);
+    else if (run->remote && !run->connected)
+        atr_buf_puts(b, "feed not connected: retrying every 2 s");
     else if (run->bad)
         atr_buf_printf(b, "%llu unreadable line%s", (unsigned long long)run->bad,
                        run->bad == 1 ? "" : "s");
@@ -175,6 +177,8 @@ static void json_run(struct atr_jw *w, struct dash_runs *r, struct dash_run *run
     atr_jw_kv_uint(w, "ok", run->ok);
     atr_jw_kv_uint(w, "failed", run->failed);
     atr_jw_kv_uint(w, "unreadable", run->bad);
+    if (run->remote)
+        atr_jw_kv_bool(w, "connected", run->connected);
     double rate = dash_run_rate(run);
     if (rate == rate)
         atr_jw_kv_pyfloat(w, "rate", rate);

@@ -94,6 +94,7 @@ PY
 fails dashboard-no-dir 2 "missing DIR" "$ATR" dashboard
 fails dashboard-missing-dir 1 "^atr: $DB/nope: no such folder$" "$ATR" dashboard "$DB/nope"
 : >"$DB/plain-file"
+fails dashboard-bad-proxy-url 1 "^atr: --proxy wants http://HOST:PORT, not 'ftp://x'$" "$ATR" dashboard "$DB" --proxy ftp://x
 fails dashboard-file-not-dir 1 "^atr: $DB/plain-file: not a folder$" "$ATR" dashboard "$DB/plain-file"
 
 # ---- a folder of finished, interrupted and stopped runs, and hostile names ----
@@ -162,9 +163,9 @@ bg_start up "$ATR" sim serve --port 0 --ttft 30 --itl 2
 UP=$BG_URL
 check dashboard-live-upstream "[ -n '$UP' ]"
 bg_start px "$ATR" proxy --port 0 --upstream "$UP" --record "$DB/w2/live/journal.ndjson"
-PX=$BG_URL
+PX=$BG_URL PX_PID=$BG_PID
 check dashboard-live-proxy "[ -n '$PX' ]"
-db_start w2 "$DB/w2" --poll-ms 100 --idle 2
+db_start w2 "$DB/w2" --poll-ms 100 --idle 2 --proxy "$PX"
 W2=$DB_URL
 replay() {
     "$ATR" replay llm "$DB/live.ndjson" --target "$PX" --rate 12 -q \
@@ -225,6 +226,14 @@ CURRENT=dashboard-live-final-numpy
 if same "$DB/w2.json" w2/run/r.ndjson "$DB/w2/run/r.ndjson" "$DB" 2>"$DB/same.err" &&
    same "$DB/w2.json" w2/live/journal.ndjson "$DB/w2/live/journal.ndjson" "$DB" 2>>"$DB/same.err"; then pass
 else fail "$(tail -n 3 "$DB/same.err")"; fi
+# --proxy: the proxy's GET /records gave the same records as its journal.
+CURRENT=dashboard-proxy-feed-numpy
+if same "$DB/w2.json" "proxy $PX" "$DB/w2/live/journal.ndjson" "$DB" 2>"$DB/same.err"; then pass
+else fail "$(tail -n 3 "$DB/same.err")"; fi
+check dashboard-proxy-feed-no-content "curl -s -N --max-time 1 '$PX/records' | grep -q '^retry: 2000' && ! grep -q 'prompt_text\|\"content\"' '$DB/w2.json'"
+kill $PX_PID; wait $PX_PID 2>/dev/null    # the proxy: its feed ends, the run says so
+wait_for 10 "curl -s '${W2}runs.json' | grep -q '\"connected\":false'"
+check dashboard-proxy-disconnected "curl -s '${W2}runs.json' | grep -q '\"run\":\"proxy $PX\",\"kind\":\"proxy journal\",\"status\":\"[a-z]*\",\"done\":[1-9]'"
 check dashboard-live-rate "python3 -c \"
 import json; r = [r for r in json.load(open('$DB/w2.json'))['runs'] if r['run'] == 'w2/live/journal.ndjson'][0]
 assert r['rate'] is not None and 1 < r['rate'] < 100, r\""
