@@ -10,7 +10,8 @@
                     report's own cost, not the run list's)
   clients ATR N     N event-stream clients (GET /events, each read as it
                     comes) while a file grows in 20 appends, each an event
-                    to all N; prints the peak growth and per client
+                    to all N; prints the peak growth and per client.
+                    DASH_RUNS=R puts R runs in the folder (R rows an event)
 
 Prints one line of key value pairs (KiB). Needs ulimit -n above N + 100."""
 import json, os, re, socket, subprocess, sys, tempfile, time, urllib.request
@@ -46,7 +47,7 @@ def runs(port):
 def wait_done(port, n, deadline=120):
     end = time.time() + deadline
     while time.time() < end:
-        rs = runs(port)["runs"]
+        rs = [r for r in runs(port)["runs"] if r["run"].endswith("/r.ndjson")]
         if rs and rs[0]["done"] == n:
             return
         time.sleep(0.05)
@@ -86,6 +87,8 @@ def clients(atr, n):
     d = tempfile.mkdtemp()
     path = os.path.join(d, "r.ndjson")
     append(path, 0, 10)
+    for k in range(int(os.environ.get("DASH_RUNS", "1")) - 1):   # more rows in each event
+        append(os.path.join(d, "other-%04d.ndjson" % k), 0, 1)
     p, port = start(atr, d)
     time.sleep(0.3)
     before = kib(p.pid, "VmRSS")
@@ -117,8 +120,9 @@ def clients(atr, n):
     for s in socks:
         s.close()
     p.terminate(); p.wait()
-    print("clients %d opened %d min_events_each %d rss_before %d peak %d per_client_kib %.1f" %
-          (n, opened, min(got), before, peak, (peak - before) / float(n)))
+    print("clients %d runs %s opened %d min_events_each %d rss_before %d peak %d "
+          "per_client_kib %.1f" % (n, os.environ.get("DASH_RUNS", "1"), opened, min(got), before,
+                                   peak, (peak - before) / float(n)))
 
 
 if __name__ == "__main__":

@@ -29,6 +29,29 @@
 #define CLIENT_BACKLOG ((size_t)4 << 20)   /* unsent bytes past which a stream is dropped */
 #define HEARTBEAT_S 15.0
 
+/* An event's bytes, shared by every stream it is queued on (libevent
+ * references, not copies): 1000 streams cost one copy of an event. */
+struct shared_event {
+    unsigned refs;
+    size_t len;
+    char data[];
+};
+
+static struct shared_event *shared_new(const char *text, size_t len)
+{
+    struct shared_event *e = xmalloc(sizeof *e + len);
+    e->refs = 1;
+    e->len = len;
+    memcpy(e->data, text, len);
+    return e;
+}
+
+static void shared_unref(struct shared_event *e)
+{
+    if (--e->refs == 0)
+        free(e);
+}
+
 struct dash_client {
     struct atr_dash *d;
     struct evhttp_request *req;
@@ -49,7 +72,7 @@ struct atr_dash {
     unsigned n_clients;
     uint64_t sent_version, status_sig;
     double last_send;
-    struct atr_buf rows;       /* the rows last sent, as one event */
+    struct shared_event *rows;       /* the rows last sent, as one event */
     struct dash_follow *follow;      /* --proxy, or NULL */
 };
 
@@ -113,15 +136,23 @@ static size_t client_backlog(struct dash_client *c)
     return bev ? evbuffer_get_length(bufferevent_get_output(bev)) : 0;
 }
 
+
+static void on_sent(const void *data, size_t len, void *arg)
+{
+    shared_unref(arg);
+}
+
 /* One event to one client; false when it was dropped for not reading. */
-static bool client_send(struct dash_client *c, const char *text, size_t len)
+static bool client_send(struct dash_client *c, struct shared_event *e)
 {
     if (client_backlog(c) > CLIENT_BACKLOG) {
         client_drop(c);
         return false;
     }
     struct evbuffer *eb = evbuffer_new();
-    evbuffer_add(eb, text, len);
+    e->refs++;
+    if (evbuffer_add_reference(eb, e->data, e->len, on_sent, e) < 0)
+        shared_unref(e);
     evhttp_send_reply_chunk(c->req, eb);
     evbuffer_free(eb);
     return true;
@@ -130,22 +161,25 @@ static bool client_send(struct dash_client *c, const char *text, size_t len)
 /* The rows as one "runs" event: a data: line per line of HTML. */
 static void render_event(struct atr_dash *d, double now)
 {
-    struct atr_buf html = ATR_BUF_INIT;
+    struct atr_buf html = ATR_BUF_INIT, ev = ATR_BUF_INIT;
     dash_view_rows(&html, &d->runs, now);
-    atr_buf_clear(&d->rows);
-    atr_buf_printf(&d->rows, "id: %llu\nevent: runs\n", (unsigned long long)d->runs.version);
+    atr_buf_printf(&ev, "id: %llu\nevent: runs\n", (unsigned long long)d->runs.version);
     const char *p = html.data ? html.data : "";
     for (const char *nl; (nl = strchr(p, '\n')); p = nl + 1)
-        atr_buf_printf(&d->rows, "data: %.*s\n", (int)(nl - p), p);
-    atr_buf_printf(&d->rows, "data: %s\n\n", p);
+        atr_buf_printf(&ev, "data: %.*s\n", (int)(nl - p), p);
+    atr_buf_printf(&ev, "data: %s\n\n", p);
+    if (d->rows)
+        shared_unref(d->rows);
+    d->rows = shared_new(ev.data, ev.len);
     atr_buf_release(&html);
+    atr_buf_release(&ev);
 }
 
-static void broadcast(struct atr_dash *d, const char *text, size_t len)
+static void broadcast(struct atr_dash *d, struct shared_event *e)
 {
     for (struct dash_client *c = d->clients, *next; c; c = next) {
         next = c->next;
-        client_send(c, text, len);
+        client_send(c, e);
     }
 }
 
@@ -169,12 +203,14 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         if (d->runs.version == d->sent_version)
             d->runs.version++;        /* a new id for the status change */
         render_event(d, now);
-        broadcast(d, d->rows.data, d->rows.len);
+        broadcast(d, d->rows);
         d->sent_version = d->runs.version;
         d->status_sig = sig;
         d->last_send = now;
     } else if (now - d->last_send > HEARTBEAT_S) {
-        broadcast(d, ": alive\n\n", 10);
+        struct shared_event *alive = shared_new(": alive\n\n", 10);
+        broadcast(d, alive);
+        shared_unref(alive);
         d->last_send = now;
     }
 }
@@ -245,8 +281,10 @@ static void serve_events(struct atr_dash *d, struct evhttp_request *req)
     common_headers(req, "text/event-stream");
     evhttp_send_reply_start(req, 200, "OK");
     static const char retry[] = "retry: 2000\n\n";
-    if (client_send(c, retry, sizeof retry - 1))
-        client_send(c, d->rows.data, d->rows.len);
+    struct shared_event *first = shared_new(retry, sizeof retry - 1);
+    if (client_send(c, first))
+        client_send(c, d->rows);
+    shared_unref(first);
 }
 
 static void on_request(struct evhttp_request *req, void *arg)
@@ -379,7 +417,8 @@ void atr_dash_free(struct atr_dash *d)
     if (d->http)
         evhttp_free(d->http);
     dash_runs_release(&d->runs);
-    atr_buf_release(&d->rows);
+    if (d->rows)
+        shared_unref(d->rows);
     free(d->host);
     free(d);
 }
