@@ -27,6 +27,16 @@ enum dash_kind {
     DASH_OTHER,          /* traces, sweeps, router files: report sections only */
 };
 
+#define DASH_MAX_GROUPS 8           /* upstream x policy pairs counted per journal */
+
+/* A journal's requests that one upstream served under one policy. */
+struct dash_group {
+    char *upstream, *policy;
+    uint64_t requests, ok;
+    double ttft_sum_ms;      /* over the ok ones with a TTFT */
+    uint64_t ttft_n;
+};
+
 enum dash_status { DASH_RUNNING, DASH_STOPPED, DASH_COMPLETE, DASH_INTERRUPTED };
 
 struct dash_run {
@@ -48,6 +58,8 @@ struct dash_run {
     struct atr_samples ttft, e2el;
     /* DASH_BENCH: outcomes by status word; DASH_RESULT: its figures. */
     uint64_t outcomes[4];    /* success, error, timeout, other */
+    struct dash_group groups[DASH_MAX_GROUPS];   /* DASH_JOURNAL; past the last: not split */
+    size_t n_groups;
     bool incomplete;         /* the writer marked it stopped early */
     bool finished;           /* a completion marker was seen (summary, result) */
     uint64_t total;          /* planned work when the writer says it; 0: unknown */

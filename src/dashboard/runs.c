@@ -61,8 +61,18 @@ int dash_runs_init(struct dash_runs *r, const char *const *roots, size_t n, doub
     return 0;
 }
 
+static void groups_clear(struct dash_run *run)
+{
+    for (size_t i = 0; i < run->n_groups; i++) {
+        free(run->groups[i].upstream);
+        free(run->groups[i].policy);
+    }
+    run->n_groups = 0;
+}
+
 static void run_free(struct dash_run *run)
 {
+    groups_clear(run);
     free(run->rel);
     free(run->path);
     free(run->page_path);
@@ -87,6 +97,7 @@ static void reset_counts(struct dash_run *run)
 {
     run->read_to = 0;
     run->done = run->ok = run->failed = run->bad = 0;
+    groups_clear(run);
     atr_samples_clear(&run->ttft);
     atr_samples_clear(&run->e2el);
 }
@@ -129,6 +140,33 @@ static void requests_line(struct dash_run *run, const struct atr_json *o)
     count(run, atr_json_is(s, ATR_JSON_TRUE), num_or_nan(o, "ttft_ms"), num_or_nan(o, "e2el_ms"));
 }
 
+/* The request's upstream x policy pair, counted (the first
+ * DASH_MAX_GROUPS pairs only: a proxy has a few upstreams, one policy). */
+static void count_group(struct dash_run *run, const struct atr_json *meta, bool ok, double ttft)
+{
+    const char *up = atr_json_get_str(meta, "upstream_url", NULL);
+    const char *pol = atr_json_get_str(meta, "policy", NULL);
+    up = up ? up : "?";
+    pol = pol ? pol : "?";
+    size_t i = 0;
+    while (i < run->n_groups &&
+           (strcmp(run->groups[i].upstream, up) != 0 || strcmp(run->groups[i].policy, pol) != 0))
+        i++;
+    if (i == run->n_groups) {
+        if (i == DASH_MAX_GROUPS)
+            return;
+        run->groups[i] = (struct dash_group){.upstream = xstrdup(up), .policy = xstrdup(pol)};
+        run->n_groups++;
+    }
+    struct dash_group *g = &run->groups[i];
+    g->requests++;
+    g->ok += ok;
+    if (ok && ttft == ttft) {
+        g->ttft_sum_ms += ttft;
+        g->ttft_n++;
+    }
+}
+
 /* A journal line: meta.status 200 and no meta.error is a success; TTFT
  * from meta.ttft_ms, E2EL from the step's dur_ms. */
 static void journal_line(struct dash_run *run, const struct atr_json *o)
@@ -142,6 +180,7 @@ static void journal_line(struct dash_run *run, const struct atr_json *o)
     const struct atr_json *e = atr_json_get(meta, "error");
     bool ok = num_or_nan(meta, "status") == 200 && (!e || atr_json_is(e, ATR_JSON_NULL));
     count(run, ok, num_or_nan(meta, "ttft_ms"), num_or_nan(steps->u.kids.first, "dur_ms"));
+    count_group(run, meta, ok, num_or_nan(meta, "ttft_ms"));
 }
 
 /* A tool replay's metrics.jsonl line: a step, its latency_ms; a failed

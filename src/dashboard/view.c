@@ -59,18 +59,36 @@ static void td_pcts(struct atr_buf *b, struct atr_samples *s)
         atr_html_td_num(b, pct(s, ps[i]), 2);
 }
 
+/* A journal's split: "UPSTREAM (POLICY): N, mean TTFT X ms" a pair. */
+static void groups_cell(struct atr_buf *b, const struct dash_run *run)
+{
+    for (size_t i = 0; i < run->n_groups; i++) {
+        const struct dash_group *g = &run->groups[i];
+        atr_buf_puts(b, i ? "<br>" : "");
+        atr_html_esc(b, g->upstream);
+        atr_buf_puts(b, " (");
+        atr_html_esc(b, g->policy);
+        atr_buf_printf(b, "): %llu, mean TTFT ", (unsigned long long)g->requests);
+        atr_html_num(b, g->ttft_n ? g->ttft_sum_ms / (double)g->ttft_n : NAN, 1);
+        atr_buf_puts(b, " ms");
+    }
+}
+
 static void outcomes_cell(struct atr_buf *b, const struct dash_run *run)
 {
     atr_buf_puts(b, "<td>");
+    size_t start = b->len;
     if (run->kind == DASH_BENCH)
         atr_buf_printf(b, "success %llu, error %llu, timeout %llu, other %llu",
                        (unsigned long long)run->outcomes[0], (unsigned long long)run->outcomes[1],
                        (unsigned long long)run->outcomes[2], (unsigned long long)run->outcomes[3]);
-    else if (run->remote && !run->connected)
-        atr_buf_puts(b, "feed not connected: retrying every 2 s");
-    else if (run->bad)
-        atr_buf_printf(b, "%llu unreadable line%s", (unsigned long long)run->bad,
-                       run->bad == 1 ? "" : "s");
+    groups_cell(b, run);
+    if (run->remote && !run->connected)
+        atr_buf_puts(b, b->len > start ? "<br>feed not connected: retrying every 2 s"
+                                       : "feed not connected: retrying every 2 s");
+    if (run->bad)
+        atr_buf_printf(b, "%s%llu unreadable line%s", b->len > start ? "<br>" : "",
+                       (unsigned long long)run->bad, run->bad == 1 ? "" : "s");
     atr_buf_puts(b, "</td>");
 }
 
@@ -186,6 +204,24 @@ static void json_run(struct atr_jw *w, struct dash_runs *r, struct dash_run *run
         atr_jw_kv_null(w, "rate");
     json_pcts(w, "ttft_ms", &run->ttft);
     json_pcts(w, "latency_ms", &run->e2el);
+    if (run->kind == DASH_JOURNAL) {
+        atr_jw_key(w, "upstreams");
+        atr_jw_array_begin(w);
+        for (size_t i = 0; i < run->n_groups; i++) {
+            const struct dash_group *g = &run->groups[i];
+            atr_jw_object_begin(w);
+            atr_jw_kv_str(w, "upstream", g->upstream);
+            atr_jw_kv_str(w, "policy", g->policy);
+            atr_jw_kv_uint(w, "requests", g->requests);
+            atr_jw_kv_uint(w, "ok", g->ok);
+            if (g->ttft_n)
+                atr_jw_kv_pyfloat(w, "mean_ttft_ms", g->ttft_sum_ms / (double)g->ttft_n);
+            else
+                atr_jw_kv_null(w, "mean_ttft_ms");
+            atr_jw_object_end(w);
+        }
+        atr_jw_array_end(w);
+    }
     if (run->kind == DASH_BENCH) {
         atr_jw_key(w, "outcomes");
         atr_jw_object_begin(w);

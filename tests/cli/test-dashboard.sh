@@ -234,6 +234,12 @@ check dashboard-proxy-feed-no-content "curl -s -N --max-time 1 '$PX/records' | g
 kill $PX_PID; wait $PX_PID 2>/dev/null    # the proxy: its feed ends, the run says so
 wait_for 10 "curl -s '${W2}runs.json' | grep -q '\"connected\":false'"
 check dashboard-proxy-disconnected "curl -s '${W2}runs.json' | grep -q '\"run\":\"proxy $PX\",\"kind\":\"proxy journal\",\"status\":\"[a-z]*\",\"done\":[1-9]'"
+check dashboard-journal-upstreams "python3 -c \"
+import json; r = [r for r in json.load(open('$DB/w2.json'))['runs'] if r['run'] == 'w2/live/journal.ndjson'][0]
+lines = [json.loads(l) for l in open('$DB/w2/live/journal.ndjson')]
+t = [l['meta']['ttft_ms'] for l in lines if l['meta']['status'] == 200 and l['meta']['ttft_ms'] is not None]
+want = [{'upstream': '$UP', 'policy': 'naive', 'requests': len(lines), 'ok': r['ok'], 'mean_ttft_ms': sum(t) / len(t)}]
+assert r['upstreams'] == want, (r['upstreams'], want)\""
 check dashboard-live-rate "python3 -c \"
 import json; r = [r for r in json.load(open('$DB/w2.json'))['runs'] if r['run'] == 'w2/live/journal.ndjson'][0]
 assert r['rate'] is not None and 1 < r['rate'] < 100, r\""

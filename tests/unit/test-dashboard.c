@@ -166,6 +166,11 @@ static void test_journal_failures(void **state)
     assert_int_equal(run->done, 2);
     assert_int_equal(run->failed, 1);
     assert_true(atr_samples_percentile(&run->e2el, 50) == 120.0);
+    assert_int_equal(run->n_groups, 1);        /* no upstream_url, no policy: "?" */
+    assert_string_equal(run->groups[0].upstream, "?");
+    assert_int_equal(run->groups[0].requests, 2);
+    assert_int_equal(run->groups[0].ok, 1);
+    assert_true(run->groups[0].ttft_sum_ms == 20.0);
     dash_runs_release(&r);
 }
 
