@@ -109,3 +109,4 @@ best=$("$atr" compare --json "$out"/policy.*.json | awk '
     "$out/router.json" "$out/sweep.json" "$out/replay" \
     "$root/tests/data/bench/claude_code" -o "$out/report.html"
 printf '\ndemo: outputs in %s\ndemo: report: %s/report.html\n' "$out" "$out"
+printf 'demo: live view of the same outputs: %s dashboard %s --port 0\n' "$atr" "$out"

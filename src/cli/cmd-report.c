@@ -96,7 +96,7 @@ static int build(struct atr_html *h, int argc, char **argv, const struct report_
     struct atr_error cg_err;
     bool cg_ok = atr_cg_detect(&cg, NULL, NULL, "", &cg_err) == 0;
     struct atr_html_meta meta = {ATR_VERSION, cmd.data, &machine,
-                                 cg_ok ? atr_cg_mode_name(cg.mode) : NULL};
+                                 cg_ok ? atr_cg_mode_name(cg.mode) : NULL, NULL, NULL, NULL};
     int rc = atr_html_write(page, h, &meta);
     atr_buf_release(&cmd);
     return rc < 0 ? cli_fail("out of memory writing the report") : EXIT_OK;

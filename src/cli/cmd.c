@@ -18,6 +18,7 @@ extern const struct atr_cmd cmd_proxy_entry;
 extern const struct atr_cmd cmd_report_entry;
 extern const struct atr_cmd cmd_sweep_entry;
 extern const struct atr_cmd cmd_experiment_entry;
+extern const struct atr_cmd cmd_dashboard_entry;
 
 const struct atr_cmd *const atr_cmds[] = {
     &cmd_convert_entry,
@@ -35,6 +36,7 @@ const struct atr_cmd *const atr_cmds[] = {
     &cmd_report_entry,
     &cmd_sweep_entry,
     &cmd_experiment_entry,
+    &cmd_dashboard_entry,
     NULL,
 };
 

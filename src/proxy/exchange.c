@@ -893,6 +893,7 @@ static void record(struct exchange *ex)
     }
     if (p->cfg.on_record)
         p->cfg.on_record(p->cfg.ctx, &r);
+    proxy_feed_publish(&p->feed, &r);
     if (p->cfg.on_log) {
         char line[512];
         log_line(ex, &r, line, sizeof line);

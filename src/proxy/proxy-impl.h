@@ -93,6 +93,19 @@ struct proxy_sessions {
     uint64_t evicted;
 };
 
+/* feed.c: GET /records, the records as server-sent events while they
+ * happen (no content); open answers req, publish sends r to every reader,
+ * release drops them all. */
+struct proxy_feed_client;
+struct proxy_feed {
+    struct proxy_feed_client *clients;
+    unsigned n;
+    struct atr_buf line;
+};
+void proxy_feed_open(struct proxy_feed *f, struct evhttp_request *req);
+void proxy_feed_publish(struct proxy_feed *f, const struct atr_proxy_record *r);
+void proxy_feed_release(struct proxy_feed *f);
+
 struct atr_proxy {
     struct event_base *base;
     struct atr_proxy_cfg cfg;
@@ -111,6 +124,7 @@ struct atr_proxy {
     struct proxy_sessions sessions;
     struct proxy_metrics m;
     struct event *trim;                 /* malloc_trim, after big exchanges */
+    struct proxy_feed feed;             /* readers of GET /records */
 };
 
 double proxy_now(void);

@@ -291,6 +291,13 @@ static void on_request(struct evhttp_request *req, void *arg)
         proxy_send_metrics(p, req);
         return;
     }
+    if (plen == 8 && strncmp(uri, "/records", 8) == 0 && cmd == EVHTTP_REQ_GET) {
+        if (!authorized(p, req))      /* session ids and times: the clients' key */
+            proxy_send_error(p, req, 401, "missing or wrong API key (Authorization: Bearer KEY)");
+        else
+            proxy_feed_open(&p->feed, req);
+        return;
+    }
     if (p->draining) {
         proxy_send_error(p, req, 503, "the proxy is shutting down");
         return;
@@ -423,6 +430,7 @@ void atr_proxy_free(struct atr_proxy *p)
         return;
     while (p->exchanges)
         proxy_exchange_abort(p->exchanges);
+    proxy_feed_release(&p->feed);
     atr_accept_guard_free(p->accept_guard);
     if (p->http)
         evhttp_free(p->http);

@@ -104,14 +104,17 @@ void atr_html_trace_row(struct atr_buf *b, uint64_t i, const char *file,
 
 /* ---- page frame ---- */
 
-static void head(struct atr_buf *b)
+static void head(struct atr_buf *b, const char *title)
 {
     atr_buf_puts(b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
                     "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-                    "<meta name=\"color-scheme\" content=\"light dark\">\n"
-                    "<title>atr report</title>\n<style>\n");
+                    "<meta name=\"color-scheme\" content=\"light dark\">\n<title>");
+    atr_html_esc(b, title ? title : "atr report");
+    atr_buf_puts(b, "</title>\n<style>\n");
     atr_buf_puts(b, (const char *)atr_report_css);
-    atr_buf_puts(b, "</style>\n</head>\n<body>\n<header><h1>atr report</h1><nav>");
+    atr_buf_puts(b, "</style>\n</head>\n<body>\n<header><h1>");
+    atr_html_esc(b, title ? title : "atr report");
+    atr_buf_puts(b, "</h1><nav>");
 }
 
 static void nav(struct atr_buf *b, const struct atr_html *h)
@@ -1180,8 +1183,10 @@ int atr_html_write(struct atr_buf *b, const struct atr_html *h, const struct atr
     struct atr_buf bench_json = ATR_BUF_INIT, page = ATR_BUF_INIT;
     if (h->bench)
         atr_bench_report_json(&bench_json, h->bench);
-    head(&page);             /* page has no cap: only the copy into b can fail */
+    head(&page, m->title);   /* page has no cap: only the copy into b can fail */
     nav(&page, h);
+    if (m->live_html)
+        atr_buf_puts(&page, m->live_html);
     overview(&page, h);
     traces(&page, h);
     atr_html_shapes_section(&page, h);
@@ -1196,7 +1201,10 @@ int atr_html_write(struct atr_buf *b, const struct atr_html *h, const struct atr
     atr_html_timelines_block(&page, h);
     atr_buf_puts(&page, "<script type=\"module\">\n");
     atr_buf_puts(&page, (const char *)atr_report_js);
-    atr_buf_puts(&page, "</script>\n</body>\n</html>\n");
+    atr_buf_puts(&page, "</script>\n");
+    if (m->live_js)
+        atr_buf_printf(&page, "<script type=\"module\">\n%s</script>\n", m->live_js);
+    atr_buf_puts(&page, "</body>\n</html>\n");
     int rc = atr_buf_append(b, page.data, page.len);
     atr_buf_release(&page);
     atr_buf_release(&bench_json);

@@ -1,0 +1,313 @@
+/* view.c - what the dashboard shows: the run list (one renderer for the
+ * page's table and for the rows the event stream sends), its JSON, and
+ * the page, which is the report (report/html.h) of the folders' files as
+ * they are now with the run list on top. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dashboard/dash-impl.h"
+#include "json/writer.h"
+#include "report/html-impl.h"
+#include "report/html.h"
+#include "util/alloc.h"
+
+/* The live part of the page: opens the event stream (with the page's own
+ * query, so a token travels along) and puts each "runs" event's rows in
+ * place; without JS the table shows the state the page was built at. */
+static const char live_js[] =
+    "(() => {\n"
+    "  const body = document.getElementById('runs-body');\n"
+    "  const state = document.getElementById('live-state');\n"
+    "  if (!body || !window.EventSource) return;\n"
+    "  const es = new EventSource('events' + location.search);\n"
+    "  es.addEventListener('runs', (e) => {\n"
+    "    body.innerHTML = e.data;\n"
+    "    state.textContent = 'live, update ' + e.lastEventId;\n"
+    "    state.dataset.version = e.lastEventId;\n"
+    "  });\n"
+    "  es.onerror = () => { state.textContent = 'disconnected: the table shows the last state'; };\n"
+    "})();\n";
+
+static bool listed(const struct dash_run *run)
+{
+    return run->kind != DASH_RESULT && run->kind != DASH_OTHER;
+}
+
+/* The planned count, where a result file says it (num_prompts); 0: unknown. */
+static uint64_t planned(const struct dash_runs *r, const struct dash_run *run)
+{
+    const struct dash_run *m = dash_run_marker(r, run);
+    return m ? m->total : 0;
+}
+
+static double pct(struct atr_samples *s, double p)
+{
+    return s->n ? atr_samples_percentile(s, p) : NAN;
+}
+
+static void td_uint(struct atr_buf *b, uint64_t v)
+{
+    atr_buf_printf(b, "<td class=\"n\">%llu</td>", (unsigned long long)v);
+}
+
+static void td_pcts(struct atr_buf *b, struct atr_samples *s)
+{
+    static const double ps[] = {50, 90, 99};
+    for (size_t i = 0; i < 3; i++)
+        atr_html_td_num(b, pct(s, ps[i]), 2);
+}
+
+/* A journal's split: "UPSTREAM (POLICY): N, mean TTFT X ms" a pair. */
+static void groups_cell(struct atr_buf *b, const struct dash_run *run)
+{
+    for (size_t i = 0; i < run->n_groups; i++) {
+        const struct dash_group *g = &run->groups[i];
+        atr_buf_puts(b, i ? "<br>" : "");
+        atr_html_esc(b, g->upstream);
+        atr_buf_puts(b, " (");
+        atr_html_esc(b, g->policy);
+        atr_buf_printf(b, "): %llu, mean TTFT ", (unsigned long long)g->requests);
+        atr_html_num(b, g->ttft_n ? g->ttft_sum_ms / (double)g->ttft_n : NAN, 1);
+        atr_buf_puts(b, " ms");
+    }
+}
+
+static void outcomes_cell(struct atr_buf *b, const struct dash_run *run)
+{
+    atr_buf_puts(b, "<td>");
+    size_t start = b->len;
+    if (run->kind == DASH_BENCH)
+        atr_buf_printf(b, "success %llu, error %llu, timeout %llu, other %llu",
+                       (unsigned long long)run->outcomes[0], (unsigned long long)run->outcomes[1],
+                       (unsigned long long)run->outcomes[2], (unsigned long long)run->outcomes[3]);
+    groups_cell(b, run);
+    if (run->remote && !run->connected)
+        atr_buf_puts(b, b->len > start ? "<br>feed not connected: retrying every 2 s"
+                                       : "feed not connected: retrying every 2 s");
+    if (run->bad)
+        atr_buf_printf(b, "%s%llu unreadable line%s", b->len > start ? "<br>" : "",
+                       (unsigned long long)run->bad, run->bad == 1 ? "" : "s");
+    atr_buf_puts(b, "</td>");
+}
+
+static void row(struct atr_buf *b, struct dash_runs *r, struct dash_run *run, double now)
+{
+    const char *st = dash_status_name(dash_run_status(r, run, now));
+    atr_buf_puts(b, "<tr data-run=\"");
+    atr_html_esc(b, run->rel);
+    atr_buf_printf(b, "\" data-status=\"%s\">", st);
+    atr_html_td_str(b, run->rel);
+    atr_html_td_str(b, dash_kind_name(run->kind));
+    atr_buf_printf(b, "<td class=\"status %s\">%s</td>", st, st);
+    td_uint(b, run->done);
+    uint64_t total = planned(r, run);
+    if (total)
+        td_uint(b, total);
+    else
+        atr_buf_puts(b, "<td class=\"n\">?</td>");
+    td_uint(b, run->ok);
+    td_uint(b, run->failed);
+    atr_html_td_num(b, dash_run_rate(run), 1);
+    td_pcts(b, &run->ttft);
+    td_pcts(b, &run->e2el);
+    outcomes_cell(b, run);
+    atr_buf_puts(b, "</tr>");
+}
+
+void dash_view_rows(struct atr_buf *b, struct dash_runs *r, double now)
+{
+    size_t shown = 0;
+    for (size_t i = 0; i < r->n; i++)
+        if (listed(&r->v[i])) {
+            row(b, r, &r->v[i], now);
+            shown++;
+        }
+    if (!shown)
+        atr_buf_puts(b, "<tr><td colspan=\"15\">no run in the watched folders yet</td></tr>");
+}
+
+void dash_view_section(struct atr_buf *b, struct dash_runs *r, double now)
+{
+    atr_buf_puts(b, "<style>#runs td { overflow-wrap: normal; white-space: nowrap; }\n"
+                    "#runs td:first-child { white-space: normal; overflow-wrap: anywhere; min-width: 16em; }\n"
+                    "#runs td:last-child { white-space: normal; min-width: 12em; }\n"
+                    "#runs td.status.running { color: #1a7f37; }\n"
+                    "#runs td.status.stopped { color: #9a6700; }\n"
+                    "#runs td.status.interrupted { color: #cf222e; font-weight: 600; }\n"
+                    "#live .scroll { overflow-x: auto; }</style>\n"
+                    "<section id=\"live\"><h2>Runs</h2>\n<p>Watching ");
+    for (size_t i = 0; i < r->n_roots; i++) {
+        atr_buf_puts(b, i ? ", <code>" : "<code>");
+        atr_html_esc(b, r->roots[i]);
+        atr_buf_puts(b, "</code>");
+    }
+    atr_buf_printf(b, ". <span id=\"live-state\" data-version=\"%llu\">state at update %llu "
+                      "(this page reloaded shows the report of the files as they are)</span>",
+                   (unsigned long long)r->version, (unsigned long long)r->version);
+    if (r->skipped_links)
+        atr_buf_printf(b, " %zu symbolic link%s not followed.", r->skipped_links,
+                       r->skipped_links == 1 ? "" : "s");
+    if (r->over_cap)
+        atr_buf_printf(b, " %zu entr%s past the %d followed left out.", r->over_cap,
+                       r->over_cap == 1 ? "y" : "ies", DASH_MAX_RUNS);
+    atr_buf_puts(b, "</p>\n<div class=\"scroll\"><table id=\"runs\"><thead><tr><th>run</th><th>kind</th>"
+                    "<th>status</th><th>done</th><th>total</th><th>ok</th><th>failed</th>"
+                    "<th>rate (/s)</th>"
+                    "<th>TTFT p50 (ms)</th><th>p90</th><th>p99</th>"
+                    "<th>latency p50 (ms)</th><th>p90</th><th>p99</th><th>notes</th>"
+                    "</tr></thead>\n<tbody id=\"runs-body\">");
+    dash_view_rows(b, r, now);
+    atr_buf_puts(b, "</tbody></table></div>\n<p class=\"note\">Latency is E2EL for requests and "
+                    "journals, step latency for tool replays; percentiles as numpy computes "
+                    "them, over the successful records read so far. Rate: records a second "
+                    "that arrived since the dashboard first saw the file.</p></section>\n");
+}
+
+static void json_pcts(struct atr_jw *w, const char *key, struct atr_samples *s)
+{
+    static const double ps[] = {50, 90, 99};
+    static const char *const names[] = {"p50", "p90", "p99"};
+    atr_jw_key(w, key);
+    atr_jw_object_begin(w);
+    for (size_t i = 0; i < 3; i++) {
+        double v = pct(s, ps[i]);
+        if (v == v)
+            atr_jw_kv_pyfloat(w, names[i], v);
+        else
+            atr_jw_kv_null(w, names[i]);
+    }
+    atr_jw_object_end(w);
+}
+
+static void json_run(struct atr_jw *w, struct dash_runs *r, struct dash_run *run, double now)
+{
+    atr_jw_object_begin(w);
+    atr_jw_kv_str(w, "run", run->rel);
+    atr_jw_kv_str(w, "kind", dash_kind_name(run->kind));
+    atr_jw_kv_str(w, "status", dash_status_name(dash_run_status(r, run, now)));
+    atr_jw_kv_uint(w, "done", run->done);
+    if (planned(r, run))
+        atr_jw_kv_uint(w, "total", planned(r, run));
+    else
+        atr_jw_kv_null(w, "total");
+    atr_jw_kv_uint(w, "ok", run->ok);
+    atr_jw_kv_uint(w, "failed", run->failed);
+    atr_jw_kv_uint(w, "unreadable", run->bad);
+    if (run->remote)
+        atr_jw_kv_bool(w, "connected", run->connected);
+    double rate = dash_run_rate(run);
+    if (rate == rate)
+        atr_jw_kv_pyfloat(w, "rate", rate);
+    else
+        atr_jw_kv_null(w, "rate");
+    json_pcts(w, "ttft_ms", &run->ttft);
+    json_pcts(w, "latency_ms", &run->e2el);
+    if (run->kind == DASH_JOURNAL) {
+        atr_jw_key(w, "upstreams");
+        atr_jw_array_begin(w);
+        for (size_t i = 0; i < run->n_groups; i++) {
+            const struct dash_group *g = &run->groups[i];
+            atr_jw_object_begin(w);
+            atr_jw_kv_str(w, "upstream", g->upstream);
+            atr_jw_kv_str(w, "policy", g->policy);
+            atr_jw_kv_uint(w, "requests", g->requests);
+            atr_jw_kv_uint(w, "ok", g->ok);
+            if (g->ttft_n)
+                atr_jw_kv_pyfloat(w, "mean_ttft_ms", g->ttft_sum_ms / (double)g->ttft_n);
+            else
+                atr_jw_kv_null(w, "mean_ttft_ms");
+            atr_jw_object_end(w);
+        }
+        atr_jw_array_end(w);
+    }
+    if (run->kind == DASH_BENCH) {
+        atr_jw_key(w, "outcomes");
+        atr_jw_object_begin(w);
+        atr_jw_kv_uint(w, "success", run->outcomes[0]);
+        atr_jw_kv_uint(w, "error", run->outcomes[1]);
+        atr_jw_kv_uint(w, "timeout", run->outcomes[2]);
+        atr_jw_kv_uint(w, "other", run->outcomes[3]);
+        atr_jw_object_end(w);
+    }
+    atr_jw_object_end(w);
+}
+
+void dash_view_json(struct atr_buf *b, struct dash_runs *r, double now, unsigned streams)
+{
+    struct atr_jw w;
+    atr_jw_init(&w, b, ATR_JW_COMPACT);
+    atr_jw_object_begin(&w);
+    atr_jw_kv_uint(&w, "version", r->version);
+    atr_jw_key(&w, "runs");
+    atr_jw_array_begin(&w);
+    for (size_t i = 0; i < r->n; i++)
+        if (listed(&r->v[i]))
+            json_run(&w, r, &r->v[i], now);
+    atr_jw_array_end(&w);
+    atr_jw_kv_uint(&w, "skipped_links", r->skipped_links);
+    atr_jw_kv_uint(&w, "left_out", r->over_cap);
+    atr_jw_kv_uint(&w, "event_streams", streams);
+    atr_jw_object_end(&w);
+    atr_jw_finish(&w);
+    atr_buf_putc(b, '\n');
+}
+
+#define LEFT_SHOWN 50       /* inputs left out named on the page; the rest counted */
+
+static void ignore_warning(const char *msg)
+{
+    (void)msg;
+}
+
+/* Whether the report took run's input; err says why not. A folder that
+ * holds a symbolic link is not read: the report's readers follow links. */
+static bool take(struct atr_html *h, const struct dash_run *run, struct atr_error *err)
+{
+    if (run->has_symlink) {
+        atr_error_set(err, "%s: holds a symbolic link, not read", run->rel);
+        return false;
+    }
+    return atr_html_add(h, run->page_path, err) == 0;
+}
+
+/* The files the report reads now; a malformed one (a run's file mid-way
+ * through its first line, a foreign JSON) is left out, and the first
+ * LEFT_SHOWN of those are named. */
+static void add_inputs(struct atr_html *h, struct dash_runs *r, struct atr_buf *left)
+{
+    size_t n_left = 0;
+    for (size_t i = 0; i < r->n; i++) {
+        struct atr_error err;
+        if (!r->v[i].page_path || take(h, &r->v[i], &err) || n_left++ >= LEFT_SHOWN)
+            continue;
+        atr_buf_puts(left, "<li>");
+        atr_html_esc(left, err.msg);
+        atr_buf_puts(left, "</li>");
+    }
+    if (n_left > LEFT_SHOWN)
+        atr_buf_printf(left, "<li>and %zu more</li>", n_left - LEFT_SHOWN);
+}
+
+int dash_view_page(struct atr_buf *b, struct dash_runs *r, double now)
+{
+    struct atr_html *h = atr_html_new();
+    atr_html_set_warn(h, ignore_warning);
+    struct atr_buf live = ATR_BUF_INIT, left = ATR_BUF_INIT;
+    dash_view_section(&live, r, now);
+    add_inputs(h, r, &left);
+    if (left.len) {
+        atr_buf_puts(&live, "<section id=\"left-out\"><h2>Left out of the report</h2><ul>");
+        atr_buf_append(&live, left.data, left.len);
+        atr_buf_puts(&live, "</ul></section>\n");
+    }
+    struct atr_html_meta meta = {.version = ATR_VERSION, .command_line = "atr dashboard",
+                                 .live_html = live.data, .live_js = live_js,
+                                 .title = "atr dashboard"};
+    int rc = atr_html_write(b, h, &meta);
+    atr_buf_release(&live);
+    atr_buf_release(&left);
+    atr_html_free(h);
+    return rc;
+}

@@ -1,0 +1,247 @@
+# test-dashboard.sh - `atr dashboard`, black-box with curl and in headless
+# Chromium (tests/node/dashboard-check.mjs): usage errors; a folder of
+# finished, interrupted and stopped runs shows each as such, with
+# percentiles equal to numpy's (linear) over the records; hostile input
+# (a path with ../, symbolic links out of the folder, a file named with
+# markup, a missing or wrong token off loopback, a POST, one event stream
+# past the cap); and live: a replay through `atr proxy` recording into a
+# watched folder, seen growing in the run list (curl, then the browser,
+# without reload), checked against the final files, and the no-JS view.
+# Screenshots stay in $T/dashboard/shots.
+
+DB=$T/dashboard
+mkdir -p "$DB/w1/runs" "$DB/outside" "$DB/shots"
+DB_PIDS=
+
+# db_start NAME ARGS... : starts a dashboard; sets DB_PID, DB_URL ("" when
+# it never printed its URL).
+db_start() {
+    n=$1; shift
+    : >"$DB/$n.out"
+    "$ATR" dashboard --port 0 "$@" >"$DB/$n.out" 2>"$DB/$n.err" &
+    DB_PID=$!
+    DB_PIDS="$DB_PIDS $DB_PID"
+    DB_URL=
+    db_i=0
+    while [ $db_i -lt 300 ] && [ -z "$DB_URL" ] && kill -0 $DB_PID 2>/dev/null; do
+        DB_URL=$(sed -n 's|^atr dashboard: \(http://[^ ]*\)$|\1|p' "$DB/$n.out")
+        [ -n "$DB_URL" ] || sleep 0.05
+        db_i=$((db_i + 1))
+    done
+}
+
+# bg_start NAME CMD... : a server that prints "listening on URL"; sets BG_URL.
+bg_start() {
+    n=$1; shift
+    : >"$DB/$n.out"
+    "$@" >"$DB/$n.out" 2>"$DB/$n.err" &
+    BG_PID=$!
+    DB_PIDS="$DB_PIDS $BG_PID"
+    BG_URL=
+    db_i=0
+    while [ $db_i -lt 300 ] && [ -z "$BG_URL" ] && kill -0 $BG_PID 2>/dev/null; do
+        BG_URL=$(sed -n 's|^atr [a-z ]*: listening on \(http://.*\)$|\1|p' "$DB/$n.out")
+        [ -n "$BG_URL" ] || sleep 0.05
+        db_i=$((db_i + 1))
+    done
+}
+
+CODE="curl -s -o /dev/null -w %{http_code}"
+
+# numpy's percentile (method "linear"), written out: checks the dashboard's
+# figures against the definition, not against atr's own code.
+cat >"$DB/pct.py" <<'PY'
+import json, math, sys
+def pct(v, p):
+    v = sorted(v)
+    if not v: return None
+    h = (len(v) - 1) * (p / 100.0)   # numpy: q = p / 100 first
+    lo = math.floor(h); g = h - lo
+    a = v[lo]; b = v[min(lo + 1, len(v) - 1)]
+    return a + (b - a) * g if g < 0.5 else b - (b - a) * (1 - g)
+def figures(path):
+    ttft, lat, ok, n = [], [], 0, 0
+    for line in open(path):
+        if not line.strip(): continue
+        o = json.loads(line); n += 1
+        if "success" in o:
+            good, t, e = o["success"], o.get("ttft_ms"), o.get("e2el_ms")
+        else:
+            m = o["meta"]; good = m["status"] == 200 and m.get("error") is None
+            t, e = m.get("ttft_ms"), o["steps"][0].get("dur_ms")
+        if good:
+            ok += 1
+            if t is not None: ttft.append(float(t))
+            if e is not None: lat.append(float(e))
+    return {"done": n, "ok": ok, "failed": n - ok,
+            "ttft_ms": {k: pct(ttft, p) for k, p in (("p50", 50), ("p90", 90), ("p99", 99))},
+            "latency_ms": {k: pct(lat, p) for k, p in (("p50", 50), ("p90", 90), ("p99", 99))}}
+PY
+# same RUNS_JSON RUN FILE : the run's figures in the JSON equal the file's, exactly.
+same() {
+    python3 - "$@" <<'PY'
+import json, sys
+sys.path.insert(0, sys.argv[4])
+from pct import figures
+runs = {r["run"]: r for r in json.load(open(sys.argv[1]))["runs"]}
+r, want = runs[sys.argv[2]], figures(sys.argv[3])
+got = {k: r[k] for k in want}
+assert got == want, (got, want)
+PY
+}
+
+# ---- usage ----
+fails dashboard-no-dir 2 "missing DIR" "$ATR" dashboard
+fails dashboard-missing-dir 1 "^atr: $DB/nope: no such folder$" "$ATR" dashboard "$DB/nope"
+: >"$DB/plain-file"
+fails dashboard-bad-proxy-url 1 "^atr: --proxy wants http://HOST:PORT, not 'ftp://x'$" "$ATR" dashboard "$DB" --proxy ftp://x
+fails dashboard-file-not-dir 1 "^atr: $DB/plain-file: not a folder$" "$ATR" dashboard "$DB/plain-file"
+
+# ---- a folder of finished, interrupted and stopped runs, and hostile names ----
+"$ATR" gen -q --kind requests --traces 40 --seed 5 -o "$DB/reqs.ndjson"
+"$ATR" sim run -q "$DB/reqs.ndjson" --profile h100/llama-3.1-8b --rate 20 \
+    --save-result "$DB/w1/runs/done.json" --requests-out "$DB/w1/runs/done.ndjson" >/dev/null 2>&1
+cp "$DB/w1/runs/done.ndjson" "$DB/w1/runs/cut.ndjson"
+python3 -c "
+import json; r = json.load(open('$DB/w1/runs/done.json')); r['atr']['incomplete'] = True
+json.dump(r, open('$DB/w1/runs/cut.json', 'w'))"
+head -n 7 "$DB/w1/runs/done.ndjson" >"$DB/w1/runs/left.ndjson"
+sed 's/gen-requests-5-/SECRET-OUTSIDE-/' "$DB/w1/runs/done.ndjson" >"$DB/outside/secret.ndjson"
+ln -s "$DB/outside/secret.ndjson" "$DB/w1/runs/linked.ndjson"
+ln -s "$DB/outside" "$DB/w1/linked-dir"
+cp "$DB/w1/runs/left.ndjson" "$DB/w1/runs/<img src=x onerror=alert(1)>.ndjson"
+db_start w1 "$DB/w1" --idle 1 --max-clients 2
+W1=$DB_URL
+check dashboard-url-line "grep -Eq '^atr dashboard: http://127.0.0.1:[0-9]+/$' '$DB/w1.out'"
+wait_for 10 "curl -s '${W1}runs.json' | grep -q '\"run\":\"w1/runs/left.ndjson\",\"kind\":\"requests\",\"status\":\"stopped\"'"
+curl -s "${W1}runs.json" >"$DB/w1.json"
+check dashboard-statuses "python3 -c \"
+import json; s = {r['run']: r['status'] for r in json.load(open('$DB/w1.json'))['runs']}
+assert s == {'w1/runs/done.ndjson': 'complete', 'w1/runs/cut.ndjson': 'interrupted',
+             'w1/runs/left.ndjson': 'stopped', 'w1/runs/<img src=x onerror=alert(1)>.ndjson': 'stopped'}, s\""
+check dashboard-total-from-result "python3 -c \"
+import json; r = [r for r in json.load(open('$DB/w1.json'))['runs'] if r['run'] == 'w1/runs/done.ndjson'][0]
+assert r['total'] == 40 and r['done'] == 40, r\""
+CURRENT=dashboard-percentiles-numpy
+if same "$DB/w1.json" w1/runs/done.ndjson "$DB/w1/runs/done.ndjson" "$DB" 2>"$DB/same.err"; then pass; else fail "$(tail -n 3 "$DB/same.err")"; fi
+CURRENT=dashboard-percentiles-numpy-partial
+if same "$DB/w1.json" w1/runs/left.ndjson "$DB/w1/runs/left.ndjson" "$DB" 2>"$DB/same.err"; then pass; else fail "$(tail -n 3 "$DB/same.err")"; fi
+check dashboard-symlinks-not-followed "python3 -c \"
+import json; j = json.load(open('$DB/w1.json'))
+assert j['skipped_links'] == 2 and not [r for r in j['runs'] if 'linked' in r['run']], j\""
+curl -s "$W1" >"$DB/w1.html"
+check dashboard-page-is-report "grep -q '<section id=\"live\">' '$DB/w1.html' && grep -q '<section id=\"results\">' '$DB/w1.html' && grep -q 'id=\"runs-body\"' '$DB/w1.html'"
+check dashboard-symlink-content-absent "! grep -q SECRET-OUTSIDE '$DB/w1.html' && ! curl -s '${W1}runs.json' | grep -q SECRET"
+check dashboard-markup-escaped "! grep -q '<img src=x' '$DB/w1.html' && grep -q '&lt;img src=x onerror=alert(1)&gt;.ndjson' '$DB/w1.html'"
+check dashboard-traversal-404 "[ \$($CODE --path-as-is '${W1}../../../../etc/passwd') = 404 ] && [ \$($CODE '${W1}%2e%2e/%2e%2e/etc/passwd') = 404 ] && ! curl -s --path-as-is '${W1}../../../../etc/passwd' | grep -q root:"
+check dashboard-read-only "[ \$($CODE -X POST --data x '${W1}runs.json') = 405 ] && [ \$($CODE -X DELETE '$W1') = 405 ]"
+curl -s -N --max-time 1 "${W1}events" >"$DB/events.txt"
+check dashboard-event-stream "grep -q '^event: runs$' '$DB/events.txt' && grep -q '<tr data-run=\"w1/runs/done.ndjson\" data-status=\"complete\">' '$DB/events.txt' && grep -q '^id: [0-9]' '$DB/events.txt'"
+check dashboard-event-stream-escaped "grep -q 'data-run=\"w1/runs/&lt;img' '$DB/events.txt' && ! grep -q '<img' '$DB/events.txt'"
+curl -s -N --max-time 20 "${W1}events" >/dev/null & E1=$!
+curl -s -N --max-time 20 "${W1}events" >/dev/null & E2=$!
+wait_for 10 "curl -s '${W1}runs.json' | grep -q '\"event_streams\":2}'"
+check dashboard-stream-cap "[ \$($CODE --max-time 2 '${W1}events') = 503 ] && [ \$($CODE '${W1}runs.json') = 200 ]"
+kill $E1 $E2 2>/dev/null; wait $E1 $E2 2>/dev/null
+kill $DB_PID; wait $DB_PID
+check dashboard-sigterm-exit-0 "[ $? = 0 ]"
+
+# ---- off loopback: the token ----
+db_start tok "$DB/w1" --listen 0.0.0.0
+TOK=$(sed -n 's|^atr dashboard: http://0.0.0.0:[0-9]*/?token=\([0-9a-f]\{32\}\)$|\1|p' "$DB/tok.out")
+PORT=$(sed -n 's|^atr dashboard: http://0.0.0.0:\([0-9]*\)/.*|\1|p' "$DB/tok.out")
+check dashboard-token-printed "[ -n '$TOK' ]"
+check dashboard-token-missing-403 "[ \$($CODE 'http://127.0.0.1:$PORT/') = 403 ] && [ \$($CODE 'http://127.0.0.1:$PORT/runs.json') = 403 ] && [ \$($CODE 'http://127.0.0.1:$PORT/events') = 403 ]"
+check dashboard-token-wrong-403 "[ \$($CODE 'http://127.0.0.1:$PORT/?token=00000000000000000000000000000000') = 403 ] && [ \$($CODE 'http://127.0.0.1:$PORT/?token=${TOK}0') = 403 ] && [ \$($CODE 'http://127.0.0.1:$PORT/?token=') = 403 ]"
+check dashboard-token-right-200 "[ \$($CODE 'http://127.0.0.1:$PORT/?token=$TOK') = 200 ] && [ \$($CODE 'http://127.0.0.1:$PORT/runs.json?token=$TOK') = 200 ]"
+kill $DB_PID; wait $DB_PID 2>/dev/null
+
+# ---- live: a replay through the proxy, recorded into a watched folder ----
+mkdir -p "$DB/w2/live" "$DB/w2/run"
+"$ATR" gen -q --kind requests --traces 90 --seed 7 -o "$DB/live.ndjson"
+bg_start up "$ATR" sim serve --port 0 --ttft 30 --itl 2
+UP=$BG_URL
+check dashboard-live-upstream "[ -n '$UP' ]"
+bg_start px "$ATR" proxy --port 0 --upstream "$UP" --record "$DB/w2/live/journal.ndjson"
+PX=$BG_URL PX_PID=$BG_PID
+check dashboard-live-proxy "[ -n '$PX' ]"
+db_start w2 "$DB/w2" --poll-ms 100 --idle 2 --proxy "$PX"
+W2=$DB_URL
+replay() {
+    "$ATR" replay llm "$DB/live.ndjson" --target "$PX" --rate 12 -q \
+        --save-result "$DB/w2/run/r.json" --requests-out "$DB/w2/run/r.ndjson" >"$DB/replay.out" 2>&1 &
+    RP_PID=$!
+    DB_PIDS="$DB_PIDS $RP_PID"
+}
+# partway : some records, not all, are seen while the replay still runs.
+partway() {
+    CURRENT=dashboard-live-partial
+    if wait_for 20 "curl -s '${W2}runs.json' | python3 -c \"
+import json, sys; r = [r for r in json.load(sys.stdin)['runs'] if r['run'] == 'w2/live/journal.ndjson']
+assert r and 0 < r[0]['done'] < 90 and r[0]['status'] == 'running'\"" && kill -0 $RP_PID; then pass
+    else fail "no part-way state seen: $(curl -s "${W2}runs.json" | head -c 300)"; fi
+}
+if [ ! -x "${CHROMIUM:-/usr/bin/chromium}" ]; then
+    CURRENT=dashboard-browser; fail "no chromium (scripts/deps.sh installs it)"
+    replay; partway
+elif [ ! -f "$ROOT/tests/node/node_modules/playwright-core/package.json" ]; then
+    CURRENT=dashboard-browser; fail "run 'npm ci' in $ROOT/tests/node"
+    replay; partway
+else
+    # The browser opens the page first; the replay starts once it is open,
+    # so a slow browser start cannot miss the run.
+    node "$ROOT/tests/node/dashboard-check.mjs" "$W2" "$DB/shots" \
+        w2/live/journal.ndjson w2/run/r.ndjson "$DB/ready" >"$DB/node.out" 2>&1 &
+    NODE_PID=$!
+    DB_PIDS="$DB_PIDS $NODE_PID"
+    wait_for 60 "[ -e '$DB/ready' ] || ! kill -0 $NODE_PID"
+    replay; partway
+    CURRENT=dashboard-browser
+    if wait $NODE_PID; then pass; else fail "node: $(tail -c 400 "$DB/node.out")"; fi
+    J=$DB/shots/check.json
+    check dashboard-browser-no-errors "python3 -c \"import json; c=json.load(open('$J')); assert not c['consoleErrors'] and not c['pageErrors'] and not c['foreign'] and not c['dialogs'], c\""
+    check dashboard-browser-sees-growth "python3 -c \"import json; c=json.load(open('$J')); assert 0 <= c['doneAtLoad'] < c['doneLater'] and c['versionAdvanced'] and c['sameDocument'], c\""
+    check dashboard-browser-final-status "python3 -c \"import json; f=json.load(open('$J'))['final']; assert f['w2/run/r.ndjson']['status'] == 'complete' and f['w2/live/journal.ndjson']['status'] == 'stopped', f\""
+    check dashboard-browser-sections "python3 -c \"import json; c=json.load(open('$J')); assert c['sectionsAfterReload'][:2] == ['live', 'overview'] and 'results' in c['sectionsAfterReload'], c\""
+    check dashboard-browser-nojs "python3 -c \"import json; n=json.load(open('$J'))['noJs']; assert n['done']['status'] == 'complete' and n['live']['status'] == 'stopped' and n['state'].startswith('state at update'), n\""
+    # The cells shown equal numpy's figures over the final files (2 decimals).
+    CURRENT=dashboard-browser-cells-numpy
+    if python3 - "$J" "$DB" "$DB/w2" <<'PY' 2>"$DB/cells.err"; then pass; else fail "$(tail -n 3 "$DB/cells.err")"; fi
+import json, sys
+sys.path.insert(0, sys.argv[2])
+from pct import figures
+final = json.load(open(sys.argv[1]))["final"]
+for run, path in (("w2/run/r.ndjson", "run/r.ndjson"), ("w2/live/journal.ndjson", "live/journal.ndjson")):
+    c, f = final[run]["cells"], figures(sys.argv[3] + "/" + path)
+    assert [int(c[3]), int(c[5]), int(c[6])] == [f["done"], f["ok"], f["failed"]], (run, c, f)
+    want = [f[k][p] for k in ("ttft_ms", "latency_ms") for p in ("p50", "p90", "p99")]
+    for shown, x in zip(c[8:14], want):
+        assert abs(float(shown) - x) <= 0.005 + 1e-9, (run, shown, x)
+PY
+    check dashboard-browser-screenshots "[ -s '$DB/shots/dashboard-live.png' ] && [ -s '$DB/shots/dashboard-runs.png' ] && [ -s '$DB/shots/dashboard-nojs.png' ]"
+fi
+wait $RP_PID 2>/dev/null
+curl -s "${W2}runs.json" >"$DB/w2.json"
+CURRENT=dashboard-live-final-numpy
+if same "$DB/w2.json" w2/run/r.ndjson "$DB/w2/run/r.ndjson" "$DB" 2>"$DB/same.err" &&
+   same "$DB/w2.json" w2/live/journal.ndjson "$DB/w2/live/journal.ndjson" "$DB" 2>>"$DB/same.err"; then pass
+else fail "$(tail -n 3 "$DB/same.err")"; fi
+# --proxy: the proxy's GET /records gave the same records as its journal.
+CURRENT=dashboard-proxy-feed-numpy
+if same "$DB/w2.json" "proxy $PX" "$DB/w2/live/journal.ndjson" "$DB" 2>"$DB/same.err"; then pass
+else fail "$(tail -n 3 "$DB/same.err")"; fi
+check dashboard-proxy-feed-no-content "curl -s -N --max-time 1 '$PX/records' | grep -q '^retry: 2000' && ! grep -q 'prompt_text\|\"content\"' '$DB/w2.json'"
+kill $PX_PID; wait $PX_PID 2>/dev/null    # the proxy: its feed ends, the run says so
+wait_for 10 "curl -s '${W2}runs.json' | grep -q '\"connected\":false'"
+check dashboard-proxy-disconnected "curl -s '${W2}runs.json' | grep -q '\"run\":\"proxy $PX\",\"kind\":\"proxy journal\",\"status\":\"[a-z]*\",\"done\":[1-9]'"
+check dashboard-journal-upstreams "python3 -c \"
+import json; r = [r for r in json.load(open('$DB/w2.json'))['runs'] if r['run'] == 'w2/live/journal.ndjson'][0]
+lines = [json.loads(l) for l in open('$DB/w2/live/journal.ndjson')]
+t = [l['meta']['ttft_ms'] for l in lines if l['meta']['status'] == 200 and l['meta']['ttft_ms'] is not None]
+want = [{'upstream': '$UP', 'policy': 'naive', 'requests': len(lines), 'ok': r['ok'], 'mean_ttft_ms': sum(t) / len(t)}]
+assert r['upstreams'] == want, (r['upstreams'], want)\""
+check dashboard-live-rate "python3 -c \"
+import json; r = [r for r in json.load(open('$DB/w2.json'))['runs'] if r['run'] == 'w2/live/journal.ndjson'][0]
+assert r['rate'] is not None and 1 < r['rate'] < 100, r\""
+for p in $DB_PIDS; do kill "$p" 2>/dev/null; done
+for p in $DB_PIDS; do wait "$p" 2>/dev/null; done

@@ -1,0 +1,98 @@
+// dashboard-check.mjs URL OUT_DIR LIVE_RUN DONE_RUN READY - opens a running
+// `atr dashboard` in headless Debian Chromium (playwright-core), writes the
+// file READY once the page is open (the caller starts a replay writing
+// into the watched folders then), and writes OUT_DIR/check.json: console and page
+// errors (a Content-Security-Policy violation is one), requests to any
+// other origin (refused), the LIVE_RUN row's "done" before and after an
+// update pushed by the event stream (no reload), the status the page shows
+// for LIVE_RUN once its file stops growing and for DONE_RUN once its
+// result lands, the final cells of both rows, and the same table with
+// JavaScript off (the state the page was built at). Screenshots of the
+// run list, the page, and the no-JS page go to OUT_DIR.
+import { chromium } from "playwright-core";
+import { writeFileSync } from "node:fs";
+
+const [url, outDir, liveRun, doneRun, ready] = process.argv.slice(2);
+if (!url || !outDir || !liveRun || !doneRun || !ready) {
+  console.error("usage: dashboard-check.mjs URL OUT_DIR LIVE_RUN DONE_RUN READY");
+  process.exit(2);
+}
+const origin = new URL(url).origin;
+const out = { consoleErrors: [], pageErrors: [], foreign: [], dialogs: [] };
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+  args: ["--no-sandbox", "--disable-gpu"],
+});
+
+async function open(javaScriptEnabled) {
+  const ctx = await browser.newContext({ javaScriptEnabled, viewport: { width: 1400, height: 900 } });
+  const page = await ctx.newPage();
+  page.on("console", (m) => { if (m.type() === "error") out.consoleErrors.push(m.text()); });
+  page.on("pageerror", (e) => out.pageErrors.push(String(e)));
+  page.on("dialog", async (d) => { out.dialogs.push(d.message()); await d.dismiss(); });
+  await page.route("**/*", (route) => {
+    const u = route.request().url();
+    if (u.startsWith(origin + "/")) return route.continue();
+    out.foreign.push(u);
+    return route.abort();
+  });
+  await page.goto(url, { waitUntil: "load" });
+  return page;
+}
+
+// The row of run as {status, cells}, or null.
+const rowOf = (page, run) => page.evaluate((run) => {
+  const tr = [...document.querySelectorAll("#runs-body tr")].find((r) => r.dataset.run === run);
+  return tr ? { status: tr.dataset.status, cells: [...tr.cells].map((c) => c.textContent) } : null;
+}, run);
+const DONE = 3;
+
+async function until(page, what, test, ms) {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await rowOf(page, what);
+    if (v && test(v)) return v;
+    if (Date.now() > end) return v;
+    await page.waitForTimeout(50);
+  }
+}
+
+try {
+  const page = await open(true);
+  await page.evaluate(() => { window.__sameDocument = 1; });
+  writeFileSync(ready, "");
+  await until(page, liveRun, () => true, 30000);
+  // The row and the version it belongs to, read together (an event may
+  // land between two reads).
+  const [doneAtLoad, pageVersion] = await page.evaluate((run) => {
+    const tr = [...document.querySelectorAll("#runs-body tr")].find((r) => r.dataset.run === run);
+    return [tr ? Number(tr.cells[3].textContent) : -1,
+            document.getElementById("live-state").dataset.version];
+  }, liveRun);
+  out.doneAtLoad = doneAtLoad;
+  const later = await until(page, liveRun, (v) => Number(v.cells[DONE]) > out.doneAtLoad, 20000);
+  out.doneLater = later ? Number(later.cells[DONE]) : -1;
+  out.versionAdvanced = (await page.$eval("#live-state", (e) => e.dataset.version)) !== pageVersion;
+  out.sameDocument = await page.evaluate(() => window.__sameDocument === 1);
+  await page.locator("#live").screenshot({ path: `${outDir}/dashboard-live.png` });
+  const done = await until(page, doneRun, (v) => v.status === "complete", 30000);
+  const stopped = await until(page, liveRun, (v) => v.status === "stopped", 30000);
+  out.final = { [doneRun]: done, [liveRun]: stopped };
+  out.sections = await page.$$eval("section[id]", (s) => s.map((e) => e.id));
+  await page.screenshot({ path: `${outDir}/dashboard-runs.png` });
+  // A fresh load: the report's sections from the files as they are now.
+  await page.reload({ waitUntil: "load" });
+  out.sectionsAfterReload = await page.$$eval("section[id]", (s) => s.map((e) => e.id));
+  const results = await page.$("#results");
+  if (results) await results.screenshot({ path: `${outDir}/dashboard-results.png` });
+  const nojs = await open(false);
+  out.noJs = {
+    done: await rowOf(nojs, doneRun),
+    live: await rowOf(nojs, liveRun),
+    state: await nojs.$eval("#live-state", (e) => e.textContent),
+  };
+  await nojs.screenshot({ path: `${outDir}/dashboard-nojs.png` });
+} finally {
+  writeFileSync(`${outDir}/check.json`, JSON.stringify(out, null, 1));
+  await browser.close();
+}
