@@ -109,6 +109,11 @@ static void guard_main(int fd, const struct atr_cg_host *h, struct atr_cg *root,
         struct atr_error ignored;
         atr_cg_remove(h, root, &ignored);
     }
+    /* Once more: a container caught between states the first time (its
+     * CLI killed mid-start, the engine's lock held by another run) is
+     * removed now that nothing of it runs. */
+    if (cleanup && cleanup[0])
+        run_cleanup(cleanup);
     if (workdirs[0])
         remove_run_dirs(workdirs, atr_pid);
     _exit(0);
