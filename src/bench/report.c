@@ -168,30 +168,6 @@ static void cell_release(struct cell *c)
     }
 }
 
-/* Both cells' values of metric m paired by round (the same repeat
- * indices on both sides, each once): an interleaved run, where a round's
- * drift hits both alike. The pairs go to a[i], b[i]; false otherwise. */
-static bool paired(const struct cell *ref, const struct cell *cand, int m, double *a, double *b)
-{
-    size_t n = ref->n[m];
-    if (n < 2 || cand->n[m] != n)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        size_t hits = 0;
-        for (size_t j = 0; j < n; j++)
-            if (cand->rep[m][j] == ref->rep[m][i]) {
-                b[i] = cand->v[m][j];
-                hits++;
-            }
-        for (size_t j = 0; j < n; j++)
-            hits += j != i && ref->rep[m][j] == ref->rep[m][i] ? 2 : 0;
-        if (hits != 1)
-            return false;
-        a[i] = ref->v[m][i];
-    }
-    return true;
-}
-
 /* ---- ratios and verdicts ---- */
 
 static struct ratio ratio_of(const struct cell *ref, const struct cell *cand, enum metric m,
@@ -203,8 +179,10 @@ static struct ratio ratio_of(const struct cell *ref, const struct cell *cand, en
     /* Rounds of an interleaved run are pairs; otherwise the two sides are
      * independent samples (docs/statistics.md). */
     double *a = xcalloc(ref->n[m], sizeof *a), *b = xcalloc(ref->n[m], sizeof *b);
-    if (paired(ref, cand, m, a, b))
-        atr_ci_ratio_paired(a, b, ref->n[m], &r.ci);
+    size_t pairs = atr_ci_pair_rounds(ref->rep[m], ref->v[m], ref->n[m], cand->rep[m],
+                                      cand->v[m], cand->n[m], a, b);
+    if (pairs >= 2 && pairs == ref->n[m] && pairs == cand->n[m])   /* every round, both sides */
+        atr_ci_ratio_paired(a, b, pairs, &r.ci);
     else
         atr_ci_ratio(ref->v[m], ref->n[m], cand->v[m], cand->n[m], ATR_CI_SEED, &r.ci);
     free(a);

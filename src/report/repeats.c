@@ -202,40 +202,16 @@ int atr_repeats_check(const struct atr_repeats *r, struct atr_error *err)
 /* ---- the table ---- */
 
 /* A group's values of metric m over its runs that succeeded; the number. */
-static size_t values_of(const struct group *g, size_t m, double *out)
+/* Metric m of g's successful runs, and (rounds not NULL) their repeats. */
+static size_t values_of(const struct group *g, size_t m, double *out, unsigned *rounds)
 {
     size_t k = 0;
     for (size_t i = 0; i < g->n; i++)
-        if (!g->runs[i].failed && !isnan(figure(&g->runs[i].row, m)))
+        if (!g->runs[i].failed && !isnan(figure(&g->runs[i].row, m))) {
+            if (rounds)
+                rounds[k] = g->runs[i].repeat;
             out[k++] = figure(&g->runs[i].row, m);
-    return k;
-}
-
-/* The figures of metric m of ref and g run in the same repeat (the same
- * round of an interleaved series: the same arrivals, the same drift), into
- * a[i] and b[i]; how many pairs. A repeat seen twice on a side: none. */
-static size_t pairs_of(const struct group *ref, const struct group *g, size_t m, double *a,
-                       double *b)
-{
-    size_t k = 0;
-    for (size_t i = 0; i < g->n; i++) {
-        const struct run *x = &g->runs[i], *y = NULL;
-        if (x->failed || isnan(figure(&x->row, m)) || !x->repeat)
-            continue;
-        for (size_t j = 0; j < ref->n; j++)
-            if (ref->runs[j].repeat == x->repeat) {
-                if (y)
-                    return 0;
-                y = &ref->runs[j];
-            }
-        if (!y || y->failed || isnan(figure(&y->row, m)))
-            continue;
-        for (size_t j = 0; j < i; j++)
-            if (g->runs[j].repeat == x->repeat)
-                return 0;
-        a[k] = figure(&y->row, m);
-        b[k++] = figure(&x->row, m);
-    }
+        }
     return k;
 }
 
@@ -279,21 +255,26 @@ static void estimate(const struct group *g, const struct group *ref, size_t m,
             return;
     }
     double *v = xcalloc(g->n + 1, sizeof *v);
-    size_t n = values_of(g, m, v);
+    unsigned *vk = xcalloc(g->n + 1, sizeof *vk);
+    size_t n = values_of(g, m, v, vk);
     atr_ci_median(v, n, ATR_CI_SEED, med);
     if (ref) {
         double *rv = xcalloc(ref->n + 1, sizeof *rv), *a = xcalloc(g->n + 1, sizeof *a),
                *b = xcalloc(g->n + 1, sizeof *b);
-        size_t rn = values_of(ref, m, rv), np = pairs_of(ref, g, m, a, b);
+        unsigned *rk = xcalloc(ref->n + 1, sizeof *rk);
+        size_t rn = values_of(ref, m, rv, rk);
+        size_t np = atr_ci_pair_rounds(rk, rv, rn, vk, v, n, a, b);
         if (np >= 2 && np == n && np == rn)     /* every repeat on both sides: pairs */
             atr_ci_ratio_paired(a, b, np, ratio);
         else
             atr_ci_ratio(rv, rn, v, n, ATR_CI_SEED, ratio);
         free(rv);
+        free(rk);
         free(a);
         free(b);
     }
     free(v);
+    free(vk);
 }
 
 static const struct group *naive_of(const struct atr_repeats *r, const struct group *g)

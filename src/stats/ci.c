@@ -397,6 +397,31 @@ void atr_ci_ratio_paired(const double *ref, const double *cand, size_t n, struct
     free(d);
 }
 
+static bool round_twice(const unsigned *round, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < i; j++)
+            if (round[i] == round[j])
+                return true;
+    return false;
+}
+
+size_t atr_ci_pair_rounds(const unsigned *ref_round, const double *ref, size_t n_ref,
+                          const unsigned *cand_round, const double *cand, size_t n_cand,
+                          double *ref_out, double *cand_out)
+{
+    if (round_twice(ref_round, n_ref) || round_twice(cand_round, n_cand))
+        return 0;
+    size_t k = 0;
+    for (size_t j = 0; j < n_cand; j++)
+        for (size_t i = 0; i < n_ref; i++)
+            if (ref_round[i] == cand_round[j]) {
+                ref_out[k] = ref[i];
+                cand_out[k++] = cand[j];
+            }
+    return k;
+}
+
 /* ---- within one run: a circular block bootstrap over its requests ---- */
 
 /* The block length: Politis and White's (2004) automatic choice for the

@@ -60,6 +60,14 @@ void atr_ci_ratio(const double *ref, size_t n_ref, const double *cand, size_t n_
  * the point, method "none". */
 void atr_ci_ratio_paired(const double *ref, const double *cand, size_t n, struct atr_ci *out);
 
+/* The pairs of two variants' values by round: ref[i] and cand[j] pair
+ * when ref_round[i] == cand_round[j]; into ref_out[k], cand_out[k] (room
+ * for the smaller side). How many pairs; 0 when a round is seen twice on
+ * a side (no pairing can be trusted then). */
+size_t atr_ci_pair_rounds(const unsigned *ref_round, const double *ref, size_t n_ref,
+                          const unsigned *cand_round, const double *cand, size_t n_cand,
+                          double *ref_out, double *cand_out);
+
 /* The ratio of one new value cand to ref's median over repeats, for a
  * result with no repeats of its own (a nightly point against its rolling
  * baseline): the t interval on log values with ref's spread standing for

@@ -347,6 +347,14 @@ static void test_block_bootstrap_exact(void **state)
 {
     size_t n = 3001;
     double *v = xmalloc(n * sizeof *v);
+    /* pairing by round: order does not matter, a missing round drops its
+     * pair, a round seen twice pairs nothing */
+    const unsigned ra[] = {1, 2, 3}, rb[] = {3, 1}, twice[] = {1, 1};
+    const double va[] = {10, 20, 30}, vb[] = {33, 11};
+    double pa[3], pb[3];
+    assert_int_equal(atr_ci_pair_rounds(ra, va, 3, rb, vb, 2, pa, pb), 2);
+    assert_true(pa[0] == 30 && pb[0] == 33 && pa[1] == 10 && pb[1] == 11);
+    assert_int_equal(atr_ci_pair_rounds(ra, va, 3, twice, vb, 2, pa, pb), 0);
     struct atr_rng r;
     atr_rng_seed(&r, 33, 0);
     for (size_t i = 0; i < n; i++)
