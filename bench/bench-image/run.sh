@@ -34,12 +34,14 @@ rows = {}
 for v, label in (("baseline", "host command"), ("human", "image (podman)")):
     rs = [json.load(open(f"{w}/r{i}/results/a1b2c3d4_{v}_result.json")) for i in range(1, runs + 1)]
     assert all(r["outcome"] == "success" for r in rs), [r["error"] for r in rs]
-    med = lambda xs: statistics.median(xs)
-    rows[label] = (med([r["timing"]["startup_s"] for r in rs]) * 1000,
-                   med([r["timing"]["teardown_s"] for r in rs]) * 1000,
-                   med([r["server_exit"]["memory_peak_bytes"] for r in rs]) / 2**20)
-print(f"| start | startup ms (median of {runs}) | teardown ms | memory peak MiB |")
+    def fig(xs, scale, digits):   # median [min .. max]
+        xs = [x * scale for x in xs]
+        return f"{statistics.median(xs):.{digits}f} [{min(xs):.{digits}f} .. {max(xs):.{digits}f}]"
+    rows[label] = (fig([r["timing"]["startup_s"] for r in rs], 1000, 0),
+                   fig([r["timing"]["teardown_s"] for r in rs], 1000, 0),
+                   fig([r["server_exit"]["memory_peak_bytes"] for r in rs], 2**-20, 1))
+print(f"| start | startup ms, median [min .. max] of {runs} | teardown ms | memory peak MiB |")
 print("|---|---:|---:|---:|")
 for k, (s, t, m) in rows.items():
-    print(f"| {k} | {s:.0f} | {t:.0f} | {m:.1f} |")
+    print(f"| {k} | {s} | {t} | {m} |")
 PY
