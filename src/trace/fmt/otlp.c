@@ -128,7 +128,8 @@ static bool value_count(const struct atr_json *v, int64_t *out)
 /* The attributes a step takes, by name; everything else (content first
  * of all) is passed over unread. Earlier names of one field win. */
 enum attr_field { A_OP, A_MODEL, A_IN, A_OUT, A_CACHED, A_MAX, A_TOOL, A_AGENT, A_AGENT_ID,
-                  A_CONVERSATION, A_REQUEST_TYPE, A_ATR_TRACE_ID, A_EXIT, A_N };
+                  A_CONVERSATION, A_REQUEST_TYPE, A_OI_KIND, A_AI_OP, A_TL_KIND, A_TL_NAME,
+                  A_ATR_TRACE_ID, A_EXIT, A_N };
 static const struct {
     const char *key;
     enum attr_field field;
@@ -137,22 +138,39 @@ static const struct {
     {"gen_ai.request.model", A_MODEL},
     {"gen_ai.response.model", A_MODEL},
     {"llm.request.model", A_MODEL},
+    {"llm.model_name", A_MODEL},                      /* OpenInference */
+    {"ai.model.id", A_MODEL},                         /* Vercel AI SDK */
     {"gen_ai.usage.input_tokens", A_IN},
     {"gen_ai.usage.prompt_tokens", A_IN},
     {"llm.usage.prompt_tokens", A_IN},
+    {"llm.token_count.prompt", A_IN},
+    {"ai.usage.inputTokens", A_IN},
+    {"ai.usage.promptTokens", A_IN},
     {"gen_ai.usage.output_tokens", A_OUT},
     {"gen_ai.usage.completion_tokens", A_OUT},
     {"llm.usage.completion_tokens", A_OUT},
+    {"llm.token_count.completion", A_OUT},
+    {"ai.usage.outputTokens", A_OUT},
+    {"ai.usage.completionTokens", A_OUT},
     {"gen_ai.usage.cache_read.input_tokens", A_CACHED},
     {"gen_ai.usage.cached_input_tokens", A_CACHED},
     {"gen_ai.usage.cache_read_input_tokens", A_CACHED},
+    {"llm.token_count.prompt_details.cache_read", A_CACHED},
     {"gen_ai.request.max_tokens", A_MAX},
+    {"ai.settings.maxOutputTokens", A_MAX},
+    {"ai.settings.maxTokens", A_MAX},
     {"gen_ai.tool.name", A_TOOL},
+    {"tool.name", A_TOOL},                            /* OpenInference */
+    {"ai.toolCall.name", A_TOOL},
     {"gen_ai.agent.name", A_AGENT},
     {"gen_ai.agent.id", A_AGENT_ID},
     {"gen_ai.conversation.id", A_CONVERSATION},
     {"session.id", A_CONVERSATION},
     {"llm.request.type", A_REQUEST_TYPE},
+    {"openinference.span.kind", A_OI_KIND},
+    {"ai.operationId", A_AI_OP},
+    {"traceloop.span.kind", A_TL_KIND},
+    {"traceloop.entity.name", A_TL_NAME},
     {"atr.trace_id", A_ATR_TRACE_ID},   /* written by atr's OTLP writer (trace/otlp.h) */
     {"process.exit.code", A_EXIT},
 };
@@ -258,9 +276,44 @@ static bool name_is(const char *name, const char *word)
     return name && strncmp(name, word, n) == 0 && (name[n] == '\0' || name[n] == ' ');
 }
 
-static enum span_kind kind_of(const char *op, const char *name, const char *request_type)
+/* The span's kind in the dialects that do not (or not yet) say
+ * gen_ai.operation.name: OpenInference's span kind, the Vercel AI SDK's
+ * operation id (the provider call doGenerate/doStream is the step; the
+ * ai.generateText around it is a wrapper that repeats its usage) and
+ * OpenLLMetry's decorators (@agent, @tool). */
+static enum span_kind dialect_kind(const char *oi_kind, const char *ai_op, const char *tl_kind)
+{
+    if (oi_kind)
+        return strcmp(oi_kind, "LLM") == 0     ? SPAN_LLM
+               : strcmp(oi_kind, "TOOL") == 0  ? SPAN_TOOL
+               : strcmp(oi_kind, "AGENT") == 0 ? SPAN_AGENT
+                                                : SPAN_OTHER;
+    if (ai_op) {
+        size_t n = strlen(ai_op);
+        bool call = (n > 11 && strcmp(ai_op + n - 11, ".doGenerate") == 0) ||
+                    (n > 9 && strcmp(ai_op + n - 9, ".doStream") == 0);
+        return call ? SPAN_LLM : strcmp(ai_op, "ai.toolCall") == 0 ? SPAN_TOOL : SPAN_OTHER;
+    }
+    if (tl_kind)
+        return strcmp(tl_kind, "agent") == 0 ? SPAN_AGENT
+               : strcmp(tl_kind, "tool") == 0 ? SPAN_TOOL
+                                               : SPAN_OTHER;
+    return SPAN_OTHER;
+}
+
+/* gen_ai.operation.name wins over every dialect; without it the
+ * dialect's own kind, then the span name, then OpenLLMetry's request type. */
+static enum span_kind kind_of(const struct attrs *a, const char *name)
 {
     static const char *const llm_ops[] = {"chat", "text_completion", "generate_content"};
+    const char *op = value_str(a->v[A_OP]);
+    const char *request_type = value_str(a->v[A_REQUEST_TYPE]);
+    if (!op) {
+        enum span_kind d = dialect_kind(value_str(a->v[A_OI_KIND]), value_str(a->v[A_AI_OP]),
+                                        value_str(a->v[A_TL_KIND]));
+        if (d != SPAN_OTHER)
+            return d;
+    }
     const char *k = op ? op : name;
     for (size_t i = 0; i < 3; i++)
         if (name_is(k, llm_ops[i]))
@@ -316,18 +369,38 @@ static const char *span_label(const struct span *s, const struct attrs *a, const
     const char *v = NULL;
     if (s->kind == SPAN_AGENT) {
         v = value_str(a->v[A_AGENT]);
+        if (!v)
+            v = value_str(a->v[A_TL_NAME]);
         if (!v && name && strchr(name, ' '))
             v = strchr(name, ' ') + 1;
         if (!v)
             v = value_str(a->v[A_AGENT_ID]);
     } else if (s->kind == SPAN_TOOL) {
         v = value_str(a->v[A_TOOL]);
+        if (!v)
+            v = value_str(a->v[A_TL_NAME]);
         if (!v && name && strchr(name, ' '))
             v = strchr(name, ' ') + 1;
     } else if (s->kind == SPAN_LLM) {
         v = value_str(a->v[A_MODEL]);
     }
     return v && *v ? v : NULL;
+}
+
+/* status.code: 1 ok, 2 error, else unset; a number or, as the protobuf
+ * JSON mapping also allows (OpenInference exports it so), the enum's name. */
+static int8_t status_code(const struct atr_json *status)
+{
+    const struct atr_json *c = atr_json_is(status, ATR_JSON_OBJECT) ? atr_json_get(status, "code")
+                                                                     : NULL;
+    int64_t code = 0;
+    if (atr_json_is(c, ATR_JSON_STRING))
+        code = strcmp(c->u.str.s, "STATUS_CODE_OK") == 0      ? 1
+               : strcmp(c->u.str.s, "STATUS_CODE_ERROR") == 0 ? 2
+                                                              : 0;
+    else
+        atr_json_get_i64(status, "code", &code);
+    return (int8_t)(code == 1 || code == 2 ? code : 0);
 }
 
 static struct span *new_span(struct atr_reader *r, struct otlp_state *st, const struct atr_json *j)
@@ -369,15 +442,12 @@ static int read_span(struct atr_reader *r, struct otlp_state *st, const struct a
     if (s->end && s->end < s->start)
         return atr_reader_fail_at(r, atr_json_get(j, "endTimeUnixNano"),
                                   "span ends before it starts");
-    s->kind = kind_of(value_str(a.v[A_OP]), name, value_str(a.v[A_REQUEST_TYPE]));
+    s->kind = kind_of(&a, name);
     s->name = keep_str(st, span_label(s, &a, name));
     s->conversation = keep_str(st, value_str(a.v[A_CONVERSATION]));
     s->atr_trace_id = keep_str(st, value_str(a.v[A_ATR_TRACE_ID]));
     s->service = service;
-    const struct atr_json *status = atr_json_get(j, "status");
-    int64_t code = 0;
-    if (atr_json_is(status, ATR_JSON_OBJECT) && atr_json_get_i64(status, "code", &code))
-        s->status = (int8_t)(code == 1 || code == 2 ? code : 0);
+    s->status = status_code(atr_json_get(j, "status"));
     if (read_exit(r, &a, &s->exit_code) < 0 || attr_count(r, &a, A_IN, &s->in) < 0 || attr_count(r, &a, A_OUT, &s->out) < 0 ||
         attr_count(r, &a, A_CACHED, &s->cached) < 0 || attr_count(r, &a, A_MAX, &s->max_tokens) < 0)
         return -1;
