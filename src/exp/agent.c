@@ -126,7 +126,7 @@ static void keep_step(struct agent *a, struct ses_rt *rt, const struct atr_step_
     }
     struct atr_agent_step *st = &o->steps[o->n_steps++];
     *st = (struct atr_agent_step){
-        .session = rt->i, .after_turn = rt->before[m->step_id], .start_s = rt->step_start,
+        .session = rt->i, .turns_before = rt->before[m->step_id], .start_s = rt->step_start,
         .end_s = end, .failed = step_failed(m), .skipped = m->skipped != NULL,
         .latency_ms = m->latency_ms, .cpu_ms = m->cpu_ms, .max_rss_mb = m->max_rss_mb,
         .exit_code = m->exit_code,
@@ -137,7 +137,7 @@ static void keep_step(struct agent *a, struct ses_rt *rt, const struct atr_step_
     atr_jw_object_begin(&w);
     atr_jw_kv_str(&w, "kind", "tool");
     atr_jw_kv_uint(&w, "session", rt->i);
-    atr_jw_kv_uint(&w, "after_turn", st->after_turn);
+    atr_jw_kv_int(&w, "after_turn", (int64_t)st->turns_before - 1);
     atr_jw_kv_fixed(&w, "start_s", st->start_s, 6);
     atr_jw_kv_fixed(&w, "end_s", st->end_s, 6);
     atr_step_metrics_members(&w, a->cfg->config, m);
@@ -401,7 +401,7 @@ static void add_steps(struct atr_agent_result *r, const struct atr_agent_holds *
             s->tool_peak_rss_mb = st->max_rss_mb;
         if (st->end_s > s->end_s)
             s->end_s = st->end_s;
-        if (st->after_turn + 1 == holds[st->session].n && st->end_s > tail_end[st->session])
+        if (st->turns_before + 1 == holds[st->session].n && st->end_s > tail_end[st->session])
             tail_end[st->session] = st->end_s;
     }
 }

@@ -53,7 +53,8 @@ struct atr_agent_cfg {
 /* One tool step as it ran (or was skipped). */
 struct atr_agent_step {
     size_t session;
-    size_t after_turn;                   /* llm turns of its trace before it */
+    size_t turns_before;                 /* llm turns of its trace before it ("after_turn":
+                                            turns_before - 1, -1: before the first) */
     double start_s, end_s;               /* on the llm records' clock */
     bool failed;                         /* ran and failed (see stop_on_tool_fail) */
     bool skipped;
