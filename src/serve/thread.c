@@ -1,6 +1,6 @@
-/* sim-thread.c - an in-process `atr sim serve` on its own thread (see
- * sim-thread.h). */
-#include "exp/sim-thread.h"
+/* thread.c - an in-process `atr sim serve` on its own thread (see
+ * thread.h). */
+#include "serve/thread.h"
 
 #include <event2/event.h>
 #include <fcntl.h>

@@ -26,8 +26,8 @@
  * and their lines, its sessions; atr_agent_result_release frees them.
  * cfg and what it points to (traces, runner, workload) are borrowed for
  * the call; step metrics' strings point into the traces. */
-#ifndef ATR_EXP_AGENT_H
-#define ATR_EXP_AGENT_H
+#ifndef ATR_RUNNER_AGENT_H
+#define ATR_RUNNER_AGENT_H
 
 #include <stdbool.h>
 #include <stddef.h>

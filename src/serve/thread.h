@@ -1,12 +1,12 @@
-/* sim-thread.h - atr's engine model served over HTTP in real time on a
+/* thread.h - atr's engine model served over HTTP in real time on a
  * thread of this process (as `atr sim serve --profile` does), so a driver
  * that needs wall-clock replies (atr replay agent against sim:GPU/MODEL)
  * can talk to it like any server.
  *
  * Memory: the thread owns its event loop, server and URL; the profile is
  * copied. atr_sim_thread_stop ends the thread and frees everything. */
-#ifndef ATR_EXP_SIM_THREAD_H
-#define ATR_EXP_SIM_THREAD_H
+#ifndef ATR_SERVE_THREAD_H
+#define ATR_SERVE_THREAD_H
 
 #include "sim/cost.h"
 #include "sim/engine.h"

@@ -1,6 +1,6 @@
 /* agent.c - llm turns and real tool steps of sessions in one causal
  * timeline (see agent.h). */
-#include "exp/agent.h"
+#include "runner/agent.h"
 
 #include <fcntl.h>
 #include <pthread.h>
