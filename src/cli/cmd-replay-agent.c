@@ -518,45 +518,72 @@ static void put_split(struct atr_jw *w, const struct atr_agent_result *r)
     atr_jw_object_end(w);
 }
 
-static int result_json(struct atr_buf *b, const struct agent_args *a, const struct target *tg,
-                       const struct atr_agent_result *r)
+/* vLLM's figures of the llm requests (as replay llm reports them). */
+static void bench_config(const struct agent_args *a, const struct target *tg,
+                         const struct inputs *in, const struct atr_agent_result *r,
+                         struct atr_llm_bench_config *bc)
+{
+    const struct llm_report_opts *o = &a->report;
+    *bc = (struct atr_llm_bench_config){
+        .backend = tg->sim ? "sim" : a->api == ATR_LLM_CHAT ? "openai-chat" : "openai",
+        .model_id = tg->model, .num_prompts = (int64_t)r->llm.total,
+        .request_rate = atr_schedule_request_rate(&a->sched.schedule, &in->w),
+        .schedule = atr_schedule_kind_name(a->sched.schedule.kind),
+        .session_rate = atr_schedule_session_rate(&a->sched.schedule, &in->w),
+        .time_scale = a->sched.schedule.time_scale,
+        .burstiness = a->sched.schedule.burstiness,
+        .max_concurrency = a->sched.max_concurrency, .incomplete = r->incomplete,
+        .slo_ttft_ms = o->slo_ttft_ms, .slo_tpot_ms = o->slo_tpot_ms,
+        .slo_e2el_ms = o->slo_e2el_ms, .slo_session_ms = o->slo_session_ms,
+        .n_percentiles = o->n_percentiles,
+    };
+    memcpy(bc->percentiles, o->percentiles, sizeof bc->percentiles);
+}
+
+static void put_agent(struct atr_jw *w, const struct atr_agent_result *r)
 {
     struct totals t;
     count(r, &t);
+    atr_jw_key(w, "agent");
+    atr_jw_object_begin(w);
+    atr_jw_kv_uint(w, "sessions", r->n_sessions);
+    atr_jw_kv_uint(w, "turns", t.turns);
+    atr_jw_kv_uint(w, "turns_ok", t.ok);
+    atr_jw_kv_uint(w, "turns_dropped", t.dropped);
+    atr_jw_kv_uint(w, "tool_steps", t.steps);
+    atr_jw_kv_uint(w, "tool_failed", t.failed);
+    atr_jw_kv_uint(w, "sessions_stopped", t.stopped);
+    atr_jw_kv_fixed(w, "duration_s", t.duration_s, 6);
+    atr_jw_kv_fixed(w, "completion_p50_s", pct(r, 50), 6);
+    atr_jw_kv_fixed(w, "completion_p90_s", pct(r, 90), 6);
+    atr_jw_kv_fixed(w, "tool_peak_rss_mb", t.peak_mb, 3);
+    atr_jw_kv_fixed(w, "tool_cpu_s", t.cpu_s, 6);
+    atr_jw_kv_fixed(w, "tool_exec_s", t.exec_s, 6);
+    put_split(w, r);
+    atr_jw_key(w, "per_session");
+    atr_jw_array_begin(w);
+    for (size_t i = 0; i < r->n_sessions; i++)
+        put_session(w, &r->sessions[i]);
+    atr_jw_array_end(w);
+    atr_jw_object_end(w);
+}
+
+/* The result object: vLLM's members of the requests, then "atr" with the
+ * run's settings and "agent". */
+static int result_json(struct atr_buf *b, const struct agent_args *a, const struct target *tg,
+                       const struct atr_llm_summary *sum, const struct atr_llm_bench_config *bc,
+                       const struct atr_agent_result *r)
+{
     struct atr_jw w;
-    atr_jw_init(&w, b, ATR_JW_COMPACT);
-    atr_jw_object_begin(&w);
-    atr_jw_kv_str(&w, "model_id", tg->model);
-    atr_jw_kv_fixed(&w, "duration", t.duration_s, 6);
-    atr_jw_kv_uint(&w, "completed", t.ok);
-    atr_jw_key(&w, "atr");
-    atr_jw_object_begin(&w);
+    atr_jw_init(&w, b, ATR_JW_PYTHON);
+    atr_llm_result_begin(&w, sum, bc);
     atr_jw_kv_str(&w, "command", "replay agent");
     atr_jw_kv_str(&w, "target", a->target);
     atr_jw_kv_str(&w, "config", atr_replay_config_name(a->ro.config));
     atr_jw_kv_str(&w, "on_tool_fail", a->stop_on_fail ? "stop" : "continue");
     atr_jw_kv_bool(&w, "incomplete", r->incomplete);
-    atr_jw_key(&w, "agent");
-    atr_jw_object_begin(&w);
-    atr_jw_kv_uint(&w, "sessions", r->n_sessions);
-    atr_jw_kv_uint(&w, "turns", t.turns);
-    atr_jw_kv_uint(&w, "turns_ok", t.ok);
-    atr_jw_kv_uint(&w, "turns_dropped", t.dropped);
-    atr_jw_kv_uint(&w, "tool_steps", t.steps);
-    atr_jw_kv_uint(&w, "tool_failed", t.failed);
-    atr_jw_kv_fixed(&w, "completion_p50_s", pct(r, 50), 6);
-    atr_jw_kv_fixed(&w, "completion_p90_s", pct(r, 90), 6);
-    atr_jw_kv_fixed(&w, "tool_peak_rss_mb", t.peak_mb, 3);
-    atr_jw_kv_fixed(&w, "tool_cpu_s", t.cpu_s, 6);
-    put_split(&w, r);
-    atr_jw_key(&w, "per_session");
-    atr_jw_array_begin(&w);
-    for (size_t i = 0; i < r->n_sessions; i++)
-        put_session(&w, &r->sessions[i]);
-    atr_jw_array_end(&w);
-    atr_jw_object_end(&w);
-    atr_jw_object_end(&w);
-    atr_jw_object_end(&w);
+    put_agent(&w, r);
+    atr_llm_result_end(&w);
     atr_jw_newline(&w);
     return atr_jw_finish(&w);
 }
@@ -612,6 +639,7 @@ static int open_outs(const struct agent_args *a, struct outs *o)
 
 static int write_outs(const struct agent_args *a, const struct target *tg,
                       const struct inputs *in, const struct atr_agent_result *r,
+                      const struct atr_llm_summary *sum, const struct atr_llm_bench_config *bc,
                       struct outs *o)
 {
     struct atr_buf b = ATR_BUF_INIT;
@@ -621,7 +649,7 @@ static int write_outs(const struct agent_args *a, const struct target *tg,
         if (!o->v[k])
             continue;
         atr_buf_clear(&b);
-        if ((k == 0 ? result_json(&b, a, tg, r) : requests_lines(&b, in, r)) < 0)
+        if ((k == 0 ? result_json(&b, a, tg, sum, bc, r) : requests_lines(&b, in, r)) < 0)
             rc = atr_error_set(&err, "output too large");
         else if (b.len && atr_output_write(o->v[k], b.data, b.len, &err) < 0)
             rc = -1;
@@ -673,11 +701,23 @@ static int run_agent(struct agent_args *a, const struct target *tg, const struct
 static int report(const struct agent_args *a, const struct target *tg, const struct inputs *in,
                   const struct atr_agent_result *res, struct outs *o)
 {
-    int rc = write_outs(a, tg, in, res, o);
+    struct atr_llm_bench_config bc;
+    struct atr_llm_summary sum;
+    struct atr_error err;
+    bench_config(a, tg, in, res, &bc);
+    if (atr_llm_summarize(res->llm.recs, res->llm.n, &bc, &sum, &err) < 0)
+        return cli_fail_err(&err);
+    int rc = write_outs(a, tg, in, res, &sum, &bc, o);
+    if (rc == EXIT_OK && !a->report.quiet) {
+        struct atr_buf b = ATR_BUF_INIT;
+        atr_llm_write_block(&b, &sum, &bc);
+        fputs(b.data ? b.data : "", stdout);
+        atr_buf_release(&b);
+        print_block(res, atr_replay_config_name(a->ro.config));
+    }
+    atr_llm_summary_release(&sum);
     if (rc != EXIT_OK)
         return rc;
-    if (!a->report.quiet)
-        print_block(res, atr_replay_config_name(a->ro.config));
     struct totals t;
     count(res, &t);
     if (res->incomplete) {
