@@ -122,3 +122,7 @@ check "ctrl-c: nothing left (processes, cgroups, work directories)" \
     "[ -z \"\$(sh '$DATA/replay/leftovers.sh' $pid '$A')\" ]"
 
 for p in $AG_PIDS; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+
+# atr report shows the split of a replay agent result, per session too.
+ok "report of a replay agent result" "$ATR" report "$A/r.json" -o "$A/report.html"
+check "report: the agent table with both sessions" "grep -q 'Agent sessions: model vs tool time' '$A/report.html' && grep -q '<td>  agent/a</td>' '$A/report.html' && grep -q '<td>  agent/b</td>' '$A/report.html'"
