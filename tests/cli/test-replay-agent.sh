@@ -93,6 +93,28 @@ ok "max-concurrency 1 queues the sessions" $RA "$DATA/agent/two.ndjson" --target
     --rate inf --max-concurrency 1 -q --save-result "$A/mc.json" --requests-out "$A/mc.ndjson"
 check "max-concurrency: causal order, split adds up" "python3 '$A/check.py' '$A/mc.json' '$A/mc.ndjson'"
 
+# --image: the session's tool steps in a container of a real image
+# (podman-imported busybox), one for the whole trace, removed afterwards.
+if [ "$(id -u)" != 0 ] || ! command -v podman >/dev/null 2>&1 || [ ! -x /bin/busybox ]; then
+    echo "skipped: replay agent --image needs root, podman and /bin/busybox" >&2
+else
+    AID=atragent$(echo "$T" | cksum | cut -d' ' -f1)
+    mkdir -p "$A/rf/bin" "$A/rf/testbed"
+    cp /bin/busybox "$A/rf/bin/"
+    for l in sh cat grep test echo sleep; do ln -s busybox "$A/rf/bin/$l"; done
+    echo hello >"$A/rf/testbed/README"
+    tar -C "$A/rf" -cf "$A/rf.tar" . && podman import --change WORKDIR=/testbed "$A/rf.tar" "$AID" >/dev/null 2>&1
+    printf '%s\n' '{"format":"atr-trace/1","trace_id":"t/img","steps":[{"kind":"llm","input_tokens":8,"output_tokens":2},{"kind":"tool","tool":"bash","command":"grep -qx hello README && echo x > made","cwd":"/testbed"},{"kind":"llm","input_tokens":8,"output_tokens":2},{"kind":"tool","tool":"bash","command":"test -f made","cwd":"/testbed"}]}' >"$A/img.ndjson"
+    ok "image: steps in the container" "$ATR" replay agent -q --workdir "$A" --image "$AID" "$A/img.ndjson" \
+        --target "$URL" --save-result "$A/img.json" --requests-out "$A/img-q.ndjson"
+    check "image: both steps ran there and succeeded" "python3 -c \"
+import json; l=[json.loads(x) for x in open('$A/img-q.ndjson')]; t=[x for x in l if x['kind']=='tool']
+assert len(t)==2 and all(x['exit_code']==0 for x in t), t\""
+    check "image: causal order, split adds up" "python3 '$A/check.py' '$A/img.json' '$A/img-q.ndjson'"
+    check "image: no container left" "[ -z \"\$(podman ps -a --format '{{.Image}}' | grep -F 'localhost/$AID:latest')\" ]"
+    podman rmi -f "$AID" >/dev/null 2>&1
+fi
+
 # Bad input: one line, no output file.
 fails "missing target" 2 "missing --target" $RA "$DATA/agent/two.ndjson"
 fails "missing trace" 2 "missing TRACE" $RA --target "$URL"
