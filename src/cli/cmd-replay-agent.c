@@ -6,7 +6,9 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/cmd.h"
@@ -70,6 +72,11 @@ const char cmd_replay_agent_help[] =
     "                            (default 120)\n"
     "      --sandbox MODE        ns (default) or none (run on the host)\n"
     "      --allow-network       keep the host network inside the sandbox\n"
+    "      --rootfs DIR          run steps inside an exported root file system\n"
+    "      --bind DIR            a host folder the sandboxed steps may write (up to 3)\n"
+    "      --controller K        dynamic: psi-poll (default) or psi-trigger\n"
+    "      --interval MS         psi-poll interval (default 50)\n"
+    "      --max-output SIZE     captured output per step (default 1M)\n"
     "      --image IMAGE         run each trace's steps in a container of IMAGE\n"
     "      --container-cli C     podman (default), docker, or a path to one\n"
     "      --workdir DIR         where per-trace directories go (default $TMPDIR)\n"
@@ -97,6 +104,7 @@ struct agent_args {
     struct sched_opts sched;
     struct llm_report_opts report;
     struct atr_ctr_cli ctr_cli;
+    char bind_paths[ATR_REPLAY_MAX_BINDS][PATH_MAX];   /* ro.binds point here */
     int first_arg;
 };
 
@@ -163,6 +171,19 @@ static bool opt_pids_max(void *b, const char *arg, const char *cmd)
     return true;
 }
 
+static bool opt_bind(void *b, const char *arg, const char *cmd)
+{
+    struct agent_args *a = b;
+    int i = a->ro.n_binds;
+    struct stat st;
+    (void)cmd;
+    if (i == ATR_REPLAY_MAX_BINDS || !realpath(arg, a->bind_paths[i]) ||
+        stat(a->bind_paths[i], &st) < 0 || !S_ISDIR(st.st_mode))
+        return false;
+    a->ro.binds[a->ro.n_binds++] = a->bind_paths[i];
+    return true;
+}
+
 static bool opt_tool_timeout(void *b, const char *arg, const char *cmd)
 {
     unsigned long long v;
@@ -200,6 +221,13 @@ static const struct opt options[] = {
     OPT_ENUM(ARGS, ro.sandbox, "sandbox", 0, OPT_WORDS("none", "ns"),
              "--sandbox wants ns or none"),
     OPT_FLAG(ARGS, ro.allow_network, "allow-network", 0),
+    OPT_STRING(ARGS, ro.rootfs, "rootfs", 0),
+    OPT_CALL("bind", 0, opt_bind, "--bind wants an existing folder (at most 3)"),
+    OPT_ENUM(ARGS, ro.controller, "controller", 0, OPT_WORDS("psi-poll", "psi-trigger"),
+             "--controller wants psi-poll or psi-trigger"),
+    OPT_UINT(ARGS, ro.interval_ms, "interval", 0, 1, 60000, "--interval wants 1..60000 ms"),
+    OPT_SIZE(ARGS, ro.max_output, "max-output", 0, 0, SIZE_MAX,
+             "--max-output wants a size like 1M"),
     OPT_STRING(ARGS, ro.image, "image", 0),
     OPT_STRING(ARGS, container_cli, "container-cli", 0),
     OPT_STRING(ARGS, ro.workdir, "workdir", 0),
@@ -249,9 +277,12 @@ static int parse_args(int argc, char **argv, struct agent_args *a)
                          "dynamic, got '%s'", a->config);
     if (a->container_cli && !a->ro.image)
         return cli_usage("replay agent", "--container-cli needs --image");
-    if (a->ro.image && !a->ro.sandbox)
+    if (a->ro.image && (!a->ro.sandbox || a->ro.rootfs))
         return cli_usage("replay agent", "--image runs steps in the sandbox on the container's "
-                         "root: not with --sandbox none");
+                         "root: not with --sandbox none or --rootfs");
+    if ((a->ro.rootfs || a->ro.n_binds) && !a->ro.sandbox)
+        return cli_usage("replay agent", "--rootfs and --bind need the sandbox: not with "
+                         "--sandbox none");
     const char *tmpdir = getenv("TMPDIR");
     if (!a->ro.workdir && tmpdir && *tmpdir)
         a->ro.workdir = tmpdir;
@@ -381,10 +412,27 @@ static int open_target(const struct agent_args *a, struct target *tg)
     return EXIT_OK;
 }
 
+/* The folders the options name, before anything runs. */
+static int check_paths(const struct agent_args *a)
+{
+    struct stat st;
+    char sh[PATH_MAX];
+    if (a->ro.rootfs && (stat(a->ro.rootfs, &st) < 0 || !S_ISDIR(st.st_mode) ||
+                         snprintf(sh, sizeof sh, "%s/bin/sh", a->ro.rootfs) >= (int)sizeof sh ||
+                         lstat(sh, &st) < 0))
+        return cli_fail("%s: not a root filesystem: no /bin/sh in it (--rootfs)", a->ro.rootfs);
+    if (a->ro.workdir && (stat(a->ro.workdir, &st) < 0 || !S_ISDIR(st.st_mode)))
+        return cli_fail("%s: not a directory (--workdir)", a->ro.workdir);
+    return EXIT_OK;
+}
+
 /* The sandbox and the container engine, before anything runs. */
 static int check_host(struct agent_args *a)
 {
     struct atr_error err;
+    int rc = check_paths(a);
+    if (rc != EXIT_OK)
+        return rc;
     if (a->ro.sandbox && atr_spawn_probe_sandbox(a->ro.allow_network, &err) < 0)
         return cli_usage("replay agent", "%s: pass --sandbox none to run steps on the host",
                          err.msg);

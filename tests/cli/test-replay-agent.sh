@@ -115,6 +115,23 @@ assert len(t)==2 and all(x['exit_code']==0 for x in t), t\""
     podman rmi -f "$AID" >/dev/null 2>&1
 fi
 
+# The default sandbox (root: namespaces, seccomp, read-only root) and
+# --rootfs: the steps run jailed, files still carry across steps.
+if [ "$(id -u)" = 0 ] && [ -x /bin/busybox ]; then
+    ok "sandbox: the default jail" "$ATR" replay agent -q --workdir "$A" "$DATA/agent/two.ndjson" \
+        --target "$URL" --rate inf --save-result "$A/sb.json" --requests-out "$A/sb.ndjson"
+    check "sandbox: causal order, split adds up" "python3 '$A/check.py' '$A/sb.json' '$A/sb.ndjson'"
+    check "sandbox: exit codes as on the host" "python3 -c \"
+import json; l=[json.loads(x) for x in open('$A/sb.ndjson')]
+assert sorted(x['exit_code'] for x in l if x['kind']=='tool')==[0,0,0,0,3], l\""
+else
+    echo "skipped: replay agent in the sandbox needs root" >&2
+fi
+fails "--rootfs without /bin/sh" 1 "not a root filesystem" $RA --sandbox ns --rootfs "$A" \
+    "$DATA/agent/two.ndjson" --target "$URL"
+fails "--bind with --sandbox none" 2 "need the sandbox" $RA --bind "$A" "$DATA/agent/two.ndjson" \
+    --target "$URL"
+
 # Bad input: one line, no output file.
 fails "missing target" 2 "missing --target" $RA "$DATA/agent/two.ndjson"
 fails "missing trace" 2 "missing TRACE" $RA --target "$URL"
