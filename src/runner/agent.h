@@ -19,7 +19,7 @@
  * schedule lag, --max-concurrency slot, connection), model time (bytes
  * left -> last byte of the reply), tool time (a turn's hold: the reply
  * ended -> the last of its tool steps ended) and the rest (handoffs
- * between the loop and the tool thread, microseconds), which add up to
+ * between the loop and the tool thread, well under a millisecond), which add up to
  * its completion time (its start -> the last reply or tool step ended).
  *
  * Memory: the result owns its llm records (as llm/replay.h), its steps
