@@ -165,3 +165,7 @@ for p in $AG_PIDS; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
 # atr report shows the split of a replay agent result, per session too.
 ok "report of a replay agent result" "$ATR" report "$A/r.json" -o "$A/report.html"
 check "report: the agent table with both sessions" "grep -q 'Agent sessions: model vs tool time' '$A/report.html' && grep -q '<td>  agent/a</td>' '$A/report.html' && grep -q '<td>  agent/b</td>' '$A/report.html'"
+# The --requests-out file is a request file for the readers: tool lines skipped.
+ok "report reads the requests-out file" "$ATR" report "$A/r.json" "$A/q.ndjson" -o "$A/report2.html"
+ok "replay llm --merge reads it" "$ATR" replay llm --merge "$A/q.ndjson"
+check "merge: the 5 requests, no tool step" "grep -q '^Successful requests: *5 *\$' '$T/out'"
