@@ -160,6 +160,22 @@ import json; r=json.load(open('$A/int.json'))['atr']; assert r['incomplete'] is 
 check "ctrl-c: nothing left (processes, cgroups, work directories)" \
     "[ -z \"\$(sh '$DATA/replay/leftovers.sh' $pid '$A')\" ]"
 
+# SIGKILL while a step runs: the guard removes the step, its group and the
+# work directory (polled with a deadline: the guard acts after atr died).
+setsid $RA "$A/int.ndjson" --target "$URL" -q >/dev/null 2>&1 &
+pid=$!
+wait_for 20 "sh '$DATA/replay/leftovers.sh' $pid | grep -q 'sleep 59.93'"
+kill -KILL "$pid"
+wait "$pid" 2>/dev/null
+CURRENT="sigkill: nothing left"
+if wait_for 30 "[ -z \"\$(sh '$DATA/replay/leftovers.sh' $pid '$A')\" ]"; then pass
+else fail "left: $(sh "$DATA/replay/leftovers.sh" $pid "$A" | head -3)"; fi
+
+# A server that is not there: one line, exit 1, nothing written.
+fails "server down" 1 "warm-up request failed \\(connect" $RA "$DATA/agent/two.ndjson" -m x \
+    --target http://127.0.0.1:9 --save-result "$A/down.json"
+absent "server down: no result" "$A/down.json"
+
 for p in $AG_PIDS; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
 
 # atr report shows the split of a replay agent result, per session too.
