@@ -141,6 +141,8 @@ fails "trace without llm steps" 1 "nollm.ndjson: trace t/none has no llm steps" 
 absent "no result after bad input" "$A/bad.json"
 printf '{"format":"atr-trace/1","trace_id":"t/x","steps":[{"kind":"llm","input_tokens":5,"output_tokens":2}' >"$A/cut.ndjson"
 fails "a cut trace" 1 "cut.ndjson:1:[0-9]+: " $RA "$A/cut.ndjson" --target "$URL"
+printf '{"format":"atr-trace/1.1","trace_id":"t/dag","steps":[{"kind":"llm","input_tokens":8,"output_tokens":2},{"kind":"llm","input_tokens":8,"output_tokens":2,"parents":[0],"agent":"sub"}]}\n' >"$A/dag.ndjson"
+fails "a DAG trace is refused" 1 "dag.ndjson: trace t/dag is a DAG" $RA "$A/dag.ndjson" --target "$URL"
 fails "bad --on-tool-fail" 2 "--on-tool-fail wants continue or stop" \
     $RA "$DATA/agent/two.ndjson" --target "$URL" --on-tool-fail maybe
 fails "bad --config" 2 "--config wants" $RA "$DATA/agent/two.ndjson" --target "$URL" --config x
