@@ -30,6 +30,8 @@ static const char help[] =
     "       atr replay tools --merge DIR... --out DIR\n"
     "       atr replay llm [OPTIONS] TRACE... --target URL|sim:GPU/MODEL\n"
     "         (see `atr replay llm --help`)\n"
+    "       atr replay agent [OPTIONS] TRACE... --target URL|sim:GPU/MODEL\n"
+    "         (see `atr replay agent --help`)\n"
     "\n"
     "Runs the tool steps of traces (any supported format) as real processes:\n"
     "bash steps with /bin/sh -c, in order, each trace in a fresh working\n"
@@ -1335,8 +1337,11 @@ static int run(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "llm") == 0)
         return cmd_replay_llm(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "agent") == 0)
+        return cmd_replay_agent(argc - 1, argv + 1);
     if (argc < 2 || strcmp(argv[1], "tools") != 0)
-        return cli_usage_mode("replay", argc, argv, (const char *const[]){"tools", "llm", NULL});
+        return cli_usage_mode("replay", argc, argv,
+                              (const char *const[]){"tools", "llm", "agent", NULL});
     struct replay_args a;
     memset(&a, 0, sizeof a);
     argc--;
@@ -1347,9 +1352,11 @@ static int run(int argc, char **argv)
     return a.merge ? run_merge(&a, argc, argv) : run_replay(&a, argc, argv);
 }
 
-static const struct atr_cmd_mode modes[] = { {"llm", cmd_replay_llm_help}, {NULL, NULL} };
+static const struct atr_cmd_mode modes[] = {
+    {"llm", cmd_replay_llm_help}, {"agent", cmd_replay_agent_help}, {NULL, NULL},
+};
 
 const struct atr_cmd cmd_replay_entry = {
     "replay", "replay traces: `replay tools` runs tool steps in cgroups, `replay llm` "
-    "sends llm steps to a server", help, run, modes,
+    "sends llm steps to a server, `replay agent` both in one timeline", help, run, modes,
 };

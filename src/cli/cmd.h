@@ -82,9 +82,11 @@ void cli_install_signal_cleanup(void);
 int cmd_sim_serve(int argc, char **argv);
 int cmd_sim_calibrate(int argc, char **argv);
 int cmd_replay_llm(int argc, char **argv);
+int cmd_replay_agent(int argc, char **argv);
 extern const char cmd_sim_serve_help[];
 extern const char cmd_sim_calibrate_help[];
 extern const char cmd_replay_llm_help[];
+extern const char cmd_replay_agent_help[];
 /* `atr bench run` (cmd-bench-run.c), dispatched by cmd-bench.c. */
 int cmd_bench_run(int argc, char **argv);
 extern const char cmd_bench_run_help[];

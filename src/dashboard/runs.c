@@ -17,6 +17,7 @@
 #include "dashboard/dash-impl.h"
 #include "json/json.h"
 #include "report/html-impl.h"
+#include "stats/requests.h"
 #include "util/alloc.h"
 #include "util/arena.h"
 #include "util/error.h"
@@ -132,6 +133,8 @@ static void count(struct dash_run *run, bool ok, double ttft, double e2el)
  * successful requests, as vLLM computes them). */
 static void requests_line(struct dash_run *run, const struct atr_json *o)
 {
+    if (atr_llm_request_is_tool(o))
+        return;                  /* replay agent's tool step: no request */
     const struct atr_json *s = atr_json_get(o, "success");
     if (!s || !(atr_json_is(s, ATR_JSON_TRUE) || atr_json_is(s, ATR_JSON_FALSE))) {
         run->bad++;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "sched/heap.h"
 #include "util/alloc.h"
@@ -22,6 +23,7 @@ struct turn_state {
     int64_t intended;        /* prompt tokens as built: words, salt words included */
     struct atr_policy_req req;       /* what the policy saw */
     struct atr_policy_decision dec;  /* what it decided */
+    bool resumed;            /* on_turn_due held it and it was resumed */
 };
 
 struct driver {
@@ -29,6 +31,10 @@ struct driver {
     struct atr_llm_replay_result *out;
     struct event_base *base;
     struct event *timer, *stop_poll;
+    struct event *resume_ev;         /* on_turn_due: resume_fd readable */
+    struct turn_state **parked;      /* per session: its turn on_turn_due holds */
+    unsigned char rbuf[8];           /* a resume message read in part */
+    size_t rlen;
     struct atr_llm_client **clients; /* one per target */
     unsigned n_clients;
     struct atr_session_history *ses; /* per session */
@@ -173,6 +179,17 @@ static void arm_timer(struct driver *d)
     evtimer_add(d->timer, &tv);
 }
 
+/* Whether the caller holds a due turn (on_turn_due); it is parked then. */
+static bool held(struct driver *d, struct turn_state *ts)
+{
+    const struct atr_llm_replay_cfg *c = d->cfg;
+    if (!c->on_turn_due || ts->resumed ||
+        !c->on_turn_due(c->turn_ctx, ts->session, d->next_turn[ts->session], rel_now(d)))
+        return false;
+    d->parked[ts->session] = ts;
+    return true;
+}
+
 /* Releases every turn whose time has come. A turn is never sent early. */
 static void on_timer(evutil_socket_t fd, short what, void *arg)
 {
@@ -181,9 +198,49 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     while (d->failed == 0 && (top = atr_heap_peek(&d->due)) && top->t <= rel_now(d)) {
         struct atr_heap_item it;
         atr_heap_pop(&d->due, &it);
-        release_turn(d, it.data);
+        if (!held(d, it.data))
+            release_turn(d, it.data);
     }
     arm_timer(d);
+}
+
+/* A parked turn resumed (due now) or its session dropped. */
+static void resume(struct driver *d, uint64_t msg)
+{
+    size_t si = (size_t)(msg & ~ATR_LLM_RESUME_DROP);
+    if (si >= d->cfg->workload->n_sessions || !d->parked[si])
+        return;
+    struct turn_state *ts = d->parked[si];
+    d->parked[si] = NULL;
+    if (msg & ATR_LLM_RESUME_DROP) {
+        size_t left = d->cfg->workload->sessions[si].n_turns - d->next_turn[si];
+        d->out->total -= left;
+        d->out->dropped += left;
+        if (d->out->n == d->out->total)
+            event_base_loopbreak(d->base);
+        return;
+    }
+    ts->resumed = true;
+    ts->scheduled_s = rel_now(d);
+    release_turn(d, ts);
+}
+
+static void on_resume(evutil_socket_t fd, short what, void *arg)
+{
+    struct driver *d = arg;
+    unsigned char buf[512];
+    ssize_t got;
+    while ((got = read(fd, buf, sizeof buf)) > 0) {
+        for (ssize_t k = 0; k < got; k++) {
+            d->rbuf[d->rlen++] = buf[k];
+            if (d->rlen == sizeof d->rbuf) {
+                uint64_t msg;
+                memcpy(&msg, d->rbuf, sizeof msg);
+                d->rlen = 0;
+                resume(d, msg);
+            }
+        }
+    }
 }
 
 static void schedule_turn(struct driver *d, struct turn_state *ts, double t)
@@ -260,10 +317,14 @@ static void on_done(void *ctx, const struct atr_llm_result *r)
         atr_policy_finished(d->cfg->policy, &ts->req, &ts->dec, &o);
     }
     atr_session_history_add(&d->ses[si], r->end_s - d->t0, out);
+    bool gated = d->cfg->on_turn_due != NULL;
     if (++d->next_turn[si] < s->n_turns) {
         /* by_id[r->id] is recorded and free to carry the session on. */
-        schedule_turn(d, ts, r->end_s - d->t0 +
-                      atr_schedule_think(d->cfg->schedule, &s->turns[d->next_turn[si]]));
+        ts->resumed = false;
+        schedule_turn(d, ts, r->end_s - d->t0 + (gated ? 0 :
+                      atr_schedule_think(d->cfg->schedule, &s->turns[d->next_turn[si]])));
+    } else if (gated) {
+        d->cfg->on_turn_due(d->cfg->turn_ctx, si, s->n_turns, rel_now(d));
     }
     if (d->wait_len) {
         struct turn_state *w = d->wait[d->wait_head];
@@ -358,6 +419,12 @@ static int setup(struct driver *d)
         return atr_error_set(d->err, "out of memory");
     struct timeval poll = { 0, 20000 };
     event_add(d->stop_poll, &poll);
+    if (cfg->on_turn_due) {
+        d->parked = xcalloc(ns, sizeof *d->parked);
+        d->resume_ev = event_new(d->base, cfg->resume_fd, EV_READ | EV_PERSIST, on_resume, d);
+        if (!d->resume_ev || event_add(d->resume_ev, NULL) < 0)
+            return atr_error_set(d->err, "cannot watch the resume pipe");
+    }
     d->n_clients = cfg->n_targets > 1 ? cfg->n_targets : 1;
     d->clients = xcalloc(d->n_clients, sizeof *d->clients);
     for (unsigned i = 0; i < d->n_clients; i++) {
@@ -380,6 +447,9 @@ static void teardown(struct driver *d)
         event_free(d->timer);
     if (d->stop_poll)
         event_free(d->stop_poll);
+    if (d->resume_ev)
+        event_free(d->resume_ev);
+    free(d->parked);
     if (d->base)
         event_base_free(d->base);
     atr_heap_release(&d->due);

@@ -66,12 +66,27 @@ struct atr_llm_replay_cfg {
     const volatile sig_atomic_t *stop;
     void (*on_progress)(void *ctx, size_t done, size_t total);
     void *progress_ctx;
+    /* Turns gated by the caller (atr replay agent, runner/agent.h): when
+     * set, a reply's next turn is due when the reply ends (no recorded
+     * think time), and on_turn_due(ctx, session, turn, now_s) is called on
+     * the loop as each turn falls due (turn == the session's n_turns: its
+     * last reply ended, nothing is due). Returning true holds the turn
+     * until the session's index, a uint64_t, is written to resume_fd (from
+     * any thread); the turn is then due at once, its scheduled_s the
+     * resume (resume_fd non-blocking). With ATR_LLM_RESUME_DROP or'ed in, the session's remaining
+     * turns are dropped (out->dropped; no longer in out->total). */
+    bool (*on_turn_due)(void *ctx, size_t session, size_t turn, double now_s);
+    void *turn_ctx;
+    int resume_fd;
 };
+
+#define ATR_LLM_RESUME_DROP (UINT64_C(1) << 63)
 
 struct atr_llm_replay_result {
     struct atr_llm_record *recs;         /* in completion order */
     size_t n;
-    size_t total;                        /* turns the workload has */
+    size_t total;                        /* turns the workload has, less dropped */
+    size_t dropped;                      /* turns of sessions the caller dropped */
     bool incomplete;
     /* private storage */
     char **reasons;

@@ -14,6 +14,7 @@
 #include "json/writer.h"
 #include "report/html-impl.h"
 #include "stats/percentile.h"
+#include "stats/requests.h"
 #include "trace/reader.h"
 #include "util/alloc.h"
 #include "util/input.h"
@@ -215,6 +216,8 @@ static void keep_lane(struct reqset *s, const struct atr_json *o, char *id, uint
 static int add_record(struct atr_html_reqs *all, struct reqset *s, const struct atr_json *o,
                       const char *file, unsigned long line, struct atr_error *err)
 {
+    if (atr_json_is(o, ATR_JSON_OBJECT) && atr_llm_request_is_tool(o))
+        return 0;                /* replay agent's tool step: no request */
     const struct atr_json *ok = atr_json_is(o, ATR_JSON_OBJECT) ? atr_json_get(o, "success") : NULL;
     if (!ok || !(atr_json_is(ok, ATR_JSON_TRUE) || atr_json_is(ok, ATR_JSON_FALSE)))
         return atr_error_at(err, file, line, 1, "expected a request record: an object "

@@ -492,6 +492,84 @@ static void retention_table(struct atr_buf *b, const struct atr_html *h)
     atr_buf_puts(b, "</tbody></table>\n");
 }
 
+/* A result's "atr"."agent" (atr replay agent), or NULL. */
+static const struct atr_json *agent_of(const struct atr_json *root)
+{
+    const struct atr_json *a = atr_json_get(atr_json_get(root, "atr"), "agent");
+    return a && atr_json_is(a, ATR_JSON_OBJECT) ? a : NULL;
+}
+
+static void td_share(struct atr_buf *b, const struct atr_json *split, const char *key)
+{
+    double v = split ? atr_html_get_num(split, key) : NAN;
+    atr_html_td_num(b, isnan(v) ? v : 100 * v, 1);
+}
+
+/* A whole result's row: its summed completion time and the split's shares. */
+static void agent_row(struct atr_buf *b, const char *name, const struct atr_json *o,
+                      const struct atr_json *split, double completion_s)
+{
+    atr_buf_puts(b, "<tr>");
+    atr_html_td_str(b, name);
+    atr_html_td_num(b, completion_s, 3);
+    td_share(b, split, "model_share");
+    td_share(b, split, "tool_share");
+    td_share(b, split, "queue_share");
+    td_share(b, split, "other_share");
+    atr_html_td_num(b, atr_html_get_num(o, "tool_cpu_s"), 3);
+    atr_html_td_num(b, atr_html_get_num(o, "tool_peak_rss_mb"), 1);
+    atr_buf_puts(b, "</tr>\n");
+}
+
+/* Sessions of `atr replay agent`: the share of their end-to-end time the
+ * model, the tools (real processes), queueing and handoffs took. */
+static void agent_table(struct atr_buf *b, const struct atr_html *h)
+{
+    bool any = false;
+    for (size_t r = 0; r < h->n_results && !any; r++)
+        any = agent_of(h->results[r].root) != NULL;
+    if (!any)
+        return;
+    atr_buf_puts(b, "<h3>Agent sessions: model vs tool time</h3>\n<p>Results of "
+                    "<code>atr replay agent</code>: each session's llm turns sent to the "
+                    "target and its tool steps run as real processes in between; the share "
+                    "of the summed session completion time (per session below it) that was "
+                    "model time, tool time, queueing and handoffs (AgentCgroup reports "
+                    "OS-level work at 56-74 %).</p>\n<table><thead><tr><th>result / "
+                    "session</th><th>completion (s)</th><th>model (%)</th><th>tool (%)</th>"
+                    "<th>queue (%)</th><th>other (%)</th><th>tool CPU (s)</th>"
+                    "<th>tool peak (MB)</th></tr></thead><tbody>\n");
+    for (size_t r = 0; r < h->n_results; r++) {
+        const struct atr_json *a = agent_of(h->results[r].root);
+        if (!a)
+            continue;
+        const struct atr_json *split = atr_json_get(a, "split");
+        agent_row(b, h->results[r].name, a, split,
+                  split ? atr_html_get_num(split, "completion_s") : NAN);
+        const struct atr_json *ps = atr_json_get(a, "per_session");
+        size_t shown = 0;
+        for (const struct atr_json *s = ps && atr_json_is(ps, ATR_JSON_ARRAY) && !ps->packed
+                                            ? ps->u.kids.first : NULL;
+             s && shown < 50; s = s->next, shown++) {
+            double c = atr_html_get_num(s, "completion_s");
+            char name[300];
+            const char *id = atr_json_get_str(s, "trace_id", NULL);
+            snprintf(name, sizeof name, "  %s", id ? id : "?");
+            /* A session's parts are seconds: its shares are parts over c. */
+            atr_buf_puts(b, "<tr>");
+            atr_html_td_str(b, name);
+            atr_html_td_num(b, c, 3);
+            const char *parts[] = { "model_s", "tool_s", "queue_s", "other_s" };
+            for (size_t k = 0; k < 4; k++)
+                atr_html_td_num(b, c > 0 ? 100 * atr_html_get_num(s, parts[k]) / c : NAN, 1);
+            atr_html_td_num(b, atr_html_get_num(s, "tool_cpu_s"), 3);
+            atr_html_td_num(b, atr_html_get_num(s, "tool_peak_rss_mb"), 1);
+            atr_buf_puts(b, "</tr>\n");
+        }
+    }
+    atr_buf_puts(b, "</tbody></table>\n");
+}
+
 static void results(struct atr_buf *b, const struct atr_html *h)
 {
     if (!h->n_results && !atr_html_reqsets(h))
@@ -505,6 +583,7 @@ static void results(struct atr_buf *b, const struct atr_html *h)
         throughput_table(b, h);
         policy_table(b, h);
         retention_table(b, h);
+        agent_table(b, h);
     }
     for (size_t m = 0; h->n_results && m < N_METRICS; m++) {
         latency_table(b, h, &metrics[m]);

@@ -1088,6 +1088,14 @@ int atr_replay_trace_res(struct atr_replay *rp, const struct atr_cg *parent,
                          const struct atr_trace *t, const char *resources, atr_replay_sink sink,
                          void *ctx, struct atr_error *err)
 {
+    return atr_replay_trace_gated(rp, parent, t, resources, NULL, sink, ctx, err);
+}
+
+int atr_replay_trace_gated(struct atr_replay *rp, const struct atr_cg *parent,
+                           const struct atr_trace *t, const char *resources,
+                           atr_replay_gate gate, atr_replay_sink sink, void *ctx,
+                           struct atr_error *err)
+{
     struct trace_run tr;
     memset(&tr, 0, sizeof tr);
     tr.rp = rp;
@@ -1102,6 +1110,11 @@ int atr_replay_trace_res(struct atr_replay *rp, const struct atr_cg *parent,
         const struct atr_step *s = &t->steps[k];
         if (s->kind != ATR_STEP_TOOL)
             continue;
+        int go = gate ? gate(ctx, s, err) : 0;
+        if (go != 0) {
+            rc = go < 0 ? -1 : 0;
+            break;
+        }
         struct atr_step_metrics m;
         memset(&m, 0, sizeof m);
         m.trace_id = t->trace_id;

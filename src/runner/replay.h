@@ -194,6 +194,18 @@ int atr_replay_trace_res(struct atr_replay *rp, const struct atr_cg *parent,
                          const struct atr_trace *t, const char *resources, atr_replay_sink sink,
                          void *ctx, struct atr_error *err);
 
+/* Called before each tool step (atr replay agent: a step waits for the
+ * llm turn before it): 0 runs it, 1 ends the trace there (the call
+ * returns 0), -1 is an error (err set). */
+typedef int (*atr_replay_gate)(void *ctx, const struct atr_step *s, struct atr_error *err);
+
+/* Like atr_replay_trace_res, with gate (NULL: none) asked before each tool
+ * step; ctx goes to both gate and sink. */
+int atr_replay_trace_gated(struct atr_replay *rp, const struct atr_cg *parent,
+                           const struct atr_trace *t, const char *resources,
+                           atr_replay_gate gate, atr_replay_sink sink, void *ctx,
+                           struct atr_error *err);
+
 /* Why a browser step of t is not replayed for want of its page, or NULL:
  * web-agent datasets (BrowserGym / Go-Browse rows, source "browsergym")
  * carry no page, so their steps need resources (the run's Playwright

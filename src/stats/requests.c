@@ -138,6 +138,12 @@ static int get_fields(const struct at *at, const struct atr_json *o, struct atr_
     return rc;
 }
 
+bool atr_llm_request_is_tool(const struct atr_json *o)
+{
+    const struct atr_json *k = atr_json_get(o, "kind");
+    return k && k->type == ATR_JSON_STRING && strcmp(k->u.str.s, "tool") == 0;
+}
+
 int atr_llm_request_parse(struct atr_llm_record *r, const char *text, size_t len,
                           struct atr_arena *keep, struct atr_arena *scratch,
                           const char *file, unsigned long lineno, struct atr_error *err)
@@ -150,6 +156,8 @@ int atr_llm_request_parse(struct atr_llm_record *r, const char *text, size_t len
         return atr_error_at(err, file, lineno, je.col, "%s", je.msg);
     if (o->type != ATR_JSON_OBJECT)
         return bad(&at, o, "a request line is a JSON object%s", "");
+    if (atr_llm_request_is_tool(o))
+        return 1;
     const struct atr_json *ok = atr_json_get(o, "success");
     if (!ok || (ok->type != ATR_JSON_TRUE && ok->type != ATR_JSON_FALSE))
         return bad(&at, ok, "a request line wants \"%s\", true or false", "success");
@@ -181,10 +189,11 @@ int atr_llm_requests_read(struct atr_llm_requests *rs, struct atr_input *in,
     while ((rc = atr_input_getline(in, &line, &len, ATR_LLM_REQUEST_MAX_LINE, err)) > 0) {
         if (len == 0)
             continue;
-        if (atr_llm_request_parse(next_slot(rs), line, len, &rs->keep, &rs->line,
-                                  atr_input_name(in), atr_input_lineno(in), err) < 0)
+        int got = atr_llm_request_parse(next_slot(rs), line, len, &rs->keep, &rs->line,
+                                        atr_input_name(in), atr_input_lineno(in), err);
+        if (got < 0)
             return -1;
-        rs->n++;
+        rs->n += got == 0;
     }
     return rc < 0 ? -1 : 0;
 }

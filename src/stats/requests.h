@@ -13,6 +13,7 @@
 #ifndef ATR_STATS_REQUESTS_H
 #define ATR_STATS_REQUESTS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "stats/metrics.h"
@@ -33,14 +34,21 @@ struct atr_llm_requests {
 #define ATR_LLM_REQUESTS_INIT {NULL, 0, 0, ATR_ARENA_INIT, ATR_ARENA_INIT}
 
 /* Parses one request line text[0..len) into r; its strings and chunks go
- * to keep, the JSON tree to scratch (cleared first). 0, or -1 with
- * "FILE:LINE:COL: what was expected" in err (file and lineno name the
- * line there). */
+ * to keep, the JSON tree to scratch (cleared first). 0; 1 for a line that
+ * is a tool step of `atr replay agent` ("kind": "tool": no request, r
+ * untouched); or -1 with "FILE:LINE:COL: what was expected" in err (file
+ * and lineno name the line there). */
 int atr_llm_request_parse(struct atr_llm_record *r, const char *text, size_t len,
                           struct atr_arena *keep, struct atr_arena *scratch,
                           const char *file, unsigned long lineno, struct atr_error *err);
 
-/* Appends every request line of in (blank lines skipped) to rs. 0, or -1
+/* Whether a parsed line o is replay agent's tool line ("kind": "tool"),
+ * which request readers skip. */
+struct atr_json;
+bool atr_llm_request_is_tool(const struct atr_json *o);
+
+/* Appends every request line of in (blank lines and replay agent's tool
+ * lines skipped) to rs. 0, or -1
  * at the first bad line or read error; the lines before it stay in rs. */
 int atr_llm_requests_read(struct atr_llm_requests *rs, struct atr_input *in,
                           struct atr_error *err);

@@ -184,6 +184,29 @@ static void test_partial_read_keeps_lines(void **state)
     assert_non_null(strstr(err.msg, "/nonexistent/r.ndjson"));
 }
 
+/* replay agent's tool lines ("kind": "tool") are no requests: skipped
+ * (parse returns 1), the llm lines around them read. */
+static void test_agent_tool_lines_skipped(void **state)
+{
+    (void)state;
+    struct atr_llm_requests rs = ATR_LLM_REQUESTS_INIT;
+    struct atr_error err;
+    const char *text =
+        "{\"kind\": \"llm\", \"session\": 0, \"id\": 2, \"success\": true, \"error\": null, "
+        "\"scheduled_s\": 1.0, \"send_s\": 1.0, \"start_s\": 1.5, \"sent_s\": 1.501, "
+        "\"end_s\": 2.5, \"ttft_ms\": 500.0, \"tpot_ms\": 125.0, \"itl_ms\": [125.0, 125.0, "
+        "250.0], \"prompt_tokens\": 100, \"output_tokens\": 5, \"cached_tokens\": 32}\n"
+        "{\"kind\":\"tool\",\"session\":0,\"after_turn\":0,\"start_s\":0.5,\"end_s\":0.8,"
+        "\"exit_code\":3}\n";
+    assert_int_equal(read_text(&rs, text, &err), 0);
+    assert_int_equal(rs.n, 1);
+    assert_true(rs.recs[0].success);
+    atr_llm_requests_release(&rs);
+    /* "kind" of any other value is read as a request as before. */
+    assert_int_equal(read_text(&rs, "{\"kind\":\"x\"}", &err), -1);
+    atr_llm_requests_release(&rs);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -193,6 +216,7 @@ int main(void)
         cmocka_unit_test(test_replica),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_partial_read_keeps_lines),
+        cmocka_unit_test(test_agent_tool_lines_skipped),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
