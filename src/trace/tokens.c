@@ -283,7 +283,7 @@ static void feed_short(struct atr_blockhash *h, const char *text, size_t len)
  * (e.g. a letter then a space). The split moves forward to the first such
  * pair; none within SYNC_SEARCH bytes and the quarter merges into the one
  * before, so the bitmap is always exactly the serial automaton's. */
-enum { CHUNK = 16384, LANES = 4, LANE_MIN = 1024, SYNC_SEARCH = 256, SHORT_FEED = 64,
+enum { CHUNK = 16384, LANES = 4, LANE_MIN = 512, SYNC_SEARCH = 256, SHORT_FEED = 64,
        BM_WORDS = CHUNK / 64 + 2 };
 
 static uint8_t bits2[S_COUNT * P_STRIDE];       /* start bits of a pair: bit 0, bit 1 */
@@ -336,20 +336,20 @@ static inline void or_bits(uint64_t *bm, size_t off, uint64_t w)
 static unsigned lane_run(uint64_t *bm, const unsigned char *base, const unsigned char *p,
                          const unsigned char *end, unsigned st2)
 {
-    while (end - p >= 64) {
+    for (;;) {
+        /* Up to 32 pairs into one word, no branch on the data. */
+        size_t pairs = (size_t)(end - p) / 2;
+        if (!pairs)
+            break;
+        unsigned n = pairs < 32 ? (unsigned)pairs : 32;
         uint64_t w = 0;
-        for (unsigned sh = 0; sh < 64; sh += 2, p += 2) {
+        const unsigned char *from = p;
+        for (unsigned sh = 0; sh < 2 * n; sh += 2, p += 2) {
             unsigned i = st2 + pair(p);
             w |= (uint64_t)bits2[i] << sh;
             st2 = next2[i];
         }
-        or_bits(bm, (size_t)(p - 64 - base), w);
-    }
-    for (; end - p >= 2; p += 2) {
-        unsigned i = st2 + pair(p);
-        if (bits2[i])
-            or_bits(bm, (size_t)(p - base), bits2[i]);
-        st2 = next2[i];
+        or_bits(bm, (size_t)(from - base), w);
     }
     if (p < end) {
         unsigned t = trans[st2 / P_STRIDE * B_STRIDE + byte_class[*p]];
@@ -464,6 +464,37 @@ static inline unsigned select64(uint64_t w, unsigned k)
     return byte * 8 + select8[(w >> (8 * byte) & 0xff) * 8 + (k - before)];
 }
 
+/* Block cuts off the bitmap of the chunk at p (n bytes): closes every block
+ * whose room a start overflows; returns the starts counted. Cloned for
+ * POPCNT (runtime-picked): without it popcount is a libgcc call. */
+__attribute__((target_clones("popcnt", "default")))
+static uint64_t cut_blocks(struct atr_blockhash *h, const uint64_t *bm, const unsigned char *p,
+                           size_t n, const unsigned char **seg, int64_t *left_io)
+{
+    int64_t left = *left_io;
+    uint64_t starts = 0;
+    size_t words = (n + 63) / 64;
+    for (size_t wi = 0; wi < words; wi++) {
+        uint64_t w = bm[wi];
+        if (wi == words - 1 && n % 64)
+            w &= (UINT64_C(1) << (n % 64)) - 1;
+        unsigned c = (unsigned)__builtin_popcountll(w);
+        starts += c;
+        /* A start past the open block's room closes it (lazily, as in
+         * feed_short: only when the next token begins). */
+        while ((int64_t)c > left) {
+            unsigned q = select64(w, (unsigned)left);
+            close_block(h, seg, p + wi * 64 + q);
+            w &= q == 63 ? 0 : ~((UINT64_C(2) << q) - 1);
+            c -= (unsigned)left + 1;
+            left = h->block_size - 1;
+        }
+        left -= c;
+    }
+    *left_io = left;
+    return starts;
+}
+
 void atr_blockhash_feed(struct atr_blockhash *h, const char *text, size_t len)
 {
     if (len < SHORT_FEED) {
@@ -478,24 +509,7 @@ void atr_blockhash_feed(struct atr_blockhash *h, const char *text, size_t len)
     while (p < end) {
         const unsigned char *ce = end - p > CHUNK ? p + CHUNK : end;
         st2 = chunk_bitmap(bm, p, ce, st2);
-        size_t n = (size_t)(ce - p), words = (n + 63) / 64;
-        for (size_t wi = 0; wi < words; wi++) {
-            uint64_t w = bm[wi];
-            if (wi == words - 1 && n % 64)
-                w &= (UINT64_C(1) << (n % 64)) - 1;
-            unsigned c = (unsigned)__builtin_popcountll(w);
-            starts += c;
-            /* A start past the open block's room closes it (lazily, as in
-             * feed_short: only when the next token begins). */
-            while ((int64_t)c > left) {
-                unsigned q = select64(w, (unsigned)left);
-                close_block(h, &seg, p + wi * 64 + q);
-                w &= q == 63 ? 0 : ~((UINT64_C(2) << q) - 1);
-                c -= (unsigned)left + 1;
-                left = h->block_size - 1;
-            }
-            left -= c;
-        }
+        starts += cut_blocks(h, bm, p, (size_t)(ce - p), &seg, &left);
         p = ce;
     }
     fold(h, seg, end);
