@@ -161,7 +161,8 @@ static inline unsigned pair(const unsigned char *p)
     return byte_class[p[0]] * B_COUNT + byte_class[p[1]];
 }
 
-uint64_t atr_tokens_estimate(const char *text, size_t len)
+/* One chain, for texts too short for the bitmap pass. */
+static uint64_t estimate_short(const char *text, size_t len)
 {
     const unsigned char *p = (const unsigned char *)text;
     uint64_t n = 0;
@@ -493,6 +494,37 @@ static uint64_t cut_blocks(struct atr_blockhash *h, const uint64_t *bm, const un
     }
     *left_io = left;
     return starts;
+}
+
+/* Set bits in the first n bits of bm. */
+__attribute__((target_clones("popcnt", "default")))
+static uint64_t count_bits(const uint64_t *bm, size_t n)
+{
+    uint64_t c = 0;
+    size_t full = n / 64;
+    for (size_t wi = 0; wi < full; wi++)
+        c += (uint64_t)__builtin_popcountll(bm[wi]);
+    if (n % 64)
+        c += (uint64_t)__builtin_popcountll(bm[full] & ((UINT64_C(1) << (n % 64)) - 1));
+    return c;
+}
+
+/* Long texts go through the same bitmap as the block hasher (its four
+ * chains overlap), then a popcount. */
+uint64_t atr_tokens_estimate(const char *text, size_t len)
+{
+    if (len < LANE_MIN)
+        return estimate_short(text, len);
+    uint64_t bm[BM_WORDS], n = 0;
+    const unsigned char *p = (const unsigned char *)text, *end = p + len;
+    unsigned st2 = S_START * P_STRIDE;
+    while (p < end) {
+        const unsigned char *ce = end - p > CHUNK ? p + CHUNK : end;
+        st2 = chunk_bitmap(bm, p, ce, st2);
+        n += count_bits(bm, (size_t)(ce - p));
+        p = ce;
+    }
+    return n;
 }
 
 void atr_blockhash_feed(struct atr_blockhash *h, const char *text, size_t len)
