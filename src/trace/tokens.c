@@ -378,7 +378,8 @@ static unsigned lane_run(uint64_t *bm, const unsigned char *base, const unsigned
     return st2;
 }
 
-/* First sync position in [from, lim) (from > text start), or NULL. */
+/* First sync position in [from, lim) (from > text start), or NULL; reads
+ * [from - 1, lim). */
 static const unsigned char *find_sync(const unsigned char *from, const unsigned char *lim)
 {
     for (const unsigned char *p = from; p < lim; p++)
@@ -412,9 +413,11 @@ static unsigned chunk_bitmap(uint64_t *bm, const unsigned char *base, const unsi
     cut[0] = base;
     cut[LANES] = end;
     for (int k = LANES - 1; k >= 1; k--) {
-        const unsigned char *q = find_sync(base + len * (size_t)k / LANES + 1,
-                                           base + len * (size_t)k / LANES + 1 + SYNC_SEARCH);
-        cut[k] = q && q < cut[k + 1] ? q : cut[k + 1];
+        /* The search stops at the next lane's start: never past the text. */
+        const unsigned char *from = base + len * (size_t)k / LANES + 1;
+        const unsigned char *lim = cut[k + 1] - from > SYNC_SEARCH ? from + SYNC_SEARCH : cut[k + 1];
+        const unsigned char *q = find_sync(from, lim);
+        cut[k] = q ? q : cut[k + 1];
     }
     unsigned st[LANES];
     const unsigned char *p[LANES];
