@@ -11,11 +11,12 @@
  *   other UTF-8: one token per code point
  *
  * It runs as a deterministic automaton: each byte's class and the current
- * state give the next state and whether the byte starts a token. One table
- * lookup per byte and no data-dependent branch keep it near 1 GB/s; a
- * branchy scanner mispredicts on nearly every token. Every byte belongs to
- * exactly one token, so a block boundary (every block_size tokens) is a
- * byte position, and blocks hash real bytes. */
+ * state give the next state and whether the byte starts a token. Table
+ * lookups and no data-dependent branch keep it fast; a branchy scanner
+ * mispredicts on nearly every token. Long pieces run as four chains at once
+ * into a bitmap of token starts (see "The bitmap path" below). Every byte
+ * belongs to exactly one token, so a block boundary (every block_size
+ * tokens) is a byte position, and blocks hash real bytes. */
 #include "trace/tokens.h"
 
 #include <stdbool.h>
