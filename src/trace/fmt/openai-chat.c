@@ -87,15 +87,23 @@ static struct atr_step *take_pending(struct oc_walk *w, const char *call_id)
     return &w->t->steps[step];
 }
 
-/* Last occurrence of needle in h[0..n). Forward memmem is vectorised in
- * glibc and markers are rare, so this beats a byte-by-byte backward scan. */
+/* Last occurrence of needle in h[0..n). The markers looked for sit at the
+ * end of an observation when present, so the search runs backwards
+ * (memrchr on the needle's first byte, vectorised in glibc) and stops at
+ * the first hit instead of scanning the whole text once per marker. */
 static const char *memrmem(const char *h, size_t n, const char *needle)
 {
     size_t k = strlen(needle);
-    const char *last = NULL, *p = h, *end = h + n;
-    while ((p = memmem(p, (size_t)(end - p), needle, k)) != NULL)
-        last = p++;
-    return last;
+    if (!k || k > n)
+        return k ? NULL : h + n;
+    size_t room = n - k + 1;   /* candidate starts: h[0..room) */
+    const char *p;
+    while (room && (p = memrchr(h, needle[0], room)) != NULL) {
+        if (memcmp(p + 1, needle + 1, k - 1) == 0)
+            return p;
+        room = (size_t)(p - h);
+    }
+    return NULL;
 }
 
 /* Exit code a shell observation reports: OpenHands "[Command finished with
