@@ -19,6 +19,7 @@
  * tokens) is a byte position, and blocks hash real bytes. */
 #include "trace/tokens.h"
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -305,7 +306,9 @@ static inline unsigned pair_fast(const unsigned char *p)
     return pair16[v];
 }
 
-__attribute__((constructor)) static void bitmap_tables_init(void)
+/* Built on first use, not at start-up: the 64 KiB pair table costs
+ * ~0.2 ms, which every atr command that hashes no long text would pay. */
+static void bitmap_tables_build(void)
 {
     for (int s = 0; s < S_COUNT; s++)
         for (int b1 = 0; b1 < B_COUNT; b1++)
@@ -401,9 +404,12 @@ static unsigned sync_enter(uint64_t *bm, const unsigned char *base, const unsign
 
 /* Token-start bitmap of [base, end) from state st2; returns the state after.
  * Four quarters run in lockstep while all have 64 bytes left. */
+static pthread_once_t bitmap_tables_once = PTHREAD_ONCE_INIT;
+
 static unsigned chunk_bitmap(uint64_t *bm, const unsigned char *base, const unsigned char *end,
                              unsigned st2)
 {
+    pthread_once(&bitmap_tables_once, bitmap_tables_build);
     size_t len = (size_t)(end - base);
     memset(bm, 0, ((len + 63) / 64 + 1) * sizeof *bm);
     if (len < LANE_MIN)
