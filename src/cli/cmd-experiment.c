@@ -133,6 +133,28 @@ static void print_table(const struct atr_xp *x, struct atr_xp_sum *sums, double 
     }
 }
 
+/* multitenant: each tenant's slowdown against its solo run, per arm. */
+static void print_tenants(const struct atr_xp *x, struct atr_xp_sum *sums)
+{
+    bool head = false;
+    for (int k = 0; k < x->n; k++)
+        for (int i = 0; !sums[k].skipped && i < sums[k].n_tenants; i++) {
+            struct atr_xp_tenant *t = &sums[k].tenants[i];
+            if (!t->alone.n)
+                continue;
+            if (!head)
+                printf("\n%-15s %-24s %-6s %9s %9s %9s %9s %8s %8s\n", "arm", "tenant", "role",
+                       "solo p50",
+                       "shared p50", "solo p99", "shared p99", "slow p50", "slow p99");
+            head = true;
+            double a50 = atr_xp_pct(&t->alone, 50), s50 = atr_xp_pct(&t->shared, 50);
+            double a99 = atr_xp_pct(&t->alone, 99), s99 = atr_xp_pct(&t->shared, 99);
+            printf("%-15s %-24.24s %-6s %7.1fms %8.1fms %7.1fms %8.1fms %7.2fx %7.2fx\n",
+                   x->arms[k].name, t->id, t->victim ? "victim" : "noisy", a50, s50, a99, s99,
+                   s50 / a50, s99 / a99);
+        }
+}
+
 static int prepare_out(const struct exp_args *a)
 {
     struct stat st;
@@ -181,8 +203,10 @@ static int run(int argc, char **argv)
         if (sums[k].skipped)
             fprintf(stderr, "atr: experiment %s: %s arm skipped: %s\n", a.x->mode,
                     a.x->arms[k].name, sums[k].why);
-    if (rc == EXIT_OK && !a.quiet)
+    if (rc == EXIT_OK && !a.quiet) {
         print_table(a.x, sums, base);
+        print_tenants(a.x, sums);
+    }
     atr_xp_sums_release(sums);
     return rc;
 }

@@ -10,7 +10,8 @@
  *   domain       static-env, static-toolcall, dynamic
  *   overhead     none, static-toolcall, dynamic
  *   multitenant  static-toolcall, dynamic (psi-poll), dynamic (ebpf), with
- *                a victim tenant (required) beside the traces
+ *                a victim tenant (required) beside the traces, every tenant
+ *                also replayed alone: its slowdown shared / solo per arm
  *
  * Memory: sums own their samples (atr_xp_sums_release). Nothing prints:
  * the caller reads the sums. */
@@ -42,6 +43,7 @@ struct atr_xp {
     struct atr_xp_arm arms[ATR_XP_MAX_ARMS];
     int n;
     bool needs_victim;
+    bool solo;                  /* every tenant also alone (its slowdown's reference) */
 };
 
 /* The experiment named mode, or NULL; the names, NULL-terminated. */
@@ -60,6 +62,16 @@ struct atr_xp_cfg {
     bool png;                   /* the report's charts also as PNG files in DIR/figures */
 };
 
+#define ATR_XP_MAX_TENANTS 16
+
+/* One tenant of a --tenants run under one arm: its step latencies (ms)
+ * alone and shared. */
+struct atr_xp_tenant {
+    char id[128];               /* its trace_id */
+    bool victim;
+    struct atr_samples alone, shared;
+};
+
 /* One arm's figures over all its runs. */
 struct atr_xp_sum {
     bool skipped;               /* the ebpf arm could not load: why says why */
@@ -69,7 +81,14 @@ struct atr_xp_sum {
     struct atr_samples latency, reaction, bound, victim;
     struct atr_samples wall;    /* each run's whole replay, ms: setup and teardown too */
     double max_rss_mb, held_ms, overshoot_mb;
+    /* The victim's steps (shared): their latency, CPU and memory stall
+     * (PSI "some"), ms summed: where its time went. */
+    double victim_ms, victim_cpu_stall_ms, victim_mem_stall_ms;
     int64_t high_events, max_events, oom, holds;
+    /* Tenants by trace id (those past ATR_XP_MAX_TENANTS are not kept
+     * apart); only runs with the alone phase fill "alone". */
+    struct atr_xp_tenant tenants[ATR_XP_MAX_TENANTS];
+    int n_tenants;
 };
 
 /* Runs every arm of cfg->x reps times (an ebpf arm whose first run fails

@@ -174,6 +174,7 @@ int atr_html_read_replay(struct atr_html *h, const char *dir, struct atr_html_re
             .n_reaction = n_react,
             .skipped = atr_json_get(o, "skipped") != NULL,
         };
+        atr_html_read_timeline(h, o, &out->steps[out->n_steps - 1]);
     }
     if (rc == 0 && ferror(f))
         rc = atr_error_set(err, "%s: cannot read it", path);
@@ -471,8 +472,10 @@ void atr_html_replay_section(struct atr_buf *b, const struct atr_html *h)
             if (name)
                 config_chart(b, r, name);
         }
+        atr_html_memline_figures(b, r, mx);
         cdf_figures(b, r);
         tenants_table(b, s);
+        atr_html_slowdown_figure(b, s);
     }
     atr_buf_puts(b, "</section>\n");
 }
