@@ -289,7 +289,6 @@ static int read_run(const struct xp_run *a, struct atr_xp_sum *s, const char *di
         struct atr_json_err jerr;
         if (atr_json_parse(&arena, line, (size_t)len, NULL, &o, &jerr) == 0 &&
             o->type == ATR_JSON_OBJECT) {
-            double v;
             bool solo = add_tenant(a, s, o);    /* the reference, not the arm's own */
             if (!solo && !is_victim(a, o))
                 add_step(s, o);
