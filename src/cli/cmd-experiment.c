@@ -155,6 +155,20 @@ static void print_tenants(const struct atr_xp *x, struct atr_xp_sum *sums)
         }
 }
 
+/* overhead: a step of `sh -c true` without atr, for the arms' latency. */
+static void print_refs(struct atr_xp_refs *r)
+{
+    printf("\n%-15s %5zu %8.2fms p50 %8.2fms p99  (fork + exec + wait of sh -c true)\n",
+           "fork/exec", r->fork_exec_ms.n, atr_xp_pct(&r->fork_exec_ms, 50),
+           atr_xp_pct(&r->fork_exec_ms, 99));
+    if (r->systemd_run_ms.n)
+        printf("%-15s %5zu %8.2fms p50 %8.2fms p99  (systemd-run --scope sh -c true)\n",
+               "systemd-run", r->systemd_run_ms.n, atr_xp_pct(&r->systemd_run_ms, 50),
+               atr_xp_pct(&r->systemd_run_ms, 99));
+    else
+        printf("%-15s skipped: %s\n", "systemd-run", r->systemd_why);
+}
+
 static int prepare_out(const struct exp_args *a)
 {
     struct stat st;
@@ -196,6 +210,9 @@ static int run(int argc, char **argv)
         .mem_max = a.mem_max, .sandbox_ns = a.sandbox == 1, .victim = a.victim, .png = a.png,
     };
     struct atr_xp_sum sums[ATR_XP_MAX_ARMS];
+    struct atr_xp_refs refs = {0};
+    if (strcmp(a.x->mode, "overhead") == 0)
+        cfg.refs = &refs;
     double base;
     struct atr_error err;
     rc = atr_xp_run(&cfg, sums, &base, &err) < 0 ? cli_fail_err(&err) : EXIT_OK;
@@ -206,7 +223,10 @@ static int run(int argc, char **argv)
     if (rc == EXIT_OK && !a.quiet) {
         print_table(a.x, sums, base);
         print_tenants(a.x, sums);
+        if (cfg.refs)
+            print_refs(&refs);
     }
+    atr_xp_refs_release(cfg.refs);
     atr_xp_sums_release(sums);
     return rc;
 }

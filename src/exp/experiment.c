@@ -349,6 +349,103 @@ static void put_arm(struct atr_jw *w, const struct atr_xp_arm *r, struct atr_xp_
     atr_jw_object_end(w);
 }
 
+/* ---- the references of the overhead experiment ---- */
+
+/* Runs argv (PATH searched), its output to /dev/null: wall ms, and its
+ * exit status in *st (-1: it could not start). */
+static double time_spawn(char *const argv[], int *st)
+{
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    pid_t pid;
+    int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    *st = -1;
+    if (rc != 0)
+        return NAN;
+    int w;
+    while (waitpid(pid, &w, 0) < 0)
+        if (errno != EINTR)
+            return NAN;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    *st = WIFEXITED(w) ? WEXITSTATUS(w) : 128 + WTERMSIG(w);
+    return (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+}
+
+/* systemd-run --scope needs a running manager; without one it would only
+ * fail after a D-Bus timeout, so the manager's directory is asked first. */
+static bool systemd_runs(struct atr_xp_refs *r)
+{
+    struct stat sb;
+    if (r->systemd_why[0])
+        return false;
+    if (stat("/run/systemd/system", &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        snprintf(r->systemd_why, sizeof r->systemd_why,
+                 "no systemd manager runs here (/run/systemd/system is missing)");
+        return false;
+    }
+    return true;
+}
+
+/* One repetition's references: fork/exec, then systemd-run. */
+static void measure_refs(struct atr_xp_refs *r)
+{
+    char *fe[] = {"/bin/sh", "-c", "true", NULL};
+    char *sd[] = {"systemd-run", "--scope", "-q", "/bin/sh", "-c", "true", NULL};
+    int st;
+    for (int i = 0; i < ATR_XP_FORK_EXEC_PER_REP; i++) {
+        double ms = time_spawn(fe, &st);
+        if (st == 0)
+            atr_samples_add(&r->fork_exec_ms, ms);
+    }
+    for (int i = 0; i < ATR_XP_SYSTEMD_PER_REP && systemd_runs(r); i++) {
+        double ms = time_spawn(sd, &st);
+        if (st == 0)
+            atr_samples_add(&r->systemd_run_ms, ms);
+        else
+            snprintf(r->systemd_why, sizeof r->systemd_why, "systemd-run --scope %s (%d)",
+                     st < 0 ? "could not start" : "failed: exit", st);
+    }
+}
+
+void atr_xp_refs_release(struct atr_xp_refs *refs)
+{
+    if (!refs)
+        return;
+    atr_samples_release(&refs->fork_exec_ms);
+    atr_samples_release(&refs->systemd_run_ms);
+}
+
+static void put_ref(struct atr_jw *w, const char *key, struct atr_samples *s, const char *why)
+{
+    atr_jw_key(w, key);
+    atr_jw_object_begin(w);
+    if (!s->n && why && why[0]) {
+        atr_jw_kv_str(w, "skipped", why);
+    } else {
+        atr_jw_kv_uint(w, "runs", s->n);
+        atr_jw_kv_fixed(w, "step_p50_ms", atr_xp_pct(s, 50), 3);
+        atr_jw_kv_fixed(w, "step_p99_ms", atr_xp_pct(s, 99), 3);
+    }
+    atr_jw_object_end(w);
+}
+
+/* "references": what a step of `sh -c true` costs without atr. */
+static void put_refs(struct atr_jw *w, struct atr_xp_refs *r)
+{
+    if (!r)
+        return;
+    atr_jw_key(w, "references");
+    atr_jw_object_begin(w);
+    put_ref(w, "fork_exec", &r->fork_exec_ms, NULL);
+    put_ref(w, "systemd_run_scope", &r->systemd_run_ms, r->systemd_why);
+    atr_jw_object_end(w);
+}
+
 /* One tenant's slowdown under one arm: shared over solo, p50 and p99. */
 static void put_tenant(struct atr_jw *w, const struct atr_xp_arm *r, struct atr_xp_tenant *t)
 {
@@ -406,6 +503,7 @@ static int write_summary(const struct atr_xp_cfg *a, struct atr_xp_sum *sums, do
         put_arm(&w, &a->x->arms[k], &sums[k], base_p50);
     atr_jw_array_end(&w);
     put_tenants(&w, a->x, sums);
+    put_refs(&w, a->refs);
     atr_jw_object_end(&w);
     atr_jw_finish(&w);
     char path[PATH_MAX + 32];
@@ -458,6 +556,8 @@ static int run_all(const struct xp_run *a, struct atr_xp_sum *sums, FILE *metric
     const struct atr_xp *x = a->c->x;
     for (unsigned rep = 0; rep < a->c->reps; rep++)
         for (int i = 0; i < x->n; i++) {
+            if (i == 0 && a->c->refs)   /* interleaved with the arms, once a repetition */
+                measure_refs(a->c->refs);
             int arm = (int)((i + rep) % (unsigned)x->n);
             const struct atr_xp_arm *r = &x->arms[arm];
             if (sums[arm].skipped)

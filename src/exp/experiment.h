@@ -8,7 +8,8 @@
  *   timescale    no controller, then the dynamic controller's user-space
  *                psi-poll and psi-trigger and the in-kernel ebpf
  *   domain       static-env, static-toolcall, dynamic
- *   overhead     none, static-toolcall, dynamic
+ *   overhead     none, static-toolcall, dynamic, beside plain fork/exec and
+ *                systemd-run --scope (struct atr_xp_refs)
  *   multitenant  static-toolcall, dynamic (psi-poll), dynamic (ebpf), with
  *                a victim tenant (required) beside the traces, every tenant
  *                also replayed alone: its slowdown shared / solo per arm
@@ -50,6 +51,17 @@ struct atr_xp {
 const struct atr_xp *atr_xp_find(const char *mode);
 extern const char *const atr_xp_modes[];
 
+/* overhead: what a step costs without atr, measured between the arms'
+ * repetitions: fork + exec + wait of `/bin/sh -c true` (what a bash step
+ * runs), and `systemd-run --scope` of it where a systemd manager runs
+ * (else systemd_why says why not). Milliseconds per step. */
+struct atr_xp_refs {
+    struct atr_samples fork_exec_ms, systemd_run_ms;
+    char systemd_why[160];
+};
+#define ATR_XP_FORK_EXEC_PER_REP 50
+#define ATR_XP_SYSTEMD_PER_REP 5
+
 struct atr_xp_cfg {
     const struct atr_xp *x;
     const char *out;            /* existing folder */
@@ -60,6 +72,8 @@ struct atr_xp_cfg {
     bool sandbox_ns;            /* false: the host's processes */
     const char *victim;         /* a tenant replayed beside (--tenants), or NULL */
     bool png;                   /* the report's charts also as PNG files in DIR/figures */
+    struct atr_xp_refs *refs;   /* overhead: filled (its samples the caller's to release
+                                   with atr_xp_refs_release); NULL: not measured */
 };
 
 #define ATR_XP_MAX_TENANTS 16
@@ -99,6 +113,7 @@ struct atr_xp_sum {
 int atr_xp_run(const struct atr_xp_cfg *cfg, struct atr_xp_sum *sums, double *base_p50,
                struct atr_error *err);
 void atr_xp_sums_release(struct atr_xp_sum *sums);
+void atr_xp_refs_release(struct atr_xp_refs *refs);
 
 /* Percentile p of s, NAN when empty. */
 double atr_xp_pct(struct atr_samples *s, double p);
