@@ -806,9 +806,10 @@ static int ctl_open(struct atr_ctl *c, const struct atr_ctl_opts *o,
     int tick = o->interval_ms > 0 ? o->interval_ms
                : o->kind == ATR_CTL_PSI_POLL ? ATR_CTL_POLL_MS
                                               : ATR_CTL_RELAX_TICK_MS;
-    /* The watch ticks every tick/k ms (>= ATR_CTL_SAMPLE_MS, k dividing
-     * tick so the policy's own period stays exact) for the timeline. */
-    unsigned k = tick > ATR_CTL_SAMPLE_MS ? (unsigned)(tick / ATR_CTL_SAMPLE_MS) : 1;
+    /* With sample_ms the watch ticks every tick/k ms (>= sample_ms, k
+     * dividing tick so the policy's own period stays exact). */
+    int sample = o->sample_ms;
+    unsigned k = sample > 0 && tick > sample ? (unsigned)(tick / sample) : 1;
     while (k > 1 && tick % (int)k != 0)
         k--;
     c->policy_every = k;

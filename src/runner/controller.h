@@ -63,7 +63,7 @@
 #define ATR_CTL_RELAX_MS 2000       /* ... for this long before lowering */
 #define ATR_CTL_WINDOW_MS 500       /* PSI trigger window */
 #define ATR_CTL_MAX_SAMPLES 256     /* reaction samples kept per step */
-#define ATR_CTL_SAMPLE_MS 10        /* memory timeline: usage read at least this often */
+#define ATR_CTL_SAMPLE_MS 10        /* memory timeline: the replay's sampling period */
 #define ATR_CTL_MAX_POINTS 512      /* timeline points kept per step (then halved) */
 
 /* PSI trigger windows the kernel accepts (kernel/sched/psi.c). */
@@ -88,6 +88,10 @@ struct atr_ctl_opts {
     double stall_pct;           /* 0 < pct <= 100 */
     int window_ms;              /* psi-trigger window, 500..10000 */
     int relax_ms;               /* calm time before lowering */
+    /* The memory timeline's period (ATR_CTL_SAMPLE_MS is what the replay
+     * asks); 0: the timeline has the policy's readings only, and the
+     * watch ticks at the policy's period. */
+    int sample_ms;
     /* ebpf: the loaded program (runner/bpfctl.h), borrowed; NULL: the
      * controller loads its own and unloads it at atr_ctl_stop. */
     struct atr_bpf *bpf;
@@ -233,9 +237,9 @@ const char *atr_ctl_last_error(const struct atr_ctl *c);
  * counts to *t (may be NULL) and puts its memory timeline there, frees c.
  * Leaves the limit as it is.
  *
- * The timeline: a point at start, at every reading of the usage (every
- * ATR_CTL_SAMPLE_MS at least: the watch ticks that often and the policy
- * runs on every k-th tick, so its own period is unchanged) and after
+ * The timeline: a point at start, at every reading of the usage (with
+ * opts->sample_ms, at least that often: the watch ticks that often and
+ * the policy runs on every k-th tick, so its own period is unchanged) and after
  * every limit change; past ATR_CTL_MAX_POINTS every other point is
  * dropped (the points where the target changed are kept) and the
  * sampling halves. */

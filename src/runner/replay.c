@@ -571,6 +571,7 @@ static int start_controller(struct trace_run *tr, const struct atr_cg *g, struct
         .mem_high_start = o->limits.mem_high > 0 ? o->limits.mem_high : DYNAMIC_DEFAULT_HIGH,
         .mem_high_max = o->limits.mem_max > 0 ? o->limits.mem_max : 0,
         .bpf = tr->rp->bpf,
+        .sample_ms = ATR_CTL_SAMPLE_MS,         /* the memory timeline (ctl_timeline) */
     };
     *ctl = atr_ctl_start(&tr->rp->host, g, &co, watch, err);
     return *ctl ? 0 : -1;

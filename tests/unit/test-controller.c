@@ -373,6 +373,46 @@ static void test_fixture_poll(void **state)
     atr_ctl_totals_release(&t);
 }
 
+/* The memory timeline on fixture files: with sample_ms the watch ticks
+ * every 10 ms and the policy runs on every 5th tick (its 50 ms stay);
+ * the points hold every reading and each change twice (old target, then
+ * new), and past ATR_CTL_MAX_POINTS the changes survive the thinning. */
+static void test_fixture_timeline(void **state)
+{
+    struct fixture *f = *state;
+    struct atr_ctl_opts o = {.kind = ATR_CTL_PSI_POLL, .mem_high_start = 64 * MiB,
+                             .sample_ms = 10};
+    struct atr_spawn_watch w;
+    struct atr_error err = {{0}};
+    struct atr_ctl *c = atr_ctl_start(&f->host, &f->g, &o, &w, &err);
+    assert_non_null(c);
+    assert_int_equal(w.tick_ms, 10);
+    put(f, "memory.usage_in_bytes", "67108864\n");        /* at the target */
+    for (int i = 0; i < 4; i++)
+        w.fn(w.ctx, false);                               /* readings only */
+    assert_int_equal(get_int(f->dir, "memory.limit_in_bytes"), 64 * MiB);
+    w.fn(w.ctx, false);                                   /* the policy's tick: 96 MiB */
+    assert_int_equal(get_int(f->dir, "memory.limit_in_bytes"), 96 * MiB);
+    put(f, "memory.usage_in_bytes", "1048576\n");
+    for (int i = 0; i < 3 * ATR_CTL_MAX_POINTS; i++)      /* calm readings: thinned */
+        w.fn(w.ctx, false);
+    struct atr_ctl_totals t = ATR_CTL_TOTALS_INIT;
+    struct atr_ctl_report r;
+    atr_ctl_stop(c, &r, &t);
+    assert_int_equal(r.ticks, 1 + 3 * ATR_CTL_MAX_POINTS / 5);
+    assert_true(t.n_timeline > 10 && t.n_timeline <= ATR_CTL_MAX_POINTS);
+    assert_int_equal(t.timeline[0].target, 64 * MiB);
+    assert_int_equal(t.timeline[t.n_timeline - 1].target, 96 * MiB);
+    int changes = 0;
+    for (size_t i = 1; i < t.n_timeline; i++) {
+        assert_true(t.timeline[i].t_us >= t.timeline[i - 1].t_us);
+        changes += t.timeline[i].target != t.timeline[i - 1].target;
+    }
+    assert_int_equal(changes, 1);
+    atr_ctl_totals_release(&t);
+    assert_null(t.timeline);
+}
+
 /* v1 hold on fixture files: the OOM killer is disabled at start (the
  * file's first byte becomes "1"), a hold the kernel reports (under_oom 1)
  * is counted and timed until the raise, and at the ceiling the OOM
@@ -713,6 +753,7 @@ int main(void)
         cmocka_unit_test(test_totals),
         cmocka_unit_test_setup_teardown(test_fixture_poll, fixture_setup, fixture_teardown),
         cmocka_unit_test_setup_teardown(test_fixture_v1_hold, fixture_setup, fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_fixture_timeline, fixture_setup, fixture_teardown),
         cmocka_unit_test_setup_teardown(test_fixture_errors, fixture_setup, fixture_teardown),
 #ifdef HAVE_CGROUP_C
         cmocka_unit_test_setup_teardown(test_real_poll, real_setup, real_teardown),
