@@ -88,6 +88,15 @@ static double tl_peak(const struct atr_html_replay_step *s)
     return m;
 }
 
+/* Points with a time and a usage: a line needs two. */
+static size_t drawable(const struct atr_html_replay_step *s)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < s->n_tl; i++)
+        n += !isnan(s->tl_t[i]) && !isnan(s->tl_usage[i]);
+    return n;
+}
+
 /* The config's step the chart shows: the one whose usage rose highest
  * (the burst the controller had to follow); the first such on a tie. */
 static const struct atr_html_replay_step *pick_step(const struct atr_html_replay *r,
@@ -97,7 +106,7 @@ static const struct atr_html_replay_step *pick_step(const struct atr_html_replay
     double best_peak = -1;
     for (size_t i = 0; i < r->n_steps; i++) {
         const struct atr_html_replay_step *s = &r->steps[i];
-        if (s->n_tl < 2 || strcmp(s->config, config))
+        if (strcmp(s->config, config) || drawable(s) < 2)
             continue;
         double p = tl_peak(s);
         if (p > best_peak) {
