@@ -51,6 +51,8 @@ struct atr_html_replay_step {
     double latency_ms;         /* NaN: not recorded */
     const double *reaction_ms; /* the dynamic controller's reaction times, in the arena */
     size_t n_reaction;
+    const double *bound_ms;    /* their upper bounds (ctl_reaction_bound_us), in the arena */
+    size_t n_bound;
     /* The controller's memory timeline (ctl_timeline), MiB and ms, in the
      * arena; NAN where a value is missing; n_tl 0 without one. */
     const double *tl_t, *tl_usage, *tl_target;

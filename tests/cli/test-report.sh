@@ -239,6 +239,7 @@ d = json.loads(re.search(r'<script type=\\\"application/json\\\" id=\\\"data\\\"
 assert [c['config'] for c in f] == ['static-toolcall', 'dynamic'], f
 assert [c['latency']['n'] for c in f] == [7, 7], f
 assert f[0]['reaction'] is None and f[1]['reaction']['n'] == 8, f
+assert f[0]['reaction_bound'] is None and 'reaction_bound' in f[1], f   # null where it equals reaction
 us = 0; v = []
 for g in f[1]['reaction']['v']:
     us += g; v.append(us)
