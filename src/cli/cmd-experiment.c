@@ -24,10 +24,13 @@ static const char help[] =
     "             ebpf (the kernel stops a step at its target)\n"
     "  domain     static-env (one group per trace), static-toolcall (one per\n"
     "             step), dynamic (psi-poll)\n"
-    "  overhead   none (no cgroup, the baseline), static-toolcall, dynamic\n"
+    "  overhead   none (no cgroup, the baseline), static-toolcall, dynamic,\n"
+    "             beside plain fork/exec of sh -c true and systemd-run --scope\n"
+    "             of it (skipped, saying why, where no systemd manager runs)\n"
     "  multitenant  static-toolcall, psi-poll, ebpf with a victim tenant\n"
     "             beside TRACE (noisy neighbours, e.g. atr gen --kind noisy):\n"
-    "             --victim FILE is required, its tail latency per arm the point\n"
+    "             --victim FILE is required, its tail latency per arm the point;\n"
+    "             every tenant also runs alone: its slowdown vs its solo run\n"
     "Every arm runs --reps times, interleaved (the order rotates every\n"
     "repetition); the first arm is the baseline of \"slowdown\". Each run is\n"
     "`atr replay tools` into\n"
@@ -44,9 +47,16 @@ static const char help[] =
     "reaction_bound_p50_us, reaction_bound_p99_us (null: none),\n"
     "overshoot_max_mb (usage above the limit in force: the eBPF stops' kernel\n"
     "readings, the others' polls), and with --victim victim_steps,\n"
-    "victim_latency_p50_ms, victim_latency_p99_ms; or skipped with the\n"
-    "reason. DIR/report.html is `atr report DIR`: the arms' latency and\n"
-    "reaction-time (seen -> written) CDFs, memory per step with the limits.\n"
+    "victim_latency_p50_ms, victim_latency_p99_ms and the victim's\n"
+    "victim_latency_ms_total, victim_cpu_stall_ms_total,\n"
+    "victim_mem_stall_ms_total (where its time went); or skipped with the\n"
+    "reason. multitenant adds \"tenant_slowdown\" (per arm and tenant: solo and\n"
+    "shared p50/p99, slowdown_p50, slowdown_p99), overhead \"references\"\n"
+    "(fork_exec, systemd_run_scope: step_p50_ms, step_p99_ms). DIR/report.html\n"
+    "is `atr report DIR`: the arms' latency and reaction-time (seen ->\n"
+    "written) CDFs, memory per step with the limits, per dynamic arm its\n"
+    "highest-rising step's memory over time with the moving target (the\n"
+    "steps' ctl_timeline), multitenant's per-tenant slowdown bars.\n"
     "Prints the side-by-side table. Where\n"
     "eBPF cannot load (no root, no BTF, a build without it) the ebpf arm is\n"
     "skipped, saying why.\n"
@@ -133,6 +143,42 @@ static void print_table(const struct atr_xp *x, struct atr_xp_sum *sums, double 
     }
 }
 
+/* multitenant: each tenant's slowdown against its solo run, per arm. */
+static void print_tenants(const struct atr_xp *x, struct atr_xp_sum *sums)
+{
+    bool head = false;
+    for (int k = 0; k < x->n; k++)
+        for (int i = 0; !sums[k].skipped && i < sums[k].n_tenants; i++) {
+            struct atr_xp_tenant *t = &sums[k].tenants[i];
+            if (!t->alone.n)
+                continue;
+            if (!head)
+                printf("\n%-15s %-24s %-6s %9s %9s %9s %9s %8s %8s\n", "arm", "tenant", "role",
+                       "solo p50",
+                       "shared p50", "solo p99", "shared p99", "slow p50", "slow p99");
+            head = true;
+            double a50 = atr_xp_pct(&t->alone, 50), s50 = atr_xp_pct(&t->shared, 50);
+            double a99 = atr_xp_pct(&t->alone, 99), s99 = atr_xp_pct(&t->shared, 99);
+            printf("%-15s %-24.24s %-6s %7.1fms %8.1fms %7.1fms %8.1fms %7.2fx %7.2fx\n",
+                   x->arms[k].name, t->id, t->victim ? "victim" : "noisy", a50, s50, a99, s99,
+                   s50 / a50, s99 / a99);
+        }
+}
+
+/* overhead: a step of `sh -c true` without atr, for the arms' latency. */
+static void print_refs(struct atr_xp_refs *r)
+{
+    printf("\n%-15s %5zu %8.2fms p50 %8.2fms p99  (fork + exec + wait of sh -c true)\n",
+           "fork/exec", r->fork_exec_ms.n, atr_xp_pct(&r->fork_exec_ms, 50),
+           atr_xp_pct(&r->fork_exec_ms, 99));
+    if (r->systemd_run_ms.n)
+        printf("%-15s %5zu %8.2fms p50 %8.2fms p99  (systemd-run --scope sh -c true)\n",
+               "systemd-run", r->systemd_run_ms.n, atr_xp_pct(&r->systemd_run_ms, 50),
+               atr_xp_pct(&r->systemd_run_ms, 99));
+    else
+        printf("%-15s skipped: %s\n", "systemd-run", r->systemd_why);
+}
+
 static int prepare_out(const struct exp_args *a)
 {
     struct stat st;
@@ -174,6 +220,9 @@ static int run(int argc, char **argv)
         .mem_max = a.mem_max, .sandbox_ns = a.sandbox == 1, .victim = a.victim, .png = a.png,
     };
     struct atr_xp_sum sums[ATR_XP_MAX_ARMS];
+    struct atr_xp_refs refs = {0};
+    if (strcmp(a.x->mode, "overhead") == 0)
+        cfg.refs = &refs;
     double base;
     struct atr_error err;
     rc = atr_xp_run(&cfg, sums, &base, &err) < 0 ? cli_fail_err(&err) : EXIT_OK;
@@ -181,8 +230,13 @@ static int run(int argc, char **argv)
         if (sums[k].skipped)
             fprintf(stderr, "atr: experiment %s: %s arm skipped: %s\n", a.x->mode,
                     a.x->arms[k].name, sums[k].why);
-    if (rc == EXIT_OK && !a.quiet)
+    if (rc == EXIT_OK && !a.quiet) {
         print_table(a.x, sums, base);
+        print_tenants(a.x, sums);
+        if (cfg.refs)
+            print_refs(&refs);
+    }
+    atr_xp_refs_release(cfg.refs);
     atr_xp_sums_release(sums);
     return rc;
 }

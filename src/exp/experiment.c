@@ -31,24 +31,24 @@ static const struct atr_xp experiments[] = {
       {"psi-poll", "dynamic-psi-poll", "dynamic", "psi-poll"},
       {"psi-trigger", "dynamic-psi-trigger", "dynamic", "psi-trigger"},
       {"ebpf", "dynamic-ebpf", "dynamic", "ebpf"}},
-     4, false},
+     4, false, false},
     {"domain",
      {{"static-env", "static-env", "static-env", NULL},
       {"static-toolcall", "static-toolcall", "static-toolcall", NULL},
       {"dynamic", "dynamic", "dynamic", "psi-poll"}},
-     3, false},
+     3, false, false},
     {"overhead",
      {{"none", "none", "none", NULL},
       {"static-toolcall", "static-toolcall", "static-toolcall", NULL},
       {"dynamic", "dynamic", "dynamic", "psi-poll"}},
-     3, false},
+     3, false, false},
     /* The seed's experiment 3: a victim tenant beside noisy neighbours,
      * its tail latency per arm (victim_latency_p99_ms). */
     {"multitenant",
      {{"static-toolcall", "static-toolcall", "static-toolcall", NULL},
       {"psi-poll", "dynamic-psi-poll", "dynamic", "psi-poll"},
       {"ebpf", "dynamic-ebpf", "dynamic", "ebpf"}},
-     3, true},
+     3, true, true},
 };
 
 const char *const atr_xp_modes[] = {"timescale", "domain", "overhead", "multitenant", NULL};
@@ -132,7 +132,8 @@ static int run_replay(const struct xp_run *a, int arm, const char *dir)
         argv[n++] = a->c->traces[i];
     if (a->c->victim) {
         argv[n++] = "--tenants";
-        argv[n++] = "--no-baseline";
+        if (!a->c->x->solo)
+            argv[n++] = "--no-baseline";
         argv[n++] = (char *)a->c->victim;
     }
     argv[n] = NULL;
@@ -200,6 +201,51 @@ static void add_step(struct atr_xp_sum *s, const struct atr_json *o)
     add_array(&s->bound, atr_json_get(o, "ctl_reaction_bound_us"));
 }
 
+/* The tenant of s with trace id id, added when new (NULL past the cap). */
+static struct atr_xp_tenant *tenant_of(const struct xp_run *a, struct atr_xp_sum *s,
+                                       const char *id)
+{
+    for (int i = 0; i < s->n_tenants; i++)
+        if (strcmp(s->tenants[i].id, id) == 0)
+            return &s->tenants[i];
+    if (s->n_tenants == ATR_XP_MAX_TENANTS || strlen(id) >= sizeof s->tenants[0].id)
+        return NULL;
+    struct atr_xp_tenant *t = &s->tenants[s->n_tenants++];
+    snprintf(t->id, sizeof t->id, "%s", id);
+    for (size_t i = 0; i < a->n_victim_ids; i++)
+        t->victim = t->victim || strcmp(a->victim_ids[i], id) == 0;
+    return t;
+}
+
+/* A --tenants line into its tenant's samples. true: an alone-phase line,
+ * which the arm's own figures leave out (they are the shared run's). */
+static bool add_tenant(const struct xp_run *a, struct atr_xp_sum *s, const struct atr_json *o)
+{
+    const char *phase = atr_json_get_str(o, "phase", NULL);
+    const char *id = atr_json_get_str(o, "trace_id", NULL);
+    if (!phase || !id)
+        return false;
+    bool alone = strcmp(phase, "alone") == 0;
+    struct atr_xp_tenant *t = tenant_of(a, s, id);
+    double v;
+    if (t && atr_json_get_num(o, "latency_ms", &v) && v >= 0)
+        atr_samples_add(alone ? &t->alone : &t->shared, v);
+    return alone;
+}
+
+static void add_victim(struct atr_xp_sum *s, const struct atr_json *o)
+{
+    double v;
+    if (atr_json_get_num(o, "latency_ms", &v)) {
+        atr_samples_add(&s->victim, v);
+        s->victim_ms += v;
+    }
+    if (atr_json_get_num(o, "cpu_pressure_some_ms", &v) && v > 0)
+        s->victim_cpu_stall_ms += v;
+    if (atr_json_get_num(o, "mem_pressure_some_ms", &v) && v > 0)
+        s->victim_mem_stall_ms += v;
+}
+
 /* One step line of DIR/metrics.jsonl: the arm as "config" first. */
 static void write_line(FILE *out, const struct atr_json *o, const struct atr_xp_arm *r,
                        unsigned rep)
@@ -243,11 +289,11 @@ static int read_run(const struct xp_run *a, struct atr_xp_sum *s, const char *di
         struct atr_json_err jerr;
         if (atr_json_parse(&arena, line, (size_t)len, NULL, &o, &jerr) == 0 &&
             o->type == ATR_JSON_OBJECT) {
-            double v;
-            if (!is_victim(a, o))
+            bool solo = add_tenant(a, s, o);    /* the reference, not the arm's own */
+            if (!solo && !is_victim(a, o))
                 add_step(s, o);
-            else if (atr_json_get_num(o, "latency_ms", &v))
-                atr_samples_add(&s->victim, v);
+            else if (!solo)
+                add_victim(s, o);
             write_line(out, o, &a->c->x->arms[arm], rep);
         }
         atr_arena_clear(&arena);
@@ -296,8 +342,147 @@ static void put_arm(struct atr_jw *w, const struct atr_xp_arm *r, struct atr_xp_
         atr_jw_kv_uint(w, "victim_steps", s->victim.n);
         atr_jw_kv_fixed(w, "victim_latency_p50_ms", atr_xp_pct(&s->victim, 50), 3);
         atr_jw_kv_fixed(w, "victim_latency_p99_ms", atr_xp_pct(&s->victim, 99), 3);
+        atr_jw_kv_fixed(w, "victim_latency_ms_total", s->victim_ms, 3);
+        atr_jw_kv_fixed(w, "victim_cpu_stall_ms_total", s->victim_cpu_stall_ms, 3);
+        atr_jw_kv_fixed(w, "victim_mem_stall_ms_total", s->victim_mem_stall_ms, 3);
     }
     atr_jw_object_end(w);
+}
+
+/* ---- the references of the overhead experiment ---- */
+
+/* Runs argv (PATH searched), its output to /dev/null: wall ms, and its
+ * exit status in *st (-1: it could not start). */
+static double time_spawn(char *const argv[], int *st)
+{
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    pid_t pid;
+    int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    *st = -1;
+    if (rc != 0)
+        return NAN;
+    int w;
+    while (waitpid(pid, &w, 0) < 0)
+        if (errno != EINTR)
+            return NAN;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    *st = WIFEXITED(w) ? WEXITSTATUS(w) : 128 + WTERMSIG(w);
+    return (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+}
+
+/* systemd-run --scope needs a running manager; without one it would only
+ * fail after a D-Bus timeout, so the manager's directory is asked first. */
+static bool systemd_runs(struct atr_xp_refs *r)
+{
+    struct stat sb;
+    if (r->systemd_why[0])
+        return false;
+    if (stat("/run/systemd/system", &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        snprintf(r->systemd_why, sizeof r->systemd_why,
+                 "no systemd manager runs here (/run/systemd/system is missing)");
+        return false;
+    }
+    return true;
+}
+
+/* One repetition's references: fork/exec, then systemd-run. */
+static void measure_refs(struct atr_xp_refs *r)
+{
+    char *fe[] = {"/bin/sh", "-c", "true", NULL};
+    char *sd[] = {"systemd-run", "--scope", "-q", "/bin/sh", "-c", "true", NULL};
+    int st;
+    for (int i = 0; i < ATR_XP_FORK_EXEC_PER_REP; i++) {
+        double ms = time_spawn(fe, &st);
+        if (st == 0)
+            atr_samples_add(&r->fork_exec_ms, ms);
+    }
+    for (int i = 0; i < ATR_XP_SYSTEMD_PER_REP && systemd_runs(r); i++) {
+        double ms = time_spawn(sd, &st);
+        if (st == 0)
+            atr_samples_add(&r->systemd_run_ms, ms);
+        else
+            snprintf(r->systemd_why, sizeof r->systemd_why, "systemd-run --scope %s (%d)",
+                     st < 0 ? "could not start" : "failed: exit", st);
+    }
+}
+
+void atr_xp_refs_release(struct atr_xp_refs *refs)
+{
+    if (!refs)
+        return;
+    atr_samples_release(&refs->fork_exec_ms);
+    atr_samples_release(&refs->systemd_run_ms);
+}
+
+static void put_ref(struct atr_jw *w, const char *key, struct atr_samples *s, const char *why)
+{
+    atr_jw_key(w, key);
+    atr_jw_object_begin(w);
+    if (!s->n && why && why[0]) {
+        atr_jw_kv_str(w, "skipped", why);
+    } else {
+        atr_jw_kv_uint(w, "runs", s->n);
+        atr_jw_kv_fixed(w, "step_p50_ms", atr_xp_pct(s, 50), 3);
+        atr_jw_kv_fixed(w, "step_p99_ms", atr_xp_pct(s, 99), 3);
+    }
+    atr_jw_object_end(w);
+}
+
+/* "references": what a step of `sh -c true` costs without atr. */
+static void put_refs(struct atr_jw *w, struct atr_xp_refs *r)
+{
+    if (!r)
+        return;
+    atr_jw_key(w, "references");
+    atr_jw_object_begin(w);
+    put_ref(w, "fork_exec", &r->fork_exec_ms, NULL);
+    put_ref(w, "systemd_run_scope", &r->systemd_run_ms, r->systemd_why);
+    atr_jw_object_end(w);
+}
+
+/* One tenant's slowdown under one arm: shared over solo, p50 and p99. */
+static void put_tenant(struct atr_jw *w, const struct atr_xp_arm *r, struct atr_xp_tenant *t)
+{
+    double a50 = atr_xp_pct(&t->alone, 50), s50 = atr_xp_pct(&t->shared, 50);
+    double a99 = atr_xp_pct(&t->alone, 99), s99 = atr_xp_pct(&t->shared, 99);
+    atr_jw_object_begin(w);
+    atr_jw_kv_str(w, "config", r->config);
+    atr_jw_kv_str(w, "arm", r->name);
+    atr_jw_kv_str(w, "trace_id", t->id);
+    atr_jw_kv_bool(w, "victim", t->victim);
+    atr_jw_kv_uint(w, "steps_solo", t->alone.n);
+    atr_jw_kv_uint(w, "steps_shared", t->shared.n);
+    atr_jw_kv_fixed(w, "latency_p50_ms_solo", a50, 3);
+    atr_jw_kv_fixed(w, "latency_p50_ms_shared", s50, 3);
+    atr_jw_kv_fixed(w, "latency_p99_ms_solo", a99, 3);
+    atr_jw_kv_fixed(w, "latency_p99_ms_shared", s99, 3);
+    atr_jw_kv_fixed(w, "slowdown_p50", a50 > 0 ? s50 / a50 : NAN, 3);
+    atr_jw_kv_fixed(w, "slowdown_p99", a99 > 0 ? s99 / a99 : NAN, 3);
+    atr_jw_object_end(w);
+}
+
+/* "tenant_slowdown": every arm's tenants that ran alone too. */
+static void put_tenants(struct atr_jw *w, const struct atr_xp *x, struct atr_xp_sum *sums)
+{
+    bool any = false;
+    for (int k = 0; k < x->n; k++)
+        for (int i = 0; i < sums[k].n_tenants; i++)
+            any = any || sums[k].tenants[i].alone.n;
+    if (!any)
+        return;
+    atr_jw_key(w, "tenant_slowdown");
+    atr_jw_array_begin(w);
+    for (int k = 0; k < x->n; k++)
+        for (int i = 0; !sums[k].skipped && i < sums[k].n_tenants; i++)
+            if (sums[k].tenants[i].alone.n)
+                put_tenant(w, &x->arms[k], &sums[k].tenants[i]);
+    atr_jw_array_end(w);
 }
 
 static int write_summary(const struct atr_xp_cfg *a, struct atr_xp_sum *sums, double base_p50)
@@ -317,6 +502,8 @@ static int write_summary(const struct atr_xp_cfg *a, struct atr_xp_sum *sums, do
     for (int k = 0; k < a->x->n; k++)
         put_arm(&w, &a->x->arms[k], &sums[k], base_p50);
     atr_jw_array_end(&w);
+    put_tenants(&w, a->x, sums);
+    put_refs(&w, a->refs);
     atr_jw_object_end(&w);
     atr_jw_finish(&w);
     char path[PATH_MAX + 32];
@@ -369,6 +556,8 @@ static int run_all(const struct xp_run *a, struct atr_xp_sum *sums, FILE *metric
     const struct atr_xp *x = a->c->x;
     for (unsigned rep = 0; rep < a->c->reps; rep++)
         for (int i = 0; i < x->n; i++) {
+            if (i == 0 && a->c->refs)   /* interleaved with the arms, once a repetition */
+                measure_refs(a->c->refs);
             int arm = (int)((i + rep) % (unsigned)x->n);
             const struct atr_xp_arm *r = &x->arms[arm];
             if (sums[arm].skipped)
@@ -462,5 +651,9 @@ void atr_xp_sums_release(struct atr_xp_sum *sums)
         atr_samples_release(&sums[k].bound);
         atr_samples_release(&sums[k].victim);
         atr_samples_release(&sums[k].wall);
+        for (int i = 0; i < sums[k].n_tenants; i++) {
+            atr_samples_release(&sums[k].tenants[i].alone);
+            atr_samples_release(&sums[k].tenants[i].shared);
+        }
     }
 }

@@ -51,6 +51,12 @@ struct atr_html_replay_step {
     double latency_ms;         /* NaN: not recorded */
     const double *reaction_ms; /* the dynamic controller's reaction times, in the arena */
     size_t n_reaction;
+    const double *bound_ms;    /* their upper bounds (ctl_reaction_bound_us), in the arena */
+    size_t n_bound;
+    /* The controller's memory timeline (ctl_timeline), MiB and ms, in the
+     * arena; NAN where a value is missing; n_tl 0 without one. */
+    const double *tl_t, *tl_usage, *tl_target;
+    size_t n_tl;
     bool skipped;
 };
 
@@ -138,6 +144,17 @@ bool atr_html_is_replay_dir(const char *dir);
 int atr_html_read_replay(struct atr_html *h, const char *dir, struct atr_html_replay *out,
                          struct atr_error *err);
 void atr_html_replay_section(struct atr_buf *b, const struct atr_html *h);
+
+/* html-memline.c: a step line's "ctl_timeline" into s (arena arrays). */
+void atr_html_read_timeline(struct atr_html *h, const struct atr_json *o,
+                            struct atr_html_replay_step *s);
+/* Per configuration of r with a timeline, its highest-rising step's
+ * memory over time with the moving target (mem_max_mib: the ceiling, or
+ * NAN). */
+void atr_html_memline_figures(struct atr_buf *b, const struct atr_html_replay *r,
+                              double mem_max_mib);
+/* summary.json's "tenant_slowdown" as grouped bars; nothing without it. */
+void atr_html_slowdown_figure(struct atr_buf *b, const struct atr_json *summary);
 
 /* html-shapes.c: the Agent shapes section's figures, gathered per trace as
  * it is read; the section (after Traces); freeing them. */

@@ -73,10 +73,12 @@ static char *slurp(const char *path, size_t *len)
     return s;
 }
 
-/* A step's "ctl_reaction_us" array in ms, copied into the arena. */
-static const double *reaction_ms(struct atr_html *h, const struct atr_json *o, size_t *n)
+/* A step's "ctl_reaction_us" (or its bounds') array in ms, copied into
+ * the arena. */
+static const double *reaction_ms(struct atr_html *h, const struct atr_json *o, const char *key,
+                                 size_t *n)
 {
-    const struct atr_json *a = atr_json_get(o, "ctl_reaction_us");
+    const struct atr_json *a = atr_json_get(o, key);
     *n = 0;
     if (!atr_json_is(a, ATR_JSON_ARRAY) || !a->u.kids.count)
         return NULL;
@@ -159,8 +161,9 @@ int atr_html_read_replay(struct atr_html *h, const char *dir, struct atr_html_re
         const char *config = atr_json_get_str(o, "config", NULL);
         const char *trace = atr_json_get_str(o, "trace_id", NULL);
         double peak, lat;
-        size_t n_react;
-        const double *react = reaction_ms(h, o, &n_react);
+        size_t n_react, n_bound;
+        const double *react = reaction_ms(h, o, "ctl_reaction_us", &n_react);
+        const double *bound = reaction_ms(h, o, "ctl_reaction_bound_us", &n_bound);
         out->steps[out->n_steps++] = (struct atr_html_replay_step){
             .config = atr_arena_strdup(&h->arena, config ? config : ""),
             .trace_id = trace ? atr_arena_strdup(&h->arena, trace) : NULL,
@@ -172,8 +175,11 @@ int atr_html_read_replay(struct atr_html *h, const char *dir, struct atr_html_re
             .latency_ms = atr_json_get_num(o, "latency_ms", &lat) && lat >= 0 ? lat : NAN,
             .reaction_ms = react,
             .n_reaction = n_react,
+            .bound_ms = bound,
+            .n_bound = n_bound,
             .skipped = atr_json_get(o, "skipped") != NULL,
         };
+        atr_html_read_timeline(h, o, &out->steps[out->n_steps - 1]);
     }
     if (rc == 0 && ferror(f))
         rc = atr_error_set(err, "%s: cannot read it", path);
@@ -471,8 +477,10 @@ void atr_html_replay_section(struct atr_buf *b, const struct atr_html *h)
             if (name)
                 config_chart(b, r, name);
         }
+        atr_html_memline_figures(b, r, mx);
         cdf_figures(b, r);
         tenants_table(b, s);
+        atr_html_slowdown_figure(b, s);
     }
     atr_buf_puts(b, "</section>\n");
 }
@@ -485,25 +493,33 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The sorted step latencies (reaction = false) or reaction times of one
+enum values { LATENCY, REACTION, BOUND };
+
+/* The sorted step latencies, reaction times or their bounds of one
  * config's steps that ran; the caller frees. */
-static double *config_values(const struct atr_html_replay *r, const char *config, bool reaction,
+static double *config_values(const struct atr_html_replay *r, const char *config, enum values k,
                              size_t *n)
 {
     size_t cap = 0;
     for (size_t i = 0; i < r->n_steps; i++)
         if (!strcmp(r->steps[i].config, config))
-            cap += reaction ? r->steps[i].n_reaction : 1;
+            cap += k == REACTION ? r->steps[i].n_reaction
+                   : k == BOUND  ? r->steps[i].n_bound
+                                 : 1;
     double *v = xcalloc(cap + 1, sizeof *v);
     *n = 0;
     for (size_t i = 0; i < r->n_steps; i++) {
         const struct atr_html_replay_step *s = &r->steps[i];
         if (strcmp(s->config, config) || s->skipped)
             continue;
-        if (reaction) {
+        if (k == REACTION) {
             if (s->n_reaction)          /* reaction_ms is NULL without samples */
                 memcpy(v + *n, s->reaction_ms, s->n_reaction * sizeof *v);
             *n += s->n_reaction;
+        } else if (k == BOUND) {
+            if (s->n_bound)
+                memcpy(v + *n, s->bound_ms, s->n_bound * sizeof *v);
+            *n += s->n_bound;
         } else if (!isnan(s->latency_ms)) {
             v[(*n)++] = s->latency_ms;
         }
@@ -530,12 +546,27 @@ static void cdf_figures(struct atr_buf *b, const struct atr_html_replay *r)
     if (any_reaction(r))
         atr_buf_puts(b, "<figure class=\"replay-cdf\" data-kind=\"reaction\"><figcaption>The "
                         "dynamic controller's reaction time (pressure seen to limit written), "
-                        "CDF of every adjustment per configuration.</figcaption>"
+                        "CDF of every adjustment per configuration; dashed, where it differs: "
+                        "its upper bound (a poll's condition may have become visible just "
+                        "after the previous poll).</figcaption>"
                         "<div class=\"chart-host\"></div></figure>\n");
 }
 
+/* Whether two sorted arrays hold the same values (a bound that equals
+ * its reaction, as for events and the eBPF arm, is not drawn twice). */
+static bool same_values(const double *a, size_t na, const double *b, size_t nb)
+{
+    if (na != nb)
+        return false;
+    for (size_t i = 0; i < na; i++)
+        if (a[i] != b[i])
+            return false;
+    return true;
+}
+
 /* "replay_cdfs": per folder, in input order, [{config, latency: CDF,
- * reaction: CDF or null}] for each config of its summary. */
+ * reaction: CDF or null, reaction_bound: CDF or null (null too where it
+ * equals reaction)}] for each config of its summary. */
 void atr_html_replay_json(struct atr_jw *w, const struct atr_html *h)
 {
     atr_jw_key(w, "replay_cdfs");
@@ -551,15 +582,20 @@ void atr_html_replay_json(struct atr_jw *w, const struct atr_html *h)
                 continue;
             atr_jw_object_begin(w);
             atr_jw_kv_str(w, "config", name);
-            for (int k = 0; k < 2; k++) {
-                size_t n;
-                double *v = config_values(r, name, k == 1, &n);
-                atr_jw_key(w, k ? "reaction" : "latency");
-                if (n)
-                    atr_html_cdf_json(w, v, n);
+            size_t n[3];
+            double *v[3];
+            static const char *const keys[] = {"latency", "reaction", "reaction_bound"};
+            for (int k = LATENCY; k <= BOUND; k++)
+                v[k] = config_values(r, name, (enum values)k, &n[k]);
+            if (same_values(v[REACTION], n[REACTION], v[BOUND], n[BOUND]))
+                n[BOUND] = 0;
+            for (int k = LATENCY; k <= BOUND; k++) {
+                atr_jw_key(w, keys[k]);
+                if (n[k])
+                    atr_html_cdf_json(w, v[k], n[k]);
                 else
                     atr_jw_null(w);
-                free(v);
+                free(v[k]);
             }
             atr_jw_object_end(w);
         }

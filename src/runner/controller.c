@@ -249,6 +249,9 @@ void atr_ctl_totals_release(struct atr_ctl_totals *t)
 {
     atr_samples_release(&t->seen_us);
     atr_samples_release(&t->bound_us);
+    free(t->timeline);
+    t->timeline = NULL;
+    t->n_timeline = 0;
 }
 
 /* ---- the controller ---- */
@@ -288,6 +291,12 @@ struct atr_ctl {
     struct atr_ctl_sample s[ATR_CTL_MAX_SAMPLES];
     size_t n;
     struct atr_ctl_report r;    /* counts; percentiles filled at stop */
+    /* The memory timeline (atr_ctl_stop in controller.h). */
+    struct atr_ctl_point pts[ATR_CTL_MAX_POINTS];
+    size_t n_pts;
+    unsigned pt_stride, pt_skip;    /* keep every pt_stride-th sample tick's point */
+    int64_t t0_ns;
+    unsigned policy_every, n_ticks; /* the policy runs on every policy_every-th tick */
     char desc[200];
     struct atr_error err;       /* last error; msg "" when none */
 };
@@ -392,6 +401,33 @@ static void add_sample(struct atr_ctl *c, int64_t seen_ns, int64_t bound_ns, boo
     }
     c->s[c->n++] = (struct atr_ctl_sample){seen_ns, bound_ns, event};
     event ? c->r.event_samples++ : c->r.poll_samples++;
+}
+
+/* Past the cap: every other point goes, except those where the target
+ * changed (the moving line is what the chart is about), and the sample
+ * ticks keep half as many points from now on. */
+static void thin_points(struct atr_ctl *c)
+{
+    size_t j = 0;
+    for (size_t i = 0; i < c->n_pts; i++)
+        if (i % 2 == 0 || c->pts[i].target != c->pts[i - 1].target)
+            c->pts[j++] = c->pts[i];
+    if (j == c->n_pts)              /* the target moved at every point: plain halving */
+        for (size_t i = j = 0; i < c->n_pts; i += 2)
+            c->pts[j++] = c->pts[i];
+    c->n_pts = j;
+    c->pt_stride *= 2;
+}
+
+/* One point of the timeline; a sample tick's only every pt_stride-th
+ * time (changes always). */
+static void add_point(struct atr_ctl *c, int64_t now_ns, int64_t usage, bool change)
+{
+    if (!change && ++c->pt_skip % c->pt_stride != 0)
+        return;
+    if (c->n_pts == ATR_CTL_MAX_POINTS)
+        thin_points(c);
+    c->pts[c->n_pts++] = (struct atr_ctl_point){(now_ns - c->t0_ns) / 1000, usage, c->pol.high};
 }
 
 /* A hold (v1) or stop (ebpf) ends: its duration counts as held. */
@@ -516,7 +552,10 @@ static void on_bpf_ready(struct atr_ctl *c)
         return;
     int64_t target = atr_ctl_policy_raise_target(&c->pol, c->stop_usage);
     if (target > c->pol.high) {
+        int64_t now = mono_ns();
+        add_point(c, now, c->stop_usage, true);    /* usage at the stop, old target */
         book(c, target, ATR_CTL_BREACH);
+        add_point(c, now, c->stop_usage, true);
     } else if (!c->unwatched) {
         c->r.saturated++;
         atr_bpf_unwatch(c->bw);
@@ -548,6 +587,16 @@ static bool drain(struct atr_ctl *c)
     return c->trig_fd >= 0 && !other;
 }
 
+/* A tick between the policy's: only the usage, for the timeline (and the
+ * overshoot, which more readings see better). */
+static void sample_tick(struct atr_ctl *c, int64_t now)
+{
+    int64_t usage = read_usage(c);
+    if (usage - c->pol.high > c->r.overshoot)
+        c->r.overshoot = usage - c->pol.high;
+    add_point(c, now, usage, false);
+}
+
 /* The watch callback: a tick or a wake-up of the event fd. */
 static void on_watch(void *ctx, bool fd_ready)
 {
@@ -557,6 +606,10 @@ static void on_watch(void *ctx, bool fd_ready)
         return;
     }
     int64_t now = mono_ns();
+    if (!fd_ready && ++c->n_ticks % c->policy_every != 0) {
+        sample_tick(c, now);
+        return;
+    }
     struct atr_ctl_input in = {.now_us = now / 1000, .some_total_us = -1};
     if (fd_ready) {
         c->r.wakeups++;
@@ -580,7 +633,10 @@ static void on_watch(void *ctx, bool fd_ready)
     if (c->knob == KNOB_BPF && why != ATR_CTL_RELAX)
         high = 0;
     if (high > 0)
+        add_point(c, now, in.usage, true);          /* the old target, then the new */
+    if (high > 0)
         apply(c, high, why, now, fd_ready);
+    add_point(c, now, in.usage, high > 0);
     if (!fd_ready)
         c->last_tick_ns = now;
 }
@@ -750,7 +806,16 @@ static int ctl_open(struct atr_ctl *c, const struct atr_ctl_opts *o,
     int tick = o->interval_ms > 0 ? o->interval_ms
                : o->kind == ATR_CTL_PSI_POLL ? ATR_CTL_POLL_MS
                                               : ATR_CTL_RELAX_TICK_MS;
-    *watch = (struct atr_spawn_watch){.fd = -1, .tick_ms = tick, .fn = on_watch, .ctx = c};
+    /* With sample_ms the watch ticks every tick/k ms (>= sample_ms, k
+     * dividing tick so the policy's own period stays exact). */
+    int sample = o->sample_ms;
+    unsigned k = sample > 0 && tick > sample ? (unsigned)(tick / sample) : 1;
+    while (k > 1 && tick % (int)k != 0)
+        k--;
+    c->policy_every = k;
+    c->pt_stride = 1;
+    *watch = (struct atr_spawn_watch){.fd = -1, .tick_ms = tick / (int)k, .fn = on_watch,
+                                      .ctx = c};
     snprintf(c->desc, sizeof c->desc, "%s:", atr_ctl_kind_name(o->kind));
     if (o->kind == ATR_CTL_EBPF) {
         desc_add(c, c->host->v2_memory ? "kernel stop at the target (v2 memcg page faults)"
@@ -770,8 +835,9 @@ static int ctl_open(struct atr_ctl *c, const struct atr_ctl_opts *o,
     char every[48];
     snprintf(every, sizeof every, "tick %d ms", tick);
     desc_add(c, every);
-    c->last_tick_ns = mono_ns();
+    c->last_tick_ns = c->t0_ns = mono_ns();
     baseline(c);
+    add_point(c, c->t0_ns, read_usage(c), true);
     return 0;
 }
 
@@ -832,6 +898,8 @@ void atr_ctl_stop(struct atr_ctl *c, struct atr_ctl_report *r, struct atr_ctl_to
     }
     atr_bpf_close(c->own_bpf);
     hold_end(c, mono_ns());
+    if (c->t0_ns)                   /* it started: the timeline's last reading */
+        add_point(c, mono_ns(), read_usage(c), true);
     int fds[] = {c->usage_fd, c->psi_fd, c->trig_fd, c->events_fd, c->evctl_fd,
                  c->thr_fd, c->ep_fd, c->limit_fd, c->oomctl_fd, c->oomev_fd};
     for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
@@ -846,6 +914,10 @@ void atr_ctl_stop(struct atr_ctl *c, struct atr_ctl_report *r, struct atr_ctl_to
         report_add_counts(&t->sum, &c->r);
         for (size_t i = 0; i < c->n; i++)
             atr_ctl_totals_add_sample(t, &c->s[i]);
+        free(t->timeline);
+        t->timeline = xmalloc((c->n_pts ? c->n_pts : 1) * sizeof *t->timeline);
+        memcpy(t->timeline, c->pts, c->n_pts * sizeof *t->timeline);
+        t->n_timeline = c->n_pts;
     }
     free(c);
 }

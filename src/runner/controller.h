@@ -63,6 +63,8 @@
 #define ATR_CTL_RELAX_MS 2000       /* ... for this long before lowering */
 #define ATR_CTL_WINDOW_MS 500       /* PSI trigger window */
 #define ATR_CTL_MAX_SAMPLES 256     /* reaction samples kept per step */
+#define ATR_CTL_SAMPLE_MS 10        /* memory timeline: the replay's sampling period */
+#define ATR_CTL_MAX_POINTS 512      /* timeline points kept per step (then halved) */
 
 /* PSI trigger windows the kernel accepts (kernel/sched/psi.c). */
 #define ATR_PSI_WINDOW_MIN_US 500000
@@ -86,6 +88,10 @@ struct atr_ctl_opts {
     double stall_pct;           /* 0 < pct <= 100 */
     int window_ms;              /* psi-trigger window, 500..10000 */
     int relax_ms;               /* calm time before lowering */
+    /* The memory timeline's period (ATR_CTL_SAMPLE_MS is what the replay
+     * asks); 0: the timeline has the policy's readings only, and the
+     * watch ticks at the policy's period. */
+    int sample_ms;
     /* ebpf: the loaded program (runner/bpfctl.h), borrowed; NULL: the
      * controller loads its own and unloads it at atr_ctl_stop. */
     struct atr_bpf *bpf;
@@ -185,12 +191,22 @@ struct atr_ctl_report {
     double reaction_bound_p50_us, reaction_bound_p99_us;   /* upper bounds */
 };
 
-/* Run-wide accumulation (the replay's p50/p99 across steps). */
+/* One point of a step's memory timeline: the group's usage and the target
+ * in force (the knob's value) at t_us after the controller started. */
+struct atr_ctl_point {
+    int64_t t_us, usage, target;    /* usage -1: could not be read */
+};
+
+/* Run-wide accumulation (the replay's p50/p99 across steps), and the
+ * memory timeline of the last controller stopped into it (replaced by
+ * each atr_ctl_stop; owned here, freed by atr_ctl_totals_release). */
 struct atr_ctl_totals {
     struct atr_ctl_report sum;      /* counts summed, max_mem_high the max */
     struct atr_samples seen_us, bound_us;
+    struct atr_ctl_point *timeline;
+    size_t n_timeline;
 };
-#define ATR_CTL_TOTALS_INIT {{0}, ATR_SAMPLES_INIT, ATR_SAMPLES_INIT}
+#define ATR_CTL_TOTALS_INIT {{0}, ATR_SAMPLES_INIT, ATR_SAMPLES_INIT, NULL, 0}
 
 void atr_ctl_totals_add_sample(struct atr_ctl_totals *t, const struct atr_ctl_sample *s);
 /* Summed counts and percentiles over every sample added. */
@@ -218,7 +234,15 @@ const char *atr_ctl_last_error(const struct atr_ctl *c);
 
 /* Closes the notifiers, resumes whatever the controller stopped (ebpf)
  * and stops watching, fills *r (may be NULL), appends the samples and
- * counts to *t (may be NULL), frees c. Leaves the limit as it is. */
+ * counts to *t (may be NULL) and puts its memory timeline there, frees c.
+ * Leaves the limit as it is.
+ *
+ * The timeline: a point at start, at every reading of the usage (with
+ * opts->sample_ms, at least that often: the watch ticks that often and
+ * the policy runs on every k-th tick, so its own period is unchanged) and after
+ * every limit change; past ATR_CTL_MAX_POINTS every other point is
+ * dropped (the points where the target changed are kept) and the
+ * sampling halves. */
 void atr_ctl_stop(struct atr_ctl *c, struct atr_ctl_report *r, struct atr_ctl_totals *t);
 
 #endif

@@ -571,6 +571,7 @@ static int start_controller(struct trace_run *tr, const struct atr_cg *g, struct
         .mem_high_start = o->limits.mem_high > 0 ? o->limits.mem_high : DYNAMIC_DEFAULT_HIGH,
         .mem_high_max = o->limits.mem_max > 0 ? o->limits.mem_max : 0,
         .bpf = tr->rp->bpf,
+        .sample_ms = ATR_CTL_SAMPLE_MS,         /* the memory timeline (ctl_timeline) */
     };
     *ctl = atr_ctl_start(&tr->rp->host, g, &co, watch, err);
     return *ctl ? 0 : -1;
@@ -595,6 +596,8 @@ static void stop_controller(struct trace_run *tr, struct atr_ctl *ctl, struct at
     m->ctl_bound_us = tr->ctl_step.bound_us.v;
     m->ctl_samples = tr->ctl_step.seen_us.n < tr->ctl_step.bound_us.n ? tr->ctl_step.seen_us.n
                                                                         : tr->ctl_step.bound_us.n;
+    m->ctl_timeline = tr->ctl_step.timeline;
+    m->ctl_timeline_n = tr->ctl_step.n_timeline;
 }
 
 /* Runs one bash step in the configuration's group. */
@@ -1182,6 +1185,31 @@ static void kv_samples(struct atr_jw *w, const char *key, const double *v, size_
     atr_jw_array_end(w);
 }
 
+/* "ctl_timeline": {"t_ms": [...], "usage_mb": [...], "target_mb": [...]},
+ * three arrays of one length (usage null where it could not be read):
+ * what `atr report` draws as the step's memory over time. */
+static void put_timeline(struct atr_jw *w, const struct atr_ctl_point *p, size_t n)
+{
+    atr_jw_key(w, "ctl_timeline");
+    atr_jw_object_begin(w);
+    static const char *const keys[] = {"t_ms", "usage_mb", "target_mb"};
+    for (int k = 0; k < 3; k++) {
+        atr_jw_key(w, keys[k]);
+        atr_jw_array_begin(w);
+        for (size_t i = 0; i < n; i++) {
+            if (k == 0)
+                atr_jw_fixed(w, (double)p[i].t_us / 1000.0, 1);
+            else if (k == 1 && p[i].usage < 0)
+                atr_jw_null(w);
+            else
+                atr_jw_fixed(w, (double)(k == 1 ? p[i].usage : p[i].target) / (1024.0 * 1024.0),
+                             2);
+        }
+        atr_jw_array_end(w);
+    }
+    atr_jw_object_end(w);
+}
+
 static void put_measured(struct atr_jw *w, const struct atr_step_metrics *m)
 {
     kv_ms(w, "latency_ms", m->latency_ms);
@@ -1221,6 +1249,8 @@ static void put_measured(struct atr_jw *w, const struct atr_step_metrics *m)
             atr_jw_kv_int(w, "ctl_bpf_prog", m->ctl_bpf_prog);
         kv_samples(w, "ctl_reaction_us", m->ctl_seen_us, m->ctl_samples);
         kv_samples(w, "ctl_reaction_bound_us", m->ctl_bound_us, m->ctl_samples);
+        if (m->ctl_timeline_n)
+            put_timeline(w, m->ctl_timeline, m->ctl_timeline_n);
     }
 }
 

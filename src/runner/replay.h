@@ -23,6 +23,8 @@
 #include "util/buf.h"
 #include "util/error.h"
 
+struct atr_ctl_point;            /* runner/controller.h */
+
 enum atr_replay_config {
     ATR_CFG_NONE,
     ATR_CFG_STATIC_ENV,
@@ -110,6 +112,9 @@ struct atr_step_metrics {
      * condition seen -> limit written, and its upper bound (controller.h). */
     const double *ctl_seen_us, *ctl_bound_us;
     size_t ctl_samples;
+    /* dynamic: the step's memory timeline (controller.h), or NULL. */
+    const struct atr_ctl_point *ctl_timeline;
+    size_t ctl_timeline_n;
     /* Browser steps (tool "browser", docs/browser.md); browser false else. */
     bool browser;
     const char *action, *selector, *url;

@@ -62,7 +62,12 @@ for k in $arms; do
     check "$k: the step ran to its end" "[ \"\$('$C/v' arm-$k exit_code)\" = 0 ] && [ \"\$('$C/v' arm-$k oom_kills)\" = 0 ]"
     check "$k: the limit followed the step up" "[ \"\$('$C/v' arm-$k ctl_adjustments)\" -ge 1 ] && python3 -c 'import sys; sys.exit(not float(\"'\$('$C/v' arm-$k ctl_max_mem_high_mb)'\") > 256)'"
     check "$k leaves nothing" "[ -z \"\$(sh '$DATA/replay/leftovers.sh' $PID '$WD')\" ]"
+    # The memory timeline: usage sampled every ~10 ms and the target in
+    # force, rising with the step from 32 MiB past 256 MiB.
+    check "$k: the memory timeline with the moving target" "python3 -c \"import json,sys; t=json.loads(open('$C/arm-$k/metrics.jsonl').readline())['ctl_timeline']; g=t['target_mb']; u=[x for x in t['usage_mb'] if x is not None]; sys.exit(not (len(t['t_ms'])==len(t['usage_mb'])==len(g)>=20 and len(u)>=len(g)-2 and t['t_ms']==sorted(t['t_ms']) and g[0]==32 and max(g)>256 and len(set(g))>=3 and max(u)>=200))\""
 done
+ok "report: the memory timeline drawn" "$ATR" report -q "$C/arm-psi-poll" -o "$C/arm.html"
+check "report: memory over time with the target line" "grep -q 'class=\"chart memline-chart\"' '$C/arm.html' && grep -q 'class=\"mem-target\"' '$C/arm.html'"
 # v1 throttles for real: psi-poll at 50 ms lets the step reach its limit,
 # where the kernel holds it (failcnt counts the failed charges) until the raise.
 if [ "$V1" = 1 ]; then
@@ -139,6 +144,7 @@ PID=$!
 CURRENT="experiment timescale runs"
 wait "$PID" && pass || fail "exit $?: $(head -c 400 "$C/exp.err")"
 check "experiment: the report of the arms" "[ -s '$C/exp/report.html' ] && grep -q dynamic-ebpf '$C/exp/report.html'"
+check "experiment: a memory timeline per dynamic arm, reaction CDFs" "[ \"\$(grep -o 'class=\"chart memline-chart\"' '$C/exp/report.html' | wc -l)\" -ge 2 ] && grep -q 'data-kind=\"reaction\"' '$C/exp/report.html'"
 check "experiment: every arm in the table" "for a in static psi-poll psi-trigger ebpf; do grep -q \"^\$a \" '$C/exp.out' || exit 1; done"
 check "experiment: summary and tagged metrics" "python3 -c \"import json,sys; s=json.load(open('$C/exp/summary.json')); a={x['arm']:x for x in s['configs']}; ms=[json.loads(l) for l in open('$C/exp/metrics.jsonl')]; sys.exit(not (list(a)==['static','psi-poll','psi-trigger','ebpf'] and a['static']['runs']==2 and a['psi-poll']['reaction_samples']>0 and a['psi-poll']['slowdown']>0 and all('arm' in m and 'rep' in m for m in ms)))\""
 case " $arms " in *" ebpf "*)
@@ -155,10 +161,16 @@ check "experiment --victim: victim apart in every arm" "python3 -c \"import json
 # multitenant: the victim's tail latency per arm, beside the noisy burst.
 ok "experiment multitenant" "$ATR" experiment multitenant -q --reps 1 --victim "$C/victim.ndjson" "$C/burst.ndjson" --out "$C/expm"
 check "experiment multitenant: three arms, the victim apart" "python3 -c \"import json,sys; d=json.load(open('$C/expm/summary.json')); s=d['configs']; sys.exit(not (d['experiment']=='multitenant' and [a['arm'] for a in s]==['static-toolcall','psi-poll','ebpf'] and all(a.get('skipped') or a['victim_steps']==3 for a in s)))\""
+# ... each tenant also alone: its slowdown shared / solo per arm, as bars.
+check "experiment multitenant: per-tenant slowdown vs solo" "python3 -c \"import json,sys; d=json.load(open('$C/expm/summary.json')); t=d['tenant_slowdown']; arms={x['arm'] for x in d['configs'] if not x.get('skipped')}; ok=all(x['slowdown_p50']>0 and x['steps_solo']==x['steps_shared']>0 for x in t); v={(x['arm'],x['trace_id']) for x in t}; sys.exit(not (ok and all((a,'victim') in v and (a,'burst') in v for a in arms) and all(x['victim']==(x['trace_id']=='victim') for x in t)))\""
+check "experiment multitenant: the victim's stalls summed" "python3 -c \"import json,sys; s=json.load(open('$C/expm/summary.json'))['configs']; sys.exit(not all(a.get('skipped') or (a['victim_latency_ms_total']>0 and a['victim_cpu_stall_ms_total']>=0 and a['victim_mem_stall_ms_total']>=0) for a in s))\""
+check "experiment multitenant: the slowdown bars in the report" "grep -q 'class=\"chart slowdown-chart\"' '$C/expm/report.html'"
 fails "experiment --victim not a trace" 1 "no trace with a trace_id" "$ATR" experiment timescale --victim "$C/v" "$C/burst.ndjson" --out "$C/x2"
 # domain and overhead: the same machinery, other arms.
 trace tiny "true"
 ok "experiment overhead" "$ATR" experiment overhead -q --reps 2 "$C/tiny.ndjson" --out "$C/ovh"
 check "experiment overhead: none, static-toolcall, dynamic, each timed whole" "python3 -c \"import json,sys; s=json.load(open('$C/ovh/summary.json')); c=s['configs']; sys.exit(not (s['experiment']=='overhead' and [x['config'] for x in c]==['none','static-toolcall','dynamic'] and all(x['runs']==2 and x['run_wall_p50_ms']>0 for x in c) and c[0]['slowdown']==1))\""
+# ... beside plain fork/exec always and systemd-run --scope where systemd runs
+check "experiment overhead: fork/exec and systemd-run references" "python3 -c \"import json,sys,os; r=json.load(open('$C/ovh/summary.json'))['references']; f=r['fork_exec']; s=r['systemd_run_scope']; sd=os.path.isdir('/run/systemd/system'); sys.exit(not (f['runs']==100 and f['step_p50_ms']>0 and (s.get('runs',0)>0 if sd else 'no systemd manager' in s['skipped'])))\""
 ok "experiment domain" "$ATR" experiment domain -q --reps 1 "$C/burst.ndjson" --out "$C/dom"
 check "experiment domain: static-env, static-toolcall, dynamic" "python3 -c \"import json,sys; c=json.load(open('$C/dom/summary.json'))['configs']; sys.exit(not ([x['config'] for x in c]==['static-env','static-toolcall','dynamic'] and c[2]['reaction_samples']>0))\""

@@ -239,6 +239,7 @@ d = json.loads(re.search(r'<script type=\\\"application/json\\\" id=\\\"data\\\"
 assert [c['config'] for c in f] == ['static-toolcall', 'dynamic'], f
 assert [c['latency']['n'] for c in f] == [7, 7], f
 assert f[0]['reaction'] is None and f[1]['reaction']['n'] == 8, f
+assert f[0]['reaction_bound'] is None and 'reaction_bound' in f[1], f   # null where it equals reaction
 us = 0; v = []
 for g in f[1]['reaction']['v']:
     us += g; v.append(us)
@@ -247,6 +248,30 @@ assert t.count('<figure class=\\\"replay-cdf\\\" data-kind=\\\"latency\\\">') ==
 \""
 check "replay: no reaction figure when no controller adjusted" \
     "! grep -q 'data-kind=\"reaction\"' '$R/replay.html' && grep -q 'data-kind=\"latency\"' '$R/replay.html'"
+# Memory over time and tenant slowdown bars (`atr experiment`): the step
+# whose usage rose highest is drawn; a timeline whose arrays differ in
+# length, or hold strings, nulls and negatives, never breaks the path.
+mkdir -p "$R/replay-tl"
+cat >"$R/replay-tl/summary.json" <<'JSON'
+{"limits":{"mem_high_bytes":33554432,"mem_max_bytes":67108864},"configs":[{"config":"dynamic-psi-poll"},{"config":"dynamic-ebpf"}],
+ "tenant_slowdown":[{"config":"dynamic-psi-poll","trace_id":"<img src=v>","victim":true,"slowdown_p50":1.5,"slowdown_p99":2},
+  {"config":"dynamic-ebpf","trace_id":"<img src=v>","victim":true,"slowdown_p50":"x","slowdown_p99":null},
+  {"config":"dynamic-psi-poll","trace_id":"noisy","victim":false,"slowdown_p50":1.1,"slowdown_p99":1.2}]}
+JSON
+cat >"$R/replay-tl/metrics.jsonl" <<'JSON'
+{"config":"dynamic-psi-poll","trace_id":"<b>t</b>","step_id":0,"latency_ms":5,"ctl_timeline":{"t_ms":[0,10,20,30],"usage_mb":[0,20,null,40],"target_mb":[32,32,48,48]}}
+{"config":"dynamic-psi-poll","trace_id":"small","step_id":1,"latency_ms":5,"ctl_timeline":{"t_ms":[0,10],"usage_mb":[0,2],"target_mb":[32,32]}}
+{"config":"dynamic-ebpf","trace_id":"e","step_id":0,"latency_ms":5,"ctl_timeline":{"t_ms":[0,10,20],"usage_mb":[0,1],"target_mb":[32,32,32]}}
+{"config":"dynamic-ebpf","trace_id":"e","step_id":1,"latency_ms":5,"ctl_timeline":{"t_ms":[0,"a",-5,9],"usage_mb":[1,"b",-1,3],"target_mb":[32,{},48,48]}}
+{"config":"dynamic-ebpf","trace_id":"e","step_id":2,"latency_ms":5,"ctl_timeline":{"t_ms":[0,"a"],"usage_mb":[90,90],"target_mb":[32,32]}}
+JSON
+ok "report of a replay folder with timelines" "$ATR" report "$R/replay-tl" -o "$R/replay-tl.html"
+check "timelines: one chart per configuration, the highest-rising drawable step, escaped" \
+    "grep -q '>e step 1, the step' '$R/replay-tl.html' && [ \$(grep -o 'class=\"chart memline-chart\"' '$R/replay-tl.html' | wc -l) -eq 2 ] && grep -q '&lt;b&gt;t&lt;/b&gt; step 0, the step' '$R/replay-tl.html' && ! grep -q '<b>t' '$R/replay-tl.html'"
+check "timelines: the target a step line, the ceiling, no NaN in a path" \
+    "grep -q 'class=\"mem-target\" d=\"M' '$R/replay-tl.html' && grep -q '<title>ceiling = 64.0 MiB' '$R/replay-tl.html' && ! grep -Eqi 'd=\"[^\"]*nan' '$R/replay-tl.html'"
+check "tenant slowdown: bars with escaped ids, a bad value left out" \
+    "grep -q 'class=\"chart slowdown-chart\"' '$R/replay-tl.html' && grep -q '&lt;img src=v&gt; (the victim)' '$R/replay-tl.html' && ! grep -q '<img' '$R/replay-tl.html' && [ \$(grep -o 'x its solo run</title></rect>' '$R/replay-tl.html' | wc -l) -eq 2 ]"
 mkdir -p "$R/replay-nosummary"
 cp "$DATA/report/replay/metrics.jsonl" "$R/replay-nosummary/"
 fails "a folder without summary.json is read as bench results" 1 \

@@ -373,6 +373,46 @@ static void test_fixture_poll(void **state)
     atr_ctl_totals_release(&t);
 }
 
+/* The memory timeline on fixture files: with sample_ms the watch ticks
+ * every 10 ms and the policy runs on every 5th tick (its 50 ms stay);
+ * the points hold every reading and each change twice (old target, then
+ * new), and past ATR_CTL_MAX_POINTS the changes survive the thinning. */
+static void test_fixture_timeline(void **state)
+{
+    struct fixture *f = *state;
+    struct atr_ctl_opts o = {.kind = ATR_CTL_PSI_POLL, .mem_high_start = 64 * MiB,
+                             .sample_ms = 10};
+    struct atr_spawn_watch w;
+    struct atr_error err = {{0}};
+    struct atr_ctl *c = atr_ctl_start(&f->host, &f->g, &o, &w, &err);
+    assert_non_null(c);
+    assert_int_equal(w.tick_ms, 10);
+    put(f, "memory.usage_in_bytes", "67108864\n");        /* at the target */
+    for (int i = 0; i < 4; i++)
+        w.fn(w.ctx, false);                               /* readings only */
+    assert_int_equal(get_int(f->dir, "memory.limit_in_bytes"), 64 * MiB);
+    w.fn(w.ctx, false);                                   /* the policy's tick: 96 MiB */
+    assert_int_equal(get_int(f->dir, "memory.limit_in_bytes"), 96 * MiB);
+    put(f, "memory.usage_in_bytes", "1048576\n");
+    for (int i = 0; i < 3 * ATR_CTL_MAX_POINTS; i++)      /* calm readings: thinned */
+        w.fn(w.ctx, false);
+    struct atr_ctl_totals t = ATR_CTL_TOTALS_INIT;
+    struct atr_ctl_report r;
+    atr_ctl_stop(c, &r, &t);
+    assert_int_equal(r.ticks, 1 + 3 * ATR_CTL_MAX_POINTS / 5);
+    assert_true(t.n_timeline > 10 && t.n_timeline <= ATR_CTL_MAX_POINTS);
+    assert_int_equal(t.timeline[0].target, 64 * MiB);
+    assert_int_equal(t.timeline[t.n_timeline - 1].target, 96 * MiB);
+    int changes = 0;
+    for (size_t i = 1; i < t.n_timeline; i++) {
+        assert_true(t.timeline[i].t_us >= t.timeline[i - 1].t_us);
+        changes += t.timeline[i].target != t.timeline[i - 1].target;
+    }
+    assert_int_equal(changes, 1);
+    atr_ctl_totals_release(&t);
+    assert_null(t.timeline);
+}
+
 /* v1 hold on fixture files: the OOM killer is disabled at start (the
  * file's first byte becomes "1"), a hold the kernel reports (under_oom 1)
  * is counted and timed until the raise, and at the ceiling the OOM
@@ -598,6 +638,61 @@ static void test_real_trigger(void **state)
     real_run(state, ATR_CTL_PSI_TRIGGER);
 }
 
+/* The v2 paths a hybrid host (v1 memory, a v2 hierarchy without
+ * controllers) can run for real (docs/controller.md, "v2 paths"): the PSI
+ * trigger written into the step's v2 memory.pressure (the kernel refuses a
+ * malformed one), the v1 hold's reclaim stalls accounted in that v2
+ * group's "some total=" (what psi-poll differences), and cgroup.kill of
+ * the v2 group ending the step. memory.high, memory.current and
+ * memory.events need the v2 memory controller: fixture files only. */
+static void test_real_v2_paths(void **state)
+{
+    struct real *r = *state;
+    if (!r->have_g || !r->g.v2[0] || !r->host.psi) {
+        print_message("    no v2 group with PSI here (not root, or no cgroup2 hierarchy)\n");
+        skip();
+    }
+    if (r->host.v2_memory) {
+        print_message("    the v2 memory controller is here: test_real_trigger runs the v2 knob\n");
+        skip();
+    }
+    struct atr_ctl_opts o = {.kind = ATR_CTL_PSI_TRIGGER, .mem_high_start = 8 * MiB};
+    struct atr_spawn_watch w;
+    struct atr_error err = {{0}};
+    r->c = atr_ctl_start(&r->host, &r->g, &o, &w, &err);
+    if (!r->c)
+        fail_msg("atr_ctl_start: %s", err.msg);
+    /* the kernel took the trigger: its string is in the description */
+    assert_non_null(strstr(atr_ctl_describe(r->c), "some "));
+    char text[256];
+    int64_t some0, some1, full;
+    get_text(r->g.v2, "memory.pressure", text, sizeof text);
+    assert_int_equal(atr_cg_parse_pressure(text, &some0, &full), 0);
+    start_hog(r, 48);
+    int64_t high = drive(r, &w, r->g.memory, "memory.usage_in_bytes", r->g.memory,
+                         "memory.limit_in_bytes");
+    struct atr_ctl_report rep;
+    atr_ctl_stop(r->c, &rep, NULL);
+    r->c = NULL;
+    assert_true(high > 48 * MiB);
+    get_text(r->g.v2, "memory.pressure", text, sizeof text);
+    assert_int_equal(atr_cg_parse_pressure(text, &some1, &full), 0);
+    print_message("    v2 memory.pressure some total %lld -> %lld us over %llu holds\n",
+                  (long long)some0, (long long)some1, (unsigned long long)rep.holds);
+    assert_true(some1 >= some0);                         /* a counter: never backwards */
+    if (rep.holds)                                       /* held = reclaim at the limit */
+        assert_true(some1 > some0);
+    /* cgroup.kill of the v2 group: the hog (paused for ever) dies of SIGKILL */
+    char kill_path[PATH_MAX + 16];
+    snprintf(kill_path, sizeof kill_path, "%s/cgroup.kill", r->g.v2);
+    assert_int_equal(access(kill_path, W_OK), 0);
+    assert_int_equal(atr_cg_kill(&r->host, &r->g, &err), 0);
+    int st;
+    assert_int_equal(waitpid(r->child, &st, 0), r->child);
+    r->child = -1;
+    assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+}
+
 /* Through the step's own wait loop: a shell that holds 48 MiB for 0.5 s in
  * a group that starts at 8 MiB. Holding it matters: a step that frees its
  * memory within a few ms can end before the threshold event or the relax
@@ -713,11 +808,13 @@ int main(void)
         cmocka_unit_test(test_totals),
         cmocka_unit_test_setup_teardown(test_fixture_poll, fixture_setup, fixture_teardown),
         cmocka_unit_test_setup_teardown(test_fixture_v1_hold, fixture_setup, fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_fixture_timeline, fixture_setup, fixture_teardown),
         cmocka_unit_test_setup_teardown(test_fixture_errors, fixture_setup, fixture_teardown),
 #ifdef HAVE_CGROUP_C
         cmocka_unit_test_setup_teardown(test_real_poll, real_setup, real_teardown),
         cmocka_unit_test_setup_teardown(test_real_trigger, real_setup, real_teardown),
         cmocka_unit_test_setup_teardown(test_real_spawn, real_setup, real_teardown),
+        cmocka_unit_test_setup_teardown(test_real_v2_paths, real_setup, real_teardown),
         cmocka_unit_test_setup_teardown(test_real_ebpf, real_setup, real_teardown),
 #endif
     };

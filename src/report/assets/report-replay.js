@@ -1,7 +1,7 @@
 // report-replay.js - the Tool replay section's CDFs, from data.replay_cdfs
 // (html-replay.c): per folder, step latency with one curve per
 // configuration, and the dynamic controller's reaction times where it made
-// adjustments. Drawn with report-results.js's lineChart (log toggle,
+// adjustments (dashed: their upper bounds, where they differ). Drawn with report-results.js's lineChart (log toggle,
 // hover); the percentiles are in the section's table already.
 
 function replayCharts() {
@@ -16,6 +16,12 @@ function replayCharts() {
       const series = configs
         .map((c, i) => ({ label: c.config, cls: `c${i % 8}`, pts: c[kind] ? cdfPoints(c[kind]) : [] }))
         .filter(s => s.pts.length);
+      // reaction: each config's upper bound dashed beside it, where it differs
+      if (kind === "reaction")
+        configs.forEach((c, i) => {
+          if (c.reaction_bound)
+            series.push({ label: `${c.config} bound`, cls: `c${i % 8}`, pts: cdfPoints(c.reaction_bound), dash: true });
+        });
       const what = kind === "latency" ? "step latency" : "reaction time";
       lineChart(fig.querySelector(".chart-host"), {
         series, xLabel: `${what} (ms`, yLabel: "fraction at or below (CDF", logAxis: "x", fixedY: [0, 1],
