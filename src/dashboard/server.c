@@ -1,6 +1,8 @@
 /* server.c - the dashboard's HTTP side on libevent's evhttp: GET / (the
  * page), /runs.json (the run list) and /events (server-sent events: the
- * run list's rows again whenever they change), nothing else. Read-only,
+ * run list's rows again whenever they change, and the CDFs of the run the
+ * stream's ?run= names whenever its records change, at most 4 times a
+ * second), nothing else. Read-only,
  * bound to loopback unless told otherwise (then every request carries the
  * token), a cap on connections and on event streams, and a stream whose
  * client stops reading is dropped rather than buffered without end. */
@@ -28,6 +30,8 @@
 #define DEFAULT_CLIENTS 1024
 #define CLIENT_BACKLOG ((size_t)4 << 20)   /* unsent bytes past which a stream is dropped */
 #define HEARTBEAT_S 15.0
+#define CDF_EVERY_S 0.25                   /* a run's CDF sent at most 4 times a second */
+#define CDF_SHARED 8                       /* distinct selected runs rendered per tick; the rest next time */
 
 /* An event's bytes, shared by every stream it is queued on (libevent
  * references, not copies): 1000 streams cost one copy of an event. */
@@ -56,6 +60,8 @@ struct dash_client {
     struct atr_dash *d;
     struct evhttp_request *req;
     struct dash_client *prev, *next;
+    char *sel;               /* the run whose CDFs it follows (?run=), or NULL */
+    uint64_t sel_gen;        /* that run's gen when they were last sent; 0: never */
 };
 
 struct atr_dash {
@@ -71,7 +77,7 @@ struct atr_dash {
     struct dash_client *clients;
     unsigned n_clients;
     uint64_t sent_version, status_sig;
-    double last_send;
+    double last_send, last_cdf;
     struct shared_event *rows;       /* the rows last sent, as one event */
     struct dash_follow *follow;      /* --proxy, or NULL */
 };
@@ -106,6 +112,7 @@ static void client_unlink(struct dash_client *c)
     if (c->next)
         c->next->prev = c->prev;
     d->n_clients--;
+    free(c->sel);
 }
 
 /* The client left mid-stream. libevent detaches an unfinished reply from
@@ -175,6 +182,54 @@ static void render_event(struct atr_dash *d, double now)
     atr_buf_release(&ev);
 }
 
+/* A "cdf" event for run, one line of JSON (no newline inside). */
+static struct shared_event *cdf_event(struct atr_dash *d, struct dash_run *run, double now)
+{
+    struct atr_buf json = ATR_BUF_INIT, ev = ATR_BUF_INIT;
+    dash_view_cdf(&json, &d->runs, run, now);
+    atr_buf_printf(&ev, "event: cdf\ndata: %s\n\n", json.data ? json.data : "{}");
+    struct shared_event *e = shared_new(ev.data, ev.len);
+    atr_buf_release(&json);
+    atr_buf_release(&ev);
+    return e;
+}
+
+static struct dash_run *run_named(struct dash_runs *r, const char *rel)
+{
+    for (size_t i = 0; rel && i < r->n; i++)
+        if (strcmp(r->v[i].rel, rel) == 0)
+            return &r->v[i];
+    return NULL;
+}
+
+/* Each client whose run's records changed since its last CDF gets the new
+ * one; clients of the same run share one rendering. */
+static void send_cdfs(struct atr_dash *d, double now)
+{
+    struct { struct dash_run *run; struct shared_event *e; } cache[CDF_SHARED];
+    size_t n = 0;
+    for (struct dash_client *c = d->clients, *next; c; c = next) {
+        next = c->next;
+        struct dash_run *run = run_named(&d->runs, c->sel);
+        if (!run || run->gen == c->sel_gen)
+            continue;
+        size_t k = 0;
+        while (k < n && cache[k].run != run)
+            k++;
+        if (k == n) {
+            if (n == CDF_SHARED)
+                continue;
+            cache[n].run = run;
+            cache[n++].e = cdf_event(d, run, now);
+        }
+        uint64_t gen = run->gen;
+        if (client_send(c, cache[k].e))
+            c->sel_gen = gen;
+    }
+    for (size_t k = 0; k < n; k++)
+        shared_unref(cache[k].e);
+}
+
 static void broadcast(struct atr_dash *d, struct shared_event *e)
 {
     for (struct dash_client *c = d->clients, *next; c; c = next) {
@@ -207,7 +262,12 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         d->sent_version = d->runs.version;
         d->status_sig = sig;
         d->last_send = now;
-    } else if (now - d->last_send > HEARTBEAT_S) {
+    }
+    if (now - d->last_cdf >= CDF_EVERY_S) {
+        send_cdfs(d, now);
+        d->last_cdf = now;
+    }
+    if (now - d->last_send > HEARTBEAT_S) {
         struct shared_event *alive = shared_new(": alive\n\n", 10);
         broadcast(d, alive);
         shared_unref(alive);
@@ -264,6 +324,20 @@ static bool token_ok(const struct atr_dash *d, const struct evhttp_uri *uri)
     return ok && diff == 0;
 }
 
+/* The run= of the query (decoded), malloc'd, or NULL. */
+static char *query_run(const struct evhttp_uri *uri)
+{
+    const char *q = uri ? evhttp_uri_get_query(uri) : NULL;
+    struct evkeyvalq params;
+    TAILQ_INIT(&params);
+    if (!q || evhttp_parse_query_str(q, &params) < 0)
+        return NULL;
+    const char *run = evhttp_find_header(&params, "run");
+    char *out = run ? xstrdup(run) : NULL;
+    evhttp_clear_headers(&params);
+    return out;
+}
+
 static void serve_events(struct atr_dash *d, struct evhttp_request *req)
 {
     unsigned max = d->cfg.max_clients ? d->cfg.max_clients : DEFAULT_CLIENTS;
@@ -280,10 +354,16 @@ static void serve_events(struct atr_dash *d, struct evhttp_request *req)
     evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_client_close, c);
     common_headers(req, "text/event-stream");
     evhttp_send_reply_start(req, 200, "OK");
+    c->sel = query_run(evhttp_request_get_evhttp_uri(req));
     static const char retry[] = "retry: 2000\n\n";
     struct shared_event *first = shared_new(retry, sizeof retry - 1);
-    if (client_send(c, first))
-        client_send(c, d->rows);
+    struct dash_run *run = run_named(&d->runs, c->sel);
+    if (client_send(c, first) && client_send(c, d->rows) && run) {
+        struct shared_event *cdf = cdf_event(d, run, now_s());   /* at once: the page draws it */
+        if (client_send(c, cdf))
+            c->sel_gen = run->gen;
+        shared_unref(cdf);
+    }
     shared_unref(first);
 }
 
