@@ -136,5 +136,8 @@ int dash_view_page(struct atr_buf *b, struct dash_runs *r, double now);
  * as the report encodes them (atr_html_cdf_json: at most 1000 points),
  * its status and the list's version. Sorts run's samples in place. */
 void dash_view_cdf(struct atr_buf *b, struct dash_runs *r, struct dash_run *run, double now);
+/* The report's <section id="bench"> of the bench folders alone; -1 (b
+ * untouched) when there is none to show. */
+int dash_view_bench(struct atr_buf *b, struct dash_runs *r);
 
 #endif

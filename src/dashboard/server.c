@@ -78,6 +78,8 @@ struct atr_dash {
     unsigned n_clients;
     uint64_t sent_version, status_sig;
     double last_send, last_cdf;
+    uint64_t bench_sig;              /* the bench folders' gens when "bench" was last built */
+    struct shared_event *bench;      /* that event, for streams that open later; or NULL */
     struct shared_event *rows;       /* the rows last sent, as one event */
     struct dash_follow *follow;      /* --proxy, or NULL */
 };
@@ -182,6 +184,41 @@ static void render_event(struct atr_dash *d, double now)
     atr_buf_release(&ev);
 }
 
+static void broadcast(struct atr_dash *d, struct shared_event *e);
+
+static uint64_t bench_signature(const struct dash_runs *r)
+{
+    uint64_t sig = 1469598103934665603ull;
+    for (size_t i = 0; i < r->n; i++)
+        if (r->v[i].kind == DASH_BENCH)
+            sig = (sig ^ r->v[i].gen ^ ((uint64_t)i << 40)) * 1099511628211ull;
+    return sig;
+}
+
+/* The Bench section again when a bench folder changed: a "bench" event,
+ * a data: line per line of its HTML. */
+static void send_bench(struct atr_dash *d)
+{
+    uint64_t sig = bench_signature(&d->runs);
+    if (sig == d->bench_sig)
+        return;
+    d->bench_sig = sig;
+    struct atr_buf html = ATR_BUF_INIT, ev = ATR_BUF_INIT;
+    if (dash_view_bench(&html, &d->runs) == 0) {
+        atr_buf_printf(&ev, "id: %llu\nevent: bench\n", (unsigned long long)d->runs.version);
+        const char *p = html.data;
+        for (const char *nl; (nl = strchr(p, '\n')); p = nl + 1)
+            atr_buf_printf(&ev, "data: %.*s\n", (int)(nl - p), p);
+        atr_buf_printf(&ev, "data: %s\n\n", p);
+        if (d->bench)
+            shared_unref(d->bench);
+        d->bench = shared_new(ev.data, ev.len);
+        broadcast(d, d->bench);
+    }
+    atr_buf_release(&html);
+    atr_buf_release(&ev);
+}
+
 /* A "cdf" event for run, one line of JSON (no newline inside). */
 static struct shared_event *cdf_event(struct atr_dash *d, struct dash_run *run, double now)
 {
@@ -265,6 +302,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     }
     if (now - d->last_cdf >= CDF_EVERY_S) {
         send_cdfs(d, now);
+        send_bench(d);
         d->last_cdf = now;
     }
     if (now - d->last_send > HEARTBEAT_S) {
@@ -358,7 +396,9 @@ static void serve_events(struct atr_dash *d, struct evhttp_request *req)
     static const char retry[] = "retry: 2000\n\n";
     struct shared_event *first = shared_new(retry, sizeof retry - 1);
     struct dash_run *run = run_named(&d->runs, c->sel);
-    if (client_send(c, first) && client_send(c, d->rows) && run) {
+    /* the Bench section as last rebuilt: the page may be older than it */
+    if (client_send(c, first) && client_send(c, d->rows) && (!d->bench || client_send(c, d->bench)) &&
+        run) {
         struct shared_event *cdf = cdf_event(d, run, now_s());   /* at once: the page draws it */
         if (client_send(c, cdf))
             c->sel_gen = run->gen;
@@ -433,6 +473,7 @@ struct atr_dash *atr_dash_new(struct event_base *base, const struct atr_dash_cfg
     double now = now_s();
     dash_runs_scan(&d->runs, now);
     d->status_sig = status_signature(d, now);
+    d->bench_sig = bench_signature(&d->runs);    /* the page has this state */
     render_event(d, now);
     d->sent_version = d->runs.version;
     return d;
@@ -499,6 +540,8 @@ void atr_dash_free(struct atr_dash *d)
     dash_runs_release(&d->runs);
     if (d->rows)
         shared_unref(d->rows);
+    if (d->bench)
+        shared_unref(d->bench);
     free(d->host);
     free(d);
 }

@@ -67,6 +67,14 @@ static const char live_js[] =
     "      mark();\n"
     "    });\n"
     "    es.addEventListener('cdf', (e) => draw(JSON.parse(e.data)));\n"
+    "    es.addEventListener('bench', (e) => {\n"
+    "      const t = document.createElement('template');\n"
+    "      t.innerHTML = e.data;\n"
+    "      const fresh = t.content.firstElementChild, old = document.getElementById('bench');\n"
+    "      if (!fresh) return;\n"
+    "      fresh.dataset.live = e.lastEventId;\n"
+    "      if (old) old.replaceWith(fresh); else document.getElementById('live').after(fresh);\n"
+    "    });\n"
     "    es.onerror = () => { state.textContent = 'disconnected: the table shows the last state'; };\n"
     "  };\n"
     "  body.addEventListener('click', (e) => {\n"
@@ -337,6 +345,11 @@ void dash_view_json(struct atr_buf *b, struct dash_runs *r, double now, unsigned
     atr_buf_putc(b, '\n');
 }
 
+static void ignore_warning_early(const char *msg)
+{
+    (void)msg;
+}
+
 /* The samples sorted in place, marked so (percentile.h: fixed[0]
  * SIZE_MAX alone says all of v ascends), as the report's CDF {n, v}. */
 static void cdf_of(struct atr_jw *w, const char *key, struct atr_samples *s)
@@ -366,6 +379,34 @@ void dash_view_cdf(struct atr_buf *b, struct dash_runs *r, struct dash_run *run,
     cdf_of(&w, "latency", &run->e2el);
     atr_jw_object_end(&w);
     atr_jw_finish(&w);
+}
+
+/* The report's Bench section of the bench folders alone: the same
+ * renderer as the page (atr_html_write), the section cut out of it. The
+ * 3-way tables fill in as results land without a reload. Built on the
+ * event loop: bench results are small and land minutes apart. */
+int dash_view_bench(struct atr_buf *b, struct dash_runs *r)
+{
+    struct atr_html *h = atr_html_new();
+    atr_html_set_warn(h, ignore_warning_early);
+    size_t added = 0;
+    for (size_t i = 0; i < r->n; i++) {
+        struct atr_error err;
+        const struct dash_run *run = &r->v[i];
+        if (run->kind == DASH_BENCH && run->page_path && !run->has_symlink &&
+            atr_html_add(h, run->page_path, &err) == 0)
+            added++;
+    }
+    struct atr_buf page = ATR_BUF_INIT;
+    struct atr_html_meta meta = {.version = ATR_VERSION, .command_line = "atr dashboard"};
+    int rc = added && atr_html_write(&page, h, &meta) == 0 ? 0 : -1;
+    const char *start = rc == 0 ? strstr(page.data, "<section id=\"bench\">") : NULL;
+    const char *end = start ? strstr(start, "</section>\n") : NULL;
+    if (end)
+        atr_buf_append(b, start, (size_t)(end - start) + strlen("</section>"));
+    atr_buf_release(&page);
+    atr_html_free(h);
+    return end ? 0 : -1;
 }
 
 #define LEFT_SHOWN 50       /* inputs left out named on the page; the rest counted */
