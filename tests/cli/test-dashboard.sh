@@ -7,7 +7,8 @@
 # past the cap); and live: a replay through `atr proxy` recording into a
 # watched folder, seen growing in the run list (curl, then the browser,
 # without reload), checked against the final files, and the no-JS view.
-# Screenshots stay in $T/dashboard/shots.
+# Screenshots stay in $T/dashboard/shots; with ATR_DASHBOARD_SHOTS=DIR
+# they are also copied there (docs/img for the docs).
 
 DB=$T/dashboard
 mkdir -p "$DB/w1/runs" "$DB/outside" "$DB/shots"
@@ -263,6 +264,7 @@ assert 0 < a['latency'] < b['latency'] and a['draws'] < b['draws'] and c['select
     check dashboard-browser-cdf-final "python3 -c \"
 import json; c = json.load(open('$J')); f = c['final']['w2/run/r.ndjson']
 assert c['cdfFinal']['latency'] == int(f['cells'][5]), (c['cdfFinal'], f)\""
+    [ -z "${ATR_DASHBOARD_SHOTS:-}" ] || cp "$DB"/shots/dashboard-*.png "$ATR_DASHBOARD_SHOTS/"
     check dashboard-browser-screenshots "[ -s '$DB/shots/dashboard-cdf.png' ] && [ -s '$DB/shots/dashboard-live.png' ] && [ -s '$DB/shots/dashboard-runs.png' ] && [ -s '$DB/shots/dashboard-nojs.png' ]"
 fi
 wait $RP_PID 2>/dev/null
