@@ -465,7 +465,8 @@ static bool refresh_file(struct dash_run *run, double now)
                    mtime_ns(&sb) != run->mtime_ns;
     if (changed && (sb.st_ino != run->ino || sb.st_size < run->read_to)) {
         reset_counts(run);      /* replaced or cut: read it again */
-        run->base_at = 0;
+        if (run->ino)           /* not after repoint: the same run, its rate goes on */
+            run->base_at = 0;
     }
     if (changed) {
         run->ino = sb.st_ino;
@@ -632,7 +633,7 @@ static void repoint(struct dash_run *run, const char *path, bool partial)
     run->path = xstrdup(path);
     run->page_path = partial ? NULL : xstrdup(path);    /* the report reads committed files */
     run->partial = partial;
-    run->ino = 0;
+    run->ino = 0;               /* read again, keeping the rate's base */
     run->total = 0;
     reset_counts(run);
 }

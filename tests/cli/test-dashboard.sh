@@ -6,7 +6,10 @@
 # markup, a missing or wrong token off loopback, a POST, one event stream
 # past the cap); and live: a replay through `atr proxy` recording into a
 # watched folder, seen growing in the run list (curl, then the browser,
-# without reload), checked against the final files, and the no-JS view.
+# without reload), checked against the final files, and the no-JS view;
+# the replay's own --requests-out followed through FILE.partial (total,
+# ETA, its CDFs redrawn live in the browser); bench folders by their
+# state file; a replay SIGKILLed (stopped) and one SIGTERMed (interrupted).
 # Screenshots stay in $T/dashboard/shots; with ATR_DASHBOARD_SHOTS=DIR
 # they are also copied there (docs/img for the docs).
 
@@ -302,5 +305,15 @@ wait_for 20 "[ \$(wc -l <'$DB/w2/killed/k.ndjson.partial' 2>/dev/null || echo 0)
 kill -9 $KP; wait $KP 2>/dev/null
 wait_for 10 "curl -s '${W2}runs.json' | grep -q '\"run\":\"w2/killed/k.ndjson\",\"kind\":\"requests\",\"status\":\"stopped\"'"
 check dashboard-killed-reads-stopped "curl -s '${W2}runs.json' | grep -q '\"run\":\"w2/killed/k.ndjson\",\"kind\":\"requests\",\"status\":\"stopped\",\"done\":[1-9]' && [ ! -e '$DB/w2/killed/k.ndjson' ] && [ ! -e '$DB/w2/killed/k.json' ]"
+# ---- a replay stopped with SIGTERM: FILE committed (incomplete), no .partial, interrupted ----
+mkdir -p "$DB/w2/term"
+"$ATR" replay llm "$DB/live.ndjson" --target "$UP" --rate 5 -q \
+    --save-result "$DB/w2/term/t.json" --requests-out "$DB/w2/term/t.ndjson" >/dev/null 2>&1 &
+TP=$!
+DB_PIDS="$DB_PIDS $TP"
+wait_for 20 "[ \$(wc -l <'$DB/w2/term/t.ndjson.partial' 2>/dev/null || echo 0) -ge 4 ]"
+kill -TERM $TP; wait $TP 2>/dev/null
+wait_for 10 "curl -s '${W2}runs.json' | grep -q '\"run\":\"w2/term/t.ndjson\",\"kind\":\"requests\",\"status\":\"interrupted\"'"
+check dashboard-sigterm-reads-interrupted "curl -s '${W2}runs.json' | grep -q '\"run\":\"w2/term/t.ndjson\",\"kind\":\"requests\",\"status\":\"interrupted\"' && [ -s '$DB/w2/term/t.ndjson' ] && [ ! -e '$DB/w2/term/t.ndjson.partial' ]"
 for p in $DB_PIDS; do kill "$p" 2>/dev/null; done
 for p in $DB_PIDS; do wait "$p" 2>/dev/null; done

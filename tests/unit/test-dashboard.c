@@ -234,6 +234,7 @@ static void test_partial_then_committed(void **state)
     assert_int_equal(run->done, 2);
     assert_non_null(run->page_path);
     assert_int_equal(dash_run_status(&r, run, 31), DASH_COMPLETE);
+    assert_true(fabs(dash_run_rate(run) - 1.0 / 21.0) < 1e-9);   /* base: the .partial at first sight */
     dash_runs_release(&r);
 }
 
