@@ -172,6 +172,12 @@ for g in d["latency"]["v"]:
     assert abs(acc - e2el[k] * 1000) <= 1, (acc, e2el[k]); k += 1
 PY
 check dashboard-event-stream "grep -q '^event: runs$' '$DB/events.txt' && grep -q '<tr data-run=\"w1/runs/done.ndjson\" data-status=\"complete\">' '$DB/events.txt' && grep -q '^id: [0-9]' '$DB/events.txt'"
+curl -s -N --max-time 1 "${W1}events?run=..%2F..%2F..%2Fetc%2Fpasswd" >"$DB/events-bad.txt"
+check dashboard-cdf-unknown-run-nothing "grep -q '^event: runs$' '$DB/events-bad.txt' && ! grep -q '^event: cdf$' '$DB/events-bad.txt' && ! grep -q root: '$DB/events-bad.txt'"
+curl -s -N --max-time 1 "${W1}events?run=w1%2Fruns%2F%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E.ndjson" >"$DB/events-markup.txt"
+check dashboard-cdf-markup-name-json "python3 -c \"
+import json; t = open('$DB/events-markup.txt').read().split('event: cdf\\n')[1]
+d = json.loads(t.split('\\n')[0][6:]); assert d['run'] == 'w1/runs/<img src=x onerror=alert(1)>.ndjson' and d['latency']['n'] == 7, d\""
 check dashboard-event-stream-escaped "grep -q 'data-run=\"w1/runs/&lt;img' '$DB/events.txt' && ! grep -q '<img' '$DB/events.txt'"
 curl -s -N --max-time 20 "${W1}events" >/dev/null & E1=$!
 curl -s -N --max-time 20 "${W1}events" >/dev/null & E2=$!
