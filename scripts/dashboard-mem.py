@@ -11,10 +11,12 @@
   clients ATR N     N event-stream clients (GET /events, each read as it
                     comes) while a file grows in 20 appends, each an event
                     to all N; prints the peak growth and per client.
-                    DASH_RUNS=R puts R runs in the folder (R rows an event)
+                    DASH_RUNS=R puts R runs in the folder (R rows an event);
+                    DASH_CDF=1 has every stream follow the growing run's
+                    CDFs (GET /events?run=..., a "cdf" event per update)
 
 Prints one line of key value pairs (KiB). Needs ulimit -n above N + 100."""
-import json, os, re, socket, subprocess, sys, tempfile, time, urllib.request
+import json, os, re, socket, subprocess, sys, tempfile, time, urllib.parse, urllib.request
 
 TEMPLATE = {"id": 0, "trace_id": "t", "turn": 0, "success": True, "error": None,
             "scheduled_s": 0.0, "send_s": 0.0, "start_s": 0.0, "sent_s": 0.0, "end_s": 0.1,
@@ -93,15 +95,19 @@ def clients(atr, n):
     time.sleep(0.3)
     before = kib(p.pid, "VmRSS")
     socks = []
+    cdf = os.environ.get("DASH_CDF") == "1"
+    rel = [r["run"] for r in runs(port)["runs"] if r["run"].endswith("/r.ndjson")][0]
+    target = "/events?run=" + urllib.parse.quote(rel, safe="") if cdf else "/events"
     for _ in range(n):
         s = socket.create_connection(("127.0.0.1", port))
-        s.sendall(b"GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+        s.sendall(("GET %s HTTP/1.1\r\nHost: x\r\n\r\n" % target).encode())
         socks.append(s)
     end = time.time() + 30
     while runs(port)["event_streams"] < n and time.time() < end:
         time.sleep(0.05)
     opened = runs(port)["event_streams"]
     got = [0] * n
+    cdfs = [0] * n
     for k in range(20):
         append(path, 10 + k * 10, 10)
         wait_done(port, 20 + k * 10)
@@ -113,6 +119,7 @@ def clients(atr, n):
                     if not b:
                         break
                     got[i] += b.count(b"event: runs")
+                    cdfs[i] += b.count(b"event: cdf")
             except BlockingIOError:
                 pass
     time.sleep(0.3)
@@ -120,9 +127,10 @@ def clients(atr, n):
     for s in socks:
         s.close()
     p.terminate(); p.wait()
-    print("clients %d runs %s opened %d min_events_each %d rss_before %d peak %d "
-          "per_client_kib %.1f" % (n, os.environ.get("DASH_RUNS", "1"), opened, min(got), before,
-                                   peak, (peak - before) / float(n)))
+    print("clients %d runs %s cdf %d opened %d min_events_each %d min_cdf_events_each %d "
+          "rss_before %d peak %d per_client_kib %.1f"
+          % (n, os.environ.get("DASH_RUNS", "1"), cdf, opened, min(got), min(cdfs), before,
+             peak, (peak - before) / float(n)))
 
 
 if __name__ == "__main__":

@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "util/alloc.h"
+#include "util/output.h"
 
 void run_progress(struct run *r, enum atr_bench_phase ph)
 {
@@ -820,6 +821,25 @@ static int check_names(const struct atr_bench_spec *s, const struct atr_bench_ru
     return rc;
 }
 
+/* The run's state for a watcher (atr dashboard): results/.atr-bench-state.json,
+ * written atomically at the start ("running", with the planned runs and this
+ * pid) and at the end ("complete", "interrupted" or "failed"). Without it a
+ * finished folder and one whose runner was killed look the same. Best
+ * effort: a failure to write it never fails the run. */
+static void write_state(const struct runner *rn, const char *state)
+{
+    if (!rn->results_dir)
+        return;
+    struct atr_buf b = ATR_BUF_INIT;
+    atr_buf_printf(&b, "{\"state\":\"%s\",\"planned\":%zu,\"pid\":%ld}\n", state,
+                   rn->total, (long)getpid());
+    char *path = xasprintf("%s/" ATR_BENCH_STATE_FILE, rn->results_dir);
+    struct atr_error ignored;
+    atr_output_write_file(path, b.data, b.len, &ignored);
+    free(path);
+    atr_buf_release(&b);
+}
+
 int atr_bench_run(const struct atr_bench_spec *s, const struct atr_bench_run_opts *o,
                   struct atr_bench_run_stats *st, struct atr_error *err)
 {
@@ -833,11 +853,14 @@ int atr_bench_run(const struct atr_bench_spec *s, const struct atr_bench_run_opt
             st->runs += variant_runs(&s->items[k], s->items[k].variants[v]) * rn.repeats;
     rn.total = st->runs;
     int rc = setup(&rn);
+    if (rc == 0)
+        write_state(&rn, "running");
     for (size_t k = 0; rc == 0 && k < s->n_items && !(o->stop && *o->stop); k++)
         if (item_in_share(o, &s->items[k], k))
             rc = run_item(&rn, &s->items[k]);
     if (o->stop && *o->stop)
         st->interrupted = true;
+    write_state(&rn, rc < 0 ? "failed" : st->interrupted ? "interrupted" : "complete");
     teardown(&rn);
     return rc;
 }

@@ -11,6 +11,9 @@
  *   logs/<commit8>_<variant>[_<agent>][_r<K>].log       prepare, server and
  *                                                       benchmark output
  *   logs/<commit8>_cleanup.log                          the item's cleanup
+ *   results/.atr-bench-state.json                       {"state": "running" |
+ *                                                       "complete" | "interrupted" |
+ *                                                       "failed", "planned", "pid"}
  * With repeats, an item's runs go round by round (baseline, human, agents;
  * baseline, human, agents; ...) so that drift on the machine hits every
  * variant alike; repeat K > 1 adds "_r<K>" to the names (repeat 1 keeps the
@@ -33,6 +36,7 @@
 #include "bench/spec.h"
 #include "util/error.h"
 
+#define ATR_BENCH_STATE_FILE ".atr-bench-state.json"   /* in results/ */
 #define ATR_BENCH_GRACE_S 10.0         /* SIGTERM to SIGKILL */
 #define ATR_BENCH_PORT_FREE_S 30.0     /* after the server stopped */
 

@@ -64,7 +64,14 @@ struct dash_run {
     bool finished;           /* a completion marker was seen (summary, result) */
     uint64_t total;          /* planned work when the writer says it; 0: unknown */
     bool has_symlink;        /* a folder run holding a link: kept out of the page */
+    /* A requests file's live copy (FILE.partial, shown as FILE): its
+     * header gives total; never complete, the committed FILE replaces it. */
+    bool partial;
+    /* DASH_BENCH: the runner's pid while results/.atr-bench-state.json
+     * says "running" (alive: running, however long a run takes); 0: none. */
+    long writer_pid;
     bool seen;               /* met by the current scan */
+    uint64_t gen;            /* +1 whenever its records changed: its CDF is redrawn */
     /* Fed by a live feed (atr dashboard --proxy), not a file: never walked
      * or forgotten; connected says whether the feed is up now. */
     bool remote, connected;
@@ -100,6 +107,11 @@ enum dash_status dash_run_status(const struct dash_runs *r, const struct dash_ru
 const struct dash_run *dash_run_marker(const struct dash_runs *r, const struct dash_run *run);
 /* Records a second since first sight, or NaN (nothing arrived since). */
 double dash_run_rate(const struct dash_run *run);
+/* Seconds left at that rate for a running run whose total is known, or NaN. */
+double dash_run_eta(const struct dash_runs *r, const struct dash_run *run, double now);
+/* The planned count (a result's num_prompts, a .partial's header, a bench
+ * state's planned runs); 0: unknown. */
+uint64_t dash_run_total(const struct dash_runs *r, const struct dash_run *run);
 const char *dash_status_name(enum dash_status s);
 const char *dash_kind_name(enum dash_kind k);
 void dash_runs_release(struct dash_runs *r);
@@ -120,5 +132,12 @@ void dash_view_rows(struct atr_buf *b, struct dash_runs *r, double now);
 void dash_view_section(struct atr_buf *b, struct dash_runs *r, double now);
 void dash_view_json(struct atr_buf *b, struct dash_runs *r, double now, unsigned streams);
 int dash_view_page(struct atr_buf *b, struct dash_runs *r, double now);
+/* One "cdf" event's data (one line of JSON): run's TTFT and latency CDFs
+ * as the report encodes them (atr_html_cdf_json: at most 1000 points),
+ * its status and the list's version. Sorts run's samples in place. */
+void dash_view_cdf(struct atr_buf *b, struct dash_runs *r, struct dash_run *run, double now);
+/* The report's <section id="bench"> of the bench folders alone; -1 (b
+ * untouched) when there is none to show. */
+int dash_view_bench(struct atr_buf *b, struct dash_runs *r);
 
 #endif

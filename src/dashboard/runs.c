@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,6 +136,11 @@ static void requests_line(struct dash_run *run, const struct atr_json *o)
 {
     if (atr_llm_request_is_tool(o))
         return;                  /* replay agent's tool step: no request */
+    if (run->partial && run->done == 0 && atr_json_get(o, "atr_partial")) {
+        double n = num_or_nan(o, "total");    /* the header: the planned count */
+        run->total = n == n && n > 0 ? (uint64_t)n : 0;
+        return;
+    }
     const struct atr_json *s = atr_json_get(o, "success");
     if (!s || !(atr_json_is(s, ATR_JSON_TRUE) || atr_json_is(s, ATR_JSON_FALSE))) {
         run->bad++;
@@ -357,6 +363,38 @@ static bool is_bench_name(const char *name)
     return n > 12 && strcmp(name + n - 12, "_result.json") == 0;
 }
 
+/* The runner's results/.atr-bench-state.json (bench/run.h): "complete"
+ * finishes the folder, "interrupted" or "failed" marks it incomplete,
+ * "running" names the runner's pid. true when what it says changed. */
+static bool bench_state(struct dash_run *run, int dfd)
+{
+    int fd = openat(dfd, ".atr-bench-state.json", O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    struct stat sb;
+    bool fin = false, inc = false;
+    long pid = 0;
+    uint64_t total = 0;
+    if (fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode)) {
+        struct atr_arena a = {0};
+        struct atr_json *root = read_json_file(&a, fd, sb.st_size);
+        const char *st = root ? atr_json_get_str(root, "state", NULL) : NULL;
+        double n = num_or_nan(root, "planned"), p = num_or_nan(root, "pid");
+        total = n == n && n > 0 ? (uint64_t)n : 0;
+        fin = st && strcmp(st, "running") != 0;
+        inc = fin && strcmp(st, "complete") != 0;
+        pid = st && !fin && p == p && p > 0 ? (long)p : 0;
+        atr_arena_release(&a);
+    }
+    if (fd >= 0)
+        close(fd);
+    bool changed = fin != run->finished || inc != run->incomplete || pid != run->writer_pid ||
+                   total != run->total;
+    run->finished = fin;
+    run->incomplete = inc;
+    run->writer_pid = pid;
+    run->total = total;
+    return changed;
+}
+
 /* A bench folder: its *_result.json files counted by outcome, again
  * whenever the folder's listing or one file's time changed. */
 static bool bench_refresh(struct dash_run *run)
@@ -364,6 +402,7 @@ static bool bench_refresh(struct dash_run *run)
     DIR *d = opendir(run->path);
     if (!d)
         return false;
+    bool state_changed = bench_state(run, dirfd(d));
     int64_t newest = 0;
     uint64_t files = 0;
     struct dirent *e;
@@ -389,7 +428,7 @@ static bool bench_refresh(struct dash_run *run)
         run->mtime_ns = newest;
     }
     closedir(d);
-    return changed;
+    return changed || state_changed;
 }
 
 /* ---- following one run ---- */
@@ -429,7 +468,8 @@ static bool refresh_file(struct dash_run *run, double now)
                    mtime_ns(&sb) != run->mtime_ns;
     if (changed && (sb.st_ino != run->ino || sb.st_size < run->read_to)) {
         reset_counts(run);      /* replaced or cut: read it again */
-        run->base_at = 0;
+        if (run->ino)           /* not after repoint: the same run, its rate goes on */
+            run->base_at = 0;
     }
     if (changed) {
         run->ino = sb.st_ino;
@@ -539,8 +579,10 @@ static void note(struct walk *w, struct dash_run *run, bool is_new)
     if (!run)
         return;
     run->seen = true;
-    if (refresh(run, w->now) || is_new)
+    if (refresh(run, w->now) || is_new) {
         w->changed = true;
+        run->gen++;
+    }
 }
 
 static void walk_dir(struct walk *w, const char *path, const char *rel, int depth);
@@ -579,19 +621,49 @@ static void visit_dir(struct walk *w, const char *path, const char *rel, int dep
     walk_dir(w, path, rel, depth);
 }
 
-static void visit_file(struct walk *w, const char *path, const char *rel, const char *name,
-                       off_t size)
+static bool ends_with(const char *s, const char *tail)
+{
+    size_t n = strlen(s), t = strlen(tail);
+    return n >= t && strcmp(s + n - t, tail) == 0;
+}
+
+/* The run now reads path (FILE.partial gave way to FILE, or back): read
+ * again from the start. */
+static void repoint(struct dash_run *run, const char *path, bool partial)
+{
+    free(run->path);
+    free(run->page_path);
+    run->path = xstrdup(path);
+    run->page_path = partial ? NULL : xstrdup(path);    /* the report reads committed files */
+    run->partial = partial;
+    run->ino = 0;               /* read again, keeping the rate's base */
+    run->total = 0;
+    reset_counts(run);
+}
+
+static void visit_file(struct walk *w, int dfd, const char *path, const char *rel,
+                       const char *name, off_t size)
 {
     bool is_new;
     if (size == 0 || strstr(name, ".tmp."))   /* empty, or an output not yet committed */
         return;
     if (is_bench_name(name))
         return;                               /* the folder's run counts it */
-    struct dash_run *run = find(w->r, rel);
-    enum dash_kind kind = run ? run->kind : sniff(path);
-    run = track(w->r, rel, path, kind, &is_new);
+    bool partial = ends_with(name, ".partial") && strlen(name) > 8;
+    char *live = partial ? NULL : xasprintf("%s.partial", name);
+    bool superseded = live && has_file(dfd, live);
+    free(live);
+    if (superseded)        /* an older FILE while a new run writes FILE.partial */
+        return;
+    char *shown = partial ? xstrndup(rel, strlen(rel) - 8) : xstrdup(rel);
+    struct dash_run *run = find(w->r, shown);
+    enum dash_kind kind = partial ? DASH_REQUESTS : run ? run->kind : sniff(path);
+    run = track(w->r, shown, path, kind, &is_new);
+    free(shown);
     if (run && is_new)
-        run->page_path = xstrdup(path);
+        repoint(run, path, partial);
+    else if (run && strcmp(run->path, path) != 0)
+        repoint(run, path, partial);
     note(w, run, is_new);
 }
 
@@ -624,7 +696,7 @@ static void walk_dir(struct walk *w, const char *path, const char *rel, int dept
             }
         } else if (S_ISREG(sb.st_mode)) {
             bench |= is_bench_name(e->d_name);
-            visit_file(w, p, rp, e->d_name, sb.st_size);
+            visit_file(w, fd, p, rp, e->d_name, sb.st_size);
         }
         free(p);
         free(rp);
@@ -659,7 +731,14 @@ static const struct dash_run *result_of(const struct dash_runs *r, const struct 
 
 const struct dash_run *dash_run_marker(const struct dash_runs *r, const struct dash_run *run)
 {
-    return run->kind == DASH_REQUESTS ? result_of(r, run) : run;
+    /* a live copy's result, if one is there, is of an earlier run */
+    return run->kind == DASH_REQUESTS && !run->partial ? result_of(r, run) : run;
+}
+
+/* Whether the process pid is alive (kill's EPERM: alive, someone else's). */
+static bool alive(long pid)
+{
+    return pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
 }
 
 enum dash_status dash_run_status(const struct dash_runs *r, const struct dash_run *run,
@@ -668,7 +747,24 @@ enum dash_status dash_run_status(const struct dash_runs *r, const struct dash_ru
     const struct dash_run *marker = dash_run_marker(r, run);
     if (marker && marker->finished)
         return marker->incomplete ? DASH_INTERRUPTED : DASH_COMPLETE;
+    if (run->kind == DASH_BENCH && alive(run->writer_pid))
+        return DASH_RUNNING;       /* one bench run takes minutes: growth says little */
     return now - run->changed_at < r->idle_s ? DASH_RUNNING : DASH_STOPPED;
+}
+
+uint64_t dash_run_total(const struct dash_runs *r, const struct dash_run *run)
+{
+    const struct dash_run *m = dash_run_marker(r, run);
+    return m ? m->total : 0;
+}
+
+double dash_run_eta(const struct dash_runs *r, const struct dash_run *run, double now)
+{
+    uint64_t total = dash_run_total(r, run);
+    double rate = dash_run_rate(run);
+    if (!total || !(rate > 0) || dash_run_status(r, run, now) != DASH_RUNNING)
+        return NAN;
+    return total > run->done ? (double)(total - run->done) / rate : 0;
 }
 
 static struct dash_run *remote_run(struct dash_runs *r, const char *rel)
@@ -701,6 +797,7 @@ bool dash_runs_feed(struct dash_runs *r, const char *rel, const char *line, size
     }
     run->changed_at = now;
     run->connected = true;
+    run->gen++;
     r->version++;
     return true;
 }

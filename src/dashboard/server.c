@@ -1,6 +1,8 @@
 /* server.c - the dashboard's HTTP side on libevent's evhttp: GET / (the
  * page), /runs.json (the run list) and /events (server-sent events: the
- * run list's rows again whenever they change), nothing else. Read-only,
+ * run list's rows again whenever they change, and the CDFs of the run the
+ * stream's ?run= names whenever its records change, at most 4 times a
+ * second), nothing else. Read-only,
  * bound to loopback unless told otherwise (then every request carries the
  * token), a cap on connections and on event streams, and a stream whose
  * client stops reading is dropped rather than buffered without end. */
@@ -28,6 +30,8 @@
 #define DEFAULT_CLIENTS 1024
 #define CLIENT_BACKLOG ((size_t)4 << 20)   /* unsent bytes past which a stream is dropped */
 #define HEARTBEAT_S 15.0
+#define CDF_EVERY_S 0.25                   /* a run's CDF sent at most 4 times a second */
+#define CDF_SHARED 8                       /* distinct selected runs rendered per tick; the rest next time */
 
 /* An event's bytes, shared by every stream it is queued on (libevent
  * references, not copies): 1000 streams cost one copy of an event. */
@@ -56,6 +60,8 @@ struct dash_client {
     struct atr_dash *d;
     struct evhttp_request *req;
     struct dash_client *prev, *next;
+    char *sel;               /* the run whose CDFs it follows (?run=), or NULL */
+    uint64_t sel_gen;        /* that run's gen when they were last sent; 0: never */
 };
 
 struct atr_dash {
@@ -71,7 +77,9 @@ struct atr_dash {
     struct dash_client *clients;
     unsigned n_clients;
     uint64_t sent_version, status_sig;
-    double last_send;
+    double last_send, last_cdf;
+    uint64_t bench_sig;              /* the bench folders' gens when "bench" was last built */
+    struct shared_event *bench;      /* that event, for streams that open later; or NULL */
     struct shared_event *rows;       /* the rows last sent, as one event */
     struct dash_follow *follow;      /* --proxy, or NULL */
 };
@@ -106,6 +114,7 @@ static void client_unlink(struct dash_client *c)
     if (c->next)
         c->next->prev = c->prev;
     d->n_clients--;
+    free(c->sel);
 }
 
 /* The client left mid-stream. libevent detaches an unfinished reply from
@@ -175,6 +184,89 @@ static void render_event(struct atr_dash *d, double now)
     atr_buf_release(&ev);
 }
 
+static void broadcast(struct atr_dash *d, struct shared_event *e);
+
+static uint64_t bench_signature(const struct dash_runs *r)
+{
+    uint64_t sig = 1469598103934665603ull;
+    for (size_t i = 0; i < r->n; i++)
+        if (r->v[i].kind == DASH_BENCH)
+            sig = (sig ^ r->v[i].gen ^ ((uint64_t)i << 40)) * 1099511628211ull;
+    return sig;
+}
+
+/* The Bench section again when a bench folder changed: a "bench" event,
+ * a data: line per line of its HTML. */
+static void send_bench(struct atr_dash *d)
+{
+    uint64_t sig = bench_signature(&d->runs);
+    if (sig == d->bench_sig)
+        return;
+    d->bench_sig = sig;
+    struct atr_buf html = ATR_BUF_INIT, ev = ATR_BUF_INIT;
+    if (dash_view_bench(&html, &d->runs) == 0) {
+        atr_buf_printf(&ev, "id: %llu\nevent: bench\n", (unsigned long long)d->runs.version);
+        const char *p = html.data;
+        for (const char *nl; (nl = strchr(p, '\n')); p = nl + 1)
+            atr_buf_printf(&ev, "data: %.*s\n", (int)(nl - p), p);
+        atr_buf_printf(&ev, "data: %s\n\n", p);
+        if (d->bench)
+            shared_unref(d->bench);
+        d->bench = shared_new(ev.data, ev.len);
+        broadcast(d, d->bench);
+    }
+    atr_buf_release(&html);
+    atr_buf_release(&ev);
+}
+
+/* A "cdf" event for run, one line of JSON (no newline inside). */
+static struct shared_event *cdf_event(struct atr_dash *d, struct dash_run *run, double now)
+{
+    struct atr_buf json = ATR_BUF_INIT, ev = ATR_BUF_INIT;
+    dash_view_cdf(&json, &d->runs, run, now);
+    atr_buf_printf(&ev, "event: cdf\ndata: %s\n\n", json.data ? json.data : "{}");
+    struct shared_event *e = shared_new(ev.data, ev.len);
+    atr_buf_release(&json);
+    atr_buf_release(&ev);
+    return e;
+}
+
+static struct dash_run *run_named(struct dash_runs *r, const char *rel)
+{
+    for (size_t i = 0; rel && i < r->n; i++)
+        if (strcmp(r->v[i].rel, rel) == 0)
+            return &r->v[i];
+    return NULL;
+}
+
+/* Each client whose run's records changed since its last CDF gets the new
+ * one; clients of the same run share one rendering. */
+static void send_cdfs(struct atr_dash *d, double now)
+{
+    struct { struct dash_run *run; struct shared_event *e; } cache[CDF_SHARED];
+    size_t n = 0;
+    for (struct dash_client *c = d->clients, *next; c; c = next) {
+        next = c->next;
+        struct dash_run *run = run_named(&d->runs, c->sel);
+        if (!run || run->gen == c->sel_gen)
+            continue;
+        size_t k = 0;
+        while (k < n && cache[k].run != run)
+            k++;
+        if (k == n) {
+            if (n == CDF_SHARED)
+                continue;
+            cache[n].run = run;
+            cache[n++].e = cdf_event(d, run, now);
+        }
+        uint64_t gen = run->gen;
+        if (client_send(c, cache[k].e))
+            c->sel_gen = gen;
+    }
+    for (size_t k = 0; k < n; k++)
+        shared_unref(cache[k].e);
+}
+
 static void broadcast(struct atr_dash *d, struct shared_event *e)
 {
     for (struct dash_client *c = d->clients, *next; c; c = next) {
@@ -207,7 +299,13 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         d->sent_version = d->runs.version;
         d->status_sig = sig;
         d->last_send = now;
-    } else if (now - d->last_send > HEARTBEAT_S) {
+    }
+    if (now - d->last_cdf >= CDF_EVERY_S) {
+        send_cdfs(d, now);
+        send_bench(d);
+        d->last_cdf = now;
+    }
+    if (now - d->last_send > HEARTBEAT_S) {
         struct shared_event *alive = shared_new(": alive\n\n", 10);
         broadcast(d, alive);
         shared_unref(alive);
@@ -264,6 +362,20 @@ static bool token_ok(const struct atr_dash *d, const struct evhttp_uri *uri)
     return ok && diff == 0;
 }
 
+/* The run= of the query (decoded), malloc'd, or NULL. */
+static char *query_run(const struct evhttp_uri *uri)
+{
+    const char *q = uri ? evhttp_uri_get_query(uri) : NULL;
+    struct evkeyvalq params;
+    TAILQ_INIT(&params);
+    if (!q || evhttp_parse_query_str(q, &params) < 0)
+        return NULL;
+    const char *run = evhttp_find_header(&params, "run");
+    char *out = run ? xstrdup(run) : NULL;
+    evhttp_clear_headers(&params);
+    return out;
+}
+
 static void serve_events(struct atr_dash *d, struct evhttp_request *req)
 {
     unsigned max = d->cfg.max_clients ? d->cfg.max_clients : DEFAULT_CLIENTS;
@@ -280,10 +392,18 @@ static void serve_events(struct atr_dash *d, struct evhttp_request *req)
     evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_client_close, c);
     common_headers(req, "text/event-stream");
     evhttp_send_reply_start(req, 200, "OK");
+    c->sel = query_run(evhttp_request_get_evhttp_uri(req));
     static const char retry[] = "retry: 2000\n\n";
     struct shared_event *first = shared_new(retry, sizeof retry - 1);
-    if (client_send(c, first))
-        client_send(c, d->rows);
+    struct dash_run *run = run_named(&d->runs, c->sel);
+    /* the Bench section as last rebuilt: the page may be older than it */
+    if (client_send(c, first) && client_send(c, d->rows) && (!d->bench || client_send(c, d->bench)) &&
+        run) {
+        struct shared_event *cdf = cdf_event(d, run, now_s());   /* at once: the page draws it */
+        if (client_send(c, cdf))
+            c->sel_gen = run->gen;
+        shared_unref(cdf);
+    }
     shared_unref(first);
 }
 
@@ -353,6 +473,7 @@ struct atr_dash *atr_dash_new(struct event_base *base, const struct atr_dash_cfg
     double now = now_s();
     dash_runs_scan(&d->runs, now);
     d->status_sig = status_signature(d, now);
+    d->bench_sig = bench_signature(&d->runs);    /* the page has this state */
     render_event(d, now);
     d->sent_version = d->runs.version;
     return d;
@@ -419,6 +540,8 @@ void atr_dash_free(struct atr_dash *d)
     dash_runs_release(&d->runs);
     if (d->rows)
         shared_unref(d->rows);
+    if (d->bench)
+        shared_unref(d->bench);
     free(d->host);
     free(d);
 }

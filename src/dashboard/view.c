@@ -3,6 +3,7 @@
  * the page, which is the report (report/html.h) of the folders' files as
  * they are now with the run list on top. */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,21 +14,79 @@
 #include "report/html.h"
 #include "util/alloc.h"
 
-/* The live part of the page: opens the event stream (with the page's own
- * query, so a token travels along) and puts each "runs" event's rows in
- * place; without JS the table shows the state the page was built at. */
+/* The live part of the page, run at the end of the report's module (so
+ * it draws with the report's lineChart and cdfPoints): opens the event
+ * stream (with the page's own query, so a token travels along, and the
+ * selected run), puts each "runs" event's rows in place and redraws the
+ * selected run's CDFs from each "cdf" event (points computed server-side,
+ * sent at most a few times a second). A click on a row selects its run.
+ * Without JS the table shows the state the page was built at. */
 static const char live_js[] =
     "(() => {\n"
     "  const body = document.getElementById('runs-body');\n"
     "  const state = document.getElementById('live-state');\n"
+    "  const fig = document.getElementById('live-cdf');\n"
     "  if (!body || !window.EventSource) return;\n"
-    "  const es = new EventSource('events' + location.search);\n"
-    "  es.addEventListener('runs', (e) => {\n"
-    "    body.innerHTML = e.data;\n"
-    "    state.textContent = 'live, update ' + e.lastEventId;\n"
-    "    state.dataset.version = e.lastEventId;\n"
+    "  let sel = new URLSearchParams(location.search).get('run'), es = null;\n"
+    "  const rows = () => [...body.querySelectorAll('tr[data-run]')];\n"
+    "  const mark = () => rows().forEach((r) => r.classList.toggle('selected', r.dataset.run === sel));\n"
+    "  const pick = () => {\n"
+    "    const all = rows();\n"
+    "    const r = all.find((r) => r.dataset.status === 'running') || all[0];\n"
+    "    return r ? r.dataset.run : null;\n"
+    "  };\n"
+    "  const draw = (d) => {\n"
+    "    if (d.run !== sel) return;\n"
+    "    fig.hidden = false;\n"
+    "    document.getElementById('live-cdf-run').textContent = d.run;\n"
+    "    for (const [key, label] of [['ttft', 'TTFT'], ['latency', d.latency_label]]) {\n"
+    "      const host = fig.querySelector(`.chart-host[data-metric=\"${key}\"]`);\n"
+    "      const c = d[key];\n"
+    "      host.dataset.n = c ? c.n : 0;\n"
+    "      if (!c || !c.n) { host.textContent = `no ${label} yet`; continue; }\n"
+    "      const series = [{ label: `${d.run} (${c.n})`, cls: 'c0', pts: cdfPoints(c) }];\n"
+    "      lineChart(host, { series, xLabel: `${label} (ms`, yLabel: 'fraction at or below (CDF',\n"
+    "        logAxis: 'x', fixedY: [0, 1], hover: (s, x) => {\n"
+    "          const p = stepAt(s.pts, x);\n"
+    "          return `${((p ? p[1] : 0) * 100).toFixed(1)} % <= ${fmtNum(x)} ms`;\n"
+    "        } });\n"
+    "    }\n"
+    "    fig.dataset.version = d.version;\n"
+    "    fig.dataset.draws = Number(fig.dataset.draws || 0) + 1;\n"
+    "  };\n"
+    "  const open = () => {\n"
+    "    if (es) es.close();\n"
+    "    const p = new URLSearchParams(location.search);\n"
+    "    if (sel) p.set('run', sel);\n"
+    "    es = new EventSource('events?' + p.toString());\n"
+    "    es.addEventListener('runs', (e) => {\n"
+    "      body.innerHTML = e.data;\n"
+    "      state.textContent = 'live, update ' + e.lastEventId;\n"
+    "      state.dataset.version = e.lastEventId;\n"
+    "      if (!sel && (sel = pick())) open();\n"
+    "      mark();\n"
+    "    });\n"
+    "    es.addEventListener('cdf', (e) => draw(JSON.parse(e.data)));\n"
+    "    es.addEventListener('bench', (e) => {\n"
+    "      const t = document.createElement('template');\n"
+    "      t.innerHTML = e.data;\n"
+    "      const fresh = t.content.firstElementChild, old = document.getElementById('bench');\n"
+    "      if (!fresh) return;\n"
+    "      fresh.dataset.live = e.lastEventId;\n"
+    "      if (old) old.replaceWith(fresh); else document.getElementById('live').after(fresh);\n"
+    "    });\n"
+    "    es.onerror = () => { state.textContent = 'disconnected: the table shows the last state'; };\n"
+    "  };\n"
+    "  body.addEventListener('click', (e) => {\n"
+    "    const tr = e.target.closest('tr[data-run]');\n"
+    "    if (!tr || tr.dataset.run === sel) return;\n"
+    "    sel = tr.dataset.run;\n"
+    "    mark();\n"
+    "    open();\n"
     "  });\n"
-    "  es.onerror = () => { state.textContent = 'disconnected: the table shows the last state'; };\n"
+    "  sel = sel || pick();\n"
+    "  mark();\n"
+    "  open();\n"
     "})();\n";
 
 static bool listed(const struct dash_run *run)
@@ -35,11 +94,9 @@ static bool listed(const struct dash_run *run)
     return run->kind != DASH_RESULT && run->kind != DASH_OTHER;
 }
 
-/* The planned count, where a result file says it (num_prompts); 0: unknown. */
 static uint64_t planned(const struct dash_runs *r, const struct dash_run *run)
 {
-    const struct dash_run *m = dash_run_marker(r, run);
-    return m ? m->total : 0;
+    return dash_run_total(r, run);
 }
 
 static double pct(struct atr_samples *s, double p)
@@ -92,6 +149,25 @@ static void outcomes_cell(struct atr_buf *b, const struct dash_run *run)
     atr_buf_puts(b, "</td>");
 }
 
+/* "4 s", "3 min 05 s", "2 h 07 min"; blank when unknown (not running, no
+ * total, no rate yet). */
+static void eta_cell(struct atr_buf *b, double eta)
+{
+    if (!(eta >= 0)) {
+        atr_buf_puts(b, "<td class=\"n eta\"></td>");
+        return;
+    }
+    unsigned long long s = (unsigned long long)llround(eta);
+    atr_buf_puts(b, "<td class=\"n eta\">");
+    if (s < 60)
+        atr_buf_printf(b, "%llu s", s);
+    else if (s < 3600)
+        atr_buf_printf(b, "%llu min %02llu s", s / 60, s % 60);
+    else
+        atr_buf_printf(b, "%llu h %02llu min", s / 3600, s % 3600 / 60);
+    atr_buf_puts(b, "</td>");
+}
+
 static void row(struct atr_buf *b, struct dash_runs *r, struct dash_run *run, double now)
 {
     const char *st = dash_status_name(dash_run_status(r, run, now));
@@ -110,6 +186,7 @@ static void row(struct atr_buf *b, struct dash_runs *r, struct dash_run *run, do
     td_uint(b, run->ok);
     td_uint(b, run->failed);
     atr_html_td_num(b, dash_run_rate(run), 1);
+    eta_cell(b, dash_run_eta(r, run, now));
     td_pcts(b, &run->ttft);
     td_pcts(b, &run->e2el);
     outcomes_cell(b, run);
@@ -125,7 +202,7 @@ void dash_view_rows(struct atr_buf *b, struct dash_runs *r, double now)
             shown++;
         }
     if (!shown)
-        atr_buf_puts(b, "<tr><td colspan=\"15\">no run in the watched folders yet</td></tr>");
+        atr_buf_puts(b, "<tr><td colspan=\"16\">no run in the watched folders yet</td></tr>");
 }
 
 void dash_view_section(struct atr_buf *b, struct dash_runs *r, double now)
@@ -136,7 +213,11 @@ void dash_view_section(struct atr_buf *b, struct dash_runs *r, double now)
                     "#runs td.status.running { color: #1a7f37; }\n"
                     "#runs td.status.stopped { color: #9a6700; }\n"
                     "#runs td.status.interrupted { color: #cf222e; font-weight: 600; }\n"
-                    "#live .scroll { overflow-x: auto; }</style>\n"
+                    "#live .scroll { overflow-x: auto; }\n"
+                    "#runs-body tr[data-run] { cursor: pointer; }\n"
+                    "#runs-body tr.selected { outline: 2px solid var(--c0); }\n"
+                    "#live-cdf .chart-host { display: inline-block; width: 49%; min-width: 360px; "
+                    "vertical-align: top; }</style>\n"
                     "<section id=\"live\"><h2>Runs</h2>\n<p>Watching ");
     for (size_t i = 0; i < r->n_roots; i++) {
         atr_buf_puts(b, i ? ", <code>" : "<code>");
@@ -154,7 +235,7 @@ void dash_view_section(struct atr_buf *b, struct dash_runs *r, double now)
                        r->over_cap == 1 ? "y" : "ies", DASH_MAX_RUNS);
     atr_buf_puts(b, "</p>\n<div class=\"scroll\"><table id=\"runs\"><thead><tr><th>run</th><th>kind</th>"
                     "<th>status</th><th>done</th><th>total</th><th>ok</th><th>failed</th>"
-                    "<th>rate (/s)</th>"
+                    "<th>rate (/s)</th><th>ETA</th>"
                     "<th>TTFT p50 (ms)</th><th>p90</th><th>p99</th>"
                     "<th>latency p50 (ms)</th><th>p90</th><th>p99</th><th>notes</th>"
                     "</tr></thead>\n<tbody id=\"runs-body\">");
@@ -162,7 +243,13 @@ void dash_view_section(struct atr_buf *b, struct dash_runs *r, double now)
     atr_buf_puts(b, "</tbody></table></div>\n<p class=\"note\">Latency is E2EL for requests and "
                     "journals, step latency for tool replays; percentiles as numpy computes "
                     "them, over the successful records read so far. Rate: records a second "
-                    "that arrived since the dashboard first saw the file.</p></section>\n");
+                    "that arrived since the dashboard first saw the file; ETA: what is left "
+                    "of the planned count at that rate. Click a row for its CDFs.</p>\n"
+                    "<figure id=\"live-cdf\" hidden><figcaption>CDFs of <code id=\"live-cdf-run\">"
+                    "</code>, live (computed server-side, at most 4 redraws a second)</figcaption>"
+                    "<div class=\"chart-host\" data-metric=\"ttft\"></div>"
+                    "<div class=\"chart-host\" data-metric=\"latency\"></div></figure>"
+                    "</section>\n");
 }
 
 static void json_pcts(struct atr_jw *w, const char *key, struct atr_samples *s)
@@ -197,11 +284,15 @@ static void json_run(struct atr_jw *w, struct dash_runs *r, struct dash_run *run
     atr_jw_kv_uint(w, "unreadable", run->bad);
     if (run->remote)
         atr_jw_kv_bool(w, "connected", run->connected);
-    double rate = dash_run_rate(run);
+    double rate = dash_run_rate(run), eta = dash_run_eta(r, run, now);
     if (rate == rate)
         atr_jw_kv_pyfloat(w, "rate", rate);
     else
         atr_jw_kv_null(w, "rate");
+    if (eta == eta)
+        atr_jw_kv_pyfloat(w, "eta_s", eta);
+    else
+        atr_jw_kv_null(w, "eta_s");
     json_pcts(w, "ttft_ms", &run->ttft);
     json_pcts(w, "latency_ms", &run->e2el);
     if (run->kind == DASH_JOURNAL) {
@@ -252,6 +343,70 @@ void dash_view_json(struct atr_buf *b, struct dash_runs *r, double now, unsigned
     atr_jw_object_end(&w);
     atr_jw_finish(&w);
     atr_buf_putc(b, '\n');
+}
+
+static void ignore_warning_early(const char *msg)
+{
+    (void)msg;
+}
+
+/* The samples sorted in place, marked so (percentile.h: fixed[0]
+ * SIZE_MAX alone says all of v ascends), as the report's CDF {n, v}. */
+static void cdf_of(struct atr_jw *w, const char *key, struct atr_samples *s)
+{
+    atr_jw_key(w, key);
+    if (!s->n) {
+        atr_jw_null(w);
+        return;
+    }
+    atr_sort_doubles(s->v, s->n);
+    s->sorted = true;
+    s->fixed[0] = SIZE_MAX;
+    s->n_fixed = 1;
+    atr_html_cdf_json(w, s->v, s->n);
+}
+
+void dash_view_cdf(struct atr_buf *b, struct dash_runs *r, struct dash_run *run, double now)
+{
+    struct atr_jw w;
+    atr_jw_init(&w, b, ATR_JW_COMPACT);
+    atr_jw_object_begin(&w);
+    atr_jw_kv_str(&w, "run", run->rel);
+    atr_jw_kv_uint(&w, "version", r->version);
+    atr_jw_kv_str(&w, "status", dash_status_name(dash_run_status(r, run, now)));
+    atr_jw_kv_str(&w, "latency_label", run->kind == DASH_TOOLS ? "step latency" : "E2EL");
+    cdf_of(&w, "ttft", &run->ttft);
+    cdf_of(&w, "latency", &run->e2el);
+    atr_jw_object_end(&w);
+    atr_jw_finish(&w);
+}
+
+/* The report's Bench section of the bench folders alone: the same
+ * renderer as the page (atr_html_write), the section cut out of it. The
+ * 3-way tables fill in as results land without a reload. Built on the
+ * event loop: bench results are small and land minutes apart. */
+int dash_view_bench(struct atr_buf *b, struct dash_runs *r)
+{
+    struct atr_html *h = atr_html_new();
+    atr_html_set_warn(h, ignore_warning_early);
+    size_t added = 0;
+    for (size_t i = 0; i < r->n; i++) {
+        struct atr_error err;
+        const struct dash_run *run = &r->v[i];
+        if (run->kind == DASH_BENCH && run->page_path && !run->has_symlink &&
+            atr_html_add(h, run->page_path, &err) == 0)
+            added++;
+    }
+    struct atr_buf page = ATR_BUF_INIT;
+    struct atr_html_meta meta = {.version = ATR_VERSION, .command_line = "atr dashboard"};
+    int rc = added && atr_html_write(&page, h, &meta) == 0 ? 0 : -1;
+    const char *start = rc == 0 ? strstr(page.data, "<section id=\"bench\">") : NULL;
+    const char *end = start ? strstr(start, "</section>\n") : NULL;
+    if (end)
+        atr_buf_append(b, start, (size_t)(end - start) + strlen("</section>"));
+    atr_buf_release(&page);
+    atr_html_free(h);
+    return end ? 0 : -1;
 }
 
 #define LEFT_SHOWN 50       /* inputs left out named on the page; the rest counted */

@@ -2,9 +2,11 @@
  * and the outputs of each run (see series.h). */
 #include "exp/series.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "exp/threads.h"
 #include "json/writer.h"
@@ -59,6 +61,8 @@ size_t atr_series_shard(const struct atr_workload *w, unsigned i, unsigned n, bo
 struct outputs {
     struct atr_output **files;
     size_t n_runs;
+    char **reqs;              /* run k's requests_out path, or NULL: for its .partial */
+    bool *partial;            /* whether run k wrote reqs[k].partial (removed on commit) */
 };
 
 static struct atr_output **iters_slot(struct outputs *o)
@@ -105,6 +109,8 @@ static int outputs_open(struct outputs *o, const struct atr_series_cfg *cfg,
 {
     o->n_runs = atr_series_runs(cfg);
     o->files = xcalloc(2 * o->n_runs + 1, sizeof *o->files);
+    o->reqs = xcalloc(o->n_runs, sizeof *o->reqs);
+    o->partial = xcalloc(o->n_runs, sizeof *o->partial);
     bool several = o->n_runs > 1;
     int rc = 0;
     for (size_t k = 0; k < o->n_runs && rc == 0; k++) {
@@ -122,7 +128,7 @@ static int outputs_open(struct outputs *o, const struct atr_series_cfg *cfg,
         if (rc == 0)
             rc = open_path(&o->files[2 * k + 1], reqs, err);
         free(save);
-        free(reqs);
+        o->reqs[k] = reqs;
     }
     if (rc == 0 && wants_iterations(cfg, t))
         rc = open_path(iters_slot(o), cfg->iterations_out, err);
@@ -136,6 +142,19 @@ static int outputs_commit(struct outputs *o, struct atr_error *err)
     int rc = atr_output_commit_all(o->files, 2 * o->n_runs + 1, err);
     free(o->files);
     o->files = NULL;
+    /* After the rename: a watcher goes from the live copy to the file
+     * without a moment when neither is there. */
+    for (size_t k = 0; o->reqs && k < o->n_runs; k++) {
+        char *p = o->partial[k] ? xasprintf("%s.partial", o->reqs[k]) : NULL;
+        if (p)
+            unlink(p);
+        free(p);
+        free(o->reqs[k]);
+    }
+    free(o->reqs);
+    free(o->partial);
+    o->reqs = NULL;
+    o->partial = NULL;
     return rc;
 }
 
@@ -158,6 +177,65 @@ static int write_files(struct atr_output *const *files, const struct atr_target 
     }
     atr_buf_release(&b);
     return rc;
+}
+
+/* ---- the live copy of the request lines: FILE.partial ----
+ * While an HTTP run goes, its --requests-out lines also go to
+ * FILE.partial as each request finishes (one write() per finished
+ * request: a watcher such as atr dashboard sees every line at once). Its
+ * first line, {"atr_partial":"requests","total":N}, says the planned
+ * count; it is no requests file. The committed FILE is written as before,
+ * whole at the end, and FILE.partial is removed when the series' files
+ * are committed (just after the rename) or dropped, whatever the outcome: a FILE.partial left behind means its writer died
+ * (SIGKILL), and is never a result. Only for one event loop (--threads 1):
+ * the records are read from the run's own array as they land; a simulated
+ * run has no wall time to watch and writes none. */
+struct live {
+    int fd;                               /* -1: none */
+    char *path;
+    size_t written;                       /* records copied so far */
+    const struct atr_exp_result *res;
+    void (*on_progress)(void *ctx, size_t done, size_t total);
+    void *ctx;
+    struct atr_buf b;
+};
+
+static void live_progress(void *ctx, size_t done, size_t total)
+{
+    struct live *l = ctx;
+    if (l->on_progress)
+        l->on_progress(l->ctx, done, total);
+    if (l->fd < 0)
+        return;
+    atr_buf_clear(&l->b);
+    if (l->written == 0)
+        atr_buf_printf(&l->b, "{\"atr_partial\":\"requests\",\"total\":%zu}\n", total);
+    for (; l->written < l->res->replay.n; l->written++)
+        atr_llm_write_request_line(&l->b, &l->res->replay.recs[l->written]);
+    /* A failed write only costs the watcher its view: the run goes on. */
+    if (l->b.len && write(l->fd, l->b.data, l->b.len) != (ssize_t)l->b.len) {
+        close(l->fd);
+        l->fd = -1;
+    }
+}
+
+static void live_open(struct live *l, const struct atr_series_cfg *c, const struct atr_target *t,
+                      const char *reqs, const struct atr_exp_result *res)
+{
+    *l = (struct live){.fd = -1, .res = res, .on_progress = c->on_progress, .ctx = c->ctx,
+                       .b = ATR_BUF_INIT};
+    if (!reqs || strcmp(reqs, "-") == 0 || t->kind != ATR_TARGET_HTTP || c->threads > 1)
+        return;
+    l->path = xasprintf("%s.partial", reqs);
+    l->fd = open(l->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+}
+
+static void live_close(struct live *l)
+{
+    if (l->fd >= 0)
+        close(l->fd);
+    free(l->path);
+    atr_buf_release(&l->b);
 }
 
 /* ---- one run ---- */
@@ -273,6 +351,13 @@ static int run_one(const struct atr_series_cfg *c, const struct atr_target *t,
     struct atr_exp_cfg cfg = exp_cfg(c, &run, w, keep, &sc, salt, &iters, iters_out != NULL);
     struct atr_exp_result res;
     struct atr_exp_threads *th = c->threads > 1 ? xcalloc(1, sizeof *th) : NULL;
+    struct live live;
+    live_open(&live, c, t, o->reqs[k], &res);
+    o->partial[k] = live.path != NULL;
+    if (live.fd >= 0) {
+        cfg.on_progress = live_progress;
+        cfg.progress_ctx = &live;
+    }
     int rc = experiment(c, t, &cfg, th, &res, err);
     if (c->on_end)
         c->on_end(c->ctx, &run);   /* a progress line ends before anything else is said */
@@ -289,6 +374,7 @@ static int run_one(const struct atr_series_cfg *c, const struct atr_target *t,
             rc = atr_output_write(iters_out, iters.data ? iters.data : "", iters.len, err);
         release(th, &res);
     }
+    live_close(&live);
     free(th);
     atr_buf_release(&iters);
     return rc;
@@ -328,6 +414,10 @@ int atr_series_run(const struct atr_target *t, const struct atr_series_cfg *cfg,
     struct outputs o;
     if (outputs_open(&o, cfg, t, err) < 0) {
         free(o.files);
+        for (size_t k = 0; k < o.n_runs; k++)
+            free(o.reqs[k]);
+        free(o.reqs);
+        free(o.partial);
         return -1;
     }
     struct atr_workload w = ATR_WORKLOAD_INIT;

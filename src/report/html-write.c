@@ -1280,9 +1280,11 @@ int atr_html_write(struct atr_buf *b, const struct atr_html *h, const struct atr
     atr_html_timelines_block(&page, h);
     atr_buf_puts(&page, "<script type=\"module\">\n");
     atr_buf_puts(&page, (const char *)atr_report_js);
-    atr_buf_puts(&page, "</script>\n");
+    /* In the report's module, after it: the live part draws its charts
+     * with the report's own functions (lineChart, cdfPoints), not a copy. */
     if (m->live_js)
-        atr_buf_printf(&page, "<script type=\"module\">\n%s</script>\n", m->live_js);
+        atr_buf_printf(&page, "{\n%s}\n", m->live_js);
+    atr_buf_puts(&page, "</script>\n");
     atr_buf_puts(&page, "</body>\n</html>\n");
     int rc = atr_buf_append(b, page.data, page.len);
     atr_buf_release(&page);

@@ -22,7 +22,8 @@ struct atr_html_meta {
     const struct atr_machine *machine;   /* where the report was written; NULL: not shown */
     const char *cgroup;        /* the host's cgroup mode ("v1", "hybrid", "v2", "none") or NULL */
     /* A live page (`atr dashboard`): live_html opens <main> (its writer
-     * escapes it), live_js runs after the report's script; NULL: none. */
+     * escapes it), live_js runs at the end of the report's module (a
+     * block of it: it may call the report's chart functions); NULL: none. */
     const char *live_html, *live_js;
     const char *title;         /* the page's title and heading; NULL: "atr report" */
 };

@@ -6,8 +6,12 @@
 # markup, a missing or wrong token off loopback, a POST, one event stream
 # past the cap); and live: a replay through `atr proxy` recording into a
 # watched folder, seen growing in the run list (curl, then the browser,
-# without reload), checked against the final files, and the no-JS view.
-# Screenshots stay in $T/dashboard/shots.
+# without reload), checked against the final files, and the no-JS view;
+# the replay's own --requests-out followed through FILE.partial (total,
+# ETA, its CDFs redrawn live in the browser); bench folders by their
+# state file; a replay SIGKILLed (stopped) and one SIGTERMed (interrupted).
+# Screenshots stay in $T/dashboard/shots; with ATR_DASHBOARD_SHOTS=DIR
+# they are also copied there (docs/img for the docs).
 
 DB=$T/dashboard
 mkdir -p "$DB/w1/runs" "$DB/outside" "$DB/shots"
@@ -110,6 +114,15 @@ sed 's/gen-requests-5-/SECRET-OUTSIDE-/' "$DB/w1/runs/done.ndjson" >"$DB/outside
 ln -s "$DB/outside/secret.ndjson" "$DB/w1/runs/linked.ndjson"
 ln -s "$DB/outside" "$DB/w1/linked-dir"
 cp "$DB/w1/runs/left.ndjson" "$DB/w1/runs/<img src=x onerror=alert(1)>.ndjson"
+# bench folders: finished, interrupted (their runner's state file), and one
+# whose runner is alive (this shell's pid) with no result for a while.
+for b in done cut alive; do
+    mkdir -p "$DB/w1/bench-$b/results"
+    cp "$ROOT/tests/data/bench-repeat/results/aaaa1111_agent_fast_result.json" "$DB/w1/bench-$b/results/"
+done
+printf '{"state":"complete","planned":1,"pid":1}\n' >"$DB/w1/bench-done/results/.atr-bench-state.json"
+printf '{"state":"interrupted","planned":3,"pid":1}\n' >"$DB/w1/bench-cut/results/.atr-bench-state.json"
+printf '{"state":"running","planned":3,"pid":%d}\n' $$ >"$DB/w1/bench-alive/results/.atr-bench-state.json"
 db_start w1 "$DB/w1" --idle 1 --max-clients 2
 W1=$DB_URL
 check dashboard-url-line "grep -Eq '^atr dashboard: http://127.0.0.1:[0-9]+/$' '$DB/w1.out'"
@@ -118,7 +131,12 @@ curl -s "${W1}runs.json" >"$DB/w1.json"
 check dashboard-statuses "python3 -c \"
 import json; s = {r['run']: r['status'] for r in json.load(open('$DB/w1.json'))['runs']}
 assert s == {'w1/runs/done.ndjson': 'complete', 'w1/runs/cut.ndjson': 'interrupted',
-             'w1/runs/left.ndjson': 'stopped', 'w1/runs/<img src=x onerror=alert(1)>.ndjson': 'stopped'}, s\""
+             'w1/runs/left.ndjson': 'stopped', 'w1/runs/<img src=x onerror=alert(1)>.ndjson': 'stopped',
+             'w1/bench-done/results': 'complete', 'w1/bench-cut/results': 'interrupted',
+             'w1/bench-alive/results': 'running'}, s\""
+check dashboard-bench-total "python3 -c \"
+import json; r = {r['run']: r for r in json.load(open('$DB/w1.json'))['runs']}
+assert r['w1/bench-cut/results']['total'] == 3 and r['w1/bench-cut/results']['done'] == 1, r\""
 check dashboard-total-from-result "python3 -c \"
 import json; r = [r for r in json.load(open('$DB/w1.json'))['runs'] if r['run'] == 'w1/runs/done.ndjson'][0]
 assert r['total'] == 40 and r['done'] == 40, r\""
@@ -130,13 +148,36 @@ check dashboard-symlinks-not-followed "python3 -c \"
 import json; j = json.load(open('$DB/w1.json'))
 assert j['skipped_links'] == 2 and not [r for r in j['runs'] if 'linked' in r['run']], j\""
 curl -s "$W1" >"$DB/w1.html"
+check dashboard-page-has-live-cdf "grep -q '<figure id=\"live-cdf\" hidden>' '$DB/w1.html' && grep -q '<th>ETA</th>' '$DB/w1.html'"
 check dashboard-page-is-report "grep -q '<section id=\"live\">' '$DB/w1.html' && grep -q '<section id=\"results\">' '$DB/w1.html' && grep -q 'id=\"runs-body\"' '$DB/w1.html'"
 check dashboard-symlink-content-absent "! grep -q SECRET-OUTSIDE '$DB/w1.html' && ! curl -s '${W1}runs.json' | grep -q SECRET"
 check dashboard-markup-escaped "! grep -q '<img src=x' '$DB/w1.html' && grep -q '&lt;img src=x onerror=alert(1)&gt;.ndjson' '$DB/w1.html'"
 check dashboard-traversal-404 "[ \$($CODE --path-as-is '${W1}../../../../etc/passwd') = 404 ] && [ \$($CODE '${W1}%2e%2e/%2e%2e/etc/passwd') = 404 ] && ! curl -s --path-as-is '${W1}../../../../etc/passwd' | grep -q root:"
 check dashboard-read-only "[ \$($CODE -X POST --data x '${W1}runs.json') = 405 ] && [ \$($CODE -X DELETE '$W1') = 405 ]"
-curl -s -N --max-time 1 "${W1}events" >"$DB/events.txt"
+curl -s -N --max-time 1 "${W1}events?run=w1/runs/done.ndjson" >"$DB/events.txt"
+# the CDF event of the run asked for: the report's encoding, n = its successful records
+CURRENT=dashboard-cdf-event
+if python3 - "$DB/events.txt" "$DB/w1/runs/done.ndjson" <<'PY' 2>"$DB/cdf.err"; then pass; else fail "$(tail -n 3 "$DB/cdf.err")"; fi
+import json, sys
+ev = [l[6:] for l in open(sys.argv[1]).read().split("event: cdf\n")[1].splitlines() if l.startswith("data: ")][0]
+d = json.loads(ev)
+lines = [json.loads(l) for l in open(sys.argv[2]) if l.strip()]
+e2el = sorted(l["e2el_ms"] for l in lines if l["success"])
+assert d["run"] == "w1/runs/done.ndjson" and d["status"] == "complete", d
+assert d["latency"]["n"] == len(e2el) and len(d["latency"]["v"]) == len(e2el), d["latency"]
+# gap-coded microseconds: the running sum is each sorted value, rounded
+acc, k = 0, 0
+for g in d["latency"]["v"]:
+    acc += g
+    assert abs(acc - e2el[k] * 1000) <= 1, (acc, e2el[k]); k += 1
+PY
 check dashboard-event-stream "grep -q '^event: runs$' '$DB/events.txt' && grep -q '<tr data-run=\"w1/runs/done.ndjson\" data-status=\"complete\">' '$DB/events.txt' && grep -q '^id: [0-9]' '$DB/events.txt'"
+curl -s -N --max-time 1 "${W1}events?run=..%2F..%2F..%2Fetc%2Fpasswd" >"$DB/events-bad.txt"
+check dashboard-cdf-unknown-run-nothing "grep -q '^event: runs$' '$DB/events-bad.txt' && ! grep -q '^event: cdf$' '$DB/events-bad.txt' && ! grep -q root: '$DB/events-bad.txt'"
+curl -s -N --max-time 1 "${W1}events?run=w1%2Fruns%2F%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E.ndjson" >"$DB/events-markup.txt"
+check dashboard-cdf-markup-name-json "python3 -c \"
+import json; t = open('$DB/events-markup.txt').read().split('event: cdf\\n')[1]
+d = json.loads(t.split('\\n')[0][6:]); assert d['run'] == 'w1/runs/<img src=x onerror=alert(1)>.ndjson' and d['latency']['n'] == 7, d\""
 check dashboard-event-stream-escaped "grep -q 'data-run=\"w1/runs/&lt;img' '$DB/events.txt' && ! grep -q '<img' '$DB/events.txt'"
 curl -s -N --max-time 20 "${W1}events" >/dev/null & E1=$!
 curl -s -N --max-time 20 "${W1}events" >/dev/null & E2=$!
@@ -180,6 +221,12 @@ partway() {
 import json, sys; r = [r for r in json.load(sys.stdin)['runs'] if r['run'] == 'w2/live/journal.ndjson']
 assert r and 0 < r[0]['done'] < 90 and r[0]['status'] == 'running'\"" && kill -0 $RP_PID; then pass
     else fail "no part-way state seen: $(curl -s "${W2}runs.json" | head -c 300)"; fi
+    # replay llm's own --requests-out, followed through its FILE.partial
+    CURRENT=dashboard-live-requests-out
+    if wait_for 20 "curl -s '${W2}runs.json' | python3 -c \"
+import json, sys; r = [r for r in json.load(sys.stdin)['runs'] if r['run'] == 'w2/run/r.ndjson']
+assert r and 0 < r[0]['done'] < 90 and r[0]['status'] == 'running' and r[0]['total'] == 90 and r[0]['eta_s'] is not None\"" && kill -0 $RP_PID; then pass
+    else fail "no running requests-out seen: $(curl -s "${W2}runs.json" | head -c 300)"; fi
 }
 if [ ! -x "${CHROMIUM:-/usr/bin/chromium}" ]; then
     CURRENT=dashboard-browser; fail "no chromium (scripts/deps.sh installs it)"
@@ -215,12 +262,25 @@ for run, path in (("w2/run/r.ndjson", "run/r.ndjson"), ("w2/live/journal.ndjson"
     c, f = final[run]["cells"], figures(sys.argv[3] + "/" + path)
     assert [int(c[3]), int(c[5]), int(c[6])] == [f["done"], f["ok"], f["failed"]], (run, c, f)
     want = [f[k][p] for k in ("ttft_ms", "latency_ms") for p in ("p50", "p90", "p99")]
-    for shown, x in zip(c[8:14], want):
+    for shown, x in zip(c[9:15], want):
         assert abs(float(shown) - x) <= 0.005 + 1e-9, (run, shown, x)
 PY
-    check dashboard-browser-screenshots "[ -s '$DB/shots/dashboard-live.png' ] && [ -s '$DB/shots/dashboard-runs.png' ] && [ -s '$DB/shots/dashboard-nojs.png' ]"
+    check dashboard-browser-requests-out-running "python3 -c \"import json; r=json.load(open('$J'))['doneRunWhileRunning']; assert r['status'] == 'running' and r['cells'][4] == '90' and r['cells'][8].endswith(' s'), r\""
+    check dashboard-browser-cdf-live "python3 -c \"
+import json; c = json.load(open('$J')); a, b = c['cdf']['first'], c['cdf']['grown']
+assert a['run'] == b['run'] == 'w2/run/r.ndjson' and not b['hidden'] and b['paths'] == 2, c['cdf']
+assert 0 < a['latency'] < b['latency'] and a['draws'] < b['draws'] and c['selectedClass'] and c['sameDocumentAfterCdf'], c['cdf']\""
+    check dashboard-browser-cdf-final "python3 -c \"
+import json; c = json.load(open('$J')); f = c['final']['w2/run/r.ndjson']
+assert c['cdfFinal']['latency'] == int(f['cells'][5]), (c['cdfFinal'], f)\""
+    # the views docs/dashboard.md shows (not the long Results one)
+    [ -z "${ATR_DASHBOARD_SHOTS:-}" ] || for v in live cdf runs nojs; do
+        cp "$DB/shots/dashboard-$v.png" "$ATR_DASHBOARD_SHOTS/"; done
+    check dashboard-browser-screenshots "[ -s '$DB/shots/dashboard-cdf.png' ] && [ -s '$DB/shots/dashboard-live.png' ] && [ -s '$DB/shots/dashboard-runs.png' ] && [ -s '$DB/shots/dashboard-nojs.png' ]"
 fi
 wait $RP_PID 2>/dev/null
+check dashboard-partial-removed "[ -s '$DB/w2/run/r.ndjson' ] && [ ! -e '$DB/w2/run/r.ndjson.partial' ]"
+wait_for 10 "curl -s '${W2}runs.json' | grep -q '\"run\":\"w2/run/r.ndjson\",\"kind\":\"requests\",\"status\":\"complete\"'"
 curl -s "${W2}runs.json" >"$DB/w2.json"
 CURRENT=dashboard-live-final-numpy
 if same "$DB/w2.json" w2/run/r.ndjson "$DB/w2/run/r.ndjson" "$DB" 2>"$DB/same.err" &&
@@ -243,5 +303,25 @@ assert r['upstreams'] == want, (r['upstreams'], want)\""
 check dashboard-live-rate "python3 -c \"
 import json; r = [r for r in json.load(open('$DB/w2.json'))['runs'] if r['run'] == 'w2/live/journal.ndjson'][0]
 assert r['rate'] is not None and 1 < r['rate'] < 100, r\""
+# ---- a replay killed mid-way: its FILE.partial stays, reads stopped, never complete ----
+mkdir -p "$DB/w2/killed"
+"$ATR" replay llm "$DB/live.ndjson" --target "$UP" --rate 5 -q \
+    --save-result "$DB/w2/killed/k.json" --requests-out "$DB/w2/killed/k.ndjson" >/dev/null 2>&1 &
+KP=$!
+DB_PIDS="$DB_PIDS $KP"
+wait_for 20 "[ \$(wc -l <'$DB/w2/killed/k.ndjson.partial' 2>/dev/null || echo 0) -ge 4 ]"
+kill -9 $KP; wait $KP 2>/dev/null
+wait_for 10 "curl -s '${W2}runs.json' | grep -q '\"run\":\"w2/killed/k.ndjson\",\"kind\":\"requests\",\"status\":\"stopped\"'"
+check dashboard-killed-reads-stopped "curl -s '${W2}runs.json' | grep -q '\"run\":\"w2/killed/k.ndjson\",\"kind\":\"requests\",\"status\":\"stopped\",\"done\":[1-9]' && [ ! -e '$DB/w2/killed/k.ndjson' ] && [ ! -e '$DB/w2/killed/k.json' ]"
+# ---- a replay stopped with SIGTERM: FILE committed (incomplete), no .partial, interrupted ----
+mkdir -p "$DB/w2/term"
+"$ATR" replay llm "$DB/live.ndjson" --target "$UP" --rate 5 -q \
+    --save-result "$DB/w2/term/t.json" --requests-out "$DB/w2/term/t.ndjson" >/dev/null 2>&1 &
+TP=$!
+DB_PIDS="$DB_PIDS $TP"
+wait_for 20 "[ \$(wc -l <'$DB/w2/term/t.ndjson.partial' 2>/dev/null || echo 0) -ge 4 ]"
+kill -TERM $TP; wait $TP 2>/dev/null
+wait_for 10 "curl -s '${W2}runs.json' | grep -q '\"run\":\"w2/term/t.ndjson\",\"kind\":\"requests\",\"status\":\"interrupted\"'"
+check dashboard-sigterm-reads-interrupted "curl -s '${W2}runs.json' | grep -q '\"run\":\"w2/term/t.ndjson\",\"kind\":\"requests\",\"status\":\"interrupted\"' && [ -s '$DB/w2/term/t.ndjson' ] && [ ! -e '$DB/w2/term/t.ndjson.partial' ]"
 for p in $DB_PIDS; do kill "$p" 2>/dev/null; done
 for p in $DB_PIDS; do wait "$p" 2>/dev/null; done

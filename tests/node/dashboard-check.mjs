@@ -7,8 +7,11 @@
 // update pushed by the event stream (no reload), the status the page shows
 // for LIVE_RUN once its file stops growing and for DONE_RUN once its
 // result lands, the final cells of both rows, and the same table with
-// JavaScript off (the state the page was built at). Screenshots of the
-// run list, the page, and the no-JS page go to OUT_DIR.
+// JavaScript off (the state the page was built at). DONE_RUN is written
+// live too (its FILE.partial): its row is selected with a click, and its
+// CDFs must be redrawn with more points while it runs (no reload), its
+// ETA shown. Screenshots of the run list, the live CDFs, the page, and
+// the no-JS page go to OUT_DIR.
 import { chromium } from "playwright-core";
 import { writeFileSync } from "node:fs";
 
@@ -45,7 +48,25 @@ const rowOf = (page, run) => page.evaluate((run) => {
   const tr = [...document.querySelectorAll("#runs-body tr")].find((r) => r.dataset.run === run);
   return tr ? { status: tr.dataset.status, cells: [...tr.cells].map((c) => c.textContent) } : null;
 }, run);
-const DONE = 3;
+const DONE = 3, ETA = 8;
+
+// The live CDF figure: which run, the points behind each chart, redraws.
+const cdfOf = (page) => page.evaluate(() => {
+  const f = document.getElementById("live-cdf");
+  const n = (k) => Number(f.querySelector(`.chart-host[data-metric="${k}"]`).dataset.n || 0);
+  return { hidden: f.hidden, run: document.getElementById("live-cdf-run").textContent,
+           ttft: n("ttft"), latency: n("latency"), draws: Number(f.dataset.draws || 0),
+           paths: f.querySelectorAll("svg path.curve").length };
+});
+
+async function untilCdf(page, test, ms) {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await cdfOf(page);
+    if (test(v) || Date.now() > end) return v;
+    await page.waitForTimeout(50);
+  }
+}
 
 async function until(page, what, test, ms) {
   const end = Date.now() + ms;
@@ -74,8 +95,19 @@ try {
   out.doneLater = later ? Number(later.cells[DONE]) : -1;
   out.versionAdvanced = (await page.$eval("#live-state", (e) => e.dataset.version)) !== pageVersion;
   out.sameDocument = await page.evaluate(() => window.__sameDocument === 1);
+  // The other run, written live (FILE.partial): click its row, watch its CDFs grow.
+  const running = await until(page, doneRun, (v) => v.status === "running" && v.cells[ETA] !== "", 20000);
+  out.doneRunWhileRunning = running;
+  await page.locator(`#runs-body tr[data-run="${doneRun}"]`).click();
+  const first = await untilCdf(page, (v) => v.run === doneRun && v.latency > 0, 10000);
+  const grown = await untilCdf(page, (v) => v.run === doneRun && v.latency > first.latency + 2, 20000);
+  out.cdf = { first, grown };
+  out.selectedClass = await page.$eval(`#runs-body tr[data-run="${doneRun}"]`, (e) => e.classList.contains("selected"));
   await page.locator("#live").screenshot({ path: `${outDir}/dashboard-live.png` });
   const done = await until(page, doneRun, (v) => v.status === "complete", 30000);
+  out.cdfFinal = await untilCdf(page, (v) => v.latency === Number(done.cells[5]), 5000);
+  out.sameDocumentAfterCdf = await page.evaluate(() => window.__sameDocument === 1);
+  await page.locator("#live-cdf").screenshot({ path: `${outDir}/dashboard-cdf.png` });
   const stopped = await until(page, liveRun, (v) => v.status === "stopped", 30000);
   out.final = { [doneRun]: done, [liveRun]: stopped };
   out.sections = await page.$$eval("section[id]", (s) => s.map((e) => e.id));

@@ -3,6 +3,7 @@
  * cut-back file read again, an overlong line skipped, journals' failures,
  * the statuses from a result file and from time (passed in, never read),
  * and symbolic links left alone. */
+#include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "dashboard/dash-impl.h"
@@ -192,6 +194,82 @@ static void test_statuses(void **state)
     dash_runs_release(&r);
 }
 
+/* FILE.partial is the run FILE while it runs: total from its header,
+ * running then stopped (never complete, even beside an old FILE and its
+ * result), an ETA from the rate; the committed FILE then takes over. */
+static void test_partial_then_committed(void **state)
+{
+    struct dash_runs r;
+    open_runs(&r);
+    put("r.ndjson", "w", rec_ok);              /* an earlier run's files */
+    put("r.json", "w", "{\"request_throughput\":1.0,\"num_prompts\":1,\"atr\":{}}");
+    put("r.ndjson.partial", "w", "{\"atr_partial\":\"requests\",\"total\":10}\n");
+    put("r.ndjson.partial", "a", rec_ok);
+    dash_runs_scan(&r, 10);
+    struct dash_run *run = run_named(&r, "r.ndjson");
+    assert_non_null(run);
+    assert_null(run_named(&r, "r.ndjson.partial"));
+    assert_true(run->partial);
+    assert_null(run->page_path);               /* the report reads committed files only */
+    assert_int_equal(run->done, 1);
+    assert_int_equal(run->bad, 0);
+    assert_int_equal(dash_run_total(&r, run), 10);
+    assert_int_equal(dash_run_status(&r, run, 11), DASH_RUNNING);
+    put("r.ndjson.partial", "a", rec_ok);
+    put("r.ndjson.partial", "a", rec_ok);
+    dash_runs_scan(&r, 12);                    /* 2 more in 2 s: 1/s, 7 left */
+    run = run_named(&r, "r.ndjson");
+    assert_int_equal(run->done, 3);
+    assert_true(fabs(dash_run_eta(&r, run, 12.5) - 7.0) < 1e-9);
+    assert_int_equal(dash_run_status(&r, run, 30), DASH_STOPPED);
+    assert_true(isnan(dash_run_eta(&r, run, 30)));
+    char *p = at("r.ndjson.partial");          /* the writer commits FILE, then removes it */
+    put("r.ndjson", "w", rec_ok);
+    put("r.ndjson", "a", rec_ok);
+    assert_int_equal(unlink(p), 0);
+    free(p);
+    dash_runs_scan(&r, 31);
+    run = run_named(&r, "r.ndjson");
+    assert_false(run->partial);
+    assert_int_equal(run->done, 2);
+    assert_non_null(run->page_path);
+    assert_int_equal(dash_run_status(&r, run, 31), DASH_COMPLETE);
+    assert_true(fabs(dash_run_rate(run) - 1.0 / 21.0) < 1e-9);   /* base: the .partial at first sight */
+    dash_runs_release(&r);
+}
+
+/* A bench folder reads its runner's state file: running while the pid
+ * lives (however long since the last result), complete, interrupted. */
+static void test_bench_state(void **state)
+{
+    struct dash_runs r;
+    open_runs(&r);
+    char *res = at("results");
+    assert_int_equal(mkdir(res, 0755), 0);
+    free(res);
+    put("results/x_baseline_result.json", "w", "{\"status\":\"success\"}");
+    dash_runs_scan(&r, 1);
+    struct dash_run *run = run_named(&r, "results");
+    assert_non_null(run);
+    assert_int_equal(run->kind, DASH_BENCH);
+    assert_int_equal(dash_run_status(&r, run, 100), DASH_STOPPED);    /* no state: growth */
+    char line[128];
+    snprintf(line, sizeof line, "{\"state\":\"running\",\"planned\":4,\"pid\":%ld}\n",
+             (long)getpid());
+    put("results/.atr-bench-state.json", "w", line);
+    dash_runs_scan(&r, 2);
+    run = run_named(&r, "results");
+    assert_int_equal(dash_run_status(&r, run, 100), DASH_RUNNING);
+    assert_int_equal(dash_run_total(&r, run), 4);
+    put("results/.atr-bench-state.json", "w", "{\"state\":\"complete\",\"planned\":4,\"pid\":1}");
+    dash_runs_scan(&r, 3);
+    assert_int_equal(dash_run_status(&r, run_named(&r, "results"), 100), DASH_COMPLETE);
+    put("results/.atr-bench-state.json", "w", "{\"state\":\"interrupted\",\"planned\":4,\"pid\":1}");
+    dash_runs_scan(&r, 4);
+    assert_int_equal(dash_run_status(&r, run_named(&r, "results"), 100), DASH_INTERRUPTED);
+    dash_runs_release(&r);
+}
+
 static void test_links_not_followed(void **state)
 {
     struct dash_runs r;
@@ -230,6 +308,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_journal_failures, setup, teardown),
         cmocka_unit_test_setup_teardown(test_statuses, setup, teardown),
         cmocka_unit_test_setup_teardown(test_links_not_followed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_partial_then_committed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bench_state, setup, teardown),
         cmocka_unit_test_setup_teardown(test_root_must_be_folder, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
