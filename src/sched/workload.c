@@ -219,8 +219,102 @@ static const char *session_tool(struct atr_session *s, const char *tool)
     return s->tools[s->n_tools++];
 }
 
+/* What a step of a DAG trace hands on to the steps below it: the llm
+ * turns it descends from through non-llm steps (an llm step: itself), the
+ * longest tool time since them, and the last tool on the way. */
+struct dag_up {
+    uint32_t *turns, n;
+    double tool_ms;
+    const char *tool;
+};
+
+/* Adds turn u to up's set unless it is there. */
+static void dag_up_add(struct dag_up *up, uint32_t u)
+{
+    for (uint32_t i = 0; i < up->n; i++)
+        if (up->turns[i] == u)
+            return;
+    up->turns = xreallocarray(up->turns, up->n + 1, sizeof *up->turns);
+    up->turns[up->n++] = u;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Step k's inherited view: the union of its parents' (a step's parents
+ * are earlier steps, checked by the reader, so up[] is filled for them). */
+static void dag_up_merge(struct dag_up *up, const struct dag_up *all, const struct atr_step *st)
+{
+    uint32_t one;
+    const uint32_t *par;
+    uint32_t np = atr_step_parents(st, &one, &par);
+    uint32_t last = 0;
+    for (uint32_t i = 0; i < np; i++) {
+        const struct dag_up *p = &all[par[i]];
+        for (uint32_t j = 0; j < p->n; j++)
+            dag_up_add(up, p->turns[j]);
+        if (p->tool_ms > up->tool_ms)
+            up->tool_ms = p->tool_ms;
+        if (p->tool && par[i] >= last) {   /* the latest parent's tool */
+            up->tool = p->tool;
+            last = par[i];
+        }
+    }
+}
+
+/* Gives every turn of s (from DAG trace t) its parent turns and its think
+ * time: the longest tool path from a parent turn (a turn waits for its
+ * last parent, then for the tools after it). turn_of[k] is step k's turn
+ * or UINT32_MAX. */
+static void load_dag(const struct atr_trace *t, struct atr_session *s, const uint32_t *turn_of)
+{
+    struct dag_up *up = xcalloc(t->n_steps ? t->n_steps : 1, sizeof *up);
+    size_t total = 0;
+    uint32_t **lists = xcalloc(s->n_turns ? s->n_turns : 1, sizeof *lists);
+    for (size_t k = 0; k < t->n_steps; k++) {
+        const struct atr_step *st = &t->steps[k];
+        struct dag_up in = { NULL, 0, 0, NULL };
+        dag_up_merge(&in, up, st);
+        if (turn_of[k] == UINT32_MAX) {           /* a tool (or empty) step passes on */
+            if (st->kind == ATR_STEP_TOOL) {
+                in.tool_ms += st->dur_ms > 0 ? (double)st->dur_ms : 0;
+                in.tool = st->tool;
+            }
+            up[k] = in;
+            continue;
+        }
+        struct atr_turn *u = &s->turns[turn_of[k]];
+        qsort(in.turns, in.n, sizeof *in.turns, cmp_u32);
+        lists[turn_of[k]] = in.turns;
+        u->n_parents = in.n;
+        u->think_s = in.tool_ms / 1000.0;
+        u->prev_tool = in.tool ? session_tool(s, in.tool) : NULL;
+        total += in.n;
+        up[k] = (struct dag_up){ NULL, 0, 0, NULL };
+        dag_up_add(&up[k], turn_of[k]);
+    }
+    s->dag = true;
+    s->dag_parents = xcalloc(total ? total : 1, sizeof *s->dag_parents);
+    for (size_t j = 0, at = 0; j < s->n_turns; j++) {
+        if (s->turns[j].n_parents)
+            memcpy(s->dag_parents + at, lists[j], s->turns[j].n_parents * sizeof *lists[j]);
+        s->turns[j].parents = s->dag_parents + at;
+        at += s->turns[j].n_parents;
+        free(lists[j]);
+    }
+    for (size_t k = 0; k < t->n_steps; k++)
+        free(up[k].turns);
+    free(up);
+    free(lists);
+}
+
 static void load_session(const struct atr_trace *t, uint32_t block_size, struct atr_session *s)
 {
+    bool dag = atr_trace_is_dag(t);
+    uint32_t *turn_of = dag ? xcalloc(t->n_steps ? t->n_steps : 1, sizeof *turn_of) : NULL;
     memset(s, 0, sizeof *s);
     s->trace_id = xstrdup(t->trace_id ? t->trace_id : "");
     s->offset_s = (double)t->start_ms / 1000.0;
@@ -231,6 +325,8 @@ static void load_session(const struct atr_trace *t, uint32_t block_size, struct 
     struct step_place *place = xcalloc(t->n_steps ? t->n_steps : 1, sizeof *place);
     for (size_t k = 0; k < t->n_steps; k++) {
         const struct atr_step *st = &t->steps[k];
+        if (turn_of)
+            turn_of[k] = UINT32_MAX;
         if (st->kind == ATR_STEP_TOOL) {
             tool_ms += st->dur_ms > 0 ? (double)st->dur_ms : 0;
             tool = st->tool;
@@ -238,6 +334,8 @@ static void load_session(const struct atr_trace *t, uint32_t block_size, struct 
         }
         if (st->kind != ATR_STEP_LLM || st->input_tokens <= 0)
             continue;
+        if (turn_of)
+            turn_of[k] = (uint32_t)s->n_turns;
         struct atr_turn *u = &s->turns[s->n_turns++];
         u->prompt_tokens = st->input_tokens > UINT32_MAX ? UINT32_MAX : (uint32_t)st->input_tokens;
         u->output_tokens = st->output_tokens <= 0 ? 1
@@ -255,6 +353,9 @@ static void load_session(const struct atr_trace *t, uint32_t block_size, struct 
     }
     free(place);
     chain_close(&chain, s, s->n_turns);
+    if (turn_of)                 /* before the shrink: the turns are the same */
+        load_dag(t, s, turn_of);
+    free(turn_of);
     if (s->n_turns && s->n_turns < t->n_steps)  /* tool steps took no turn */
         s->turns = xreallocarray(s->turns, s->n_turns, sizeof *s->turns);
 }
@@ -306,9 +407,75 @@ void atr_workload_release(struct atr_workload *w)
         for (size_t k = 0; k < w->sessions[i].n_id_chains; k++)
             free(w->sessions[i].id_chains[k]);
         free(w->sessions[i].id_chains);
+        free(w->sessions[i].dag_parents);
         free(w->sessions[i].turns);
         free(w->sessions[i].trace_id);
     }
     free(w->sessions);
     memset(w, 0, sizeof *w);
+}
+
+uint32_t atr_turn_parents(const struct atr_session *s, size_t k, uint32_t *one,
+                          const uint32_t **out)
+{
+    if (s->dag) {
+        *out = s->turns[k].parents;
+        return s->turns[k].n_parents;
+    }
+    *one = (uint32_t)(k - 1);
+    *out = one;
+    return k ? 1 : 0;
+}
+
+void atr_dag_state_init(struct atr_dag_state *st, const struct atr_session *s)
+{
+    size_t n = s->n_turns ? s->n_turns : 1, edges = 0;
+    st->left = xcalloc(n, sizeof *st->left);
+    st->ready_s = xcalloc(n, sizeof *st->ready_s);
+    st->child_at = xcalloc(n + 1, sizeof *st->child_at);
+    for (size_t k = 0; k < s->n_turns; k++) {
+        uint32_t one;
+        const uint32_t *par;
+        uint32_t np = atr_turn_parents(s, k, &one, &par);
+        st->left[k] = np;
+        edges += np;
+        for (uint32_t i = 0; i < np; i++)
+            st->child_at[par[i] + 1]++;
+    }
+    for (size_t k = 0; k < s->n_turns; k++)
+        st->child_at[k + 1] += st->child_at[k];
+    st->children = xcalloc(edges ? edges : 1, sizeof *st->children);
+    uint32_t *fill = xcalloc(n, sizeof *fill);
+    for (size_t k = 0; k < s->n_turns; k++) {      /* children in turn order */
+        uint32_t one;
+        const uint32_t *par;
+        uint32_t np = atr_turn_parents(s, k, &one, &par);
+        for (uint32_t i = 0; i < np; i++)
+            st->children[st->child_at[par[i]] + fill[par[i]]++] = (uint32_t)k;
+    }
+    free(fill);
+}
+
+void atr_dag_state_release(struct atr_dag_state *st)
+{
+    free(st->left);
+    free(st->ready_s);
+    free(st->child_at);
+    free(st->children);
+    memset(st, 0, sizeof *st);
+}
+
+size_t atr_dag_turn_over(struct atr_dag_state *st, const struct atr_session *s, size_t k,
+                         double end_s, uint32_t *ready)
+{
+    size_t n = 0;
+    (void)s;
+    for (uint32_t i = st->child_at[k]; i < st->child_at[k + 1]; i++) {
+        uint32_t c = st->children[i];
+        if (end_s > st->ready_s[c])
+            st->ready_s[c] = end_s;
+        if (--st->left[c] == 0)
+            ready[n++] = c;
+    }
+    return n;
 }

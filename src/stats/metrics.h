@@ -73,6 +73,12 @@ struct atr_llm_record {
      * the policy's choice); written as "replica" only when has_replica. */
     uint32_t replica;
     bool has_replica;
+    /* A turn of a DAG session (sched/workload.h): dag, and the turns it
+     * waited for (borrowed from the workload; never written to request
+     * files). dag false: it waited for turn - 1. */
+    bool dag;
+    const uint32_t *parents;
+    uint32_t n_parents;
 };
 
 #define ATR_LLM_MAX_PCT 8
