@@ -29,7 +29,9 @@
  * none). Its completion time runs from the send_s of its first turn to the
  * end_s of its last; its model time is the sum of end_s - send_s over its
  * turns (client queue included), its think time the rest (tool calls and
- * thinking between turns). A session with a failed turn counts as failed
+ * thinking between turns; in a DAG session turns overlap, so model time
+ * can exceed completion and think time is then 0). A session with a
+ * failed turn counts as failed
  * and is left out of the figures, as failed requests are.
  *
  * Memory: records and their strings are the caller's and are only read.
@@ -124,6 +126,14 @@ struct atr_llm_sessions {
     struct atr_llm_stat completion;  /* first send_s to last end_s */
     struct atr_llm_stat model;       /* sum of end_s - send_s over turns */
     struct atr_llm_stat think;       /* completion - model: tools, thinking */
+    /* DAG sessions (some record has dag): the longest chain of dependent
+     * turns' model times (end_s - send_s summed along parents), and the
+     * parallelism achieved, model time / completion (turns that overlap
+     * add up, so above 1 means branches ran at once). Chains have neither:
+     * their critical path is their model time. */
+    bool dag;
+    struct atr_llm_stat critical_path;
+    struct atr_llm_stat parallelism; /* a ratio, not ms */
     struct atr_retention retention;  /* the prefix still cached after each pause */
     /* --goodput session:MS: completed sessions within it, and those a
      * second over the run's duration */
