@@ -251,13 +251,12 @@ static void record(struct driver *d, const struct atr_llm_result *r, const struc
 static void dag_turn_over(struct driver *d, const struct turn_state *ts, double end)
 {
     size_t si = ts->session;
-    const struct atr_session *s = &d->cfg->workload->sessions[si];
-    size_t n = atr_dag_turn_over(&d->dag[si], s, ts->turn, end, d->ready);
+    size_t n = atr_dag_turn_over(&d->dag[si], ts->turn, end, d->cfg->schedule->time_scale,
+                                 d->ready);
     for (size_t i = 0; i < n && d->failed == 0; i++) {
         struct turn_state *c = &d->dag_turns[si][d->ready[i]];
         *c = (struct turn_state){ .session = si, .turn = d->ready[i] };
-        schedule_turn(d, c, d->dag[si].ready_s[d->ready[i]] +
-                      atr_schedule_think(d->cfg->schedule, &s->turns[d->ready[i]]));
+        schedule_turn(d, c, d->dag[si].ready_s[d->ready[i]]);
     }
 }
 

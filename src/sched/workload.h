@@ -32,10 +32,14 @@ struct atr_turn {
     const char *prev_tool;       /* tool of the last step before this turn, or NULL;
                                     one of the session's tools */
     /* DAG sessions only (atr_session.dag): the earlier turns it waits for,
-     * all of them (into the session's dag_parents; n_parents 0: a root, due
-     * at the session's start plus think_s). Chains leave them NULL/0 and
-     * wait for the previous turn. */
+     * all of them, and the recorded tool time after each (the longest tool
+     * path from it): it is due when every parent's end plus that time has
+     * passed. think_s is then the longest of those; n_parents 0: a root,
+     * due at the session's start plus think_s (the first turn: at the
+     * start, as a chain's). Into the session's dag_parents/dag_think_s.
+     * Chains leave them NULL/0 and wait for the previous turn. */
     const uint32_t *parents;
+    const double *parent_think_s;
     uint32_t n_parents;
 };
 
@@ -61,6 +65,7 @@ struct atr_session {
      * dag_parents holds every turn's parent list (owned). */
     bool dag;
     uint32_t *dag_parents;
+    double *dag_think_s;
 };
 
 struct atr_workload {
@@ -91,20 +96,22 @@ uint32_t atr_turn_parents(const struct atr_session *s, size_t k, uint32_t *one,
  * atr_dag_state_init, freed by atr_dag_state_release. */
 struct atr_dag_state {
     uint32_t *left;              /* per turn: parents not over */
-    double *ready_s;             /* per turn: the latest end of its parents so far */
+    double *ready_s;             /* per turn: when it is due, from its parents over so far */
     uint32_t *child_at;          /* turn k's children: children[child_at[k]..child_at[k+1]) */
     uint32_t *children;
+    double *child_think_s;       /* the tool time on each of those edges */
 };
 
 /* For a DAG session: every turn's count of parents; roots are ready. */
 void atr_dag_state_init(struct atr_dag_state *st, const struct atr_session *s);
 void atr_dag_state_release(struct atr_dag_state *st);
-/* Turn k of s is over at end_s: writes into ready[] the turns that it made
- * ready (their parents all over), at most s->n_turns, in turn order, and
- * returns how many. Their due time is ready_s[j] plus their think time.
+/* Turn k is over at end_s: writes into ready[] the turns that it made
+ * ready (their parents all over), at most the session's turns, in turn
+ * order, and returns how many. Each is due at ready_s[j]: the latest of
+ * its parents' ends plus the tool time after each, times time_scale.
  * A failed turn is over too: its children go on, as a chain's next turn
  * does after a failure, so a session never waits forever. */
-size_t atr_dag_turn_over(struct atr_dag_state *st, const struct atr_session *s, size_t k,
-                         double end_s, uint32_t *ready);
+size_t atr_dag_turn_over(struct atr_dag_state *st, size_t k, double end_s, double time_scale,
+                         uint32_t *ready);
 
 #endif

@@ -81,15 +81,11 @@ static int dag_send(struct driver *d, size_t si, uint32_t k, double send_s,
 static int dag_turn_over(struct driver *d, const struct pending *p, double end,
                          struct atr_error *err)
 {
-    const struct atr_session *s = &d->cfg->workload->sessions[p->session];
     struct atr_dag_state *st = &d->ses[p->session].dag;
-    size_t n = atr_dag_turn_over(st, s, p->turn, end, d->ready);
-    for (size_t i = 0; i < n; i++) {
-        uint32_t c = d->ready[i];
-        double t = st->ready_s[c] + atr_schedule_think(d->cfg->schedule, &s->turns[c]);
-        if (dag_send(d, p->session, c, t, err) < 0)
+    size_t n = atr_dag_turn_over(st, p->turn, end, d->cfg->schedule->time_scale, d->ready);
+    for (size_t i = 0; i < n; i++)
+        if (dag_send(d, p->session, d->ready[i], st->ready_s[d->ready[i]], err) < 0)
             return -1;
-    }
     return 0;
 }
 
