@@ -855,7 +855,7 @@ struct session_sets {
     struct atr_samples critical, parallel;     /* DAG sessions */
 };
 
-/* The longest chain of model times through a DAG session's records v[0..n)
+/* The longest chain of model times through a session's records v[0..n)
  * (in turn order): each turn's own time plus the longest of its parents'.
  * A parent without a record (a run stopped early) adds nothing. */
 static double critical_path(const struct atr_llm_record *const *v, size_t n)
@@ -869,9 +869,12 @@ static double critical_path(const struct atr_llm_record *const *v, size_t n)
         if (k < 0 || k > top)
             continue;
         double up = 0;
-        for (uint32_t j = 0; j < v[i]->n_parents; j++)
-            if ((int64_t)v[i]->parents[j] < k)
-                up = fmax(up, cp[v[i]->parents[j]]);
+        uint32_t one = (uint32_t)(k - 1);
+        const uint32_t *par = v[i]->dag ? v[i]->parents : &one;
+        uint32_t np = v[i]->dag ? v[i]->n_parents : k > 0;  /* a chain: the turn before */
+        for (uint32_t j = 0; j < np; j++)
+            if ((int64_t)par[j] < k)
+                up = fmax(up, cp[par[j]]);
         cp[k] = up + (v[i]->end_s - v[i]->send_s);
         best = fmax(best, cp[k]);
     }
@@ -904,11 +907,11 @@ static void add_session(const struct atr_llm_record *const *v, size_t n,
     /* A chain's turns never overlap, so only rounding (or a DAG's
      * branches) can make this negative. */
     atr_samples_add(&k->think, fmax(0.0, (last - first) - model));
-    if (v[0]->dag) {
-        out->dag = true;
-        atr_samples_add(&k->critical, critical_path(v, n));
-        atr_samples_add(&k->parallel, last > first ? model / (last - first) : 1.0);
-    }
+    /* Kept for every session, reported once one is a DAG: then a chain's
+     * critical path (its model time) belongs to the same distribution. */
+    out->dag |= v[0]->dag;
+    atr_samples_add(&k->critical, critical_path(v, n));
+    atr_samples_add(&k->parallel, last > first ? model / (last - first) : 1.0);
 }
 
 /* Groups the records by trace_id and fills s->sessions. */

@@ -126,11 +126,12 @@ struct atr_llm_sessions {
     struct atr_llm_stat completion;  /* first send_s to last end_s */
     struct atr_llm_stat model;       /* sum of end_s - send_s over turns */
     struct atr_llm_stat think;       /* completion - model: tools, thinking */
-    /* DAG sessions (some record has dag): the longest chain of dependent
-     * turns' model times (end_s - send_s summed along parents), and the
-     * parallelism achieved, model time / completion (turns that overlap
-     * add up, so above 1 means branches ran at once). Chains have neither:
-     * their critical path is their model time. */
+    /* Reported once some record has dag (a chain's are its model time and
+     * model / completion, nothing new): over every completed session, the
+     * longest chain of dependent turns' model times (end_s - send_s summed
+     * along parents), and the parallelism achieved, model time /
+     * completion (turns that overlap add up, so above 1 means branches ran
+     * at once). */
     bool dag;
     struct atr_llm_stat critical_path;
     struct atr_llm_stat parallelism; /* a ratio, not ms */

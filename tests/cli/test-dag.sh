@@ -38,3 +38,88 @@ bad agent-type '{"kind":"llm","agent":7}' '1:73: expected "agent" to be a non-em
 # appears is the out-of-range case. Time order still holds with parents:
 bad time-order '{"kind":"llm","t_ms":5},{"kind":"llm","parents":[0],"t_ms":4}' \
     '1:.*: step 1 starts at 4 ms, before step 0 \(5 ms\): steps must be in time order'
+
+# ---- replay and simulate DAGs: a turn waits for all its parents ----
+# The checks work parents and tool times out from the trace files
+# themselves (tests/cli/dag-check.py), never from atr's code.
+DC="python3 $ROOT/tests/cli/dag-check.py"
+ok dag-sim-fork-join "$ATR" sim run -q "$D/fork-join.ndjson" -p h100/llama-3.1-8b \
+    --requests-out "$T/dag-fj.jsonl" --save-result "$T/dag-fj.json"
+# sim run waits nothing else: each turn goes at exactly the latest of its
+# parents' end + the tool time after each (the join: 2 s of pytest after
+# one branch, 0 after the other); the two sub-agents overlap
+check dag-sim-waits-for-parents "$DC order '$D/fork-join.ndjson' '$T/dag-fj.jsonl' 1 exact"
+check dag-sim-figures "$DC figures '$D/fork-join.ndjson' '$T/dag-fj.jsonl' '$T/dag-fj.json'"
+check dag-sim-block "$ATR sim run '$D/fork-join.ndjson' -p h100/llama-3.1-8b 2>&1 | grep -q '^Mean critical path (ms):' && $ATR sim run '$D/fork-join.ndjson' -p h100/llama-3.1-8b 2>&1 | grep -q '^Mean parallelism:'"
+# --time-scale scales every edge's tool time
+ok dag-sim-scaled "$ATR" sim run -q "$D/fork-join.ndjson" -p h100/llama-3.1-8b --time-scale 0.25 \
+    --requests-out "$T/dag-fj4.jsonl"
+check dag-sim-scaled-waits "$DC order '$D/fork-join.ndjson' '$T/dag-fj4.jsonl' 0.25 exact"
+# a chain's result has no DAG figure (its critical path is its model time)
+"$ATR" gen -q --kind swe --traces 2 --seed 5 -o "$T/dag-chain.ndjson"
+ok dag-chain-sim "$ATR" sim run -q "$T/dag-chain.ndjson" -p h100/llama-3.1-8b --save-result "$T/dag-chain.json"
+check dag-chain-no-dag-figures "! grep -q 'critical_path\|parallelism' '$T/dag-chain.json'"
+
+# a failed parent: its children are still sent once it is over (as a
+# chain's next turn after a failure), so nothing waits forever; the
+# session counts as failed
+sed 's/"input_tokens":35,"output_tokens":8,/"input_tokens":35,"output_tokens":500,/' \
+    "$D/fork-join.ndjson" >"$T/dag-fail.ndjson"
+ok dag-failed-parent "$ATR" sim run -q "$T/dag-fail.ndjson" -p h100/llama-3.1-8b --max-model-len 200 \
+    --requests-out "$T/dag-fail.jsonl" --save-result "$T/dag-fail.json"
+check dag-failed-parent-all-turns "python3 -c \"
+import json
+r = [json.loads(l) for l in open('$T/dag-fail.jsonl')]
+fj = [x for x in r if x['trace_id'] == 'dag/fork-join']
+assert sorted(x['turn'] for x in fj) == [0, 1, 2, 3, 4], fj
+assert [x['turn'] for x in fj if not x['success']] == [1]
+s = json.load(open('$T/dag-fail.json'))['atr']['sessions']
+assert s['failed'] == 1 and s['completed'] == 1, s
+\""
+check dag-failed-parent-order "$DC order '$T/dag-fail.ndjson' '$T/dag-fail.jsonl' 1 exact"
+
+# ---- done when: generated sub-agents give the same critical path through
+# sim serve (real time, 50x faster, over HTTP) as through sim run ----
+"$ATR" gen -q --kind swe --traces 2 --seed 5 --rate 0.05 --subagent-prob 0.3 -o "$T/dag-gen.ndjson"
+ok dag-gen-sim "$ATR" sim run -q "$T/dag-gen.ndjson" -p h100/llama-3.1-8b \
+    --requests-out "$T/dag-gen-sim.jsonl" --save-result "$T/dag-gen-sim.json"
+check dag-gen-sim-order "$DC order '$T/dag-gen.ndjson' '$T/dag-gen-sim.jsonl' 1 exact"
+check dag-gen-sim-figures "$DC figures '$T/dag-gen.ndjson' '$T/dag-gen-sim.jsonl' '$T/dag-gen-sim.json'"
+: >"$T/dag-sv.out"
+"$ATR" sim serve --port 0 --profile h100/llama-3.1-8b --time-scale 0.02 >"$T/dag-sv.out" 2>"$T/dag-sv.err" &
+DAG_SV=$!
+CURRENT=dag-sim-serve-listens
+if wait_for 30 "grep -q '^atr sim serve: listening on' '$T/dag-sv.out'"; then
+    pass
+    DAG_URL=$(sed -n 's|^atr sim serve: listening on \(http://[0-9.:]*\)$|\1|p' "$T/dag-sv.out")
+    ok dag-replay-sim-serve "$ATR" replay llm -q "$T/dag-gen.ndjson" --target "$DAG_URL" \
+        --time-scale 0.02 --requests-out "$T/dag-gen-http.jsonl" --save-result "$T/dag-gen-http.json"
+    check dag-replay-order "$DC order '$T/dag-gen.ndjson' '$T/dag-gen-http.jsonl' 0.02"
+    check dag-replay-figures "$DC figures '$T/dag-gen.ndjson' '$T/dag-gen-http.jsonl' '$T/dag-gen-http.json'"
+    # HTTP and two processes only ever add time (~1 ms a request here, 50 ms
+    # of simulated time at 0.02): within 5 %, and never 1 % below
+    check dag-same-critical-path "python3 -c \"
+import json
+h, s = (json.load(open('$T/dag-gen-%s.json' % k))['atr']['sessions'] for k in ('http', 'sim'))
+r = h['mean_critical_path_ms'] / 0.02 / s['mean_critical_path_ms']
+assert 0.99 <= r <= 1.05, r
+\""
+else
+    fail "no listening line: $(head -c 300 "$T/dag-sv.err")"
+fi
+kill -TERM "$DAG_SV" 2>/dev/null
+wait "$DAG_SV" 2>/dev/null
+
+# ---- and against llama-server (the tiny model): parents before children ----
+dag_llama() {
+    LLAMA=$(llama_bin) || { echo "skip: dag against llama-server: $LLAMA"; return 0; }
+    "$ATR" gen --kind gguf --preset tiny -q -o "$T/dag-tiny.gguf" || { fail "gen gguf"; return; }
+    llama_start dag-llama "$T/dag-tiny.gguf" -np 4 -c 8192 -t 1 || return 0
+    ok dag-llama-replay "$ATR" replay llm -q "$D/fork-join.ndjson" --target "$LLAMA_URL" \
+        --time-scale 0.1 --requests-out "$T/dag-llama.jsonl" --save-result "$T/dag-llama.json"
+    check dag-llama-order "$DC order '$D/fork-join.ndjson' '$T/dag-llama.jsonl' 0.1"
+    check dag-llama-figures "$DC figures '$D/fork-join.ndjson' '$T/dag-llama.jsonl' '$T/dag-llama.json'"
+    kill "$LLAMA_PID" 2>/dev/null
+    wait "$LLAMA_PID" 2>/dev/null
+}
+dag_llama
