@@ -201,6 +201,17 @@ static int arm_deadline(struct driver *d, struct pending *q, const struct atr_si
     return isinf(q->deadline) ? 0 : atr_heap_push(&d->deadlines, q->deadline, q, err);
 }
 
+/* Whether q's session has a turn that waits for q's (a chain: a later
+ * turn; a DAG: a child), the turns whose KV --kv-retain keeps. */
+static bool has_next_turn(const struct driver *d, const struct pending *q)
+{
+    const struct atr_session *s = &d->cfg->workload->sessions[q->session];
+    if (!s->dag)
+        return q->turn + 1 < s->n_turns;
+    const struct atr_dag_state *st = &d->ses[q->session].dag;
+    return st->child_at[q->turn + 1] > st->child_at[q->turn];
+}
+
 /* The turn gets its slot: the policy decides, its replica takes it. */
 static int start_turn(struct driver *d, const struct pending *p, double now,
                       struct atr_error *err)
@@ -246,6 +257,8 @@ static int start_turn(struct driver *d, const struct pending *p, double now,
     const struct atr_sim_record *r = atr_engine_add(d->engines[q->dec.replica], &req, err);
     if (!r)
         return add_failed(d, q, &req, err);
+    if (!r->rejected && has_next_turn(d, q))  /* --kv-retain pins only what will be used */
+        atr_engine_set_retain(d->engines[q->dec.replica], r);
     return r->rejected ? reject(d, q, &req, now, err) : arm_deadline(d, q, r, err);
 }
 
