@@ -69,8 +69,14 @@ struct req {
     bool arriving;               /* its arrival event is still in the heap */
     bool release_pending;        /* its record was released while the engine held it */
     bool retain;                 /* atr_engine_set_retain: pin its blocks when it finishes */
-    bool pinned;                 /* finished, its blocks held until pin_until (retain_s) */
-    double pin_until;
+    bool pinned;                 /* finished, its blocks held by a pin (retain_s) */
+};
+
+/* retain_s: a finished request's pinned blocks, and when the pin ends
+ * (kept here, not in struct req: every request would pay for it). */
+struct pin {
+    struct req *r;
+    double until;
 };
 
 /* A request's shared partial block (atr_engine_set_tail). */
@@ -108,7 +114,7 @@ struct atr_engine {
     /* retain_s: finished requests whose blocks are pinned, in order of
      * their pin's end (one retain_s for all: the order they finished), a
      * ring of pin_len from pin_head. */
-    struct req **pins;
+    struct pin *pins;
     size_t pin_head, pin_len, pin_cap;
     /* The cache kept as runs (kvruns.h); NULL for block_cache, which
      * keeps the blocks below. kc: the counts of the one in use. */
@@ -812,7 +818,7 @@ static void pin(struct atr_engine *e, struct req *r)
     }
     if (e->pin_len == e->pin_cap) {         /* grow the ring, oldest first */
         size_t cap = e->pin_cap ? 2 * e->pin_cap : 64;
-        struct req **v = xcalloc(cap, sizeof *v);
+        struct pin *v = xcalloc(cap, sizeof *v);
         for (size_t i = 0; i < e->pin_len; i++)
             v[i] = e->pins[(e->pin_head + i) % e->pin_cap];
         free(e->pins);
@@ -821,8 +827,8 @@ static void pin(struct atr_engine *e, struct req *r)
         e->pin_cap = cap;
     }
     r->pinned = true;
-    r->pin_until = e->now + e->cfg.retain_s;
-    e->pins[(e->pin_head + e->pin_len++) % e->pin_cap] = r;
+    e->pins[(e->pin_head + e->pin_len++) % e->pin_cap] =
+        (struct pin){ r, e->now + e->cfg.retain_s };
     e->st.kv_pins++;
 }
 
@@ -830,7 +836,7 @@ static void pin(struct atr_engine *e, struct req *r)
  * (tail first into the LRU queue) and the request goes. */
 static void unpin_oldest(struct atr_engine *e)
 {
-    struct req *r = e->pins[e->pin_head];
+    struct req *r = e->pins[e->pin_head].r;
     e->pin_head = (e->pin_head + 1) % e->pin_cap;
     e->pin_len--;
     r->pinned = false;
@@ -842,7 +848,7 @@ static void unpin_oldest(struct atr_engine *e)
  * engine's cache does not change meanwhile, so the result is the same. */
 static void unpin_expired(struct atr_engine *e)
 {
-    while (e->pin_len && e->pins[e->pin_head]->pin_until <= e->now)
+    while (e->pin_len && e->pins[e->pin_head].until <= e->now)
         unpin_oldest(e);
 }
 
