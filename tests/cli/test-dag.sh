@@ -96,14 +96,17 @@ if wait_for 30 "grep -q '^atr sim serve: listening on' '$T/dag-sv.out'"; then
         --time-scale 0.02 --requests-out "$T/dag-gen-http.jsonl" --save-result "$T/dag-gen-http.json"
     check dag-replay-order "$DC order '$T/dag-gen.ndjson' '$T/dag-gen-http.jsonl' 0.02"
     check dag-replay-figures "$DC figures '$T/dag-gen.ndjson' '$T/dag-gen-http.jsonl' '$T/dag-gen-http.json'"
-    # HTTP and two processes only ever add time (~1 ms a request here, 50 ms
-    # of simulated time at 0.02): within 5 %, and never 1 % below
-    check dag-same-critical-path "python3 -c \"
+    # HTTP and two processes only ever add time: ~1 ms a request on an idle
+    # machine, 50 ms of simulated time at 0.02 (+1.4 % here, BENCHMARKS.md
+    # "DAG sessions"); a loaded one adds more, never less. So never 1 %
+    # below, and a generous ceiling (the ratio is kept in dag-ratio.txt)
+    python3 -c "
 import json
 h, s = (json.load(open('$T/dag-gen-%s.json' % k))['atr']['sessions'] for k in ('http', 'sim'))
-r = h['mean_critical_path_ms'] / 0.02 / s['mean_critical_path_ms']
-assert 0.99 <= r <= 1.05, r
-\""
+print(h['mean_critical_path_ms'] / 0.02 / s['mean_critical_path_ms'])
+" >"$T/dag-ratio.txt" 2>&1
+    check "dag-same-critical-path ($(cat "$T/dag-ratio.txt"))" \
+        "python3 -c 'import sys; r = float(open(\"$T/dag-ratio.txt\").read()); sys.exit(not 0.99 <= r <= 1.25)'"
 else
     fail "no listening line: $(head -c 300 "$T/dag-sv.err")"
 fi
