@@ -310,7 +310,8 @@ static void load_dag(const struct atr_trace *t, struct atr_session *s, const uin
             continue;
         }
         struct atr_turn *u = &s->turns[turn_of[k]];
-        qsort(in.e, in.n, sizeof *in.e, cmp_edge);
+        if (in.n > 1)             /* qsort wants an array, even of none */
+            qsort(in.e, in.n, sizeof *in.e, cmp_edge);
         double think = in.n ? 0 : fmax(0, in.start_ms);
         for (uint32_t j = 0; j < in.n; j++)
             think = fmax(think, in.e[j].tool_ms);
