@@ -126,3 +126,21 @@ dag_llama() {
     wait "$LLAMA_PID" 2>/dev/null
 }
 dag_llama
+
+# ---- the report's trace explorer: a sub-agent's steps carry their agent
+# (kinds 2/3 + its label: a lane of its own), the main agent's stay 0/1 ----
+ok dag-report "$ATR" report -q "$D/fork-join.ndjson" -o "$T/dag-report.html"
+check dag-report-lanes "python3 -c \"
+import base64, json, re, zlib
+h = open('$T/dag-report.html').read()
+b = re.search(r'<script type=\\\"application/octet-stream\\\" id=\\\"timelines\\\"[^>]*>([^<]*)<', h).group(1)
+d = json.loads(zlib.decompress(base64.b64decode(b)))
+fj, chain = d['tl'][0], d['tl'][1]
+kinds = []
+i = 0
+while i < len(fj):
+    k = fj[i]; kinds.append(k); i += (5 if k % 2 == 0 else 4) + (1 if k >= 2 else 0)
+assert kinds == [0, 2, 2, 3, 2, 3, 0, 1], kinds
+assert 'sub-1' in d['labels'] and 'sub-2' in d['labels']
+assert chain[0] in (0, 1) and len(chain) == 9, chain
+\""
