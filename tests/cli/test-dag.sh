@@ -144,3 +144,21 @@ assert kinds == [0, 2, 2, 3, 2, 3, 0, 1], kinds
 assert 'sub-1' in d['labels'] and 'sub-2' in d['labels']
 assert chain[0] in (0, 1) and len(chain) == 9, chain
 \""
+# ... and drawn in a real browser (tests/node, Debian's Chromium): six rows
+# (main, sub-1, sub-2: llm and tool each), the bars on their agents' rows
+dag_browser() {
+    if [ ! -d "$ROOT/tests/node/node_modules" ] || [ ! -x "${CHROMIUM:-/usr/bin/chromium}" ]; then
+        echo "skip: dag explorer in a browser: tests/node/node_modules or chromium missing"
+        return 0
+    fi
+    ok dag-report-browser node "$ROOT/tests/node/dag-timeline.mjs" "$T/dag-report.html" "$T/dag-tl.json"
+    check dag-report-browser-lanes "python3 -c \"
+import json
+d = json.load(open('$T/dag-tl.json'))
+assert not d['consoleErrors'] and not d['pageErrors'], d
+rows = [l for l in d['labels'] if l.endswith(' llm') or l.endswith(' tool') or l in ('llm', 'tool')]
+assert rows == ['llm', 'tool', 'sub-1 llm', 'sub-1 tool', 'sub-2 llm', 'sub-2 tool'], rows
+assert len(set(d['bars'])) == 6, d['bars']   # main llm+tool, both sub-agents' llm and tool
+\""
+}
+dag_browser
