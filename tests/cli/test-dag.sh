@@ -162,3 +162,17 @@ assert len(set(d['bars'])) == 6, d['bars']   # main llm+tool, both sub-agents' l
 \""
 }
 dag_browser
+# the report's Results: a DAG result's critical path and parallelism in
+# their own table; a chain-only result has none
+ok dag-report-result "$ATR" report -q "$T/dag-gen-sim.json" -o "$T/dag-res.html"
+check dag-report-result-table "grep -q '<h3>Sessions with sub-agents</h3>' '$T/dag-res.html' && python3 -c \"
+import json, re
+s = json.load(open('$T/dag-gen-sim.json'))['atr']['sessions']
+h = open('$T/dag-res.html').read()
+row = re.search(r'Sessions with sub-agents.*?<tbody>(.*?)</tbody>', h, re.S).group(1)
+cells = re.findall(r'<td class=\\\"n\\\">([^<]*)</td>', row)
+assert cells == ['%.1f' % (s['mean_completion_ms'] / 1000), '%.1f' % (s['mean_critical_path_ms'] / 1000),
+                 '%.2f' % s['parallelism']['mean']], cells
+\""
+ok dag-report-chain-result "$ATR" report -q "$T/dag-chain.json" -o "$T/dag-chain.html"
+check dag-report-chain-no-table "! grep -q 'Sessions with sub-agents' '$T/dag-chain.html'"
