@@ -246,8 +246,8 @@ static void record(struct driver *d, const struct atr_llm_result *r, const struc
 }
 
 /* A DAG session's turn ts is over at end: each child whose parents are
- * all over now (a failed parent counts as over) is due after its think
- * time. */
+ * all over now (a failed parent counts as over) is due at the latest of
+ * its parents' ends plus the (scaled) tool time after each. */
 static void dag_turn_over(struct driver *d, const struct turn_state *ts, double end)
 {
     size_t si = ts->session;

@@ -77,7 +77,8 @@ static int dag_send(struct driver *d, size_t si, uint32_t k, double send_s,
 }
 
 /* A DAG session's turn p is over at end: each child whose parents are all
- * over now is due after its think time (a failed parent counts as over). */
+ * over now (a failed parent counts as over) is due at the latest of its
+ * parents' ends plus the (scaled) tool time after each. */
 static int dag_turn_over(struct driver *d, const struct pending *p, double end,
                          struct atr_error *err)
 {
