@@ -176,3 +176,20 @@ assert cells == ['%.1f' % (s['mean_completion_ms'] / 1000), '%.1f' % (s['mean_cr
 \""
 ok dag-report-chain-result "$ATR" report -q "$T/dag-chain.json" -o "$T/dag-chain.html"
 check dag-report-chain-no-table "! grep -q 'Sessions with sub-agents' '$T/dag-chain.html'"
+
+# ---- --kv-retain (the engine's own test: unit/test-sim-engine): a turn with
+# a turn to come is pinned (fork-join: turns 0-3 have children, the join
+# has none; the chain's one turn none), the same through replay llm's sim
+# target; a bad value is refused before anything runs ----
+ok dag-kv-retain-sim "$ATR" sim run -q "$D/fork-join.ndjson" -p h100/llama-3.1-8b --kv-retain 5 \
+    --save-result "$T/dag-kr.json"
+ok dag-kv-retain-replay "$ATR" replay llm -q "$D/fork-join.ndjson" --target sim:h100/llama-3.1-8b \
+    --kv-retain 5 --save-result "$T/dag-kr-replay.json"
+check dag-kv-retain-pins "python3 -c \"
+import json
+a, b = (json.load(open('$T/%s.json' % k))['atr']['engine'] for k in ('dag-kr', 'dag-kr-replay'))
+assert a['kv_pins'] == b['kv_pins'] == 4 and a['kv_pins_dropped'] == 0, (a, b)
+\""
+check dag-kv-retain-off-no-keys "! grep -q kv_pins '$T/dag-fj.json'"
+fails dag-kv-retain-bad 2 "kv-retain wants seconds" "$ATR" sim run "$D/fork-join.ndjson" \
+    -p h100/llama-3.1-8b --kv-retain -1
