@@ -65,6 +65,9 @@ const char cmd_replay_llm_help[] =
     "      --tp N                tensor parallel degree of a sim target\n"
     "      --skip-oversized      sim target: reject a request too long for the KV\n"
     "                            cache as vLLM does instead of stopping the run\n"
+    "      --kv-retain SECONDS   sim target: pin a session's KV blocks this long\n"
+    "                            after each turn that has one to come (atr sim run\n"
+    "                            --help)\n"
     "      --save-result FILE    the result JSON (vLLM's --save-result keys + \"atr\")\n"
     "      --requests-out FILE   one line per request\n"
     "      --goodput SLOS        e.g. ttft:500 tpot:50 e2el:10000 (milliseconds);\n"
@@ -114,6 +117,7 @@ struct llm_args {
     struct llm_policy_list policies;
     enum atr_llm_api api;
     bool force_length, skip_oversized;
+    double kv_retain;            /* sim target: --kv-retain seconds */
     unsigned warmup, tp;
     unsigned connections;        /* --connections N; 0: the client's default */
     double timeout_s, stall_s;
@@ -149,6 +153,7 @@ static const struct opt options[] = {
                "--stall-timeout wants seconds"),
     OPT_UINT(ARGS, tp, "tp", 0, 1, 64, "--tp wants 1..64"),
     OPT_FLAG(ARGS, skip_oversized, "skip-oversized", 0),
+    OPT_DOUBLE(ARGS, kv_retain, "kv-retain", 0, 0, OPT_FINITE, "--kv-retain wants seconds >= 0"),
     OPT_FROM(ARGS, from),
     OPT_CALL("policy", 0, opt_policies, NULL),
     OPT_STRING(ARGS, policy_opts, "policy-options", 0),
@@ -227,6 +232,7 @@ static int open_target(const struct llm_args *a, struct atr_target *t, char *mod
     t->client.stall_timeout_s = a->stall_s;
     if (t->kind == ATR_TARGET_SIM) {
         t->engine.skip_oversized = a->skip_oversized;
+        t->engine.retain_s = a->kv_retain;
         return EXIT_OK;
     }
     t->body.api = a->api;

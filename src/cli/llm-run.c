@@ -64,6 +64,10 @@ static void print_engine(const struct atr_target *t, const struct atr_engine_sta
            st->batch_mean, 100 * st->prefix_hit_rate, st->kv_blocks_peak, st->kv_blocks_total,
            st->kv_blocks_mean, (unsigned long long)st->preemptions,
            (unsigned long long)st->evictions);
+    if (st->kv_pins)             /* --kv-retain */
+        printf("KV retention: %llu pinned requests, %llu pins dropped early for another's "
+               "memory\n", (unsigned long long)st->kv_pins,
+               (unsigned long long)st->kv_pins_dropped);
 }
 
 /* Under the block: whether the client limited the run, and its figures. */

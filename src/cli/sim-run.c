@@ -25,6 +25,8 @@ const struct opt sim_run_options[] = {
              "--max-num-batched-tokens wants 16..16777216"),
     OPT_FLAG_OFF(ARGS, sim.engine.prefix_caching, "no-prefix-caching", 0),
     OPT_FLAG(ARGS, sim.engine.skip_oversized, "skip-oversized", 0),
+    OPT_DOUBLE(ARGS, sim.engine.retain_s, "kv-retain", 0, 0, OPT_FINITE,
+               "--kv-retain wants seconds >= 0"),
     OPT_STRING(ARGS, iterations_out, "iterations-out", 0),
     OPT_CALL("policy", 0, opt_policies, NULL),
     OPT_STRING(ARGS, policy_opts, "policy-options", 0),

@@ -18,6 +18,7 @@
 /* A session's turn between being due and finishing. */
 struct turn_state {
     size_t session;
+    size_t turn;
     double scheduled_s;      /* when the schedule wanted it */
     double send_s;           /* released */
     int64_t intended;        /* prompt tokens as built: words, salt words included */
@@ -42,6 +43,12 @@ struct driver {
     double t0;                       /* monotonic time of the schedule's 0 */
     size_t *next_turn;               /* per session */
     struct turn_state *first;        /* per session: its first turn */
+    /* DAG sessions (sched/workload.h) only, per session: where its turns
+     * stand, and a turn_state per turn (several may be due at once). */
+    struct atr_dag_state *dag;
+    struct turn_state **dag_turns;
+    uint32_t *ready;                 /* scratch: turns a finished one made ready */
+    size_t wait_cap;                 /* room in wait: one per chain, one per DAG turn */
     struct turn_state *by_id;        /* request id -> its turn */
     struct atr_heap due;             /* (scheduled time, turn) not yet released */
     struct turn_state **wait;        /* FIFO of released turns waiting for a slot */
@@ -89,14 +96,14 @@ static int64_t words_in(const char *s)
 
 static const struct atr_turn *turn_of(const struct driver *d, const struct turn_state *ts)
 {
-    return &d->cfg->workload->sessions[ts->session].turns[d->next_turn[ts->session]];
+    return &d->cfg->workload->sessions[ts->session].turns[ts->turn];
 }
 
 /* Asks the policy (if any) about the turn at time now. */
 static void decide(struct driver *d, struct turn_state *q, uint64_t id, double now)
 {
-    atr_policy_request_init(&q->req, &q->dec, d->cfg->workload, q->session,
-                            d->next_turn[q->session], &d->ses[q->session], id, now);
+    atr_policy_request_init(&q->req, &q->dec, d->cfg->workload, q->session, q->turn,
+                            &d->ses[q->session], id, now);
     if (d->cfg->policy)
         atr_policy_decide(d->cfg->policy, &q->req, &q->dec);
     if (q->dec.replica >= d->n_clients)
@@ -125,7 +132,7 @@ static void start_turn(struct driver *d, struct turn_state *ts)
     q->intended = (int64_t)u.prompt_tokens + words_in(body.run_salt) + words_in(body.salt);
     atr_buf_clear(&d->body);
     /* The unique tail is keyed by (session, turn): distinct within a run. */
-    uint64_t seed = ((uint64_t)q->session << 20) ^ d->next_turn[q->session];
+    uint64_t seed = ((uint64_t)q->session << 20) ^ q->turn;
     if (atr_prompt_body(&d->body, &body, &u, d->cfg->workload->block_size, seed) < 0 ||
         atr_llm_client_send(d->clients[q->dec.replica], id, body.api, d->body.data,
                             d->body.len, d->err) < 0) {
@@ -154,8 +161,7 @@ static void release_turn(struct driver *d, struct turn_state *ts)
 {
     ts->send_s = rel_now(d);
     if (d->in_flight >= in_flight_limit(d->cfg)) {
-        size_t cap = d->cfg->workload->n_sessions;
-        d->wait[(d->wait_head + d->wait_len++) % cap] = ts;
+        d->wait[(d->wait_head + d->wait_len++) % d->wait_cap] = ts;
         return;
     }
     start_turn(d, ts);
@@ -272,6 +278,7 @@ static void on_warmup_done(struct driver *d, const struct atr_llm_result *r)
 static void record(struct driver *d, const struct atr_llm_result *r, const struct turn_state *ts)
 {
     struct atr_llm_replay_result *o = d->out;
+    const struct atr_session *s = &d->cfg->workload->sessions[ts->session];
     double *chunks = NULL;
     if (r->n_chunks) {
         chunks = xreallocarray(NULL, r->n_chunks, sizeof *chunks);
@@ -288,10 +295,26 @@ static void record(struct driver *d, const struct atr_llm_result *r, const struc
         .success = r->success,
         .error = r->success ? NULL : intern_reason(o, r->reason ? r->reason : "unknown"),
         .error_detail = !r->success && r->detail && r->detail[0] ? xstrdup(r->detail) : NULL,
-        .trace_id = d->cfg->workload->sessions[ts->session].trace_id,
-        .turn = (int64_t)d->next_turn[ts->session],
+        .trace_id = s->trace_id, .turn = (int64_t)ts->turn,
         .replica = ts->dec.replica, .has_replica = d->n_clients > 1,
+        .dag = s->dag, .parents = s->dag ? s->turns[ts->turn].parents : NULL,
+        .n_parents = s->dag ? s->turns[ts->turn].n_parents : 0,
     };
+}
+
+/* A DAG session's turn ts is over at end: each child whose parents are
+ * all over now (a failed parent counts as over) is due at the latest of
+ * its parents' ends plus the (scaled) tool time after each. */
+static void dag_turn_over(struct driver *d, const struct turn_state *ts, double end)
+{
+    size_t si = ts->session;
+    size_t n = atr_dag_turn_over(&d->dag[si], ts->turn, end, d->cfg->schedule->time_scale,
+                                 d->ready);
+    for (size_t i = 0; i < n && d->failed == 0; i++) {
+        struct turn_state *c = &d->dag_turns[si][d->ready[i]];
+        *c = (struct turn_state){ .session = si, .turn = d->ready[i] };
+        schedule_turn(d, c, d->dag[si].ready_s[d->ready[i]]);
+    }
 }
 
 static void on_done(void *ctx, const struct atr_llm_result *r)
@@ -317,9 +340,12 @@ static void on_done(void *ctx, const struct atr_llm_result *r)
         atr_policy_finished(d->cfg->policy, &ts->req, &ts->dec, &o);
     }
     atr_session_history_add(&d->ses[si], r->end_s - d->t0, out);
-    bool gated = d->cfg->on_turn_due != NULL;
-    if (++d->next_turn[si] < s->n_turns) {
+    bool gated = d->cfg->on_turn_due != NULL;   /* chains only (setup refuses DAGs) */
+    if (s->dag) {
+        dag_turn_over(d, ts, r->end_s - d->t0);
+    } else if (++d->next_turn[si] < s->n_turns) {
         /* by_id[r->id] is recorded and free to carry the session on. */
+        ts->turn = d->next_turn[si];
         ts->resumed = false;
         schedule_turn(d, ts, r->end_s - d->t0 + (gated ? 0 :
                       atr_schedule_think(d->cfg->schedule, &s->turns[d->next_turn[si]])));
@@ -328,7 +354,7 @@ static void on_done(void *ctx, const struct atr_llm_result *r)
     }
     if (d->wait_len) {
         struct turn_state *w = d->wait[d->wait_head];
-        d->wait_head = (d->wait_head + 1) % d->cfg->workload->n_sessions;
+        d->wait_head = (d->wait_head + 1) % d->wait_cap;
         d->wait_len--;
         start_turn(d, w);
     }
@@ -398,7 +424,24 @@ static int setup(struct driver *d)
     d->next_turn = xcalloc(ns, sizeof *d->next_turn);
     d->ses = xcalloc(ns, sizeof *d->ses);
     d->first = xcalloc(ns, sizeof *d->first);
-    d->wait = xcalloc(ns, sizeof *d->wait);
+    d->dag = xcalloc(ns, sizeof *d->dag);
+    d->dag_turns = xcalloc(ns, sizeof *d->dag_turns);
+    d->wait_cap = ns;
+    size_t widest = 1;
+    for (size_t i = 0; i < cfg->workload->n_sessions; i++) {
+        const struct atr_session *s = &cfg->workload->sessions[i];
+        if (!s->dag)
+            continue;
+        if (cfg->on_turn_due)   /* the hook holds "the session's next turn": chains only */
+            return atr_error_set(d->err, "session %zu is a DAG: a turn hook cannot hold its "
+                                 "branches", i);
+        atr_dag_state_init(&d->dag[i], s);
+        d->dag_turns[i] = xcalloc(s->n_turns + 1, sizeof *d->dag_turns[i]);
+        d->wait_cap += s->n_turns;
+        widest = s->n_turns > widest ? s->n_turns : widest;
+    }
+    d->ready = xcalloc(widest, sizeof *d->ready);
+    d->wait = xcalloc(d->wait_cap, sizeof *d->wait);
     d->by_id = xcalloc(cfg->workload->n_turns + 1, sizeof *d->by_id);
     d->out->recs = xcalloc(cfg->workload->n_turns + 1, sizeof *d->out->recs);
     d->out->total = cfg->workload->n_turns;
@@ -456,8 +499,34 @@ static void teardown(struct driver *d)
     atr_buf_release(&d->body);
     free(d->next_turn);
     free(d->first);
+    for (size_t i = 0; d->dag && i < d->cfg->workload->n_sessions; i++)
+        if (d->dag_turns[i]) {
+            atr_dag_state_release(&d->dag[i]);
+            free(d->dag_turns[i]);
+        }
+    free(d->dag);
+    free(d->dag_turns);
+    free(d->ready);
     free(d->wait);
     free(d->by_id);
+}
+
+/* A DAG session's roots enter the schedule at its start, each after the
+ * tool time before it (the first turn with the session, as a chain's). */
+static int push_dag_roots(struct driver *d, size_t si)
+{
+    const struct atr_session *s = &d->cfg->workload->sessions[si];
+    for (uint32_t k = 0; k < s->n_turns; k++) {
+        if (s->turns[k].n_parents)
+            continue;
+        struct turn_state *q = &d->dag_turns[si][k];
+        double t = d->cfg->starts[si] +
+                   (k ? atr_schedule_think(d->cfg->schedule, &s->turns[k]) : 0);
+        *q = (struct turn_state){ .session = si, .turn = k, .scheduled_s = t };
+        if (atr_heap_push(&d->due, t, q, d->err) < 0)
+            return -1;
+    }
+    return 0;
 }
 
 int atr_llm_replay(const struct atr_llm_replay_cfg *cfg, struct atr_llm_replay_result *out,
@@ -476,6 +545,10 @@ int atr_llm_replay(const struct atr_llm_replay_cfg *cfg, struct atr_llm_replay_r
         for (size_t i = 0; i < w->n_sessions && rc == 0; i++) {
             if (!w->sessions[i].n_turns)
                 continue;
+            if (w->sessions[i].dag) {
+                rc = push_dag_roots(&d, i);
+                continue;
+            }
             d.first[i].session = i;
             d.first[i].scheduled_s = cfg->starts[i];
             rc = atr_heap_push(&d.due, cfg->starts[i], &d.first[i], err) < 0 ? -1 : 0;

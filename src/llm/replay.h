@@ -3,7 +3,9 @@
  *
  * One libevent loop drives the schedule and the client: a session's first
  * turn is due at its scheduled start, each next turn when the previous
- * reply ended plus the (scaled) recorded tool time. A due turn is released
+ * reply ended plus the (scaled) recorded tool time; in a DAG session
+ * (sched/workload.h) a turn is due once all its parent turns ended, at the
+ * latest parent end plus the tool time after it, so branches run at once. A due turn is released
  * at once (the lag behind its schedule is recorded); with max_concurrency
  * it then waits in a FIFO for a free slot, and that wait is recorded too
  * (client queue time), never hidden. Without max_concurrency the client's

@@ -570,6 +570,45 @@ static void agent_table(struct atr_buf *b, const struct atr_html *h)
     atr_buf_puts(b, "</tbody></table>\n");
 }
 
+/* A result's "sessions" when it has DAG figures (critical path), or NULL. */
+static const struct atr_json *dag_sessions_of(const struct atr_json *root)
+{
+    const struct atr_json *s = atr_json_get(atr_json_get(root, "atr"), "sessions");
+    return s && !isnan(atr_html_get_num(s, "mean_critical_path_ms")) ? s : NULL;
+}
+
+/* DAG sessions (sub-agents): per result, the completion time beside the
+ * critical path (the longest chain of dependent turns' model time) and
+ * the parallelism achieved; only results that have them. */
+static void dag_table(struct atr_buf *b, const struct atr_html *h)
+{
+    bool any = false;
+    for (size_t r = 0; r < h->n_results && !any; r++)
+        any = dag_sessions_of(h->results[r].root) != NULL;
+    if (!any)
+        return;
+    atr_buf_puts(b, "<h3>Sessions with sub-agents</h3>\n<p>Per session, means: completion "
+                    "time, the critical path (the longest chain of dependent turns' model "
+                    "time) and the parallelism achieved (model time over completion: above "
+                    "1 when branches overlapped).</p>\n<table><thead><tr><th>result</th>"
+                    "<th>completion (s)</th><th>critical path (s)</th><th>parallelism</th>"
+                    "</tr></thead><tbody>\n");
+    for (size_t r = 0; r < h->n_results; r++) {
+        const struct atr_json *s = dag_sessions_of(h->results[r].root);
+        if (!s)
+            continue;
+        const struct atr_json *par = atr_json_get(s, "parallelism");
+        atr_buf_printf(b, "<tr><td><span class=\"key c%zu\"></span>", r % SERIES_COLOURS);
+        atr_html_esc(b, h->results[r].name);
+        atr_buf_printf(b, "</td><td class=\"n\">%.1f</td><td class=\"n\">%.1f</td>"
+                          "<td class=\"n\">%.2f</td></tr>\n",
+                       atr_html_get_num(s, "mean_completion_ms") / 1000,
+                       atr_html_get_num(s, "mean_critical_path_ms") / 1000,
+                       par ? atr_html_get_num(par, "mean") : NAN);
+    }
+    atr_buf_puts(b, "</tbody></table>\n");
+}
+
 static void results(struct atr_buf *b, const struct atr_html *h)
 {
     if (!h->n_results && !atr_html_reqsets(h))
@@ -584,6 +623,7 @@ static void results(struct atr_buf *b, const struct atr_html *h)
         policy_table(b, h);
         retention_table(b, h);
         agent_table(b, h);
+        dag_table(b, h);
     }
     for (size_t m = 0; h->n_results && m < N_METRICS; m++) {
         latency_table(b, h, &metrics[m]);

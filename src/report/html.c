@@ -491,7 +491,11 @@ static uint32_t label_index(struct atr_html *h, const char *label, size_t len)
  * gap is the step's start minus the previous step's end in ms (0 for
  * back-to-back steps, which most are); a step without a time starts
  * where the previous one ended. Flat and gap-coded because at 10 000
- * traces the timelines are most of the report. */
+ * traces the timelines are most of the report. A step of a sub-agent
+ * (atr-trace/1.1 "agent") is 2 (llm) or 3 (tool) with the same fields,
+ * then its agent's label index: the explorer draws each agent in a lane
+ * of its own, so parallel branches show side by side (chains are
+ * unchanged). */
 static void timeline_json(struct atr_html *h, const struct atr_trace *t)
 {
     char label[ATR_HTML_LABEL_MAX + 1];
@@ -506,7 +510,7 @@ static void timeline_json(struct atr_html *h, const struct atr_trace *t)
         if (s->t_ms != ATR_UNSET && base == INT64_MIN)
             base = s->t_ms;
         int64_t start = s->t_ms != ATR_UNSET ? s->t_ms - base : at;
-        atr_jw_int(w, s->kind == ATR_STEP_LLM ? 0 : 1);
+        atr_jw_int(w, (s->kind == ATR_STEP_LLM ? 0 : 1) + (s->agent ? 2 : 0));
         atr_jw_int(w, start - at);
         atr_jw_int(w, known(s->dur_ms));
         at = start + known(s->dur_ms);
@@ -516,6 +520,8 @@ static void timeline_json(struct atr_html *h, const struct atr_trace *t)
         } else {
             atr_jw_uint(w, label_index(h, label, tool_label(s, label, sizeof label)));
         }
+        if (s->agent)
+            atr_jw_uint(w, label_index(h, s->agent, strlen(s->agent)));
     }
     atr_jw_array_end(w);
     atr_jw_finish(w);

@@ -1,6 +1,7 @@
 /* workload.c - sessions of llm turns read from traces (see workload.h). */
 #include "sched/workload.h"
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -219,8 +220,133 @@ static const char *session_tool(struct atr_session *s, const char *tool)
     return s->tools[s->n_tools++];
 }
 
+/* What a step of a DAG trace hands on to the steps below it: the llm
+ * turns it descends from through non-llm steps (an llm step: itself),
+ * each with the longest tool time on the way from it; the longest tool
+ * time from the trace's start where a path has no llm step (start_ms,
+ * -1: none); and the last tool on the way. */
+struct dag_edge {
+    uint32_t turn;
+    double tool_ms;
+};
+
+struct dag_up {
+    struct dag_edge *e;
+    uint32_t n;
+    double start_ms;
+    const char *tool;
+};
+
+/* Adds (turn, tool_ms) to up, keeping the longer tool time of a turn
+ * that is there already. */
+static void dag_up_add(struct dag_up *up, uint32_t turn, double tool_ms)
+{
+    for (uint32_t i = 0; i < up->n; i++)
+        if (up->e[i].turn == turn) {
+            up->e[i].tool_ms = fmax(up->e[i].tool_ms, tool_ms);
+            return;
+        }
+    up->e = xreallocarray(up->e, up->n + 1, sizeof *up->e);
+    up->e[up->n++] = (struct dag_edge){ turn, tool_ms };
+}
+
+static int cmp_edge(const void *a, const void *b)
+{
+    uint32_t x = ((const struct dag_edge *)a)->turn, y = ((const struct dag_edge *)b)->turn;
+    return (x > y) - (x < y);
+}
+
+/* Step st's inherited view: the union of its parents' (a step's parents
+ * are earlier steps, checked by the reader, so all[] is filled for them);
+ * a root starts a path from the trace's start. */
+static struct dag_up dag_up_merge(const struct dag_up *all, const struct atr_step *st)
+{
+    struct dag_up up = { NULL, 0, -1, NULL };
+    uint32_t one, last = 0;
+    const uint32_t *par;
+    uint32_t np = atr_step_parents(st, &one, &par);
+    if (!np)
+        up.start_ms = 0;
+    for (uint32_t i = 0; i < np; i++) {
+        const struct dag_up *p = &all[par[i]];
+        for (uint32_t j = 0; j < p->n; j++)
+            dag_up_add(&up, p->e[j].turn, p->e[j].tool_ms);
+        up.start_ms = fmax(up.start_ms, p->start_ms);
+        if (p->tool && par[i] >= last) {   /* the latest parent's tool */
+            up.tool = p->tool;
+            last = par[i];
+        }
+    }
+    return up;
+}
+
+/* A tool step's time, added to every path through it. */
+static void dag_up_tool(struct dag_up *up, const struct atr_step *st)
+{
+    double ms = st->dur_ms > 0 ? (double)st->dur_ms : 0;
+    for (uint32_t j = 0; j < up->n; j++)
+        up->e[j].tool_ms += ms;
+    if (up->start_ms >= 0)
+        up->start_ms += ms;
+    up->tool = st->tool;
+}
+
+/* Gives every turn of s (from DAG trace t) its parent turns, each with
+ * the tool time after it, and its think_s: the longest of those (a root:
+ * the tool time since the trace's start). turn_of[k] is step k's turn or
+ * UINT32_MAX. */
+static void load_dag(const struct atr_trace *t, struct atr_session *s, const uint32_t *turn_of)
+{
+    struct dag_up *up = xcalloc(t->n_steps ? t->n_steps : 1, sizeof *up);
+    struct dag_edge **lists = xcalloc(s->n_turns ? s->n_turns : 1, sizeof *lists);
+    size_t total = 0;
+    for (size_t k = 0; k < t->n_steps; k++) {
+        const struct atr_step *st = &t->steps[k];
+        struct dag_up in = dag_up_merge(up, st);
+        if (turn_of[k] == UINT32_MAX) {           /* a tool (or empty) step passes on */
+            if (st->kind == ATR_STEP_TOOL)
+                dag_up_tool(&in, st);
+            up[k] = in;
+            continue;
+        }
+        struct atr_turn *u = &s->turns[turn_of[k]];
+        if (in.n > 1)             /* qsort wants an array, even of none */
+            qsort(in.e, in.n, sizeof *in.e, cmp_edge);
+        double think = in.n ? 0 : fmax(0, in.start_ms);
+        for (uint32_t j = 0; j < in.n; j++)
+            think = fmax(think, in.e[j].tool_ms);
+        lists[turn_of[k]] = in.e;
+        u->n_parents = in.n;
+        u->think_s = think / 1000.0;
+        u->prev_tool = in.tool ? session_tool(s, in.tool) : NULL;
+        total += in.n;
+        up[k] = (struct dag_up){ NULL, 0, -1, NULL };
+        dag_up_add(&up[k], turn_of[k], 0);
+    }
+    s->dag = true;
+    s->dag_parents = xcalloc(total ? total : 1, sizeof *s->dag_parents);
+    s->dag_think_s = xcalloc(total ? total : 1, sizeof *s->dag_think_s);
+    for (size_t j = 0, at = 0; j < s->n_turns; j++) {
+        struct atr_turn *u = &s->turns[j];
+        for (uint32_t i = 0; i < u->n_parents; i++) {
+            s->dag_parents[at + i] = lists[j][i].turn;
+            s->dag_think_s[at + i] = lists[j][i].tool_ms / 1000.0;
+        }
+        u->parents = s->dag_parents + at;
+        u->parent_think_s = s->dag_think_s + at;
+        at += u->n_parents;
+        free(lists[j]);
+    }
+    for (size_t k = 0; k < t->n_steps; k++)
+        free(up[k].e);
+    free(up);
+    free(lists);
+}
+
 static void load_session(const struct atr_trace *t, uint32_t block_size, struct atr_session *s)
 {
+    bool dag = atr_trace_is_dag(t);
+    uint32_t *turn_of = dag ? xcalloc(t->n_steps ? t->n_steps : 1, sizeof *turn_of) : NULL;
     memset(s, 0, sizeof *s);
     s->trace_id = xstrdup(t->trace_id ? t->trace_id : "");
     s->offset_s = (double)t->start_ms / 1000.0;
@@ -231,6 +357,8 @@ static void load_session(const struct atr_trace *t, uint32_t block_size, struct 
     struct step_place *place = xcalloc(t->n_steps ? t->n_steps : 1, sizeof *place);
     for (size_t k = 0; k < t->n_steps; k++) {
         const struct atr_step *st = &t->steps[k];
+        if (turn_of)
+            turn_of[k] = UINT32_MAX;
         if (st->kind == ATR_STEP_TOOL) {
             tool_ms += st->dur_ms > 0 ? (double)st->dur_ms : 0;
             tool = st->tool;
@@ -238,6 +366,8 @@ static void load_session(const struct atr_trace *t, uint32_t block_size, struct 
         }
         if (st->kind != ATR_STEP_LLM || st->input_tokens <= 0)
             continue;
+        if (turn_of)
+            turn_of[k] = (uint32_t)s->n_turns;
         struct atr_turn *u = &s->turns[s->n_turns++];
         u->prompt_tokens = st->input_tokens > UINT32_MAX ? UINT32_MAX : (uint32_t)st->input_tokens;
         u->output_tokens = st->output_tokens <= 0 ? 1
@@ -255,6 +385,9 @@ static void load_session(const struct atr_trace *t, uint32_t block_size, struct 
     }
     free(place);
     chain_close(&chain, s, s->n_turns);
+    if (turn_of)                 /* before the shrink: the turns are the same */
+        load_dag(t, s, turn_of);
+    free(turn_of);
     if (s->n_turns && s->n_turns < t->n_steps)  /* tool steps took no turn */
         s->turns = xreallocarray(s->turns, s->n_turns, sizeof *s->turns);
 }
@@ -306,9 +439,76 @@ void atr_workload_release(struct atr_workload *w)
         for (size_t k = 0; k < w->sessions[i].n_id_chains; k++)
             free(w->sessions[i].id_chains[k]);
         free(w->sessions[i].id_chains);
+        free(w->sessions[i].dag_parents);
+        free(w->sessions[i].dag_think_s);
         free(w->sessions[i].turns);
         free(w->sessions[i].trace_id);
     }
     free(w->sessions);
     memset(w, 0, sizeof *w);
+}
+
+uint32_t atr_turn_parents(const struct atr_session *s, size_t k, uint32_t *one,
+                          const uint32_t **out)
+{
+    if (s->dag) {
+        *out = s->turns[k].parents;
+        return s->turns[k].n_parents;
+    }
+    *one = (uint32_t)(k - 1);
+    *out = one;
+    return k ? 1 : 0;
+}
+
+void atr_dag_state_init(struct atr_dag_state *st, const struct atr_session *s)
+{
+    size_t n = s->n_turns ? s->n_turns : 1, edges = 0;
+    st->left = xcalloc(n, sizeof *st->left);
+    st->ready_s = xcalloc(n, sizeof *st->ready_s);
+    st->child_at = xcalloc(n + 1, sizeof *st->child_at);
+    for (size_t k = 0; k < s->n_turns; k++) {
+        const struct atr_turn *u = &s->turns[k];
+        st->left[k] = u->n_parents;
+        st->ready_s[k] = -INFINITY;
+        edges += u->n_parents;
+        for (uint32_t i = 0; i < u->n_parents; i++)
+            st->child_at[u->parents[i] + 1]++;
+    }
+    for (size_t k = 0; k < s->n_turns; k++)
+        st->child_at[k + 1] += st->child_at[k];
+    st->children = xcalloc(edges ? edges : 1, sizeof *st->children);
+    st->child_think_s = xcalloc(edges ? edges : 1, sizeof *st->child_think_s);
+    uint32_t *fill = xcalloc(n, sizeof *fill);
+    for (size_t k = 0; k < s->n_turns; k++) {      /* children in turn order */
+        const struct atr_turn *u = &s->turns[k];
+        for (uint32_t i = 0; i < u->n_parents; i++) {
+            uint32_t at = st->child_at[u->parents[i]] + fill[u->parents[i]]++;
+            st->children[at] = (uint32_t)k;
+            st->child_think_s[at] = u->parent_think_s[i];
+        }
+    }
+    free(fill);
+}
+
+void atr_dag_state_release(struct atr_dag_state *st)
+{
+    free(st->left);
+    free(st->ready_s);
+    free(st->child_at);
+    free(st->children);
+    free(st->child_think_s);
+    memset(st, 0, sizeof *st);
+}
+
+size_t atr_dag_turn_over(struct atr_dag_state *st, size_t k, double end_s, double time_scale,
+                         uint32_t *ready)
+{
+    size_t n = 0;
+    for (uint32_t i = st->child_at[k]; i < st->child_at[k + 1]; i++) {
+        uint32_t c = st->children[i];
+        st->ready_s[c] = fmax(st->ready_s[c], end_s + st->child_think_s[i] * time_scale);
+        if (--st->left[c] == 0)
+            ready[n++] = c;
+    }
+    return n;
 }

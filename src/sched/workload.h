@@ -16,6 +16,7 @@
 #ifndef ATR_SCHED_WORKLOAD_H
 #define ATR_SCHED_WORKLOAD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,6 +31,16 @@ struct atr_turn {
     double think_s;              /* recorded tool time before this turn */
     const char *prev_tool;       /* tool of the last step before this turn, or NULL;
                                     one of the session's tools */
+    /* DAG sessions only (atr_session.dag): the earlier turns it waits for,
+     * all of them, and the recorded tool time after each (the longest tool
+     * path from it): it is due when every parent's end plus that time has
+     * passed. think_s is then the longest of those; n_parents 0: a root,
+     * due at the session's start plus think_s (the first turn: at the
+     * start, as a chain's). Into the session's dag_parents/dag_think_s.
+     * Chains leave them NULL/0 and wait for the previous turn. */
+    const uint32_t *parents;
+    const double *parent_think_s;
+    uint32_t n_parents;
 };
 
 struct atr_session {
@@ -46,6 +57,15 @@ struct atr_session {
      * a simulation's memory). */
     char **tools;
     size_t n_tools;
+    /* A trace whose steps name parents (atr-trace/1.1): its turns wait for
+     * their parent turns, the nearest llm steps above them in the graph
+     * (tool steps in between give think_s: the longest tool path from a
+     * parent). Such a session may have several turns in flight; a driver
+     * sends a turn once all its parents are over, plus think_s.
+     * dag_parents holds every turn's parent list (owned). */
+    bool dag;
+    uint32_t *dag_parents;
+    double *dag_think_s;
 };
 
 struct atr_workload {
@@ -63,5 +83,35 @@ struct atr_workload {
 int atr_workload_load(struct atr_workload *w, char *const *paths, size_t n,
                       const char *format, uint32_t block_size, struct atr_error *err);
 void atr_workload_release(struct atr_workload *w);
+
+/* The turns turn k of s waits for: *out points at them (n returned), or
+ * at *one holding k - 1 in a chain; 0 for a chain's first turn and a
+ * DAG's roots. */
+uint32_t atr_turn_parents(const struct atr_session *s, size_t k, uint32_t *one,
+                          const uint32_t **out);
+
+/* Where a driver is in one session: each turn's parents not over yet and
+ * the latest end among those over, kept only for DAG sessions (a chain's
+ * next turn is simply the one after). Memory: malloc'd by
+ * atr_dag_state_init, freed by atr_dag_state_release. */
+struct atr_dag_state {
+    uint32_t *left;              /* per turn: parents not over */
+    double *ready_s;             /* per turn: when it is due, from its parents over so far */
+    uint32_t *child_at;          /* turn k's children: children[child_at[k]..child_at[k+1]) */
+    uint32_t *children;
+    double *child_think_s;       /* the tool time on each of those edges */
+};
+
+/* For a DAG session: every turn's count of parents; roots are ready. */
+void atr_dag_state_init(struct atr_dag_state *st, const struct atr_session *s);
+void atr_dag_state_release(struct atr_dag_state *st);
+/* Turn k is over at end_s: writes into ready[] the turns that it made
+ * ready (their parents all over), at most the session's turns, in turn
+ * order, and returns how many. Each is due at ready_s[j]: the latest of
+ * its parents' ends plus the tool time after each, times time_scale.
+ * A failed turn is over too: its children go on, as a chain's next turn
+ * does after a failure, so a session never waits forever. */
+size_t atr_dag_turn_over(struct atr_dag_state *st, size_t k, double end_s, double time_scale,
+                         uint32_t *ready);
 
 #endif

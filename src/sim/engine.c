@@ -68,6 +68,15 @@ struct req {
     bool aborted;                /* atr_engine_abort: stop at the next safe point */
     bool arriving;               /* its arrival event is still in the heap */
     bool release_pending;        /* its record was released while the engine held it */
+    bool retain;                 /* atr_engine_set_retain: pin its blocks when it finishes */
+    bool pinned;                 /* finished, its blocks held by a pin (retain_s) */
+};
+
+/* retain_s: a finished request's pinned blocks, and when the pin ends
+ * (kept here, not in struct req: every request would pay for it). */
+struct pin {
+    struct req *r;
+    double until;
 };
 
 /* A request's shared partial block (atr_engine_set_tail). */
@@ -102,6 +111,11 @@ struct engine_block {
 
 struct atr_engine {
     struct atr_engine_cfg cfg;
+    /* retain_s: finished requests whose blocks are pinned, in order of
+     * their pin's end (one retain_s for all: the order they finished), a
+     * ring of pin_len from pin_head. */
+    struct pin *pins;
+    size_t pin_head, pin_len, pin_cap;
     /* The cache kept as runs (kvruns.h); NULL for block_cache, which
      * keeps the blocks below. kc: the counts of the one in use. */
     struct kvr *kvr;
@@ -784,6 +798,75 @@ static void hits_in_lru(const struct atr_engine *e, const struct req *r, uint32_
  * which is seldom: a pass over the hits each admission was mostly wasted.
  * When r cannot, *oldest is the oldest queue number among its hits in the
  * queue (see still_fails). */
+static void req_end(struct atr_engine *e, struct req *r);
+
+/* The event of a pin's end (its data; the pin itself is the ring's
+ * oldest whose time is over). */
+static char pin_end_tag;
+
+/* cfg.retain_s: r (marked by atr_engine_set_retain) finished; its blocks
+ * stay held (cached and matched, but evicted only after every unpinned
+ * block) until retain_s from now, so the session's next turn after a tool
+ * pause finds its prefix, at the cost of other requests' cached blocks,
+ * evicted in their place. An event at the pin's end releases it. */
+static void pin(struct atr_engine *e, struct req *r)
+{
+    struct atr_error ignored;
+    if (atr_heap_push(&e->events, e->now + e->cfg.retain_s, &pin_end_tag, &ignored) < 0) {
+        req_free_blocks(e, r);       /* out of memory: no pin, as without retain_s */
+        return;
+    }
+    if (e->pin_len == e->pin_cap) {         /* grow the ring, oldest first */
+        size_t cap = e->pin_cap ? 2 * e->pin_cap : 64;
+        struct pin *v = xcalloc(cap, sizeof *v);
+        for (size_t i = 0; i < e->pin_len; i++)
+            v[i] = e->pins[(e->pin_head + i) % e->pin_cap];
+        free(e->pins);
+        e->pins = v;
+        e->pin_head = 0;
+        e->pin_cap = cap;
+    }
+    r->pinned = true;
+    e->pins[(e->pin_head + e->pin_len++) % e->pin_cap] =
+        (struct pin){ r, e->now + e->cfg.retain_s };
+    e->st.kv_pins++;
+}
+
+/* The oldest pin ends: its blocks are released as at a request's end
+ * (tail first into the LRU queue) and the request goes. */
+static void unpin_oldest(struct atr_engine *e)
+{
+    struct req *r = e->pins[e->pin_head].r;
+    e->pin_head = (e->pin_head + 1) % e->pin_cap;
+    e->pin_len--;
+    r->pinned = false;
+    req_free_blocks(e, r);
+    req_end(e, r);
+}
+
+/* Pins whose time is over. Lazily, when the engine next schedules: an idle
+ * engine's cache does not change meanwhile, so the result is the same. */
+static void unpin_expired(struct atr_engine *e)
+{
+    while (e->pin_len && e->pins[e->pin_head].until <= e->now)
+        unpin_oldest(e);
+}
+
+/* Memory is short for a running or waiting request once nothing unpinned
+ * can be evicted: the oldest pin gives way before anything is preempted or
+ * kept waiting (a pin is an eviction priority, as in the TTL/priority
+ * eviction of vLLM's RFC #52113, not a reservation: a reservation would
+ * hold the FCFS queue's head, and every turn behind it, for a pin's
+ * sake); counted as the pin's cost. */
+static bool unpin_for_memory(struct atr_engine *e)
+{
+    if (!e->pin_len)
+        return false;
+    unpin_oldest(e);
+    e->st.kv_pins_dropped++;
+    return true;
+}
+
 static bool blocks_fit(const struct atr_engine *e, const struct req *r, uint32_t n,
                        uint32_t want, uint64_t *oldest)
 {
@@ -851,6 +934,8 @@ static void schedule_running(struct atr_engine *e, uint64_t *budget, bool *preem
             req_grow(e, r, r->computed + n, &ok);
             if (ok)
                 break;
+            if (unpin_for_memory(e))
+                continue;
             struct req *victim = e->running.v[--e->running.len];
             preempt(e, victim);
             *preempted = true;
@@ -960,8 +1045,12 @@ static uint64_t slot_take(struct atr_engine *e, struct req *r)
 static void admit(struct atr_engine *e, struct req *r, uint64_t *budget, bool *ok)
 {
     *ok = false;
-    if (still_fails(e, r, *budget) || cannot_fit(e, r, *budget))
+again:
+    if (still_fails(e, r, *budget) || cannot_fit(e, r, *budget)) {
+        if (unpin_for_memory(e))
+            goto again;
         return;
+    }
     uint32_t in_lru, hits = 0;
     uint64_t oldest, cached;
     if (e->slots) {
@@ -981,6 +1070,8 @@ static void admit(struct atr_engine *e, struct req *r, uint64_t *budget, bool *o
     }
     uint32_t want = blocks_for(e, cached + n);
     if (!blocks_fit(e, r, hits, want, &oldest)) {
+        if (unpin_for_memory(e))
+            goto again;
         admit_failed(e, r, hits, *budget, oldest);
         return;
     }
@@ -1108,6 +1199,7 @@ static int start_iteration(struct atr_engine *e, struct atr_error *err)
     uint64_t budget = e->cfg.max_num_batched_tokens;
     bool preempted;
     e->batch.len = 0;
+    unpin_expired(e);
     if (e->cfg.prefill_first) {
         /* V0: a prefill-only iteration if any prompt fits, else decodes */
         schedule_waiting(e, &budget);
@@ -1213,7 +1305,10 @@ HOT bool req_end_iteration(struct atr_engine *e, struct req *r)
     if (f->rec.tokens_done < f->rec.output_tokens)
         return false;
     f->rec.finish = e->now;
-    req_free_blocks(e, r);
+    if (r->retain && e->cfg.retain_s > 0 && !e->slots && r->n_blocks)
+        pin(e, r);
+    else
+        req_free_blocks(e, r);
     e->pending--;
     e->st.requests_finished++;
     rec_vec_push(&e->done, f);
@@ -1248,7 +1343,7 @@ static void end_iteration(struct atr_engine *e)
                 e->running.v[k++] = e->running.v[i];
         e->running.len = k;
         for (size_t i = 0; i < e->batch.len; i++)
-            if (req_over(e->batch.v[i]))
+            if (req_over(e->batch.v[i]) && !e->batch.v[i]->pinned)
                 req_end(e, e->batch.v[i]);
     }
     e->batch.len = 0;
@@ -1403,6 +1498,7 @@ void atr_engine_free(struct atr_engine *e)
     free(e->evicted);
     free(e->evicted_key);
     free(e->lru);
+    free(e->pins);
     free(e->hist);
     kvr_free(e->kvr);
     atr_slots_free(e->slots);
@@ -1582,6 +1678,10 @@ static void process_event(struct atr_engine *e, void *data)
 {
     if (data == &iter_end_tag) {
         end_iteration(e);
+        return;
+    }
+    if (data == &pin_end_tag) {
+        unpin_expired(e);
         return;
     }
     struct req *r = data;
@@ -1771,4 +1871,11 @@ int atr_engine_release_record(struct atr_engine *e, const struct atr_sim_record 
     }
     rec_destroy(e, f);
     return 0;
+}
+
+void atr_engine_set_retain(struct atr_engine *e, const struct atr_sim_record *rec)
+{
+    struct req_rec *f = rec_of(e, rec);
+    if (f->live)
+        f->live->retain = true;
 }

@@ -97,6 +97,15 @@ struct atr_engine_cfg {
      * instead of being an error: its record says rejected and it never
      * runs. */
     bool skip_oversized;
+    /* KV retention across tool pauses (issue 34): the blocks of a
+     * finished request marked with atr_engine_set_retain (a session's turn
+     * with a turn to come) stay pinned this many seconds: evicted only
+     * once no unpinned cached block is left (then the oldest pin gives way,
+     * before any preemption or wait), so the session's next turn finds its
+     * prefix at the cost of other sessions' cached blocks. 0: off (vLLM:
+     * blocks go to the LRU queue at once). Not for slots (llama.cpp keeps a
+     * slot's prompt anyway). */
+    double retain_s;
     /* Optional per-iteration observer (batch size / KV series). */
     void (*on_iter)(void *ctx, const struct atr_iter_info *it);
     void *iter_ctx;
@@ -142,6 +151,8 @@ struct atr_engine_stats {
     uint64_t decode_tokens;
     uint64_t preemptions;
     uint64_t evictions;             /* cached blocks evicted for reuse */
+    uint64_t kv_pins;               /* retain_s: requests whose blocks were pinned */
+    uint64_t kv_pins_dropped;       /* retain_s: pins ended early for another's memory */
     uint32_t kv_blocks_total, kv_blocks_peak;
     double kv_blocks_mean;          /* time-weighted over busy time */
     double busy_seconds;            /* sum of iteration durations */
@@ -193,6 +204,10 @@ bool atr_engine_fits_kv(const struct atr_engine *e, uint32_t prompt_tokens,
  * produced each (r->first_token is the first). Valid until the next step
  * or run_until call (the log they may point into grows), so after the last
  * step until atr_engine_free; NULL when r has no tokens. */
+/* Marks rec's request (added, not finished) to have its blocks pinned
+ * for cfg.retain_s when it finishes. */
+void atr_engine_set_retain(struct atr_engine *e, const struct atr_sim_record *rec);
+
 const double *atr_engine_token_times(const struct atr_engine *e,
                                      const struct atr_sim_record *r);
 

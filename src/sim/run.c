@@ -13,6 +13,7 @@
 /* A turn between being sent and finishing. */
 struct pending {
     size_t session;
+    size_t turn;
     double send_s;
     double slot_s;                   /* when it got its slot: the front end starts */
     double deadline;                 /* its next timeout or stall check (with either) */
@@ -25,6 +26,10 @@ struct pending {
 struct session_state {
     size_t next_turn;
     struct atr_session_history hist;
+    /* DAG sessions only: where each turn stands, and a pending per turn
+     * (several may be in flight); chains use the driver's by_session. */
+    struct atr_dag_state dag;
+    struct pending *pend;
 };
 
 /* Which engine record a driver record's token times come from. */
@@ -38,12 +43,15 @@ struct driver {
     struct atr_engine *const *engines;
     unsigned n_engines;
     struct session_state *ses;       /* per session */
-    /* A session has one turn at a time (the next is due once it is over),
+    /* A chain has one turn at a time (the next is due once it is over),
      * so its pending lives in the session's slot, found from a request id
-     * through session_of (ids are dense): 8 bytes a request where a pending
-     * a request was 160 (issue 16, memory per request). */
+     * through pending_of (ids are dense): 8 bytes a request where a pending
+     * a request was 160 (issue 16, memory per request). A DAG session has
+     * a pending per turn (session_state.pend). */
     struct pending *by_session;
-    size_t *session_of;
+    struct pending **pending_of;
+    uint32_t *ready;                 /* scratch: turns a finished one made ready */
+    size_t wait_cap;                 /* room in slots_wait: a slot per chain, per DAG turn */
     struct atr_heap sends;           /* (send time, pending) of turns not yet sent */
     /* (deadline, pending) of turns in their engines, with a timeout; an
      * entry whose turn ended is dropped when it comes up (its pending has
@@ -59,6 +67,42 @@ struct driver {
     size_t n_recs;
 };
 
+/* Turn k of DAG session si is due at send_s: its pending joins the sends. */
+static int dag_send(struct driver *d, size_t si, uint32_t k, double send_s,
+                    struct atr_error *err)
+{
+    struct pending *q = &d->ses[si].pend[k];
+    *q = (struct pending){ .session = si, .turn = k, .send_s = send_s };
+    return atr_heap_push(&d->sends, send_s, q, err);
+}
+
+/* A DAG session's turn p is over at end: each child whose parents are all
+ * over now (a failed parent counts as over) is due at the latest of its
+ * parents' ends plus the (scaled) tool time after each. */
+static int dag_turn_over(struct driver *d, const struct pending *p, double end,
+                         struct atr_error *err)
+{
+    struct atr_dag_state *st = &d->ses[p->session].dag;
+    size_t n = atr_dag_turn_over(st, p->turn, end, d->cfg->schedule->time_scale, d->ready);
+    for (size_t i = 0; i < n; i++)
+        if (dag_send(d, p->session, d->ready[i], st->ready_s[d->ready[i]], err) < 0)
+            return -1;
+    return 0;
+}
+
+/* The record fields that say which turn it is and what it waited for. */
+static void rec_turn(const struct driver *d, const struct pending *q, struct atr_llm_record *r)
+{
+    const struct atr_session *s = &d->cfg->workload->sessions[q->session];
+    r->trace_id = s->trace_id;
+    r->turn = (int64_t)q->turn;
+    if (s->dag) {
+        r->dag = true;
+        r->parents = s->turns[q->turn].parents;
+        r->n_parents = s->turns[q->turn].n_parents;
+    }
+}
+
 /* The turn of p is over (finished or rejected, ending at rec->end_s): its
  * record is kept, the policy told, and the session's next turn is due after
  * its think time (p is free to reuse for it). The caller fills the slot. */
@@ -73,7 +117,11 @@ static int turn_over(struct driver *d, struct pending *p, const struct atr_llm_r
         atr_policy_finished(d->cfg->policy, &p->req, &p->dec, o);
     d->in_flight--;
     atr_session_history_add(&ss->hist, rec->end_s, o->output_tokens);
-    if (++ss->next_turn < s->n_turns) {
+    if (s->dag) {
+        if (dag_turn_over(d, p, rec->end_s, err) < 0)
+            return -1;
+    } else if (++ss->next_turn < s->n_turns) {
+        p->turn = ss->next_turn;
         p->send_s = rec->end_s + atr_schedule_think(d->cfg->schedule, &s->turns[ss->next_turn]);
         if (atr_heap_push(&d->sends, p->send_s, p, err) < 0)
             return -1;
@@ -88,14 +136,12 @@ static int turn_over(struct driver *d, struct pending *p, const struct atr_llm_r
 static int fail_turn(struct driver *d, struct pending *q, const char *error, double end,
                      struct atr_error *err)
 {
-    const struct atr_session *s = &d->cfg->workload->sessions[q->session];
     struct atr_llm_record rec = {
         .id = q->req.id, .scheduled_s = q->send_s, .send_s = q->send_s, .start_s = q->slot_s,
         .end_s = end, .prompt_tokens = q->dec.prompt_tokens, .success = false,
-        .error = error, .trace_id = s->trace_id,
-        .turn = (int64_t)d->ses[q->session].next_turn,
-        .replica = q->dec.replica, .has_replica = d->n_engines > 1,
+        .error = error, .replica = q->dec.replica, .has_replica = d->n_engines > 1,
     };
+    rec_turn(d, q, &rec);
     struct atr_policy_outcome o = { .success = false };
     q->rec = NULL;
     d->src[d->n_recs] = (struct rec_src){ NULL, 0 };
@@ -125,7 +171,7 @@ static int add_failed(const struct driver *d, const struct pending *q,
     return atr_error_set(err, "trace %s, llm turn %zu: %s; use %s, or --skip-oversized to "
                          "reject such requests as vLLM does and go on",
                          d->cfg->workload->sessions[q->session].trace_id,
-                         d->ses[q->session].next_turn, why,
+                         q->turn, why,
                          atr_engine_slots(e) ? "a larger --ctx-size or fewer --parallel slots"
                          : kv ? "a larger --tp or a profile with more KV cache"
                               : "a larger --max-num-batched-tokens");
@@ -156,17 +202,29 @@ static int arm_deadline(struct driver *d, struct pending *q, const struct atr_si
     return isinf(q->deadline) ? 0 : atr_heap_push(&d->deadlines, q->deadline, q, err);
 }
 
+/* Whether q's session has a turn that waits for q's (a chain: a later
+ * turn; a DAG: a child), the turns whose KV --kv-retain keeps. */
+static bool has_next_turn(const struct driver *d, const struct pending *q)
+{
+    const struct atr_session *s = &d->cfg->workload->sessions[q->session];
+    if (!s->dag)
+        return q->turn + 1 < s->n_turns;
+    const struct atr_dag_state *st = &d->ses[q->session].dag;
+    return st->child_at[q->turn + 1] > st->child_at[q->turn];
+}
+
 /* The turn gets its slot: the policy decides, its replica takes it. */
 static int start_turn(struct driver *d, const struct pending *p, double now,
                       struct atr_error *err)
 {
     uint64_t id = d->next_id++;
-    struct pending *q = &d->by_session[p->session];
+    struct pending *q = d->ses[p->session].pend ? &d->ses[p->session].pend[p->turn]
+                                                : &d->by_session[p->session];
     if (q != p)
         *q = *p;
-    d->session_of[id] = q->session;
-    atr_policy_request_init(&q->req, &q->dec, d->cfg->workload, q->session,
-                            d->ses[q->session].next_turn, &d->ses[q->session].hist, id, now);
+    d->pending_of[id] = q;
+    atr_policy_request_init(&q->req, &q->dec, d->cfg->workload, q->session, q->turn,
+                            &d->ses[q->session].hist, id, now);
     if (d->cfg->policy)
         atr_policy_decide(d->cfg->policy, &q->req, &q->dec);
     if (q->dec.replica >= d->n_engines)
@@ -175,8 +233,8 @@ static int start_turn(struct driver *d, const struct pending *p, double now,
     q->rec = NULL;
     if (d->cfg->on_decision)
         d->cfg->on_decision(d->cfg->decision_ctx,
-                            d->cfg->workload->sessions[q->session].trace_id,
-                            d->ses[q->session].next_turn, &q->dec);
+                            d->cfg->workload->sessions[q->session].trace_id, q->turn,
+                            &q->dec);
     uint32_t out = q->req.recorded_output_tokens;
     if (q->dec.max_tokens && q->dec.max_tokens < out)
         out = q->dec.max_tokens;
@@ -200,6 +258,8 @@ static int start_turn(struct driver *d, const struct pending *p, double now,
     const struct atr_sim_record *r = atr_engine_add(d->engines[q->dec.replica], &req, err);
     if (!r)
         return add_failed(d, q, &req, err);
+    if (!r->rejected && has_next_turn(d, q))  /* --kv-retain pins only what will be used */
+        atr_engine_set_retain(d->engines[q->dec.replica], r);
     return r->rejected ? reject(d, q, &req, now, err) : arm_deadline(d, q, r, err);
 }
 
@@ -210,7 +270,7 @@ static int fill_slots(struct driver *d, double now, struct atr_error *err)
     unsigned limit = d->cfg->max_concurrency;
     while (d->wait_len && (!limit || d->in_flight < limit)) {
         struct pending w = d->slots_wait[d->wait_head];
-        d->wait_head = (d->wait_head + 1) % d->cfg->workload->n_sessions;
+        d->wait_head = (d->wait_head + 1) % d->wait_cap;
         d->wait_len--;
         if (start_turn(d, &w, now, err) < 0)
             return -1;
@@ -223,7 +283,7 @@ static int send_turn(struct driver *d, const struct pending *p, struct atr_error
 {
     unsigned limit = d->cfg->max_concurrency;
     if (limit && d->in_flight >= limit) {
-        d->slots_wait[(d->wait_head + d->wait_len++) % d->cfg->workload->n_sessions] = *p;
+        d->slots_wait[(d->wait_head + d->wait_len++) % d->wait_cap] = *p;
         return 0;
     }
     return start_turn(d, p, p->send_s, err);
@@ -234,8 +294,7 @@ static int send_turn(struct driver *d, const struct pending *p, struct atr_error
 static int finish(struct driver *d, const struct atr_sim_record *r, unsigned k,
                   struct atr_error *err)
 {
-    struct pending *p = &d->by_session[d->session_of[r->id]];
-    const struct atr_session *s = &d->cfg->workload->sessions[p->session];
+    struct pending *p = d->pending_of[r->id];
     double start = p->slot_s;
     p->rec = NULL;
     struct atr_llm_record rec = {
@@ -243,9 +302,9 @@ static int finish(struct driver *d, const struct atr_sim_record *r, unsigned k,
         .end_s = r->finish, .n_chunks = r->output_tokens,
         .prompt_tokens = r->prompt_tokens, .output_tokens = r->output_tokens,
         .cached_tokens = r->cached_tokens, .success = true,
-        .trace_id = s->trace_id, .turn = (int64_t)d->ses[p->session].next_turn,
         .replica = p->dec.replica, .has_replica = d->n_engines > 1,
     };
+    rec_turn(d, p, &rec);
     struct atr_policy_outcome o = {
         .success = true, .output_tokens = r->output_tokens,
         .cached_tokens = r->cached_tokens, .ttft_s = r->first_token - start,
@@ -334,6 +393,22 @@ static void set_chunks(struct driver *d)
                                                         d->src[i].r);
 }
 
+/* A DAG session's roots are due at its start, each after the tool time
+ * before it (the first turn with the session, as a chain's). */
+static int dag_roots(struct driver *d, size_t si, struct atr_error *err)
+{
+    const struct atr_session *s = &d->cfg->workload->sessions[si];
+    for (uint32_t k = 0; k < s->n_turns; k++) {
+        if (s->turns[k].n_parents)
+            continue;
+        double t = d->cfg->starts[si] +
+                   (k ? atr_schedule_think(d->cfg->schedule, &s->turns[k]) : 0);
+        if (dag_send(d, si, k, t, err) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 int atr_sim_run(struct atr_engine *const *engines, unsigned n_engines,
                 const struct atr_sim_run_cfg *cfg, struct atr_llm_record **out, size_t *n_out,
                 struct atr_error *err)
@@ -345,8 +420,18 @@ int atr_sim_run(struct atr_engine *const *engines, unsigned n_engines,
     size_t n_sessions = w->n_sessions ? w->n_sessions : 1;
     d.ses = xcalloc(n_sessions, sizeof *d.ses);
     d.by_session = xcalloc(n_sessions, sizeof *d.by_session);
-    d.session_of = xcalloc(w->n_turns + 1, sizeof *d.session_of);
-    d.slots_wait = xcalloc(n_sessions, sizeof *d.slots_wait);
+    d.pending_of = xcalloc(w->n_turns + 1, sizeof *d.pending_of);
+    d.wait_cap = n_sessions;
+    size_t widest = 1;
+    for (size_t i = 0; i < w->n_sessions; i++)
+        if (w->sessions[i].dag) {
+            widest = w->sessions[i].n_turns > widest ? w->sessions[i].n_turns : widest;
+            atr_dag_state_init(&d.ses[i].dag, &w->sessions[i]);
+            d.ses[i].pend = xcalloc(w->sessions[i].n_turns + 1, sizeof *d.ses[i].pend);
+            d.wait_cap += w->sessions[i].n_turns;
+        }
+    d.ready = xcalloc(widest, sizeof *d.ready);
+    d.slots_wait = xcalloc(d.wait_cap, sizeof *d.slots_wait);
     d.recs = xcalloc(w->n_turns + 1, sizeof *d.recs);
     d.src = xcalloc(w->n_turns + 1, sizeof *d.src);
     d.frontends = xcalloc(n_engines, sizeof *d.frontends);
@@ -359,6 +444,10 @@ int atr_sim_run(struct atr_engine *const *engines, unsigned n_engines,
     for (size_t i = 0; i < w->n_sessions && rc == 0; i++) {
         if (!w->sessions[i].n_turns)
             continue;
+        if (w->sessions[i].dag) {
+            rc = dag_roots(&d, i, err);
+            continue;
+        }
         struct pending *p = &d.by_session[i];
         *p = (struct pending){ .session = i, .send_s = cfg->starts[i] };
         rc = atr_heap_push(&d.sends, p->send_s, p, err) < 0 ? -1 : 0;
@@ -367,9 +456,15 @@ int atr_sim_run(struct atr_engine *const *engines, unsigned n_engines,
         rc = drive(&d, err);
     atr_heap_release(&d.sends);
     atr_heap_release(&d.deadlines);
+    for (size_t i = 0; i < w->n_sessions; i++)
+        if (d.ses[i].pend) {
+            atr_dag_state_release(&d.ses[i].dag);
+            free(d.ses[i].pend);
+        }
     free(d.ses);
     free(d.by_session);
-    free(d.session_of);
+    free(d.pending_of);
+    free(d.ready);
     free(d.slots_wait);
     free(d.frontends);
     if (rc == 0)

@@ -3,7 +3,11 @@
  * atr replay llm --target sim:GPU/MODEL).
  *
  * A session's first turn is sent at its scheduled start, each next turn
- * when the previous one finished plus its (scaled) think time. With
+ * when the previous one finished plus its (scaled) think time; a DAG
+ * session's turn once all its parent turns finished, at the latest parent
+ * end plus the tool time after it (sched/workload.h), a failed parent
+ * counting as finished. A turn whose session has one to come is marked for
+ * the engine's KV retention (atr_engine_set_retain, --kv-retain). With
  * max_concurrency, a sent turn waits in a FIFO for a free slot, and the
  * wait is kept in its record (send_s -> start_s), as the real client does.
  * When a turn gets its slot the policy decides its replica and rewrites it

@@ -32,6 +32,8 @@ void atr_sim_stats_sum(struct atr_engine *const *engines, unsigned n,
         out->decode_tokens += s.decode_tokens;
         out->preemptions += s.preemptions;
         out->evictions += s.evictions;
+        out->kv_pins += s.kv_pins;
+        out->kv_pins_dropped += s.kv_pins_dropped;
         out->kv_blocks_total += s.kv_blocks_total;
         if (s.kv_blocks_peak > out->kv_blocks_peak)
             out->kv_blocks_peak = s.kv_blocks_peak;
@@ -75,6 +77,10 @@ void atr_sim_stats_write(struct atr_jw *w, const struct atr_profile *p, unsigned
     atr_jw_kv_uint(w, "decode_tokens", st->decode_tokens);
     atr_jw_kv_pyfloat(w, "busy_s", st->busy_seconds);
     atr_jw_kv_uint(w, "skipped_oversized", st->requests_rejected);
+    if (st->kv_pins) {           /* --kv-retain: only then, so other results stay as they were */
+        atr_jw_kv_uint(w, "kv_pins", st->kv_pins);
+        atr_jw_kv_uint(w, "kv_pins_dropped", st->kv_pins_dropped);
+    }
     unsigned last = 0;              /* the histogram ends at its last non-zero bucket */
     for (unsigned i = 0; i < st->batch_hist_len; i++)
         if (st->batch_hist[i])

@@ -144,6 +144,16 @@ static void stat_fill_at(struct atr_samples *s, const double *pct, size_t n,
         st->p[i] = atr_samples_percentile(s, pct[i]) * 1000;
 }
 
+/* st back from ms to the samples' own unit. */
+static void stat_unscale(struct atr_llm_stat *st, size_t n)
+{
+    st->mean /= 1000;
+    st->median /= 1000;
+    st->std /= 1000;
+    for (size_t i = 0; i < n; i++)
+        st->p[i] /= 1000;
+}
+
 static void stat_fill(struct atr_samples *s, const struct atr_llm_bench_config *cfg,
                       struct atr_llm_stat *st)
 {
@@ -842,7 +852,35 @@ static void session_order(const struct atr_llm_record *r, size_t n,
 struct session_sets {
     struct atr_samples completion, model, think;
     double slo_ms;               /* --goodput session:MS, or 0 */
+    struct atr_samples critical, parallel;     /* DAG sessions */
 };
+
+/* The longest chain of model times through a session's records v[0..n)
+ * (in turn order): each turn's own time plus the longest of its parents'.
+ * A parent without a record (a run stopped early) adds nothing. */
+static double critical_path(const struct atr_llm_record *const *v, size_t n)
+{
+    int64_t top = v[n - 1]->turn;
+    if (top < 0)
+        return 0;
+    double *cp = xcalloc((size_t)top + 1, sizeof *cp), best = 0;
+    for (size_t i = 0; i < n; i++) {
+        int64_t k = v[i]->turn;
+        if (k < 0 || k > top)
+            continue;
+        double up = 0;
+        uint32_t one = (uint32_t)(k - 1);
+        const uint32_t *par = v[i]->dag ? v[i]->parents : &one;
+        uint32_t np = v[i]->dag ? v[i]->n_parents : k > 0;  /* a chain: the turn before */
+        for (uint32_t j = 0; j < np; j++)
+            if ((int64_t)par[j] < k)
+                up = fmax(up, cp[par[j]]);
+        cp[k] = up + (v[i]->end_s - v[i]->send_s);
+        best = fmax(best, cp[k]);
+    }
+    free(cp);
+    return best;
+}
 
 /* One session, v[0..n) (its records in turn order), into the sets. */
 static void add_session(const struct atr_llm_record *const *v, size_t n,
@@ -866,8 +904,14 @@ static void add_session(const struct atr_llm_record *const *v, size_t n,
         out->good_completed++;
     atr_samples_add(&k->completion, last - first);
     atr_samples_add(&k->model, model);
-    /* Turns never overlap, so only rounding can make this negative. */
+    /* A chain's turns never overlap, so only rounding (or a DAG's
+     * branches) can make this negative. */
     atr_samples_add(&k->think, fmax(0.0, (last - first) - model));
+    /* Kept for every session, reported once one is a DAG: then a chain's
+     * critical path (its model time) belongs to the same distribution. */
+    out->dag |= v[0]->dag;
+    atr_samples_add(&k->critical, critical_path(v, n));
+    atr_samples_add(&k->parallel, last > first ? model / (last - first) : 1.0);
 }
 
 /* Groups the records by trace_id and fills s->sessions. */
@@ -880,7 +924,8 @@ static void fill_sessions(const struct atr_llm_record *r, size_t n,
         m += r[i].trace_id != NULL;
     session_order(r, n, v, m);
     struct session_sets k = {ATR_SAMPLES_INIT, ATR_SAMPLES_INIT, ATR_SAMPLES_INIT,
-                             cfg->slo_session_ms > 0 ? cfg->slo_session_ms : 0};
+                             cfg->slo_session_ms > 0 ? cfg->slo_session_ms : 0,
+                             ATR_SAMPLES_INIT, ATR_SAMPLES_INIT};
     s->sessions.goodput_configured = cfg->slo_session_ms > 0;
     for (size_t i = 0, j; i < m; i = j) {
         for (j = i + 1; j < m && strcmp(v[j]->trace_id, v[i]->trace_id) == 0; j++)
@@ -892,6 +937,13 @@ static void fill_sessions(const struct atr_llm_record *r, size_t n,
     stat_fill_at(&k.completion, pct, np, &s->sessions.completion);
     stat_fill_at(&k.model, pct, np, &s->sessions.model);
     stat_fill_at(&k.think, pct, np, &s->sessions.think);
+    if (s->sessions.dag) {
+        stat_fill_at(&k.critical, pct, np, &s->sessions.critical_path);
+        stat_fill_at(&k.parallel, pct, np, &s->sessions.parallelism);
+        stat_unscale(&s->sessions.parallelism, np);   /* a ratio: not in ms */
+    }
+    atr_samples_release(&k.critical);
+    atr_samples_release(&k.parallel);
     atr_samples_release(&k.completion);
     atr_samples_release(&k.model);
     atr_samples_release(&k.think);

@@ -29,7 +29,9 @@
  * none). Its completion time runs from the send_s of its first turn to the
  * end_s of its last; its model time is the sum of end_s - send_s over its
  * turns (client queue included), its think time the rest (tool calls and
- * thinking between turns). A session with a failed turn counts as failed
+ * thinking between turns; in a DAG session turns overlap, so model time
+ * can exceed completion and think time is then 0). A session with a
+ * failed turn counts as failed
  * and is left out of the figures, as failed requests are.
  *
  * Memory: records and their strings are the caller's and are only read.
@@ -73,6 +75,12 @@ struct atr_llm_record {
      * the policy's choice); written as "replica" only when has_replica. */
     uint32_t replica;
     bool has_replica;
+    /* A turn of a DAG session (sched/workload.h): dag, and the turns it
+     * waited for (borrowed from the workload; never written to request
+     * files). dag false: it waited for turn - 1. */
+    bool dag;
+    const uint32_t *parents;
+    uint32_t n_parents;
 };
 
 #define ATR_LLM_MAX_PCT 8
@@ -118,6 +126,15 @@ struct atr_llm_sessions {
     struct atr_llm_stat completion;  /* first send_s to last end_s */
     struct atr_llm_stat model;       /* sum of end_s - send_s over turns */
     struct atr_llm_stat think;       /* completion - model: tools, thinking */
+    /* Reported once some record has dag (a chain's are its model time and
+     * model / completion, nothing new): over every completed session, the
+     * longest chain of dependent turns' model times (end_s - send_s summed
+     * along parents), and the parallelism achieved, model time /
+     * completion (turns that overlap add up, so above 1 means branches ran
+     * at once). */
+    bool dag;
+    struct atr_llm_stat critical_path;
+    struct atr_llm_stat parallelism; /* a ratio, not ms */
     struct atr_retention retention;  /* the prefix still cached after each pause */
     /* --goodput session:MS: completed sessions within it, and those a
      * second over the run's duration */

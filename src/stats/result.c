@@ -36,6 +36,26 @@ static void put_stat_of(struct atr_jw *w, const char *name, const struct atr_llm
     }
 }
 
+/* A per-session ratio (no unit): "NAME": {mean, median, std, pP...}. */
+static void put_ratio(struct atr_jw *w, const char *name, const struct atr_llm_stat *st,
+                      const struct atr_llm_bench_config *cfg)
+{
+    char key[64], pw[32];
+    double pct[ATR_LLM_MAX_PCT];
+    size_t n = atr_llm_pct_list(cfg, true, pct);
+    atr_jw_key(w, name);
+    atr_jw_object_begin(w);
+    atr_jw_kv_pyfloat(w, "mean", st->mean);
+    atr_jw_kv_pyfloat(w, "median", st->median);
+    atr_jw_kv_pyfloat(w, "std", st->std);
+    for (size_t i = 0; i < n; i++) {
+        pct_word(pct[i], pw, sizeof pw);
+        snprintf(key, sizeof key, "p%s", pw);
+        atr_jw_kv_pyfloat(w, key, st->p[i]);
+    }
+    atr_jw_object_end(w);
+}
+
 static void put_stat(struct atr_jw *w, const char *name, const struct atr_llm_stat *st,
                      const struct atr_llm_bench_config *cfg)
 {
@@ -181,6 +201,10 @@ static void put_sessions(struct atr_jw *w, const struct atr_llm_sessions *ss,
     put_stat_of(w, "completion", &ss->completion, c, true);
     put_stat_of(w, "model_time", &ss->model, c, true);
     put_stat_of(w, "think_time", &ss->think, c, true);
+    if (ss->dag) {                   /* DAG sessions only: chains' results stay as they were */
+        put_stat_of(w, "critical_path", &ss->critical_path, c, true);
+        put_ratio(w, "parallelism", &ss->parallelism, c);
+    }
     if (ss->goodput_configured) {    /* --goodput session:MS */
         atr_jw_kv_pyfloat(w, "slo_completion_ms", c->slo_session_ms);
         atr_jw_kv_int(w, "good_completed", ss->good_completed);
@@ -303,6 +327,25 @@ static int block_lines(struct atr_buf *b, const char *name, const struct atr_llm
     return rc;
 }
 
+/* A per-session ratio's lines: as block_lines, without "(ms)". */
+static int block_ratio(struct atr_buf *b, const char *name, const struct atr_llm_stat *st,
+                       const struct atr_llm_bench_config *c)
+{
+    char label[64], w[32];
+    double pct[ATR_LLM_MAX_PCT];
+    size_t n = atr_llm_pct_list(c, true, pct);
+    snprintf(label, sizeof label, "Mean %s:", name);
+    int rc = line_f(b, label, st->mean);
+    snprintf(label, sizeof label, "Median %s:", name);
+    rc |= line_f(b, label, st->median);
+    for (size_t i = 0; i < n; i++) {
+        pct_word(pct[i], w, sizeof w);
+        snprintf(label, sizeof label, "P%s %s:", w, name);
+        rc |= line_f(b, label, st->p[i]);
+    }
+    return rc;
+}
+
 static int block_metric(struct atr_buf *b, const char *name, const char *title,
                         const struct atr_llm_stat *st, const struct atr_llm_bench_config *c)
 {
@@ -324,7 +367,12 @@ static int block_sessions(struct atr_buf *b, const struct atr_llm_sessions *ss,
     }
     rc |= block_lines(b, "completion time", &ss->completion, c, true);
     rc |= block_lines(b, "model time", &ss->model, c, true);
-    return rc | block_lines(b, "think/tool time", &ss->think, c, true);
+    rc |= block_lines(b, "think/tool time", &ss->think, c, true);
+    if (ss->dag) {
+        rc |= block_lines(b, "critical path", &ss->critical_path, c, true);
+        rc |= block_ratio(b, "parallelism", &ss->parallelism, c);
+    }
+    return rc;
 }
 
 /* The server's own cache figures, for a replay against a server (where

@@ -42,11 +42,11 @@ static const double c3[] = {2.625};
  * 0.125 s late, R4 fails before it is sent; the others leave 1 ms after
  * their start). Every figure is worked out in five.json. */
 static const struct atr_llm_record five[] = {
-    {0, 0.0, 0.0, 0.0, 0.001, 1.0, c0, 4, 100, 4, 0, true, NULL, NULL, 0, 0, NULL, 0, false},
-    {1, 0.5, 0.5, 0.5, 0.501, 1.5, c1, 2, 200, 3, 64, true, NULL, NULL, 0, 0, NULL, 0, false},
-    {2, 1.0, 1.0, 1.5, 1.501, 2.5, c2, 4, 100, 5, 32, true, NULL, NULL, 0, 0, NULL, 0, false},
-    {3, 1.5, 1.625, 1.625, 1.626, 2.625, c3, 1, 50, 1, 0, true, NULL, NULL, 0, 0, NULL, 0, false},
-    {4, 2.0, 2.0, 2.5, 0, 3.0, NULL, 0, 0, 0, 0, false, "http 500", NULL, 0, 0, NULL, 0, false},
+    {0, 0.0, 0.0, 0.0, 0.001, 1.0, c0, 4, 100, 4, 0, true, NULL, NULL, 0, 0, NULL, 0, false, false, NULL, 0},
+    {1, 0.5, 0.5, 0.5, 0.501, 1.5, c1, 2, 200, 3, 64, true, NULL, NULL, 0, 0, NULL, 0, false, false, NULL, 0},
+    {2, 1.0, 1.0, 1.5, 1.501, 2.5, c2, 4, 100, 5, 32, true, NULL, NULL, 0, 0, NULL, 0, false, false, NULL, 0},
+    {3, 1.5, 1.625, 1.625, 1.626, 2.625, c3, 1, 50, 1, 0, true, NULL, NULL, 0, 0, NULL, 0, false, false, NULL, 0},
+    {4, 2.0, 2.0, 2.5, 0, 3.0, NULL, 0, 0, 0, 0, false, "http 500", NULL, 0, 0, NULL, 0, false, false, NULL, 0},
 };
 
 static struct atr_llm_bench_config base_cfg(void)
@@ -95,9 +95,9 @@ static void test_all_failed_inf(void **state)
 {
     (void)state;
     const struct atr_llm_record f[] = {
-        {0, 0, 0, 0, 0, 0.5, NULL, 0, 0, 0, 0, false, "http 500", NULL, 0, 0, NULL, 0, false},
-        {1, 0, 0, 0, 0, 0.25, NULL, 0, 0, 0, 0, false, "http 500", NULL, 0, 0, NULL, 0, false},
-        {2, 0, 0, 0, 0, 1.0, NULL, 0, 0, 0, 0, false, "http 500", NULL, 0, 0, NULL, 0, false},
+        {0, 0, 0, 0, 0, 0.5, NULL, 0, 0, 0, 0, false, "http 500", NULL, 0, 0, NULL, 0, false, false, NULL, 0},
+        {1, 0, 0, 0, 0, 0.25, NULL, 0, 0, 0, 0, false, "http 500", NULL, 0, 0, NULL, 0, false, false, NULL, 0},
+        {2, 0, 0, 0, 0, 1.0, NULL, 0, 0, 0, 0, false, "http 500", NULL, 0, 0, NULL, 0, false, false, NULL, 0},
     };
     struct atr_llm_bench_config c = base_cfg();
     c.num_prompts = 3;
@@ -139,8 +139,8 @@ static void test_failures_excluded_and_grouped(void **state)
     struct atr_llm_record r[7];
     memcpy(r, five, sizeof five);
     /* a failure with huge latency and tokens must not move any figure */
-    r[5] = (struct atr_llm_record){5, 0, 0, 0, 0, 2.9, c0, 4, 999, 999, 7, false, "stream cut", NULL, 0, 0, NULL, 0, false};
-    r[6] = (struct atr_llm_record){6, 0, 0, 0, 0, 2.0, NULL, 0, 0, 0, 0, false, NULL, NULL, 0, 0, NULL, 0, false};
+    r[5] = (struct atr_llm_record){5, 0, 0, 0, 0, 2.9, c0, 4, 999, 999, 7, false, "stream cut", NULL, 0, 0, NULL, 0, false, false, NULL, 0};
+    r[6] = (struct atr_llm_record){6, 0, 0, 0, 0, 2.0, NULL, 0, 0, 0, 0, false, NULL, NULL, 0, 0, NULL, 0, false, false, NULL, 0};
     struct atr_llm_bench_config c = base_cfg();
     struct atr_llm_summary s;
     struct atr_error err;
@@ -483,14 +483,14 @@ static void test_too_many_percentiles(void **state)
  * think 2 s. Session b: 1-2 s and 4-5 s: completion 4 s, model 2 s, think
  * 2 s. Session c: its second turn failed, so the session failed. */
 static const struct atr_llm_record sessions[] = {
-    {0, 0.0, 0.0, 0.0, 0, 1.0, c0, 4, 100, 4, 0, true, NULL, "a", 0, 0, NULL, 0, false},
-    {1, 1.0, 1.0, 1.0, 0, 2.0, c1, 2, 100, 3, 0, true, NULL, "b", 0, 0, NULL, 0, false},
-    {2, 3.5, 3.5, 4.0, 0, 5.0, c3, 1, 100, 1, 0, true, NULL, "a", 2, 0, NULL, 0, false},
-    {3, 0.0, 0.0, 0.0, 0, 1.0, c0, 4, 100, 4, 0, true, NULL, "c", 0, 0, NULL, 0, false},
-    {4, 2.0, 2.0, 2.0, 0, 2.5, c3, 1, 100, 1, 0, true, NULL, "a", 1, 0, NULL, 0, false},
-    {5, 4.0, 4.0, 4.0, 0, 5.0, c2, 4, 100, 5, 0, true, NULL, "b", 1, 0, NULL, 0, false},
-    {6, 2.0, 2.0, 2.0, 0, 3.0, NULL, 0, 0, 0, 0, false, "http 500", "c", 1, 0, NULL, 0, false},
-    {7, 0.5, 0.5, 0.5, 0, 9.0, c1, 2, 100, 3, 0, true, NULL, NULL, 0, 0, NULL, 0, false},
+    {0, 0.0, 0.0, 0.0, 0, 1.0, c0, 4, 100, 4, 0, true, NULL, "a", 0, 0, NULL, 0, false, false, NULL, 0},
+    {1, 1.0, 1.0, 1.0, 0, 2.0, c1, 2, 100, 3, 0, true, NULL, "b", 0, 0, NULL, 0, false, false, NULL, 0},
+    {2, 3.5, 3.5, 4.0, 0, 5.0, c3, 1, 100, 1, 0, true, NULL, "a", 2, 0, NULL, 0, false, false, NULL, 0},
+    {3, 0.0, 0.0, 0.0, 0, 1.0, c0, 4, 100, 4, 0, true, NULL, "c", 0, 0, NULL, 0, false, false, NULL, 0},
+    {4, 2.0, 2.0, 2.0, 0, 2.5, c3, 1, 100, 1, 0, true, NULL, "a", 1, 0, NULL, 0, false, false, NULL, 0},
+    {5, 4.0, 4.0, 4.0, 0, 5.0, c2, 4, 100, 5, 0, true, NULL, "b", 1, 0, NULL, 0, false, false, NULL, 0},
+    {6, 2.0, 2.0, 2.0, 0, 3.0, NULL, 0, 0, 0, 0, false, "http 500", "c", 1, 0, NULL, 0, false, false, NULL, 0},
+    {7, 0.5, 0.5, 0.5, 0, 9.0, c1, 2, 100, 3, 0, true, NULL, NULL, 0, 0, NULL, 0, false, false, NULL, 0},
 };
 #define N_SESSION_RECS (sizeof sessions / sizeof sessions[0])
 
@@ -615,7 +615,7 @@ static void test_request_line_times(void **state)
     (void)state;
     const struct atr_llm_record r = {
         7, 0.1, 123.4567890126, 123.4567890124, 0, 1e10, NULL, 0, 0, 0, 0,
-        false, "stall", NULL, 0, 0, NULL, 0, false};
+        false, "stall", NULL, 0, 0, NULL, 0, false, false, NULL, 0};
     struct atr_buf b = ATR_BUF_INIT;
     assert_int_equal(atr_llm_write_request_line(&b, &r), 0);
     assert_non_null(strstr(b.data, "\"scheduled_s\": 0.1, \"send_s\": 123.456789013, "

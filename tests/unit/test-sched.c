@@ -176,6 +176,66 @@ static void assert_turn_ids(const struct atr_session *s, size_t k, const uint64_
     assert_memory_equal(s->turns[k].ids, want, n * sizeof *want);
 }
 
+/* A DAG trace (atr-trace/1.1 parents): every turn's parent turns are the
+ * nearest llm steps above it, each with the tool time after it; a chain
+ * in the same file stays a chain. The driver's state releases a join only
+ * when both branches are over, at the later end plus that branch's tools,
+ * and a branch's prompt keeps its parent's block ids. */
+static void test_workload_dag(void **state)
+{
+    (void)state;
+    struct atr_workload w = ATR_WORKLOAD_INIT;
+    load_text(&w,
+          "{\"format\":\"atr-trace/1.1\",\"trace_id\":\"d\",\"block_size\":16,\"steps\":["
+          "{\"i\":0,\"kind\":\"llm\",\"input_tokens\":48,\"hash_ids\":[1,2,3]},"
+          "{\"i\":1,\"kind\":\"llm\",\"parents\":[0],\"input_tokens\":64,"
+          "\"prefix\":{\"step\":0,\"blocks\":3},\"hash_ids\":[11]},"
+          "{\"i\":2,\"kind\":\"llm\",\"parents\":[0],\"input_tokens\":64,"
+          "\"prefix\":{\"step\":0,\"blocks\":3},\"hash_ids\":[21]},"
+          "{\"i\":3,\"kind\":\"tool\",\"parents\":[2],\"tool\":\"bash\",\"dur_ms\":2000},"
+          "{\"i\":4,\"kind\":\"tool\",\"tool\":\"bash\",\"dur_ms\":500},"
+          "{\"i\":5,\"kind\":\"llm\",\"parents\":[1,4],\"input_tokens\":80,"
+          "\"prefix\":{\"step\":0,\"blocks\":3},\"hash_ids\":[4,5]}]}\n"
+          "{\"format\":\"atr-trace/1\",\"trace_id\":\"c\",\"steps\":["
+          "{\"i\":0,\"kind\":\"llm\",\"input_tokens\":16},"
+          "{\"i\":1,\"kind\":\"llm\",\"input_tokens\":16}]}\n");
+    const struct atr_session *d = &w.sessions[0], *c = &w.sessions[1];
+    assert_true(d->dag && !c->dag);
+    assert_int_equal(d->n_turns, 4);
+    assert_int_equal(d->turns[0].n_parents, 0);
+    assert_int_equal(d->turns[1].n_parents, 1);
+    assert_int_equal(d->turns[1].parents[0], 0);
+    assert_int_equal(d->turns[2].parents[0], 0);
+    assert_int_equal(d->turns[3].n_parents, 2);          /* the join: turns 1 and 2 */
+    assert_int_equal(d->turns[3].parents[0], 1);
+    assert_int_equal(d->turns[3].parents[1], 2);
+    assert_true(d->turns[3].parent_think_s[0] == 0);     /* right after turn 1 */
+    assert_true(d->turns[3].parent_think_s[1] == 2.5);   /* two tools after turn 2 */
+    assert_true(d->turns[3].think_s == 2.5);
+    assert_string_equal(d->turns[3].prev_tool, "bash");
+    static const uint64_t b1[] = { 1, 2, 3, 11 }, b2[] = { 1, 2, 3, 21 };
+    assert_turn_ids(d, 1, b1, 4);                         /* both branches keep the prefix */
+    assert_turn_ids(d, 2, b2, 4);
+    uint32_t one;
+    const uint32_t *par;
+    assert_int_equal(atr_turn_parents(c, 1, &one, &par), 1);
+    assert_int_equal(par[0], 0);
+    assert_int_equal(atr_turn_parents(c, 0, &one, &par), 0);
+
+    struct atr_dag_state st;
+    uint32_t ready[4];
+    atr_dag_state_init(&st, d);
+    assert_int_equal(atr_dag_turn_over(&st, 0, 1.0, 1.0, ready), 2);   /* the fork */
+    assert_true(ready[0] == 1 && ready[1] == 2);
+    assert_true(st.ready_s[1] == 1.0 && st.ready_s[2] == 1.0);
+    assert_int_equal(atr_dag_turn_over(&st, 2, 2.0, 0.5, ready), 0);   /* one branch: wait */
+    assert_int_equal(atr_dag_turn_over(&st, 1, 3.0, 0.5, ready), 1);
+    assert_int_equal(ready[0], 3);
+    assert_true(st.ready_s[3] == 3.25);     /* max(3.0 + 0, 2.0 + 2.5 x 0.5) */
+    atr_dag_state_release(&st);
+    atr_workload_release(&w);
+}
+
 /* "prefix" steps, read compact: a prefix of a step in the chain, of one
  * cut short (partial last block), of one in an older chain, and one that
  * leaves the chain, all give the expanded lists. */
@@ -314,6 +374,7 @@ int main(void)
         cmocka_unit_test(test_request_rate),
         cmocka_unit_test(test_workload_rebases_blocks),
         cmocka_unit_test(test_workload_prefix_steps),
+        cmocka_unit_test(test_workload_dag),
         cmocka_unit_test(test_prompt_shares_prefixes),
         cmocka_unit_test(test_sim_run_max_concurrency),
     };

@@ -1,7 +1,8 @@
 /* test-sim-engine.c - the engine model on small hand-computed cases:
  * TTFT/ITL arithmetic, prefix-cache hits, max_num_seqs, chunked prefill,
  * preemption on KV exhaustion, LRU eviction order, the step API for
- * multi-turn drivers, multi-step windows, and determinism.
+ * multi-turn drivers, multi-step windows, KV retention pins, and
+ * determinism.
  *
  * Costs are sums of powers of two (sim-costs.h) so every expected time is
  * exact. */
@@ -325,6 +326,63 @@ static void test_lru_eviction_order(void **state)
     atr_engine_free(e);
 }
 
+static void retain_10s(struct atr_engine_cfg *cfg) { cfg->retain_s = 10; }
+
+/* KV retention (retain_s): 8 blocks. A (blocks 1 2 3, a session with a
+ * turn to come: marked) and X (30 31 32, a session's last turn) finish at
+ * once; B (5 blocks of its own) at 2 must evict 3. Without pins it takes
+ * the oldest, A's, and A's next turn A2 (1 2 3 4) at 3 hits nothing; with
+ * A pinned it takes X's instead (the cost: another session's cache) and
+ * A2 hits all 3. Nobody waits either way. */
+static bool run_retain6;      /* B of 6 blocks */
+
+static void run_retain(bool pins, const struct atr_sim_record **r, struct atr_engine_stats *st,
+                       struct atr_engine **out)
+{
+    struct atr_engine *e = mk(cost_const, 128, NULL, pins ? retain_10s : NULL);
+    static const uint64_t a[] = { 1, 2, 3 }, x[] = { 30, 31, 32 };
+    static const uint64_t b[] = { 20, 21, 22, 23, 24, 25 }, a2[] = { 1, 2, 3, 4 };
+    struct atr_error err;
+    struct atr_sim_req q = { 0, 0, 48, 1, a, 3 };
+    const struct atr_sim_record *ra = atr_engine_add(e, &q, &err);
+    assert_non_null(ra);
+    atr_engine_set_retain(e, ra);
+    add(e, 1, 1, 48, 1, x, 3);
+    add(e, 2, 2, run_retain6 ? 96 : 80, 1, b, run_retain6 ? 6 : 5);
+    add(e, 3, 3, 64, 1, a2, 4);
+    run_all(e, r, 4);
+    atr_engine_get_stats(e, st);
+    *out = e;
+}
+
+static void test_kv_retain(void **state)
+{
+    (void)state;
+    const struct atr_sim_record *r[4];
+    struct atr_engine_stats st;
+    struct atr_engine *e;
+    run_retain(false, r, &st, &e);
+    assert_int_equal(r[3]->cached_tokens, 0);
+    assert_int_equal(st.kv_pins, 0);
+    atr_engine_free(e);
+    run_retain(true, r, &st, &e);
+    assert_int_equal(r[3]->cached_tokens, 48);
+    assert_true(r[2]->first_scheduled < 2.5 && r[3]->first_scheduled < 3.5);  /* no waits */
+    assert_int_equal(st.kv_pins, 1);
+    assert_int_equal(st.kv_pins_dropped, 0);
+    assert_int_equal(st.evictions, 3 + 1);   /* X's for B, one of B's for A2 */
+    atr_engine_free(e);
+    /* a pin gives way when nothing else can be evicted: B of 6 blocks needs
+     * one of A's too, and takes it rather than wait */
+    run_retain6 = true;
+    run_retain(true, r, &st, &e);
+    run_retain6 = false;
+    assert_int_equal(st.kv_pins_dropped, 1);
+    assert_true(r[2]->first_scheduled < 2.5);
+    assert_true(r[3]->cached_tokens < 48);
+    atr_engine_free(e);
+}
+
 /* Sessions: the next turn arrives `think` after the previous finished and
  * repeats the whole previous prompt plus new blocks. */
 #define SESS 8
@@ -516,6 +574,7 @@ int main(void)
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_skip_oversized),
         cmocka_unit_test(test_abort),
+        cmocka_unit_test(test_kv_retain),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -26,16 +26,18 @@ function loadTimelines() {
 }
 
 // Trace i's flat, gap-coded step list (see timeline_json in html.c) as
-// [kind, start ms, duration ms, a, b]: llm a, b = tokens in, out; tool a =
-// its label.
+// [kind, start ms, duration ms, a, b, agent]: llm a, b = tokens in, out;
+// tool a = its label; agent: the sub-agent's name, "" for the main agent
+// (kinds 2 and 3 are llm and tool steps with the agent's label last).
 function steps(all, i) {
   const f = all.tl[i] || [], labels = all.labels, out = [];
   let at = 0;
   for (let i = 0; i < f.length;) {
-    const kind = f[i], start = at + f[i + 1], dur = f[i + 2];
+    const kind = f[i] & 1, sub = f[i] >= 2, start = at + f[i + 1], dur = f[i + 2];
     at = start + dur;
     if (kind === 0) { out.push([0, start, dur, f[i + 3], f[i + 4]]); i += 5; }
     else { out.push([1, start, dur, labels[f[i + 3]] ?? "", 0]); i += 4; }
+    out[out.length - 1].push(sub ? labels[f[i++]] ?? "" : "");
   }
   return out;
 }
@@ -109,30 +111,37 @@ async function timeline(i) {
   box.replaceChildren();
   box.appendChild(el("h3", {}, `Timeline of ${t.id ?? "(no id)"} (${t.steps} steps)`));
   const end = all.reduce((m, s) => Math.max(m, s[1] + s[2]), 1);
-  const W = 1000, L = 60, R = 20, rowH = 22, top = 10, H = top + rowH * 2 + 44;
+  // one llm and one tool row per agent, the main agent first: a DAG's
+  // parallel sub-agents side by side
+  const lanes = [""];
+  for (const s of all) if (!lanes.includes(s[5])) lanes.push(s[5]);
+  const rows = lanes.length * 2;
+  const W = 1000, L = 60, R = 20, rowH = 22, top = 10, H = top + rowH * rows + 44;
   const x = ms => L + (W - L - R) * ms / end;
   const svg = el("svg:svg", { class: "timeline", viewBox: `0 0 ${W} ${H}`, role: "img",
                               "aria-label": "steps on one time axis" });
-  ["llm", "tool"].forEach((name, r) =>
-    svg.appendChild(el("svg:text", { x: 4, y: top + rowH * r + 15 }, name)));
+  lanes.forEach((agent, k) => ["llm", "tool"].forEach((name, r) =>
+    svg.appendChild(el("svg:text", { x: 4, y: top + rowH * (2 * k + r) + 15 },
+                       agent ? `${agent.slice(0, 6)} ${name}` : name))));
   for (let k = 0; k <= 5; k++) {
     const ms = end * k / 5, xx = x(ms);
-    svg.appendChild(el("svg:line", { class: "grid", x1: xx, x2: xx, y1: top, y2: top + rowH * 2 }));
-    svg.appendChild(el("svg:text", { x: xx, y: top + rowH * 2 + 14, "text-anchor": "middle" },
+    svg.appendChild(el("svg:line", { class: "grid", x1: xx, x2: xx, y1: top, y2: top + rowH * rows }));
+    svg.appendChild(el("svg:text", { x: xx, y: top + rowH * rows + 14, "text-anchor": "middle" },
                        (ms / 1000).toFixed(ms < 10000 ? 2 : 0)));
   }
   svg.appendChild(el("svg:text", { class: "axis", x: (L + W - R) / 2, y: H - 6, "text-anchor": "middle" },
                      "time since the trace's first step (s)"));
-  for (const [kind, start, dur, a, b] of all) {
-    const label = kind ? a : `llm ${a} in, ${b} out`;
-    const rect = el("svg:rect", { class: kind ? "tool" : "llm", x: x(start), y: top + rowH * kind + 3,
+  for (const [kind, start, dur, a, b, agent] of all) {
+    const label = (agent ? `${agent}: ` : "") + (kind ? a : `llm ${a} in, ${b} out`);
+    const row = 2 * lanes.indexOf(agent) + kind;
+    const rect = el("svg:rect", { class: kind ? "tool" : "llm", x: x(start), y: top + rowH * row + 3,
                                   width: Math.max(1.5, x(start + dur) - x(start)), height: rowH - 6 });
     rect.appendChild(el("svg:title", {}, `${label} | start ${(start / 1000).toFixed(3)} s, ${dur} ms`));
     svg.appendChild(rect);
   }
   box.appendChild(svg);
   box.appendChild(el("p", { class: "muted" },
-    "Blue: llm calls; orange: tool calls. Hover a bar for its step; steps without a recorded time follow the previous one."));
+    "Blue: llm calls; orange: tool calls; a sub-agent has rows of its own. Hover a bar for its step; steps without a recorded time follow the previous one."));
   box.scrollIntoView({ block: "nearest" });
 }
 
