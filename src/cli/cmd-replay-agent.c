@@ -27,7 +27,6 @@
 #include "trace/reader.h"
 #include "util/alloc.h"
 #include "util/output.h"
-#include "util/size.h"
 
 const char cmd_replay_agent_help[] =
     "usage: atr replay agent [OPTIONS] TRACE... --target URL|sim:GPU/MODEL\n"
@@ -117,30 +116,17 @@ static void on_stop(int sig)
     atr_replay_stop();
 }
 
-static bool opt_limit(const char *arg, int64_t *out)
-{
-    size_t v;
-    if (strcmp(arg, "none") == 0) {
-        *out = -1;
-        return true;
-    }
-    if (!atr_parse_size(arg, &v) || v < 1 || v > INT64_MAX)
-        return false;
-    *out = (int64_t)v;
-    return true;
-}
-
 static bool opt_mem_max(void *b, const char *arg, const char *cmd)
 {
     (void)cmd;
-    return opt_limit(arg, &((struct agent_args *)b)->ro.limits.mem_max);
+    return cli_parse_limit(arg, &((struct agent_args *)b)->ro.limits.mem_max);
 }
 
 static bool opt_disk_max(void *b, const char *arg, const char *cmd)
 {
     struct agent_args *a = b;
     (void)cmd;
-    return opt_limit(arg, &a->ro.disk_max) && (a->ro.disk_max < 0 || a->ro.disk_max >= 1 << 20);
+    return cli_parse_limit(arg, &a->ro.disk_max) && (a->ro.disk_max < 0 || a->ro.disk_max >= 1 << 20);
 }
 
 static bool opt_cpu_max(void *b, const char *arg, const char *cmd)

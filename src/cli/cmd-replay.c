@@ -214,30 +214,16 @@ static bool parse_cpu_max(void *base, const char *arg, const char *cmd)
     return true;
 }
 
-/* SIZE, or "none": no limit (-1). */
-static bool parse_limit(const char *arg, int64_t *out)
-{
-    size_t v;
-    if (strcmp(arg, "none") == 0) {
-        *out = -1;
-        return true;
-    }
-    if (!atr_parse_size(arg, &v) || v < 1 || v > INT64_MAX)
-        return false;
-    *out = (int64_t)v;
-    return true;
-}
-
 static bool parse_mem_max(void *base, const char *arg, const char *cmd)
 {
-    return parse_limit(arg, &((struct replay_args *)base)->ro.limits.mem_max);
+    return cli_parse_limit(arg, &((struct replay_args *)base)->ro.limits.mem_max);
 }
 
 static bool parse_disk_max(void *base, const char *arg, const char *cmd)
 {
     struct replay_args *a = base;
     /* below ext4's smallest useful size mkfs fails: refuse it here */
-    return parse_limit(arg, &a->ro.disk_max) && (a->ro.disk_max < 0 || a->ro.disk_max >= 1 << 20);
+    return cli_parse_limit(arg, &a->ro.disk_max) && (a->ro.disk_max < 0 || a->ro.disk_max >= 1 << 20);
 }
 
 static bool parse_pids_max(void *base, const char *arg, const char *cmd)

@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "llm/models.h"
@@ -72,6 +73,9 @@ bool cli_parse_double(const char *s, double lo, double hi, double *out);
 /* Parses a non-negative integer in [min, max]; false on junk. */
 bool cli_parse_uint(const char *s, unsigned long long min, unsigned long long max,
                     unsigned long long *out);
+/* Parses a size (atr_parse_size: 512M, 2G, ...) of at least 1 byte, or
+ * "none" (-1: no limit), into *out; false on junk. */
+bool cli_parse_limit(const char *s, int64_t *out);
 /* Runs handler on SIGINT, SIGTERM and SIGHUP. */
 void cli_on_stop_signals(void (*handler)(int));
 /* Removes temporaries of atomic outputs on SIGINT/SIGTERM, then exits 130/143. */

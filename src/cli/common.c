@@ -13,6 +13,7 @@
 #include "policy/policy.h"
 #include "sim/cost.h"
 #include "util/output.h"
+#include "util/size.h"
 
 int cli_fail(const char *fmt, ...)
 {
@@ -118,6 +119,19 @@ bool cli_parse_uint(const char *s, unsigned long long min, unsigned long long ma
     if (errno || *end || v < min || v > max)
         return false;
     *out = v;
+    return true;
+}
+
+bool cli_parse_limit(const char *s, int64_t *out)
+{
+    size_t v;
+    if (strcmp(s, "none") == 0) {
+        *out = -1;
+        return true;
+    }
+    if (!atr_parse_size(s, &v) || v < 1 || v > INT64_MAX)
+        return false;
+    *out = (int64_t)v;
     return true;
 }
 
