@@ -193,3 +193,18 @@ assert a['kv_pins'] == b['kv_pins'] == 4 and a['kv_pins_dropped'] == 0, (a, b)
 check dag-kv-retain-off-no-keys "! grep -q kv_pins '$T/dag-fj.json'"
 fails dag-kv-retain-bad 2 "kv-retain wants seconds" "$ATR" sim run "$D/fork-join.ndjson" \
     -p h100/llama-3.1-8b --kv-retain -1
+# ... and in the report's retention table, beside the curve: pins, dropped
+# pins, evictions of the run with the knob; n/a pins for the one without
+ok dag-kv-retain-report "$ATR" report -q "$T/dag-fj.json" "$T/dag-kr.json" -o "$T/dag-kr.html"
+check dag-kv-retain-report-cost "python3 -c \"
+import re
+h = open('$T/dag-kr.html').read()
+t = h[h.index('KV cache across tool pauses'):]
+t = t[:t.index('</table>')]
+assert '<th>kv pins</th><th>pins dropped</th><th>evictions</th>' in t, t
+rows = re.findall(r'<tr><td>.*?</tr>', t)
+assert rows[0].endswith('<td class=\\\"n\\\">n/a</td><td class=\\\"n\\\">n/a</td><td class=\\\"n\\\">0</td></tr>'), rows[0]
+assert rows[1].endswith('<td class=\\\"n\\\">4</td><td class=\\\"n\\\">0</td><td class=\\\"n\\\">0</td></tr>'), rows[1]
+\""
+ok dag-kv-off-report "$ATR" report -q "$T/dag-fj.json" -o "$T/dag-kr0.html"
+check dag-kv-off-report-no-cost "grep -q 'KV cache across tool pauses' '$T/dag-kr0.html' && ! grep -q '<th>kv pins</th>' '$T/dag-kr0.html'"
