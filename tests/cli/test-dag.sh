@@ -117,11 +117,37 @@ wait "$DAG_SV" 2>/dev/null
 dag_llama() {
     LLAMA=$(llama_bin) || { echo "skip: dag against llama-server: $LLAMA"; return 0; }
     "$ATR" gen --kind gguf --preset tiny -q -o "$T/dag-tiny.gguf" || { fail "gen gguf"; return; }
-    llama_start dag-llama "$T/dag-tiny.gguf" -np 4 -c 8192 -t 1 || return 0
+    # -c 16384: 4096 a slot, room for calibrate's 3072-token probes
+    llama_start dag-llama "$T/dag-tiny.gguf" -np 4 -c 16384 -t 1 || return 0
     ok dag-llama-replay "$ATR" replay llm -q "$D/fork-join.ndjson" --target "$LLAMA_URL" \
         --time-scale 0.1 --requests-out "$T/dag-llama.jsonl" --save-result "$T/dag-llama.json"
     check dag-llama-order "$DC order '$D/fork-join.ndjson' '$T/dag-llama.jsonl' 0.1"
     check dag-llama-figures "$DC figures '$D/fork-join.ndjson' '$T/dag-llama.jsonl' '$T/dag-llama.json'"
+    # the simulator calibrated against this same server, on the same DAG:
+    # its order exact, its figures consistent; the critical paths' ratio
+    # is kept in the check's name (BENCHMARKS.md "DAG sessions": a few ms
+    # of a tiny model on a shared machine, so no timing band is asserted)
+    mkdir -p "$T/dag-cal/gpus"
+    ok dag-llama-calibrate "$ATR" sim calibrate --target "$LLAMA_URL" --reps 1 \
+        -o "$T/dag-cal/gpus/cal.json"
+    ok dag-llama-sim env ATR_PROFILE_PATH="$T/dag-cal" "$ATR" sim run -q "$D/fork-join.ndjson" \
+        -p cal/atr-tiny --engine llama.cpp --ctx-size 16384 --time-scale 0.1 \
+        --requests-out "$T/dag-llama-sim.jsonl" --save-result "$T/dag-llama-sim.json"
+    check dag-llama-sim-order "$DC order '$D/fork-join.ndjson' '$T/dag-llama-sim.jsonl' 0.1 exact"
+    check dag-llama-sim-figures "$DC figures '$D/fork-join.ndjson' '$T/dag-llama-sim.jsonl' '$T/dag-llama-sim.json'"
+    python3 -c "
+import json
+h, s = (json.load(open('$T/dag-llama%s.json' % k))['atr']['sessions'] for k in ('', '-sim'))
+print('%.3f' % (h['mean_critical_path_ms'] / s['mean_critical_path_ms']))
+" >"$T/dag-llama-ratio.txt" 2>&1
+    check "dag-llama-vs-sim-critical-path (x$(cat "$T/dag-llama-ratio.txt"))" "python3 -c \"
+import json, math
+for k in ('', '-sim'):
+    s = json.load(open('$T/dag-llama%s.json' % k))['atr']['sessions']
+    assert s['completed'] == 2 and s['failed'] == 0, s
+    assert 0 < s['mean_critical_path_ms'] <= s['mean_completion_ms'], s
+assert math.isfinite(float(open('$T/dag-llama-ratio.txt').read()))
+\""
     kill "$LLAMA_PID" 2>/dev/null
     wait "$LLAMA_PID" 2>/dev/null
 }
