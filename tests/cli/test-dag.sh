@@ -234,3 +234,42 @@ assert rows[1].endswith('<td class=\\\"n\\\">4</td><td class=\\\"n\\\">0</td><td
 \""
 ok dag-kv-off-report "$ATR" report -q "$T/dag-fj.json" -o "$T/dag-kr0.html"
 check dag-kv-off-report-no-cost "grep -q 'KV cache across tool pauses' '$T/dag-kr0.html' && ! grep -q '<th>kv pins</th>' '$T/dag-kr0.html'"
+
+# ---- sim serve --kv-retain: pins a request with a session hint (replay
+# llm --session-hint's "user" field on each turn with a turn to come, or an
+# X-Session-Id header): the same 4 pins as sim run; no hint, no pin ----
+kv_serve() {   # kv_serve NAME -> DAG_URL, DAG_SV (0 when it did not start)
+    : >"$T/$1.out"
+    "$ATR" sim serve --port 0 --profile h100/llama-3.1-8b --time-scale 0.02 --kv-retain 5 \
+        >"$T/$1.out" 2>"$T/$1.err" &
+    DAG_SV=$!
+    CURRENT=$1-listens
+    if wait_for 30 "grep -q '^atr sim serve: listening on' '$T/$1.out'"; then
+        pass
+        DAG_URL=$(sed -n 's|^atr sim serve: listening on \(http://[0-9.:]*\)$|\1|p' "$T/$1.out")
+    else
+        fail "no listening line: $(head -c 300 "$T/$1.err")"
+        kill -TERM "$DAG_SV" 2>/dev/null; wait "$DAG_SV" 2>/dev/null; DAG_SV=0
+    fi
+}
+kv_pins_of() { curl -s "$DAG_URL/metrics" | sed -n 's/^atr_sim_kv_pins_total{.*} \([0-9]*\)$/\1/p'; }
+kv_serve dag-kv-serve
+if [ "$DAG_SV" != 0 ]; then
+    ok dag-kv-serve-replay "$ATR" replay llm -q "$D/fork-join.ndjson" --target "$DAG_URL" \
+        --time-scale 0.02 --session-hint --save-result "$T/dag-kv-serve.json"
+    check "dag-kv-serve-pins-as-sim-run ($(kv_pins_of))" "[ \"\$(curl -s '$DAG_URL/metrics' | sed -n 's/^atr_sim_kv_pins_total{.*} \([0-9]*\)$/\1/p')\" = 4 ]"
+    check dag-kv-serve-cost-counters "curl -s '$DAG_URL/metrics' | grep -q '^atr_sim_kv_pins_dropped_total{.*} 0$' && curl -s '$DAG_URL/metrics' | grep -q '^atr_sim_kv_evictions_total{'"
+    M=$(curl -s "$DAG_URL/v1/models" | python3 -c "import json, sys; print(json.load(sys.stdin)['data'][0]['id'])")
+    check dag-kv-serve-header "curl -sf '$DAG_URL/v1/completions' -H 'X-Session-Id: s1' -d '{\"model\":\"$M\",\"prompt\":\"a b c\",\"max_tokens\":2}' >/dev/null && [ \"\$(curl -s '$DAG_URL/metrics' | sed -n 's/^atr_sim_kv_pins_total{.*} \([0-9]*\)$/\1/p')\" = 5 ]"
+    check dag-kv-serve-bad-user "curl -s '$DAG_URL/v1/completions' -d '{\"model\":\"$M\",\"prompt\":\"a\",\"max_tokens\":2,\"user\":7}' | grep -q 'user: expected a string, got number'"
+    kill -TERM "$DAG_SV" 2>/dev/null; wait "$DAG_SV" 2>/dev/null
+fi
+kv_serve dag-kv-serve-nohint
+if [ "$DAG_SV" != 0 ]; then
+    ok dag-kv-serve-nohint-replay "$ATR" replay llm -q "$D/fork-join.ndjson" --target "$DAG_URL" \
+        --time-scale 0.02 --save-result "$T/dag-kv-nohint.json"
+    check dag-kv-serve-no-hint-no-pin "[ \"\$(curl -s '$DAG_URL/metrics' | sed -n 's/^atr_sim_kv_pins_total{.*} \([0-9]*\)$/\1/p')\" = 0 ]"
+    kill -TERM "$DAG_SV" 2>/dev/null; wait "$DAG_SV" 2>/dev/null
+fi
+fails dag-kv-serve-fixed 2 "kv-retain is for the engine model" "$ATR" sim serve --ttft 1 --itl 1 --kv-retain 5
+fails dag-kv-serve-bad 2 "kv-retain wants seconds" "$ATR" sim serve -p h100/llama-3.1-8b --kv-retain -1
