@@ -295,6 +295,11 @@ static int read_atr_block(const struct ctx *c, const struct atr_json *o,
     r->policy = policy ? xstrdup(policy) : NULL;
     if (num(c, atr, "prefix_cache_hit_rate", &r->prefix_hit_rate) < 0)
         return -1;
+    const struct atr_json *eng = atr_json_get(atr, "engine");
+    if (atr_json_is(eng, ATR_JSON_OBJECT) &&
+        (num(c, eng, "kv_pins", &r->kv_pins) || num(c, eng, "kv_pins_dropped", &r->kv_pins_dropped)
+         || num(c, eng, "evictions", &r->evictions)))
+        return -1;
     const struct atr_json *ses = atr_json_get(atr, "sessions");
     if (!atr_json_is(ses, ATR_JSON_OBJECT))
         return 0;
@@ -399,7 +404,7 @@ static void result_init(struct atr_bench_result *r)
         .tpot_p99_ms = NAN, .tpot_p50_ms = NAN, .itl_p50_ms = NAN, .itl_p99_ms = NAN,
         .repeat = 1, .e2el_mean_ms = NAN, .e2el_p50_ms = NAN, .e2el_p99_ms = NAN,
         .prefix_hit_rate = NAN, .session_mean_ms = NAN, .session_p50_ms = NAN,
-        .session_p99_ms = NAN};
+        .session_p99_ms = NAN, .kv_pins = NAN, .kv_pins_dropped = NAN, .evictions = NAN};
 }
 
 static int read_object(const struct ctx *c, const struct atr_json *o, struct atr_bench_result *r)

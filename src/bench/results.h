@@ -61,6 +61,10 @@ struct atr_bench_result {
     double tpot_p50_ms, itl_p50_ms, itl_p99_ms;
     double prefix_hit_rate;               /* 0..1, atr's "atr" block only */
     double session_mean_ms, session_p50_ms, session_p99_ms;   /* atr.sessions */
+    /* The simulator's retention knob and its cost (atr.engine of a sim or
+     * sim: target): kv_pins NAN unless --kv-retain was on; evictions for
+     * any simulated run. */
+    double kv_pins, kv_pins_dropped, evictions;
     bool has_latency;      /* any TTFT or TPOT figure */
     unsigned repeat;       /* atr bench's "repeat" (1-based); 1 for every other file */
     /* Serving results: atr.target, else "sim:" + atr.engine.profile, else

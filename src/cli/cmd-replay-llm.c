@@ -68,6 +68,10 @@ const char cmd_replay_llm_help[] =
     "      --kv-retain SECONDS   sim target: pin a session's KV blocks this long\n"
     "                            after each turn that has one to come (atr sim run\n"
     "                            --help)\n"
+    "      --session-hint        a server target: each turn with a turn to come\n"
+    "                            sends its session's trace id as the request's\n"
+    "                            \"user\" field, which atr sim serve --kv-retain\n"
+    "                            reads as the sign to pin its KV blocks\n"
     "      --save-result FILE    the result JSON (vLLM's --save-result keys + \"atr\")\n"
     "      --requests-out FILE   one line per request\n"
     "      --goodput SLOS        e.g. ttft:500 tpot:50 e2el:10000 (milliseconds);\n"
@@ -117,6 +121,7 @@ struct llm_args {
     struct llm_policy_list policies;
     enum atr_llm_api api;
     bool force_length, skip_oversized;
+    bool session_hint;           /* --session-hint */
     double kv_retain;            /* sim target: --kv-retain seconds */
     unsigned warmup, tp;
     unsigned connections;        /* --connections N; 0: the client's default */
@@ -147,6 +152,7 @@ static const struct opt options[] = {
              "--api wants completions or chat"),
     OPT_STRING(ARGS, api_key, "api-key", 0),
     OPT_FLAG_OFF(ARGS, force_length, "no-force-length", 0),
+    OPT_FLAG(ARGS, session_hint, "session-hint", 0),
     OPT_UINT(ARGS, warmup, "warmup", 0, 0, 1000, "--warmup wants 0..1000"),
     OPT_DOUBLE(ARGS, timeout_s, "timeout", 0, 0, OPT_FINITE, "--timeout wants seconds"),
     OPT_DOUBLE(ARGS, stall_s, "stall-timeout", 0, 0, OPT_FINITE,
@@ -238,6 +244,7 @@ static int open_target(const struct llm_args *a, struct atr_target *t, char *mod
     t->body.api = a->api;
     t->body.model = a->model;
     t->body.force_length = a->force_length;
+    t->body.session_hint = a->session_hint;
     t->client.api_key = a->api_key;
     t->client.max_connections = a->connections;
     t->warmup = a->warmup;

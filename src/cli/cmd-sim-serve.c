@@ -39,6 +39,12 @@ const char cmd_sim_serve_help[] =
     "                            engine when it arrives (as atr sim run --offline);\n"
     "                            by default it waits the profile's front end (4.1 ms,\n"
     "                            and 3 us a prompt token, one prompt at a time)\n"
+    "      --kv-retain SECONDS   pin the KV blocks of a finished request that carries\n"
+    "                            a session hint (a non-empty \"user\" field or an\n"
+    "                            X-Session-Id header; replay llm --session-hint)\n"
+    "                            this many simulated seconds, as atr sim run\n"
+    "                            --kv-retain; every hinted request is pinned;\n"
+    "                            /metrics counts them (docs/sim-serve.md)\n"
     "      --ttft MS, --itl MS   fixed latencies instead of the engine model\n"
     "server:\n"
     "      --host HOST           default 127.0.0.1\n"
@@ -152,6 +158,7 @@ static const struct opt options[] = {
              "--max-num-batched-tokens wants 16..16777216, got '%s'"),
     OPT_FLAG_OFF(ARGS, cfg.engine.prefix_caching, "no-prefix-caching", 0),
     OPT_FLAG(ARGS, offline, "offline", 0),
+    OPT_DOUBLE(ARGS, cfg.engine.retain_s, "kv-retain", 0, 0, 1e7, "--kv-retain wants seconds >= 0"),
     OPT_CALL("ttft", 0, parse_ttft, "--ttft and --itl want milliseconds >= 0, got '%s'"),
     OPT_CALL("itl", 0, parse_itl, "--ttft and --itl want milliseconds >= 0, got '%s'"),
     /* server */
@@ -210,6 +217,8 @@ static int parse_args(int argc, char **argv, struct serve_args *a)
                      a->ttft_given ? "--ttft" : "--itl");
     if (a->offline && fixed)
         return usage("--offline is for the engine model (--profile)%s", "");
+    if (a->cfg.engine.retain_s > 0 && fixed)   /* fixed mode has no KV cache to pin */
+        return usage("--kv-retain is for the engine model (--profile)%s", "");
     if (a->oom_after && a->cfg.crash_after)
         return usage("--oom-after and --crash-after both say when to exit; give one%s", "");
     return EXIT_OK;

@@ -84,6 +84,10 @@ int atr_prompt_body(struct atr_buf *b, const struct atr_body_opts *o, const stru
         rc |= atr_buf_puts(b, ",\"ignore_eos\":true");
     }
     rc |= atr_buf_puts(b, ",\"temperature\":0");
+    if (o->user) {
+        rc |= atr_buf_puts(b, ",\"user\":");
+        rc |= atr_json_write_string(b, o->user, strlen(o->user));
+    }
     rc |= atr_buf_puts(b, o->stream ? ",\"stream\":true,\"stream_options\":{\"include_usage\":true}}"
                                     : ",\"stream\":false}");
     return rc ? -1 : 0;

@@ -37,6 +37,11 @@ struct atr_body_opts {
     const char *salt;            /* prepended to the prompt (defeats prefix caching), or NULL;
                                     plain letters, digits and spaces only (both) */
     uint32_t max_tokens;         /* output cap below the turn's length, or 0 */
+    const char *user;            /* OpenAI's "user" field (a session hint), or NULL */
+    /* replay llm --session-hint: each turn with a turn to come sends its
+     * session's trace id as "user" (atr sim serve --kv-retain pins those);
+     * the replay sets user per turn, atr_prompt_body ignores this flag */
+    bool session_hint;
 };
 
 /* The JSON body for turn t. */

@@ -110,6 +110,17 @@ static void decide(struct driver *d, struct turn_state *q, uint64_t id, double n
         q->dec.replica = 0;
 }
 
+/* Whether a turn waits for ts's (a chain: a later turn; a DAG: a child):
+ * the turns --session-hint marks, as sim run --kv-retain pins them. */
+static bool has_next_turn(const struct driver *d, const struct turn_state *ts)
+{
+    const struct atr_session *s = &d->cfg->workload->sessions[ts->session];
+    if (!s->dag)
+        return ts->turn + 1 < s->n_turns;
+    const struct atr_dag_state *st = &d->dag[ts->session];
+    return st->child_at[ts->turn + 1] > st->child_at[ts->turn];
+}
+
 /* Hands a released turn to its replica's client. */
 static void start_turn(struct driver *d, struct turn_state *ts)
 {
@@ -124,6 +135,8 @@ static void start_turn(struct driver *d, struct turn_state *ts)
     u.n_ids = q->dec.n_ids;
     struct atr_body_opts body = d->cfg->body;
     body.max_tokens = q->dec.max_tokens;
+    if (body.session_hint && has_next_turn(d, q))
+        body.user = d->cfg->workload->sessions[q->session].trace_id;
     char salt[32];
     if (q->dec.salt) {       /* one unique word first: nothing after it can match */
         snprintf(salt, sizeof salt, "r%llu ", (unsigned long long)id);

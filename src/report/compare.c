@@ -107,6 +107,7 @@ void atr_compare_row_of_summary(struct atr_compare_row *out, const char *target,
         .request_throughput = finite_or_nan(s->request_throughput),
         .output_throughput = finite_or_nan(s->output_throughput),
         .prefix_hit_rate = s->total_input ? (double)s->cached_tokens / (double)s->total_input : 0,
+        .kv_pins = NAN, .kv_pins_dropped = NAN, .evictions = NAN,   /* the engine's, not a summary's */
     };
     session_figures(&r, s, cfg);
     *out = r;
@@ -175,6 +176,7 @@ static void add_result(struct atr_compare *c, const struct atr_bench_result *x, 
         .request_throughput = x->req_s, .output_throughput = x->tok_s,
         .prefix_hit_rate = x->prefix_hit_rate, .session_mean_ms = x->session_mean_ms,
         .session_p50_ms = x->session_p50_ms, .session_p99_ms = x->session_p99_ms,
+        .kv_pins = x->kv_pins, .kv_pins_dropped = x->kv_pins_dropped, .evictions = x->evictions,
     };
     struct atr_arena *a = &c->strings;
     /* the file as named, without the reader's "#LINE" */
@@ -359,12 +361,16 @@ const struct atr_compare_row *atr_compare_rows(struct atr_compare *c, size_t *n)
 
 /* ---- Markdown ---- */
 
-enum { N_COLS = 16, CELL_MAX = 160, FIRST_SESSION_COL = 8, N_SESSION_COLS = 3 };
+enum {
+    N_COLS = 19, CELL_MAX = 160, FIRST_SESSION_COL = 8, N_SESSION_COLS = 3,
+    FIRST_KV_COL = 14, N_KV_COLS = 3,
+};
 
 static const char *const col_head[N_COLS] = {
     "target", "policy", "avg TTFT ms", "p50 TTFT ms", "p99 TTFT ms", "avg E2E ms",
     "p50 E2E ms", "p99 E2E ms", "avg session s", "p50 session s", "p99 session s",
-    "req/s", "out tok/s", "prefix hit", "E2E cut", "TTFT cut",
+    "req/s", "out tok/s", "prefix hit", "kv pins", "pins dropped", "evictions",
+    "E2E cut", "TTFT cut",
 };
 
 static bool has_session(const struct atr_compare_row *r)
@@ -378,6 +384,16 @@ static bool any_session(const struct atr_compare_row *rows, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         if (has_session(&rows[i]))
+            return true;
+    return false;
+}
+
+/* Whether any row ran with the retention knob (--kv-retain): only then are
+ * there its columns, so a table without it stays as it was. */
+static bool any_kv(const struct atr_compare_row *rows, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (rows[i].kv_pins > 0)   /* NAN compares false; a zeroed row adds no columns */
             return true;
     return false;
 }
@@ -427,8 +443,13 @@ static void row_cells(const struct atr_compare_row *r, char cells[N_COLS][CELL_M
     fmt_num(cells[11], r->request_throughput, 2, "");
     fmt_num(cells[12], r->output_throughput, 1, "");
     fmt_num(cells[13], r->prefix_hit_rate * 100.0, 1, "%");
-    fmt_num(cells[14], r->e2el_cut_pct, 2, "%");
-    fmt_num(cells[15], r->ttft_cut_pct, 2, "%");
+    /* a run without the knob shows its evictions beside those with it:
+     * the baseline the pins' cost is read against */
+    const double kv[N_KV_COLS] = {r->kv_pins, r->kv_pins_dropped, r->evictions};
+    for (int i = 0; i < N_KV_COLS; i++)
+        fmt_num(cells[FIRST_KV_COL + i], kv[i], 0, "");
+    fmt_num(cells[17], r->e2el_cut_pct, 2, "%");
+    fmt_num(cells[18], r->ttft_cut_pct, 2, "%");
 }
 
 /* The columns shown, in order, and their widths. */
@@ -438,12 +459,13 @@ struct layout {
     size_t w[N_COLS];
 };
 
-static void layout_init(struct layout *l, bool sessions)
+static void layout_init(struct layout *l, bool sessions, bool kv)
 {
     l->n = 0;
     for (int c = 0; c < N_COLS; c++) {
         bool session_col = c >= FIRST_SESSION_COL && c < FIRST_SESSION_COL + N_SESSION_COLS;
-        if (sessions || !session_col)
+        bool kv_col = c >= FIRST_KV_COL && c < FIRST_KV_COL + N_KV_COLS;
+        if ((sessions || !session_col) && (kv || !kv_col))
             l->col[l->n++] = c;
         l->w[c] = strlen(col_head[c]);
     }
@@ -479,7 +501,7 @@ int atr_compare_write_markdown(struct atr_buf *b, struct atr_compare *c)
     const struct atr_compare_row *rows = atr_compare_rows(c, &n);
     char (*cells)[N_COLS][CELL_MAX] = xcalloc(n + 1, sizeof *cells);
     struct layout l;
-    layout_init(&l, any_session(rows, n));
+    layout_init(&l, any_session(rows, n), any_kv(rows, n));
     for (int i = 0; i < N_COLS; i++)
         snprintf(cells[0][i], CELL_MAX, "%s", col_head[i]);
     for (size_t r = 0; r < n; r++) {
@@ -499,7 +521,7 @@ int atr_compare_write_markdown(struct atr_buf *b, struct atr_compare *c)
 
 /* One row object, compact, as the table's JSON form lists it; the session
  * keys only in a table with session figures. */
-static void json_row(struct atr_jw *w, const struct atr_compare_row *r, bool sessions)
+static void json_row(struct atr_jw *w, const struct atr_compare_row *r, bool sessions, bool kv)
 {
     atr_jw_object_begin(w);
     atr_jw_kv_str(w, "file", r->file);
@@ -522,6 +544,11 @@ static void json_row(struct atr_jw *w, const struct atr_compare_row *r, bool ses
     atr_jw_kv_pyfloat(w, "request_throughput", r->request_throughput);
     atr_jw_kv_pyfloat(w, "output_throughput", r->output_throughput);
     atr_jw_kv_pyfloat(w, "prefix_cache_hit_rate", r->prefix_hit_rate);
+    if (kv) {
+        atr_jw_kv_pyfloat(w, "kv_pins", r->kv_pins);
+        atr_jw_kv_pyfloat(w, "kv_pins_dropped", r->kv_pins_dropped);
+        atr_jw_kv_pyfloat(w, "evictions", r->evictions);
+    }
     atr_jw_kv_pyfloat(w, "e2el_cut_pct", r->e2el_cut_pct);
     atr_jw_kv_pyfloat(w, "ttft_cut_pct", r->ttft_cut_pct);
     atr_jw_object_end(w);
@@ -531,12 +558,12 @@ int atr_compare_write_json(struct atr_buf *b, struct atr_compare *c)
 {
     size_t n;
     const struct atr_compare_row *rows = atr_compare_rows(c, &n);
-    bool sessions = any_session(rows, n);
+    bool sessions = any_session(rows, n), kv = any_kv(rows, n);
     int rc = atr_buf_puts(b, n ? "[\n" : "[");
     for (size_t i = 0; i < n; i++) {       /* one row per line */
         struct atr_jw w;
         atr_jw_init(&w, b, ATR_JW_COMPACT);
-        json_row(&w, &rows[i], sessions);
+        json_row(&w, &rows[i], sessions, kv);
         rc |= atr_jw_finish(&w) | atr_buf_puts(b, i + 1 < n ? ",\n" : "\n");
     }
     return (rc | atr_buf_puts(b, "]\n")) ? -1 : 0;

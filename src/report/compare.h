@@ -41,6 +41,10 @@ struct atr_compare_row {
     double prefix_hit_rate;      /* 0..1, atr results only */
     /* Session completion time (atr.sessions of a multi-turn workload). */
     double session_mean_ms, session_p50_ms, session_p99_ms;
+    /* The retention knob's cost (atr.engine of a simulated run): sessions'
+     * blocks pinned by --kv-retain, pins dropped for memory, blocks evicted.
+     * kv_pins NAN unless the knob was on. */
+    double kv_pins, kv_pins_dropped, evictions;
     /* (naive - this) / naive * 100 of the means, against the first naive
      * row (in adding order) of the same target; NAN for that row itself,
      * without a naive row, or when either mean is missing or naive's is 0.
@@ -95,12 +99,15 @@ bool atr_compare_has_repeats(const struct atr_compare *c);
 
 /* The Markdown table, one header, one row per result, '\n'-terminated
  * lines; missing figures show "-". The session columns are there only when
- * some row has a session figure. Returns 0, or -1 at b's cap. */
+ * some row has a session figure; the retention columns (kv pins, pins
+ * dropped, evictions) only when some row has kv_pins. Returns 0, or -1 at
+ * b's cap. */
 int atr_compare_write_markdown(struct atr_buf *b, struct atr_compare *c);
 
 /* A JSON array with one object per row (keys in the help of `atr compare`),
  * one row per line, ending in "]\n"; missing figures are null. The session
- * keys are there only when some row has a session figure. */
+ * keys are there only when some row has a session figure, kv_pins,
+ * kv_pins_dropped and evictions only when some row has kv_pins. */
 int atr_compare_write_json(struct atr_buf *b, struct atr_compare *c);
 
 #endif

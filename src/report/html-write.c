@@ -450,14 +450,36 @@ static const struct atr_json *retention_of(const struct atr_json *root)
     return bins && atr_json_is(bins, ATR_JSON_ARRAY) && !bins->packed ? bins : NULL;
 }
 
+/* A result's atr.engine when it ran with --kv-retain (kv_pins there), or
+ * NULL: the knob's cost is shown beside its curve. */
+static const struct atr_json *pins_of(const struct atr_json *root)
+{
+    const struct atr_json *e = atr_json_get(atr_json_get(root, "atr"), "engine");
+    return e && atr_html_get_num(e, "kv_pins") > 0 ? e : NULL;
+}
+
+/* The knob's cost cells of one row: pins, pins dropped, evictions ("-"
+ * where the run has none, as a run without the knob has no pins). */
+static void pins_cells(struct atr_buf *b, const struct atr_json *root)
+{
+    const struct atr_json *e = atr_json_get(atr_json_get(root, "atr"), "engine");
+    static const char *const keys[] = {"kv_pins", "kv_pins_dropped", "evictions"};
+    for (int i = 0; i < 3; i++)
+        atr_html_td_num(b, e ? atr_html_get_num(e, keys[i]) : NAN, 0);
+}
+
 /* KV retention across tool pauses: per result, per pause bin, the share
  * of the prefix a later turn shared with the one before that was still
  * cached, and how many turns paused that long. */
 static void retention_table(struct atr_buf *b, const struct atr_html *h)
 {
     const struct atr_json *first = NULL;
-    for (size_t r = 0; r < h->n_results && !first; r++)
-        first = retention_of(h->results[r].root);
+    bool pins = false;
+    for (size_t r = 0; r < h->n_results; r++) {
+        if (!first)
+            first = retention_of(h->results[r].root);
+        pins |= pins_of(h->results[r].root) != NULL;
+    }
     if (!first)
         return;
     atr_buf_puts(b, "<h3>KV cache across tool pauses</h3>\n<p>Of the prefix a session's "
@@ -472,6 +494,8 @@ static void retention_table(struct atr_buf *b, const struct atr_html *h)
         else
             atr_buf_printf(b, "<th>%g-%g s</th>", lo, hi);
     }
+    if (pins)   /* the cost of holding sessions: sim --kv-retain */
+        atr_buf_puts(b, "<th>kv pins</th><th>pins dropped</th><th>evictions</th>");
     atr_buf_puts(b, "</tr></thead><tbody>\n");
     for (size_t r = 0; r < h->n_results; r++) {
         const struct atr_json *bins = retention_of(h->results[r].root);
@@ -487,6 +511,8 @@ static void retention_table(struct atr_buf *b, const struct atr_html *h)
             else
                 atr_buf_printf(b, "<td class=\"n\">%.1f %% (%.0f)</td>", reuse * 100, turns);
         }
+        if (pins)
+            pins_cells(b, h->results[r].root);
         atr_buf_puts(b, "</tr>\n");
     }
     atr_buf_puts(b, "</tbody></table>\n");

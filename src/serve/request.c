@@ -205,6 +205,12 @@ static int parse_options(enum atr_serve_api api, const struct atr_json *root,
             return -1;
         out->model = v->u.str.s;
     }
+    v = atr_json_get(root, "user");
+    if (v && v->type != ATR_JSON_NULL) {
+        if (want_type(v, ATR_JSON_STRING, "a string", "user", err) < 0)
+            return -1;
+        out->session_hint = v->u.str.len > 0;
+    }
     if (get_bool(root, "stream", false, &out->stream, err) < 0)
         return -1;
     v = atr_json_get(root, "stream_options");

@@ -710,6 +710,16 @@ static struct stream *stream_new(struct atr_serve *s, struct evhttp_request *req
     return st;
 }
 
+/* Whether the request says it is a session's turn (--kv-retain pins it):
+ * a non-empty "user" in the body or an X-Session-Id header. The server
+ * cannot know whether another turn follows, so every hinted turn is
+ * pinned, the last one too. */
+static bool session_hint(struct evhttp_request *req, const struct atr_serve_request *r)
+{
+    const char *h = evhttp_find_header(evhttp_request_get_input_headers(req), "X-Session-Id");
+    return r->session_hint || (h && *h);
+}
+
 /* The request reaches the engine after the modelled front end (an
  * arrival in the engine's future: the engine's timer fires for it). */
 static int stream_engine_add(struct stream *st, struct atr_error *err)
@@ -795,6 +805,8 @@ static void handle_completion(struct atr_serve *s, struct evhttp_request *req,
         stream_free(st);
         return send_error(s, req, 400, err.msg);
     }
+    if (s->engine && s->cfg.engine.retain_s > 0 && session_hint(req, &r))
+        atr_engine_set_retain(s->engine, st->rec);
     stream_begin(st, fault);
 }
 
@@ -840,6 +852,21 @@ static void metric(struct atr_serve *s, const char *name, const char *labels, do
     atr_buf_printf(&s->tmp, "} %.15g\n", v);
 }
 
+/* --kv-retain's counters (only with it: other scrapes stay as they were):
+ * the knob's cost, as sim run's result has it. */
+static void metrics_retain(struct atr_serve *s)
+{
+    struct atr_buf *b = &s->tmp;
+    struct atr_engine_stats st;
+    atr_engine_get_stats(s->engine, &st);
+    metric_head(b, "atr_sim_kv_pins_total", "counter", "Finished requests whose KV blocks were pinned (--kv-retain, a session hint).");
+    metric(s, "atr_sim_kv_pins_total", NULL, (double)st.kv_pins);
+    metric_head(b, "atr_sim_kv_pins_dropped_total", "counter", "Pins ended early for another request's memory.");
+    metric(s, "atr_sim_kv_pins_dropped_total", NULL, (double)st.kv_pins_dropped);
+    metric_head(b, "atr_sim_kv_evictions_total", "counter", "Cached KV blocks evicted.");
+    metric(s, "atr_sim_kv_evictions_total", NULL, (double)st.evictions);
+}
+
 static void metrics_engine(struct atr_serve *s)
 {
     struct atr_buf *b = &s->tmp;
@@ -866,6 +893,8 @@ static void metrics_engine(struct atr_serve *s)
     metric(s, "vllm:prefix_cache_queries_total", NULL, queries);
     metric_head(b, "vllm:prefix_cache_hits_total", "counter", "Prefix cache hits, in terms of number of cached tokens.");
     metric(s, "vllm:prefix_cache_hits_total", NULL, hits);
+    if (s->engine && s->cfg.engine.retain_s > 0)
+        metrics_retain(s);
 }
 
 static void metrics_ttft(struct atr_serve *s)

@@ -40,7 +40,10 @@ struct atr_serve_cfg {
      * frontend_s and frontend_token_s, sim/frontend.h), as in atr sim run;
      * none after atr_profile_set_offline. */
     const struct atr_profile *profile;
-    struct atr_engine_cfg engine;   /* cost and capacity are filled from profile */
+    /* cost and capacity are filled from profile; retain_s (--kv-retain)
+     * pins the blocks of a request with a session hint: a non-empty
+     * "user" field or an X-Session-Id header */
+    struct atr_engine_cfg engine;
     double ttft_s, itl_s;       /* fixed mode */
     uint64_t seed;
     size_t max_body;            /* request body limit; 0 = 16 MiB */
@@ -96,6 +99,9 @@ struct atr_serve_request {
     uint64_t prompt_tokens;     /* estimated tokens of the prompt (rendered messages for chat) */
     uint64_t *hash_ids;         /* prefix block ids, block size 16 (malloc, caller frees) */
     size_t n_hash_ids;
+    /* A non-empty "user" (OpenAI's end-user id): the request belongs to a
+     * session with a turn to come (engine.retain_s pins its blocks). */
+    bool session_hint;
 };
 
 #define ATR_SERVE_BLOCK_SIZE 16

@@ -120,3 +120,22 @@ check compare-bench-folder-same-rows "[ \"\$(sort '$T/compare-folder.md')\" = \"
 check compare-bench-folder-intervals "grep -q '| m@bbbb2222 | human .*| req/s .*| 5 .*\\.\\. .*| repeats |' '$T/compare-folder.md'"
 mkdir -p "$T/compare-empty"
 fails compare-empty-folder 1 'compare-empty: no result files \(\*\.json, \*\.jsonl\)' "$ATR" compare "$T/compare-empty"
+
+# The retention knob's cost (--kv-retain): pins, dropped pins and evictions
+# beside the hit rate, read from each result's atr.engine; a run without
+# the knob shows its evictions as the baseline; a table with no pins has
+# no such columns.
+"$ATR" sim run -q "$DATA/dag/fork-join.ndjson" -p h100/llama-3.1-8b --save-result "$T/kv-off.json"
+"$ATR" sim run -q "$DATA/dag/fork-join.ndjson" -p h100/llama-3.1-8b --kv-retain 5 --save-result "$T/kv-5.json"
+ok compare-kv "$ATR" compare "$T/kv-off.json" "$T/kv-5.json"
+check compare-kv-columns "head -n 1 '$T/out' | grep -q '| prefix hit | kv pins | pins dropped | evictions | E2E cut |' && grep -q '| kv-off .*|  *n/a |  *n/a |  *0 |' '$T/out' && grep -q '| kv-5 .*|  *4 |  *0 |  *0 |' '$T/out'"
+ok compare-kv-json "$ATR" compare --json "$T/kv-off.json" "$T/kv-5.json"
+check compare-kv-json-keys "python3 -c \"
+import json
+r = {x['policy']: x for x in json.load(open('$T/out'))}
+e = json.load(open('$T/kv-5.json'))['atr']['engine']
+assert (r['kv-5']['kv_pins'], r['kv-5']['kv_pins_dropped'], r['kv-5']['evictions']) == (e['kv_pins'], e['kv_pins_dropped'], e['evictions']), r
+assert r['kv-off']['kv_pins'] is None and r['kv-off']['evictions'] == 0, r
+\""
+ok compare-kv-none "$ATR" compare "$T/kv-off.json"
+check compare-kv-none-no-columns "! grep -q 'kv pins\|evictions' '$T/out'"

@@ -117,11 +117,37 @@ wait "$DAG_SV" 2>/dev/null
 dag_llama() {
     LLAMA=$(llama_bin) || { echo "skip: dag against llama-server: $LLAMA"; return 0; }
     "$ATR" gen --kind gguf --preset tiny -q -o "$T/dag-tiny.gguf" || { fail "gen gguf"; return; }
-    llama_start dag-llama "$T/dag-tiny.gguf" -np 4 -c 8192 -t 1 || return 0
+    # -c 16384: 4096 a slot, room for calibrate's 3072-token probes
+    llama_start dag-llama "$T/dag-tiny.gguf" -np 4 -c 16384 -t 1 || return 0
     ok dag-llama-replay "$ATR" replay llm -q "$D/fork-join.ndjson" --target "$LLAMA_URL" \
         --time-scale 0.1 --requests-out "$T/dag-llama.jsonl" --save-result "$T/dag-llama.json"
     check dag-llama-order "$DC order '$D/fork-join.ndjson' '$T/dag-llama.jsonl' 0.1"
     check dag-llama-figures "$DC figures '$D/fork-join.ndjson' '$T/dag-llama.jsonl' '$T/dag-llama.json'"
+    # the simulator calibrated against this same server, on the same DAG:
+    # its order exact, its figures consistent; the critical paths' ratio
+    # is kept in the check's name (BENCHMARKS.md "DAG sessions": a few ms
+    # of a tiny model on a shared machine, so no timing band is asserted)
+    mkdir -p "$T/dag-cal/gpus"
+    ok dag-llama-calibrate "$ATR" sim calibrate --target "$LLAMA_URL" --reps 1 \
+        -o "$T/dag-cal/gpus/cal.json"
+    ok dag-llama-sim env ATR_PROFILE_PATH="$T/dag-cal" "$ATR" sim run -q "$D/fork-join.ndjson" \
+        -p cal/atr-tiny --engine llama.cpp --ctx-size 16384 --time-scale 0.1 \
+        --requests-out "$T/dag-llama-sim.jsonl" --save-result "$T/dag-llama-sim.json"
+    check dag-llama-sim-order "$DC order '$D/fork-join.ndjson' '$T/dag-llama-sim.jsonl' 0.1 exact"
+    check dag-llama-sim-figures "$DC figures '$D/fork-join.ndjson' '$T/dag-llama-sim.jsonl' '$T/dag-llama-sim.json'"
+    python3 -c "
+import json
+h, s = (json.load(open('$T/dag-llama%s.json' % k))['atr']['sessions'] for k in ('', '-sim'))
+print('%.3f' % (h['mean_critical_path_ms'] / s['mean_critical_path_ms']))
+" >"$T/dag-llama-ratio.txt" 2>&1
+    check "dag-llama-vs-sim-critical-path (x$(cat "$T/dag-llama-ratio.txt"))" "python3 -c \"
+import json, math
+for k in ('', '-sim'):
+    s = json.load(open('$T/dag-llama%s.json' % k))['atr']['sessions']
+    assert s['completed'] == 2 and s['failed'] == 0, s
+    assert 0 < s['mean_critical_path_ms'] <= s['mean_completion_ms'], s
+assert math.isfinite(float(open('$T/dag-llama-ratio.txt').read()))
+\""
     kill "$LLAMA_PID" 2>/dev/null
     wait "$LLAMA_PID" 2>/dev/null
 }
@@ -193,3 +219,57 @@ assert a['kv_pins'] == b['kv_pins'] == 4 and a['kv_pins_dropped'] == 0, (a, b)
 check dag-kv-retain-off-no-keys "! grep -q kv_pins '$T/dag-fj.json'"
 fails dag-kv-retain-bad 2 "kv-retain wants seconds" "$ATR" sim run "$D/fork-join.ndjson" \
     -p h100/llama-3.1-8b --kv-retain -1
+# ... and in the report's retention table, beside the curve: pins, dropped
+# pins, evictions of the run with the knob; n/a pins for the one without
+ok dag-kv-retain-report "$ATR" report -q "$T/dag-fj.json" "$T/dag-kr.json" -o "$T/dag-kr.html"
+check dag-kv-retain-report-cost "python3 -c \"
+import re
+h = open('$T/dag-kr.html').read()
+t = h[h.index('KV cache across tool pauses'):]
+t = t[:t.index('</table>')]
+assert '<th>kv pins</th><th>pins dropped</th><th>evictions</th>' in t, t
+rows = re.findall(r'<tr><td>.*?</tr>', t)
+assert rows[0].endswith('<td class=\\\"n\\\">n/a</td><td class=\\\"n\\\">n/a</td><td class=\\\"n\\\">0</td></tr>'), rows[0]
+assert rows[1].endswith('<td class=\\\"n\\\">4</td><td class=\\\"n\\\">0</td><td class=\\\"n\\\">0</td></tr>'), rows[1]
+\""
+ok dag-kv-off-report "$ATR" report -q "$T/dag-fj.json" -o "$T/dag-kr0.html"
+check dag-kv-off-report-no-cost "grep -q 'KV cache across tool pauses' '$T/dag-kr0.html' && ! grep -q '<th>kv pins</th>' '$T/dag-kr0.html'"
+
+# ---- sim serve --kv-retain: pins a request with a session hint (replay
+# llm --session-hint's "user" field on each turn with a turn to come, or an
+# X-Session-Id header): the same 4 pins as sim run; no hint, no pin ----
+kv_serve() {   # kv_serve NAME -> DAG_URL, DAG_SV (0 when it did not start)
+    : >"$T/$1.out"
+    "$ATR" sim serve --port 0 --profile h100/llama-3.1-8b --time-scale 0.02 --kv-retain 5 \
+        >"$T/$1.out" 2>"$T/$1.err" &
+    DAG_SV=$!
+    CURRENT=$1-listens
+    if wait_for 30 "grep -q '^atr sim serve: listening on' '$T/$1.out'"; then
+        pass
+        DAG_URL=$(sed -n 's|^atr sim serve: listening on \(http://[0-9.:]*\)$|\1|p' "$T/$1.out")
+    else
+        fail "no listening line: $(head -c 300 "$T/$1.err")"
+        kill -TERM "$DAG_SV" 2>/dev/null; wait "$DAG_SV" 2>/dev/null; DAG_SV=0
+    fi
+}
+kv_pins_of() { curl -s "$DAG_URL/metrics" | sed -n 's/^atr_sim_kv_pins_total{.*} \([0-9]*\)$/\1/p'; }
+kv_serve dag-kv-serve
+if [ "$DAG_SV" != 0 ]; then
+    ok dag-kv-serve-replay "$ATR" replay llm -q "$D/fork-join.ndjson" --target "$DAG_URL" \
+        --time-scale 0.02 --session-hint --save-result "$T/dag-kv-serve.json"
+    check "dag-kv-serve-pins-as-sim-run ($(kv_pins_of))" "[ \"\$(curl -s '$DAG_URL/metrics' | sed -n 's/^atr_sim_kv_pins_total{.*} \([0-9]*\)$/\1/p')\" = 4 ]"
+    check dag-kv-serve-cost-counters "curl -s '$DAG_URL/metrics' | grep -q '^atr_sim_kv_pins_dropped_total{.*} 0$' && curl -s '$DAG_URL/metrics' | grep -q '^atr_sim_kv_evictions_total{'"
+    M=$(curl -s "$DAG_URL/v1/models" | python3 -c "import json, sys; print(json.load(sys.stdin)['data'][0]['id'])")
+    check dag-kv-serve-header "curl -sf '$DAG_URL/v1/completions' -H 'X-Session-Id: s1' -d '{\"model\":\"$M\",\"prompt\":\"a b c\",\"max_tokens\":2}' >/dev/null && [ \"\$(curl -s '$DAG_URL/metrics' | sed -n 's/^atr_sim_kv_pins_total{.*} \([0-9]*\)$/\1/p')\" = 5 ]"
+    check dag-kv-serve-bad-user "curl -s '$DAG_URL/v1/completions' -d '{\"model\":\"$M\",\"prompt\":\"a\",\"max_tokens\":2,\"user\":7}' | grep -q 'user: expected a string, got number'"
+    kill -TERM "$DAG_SV" 2>/dev/null; wait "$DAG_SV" 2>/dev/null
+fi
+kv_serve dag-kv-serve-nohint
+if [ "$DAG_SV" != 0 ]; then
+    ok dag-kv-serve-nohint-replay "$ATR" replay llm -q "$D/fork-join.ndjson" --target "$DAG_URL" \
+        --time-scale 0.02 --save-result "$T/dag-kv-nohint.json"
+    check dag-kv-serve-no-hint-no-pin "[ \"\$(curl -s '$DAG_URL/metrics' | sed -n 's/^atr_sim_kv_pins_total{.*} \([0-9]*\)$/\1/p')\" = 0 ]"
+    kill -TERM "$DAG_SV" 2>/dev/null; wait "$DAG_SV" 2>/dev/null
+fi
+fails dag-kv-serve-fixed 2 "kv-retain is for the engine model" "$ATR" sim serve --ttft 1 --itl 1 --kv-retain 5
+fails dag-kv-serve-bad 2 "kv-retain wants seconds" "$ATR" sim serve -p h100/llama-3.1-8b --kv-retain -1

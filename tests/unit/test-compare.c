@@ -366,6 +366,43 @@ static void test_session_columns(void **state)
     atr_compare_free(c);
 }
 
+/* The retention knob's cost from atr.engine: columns only once a row has
+ * pins; the run without the knob shows its evictions, n/a pins; a bad
+ * figure is an error at its place. */
+static void test_kv_columns(void **state)
+{
+    struct atr_compare *c = atr_compare_new();
+    struct atr_error err;
+    assert_int_equal(add(c, "off.json", "{\"mean_e2el_ms\": 100, \"atr\": {\"policy\": \"naive\","
+                                        " \"engine\": {\"profile\": \"t\", \"evictions\": 7}}}",
+                         &err),
+                     0);
+    struct atr_buf b = ATR_BUF_INIT;
+    assert_int_equal(atr_compare_write_markdown(&b, c), 0);
+    assert_null(strstr(b.data, "evictions"));         /* no pins yet: no columns */
+    assert_int_equal(add(c, "on.json", "{\"mean_e2el_ms\": 90, \"atr\": {\"policy\": \"kv\","
+                                       " \"engine\": {\"profile\": \"t\", \"evictions\": 9,"
+                                       " \"kv_pins\": 12, \"kv_pins_dropped\": 3}}}",
+                         &err),
+                     0);
+    atr_buf_clear(&b);
+    assert_int_equal(atr_compare_write_markdown(&b, c), 0);
+    assert_non_null(strstr(b.data, "| prefix hit | kv pins | pins dropped | evictions | E2E cut |"));
+    assert_non_null(strstr(b.data, "|     n/a |          n/a |         7 |"));
+    assert_non_null(strstr(b.data, "|      12 |            3 |         9 |"));
+    atr_buf_clear(&b);
+    assert_int_equal(atr_compare_write_json(&b, c), 0);
+    assert_non_null(strstr(b.data, "\"kv_pins\":null,\"kv_pins_dropped\":null,\"evictions\":7.0,"));
+    assert_non_null(strstr(b.data, "\"kv_pins\":12.0,\"kv_pins_dropped\":3.0,\"evictions\":9.0,"));
+    atr_buf_release(&b);
+    assert_int_equal(add(c, "bad.json",
+                         "{\"mean_e2el_ms\": 1, \"atr\": {\"engine\": {\"kv_pins\": \"x\"}}}", &err),
+                     -1);
+    assert_non_null(strstr(err.msg, "bad.json:1:51: "));
+    assert_non_null(strstr(err.msg, "expected a number for \"kv_pins\""));
+    atr_compare_free(c);
+}
+
 /* A run's summary gives its session figures only for a multi-turn
  * workload, p99 from the session percentiles (default {90, 99}). */
 static void test_summary_sessions(void **state)
@@ -437,6 +474,7 @@ int main(void)
         cmocka_unit_test(test_markdown),
         cmocka_unit_test(test_json),
         cmocka_unit_test(test_session_columns),
+        cmocka_unit_test(test_kv_columns),
         cmocka_unit_test(test_summary_sessions),
         cmocka_unit_test(test_negative_zero),
         cmocka_unit_test(test_files),

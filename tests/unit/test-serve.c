@@ -62,6 +62,26 @@ static void test_completion_prompts(void **state)
     free(r.hash_ids);
 }
 
+/* "user" is a session hint (sim serve --kv-retain): a non-empty string
+ * only; an empty one or null is none; another type is refused. */
+static void test_session_hint(void **state)
+{
+    struct atr_serve_request r;
+    struct atr_error err;
+    assert_int_equal(parse(ATR_SERVE_COMPLETIONS, "{\"prompt\":\"a\",\"user\":\"s/1\"}", &r, &err),
+                     0);
+    assert_true(r.session_hint);
+    free(r.hash_ids);
+    static const char *const none[] = {"{\"prompt\":\"a\"}", "{\"prompt\":\"a\",\"user\":\"\"}",
+                                       "{\"prompt\":\"a\",\"user\":null}"};
+    for (size_t i = 0; i < 3; i++) {
+        assert_int_equal(parse(ATR_SERVE_COMPLETIONS, none[i], &r, &err), 0);
+        assert_false(r.session_hint);
+        free(r.hash_ids);
+    }
+    expect_error(ATR_SERVE_COMPLETIONS, "{\"prompt\":\"a\",\"user\":7}", "user: expected a string");
+}
+
 static void test_chat_rendering(void **state)
 {
     struct atr_serve_request a, b;
@@ -144,6 +164,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_completion_prompts),
         cmocka_unit_test(test_chat_rendering),
+        cmocka_unit_test(test_session_hint),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_release_record),
     };
