@@ -124,7 +124,7 @@ static unsigned decimal_digits(uint64_t v)
  * divides every lane at once by a multiply-shift that is exact for the
  * lane's range (x/100 = x*10486>>20 for x < 10^4, x/10 = x*103>>10 for
  * x < 100) and whose spill into the next lane the mask removes. */
-static uint64_t digits8_word(uint32_t v)
+static inline __attribute__((always_inline)) uint64_t digits8_word(uint32_t v)
 {
     uint64_t halves = (uint64_t)(v / 10000u) | ((uint64_t)(v % 10000u) << 32);
     uint64_t hi2 = ((halves * 10486u) >> 20) & UINT64_C(0x0000007F0000007F);
