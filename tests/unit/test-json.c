@@ -1137,6 +1137,53 @@ static void test_packed_use(void **state)
     jw_expect(w, "{\"ids\":[5,6],\"n\":1}");
 }
 
+/* atr_buf_put_u64 (the writer's integers and every hash id) against
+ * snprintf: each digit count's edges, random 53- and 64-bit values, after
+ * every start offset (the fast path stores whole words past the digits)
+ * and at a max that leaves exactly, or one byte short of, the room. */
+static void check_u64(uint64_t v, size_t pre)
+{
+    char want[32];
+    int n = snprintf(want, sizeof want, "%llu", (unsigned long long)v);
+    for (int slack = -1; slack <= 1; slack++) {
+        if (slack < 0 && pre + (size_t)n == 1)
+            continue;   /* a max of 0 means no limit */
+        struct atr_buf b = ATR_BUF_INIT;
+        for (size_t i = 0; i < pre; i++)
+            assert_int_equal(atr_buf_putc(&b, 'x'), 0);
+        b.max = slack ? pre + (size_t)n + (size_t)(slack > 0 ? 40 : -1) : pre + (size_t)n;
+        int rc = atr_buf_put_u64(&b, v);
+        if (slack < 0) {
+            assert_int_equal(rc, -1);
+            assert_int_equal(b.len, pre);
+        } else {
+            assert_int_equal(rc, 0);
+            assert_int_equal(b.len, pre + (size_t)n);
+            assert_memory_equal(b.data + pre, want, (size_t)n + 1);
+        }
+        atr_buf_release(&b);
+    }
+}
+
+static void test_put_u64(void **state)
+{
+    (void)state;
+    uint64_t p = 1;
+    for (int d = 0; d < 20; d++, p *= 10) {
+        for (int k = 0; k < 3; k++) {
+            check_u64(p + (uint64_t)k, (size_t)d);
+            check_u64(p - 1 - (uint64_t)k, (size_t)(d * 7 % 23));
+        }
+    }
+    check_u64(UINT64_MAX, 0);
+    check_u64(0, 3);
+    uint64_t x = UINT64_C(0x9E3779B97F4A7C15);
+    for (int i = 0; i < 20000; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        check_u64(i % 2 ? x & ((UINT64_C(1) << 53) - 1) : x >> (i % 64), (size_t)(i % 300));
+    }
+}
+
 /* Integer literals of every length, ending at the input's end or before
  * more bytes (the fast paths read 8 or 16 bytes at a time), packed or not. */
 static void test_int_lengths(void **state)
@@ -1208,6 +1255,7 @@ int main(void)
         cmocka_unit_test_teardown(test_packed_errors, teardown),
         cmocka_unit_test_teardown(test_packed_use, teardown),
         cmocka_unit_test_teardown(test_int_lengths, teardown),
+        cmocka_unit_test(test_put_u64),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     atr_arena_release(&arena);

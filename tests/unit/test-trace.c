@@ -203,6 +203,37 @@ static void test_cut_last_line(void **state)
 #undef LINE
 }
 
+/* The compact writer's shared prefix is the longest common one wherever
+ * the lists first differ: inside or at the edges of the runs it compares
+ * whole (64 ids), or nowhere (one list a prefix of the other). */
+static void test_write_prefix_lengths(void **state)
+{
+    (void)state;
+    static const uint32_t diffs[] = {0, 1, 63, 64, 65, 127, 128, 129, 149, 150};
+    for (size_t i = 0; i < sizeof diffs / sizeof *diffs; i++) {
+        struct atr_trace t = ATR_TRACE_INIT;
+        atr_trace_clear(&t);
+        t.trace_id = "p/1";
+        uint32_t lens[2] = {200, 150};
+        for (int k = 0; k < 2; k++) {
+            struct atr_step *s = atr_trace_add_step(&t, ATR_STEP_LLM);
+            s->n_hash_ids = lens[k];
+            s->hash_ids = atr_arena_alloc(&t.arena, lens[k] * sizeof *s->hash_ids);
+            for (uint32_t j = 0; j < lens[k]; j++)
+                s->hash_ids[j] = 1000 + j + (k && j >= diffs[i] ? 7777 : 0);
+        }
+        char *out = write_one(&t, false);
+        char want[64];
+        snprintf(want, sizeof want, "\"prefix\":{\"step\":0,\"blocks\":%u}", diffs[i]);
+        if (diffs[i])
+            assert_non_null(strstr(out, want));
+        else
+            assert_null(strstr(out, "\"prefix\""));
+        free(out);
+        atr_trace_release(&t);
+    }
+}
+
 static void test_write_read_round_trip(void **state)
 {
     (void)state;
@@ -512,6 +543,7 @@ int main(void)
         cmocka_unit_test(test_blockhash_prefix_stable),
         cmocka_unit_test(test_tokenizer_paths_agree),
         cmocka_unit_test(test_convo_shares_prefix),
+        cmocka_unit_test(test_write_prefix_lengths),
         cmocka_unit_test(test_write_read_round_trip),
         cmocka_unit_test(test_unknown_fields_kept),
         cmocka_unit_test(test_reader_errors),
