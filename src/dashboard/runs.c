@@ -68,6 +68,8 @@ static void groups_clear(struct dash_run *run)
     for (size_t i = 0; i < run->n_groups; i++) {
         free(run->groups[i].upstream);
         free(run->groups[i].policy);
+        atr_samples_release(&run->groups[i].ttft);
+        atr_samples_release(&run->groups[i].itl);
     }
     run->n_groups = 0;
 }
@@ -153,6 +155,7 @@ static void requests_line(struct dash_run *run, const struct atr_json *o)
  * DASH_MAX_GROUPS pairs only: a proxy has a few upstreams, one policy). */
 static void count_group(struct dash_run *run, const struct atr_json *meta, bool ok, double ttft)
 {
+    double itl = num_or_nan(atr_json_get(meta, "itl_ms"), "mean");
     const char *up = atr_json_get_str(meta, "upstream_url", NULL);
     const char *pol = atr_json_get_str(meta, "policy", NULL);
     up = up ? up : "?";
@@ -173,6 +176,10 @@ static void count_group(struct dash_run *run, const struct atr_json *meta, bool 
     if (ok && ttft == ttft) {
         g->ttft_sum_ms += ttft;
         g->ttft_n++;
+    }
+    if (ok) {
+        add_sample(&g->ttft, ttft);
+        add_sample(&g->itl, itl);
     }
 }
 

@@ -273,8 +273,14 @@ assert 0 < a['latency'] < b['latency'] and a['draws'] < b['draws'] and c['select
     check dashboard-browser-cdf-final "python3 -c \"
 import json; c = json.load(open('$J')); f = c['final']['w2/run/r.ndjson']
 assert c['cdfFinal']['latency'] == int(f['cells'][5]), (c['cdfFinal'], f)\""
+    check dashboard-browser-journal-cdf "python3 -c \"
+import json; c = json.load(open('$J'))['journalCdf']
+lines = [json.loads(l)['meta'] for l in open('$DB/w2/live/journal.ndjson')]
+ok = [m for m in lines if m['status'] == 200 and m['error'] is None]
+assert c['run'] == 'w2/live/journal.ndjson' and not c['itlHidden'] and c['ttftSeries'] == 1, c
+assert c['itl'] == len([m for m in ok if m['itl_ms']['mean'] is not None]) and c['ttft'] == len([m for m in ok if m['ttft_ms'] is not None]), (c, len(ok))\""
     # the views docs/dashboard.md shows (not the long Results one)
-    [ -z "${ATR_DASHBOARD_SHOTS:-}" ] || for v in live cdf runs nojs; do
+    [ -z "${ATR_DASHBOARD_SHOTS:-}" ] || for v in live cdf proxy-cdf runs nojs; do
         cp "$DB/shots/dashboard-$v.png" "$ATR_DASHBOARD_SHOTS/"; done
     check dashboard-browser-screenshots "[ -s '$DB/shots/dashboard-cdf.png' ] && [ -s '$DB/shots/dashboard-live.png' ] && [ -s '$DB/shots/dashboard-runs.png' ] && [ -s '$DB/shots/dashboard-nojs.png' ]"
 fi
@@ -299,7 +305,54 @@ import json; r = [r for r in json.load(open('$DB/w2.json'))['runs'] if r['run'] 
 lines = [json.loads(l) for l in open('$DB/w2/live/journal.ndjson')]
 t = [l['meta']['ttft_ms'] for l in lines if l['meta']['status'] == 200 and l['meta']['ttft_ms'] is not None]
 want = [{'upstream': '$UP', 'policy': 'naive', 'requests': len(lines), 'ok': r['ok'], 'mean_ttft_ms': sum(t) / len(t)}]
-assert r['upstreams'] == want, (r['upstreams'], want)\""
+assert [{k: u[k] for k in want[0]} for u in r['upstreams']] == want, (r['upstreams'], want)\""
+# ---- a journal split over two upstreams and two policies: each pair's
+# TTFT and ITL percentiles (numpy's) and CDFs, in the table, the JSON and
+# the cdf event. The live journal's lines, relabelled: odd ones "b". ----
+mkdir -p "$DB/w3"
+python3 - "$DB/w2/live/journal.ndjson" "$DB/w3/split.ndjson" <<'PY'
+import json, sys
+out = open(sys.argv[2], "w")
+for i, l in enumerate(open(sys.argv[1])):
+    o = json.loads(l)
+    if i % 2:
+        o["meta"]["upstream_url"] = "http://b.invalid/<b>"
+        o["meta"]["policy"] = "prefix-route"
+    out.write(json.dumps(o) + "\n")
+PY
+db_start w3 "$DB/w3" --poll-ms 100
+W3=$DB_URL
+curl -s "${W3}runs.json" >"$DB/w3.json"
+curl -s -N --max-time 1 "${W3}events?run=w3/split.ndjson" >"$DB/w3-events.txt"
+curl -s "$W3" >"$DB/w3.html"
+CURRENT=dashboard-journal-split-pcts
+if python3 - "$DB/w3.json" "$DB/w3/split.ndjson" "$DB" "$DB/w3-events.txt" <<'PY' 2>"$DB/split.err"; then pass; else fail "$(tail -n 3 "$DB/split.err")"; fi
+import json, sys
+sys.path.insert(0, sys.argv[3])
+from pct import pct
+r = [r for r in json.load(open(sys.argv[1]))["runs"] if r["run"] == "w3/split.ndjson"][0]
+pairs = {}
+for l in open(sys.argv[2]):
+    m = json.loads(l)["meta"]
+    g = pairs.setdefault((m["upstream_url"], m["policy"]), {"ttft": [], "itl": []})
+    if m["status"] == 200 and m["error"] is None:
+        if m["ttft_ms"] is not None: g["ttft"].append(m["ttft_ms"])
+        if m["itl_ms"]["mean"] is not None: g["itl"].append(m["itl_ms"]["mean"])
+assert len(pairs) == 2 and len(r["upstreams"]) == 2, r["upstreams"]
+ev = open(sys.argv[4]).read().split("event: cdf\n")[1].split("\n")[0]
+d = json.loads(ev[6:])
+assert d["run"] == "w3/split.ndjson" and len(d["groups"]) == 2, d.keys()
+for u, c in zip(r["upstreams"], d["groups"]):
+    g = pairs[(u["upstream"], u["policy"])]
+    assert g["itl"], "no ITL in the journal"
+    for key in ("ttft", "itl"):
+        want = {f"p{p}": pct(g[key], p) for p in (50, 90, 99)}
+        assert u[key + "_ms"] == want, (key, u[key + "_ms"], want)
+        assert (c["upstream"], c["policy"]) == (u["upstream"], u["policy"])
+        assert c[key]["n"] == len(g[key]), (key, c[key]["n"], len(g[key]))
+PY
+check dashboard-journal-split-table "grep -q 'http://b.invalid/&lt;b&gt; (prefix-route): [0-9]*, mean TTFT [0-9.]* ms; TTFT p50 [0-9.]* / p99 [0-9.]*, ITL p50 [0-9.]* / p99 [0-9.]* ms' '$DB/w3.html' && ! grep -q 'b.invalid/<b>' '$DB/w3.html' && grep -q 'data-metric=\"itl\" hidden' '$DB/w3.html'"
+kill $DB_PID; wait $DB_PID 2>/dev/null
 check dashboard-live-rate "python3 -c \"
 import json; r = [r for r in json.load(open('$DB/w2.json'))['runs'] if r['run'] == 'w2/live/journal.ndjson'][0]
 assert r['rate'] is not None and 1 < r['rate'] < 100, r\""

@@ -11,7 +11,8 @@
 // live too (its FILE.partial): its row is selected with a click, and its
 // CDFs must be redrawn with more points while it runs (no reload), its
 // ETA shown. Screenshots of the run list, the live CDFs, the page, and
-// the no-JS page go to OUT_DIR.
+// the no-JS page go to OUT_DIR. After a reload LIVE_RUN (a proxy journal)
+// is clicked: its CDFs come split by upstream x policy, with an ITL chart.
 import { chromium } from "playwright-core";
 import { writeFileSync } from "node:fs";
 
@@ -55,7 +56,9 @@ const cdfOf = (page) => page.evaluate(() => {
   const f = document.getElementById("live-cdf");
   const n = (k) => Number(f.querySelector(`.chart-host[data-metric="${k}"]`).dataset.n || 0);
   return { hidden: f.hidden, run: document.getElementById("live-cdf-run").textContent,
-           ttft: n("ttft"), latency: n("latency"), draws: Number(f.dataset.draws || 0),
+           ttft: n("ttft"), latency: n("latency"), itl: n("itl"), draws: Number(f.dataset.draws || 0),
+           itlHidden: f.querySelector('.chart-host[data-metric="itl"]').hidden,
+           ttftSeries: Number(f.querySelector('.chart-host[data-metric="ttft"]').dataset.series || 0),
            paths: f.querySelectorAll("svg path.curve").length };
 });
 
@@ -117,6 +120,10 @@ try {
   out.sectionsAfterReload = await page.$$eval("section[id]", (s) => s.map((e) => e.id));
   const results = await page.$("#results");
   if (results) await results.screenshot({ path: `${outDir}/dashboard-results.png` });
+  // The journal's row: its upstream x policy pairs' TTFT and ITL CDFs.
+  await page.locator(`#runs-body tr[data-run="${liveRun}"]`).click();
+  out.journalCdf = await untilCdf(page, (v) => v.run === liveRun && v.itl > 0, 10000);
+  await page.locator("#live-cdf").screenshot({ path: `${outDir}/dashboard-proxy-cdf.png` });
   const nojs = await open(false);
   out.noJs = {
     done: await rowOf(nojs, doneRun),
