@@ -376,5 +376,35 @@ wait_for 20 "[ \$(wc -l <'$DB/w2/term/t.ndjson.partial' 2>/dev/null || echo 0) -
 kill -TERM $TP; wait $TP 2>/dev/null
 wait_for 10 "curl -s '${W2}runs.json' | grep -q '\"run\":\"w2/term/t.ndjson\",\"kind\":\"requests\",\"status\":\"interrupted\"'"
 check dashboard-sigterm-reads-interrupted "curl -s '${W2}runs.json' | grep -q '\"run\":\"w2/term/t.ndjson\",\"kind\":\"requests\",\"status\":\"interrupted\"' && [ -s '$DB/w2/term/t.ndjson' ] && [ ! -e '$DB/w2/term/t.ndjson.partial' ]"
+# ---- sim run --requests-out: FILE.partial written as the simulation goes.
+# Its .partial made a FIFO: the simulation blocks writing a batch until
+# the test reads, so the first line is read while it still runs (and
+# before FILE is committed), with no timing; the live lines are FILE's. ----
+mkdir -p "$DB/w4/sim"
+"$ATR" gen -q --kind requests --traces 400 --seed 9 -o "$DB/sim-reqs.ndjson"
+mkfifo "$DB/fifo.ndjson.partial"
+"$ATR" sim run -q "$DB/sim-reqs.ndjson" --profile h100/llama-3.1-8b --rate 20 \
+    --save-result "$DB/fifo.json" --requests-out "$DB/fifo.ndjson" >/dev/null 2>&1 &
+SP=$!
+DB_PIDS="$DB_PIDS $SP"
+# (a deadline: a simulation that failed before opening it cannot hang the test)
+timeout 60 sh -c '
+    { read -r head; kill -0 "$1" 2>/dev/null && [ ! -e "$2.ndjson" ] && alive=1 || alive=0
+      echo "$head" >"$2.head"; echo $alive >"$2.alive"; cat >"$2-live.ndjson"; } <"$2.ndjson.partial"
+' sh $SP "$DB/fifo" || kill $SP 2>/dev/null
+wait $SP
+SIM_HEAD=$(cat "$DB/fifo.head" 2>/dev/null) SIM_ALIVE=$(cat "$DB/fifo.alive" 2>/dev/null)
+check dashboard-sim-partial-live "[ $SIM_ALIVE = 1 ] && [ '$SIM_HEAD' = '{\"atr_partial\":\"requests\",\"total\":400}' ]"
+check dashboard-sim-partial-same-lines "cmp -s '$DB/fifo-live.ndjson' '$DB/fifo.ndjson' && [ ! -e '$DB/fifo.ndjson.partial' ]"
+# a plain file: removed once FILE is committed
+"$ATR" sim run -q "$DB/sim-reqs.ndjson" --profile h100/llama-3.1-8b --rate 20 \
+    --save-result "$DB/w4/sim/done.json" --requests-out "$DB/w4/sim/done.ndjson" >/dev/null 2>&1
+check dashboard-sim-partial-removed "[ -s '$DB/w4/sim/done.ndjson' ] && [ ! -e '$DB/w4/sim/done.ndjson.partial' ]"
+# what a watcher sees mid-way: the header and the first 150 lines
+{ echo "$SIM_HEAD"; head -n 150 "$DB/fifo-live.ndjson"; } >"$DB/w4/sim/mid.ndjson.partial"
+db_start w4 "$DB/w4" --poll-ms 100 --idle 600
+W4=$DB_URL
+check dashboard-sim-partial-running "curl -s '${W4}runs.json' | grep -q '\"run\":\"w4/sim/mid.ndjson\",\"kind\":\"requests\",\"status\":\"running\",\"done\":150,\"total\":400'"
+kill $DB_PID; wait $DB_PID 2>/dev/null
 for p in $DB_PIDS; do kill "$p" 2>/dev/null; done
 for p in $DB_PIDS; do wait "$p" 2>/dev/null; done
