@@ -141,8 +141,9 @@ int dash_view_page(struct atr_buf *b, struct dash_runs *r, double now);
  * its status and the list's version; for a journal also "groups", each
  * upstream x policy pair's TTFT and ITL CDFs. Sorts run's samples in place. */
 void dash_view_cdf(struct atr_buf *b, struct dash_runs *r, struct dash_run *run, double now);
-/* The report's <section id="bench"> of the bench folders alone; -1 (b
- * untouched) when there is none to show. */
-int dash_view_bench(struct atr_buf *b, struct dash_runs *r);
+/* The report's <section id="ID"> (bench, router) built from the inputs
+ * of kind alone; -1 (b untouched) when there is none to show. */
+int dash_view_fragment(struct atr_buf *b, struct dash_runs *r, enum dash_kind kind,
+                       const char *id);
 
 #endif

@@ -465,14 +465,21 @@ static bool refresh_file(struct dash_run *run, double now)
         return false;
     if (run->kind == DASH_BENCH)
         return bench_refresh(run) && (run->changed_at = now, true);
-    if (run->kind == DASH_OTHER)
-        return false;
     struct stat sb;
     int fd = open_plain(run->path, &sb);
     if (fd < 0)
         return false;
     bool changed = sb.st_ino != run->ino || sb.st_size != run->size ||
                    mtime_ns(&sb) != run->mtime_ns;
+    if (run->kind == DASH_OTHER) {
+        /* a report input only: its stat is what says the Router lab (or
+         * another section built from it) is to be sent again */
+        run->ino = sb.st_ino;
+        run->size = sb.st_size;
+        run->mtime_ns = mtime_ns(&sb);
+        close(fd);
+        return changed;
+    }
     if (changed && (sb.st_ino != run->ino || sb.st_size < run->read_to)) {
         reset_counts(run);      /* replaced or cut: read it again */
         if (run->ino)           /* not after repoint: the same run, its rate goes on */

@@ -76,14 +76,16 @@ static const char live_js[] =
     "      mark();\n"
     "    });\n"
     "    es.addEventListener('cdf', (e) => draw(JSON.parse(e.data)));\n"
-    "    es.addEventListener('bench', (e) => {\n"
-    "      const t = document.createElement('template');\n"
-    "      t.innerHTML = e.data;\n"
-    "      const fresh = t.content.firstElementChild, old = document.getElementById('bench');\n"
-    "      if (!fresh) return;\n"
-    "      fresh.dataset.live = e.lastEventId;\n"
-    "      if (old) old.replaceWith(fresh); else document.getElementById('live').after(fresh);\n"
-    "    });\n"
+    "    for (const [name, setup] of [['bench', null], ['router', routerLab]])\n"
+    "      es.addEventListener(name, (e) => {\n"
+    "        const t = document.createElement('template');\n"
+    "        t.innerHTML = e.data;\n"
+    "        const fresh = t.content.firstElementChild, old = document.getElementById(name);\n"
+    "        if (!fresh) return;\n"
+    "        fresh.dataset.live = e.lastEventId;\n"
+    "        if (old) old.replaceWith(fresh); else document.getElementById('live').after(fresh);\n"
+    "        if (setup) setup();   /* the section's own script, on its new data */\n"
+    "      });\n"
     "    es.onerror = () => { state.textContent = 'disconnected: the table shows the last state'; };\n"
     "  };\n"
     "  body.addEventListener('click', (e) => {\n"
@@ -422,11 +424,13 @@ void dash_view_cdf(struct atr_buf *b, struct dash_runs *r, struct dash_run *run,
     atr_jw_finish(&w);
 }
 
-/* The report's Bench section of the bench folders alone: the same
- * renderer as the page (atr_html_write), the section cut out of it. The
- * 3-way tables fill in as results land without a reload. Built on the
- * event loop: bench results are small and land minutes apart. */
-int dash_view_bench(struct atr_buf *b, struct dash_runs *r)
+/* The report's <section id="ID"> of the inputs of one kind alone: the
+ * same renderer as the page (atr_html_write), the section cut out of it.
+ * Bench: the 3-way tables fill in as results land; Router lab: a router
+ * model or evaluation written or replaced, without a reload. Built on
+ * the event loop: these inputs are small and change minutes apart. */
+int dash_view_fragment(struct atr_buf *b, struct dash_runs *r, enum dash_kind kind,
+                       const char *id)
 {
     struct atr_html *h = atr_html_new();
     atr_html_set_warn(h, ignore_warning_early);
@@ -434,18 +438,20 @@ int dash_view_bench(struct atr_buf *b, struct dash_runs *r)
     for (size_t i = 0; i < r->n; i++) {
         struct atr_error err;
         const struct dash_run *run = &r->v[i];
-        if (run->kind == DASH_BENCH && run->page_path && !run->has_symlink &&
+        if (run->kind == kind && run->page_path && !run->has_symlink &&
             atr_html_add(h, run->page_path, &err) == 0)
             added++;
     }
-    struct atr_buf page = ATR_BUF_INIT;
+    struct atr_buf page = ATR_BUF_INIT, open = ATR_BUF_INIT;
+    atr_buf_printf(&open, "<section id=\"%s\">", id);
     struct atr_html_meta meta = {.version = ATR_VERSION, .command_line = "atr dashboard"};
     int rc = added && atr_html_write(&page, h, &meta) == 0 ? 0 : -1;
-    const char *start = rc == 0 ? strstr(page.data, "<section id=\"bench\">") : NULL;
+    const char *start = rc == 0 ? strstr(page.data, open.data) : NULL;
     const char *end = start ? strstr(start, "</section>\n") : NULL;
     if (end)
         atr_buf_append(b, start, (size_t)(end - start) + strlen("</section>"));
     atr_buf_release(&page);
+    atr_buf_release(&open);
     atr_html_free(h);
     return end ? 0 : -1;
 }

@@ -406,5 +406,24 @@ db_start w4 "$DB/w4" --poll-ms 100 --idle 600
 W4=$DB_URL
 check dashboard-sim-partial-running "curl -s '${W4}runs.json' | grep -q '\"run\":\"w4/sim/mid.ndjson\",\"kind\":\"requests\",\"status\":\"running\",\"done\":150,\"total\":400'"
 kill $DB_PID; wait $DB_PID 2>/dev/null
+# ---- the Router lab sent again when a router model lands or is replaced ----
+mkdir -p "$DB/w5"
+"$ATR" gen -q --kind swe --traces 12 --seed 3 -o "$DB/rt-swe.ndjson"
+"$ATR" router train "$DB/rt-swe.ndjson" --profile rtx3090/qwen3-4b-awq --seed 3 --epochs 50 \
+    -o "$DB/rt-m.json" >/dev/null 2>&1
+db_start w5 "$DB/w5" --poll-ms 100
+W5=$DB_URL
+curl -s -N --max-time 30 "${W5}events" >"$DB/w5-events.txt" & E5=$!
+wait_for 10 "grep -q '^event: runs$' '$DB/w5-events.txt'"
+check dashboard-router-none-yet "! grep -q '^event: router$' '$DB/w5-events.txt'"
+cp "$DB/rt-m.json" "$DB/w5/.m.json" && mv "$DB/w5/.m.json" "$DB/w5/m.json"
+wait_for 10 "[ \$(grep -c '^event: router$' '$DB/w5-events.txt') -ge 1 ]"
+check dashboard-router-event "grep -q '^data: <section id=\"router\"><h2>Router lab</h2>' '$DB/w5-events.txt' && grep -q 'id=\"router-data\"' '$DB/w5-events.txt'"
+"$ATR" router train "$DB/rt-swe.ndjson" --profile rtx3090/qwen3-4b-awq --seed 4 --epochs 20 \
+    -o "$DB/w5/m.json" >/dev/null 2>&1
+wait_for 10 "[ \$(grep -c '^event: router$' '$DB/w5-events.txt') -ge 2 ]"
+check dashboard-router-event-replaced "[ \$(grep -c '^event: router$' '$DB/w5-events.txt') -ge 2 ]"
+check dashboard-router-event-late-stream "curl -s -N --max-time 1 '${W5}events' | grep -q '^event: router$'"
+kill $E5 $DB_PID 2>/dev/null; wait $E5 $DB_PID 2>/dev/null
 for p in $DB_PIDS; do kill "$p" 2>/dev/null; done
 for p in $DB_PIDS; do wait "$p" 2>/dev/null; done
