@@ -198,7 +198,12 @@ check dashboard-token-right-200 "[ \$($CODE 'http://127.0.0.1:$PORT/?token=$TOK'
 kill $DB_PID; wait $DB_PID 2>/dev/null
 
 # ---- live: a replay through the proxy, recorded into a watched folder ----
-mkdir -p "$DB/w2/live" "$DB/w2/run"
+mkdir -p "$DB/w2/live" "$DB/w2/run" "$DB/w2/router"
+# a router model the browser puts into the folder at the end (the Router lab, live)
+"$ATR" gen -q --kind swe --traces 12 --seed 3 -o "$DB/rt-swe.ndjson"
+"$ATR" router train "$DB/rt-swe.ndjson" --profile rtx3090/qwen3-4b-awq --seed 3 --epochs 50 \
+    -o "$DB/rt-m.json" >/dev/null 2>&1
+
 "$ATR" gen -q --kind requests --traces 90 --seed 7 -o "$DB/live.ndjson"
 bg_start up "$ATR" sim serve --port 0 --ttft 30 --itl 2
 UP=$BG_URL
@@ -238,7 +243,8 @@ else
     # The browser opens the page first; the replay starts once it is open,
     # so a slow browser start cannot miss the run.
     node "$ROOT/tests/node/dashboard-check.mjs" "$W2" "$DB/shots" \
-        w2/live/journal.ndjson w2/run/r.ndjson "$DB/ready" >"$DB/node.out" 2>&1 &
+        w2/live/journal.ndjson w2/run/r.ndjson "$DB/ready" "$DB/rt-m.json" "$DB/w2/router/m.json" \
+        >"$DB/node.out" 2>&1 &
     NODE_PID=$!
     DB_PIDS="$DB_PIDS $NODE_PID"
     wait_for 60 "[ -e '$DB/ready' ] || ! kill -0 $NODE_PID"
@@ -279,6 +285,8 @@ lines = [json.loads(l)['meta'] for l in open('$DB/w2/live/journal.ndjson')]
 ok = [m for m in lines if m['status'] == 200 and m['error'] is None]
 assert c['run'] == 'w2/live/journal.ndjson' and not c['itlHidden'] and c['ttftSeries'] == 1, c
 assert c['itl'] == len([m for m in ok if m['itl_ms']['mean'] is not None]) and c['ttft'] == len([m for m in ok if m['ttft_ms'] is not None]), (c, len(ok))\""
+    check dashboard-browser-router-live "python3 -c \"
+import json; r = json.load(open('$J'))['routerLive']; assert r['live'] and r['features'] > 0 and r['sameDocument'], r\""
     # the views docs/dashboard.md shows (not the long Results one)
     [ -z "${ATR_DASHBOARD_SHOTS:-}" ] || for v in live cdf proxy-cdf runs nojs; do
         cp "$DB/shots/dashboard-$v.png" "$ATR_DASHBOARD_SHOTS/"; done
@@ -408,9 +416,6 @@ check dashboard-sim-partial-running "curl -s '${W4}runs.json' | grep -q '\"run\"
 kill $DB_PID; wait $DB_PID 2>/dev/null
 # ---- the Router lab sent again when a router model lands or is replaced ----
 mkdir -p "$DB/w5"
-"$ATR" gen -q --kind swe --traces 12 --seed 3 -o "$DB/rt-swe.ndjson"
-"$ATR" router train "$DB/rt-swe.ndjson" --profile rtx3090/qwen3-4b-awq --seed 3 --epochs 50 \
-    -o "$DB/rt-m.json" >/dev/null 2>&1
 db_start w5 "$DB/w5" --poll-ms 100
 W5=$DB_URL
 curl -s -N --max-time 30 "${W5}events" >"$DB/w5-events.txt" & E5=$!
