@@ -35,6 +35,10 @@ struct dash_group {
     uint64_t requests, ok;
     double ttft_sum_ms;      /* over the ok ones with a TTFT */
     uint64_t ttft_n;
+    /* The ok ones' TTFTs and mean inter-token latencies (meta.itl_ms.mean:
+     * the journal keeps a request's gaps summarized, not each one), for
+     * the pair's percentiles and CDFs; DASH_MAX_SAMPLES each at most. */
+    struct atr_samples ttft, itl;
 };
 
 enum dash_status { DASH_RUNNING, DASH_STOPPED, DASH_COMPLETE, DASH_INTERRUPTED };
@@ -134,10 +138,12 @@ void dash_view_json(struct atr_buf *b, struct dash_runs *r, double now, unsigned
 int dash_view_page(struct atr_buf *b, struct dash_runs *r, double now);
 /* One "cdf" event's data (one line of JSON): run's TTFT and latency CDFs
  * as the report encodes them (atr_html_cdf_json: at most 1000 points),
- * its status and the list's version. Sorts run's samples in place. */
+ * its status and the list's version; for a journal also "groups", each
+ * upstream x policy pair's TTFT and ITL CDFs. Sorts run's samples in place. */
 void dash_view_cdf(struct atr_buf *b, struct dash_runs *r, struct dash_run *run, double now);
-/* The report's <section id="bench"> of the bench folders alone; -1 (b
- * untouched) when there is none to show. */
-int dash_view_bench(struct atr_buf *b, struct dash_runs *r);
+/* The report's <section id="ID"> (bench, router) built from the inputs
+ * of kind alone; -1 (b untouched) when there is none to show. */
+int dash_view_fragment(struct atr_buf *b, struct dash_runs *r, enum dash_kind kind,
+                       const char *id);
 
 #endif

@@ -68,6 +68,8 @@ static void groups_clear(struct dash_run *run)
     for (size_t i = 0; i < run->n_groups; i++) {
         free(run->groups[i].upstream);
         free(run->groups[i].policy);
+        atr_samples_release(&run->groups[i].ttft);
+        atr_samples_release(&run->groups[i].itl);
     }
     run->n_groups = 0;
 }
@@ -153,6 +155,7 @@ static void requests_line(struct dash_run *run, const struct atr_json *o)
  * DASH_MAX_GROUPS pairs only: a proxy has a few upstreams, one policy). */
 static void count_group(struct dash_run *run, const struct atr_json *meta, bool ok, double ttft)
 {
+    double itl = num_or_nan(atr_json_get(meta, "itl_ms"), "mean");
     const char *up = atr_json_get_str(meta, "upstream_url", NULL);
     const char *pol = atr_json_get_str(meta, "policy", NULL);
     up = up ? up : "?";
@@ -173,6 +176,10 @@ static void count_group(struct dash_run *run, const struct atr_json *meta, bool 
     if (ok && ttft == ttft) {
         g->ttft_sum_ms += ttft;
         g->ttft_n++;
+    }
+    if (ok) {
+        add_sample(&g->ttft, ttft);
+        add_sample(&g->itl, itl);
     }
 }
 
@@ -458,14 +465,21 @@ static bool refresh_file(struct dash_run *run, double now)
         return false;
     if (run->kind == DASH_BENCH)
         return bench_refresh(run) && (run->changed_at = now, true);
-    if (run->kind == DASH_OTHER)
-        return false;
     struct stat sb;
     int fd = open_plain(run->path, &sb);
     if (fd < 0)
         return false;
     bool changed = sb.st_ino != run->ino || sb.st_size != run->size ||
                    mtime_ns(&sb) != run->mtime_ns;
+    if (run->kind == DASH_OTHER) {
+        /* a report input only: its stat is what says the Router lab (or
+         * another section built from it) is to be sent again */
+        run->ino = sb.st_ino;
+        run->size = sb.st_size;
+        run->mtime_ns = mtime_ns(&sb);
+        close(fd);
+        return changed;
+    }
     if (changed && (sb.st_ino != run->ino || sb.st_size < run->read_to)) {
         reset_counts(run);      /* replaced or cut: read it again */
         if (run->ino)           /* not after repoint: the same run, its rate goes on */

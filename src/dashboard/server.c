@@ -64,6 +64,16 @@ struct dash_client {
     uint64_t sel_gen;        /* that run's gen when they were last sent; 0: never */
 };
 
+/* Report sections the page gets again, whole, when their inputs change
+ * (the run list and CDFs have their own events): the Bench section from
+ * the bench folders, the Router lab from the other report inputs (router
+ * models and evaluations, and the traces its decisions are drawn for). */
+enum { N_FRAGS = 2 };
+static const struct {
+    const char *id;          /* the section's id and the event's name */
+    enum dash_kind kind;
+} frags[N_FRAGS] = {{"bench", DASH_BENCH}, {"router", DASH_OTHER}};
+
 struct atr_dash {
     struct event_base *base;
     struct atr_dash_cfg cfg;
@@ -78,8 +88,11 @@ struct atr_dash {
     unsigned n_clients;
     uint64_t sent_version, status_sig;
     double last_send, last_cdf;
-    uint64_t bench_sig;              /* the bench folders' gens when "bench" was last built */
-    struct shared_event *bench;      /* that event, for streams that open later; or NULL */
+    /* Per report section sent again when its inputs change (frags[]):
+     * the inputs' gens when it was last built, and that event, for
+     * streams that open later (or NULL). */
+    uint64_t frag_sig[N_FRAGS];
+    struct shared_event *frag[N_FRAGS];
     struct shared_event *rows;       /* the rows last sent, as one event */
     struct dash_follow *follow;      /* --proxy, or NULL */
 };
@@ -186,34 +199,37 @@ static void render_event(struct atr_dash *d, double now)
 
 static void broadcast(struct atr_dash *d, struct shared_event *e);
 
-static uint64_t bench_signature(const struct dash_runs *r)
+/* The gens of the inputs of kind (positions too: one added or gone
+ * changes it). */
+static uint64_t inputs_signature(const struct dash_runs *r, enum dash_kind kind)
 {
     uint64_t sig = 1469598103934665603ull;
     for (size_t i = 0; i < r->n; i++)
-        if (r->v[i].kind == DASH_BENCH)
+        if (r->v[i].kind == kind)
             sig = (sig ^ r->v[i].gen ^ ((uint64_t)i << 40)) * 1099511628211ull;
     return sig;
 }
 
-/* The Bench section again when a bench folder changed: a "bench" event,
- * a data: line per line of its HTML. */
-static void send_bench(struct atr_dash *d)
+/* Section k again when its inputs changed: an event named as the
+ * section, a data: line per line of its HTML. */
+static void send_fragment(struct atr_dash *d, size_t k)
 {
-    uint64_t sig = bench_signature(&d->runs);
-    if (sig == d->bench_sig)
+    uint64_t sig = inputs_signature(&d->runs, frags[k].kind);
+    if (sig == d->frag_sig[k])
         return;
-    d->bench_sig = sig;
+    d->frag_sig[k] = sig;
     struct atr_buf html = ATR_BUF_INIT, ev = ATR_BUF_INIT;
-    if (dash_view_bench(&html, &d->runs) == 0) {
-        atr_buf_printf(&ev, "id: %llu\nevent: bench\n", (unsigned long long)d->runs.version);
+    if (dash_view_fragment(&html, &d->runs, frags[k].kind, frags[k].id) == 0) {
+        atr_buf_printf(&ev, "id: %llu\nevent: %s\n", (unsigned long long)d->runs.version,
+                       frags[k].id);
         const char *p = html.data;
         for (const char *nl; (nl = strchr(p, '\n')); p = nl + 1)
             atr_buf_printf(&ev, "data: %.*s\n", (int)(nl - p), p);
         atr_buf_printf(&ev, "data: %s\n\n", p);
-        if (d->bench)
-            shared_unref(d->bench);
-        d->bench = shared_new(ev.data, ev.len);
-        broadcast(d, d->bench);
+        if (d->frag[k])
+            shared_unref(d->frag[k]);
+        d->frag[k] = shared_new(ev.data, ev.len);
+        broadcast(d, d->frag[k]);
     }
     atr_buf_release(&html);
     atr_buf_release(&ev);
@@ -302,7 +318,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     }
     if (now - d->last_cdf >= CDF_EVERY_S) {
         send_cdfs(d, now);
-        send_bench(d);
+        for (size_t k = 0; k < N_FRAGS; k++)
+            send_fragment(d, k);
         d->last_cdf = now;
     }
     if (now - d->last_send > HEARTBEAT_S) {
@@ -396,9 +413,11 @@ static void serve_events(struct atr_dash *d, struct evhttp_request *req)
     static const char retry[] = "retry: 2000\n\n";
     struct shared_event *first = shared_new(retry, sizeof retry - 1);
     struct dash_run *run = run_named(&d->runs, c->sel);
-    /* the Bench section as last rebuilt: the page may be older than it */
-    if (client_send(c, first) && client_send(c, d->rows) && (!d->bench || client_send(c, d->bench)) &&
-        run) {
+    /* the sections as last rebuilt: the page may be older than they */
+    bool ok = client_send(c, first) && client_send(c, d->rows);
+    for (size_t k = 0; ok && k < N_FRAGS; k++)
+        ok = !d->frag[k] || client_send(c, d->frag[k]);
+    if (ok && run) {
         struct shared_event *cdf = cdf_event(d, run, now_s());   /* at once: the page draws it */
         if (client_send(c, cdf))
             c->sel_gen = run->gen;
@@ -473,7 +492,8 @@ struct atr_dash *atr_dash_new(struct event_base *base, const struct atr_dash_cfg
     double now = now_s();
     dash_runs_scan(&d->runs, now);
     d->status_sig = status_signature(d, now);
-    d->bench_sig = bench_signature(&d->runs);    /* the page has this state */
+    for (size_t k = 0; k < N_FRAGS; k++)    /* the page has this state */
+        d->frag_sig[k] = inputs_signature(&d->runs, frags[k].kind);
     render_event(d, now);
     d->sent_version = d->runs.version;
     return d;
@@ -540,8 +560,9 @@ void atr_dash_free(struct atr_dash *d)
     dash_runs_release(&d->runs);
     if (d->rows)
         shared_unref(d->rows);
-    if (d->bench)
-        shared_unref(d->bench);
+    for (size_t k = 0; k < N_FRAGS; k++)
+        if (d->frag[k])
+            shared_unref(d->frag[k]);
     free(d->host);
     free(d);
 }

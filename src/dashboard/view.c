@@ -35,22 +35,31 @@ static const char live_js[] =
     "    const r = all.find((r) => r.dataset.status === 'running') || all[0];\n"
     "    return r ? r.dataset.run : null;\n"
     "  };\n"
+    "  const chart = (host, label, series) => {\n"
+    "    host.dataset.n = series.reduce((a, s) => a + s.n, 0);\n"
+    "    host.dataset.series = series.length;\n"
+    "    if (!series.length) { host.textContent = `no ${label} yet`; return; }\n"
+    "    lineChart(host, { series: series.map((s, i) => ({ label: `${s.label} (${s.n})`, cls: `c${i % 8}`,\n"
+    "        pts: cdfPoints(s.c) })), xLabel: `${label} (ms`, yLabel: 'fraction at or below (CDF',\n"
+    "      logAxis: 'x', fixedY: [0, 1], hover: (s, x) => {\n"
+    "        const p = stepAt(s.pts, x);\n"
+    "        return `${s.label}: ${((p ? p[1] : 0) * 100).toFixed(1)} % <= ${fmtNum(x)} ms`;\n"
+    "      } });\n"
+    "  };\n"
+    "  const one = (label, c) => (c && c.n ? [{ label, n: c.n, c }] : []);\n"
+    "  const split = (gs, key) => gs.filter((g) => g[key] && g[key].n)\n"
+    "    .map((g) => ({ label: `${g.upstream} (${g.policy})`, n: g[key].n, c: g[key] }));\n"
     "  const draw = (d) => {\n"
     "    if (d.run !== sel) return;\n"
     "    fig.hidden = false;\n"
     "    document.getElementById('live-cdf-run').textContent = d.run;\n"
-    "    for (const [key, label] of [['ttft', 'TTFT'], ['latency', d.latency_label]]) {\n"
-    "      const host = fig.querySelector(`.chart-host[data-metric=\"${key}\"]`);\n"
-    "      const c = d[key];\n"
-    "      host.dataset.n = c ? c.n : 0;\n"
-    "      if (!c || !c.n) { host.textContent = `no ${label} yet`; continue; }\n"
-    "      const series = [{ label: `${d.run} (${c.n})`, cls: 'c0', pts: cdfPoints(c) }];\n"
-    "      lineChart(host, { series, xLabel: `${label} (ms`, yLabel: 'fraction at or below (CDF',\n"
-    "        logAxis: 'x', fixedY: [0, 1], hover: (s, x) => {\n"
-    "          const p = stepAt(s.pts, x);\n"
-    "          return `${((p ? p[1] : 0) * 100).toFixed(1)} % <= ${fmtNum(x)} ms`;\n"
-    "        } });\n"
-    "    }\n"
+    "    const host = (k) => fig.querySelector(`.chart-host[data-metric=\"${k}\"]`);\n"
+    "    const gs = d.groups || null, itl = host('itl');\n"
+    "    chart(host('ttft'), 'TTFT', gs && gs.length ? split(gs, 'ttft') : one(d.run, d.ttft));\n"
+    "    chart(host('latency'), d.latency_label, one(d.run, d.latency));\n"
+    "    itl.hidden = !gs;\n"
+    "    if (gs) chart(itl, 'ITL, mean per request', split(gs, 'itl'));\n"
+    "    else { itl.replaceChildren(); itl.dataset.n = 0; }   /* a journal's drawn before */\n"
     "    fig.dataset.version = d.version;\n"
     "    fig.dataset.draws = Number(fig.dataset.draws || 0) + 1;\n"
     "  };\n"
@@ -67,14 +76,16 @@ static const char live_js[] =
     "      mark();\n"
     "    });\n"
     "    es.addEventListener('cdf', (e) => draw(JSON.parse(e.data)));\n"
-    "    es.addEventListener('bench', (e) => {\n"
-    "      const t = document.createElement('template');\n"
-    "      t.innerHTML = e.data;\n"
-    "      const fresh = t.content.firstElementChild, old = document.getElementById('bench');\n"
-    "      if (!fresh) return;\n"
-    "      fresh.dataset.live = e.lastEventId;\n"
-    "      if (old) old.replaceWith(fresh); else document.getElementById('live').after(fresh);\n"
-    "    });\n"
+    "    for (const [name, setup] of [['bench', null], ['router', routerLab]])\n"
+    "      es.addEventListener(name, (e) => {\n"
+    "        const t = document.createElement('template');\n"
+    "        t.innerHTML = e.data;\n"
+    "        const fresh = t.content.firstElementChild, old = document.getElementById(name);\n"
+    "        if (!fresh) return;\n"
+    "        fresh.dataset.live = e.lastEventId;\n"
+    "        if (old) old.replaceWith(fresh); else document.getElementById('live').after(fresh);\n"
+    "        if (setup) setup();   /* the section's own script, on its new data */\n"
+    "      });\n"
     "    es.onerror = () => { state.textContent = 'disconnected: the table shows the last state'; };\n"
     "  };\n"
     "  body.addEventListener('click', (e) => {\n"
@@ -116,22 +127,37 @@ static void td_pcts(struct atr_buf *b, struct atr_samples *s)
         atr_html_td_num(b, pct(s, ps[i]), 2);
 }
 
-/* A journal's split: "UPSTREAM (POLICY): N, mean TTFT X ms" a pair. */
-static void groups_cell(struct atr_buf *b, const struct dash_run *run)
+/* "p50 X / p99 Y" of s, in ms; "-" when none. */
+static void pcts_text(struct atr_buf *b, struct atr_samples *s)
+{
+    atr_buf_puts(b, "p50 ");
+    atr_html_num(b, pct(s, 50), 1);
+    atr_buf_puts(b, " / p99 ");
+    atr_html_num(b, pct(s, 99), 1);
+}
+
+/* A journal's split, a pair a line: "UPSTREAM (POLICY): N, mean TTFT X
+ * ms; TTFT p50 / p99, ITL p50 / p99". */
+static void groups_cell(struct atr_buf *b, struct dash_run *run)
 {
     for (size_t i = 0; i < run->n_groups; i++) {
-        const struct dash_group *g = &run->groups[i];
+        struct dash_group *g = &run->groups[i];
         atr_buf_puts(b, i ? "<br>" : "");
+        atr_buf_puts(b, "<span class=\"group\">");
         atr_html_esc(b, g->upstream);
         atr_buf_puts(b, " (");
         atr_html_esc(b, g->policy);
         atr_buf_printf(b, "): %llu, mean TTFT ", (unsigned long long)g->requests);
         atr_html_num(b, g->ttft_n ? g->ttft_sum_ms / (double)g->ttft_n : NAN, 1);
-        atr_buf_puts(b, " ms");
+        atr_buf_puts(b, " ms; TTFT ");
+        pcts_text(b, &g->ttft);
+        atr_buf_puts(b, ", ITL ");
+        pcts_text(b, &g->itl);
+        atr_buf_puts(b, " ms</span>");
     }
 }
 
-static void outcomes_cell(struct atr_buf *b, const struct dash_run *run)
+static void outcomes_cell(struct atr_buf *b, struct dash_run *run)
 {
     atr_buf_puts(b, "<td>");
     size_t start = b->len;
@@ -248,7 +274,8 @@ void dash_view_section(struct atr_buf *b, struct dash_runs *r, double now)
                     "<figure id=\"live-cdf\" hidden><figcaption>CDFs of <code id=\"live-cdf-run\">"
                     "</code>, live (computed server-side, at most 4 redraws a second)</figcaption>"
                     "<div class=\"chart-host\" data-metric=\"ttft\"></div>"
-                    "<div class=\"chart-host\" data-metric=\"latency\"></div></figure>"
+                    "<div class=\"chart-host\" data-metric=\"latency\"></div>"
+                    "<div class=\"chart-host\" data-metric=\"itl\" hidden></div></figure>"
                     "</section>\n");
 }
 
@@ -299,7 +326,7 @@ static void json_run(struct atr_jw *w, struct dash_runs *r, struct dash_run *run
         atr_jw_key(w, "upstreams");
         atr_jw_array_begin(w);
         for (size_t i = 0; i < run->n_groups; i++) {
-            const struct dash_group *g = &run->groups[i];
+            struct dash_group *g = &run->groups[i];
             atr_jw_object_begin(w);
             atr_jw_kv_str(w, "upstream", g->upstream);
             atr_jw_kv_str(w, "policy", g->policy);
@@ -309,6 +336,8 @@ static void json_run(struct atr_jw *w, struct dash_runs *r, struct dash_run *run
                 atr_jw_kv_pyfloat(w, "mean_ttft_ms", g->ttft_sum_ms / (double)g->ttft_n);
             else
                 atr_jw_kv_null(w, "mean_ttft_ms");
+            json_pcts(w, "ttft_ms", &g->ttft);
+            json_pcts(w, "itl_ms", &g->itl);
             atr_jw_object_end(w);
         }
         atr_jw_array_end(w);
@@ -377,15 +406,31 @@ void dash_view_cdf(struct atr_buf *b, struct dash_runs *r, struct dash_run *run,
     atr_jw_kv_str(&w, "latency_label", run->kind == DASH_TOOLS ? "step latency" : "E2EL");
     cdf_of(&w, "ttft", &run->ttft);
     cdf_of(&w, "latency", &run->e2el);
+    if (run->kind == DASH_JOURNAL) {
+        atr_jw_key(&w, "groups");
+        atr_jw_array_begin(&w);
+        for (size_t i = 0; i < run->n_groups; i++) {
+            struct dash_group *g = &run->groups[i];
+            atr_jw_object_begin(&w);
+            atr_jw_kv_str(&w, "upstream", g->upstream);
+            atr_jw_kv_str(&w, "policy", g->policy);
+            cdf_of(&w, "ttft", &g->ttft);
+            cdf_of(&w, "itl", &g->itl);
+            atr_jw_object_end(&w);
+        }
+        atr_jw_array_end(&w);
+    }
     atr_jw_object_end(&w);
     atr_jw_finish(&w);
 }
 
-/* The report's Bench section of the bench folders alone: the same
- * renderer as the page (atr_html_write), the section cut out of it. The
- * 3-way tables fill in as results land without a reload. Built on the
- * event loop: bench results are small and land minutes apart. */
-int dash_view_bench(struct atr_buf *b, struct dash_runs *r)
+/* The report's <section id="ID"> of the inputs of one kind alone: the
+ * same renderer as the page (atr_html_write), the section cut out of it.
+ * Bench: the 3-way tables fill in as results land; Router lab: a router
+ * model or evaluation written or replaced, without a reload. Built on
+ * the event loop: these inputs are small and change minutes apart. */
+int dash_view_fragment(struct atr_buf *b, struct dash_runs *r, enum dash_kind kind,
+                       const char *id)
 {
     struct atr_html *h = atr_html_new();
     atr_html_set_warn(h, ignore_warning_early);
@@ -393,18 +438,20 @@ int dash_view_bench(struct atr_buf *b, struct dash_runs *r)
     for (size_t i = 0; i < r->n; i++) {
         struct atr_error err;
         const struct dash_run *run = &r->v[i];
-        if (run->kind == DASH_BENCH && run->page_path && !run->has_symlink &&
+        if (run->kind == kind && run->page_path && !run->has_symlink &&
             atr_html_add(h, run->page_path, &err) == 0)
             added++;
     }
-    struct atr_buf page = ATR_BUF_INIT;
+    struct atr_buf page = ATR_BUF_INIT, open = ATR_BUF_INIT;
+    atr_buf_printf(&open, "<section id=\"%s\">", id);
     struct atr_html_meta meta = {.version = ATR_VERSION, .command_line = "atr dashboard"};
     int rc = added && atr_html_write(&page, h, &meta) == 0 ? 0 : -1;
-    const char *start = rc == 0 ? strstr(page.data, "<section id=\"bench\">") : NULL;
+    const char *start = rc == 0 ? strstr(page.data, open.data) : NULL;
     const char *end = start ? strstr(start, "</section>\n") : NULL;
     if (end)
         atr_buf_append(b, start, (size_t)(end - start) + strlen("</section>"));
     atr_buf_release(&page);
+    atr_buf_release(&open);
     atr_html_free(h);
     return end ? 0 : -1;
 }

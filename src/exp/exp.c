@@ -175,6 +175,7 @@ static int run_sim(const struct atr_target *t, const struct atr_exp_cfg *cfg,
         .max_model_len = t->max_model_len ? t->max_model_len : t->profile.model->max_model_len,
         .timeout_s = t->client.timeout_s, .stall_timeout_s = t->client.stall_timeout_s,
         .on_decision = cfg->on_decision, .decision_ctx = cfg->decision_ctx,
+        .on_record = cfg->on_record, .record_ctx = cfg->record_ctx,
     };
     if (atr_sim_run(out->engines, t->replicas, &rc, &out->recs, &out->n, err) < 0)
         return -1;

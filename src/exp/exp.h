@@ -96,6 +96,9 @@ struct atr_exp_cfg {
     void (*on_decision)(void *ctx, const char *trace_id, size_t turn,
                         const struct atr_policy_decision *dec);
     void *decision_ctx;
+    /* sim: each record as it is made (atr_sim_run_cfg.on_record). */
+    void (*on_record)(void *ctx, const struct atr_llm_record *rec);
+    void *record_ctx;
     /* HTTP: */
     const char *run_salt;                /* word in front of every prompt, or NULL */
     double start_at;                     /* the schedule's 0 as a wall-clock epoch, or 0

@@ -2,10 +2,12 @@
  * and the outputs of each run (see series.h). */
 #include "exp/series.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "exp/threads.h"
@@ -180,58 +182,117 @@ static int write_files(struct atr_output *const *files, const struct atr_target 
 }
 
 /* ---- the live copy of the request lines: FILE.partial ----
- * While an HTTP run goes, its --requests-out lines also go to
- * FILE.partial as each request finishes (one write() per finished
- * request: a watcher such as atr dashboard sees every line at once). Its
- * first line, {"atr_partial":"requests","total":N}, says the planned
+ * While a run goes, its --requests-out lines also go to FILE.partial as
+ * requests finish, so a watcher such as atr dashboard shows it running.
+ * Its first line, {"atr_partial":"requests","total":N}, says the planned
  * count; it is no requests file. The committed FILE is written as before,
  * whole at the end, and FILE.partial is removed when the series' files
- * are committed (just after the rename) or dropped, whatever the outcome: a FILE.partial left behind means its writer died
- * (SIGKILL), and is never a result. Only for one event loop (--threads 1):
- * the records are read from the run's own array as they land; a simulated
- * run has no wall time to watch and writes none. */
+ * are committed (just after the rename) or dropped, whatever the
+ * outcome: a FILE.partial left behind means its writer died (SIGKILL),
+ * and is never a result. Only for one event loop (--threads 1).
+ * HTTP: one write() per finished request, copied from the run's own array
+ * (a watcher sees every line at once; requests land milliseconds apart).
+ * sim: each record as the simulation makes it (atr_exp_cfg.on_record),
+ * written in batches of LIVE_BATCH_BYTES or LIVE_BATCH_S of wall time,
+ * whichever comes first: a simulation makes thousands a second, and one
+ * write() each would cost more than the run. The last batch is written
+ * before the run's files are committed, so the copy ends whole. */
+#define LIVE_BATCH_BYTES ((size_t)256 << 10)
+#define LIVE_BATCH_S 0.2
+
 struct live {
     int fd;                               /* -1: none */
     char *path;
     size_t written;                       /* records copied so far */
+    size_t total;                         /* the planned count, from progress */
     const struct atr_exp_result *res;
     void (*on_progress)(void *ctx, size_t done, size_t total);
     void *ctx;
-    struct atr_buf b;
+    struct atr_buf b;                     /* lines not yet written */
+    double flushed_at;                    /* monotonic seconds of the last write */
 };
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Writes what is buffered. A failed write only costs the watcher its
+ * view: the copy stops, the run goes on. */
+static void live_flush(struct live *l)
+{
+    size_t off = 0;
+    while (l->fd >= 0 && off < l->b.len) {
+        ssize_t n = write(l->fd, l->b.data + off, l->b.len - off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            close(l->fd);
+            l->fd = -1;
+        } else {
+            off += (size_t)n;
+        }
+    }
+    atr_buf_clear(&l->b);
+    l->flushed_at = mono_s();
+}
+
+static void live_header(struct live *l)
+{
+    if (l->written == 0)
+        atr_buf_printf(&l->b, "{\"atr_partial\":\"requests\",\"total\":%zu}\n", l->total);
+}
 
 static void live_progress(void *ctx, size_t done, size_t total)
 {
     struct live *l = ctx;
     if (l->on_progress)
         l->on_progress(l->ctx, done, total);
-    if (l->fd < 0)
+    l->total = total;
+    if (l->fd < 0 || l->res == NULL)      /* sim: live_record copies */
         return;
-    atr_buf_clear(&l->b);
-    if (l->written == 0)
-        atr_buf_printf(&l->b, "{\"atr_partial\":\"requests\",\"total\":%zu}\n", total);
+    live_header(l);
     for (; l->written < l->res->replay.n; l->written++)
         atr_llm_write_request_line(&l->b, &l->res->replay.recs[l->written]);
-    /* A failed write only costs the watcher its view: the run goes on. */
-    if (l->b.len && write(l->fd, l->b.data, l->b.len) != (ssize_t)l->b.len) {
-        close(l->fd);
-        l->fd = -1;
-    }
+    live_flush(l);
 }
 
+/* sim: one record, as its run makes it (after its progress call). */
+static void live_record(void *ctx, const struct atr_llm_record *rec)
+{
+    struct live *l = ctx;
+    if (l->fd < 0)
+        return;
+    live_header(l);
+    struct atr_llm_record r = *rec;
+    r.sent_s = r.start_s;    /* no socket: as exp.c sets the run's records */
+    atr_llm_write_request_line(&l->b, &r);
+    l->written++;
+    if (l->b.len >= LIVE_BATCH_BYTES || mono_s() - l->flushed_at >= LIVE_BATCH_S)
+        live_flush(l);
+}
+
+/* res: the HTTP run's result (its records are copied from it); NULL for a
+ * sim run. */
 static void live_open(struct live *l, const struct atr_series_cfg *c, const struct atr_target *t,
                       const char *reqs, const struct atr_exp_result *res)
 {
-    *l = (struct live){.fd = -1, .res = res, .on_progress = c->on_progress, .ctx = c->ctx,
-                       .b = ATR_BUF_INIT};
-    if (!reqs || strcmp(reqs, "-") == 0 || t->kind != ATR_TARGET_HTTP || c->threads > 1)
+    bool sim = t->kind == ATR_TARGET_SIM;
+    *l = (struct live){.fd = -1, .res = sim ? NULL : res, .on_progress = c->on_progress,
+                       .ctx = c->ctx, .b = ATR_BUF_INIT, .flushed_at = mono_s()};
+    if (!reqs || strcmp(reqs, "-") == 0 || !(sim || t->kind == ATR_TARGET_HTTP) ||
+        c->threads > 1)
         return;
     l->path = xasprintf("%s.partial", reqs);
     l->fd = open(l->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
 }
 
+/* The last batch (a sim's), then the file closed. */
 static void live_close(struct live *l)
 {
+    live_flush(l);
     if (l->fd >= 0)
         close(l->fd);
     free(l->path);
@@ -357,6 +418,10 @@ static int run_one(const struct atr_series_cfg *c, const struct atr_target *t,
     if (live.fd >= 0) {
         cfg.on_progress = live_progress;
         cfg.progress_ctx = &live;
+        if (!live.res) {
+            cfg.on_record = live_record;
+            cfg.record_ctx = &live;
+        }
     }
     int rc = experiment(c, t, &cfg, th, &res, err);
     if (c->on_end)

@@ -103,6 +103,17 @@ static void rec_turn(const struct driver *d, const struct pending *q, struct atr
     }
 }
 
+/* Record i to the on_record callback with its token times, which are
+ * read from the engine now: between steps they are valid (set_chunks
+ * points the kept records at them only once no engine steps). */
+static void live_record(const struct driver *d, size_t i)
+{
+    struct atr_llm_record rec = d->recs[i];
+    if (d->src[i].r)
+        rec.chunk_s = atr_engine_token_times(d->engines[d->src[i].engine], d->src[i].r);
+    d->cfg->on_record(d->cfg->record_ctx, &rec);
+}
+
 /* The turn of p is over (finished or rejected, ending at rec->end_s): its
  * record is kept, the policy told, and the session's next turn is due after
  * its think time (p is free to reuse for it). The caller fills the slot. */
@@ -128,6 +139,8 @@ static int turn_over(struct driver *d, struct pending *p, const struct atr_llm_r
     }
     if (d->cfg->on_progress)
         d->cfg->on_progress(d->cfg->progress_ctx, d->n_recs, d->cfg->workload->n_turns);
+    if (d->cfg->on_record)
+        live_record(d, d->n_recs - 1);
     return 0;
 }
 

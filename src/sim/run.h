@@ -76,6 +76,12 @@ struct atr_sim_run_cfg {
     void (*on_decision)(void *ctx, const char *trace_id, size_t turn,
                         const struct atr_policy_decision *dec);
     void *decision_ctx;
+    /* Optional: called with each turn's record as it is made (finish
+     * order, just after on_progress), its token times set: a live copy
+     * of the records (FILE.partial). The record and its chunk_s are valid
+     * only for the call (the engine's log they point into moves). */
+    void (*on_record)(void *ctx, const struct atr_llm_record *rec);
+    void *record_ctx;
 };
 
 /* The errors of a turn that can never run, as failures_by_reason groups

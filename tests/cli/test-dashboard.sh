@@ -198,7 +198,12 @@ check dashboard-token-right-200 "[ \$($CODE 'http://127.0.0.1:$PORT/?token=$TOK'
 kill $DB_PID; wait $DB_PID 2>/dev/null
 
 # ---- live: a replay through the proxy, recorded into a watched folder ----
-mkdir -p "$DB/w2/live" "$DB/w2/run"
+mkdir -p "$DB/w2/live" "$DB/w2/run" "$DB/w2/router"
+# a router model the browser puts into the folder at the end (the Router lab, live)
+"$ATR" gen -q --kind swe --traces 12 --seed 3 -o "$DB/rt-swe.ndjson"
+"$ATR" router train "$DB/rt-swe.ndjson" --profile rtx3090/qwen3-4b-awq --seed 3 --epochs 50 \
+    -o "$DB/rt-m.json" >/dev/null 2>&1
+
 "$ATR" gen -q --kind requests --traces 90 --seed 7 -o "$DB/live.ndjson"
 bg_start up "$ATR" sim serve --port 0 --ttft 30 --itl 2
 UP=$BG_URL
@@ -238,7 +243,8 @@ else
     # The browser opens the page first; the replay starts once it is open,
     # so a slow browser start cannot miss the run.
     node "$ROOT/tests/node/dashboard-check.mjs" "$W2" "$DB/shots" \
-        w2/live/journal.ndjson w2/run/r.ndjson "$DB/ready" >"$DB/node.out" 2>&1 &
+        w2/live/journal.ndjson w2/run/r.ndjson "$DB/ready" "$DB/rt-m.json" "$DB/w2/router/m.json" \
+        >"$DB/node.out" 2>&1 &
     NODE_PID=$!
     DB_PIDS="$DB_PIDS $NODE_PID"
     wait_for 60 "[ -e '$DB/ready' ] || ! kill -0 $NODE_PID"
@@ -273,8 +279,16 @@ assert 0 < a['latency'] < b['latency'] and a['draws'] < b['draws'] and c['select
     check dashboard-browser-cdf-final "python3 -c \"
 import json; c = json.load(open('$J')); f = c['final']['w2/run/r.ndjson']
 assert c['cdfFinal']['latency'] == int(f['cells'][5]), (c['cdfFinal'], f)\""
+    check dashboard-browser-journal-cdf "python3 -c \"
+import json; c = json.load(open('$J'))['journalCdf']
+lines = [json.loads(l)['meta'] for l in open('$DB/w2/live/journal.ndjson')]
+ok = [m for m in lines if m['status'] == 200 and m['error'] is None]
+assert c['run'] == 'w2/live/journal.ndjson' and not c['itlHidden'] and c['ttftSeries'] == 1, c
+assert c['itl'] == len([m for m in ok if m['itl_ms']['mean'] is not None]) and c['ttft'] == len([m for m in ok if m['ttft_ms'] is not None]), (c, len(ok))\""
+    check dashboard-browser-router-live "python3 -c \"
+import json; r = json.load(open('$J'))['routerLive']; assert r['live'] and r['features'] > 0 and r['sameDocument'], r\""
     # the views docs/dashboard.md shows (not the long Results one)
-    [ -z "${ATR_DASHBOARD_SHOTS:-}" ] || for v in live cdf runs nojs; do
+    [ -z "${ATR_DASHBOARD_SHOTS:-}" ] || for v in live cdf proxy-cdf runs nojs; do
         cp "$DB/shots/dashboard-$v.png" "$ATR_DASHBOARD_SHOTS/"; done
     check dashboard-browser-screenshots "[ -s '$DB/shots/dashboard-cdf.png' ] && [ -s '$DB/shots/dashboard-live.png' ] && [ -s '$DB/shots/dashboard-runs.png' ] && [ -s '$DB/shots/dashboard-nojs.png' ]"
 fi
@@ -299,7 +313,54 @@ import json; r = [r for r in json.load(open('$DB/w2.json'))['runs'] if r['run'] 
 lines = [json.loads(l) for l in open('$DB/w2/live/journal.ndjson')]
 t = [l['meta']['ttft_ms'] for l in lines if l['meta']['status'] == 200 and l['meta']['ttft_ms'] is not None]
 want = [{'upstream': '$UP', 'policy': 'naive', 'requests': len(lines), 'ok': r['ok'], 'mean_ttft_ms': sum(t) / len(t)}]
-assert r['upstreams'] == want, (r['upstreams'], want)\""
+assert [{k: u[k] for k in want[0]} for u in r['upstreams']] == want, (r['upstreams'], want)\""
+# ---- a journal split over two upstreams and two policies: each pair's
+# TTFT and ITL percentiles (numpy's) and CDFs, in the table, the JSON and
+# the cdf event. The live journal's lines, relabelled: odd ones "b". ----
+mkdir -p "$DB/w3"
+python3 - "$DB/w2/live/journal.ndjson" "$DB/w3/split.ndjson" <<'PY'
+import json, sys
+out = open(sys.argv[2], "w")
+for i, l in enumerate(open(sys.argv[1])):
+    o = json.loads(l)
+    if i % 2:
+        o["meta"]["upstream_url"] = "http://b.invalid/<b>"
+        o["meta"]["policy"] = "prefix-route"
+    out.write(json.dumps(o) + "\n")
+PY
+db_start w3 "$DB/w3" --poll-ms 100
+W3=$DB_URL
+curl -s "${W3}runs.json" >"$DB/w3.json"
+curl -s -N --max-time 1 "${W3}events?run=w3/split.ndjson" >"$DB/w3-events.txt"
+curl -s "$W3" >"$DB/w3.html"
+CURRENT=dashboard-journal-split-pcts
+if python3 - "$DB/w3.json" "$DB/w3/split.ndjson" "$DB" "$DB/w3-events.txt" <<'PY' 2>"$DB/split.err"; then pass; else fail "$(tail -n 3 "$DB/split.err")"; fi
+import json, sys
+sys.path.insert(0, sys.argv[3])
+from pct import pct
+r = [r for r in json.load(open(sys.argv[1]))["runs"] if r["run"] == "w3/split.ndjson"][0]
+pairs = {}
+for l in open(sys.argv[2]):
+    m = json.loads(l)["meta"]
+    g = pairs.setdefault((m["upstream_url"], m["policy"]), {"ttft": [], "itl": []})
+    if m["status"] == 200 and m["error"] is None:
+        if m["ttft_ms"] is not None: g["ttft"].append(m["ttft_ms"])
+        if m["itl_ms"]["mean"] is not None: g["itl"].append(m["itl_ms"]["mean"])
+assert len(pairs) == 2 and len(r["upstreams"]) == 2, r["upstreams"]
+ev = open(sys.argv[4]).read().split("event: cdf\n")[1].split("\n")[0]
+d = json.loads(ev[6:])
+assert d["run"] == "w3/split.ndjson" and len(d["groups"]) == 2, d.keys()
+for u, c in zip(r["upstreams"], d["groups"]):
+    g = pairs[(u["upstream"], u["policy"])]
+    assert g["itl"], "no ITL in the journal"
+    for key in ("ttft", "itl"):
+        want = {f"p{p}": pct(g[key], p) for p in (50, 90, 99)}
+        assert u[key + "_ms"] == want, (key, u[key + "_ms"], want)
+        assert (c["upstream"], c["policy"]) == (u["upstream"], u["policy"])
+        assert c[key]["n"] == len(g[key]), (key, c[key]["n"], len(g[key]))
+PY
+check dashboard-journal-split-table "grep -q 'http://b.invalid/&lt;b&gt; (prefix-route): [0-9]*, mean TTFT [0-9.]* ms; TTFT p50 [0-9.]* / p99 [0-9.]*, ITL p50 [0-9.]* / p99 [0-9.]* ms' '$DB/w3.html' && ! grep -q 'b.invalid/<b>' '$DB/w3.html' && grep -q 'data-metric=\"itl\" hidden' '$DB/w3.html'"
+kill $DB_PID; wait $DB_PID 2>/dev/null
 check dashboard-live-rate "python3 -c \"
 import json; r = [r for r in json.load(open('$DB/w2.json'))['runs'] if r['run'] == 'w2/live/journal.ndjson'][0]
 assert r['rate'] is not None and 1 < r['rate'] < 100, r\""
@@ -323,5 +384,51 @@ wait_for 20 "[ \$(wc -l <'$DB/w2/term/t.ndjson.partial' 2>/dev/null || echo 0) -
 kill -TERM $TP; wait $TP 2>/dev/null
 wait_for 10 "curl -s '${W2}runs.json' | grep -q '\"run\":\"w2/term/t.ndjson\",\"kind\":\"requests\",\"status\":\"interrupted\"'"
 check dashboard-sigterm-reads-interrupted "curl -s '${W2}runs.json' | grep -q '\"run\":\"w2/term/t.ndjson\",\"kind\":\"requests\",\"status\":\"interrupted\"' && [ -s '$DB/w2/term/t.ndjson' ] && [ ! -e '$DB/w2/term/t.ndjson.partial' ]"
+# ---- sim run --requests-out: FILE.partial written as the simulation goes.
+# Its .partial made a FIFO: the simulation blocks writing a batch until
+# the test reads, so the first line is read while it still runs (and
+# before FILE is committed), with no timing; the live lines are FILE's. ----
+mkdir -p "$DB/w4/sim"
+"$ATR" gen -q --kind requests --traces 400 --seed 9 -o "$DB/sim-reqs.ndjson"
+mkfifo "$DB/fifo.ndjson.partial"
+"$ATR" sim run -q "$DB/sim-reqs.ndjson" --profile h100/llama-3.1-8b --rate 20 \
+    --save-result "$DB/fifo.json" --requests-out "$DB/fifo.ndjson" >/dev/null 2>&1 &
+SP=$!
+DB_PIDS="$DB_PIDS $SP"
+# (a deadline: a simulation that failed before opening it cannot hang the test)
+timeout 60 sh -c '
+    { read -r head; kill -0 "$1" 2>/dev/null && [ ! -e "$2.ndjson" ] && alive=1 || alive=0
+      echo "$head" >"$2.head"; echo $alive >"$2.alive"; cat >"$2-live.ndjson"; } <"$2.ndjson.partial"
+' sh $SP "$DB/fifo" || kill $SP 2>/dev/null
+wait $SP
+SIM_HEAD=$(cat "$DB/fifo.head" 2>/dev/null) SIM_ALIVE=$(cat "$DB/fifo.alive" 2>/dev/null)
+check dashboard-sim-partial-live "[ $SIM_ALIVE = 1 ] && [ '$SIM_HEAD' = '{\"atr_partial\":\"requests\",\"total\":400}' ]"
+check dashboard-sim-partial-same-lines "cmp -s '$DB/fifo-live.ndjson' '$DB/fifo.ndjson' && [ ! -e '$DB/fifo.ndjson.partial' ]"
+# a plain file: removed once FILE is committed
+"$ATR" sim run -q "$DB/sim-reqs.ndjson" --profile h100/llama-3.1-8b --rate 20 \
+    --save-result "$DB/w4/sim/done.json" --requests-out "$DB/w4/sim/done.ndjson" >/dev/null 2>&1
+check dashboard-sim-partial-removed "[ -s '$DB/w4/sim/done.ndjson' ] && [ ! -e '$DB/w4/sim/done.ndjson.partial' ]"
+# what a watcher sees mid-way: the header and the first 150 lines
+{ echo "$SIM_HEAD"; head -n 150 "$DB/fifo-live.ndjson"; } >"$DB/w4/sim/mid.ndjson.partial"
+db_start w4 "$DB/w4" --poll-ms 100 --idle 600
+W4=$DB_URL
+check dashboard-sim-partial-running "curl -s '${W4}runs.json' | grep -q '\"run\":\"w4/sim/mid.ndjson\",\"kind\":\"requests\",\"status\":\"running\",\"done\":150,\"total\":400'"
+kill $DB_PID; wait $DB_PID 2>/dev/null
+# ---- the Router lab sent again when a router model lands or is replaced ----
+mkdir -p "$DB/w5"
+db_start w5 "$DB/w5" --poll-ms 100
+W5=$DB_URL
+curl -s -N --max-time 30 "${W5}events" >"$DB/w5-events.txt" & E5=$!
+wait_for 10 "grep -q '^event: runs$' '$DB/w5-events.txt'"
+check dashboard-router-none-yet "! grep -q '^event: router$' '$DB/w5-events.txt'"
+cp "$DB/rt-m.json" "$DB/w5/.m.json" && mv "$DB/w5/.m.json" "$DB/w5/m.json"
+wait_for 10 "[ \$(grep -c '^event: router$' '$DB/w5-events.txt') -ge 1 ]"
+check dashboard-router-event "grep -q '^data: <section id=\"router\"><h2>Router lab</h2>' '$DB/w5-events.txt' && grep -q 'id=\"router-data\"' '$DB/w5-events.txt'"
+"$ATR" router train "$DB/rt-swe.ndjson" --profile rtx3090/qwen3-4b-awq --seed 4 --epochs 20 \
+    -o "$DB/w5/m.json" >/dev/null 2>&1
+wait_for 10 "[ \$(grep -c '^event: router$' '$DB/w5-events.txt') -ge 2 ]"
+check dashboard-router-event-replaced "[ \$(grep -c '^event: router$' '$DB/w5-events.txt') -ge 2 ]"
+check dashboard-router-event-late-stream "curl -s -N --max-time 1 '${W5}events' | grep -q '^event: router$'"
+kill $E5 $DB_PID 2>/dev/null; wait $E5 $DB_PID 2>/dev/null
 for p in $DB_PIDS; do kill "$p" 2>/dev/null; done
 for p in $DB_PIDS; do wait "$p" 2>/dev/null; done

@@ -1,4 +1,4 @@
-// dashboard-check.mjs URL OUT_DIR LIVE_RUN DONE_RUN READY - opens a running
+// dashboard-check.mjs URL OUT_DIR LIVE_RUN DONE_RUN READY [ROUTER_MODEL DEST] - opens a running
 // `atr dashboard` in headless Debian Chromium (playwright-core), writes the
 // file READY once the page is open (the caller starts a replay writing
 // into the watched folders then), and writes OUT_DIR/check.json: console and page
@@ -11,11 +11,15 @@
 // live too (its FILE.partial): its row is selected with a click, and its
 // CDFs must be redrawn with more points while it runs (no reload), its
 // ETA shown. Screenshots of the run list, the live CDFs, the page, and
-// the no-JS page go to OUT_DIR.
+// the no-JS page go to OUT_DIR. After a reload LIVE_RUN (a proxy journal)
+// is clicked: its CDFs come split by upstream x policy, with an ITL chart.
+// ROUTER_MODEL DEST (optional): that model copied to DEST in a watched
+// folder; the Router lab must arrive by the event stream and be set up.
 import { chromium } from "playwright-core";
-import { writeFileSync } from "node:fs";
+import { copyFileSync, renameSync, writeFileSync } from "node:fs";
+import { basename, dirname, join } from "node:path";
 
-const [url, outDir, liveRun, doneRun, ready] = process.argv.slice(2);
+const [url, outDir, liveRun, doneRun, ready, routerModel, routerDest] = process.argv.slice(2);
 if (!url || !outDir || !liveRun || !doneRun || !ready) {
   console.error("usage: dashboard-check.mjs URL OUT_DIR LIVE_RUN DONE_RUN READY");
   process.exit(2);
@@ -55,7 +59,9 @@ const cdfOf = (page) => page.evaluate(() => {
   const f = document.getElementById("live-cdf");
   const n = (k) => Number(f.querySelector(`.chart-host[data-metric="${k}"]`).dataset.n || 0);
   return { hidden: f.hidden, run: document.getElementById("live-cdf-run").textContent,
-           ttft: n("ttft"), latency: n("latency"), draws: Number(f.dataset.draws || 0),
+           ttft: n("ttft"), latency: n("latency"), itl: n("itl"), draws: Number(f.dataset.draws || 0),
+           itlHidden: f.querySelector('.chart-host[data-metric="itl"]').hidden,
+           ttftSeries: Number(f.querySelector('.chart-host[data-metric="ttft"]').dataset.series || 0),
            paths: f.querySelectorAll("svg path.curve").length };
 });
 
@@ -117,6 +123,24 @@ try {
   out.sectionsAfterReload = await page.$$eval("section[id]", (s) => s.map((e) => e.id));
   const results = await page.$("#results");
   if (results) await results.screenshot({ path: `${outDir}/dashboard-results.png` });
+  // The journal's row: its upstream x policy pairs' TTFT and ITL CDFs.
+  await page.locator(`#runs-body tr[data-run="${liveRun}"]`).click();
+  out.journalCdf = await untilCdf(page, (v) => v.run === liveRun && v.itl > 0, 10000);
+  await page.locator("#live-cdf").screenshot({ path: `${outDir}/dashboard-proxy-cdf.png` });
+  // A router model landing in the watched folder: the Router lab comes as
+  // a "router" event, swapped in and set up (its live decision drawn).
+  if (routerModel && routerDest) {
+    const tmp = join(dirname(routerDest), `.${basename(routerDest)}.part`);   /* hidden: not walked */
+    await page.evaluate(() => { window.__sameDocument = 1; });   /* the reload above cleared it */
+    copyFileSync(routerModel, tmp);
+    renameSync(tmp, routerDest);
+    await page.waitForSelector("#router[data-live] #router-features", { timeout: 10000 }).catch(() => {});
+    out.routerLive = await page.evaluate(() => {
+      const r = document.getElementById("router");
+      return { live: !!(r && r.dataset.live), features: document.querySelectorAll("#router-features input").length,
+               sameDocument: window.__sameDocument === 1 };
+    });
+  }
   const nojs = await open(false);
   out.noJs = {
     done: await rowOf(nojs, doneRun),
