@@ -32,6 +32,9 @@ cat >"$BP/files.py" <<'PY'
 import json, os, re, sys
 d = sys.argv[1]
 names = sorted(os.listdir(d + "/results"))
+# beside the results, the runner's state for watchers (atr dashboard)
+assert json.load(open(d + "/results/.atr-bench-state.json"))["state"] == "complete"
+names = [n for n in names if n != ".atr-bench-state.json"]
 assert len(names) == 55, len(names)
 for n in names:
     m = re.fullmatch(r"(.*?)(?:_r([2-5]))?_result\.json", n)

@@ -128,7 +128,7 @@ absent "exit: no result of a usage error" "$X/none.json"
 
 # ---- issue 26: messages a newcomer can act on ----
 # A mode that does not exist is named, with the valid ones.
-fails "exit: replay names an unknown mode" 2 "^atr replay: wants a mode, tools or llm, not 'foo'" \
+fails "exit: replay names an unknown mode" 2 "^atr replay: wants a mode, tools, llm or agent, not 'foo'" \
     "$ATR" replay foo
 fails "exit: sim names an unknown mode" 2 "^atr sim: wants a mode, run, serve or calibrate, not 'bogus'" \
     "$ATR" sim bogus

@@ -22,7 +22,7 @@ cp "$LB/tiny.gguf" "$LB/sound one.gguf"
 cat >"$LB/flat.py" <<'PY'
 import json, os, sys
 d0 = os.path.join(sys.argv[1], "results")
-for f in sorted(os.listdir(d0)):
+for f in sorted(n for n in os.listdir(d0) if n.endswith("_result.json")):
     d = json.load(open(os.path.join(d0, f)))
     m, x = d["metrics"], d["server_exit"] or {}
     run = f[:-len("_result.json")]

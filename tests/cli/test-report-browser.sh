@@ -33,7 +33,8 @@ else
     check report-browser-no-errors "python3 -c \"import json; c=json.load(open('$J')); assert not c['consoleErrors'] and not c['pageErrors'], c\""
     check report-browser-no-network "python3 -c \"import json; c=json.load(open('$J')); assert c['requests'] == [], c['requests']\""
     check report-browser-ready "python3 -c \"import json; c=json.load(open('$J')); assert c['ready'], c\""
-    check report-browser-replay-cdfs "python3 -c \"import json; c=json.load(open('$J')); assert c['replayCurves'] == {'latency': 2, 'reaction': 1}, c['replayCurves']\""
+    # reaction: each configuration's curve, and psi-poll's upper bound dashed
+    check report-browser-replay-cdfs "python3 -c \"import json; c=json.load(open('$J')); assert c['replayCurves'] == {'latency': 2, 'reaction': 2}, c['replayCurves']\""
     check report-browser-sections "python3 -c \"import json; c=json.load(open('$J')); assert c['sections'] == ['overview', 'traces', 'shapes', 'results', 'replay', 'bench', 'appendix'], c['sections']\""
     check report-browser-rows "python3 -c \"import json; c=json.load(open('$J')); assert c['traceCount'] == 31 and c['traceRowsShown'] == 31, c\""
     check report-browser-filter "python3 -c \"import json; c=json.load(open('$J')); assert 0 < c['traceRowsFiltered'] < 31, c\""
