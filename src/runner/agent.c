@@ -650,6 +650,88 @@ static double hold_time(const struct atr_agent_holds *h, double tail_end)
     return t + (last >= 0 && tail_end > last ? tail_end - last : 0);
 }
 
+/* ---- DAG split: branches overlap, so the session's timeline is cut
+ * into pieces, each counted once: model while a turn of it is in flight,
+ * else queue while one waits for a slot, else tool while a step runs or a
+ * turn is held for one, else other. ---- */
+
+enum { PART_MODEL, PART_QUEUE, PART_TOOL, PART_N };
+
+struct span {
+    double a, b;
+    int part;
+};
+
+struct spans {
+    struct span *v;
+    size_t n, cap;
+};
+
+static void add_span(struct spans *sp, double a, double b, int part)
+{
+    if (!(b > a))
+        return;
+    if (sp->n == sp->cap) {
+        sp->cap = sp->cap ? 2 * sp->cap : 16;
+        sp->v = xreallocarray(sp->v, sp->cap, sizeof *sp->v);
+    }
+    sp->v[sp->n++] = (struct span){ a, b, part };
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* The session's spans of each part, as the union the comment above says. */
+static void dag_split(const struct spans *sp, double *part)
+{
+    double *cut = xcalloc(2 * sp->n + 1, sizeof *cut);
+    for (size_t k = 0; k < sp->n; k++) {
+        cut[2 * k] = sp->v[k].a;
+        cut[2 * k + 1] = sp->v[k].b;
+    }
+    qsort(cut, 2 * sp->n, sizeof *cut, cmp_double);
+    for (size_t c = 0; c + 1 < 2 * sp->n; c++) {
+        double a = cut[c], b = cut[c + 1];
+        int best = PART_N;
+        for (size_t k = 0; k < sp->n && b > a; k++)
+            if (sp->v[k].a <= a && sp->v[k].b >= b && sp->v[k].part < best)
+                best = sp->v[k].part;
+        if (best < PART_N)
+            part[best] += b - a;
+    }
+    free(cut);
+}
+
+static void dag_session_split(struct atr_agent_result *r, const struct atr_workload *w, size_t i,
+                              const struct atr_agent_holds *h)
+{
+    struct spans sp = {0};
+    for (size_t k = 0; k < r->llm.n; k++) {
+        const struct atr_llm_record *q = &r->llm.recs[k];
+        if (q->trace_id != w->sessions[i].trace_id)
+            continue;
+        double sent = q->sent_s > 0 ? q->sent_s : q->start_s;
+        add_span(&sp, sent, q->end_s, PART_MODEL);
+        add_span(&sp, q->scheduled_s, sent, PART_QUEUE);
+    }
+    for (size_t k = 0; k < r->n_steps; k++)
+        if (r->steps[k].session == i)
+            add_span(&sp, r->steps[k].start_s, r->steps[k].end_s, PART_TOOL);
+    for (size_t k = 0; k + 1 < h->n; k++)
+        if (h->resume_s[k] >= 0 && h->due_s[k] >= 0)
+            add_span(&sp, h->due_s[k], h->resume_s[k], PART_TOOL);
+    double part[PART_N] = {0};
+    dag_split(&sp, part);
+    free(sp.v);
+    struct atr_agent_session *s = &r->sessions[i];
+    s->model_s = part[PART_MODEL];
+    s->queue_s = part[PART_QUEUE];
+    s->tool_s = part[PART_TOOL];
+}
+
 void atr_agent_sessions(struct atr_agent_result *r, const struct atr_workload *w,
                         const struct atr_agent_holds *holds)
 {
@@ -666,6 +748,8 @@ void atr_agent_sessions(struct atr_agent_result *r, const struct atr_workload *w
     for (size_t i = 0; i < n; i++) {
         struct atr_agent_session *s = &r->sessions[i];
         s->tool_s = hold_time(&holds[i], tail_end[i]);
+        if (w->sessions[i].dag)
+            dag_session_split(r, w, i, &holds[i]);
         s->turns_dropped = w->sessions[i].n_turns - s->turns;
         s->completion_s = s->end_s - s->start_s;
         s->other_s = s->completion_s - s->model_s - s->queue_s - s->tool_s;

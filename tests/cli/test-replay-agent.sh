@@ -161,6 +161,11 @@ assert all(x['start_s'] >= y['end_s'] for x in t for y in q if y['turn']==0), l
 r=json.load(open('$A/dag.json'))['atr']['agent']['per_session'][0]
 branches=sum(x['end_s']-x['start_s'] for x in t)+sum(x['end_s']-x['sent_s'] for x in b)
 assert r['completion_s'] < branches and r['turns']==4 and r['tool_steps']==2, (r, branches)\""
+check "dag: the split counts overlapping branches once, adds up" "python3 -c \"
+import json; s=json.load(open('$A/dag.json'))['atr']['agent']['per_session'][0]
+assert abs(s['completion_s'] - s['model_s'] - s['tool_s'] - s['queue_s']) <= 0.05, s
+assert s['other_s'] >= -1e-3 and s['tool_s'] >= 0.3 and s['tool_exec_s'] >= 0.6, s\""
+check "dag: the session block has its critical path and parallelism" "grep -q '^Mean critical path (ms):' '$T/out' && grep -q '^Mean parallelism:' '$T/out'"
 
 # Ctrl-C while a tool step runs: exit 130, what finished saved and marked
 # incomplete, no process, group or work directory left.
