@@ -167,6 +167,15 @@ assert abs(s['completion_s'] - s['model_s'] - s['tool_s'] - s['queue_s']) <= 0.0
 assert s['other_s'] >= -1e-3 and s['tool_s'] >= 0.3 and s['tool_exec_s'] >= 0.6, s\""
 check "dag: the session block has its critical path and parallelism" "grep -q '^Mean critical path (ms):' '$T/out' && grep -q '^Mean parallelism:' '$T/out'"
 
+# A DAG branch's step fails with --on-tool-fail stop: the join is dropped.
+sed 's/"command":"sleep 0.3","parents":\[1\]/"command":"exit 3","parents":[1]/' \
+    "$DATA/agent/dag.ndjson" >"$A/dagfail.ndjson"
+ok "dag: on-tool-fail stop" $RA "$A/dagfail.ndjson" --target "$URL" --rate inf -q \
+    --on-tool-fail stop --save-result "$A/dagstop.json"
+check "dag stop: the join turn dropped, the session stopped" "python3 -c \"
+import json; s=json.load(open('$A/dagstop.json'))['atr']['agent']['per_session'][0]
+assert s['stopped'] and s['turns']==3 and s['turns_dropped']==1 and s['tool_failed']==1, s\""
+
 # Ctrl-C while a tool step runs: exit 130, what finished saved and marked
 # incomplete, no process, group or work directory left.
 printf '{"format":"atr-trace/1","trace_id":"t/int","steps":[{"kind":"llm","input_tokens":8,"output_tokens":2},{"kind":"tool","tool":"bash","command":"sleep 59.93"},{"kind":"llm","input_tokens":8,"output_tokens":2}]}\n' >"$A/int.ndjson"
