@@ -86,8 +86,10 @@ const char cmd_replay_agent_help[] =
     "  -q, --quiet               no result block\n"
     SCHED_HELP
     "\n"
-    "TRACEs are read twice (files, not pipes). Every trace needs llm steps and\n"
-    "a chain of steps (DAG traces are refused). Output files are checked before\n"
+    "TRACEs are read twice (files, not pipes). Every trace needs llm steps. In\n"
+    "a DAG trace (parents, sub-agents) each sub-agent's tool steps run on their\n"
+    "own thread, a step once its parents ended, a turn once its parents and the\n"
+    "tool steps before it ended. Output files are checked before\n"
     "anything runs and written all or none. Ctrl-C or SIGTERM stops the run:\n"
     "the running steps are killed, their groups and work directories removed,\n"
     "what finished is printed and saved marked incomplete, exit status 130. A\n"
@@ -324,8 +326,6 @@ static int read_file(const char *path, const char *from, struct inputs *in, size
         in->n++;
         if (!llm_steps(t))
             break;
-        if (atr_trace_is_dag(t))
-            break;
     }
     atr_reader_close(r);
     if (got < 0)
@@ -333,9 +333,6 @@ static int read_file(const char *path, const char *from, struct inputs *in, size
     if (got > 0 && !llm_steps(&in->traces[in->n - 1]))
         return cli_fail("%s: trace %s has no llm steps: replay agent needs llm turns (replay "
                         "tools runs tool steps alone)", path, in->traces[in->n - 1].trace_id);
-    if (got > 0)
-        return cli_fail("%s: trace %s is a DAG (parents, sub-agents): replay agent replays "
-                        "chains", path, in->traces[in->n - 1].trace_id);
     return EXIT_OK;
 }
 

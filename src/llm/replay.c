@@ -25,6 +25,7 @@ struct turn_state {
     struct atr_policy_req req;       /* what the policy saw */
     struct atr_policy_decision dec;  /* what it decided */
     bool resumed;            /* on_turn_due held it and it was resumed */
+    bool parked;             /* a DAG turn on_turn_due holds (chains: driver.parked) */
 };
 
 struct driver {
@@ -48,6 +49,8 @@ struct driver {
     struct atr_dag_state *dag;
     struct turn_state **dag_turns;
     uint32_t *ready;                 /* scratch: turns a finished one made ready */
+    size_t *dag_released, *dag_over; /* per DAG session: turns released, turns over */
+    bool *dag_dropped;               /* per DAG session: the caller dropped the rest */
     size_t wait_cap;                 /* room in wait: one per chain, one per DAG turn */
     struct turn_state *by_id;        /* request id -> its turn */
     struct atr_heap due;             /* (scheduled time, turn) not yet released */
@@ -92,6 +95,11 @@ static int64_t words_in(const char *s)
         in = *s != ' ';
     }
     return n;
+}
+
+static bool is_dag(const struct driver *d, size_t si)
+{
+    return d->cfg->workload->sessions[si].dag;
 }
 
 static const struct atr_turn *turn_of(const struct driver *d, const struct turn_state *ts)
@@ -173,6 +181,8 @@ static size_t in_flight_limit(const struct atr_llm_replay_cfg *cfg)
 static void release_turn(struct driver *d, struct turn_state *ts)
 {
     ts->send_s = rel_now(d);
+    if (is_dag(d, ts->session))
+        d->dag_released[ts->session]++;
     if (d->in_flight >= in_flight_limit(d->cfg)) {
         d->wait[(d->wait_head + d->wait_len++) % d->wait_cap] = ts;
         return;
@@ -198,14 +208,19 @@ static void arm_timer(struct driver *d)
     evtimer_add(d->timer, &tv);
 }
 
-/* Whether the caller holds a due turn (on_turn_due); it is parked then. */
+/* Whether the caller holds a due turn (on_turn_due); it is parked then.
+ * A DAG turn is named by its own index: several may be due at once. */
 static bool held(struct driver *d, struct turn_state *ts)
 {
     const struct atr_llm_replay_cfg *c = d->cfg;
-    if (!c->on_turn_due || ts->resumed ||
-        !c->on_turn_due(c->turn_ctx, ts->session, d->next_turn[ts->session], rel_now(d)))
+    bool dag = is_dag(d, ts->session);
+    size_t k = dag ? ts->turn : d->next_turn[ts->session];
+    if (!c->on_turn_due || ts->resumed || !c->on_turn_due(c->turn_ctx, ts->session, k, rel_now(d)))
         return false;
-    d->parked[ts->session] = ts;
+    if (dag)
+        ts->parked = true;
+    else
+        d->parked[ts->session] = ts;
     return true;
 }
 
@@ -217,16 +232,55 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     while (d->failed == 0 && (top = atr_heap_peek(&d->due)) && top->t <= rel_now(d)) {
         struct atr_heap_item it;
         atr_heap_pop(&d->due, &it);
+        struct turn_state *ts = it.data;
+        if (is_dag(d, ts->session) && d->dag_dropped[ts->session])
+            continue;
         if (!held(d, it.data))
             release_turn(d, it.data);
     }
     arm_timer(d);
 }
 
+/* Drops what is left of a DAG session: turns not released yet. Those in
+ * flight still end; their children are never scheduled. */
+static void drop_dag(struct driver *d, size_t si)
+{
+    if (d->dag_dropped[si])
+        return;
+    d->dag_dropped[si] = true;
+    size_t left = d->cfg->workload->sessions[si].n_turns - d->dag_released[si];
+    d->out->total -= left;
+    d->out->dropped += left;
+    if (d->out->n == d->out->total)
+        event_base_loopbreak(d->base);
+}
+
+/* A DAG session's parked turn k resumed or the session dropped. */
+static void resume_dag(struct driver *d, size_t si, uint64_t msg)
+{
+    size_t k = (size_t)((msg & ~ATR_LLM_RESUME_DROP) >> ATR_LLM_RESUME_TURN_SHIFT);
+    if (k >= d->cfg->workload->sessions[si].n_turns || !d->dag_turns[si][k].parked ||
+        d->dag_dropped[si])
+        return;
+    struct turn_state *ts = &d->dag_turns[si][k];
+    ts->parked = false;
+    if (msg & ATR_LLM_RESUME_DROP) {
+        drop_dag(d, si);
+        return;
+    }
+    ts->resumed = true;
+    ts->scheduled_s = rel_now(d);
+    release_turn(d, ts);
+}
+
 /* A parked turn resumed (due now) or its session dropped. */
 static void resume(struct driver *d, uint64_t msg)
 {
-    size_t si = (size_t)(msg & ~ATR_LLM_RESUME_DROP);
+    size_t si = (size_t)(msg & ATR_LLM_RESUME_SESSION);
+    if (si < d->cfg->workload->n_sessions && is_dag(d, si)) {
+        resume_dag(d, si, msg);
+        return;
+    }
     if (si >= d->cfg->workload->n_sessions || !d->parked[si])
         return;
     struct turn_state *ts = d->parked[si];
@@ -321,8 +375,11 @@ static void record(struct driver *d, const struct atr_llm_result *r, const struc
 static void dag_turn_over(struct driver *d, const struct turn_state *ts, double end)
 {
     size_t si = ts->session;
-    size_t n = atr_dag_turn_over(&d->dag[si], ts->turn, end, d->cfg->schedule->time_scale,
-                                 d->ready);
+    /* Gated (replay agent): the tool steps between run for real instead. */
+    double scale = d->cfg->on_turn_due ? 0 : d->cfg->schedule->time_scale;
+    size_t n = atr_dag_turn_over(&d->dag[si], ts->turn, end, scale, d->ready);
+    if (d->dag_dropped[si])
+        return;
     for (size_t i = 0; i < n && d->failed == 0; i++) {
         struct turn_state *c = &d->dag_turns[si][d->ready[i]];
         *c = (struct turn_state){ .session = si, .turn = d->ready[i] };
@@ -353,9 +410,13 @@ static void on_done(void *ctx, const struct atr_llm_result *r)
         atr_policy_finished(d->cfg->policy, &ts->req, &ts->dec, &o);
     }
     atr_session_history_add(&d->ses[si], r->end_s - d->t0, out);
-    bool gated = d->cfg->on_turn_due != NULL;   /* chains only (setup refuses DAGs) */
+    bool gated = d->cfg->on_turn_due != NULL;
     if (s->dag) {
+        if (d->cfg->on_turn_over)
+            d->cfg->on_turn_over(d->cfg->turn_ctx, si, ts->turn, rel_now(d));
         dag_turn_over(d, ts, r->end_s - d->t0);
+        if (gated && ++d->dag_over[si] == s->n_turns)
+            d->cfg->on_turn_due(d->cfg->turn_ctx, si, s->n_turns, rel_now(d));
     } else if (++d->next_turn[si] < s->n_turns) {
         /* by_id[r->id] is recorded and free to carry the session on. */
         ts->turn = d->next_turn[si];
@@ -445,15 +506,15 @@ static int setup(struct driver *d)
         const struct atr_session *s = &cfg->workload->sessions[i];
         if (!s->dag)
             continue;
-        if (cfg->on_turn_due)   /* the hook holds "the session's next turn": chains only */
-            return atr_error_set(d->err, "session %zu is a DAG: a turn hook cannot hold its "
-                                 "branches", i);
         atr_dag_state_init(&d->dag[i], s);
         d->dag_turns[i] = xcalloc(s->n_turns + 1, sizeof *d->dag_turns[i]);
         d->wait_cap += s->n_turns;
         widest = s->n_turns > widest ? s->n_turns : widest;
     }
     d->ready = xcalloc(widest, sizeof *d->ready);
+    d->dag_released = xcalloc(ns, sizeof *d->dag_released);
+    d->dag_over = xcalloc(ns, sizeof *d->dag_over);
+    d->dag_dropped = xcalloc(ns, sizeof *d->dag_dropped);
     d->wait = xcalloc(d->wait_cap, sizeof *d->wait);
     d->by_id = xcalloc(cfg->workload->n_turns + 1, sizeof *d->by_id);
     d->out->recs = xcalloc(cfg->workload->n_turns + 1, sizeof *d->out->recs);
@@ -519,6 +580,9 @@ static void teardown(struct driver *d)
         }
     free(d->dag);
     free(d->dag_turns);
+    free(d->dag_released);
+    free(d->dag_over);
+    free(d->dag_dropped);
     free(d->ready);
     free(d->wait);
     free(d->by_id);
@@ -533,8 +597,9 @@ static int push_dag_roots(struct driver *d, size_t si)
         if (s->turns[k].n_parents)
             continue;
         struct turn_state *q = &d->dag_turns[si][k];
+        bool gated = d->cfg->on_turn_due != NULL;   /* tool steps before it run for real */
         double t = d->cfg->starts[si] +
-                   (k ? atr_schedule_think(d->cfg->schedule, &s->turns[k]) : 0);
+                   (k && !gated ? atr_schedule_think(d->cfg->schedule, &s->turns[k]) : 0);
         *q = (struct turn_state){ .session = si, .turn = k, .scheduled_s = t };
         if (atr_heap_push(&d->due, t, q, d->err) < 0)
             return -1;

@@ -76,13 +76,21 @@ struct atr_llm_replay_cfg {
      * until the session's index, a uint64_t, is written to resume_fd (from
      * any thread); the turn is then due at once, its scheduled_s the
      * resume (resume_fd non-blocking). With ATR_LLM_RESUME_DROP or'ed in, the session's remaining
-     * turns are dropped (out->dropped; no longer in out->total). */
+     * turns are dropped (out->dropped; no longer in out->total).
+     * DAG sessions: turn is the turn's own index (several branches may
+     * be held at once), due when its parents are over (no recorded tool
+     * time); the message names it, (turn << ATR_LLM_RESUME_TURN_SHIFT) |
+     * session; turn == n_turns once every turn is over. */
     bool (*on_turn_due)(void *ctx, size_t session, size_t turn, double now_s);
+    /* DAG sessions, NULL: none: on the loop as each turn's reply ends. */
+    void (*on_turn_over)(void *ctx, size_t session, size_t turn, double now_s);
     void *turn_ctx;
     int resume_fd;
 };
 
 #define ATR_LLM_RESUME_DROP (UINT64_C(1) << 63)
+#define ATR_LLM_RESUME_TURN_SHIFT 32
+#define ATR_LLM_RESUME_SESSION UINT64_C(0xffffffff)
 
 struct atr_llm_replay_result {
     struct atr_llm_record *recs;         /* in completion order */

@@ -13,6 +13,24 @@
 #include "util/alloc.h"
 #include "util/buf.h"
 
+/* Where a DAG step stands: a parent that can never finish kills its
+ * children (their turns are dropped, their tool steps skipped). */
+enum { STEP_PENDING, STEP_DONE, STEP_DEAD };
+
+struct ses_rt;
+
+/* A DAG session's sub-agent: its tool steps run in trace order on its own
+ * thread, beside the other sub-agents'. */
+struct branch {
+    struct ses_rt *rt;
+    const char *agent;           /* NULL: the main agent */
+    double step_start;
+    pthread_t th;
+    bool have_th;
+    int rc;
+    struct atr_error err;
+};
+
 /* A session's tool side: its thread and what it shares with the loop. */
 struct ses_rt {
     struct agent *a;
@@ -29,6 +47,13 @@ struct ses_rt {
     bool have_th;
     int rc;
     struct atr_error err;
+    /* DAG sessions only (chains keep the fields above) */
+    bool dag;
+    unsigned char *state;        /* per trace step: STEP_* */
+    uint32_t *turn_step;         /* per turn: its trace step */
+    bool *held_k;                /* per turn: the loop holds it for the tool steps */
+    struct branch *br;
+    size_t n_br;
 };
 
 struct agent {
@@ -65,6 +90,8 @@ static void send_resume(struct ses_rt *rt, bool drop)
     rt->held = false;
 }
 
+static bool dag_turn_due(struct ses_rt *rt, size_t k, double now);
+
 /* On the loop: turn k of session si fell due. Held while the tool steps
  * before it have yet to run. */
 static bool on_turn_due(void *ctx, size_t si, size_t k, double now)
@@ -72,6 +99,11 @@ static bool on_turn_due(void *ctx, size_t si, size_t k, double now)
     struct agent *a = ctx;
     struct ses_rt *rt = &a->ses[si];
     pthread_mutex_lock(&a->mu);
+    if (rt->dag) {
+        bool h = dag_turn_due(rt, k, now);
+        pthread_mutex_unlock(&a->mu);
+        return h;
+    }
     rt->due = (long)k;
     rt->due_s[k] = now;
     bool hold = false;
@@ -117,7 +149,7 @@ static bool step_failed(const struct atr_step_metrics *m)
 }
 
 static void keep_step(struct agent *a, struct ses_rt *rt, const struct atr_step_metrics *m,
-                      double end)
+                      double start, double end)
 {
     struct atr_agent_result *o = a->out;
     if (o->n_steps == a->cap_steps) {
@@ -126,7 +158,7 @@ static void keep_step(struct agent *a, struct ses_rt *rt, const struct atr_step_
     }
     struct atr_agent_step *st = &o->steps[o->n_steps++];
     *st = (struct atr_agent_step){
-        .session = rt->i, .turns_before = rt->before[m->step_id], .start_s = rt->step_start,
+        .session = rt->i, .turns_before = rt->before[m->step_id], .start_s = start,
         .end_s = end, .failed = step_failed(m), .skipped = m->skipped != NULL,
         .latency_ms = m->latency_ms, .cpu_ms = m->cpu_ms, .max_rss_mb = m->max_rss_mb,
         .exit_code = m->exit_code,
@@ -155,7 +187,7 @@ static int sink(void *ctx, const struct atr_step_metrics *m, struct atr_error *e
     (void)err;
     pthread_mutex_lock(&a->mu);
     double end = rel(a);
-    keep_step(a, rt, m, end);
+    keep_step(a, rt, m, rt->step_start, end);
     size_t k = rt->before[m->step_id];
     rt->seg_left[k]--;
     if (step_failed(m) && a->cfg->stop_on_tool_fail)
@@ -181,6 +213,184 @@ static void *ses_main(void *arg)
         send_resume(rt, true);
     pthread_mutex_unlock(&a->mu);
     return NULL;
+}
+
+/* ---- DAG sessions ---- */
+
+static void send_turn_msg(struct ses_rt *rt, size_t k, bool drop)
+{
+    uint64_t msg = (uint64_t)rt->i | ((uint64_t)k << ATR_LLM_RESUME_TURN_SHIFT) |
+                   (drop ? ATR_LLM_RESUME_DROP : 0);
+    ssize_t w = write(rt->a->pipe[1], &msg, sizeof msg);
+    (void)w;
+    rt->held_k[k] = false;
+}
+
+/* Under a->mu: STEP_DONE when every parent of step j is done, STEP_DEAD
+ * when one never will be (a turn once the loop ended), else pending. */
+static int parents_state(const struct ses_rt *rt, size_t j)
+{
+    const struct atr_trace *t = &rt->a->cfg->traces[rt->i];
+    uint32_t one;
+    const uint32_t *p;
+    uint32_t n = atr_step_parents(&t->steps[j], &one, &p);
+    int st = STEP_DONE;
+    for (uint32_t k = 0; k < n; k++) {
+        int ps = rt->state[p[k]];
+        if (ps == STEP_PENDING && rt->a->llm_done && t->steps[p[k]].kind == ATR_STEP_LLM)
+            ps = STEP_DEAD;
+        if (ps == STEP_DEAD)
+            return STEP_DEAD;
+        if (ps == STEP_PENDING)
+            st = STEP_PENDING;
+    }
+    return st;
+}
+
+/* Under a->mu: each held turn whose tool steps all ran goes on; one that
+ * waits for a step that never will (or a stopping session) drops. */
+static void dag_check_held(struct ses_rt *rt)
+{
+    double now = rel(rt->a);
+    for (size_t k = 0; k < rt->n_turns; k++) {
+        if (!rt->held_k[k])
+            continue;
+        int st = rt->stopping ? STEP_DEAD : parents_state(rt, rt->turn_step[k]);
+        if (st == STEP_PENDING)
+            continue;
+        rt->resume_s[k] = now;
+        send_turn_msg(rt, k, st == STEP_DEAD);
+    }
+}
+
+static bool dag_turn_due(struct ses_rt *rt, size_t k, double now)
+{
+    rt->due_s[k] = now;
+    if (k >= rt->n_turns)
+        return false;
+    int st = rt->stopping ? STEP_DEAD : parents_state(rt, rt->turn_step[k]);
+    if (st == STEP_DONE)
+        return false;
+    rt->held_k[k] = true;
+    if (st == STEP_DEAD)
+        send_turn_msg(rt, k, true);
+    return true;
+}
+
+/* On the loop: a DAG turn's reply ended; its children may go on. */
+static void on_turn_over(void *ctx, size_t si, size_t k, double now)
+{
+    struct agent *a = ctx;
+    struct ses_rt *rt = &a->ses[si];
+    (void)now;
+    pthread_mutex_lock(&a->mu);
+    if (rt->dag && k < rt->n_turns)
+        rt->state[rt->turn_step[k]] = STEP_DONE;
+    pthread_cond_broadcast(&a->cv);
+    pthread_mutex_unlock(&a->mu);
+}
+
+static bool same_agent(const char *x, const char *y)
+{
+    return x == y || (x && y && strcmp(x, y) == 0);
+}
+
+static void wait_a_bit(struct agent *a)
+{
+    struct timespec ts;          /* a stop is polled: signals do not wake a condvar */
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += 20 * 1000 * 1000;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&a->cv, &a->mu, &ts);
+}
+
+/* In a branch's thread: skips the other branches' steps, waits until the
+ * step's parents (turns or tool steps) finished. */
+static int dag_gate(void *ctx, const struct atr_step *s, struct atr_error *err)
+{
+    struct branch *b = ctx;
+    struct ses_rt *rt = b->rt;
+    struct agent *a = rt->a;
+    (void)err;
+    if (!same_agent(s->agent, b->agent))
+        return ATR_REPLAY_GATE_SKIP;
+    pthread_mutex_lock(&a->mu);
+    int st;
+    while ((st = parents_state(rt, s->i)) == STEP_PENDING && !rt->stopping && !stopped(a))
+        wait_a_bit(a);
+    int go = rt->stopping || stopped(a) ? 1 : st == STEP_DEAD ? ATR_REPLAY_GATE_SKIP : 0;
+    if (go == ATR_REPLAY_GATE_SKIP) {
+        rt->state[s->i] = STEP_DEAD;
+        dag_check_held(rt);
+        pthread_cond_broadcast(&a->cv);
+    }
+    b->step_start = rel(a);
+    pthread_mutex_unlock(&a->mu);
+    return go;
+}
+
+static int dag_sink(void *ctx, const struct atr_step_metrics *m, struct atr_error *err)
+{
+    struct branch *b = ctx;
+    struct ses_rt *rt = b->rt;
+    struct agent *a = rt->a;
+    (void)err;
+    pthread_mutex_lock(&a->mu);
+    keep_step(a, rt, m, b->step_start, rel(a));
+    rt->state[m->step_id] = STEP_DONE;
+    if (step_failed(m) && a->cfg->stop_on_tool_fail)
+        rt->stopping = true;
+    dag_check_held(rt);
+    pthread_cond_broadcast(&a->cv);
+    pthread_mutex_unlock(&a->mu);
+    return 0;
+}
+
+/* A branch's thread: its steps not run by the end never will be. */
+static void *branch_main(void *arg)
+{
+    struct branch *b = arg;
+    struct ses_rt *rt = b->rt;
+    struct agent *a = rt->a;
+    const struct atr_trace *t = &a->cfg->traces[rt->i];
+    int rc = atr_replay_trace_gated(a->cfg->rp, NULL, t, NULL, dag_gate, dag_sink, b, &b->err);
+    pthread_mutex_lock(&a->mu);
+    b->rc = rc;
+    if (rc < 0)
+        rt->stopping = true;
+    for (size_t j = 0; j < t->n_steps; j++)
+        if (t->steps[j].kind == ATR_STEP_TOOL && same_agent(t->steps[j].agent, b->agent) &&
+            rt->state[j] == STEP_PENDING)
+            rt->state[j] = STEP_DEAD;
+    dag_check_held(rt);
+    pthread_cond_broadcast(&a->cv);
+    pthread_mutex_unlock(&a->mu);
+    return NULL;
+}
+
+/* A DAG session: one branch per sub-agent that has tool steps. */
+static void map_dag(struct ses_rt *rt, const struct atr_trace *t)
+{
+    rt->dag = true;
+    rt->state = xcalloc(t->n_steps + 1, 1);
+    rt->turn_step = xcalloc(rt->n_turns + 1, sizeof *rt->turn_step);
+    rt->held_k = xcalloc(rt->n_turns + 1, sizeof *rt->held_k);
+    rt->br = xcalloc(t->n_steps + 1, sizeof *rt->br);
+    for (size_t j = 0; j < t->n_steps; j++) {
+        const struct atr_step *s = &t->steps[j];
+        if (s->kind == ATR_STEP_LLM) {
+            rt->turn_step[rt->before[j]] = (uint32_t)j;
+            continue;
+        }
+        size_t b = 0;
+        while (b < rt->n_br && !same_agent(rt->br[b].agent, s->agent))
+            b++;
+        if (b == rt->n_br)
+            rt->br[rt->n_br++] = (struct branch){ .rt = rt, .agent = s->agent };
+    }
 }
 
 static double start_sync(void *ctx, double t0)
@@ -221,6 +431,8 @@ static int map_session(struct agent *a, size_t i, struct atr_error *err)
         return atr_error_set(err, "trace %s: %u llm steps but %zu turns", t->trace_id, llm,
                              rt->n_turns);
     rt->have_th = tools > 0;
+    if (atr_trace_is_dag(t))
+        map_dag(rt, t);
     return 0;
 }
 
@@ -245,6 +457,13 @@ static int start_threads(struct agent *a, struct atr_error *err)
         struct ses_rt *rt = &a->ses[i];
         if (!rt->have_th)
             continue;
+        for (size_t b = 0; b < rt->n_br; b++) {
+            if (pthread_create(&rt->br[b].th, NULL, branch_main, &rt->br[b]) != 0)
+                return atr_error_set(err, "cannot start a thread for session %zu", i);
+            rt->br[b].have_th = true;
+        }
+        if (rt->dag)
+            continue;
         if (pthread_create(&rt->th, NULL, ses_main, rt) != 0) {
             rt->have_th = false;
             return atr_error_set(err, "cannot start a thread for session %zu", i);
@@ -264,7 +483,16 @@ static int join_threads(struct agent *a, struct atr_error *err)
     int rc = 0;
     for (size_t i = 0; i < a->n; i++) {
         struct ses_rt *rt = &a->ses[i];
-        if (!rt->have_th)
+        for (size_t b = 0; b < rt->n_br; b++) {
+            if (!rt->br[b].have_th)
+                continue;
+            pthread_join(rt->br[b].th, NULL);
+            if (rt->br[b].rc < 0 && rc == 0) {
+                *err = rt->br[b].err;
+                rc = -1;
+            }
+        }
+        if (!rt->have_th || rt->dag)
             continue;
         pthread_join(rt->th, NULL);
         if (rt->rc < 0 && rc == 0) {
@@ -282,6 +510,10 @@ static void teardown(struct agent *a)
         free(a->ses[i].seg_left);
         free(a->ses[i].due_s);
         free(a->ses[i].resume_s);
+        free(a->ses[i].state);
+        free(a->ses[i].turn_step);
+        free(a->ses[i].held_k);
+        free(a->ses[i].br);
     }
     free(a->ses);
     if (a->pipe[0] > 0)
@@ -320,6 +552,7 @@ int atr_agent_run(const struct atr_agent_cfg *cfg, struct atr_agent_result *out,
     if (rc == 0) {
         struct atr_llm_replay_cfg lc = cfg->llm;
         lc.on_turn_due = on_turn_due;
+        lc.on_turn_over = on_turn_over;
         lc.turn_ctx = &a;
         lc.resume_fd = a.pipe[0];
         lc.start_sync = start_sync;
@@ -417,6 +650,88 @@ static double hold_time(const struct atr_agent_holds *h, double tail_end)
     return t + (last >= 0 && tail_end > last ? tail_end - last : 0);
 }
 
+/* ---- DAG split: branches overlap, so the session's timeline is cut
+ * into pieces, each counted once: model while a turn of it is in flight,
+ * else queue while one waits for a slot, else tool while a step runs or a
+ * turn is held for one, else other. ---- */
+
+enum { PART_MODEL, PART_QUEUE, PART_TOOL, PART_N };
+
+struct span {
+    double a, b;
+    int part;
+};
+
+struct spans {
+    struct span *v;
+    size_t n, cap;
+};
+
+static void add_span(struct spans *sp, double a, double b, int part)
+{
+    if (!(b > a))
+        return;
+    if (sp->n == sp->cap) {
+        sp->cap = sp->cap ? 2 * sp->cap : 16;
+        sp->v = xreallocarray(sp->v, sp->cap, sizeof *sp->v);
+    }
+    sp->v[sp->n++] = (struct span){ a, b, part };
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* The session's spans of each part, as the union the comment above says. */
+static void dag_split(const struct spans *sp, double *part)
+{
+    double *cut = xcalloc(2 * sp->n + 1, sizeof *cut);
+    for (size_t k = 0; k < sp->n; k++) {
+        cut[2 * k] = sp->v[k].a;
+        cut[2 * k + 1] = sp->v[k].b;
+    }
+    qsort(cut, 2 * sp->n, sizeof *cut, cmp_double);
+    for (size_t c = 0; c + 1 < 2 * sp->n; c++) {
+        double a = cut[c], b = cut[c + 1];
+        int best = PART_N;
+        for (size_t k = 0; k < sp->n && b > a; k++)
+            if (sp->v[k].a <= a && sp->v[k].b >= b && sp->v[k].part < best)
+                best = sp->v[k].part;
+        if (best < PART_N)
+            part[best] += b - a;
+    }
+    free(cut);
+}
+
+static void dag_session_split(struct atr_agent_result *r, const struct atr_workload *w, size_t i,
+                              const struct atr_agent_holds *h)
+{
+    struct spans sp = {0};
+    for (size_t k = 0; k < r->llm.n; k++) {
+        const struct atr_llm_record *q = &r->llm.recs[k];
+        if (q->trace_id != w->sessions[i].trace_id)
+            continue;
+        double sent = q->sent_s > 0 ? q->sent_s : q->start_s;
+        add_span(&sp, sent, q->end_s, PART_MODEL);
+        add_span(&sp, q->scheduled_s, sent, PART_QUEUE);
+    }
+    for (size_t k = 0; k < r->n_steps; k++)
+        if (r->steps[k].session == i)
+            add_span(&sp, r->steps[k].start_s, r->steps[k].end_s, PART_TOOL);
+    for (size_t k = 0; k + 1 < h->n; k++)
+        if (h->resume_s[k] >= 0 && h->due_s[k] >= 0)
+            add_span(&sp, h->due_s[k], h->resume_s[k], PART_TOOL);
+    double part[PART_N] = {0};
+    dag_split(&sp, part);
+    free(sp.v);
+    struct atr_agent_session *s = &r->sessions[i];
+    s->model_s = part[PART_MODEL];
+    s->queue_s = part[PART_QUEUE];
+    s->tool_s = part[PART_TOOL];
+}
+
 void atr_agent_sessions(struct atr_agent_result *r, const struct atr_workload *w,
                         const struct atr_agent_holds *holds)
 {
@@ -433,6 +748,8 @@ void atr_agent_sessions(struct atr_agent_result *r, const struct atr_workload *w
     for (size_t i = 0; i < n; i++) {
         struct atr_agent_session *s = &r->sessions[i];
         s->tool_s = hold_time(&holds[i], tail_end[i]);
+        if (w->sessions[i].dag)
+            dag_session_split(r, w, i, &holds[i]);
         s->turns_dropped = w->sessions[i].n_turns - s->turns;
         s->completion_s = s->end_s - s->start_s;
         s->other_s = s->completion_s - s->model_s - s->queue_s - s->tool_s;

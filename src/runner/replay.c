@@ -1114,6 +1114,8 @@ int atr_replay_trace_gated(struct atr_replay *rp, const struct atr_cg *parent,
         if (s->kind != ATR_STEP_TOOL)
             continue;
         int go = gate ? gate(ctx, s, err) : 0;
+        if (go == ATR_REPLAY_GATE_SKIP)
+            continue;
         if (go != 0) {
             rc = go < 0 ? -1 : 0;
             break;

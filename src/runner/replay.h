@@ -205,7 +205,10 @@ int atr_replay_trace_res(struct atr_replay *rp, const struct atr_cg *parent,
 typedef int (*atr_replay_gate)(void *ctx, const struct atr_step *s, struct atr_error *err);
 
 /* Like atr_replay_trace_res, with gate (NULL: none) asked before each tool
- * step; ctx goes to both gate and sink. */
+ * step: 0 runs it, ATR_REPLAY_GATE_SKIP passes it by (not run, not sunk),
+ * another positive value ends the trace, -1 fails; ctx goes to both gate
+ * and sink. */
+#define ATR_REPLAY_GATE_SKIP 2
 int atr_replay_trace_gated(struct atr_replay *rp, const struct atr_cg *parent,
                            const struct atr_trace *t, const char *resources,
                            atr_replay_gate gate, atr_replay_sink sink, void *ctx,

@@ -141,11 +141,40 @@ fails "trace without llm steps" 1 "nollm.ndjson: trace t/none has no llm steps" 
 absent "no result after bad input" "$A/bad.json"
 printf '{"format":"atr-trace/1","trace_id":"t/x","steps":[{"kind":"llm","input_tokens":5,"output_tokens":2}' >"$A/cut.ndjson"
 fails "a cut trace" 1 "cut.ndjson:1:[0-9]+: " $RA "$A/cut.ndjson" --target "$URL"
-printf '{"format":"atr-trace/1.1","trace_id":"t/dag","steps":[{"kind":"llm","input_tokens":8,"output_tokens":2},{"kind":"llm","input_tokens":8,"output_tokens":2,"parents":[0],"agent":"sub"}]}\n' >"$A/dag.ndjson"
-fails "a DAG trace is refused" 1 "dag.ndjson: trace t/dag is a DAG" $RA "$A/dag.ndjson" --target "$URL"
+printf '{"format":"atr-trace/1.1","trace_id":"t/dag","steps":[{"kind":"llm","input_tokens":8,"output_tokens":2},{"kind":"tool","tool":"bash","command":"true","parents":[7],"agent":"sub"}]}\n' >"$A/badpar.ndjson"
+fails "a DAG step naming an unknown parent" 1 "badpar.ndjson:1:" $RA "$A/badpar.ndjson" --target "$URL"
 fails "bad --on-tool-fail" 2 "--on-tool-fail wants continue or stop" \
     $RA "$DATA/agent/two.ndjson" --target "$URL" --on-tool-fail maybe
 fails "bad --config" 2 "--config wants" $RA "$DATA/agent/two.ndjson" --target "$URL" --config x
+
+# A DAG: a fork into two sub-agents, each with a `sleep 0.3`, then a join.
+ok "dag: fork, two branches, join" $RA "$DATA/agent/dag.ndjson" --target "$URL" --rate inf \
+    --save-result "$A/dag.json" --requests-out "$A/dag.ndjson"
+check "dag: the two sleeps overlap, the join waits for both" "python3 -c \"
+import json; l=[json.loads(x) for x in open('$A/dag.ndjson')]
+t=[x for x in l if x['kind']=='tool']; q=[x for x in l if x['kind']=='llm']
+assert len(t)==2 and len(q)==4 and all(x['exit_code']==0 for x in t), l
+assert t[0]['start_s'] < t[1]['end_s'] and t[1]['start_s'] < t[0]['end_s'], t
+j=[x for x in q if x['turn']==3][0]; assert j['sent_s'] >= max(x['end_s'] for x in t), (j, t)
+b=[x for x in q if x['turn'] in (1, 2)]
+assert all(x['start_s'] >= y['end_s'] for x in t for y in q if y['turn']==0), l
+r=json.load(open('$A/dag.json'))['atr']['agent']['per_session'][0]
+branches=sum(x['end_s']-x['start_s'] for x in t)+sum(x['end_s']-x['sent_s'] for x in b)
+assert r['completion_s'] < branches and r['turns']==4 and r['tool_steps']==2, (r, branches)\""
+check "dag: the split counts overlapping branches once, adds up" "python3 -c \"
+import json; s=json.load(open('$A/dag.json'))['atr']['agent']['per_session'][0]
+assert abs(s['completion_s'] - s['model_s'] - s['tool_s'] - s['queue_s']) <= 0.05, s
+assert s['other_s'] >= -1e-3 and s['tool_s'] >= 0.3 and s['tool_exec_s'] >= 0.6, s\""
+check "dag: the session block has its critical path and parallelism" "grep -q '^Mean critical path (ms):' '$T/out' && grep -q '^Mean parallelism:' '$T/out'"
+
+# A DAG branch's step fails with --on-tool-fail stop: the join is dropped.
+sed 's/"command":"sleep 0.3","parents":\[1\]/"command":"exit 3","parents":[1]/' \
+    "$DATA/agent/dag.ndjson" >"$A/dagfail.ndjson"
+ok "dag: on-tool-fail stop" $RA "$A/dagfail.ndjson" --target "$URL" --rate inf -q \
+    --on-tool-fail stop --save-result "$A/dagstop.json"
+check "dag stop: the join turn dropped, the session stopped" "python3 -c \"
+import json; s=json.load(open('$A/dagstop.json'))['atr']['agent']['per_session'][0]
+assert s['stopped'] and s['turns']==3 and s['turns_dropped']==1 and s['tool_failed']==1, s\""
 
 # Ctrl-C while a tool step runs: exit 130, what finished saved and marked
 # incomplete, no process, group or work directory left.

@@ -3,7 +3,9 @@
  * tail steps count as tool time, dropped turns), and one real run of
  * tests/data/agent/two.ndjson against the in-process sim server with the
  * runner on the host (no cgroups, no sandbox): every turn sent, causal
- * order, a 0.3 s step measured as tool time. */
+ * order, a 0.3 s step measured as tool time; a DAG's split counting
+ * overlapping branches once, and a real run of tests/data/agent/dag.ndjson
+ * (two branches' steps at once, the join after both). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -20,6 +22,7 @@
 #include "util/alloc.h"
 
 #define TWO ATR_TEST_DATA "/agent/two.ndjson"
+#define DAG ATR_TEST_DATA "/agent/dag.ndjson"
 
 /* One session of two turns: turn 0 due at 0, sent 0.01, ends 0.2; a step
  * 0.2-0.6 (the hold of turn 1: due 0.2, resumed 0.6); turn 1 due 0.6,
@@ -97,17 +100,59 @@ static void test_sessions_dropped(void **state)
     free(r.sessions);
 }
 
-static size_t read_traces(struct atr_trace *t, size_t cap)
+/* A DAG session: turn 0 0-0.1, turns 1 and 2 at once 0.1-0.2, a step of
+ * each branch 0.2-0.5, the join held 0.2-0.5, sent 0.52, ends 0.62. */
+static void test_sessions_dag_split(void **state)
+{
+    (void)state;
+    struct atr_turn turns[4] = {0};
+    char id[] = "g";
+    struct atr_session ses = { .trace_id = id, .turns = turns, .n_turns = 4, .dag = true };
+    struct atr_workload w = { .sessions = &ses, .n_sessions = 1, .n_turns = 4 };
+    struct atr_llm_record recs[4] = {
+        { .scheduled_s = 0, .sent_s = 0, .end_s = 0.1, .success = true, .trace_id = id },
+        { .scheduled_s = 0.1, .sent_s = 0.1, .end_s = 0.2, .success = true, .trace_id = id,
+          .turn = 1 },
+        { .scheduled_s = 0.1, .sent_s = 0.1, .end_s = 0.2, .success = true, .trace_id = id,
+          .turn = 2 },
+        { .scheduled_s = 0.5, .sent_s = 0.52, .end_s = 0.62, .success = true, .trace_id = id,
+          .turn = 3 },
+    };
+    struct atr_agent_step steps[2] = {
+        { .session = 0, .turns_before = 3, .start_s = 0.2, .end_s = 0.5, .latency_ms = 300 },
+        { .session = 0, .turns_before = 3, .start_s = 0.2, .end_s = 0.5, .latency_ms = 300 },
+    };
+    struct atr_agent_result r = { .llm = { .recs = recs, .n = 4, .total = 4 },
+                                  .steps = steps, .n_steps = 2 };
+    double due[5] = { 0, 0.1, 0.1, 0.2, 0.62 }, resume[5] = { -1, -1, -1, 0.5, -1 };
+    struct atr_agent_holds h = { .due_s = due, .resume_s = resume, .n = 5, .start_s = 0 };
+    atr_agent_sessions(&r, &w, &h);
+    const struct atr_agent_session *s = &r.sessions[0];
+    assert_true(fabs(s->completion_s - 0.62) < 1e-9);
+    assert_true(fabs(s->model_s - 0.3) < 1e-9);         /* turns 1 and 2 counted once */
+    assert_true(fabs(s->tool_s - 0.3) < 1e-9);
+    assert_true(fabs(s->queue_s - 0.02) < 1e-9);
+    assert_true(fabs(s->other_s) < 1e-9);
+    assert_true(fabs(s->tool_exec_s - 0.6) < 1e-9);     /* the steps' own time: both */
+    free(r.sessions);
+}
+
+static size_t read_file_traces(const char *path, struct atr_trace *t, size_t cap)
 {
     struct atr_error err;
     struct atr_read_opts ro = {0};
-    struct atr_reader *rd = atr_reader_open(TWO, NULL, &ro, &err);
+    struct atr_reader *rd = atr_reader_open(path, NULL, &ro, &err);
     assert_non_null(rd);
     size_t n = 0;
     while (n < cap && atr_reader_next(rd, &t[n], &err) > 0)
         n++;
     atr_reader_close(rd);
     return n;
+}
+
+static size_t read_traces(struct atr_trace *t, size_t cap)
+{
+    return read_file_traces(TWO, t, cap);
 }
 
 static const struct atr_llm_record *find(const struct atr_agent_result *r, const char *id,
@@ -181,12 +226,66 @@ static void test_real_run(void **state)
     atr_sim_thread_stop(srv);
 }
 
+/* dag.ndjson on this host: the branches' sleeps overlap, the join turn
+ * is sent after both ended. */
+static void test_real_dag_run(void **state)
+{
+    (void)state;
+    struct atr_error err;
+    struct atr_profile p;
+    assert_int_equal(atr_profile_find("h100/llama-3.1-8b", 1, &p, &err), 0);
+    struct atr_engine_cfg e;
+    atr_engine_cfg_defaults(&e);
+    struct atr_sim_thread *srv = atr_sim_thread_start(&p, &e, 0, &err);
+    assert_non_null(srv);
+    struct atr_trace trace = ATR_TRACE_INIT;
+    assert_int_equal(read_file_traces(DAG, &trace, 1), 1);
+    struct atr_workload w = ATR_WORKLOAD_INIT;
+    char *paths[] = { (char *)DAG };
+    assert_int_equal(atr_workload_load(&w, paths, 1, NULL, 0, &err), 0);
+    struct atr_schedule sch;
+    atr_schedule_defaults(&sch);
+    double starts[1] = { 0 };
+    struct atr_cg_limits none = ATR_CG_LIMITS_NONE;
+    struct atr_replay_opts ro = { .config = ATR_CFG_NONE, .limits = none, .disk_max = -1,
+                                  .max_output = 4096, .timeout_ms = 20000,
+                                  .workdir = getenv("TMPDIR") };
+    struct atr_replay *rp = atr_replay_new(&ro, &err);
+    assert_non_null(rp);
+    struct atr_agent_cfg cfg = {
+        .llm = { .workload = &w, .starts = starts, .schedule = &sch,
+                 .body = { .model = atr_sim_thread_model(srv), .stream = true,
+                           .force_length = true },
+                 .client = { .base_url = atr_sim_thread_url(srv), .timeout_s = 60,
+                             .stall_timeout_s = 30 } },
+        .rp = rp, .config = "none", .traces = &trace, .n_traces = 1,
+    };
+    struct atr_agent_result r;
+    assert_int_equal(atr_agent_run(&cfg, &r, &err), 0);
+    assert_int_equal(r.llm.n, 4);
+    assert_int_equal(r.n_steps, 2);
+    const struct atr_agent_step *a = &r.steps[0], *b = &r.steps[1];
+    assert_true(a->start_s < b->end_s && b->start_s < a->end_s);
+    const struct atr_llm_record *join = find(&r, "agent/dag", 3);
+    assert_non_null(join);
+    assert_true(join->sent_s >= a->end_s && join->sent_s >= b->end_s);
+    const struct atr_agent_session *s = &r.sessions[0];
+    assert_true(s->other_s >= -1e-3);
+    atr_agent_result_release(&r);
+    atr_replay_free(rp);
+    atr_workload_release(&w);
+    atr_trace_release(&trace);
+    atr_sim_thread_stop(srv);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sessions_split),
         cmocka_unit_test(test_sessions_dropped),
         cmocka_unit_test(test_real_run),
+        cmocka_unit_test(test_sessions_dag_split),
+        cmocka_unit_test(test_real_dag_run),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
