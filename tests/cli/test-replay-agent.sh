@@ -37,8 +37,9 @@ for t in tool:              # causal: a step starts after the turn before it end
     for n in nxt:
         assert n["sent_s"] >= t["end_s"], (t, n)
 for s in res["per_session"]:    # the split adds up to the completion time
-    parts = s["model_s"] + s["tool_s"] + s["queue_s"]
-    assert abs(s["completion_s"] - parts) <= 0.05 + 0.05 * s["completion_s"], s
+    # (handoffs are "other": how large they are is a figure, not a bound)
+    parts = s["model_s"] + s["tool_s"] + s["queue_s"] + s["other_s"]
+    assert abs(s["completion_s"] - parts) <= 1e-3 + 1e-6 * s["completion_s"], s
     assert s["other_s"] >= -1e-3, s
 print("ok")
 PY
@@ -163,7 +164,7 @@ branches=sum(x['end_s']-x['start_s'] for x in t)+sum(x['end_s']-x['sent_s'] for 
 assert r['completion_s'] < branches and r['turns']==4 and r['tool_steps']==2, (r, branches)\""
 check "dag: the split counts overlapping branches once, adds up" "python3 -c \"
 import json; s=json.load(open('$A/dag.json'))['atr']['agent']['per_session'][0]
-assert abs(s['completion_s'] - s['model_s'] - s['tool_s'] - s['queue_s']) <= 0.05, s
+assert abs(s['completion_s'] - s['model_s'] - s['tool_s'] - s['queue_s'] - s['other_s']) <= 1e-3, s
 assert s['other_s'] >= -1e-3 and s['tool_s'] >= 0.3 and s['tool_exec_s'] >= 0.6, s\""
 check "dag: the session block has its critical path and parallelism" "grep -q '^Mean critical path (ms):' '$T/out' && grep -q '^Mean parallelism:' '$T/out'"
 
