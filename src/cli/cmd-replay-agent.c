@@ -133,30 +133,14 @@ static bool opt_disk_max(void *b, const char *arg, const char *cmd)
 
 static bool opt_cpu_max(void *b, const char *arg, const char *cmd)
 {
-    struct atr_cg_limits *l = &((struct agent_args *)b)->ro.limits;
-    char *end;
     (void)cmd;
-    errno = 0;
-    double cores = strtod(arg, &end);
-    if (errno || *end || !(cores > 0) || cores > 4096)
-        return false;
-    l->cpu_period_us = 100000;
-    l->cpu_quota_us = (int64_t)llround(cores * 100000);
-    return true;
+    return cli_parse_cpu_max(arg, &((struct agent_args *)b)->ro.limits);
 }
 
 static bool opt_pids_max(void *b, const char *arg, const char *cmd)
 {
-    unsigned long long v;
-    int64_t *out = &((struct agent_args *)b)->ro.limits.pids_max;
     (void)cmd;
-    if (strcmp(arg, "none") == 0)
-        *out = -1;
-    else if (cli_parse_uint(arg, 1, 1 << 22, &v))
-        *out = (int64_t)v;
-    else
-        return false;
-    return true;
+    return cli_parse_pids_max(arg, &((struct agent_args *)b)->ro.limits.pids_max);
 }
 
 static bool opt_bind(void *b, const char *arg, const char *cmd)

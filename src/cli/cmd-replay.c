@@ -203,15 +203,8 @@ static bool parse_bind(void *base, const char *arg, const char *cmd)
 
 static bool parse_cpu_max(void *base, const char *arg, const char *cmd)
 {
-    struct atr_cg_limits *l = &((struct replay_args *)base)->ro.limits;
-    char *end;
-    errno = 0;
-    double cores = strtod(arg, &end);
-    if (errno || *end || !(cores > 0) || cores > 4096)
-        return false;
-    l->cpu_period_us = 100000;
-    l->cpu_quota_us = (int64_t)llround(cores * 100000);
-    return true;
+    (void)cmd;
+    return cli_parse_cpu_max(arg, &((struct replay_args *)base)->ro.limits);
 }
 
 static bool parse_mem_max(void *base, const char *arg, const char *cmd)
@@ -228,15 +221,8 @@ static bool parse_disk_max(void *base, const char *arg, const char *cmd)
 
 static bool parse_pids_max(void *base, const char *arg, const char *cmd)
 {
-    unsigned long long v;
-    int64_t *out = &((struct replay_args *)base)->ro.limits.pids_max;
-    if (strcmp(arg, "none") == 0)
-        *out = -1;
-    else if (cli_parse_uint(arg, 1, 1 << 22, &v))
-        *out = (int64_t)v;
-    else
-        return false;
-    return true;
+    (void)cmd;
+    return cli_parse_pids_max(arg, &((struct replay_args *)base)->ro.limits.pids_max);
 }
 
 static bool parse_timeout(void *base, const char *arg, const char *cmd)

@@ -76,6 +76,11 @@ bool cli_parse_uint(const char *s, unsigned long long min, unsigned long long ma
 /* Parses a size (atr_parse_size: 512M, 2G, ...) of at least 1 byte, or
  * "none" (-1: no limit), into *out; false on junk. */
 bool cli_parse_limit(const char *s, int64_t *out);
+/* --cpu-max CORES (a fraction of a core up to 4096) into a 100 ms period
+ * and its quota; --pids-max N (1..2^22) or "none" (-1). false on junk. */
+struct atr_cg_limits;
+bool cli_parse_cpu_max(const char *s, struct atr_cg_limits *l);
+bool cli_parse_pids_max(const char *s, int64_t *out);
 /* Runs handler on SIGINT, SIGTERM and SIGHUP. */
 void cli_on_stop_signals(void (*handler)(int));
 /* Removes temporaries of atomic outputs on SIGINT/SIGTERM, then exits 130/143. */

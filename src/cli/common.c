@@ -11,6 +11,7 @@
 
 #include "cli/cmd.h"
 #include "policy/policy.h"
+#include "runner/cgroup.h"
 #include "sim/cost.h"
 #include "util/output.h"
 #include "util/size.h"
@@ -132,6 +133,30 @@ bool cli_parse_limit(const char *s, int64_t *out)
     if (!atr_parse_size(s, &v) || v < 1 || v > INT64_MAX)
         return false;
     *out = (int64_t)v;
+    return true;
+}
+
+bool cli_parse_cpu_max(const char *s, struct atr_cg_limits *l)
+{
+    char *end;
+    errno = 0;
+    double cores = strtod(s, &end);
+    if (errno || *end || !(cores > 0) || cores > 4096)
+        return false;
+    l->cpu_period_us = 100000;
+    l->cpu_quota_us = (int64_t)llround(cores * 100000);
+    return true;
+}
+
+bool cli_parse_pids_max(const char *s, int64_t *out)
+{
+    unsigned long long v;
+    if (strcmp(s, "none") == 0)
+        *out = -1;
+    else if (cli_parse_uint(s, 1, 1 << 22, &v))
+        *out = (int64_t)v;
+    else
+        return false;
     return true;
 }
 

@@ -206,4 +206,8 @@ bool atr_html_has_router(const struct atr_html *h);
 void atr_html_router_section(struct atr_buf *b, const struct atr_html *h);
 void atr_html_router_free(struct atr_html_router *r);
 
+/* The axis top for a maximum x: the next of 1, 1.5, 2, 2.5, 3, 4, 5, 6, 8,
+ * 10 times a power of ten at or above it (1 for x <= 0 or NaN). */
+double atr_html_nice_top(double x);
+
 #endif

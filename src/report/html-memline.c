@@ -21,18 +21,6 @@
 #define MAX_TENANTS 16            /* bar groups drawn; more are named in the caption */
 #define MAX_CONFIGS 8
 
-static double nice_top(double x)
-{
-    if (!(x > 0))
-        return 1;
-    static const double steps[] = {1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10};
-    double p = pow(10, floor(log10(x)));
-    for (size_t i = 0; i < sizeof steps / sizeof *steps; i++)
-        if (x <= steps[i] * p)
-            return steps[i] * p;
-    return 10 * p;
-}
-
 static double ypos(double v, double top)
 {
     return T + (H - T - B) * (1 - v / top);
@@ -179,10 +167,10 @@ static void memline_chart(struct atr_buf *b, const struct atr_html_replay_step *
             raises++;
         prev = isnan(s->tl_target[i]) ? prev : s->tl_target[i];
     }
-    right = nice_top(right);
+    right = atr_html_nice_top(right);
     double peak = tl_peak(s);
-    bool max_drawn = !isnan(mem_max_mib) && mem_max_mib <= 2 * nice_top(peak * 1.05);
-    double top = nice_top((max_drawn && mem_max_mib > peak ? mem_max_mib : peak) * 1.05);
+    bool max_drawn = !isnan(mem_max_mib) && mem_max_mib <= 2 * atr_html_nice_top(peak * 1.05);
+    double top = atr_html_nice_top((max_drawn && mem_max_mib > peak ? mem_max_mib : peak) * 1.05);
     atr_buf_puts(b, "<figure><svg class=\"chart memline-chart\" viewBox=\"0 0 640 280\" "
                     "role=\"img\" aria-label=\"memory over time of a step of ");
     atr_html_esc(b, config);
@@ -263,7 +251,7 @@ static double bars_top(const struct atr_json *arr)
         if (isfinite(v) && v > m)
             m = v;
     }
-    return nice_top(m * 1.05);
+    return atr_html_nice_top(m * 1.05);
 }
 
 static void legend(struct atr_buf *b, const char *const *configs, size_t nc)

@@ -251,7 +251,7 @@ static void configs_table(struct atr_buf *b, const struct atr_json *configs)
     atr_buf_puts(b, "</tbody></table>\n");
 }
 
-static double nice_top(double x)
+double atr_html_nice_top(double x)
 {
     if (!(x > 0))
         return 1;
@@ -292,10 +292,10 @@ static void limit_line(struct atr_buf *b, const char *cls, const char *name, dou
  * above the data does not flatten the bars; such a limit is labelled. */
 static double chart_top(double data_max, double hi, double mx)
 {
-    double top = nice_top(data_max * 1.05), near = 2 * top;
+    double top = atr_html_nice_top(data_max * 1.05), near = 2 * top;
     double lim = !isnan(mx) && mx <= near ? mx : 0;
     lim = !isnan(hi) && hi <= near && hi > lim ? hi : lim;
-    return lim * 1.05 > top ? nice_top(lim * 1.05) : top;
+    return lim * 1.05 > top ? atr_html_nice_top(lim * 1.05) : top;
 }
 
 /* The limits above the chart's top (the axis is scaled to the data, not to
