@@ -36,7 +36,8 @@ $(head -n 30 "$T/diff")"; fi
 # check NAME SHELL_CONDITION : the condition holds (evaluated with sh -c).
 check() {
     CURRENT=$1
-    if sh -c "$2" >/dev/null 2>&1; then pass; else fail "condition failed: $2"; fi
+    if sh -c "$2" >/dev/null 2>"$T/check.err"; then pass; else
+        fail "condition failed: $2 -- $(tail -c 600 "$T/check.err")"; fi
 }
 
 # absent NAME PATH : no file (and no temporary beside it) was left behind.
