@@ -15,7 +15,7 @@ fi
 DATA=$ROOT/tests/data
 REAL=$ROOT/../shared/data/real
 T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
+[ -n "${ATR_TEST_KEEP:-}" ] && echo "keeping $T" || trap 'rm -rf "$T"' EXIT
 # Hermetic: atr's temporary files (and those of the tools the tests run) go
 # below this run's own folder, so two suites at once never see each other's.
 TMPDIR=$T/tmp

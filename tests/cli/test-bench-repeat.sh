@@ -104,18 +104,29 @@ for m in ("tok_s", "ttft_ms", "tpot_ms", "itl_ms", "e2el_ms"):
         if x is not None and x["method"] in ("pairs", "repeats"):
             assert x["lo"] <= x["ratio"] <= x["hi"], (m, k, x)
         assert x is None or x["verdict"] in ("win", "tie", "loss", "inconclusive"), x
-# `fast` serves ~1.7x the baseline's tok/s: a win, unless one round of a
-# loaded machine (it happens under the sanitizers) stretches the interval
-# over 1; true success follows the verdict
+# `fast` serves ~1.7x the baseline's tok/s and the human ~1.3x, but the
+# servers run in real time on a shared machine: the figures are not
+# checked against a bound (a loaded round narrows them), only that each
+# verdict is the one its interval gives (stats/ci.c: tie within 1 +-
+# noise, win beyond 1 for a higher-is-better metric) and true success
+# follows the verdict
+margin = g["noise_pct"] / 100
+def verdict(x):
+    if x["method"] not in ("pairs", "repeats"):
+        return "inconclusive"
+    if x["lo"] >= 1 / (1 + margin) and x["hi"] <= 1 + margin:
+        return "tie"
+    return "win" if x["lo"] > 1 else "loss" if x["hi"] < 1 else "inconclusive"
 tok = fast["metrics"]["tok_s"]["agent_over_baseline"]
-assert tok["ratio"] > 1.3 and tok["verdict"] in ("win", "inconclusive"), tok
+assert tok["ratio"] > 0 and tok["verdict"] == verdict(tok), tok
 assert fast["true_success"] == (tok["verdict"] == "win") == (pa["fast"]["true_success"] == 1), tok
 crash = rows[("a1b2c3d4", "crash")]
 assert crash["runs"]["agent"] == {"runs": 5, "successful": 0} and not crash["true_success"]
 assert crash["metrics"]["tok_s"]["agent_over_baseline"] is None
 ref = {f["commit"]: f["metrics"]["tok_s"]["human_over_baseline"] for f in g["human_reference"]}
-assert all(r["method"] in ("pairs", "repeats") and r["ratio"] > 1.2 and r["verdict"] in ("win", "inconclusive")
-           for r in ref.values()), ref
+assert set(ref) == {"a1b2c3d4", "b2c3d4e5"} and all(
+    r["method"] in ("pairs", "repeats") and r["lo"] <= r["ratio"] <= r["hi"] and r["verdict"] == verdict(r)
+    for r in ref.values()), ref
 PY
 check bench-repeat-report "python3 '$BP/report.py' '$BP/r5.json'"
 ok bench-repeat-report-md "$ATR" bench report "$BP/r5"

@@ -219,26 +219,43 @@ replay() {
     RP_PID=$!
     DB_PIDS="$DB_PIDS $RP_PID"
 }
-# partway : some records, not all, are seen while the replay still runs.
+# The run list as the server pushed it during the replay: every "runs"
+# event recorded from before the replay starts, so the states between are
+# there whatever the pace of the machine (a poll can miss a short run).
+record_start() {
+    curl -s -N "${W2}events" >"$DB/w2-events.txt" 2>/dev/null &
+    REC_PID=$!
+    DB_PIDS="$DB_PIDS $REC_PID"
+    wait_for 20 "grep -q '^event: runs' '$DB/w2-events.txt'"
+}
+# partway : some records, not all, were shown as running while the replay
+# ran (the proxy's journal; replay llm's own --requests-out, followed
+# through its FILE.partial, with its total and ETA).
 partway() {
+    kill $REC_PID 2>/dev/null; wait $REC_PID 2>/dev/null
     CURRENT=dashboard-live-partial
-    if wait_for 20 "curl -s '${W2}runs.json' | python3 -c \"
-import json, sys; r = [r for r in json.load(sys.stdin)['runs'] if r['run'] == 'w2/live/journal.ndjson']
-assert r and 0 < r[0]['done'] < 90 and r[0]['status'] == 'running'\"" && kill -0 $RP_PID; then pass
-    else fail "no part-way state seen: $(curl -s "${W2}runs.json" | head -c 300)"; fi
-    # replay llm's own --requests-out, followed through its FILE.partial
-    CURRENT=dashboard-live-requests-out
-    if wait_for 20 "curl -s '${W2}runs.json' | python3 -c \"
-import json, sys; r = [r for r in json.load(sys.stdin)['runs'] if r['run'] == 'w2/run/r.ndjson']
-assert r and 0 < r[0]['done'] < 90 and r[0]['status'] == 'running' and r[0]['total'] == 90 and r[0]['eta_s'] is not None\"" && kill -0 $RP_PID; then pass
-    else fail "no running requests-out seen: $(curl -s "${W2}runs.json" | head -c 300)"; fi
+    if python3 - "$DB/w2-events.txt" <<'PY' 2>"$DB/partway.err"; then pass; else fail "$(tail -n 3 "$DB/partway.err")"; fi
+import re, sys
+seen = {"w2/live/journal.ndjson": [], "w2/run/r.ndjson": []}
+for ev in open(sys.argv[1]).read().split("\n\n"):
+    if "event: runs" not in ev:
+        continue
+    html = "".join(l[6:] for l in ev.splitlines() if l.startswith("data: "))
+    for run, status, cells in re.findall(r'<tr data-run="([^"]*)" data-status="([^"]*)">(.*?)</tr>', html):
+        if run in seen:
+            seen[run].append((status, re.findall(r"<td[^>]*>(.*?)</td>", cells)))
+def partial(run, extra=lambda c: True):
+    return [c for st, c in seen[run] if st == "running" and 0 < int(c[3]) < 90 and extra(c)]
+assert partial("w2/live/journal.ndjson"), seen["w2/live/journal.ndjson"][-3:]
+assert partial("w2/run/r.ndjson", lambda c: c[4] == "90" and c[8].endswith(" s")), seen["w2/run/r.ndjson"][-3:]
+PY
 }
 if [ ! -x "${CHROMIUM:-/usr/bin/chromium}" ]; then
     CURRENT=dashboard-browser; fail "no chromium (scripts/deps.sh installs it)"
-    replay; partway
+    record_start; replay
 elif [ ! -f "$ROOT/tests/node/node_modules/playwright-core/package.json" ]; then
     CURRENT=dashboard-browser; fail "run 'npm ci' in $ROOT/tests/node"
-    replay; partway
+    record_start; replay
 else
     # The browser opens the page first; the replay starts once it is open,
     # so a slow browser start cannot miss the run.
@@ -248,7 +265,7 @@ else
     NODE_PID=$!
     DB_PIDS="$DB_PIDS $NODE_PID"
     wait_for 60 "[ -e '$DB/ready' ] || ! kill -0 $NODE_PID"
-    replay; partway
+    record_start; replay
     CURRENT=dashboard-browser
     if wait $NODE_PID; then pass; else fail "node: $(tail -c 400 "$DB/node.out")"; fi
     J=$DB/shots/check.json
@@ -272,13 +289,22 @@ for run, path in (("w2/run/r.ndjson", "run/r.ndjson"), ("w2/live/journal.ndjson"
         assert abs(float(shown) - x) <= 0.005 + 1e-9, (run, shown, x)
 PY
     check dashboard-browser-requests-out-running "python3 -c \"import json; r=json.load(open('$J'))['doneRunWhileRunning']; assert r['status'] == 'running' and r['cells'][4] == '90' and r['cells'][8].endswith(' s'), r\""
-    check dashboard-browser-cdf-live "python3 -c \"
-import json; c = json.load(open('$J')); a, b = c['cdf']['first'], c['cdf']['grown']
-assert a['run'] == b['run'] == 'w2/run/r.ndjson' and not b['hidden'] and b['paths'] == 2, c['cdf']
-assert 0 < a['latency'] < b['latency'] and a['draws'] < b['draws'] and c['selectedClass'] and c['sameDocumentAfterCdf'], c['cdf']\""
+    # Each drawing the follower page made: one run, more points as records
+    # came (at least one drawing before the last), the last one all of them;
+    # the clicked page shows the same run selected and ends on the same count.
+    CURRENT=dashboard-browser-cdf-live
+    if python3 - "$J" <<'PY' 2>"$DB/cdf-live.err"; then pass; else fail "$(tail -n 3 "$DB/cdf-live.err")"; fi
+import json, sys
+c = json.load(open(sys.argv[1])); d = [x for x in c["cdfDraws"] if x["latency"] > 0]
+ok = int(c["final"]["w2/run/r.ndjson"]["cells"][5])
+assert d and all(x["run"] == "w2/run/r.ndjson" and not x["hidden"] and x["paths"] == 2 for x in d), d
+assert [x["draws"] for x in d] == sorted(set(x["draws"] for x in d)), d
+assert all(a["latency"] <= b["latency"] for a, b in zip(d, d[1:])) and d[0]["latency"] < d[-1]["latency"] == ok, (d, ok)
+assert c["clicked"]["run"] == "w2/run/r.ndjson" and c["selectedClass"] and c["sameDocumentAfterCdf"], c["clicked"]
+PY
     check dashboard-browser-cdf-final "python3 -c \"
 import json; c = json.load(open('$J')); f = c['final']['w2/run/r.ndjson']
-assert c['cdfFinal']['latency'] == int(f['cells'][5]), (c['cdfFinal'], f)\""
+assert c['cdfFinal']['latency'] == c['followerFinal']['latency'] == int(f['cells'][5]), (c['cdfFinal'], f)\""
     check dashboard-browser-journal-cdf "python3 -c \"
 import json; c = json.load(open('$J'))['journalCdf']
 lines = [json.loads(l)['meta'] for l in open('$DB/w2/live/journal.ndjson')]
@@ -293,6 +319,7 @@ import json; r = json.load(open('$J'))['routerLive']; assert r['live'] and r['fe
     check dashboard-browser-screenshots "[ -s '$DB/shots/dashboard-cdf.png' ] && [ -s '$DB/shots/dashboard-live.png' ] && [ -s '$DB/shots/dashboard-runs.png' ] && [ -s '$DB/shots/dashboard-nojs.png' ]"
 fi
 wait $RP_PID 2>/dev/null
+partway
 check dashboard-partial-removed "[ -s '$DB/w2/run/r.ndjson' ] && [ ! -e '$DB/w2/run/r.ndjson.partial' ]"
 wait_for 10 "curl -s '${W2}runs.json' | grep -q '\"run\":\"w2/run/r.ndjson\",\"kind\":\"requests\",\"status\":\"complete\"'"
 curl -s "${W2}runs.json" >"$DB/w2.json"

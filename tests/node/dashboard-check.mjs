@@ -8,9 +8,9 @@
 // for LIVE_RUN once its file stops growing and for DONE_RUN once its
 // result lands, the final cells of both rows, and the same table with
 // JavaScript off (the state the page was built at). DONE_RUN is written
-// live too (its FILE.partial): its row is selected with a click, and its
-// CDFs must be redrawn with more points while it runs (no reload), its
-// ETA shown. Screenshots of the run list, the live CDFs, the page, and
+// live too (its FILE.partial): its row is selected with a click, its ETA
+// shown, and a second page opened on it (?run=) records each redrawing of
+// its CDFs with more points while it runs (no reload). Screenshots of the run list, the live CDFs, the page, and
 // the no-JS page go to OUT_DIR. After a reload LIVE_RUN (a proxy journal)
 // is clicked: its CDFs come split by upstream x policy, with an ITL chart.
 // ROUTER_MODEL DEST (optional): that model copied to DEST in a watched
@@ -31,7 +31,7 @@ const browser = await chromium.launch({
   args: ["--no-sandbox", "--disable-gpu"],
 });
 
-async function open(javaScriptEnabled) {
+async function open(javaScriptEnabled, at = url) {
   const ctx = await browser.newContext({ javaScriptEnabled, viewport: { width: 1400, height: 900 } });
   const page = await ctx.newPage();
   page.on("console", (m) => { if (m.type() === "error") out.consoleErrors.push(m.text()); });
@@ -43,7 +43,7 @@ async function open(javaScriptEnabled) {
     out.foreign.push(u);
     return route.abort();
   });
-  await page.goto(url, { waitUntil: "load" });
+  await page.goto(at, { waitUntil: "load" });
   return page;
 }
 
@@ -84,9 +84,37 @@ async function until(page, what, test, ms) {
   }
 }
 
+// Every drawing of the live CDF figure and every state of run's row, as the
+// page made them: MutationObservers on the draw counter and the table
+// (one callback per event, as each event is its own task), so a slow poll
+// cannot miss the states between.
+const recordDraws = (page) => page.evaluate((run) => {
+  const f = document.getElementById("live-cdf");
+  window.__draws = [];
+  new MutationObserver(() => {
+    const n = (k) => Number(f.querySelector(`.chart-host[data-metric="${k}"]`).dataset.n || 0);
+    window.__draws.push({ run: document.getElementById("live-cdf-run").textContent, latency: n("latency"),
+                          draws: Number(f.dataset.draws || 0), hidden: f.hidden,
+                          paths: f.querySelectorAll("svg path.curve").length });
+  }).observe(f, { attributes: true, attributeFilter: ["data-draws"] });
+  const body = document.getElementById("runs-body");
+  window.__rows = [];
+  new MutationObserver(() => {
+    const tr = [...body.querySelectorAll("tr")].find((r) => r.dataset.run === run);
+    if (tr) window.__rows.push({ status: tr.dataset.status, cells: [...tr.cells].map((c) => c.textContent) });
+  }).observe(body, { childList: true });
+}, doneRun);
+
 try {
   const page = await open(true);
   await page.evaluate(() => { window.__sameDocument = 1; });
+  // A second page opened on DONE_RUN (?run=) before it exists: it follows
+  // the run's CDFs from its first record, whatever the pace of the
+  // machine (the first page's click may come when the run is nearly done).
+  const at = new URL(url);
+  at.searchParams.set("run", doneRun);
+  const follower = await open(true, at.href);
+  await recordDraws(follower);
   writeFileSync(ready, "");
   await until(page, liveRun, () => true, 30000);
   // The row and the version it belongs to, read together (an event may
@@ -102,17 +130,20 @@ try {
   out.versionAdvanced = (await page.$eval("#live-state", (e) => e.dataset.version)) !== pageVersion;
   out.sameDocument = await page.evaluate(() => window.__sameDocument === 1);
   // The other run, written live (FILE.partial): click its row, watch its CDFs grow.
-  const running = await until(page, doneRun, (v) => v.status === "running" && v.cells[ETA] !== "", 20000);
-  out.doneRunWhileRunning = running;
+  await until(page, doneRun, (v) => v.status === "running" && v.cells[ETA] !== "", 20000);
   await page.locator(`#runs-body tr[data-run="${doneRun}"]`).click();
-  const first = await untilCdf(page, (v) => v.run === doneRun && v.latency > 0, 10000);
-  const grown = await untilCdf(page, (v) => v.run === doneRun && v.latency > first.latency + 2, 20000);
-  out.cdf = { first, grown };
+  out.clicked = await untilCdf(page, (v) => v.run === doneRun && v.latency > 0, 10000);
   out.selectedClass = await page.$eval(`#runs-body tr[data-run="${doneRun}"]`, (e) => e.classList.contains("selected"));
   await page.locator("#live").screenshot({ path: `${outDir}/dashboard-live.png` });
   const done = await until(page, doneRun, (v) => v.status === "complete", 30000);
-  out.cdfFinal = await untilCdf(page, (v) => v.latency === Number(done.cells[5]), 5000);
-  out.sameDocumentAfterCdf = await page.evaluate(() => window.__sameDocument === 1);
+  out.cdfFinal = await untilCdf(page, (v) => v.latency === Number(done.cells[5]), 10000);
+  out.followerFinal = await untilCdf(follower, (v) => v.latency === Number(done.cells[5]), 10000);
+  out.cdfDraws = await follower.evaluate(() => window.__draws);
+  out.doneRunWhileRunning = await follower.evaluate(
+    (eta) => window.__rows.find((r) => r.status === "running" && r.cells[eta] !== "") || null, ETA);
+  out.sameDocumentAfterCdf = await page.evaluate(() => window.__sameDocument === 1) &&
+    await follower.evaluate(() => Array.isArray(window.__draws));   /* a reload would clear it */
+  await follower.context().close();
   await page.locator("#live-cdf").screenshot({ path: `${outDir}/dashboard-cdf.png` });
   const stopped = await until(page, liveRun, (v) => v.status === "stopped", 30000);
   out.final = { [doneRun]: done, [liveRun]: stopped };
