@@ -54,6 +54,7 @@ struct ses_rt {
     bool *held_k;                /* per turn: the loop holds it for the tool steps */
     struct branch *br;
     size_t n_br;
+    struct atr_replay_shared *share;   /* the work directory its branches share */
 };
 
 struct agent {
@@ -356,7 +357,7 @@ static void *branch_main(void *arg)
     struct ses_rt *rt = b->rt;
     struct agent *a = rt->a;
     const struct atr_trace *t = &a->cfg->traces[rt->i];
-    int rc = atr_replay_trace_gated(a->cfg->rp, NULL, t, NULL, dag_gate, dag_sink, b, &b->err);
+    int rc = atr_replay_trace_shared(rt->share, dag_gate, dag_sink, b, &b->err);
     pthread_mutex_lock(&a->mu);
     b->rc = rc;
     if (rc < 0)
@@ -457,6 +458,11 @@ static int start_threads(struct agent *a, struct atr_error *err)
         struct ses_rt *rt = &a->ses[i];
         if (!rt->have_th)
             continue;
+        /* One work directory for the session's sub-agents, as a real
+         * agent's share the repository (runner/replay.h). */
+        if (rt->dag && !(rt->share = atr_replay_share(a->cfg->rp, NULL, &a->cfg->traces[i],
+                                                      NULL, err)))
+            return -1;
         for (size_t b = 0; b < rt->n_br; b++) {
             if (pthread_create(&rt->br[b].th, NULL, branch_main, &rt->br[b]) != 0)
                 return atr_error_set(err, "cannot start a thread for session %zu", i);
@@ -492,6 +498,8 @@ static int join_threads(struct agent *a, struct atr_error *err)
                 rc = -1;
             }
         }
+        atr_replay_unshare(rt->share);   /* every branch of it returned */
+        rt->share = NULL;
         if (!rt->have_th || rt->dag)
             continue;
         pthread_join(rt->th, NULL);
