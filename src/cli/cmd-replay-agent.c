@@ -97,6 +97,10 @@ const char cmd_replay_agent_help[] =
     "      --save-result FILE    the result JSON (\"atr\": sessions and their split)\n"
     "      --requests-out FILE   one line per llm request (\"kind\": \"llm\") and per\n"
     "                            tool step (\"kind\": \"tool\"), times on one clock\n"
+    "      --goodput SLOS        e.g. ttft:500 tpot:50 e2el:10000 (ms) per request;\n"
+    "                            session:MS: a session's completion, tool time\n"
+    "                            included (good sessions in the agent block)\n"
+    "      --percentiles P,P...  percentiles of every latency figure (as replay llm)\n"
     "  -f, --from FMT            input format instead of sniffing\n"
     "  -q, --quiet               no result block\n"
     SCHED_HELP
@@ -106,11 +110,10 @@ const char cmd_replay_agent_help[] =
     "own thread, in the session's one work directory (sub-agents share it, as\n"
     "in Claude Code and OpenHands), a step once its parents ended, a turn once\n"
     "its parents and the tool steps before it ended. Output files are checked\n"
-    "before "
-    "anything runs and written all or none. Ctrl-C or SIGTERM stops the run:\n"
-    "the running steps are killed, their groups and work directories removed,\n"
-    "what finished is printed and saved marked incomplete, exit status 130. A\n"
-    "run where every llm request failed exits 1.\n";
+    "before anything runs and written all or none. Ctrl-C or SIGTERM stops the\n"
+    "run (every sub-agent's too): the running steps are killed, their groups\n"
+    "and work directories removed, what finished is printed and saved marked\n"
+    "incomplete, exit status 130. A run where every llm request failed exits 1.\n";
 
 struct agent_args {
     const char *target, *model, *api_key, *from, *container_cli, *config, *policy_opts;
