@@ -36,6 +36,39 @@ b=[x for x in l if x.get('cmd','').startswith('echo b')][0]
 assert a['start_s'] < b['end_s'] and b['start_s'] < a['end_s'], (a, b)\""
 check "shared: the work directory is gone" "[ -z \"\$(ls -d '$G'/atr-work-* 2>/dev/null)\" ]"
 
+# In the default jail (root: namespaces, per-step cgroups) the same holds:
+# the sub-agents' sandboxes see one work directory.
+if [ "$(id -u)" = 0 ]; then
+    ok "shared in the sandbox" "$ATR" replay agent -q --workdir "$G" "$DATA/agent/dag-shared.ndjson" \
+        --target "$URL" --rate inf --requests-out "$G/sb.ndjson"
+    check "shared in the sandbox: every step succeeded" "python3 -c \"
+import json; l=[json.loads(x) for x in open('$G/sb.ndjson')]
+t=[x for x in l if x['kind']=='tool']; assert len(t)==4 and all(x['exit_code']==0 for x in t), t\""
+else
+    echo "skipped: replay agent DAG in the sandbox needs root" >&2
+fi
+
+# --image: one container per session, its sub-agents' steps all in it.
+if [ "$(id -u)" != 0 ] || ! command -v podman >/dev/null 2>&1 || [ ! -x /bin/busybox ]; then
+    echo "skipped: replay agent DAG --image needs root, podman and /bin/busybox" >&2
+else
+    GID=atragentdag$(echo "$T" | cksum | cut -d' ' -f1)
+    mkdir -p "$G/rf/bin" "$G/rf/testbed"
+    cp /bin/busybox "$G/rf/bin/"
+    for l in sh cat echo sleep; do ln -s busybox "$G/rf/bin/$l"; done
+    tar -C "$G/rf" -cf "$G/rf.tar" . && podman import --change WORKDIR=/testbed "$G/rf.tar" "$GID" >/dev/null 2>&1
+    sed 's|"tool":"bash","command"|"tool":"bash","cwd":"/testbed","command"|g' \
+        "$DATA/agent/dag-shared.ndjson" >"$G/img.ndjson"
+    ok "image: a DAG's sub-agents in one container" "$ATR" replay agent -q --workdir "$G" \
+        --image "$GID" "$G/img.ndjson" --target "$URL" --requests-out "$G/img-q.ndjson"
+    check "image: b read a's file in /testbed, the main agent both" "python3 -c \"
+import json; l=[json.loads(x) for x in open('$G/img-q.ndjson')]; t={x['cmd']: x for x in l if x['kind']=='tool'}
+assert len(t)==4 and all(x['exit_code']==0 for x in t.values()), t
+assert t['cat a.txt b.txt']['output_bytes']==4, t\""
+    check "image: no container left" "[ -z \"\$(podman ps -a --format '{{.Image}}' | grep -F 'localhost/$GID:latest')\" ]"
+    podman rmi -f "$GID" >/dev/null 2>&1
+fi
+
 # --- Ctrl-C and SIGTERM while both sub-agents run a tool step. ---
 printf '%s\n' '{"format":"atr-trace/1.1","trace_id":"t/dagint","steps":[{"kind":"llm","input_tokens":8,"output_tokens":2},{"kind":"llm","input_tokens":8,"output_tokens":2,"parents":[0],"agent":"a"},{"kind":"llm","input_tokens":8,"output_tokens":2,"parents":[0],"agent":"b"},{"kind":"tool","tool":"bash","command":"echo x > x.txt && sleep 59.91","parents":[1],"agent":"a"},{"kind":"tool","tool":"bash","command":"sleep 59.92","parents":[2],"agent":"b"},{"kind":"llm","input_tokens":8,"output_tokens":2,"parents":[3,4]}]}' >"$G/int.ndjson"
 for sig in INT TERM; do
