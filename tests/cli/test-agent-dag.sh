@@ -94,6 +94,17 @@ assert not [x for x in l if x['kind']=='tool'], l\""
     check "dag SIG$sig: no temporary beside the outputs" "! ls '$G'/int-$sig.*.tmp.* >/dev/null 2>&1"
 done
 
+# SIGKILL while both run: the guard removes the steps, their groups and
+# the shared work directory (polled with a deadline: it acts after atr died).
+setsid $RG "$G/int.ndjson" --target "$URL" -q >/dev/null 2>&1 &
+pid=$!
+wait_for 20 "sh '$DATA/replay/leftovers.sh' $pid | grep -q 'sleep 59.91' && sh '$DATA/replay/leftovers.sh' $pid | grep -q 'sleep 59.92'"
+kill -KILL "$pid"
+wait "$pid" 2>/dev/null
+CURRENT="dag SIGKILL: nothing left"
+if wait_for 30 "[ -z \"\$(sh '$DATA/replay/leftovers.sh' $pid '$G')\" ]"; then pass
+else fail "left: $(sh "$DATA/replay/leftovers.sh" $pid "$G" | head -3)"; fi
+
 # --- Several targets, routed by --policy. ---
 gd_serve r1 --profile h100/llama-3.1-8b
 R1=$PORT
