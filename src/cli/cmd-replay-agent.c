@@ -22,6 +22,7 @@
 #include "llm/models.h"
 #include "runner/guard.h"
 #include "runner/spawn.h"
+#include "sim/stats.h"
 #include "stats/percentile.h"
 #include "stats/result.h"
 #include "trace/reader.h"
@@ -675,11 +676,31 @@ static void put_agent(struct atr_jw *w, const struct atr_agent_result *r, double
     atr_jw_object_end(w);
 }
 
+/* A sim: target's engine kind, as sim run names it. */
+static const char *engine_flavour(const struct atr_target *t)
+{
+    return t->engine.longest_prefix_first ? "sglang" : t->engine.slots ? "llama.cpp" : "vllm";
+}
+
+/* A sim: target's engine under the agent block: what the real tool pauses
+ * cost its cache (--kv-retain's pins among them). */
+static void print_engine(const struct atr_engine_stats *st)
+{
+    printf("engine (sim, in atr): prefix cache hit rate %.1f%%, KV peak %u of %u blocks, "
+           "%llu evictions, %llu preemptions", 100 * st->prefix_hit_rate, st->kv_blocks_peak,
+           st->kv_blocks_total, (unsigned long long)st->evictions,
+           (unsigned long long)st->preemptions);
+    if (st->kv_pins)
+        printf(", %llu pinned requests (%llu pins dropped early)",
+               (unsigned long long)st->kv_pins, (unsigned long long)st->kv_pins_dropped);
+    printf("\n");
+}
+
 /* The result object: vLLM's members of the requests, then "atr" with the
  * run's settings and "agent". */
 static int result_json(struct atr_buf *b, const struct agent_args *a, const struct target *tg,
                        const struct atr_llm_summary *sum, const struct atr_llm_bench_config *bc,
-                       const struct atr_agent_result *r)
+                       const struct atr_agent_result *r, const struct atr_engine_stats *eng)
 {
     struct atr_jw w;
     atr_jw_init(&w, b, ATR_JW_PYTHON);
@@ -696,6 +717,8 @@ static int result_json(struct atr_buf *b, const struct agent_args *a, const stru
         atr_policy_stats_write(&w, atr_policy_name(tg->policy), &ps);
     }
     put_agent(&w, r, a->report.slo_session_ms);
+    if (eng)
+        atr_sim_stats_write(&w, &tg->t.profile, 1, engine_flavour(&tg->t), eng);
     atr_llm_result_end(&w);
     atr_jw_newline(&w);
     return atr_jw_finish(&w);
@@ -753,7 +776,7 @@ static int open_outs(const struct agent_args *a, struct outs *o)
 static int write_outs(const struct agent_args *a, const struct target *tg,
                       const struct inputs *in, const struct atr_agent_result *r,
                       const struct atr_llm_summary *sum, const struct atr_llm_bench_config *bc,
-                      struct outs *o)
+                      const struct atr_engine_stats *eng, struct outs *o)
 {
     struct atr_buf b = ATR_BUF_INIT;
     struct atr_error err = {0};
@@ -762,7 +785,7 @@ static int write_outs(const struct agent_args *a, const struct target *tg,
         if (!o->v[k])
             continue;
         atr_buf_clear(&b);
-        if ((k == 0 ? result_json(&b, a, tg, sum, bc, r) : requests_lines(&b, in, r)) < 0)
+        if ((k == 0 ? result_json(&b, a, tg, sum, bc, r, eng) : requests_lines(&b, in, r)) < 0)
             rc = atr_error_set(&err, "output too large");
         else if (b.len && atr_output_write(o->v[k], b.data, b.len, &err) < 0)
             rc = -1;
@@ -817,17 +840,25 @@ static int report(const struct agent_args *a, const struct target *tg, const str
     struct atr_llm_bench_config bc;
     struct atr_llm_summary sum;
     struct atr_error err;
+    struct atr_engine_stats eng = {0};
+    /* the run is over: the in-process engine stops and is read */
+    bool has_eng = tg->sim && atr_sim_thread_halt(tg->sim, &eng) == 0;
     bench_config(a, tg, in, res, &bc);
-    if (atr_llm_summarize(res->llm.recs, res->llm.n, &bc, &sum, &err) < 0)
+    if (atr_llm_summarize(res->llm.recs, res->llm.n, &bc, &sum, &err) < 0) {
+        atr_sim_stats_release(&eng);
         return cli_fail_err(&err);
-    int rc = write_outs(a, tg, in, res, &sum, &bc, o);
+    }
+    int rc = write_outs(a, tg, in, res, &sum, &bc, has_eng ? &eng : NULL, o);
     if (rc == EXIT_OK && !a->report.quiet) {
         struct atr_buf b = ATR_BUF_INIT;
         atr_llm_write_block(&b, &sum, &bc);
         fputs(b.data ? b.data : "", stdout);
         atr_buf_release(&b);
         print_block(res, atr_replay_config_name(a->ro.config), a->report.slo_session_ms);
+        if (has_eng)
+            print_engine(&eng);
     }
+    atr_sim_stats_release(&eng);
     atr_llm_summary_release(&sum);
     if (rc != EXIT_OK)
         return rc;

@@ -145,9 +145,10 @@ assert v and int(float(v.group(1)))==3, m[-800:]\""
 check "session hint: said in the result" "python3 -c \"
 import json; assert json.load(open('$G/kv.json'))['atr']['session_hint'] is True\""
 ok "sim: target with --kv-retain" $RG "$DATA/agent/two.ndjson" --target sim:h100/llama-3.1-8b \
-    --kv-retain 30 --rate inf -q --save-result "$G/simkv.json"
-check "sim --kv-retain: hints sent" "python3 -c \"
-import json; assert json.load(open('$G/simkv.json'))['atr']['session_hint'] is True\""
+    --kv-retain 30 --rate inf --save-result "$G/simkv.json"
+check "sim --kv-retain: hints sent, the in-process engine pinned the 3 turns with one to come" "python3 -c \"
+import json; r=json.load(open('$G/simkv.json'))['atr']
+assert r['session_hint'] is True and r['engine']['kv_pins']==3 and r['engine']['profile']=='h100/llama-3.1-8b', r['engine']\" && grep -q '^engine (sim, in atr): .*3 pinned requests' '$T/out'"
 fails "--kv-retain on a server target" 2 "--kv-retain is for a sim: target" $RG \
     "$DATA/agent/two.ndjson" --target "$URL" --kv-retain 5
 
