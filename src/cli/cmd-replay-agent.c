@@ -22,6 +22,7 @@
 #include "llm/models.h"
 #include "runner/guard.h"
 #include "runner/spawn.h"
+#include "sim/stats.h"
 #include "stats/percentile.h"
 #include "stats/result.h"
 #include "trace/reader.h"
@@ -29,7 +30,7 @@
 #include "util/output.h"
 
 const char cmd_replay_agent_help[] =
-    "usage: atr replay agent [OPTIONS] TRACE... --target URL|sim:GPU/MODEL\n"
+    "usage: atr replay agent [OPTIONS] TRACE... --target URL[,URL...]|sim:GPU/MODEL\n"
     "\n"
     "Replays whole agents in one causal timeline: each llm turn of a trace is\n"
     "sent to the target (an OpenAI-compatible server, or sim:GPU/MODEL: atr's\n"
@@ -45,7 +46,9 @@ const char cmd_replay_agent_help[] =
     "the arrival schedule below.\n"
     "\n"
     "options:\n"
-    "  -t, --target T            http://HOST:PORT of the server, or sim:GPU/MODEL\n"
+    "  -t, --target T            http://HOST:PORT of the server, several separated\n"
+    "                            by commas (replicas --policy routes over), or\n"
+    "                            sim:GPU/MODEL\n"
     "  -m, --model NAME          model to ask for (default: the server's first)\n"
     "      --api KIND            completions (default) or chat\n"
     "      --api-key KEY         Bearer token (default: $OPENAI_API_KEY)\n"
@@ -55,6 +58,19 @@ const char cmd_replay_agent_help[] =
     "      --stall-timeout S     fail a request silent for S seconds (default 60)\n"
     "      --connections N       open connections at most (default 1024)\n"
     "      --tp N                tensor parallel degree of a sim target\n"
+    "      --policy P            a runtime policy, as replay llm's (naive,\n"
+    "                            prefix-cache, prefix-route, compaction,\n"
+    "                            max-tokens, learned; docs/policies.md): it picks\n"
+    "                            each turn's replica among the --target URLs (needed\n"
+    "                            with several), may salt, rewrite or cap it; one\n"
+    "                            policy per run\n"
+    "      --policy-options K=V[,K=V...]   its options (e.g. budget=8192)\n"
+    "      --session-hint        each turn with a turn to come sends its session's\n"
+    "                            trace id as \"user\", which atr sim serve\n"
+    "                            --kv-retain reads as the sign to pin its KV blocks\n"
+    "      --kv-retain SECONDS   sim target: its engine pins a session's KV blocks\n"
+    "                            this long after each turn with one to come (sets\n"
+    "                            --session-hint)\n"
     "      --on-tool-fail WHAT   continue (default: the failure is recorded, the\n"
     "                            session goes on) or stop (the session ends: its\n"
     "                            later turns are dropped and counted)\n"
@@ -82,23 +98,31 @@ const char cmd_replay_agent_help[] =
     "      --save-result FILE    the result JSON (\"atr\": sessions and their split)\n"
     "      --requests-out FILE   one line per llm request (\"kind\": \"llm\") and per\n"
     "                            tool step (\"kind\": \"tool\"), times on one clock\n"
+    "      --goodput SLOS        e.g. ttft:500 tpot:50 e2el:10000 (ms) per request;\n"
+    "                            session:MS: a session's completion, tool time\n"
+    "                            included (good sessions in the agent block)\n"
+    "      --percentiles P,P...  percentiles of every latency figure (as replay llm)\n"
     "  -f, --from FMT            input format instead of sniffing\n"
     "  -q, --quiet               no result block\n"
     SCHED_HELP
     "\n"
     "TRACEs are read twice (files, not pipes). Every trace needs llm steps. In\n"
     "a DAG trace (parents, sub-agents) each sub-agent's tool steps run on their\n"
-    "own thread, a step once its parents ended, a turn once its parents and the\n"
-    "tool steps before it ended. Output files are checked before\n"
-    "anything runs and written all or none. Ctrl-C or SIGTERM stops the run:\n"
-    "the running steps are killed, their groups and work directories removed,\n"
-    "what finished is printed and saved marked incomplete, exit status 130. A\n"
-    "run where every llm request failed exits 1.\n";
+    "own thread, in the session's one work directory (sub-agents share it, as\n"
+    "in Claude Code and OpenHands), a step once its parents ended, a turn once\n"
+    "its parents and the tool steps before it ended. Output files are checked\n"
+    "before anything runs and written all or none. Ctrl-C or SIGTERM stops the\n"
+    "run (every sub-agent's too): the running steps are killed, their groups\n"
+    "and work directories removed, what finished is printed and saved marked\n"
+    "incomplete, exit status 130. A run where every llm request failed exits 1.\n";
 
 struct agent_args {
-    const char *target, *model, *api_key, *from, *container_cli, *config;
+    const char *target, *model, *api_key, *from, *container_cli, *config, *policy_opts;
+    struct llm_policy_list policies;     /* --policy: one at most */
     enum atr_llm_api api;
     bool force_length, stop_on_fail;
+    bool session_hint;                   /* --session-hint (or --kv-retain on sim:) */
+    double kv_retain;                    /* sim target: --kv-retain seconds */
     unsigned warmup, tp, connections;
     double timeout_s, stall_s;
     struct atr_replay_opts ro;
@@ -116,6 +140,11 @@ static void on_stop(int sig)
     (void)sig;
     stop_requested = 1;
     atr_replay_stop();
+}
+
+static bool opt_policies(void *b, const char *list, const char *cmd)
+{
+    return llm_policy_list_parse(&((struct agent_args *)b)->policies, list, cmd) == EXIT_OK;
 }
 
 static bool opt_mem_max(void *b, const char *arg, const char *cmd)
@@ -180,6 +209,10 @@ static const struct opt options[] = {
                "--stall-timeout wants seconds"),
     OPT_UINT(ARGS, connections, "connections", 0, 1, 65536, "--connections wants 1..65536"),
     OPT_UINT(ARGS, tp, "tp", 0, 1, 64, "--tp wants 1..64"),
+    OPT_CALL("policy", 0, opt_policies, NULL),
+    OPT_STRING(ARGS, policy_opts, "policy-options", 0),
+    OPT_FLAG(ARGS, session_hint, "session-hint", 0),
+    OPT_DOUBLE(ARGS, kv_retain, "kv-retain", 0, 0, OPT_FINITE, "--kv-retain wants seconds >= 0"),
     OPT_ENUM(ARGS, stop_on_fail, "on-tool-fail", 0, OPT_WORDS("continue", "stop"),
              "--on-tool-fail wants continue or stop"),
     OPT_STRING(ARGS, config, "config", 'c'),
@@ -255,6 +288,14 @@ static int parse_args(int argc, char **argv, struct agent_args *a)
     if ((a->ro.rootfs || a->ro.n_binds) && !a->ro.sandbox)
         return cli_usage("replay agent", "--rootfs and --bind need the sandbox: not with "
                          "--sandbox none");
+    /* One timeline per run: a series of policies is replay llm's. */
+    if (a->policies.n > 1)
+        return cli_usage("replay agent", "--policy takes one policy here (replay llm --policy "
+                         "A,B runs one after the other)");
+    int rc = cli_check_policies("replay agent", a->policies.names, a->policies.n,
+                                a->policy_opts);
+    if (rc != EXIT_OK)
+        return rc;
     const char *tmpdir = getenv("TMPDIR");
     if (!a->ro.workdir && tmpdir && *tmpdir)
         a->ro.workdir = tmpdir;
@@ -348,6 +389,7 @@ static int load_inputs(const struct agent_args *a, char *const *paths, size_t n,
 struct target {
     struct atr_target t;
     struct atr_sim_thread *sim;
+    struct atr_policy *policy;           /* --policy, or NULL */
     const char *url, *model;
     char model_buf[512];
 };
@@ -357,9 +399,15 @@ static int open_target(const struct agent_args *a, struct target *tg)
     struct atr_error err;
     if (atr_target_parse(&tg->t, a->target, a->tp, &err) < 0)
         return cli_usage("replay agent", "%s", err.msg);
-    if (tg->t.kind == ATR_TARGET_HTTP && tg->t.n_urls > 1)
-        return cli_usage("replay agent", "--target takes one server");
+    /* Without a policy every turn would go to the first URL: say so. */
+    if (tg->t.kind == ATR_TARGET_HTTP && tg->t.n_urls > 1 && !a->policies.n)
+        return cli_usage("replay agent", "%u --target URLs need --policy to route among them "
+                         "(e.g. prefix-route)", tg->t.n_urls);
+    if (tg->t.kind == ATR_TARGET_HTTP && a->kv_retain > 0)
+        return cli_usage("replay agent", "--kv-retain is for a sim: target (a server pins with "
+                         "its own --kv-retain: send --session-hint)");
     if (tg->t.kind == ATR_TARGET_SIM) {
+        tg->t.engine.retain_s = a->kv_retain;
         tg->sim = atr_sim_thread_start(&tg->t.profile, &tg->t.engine, tg->t.max_model_len, &err);
         if (!tg->sim)
             return cli_fail_err(&err);
@@ -418,11 +466,32 @@ static void fill_llm(const struct agent_args *a, const struct target *tg,
         .workload = &in->w, .starts = in->starts, .schedule = &a->sched.schedule,
         .max_concurrency = a->sched.max_concurrency,
         .body = { .api = a->api, .model = tg->model, .stream = true,
-                  .force_length = a->force_length },
+                  .force_length = a->force_length,
+                  .session_hint = a->session_hint || a->kv_retain > 0 },
         .client = { .base_url = tg->url, .api_key = a->api_key, .timeout_s = a->timeout_s,
                     .stall_timeout_s = a->stall_s, .max_connections = a->connections },
-        .warmup = a->warmup, .stop = &stop_requested,
+        .warmup = a->warmup, .stop = &stop_requested, .policy = tg->policy,
     };
+    if (!tg->sim && tg->t.n_urls > 1) {
+        c->targets = (const char *const *)tg->t.urls;
+        c->n_targets = tg->t.n_urls;
+    }
+}
+
+/* --policy over the target's replicas (a sim: target is one), seeded as
+ * replay llm seeds it: the schedule's seed. */
+static int open_policy(const struct agent_args *a, const struct inputs *in, struct target *tg)
+{
+    if (!a->policies.n)
+        return EXIT_OK;
+    struct atr_policy_cfg pc = {
+        .n_replicas = tg->sim ? 1 : tg->t.n_urls, .block_size = in->w.block_size,
+        .options = a->policy_opts, .seed = a->sched.schedule.seed,
+    };
+    struct atr_error err;
+    if (!(tg->policy = atr_policy_new(a->policies.names[0], &pc, &err)))
+        return cli_usage("replay agent", "%s", err.msg);
+    return EXIT_OK;
 }
 
 /* ---- what is printed and written ---- */
@@ -439,14 +508,25 @@ static double pct(const struct atr_agent_result *r, double p)
 
 struct totals {
     size_t turns, ok, dropped, steps, failed, skipped, stopped;
+    size_t good;                 /* --goodput session:MS: sessions within it */
     double cpu_s, exec_s, peak_mb, duration_s;
 };
 
-static void count(const struct atr_agent_result *r, struct totals *t)
+/* A session meets --goodput session:MS when it ran whole (every turn
+ * sent and answered, not stopped) and its completion, tool time
+ * included, is within MS: the agent's task, not its llm part. */
+static bool session_good(const struct atr_agent_session *s, double slo_ms)
+{
+    return slo_ms > 0 && !s->stopped && !s->turns_dropped && s->turns_ok == s->turns &&
+           s->completion_s * 1000 <= slo_ms;
+}
+
+static void count(const struct atr_agent_result *r, double slo_ms, struct totals *t)
 {
     memset(t, 0, sizeof *t);
     for (size_t i = 0; i < r->n_sessions; i++) {
         const struct atr_agent_session *s = &r->sessions[i];
+        t->good += session_good(s, slo_ms);
         t->turns += s->turns;
         t->ok += s->turns_ok;
         t->dropped += s->turns_dropped;
@@ -463,11 +543,11 @@ static void count(const struct atr_agent_result *r, struct totals *t)
     }
 }
 
-static void print_block(const struct atr_agent_result *r, const char *config)
+static void print_block(const struct atr_agent_result *r, const char *config, double slo_ms)
 {
     struct totals t;
     struct atr_agent_split sp;
-    count(r, &t);
+    count(r, slo_ms, &t);
     atr_agent_split(r, &sp);
     if (r->incomplete)
         printf("INCOMPLETE (interrupted): %zu of %zu requests finished\n", r->llm.n,
@@ -480,6 +560,13 @@ static void print_block(const struct atr_agent_result *r, const char *config)
     printf("%-40s %.3f\n", "Benchmark duration (s):", t.duration_s);
     printf("%-40s %.3f / %.3f / %.3f\n", "Session completion p50/p90/max (s):", pct(r, 50),
            pct(r, 90), pct(r, 100));
+    if (slo_ms > 0) {
+        char label[64];
+        snprintf(label, sizeof label, "Good sessions (<= %g ms, tools in):", slo_ms);
+        printf("%-40s %zu of %zu\n", label, t.good, r->n_sessions);
+        printf("%-40s %.3f\n", "Session goodput (sessions/s):",
+               t.duration_s > 0 ? (double)t.good / t.duration_s : 0);
+    }
     printf("---------- Split of session time (sum over sessions) ----------\n");
     printf("%-40s %.3f (%.1f %%)\n", "Model time (s):", sp.model_s, 100 * sp.model_share);
     printf("%-40s %.3f (%.1f %%)\n", "Tool time (s):", sp.tool_s, 100 * sp.tool_share);
@@ -555,10 +642,10 @@ static void bench_config(const struct agent_args *a, const struct target *tg,
     memcpy(bc->percentiles, o->percentiles, sizeof bc->percentiles);
 }
 
-static void put_agent(struct atr_jw *w, const struct atr_agent_result *r)
+static void put_agent(struct atr_jw *w, const struct atr_agent_result *r, double slo_ms)
 {
     struct totals t;
-    count(r, &t);
+    count(r, slo_ms, &t);
     atr_jw_key(w, "agent");
     atr_jw_object_begin(w);
     atr_jw_kv_uint(w, "sessions", r->n_sessions);
@@ -574,6 +661,12 @@ static void put_agent(struct atr_jw *w, const struct atr_agent_result *r)
     atr_jw_kv_fixed(w, "tool_peak_rss_mb", t.peak_mb, 3);
     atr_jw_kv_fixed(w, "tool_cpu_s", t.cpu_s, 6);
     atr_jw_kv_fixed(w, "tool_exec_s", t.exec_s, 6);
+    if (slo_ms > 0) {
+        atr_jw_kv_pyfloat(w, "slo_session_ms", slo_ms);
+        atr_jw_kv_uint(w, "sessions_good", t.good);
+        atr_jw_kv_fixed(w, "session_goodput", t.duration_s > 0 ? (double)t.good / t.duration_s
+                                                                : 0, 6);
+    }
     put_split(w, r);
     atr_jw_key(w, "per_session");
     atr_jw_array_begin(w);
@@ -583,11 +676,31 @@ static void put_agent(struct atr_jw *w, const struct atr_agent_result *r)
     atr_jw_object_end(w);
 }
 
+/* A sim: target's engine kind, as sim run names it. */
+static const char *engine_flavour(const struct atr_target *t)
+{
+    return t->engine.longest_prefix_first ? "sglang" : t->engine.slots ? "llama.cpp" : "vllm";
+}
+
+/* A sim: target's engine under the agent block: what the real tool pauses
+ * cost its cache (--kv-retain's pins among them). */
+static void print_engine(const struct atr_engine_stats *st)
+{
+    printf("engine (sim, in atr): prefix cache hit rate %.1f%%, KV peak %u of %u blocks, "
+           "%llu evictions, %llu preemptions", 100 * st->prefix_hit_rate, st->kv_blocks_peak,
+           st->kv_blocks_total, (unsigned long long)st->evictions,
+           (unsigned long long)st->preemptions);
+    if (st->kv_pins)
+        printf(", %llu pinned requests (%llu pins dropped early)",
+               (unsigned long long)st->kv_pins, (unsigned long long)st->kv_pins_dropped);
+    printf("\n");
+}
+
 /* The result object: vLLM's members of the requests, then "atr" with the
  * run's settings and "agent". */
 static int result_json(struct atr_buf *b, const struct agent_args *a, const struct target *tg,
                        const struct atr_llm_summary *sum, const struct atr_llm_bench_config *bc,
-                       const struct atr_agent_result *r)
+                       const struct atr_agent_result *r, const struct atr_engine_stats *eng)
 {
     struct atr_jw w;
     atr_jw_init(&w, b, ATR_JW_PYTHON);
@@ -597,7 +710,15 @@ static int result_json(struct atr_buf *b, const struct agent_args *a, const stru
     atr_jw_kv_str(&w, "config", atr_replay_config_name(a->ro.config));
     atr_jw_kv_str(&w, "on_tool_fail", a->stop_on_fail ? "stop" : "continue");
     atr_jw_kv_bool(&w, "incomplete", r->incomplete);
-    put_agent(&w, r);
+    atr_jw_kv_bool(&w, "session_hint", a->session_hint || a->kv_retain > 0);
+    if (tg->policy) {
+        struct atr_policy_stats ps;
+        atr_policy_get_stats(tg->policy, &ps);
+        atr_policy_stats_write(&w, atr_policy_name(tg->policy), &ps);
+    }
+    put_agent(&w, r, a->report.slo_session_ms);
+    if (eng)
+        atr_sim_stats_write(&w, &tg->t.profile, 1, engine_flavour(&tg->t), eng);
     atr_llm_result_end(&w);
     atr_jw_newline(&w);
     return atr_jw_finish(&w);
@@ -655,7 +776,7 @@ static int open_outs(const struct agent_args *a, struct outs *o)
 static int write_outs(const struct agent_args *a, const struct target *tg,
                       const struct inputs *in, const struct atr_agent_result *r,
                       const struct atr_llm_summary *sum, const struct atr_llm_bench_config *bc,
-                      struct outs *o)
+                      const struct atr_engine_stats *eng, struct outs *o)
 {
     struct atr_buf b = ATR_BUF_INIT;
     struct atr_error err = {0};
@@ -664,7 +785,7 @@ static int write_outs(const struct agent_args *a, const struct target *tg,
         if (!o->v[k])
             continue;
         atr_buf_clear(&b);
-        if ((k == 0 ? result_json(&b, a, tg, sum, bc, r) : requests_lines(&b, in, r)) < 0)
+        if ((k == 0 ? result_json(&b, a, tg, sum, bc, r, eng) : requests_lines(&b, in, r)) < 0)
             rc = atr_error_set(&err, "output too large");
         else if (b.len && atr_output_write(o->v[k], b.data, b.len, &err) < 0)
             rc = -1;
@@ -719,22 +840,30 @@ static int report(const struct agent_args *a, const struct target *tg, const str
     struct atr_llm_bench_config bc;
     struct atr_llm_summary sum;
     struct atr_error err;
+    struct atr_engine_stats eng = {0};
+    /* the run is over: the in-process engine stops and is read */
+    bool has_eng = tg->sim && atr_sim_thread_halt(tg->sim, &eng) == 0;
     bench_config(a, tg, in, res, &bc);
-    if (atr_llm_summarize(res->llm.recs, res->llm.n, &bc, &sum, &err) < 0)
+    if (atr_llm_summarize(res->llm.recs, res->llm.n, &bc, &sum, &err) < 0) {
+        atr_sim_stats_release(&eng);
         return cli_fail_err(&err);
-    int rc = write_outs(a, tg, in, res, &sum, &bc, o);
+    }
+    int rc = write_outs(a, tg, in, res, &sum, &bc, has_eng ? &eng : NULL, o);
     if (rc == EXIT_OK && !a->report.quiet) {
         struct atr_buf b = ATR_BUF_INIT;
         atr_llm_write_block(&b, &sum, &bc);
         fputs(b.data ? b.data : "", stdout);
         atr_buf_release(&b);
-        print_block(res, atr_replay_config_name(a->ro.config));
+        print_block(res, atr_replay_config_name(a->ro.config), a->report.slo_session_ms);
+        if (has_eng)
+            print_engine(&eng);
     }
+    atr_sim_stats_release(&eng);
     atr_llm_summary_release(&sum);
     if (rc != EXIT_OK)
         return rc;
     struct totals t;
-    count(res, &t);
+    count(res, 0, &t);
     if (res->incomplete) {
         cli_fail("interrupted: %zu of %zu requests finished, the result is marked incomplete",
                  res->llm.n, res->llm.total);
@@ -757,6 +886,8 @@ static int cmd_replay_agent_run(struct agent_args *a, int argc, char **argv)
     if (rc == EXIT_OK)
         rc = open_target(a, &tg);
     if (rc == EXIT_OK)
+        rc = open_policy(a, &in, &tg);
+    if (rc == EXIT_OK)
         rc = open_outs(a, &o);
     if (rc == EXIT_OK) {
         cli_on_stop_signals(on_stop);
@@ -768,6 +899,7 @@ static int cmd_replay_agent_run(struct agent_args *a, int argc, char **argv)
             atr_output_abort(o.v[0]), atr_output_abort(o.v[1]);
     }
     atr_agent_result_release(&res);
+    atr_policy_free(tg.policy);
     atr_sim_thread_stop(tg.sim);
     atr_target_release(&tg.t);
     inputs_release(&in);
@@ -778,5 +910,8 @@ int cmd_replay_agent(int argc, char **argv)
 {
     struct agent_args a;
     int rc = parse_args(argc, argv, &a);
-    return rc != EXIT_OK ? rc : cmd_replay_agent_run(&a, argc, argv);
+    if (rc == EXIT_OK)
+        rc = cmd_replay_agent_run(&a, argc, argv);
+    llm_policy_list_release(&a.policies);
+    return rc;
 }

@@ -54,6 +54,11 @@ struct ses_rt {
     bool *held_k;                /* per turn: the loop holds it for the tool steps */
     struct branch *br;
     size_t n_br;
+    /* The work directory its branches share, made by the first branch
+     * to start (under share_mu, not a->mu: the loop never waits on it). */
+    struct atr_replay_shared *share;
+    bool share_tried;
+    pthread_mutex_t share_mu;
 };
 
 struct agent {
@@ -356,7 +361,17 @@ static void *branch_main(void *arg)
     struct ses_rt *rt = b->rt;
     struct agent *a = rt->a;
     const struct atr_trace *t = &a->cfg->traces[rt->i];
-    int rc = atr_replay_trace_gated(a->cfg->rp, NULL, t, NULL, dag_gate, dag_sink, b, &b->err);
+    int rc = 0;
+    pthread_mutex_lock(&rt->share_mu);
+    if (!rt->share_tried) {      /* in the thread, as a chain's directory: sessions in parallel */
+        rt->share_tried = true;
+        if (!(rt->share = atr_replay_share(a->cfg->rp, NULL, t, NULL, &b->err)))
+            rc = -1;
+    }
+    struct atr_replay_shared *sh = rt->share;
+    pthread_mutex_unlock(&rt->share_mu);
+    if (sh)                      /* none: the branch that tried has the error */
+        rc = atr_replay_trace_shared(sh, dag_gate, dag_sink, b, &b->err);
     pthread_mutex_lock(&a->mu);
     b->rc = rc;
     if (rc < 0)
@@ -379,6 +394,7 @@ static void map_dag(struct ses_rt *rt, const struct atr_trace *t)
     rt->turn_step = xcalloc(rt->n_turns + 1, sizeof *rt->turn_step);
     rt->held_k = xcalloc(rt->n_turns + 1, sizeof *rt->held_k);
     rt->br = xcalloc(t->n_steps + 1, sizeof *rt->br);
+    pthread_mutex_init(&rt->share_mu, NULL);
     for (size_t j = 0; j < t->n_steps; j++) {
         const struct atr_step *s = &t->steps[j];
         if (s->kind == ATR_STEP_LLM) {
@@ -492,6 +508,8 @@ static int join_threads(struct agent *a, struct atr_error *err)
                 rc = -1;
             }
         }
+        atr_replay_unshare(rt->share);   /* every branch of it returned */
+        rt->share = NULL;
         if (!rt->have_th || rt->dag)
             continue;
         pthread_join(rt->th, NULL);
@@ -514,6 +532,8 @@ static void teardown(struct agent *a)
         free(a->ses[i].turn_step);
         free(a->ses[i].held_k);
         free(a->ses[i].br);
+        if (a->ses[i].dag)
+            pthread_mutex_destroy(&a->ses[i].share_mu);
     }
     free(a->ses);
     if (a->pipe[0] > 0)

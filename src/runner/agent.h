@@ -5,7 +5,9 @@
  *
  * Each session with tool steps has a thread that runs its trace's tool
  * steps through the runner (one work directory and container for the
- * whole trace, so files made by one step are there for the next); before
+ * whole trace, so files made by one step are there for the next; a DAG
+ * session has a thread per sub-agent, all in that one directory, as
+ * real agents' sub-agents share the repository); before
  * each step the thread waits until the llm turns before that step have
  * ended. The llm driver holds a turn with tool steps before it
  * (on_turn_due) and the thread resumes it over a pipe when the last of

@@ -57,7 +57,8 @@ struct atr_browse *atr_browse_new(const struct atr_browse_opts *o, struct atr_er
     bs->last = bs->first;
     if (!o->parent)
         return bs;
-    if (atr_cg_create(o->host, o->parent, "browser", &bs->group, err) < 0 ||
+    if (atr_cg_create(o->host, o->parent, o->group_name ? o->group_name : "browser",
+                      &bs->group, err) < 0 ||
         (o->limits && atr_cg_set_limits(o->host, &bs->group, o->limits, err) < 0) ||
         atr_cg_read_stats(o->host, &bs->group, &bs->first, err) < 0) {
         atr_cg_remove(o->host, &bs->group, NULL);

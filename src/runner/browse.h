@@ -30,6 +30,8 @@ struct atr_browse_opts {
     const struct atr_cg_host *host;
     const struct atr_cg *parent;     /* the trace's group; NULL: no cgroups */
     const struct atr_cg_limits *limits;   /* on the browser's group, or NULL */
+    const char *group_name;          /* its group below parent; NULL: "browser" (a
+                                        trace's sub-agents each have theirs) */
     bool sandbox;                    /* atr's namespaces (no network at all) */
     /* Profiles are "<prefix>-<n>" directories, n counting the trace's
      * browsers; the browser's HOME and working directory, removed when it

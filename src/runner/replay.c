@@ -287,6 +287,11 @@ struct trace_run {
     const char *last_cwd;             /* the last cwd a step of the trace recorded */
     struct atr_ctr ctr;               /* --image: the trace's container */
     const char *rootfs;               /* --rootfs, the container's root, or NULL */
+    /* A runner of a shared trace (atr_replay_trace_shared): the fields
+     * above from root to rootfs are the share's, which removes them; the
+     * browser, its recording and the step's samples are its own. */
+    bool borrowed;
+    char browser_group[32];           /* its browser's group name; "": "browser" */
 };
 
 /* Runs a helper program (mkfs.ext4, mount) found in the system's
@@ -916,6 +921,7 @@ static int browse_ready(struct trace_run *tr, struct atr_error *err)
         .limits = per_step ? &rp->o.limits : NULL,
         .sandbox = rp->o.sandbox,
         .nl = tr->nl,
+        .group_name = tr->browser_group[0] ? tr->browser_group : NULL,
     };
     snprintf(bo.profile_prefix, sizeof bo.profile_prefix, "%s/" ATR_PROFILE_PREFIX "%ld-%lu",
              workdir_base(&rp->o), (long)getpid(), tr->index);
@@ -1051,12 +1057,20 @@ static int start_trace(struct trace_run *tr, struct atr_error *err)
     return 0;
 }
 
-static void end_trace(struct trace_run *tr)
+/* What each runner of a trace owns: its browser, recording, samples. */
+static void end_runner(struct trace_run *tr)
 {
     atr_browse_free(tr->browse);
     atr_netlog_free(tr->nl);
     atr_buf_release(&tr->snap_html);
     atr_ctl_totals_release(&tr->ctl_step);
+}
+
+static void end_trace(struct trace_run *tr)
+{
+    end_runner(tr);
+    if (tr->borrowed)
+        return;
     struct atr_error ignored;   /* the guard's sweep is the fallback */
     atr_ctr_remove(tr->rp->o.container_cli, &tr->ctr, &ignored);
     if (tr->have_group)
@@ -1094,21 +1108,26 @@ int atr_replay_trace_res(struct atr_replay *rp, const struct atr_cg *parent,
     return atr_replay_trace_gated(rp, parent, t, resources, NULL, sink, ctx, err);
 }
 
-int atr_replay_trace_gated(struct atr_replay *rp, const struct atr_cg *parent,
-                           const struct atr_trace *t, const char *resources,
-                           atr_replay_gate gate, atr_replay_sink sink, void *ctx,
-                           struct atr_error *err)
+static void init_trace(struct trace_run *tr, struct atr_replay *rp, const struct atr_cg *parent,
+                       const struct atr_trace *t, const char *resources)
 {
-    struct trace_run tr;
-    memset(&tr, 0, sizeof tr);
-    tr.rp = rp;
-    tr.resources = resources;
-    tr.t = t;
-    tr.parent = parent ? parent : &rp->root;
-    tr.index = atomic_fetch_add(&rp->traces, 1);
-    tr.group.v2_fd = -1;
-    tr.lock_fd = -1;
-    int rc = start_trace(&tr, err);
+    memset(tr, 0, sizeof *tr);
+    tr->rp = rp;
+    tr->resources = resources;
+    tr->t = t;
+    tr->parent = parent ? parent : &rp->root;
+    tr->index = atomic_fetch_add(&rp->traces, 1);
+    tr->group.v2_fd = -1;
+    tr->lock_fd = -1;
+}
+
+/* The trace's tool steps in order, each asked of gate first. */
+static int run_steps(struct trace_run *tr, atr_replay_gate gate, atr_replay_sink sink,
+                     void *ctx, struct atr_error *err)
+{
+    const struct atr_trace *t = tr->t;
+    const char *resources = tr->resources;
+    int rc = 0;
     for (size_t k = 0; rc == 0 && k < t->n_steps && !stop_requested; k++) {
         const struct atr_step *s = &t->steps[k];
         if (s->kind != ATR_STEP_TOOL)
@@ -1141,11 +1160,11 @@ int atr_replay_trace_gated(struct atr_replay *rp, const struct atr_cg *parent,
         }
         int step_rc = 0;
         if (!m.skipped && is_file_op(s))
-            run_editor_step(&tr, s, &m);
+            run_editor_step(tr, s, &m);
         else if (!m.skipped)
-            step_rc = is_browser(s) ? run_browser_step(&tr, s, &m, err) : run_step(&tr, s, &m, err);
+            step_rc = is_browser(s) ? run_browser_step(tr, s, &m, err) : run_step(tr, s, &m, err);
         if (s->cwd && *s->cwd)
-            tr.last_cwd = s->cwd;
+            tr->last_cwd = s->cwd;
         if (step_rc < 0) {
             rc = -1;
             break;
@@ -1155,8 +1174,69 @@ int atr_replay_trace_gated(struct atr_replay *rp, const struct atr_cg *parent,
             break;
         rc = sink(ctx, &m, err);
     }
+    return rc;
+}
+
+int atr_replay_trace_gated(struct atr_replay *rp, const struct atr_cg *parent,
+                           const struct atr_trace *t, const char *resources,
+                           atr_replay_gate gate, atr_replay_sink sink, void *ctx,
+                           struct atr_error *err)
+{
+    struct trace_run tr;
+    init_trace(&tr, rp, parent, t, resources);
+    int rc = start_trace(&tr, err);
+    if (rc == 0)
+        rc = run_steps(&tr, gate, sink, ctx, err);
     end_trace(&tr);
     return rc;
+}
+
+/* ---- one trace, several runners ---- */
+
+struct atr_replay_shared {
+    struct trace_run base;            /* owns the directory, container, group */
+    atomic_uint runners;
+};
+
+struct atr_replay_shared *atr_replay_share(struct atr_replay *rp, const struct atr_cg *parent,
+                                           const struct atr_trace *t, const char *resources,
+                                           struct atr_error *err)
+{
+    struct atr_replay_shared *sh = xcalloc(1, sizeof *sh);
+    init_trace(&sh->base, rp, parent, t, resources);
+    if (start_trace(&sh->base, err) < 0) {
+        end_trace(&sh->base);
+        free(sh);
+        return NULL;
+    }
+    return sh;
+}
+
+int atr_replay_trace_shared(struct atr_replay_shared *sh, atr_replay_gate gate,
+                            atr_replay_sink sink, void *ctx, struct atr_error *err)
+{
+    struct trace_run tr = sh->base;   /* the share's paths, env, group, container */
+    tr.borrowed = true;
+    tr.browse = NULL;
+    tr.nl = NULL;
+    tr.snap_html = (struct atr_buf)ATR_BUF_INIT;
+    memset(&tr.ctl_step, 0, sizeof tr.ctl_step);
+    tr.last_cwd = NULL;
+    /* its own browser group and profile names beside the other runners' */
+    unsigned n = atomic_fetch_add(&sh->runners, 1);
+    snprintf(tr.browser_group, sizeof tr.browser_group, "browser-r%u", n);
+    tr.index = atomic_fetch_add(&sh->base.rp->traces, 1);
+    int rc = run_steps(&tr, gate, sink, ctx, err);
+    end_trace(&tr);
+    return rc;
+}
+
+void atr_replay_unshare(struct atr_replay_shared *sh)
+{
+    if (!sh)
+        return;
+    end_trace(&sh->base);
+    free(sh);
 }
 
 /* ---- metrics.jsonl ---- */

@@ -214,6 +214,27 @@ int atr_replay_trace_gated(struct atr_replay *rp, const struct atr_cg *parent,
                            atr_replay_gate gate, atr_replay_sink sink, void *ctx,
                            struct atr_error *err);
 
+/* One trace replayed by several runners at once (atr replay agent: a DAG
+ * trace's sub-agents, each on its own thread): the trace's work
+ * directory, private /tmp, container (--image) and group are made once,
+ * by atr_replay_share, and every runner's steps run in them, so a file
+ * one sub-agent writes is there for the others, as Claude Code's
+ * sub-agents share the repository and OpenHands' delegates the
+ * workspace. Each runner has its own browser (and its group). Per-step
+ * groups are named after the step, so runners never collide.
+ * atr_replay_trace_shared is atr_replay_trace_gated on the share (its
+ * gate picks the runner's steps); it may be called from several threads
+ * at once, the sink too. atr_replay_unshare removes what the share made,
+ * once every runner returned. NULL (err set) when the share cannot be
+ * made. */
+struct atr_replay_shared;
+struct atr_replay_shared *atr_replay_share(struct atr_replay *rp, const struct atr_cg *parent,
+                                           const struct atr_trace *t, const char *resources,
+                                           struct atr_error *err);
+int atr_replay_trace_shared(struct atr_replay_shared *sh, atr_replay_gate gate,
+                            atr_replay_sink sink, void *ctx, struct atr_error *err);
+void atr_replay_unshare(struct atr_replay_shared *sh);
+
 /* Why a browser step of t is not replayed for want of its page, or NULL:
  * web-agent datasets (BrowserGym / Go-Browse rows, source "browsergym")
  * carry no page, so their steps need resources (the run's Playwright

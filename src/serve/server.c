@@ -1083,6 +1083,11 @@ const char *atr_serve_failed(const struct atr_serve *s)
     return s->fatal[0] ? s->fatal : NULL;
 }
 
+struct atr_engine *atr_serve_engine(struct atr_serve *s)
+{
+    return s->engine;
+}
+
 void atr_serve_free(struct atr_serve *s)
 {
     if (!s)

@@ -86,6 +86,9 @@ unsigned atr_serve_port(const struct atr_serve *s);
 /* NULL, or why the engine failed (the event loop was broken then). */
 const char *atr_serve_failed(const struct atr_serve *s);
 /* Closes every connection and frees everything; accepts NULL. */
+/* The engine model it serves (NULL for a fake server), its stats for
+ * the caller to read once the loop is no longer running. */
+struct atr_engine *atr_serve_engine(struct atr_serve *s);
 void atr_serve_free(struct atr_serve *s);
 
 /* ---- request bodies (request.c; exposed for tests and the fuzzer) ---- */

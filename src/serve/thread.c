@@ -2,6 +2,8 @@
  * thread.h). */
 #include "serve/thread.h"
 
+#include "sim/stats.h"
+
 #include <event2/event.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -10,6 +12,7 @@
 #include <unistd.h>
 
 #include "serve/server.h"
+#include "sim/stats.h"
 #include "util/alloc.h"
 
 struct atr_sim_thread {
@@ -90,15 +93,31 @@ const char *atr_sim_thread_model(const struct atr_sim_thread *s)
     return s->profile.model->hf_name;
 }
 
+static void halt(struct atr_sim_thread *s)
+{
+    if (!s->running)
+        return;
+    ssize_t n = write(s->pipe[1], "q", 1);
+    (void)n;
+    pthread_join(s->th, NULL);
+    s->running = false;
+}
+
+int atr_sim_thread_halt(struct atr_sim_thread *s, struct atr_engine_stats *out)
+{
+    halt(s);                     /* the engine is read on this thread from here on */
+    struct atr_engine *e = atr_serve_engine(s->srv);
+    if (!e)
+        return -1;
+    atr_sim_stats_sum(&e, 1, out);
+    return 0;
+}
+
 void atr_sim_thread_stop(struct atr_sim_thread *s)
 {
     if (!s)
         return;
-    if (s->running) {
-        ssize_t n = write(s->pipe[1], "q", 1);
-        (void)n;
-        pthread_join(s->th, NULL);
-    }
+    halt(s);
     atr_serve_free(s->srv);
     if (s->quit)
         event_free(s->quit);

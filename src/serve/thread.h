@@ -22,6 +22,11 @@ struct atr_sim_thread *atr_sim_thread_start(const struct atr_profile *p,
 /* "http://127.0.0.1:PORT", and the served model id. */
 const char *atr_sim_thread_url(const struct atr_sim_thread *s);
 const char *atr_sim_thread_model(const struct atr_sim_thread *s);
+/* Ends the serving thread (no more replies) and fills out with its
+ * engine's figures (its KV pins, evictions, prefix hits: what the run cost
+ * the engine); out's histogram is the caller's (atr_sim_stats_release).
+ * -1 when it serves no engine. atr_sim_thread_stop still frees s. */
+int atr_sim_thread_halt(struct atr_sim_thread *s, struct atr_engine_stats *out);
 /* Accepts NULL. */
 void atr_sim_thread_stop(struct atr_sim_thread *s);
 

@@ -4,8 +4,9 @@
  * tests/data/agent/two.ndjson against the in-process sim server with the
  * runner on the host (no cgroups, no sandbox): every turn sent, causal
  * order, a 0.3 s step measured as tool time; a DAG's split counting
- * overlapping branches once, and a real run of tests/data/agent/dag.ndjson
- * (two branches' steps at once, the join after both). */
+ * overlapping branches once, and real runs of tests/data/agent/dag.ndjson
+ * (two branches' steps at once, the join after both) and dag-shared.ndjson
+ * (sub-agents reading each other's files: one work directory). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -23,6 +24,7 @@
 
 #define TWO ATR_TEST_DATA "/agent/two.ndjson"
 #define DAG ATR_TEST_DATA "/agent/dag.ndjson"
+#define SHARED ATR_TEST_DATA "/agent/dag-shared.ndjson"
 
 /* One session of two turns: turn 0 due at 0, sent 0.01, ends 0.2; a step
  * 0.2-0.6 (the hold of turn 1: due 0.2, resumed 0.6); turn 1 due 0.6,
@@ -226,11 +228,10 @@ static void test_real_run(void **state)
     atr_sim_thread_stop(srv);
 }
 
-/* dag.ndjson on this host: the branches' sleeps overlap, the join turn
- * is sent after both ended. */
-static void test_real_dag_run(void **state)
+/* A one-trace DAG file run on this host (sim server on a thread, steps on
+ * the host, work directories below $TMPDIR); check looks at the result. */
+static void dag_run(const char *path, void (*check)(const struct atr_agent_result *r))
 {
-    (void)state;
     struct atr_error err;
     struct atr_profile p;
     assert_int_equal(atr_profile_find("h100/llama-3.1-8b", 1, &p, &err), 0);
@@ -239,9 +240,9 @@ static void test_real_dag_run(void **state)
     struct atr_sim_thread *srv = atr_sim_thread_start(&p, &e, 0, &err);
     assert_non_null(srv);
     struct atr_trace trace = ATR_TRACE_INIT;
-    assert_int_equal(read_file_traces(DAG, &trace, 1), 1);
+    assert_int_equal(read_file_traces(path, &trace, 1), 1);
     struct atr_workload w = ATR_WORKLOAD_INIT;
-    char *paths[] = { (char *)DAG };
+    char *paths[] = { (char *)path };
     assert_int_equal(atr_workload_load(&w, paths, 1, NULL, 0, &err), 0);
     struct atr_schedule sch;
     atr_schedule_defaults(&sch);
@@ -262,20 +263,52 @@ static void test_real_dag_run(void **state)
     };
     struct atr_agent_result r;
     assert_int_equal(atr_agent_run(&cfg, &r, &err), 0);
-    assert_int_equal(r.llm.n, 4);
-    assert_int_equal(r.n_steps, 2);
-    const struct atr_agent_step *a = &r.steps[0], *b = &r.steps[1];
-    assert_true(a->start_s < b->end_s && b->start_s < a->end_s);
-    const struct atr_llm_record *join = find(&r, "agent/dag", 3);
-    assert_non_null(join);
-    assert_true(join->sent_s >= a->end_s && join->sent_s >= b->end_s);
-    const struct atr_agent_session *s = &r.sessions[0];
-    assert_true(s->other_s >= -1e-3);
+    check(&r);
     atr_agent_result_release(&r);
     atr_replay_free(rp);
     atr_workload_release(&w);
     atr_trace_release(&trace);
     atr_sim_thread_stop(srv);
+}
+
+/* dag.ndjson: the branches' sleeps overlap, the join turn is sent after
+ * both ended. */
+static void check_dag(const struct atr_agent_result *r)
+{
+    assert_int_equal(r->llm.n, 4);
+    assert_int_equal(r->n_steps, 2);
+    const struct atr_agent_step *a = &r->steps[0], *b = &r->steps[1];
+    assert_true(a->start_s < b->end_s && b->start_s < a->end_s);
+    const struct atr_llm_record *join = find(r, "agent/dag", 3);
+    assert_non_null(join);
+    assert_true(join->sent_s >= a->end_s && join->sent_s >= b->end_s);
+    assert_true(r->sessions[0].other_s >= -1e-3);
+}
+
+static void test_real_dag_run(void **state)
+{
+    (void)state;
+    dag_run(DAG, check_dag);
+}
+
+/* dag-shared.ndjson: sub-agents a and b write a.txt and b.txt at once, b
+ * then reads a.txt, the main agent both after the join; one work
+ * directory for the session, so every step succeeds. */
+static void check_shared(const struct atr_agent_result *r)
+{
+    assert_int_equal(r->llm.n, 4);
+    assert_int_equal(r->n_steps, 4);
+    for (size_t k = 0; k < r->n_steps; k++) {
+        assert_false(r->steps[k].skipped);
+        assert_int_equal(r->steps[k].exit_code, 0);
+    }
+    assert_int_equal(r->sessions[0].tool_failed, 0);
+}
+
+static void test_real_dag_shared(void **state)
+{
+    (void)state;
+    dag_run(SHARED, check_shared);
 }
 
 int main(void)
@@ -286,6 +319,7 @@ int main(void)
         cmocka_unit_test(test_real_run),
         cmocka_unit_test(test_sessions_dag_split),
         cmocka_unit_test(test_real_dag_run),
+        cmocka_unit_test(test_real_dag_shared),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
