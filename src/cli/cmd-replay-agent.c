@@ -399,10 +399,9 @@ static int open_target(const struct agent_args *a, struct target *tg)
     struct atr_error err;
     if (atr_target_parse(&tg->t, a->target, a->tp, &err) < 0)
         return cli_usage("replay agent", "%s", err.msg);
-    /* Without a policy every turn would go to the first URL: say so. */
-    if (tg->t.kind == ATR_TARGET_HTTP && tg->t.n_urls > 1 && !a->policies.n)
-        return cli_usage("replay agent", "%u --target URLs need --policy to route among them "
-                         "(e.g. prefix-route)", tg->t.n_urls);
+    if (tg->t.kind == ATR_TARGET_HTTP &&
+        cli_check_replicas("replay agent", tg->t.n_urls, a->policies.n) != EXIT_OK)
+        return EXIT_USAGE;
     if (tg->t.kind == ATR_TARGET_HTTP && a->kv_retain > 0)
         return cli_usage("replay agent", "--kv-retain is for a sim: target (a server pins with "
                          "its own --kv-retain: send --session-hint)");

@@ -33,7 +33,7 @@ const char cmd_replay_llm_help[] =
     "\n"
     "options:\n"
     "  -t, --target T            http://HOST:PORT of the server, several separated\n"
-    "                            by commas (replicas the policy routes over), or\n"
+    "                            by commas (replicas --policy routes over), or\n"
     "                            sim:GPU/MODEL\n"
     "  -m, --model NAME          model to ask for (default: the server's first\n"
     "                            model from /v1/models)\n"
@@ -241,6 +241,8 @@ static int open_target(const struct llm_args *a, struct atr_target *t, char *mod
         t->engine.retain_s = a->kv_retain;
         return EXIT_OK;
     }
+    if (cli_check_replicas("replay llm", t->n_urls, a->policies.n) != EXIT_OK)
+        return EXIT_USAGE;
     t->body.api = a->api;
     t->body.model = a->model;
     t->body.force_length = a->force_length;

@@ -63,6 +63,9 @@ int cli_check_profile(const char *cmd, const char *profile, unsigned tp);
  * usage error for options without policies, unknown names or keys, values
  * out of range (policy.h: atr_policy_check). */
 int cli_check_policies(const char *cmd, const char *const *names, size_t n, const char *options);
+/* Several --target URLs with no policy to route among them: a usage
+ * error (every request would go to the first). */
+int cli_check_replicas(const char *cmd, unsigned n_urls, size_t n_policies);
 /* A table cell: x with decimals, right-aligned in width, or "n/a" where
  * x is NaN or infinite (a figure without samples), never "nan". Returns
  * cell (CLI_CELL_MAX bytes). */

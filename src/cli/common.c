@@ -98,6 +98,14 @@ int cli_check_profile(const char *cmd, const char *profile, unsigned tp)
     return EXIT_OK;
 }
 
+int cli_check_replicas(const char *cmd, unsigned n_urls, size_t n_policies)
+{
+    if (n_urls > 1 && !n_policies)
+        return cli_usage(cmd, "%u --target URLs need --policy to route among them "
+                         "(naive: round robin; prefix-route: by prefix)", n_urls);
+    return EXIT_OK;
+}
+
 int cli_check_policies(const char *cmd, const char *const *names, size_t n, const char *options)
 {
     struct atr_error err;

@@ -169,6 +169,8 @@ check "prefix-cache: stable prompts hit the cache" "$J '$L/pol-pc.json' \"r['atr
 ok "replay over two replicas" "$ATR" replay llm -q "$L/sessions.ndjson" --policy prefix-route \
     --target "http://127.0.0.1:$E2,http://127.0.0.1:$E3/v1" --rate inf --warmup 0 \
     --save-result "$L/pol-pr.json"
+fails "two replicas without a policy" 2 "2 --target URLs need --policy" "$ATR" replay llm -q \
+    "$L/sessions.ndjson" --target "http://127.0.0.1:$E2,http://127.0.0.1:$E3" --rate inf
 check "two replicas: all completed" "$J '$L/pol-pr.json' \"r['completed'] == 12 and r['atr']['target'].count(',') == 1\""
 kill "$PID_engine2" "$PID_engine3" 2>/dev/null
 # Several policies against one server: each run has its own run word, so
