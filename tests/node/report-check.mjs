@@ -67,17 +67,24 @@ try {
     out.cdfHover = await page.$eval("figure.req-chart[data-metric=ttft] svg text.hover",
       (t) => t.textContent);
   }
-  // The token race: it plays by itself (no reduced motion here) and its
-  // clock (#race data-t, ms) advances; pause stops it.
+  // The token race: it plays by itself (no reduced motion here: playing,
+  // or already at its end on a slow machine, ~8 s after load), its clock
+  // (#race data-t, ms) advances, pause stops it. The clock is timed at
+  // the slowest speed from the start, so a loaded machine cannot reach
+  // the end between the two reads.
   if (await page.$("#race")) {
     const clock = () => page.$eval("#race", (r) => Number(r.dataset.t || "0"));
     out.race = { lanes: await page.$$eval("#race svg.race-svg", (s) => s.length),
-                 playingAtLoad: await page.$eval("#race", (r) => r.dataset.playing === "1") };
-    await page.waitForTimeout(150);
+                 playingAtLoad: await page.$eval("#race", (r) => r.dataset.playing === "1" ||
+                   r.querySelector(".race-play").textContent === "replay") };
+    await page.click("#race .race-speed[data-speed='0.5']");
+    if (await page.$eval("#race", (r) => r.dataset.playing === "1"))
+      await page.click("#race .race-play");          /* pause, */
+    await page.click("#race .race-play");            /* then play (from 0 when it had ended) */
     out.race.t0 = await clock();
     await page.waitForTimeout(600);
     out.race.t1 = await clock();
-    await page.click("#race .race-play");            /* pause (or replay when it ended) */
+    await page.click("#race .race-play");            /* pause */
     const playing = await page.$eval("#race", (r) => r.dataset.playing === "1");
     if (!playing) {
       const p0 = await clock();
