@@ -200,8 +200,10 @@ static void agent_init(struct oh_walk *w, struct oh_agent *a, const char *name, 
 }
 
 /* Step s (just added) is the acting agent's: it carries the agent's name
- * and waits for the agent's previous step, written only when that is not
- * the step before it (absent parents mean the previous step). */
+ * and waits for the agent's previous step (for a delegate's first, the
+ * step that delegated). With one agent acting at a time that is always
+ * the step before it, which absent parents already say; parents are
+ * written only if a stream ever made it otherwise. */
 static struct atr_step *own_step(struct oh_walk *w, struct atr_step *s)
 {
     struct oh_agent *a = cur(w);
