@@ -36,6 +36,17 @@ s = json.load(open('$T/oh-dag-stats.json'))['sub_agents']
 assert s['traces'] == 2 and s['agents'] == 5 and s['steps'] == 20, s
 \""
 
+# out as OpenTelemetry spans (invoke_agent per delegate) and back: the
+# same agents, still no step naming parents
+ok oh-dag-otlp-out "$ATR" convert -q --to otlp "$T/oh-dag.ndjson" -o "$T/oh-dag.otlp.json"
+ok oh-dag-otlp-back "$ATR" convert -q "$T/oh-dag.otlp.json" -o "$T/oh-dag-back.ndjson"
+check oh-dag-otlp-same-agents "python3 -c \"
+import json
+a, b = ([json.loads(l) for l in open(f)] for f in ('$T/oh-dag.ndjson', '$T/oh-dag-back.ndjson'))
+assert [[s.get('agent') for s in t['steps']] for t in a] == [[s.get('agent') for s in t['steps']] for t in b]
+assert not any('parents' in s for t in b for s in t['steps'])
+\""
+
 # ---- simulated: each turn goes exactly when the one before it (through
 # the delegate's) is over, no two overlap; the figures are the requests' ----
 ok oh-dag-sim "$ATR" sim run -q "$T/oh-dag.ndjson" -p h100/llama-3.1-8b \
