@@ -47,6 +47,17 @@ assert [[s.get('agent') for s in t['steps']] for t in a] == [[s.get('agent') for
 assert not any('parents' in s for t in b for s in t['steps'])
 \""
 
+# the report's trace explorer gives each delegate a lane of its own
+ok oh-dag-report "$ATR" report -q "$T/oh-dag.ndjson" -o "$T/oh-dag.html"
+check oh-dag-report-lanes "python3 -c \"
+import base64, json, re, zlib
+h = open('$T/oh-dag.html').read()
+b = re.search(r'<script type=\\\"application/octet-stream\\\" id=\\\"timelines\\\"[^>]*>([^<]*)<', h).group(1)
+d = json.loads(zlib.decompress(base64.b64decode(b)))
+for a in ('BrowsingAgent/1', 'BrowsingAgent/2', 'CodeActAgent/1', 'BrowsingAgent/3'):
+    assert a in d['labels'], d['labels']
+\""
+
 # ---- simulated: each turn goes exactly when the one before it (through
 # the delegate's) is over, no two overlap; the figures are the requests' ----
 ok oh-dag-sim "$ATR" sim run -q "$T/oh-dag.ndjson" -p h100/llama-3.1-8b \
