@@ -466,10 +466,11 @@ static void test_delegation(void **state)
     (void)state;
     struct atr_trace t = ATR_TRACE_INIT;
     read_one(DIR "delegation.json", &t);
+    /* BrowsingAgent's message and finish after send_msg_to_user are no
+     * model calls: two llm steps (goto, send_msg_to_user) and two tool steps */
     static const char *const agents[] = {
         "-", "-", "-", "BrowsingAgent/1", "BrowsingAgent/1", "BrowsingAgent/1",
-        "BrowsingAgent/1", "BrowsingAgent/1", "BrowsingAgent/1", "-", "-", "-",
-        "BrowsingAgent/2", "BrowsingAgent/2", "-", "-", "-"};
+        "BrowsingAgent/1", "-", "-", "-", "BrowsingAgent/2", "BrowsingAgent/2", "-", "-", "-"};
     assert_int_equal(t.n_steps, sizeof agents / sizeof agents[0]);
     for (size_t i = 0; i < t.n_steps; i++)
         assert_string_equal(agent_of(&t.steps[i]), agents[i]);
@@ -480,7 +481,7 @@ static void test_delegation(void **state)
     assert_string_equal(meta_str(&t, "outcome"), "finished");   /* the main agent's, not a delegate's */
     /* the delegate's first call: its own prompt (no system prompt recorded
      * for BrowsingAgent), sharing none of the parent's */
-    const struct atr_step *d = &t.steps[3], *p = &t.steps[2], *after = &t.steps[9];
+    const struct atr_step *d = &t.steps[3], *p = &t.steps[2], *after = &t.steps[7];
     assert_true(d->input_tokens < 100);
     assert_true(d->hash_ids[0] != p->hash_ids[0]);
     /* after the join the parent's call extends its own previous call */
@@ -488,8 +489,10 @@ static void test_delegation(void **state)
     assert_true(after->n_hash_ids >= full);
     assert_memory_equal(after->hash_ids, p->hash_ids, full * sizeof(uint64_t));
     /* the browsing steps are timed by their observations */
-    assert_string_equal(t.steps[13].tool, "browser");
-    assert_int_equal(t.steps[13].dur_ms, 30000);
+    assert_int_equal(t.steps[6].kind, ATR_STEP_TOOL);
+    assert_int_equal(t.steps[7].kind, ATR_STEP_LLM);
+    assert_string_equal(t.steps[11].tool, "browser");
+    assert_int_equal(t.steps[11].dur_ms, 30000);
     atr_trace_release(&t);
 }
 
@@ -501,8 +504,8 @@ static void test_delegation_nested(void **state)
     read_one(DIR "delegation-nested.json", &t);
     static const char *const agents[] = {
         "-", "CodeActAgent/1", "BrowsingAgent/2", "BrowsingAgent/2", "BrowsingAgent/2",
-        "BrowsingAgent/2", "BrowsingAgent/2", "BrowsingAgent/2", "CodeActAgent/1",
-        "CodeActAgent/1", "CodeActAgent/1", "-", "-", "-", "BrowsingAgent/3", "BrowsingAgent/3"};
+        "BrowsingAgent/2", "CodeActAgent/1", "CodeActAgent/1", "CodeActAgent/1",
+        "-", "-", "-", "BrowsingAgent/3", "BrowsingAgent/3"};
     assert_int_equal(t.n_steps, sizeof agents / sizeof agents[0]);
     for (size_t i = 0; i < t.n_steps; i++)
         assert_string_equal(agent_of(&t.steps[i]), agents[i]);
@@ -510,7 +513,7 @@ static void test_delegation_nested(void **state)
     assert_int_equal(meta_i64(&t, "openhands_delegates"), 2);
     assert_int_equal(meta_i64(&t, "openhands_open_delegates"), 1);
     /* the level-1 delegate resumes its own conversation after its delegate */
-    const struct atr_step *a = &t.steps[1], *b = &t.steps[8];
+    const struct atr_step *a = &t.steps[1], *b = &t.steps[6];
     size_t full = (size_t)a->input_tokens / t.block_size;
     assert_memory_equal(b->hash_ids, a->hash_ids, full * sizeof(uint64_t));
     /* same agent class, same system prompt: its first blocks are the parent's */
@@ -593,6 +596,38 @@ static void test_delegation_bad(void **state)
     assert_non_null(strstr(err.msg, "delegation nested deeper than 16 agents"));
 }
 
+/* Only a browsing delegate's scripted steps are no calls: its first
+ * noop(), the message after send_msg_to_user, the finish after it; the
+ * same actions of another agent are calls. */
+static void test_browsing_replies(void **state)
+{
+    (void)state;
+#define BROWSE(id, acts, msg)                                                                    \
+    DEV(id, "\"action\": \"browse_interactive\", \"args\": {\"browser_actions\": \"" acts   \
+            "\", \"browsergym_send_msg_to_user\": \"" msg "\"}")
+#define MSG(id) DEV(id, "\"action\": \"message\", \"args\": {\"content\": \"42\"}")
+#define FIN(id) DEV(id, "\"action\": \"finish\", \"args\": {}")
+    struct atr_trace t = ATR_TRACE_INIT;
+    read_text("[" DEV(1, "\"action\": \"delegate\", \"args\": {\"agent\": \"BrowsingAgent\"}") ","
+              BROWSE(2, "noop()", "") "," BROWSE(3, "noop()", "") ","
+              BROWSE(4, "send_msg_to_user('42')", "42") "," MSG(5) "," FIN(6) "," DOBS(7) ","
+              MSG(8) "," FIN(9) "]", &t);
+    /* main llm 1; B: tool (noop, no call), llm + tool (the second noop is
+     * the model's), llm + tool; main: llm 8 (its message is a call), llm 9 */
+    static const enum atr_step_kind kinds[] = {ATR_STEP_LLM, ATR_STEP_TOOL, ATR_STEP_LLM,
+                                               ATR_STEP_TOOL, ATR_STEP_LLM, ATR_STEP_TOOL,
+                                               ATR_STEP_LLM, ATR_STEP_LLM};
+    assert_int_equal(t.n_steps, sizeof kinds / sizeof kinds[0]);
+    for (size_t i = 0; i < t.n_steps; i++)
+        assert_int_equal(t.steps[i].kind, kinds[i]);
+    assert_null(t.steps[6].agent);
+    assert_string_equal(t.steps[5].agent, "BrowsingAgent/1");
+    atr_trace_release(&t);
+#undef BROWSE
+#undef MSG
+#undef FIN
+}
+
 static void test_sniff(void **state)
 {
     const struct atr_format *f = atr_format_find("openhands");
@@ -626,6 +661,7 @@ int main(void)
         cmocka_unit_test(test_delegation_nested),
         cmocka_unit_test(test_delegation_repairs),
         cmocka_unit_test(test_delegation_bad),
+        cmocka_unit_test(test_browsing_replies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

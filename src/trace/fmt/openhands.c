@@ -44,6 +44,9 @@ struct oh_agent {
     const char *call_id;        /* the delegate action's tool_call_id, or NULL */
     int64_t action_id;          /* the delegate action's "id", or ATR_UNSET */
     int64_t last;               /* the step its next step waits for; -1: none */
+    bool browsing;              /* a (Visual)BrowsingAgent: see browsing_reply */
+    bool sent, said;            /* its last action sent the user a message / was a message */
+    bool acted;                 /* it took an action */
 };
 
 struct oh_pending {
@@ -709,6 +712,7 @@ static int open_delegate(struct oh_walk *w, const struct atr_json *ev, int64_t i
     agent_init(w, a, delegate_name(w, agent), spawn);
     a->action_id = id;
     a->call_id = keep(w, call_id_of(ev));
+    a->browsing = str_is(agent, "BrowsingAgent") || str_is(agent, "VisualBrowsingAgent");
     return 0;
 }
 
@@ -761,6 +765,34 @@ static void close_delegate(struct oh_walk *w, const struct atr_json *ev, int64_t
     add_result(w, ev, extras);
 }
 
+/* (Visual)BrowsingAgent, the delegate of CodeActAgent's
+ * delegate_to_browsing_agent, answers two steps without its model
+ * (openhands/agenthub/browsing_agent/browsing_agent.py, step(), since
+ * 2024-07): after a browser action that sent the user a message it
+ * returns that message, and after its own message it finishes; in its
+ * benchmark mode its first action is a "noop()" to read the page. None is
+ * a model call, so none is an llm step. */
+static bool browsing_reply(const struct oh_walk *w, const struct atr_json *ev, const char *action,
+                           const struct atr_json *args)
+{
+    const struct oh_agent *a = &w->agents[w->depth];
+    if (!a->browsing || atr_json_get(ev, "tool_call_metadata"))
+        return false;
+    bool noop = str_is(action, "browse_interactive") &&
+                str_is(atr_json_get_str(args, "browser_actions", NULL), "noop()");
+    return (str_is(action, "message") && a->sent) || (str_is(action, "finish") && a->said) ||
+           (noop && !a->acted);
+}
+
+static void note_action(struct oh_walk *w, const char *action, const struct atr_json *args)
+{
+    struct oh_agent *a = cur(w);
+    const char *msg = atr_json_get_str(args, "browsergym_send_msg_to_user", NULL);
+    a->sent = str_is(action, "browse_interactive") && msg && *msg;
+    a->said = str_is(action, "message");
+    a->acted = true;
+}
+
 /* ---- events ---- */
 
 /* Actions of source "agent" that the runtime, not the model, produced. */
@@ -810,8 +842,9 @@ static int walk_action(struct oh_walk *w, const struct atr_json *ev, const char 
     }
     if (!agent || from_runtime(action))
         return 0;
-    if (model_call(w, ev, action, args, ts) < 0)
+    if (!browsing_reply(w, ev, action, args) && model_call(w, ev, action, args, ts) < 0)
         return -1;
+    note_action(w, action, args);
     if (str_is(action, "finish") && w->depth == 0)
         w->finished = true;      /* a delegate's finish ends the delegate only */
     struct atr_step *s = tool_step(w, ev, action, args);
