@@ -56,7 +56,11 @@ static const char help[] =
     "  token_origin           [{source, origin, steps, input_tokens,\n"
     "                         output_tokens}]: llm steps per source by where their\n"
     "                         counts came from (tokens_from: recorded, scaled,\n"
-    "                         estimated; unknown without it)\n";
+    "                         estimated; unknown without it)\n"
+    "  sub_agents             {traces, agents, steps, steps_pct}: traces with\n"
+    "                         sub-agents (step \"agent\", atr-trace/1.1), their\n"
+    "                         distinct sub-agents summed, and those agents' steps\n"
+    "                         (share of all steps); only when some trace has one\n";
 
 struct stats_opts {
     const char *from, *out;
@@ -259,6 +263,21 @@ static void table_origin(struct atr_buf *b, const struct atr_stats_summary *s)
     }
 }
 
+/* Only for DAG traces: a chain-only table keeps its old shape. */
+static void table_agents(struct atr_buf *b, const struct atr_stats_summary *s)
+{
+    if (!s->dag_traces)
+        return;
+    atr_buf_printf(b, "\nsub-agents\n");
+    atr_buf_printf(b, "  %-22s%8llu   of %llu trace%s\n", "traces with them",
+                   (unsigned long long)s->dag_traces, (unsigned long long)s->traces,
+                   s->traces == 1 ? "" : "s");
+    atr_buf_printf(b, "  %-22s%8llu\n", "sub-agents", (unsigned long long)s->sub_agents);
+    atr_buf_printf(b, "  %-22s%8llu", "their steps", (unsigned long long)s->sub_agent_steps);
+    put_pct(b, 9, s->sub_agent_pct);
+    atr_buf_printf(b, "\n");
+}
+
 static void render_table(struct atr_buf *b, const struct atr_stats_summary *s)
 {
     table_counts(b, s);
@@ -267,6 +286,7 @@ static void render_table(struct atr_buf *b, const struct atr_stats_summary *s)
     table_time(b, s);
     table_tokens(b, s);
     table_origin(b, s);
+    table_agents(b, s);
 }
 
 /* ---- JSON ---- */
@@ -400,6 +420,19 @@ static void json_origin(struct atr_jw *w, const struct atr_stats_summary *s)
     atr_jw_array_end(w);
 }
 
+static void json_agents(struct atr_jw *w, const struct atr_stats_summary *s)
+{
+    if (!s->dag_traces)
+        return;
+    atr_jw_key(w, "sub_agents");
+    atr_jw_object_begin(w);
+    atr_jw_kv_uint(w, "traces", s->dag_traces);
+    atr_jw_kv_uint(w, "agents", s->sub_agents);
+    atr_jw_kv_uint(w, "steps", s->sub_agent_steps);
+    kv_num(w, "steps_pct", s->sub_agent_pct);
+    atr_jw_object_end(w);
+}
+
 static void render_json(struct atr_buf *b, const struct atr_stats_summary *s)
 {
     struct atr_jw w;
@@ -420,6 +453,7 @@ static void render_json(struct atr_buf *b, const struct atr_stats_summary *s)
     json_timing(&w, s);
     json_token_error(&w, s);
     json_origin(&w, s);
+    json_agents(&w, s);
     atr_jw_object_end(&w);
     atr_jw_newline(&w);
     (void)atr_jw_finish(&w);     /* b has no cap */

@@ -175,6 +175,8 @@ struct atr_stats {
     struct sum_pair step_in, step_out, trace_in, trace_out;
     struct atr_stats_source sources[ATR_STATS_MAX_SOURCES];
     size_t n_sources;
+    struct id_set agents;       /* one trace's sub-agent names, hashed */
+    uint64_t dag_traces, sub_agents, sub_agent_steps;
 };
 
 static struct tool_slot *tool_find(struct tool_map *m, const char *name, uint64_t h)
@@ -252,6 +254,7 @@ void atr_stats_free(struct atr_stats *s)
     free(s->top);
     free(s->trie.e);
     free(s->seen.slot);
+    free(s->agents.slot);
     free(s);
 }
 
@@ -417,6 +420,29 @@ static size_t count_llm_ids(const struct atr_trace *t)
     return n;
 }
 
+/* The trace's sub-agents: distinct names (by a 53-bit hash, below
+ * ID_EMPTY; two names colliding would count once) and their steps. */
+static void add_agents(struct atr_stats *s, const struct atr_trace *t)
+{
+    if (s->agents.cap)
+        memset(s->agents.slot, 0xff, s->agents.cap * sizeof *s->agents.slot);
+    s->agents.n = 0;
+    s->agents.max = SIZE_MAX;
+    uint64_t steps = 0;
+    for (size_t k = 0; k < t->n_steps; k++) {
+        const char *a = t->steps[k].agent;
+        if (!a)
+            continue;
+        steps++;
+        id_set_add(&s->agents, XXH3_64bits(a, strlen(a)) & ((UINT64_C(1) << 53) - 1));
+    }
+    if (!steps)
+        return;
+    s->dag_traces++;
+    s->sub_agents += s->agents.n;
+    s->sub_agent_steps += steps;
+}
+
 void atr_stats_add(struct atr_stats *s, const struct atr_trace *t)
 {
     if (!s->n_files)
@@ -445,6 +471,7 @@ void atr_stats_add(struct atr_stats *s, const struct atr_trace *t)
     if (first)
         add_across(s, first);
     add_trace_tokens(s, t);
+    add_agents(s, t);
 }
 
 /* ---- summary ---- */
@@ -546,4 +573,8 @@ void atr_stats_summarize(struct atr_stats *s, struct atr_stats_summary *o)
     o->step_output = tokerr_of(&s->step_out);
     o->trace_input = tokerr_of(&s->trace_in);
     o->trace_output = tokerr_of(&s->trace_out);
+    o->dag_traces = s->dag_traces;
+    o->sub_agents = s->sub_agents;
+    o->sub_agent_steps = s->sub_agent_steps;
+    o->sub_agent_pct = ratio((double)s->sub_agent_steps * 100.0, (double)s->steps);
 }

@@ -1,6 +1,7 @@
 /* stats.h - agent-shape statistics over a stream of traces (`atr stats`):
  * step mix, turns, token sizes, tool mix, prefix reuse, think vs tool time,
- * and the error of atr's token estimates against a source's real counts.
+ * sub-agents, and the error of atr's token estimates against a source's
+ * real counts.
  *
  * Memory stays bounded however many traces are added: the accumulator keeps
  * per-trace working state sized by the largest trace (a prefix trie, freed
@@ -119,6 +120,12 @@ struct atr_stats_summary {
      * vs the sum of their llm steps' estimates (only traces where every
      * llm step has the estimate). */
     struct atr_stats_tokerr step_input, step_output, trace_input, trace_output;
+
+    /* Sub-agents (atr-trace/1.1 step "agent"): traces with a step of one,
+     * the distinct sub-agents of each trace summed, and their steps (the
+     * share is of all steps). All 0 (share NAN) for chains. */
+    uint64_t dag_traces, sub_agents, sub_agent_steps;
+    double sub_agent_pct;
 };
 
 struct atr_stats;

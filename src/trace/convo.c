@@ -2,8 +2,11 @@
 #include "trace/convo.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
+
+#include "util/alloc.h"
 
 void atr_convo_init(struct atr_convo *c, struct atr_trace *t, bool keep_content)
 {
@@ -136,24 +139,76 @@ static void anchor(struct atr_step *s, const struct atr_step *prev)
     s->input_tokens = prev->input_tokens + (grown > 0 ? grown : 0);
 }
 
+/* The previous fitted step of each agent, by name (open addressing; the
+ * main agent's name is NULL): a sub-agent's prompt goes on from its own
+ * last call, not from the parent's calls it interleaves with. A chain has
+ * one agent, so one slot. */
+struct fit_agents {
+    struct fit_slot {
+        bool used;
+        const char *agent;
+        struct fit_prev prev;
+    } *slot;
+    size_t cap, n;
+};
+
+static uint64_t agent_hash(const char *agent)
+{
+    return agent ? XXH3_64bits(agent, strlen(agent)) : 0;
+}
+
+static struct fit_slot *fit_find(struct fit_agents *m, const char *agent)
+{
+    size_t mask = m->cap - 1, j = agent_hash(agent) & mask;
+    for (; m->slot[j].used; j = (j + 1) & mask) {
+        const char *a = m->slot[j].agent;
+        if (a == agent || (a && agent && strcmp(a, agent) == 0))
+            return &m->slot[j];
+    }
+    return &m->slot[j];
+}
+
+static struct fit_prev *fit_prev_of(struct fit_agents *m, const char *agent)
+{
+    if (2 * (m->n + 1) > m->cap) {
+        struct fit_agents g = {xcalloc(m->cap ? 2 * m->cap : 4, sizeof *g.slot),
+                               m->cap ? 2 * m->cap : 4, m->n};
+        for (size_t k = 0; k < m->cap; k++)
+            if (m->slot[k].used)
+                *fit_find(&g, m->slot[k].agent) = m->slot[k];
+        free(m->slot);
+        *m = g;
+    }
+    struct fit_slot *e = fit_find(m, agent);
+    if (!e->used) {
+        *e = (struct fit_slot){.used = true, .agent = agent};
+        m->n++;
+    }
+    return &e->prev;
+}
+
 void atr_trace_fit_ids(struct atr_trace *t)
 {
     uint32_t bs = t->block_size ? t->block_size : ATR_DEFAULT_BLOCK_SIZE;
-    struct fit_prev prev = {0};
+    struct fit_agents agents = {0};
     for (size_t k = 0; k < t->n_steps; k++) {
         struct atr_step *s = &t->steps[k];
-        if (prev.s && s->kind == ATR_STEP_LLM && s->hash_ids && !fitted(s))
-            anchor(s, prev.s);
+        if (s->kind != ATR_STEP_LLM || !s->hash_ids)
+            continue;
+        struct fit_prev *prev = fit_prev_of(&agents, s->agent);
+        if (prev->s && !fitted(s))
+            anchor(s, prev->s);
         if (!fitted(s))
             continue;
         uint32_t want = atr_fit_ids_count((uint64_t)s->input_tokens, bs);
-        const uint64_t *from = prev.s ? prev.s->hash_ids : s->hash_ids;
+        const uint64_t *from = prev->s ? prev->s->hash_ids : s->hash_ids;
         uint64_t *ids = atr_arena_alloc(&t->arena, (want ? want : 1) * sizeof *ids);
-        atr_fit_ids_fill(ids, want, from, shared_blocks(&prev, s, bs), t->trace_id, s->i);
-        prev = (struct fit_prev){s, s->hash_ids, s->n_hash_ids};
+        atr_fit_ids_fill(ids, want, from, shared_blocks(prev, s, bs), t->trace_id, s->i);
+        *prev = (struct fit_prev){s, s->hash_ids, s->n_hash_ids};
         s->hash_ids = ids;
         s->n_hash_ids = want;
     }
+    free(agents.slot);
 }
 
 void atr_step_set_counts(struct atr_step *s, int64_t in, int64_t out, const char *from)

@@ -59,7 +59,9 @@ void atr_step_set_counts(struct atr_step *s, int64_t in, int64_t out, const char
  * step: sharing that is not known is never claimed. A step without
  * recorded counts after one with them stays "estimated" but is anchored:
  * its input is that step's recorded input plus the estimated growth since
- * (its plain estimate kept in estimated_input_tokens). */
+ * (its plain estimate kept in estimated_input_tokens). "Previous" means
+ * the previous one of the step's own agent (atr_step.agent): a sub-agent
+ * has a conversation of its own. */
 void atr_trace_fit_ids(struct atr_trace *t);
 
 /* The per-step part of atr_trace_fit_ids, for writers that fit one

@@ -2,11 +2,12 @@
 """dag-check.py - checks a DAG replay's request lines against its traces,
 worked out here from the trace files alone (not from atr's code).
 
-  dag-check.py order TRACES REQUESTS SCALE [exact]
+  dag-check.py order TRACES REQUESTS SCALE [exact] [serial]
       every llm turn was sent no earlier than each parent turn's end plus
       the recorded tool time after that parent (times SCALE); with exact,
       at that time (a simulator: nothing else waits); some turns of one
-      session overlapped (branches ran at once)
+      session overlapped (branches ran at once), or with serial none did
+      (sub-agents the parent waits for, as OpenHands delegates)
   dag-check.py figures TRACES REQUESTS RESULT [TOL]
       the result's sessions critical path and parallelism are those of the
       request lines (within TOL relative, default 1e-6: the lines keep 9 decimals)
@@ -50,7 +51,7 @@ def reqs_of(path):
     return by
 
 
-def order(traces, reqs, scale, exact):
+def order(traces, reqs, scale, exact, serial):
     overlap = False
     for tid, turns in turns_of(traces).items():
         rs = reqs[tid]
@@ -65,7 +66,10 @@ def order(traces, reqs, scale, exact):
                 assert abs(sent - due) <= 1e-6, (tid, k, sent, due)
         spans = sorted((r["send_s"], r["end_s"]) for r in rs.values())
         overlap |= any(b[0] < a[1] - 1e-9 for a, b in zip(spans, spans[1:]))
-    assert overlap, "no two turns of a session overlapped"
+    if serial:
+        assert not overlap, "two turns of a serial session overlapped"
+    else:
+        assert overlap, "no two turns of a session overlapped"
 
 
 def figures(traces, reqs, result, tol):
@@ -92,7 +96,7 @@ def main():
     mode = sys.argv[1]
     if mode == "order":
         order(sys.argv[2], reqs_of(sys.argv[3]), float(sys.argv[4]),
-              len(sys.argv) > 5 and sys.argv[5] == "exact")
+              "exact" in sys.argv[5:], "serial" in sys.argv[5:])
     elif mode == "figures":
         figures(sys.argv[2], reqs_of(sys.argv[3]), sys.argv[4],
                 float(sys.argv[5]) if len(sys.argv) > 5 else 1e-6)

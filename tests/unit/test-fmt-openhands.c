@@ -1,5 +1,5 @@
 /* test-fmt-openhands.c - the OpenHands reader on the real replay fixtures,
- * on the feedback and eval-output shapes, and on bad inputs. */
+ * on the feedback and eval-output shapes, on delegation, and on bad inputs. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -436,6 +436,198 @@ static void test_bad_inputs(void **state)
                  "\"observation\")");
 }
 
+/* ---- delegation ---- */
+
+static const char *agent_of(const struct atr_step *s)
+{
+    return s->agent ? s->agent : "-";
+}
+
+/* Steps of a delegation fixture: agents, and every edge the previous step
+ * (OpenHands runs one delegate at a time and the parent waits for it). */
+static void check_serial(const struct atr_trace *t)
+{
+    assert_true(atr_trace_is_dag(t));
+    for (size_t i = 0; i < t->n_steps; i++) {
+        uint32_t one;
+        const uint32_t *p;
+        uint32_t n = atr_step_parents(&t->steps[i], &one, &p);
+        assert_int_equal(n, i ? 1 : 0);
+        if (n)
+            assert_int_equal(p[0], i - 1);
+    }
+}
+
+/* Two delegates in sequence (fixture from OpenHands' serialization, see
+ * SOURCE.txt): the second errors; the parent's prompt goes on from its own
+ * calls, the delegate's starts afresh. */
+static void test_delegation(void **state)
+{
+    (void)state;
+    struct atr_trace t = ATR_TRACE_INIT;
+    read_one(DIR "delegation.json", &t);
+    /* BrowsingAgent's message and finish after send_msg_to_user are no
+     * model calls: two llm steps (goto, send_msg_to_user) and two tool steps */
+    static const char *const agents[] = {
+        "-", "-", "-", "BrowsingAgent/1", "BrowsingAgent/1", "BrowsingAgent/1",
+        "BrowsingAgent/1", "-", "-", "-", "BrowsingAgent/2", "BrowsingAgent/2", "-", "-", "-"};
+    assert_int_equal(t.n_steps, sizeof agents / sizeof agents[0]);
+    for (size_t i = 0; i < t.n_steps; i++)
+        assert_string_equal(agent_of(&t.steps[i]), agents[i]);
+    check_serial(&t);
+    assert_int_equal(meta_i64(&t, "openhands_delegates"), 2);
+    assert_int_equal(meta_i64(&t, "openhands_delegate_errors"), 1);
+    assert_int_equal(meta_i64(&t, "openhands_open_delegates"), -1);
+    assert_string_equal(meta_str(&t, "outcome"), "finished");   /* the main agent's, not a delegate's */
+    /* the delegate's first call: its own prompt (no system prompt recorded
+     * for BrowsingAgent), sharing none of the parent's */
+    const struct atr_step *d = &t.steps[3], *p = &t.steps[2], *after = &t.steps[7];
+    assert_true(d->input_tokens < 100);
+    assert_true(d->hash_ids[0] != p->hash_ids[0]);
+    /* after the join the parent's call extends its own previous call */
+    size_t full = (size_t)p->input_tokens / t.block_size;
+    assert_true(after->n_hash_ids >= full);
+    assert_memory_equal(after->hash_ids, p->hash_ids, full * sizeof(uint64_t));
+    /* the browsing steps are timed by their observations */
+    assert_int_equal(t.steps[6].kind, ATR_STEP_TOOL);
+    assert_int_equal(t.steps[7].kind, ATR_STEP_LLM);
+    assert_string_equal(t.steps[11].tool, "browser");
+    assert_int_equal(t.steps[11].dur_ms, 30000);
+    atr_trace_release(&t);
+}
+
+/* A delegate that delegates, and one still open when the stream ends. */
+static void test_delegation_nested(void **state)
+{
+    (void)state;
+    struct atr_trace t = ATR_TRACE_INIT;
+    read_one(DIR "delegation-nested.json", &t);
+    static const char *const agents[] = {
+        "-", "CodeActAgent/1", "BrowsingAgent/2", "BrowsingAgent/2", "BrowsingAgent/2",
+        "BrowsingAgent/2", "CodeActAgent/1", "CodeActAgent/1", "CodeActAgent/1",
+        "-", "-", "-", "BrowsingAgent/3", "BrowsingAgent/3"};
+    assert_int_equal(t.n_steps, sizeof agents / sizeof agents[0]);
+    for (size_t i = 0; i < t.n_steps; i++)
+        assert_string_equal(agent_of(&t.steps[i]), agents[i]);
+    check_serial(&t);
+    assert_int_equal(meta_i64(&t, "openhands_delegates"), 2);
+    assert_int_equal(meta_i64(&t, "openhands_open_delegates"), 1);
+    /* the level-1 delegate resumes its own conversation after its delegate */
+    const struct atr_step *a = &t.steps[1], *b = &t.steps[6];
+    size_t full = (size_t)a->input_tokens / t.block_size;
+    assert_memory_equal(b->hash_ids, a->hash_ids, full * sizeof(uint64_t));
+    /* same agent class, same system prompt: its first blocks are the parent's */
+    assert_true(a->hash_ids[0] == t.steps[0].hash_ids[0]);
+    atr_trace_release(&t);
+}
+
+#define DEV(id, rest)                                                                            \
+    "{\"id\": " #id ", \"timestamp\": \"2025-01-01T00:00:0" #id "\", \"source\": \"agent\", " rest "}"
+#define DELEGATE(id) DEV(id, "\"action\": \"delegate\", \"args\": {\"agent\": \"B\", \"inputs\": {}}")
+#define DOBS(id) DEV(id, "\"observation\": \"delegate\", \"content\": \"done\", \"extras\": {}")
+#define RUN(id) DEV(id, "\"action\": \"run\", \"args\": {\"command\": \"ls\"}")
+
+static void read_text(const char *text, struct atr_trace *t)
+{
+    struct atr_error err;
+    struct atr_read_opts opts = {0};
+    int n;
+    if (run_text(text, &opts, t, &n, &err) != 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(n, 1);
+}
+
+/* Repairs: an observation with no delegate open is a plain result
+ * (OpenHands warns and reads on); the cause picks the delegate it closes,
+ * ending the ones opened inside it. */
+static void test_delegation_repairs(void **state)
+{
+    (void)state;
+    struct atr_trace t = ATR_TRACE_INIT;
+    read_text("[" DOBS(1) "," RUN(2) "]", &t);
+    assert_int_equal(t.n_steps, 2);
+    assert_null(t.steps[0].agent);
+    assert_false(atr_trace_is_dag(&t));
+    assert_int_equal(meta_i64(&t, "openhands_unmatched_delegate_observations"), 1);
+    atr_trace_release(&t);
+
+    t = (struct atr_trace)ATR_TRACE_INIT;
+    read_text("[" DELEGATE(1) "," DELEGATE(2) "," RUN(3) ","
+              DEV(4, "\"cause\": 1, \"observation\": \"delegate\", \"content\": \"x\"") ","
+              RUN(5) "]", &t);
+    /* llm 1 (main), llm 2 (B/1), llm 3 + tool (B/2), llm 5 + tool (main) */
+    assert_int_equal(t.n_steps, 6);
+    assert_null(t.steps[0].agent);
+    assert_string_equal(t.steps[1].agent, "B/1");
+    assert_string_equal(t.steps[3].agent, "B/2");
+    assert_null(t.steps[4].agent);
+    assert_int_equal(meta_i64(&t, "openhands_delegates"), 1);
+    assert_int_equal(meta_i64(&t, "openhands_open_delegates"), 1);
+    check_serial(&t);
+    atr_trace_release(&t);
+
+    /* an agent class longer than the cap is cut on a character boundary */
+    char text[1024], name[300];
+    memset(name, 'a', 63);
+    strcpy(name + 63, "\xc3\xa9tail-after-the-cut");
+    snprintf(text, sizeof text, "[" DEV(1, "\"action\": \"delegate\", \"args\": {\"agent\": \"%s\"}")
+             "," RUN(2) "]", name);
+    read_text(text, &t);
+    assert_int_equal(strlen(t.steps[1].agent), 63 + strlen("/1"));
+    atr_trace_release(&t);
+}
+
+static void test_delegation_bad(void **state)
+{
+    (void)state;
+    expect_error("[" DEV(1, "\"action\": \"delegate\", \"args\": {\"agent\": 7}") "]", 0,
+                 "oh.json:1:107: expected \"agent\" to be a string, found number");
+    /* nesting past the cap is refused at the delegate action that goes past it */
+    char text[8192] = "[";
+    for (int k = 0; k < 17; k++)
+        strcat(text, k ? "," DELEGATE(1) : DELEGATE(1));
+    strcat(text, "]");
+    struct atr_trace t = ATR_TRACE_INIT;
+    struct atr_error err;
+    struct atr_read_opts opts = {0};
+    int n;
+    assert_int_equal(run_text(text, &opts, &t, &n, &err), -1);
+    atr_trace_release(&t);
+    assert_non_null(strstr(err.msg, "delegation nested deeper than 16 agents"));
+}
+
+/* Only a browsing delegate's scripted steps are no calls: its first
+ * noop(), the message after send_msg_to_user, the finish after it; the
+ * same actions of another agent are calls. */
+static void test_browsing_replies(void **state)
+{
+    (void)state;
+#define BROWSE(id, acts, msg)                                                                    \
+    DEV(id, "\"action\": \"browse_interactive\", \"args\": {\"browser_actions\": \"" acts   \
+            "\", \"browsergym_send_msg_to_user\": \"" msg "\"}")
+#define MSG(id) DEV(id, "\"action\": \"message\", \"args\": {\"content\": \"42\"}")
+#define FIN(id) DEV(id, "\"action\": \"finish\", \"args\": {}")
+    struct atr_trace t = ATR_TRACE_INIT;
+    read_text("[" DEV(1, "\"action\": \"delegate\", \"args\": {\"agent\": \"BrowsingAgent\"}") ","
+              BROWSE(2, "noop()", "") "," BROWSE(3, "noop()", "") ","
+              BROWSE(4, "send_msg_to_user('42')", "42") "," MSG(5) "," FIN(6) "," DOBS(7) ","
+              MSG(8) "," FIN(9) "]", &t);
+    /* main llm 1; B: tool (noop, no call), llm + tool (the second noop is
+     * the model's), llm + tool; main: llm 8 (its message is a call), llm 9 */
+    static const enum atr_step_kind kinds[] = {ATR_STEP_LLM, ATR_STEP_TOOL, ATR_STEP_LLM,
+                                               ATR_STEP_TOOL, ATR_STEP_LLM, ATR_STEP_TOOL,
+                                               ATR_STEP_LLM, ATR_STEP_LLM};
+    assert_int_equal(t.n_steps, sizeof kinds / sizeof kinds[0]);
+    for (size_t i = 0; i < t.n_steps; i++)
+        assert_int_equal(t.steps[i].kind, kinds[i]);
+    assert_null(t.steps[6].agent);
+    assert_string_equal(t.steps[5].agent, "BrowsingAgent/1");
+    atr_trace_release(&t);
+#undef BROWSE
+#undef MSG
+#undef FIN
+}
+
 static void test_sniff(void **state)
 {
     const struct atr_format *f = atr_format_find("openhands");
@@ -465,6 +657,11 @@ int main(void)
         cmocka_unit_test(test_feedback),
         cmocka_unit_test(test_bad_inputs),
         cmocka_unit_test(test_sniff),
+        cmocka_unit_test(test_delegation),
+        cmocka_unit_test(test_delegation_nested),
+        cmocka_unit_test(test_delegation_repairs),
+        cmocka_unit_test(test_delegation_bad),
+        cmocka_unit_test(test_browsing_replies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

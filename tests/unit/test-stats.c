@@ -412,6 +412,42 @@ static void test_files(void **state)
     atr_stats_free(s);
 }
 
+/* Sub-agents: distinct names per trace (a name met again later counts
+ * once; the same name in another trace counts again), their steps' share
+ * of all steps; a chain adds nothing. */
+static void test_sub_agents(void **state)
+{
+    (void)state;
+    struct atr_stats *s = atr_stats_new(NULL);
+    struct atr_trace t = ATR_TRACE_INIT, chain = ATR_TRACE_INIT;
+    add_llm(&t, IDS(1));
+    add_llm(&t, IDS(2))->agent = "B/1";
+    add_tool(&t, "browser", NULL, "goto")->agent = "B/1";
+    add_llm(&t, IDS(3));
+    add_llm(&t, IDS(4))->agent = "C/2";
+    add_llm(&t, IDS(5))->agent = "B/1";
+    add_llm(&chain, IDS(1));
+    add_llm(&chain, IDS(2));
+    atr_stats_add(s, &t);
+    atr_stats_add(s, &chain);
+    atr_stats_add(s, &t);
+    struct atr_stats_summary o;
+    atr_stats_summarize(s, &o);
+    assert_int_equal(o.dag_traces, 2);
+    assert_int_equal(o.sub_agents, 4);
+    assert_int_equal(o.sub_agent_steps, 8);
+    assert_true(fabs(o.sub_agent_pct - 8.0 * 100 / 14) < EPS);
+    atr_trace_release(&t);
+    atr_trace_release(&chain);
+    atr_stats_free(s);
+
+    s = atr_stats_new(NULL);
+    atr_stats_summarize(s, &o);
+    assert_int_equal(o.dag_traces, 0);
+    assert_true(isnan(o.sub_agent_pct));
+    atr_stats_free(s);
+}
+
 /* The in-place sort behind atr_percentile gives qsort's order: random
  * sets of every size up to 3000, with many equal values (a simulation's
  * inter-token gaps repeat), already sorted and reversed runs. */
@@ -463,6 +499,7 @@ int main(void)
         cmocka_unit_test(test_timing_and_tokens),
         cmocka_unit_test(test_no_counts_is_nan),
         cmocka_unit_test(test_files),
+        cmocka_unit_test(test_sub_agents),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -536,6 +536,49 @@ static void test_command_head(void **state)
     }
 }
 
+/* An llm step with estimated ids ids[0..n) (16 tokens a block) and,
+ * when rec >= 0, the recorded input rec. */
+static struct atr_step *fit_step(struct atr_trace *t, const char *agent, const uint64_t *ids,
+                                 uint32_t n, int64_t rec)
+{
+    struct atr_step *s = atr_trace_add_step(t, ATR_STEP_LLM);
+    s->agent = agent;
+    s->hash_ids = atr_arena_alloc(&t->arena, n * sizeof *ids);
+    memcpy(s->hash_ids, ids, n * sizeof *ids);
+    s->n_hash_ids = n;
+    s->input_tokens = (int64_t)n * 16;
+    s->output_tokens = 1;
+    s->tokens_from = ATR_TOKENS_ESTIMATED;
+    if (rec >= 0)
+        atr_step_set_counts(s, rec, -1, ATR_TOKENS_RECORDED);
+    return s;
+}
+
+/* Fitting goes per agent: the main agent's call after a sub-agent's calls
+ * repeats the main agent's previous call, and a sub-agent's unrecorded call
+ * is anchored to its own agent's recorded one, never to the parent's. */
+static void test_fit_ids_per_agent(void **state)
+{
+    (void)state;
+    struct atr_trace t = ATR_TRACE_INIT;
+    t.trace_id = "fit";
+    t.block_size = 16;
+    fit_step(&t, NULL, (const uint64_t[]){1, 2, 3}, 3, 160);          /* 10 blocks */
+    fit_step(&t, "S/1", (const uint64_t[]){7, 8}, 2, 64);             /* 4 blocks */
+    fit_step(&t, "S/1", (const uint64_t[]){7, 8, 9}, 3, -1);          /* anchored: 64 + 16 */
+    fit_step(&t, "T/2", (const uint64_t[]){5}, 1, -1);                /* nothing to anchor to */
+    fit_step(&t, NULL, (const uint64_t[]){1, 2, 3, 4}, 4, 200);       /* 13 blocks */
+    atr_trace_fit_ids(&t);
+    const struct atr_step *m0 = &t.steps[0], *s0 = &t.steps[1], *m1 = &t.steps[4];
+    assert_int_equal(m0->n_hash_ids, 10);
+    assert_int_equal(m1->n_hash_ids, 13);
+    assert_memory_equal(m1->hash_ids, m0->hash_ids, 10 * sizeof(uint64_t));
+    assert_true(s0->hash_ids[0] != m0->hash_ids[0]);
+    assert_int_equal(t.steps[2].input_tokens, 80);
+    assert_int_equal(t.steps[3].input_tokens, 16);
+    atr_trace_release(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -553,6 +596,7 @@ int main(void)
         cmocka_unit_test(test_dag_round_trip),
         cmocka_unit_test(test_dag_errors),
         cmocka_unit_test(test_order_steps),
+        cmocka_unit_test(test_fit_ids_per_agent),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

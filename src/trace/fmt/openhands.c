@@ -6,7 +6,18 @@
  * JSON lines ({instance_id, history, metrics, ...}, one trace per line).
  * Events are walked in order and rendered as the chat the agent saw: one llm
  * step per model response, one tool step per runnable action, timed from
- * the event timestamps. */
+ * the event timestamps.
+ *
+ * Delegation (AgentDelegateAction, "action": "delegate"): the delegate's
+ * events follow in the same stream until its AgentDelegateObservation
+ * ("observation": "delegate"); its steps name it as their agent and build
+ * a conversation of their own, and the parent's conversation goes on from
+ * the delegate action as if the delegate's events were not there (what
+ * OpenHands' StateTracker._init_history shows each agent). OpenHands runs
+ * one delegate at a time and the parent waits for it, so the edges are
+ * those of a chain: the delegate's first step waits for the step that
+ * delegated, the parent's next step for the delegate's last (docs/trace-
+ * format.md, "OpenHands delegation"). */
 #include <string.h>
 
 #include "trace/convo.h"
@@ -17,6 +28,26 @@
 /* Tool steps waiting for their observation. Actions whose observation never
  * comes would pile up, so the oldest is dropped past this many. */
 #define OH_MAX_PENDING 64
+/* Delegates open at once (a delegate that delegates, ...). OpenHands sets
+ * no limit; a stream deeper than this is refused rather than kept. */
+#define OH_MAX_DEPTH 16
+/* Bytes of a delegate's agent class kept in its name: the name is written
+ * on every step of the delegate. */
+#define OH_AGENT_NAME_MAX 64
+
+/* The main agent, or a delegate open in the stream. */
+struct oh_agent {
+    struct atr_convo convo;     /* the prompt as this agent sees it */
+    const char *name;           /* step "agent": NULL for the main agent */
+    const char *resp_id;        /* model_response id of its last llm step */
+    const char *state;          /* a delegate's last agent_state */
+    const char *call_id;        /* the delegate action's tool_call_id, or NULL */
+    int64_t action_id;          /* the delegate action's "id", or ATR_UNSET */
+    int64_t last;               /* the step its next step waits for; -1: none */
+    bool browsing;              /* a (Visual)BrowsingAgent: see browsing_reply */
+    bool sent, said;            /* its last action sent the user a message / was a message */
+    bool acted;                 /* it took an action */
+};
 
 struct oh_pending {
     int64_t action_id;          /* the action event's "id", or ATR_UNSET */
@@ -30,17 +61,21 @@ struct oh_walk {
     struct atr_reader *r;
     struct atr_trace *t;
     struct atr_arena *tmp;              /* per-event renderings */
-    struct atr_convo convo;
+    struct oh_agent agents[OH_MAX_DEPTH + 1]; /* [0] the main agent, then open delegates */
+    size_t depth;                       /* agents[depth] is the one acting now */
     int64_t t0, prev_ts;                /* absolute ms, ATR_UNSET until seen */
-    const char *resp_id;                /* model_response id of the last llm step */
     const char *cwd;                    /* shell directory the last run reported */
-    const char *state;                  /* last agent_state */
+    const char *state;                  /* the main agent's last agent_state */
     const struct atr_json *latencies;   /* eval output: metrics.response_latencies */
     const struct atr_json *token_usages; /* eval output: metrics.token_usages */
     int64_t acc_in, acc_out;            /* llm_metrics' running totals so far */
     struct oh_pending pend[OH_MAX_PENDING];
     size_t npend;
     int64_t rec_in, rec_out;            /* sums of the recorded usage */
+    /* Delegations: closed, closed in state error, observations with none
+     * open, and (at the end) still open; named in meta when not 0. */
+    int64_t delegates, delegate_errors, unmatched, unclosed;
+    int64_t opened;                     /* delegates seen: numbers their names */
     bool have_usage, finished;
 };
 
@@ -150,6 +185,42 @@ static bool meta_has(const struct atr_trace *t, const char *key)
 
 /* ---- the walk ---- */
 
+static struct oh_agent *cur(struct oh_walk *w)
+{
+    return &w->agents[w->depth];
+}
+
+/* An agent with an empty conversation whose first step waits for step
+ * last (-1: none). */
+static void agent_init(struct oh_walk *w, struct oh_agent *a, const char *name, int64_t last)
+{
+    memset(a, 0, sizeof *a);
+    atr_convo_init(&a->convo, w->t, w->r->opts.keep_content);
+    a->convo.mark_origin = true;
+    a->name = name;
+    a->action_id = ATR_UNSET;
+    a->last = last;
+}
+
+/* Step s (just added) is the acting agent's: it carries the agent's name
+ * and waits for the agent's previous step (for a delegate's first, the
+ * step that delegated). With one agent acting at a time that is always
+ * the step before it, which absent parents already say; parents are
+ * written only if a stream ever made it otherwise. */
+static struct atr_step *own_step(struct oh_walk *w, struct atr_step *s)
+{
+    struct oh_agent *a = cur(w);
+    s->agent = a->name;
+    if (a->last != (int64_t)s->i - 1) {
+        s->parents = atr_arena_alloc(&w->t->arena, sizeof *s->parents);
+        s->n_parents = 0;
+        if (a->last >= 0)
+            s->parents[s->n_parents++] = (uint32_t)a->last;
+    }
+    a->last = s->i;
+    return s;
+}
+
 static void walk_init(struct oh_walk *w, struct atr_reader *r, struct atr_trace *t,
                       struct atr_arena *tmp)
 {
@@ -158,17 +229,30 @@ static void walk_init(struct oh_walk *w, struct atr_reader *r, struct atr_trace 
     w->t = t;
     w->tmp = tmp;
     w->t0 = w->prev_ts = ATR_UNSET;
-    atr_convo_init(&w->convo, t, r->opts.keep_content);
-    w->convo.mark_origin = true;
+    agent_init(w, &w->agents[0], NULL, -1);
 }
 
-/* Releases the conversation; on success records the totals and outcome. */
+static void meta_count(struct atr_trace *t, const char *key, int64_t n)
+{
+    if (n)
+        atr_trace_meta_set_i64(t, key, n);
+}
+
+/* Releases the conversations; on success records the totals and outcome.
+ * A delegate still open at the end (the run stopped while it worked) just
+ * ends there: its steps are kept, and counted. */
 static void walk_finish(struct oh_walk *w, int rc)
 {
-    atr_convo_release(&w->convo);
+    w->unclosed += (int64_t)w->depth;
+    for (size_t k = 0; k <= w->depth; k++)
+        atr_convo_release(&w->agents[k].convo);
     if (rc < 0)
         return;
     atr_trace_fit_ids(w->t);
+    meta_count(w->t, "openhands_delegates", w->delegates);
+    meta_count(w->t, "openhands_delegate_errors", w->delegate_errors);
+    meta_count(w->t, "openhands_open_delegates", w->unclosed);
+    meta_count(w->t, "openhands_unmatched_delegate_observations", w->unmatched);
     if (w->have_usage) {
         atr_trace_meta_set_i64(w->t, "recorded_input_tokens", w->rec_in);
         atr_trace_meta_set_i64(w->t, "recorded_output_tokens", w->rec_out);
@@ -204,7 +288,7 @@ static int event_time(struct oh_walk *w, const struct atr_json *ev, int64_t *ts)
 static void add_text(struct oh_walk *w, const char *role, const struct atr_json *text)
 {
     if (atr_json_is(text, ATR_JSON_STRING) && text->u.str.len)
-        atr_convo_add(&w->convo, role, text->u.str.s, text->u.str.len);
+        atr_convo_add(&cur(w)->convo, role, text->u.str.s, text->u.str.len);
 }
 
 /* System prompt (newer OpenHands records it): its text, then the tool schemas
@@ -218,7 +302,7 @@ static void add_system(struct oh_walk *w, const struct atr_json *args)
     struct atr_buf b = ATR_BUF_INIT;
     b.max = w->r->opts.max_line;
     if (atr_json_write_value(&b, tools) == 0 && b.len)
-        atr_convo_add(&w->convo, "system", b.data, b.len);
+        atr_convo_add(&cur(w)->convo, "system", b.data, b.len);
     atr_buf_release(&b);
 }
 
@@ -391,17 +475,18 @@ static int model_call(struct oh_walk *w, const struct atr_json *ev, const char *
         atr_reader_opt(w->r, tcm, "model_response", ATR_JSON_OBJECT, &resp) < 0)
         return -1;
     const char *rid = atr_json_get_str(resp, "id", NULL);
-    if (rid && str_is(w->resp_id, rid))
+    struct oh_agent *a = cur(w);
+    if (rid && str_is(a->resp_id, rid))
         return 0;
     size_t len = 0;
     const char *reply = render_response(w, resp, &len);
     if (!reply)
         reply = render_action(w, ev, action, args, &len);
-    struct atr_step *s = atr_convo_llm(&w->convo, reply, len);
+    struct atr_step *s = own_step(w, atr_convo_llm(&a->convo, reply, len));
     time_llm(w, s, rid, ts);
     record_usage(w, s, ev, resp, rid);
-    atr_convo_add(&w->convo, "assistant", reply, len);
-    w->resp_id = rid ? keep(w, rid) : NULL;
+    atr_convo_add(&a->convo, "assistant", reply, len);
+    a->resp_id = rid ? keep(w, rid) : NULL;
     return 0;
 }
 
@@ -447,7 +532,7 @@ static const char *browser_verb(struct oh_walk *w, const char *actions)
 
 static struct atr_step *new_tool(struct oh_walk *w, const char *tool)
 {
-    struct atr_step *s = atr_trace_add_step(w->t, ATR_STEP_TOOL);
+    struct atr_step *s = own_step(w, atr_trace_add_step(w->t, ATR_STEP_TOOL));
     s->tool = tool;
     return s;
 }
@@ -584,6 +669,130 @@ static void close_step(struct oh_walk *w, const struct oh_pending *p,
         w->cwd = keep(w, wd);
 }
 
+/* ---- delegation ---- */
+
+/* A delegate's name: its agent class (cut to OH_AGENT_NAME_MAX bytes on a
+ * character boundary), "/", the delegation's number in the stream, so a
+ * class delegated to twice gives two agents and names never collide. */
+static const char *delegate_name(struct oh_walk *w, const char *agent)
+{
+    size_t n = agent ? strlen(agent) : 0;
+    if (!n) {
+        agent = "delegate";
+        n = strlen(agent);
+    }
+    if (n > OH_AGENT_NAME_MAX) {
+        n = OH_AGENT_NAME_MAX;
+        while (n && ((unsigned char)agent[n] & 0xC0) == 0x80)
+            n--;
+    }
+    return atr_arena_printf(&w->t->arena, "%.*s/%lld", (int)n, agent, (long long)++w->opened);
+}
+
+static const char *call_id_of(const struct atr_json *ev)
+{
+    return atr_json_get_str(atr_json_get(ev, "tool_call_metadata"), "tool_call_id", NULL);
+}
+
+/* A delegate action (its llm step already taken): the events up to its
+ * observation are the delegate's, whose first step waits for the step
+ * that delegated. */
+static int open_delegate(struct oh_walk *w, const struct atr_json *ev, int64_t id,
+                         const struct atr_json *args)
+{
+    const char *agent = NULL;
+    if (atr_reader_opt_str(w->r, args, "agent", &agent) < 0)
+        return -1;
+    if (w->depth == OH_MAX_DEPTH)
+        return atr_reader_fail_at(w->r, ev, "delegation nested deeper than %d agents (a "
+                                  "delegate action inside %d open delegates)",
+                                  OH_MAX_DEPTH, OH_MAX_DEPTH);
+    int64_t spawn = cur(w)->last;
+    struct oh_agent *a = &w->agents[++w->depth];
+    agent_init(w, a, delegate_name(w, agent), spawn);
+    a->action_id = id;
+    a->call_id = keep(w, call_id_of(ev));
+    a->browsing = str_is(agent, "BrowsingAgent") || str_is(agent, "VisualBrowsingAgent");
+    return 0;
+}
+
+/* The open delegate a delegate observation answers: the one whose action
+ * is its cause or has its tool_call_id (end_delegate copies it), else, as
+ * OpenHands pairs them, the most recent one; 0 when none is open. */
+static size_t delegate_of(const struct oh_walk *w, int64_t cause, const char *call_id)
+{
+    for (size_t k = w->depth; k > 0; k--) {
+        const struct oh_agent *a = &w->agents[k];
+        if ((cause != ATR_UNSET && a->action_id == cause) || (call_id && str_is(a->call_id, call_id)))
+            return k;
+    }
+    return w->depth;
+}
+
+/* What the parent reads of the result (ConversationMemory): the outputs'
+ * "content" when the delegate left one, else the observation's text. */
+static void add_result(struct oh_walk *w, const struct atr_json *ev, const struct atr_json *extras)
+{
+    const struct atr_json *text = atr_json_get(atr_json_get(extras, "outputs"), "content");
+    if (!atr_json_is(text, ATR_JSON_STRING))
+        text = atr_json_get(ev, "content");
+    add_text(w, "tool", text);
+}
+
+/* A delegate observation joins delegate k back into its parent: the
+ * parent's next step waits for the delegate's last one. Delegates opened
+ * inside k and still open never returned: they end here too. With none
+ * open the observation is read as a plain result (OpenHands warns and
+ * goes on), and counted. */
+static void close_delegate(struct oh_walk *w, const struct atr_json *ev, int64_t cause,
+                           const struct atr_json *extras)
+{
+    size_t k = delegate_of(w, cause, call_id_of(ev));
+    if (k == 0) {
+        w->unmatched++;
+        add_result(w, ev, extras);
+        return;
+    }
+    int64_t last = cur(w)->last;     /* the stream's latest step: only the top one acts */
+    w->unclosed += (int64_t)(w->depth - k);
+    w->delegates++;
+    if (str_is(w->agents[k].state, "error"))
+        w->delegate_errors++;
+    for (size_t j = k; j <= w->depth; j++)
+        atr_convo_release(&w->agents[j].convo);
+    w->depth = k - 1;
+    cur(w)->last = last;
+    add_result(w, ev, extras);
+}
+
+/* (Visual)BrowsingAgent, the delegate of CodeActAgent's
+ * delegate_to_browsing_agent, answers two steps without its model
+ * (openhands/agenthub/browsing_agent/browsing_agent.py, step(), since
+ * 2024-07): after a browser action that sent the user a message it
+ * returns that message, and after its own message it finishes; in its
+ * benchmark mode its first action is a "noop()" to read the page. None is
+ * a model call, so none is an llm step. */
+static bool browsing_reply(const struct oh_walk *w, const struct atr_json *ev, const char *action,
+                           const struct atr_json *args)
+{
+    const struct oh_agent *a = &w->agents[w->depth];
+    if (!a->browsing || atr_json_get(ev, "tool_call_metadata"))
+        return false;
+    bool noop = str_is(action, "browse_interactive") &&
+                str_is(atr_json_get_str(args, "browser_actions", NULL), "noop()");
+    return (str_is(action, "message") && a->sent) || (str_is(action, "finish") && a->said) ||
+           (noop && !a->acted);
+}
+
+static void note_action(struct oh_walk *w, const char *action, const struct atr_json *args)
+{
+    struct oh_agent *a = cur(w);
+    const char *msg = atr_json_get_str(args, "browsergym_send_msg_to_user", NULL);
+    a->sent = str_is(action, "browse_interactive") && msg && *msg;
+    a->said = str_is(action, "message");
+    a->acted = true;
+}
+
 /* ---- events ---- */
 
 /* Actions of source "agent" that the runtime, not the model, produced. */
@@ -633,16 +842,17 @@ static int walk_action(struct oh_walk *w, const struct atr_json *ev, const char 
     }
     if (!agent || from_runtime(action))
         return 0;
-    if (model_call(w, ev, action, args, ts) < 0)
+    if (!browsing_reply(w, ev, action, args) && model_call(w, ev, action, args, ts) < 0)
         return -1;
-    if (str_is(action, "finish"))
-        w->finished = true;
+    note_action(w, action, args);
+    if (str_is(action, "finish") && w->depth == 0)
+        w->finished = true;      /* a delegate's finish ends the delegate only */
     struct atr_step *s = tool_step(w, ev, action, args);
     if (s) {
         s->t_ms = rel_ms(w, ts);
         remember(w, id, s->i, ts);
     }
-    return 0;
+    return str_is(action, "delegate") ? open_delegate(w, ev, id, args) : 0;
 }
 
 static int walk_observation(struct oh_walk *w, const struct atr_json *ev, const char *obs,
@@ -656,9 +866,15 @@ static int walk_observation(struct oh_walk *w, const struct atr_json *ev, const 
         atr_reader_opt_str(w->r, ev, "content", &content) < 0)
         return -1;
     if (str_is(obs, "agent_state_changed")) {
+        /* A delegate's states are its own: the trace's outcome is the main agent's. */
+        const char **state = w->depth ? &cur(w)->state : &w->state;
         const char *st = atr_json_get_str(extras, "agent_state", NULL);
-        if (st && !str_is(w->state, st))
-            w->state = keep(w, st);
+        if (st && !str_is(*state, st))
+            *state = keep(w, st);
+        return 0;
+    }
+    if (str_is(obs, "delegate")) {   /* answers no tool step: none was made */
+        close_delegate(w, ev, cause, extras);
         return 0;
     }
     /* Without a cause only a tool's own observation may answer a step. */
