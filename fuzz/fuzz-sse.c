@@ -31,7 +31,7 @@ static void check_scan(const char *data, size_t len)
     struct atr_sse_payload a, b;
     payload_init(&a);
     payload_init(&b);
-    if (payload_scan(data, len, &a) != SCAN_OK)
+    if (payload_scan(data, len, &a, NULL) != SCAN_OK)
         return;
     must(payload_tree(&arena, data, len, &b) == 0);
     atr_arena_clear(&arena);

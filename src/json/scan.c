@@ -17,6 +17,37 @@ void atr_json_scan_init(struct atr_json_scan *s, const char *text, size_t len)
     s->end = text + len;
     s->depth = 0;
     s->max_depth = ATR_JSON_SCAN_DEPTH;
+    s->start = text;
+    s->rec = NULL;
+    s->skipping = 0;
+}
+
+bool atr_json_scan_record(struct atr_json_scan *s, struct atr_json_shape *sh)
+{
+    size_t len = (size_t)(s->end - s->start);
+    sh->len = 0;
+    sh->n_holes = 0;
+    if (len == 0 || len > ATR_JSON_SHAPE_TEXT)
+        return false;
+    memcpy(sh->text, s->start, len);
+    sh->len = len;
+    s->rec = sh;
+    return true;
+}
+
+/* A value stepped over, from..to: a hole of the shape being recorded. */
+static void add_hole(struct atr_json_scan *s, const char *from, const char *to, bool num)
+{
+    struct atr_json_shape *sh = s->rec;
+    if (!sh->len)
+        return;
+    if (sh->n_holes == ATR_JSON_SHAPE_HOLES) {
+        sh->len = 0;   /* too many to record: no shape */
+        return;
+    }
+    sh->hole_at[sh->n_holes] = (uint16_t)(from - s->start);
+    sh->hole_end[sh->n_holes] = (uint16_t)(to - s->start);
+    sh->hole_num[sh->n_holes++] = num;
 }
 
 char atr_json_scan_peek_slow(struct atr_json_scan *s)
@@ -183,20 +214,55 @@ static bool scan_elements(struct atr_json_scan *s, atr_json_scan_elem_fn fn, voi
     return true;
 }
 
-bool atr_json_scan_skip(struct atr_json_scan *s)
+/* A string value stepped over; its body a hole when a shape is recorded.
+ * Keys are never holes: they stay the same from payload to payload, and
+ * a fixed byte is cheaper to match than a hole. */
+static bool skip_string(struct atr_json_scan *s)
 {
     const char *body;
     size_t n;
+    const char *start = s->p + 1;
+    if (!scan_string(s, &body, &n))
+        return false;
+    if (s->skipping)
+        add_hole(s, start, start + n, false);
+    return true;
+}
+
+/* A number stepped over; a hole when a shape is recorded. */
+static bool skip_number(struct atr_json_scan *s)
+{
+    const char *start = s->p;
     bool uint;
+    if (!scan_number(s, &uint))
+        return false;
+    if (s->skipping)
+        add_hole(s, start, s->p, true);
+    return true;
+}
+
+static bool skip_value(struct atr_json_scan *s)
+{
     switch (atr_json_scan_peek(s)) {
     case '{': return scan_members(s, skip_member, NULL);
     case '[': return scan_elements(s, NULL, NULL);
-    case '"': return scan_string(s, &body, &n);
+    case '"': return skip_string(s);
     case 't': return scan_word(s, "true", 4);
     case 'f': return scan_word(s, "false", 5);
     case 'n': return scan_word(s, "null", 4);
-    default: return scan_number(s, &uint);
+    default: return skip_number(s);
     }
+}
+
+bool atr_json_scan_skip(struct atr_json_scan *s)
+{
+    if (!s->rec)
+        return skip_value(s);
+    /* What is stepped over is in holes: the caller does not read it. */
+    s->skipping++;
+    bool ok = skip_value(s);
+    s->skipping--;
+    return ok;
 }
 
 bool atr_json_scan_null(struct atr_json_scan *s)
@@ -249,4 +315,90 @@ bool atr_json_scan_end(struct atr_json_scan *s)
 {
     atr_json_scan_peek(s);
     return s->p == s->end;
+}
+
+/* ---- shapes ---- */
+
+static inline uint64_t load8(const char *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+static inline uint32_t load4(const char *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* a[0..n) == b[0..n). The fixed runs between holes are a few to a few
+ * dozen bytes: 8 at a time inline costs less than a call to memcmp. */
+static inline bool same_bytes(const char *a, const char *b, size_t n)
+{
+    if (n >= 8) {
+        const char *a_last = a + n - 8, *b_last = b + n - 8;
+        for (; a < a_last; a += 8, b += 8) {
+            if (load8(a) != load8(b))
+                return false;
+        }
+        return load8(a_last) == load8(b_last);
+    }
+    if (n >= 4)
+        return load4(a) == load4(b) && load4(a + n - 4) == load4(b + n - 4);
+    for (; n; n--) {
+        if (*a++ != *b++)
+            return false;
+    }
+    return true;
+}
+
+/* The closing quote of the string body at p, or where it stops being one
+ * the scanner accepts (the caller's next fixed byte, '"', then differs). */
+static const char *hole_string_end(const char *p, const char *end)
+{
+    p = plain_run(p, end);
+    if (p < end && *p == '\\')
+        p = escaped_run(p, end);
+    return p;
+}
+
+/* Where scan_number stops reading the number at p, or NULL. Plain digits
+ * (a timestamp, an index) are read here; anything else by scan_number. */
+static const char *hole_number_end(const char *p, const char *end)
+{
+    const char *q = p;
+    while (q < end && (unsigned)(*q - '0') < 10)
+        q++;
+    if (q > p && q < end && *q != '.' && *q != 'e' && *q != 'E' && (*p != '0' || q == p + 1))
+        return q;
+    struct atr_json_scan t = {.p = p, .end = end};
+    bool uint;
+    return scan_number(&t, &uint) ? t.p : NULL;
+}
+
+bool atr_json_shape_match(const struct atr_json_shape *sh, const char *text, size_t len)
+{
+    if (!sh->len)
+        return false;
+    /* The bytes after the last hole first: payloads of one stream that
+     * differ (a finish_reason, a usage) often differ near their end. */
+    size_t last = sh->n_holes ? sh->hole_end[sh->n_holes - 1] : 0;
+    size_t tail = sh->len - last;
+    if (len < tail || !same_bytes(text + len - tail, sh->text + last, tail))
+        return false;
+    const char *p = text, *end = text + len - tail;
+    size_t at = 0;   /* sh->text matched up to here */
+    for (unsigned i = 0; i < sh->n_holes; i++) {
+        size_t fixed = sh->hole_at[i] - at;
+        if ((size_t)(end - p) < fixed || !same_bytes(p, sh->text + at, fixed))
+            return false;
+        p += fixed;
+        p = sh->hole_num[i] ? hole_number_end(p, text + len) : hole_string_end(p, text + len);
+        if (!p || p > end)
+            return false;
+        at = sh->hole_end[i];
+    }
+    return p == end;
 }

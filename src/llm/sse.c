@@ -353,12 +353,20 @@ static bool top_member(struct atr_json_scan *s, const char *key, size_t n, void 
     return atr_json_scan_skip(s);
 }
 
-static int payload_scan(const char *data, size_t len, struct atr_sse_payload *out)
+/* shape: NULL, or where to record the payload's shape (its len is 0
+ * unless the scan answered). */
+static int payload_scan(const char *data, size_t len, struct atr_sse_payload *out,
+                        struct atr_json_shape *shape)
 {
     struct atr_json_scan s;
     atr_json_scan_init(&s, data, len);
-    if (!atr_json_scan_object(&s, top_member, out) || !atr_json_scan_end(&s))
+    if (shape)
+        atr_json_scan_record(&s, shape);
+    if (!atr_json_scan_object(&s, top_member, out) || !atr_json_scan_end(&s)) {
+        if (shape)
+            shape->len = 0;
         return SCAN_UNSURE;
+    }
     return SCAN_OK;
 }
 
@@ -370,8 +378,55 @@ static void payload_init(struct atr_sse_payload *out)
     out->prompt_tokens = out->completion_tokens = out->cached_tokens = -1;
 }
 
-int atr_sse_payload_parse(struct atr_arena *arena, const char *data, size_t len,
-                          struct atr_sse_payload *out)
+void atr_sse_memo_init(struct atr_sse_memo *m)
+{
+    memset(m, 0, sizeof *m);
+    for (unsigned i = 0; i < ATR_SSE_MEMO_SLOTS; i++)
+        m->order[i] = (unsigned char)i;
+}
+
+/* Moves order[k] to the front. */
+static unsigned memo_front(struct atr_sse_memo *m, unsigned k)
+{
+    unsigned char slot = m->order[k];
+    memmove(m->order + 1, m->order, k);
+    m->order[0] = slot;
+    return slot;
+}
+
+/* A recorded shape data matches: what its payload said, or NULL. The
+ * shapes' holes are exactly the values top_member and its helpers step
+ * over with atr_json_scan_skip, and they decide on nothing else, so a
+ * match says what a scan would (the unit test checks it against scans). */
+static const struct atr_sse_payload *memo_find(struct atr_sse_memo *m, const char *data,
+                                               size_t len)
+{
+    for (unsigned k = 0; k < ATR_SSE_MEMO_SLOTS; k++) {
+        if (atr_json_shape_match(&m->slot[m->order[k]].shape, data, len))
+            return &m->slot[memo_front(m, k)].said;
+    }
+    return NULL;
+}
+
+/* data: trimmed, not [DONE]. Scans it, recording its shape over the
+ * least recent slot (left empty, still the least recent, when the scan
+ * cannot tell or the payload is too long to record); the tree when the
+ * scan cannot tell. */
+static int memo_scan(struct atr_sse_memo *m, struct atr_arena *arena, const char *data,
+                     size_t len, struct atr_sse_payload *out)
+{
+    unsigned slot = m->order[ATR_SSE_MEMO_SLOTS - 1];
+    if (payload_scan(data, len, out, &m->slot[slot].shape) == SCAN_OK) {
+        m->slot[slot].said = *out;
+        memo_front(m, ATR_SSE_MEMO_SLOTS - 1);
+        return 0;
+    }
+    payload_init(out);
+    return payload_tree(arena, data, len, out);
+}
+
+int atr_sse_payload_parse_memo(struct atr_sse_memo *memo, struct atr_arena *arena,
+                               const char *data, size_t len, struct atr_sse_payload *out)
 {
     payload_init(out);
     while (len && atr_json_scan_blank(data[len - 1]))
@@ -384,8 +439,24 @@ int atr_sse_payload_parse(struct atr_arena *arena, const char *data, size_t len,
         out->done = true;
         return 0;
     }
-    if (payload_scan(data, len, out) == SCAN_OK)
+    if (memo) {
+        const struct atr_sse_payload *said = memo_find(memo, data, len);
+        if (said) {
+            memo->hits++;
+            *out = *said;
+            return 0;
+        }
+        memo->misses++;
+        return memo_scan(memo, arena, data, len, out);
+    }
+    if (payload_scan(data, len, out, NULL) == SCAN_OK)
         return 0;
     payload_init(out);
     return payload_tree(arena, data, len, out);
+}
+
+int atr_sse_payload_parse(struct atr_arena *arena, const char *data, size_t len,
+                          struct atr_sse_payload *out)
+{
+    return atr_sse_payload_parse_memo(NULL, arena, data, len, out);
 }

@@ -278,7 +278,7 @@ static bool scanned_as_tree(const char *text)
     struct atr_sse_payload a, b;
     payload_init(&a);
     payload_init(&b);
-    if (payload_scan(text, strlen(text), &a) != SCAN_OK)
+    if (payload_scan(text, strlen(text), &a, NULL) != SCAN_OK)
         return false;
     assert_int_equal(payload_tree(&arena, text, strlen(text), &b), 0);
     atr_arena_clear(&arena);
