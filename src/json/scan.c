@@ -319,39 +319,25 @@ bool atr_json_scan_end(struct atr_json_scan *s)
 
 /* ---- shapes ---- */
 
-static inline uint64_t load8(const char *p)
+/* The length of the common prefix of a[0..n) and b[0..n): 16 bytes a
+ * step, so the long runs where a payload equals its shape's text (its
+ * keys, and the holes whose values did not change) cost a few
+ * instructions each. */
+static size_t common_prefix(const char *a, const char *b, size_t n)
 {
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return v;
-}
-
-static inline uint32_t load4(const char *p)
-{
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
-
-/* a[0..n) == b[0..n). The fixed runs between holes are a few to a few
- * dozen bytes: 8 at a time inline costs less than a call to memcmp. */
-static inline bool same_bytes(const char *a, const char *b, size_t n)
-{
-    if (n >= 8) {
-        const char *a_last = a + n - 8, *b_last = b + n - 8;
-        for (; a < a_last; a += 8, b += 8) {
-            if (load8(a) != load8(b))
-                return false;
-        }
-        return load8(a_last) == load8(b_last);
+    size_t i = 0;
+#ifdef __SSE2__
+    for (; n - i >= 16; i += 16) {
+        __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(a + i));
+        __m128i y = _mm_loadu_si128((const __m128i *)(const void *)(b + i));
+        unsigned same = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(x, y));
+        if (same != 0xFFFF)
+            return i + (size_t)__builtin_ctz(~same);
     }
-    if (n >= 4)
-        return load4(a) == load4(b) && load4(a + n - 4) == load4(b + n - 4);
-    for (; n; n--) {
-        if (*a++ != *b++)
-            return false;
-    }
-    return true;
+#endif
+    while (i < n && a[i] == b[i])
+        i++;
+    return i;
 }
 
 /* The closing quote of the string body at p, or where it stops being one
@@ -382,23 +368,30 @@ bool atr_json_shape_match(const struct atr_json_shape *sh, const char *text, siz
 {
     if (!sh->len)
         return false;
-    /* The bytes after the last hole first: payloads of one stream that
-     * differ (a finish_reason, a usage) often differ near their end. */
-    size_t last = sh->n_holes ? sh->hole_end[sh->n_holes - 1] : 0;
-    size_t tail = sh->len - last;
-    if (len < tail || !same_bytes(text + len - tail, sh->text + last, tail))
-        return false;
-    const char *p = text, *end = text + len - tail;
-    size_t at = 0;   /* sh->text matched up to here */
-    for (unsigned i = 0; i < sh->n_holes; i++) {
-        size_t fixed = sh->hole_at[i] - at;
-        if ((size_t)(end - p) < fixed || !same_bytes(p, sh->text + at, fixed))
+    /* Equal bytes are stepped over 16 at a time; where text first differs
+     * from the shape's text, that must be inside (or just after) a hole,
+     * whose new value is then read whole from its start, and the rest
+     * compared again from the hole's end. A hole passed over equal is
+     * the recorded value itself, which the scanner accepted. */
+    size_t t = 0, p = 0;   /* matched up to sh->text[t], text[p] */
+    unsigned i = 0;        /* the first hole not passed */
+    for (;;) {
+        size_t room = sh->len - t < len - p ? sh->len - t : len - p;
+        size_t d = t + common_prefix(sh->text + t, text + p, room);
+        p += d - t;
+        t = d;
+        if (t == sh->len && p == len)
+            return true;
+        while (i < sh->n_holes && sh->hole_end[i] < t)
+            i++;
+        if (i == sh->n_holes || sh->hole_at[i] > t)
+            return false;   /* a fixed byte differs */
+        const char *from = text + p - (t - sh->hole_at[i]);
+        const char *to = sh->hole_num[i] ? hole_number_end(from, text + len)
+                                         : hole_string_end(from, text + len);
+        if (!to)
             return false;
-        p += fixed;
-        p = sh->hole_num[i] ? hole_number_end(p, text + len) : hole_string_end(p, text + len);
-        if (!p || p > end)
-            return false;
-        at = sh->hole_end[i];
+        p = (size_t)(to - text);
+        t = sh->hole_end[i++];
     }
-    return p == end;
 }
