@@ -14,8 +14,8 @@
  * NUL-terminated.
  *
  * A scan can also record the text's shape (atr_json_scan_record): the
- * text with holes where atr_json_scan_skip stepped over a string or a
- * number. A later text that matches the shape (atr_json_shape_match)
+ * text with holes where atr_json_scan_skip stepped over a string value or
+ * a number (keys, literals and structure stay fixed bytes). A later text that matches the shape (atr_json_shape_match)
  * differs only inside holes, by strings and numbers the scanner accepts,
  * so its scan would answer as the recorded one did wherever the callbacks
  * read nothing that is in a hole: a stream of payloads that differ in
