@@ -128,6 +128,24 @@ static int fail(struct atr_sse *p, int rc)
     return rc;
 }
 
+/* The common event, "data: PAYLOAD\n\n" whole in the slice at line
+ * (seg bytes before its first '\n'; end: the slice's end), with nothing
+ * pending: read at once, as process_line would read its two lines. */
+static bool whole_event(const struct atr_sse *p, const char *line, size_t seg, const char *end)
+{
+    return !p->line.len && !p->has_data && p->started && line[seg] == '\n' &&
+           line + seg + 1 < end && line[seg + 1] == '\n' && seg >= 5 && seg <= p->max_line &&
+           memcmp(line, "data:", 5) == 0;
+}
+
+static int event_now(struct atr_sse *p, const char *line, size_t seg, atr_sse_event_fn fn,
+                     void *ctx)
+{
+    size_t skip = seg > 5 && line[5] == ' ' ? 6 : 5;
+    int rc = add_data(p, line + skip, seg - skip);
+    return rc ? rc : dispatch(p, fn, ctx);
+}
+
 int atr_sse_feed(struct atr_sse *p, const char *s, size_t n, atr_sse_event_fn fn,
                  void *ctx)
 {
@@ -142,6 +160,13 @@ int atr_sse_feed(struct atr_sse *p, const char *s, size_t n, atr_sse_event_fn fn
     while (i < n) {
         const char *eol = find_eol(s + i, n - i);
         size_t seg = eol ? (size_t)(eol - (s + i)) : n - i;
+        if (eol && whole_event(p, s + i, seg, s + n)) {
+            i += seg + 2;
+            int rc = event_now(p, s + i - seg - 2, seg, fn, ctx);
+            if (rc)
+                return fail(p, rc);
+            continue;
+        }
         if (!eol || p->line.len) {
             if (atr_buf_append(&p->line, s + i, seg) < 0)
                 return fail(p, ATR_SSE_ERR_SIZE);
