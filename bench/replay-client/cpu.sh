@@ -35,12 +35,19 @@ ATR=""   # the first atr named: records the answer, makes the workload
 for c in "$@"; do
     case $c in *=*) ATR=${ATR:-${c#*=}} ;; esac
 done
-[ -n "$ATR" ] && [ -x "$ATR" ] || { echo "cpu.sh: no NAME=ATR client" >&2; exit 2; }
+if [ -z "$ATR" ] || [ ! -x "$ATR" ]; then
+    echo "cpu.sh: no NAME=ATR client with an executable atr" >&2
+    exit 2
+fi
 cc -O2 -o "$WORK/stub" "$HERE/stub.c"
 cc -O2 -o "$WORK/floor" "$HERE/floor.c"
 "$ATR" gen --kind requests --traces "$N" --input-tokens 32 --output-tokens 8 --seed 1 \
     -o "$WORK/w.ndjson" 2>/dev/null
-PIN_SERVER="" WORK=$WORK ATR=$ATR PY=$PY
+# servers.sh records the stub's answer from atr sim serve; it reads
+# PIN_SERVER, WORK, ATR and PY.
+# shellcheck disable=SC2034
+PIN_SERVER=""
+# shellcheck source=bench/replay-client/servers.sh
 . "$HERE/servers.sh"
 start_sim_server
 start_stub
