@@ -437,7 +437,8 @@ void atr_sse_memo_init(struct atr_sse_memo *m)
 static unsigned memo_front(struct atr_sse_memo *m, unsigned k)
 {
     unsigned char slot = m->order[k];
-    memmove(m->order + 1, m->order, k);
+    for (; k > 0; k--)
+        m->order[k] = m->order[k - 1];
     m->order[0] = slot;
     return slot;
 }
@@ -476,24 +477,27 @@ static int memo_scan(struct atr_sse_memo *m, struct atr_arena *arena, const char
 int atr_sse_payload_parse_memo(struct atr_sse_memo *memo, struct atr_arena *arena,
                                const char *data, size_t len, struct atr_sse_payload *out)
 {
-    payload_init(out);
     while (len && atr_json_scan_blank(data[len - 1]))
         len--;
     while (len && atr_json_scan_blank(data[0])) {
         data++;
         len--;
     }
-    if (len == 6 && memcmp(data, "[DONE]", 6) == 0) {
-        out->done = true;
-        return 0;
-    }
     if (memo) {
+        /* A match copies what was said whole: no payload_init first. */
         const struct atr_sse_payload *said = memo_find(memo, data, len);
         if (said) {
             memo->hits++;
             *out = *said;
             return 0;
         }
+    }
+    payload_init(out);
+    if (len == 6 && memcmp(data, "[DONE]", 6) == 0) {
+        out->done = true;
+        return 0;
+    }
+    if (memo) {
         memo->misses++;
         return memo_scan(memo, arena, data, len, out);
     }
