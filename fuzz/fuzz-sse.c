@@ -3,8 +3,9 @@
  * rest is sliced; fed whole or in slices, the stream must give the same
  * events and the same result, buffers must stay within the limit, and
  * every event's payload must read without crashing and consistently, and
- * the in-place scanner, where it answers, must answer as the tree does
- * (the file includes sse.c to reach both). */
+ * the in-place scanner, where it answers, must answer as the tree does,
+ * and the memo of shapes (kept across inputs) as atr_sse_payload_parse
+ * does (the file includes sse.c to reach both). */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -13,6 +14,8 @@
 #include "llm/sse.c"
 
 static struct atr_arena arena = ATR_ARENA_INIT;
+static struct atr_sse_memo memo;
+static int memo_ready;
 
 static void must(int ok)
 {
@@ -31,7 +34,7 @@ static void check_scan(const char *data, size_t len)
     struct atr_sse_payload a, b;
     payload_init(&a);
     payload_init(&b);
-    if (payload_scan(data, len, &a) != SCAN_OK)
+    if (payload_scan(data, len, &a, NULL) != SCAN_OK)
         return;
     must(payload_tree(&arena, data, len, &b) == 0);
     atr_arena_clear(&arena);
@@ -40,12 +43,29 @@ static void check_scan(const char *data, size_t len)
          a.cached_tokens == b.cached_tokens);
 }
 
+/* The memo answers as atr_sse_payload_parse did (pl, rc). */
+static void check_memo(const char *data, size_t len, const struct atr_sse_payload *pl, int rc)
+{
+    if (!memo_ready) {
+        atr_sse_memo_init(&memo);
+        memo_ready = 1;
+    }
+    struct atr_sse_payload m;
+    must(atr_sse_payload_parse_memo(&memo, &arena, data, len, &m) == rc);
+    atr_arena_clear(&arena);
+    must(m.done == pl->done && m.chunk == pl->chunk && m.usage == pl->usage &&
+         m.error == pl->error && m.prompt_tokens == pl->prompt_tokens &&
+         m.completion_tokens == pl->completion_tokens && m.cached_tokens == pl->cached_tokens &&
+         strcmp(m.detail, pl->detail) == 0);
+}
+
 static void check_payload(const char *data, size_t len)
 {
     check_scan(data, len);
     struct atr_sse_payload pl;
     int rc = atr_sse_payload_parse(&arena, data, len, &pl);
     atr_arena_clear(&arena);
+    check_memo(data, len, &pl, rc);
     must(memchr(pl.detail, '\0', sizeof pl.detail) != NULL);
     if (rc < 0) {
         must(pl.detail[0] != '\0');

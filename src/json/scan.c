@@ -17,6 +17,37 @@ void atr_json_scan_init(struct atr_json_scan *s, const char *text, size_t len)
     s->end = text + len;
     s->depth = 0;
     s->max_depth = ATR_JSON_SCAN_DEPTH;
+    s->start = text;
+    s->rec = NULL;
+    s->skipping = 0;
+}
+
+bool atr_json_scan_record(struct atr_json_scan *s, struct atr_json_shape *sh)
+{
+    size_t len = (size_t)(s->end - s->start);
+    sh->len = 0;
+    sh->n_holes = 0;
+    if (len == 0 || len > ATR_JSON_SHAPE_TEXT)
+        return false;
+    memcpy(sh->text, s->start, len);
+    sh->len = len;
+    s->rec = sh;
+    return true;
+}
+
+/* A value stepped over, from..to: a hole of the shape being recorded. */
+static void add_hole(struct atr_json_scan *s, const char *from, const char *to, bool num)
+{
+    struct atr_json_shape *sh = s->rec;
+    if (!sh->len)
+        return;
+    if (sh->n_holes == ATR_JSON_SHAPE_HOLES) {
+        sh->len = 0;   /* too many to record: no shape */
+        return;
+    }
+    sh->hole_at[sh->n_holes] = (uint16_t)(from - s->start);
+    sh->hole_end[sh->n_holes] = (uint16_t)(to - s->start);
+    sh->hole_num[sh->n_holes++] = num;
 }
 
 char atr_json_scan_peek_slow(struct atr_json_scan *s)
@@ -183,20 +214,55 @@ static bool scan_elements(struct atr_json_scan *s, atr_json_scan_elem_fn fn, voi
     return true;
 }
 
-bool atr_json_scan_skip(struct atr_json_scan *s)
+/* A string value stepped over; its body a hole when a shape is recorded.
+ * Keys are never holes: they stay the same from payload to payload, and
+ * a fixed byte is cheaper to match than a hole. */
+static bool skip_string(struct atr_json_scan *s)
 {
     const char *body;
     size_t n;
+    const char *start = s->p + 1;
+    if (!scan_string(s, &body, &n))
+        return false;
+    if (s->skipping)
+        add_hole(s, start, start + n, false);
+    return true;
+}
+
+/* A number stepped over; a hole when a shape is recorded. */
+static bool skip_number(struct atr_json_scan *s)
+{
+    const char *start = s->p;
     bool uint;
+    if (!scan_number(s, &uint))
+        return false;
+    if (s->skipping)
+        add_hole(s, start, s->p, true);
+    return true;
+}
+
+static bool skip_value(struct atr_json_scan *s)
+{
     switch (atr_json_scan_peek(s)) {
     case '{': return scan_members(s, skip_member, NULL);
     case '[': return scan_elements(s, NULL, NULL);
-    case '"': return scan_string(s, &body, &n);
+    case '"': return skip_string(s);
     case 't': return scan_word(s, "true", 4);
     case 'f': return scan_word(s, "false", 5);
     case 'n': return scan_word(s, "null", 4);
-    default: return scan_number(s, &uint);
+    default: return skip_number(s);
     }
+}
+
+bool atr_json_scan_skip(struct atr_json_scan *s)
+{
+    if (!s->rec)
+        return skip_value(s);
+    /* What is stepped over is in holes: the caller does not read it. */
+    s->skipping++;
+    bool ok = skip_value(s);
+    s->skipping--;
+    return ok;
 }
 
 bool atr_json_scan_null(struct atr_json_scan *s)
@@ -249,4 +315,83 @@ bool atr_json_scan_end(struct atr_json_scan *s)
 {
     atr_json_scan_peek(s);
     return s->p == s->end;
+}
+
+/* ---- shapes ---- */
+
+/* The length of the common prefix of a[0..n) and b[0..n): 16 bytes a
+ * step, so the long runs where a payload equals its shape's text (its
+ * keys, and the holes whose values did not change) cost a few
+ * instructions each. */
+static size_t common_prefix(const char *a, const char *b, size_t n)
+{
+    size_t i = 0;
+#ifdef __SSE2__
+    for (; n - i >= 16; i += 16) {
+        __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(a + i));
+        __m128i y = _mm_loadu_si128((const __m128i *)(const void *)(b + i));
+        unsigned same = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(x, y));
+        if (same != 0xFFFF)
+            return i + (size_t)__builtin_ctz(~same);
+    }
+#endif
+    while (i < n && a[i] == b[i])
+        i++;
+    return i;
+}
+
+/* The closing quote of the string body at p, or where it stops being one
+ * the scanner accepts (the caller's next fixed byte, '"', then differs). */
+static const char *hole_string_end(const char *p, const char *end)
+{
+    p = plain_run(p, end);
+    if (p < end && *p == '\\')
+        p = escaped_run(p, end);
+    return p;
+}
+
+/* Where scan_number stops reading the number at p, or NULL. Plain digits
+ * (a timestamp, an index) are read here; anything else by scan_number. */
+static const char *hole_number_end(const char *p, const char *end)
+{
+    const char *q = p;
+    while (q < end && (unsigned)(*q - '0') < 10)
+        q++;
+    if (q > p && q < end && *q != '.' && *q != 'e' && *q != 'E' && (*p != '0' || q == p + 1))
+        return q;
+    struct atr_json_scan t = {.p = p, .end = end};
+    bool uint;
+    return scan_number(&t, &uint) ? t.p : NULL;
+}
+
+bool atr_json_shape_match(const struct atr_json_shape *sh, const char *text, size_t len)
+{
+    if (!sh->len)
+        return false;
+    /* Equal bytes are stepped over 16 at a time; where text first differs
+     * from the shape's text, that must be inside (or just after) a hole,
+     * whose new value is then read whole from its start, and the rest
+     * compared again from the hole's end. A hole passed over equal is
+     * the recorded value itself, which the scanner accepted. */
+    size_t t = 0, p = 0;   /* matched up to sh->text[t], text[p] */
+    unsigned i = 0;        /* the first hole not passed */
+    for (;;) {
+        size_t room = sh->len - t < len - p ? sh->len - t : len - p;
+        size_t d = t + common_prefix(sh->text + t, text + p, room);
+        p += d - t;
+        t = d;
+        if (t == sh->len && p == len)
+            return true;
+        while (i < sh->n_holes && sh->hole_end[i] < t)
+            i++;
+        if (i == sh->n_holes || sh->hole_at[i] > t)
+            return false;   /* a fixed byte differs */
+        const char *from = text + p - (t - sh->hole_at[i]);
+        const char *to = sh->hole_num[i] ? hole_number_end(from, text + len)
+                                         : hole_string_end(from, text + len);
+        if (!to)
+            return false;
+        p = (size_t)(to - text);
+        t = sh->hole_end[i++];
+    }
 }

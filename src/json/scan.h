@@ -13,8 +13,17 @@
  * Every call reads only bytes in [text, text + len): the text need not be
  * NUL-terminated.
  *
- * Memory: nothing is allocated or copied. Strings and keys handed out
- * point into the caller's text and live as long as it does. */
+ * A scan can also record the text's shape (atr_json_scan_record): the
+ * text with holes where atr_json_scan_skip stepped over a string value or
+ * a number (keys, literals and structure stay fixed bytes). A later text that matches the shape (atr_json_shape_match)
+ * differs only inside holes, by strings and numbers the scanner accepts,
+ * so its scan would answer as the recorded one did wherever the callbacks
+ * read nothing that is in a hole: a stream of payloads that differ in
+ * their text and ids is then read with a few memcmp()s each.
+ *
+ * Memory: nothing is allocated. Strings and keys handed out point into
+ * the caller's text and live as long as it does; a shape holds its own
+ * copy of the recorded text. */
 #ifndef ATR_JSON_SCAN_H
 #define ATR_JSON_SCAN_H
 
@@ -25,11 +34,31 @@
 
 #define ATR_JSON_SCAN_DEPTH 32   /* default nesting limit of a scan */
 
+enum {
+    ATR_JSON_SHAPE_TEXT = 1024,   /* longest text a shape records */
+    ATR_JSON_SHAPE_HOLES = 32,    /* most holes a shape records */
+};
+
+/* One recorded text and its holes, in text order. A hole is a string's
+ * body (between its quotes, which are not in the hole) or a number's
+ * whole literal. len 0: no shape (nothing matches it). */
+struct atr_json_shape {
+    size_t len;
+    unsigned n_holes;
+    uint16_t hole_at[ATR_JSON_SHAPE_HOLES];
+    uint16_t hole_end[ATR_JSON_SHAPE_HOLES];
+    bool hole_num[ATR_JSON_SHAPE_HOLES];
+    char text[ATR_JSON_SHAPE_TEXT];
+};
+
 struct atr_json_scan {
     const char *p;           /* the cursor; read-only for callers */
     const char *end;         /* one past the text's last byte */
     unsigned depth;          /* arrays and objects open around the cursor */
     unsigned max_depth;      /* deeper nesting is "cannot tell" */
+    const char *start;       /* the text's first byte (hole offsets) */
+    struct atr_json_shape *rec;   /* recording into, or NULL */
+    unsigned skipping;       /* atr_json_scan_skip calls open (when rec) */
 };
 
 /* Called by atr_json_scan_object with the cursor before a member's value.
@@ -44,6 +73,21 @@ typedef bool (*atr_json_scan_elem_fn)(struct atr_json_scan *s, size_t index, voi
 
 /* A scan of text[0..len), nesting at most ATR_JSON_SCAN_DEPTH deep. */
 void atr_json_scan_init(struct atr_json_scan *s, const char *text, size_t len);
+
+/* Records the shape of the scan that follows into sh (call it before
+ * the first read). False, and nothing recorded (sh->len 0), when the text
+ * is longer than a shape holds. The shape is the text's only if every
+ * read of the scan answered true: on any false, set sh->len to 0. Past
+ * ATR_JSON_SHAPE_HOLES holes the recording gives up (sh->len 0). */
+bool atr_json_scan_record(struct atr_json_scan *s, struct atr_json_shape *sh);
+
+/* text[0..len) is sh's text with each hole's string body or number
+ * replaced by one the scanner accepts (a string body that is plain or has
+ * short escapes, a number by JSON's grammar), and every other byte the
+ * same. A scan of it then answers as the recorded scan did, provided its
+ * callbacks decide only on keys and values that were not stepped over by
+ * atr_json_scan_skip. Reads only text[0..len). */
+bool atr_json_shape_match(const struct atr_json_shape *sh, const char *text, size_t len);
 
 static inline bool atr_json_scan_blank(char c)
 {

@@ -84,6 +84,7 @@ struct atr_llm_client {
     struct sock *socks;
     size_t in_flight;
     struct atr_arena arena;            /* payload trees, cleared per payload */
+    struct atr_sse_memo memo;          /* shapes of recent stream payloads */
     struct h1_pool *h1;                /* the plain-HTTP transport, or NULL: libcurl */
 };
 

@@ -203,7 +203,7 @@ static void add_chunk(struct req *r, double t)
 static int apply_payload(struct req *r, const char *data, size_t len)
 {
     struct atr_sse_payload pl;
-    int rc = atr_sse_payload_parse(&r->c->arena, data, len, &pl);
+    int rc = atr_sse_payload_parse_memo(&r->c->memo, &r->c->arena, data, len, &pl);
     atr_arena_clear(&r->c->arena);
     if (rc < 0) {
         req_set_detail(r, pl.detail);
@@ -924,6 +924,7 @@ struct atr_llm_client *atr_llm_client_new(struct event_base *base,
     c->base = base;
     c->on_done = on_done;
     c->ctx = ctx;
+    atr_sse_memo_init(&c->memo);
     c->timeout_ms = timeout_ms(cfg->timeout_s);
     c->stall_s = cfg->stall_timeout_s > 0 ? cfg->stall_timeout_s : 0;
     c->max_response = cfg->max_response ? cfg->max_response : DEFAULT_MAX_RESPONSE;

@@ -4,6 +4,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 #include "json/json.h"
 #include "json/scan.h"
 
@@ -74,6 +78,11 @@ static int process_line(struct atr_sse *p, const char *line, size_t len,
         return dispatch(p, fn, ctx);
     if (line[0] == ':')
         return 0;  /* comment, often a keep-alive ping */
+    /* Nearly every line of a stream: "data: " and its payload. */
+    if (len >= 5 && memcmp(line, "data:", 5) == 0) {
+        size_t skip = len > 5 && line[5] == ' ' ? 6 : 5;
+        return add_data(p, line + skip, len - skip);
+    }
     const char *colon = memchr(line, ':', len);
     size_t name_len = colon ? (size_t)(colon - line) : len;
     const char *value = colon ? colon + 1 : line + len;
@@ -90,12 +99,26 @@ static int process_line(struct atr_sse *p, const char *line, size_t len,
     return ATR_SSE_ERR_LINE;
 }
 
-/* First '\n' or '\r' in s[0..n), or NULL. */
+/* First '\n' or '\r' in s[0..n), or NULL: one pass, 16 bytes a step
+ * (a stream's lines are a few hundred bytes; two memchr() calls a line,
+ * one per byte, cost more than the line's scan). */
 static const char *find_eol(const char *s, size_t n)
 {
-    const char *lf = memchr(s, '\n', n);
-    const char *cr = memchr(s, '\r', lf ? (size_t)(lf - s) : n);
-    return cr ? cr : lf;
+    const char *end = s + n;
+#ifdef __SSE2__
+    const __m128i lf = _mm_set1_epi8('\n'), cr = _mm_set1_epi8('\r');
+    for (; end - s >= 16; s += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)s);
+        int m = _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, lf), _mm_cmpeq_epi8(v, cr)));
+        if (m)
+            return s + __builtin_ctz((unsigned)m);
+    }
+#endif
+    for (; s < end; s++) {
+        if (*s == '\n' || *s == '\r')
+            return s;
+    }
+    return NULL;
 }
 
 static int fail(struct atr_sse *p, int rc)
@@ -103,6 +126,24 @@ static int fail(struct atr_sse *p, int rc)
     if (rc)
         p->failed = rc;
     return rc;
+}
+
+/* The common event, "data: PAYLOAD\n\n" whole in the slice at line
+ * (seg bytes before its first '\n'; end: the slice's end), with nothing
+ * pending: read at once, as process_line would read its two lines. */
+static bool whole_event(const struct atr_sse *p, const char *line, size_t seg, const char *end)
+{
+    return !p->line.len && !p->has_data && p->started && line[seg] == '\n' &&
+           line + seg + 1 < end && line[seg + 1] == '\n' && seg >= 5 && seg <= p->max_line &&
+           memcmp(line, "data:", 5) == 0;
+}
+
+static int event_now(struct atr_sse *p, const char *line, size_t seg, atr_sse_event_fn fn,
+                     void *ctx)
+{
+    size_t skip = seg > 5 && line[5] == ' ' ? 6 : 5;
+    int rc = add_data(p, line + skip, seg - skip);
+    return rc ? rc : dispatch(p, fn, ctx);
 }
 
 int atr_sse_feed(struct atr_sse *p, const char *s, size_t n, atr_sse_event_fn fn,
@@ -119,6 +160,13 @@ int atr_sse_feed(struct atr_sse *p, const char *s, size_t n, atr_sse_event_fn fn
     while (i < n) {
         const char *eol = find_eol(s + i, n - i);
         size_t seg = eol ? (size_t)(eol - (s + i)) : n - i;
+        if (eol && whole_event(p, s + i, seg, s + n)) {
+            i += seg + 2;
+            int rc = event_now(p, s + i - seg - 2, seg, fn, ctx);
+            if (rc)
+                return fail(p, rc);
+            continue;
+        }
         if (!eol || p->line.len) {
             if (atr_buf_append(&p->line, s + i, seg) < 0)
                 return fail(p, ATR_SSE_ERR_SIZE);
@@ -353,12 +401,20 @@ static bool top_member(struct atr_json_scan *s, const char *key, size_t n, void 
     return atr_json_scan_skip(s);
 }
 
-static int payload_scan(const char *data, size_t len, struct atr_sse_payload *out)
+/* shape: NULL, or where to record the payload's shape (its len is 0
+ * unless the scan answered). */
+static int payload_scan(const char *data, size_t len, struct atr_sse_payload *out,
+                        struct atr_json_shape *shape)
 {
     struct atr_json_scan s;
     atr_json_scan_init(&s, data, len);
-    if (!atr_json_scan_object(&s, top_member, out) || !atr_json_scan_end(&s))
+    if (shape)
+        atr_json_scan_record(&s, shape);
+    if (!atr_json_scan_object(&s, top_member, out) || !atr_json_scan_end(&s)) {
+        if (shape)
+            shape->len = 0;
         return SCAN_UNSURE;
+    }
     return SCAN_OK;
 }
 
@@ -370,22 +426,89 @@ static void payload_init(struct atr_sse_payload *out)
     out->prompt_tokens = out->completion_tokens = out->cached_tokens = -1;
 }
 
-int atr_sse_payload_parse(struct atr_arena *arena, const char *data, size_t len,
-                          struct atr_sse_payload *out)
+void atr_sse_memo_init(struct atr_sse_memo *m)
 {
+    memset(m, 0, sizeof *m);
+    for (unsigned i = 0; i < ATR_SSE_MEMO_SLOTS; i++)
+        m->order[i] = (unsigned char)i;
+}
+
+/* Moves order[k] to the front. */
+static unsigned memo_front(struct atr_sse_memo *m, unsigned k)
+{
+    unsigned char slot = m->order[k];
+    for (; k > 0; k--)
+        m->order[k] = m->order[k - 1];
+    m->order[0] = slot;
+    return slot;
+}
+
+/* A recorded shape data matches: what its payload said, or NULL. The
+ * shapes' holes are exactly the values top_member and its helpers step
+ * over with atr_json_scan_skip, and they decide on nothing else, so a
+ * match says what a scan would (the unit test checks it against scans). */
+static const struct atr_sse_payload *memo_find(struct atr_sse_memo *m, const char *data,
+                                               size_t len)
+{
+    for (unsigned k = 0; k < ATR_SSE_MEMO_SLOTS; k++) {
+        if (atr_json_shape_match(&m->slot[m->order[k]].shape, data, len))
+            return &m->slot[memo_front(m, k)].said;
+    }
+    return NULL;
+}
+
+/* data: trimmed, not [DONE]. Scans it, recording its shape over the
+ * least recent slot (left empty, still the least recent, when the scan
+ * cannot tell or the payload is too long to record); the tree when the
+ * scan cannot tell. */
+static int memo_scan(struct atr_sse_memo *m, struct atr_arena *arena, const char *data,
+                     size_t len, struct atr_sse_payload *out)
+{
+    unsigned slot = m->order[ATR_SSE_MEMO_SLOTS - 1];
+    if (payload_scan(data, len, out, &m->slot[slot].shape) == SCAN_OK) {
+        m->slot[slot].said = *out;
+        memo_front(m, ATR_SSE_MEMO_SLOTS - 1);
+        return 0;
+    }
     payload_init(out);
+    return payload_tree(arena, data, len, out);
+}
+
+int atr_sse_payload_parse_memo(struct atr_sse_memo *memo, struct atr_arena *arena,
+                               const char *data, size_t len, struct atr_sse_payload *out)
+{
     while (len && atr_json_scan_blank(data[len - 1]))
         len--;
     while (len && atr_json_scan_blank(data[0])) {
         data++;
         len--;
     }
+    if (memo) {
+        /* A match copies what was said whole: no payload_init first. */
+        const struct atr_sse_payload *said = memo_find(memo, data, len);
+        if (said) {
+            memo->hits++;
+            *out = *said;
+            return 0;
+        }
+    }
+    payload_init(out);
     if (len == 6 && memcmp(data, "[DONE]", 6) == 0) {
         out->done = true;
         return 0;
     }
-    if (payload_scan(data, len, out) == SCAN_OK)
+    if (memo) {
+        memo->misses++;
+        return memo_scan(memo, arena, data, len, out);
+    }
+    if (payload_scan(data, len, out, NULL) == SCAN_OK)
         return 0;
     payload_init(out);
     return payload_tree(arena, data, len, out);
+}
+
+int atr_sse_payload_parse(struct atr_arena *arena, const char *data, size_t len,
+                          struct atr_sse_payload *out)
+{
+    return atr_sse_payload_parse_memo(NULL, arena, data, len, out);
 }

@@ -1,7 +1,9 @@
 /* test-llm-sse.c - the SSE parser on streams split at every byte position,
  * CRLF and CR line ends, comments, multi-line data, size limits, garbage;
  * and the reading of OpenAI stream payloads (chunks, usage, [DONE],
- * errors, wrong shapes), read in place and as a tree with the same answers.
+ * errors, wrong shapes), read in place and as a tree with the same answers;
+ * and the memo of payload shapes answering as the readers do, on streams
+ * recorded from llama-server and atr sim serve and on mutations of them.
  * The file includes sse.c to reach both payload readers. */
 /* First: cmocka.h defines a macro fail(), sse.c a function. */
 #include "llm/sse.c"
@@ -278,7 +280,7 @@ static bool scanned_as_tree(const char *text)
     struct atr_sse_payload a, b;
     payload_init(&a);
     payload_init(&b);
-    if (payload_scan(text, strlen(text), &a) != SCAN_OK)
+    if (payload_scan(text, strlen(text), &a, NULL) != SCAN_OK)
         return false;
     assert_int_equal(payload_tree(&arena, text, strlen(text), &b), 0);
     atr_arena_clear(&arena);
@@ -320,6 +322,205 @@ static void test_payload_scan(void **state)
         assert_false(scanned_as_tree(tree[i]));
 }
 
+/* ---- the memo of shapes ---- */
+
+/* Payloads of one recorded stream, each NUL-terminated, in an atr_buf. */
+struct payloads {
+    struct atr_buf all;
+    size_t at[64], len[64];
+    size_t n;
+};
+
+static int keep_payload(void *ctx, const char *data, size_t len)
+{
+    struct payloads *ps = ctx;
+    assert_true(ps->n < 64);
+    ps->at[ps->n] = ps->all.len;
+    ps->len[ps->n++] = len;
+    atr_buf_append(&ps->all, data, len);
+    atr_buf_putc(&ps->all, '\0');
+    return 0;
+}
+
+static void load_stream(const char *name, struct payloads *ps)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/sse/%s", ATR_TEST_DATA, name);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    char text[16384];
+    size_t n = fread(text, 1, sizeof text, f);
+    fclose(f);
+    memset(ps, 0, sizeof *ps);
+    struct atr_sse p;
+    atr_sse_init(&p, 0);
+    assert_int_equal(atr_sse_feed(&p, text, n, keep_payload, ps), 0);
+    assert_int_equal(atr_sse_finish(&p, keep_payload, ps), 0);
+    atr_sse_release(&p);
+    assert_true(ps->n >= 3);
+}
+
+/* The memo answers data as atr_sse_payload_parse does: the same return
+ * value and the same payload. */
+static void memo_as_parse(struct atr_sse_memo *m, const char *data, size_t len)
+{
+    struct atr_sse_payload a, b;
+    int ra = atr_sse_payload_parse_memo(m, &arena, data, len, &a);
+    atr_arena_clear(&arena);
+    int rb = atr_sse_payload_parse(&arena, data, len, &b);
+    atr_arena_clear(&arena);
+    assert_int_equal(ra, rb);
+    assert_true(a.done == b.done && a.chunk == b.chunk && a.usage == b.usage &&
+                a.error == b.error);
+    assert_true(a.prompt_tokens == b.prompt_tokens && a.completion_tokens == b.completion_tokens &&
+                a.cached_tokens == b.cached_tokens);
+    assert_string_equal(a.detail, b.detail);
+}
+
+static const char *const streams[] = {
+    "llama-server-completions.txt", "llama-server-chat.txt", "sim-completions.txt",
+    "completions.txt", "chat-crlf.txt",
+};
+enum { N_STREAMS = sizeof streams / sizeof streams[0] };
+
+/* Each recorded stream three times over, and all of them interleaved:
+ * from the second time on its payloads are matched, not scanned. */
+static void test_memo_streams(void **state)
+{
+    (void)state;
+    static struct payloads ps[N_STREAMS];
+    struct atr_sse_memo m;
+    for (size_t i = 0; i < N_STREAMS; i++) {
+        load_stream(streams[i], &ps[i]);
+        atr_sse_memo_init(&m);
+        for (int round = 0; round < 3; round++) {
+            for (size_t k = 0; k < ps[i].n; k++)
+                memo_as_parse(&m, ps[i].all.data + ps[i].at[k], ps[i].len[k]);
+        }
+        /* At most 4 shapes in a stream's payloads: none scanned after the
+         * first round. */
+        assert_true(m.misses <= ps[i].n);
+        assert_true(m.hits >= 2 * (ps[i].n - 1));
+    }
+    atr_sse_memo_init(&m);
+    for (size_t k = 0; k < 64; k++) {
+        for (size_t i = 0; i < N_STREAMS; i++) {
+            if (k < ps[i].n)
+                memo_as_parse(&m, ps[i].all.data + ps[i].at[k], ps[i].len[k]);
+        }
+    }
+    for (size_t i = 0; i < N_STREAMS; i++)
+        atr_buf_release(&ps[i].all);
+}
+
+static uint64_t rng_next(uint64_t *x)
+{
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    return *x;
+}
+
+/* One random edit of buf[0..*len): a byte replaced, inserted or deleted,
+ * drawn from JSON's structural bytes, digits, letters, escapes, blanks,
+ * control and non-ASCII bytes, so edits land inside holes and outside. */
+static void mutate(char *buf, size_t *len, size_t cap, uint64_t *x)
+{
+    static const char pick[] = "\"\\{}[],:. 0123456789eE+-abnlu\t\n\x01\x7f\xc3";
+    char c = pick[rng_next(x) % (sizeof pick - 1)];
+    size_t at = *len ? rng_next(x) % *len : 0;
+    switch (rng_next(x) % 3) {
+    case 0:
+        if (*len)
+            buf[at] = c;
+        break;
+    case 1:
+        if (*len + 1 < cap) {
+            memmove(buf + at + 1, buf + at, *len - at);
+            buf[at] = c;
+            (*len)++;
+        }
+        break;
+    default:
+        if (*len) {
+            memmove(buf + at, buf + at + 1, *len - at - 1);
+            (*len)--;
+        }
+    }
+}
+
+/* Recorded payloads with one to four random edits, through a memo that
+ * holds the shapes of the originals and of every edit it scanned: where
+ * an edit is only inside a hole it is matched, anywhere else it must not
+ * be, and the answer is the readers' every time. */
+static void test_memo_mutations(void **state)
+{
+    (void)state;
+    static struct payloads ps[N_STREAMS];
+    for (size_t i = 0; i < N_STREAMS; i++)
+        load_stream(streams[i], &ps[i]);
+    struct atr_sse_memo m;
+    atr_sse_memo_init(&m);
+    uint64_t x = 0x9e3779b97f4a7c15u;
+    char buf[4096];
+    for (int t = 0; t < 60000; t++) {
+        const struct payloads *p = &ps[rng_next(&x) % N_STREAMS];
+        size_t k = rng_next(&x) % p->n;
+        size_t len = p->len[k];
+        memcpy(buf, p->all.data + p->at[k], len);
+        if (t % 4 == 0) {   /* the original too: its shape back in the memo */
+            memo_as_parse(&m, buf, len);
+        }
+        for (int e = 0, edits = 1 + (int)(rng_next(&x) % 4); e < edits; e++)
+            mutate(buf, &len, sizeof buf, &x);
+        memo_as_parse(&m, buf, len);
+    }
+    assert_true(m.hits > 0 && m.misses > 0);
+    for (size_t i = 0; i < N_STREAMS; i++)
+        atr_buf_release(&ps[i].all);
+}
+
+/* A shape's holes are the values stepped over, nothing else: keys, the
+ * counts read and the literals stay fixed; strings and numbers in holes
+ * take any accepted replacement, and only that. */
+static void test_memo_holes(void **state)
+{
+    (void)state;
+    static const char base[] =
+        "{\"id\":\"a\",\"created\":12,\"choices\":[{\"text\":\"x\",\"i\":0}],"
+        "\"usage\":{\"completion_tokens\":8}}";
+    struct atr_sse_memo m;
+    atr_sse_memo_init(&m);
+    memo_as_parse(&m, base, strlen(base));
+    assert_int_equal(m.misses, 1);
+    static const char *const same[] = {
+        "{\"id\":\"cmpl-9f\",\"created\":1796224339,\"choices\":[{\"text\":\"\",\"i\":17}],"
+        "\"usage\":{\"completion_tokens\":8}}",
+        "{\"id\":\"a\\n\\\"\",\"created\":-1.5e3,\"choices\":[{\"text\":\" w\",\"i\":0}],"
+        "\"usage\":{\"completion_tokens\":8}}",
+    };
+    for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
+        memo_as_parse(&m, same[i], strlen(same[i]));
+        assert_int_equal(m.misses, 1);
+    }
+    static const char *const other[] = {
+        /* a count, a key, a literal, a type, an unaccepted string, a bad number */
+        "{\"id\":\"a\",\"created\":12,\"choices\":[{\"text\":\"x\",\"i\":0}],\"usage\":{\"completion_tokens\":9}}",
+        "{\"id\":\"a\",\"created\":12,\"choices\":[{\"texT\":\"x\",\"i\":0}],\"usage\":{\"completion_tokens\":8}}",
+        "{\"id\":\"a\",\"created\":12,\"choices\":[{\"text\":null,\"i\":0}],\"usage\":{\"completion_tokens\":8}}",
+        "{\"id\":\"a\",\"created\":12,\"choices\":[{\"text\":\"x\",\"i\":\"0\"}],\"usage\":{\"completion_tokens\":8}}",
+        "{\"id\":\"\\u00e9\",\"created\":12,\"choices\":[{\"text\":\"x\",\"i\":0}],\"usage\":{\"completion_tokens\":8}}",
+        "{\"id\":\"a\",\"created\":012,\"choices\":[{\"text\":\"x\",\"i\":0}],\"usage\":{\"completion_tokens\":8}}",
+        "{\"id\":\"a\",\"created\":1.,\"choices\":[{\"text\":\"x\",\"i\":0}],\"usage\":{\"completion_tokens\":8}}",
+        "{\"id\":\"a\",\"created\":12,\"choices\":[{\"text\":\"x\"\",\"i\":0}],\"usage\":{\"completion_tokens\":8}}",
+    };
+    for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) {
+        unsigned long before = m.misses;
+        memo_as_parse(&m, other[i], strlen(other[i]));
+        assert_int_equal(m.misses, before + 1);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -336,6 +537,9 @@ int main(void)
         cmocka_unit_test(test_payload_usage),
         cmocka_unit_test(test_payload_errors),
         cmocka_unit_test(test_payload_scan),
+        cmocka_unit_test(test_memo_streams),
+        cmocka_unit_test(test_memo_mutations),
+        cmocka_unit_test(test_memo_holes),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     atr_arena_release(&arena);
