@@ -284,9 +284,11 @@ static void test_cpu_time(void **state)
     struct atr_spawn_result r;
     run_ok(&o, &r);
     assert_int_equal(r.exit_code, 0);
-    /* 300 ms of CPU: within 10% of user + system, user dominating. */
+    /* 300 ms of CPU: within 10% of user + system, user dominating (the
+     * kernel splits the two by ticks: a loaded host moves ~20% of a spin
+     * into system time, so no tighter bound on the split). */
     int64_t cpu = r.cpu_user_us + r.cpu_sys_us;
-    if (cpu < 270000 || cpu > 330000 || r.cpu_user_us < 250000)
+    if (cpu < 270000 || cpu > 330000 || r.cpu_user_us < 2 * r.cpu_sys_us)
         fail_msg("cpu user %lld sys %lld us, want ~300000", (long long)r.cpu_user_us,
                  (long long)r.cpu_sys_us);
     free(r.output);
