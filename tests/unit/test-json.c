@@ -1218,6 +1218,60 @@ static void test_int_lengths(void **state)
     }
 }
 
+/* put_u64_list writes what a put_u64 / append loop writes, and with a max
+ * (the worst case does not fit: the loop itself) returns what it returns
+ * and leaves the same bytes. */
+static void check_u64_list(const uint64_t *v, size_t n, const char *sep, size_t start,
+                           size_t max)
+{
+    struct atr_buf want = ATR_BUF_INIT, got = ATR_BUF_INIT;
+    for (size_t i = 0; i < start; i++) {
+        atr_buf_putc(&want, 'x');
+        atr_buf_putc(&got, 'x');
+    }
+    want.max = got.max = max;
+    int rc = 0;
+    for (size_t i = 0; i < n; i++)
+        rc |= (i ? atr_buf_append(&want, sep, strlen(sep)) : 0) | atr_buf_put_u64(&want, v[i]);
+    assert_int_equal(atr_buf_put_u64_list(&got, v, n, sep, strlen(sep)), rc);
+    assert_int_equal(got.len, want.len);
+    if (want.len)
+        assert_string_equal(got.data, want.data);
+    atr_buf_release(&want);
+    atr_buf_release(&got);
+}
+
+static void test_put_u64_list(void **state)
+{
+    (void)state;
+    uint64_t v[300];
+    uint64_t x = UINT64_C(0x9E3779B97F4A7C15), p = 1;
+    for (size_t i = 0; i < 300; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        /* every digit count's edges, then 53-bit ids and all magnitudes */
+        v[i] = i < 60 ? (i % 3 == 0 ? p : i % 3 == 1 ? p - 1 : p + 1)
+                      : i % 2 ? x & ((UINT64_C(1) << 53) - 1) : x >> (i % 64);
+        if (i < 60 && i % 3 == 2)
+            p *= 10;                  /* wraps after the last use: unsigned, defined */
+    }
+    v[59] = UINT64_MAX;
+    for (size_t n = 0; n <= 300; n += n < 20 ? 1 : 37)
+        for (size_t start = 0; start < 40; start += 13) {
+            check_u64_list(v, n, ",", start, 0);
+            check_u64_list(v, n, ", ", start, 0);
+            /* max: exact, a byte short, a third of the way */
+            struct atr_buf b = ATR_BUF_INIT;
+            atr_buf_put_u64_list(&b, v, n, ",", 1);
+            size_t full = b.len + start;
+            atr_buf_release(&b);
+            check_u64_list(v, n, ",", start, full);
+            if (full > start + 1) {
+                check_u64_list(v, n, ",", start, full - 1);
+                check_u64_list(v, n, ", ", start, start + (full - start) / 3);
+            }
+        }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1256,6 +1310,7 @@ int main(void)
         cmocka_unit_test_teardown(test_packed_use, teardown),
         cmocka_unit_test_teardown(test_int_lengths, teardown),
         cmocka_unit_test(test_put_u64),
+        cmocka_unit_test(test_put_u64_list),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     atr_arena_release(&arena);
