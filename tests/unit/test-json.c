@@ -1272,6 +1272,51 @@ static void test_put_u64_list(void **state)
         }
 }
 
+/* Strings long enough for scan_string's 64-byte block path, specials dense
+ * and at every offset of a block: decoded as written, and one bad byte
+ * (a control character, invalid UTF-8) reported where it is. */
+static void test_block_strings(void **state)
+{
+    (void)state;
+    static const char *esc[] = {"\\n", "\\\"", "\\\\", "\\u00e9", "\xc3\xa9", "\xe2\x82\xac",
+                                "\xf0\x9f\x98\x80", "\\ud83d\\ude00", "\\/", "\\t"};
+    static const char *dec[] = {"\n", "\"", "\\", "\xc3\xa9", "\xc3\xa9", "\xe2\x82\xac",
+                                "\xf0\x9f\x98\x80", "\xf0\x9f\x98\x80", "/", "\t"};
+    static const char *bad[] = {"\x01", "\xff", "\x80", "\xc3("};
+    static const char *why[] = {"unescaped control character 0x01", "invalid UTF-8 in string",
+                                "invalid UTF-8 in string", "invalid UTF-8 in string"};
+    char json[2048], want[2048];
+    uint32_t x = 7;
+    for (int round = 0; round < 3000; round++) {
+        size_t jn = 0, wn = 0, target = 130 + (size_t)round % 400;
+        json[jn++] = '"';
+        while (jn < target) {
+            x = x * 1103515245u + 12345u;
+            unsigned r = x >> 16;
+            if (r % 3) {                           /* a plain run of 0-40 bytes */
+                for (unsigned k = r % 41; k; k--)
+                    json[jn++] = want[wn++] = (char)('a' + k % 26);
+            } else {
+                int e = (int)(r / 3 % 10);
+                jn += (size_t)sprintf(json + jn, "%s", esc[e]);
+                wn += (size_t)sprintf(want + wn, "%s", dec[e]);
+            }
+        }
+        if (round % 4 == 3) {                      /* one bad byte, then more text */
+            int b = round / 4 % 4;
+            size_t at = jn;
+            jn += (size_t)sprintf(json + jn, "%s%s", bad[b], "tail of plain text to go past a block");
+            json[jn++] = '"';
+            json[jn] = '\0';
+            parse_fails(json, 1, (uint32_t)at + 1, why[b]);
+            continue;
+        }
+        json[jn++] = '"';
+        json[jn] = '\0';
+        want_string(json, want, wn);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1311,6 +1356,7 @@ int main(void)
         cmocka_unit_test_teardown(test_int_lengths, teardown),
         cmocka_unit_test(test_put_u64),
         cmocka_unit_test(test_put_u64_list),
+        cmocka_unit_test_teardown(test_block_strings, teardown),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     atr_arena_release(&arena);
