@@ -208,7 +208,9 @@ int atr_buf_put_u64_list(struct atr_buf *b, const uint64_t *v, size_t n, const c
     }
     char *o = b->data + b->len;
     for (size_t i = 0; i < n; i++) {
-        if (i) {
+        if (i && seplen == 1) {   /* the usual ",": a store, not a memcpy call */
+            *o++ = *sep;
+        } else if (i) {
             memcpy(o, sep, seplen);
             o += seplen;
         }
