@@ -414,6 +414,9 @@ static inline void copy64(char *d, const unsigned char *p)
  * and any copy64 from inside it (or an escape ending past it) stays
  * before lim; d never runs ahead of p, so its stores stay in scratch. */
 enum { BLOCK_ROOM = 128 };
+/* Blocks only once a string has BLOCK_AFTER bytes: keys and short values
+ * end within copy_plain's first 16 bytes, cheaper than a 64-byte mask. */
+enum { BLOCK_AFTER = 16 };
 
 /* scan_string over the 64 bytes at *pp: their specials found once as a
  * bitmask and walked bit by bit (the plain bytes between two of them
@@ -468,7 +471,7 @@ static ptrdiff_t scan_string(struct parser *ps)
     char *d = ps->scratch;
     for (;;) {
 #ifdef __SSE2__
-        if (lim - p >= BLOCK_ROOM) {
+        if (p - s >= BLOCK_AFTER && lim - p >= BLOCK_ROOM) {
             int rc = scan_block(ps, &p, &d, lim);
             if (rc < 0)
                 return -1;
