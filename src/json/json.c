@@ -387,6 +387,81 @@ static size_t decode_special(struct parser *ps, const unsigned char *p,
 /* Decodes and validates the string whose opening quote is at ps->p into
  * ps->scratch and moves past its closing quote. Returns the decoded length,
  * or -1 with the error set. */
+#ifdef __SSE2__
+/* The specials among p[0..64) as bits: '"', '\\', bytes below 0x20 and
+ * from 0x80 up (the signed compare takes both), as copy_plain defines them. */
+static inline uint64_t specials64(const unsigned char *p)
+{
+    const __m128i qt = _mm_set1_epi8('"'), bs = _mm_set1_epi8('\\');
+    const __m128i sp = _mm_set1_epi8(0x20);
+    uint64_t m = 0;
+    for (int k = 0; k < 4; k++) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(p + 16 * k));
+        __m128i bad = _mm_or_si128(_mm_cmpeq_epi8(v, qt), _mm_cmpeq_epi8(v, bs));
+        bad = _mm_or_si128(bad, _mm_cmplt_epi8(v, sp));
+        m |= (uint64_t)(unsigned)_mm_movemask_epi8(bad) << (16 * k);
+    }
+    return m;
+}
+
+static inline void copy64(char *d, const unsigned char *p)
+{
+    for (int k = 0; k < 4; k++)
+        _mm_storeu_si128((__m128i *)(d + 16 * k), _mm_loadu_si128((const __m128i *)(p + 16 * k)));
+}
+
+/* BLOCK_ROOM: the block path needs lim - p >= 128: 64 bytes of block,
+ * and any copy64 from inside it (or an escape ending past it) stays
+ * before lim; d never runs ahead of p, so its stores stay in scratch. */
+enum { BLOCK_ROOM = 128 };
+/* Blocks only once a string has BLOCK_AFTER bytes: keys and short values
+ * end within copy_plain's first 16 bytes, cheaper than a 64-byte mask. */
+enum { BLOCK_AFTER = 16 };
+
+/* scan_string over the 64 bytes at *pp: their specials found once as a
+ * bitmask and walked bit by bit (the plain bytes between two of them
+ * copied 64 at a time, the excess overwritten later), not searched again
+ * after each escape. Returns 1 at the closing quote (*pp on it), 0 when
+ * the block is done, -1 on an error (set). */
+static int scan_block(struct parser *ps, const unsigned char **pp, char **dp,
+                      const unsigned char *lim)
+{
+    const unsigned char *blk = *pp, *p = blk;
+    char *d = *dp;
+    uint64_t m = specials64(blk);
+    int rc = 0;
+    while (p < blk + 64) {
+        uint64_t rest = m >> (p - blk);
+        copy64(d, p);
+        if (!rest) {
+            d += blk + 64 - p;
+            p = blk + 64;
+            break;
+        }
+        unsigned i = (unsigned)__builtin_ctzll(rest);
+        p += i;
+        d += i;
+        if (*p == '"') {
+            rc = 1;
+            break;
+        }
+        if (*p == '\\' && esc_byte[p[1]]) {
+            *d++ = esc_byte[p[1]];
+            p += 2;
+            continue;
+        }
+        size_t n, dn;
+        if (!(n = decode_special(ps, p, lim, d, &dn)))
+            return -1;
+        p += n;
+        d += dn;
+    }
+    *pp = p;
+    *dp = d;
+    return rc;
+}
+#endif
+
 static ptrdiff_t scan_string(struct parser *ps)
 {
     const unsigned char *open = ps->p, *s = open + 1, *p = s, *end = ps->end;
@@ -395,6 +470,16 @@ static ptrdiff_t scan_string(struct parser *ps)
     const unsigned char *lim = window(ps, s);
     char *d = ps->scratch;
     for (;;) {
+#ifdef __SSE2__
+        if (p - s >= BLOCK_AFTER && lim - p >= BLOCK_ROOM) {
+            int rc = scan_block(ps, &p, &d, lim);
+            if (rc < 0)
+                return -1;
+            if (rc)
+                break;
+            continue;
+        }
+#endif
         size_t n = copy_plain(p, lim, d), dn;
         p += n;
         d += n;

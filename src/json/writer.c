@@ -227,13 +227,8 @@ void atr_jw_uint_array(struct atr_jw *w, const uint64_t *v, size_t n)
     if (w->err)
         return;
     bool spaced = w->style == ATR_JW_PYTHON;
-    int rc = 0;                   /* a tight loop: block ids are most of a trace line */
-    for (size_t i = 0; i < n; i++) {
-        if (i)
-            rc |= spaced ? atr_buf_append(w->b, ", ", 2) : atr_buf_putc(w->b, ',');
-        rc |= atr_buf_put_u64(w->b, v[i]);
-    }
-    put_rc(w, rc);
+    /* One call for the list: block ids are most of a trace line. */
+    put_rc(w, atr_buf_put_u64_list(w->b, v, n, spaced ? ", " : ",", spaced ? 2 : 1));
     w->has_item[w->depth] = n > 0;
     atr_jw_array_end(w);
 }

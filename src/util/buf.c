@@ -151,6 +151,8 @@ static unsigned put_16_fast(char *p, uint64_t v)
 #define ATR_HAVE_PUT_16_FAST 1
 #endif
 
+static void put_digits(char *end, uint64_t v);
+
 int atr_buf_put_u64(struct atr_buf *b, uint64_t v)
 {
     /* Hash ids are 16-digit numbers and the writer prints millions of them:
@@ -172,6 +174,56 @@ int atr_buf_put_u64(struct atr_buf *b, uint64_t v)
     char *end = b->data + b->len + n;
     *end = '\0';
     b->len += n;
+    put_digits(end, v);
+    return 0;
+}
+
+/* The longest decimal of a uint64_t. */
+enum { U64_DIGITS_MAX = 20 };
+
+/* One value of a list into p, which has room for U64_DIGITS_MAX bytes;
+ * returns the digit count. */
+static inline unsigned put_list_item(char *p, uint64_t v)
+{
+#ifdef ATR_HAVE_PUT_16_FAST
+    if (v >= 100000000u && v < UINT64_C(10000000000000000))
+        return put_16_fast(p, v);
+#endif
+    unsigned n = decimal_digits(v);
+    put_digits(p + n, v);
+    return n;
+}
+
+int atr_buf_put_u64_list(struct atr_buf *b, const uint64_t *v, size_t n, const char *sep,
+                         size_t seplen)
+{
+    size_t item = U64_DIGITS_MAX + seplen;
+    if (n > (SIZE_MAX - b->len - 1) / item || atr_buf_reserve(b, n * item) < 0) {
+        /* Too close to max for the worst case: value by value, which
+         * writes what fits (as callers that check rc at the end expect). */
+        int rc = 0;
+        for (size_t i = 0; i < n; i++)
+            rc |= (i ? atr_buf_append(b, sep, seplen) : 0) | atr_buf_put_u64(b, v[i]);
+        return rc;
+    }
+    char *o = b->data + b->len;
+    for (size_t i = 0; i < n; i++) {
+        if (i && seplen == 1) {   /* the usual ",": a store, not a memcpy call */
+            *o++ = *sep;
+        } else if (i) {
+            memcpy(o, sep, seplen);
+            o += seplen;
+        }
+        o += put_list_item(o, v[i]);
+    }
+    b->len = (size_t)(o - b->data);
+    *o = '\0';
+    return 0;
+}
+
+/* Writes the decimal digits of v ending just before end. */
+static void put_digits(char *end, uint64_t v)
+{
     if (v >= 100000000u) {
         put_8_digits(end, (uint32_t)(v % 100000000u));
         v /= 100000000u;
@@ -183,7 +235,6 @@ int atr_buf_put_u64(struct atr_buf *b, uint64_t v)
         }
     }
     put_short(end, (uint32_t)v);
-    return 0;
 }
 
 int atr_buf_put_i64(struct atr_buf *b, int64_t v)

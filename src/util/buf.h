@@ -26,6 +26,11 @@ int atr_buf_printf(struct atr_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 int atr_buf_put_i64(struct atr_buf *b, int64_t v);  /* decimal, fast path */
 int atr_buf_put_u64(struct atr_buf *b, uint64_t v);
+/* v[0..n) in decimal with sep (seplen bytes) between them, the bytes a
+ * put_u64 / append loop writes, with one reserve for the list. 0, or -1
+ * past max (then as much as fits was written, as by that loop). */
+int atr_buf_put_u64_list(struct atr_buf *b, const uint64_t *v, size_t n, const char *sep,
+                         size_t seplen);
 /* Appends s as one POSIX shell word: as is when made only of
  * [A-Za-z0-9_./:@%+=,-] (and not empty), else single-quoted with each '
  * written as '\'' (close, escaped quote, reopen), so it never splits into

@@ -1218,6 +1218,113 @@ static void test_int_lengths(void **state)
     }
 }
 
+/* put_u64_list writes what a put_u64 / append loop writes, and with a max
+ * (the worst case does not fit: the loop itself) returns what it returns
+ * and leaves the same bytes. */
+static void check_u64_list(const uint64_t *v, size_t n, const char *sep, size_t start,
+                           size_t max)
+{
+    struct atr_buf want = ATR_BUF_INIT, got = ATR_BUF_INIT;
+    for (size_t i = 0; i < start; i++) {
+        atr_buf_putc(&want, 'x');
+        atr_buf_putc(&got, 'x');
+    }
+    want.max = got.max = max;
+    int rc = 0;
+    for (size_t i = 0; i < n; i++)
+        rc |= (i ? atr_buf_append(&want, sep, strlen(sep)) : 0) | atr_buf_put_u64(&want, v[i]);
+    assert_int_equal(atr_buf_put_u64_list(&got, v, n, sep, strlen(sep)), rc);
+    assert_int_equal(got.len, want.len);
+    if (want.len)
+        assert_string_equal(got.data, want.data);
+    atr_buf_release(&want);
+    atr_buf_release(&got);
+}
+
+static void test_put_u64_list(void **state)
+{
+    (void)state;
+    uint64_t v[300];
+    uint64_t x = UINT64_C(0x9E3779B97F4A7C15), p = 1;
+    for (size_t i = 0; i < 300; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        /* every digit count's edges, then 53-bit ids and all magnitudes */
+        v[i] = i < 60 ? (i % 3 == 0 ? p : i % 3 == 1 ? p - 1 : p + 1)
+                      : i % 2 ? x & ((UINT64_C(1) << 53) - 1) : x >> (i % 64);
+        if (i < 60 && i % 3 == 2)
+            p *= 10;                  /* wraps after the last use: unsigned, defined */
+    }
+    v[59] = UINT64_MAX;
+    for (size_t n = 0; n <= 300; n += n < 20 ? 1 : 37)
+        for (size_t start = 0; start < 40; start += 13) {
+            check_u64_list(v, n, ",", start, 0);
+            check_u64_list(v, n, ", ", start, 0);
+            /* max: exact, a byte short, a third of the way */
+            struct atr_buf b = ATR_BUF_INIT;
+            atr_buf_put_u64_list(&b, v, n, ",", 1);
+            size_t full = b.len + start;
+            atr_buf_release(&b);
+            check_u64_list(v, n, ",", start, full);
+            if (full > start + 1) {
+                check_u64_list(v, n, ",", start, full - 1);
+                check_u64_list(v, n, ", ", start, start + (full - start) / 3);
+            }
+        }
+}
+
+/* Strings long enough for scan_string's 64-byte block path, specials dense
+ * and at every offset of a block: decoded as written, and one bad byte
+ * (a control character, invalid UTF-8) reported where it is. */
+static void test_block_strings(void **state)
+{
+    (void)state;
+    static const char *esc[] = {"\\n", "\\\"", "\\\\", "\\u00e9", "\xc3\xa9", "\xe2\x82\xac",
+                                "\xf0\x9f\x98\x80", "\\ud83d\\ude00", "\\/", "\\t"};
+    static const char *dec[] = {"\n", "\"", "\\", "\xc3\xa9", "\xc3\xa9", "\xe2\x82\xac",
+                                "\xf0\x9f\x98\x80", "\xf0\x9f\x98\x80", "/", "\t"};
+    static const char *bad[] = {"\x01", "\xff", "\x80", "\xc3("};
+    static const char *why[] = {"unescaped control character 0x01", "invalid UTF-8 in string",
+                                "invalid UTF-8 in string", "invalid UTF-8 in string"};
+    char json[2048], want[2048];
+    uint32_t x = 7;
+    for (int round = 0; round < 3000; round++) {
+        size_t jn = 0, wn = 0, target = 130 + (size_t)round % 400;
+        json[jn++] = '"';
+        while (jn < target) {
+            x = x * 1103515245u + 12345u;
+            unsigned r = x >> 16;
+            if (r % 3) {                           /* a plain run of 0-40 bytes */
+                for (unsigned k = r % 41; k; k--)
+                    json[jn++] = want[wn++] = (char)('a' + k % 26);
+            } else {
+                int e = (int)(r / 3 % 10);
+                jn += (size_t)sprintf(json + jn, "%s", esc[e]);
+                wn += (size_t)sprintf(want + wn, "%s", dec[e]);
+            }
+        }
+        if (round % 4 == 3) {                      /* one bad byte, then more text */
+            int b = round / 4 % 4;
+            size_t at = jn;
+            jn += (size_t)sprintf(json + jn, "%s%s", bad[b], "tail of plain text to go past a block");
+            json[jn++] = '"';
+            json[jn] = '\0';
+            parse_fails(json, 1, (uint32_t)at + 1, why[b]);
+            memset(json + jn, ' ', 200);           /* the bad byte inside a block */
+            json[jn + 200] = '\0';
+            parse_fails(json, 1, (uint32_t)at + 1, why[b]);
+            continue;
+        }
+        json[jn++] = '"';
+        json[jn] = '\0';
+        want_string(json, want, wn);
+        /* Padded, the string's last 128 bytes take the block path too
+         * (unpadded they took the 16-byte one): both decode the same. */
+        memset(json + jn, ' ', 200);
+        json[jn + 200] = '\0';
+        want_string(json, want, wn);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1256,6 +1363,8 @@ int main(void)
         cmocka_unit_test_teardown(test_packed_use, teardown),
         cmocka_unit_test_teardown(test_int_lengths, teardown),
         cmocka_unit_test(test_put_u64),
+        cmocka_unit_test(test_put_u64_list),
+        cmocka_unit_test_teardown(test_block_strings, teardown),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     atr_arena_release(&arena);
