@@ -2,9 +2,7 @@
  *
  * Compression is recognised by magic bytes, not by name, so `atr convert -`
  * takes a compressed stream too. Memory is a fixed window plus at most one
- * line or document, each bounded by a caller-given cap. Regular files are
- * mapped, not read (long lines come straight from the map): one truncated
- * by another process while it is read raises SIGBUS. */
+ * line or document, each bounded by a caller-given cap. */
 #ifndef ATR_UTIL_INPUT_H
 #define ATR_UTIL_INPUT_H
 
