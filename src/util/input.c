@@ -28,8 +28,7 @@ enum { RAW_CHUNK = 1 << 20, PEEK_MAX = 64 * 1024 };
 #ifndef ATR_INPUT_IN_PLACE_MIN
 #define ATR_INPUT_IN_PLACE_MIN (16 * 1024)
 #endif
-enum { MAP_MIN = ATR_INPUT_MAP_MIN, MAP_RELEASE = 512 << 10, MAP_AHEAD = 512 << 10,
-       MAP_COPY_MIN = 64 << 10, IN_PLACE_MIN = ATR_INPUT_IN_PLACE_MIN };
+enum { MAP_MIN = ATR_INPUT_MAP_MIN, MAP_RELEASE = 2 << 20, IN_PLACE_MIN = ATR_INPUT_IN_PLACE_MIN };
 enum codec { CODEC_NONE, CODEC_GZIP, CODEC_ZSTD, CODEC_PARQUET };
 
 struct atr_input {
@@ -46,8 +45,6 @@ struct atr_input {
     char *map;
     size_t map_len, map_pos, map_released;
     bool map_tail;               /* no newline left in the map: not searched again */
-    size_t map_populated;        /* prefaulted up to here (map_ahead) */
-    bool map_ahead_failed;
     /* raw (compressed) bytes: raw_buf, or a window of the memory or map */
     unsigned char *raw, *raw_buf;
     size_t raw_len, raw_off;
@@ -113,43 +110,16 @@ static void map_file(struct atr_input *in)
 /* Drops the mapped pages below upto (rounded down to a page) once a
  * MAP_RELEASE step of them is consumed: the page cache keeps them, the
  * resident set does not. Nothing handed out below upto is still valid. */
-static size_t page_size(void)
+static void map_release(struct atr_input *in, size_t upto)
 {
     static size_t page;
     if (!page)
         page = (size_t)sysconf(_SC_PAGESIZE);
-    return page;
-}
-
-static void map_release(struct atr_input *in, size_t upto)
-{
-    upto -= upto % page_size();
+    upto -= upto % page;
     if (upto < in->map_released + MAP_RELEASE)
         return;
     madvise(in->map + in->map_released, upto - in->map_released, MADV_DONTNEED);
     in->map_released = upto;
-}
-
-/* Prefaults the mapping up to MAP_AHEAD past pos, half of that at a time:
- * one call instead of a page fault every 16 pages (fault-around); the
- * resident set grows by at most MAP_AHEAD. No-op where unsupported. */
-static void map_ahead(struct atr_input *in, size_t pos)
-{
-#ifdef MADV_POPULATE_READ
-    if (in->map_ahead_failed || pos + MAP_AHEAD / 2 <= in->map_populated ||
-        in->map_populated >= in->map_len)
-        return;
-    size_t from = in->map_populated > pos ? in->map_populated : pos;
-    from -= from % page_size();
-    size_t to = pos + MAP_AHEAD;
-    if (to > in->map_len)
-        to = in->map_len;
-    if (madvise(in->map + from, to - from, MADV_POPULATE_READ) < 0)
-        in->map_ahead_failed = true;
-    in->map_populated = to;
-#else
-    (void)in, (void)pos;
-#endif
 }
 
 /* Takes up to n bytes from the mapping at map_pos; returns where they are
@@ -158,7 +128,6 @@ static const char *map_take(struct atr_input *in, size_t n, size_t *got)
 {
     size_t left = in->map_len - in->map_pos;
     *got = n < left ? n : left;
-    map_ahead(in, in->map_pos);
     const char *p = in->map + in->map_pos;
     in->map_pos += *got;
     in->raw_read = in->map_pos;
@@ -422,19 +391,10 @@ static ssize_t produce(struct atr_input *in, char *dst, size_t cap, struct atr_e
     }
 }
 
-/* Whether getline_mapped may serve the next line: plain text in a map,
- * everything buffered taken from it. */
-static bool mapped_text(const struct atr_input *in)
-{
-    return in->map && in->sniffed && in->codec == CODEC_NONE && !in->map_tail;
-}
-
 /* Ensures at least `want` unconsumed bytes are buffered, unless the input
  * ends first. Compacts consumed bytes away. */
 static int fill(struct atr_input *in, size_t want, struct atr_error *err)
 {
-    if (in->map && !in->sniffed && detect_codec(in, err) < 0)
-        return -1;               /* sniffed first, so that mapped_text can say */
     while (!in->eof && in->len - in->off < want) {
         if (in->off) {
             memmove(in->data, in->data + in->off, in->len - in->off);
@@ -449,10 +409,7 @@ static int fill(struct atr_input *in, size_t want, struct atr_error *err)
             in->data = xrealloc(in->data, cap);
             in->cap = cap;
         }
-        size_t ask = in->cap - in->len - 1;
-        if (mapped_text(in) && ask > want + MAP_COPY_MIN)
-            ask = want + MAP_COPY_MIN;   /* a copy of the map: no more than asked */
-        ssize_t n = produce(in, in->data + in->len, ask, err);
+        ssize_t n = produce(in, in->data + in->len, in->cap - in->len - 1, err);
         if (n < 0)
             return -1;
         if (n == 0)
@@ -498,8 +455,7 @@ static int getline_mapped(struct atr_input *in, size_t pos, size_t from, const c
                           size_t *len, size_t max, struct atr_error *err)
 {
     size_t rest = in->map_len - pos;
-    size_t lim = max < rest ? max + 1 : rest;
-    map_ahead(in, pos);     /* max + 1: SIZE_MAX cannot wrap here */
+    size_t lim = max < rest ? max + 1 : rest;     /* max + 1: SIZE_MAX cannot wrap here */
     const char *nl = lim > from - pos ? memchr(in->map + from, '\n', lim - (from - pos)) : NULL;
     if (!nl && lim == rest) {
         in->map_tail = true;
@@ -518,6 +474,13 @@ static int getline_mapped(struct atr_input *in, size_t pos, size_t from, const c
                             "line", max);
     map_release(in, pos);
     return line_out(in, in->map + pos, n, line, len, max, err);
+}
+
+/* Whether getline_mapped may serve the next line: plain text in a map,
+ * everything buffered taken from it. */
+static bool mapped_text(const struct atr_input *in)
+{
+    return in->map && in->sniffed && in->codec == CODEC_NONE && !in->map_tail;
 }
 
 int atr_input_getline(struct atr_input *in, const char **line, size_t *len, size_t max,
