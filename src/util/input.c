@@ -1,13 +1,11 @@
 /* input.c - buffered, transparently decompressing byte source with line and
- * JSON-array splitting. Regular files are mapped rather than read, and long
- * lines are handed out in place, without a copy (see getline_mapped). */
+ * JSON-array splitting. */
 #include "util/input.h"
 #include "util/alloc.h"
 #include "util/parquet.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -17,18 +15,6 @@
 #include <zstd.h>
 
 enum { RAW_CHUNK = 1 << 20, PEEK_MAX = 64 * 1024 };
-/* Mapped files: at least MAP_MIN bytes (smaller ones read as fast); pages
- * consumed are dropped from the mapping in steps of MAP_RELEASE, which
- * bounds what the mapping adds to the resident set; lines of IN_PLACE_MIN
- * bytes and more are returned in the mapping itself (their terminating NUL
- * copies one page), shorter ones are copied, as read() would have. */
-#ifndef ATR_INPUT_MAP_MIN          /* both overridable to test the paths on small files */
-#define ATR_INPUT_MAP_MIN (64 * 1024)
-#endif
-#ifndef ATR_INPUT_IN_PLACE_MIN
-#define ATR_INPUT_IN_PLACE_MIN (16 * 1024)
-#endif
-enum { MAP_MIN = ATR_INPUT_MAP_MIN, MAP_RELEASE = 2 << 20, IN_PLACE_MIN = ATR_INPUT_IN_PLACE_MIN };
 enum codec { CODEC_NONE, CODEC_GZIP, CODEC_ZSTD, CODEC_PARQUET };
 
 struct atr_input {
@@ -38,15 +24,8 @@ struct atr_input {
     size_t mem_len, mem_off;
     enum codec codec;
     bool sniffed, raw_eof, eof;
-    /* A regular file mapped whole (private, writable: a line's NUL goes in
-     * place); [map_pos, map_len) not yet consumed, [0, map_released)
-     * dropped. At its end the file is read on from map_len: one that grew
-     * is read to its new end. A file truncated while mapped raises SIGBUS. */
-    char *map;
-    size_t map_len, map_pos, map_released;
-    bool map_tail;               /* no newline left in the map: not searched again */
-    /* raw (compressed) bytes: raw_buf, or a window of the memory or map */
-    unsigned char *raw, *raw_buf;
+    /* raw (compressed) bytes */
+    unsigned char *raw;
     size_t raw_len, raw_off;
     z_stream gz;
     ZSTD_DCtx *zstd;
@@ -73,11 +52,10 @@ static void input_free(struct atr_input *in)
         inflateEnd(&in->gz);
     ZSTD_freeDCtx(in->zstd);
     atr_parquet_close(in->pq);
-    if (in->map)
-        munmap(in->map, in->map_len);
     if (in->fd > 0)
         close(in->fd);
-    free(in->raw_buf);
+    if (!in->mem)
+        free(in->raw);   /* memory inputs point raw into the caller's data */
     free(in->data);
     free(in->name);
     free(in);
@@ -91,60 +69,6 @@ static struct atr_input *input_new(const char *name)
     in->col_line = 1;
     in->chunk = RAW_CHUNK;
     return in;
-}
-
-/* Maps a regular file of at least MAP_MIN bytes; on any failure the input
- * reads it instead. Stdin is never mapped: its offset need not be 0. */
-static void map_file(struct atr_input *in)
-{
-    if (in->size < MAP_MIN || in->size > SIZE_MAX)
-        return;
-    void *p = mmap(NULL, (size_t)in->size, PROT_READ | PROT_WRITE, MAP_PRIVATE, in->fd, 0);
-    if (p == MAP_FAILED)
-        return;
-    madvise(p, (size_t)in->size, MADV_SEQUENTIAL);
-    in->map = p;
-    in->map_len = (size_t)in->size;
-}
-
-/* Drops the mapped pages below upto (rounded down to a page) once a
- * MAP_RELEASE step of them is consumed: the page cache keeps them, the
- * resident set does not. Nothing handed out below upto is still valid. */
-static void map_release(struct atr_input *in, size_t upto)
-{
-    static size_t page;
-    if (!page)
-        page = (size_t)sysconf(_SC_PAGESIZE);
-    upto -= upto % page;
-    if (upto < in->map_released + MAP_RELEASE)
-        return;
-    madvise(in->map + in->map_released, upto - in->map_released, MADV_DONTNEED);
-    in->map_released = upto;
-}
-
-/* Takes up to n bytes from the mapping at map_pos; returns where they are
- * and sets *got (0: the mapping is used up). */
-static const char *map_take(struct atr_input *in, size_t n, size_t *got)
-{
-    size_t left = in->map_len - in->map_pos;
-    *got = n < left ? n : left;
-    const char *p = in->map + in->map_pos;
-    in->map_pos += *got;
-    in->raw_read = in->map_pos;
-    return p;
-}
-
-/* The mapping is used up: unmap it and read the file on from its end
- * (nothing if it did not grow). -1 with err set if the seek fails. */
-static int map_finish(struct atr_input *in, struct atr_error *err)
-{
-    munmap(in->map, in->map_len);
-    in->map = NULL;
-    in->raw = in->raw_buf = xmalloc(RAW_CHUNK);
-    in->raw_off = in->raw_len = 0;
-    if (lseek(in->fd, (off_t)in->map_len, SEEK_SET) < 0)
-        return atr_error_set(err, "%s: %s", in->name, strerror(errno));
-    return 0;
 }
 
 struct atr_input *atr_input_open(const char *path, struct atr_error *err)
@@ -168,14 +92,10 @@ struct atr_input *atr_input_open(const char *path, struct atr_error *err)
         input_free(in);
         return NULL;
     }
+    in->raw = xmalloc(RAW_CHUNK);
     struct stat st;
-    if (fstat(in->fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    if (fstat(in->fd, &st) == 0 && S_ISREG(st.st_mode))
         in->size = (unsigned long long)st.st_size;
-        if (!is_stdin)
-            map_file(in);
-    }
-    if (!in->map)
-        in->raw = in->raw_buf = xmalloc(RAW_CHUNK);
     return in;
 }
 
@@ -233,18 +153,6 @@ static int raw_fill(struct atr_input *in, struct atr_error *err)
 {
     if (in->raw_off < in->raw_len || in->raw_eof)
         return 0;
-    if (in->map) {
-        /* Compressed mapped files: the decoder reads windows of the map. */
-        map_release(in, in->map_pos);
-        size_t n;
-        in->raw = (unsigned char *)map_take(in, RAW_CHUNK, &n);
-        in->raw_off = 0;
-        in->raw_len = n;
-        if (n)
-            return 0;
-        if (map_finish(in, err) < 0)
-            return -1;
-    }
     if (in->mem) {
         /* Memory inputs are consumed in place, in chunks like a file. */
         size_t n = in->mem_len - in->mem_off;
@@ -290,12 +198,6 @@ static int detect_codec(struct atr_input *in, struct atr_error *err)
         in->zstd = ZSTD_createDCtx();
         if (!in->zstd)
             abort();
-    } else if (in->map) {
-        /* Plain text is taken from the map directly (produce, getline):
-         * give back the window the sniff took. */
-        in->map_pos -= in->raw_len - in->raw_off;
-        in->raw_read = in->map_pos;
-        in->raw_off = in->raw_len;
     }
     return 0;
 }
@@ -342,17 +244,6 @@ static ssize_t produce(struct atr_input *in, char *dst, size_t cap, struct atr_e
         return -1;
     if (in->pq)
         return atr_parquet_read(in->pq, dst, cap, err);
-    if (in->codec == CODEC_NONE && in->map) {
-        size_t n;
-        const char *p = map_take(in, cap, &n);
-        if (n) {
-            memcpy(dst, p, n);
-            map_release(in, in->map_pos);
-            return (ssize_t)n;
-        }
-        if (map_finish(in, err) < 0)
-            return -1;
-    }
     if (in->codec == CODEC_NONE && !in->mem && in->raw_off == in->raw_len && !in->raw_eof) {
         /* Plain files: read straight into the caller's buffer, no copy. */
         ssize_t n;
@@ -430,88 +321,32 @@ ssize_t atr_input_peek(struct atr_input *in, const char **p, size_t n, struct at
     return (ssize_t)(have < n ? have : n);
 }
 
-/* Ends a line of n bytes (its "\r" still counted) at start, for getline. */
-static int line_out(struct atr_input *in, char *start, size_t n, const char **line,
-                    size_t *len, size_t max, struct atr_error *err)
-{
-    if (n > max)
-        return atr_error_at(err, in->name, in->lineno, 0,
-                            "%s longer than %zu bytes", in->pq ? "row (as JSON)" : "line", max);
-    if (n && start[n - 1] == '\r')
-        n--;
-    start[n] = '\0';    /* safe: the '\n' or the spare byte after len */
-    *line = start;
-    *len = n;
-    return 1;
-}
-
-/* getline for plain text in a map whose line starts at map offset pos and
- * has no newline before offset from (what is buffered of it was searched).
- * A line of IN_PLACE_MIN bytes or more is returned where it lies, its
- * newline made the NUL, and whatever was buffered is dropped. Returns 1,
- * -1 (a line longer than max), or 0: not taken (a shorter line, or no
- * newline before the map's end: the buffered path copies it). */
-static int getline_mapped(struct atr_input *in, size_t pos, size_t from, const char **line,
-                          size_t *len, size_t max, struct atr_error *err)
-{
-    size_t rest = in->map_len - pos;
-    size_t lim = max < rest ? max + 1 : rest;     /* max + 1: SIZE_MAX cannot wrap here */
-    const char *nl = lim > from - pos ? memchr(in->map + from, '\n', lim - (from - pos)) : NULL;
-    if (!nl && lim == rest) {
-        in->map_tail = true;
-        return 0;
-    }
-    size_t n = nl ? (size_t)(nl - (in->map + pos)) : lim;
-    if (nl && n < IN_PLACE_MIN)
-        return 0;
-    in->off = in->len;
-    in->map_pos = nl ? pos + n + 1 : pos + n;
-    in->raw_read = in->map_pos;
-    in->lineno++;
-    in->unterminated = false;
-    if (!nl)
-        return atr_error_at(err, in->name, in->lineno, 0, "%s longer than %zu bytes",
-                            "line", max);
-    map_release(in, pos);
-    return line_out(in, in->map + pos, n, line, len, max, err);
-}
-
-/* Whether getline_mapped may serve the next line: plain text in a map,
- * everything buffered taken from it. */
-static bool mapped_text(const struct atr_input *in)
-{
-    return in->map && in->sniffed && in->codec == CODEC_NONE && !in->map_tail;
-}
-
 int atr_input_getline(struct atr_input *in, const char **line, size_t *len, size_t max,
                       struct atr_error *err)
 {
     size_t scanned = 0;
-    if (in->off == in->len && mapped_text(in)) {
-        int rc = getline_mapped(in, in->map_pos, in->map_pos, line, len, max, err);
-        if (rc)
-            return rc;
-    }
     for (;;) {
         char *start = in->data ? in->data + in->off : NULL;
         size_t have = in->len - in->off;
         char *nl = have > scanned ? memchr(start + scanned, '\n', have - scanned) : NULL;
-        if (!nl && have && !in->eof && mapped_text(in)) {
-            /* The buffered bytes are the map's last ones before map_pos. */
-            int rc = getline_mapped(in, in->map_pos - have, in->map_pos, line, len, max, err);
-            if (rc)
-                return rc;
-        }
         if (nl || (in->eof && have)) {
             size_t n = nl ? (size_t)(nl - start) : have;
             in->off += nl ? n + 1 : n;
             in->lineno++;
             in->unterminated = !nl;
-            return line_out(in, start, n, line, len, max, err);
+            if (n > max)
+                return atr_error_at(err, in->name, in->lineno, 0,
+                                    "%s longer than %zu bytes", in->pq ? "row (as JSON)" : "line", max);
+            if (n && start[n - 1] == '\r')
+                n--;
+            start[n] = '\0';    /* safe: the '\n' or the spare byte after len */
+            *line = start;
+            *len = n;
+            return 1;
         }
         if (in->eof)
             return 0;
-        if (have > max && have - max > 1)     /* not max + 1: max may be SIZE_MAX */
+        if (have > max + 1)
             return atr_error_at(err, in->name, in->lineno + 1, 0,
                                 "%s longer than %zu bytes", in->pq ? "row (as JSON)" : "line", max);
         scanned = have;

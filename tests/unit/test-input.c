@@ -5,7 +5,6 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -306,163 +305,6 @@ static void test_output_commit_all(void **state)
     assert_int_equal(rmdir(dir), 0);                /* neither a.json nor a temporary */
 }
 
-/* ---- mapped files: the same lines, errors and ends as the buffered path ---- */
-
-/* A file in the test's own TMPDIR holding data[0..n); path gets its name. */
-static void write_tmp(char *path, size_t cap, const char *name, const void *data, size_t n)
-{
-    const char *tmp = getenv("TMPDIR");
-    snprintf(path, cap, "%s/atr-input-%ld-%s", tmp && *tmp ? tmp : "/tmp", (long)getpid(), name);
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(data, 1, n, f), n);
-    assert_int_equal(fclose(f), 0);
-}
-
-/* Lines of lengths around the in-place threshold (16 KiB) and the release
- * step, some CRLF, some empty; letters from a fixed LCG so gzip cannot
- * shrink the file below the mapping threshold. */
-static char *mixed_lines(size_t *n, bool final_newline)
-{
-    static const size_t lens[] = {0, 1, 100, 4095, 16383, 16384, 16385, 70000, 300000, 5,
-                                  16386, 2 << 20, 17, 40000};
-    size_t cap = 8 << 20, len = 0;
-    char *t = malloc(cap);
-    uint32_t x = 12345;
-    for (size_t r = 0; r < 3; r++)
-        for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
-            for (size_t k = 0; k < lens[i]; k++) {
-                x = x * 1103515245u + 12345u;
-                t[len++] = (char)('a' + (x >> 16) % 26);
-            }
-            if ((i + r) % 3 == 0)
-                t[len++] = '\r';
-            t[len++] = '\n';
-        }
-    memcpy(t + len, "unterminated tail", 17);
-    len += 17;
-    if (final_newline)
-        t[len++] = '\n';
-    *n = len;
-    return t;
-}
-
-/* Reads a's and b's lines side by side (a first peeked at when asked):
- * the same text, lengths, NULs, line numbers, ends and errors. */
-static void same_lines(struct atr_input *a, struct atr_input *b, size_t max, bool peek)
-{
-    struct atr_error ea = {0}, eb = {0};
-    const char *la, *lb, *head;
-    size_t na, nb;
-    if (peek)
-        assert_true(atr_input_peek(a, &head, 4096, &ea) > 0);
-    for (;;) {
-        int ra = atr_input_getline(a, &la, &na, max, &ea);
-        int rb = atr_input_getline(b, &lb, &nb, max, &eb);
-        if (ra != rb)
-            fprintf(stderr, "line %lu: %d vs %d (%s), max %zu, peek %d\n",
-                    atr_input_lineno(b), ra, rb, eb.msg, max, peek);
-        assert_int_equal(ra, rb);
-        if (ra < 0) {
-            assert_string_equal(ea.msg, eb.msg);
-            return;
-        }
-        if (ra == 0)
-            return;
-        assert_int_equal(na, nb);
-        assert_memory_equal(la, lb, na);
-        assert_int_equal(la[na], '\0');
-        assert_int_equal(atr_input_lineno(a), atr_input_lineno(b));
-        assert_int_equal(atr_input_unterminated(a), atr_input_unterminated(b));
-    }
-}
-
-static void test_mapped_lines(void **state)
-{
-    (void)state;
-    for (int nl = 0; nl < 2; nl++)
-        for (int peek = 0; peek < 2; peek++)
-            for (size_t max = 20000; max; max = max == 20000 ? (size_t)-1 : 0) {
-                size_t n;
-                char *text = mixed_lines(&n, nl);
-                char path[512];
-                write_tmp(path, sizeof path, "mixed", text, n);
-                struct atr_error err;
-                struct atr_input *a = atr_input_open(path, &err);
-                assert_non_null(a);
-                /* The name differs: the errors compare through it. */
-                struct atr_input *b = atr_input_open_mem(text, n, path);
-                same_lines(a, b, max, peek);
-                atr_input_close(a);
-                atr_input_close(b);
-                unlink(path);
-                free(text);
-            }
-}
-
-/* A mapped file that grows after it was opened is read to its new end. */
-static void test_mapped_grows(void **state)
-{
-    (void)state;
-    size_t n;
-    char *text = mixed_lines(&n, true);
-    char path[512];
-    write_tmp(path, sizeof path, "grows", text, n);
-    struct atr_error err;
-    struct atr_input *a = atr_input_open(path, &err);
-    assert_non_null(a);
-    FILE *f = fopen(path, "ab");
-    assert_non_null(f);
-    fputs("appended\n", f);
-    fclose(f);
-    const char *line;
-    size_t len, last = 0;
-    int rc;
-    while ((rc = atr_input_getline(a, &line, &len, (size_t)-1, &err)) == 1)
-        last = len;
-    assert_int_equal(rc, 0);
-    assert_int_equal(last, 8);
-    assert_memory_equal(line, "appended", 8);
-    assert_int_equal(atr_input_lineno(a), 3 * 14 + 2);
-    atr_input_close(a);
-    unlink(path);
-    free(text);
-}
-
-/* A gzip file big enough to be mapped decodes as from memory. */
-static void test_mapped_gzip(void **state)
-{
-    (void)state;
-    size_t n;
-    char *text = mixed_lines(&n, false);
-    uLongf zn = compressBound(n) + 64;
-    unsigned char *z = malloc(zn);
-    z_stream zs = {0};
-    assert_int_equal(deflateInit2(&zs, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
-    zs.next_in = (Bytef *)text;
-    zs.avail_in = (uInt)n;
-    zs.next_out = z;
-    zs.avail_out = (uInt)zn;
-    assert_int_equal(deflate(&zs, Z_FINISH), Z_STREAM_END);
-    zn = zs.total_out;
-    deflateEnd(&zs);
-    assert_true(zn > 64 * 1024);
-    char path[512];
-    write_tmp(path, sizeof path, "gz", z, zn);
-    struct atr_error err;
-    struct atr_input *a = atr_input_open(path, &err);
-    assert_non_null(a);
-    assert_string_equal(atr_input_compression(a), "none");   /* not sniffed yet */
-    struct atr_input *b = atr_input_open_mem(text, n, path);
-    same_lines(a, b, (size_t)-1, true);
-    assert_string_equal(atr_input_compression(a), "gzip");
-    atr_input_close(a);
-    atr_input_close(b);
-    unlink(path);
-    free(z);
-    free(text);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -477,9 +319,6 @@ int main(void)
         cmocka_unit_test(test_array_errors),
         cmocka_unit_test(test_atomic_output),
         cmocka_unit_test(test_output_commit_all),
-        cmocka_unit_test(test_mapped_lines),
-        cmocka_unit_test(test_mapped_grows),
-        cmocka_unit_test(test_mapped_gzip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
