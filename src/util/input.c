@@ -346,7 +346,7 @@ int atr_input_getline(struct atr_input *in, const char **line, size_t *len, size
         }
         if (in->eof)
             return 0;
-        if (have > max + 1)
+        if (have > max && have - max > 1)     /* not max + 1: max may be SIZE_MAX */
             return atr_error_at(err, in->name, in->lineno + 1, 0,
                                 "%s longer than %zu bytes", in->pq ? "row (as JSON)" : "line", max);
         scanned = have;

@@ -27,8 +27,8 @@ check "openai-chat zstd same but named" "[ \$(wc -l <'$T/oc-zst.ndjson') -eq 3 ]
 ok "openai-chat keep content" "$ATR" convert -q --keep-content "$DATA/openai-chat/mixed-rows.jsonl" -o "$T/oc-kc.ndjson"
 check "openai-chat content written" "grep -q 'Run the tests.' '$T/oc-kc.ndjson' && ! grep -q 'Run the tests.' '$T/oc-mixed.ndjson'"
 
-# A file big enough to be mapped (rows of 40-130 KiB returned in place, short
-# ones copied) converts to the same bytes as the same file read from a pipe.
+# A big file (rows of 40-130 KiB, CRLF, no final newline) converts to the
+# same bytes as the same file read from a pipe.
 python3 -c '
 import json, sys
 rows = json.load(open(sys.argv[1]))
@@ -38,10 +38,10 @@ with open(sys.argv[2], "w") as f:
     f.write(open(sys.argv[3]).read().rstrip("\n"))
 ' "$REAL/openai-chat/swe-gym_openhands_sampled_trajectories.sample_raw.json" "$T/big-oc.jsonl" \
     "$DATA/openai-chat/mixed-rows.jsonl"
-ok "openai-chat big file" "$ATR" convert -q "$T/big-oc.jsonl" -o "$T/oc-big-map.ndjson"
+ok "openai-chat big file" "$ATR" convert -q "$T/big-oc.jsonl" -o "$T/oc-big-file.ndjson"
 ok "openai-chat big pipe" sh -c "cat '$T/big-oc.jsonl' | '$ATR' convert -q - -o '$T/oc-big-pipe.ndjson'"
-check "openai-chat mapped = piped" "[ \$(wc -l <'$T/oc-big-map.ndjson') -eq 18 ] && \
-    sed 's|openai-chat/stdin/|openai-chat/big-oc/|' '$T/oc-big-pipe.ndjson' | cmp -s - '$T/oc-big-map.ndjson'"
+check "openai-chat file = piped" "[ \$(wc -l <'$T/oc-big-file.ndjson') -eq 18 ] && \
+    sed 's|openai-chat/stdin/|openai-chat/big-oc/|' '$T/oc-big-pipe.ndjson' | cmp -s - '$T/oc-big-file.ndjson'"
 
 golden "openai-chat golden" "$DATA/openai-chat/mixed-rows.golden.ndjson" \
     "$ATR" convert -q "$DATA/openai-chat/mixed-rows.jsonl" -o -

@@ -71,6 +71,33 @@ static void test_line_cap(void **state)
     atr_input_close(in);
 }
 
+/* No cap (SIZE_MAX): a line longer than the read buffer is read whole
+ * (max + 1 wrapped to 0 once, and every such line failed). */
+static void test_line_no_cap(void **state)
+{
+    (void)state;
+    size_t n = 3 << 20;   /* past the 1 MiB first read */
+    char *text = malloc(n + 1);
+    assert_non_null(text);
+    memset(text, 'x', n);
+    text[n] = '\n';
+    char path[] = "/tmp/atr-input-nocap-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, text, n + 1), (ssize_t)(n + 1));
+    close(fd);
+    struct atr_error err;
+    struct atr_input *in = atr_input_open(path, &err);
+    assert_non_null(in);
+    const char *line;
+    size_t len;
+    assert_int_equal(atr_input_getline(in, &line, &len, SIZE_MAX, &err), 1);
+    assert_int_equal(len, n);
+    atr_input_close(in);
+    unlink(path);
+    free(text);
+}
+
 /* Compresses text with gzip (two concatenated members) or zstd. */
 static size_t compress_gzip(const char *text, size_t n, unsigned char *out, size_t cap)
 {
@@ -310,6 +337,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lines_crlf_no_final_newline),
         cmocka_unit_test(test_line_cap),
+        cmocka_unit_test(test_line_no_cap),
         cmocka_unit_test(test_gzip_members),
         cmocka_unit_test(test_zstd),
         cmocka_unit_test(test_corrupt_gzip),
