@@ -23,7 +23,8 @@ step "generate 20 synthetic SWE-agent-like traces (atr gen)"
 step "convert the bundled real samples (atr convert, format sniffed)"
 for dir in swe-agent mini-swe-agent openhands openai-chat mooncake azure burstgpt playwright; do
     files=$(find "$root/tests/data/$dir" -maxdepth 1 -type f \
-        ! -name '*.txt' ! -name '*.golden*' ! -name '*.md' ! -name 'bad-*' 2>/dev/null | sort)
+        ! -name '*.txt' ! -name '*.golden*' ! -name '*.md' ! -name 'bad-*' ! -name '*.py' \
+        ! -name 'delegation*' 2>/dev/null | sort)   # delegation*: built from OpenHands' source, not recorded
     [ -n "$files" ] || continue
     # shellcheck disable=SC2086
     "$atr" convert $files -o "$out/$dir.ndjson"
