@@ -395,7 +395,8 @@ static void load_session(const struct atr_trace *t, uint32_t block_size, struct 
 int atr_workload_load(struct atr_workload *w, char *const *paths, size_t n,
                       const char *format, uint32_t block_size, struct atr_error *err)
 {
-    struct atr_read_opts ro = { .block_size = block_size ? block_size : 16, .compact_ids = true };
+    struct atr_read_opts ro = { .block_size = block_size ? block_size : 16, .compact_ids = true,
+                                .lean = true };
     struct atr_trace t = ATR_TRACE_INIT;
     size_t cap = w->n_sessions;
     int rc = 0;

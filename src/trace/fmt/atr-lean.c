@@ -1,0 +1,455 @@
+/* atr-lean.c - an atr-trace line of the common shape read in one pass,
+ * without a JSON tree: members go straight into the trace (atr-impl.h).
+ *
+ * The tree (atr.c) costs a node, a position and a copy per value, then a
+ * walk over them: ~12k instructions for a one-request line, most of what
+ * `atr replay llm` spent reading its workload. This reader walks the line
+ * once with a cursor of its own, keeps only what a struct atr_trace
+ * holds, and makes atr.c's checks through the same functions. It accepts
+ * a subset of JSON on which atr_json_parse agrees with it (the subset of
+ * json/scan.h: strings plain or with short escapes, ASCII, integers of at
+ * most 18 digits where the trace wants integers) and answers "cannot
+ * tell" for anything else; atr.c then reads the line again with the tree,
+ * so every error, and every line this reader does not know, is the
+ * tree's. Values it does not keep (meta, unknown members, messages) are
+ * stepped over by json/scan.h, which checks them as it goes. */
+#include <string.h>
+
+#include "json/scan.h"
+#include "trace/fmt/atr-impl.h"
+#include "trace/tokens.h"
+
+/* Nesting of what this reader opens itself: the line's object, "steps",
+ * a step, its id lists. */
+enum { DEPTH_STEP = 3, DEPTH_LIST = 4 };
+
+/* The trace's own members; each may come once (a repeat: cannot tell). */
+enum { H_FORMAT, H_TRACE_ID, H_SOURCE, H_START_MS, H_BLOCK_SIZE, H_META, H_STEPS, H_OTHER };
+
+struct lean {
+    const char *p, *end;         /* the cursor in the line */
+    const struct atr_lean_opts *o;
+    struct atr_trace *t;
+    struct atr_step *s;          /* the step being read */
+    uint64_t seen;               /* members of the object being read, by bit */
+    bool kind, prefix;           /* the step has "kind", "prefix" */
+    int64_t prefix_step, prefix_blocks;
+};
+
+static inline bool blank(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+/* The next byte after blanks, or '\0' at the end of the line. */
+static inline char peek(struct lean *l)
+{
+    while (l->p < l->end && blank(*l->p))
+        l->p++;
+    return l->p < l->end ? *l->p : '\0';
+}
+
+static inline bool eat(struct lean *l, char c)
+{
+    if (peek(l) != c)
+        return false;
+    l->p++;
+    return true;
+}
+
+/* The rest of a string with a short escape at p (as json/scan.h accepts
+ * them): its closing quote, or NULL. */
+static const char *escaped_end(const char *p, const char *end)
+{
+    while (p < end && *p == '\\') {
+        if (p + 1 == end || !memchr("\"\\/bfnrt", p[1], 8))
+            return NULL;
+        p = atr_json_scan_plain_end(p + 2, end);
+    }
+    return p < end && *p == '"' ? p : NULL;
+}
+
+/* A string at the cursor: its raw body[0..*len); *esc when it has short
+ * escapes (then still raw). */
+static bool read_raw(struct lean *l, const char **body, size_t *len, bool *esc)
+{
+    if (peek(l) != '"')
+        return false;
+    const char *b = l->p + 1, *q = atr_json_scan_plain_end(b, l->end);
+    *esc = q < l->end && *q == '\\';
+    if (*esc)
+        q = escaped_end(q, l->end);
+    if (!q || q == l->end || *q != '"')
+        return false;
+    *body = b;
+    *len = (size_t)(q - b);
+    l->p = q + 1;
+    return true;
+}
+
+/* A key: a plain string and its ':' (a key with escapes: cannot tell). */
+static bool read_key(struct lean *l, const char **key, size_t *len)
+{
+    bool esc;
+    return read_raw(l, key, len, &esc) && !esc && eat(l, ':');
+}
+
+/* The literal null. */
+static bool read_null(struct lean *l)
+{
+    if (l->end - l->p < 4 || memcmp(l->p, "null", 4) != 0)
+        return false;
+    l->p += 4;
+    return true;
+}
+
+/* Short escapes of raw[0..n) (checked by read_raw) decoded into out. */
+static size_t unescape(const char *raw, size_t n, char *out)
+{
+    static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        out[k++] = raw[i] != '\\' ? raw[i] : to[strchr(from, raw[++i]) - from];
+    return k;
+}
+
+/* A string (copied into the trace's arena, NUL-terminated) or null (*out
+ * left as it is). */
+static bool read_str(struct lean *l, const char **out)
+{
+    if (peek(l) == 'n')
+        return read_null(l);
+    const char *body;
+    size_t n;
+    bool esc;
+    if (!read_raw(l, &body, &n, &esc))
+        return false;
+    char *s = atr_arena_try_alloc(&l->t->arena, n + 1);
+    if (!s)
+        return false;
+    if (esc)
+        n = unescape(body, n, s);
+    else
+        memcpy(s, body, n);
+    s[n] = '\0';
+    *out = s;
+    return true;
+}
+
+/* A non-negative integer literal of at most 18 digits, which the tree
+ * reads as is_int with this value; anything else (a sign, a fraction, an
+ * exponent, more digits, a leading zero before a digit): cannot tell. */
+static bool read_uint(struct lean *l, int64_t *out)
+{
+    peek(l);
+    const char *p = l->p, *start = p;
+    uint64_t v = 0;              /* 19 digits and more wrap: not used */
+    while (p < l->end && (unsigned)(*p - '0') < 10)
+        v = v * 10 + (unsigned)(*p++ - '0');
+    size_t n = (size_t)(p - start);
+    if (n == 0 || n > 18 || (*start == '0' && n > 1) ||
+        (p < l->end && (*p == '.' || *p == 'e' || *p == 'E')))
+        return false;
+    l->p = p;
+    *out = (int64_t)v;
+    return true;
+}
+
+/* A non-negative integer or null (*out left as it is). */
+static bool read_uint_or_null(struct lean *l, int64_t *out)
+{
+    return peek(l) == 'n' ? read_null(l) : read_uint(l, out);
+}
+
+/* Any one value, stepped over (and checked) by json/scan.h, nested at
+ * most as deep as the tree allows below depth. */
+static bool skip(struct lean *l, unsigned depth)
+{
+    struct atr_json_scan sc;
+    atr_json_scan_init(&sc, l->p, (size_t)(l->end - l->p));
+    if (l->o->max_depth - depth < sc.max_depth)
+        sc.max_depth = l->o->max_depth - depth;
+    if (!atr_json_scan_skip(&sc))
+        return false;
+    l->p = sc.p;
+    return true;
+}
+
+/* Room for one more element of size bytes in *v holding n (cap: its
+ * room): the array doubles in the arena (the old one stays there until
+ * the clear). */
+static bool grow(struct lean *l, void **v, size_t n, size_t *cap, size_t size)
+{
+    if (n < *cap)
+        return true;
+    size_t room = *cap ? 2 * *cap : 8;
+    void *w = atr_arena_try_alloc(&l->t->arena, room * size);
+    if (!w)
+        return false;
+    if (n)
+        memcpy(w, *v, n * size);
+    *v = w;
+    *cap = room;
+    return true;
+}
+
+/* "[" elements "]": each read by elem; an empty list still gets an
+ * array (of room for one), as the tree reader leaves it. */
+static bool read_list(struct lean *l, bool (*elem)(struct lean *l, size_t i, size_t *cap))
+{
+    size_t n = 0, cap = 0;
+    if (!eat(l, '['))
+        return false;
+    if (peek(l) == ']') {
+        l->p++;
+        return elem(l, SIZE_MAX, &cap);
+    }
+    do {
+        if (!elem(l, n++, &cap))
+            return false;
+    } while (eat(l, ','));
+    return eat(l, ']');
+}
+
+/* hash_ids element i (SIZE_MAX: the list is empty). */
+static bool id_elem(struct lean *l, size_t i, size_t *cap)
+{
+    struct atr_step *s = l->s;
+    int64_t v;
+    if (i == SIZE_MAX)
+        return grow(l, (void **)&s->hash_ids, 0, cap, sizeof *s->hash_ids);
+    if (!read_uint(l, &v) || (uint64_t)v > ATR_HASH_ID_MASK ||
+        !grow(l, (void **)&s->hash_ids, i, cap, sizeof *s->hash_ids))
+        return false;
+    s->hash_ids[i] = (uint64_t)v;
+    s->n_hash_ids = (uint32_t)i + 1;
+    return true;
+}
+
+static bool parent_elem(struct lean *l, size_t i, size_t *cap)
+{
+    struct atr_step *s = l->s;
+    int64_t v;
+    if (i == SIZE_MAX)
+        return grow(l, (void **)&s->parents, 0, cap, sizeof *s->parents);
+    if (!read_uint(l, &v) || atr_parent_check(s, v) != 0 ||
+        !grow(l, (void **)&s->parents, i, cap, sizeof *s->parents))
+        return false;
+    s->parents[s->n_parents++] = (uint32_t)v;
+    return true;
+}
+
+/* {"step":K,"blocks":N}: other members are ignored, as the tree reader
+ * does; a repeated one cannot be told (the tree takes the first). */
+static bool read_prefix(struct lean *l)
+{
+    int64_t v[2] = {-1, -1};
+    if (!eat(l, '{'))
+        return false;
+    do {
+        const char *key;
+        size_t n;
+        int64_t *at = NULL;
+        if (!read_key(l, &key, &n))
+            return false;
+        if (n == 4 && memcmp(key, "step", 4) == 0)
+            at = &v[0];
+        else if (n == 6 && memcmp(key, "blocks", 6) == 0)
+            at = &v[1];
+        if (at ? *at != -1 || !read_uint(l, at) : !skip(l, DEPTH_LIST))
+            return false;
+    } while (eat(l, ','));
+    l->prefix = true;
+    l->prefix_step = v[0];
+    l->prefix_blocks = v[1];
+    return eat(l, '}');
+}
+
+static bool read_kind(struct lean *l)
+{
+    const char *body;
+    size_t n;
+    bool esc;
+    l->kind = true;
+    if (!read_raw(l, &body, &n, &esc) || esc)
+        return false;
+    if (n == 3 && memcmp(body, "llm", 3) == 0)
+        l->s->kind = ATR_STEP_LLM;
+    else if (n == 4 && memcmp(body, "tool", 4) == 0)
+        l->s->kind = ATR_STEP_TOOL;
+    else
+        return false;
+    return true;
+}
+
+/* Marks bit as seen; false when it was (a repeated member). */
+static bool first_time(struct lean *l, unsigned bit)
+{
+    uint64_t m = UINT64_C(1) << bit;
+    if (l->seen & m)
+        return false;
+    l->seen |= m;
+    return true;
+}
+
+/* The value of step member key[0..n), as atr.c's read_member stores it;
+ * the JSON nodes (messages, output, unknown members) are stepped over. */
+static bool step_member(struct lean *l, const char *key, size_t n)
+{
+    struct atr_step *s = l->s;
+    const struct atr_member *e = atr_member_find(key, n);
+    if (!e)
+        return skip(l, DEPTH_STEP);
+    if (!first_time(l, e->bit))
+        return false;
+    int64_t v;
+    switch (e->kind) {
+    case M_INT:
+        return read_uint_or_null(l, (int64_t *)(void *)((char *)s + e->off));
+    case M_STR:
+        return read_str(l, (const char **)(void *)((char *)s + e->off));
+    case M_EXIT:   /* a negative exit code: for the tree */
+        return read_uint_or_null(l, &s->exit_code);
+    case M_I:
+        return read_uint(l, &v) && v == (int64_t)s->i;
+    case M_IDS:
+        return read_list(l, id_elem);
+    case M_PREFIX:
+        return read_prefix(l);
+    case M_MESSAGES:
+    case M_OUTPUT:
+        return skip(l, DEPTH_STEP);
+    case M_KIND:
+        return read_kind(l);
+    case M_PARENTS:
+        return read_list(l, parent_elem);
+    case M_AGENT:
+        return read_str(l, &s->agent) && s->agent && s->agent[0];
+    }
+    return false;
+}
+
+/* Step i of "steps": an object with "kind"; its prefix applied. */
+static bool step_elem(struct lean *l, size_t i, size_t *cap)
+{
+    (void)cap;
+    if (i == SIZE_MAX)
+        return true;
+    l->s = atr_trace_add_step(l->t, ATR_STEP_LLM);
+    l->seen = 0;
+    l->kind = l->prefix = false;
+    if (!eat(l, '{'))
+        return false;
+    if (peek(l) != '}') {
+        do {
+            const char *key;
+            size_t n;
+            if (!read_key(l, &key, &n) || !step_member(l, key, n))
+                return false;
+        } while (eat(l, ','));
+    }
+    if (!eat(l, '}') || !l->kind)
+        return false;
+    if (l->prefix) {
+        if (atr_prefix_check(l->t, l->s, l->prefix_step, l->prefix_blocks) != 0)
+            return false;
+        atr_prefix_apply(l->t, l->s, l->prefix_step, l->prefix_blocks, l->o->compact_ids);
+    }
+    return true;
+}
+
+static unsigned header_member(const char *key, size_t n)
+{
+    static const struct {
+        const char *key;
+        size_t len;
+    } names[] = {{"format", 6}, {"trace_id", 8}, {"source", 6}, {"start_ms", 8},
+                 {"block_size", 10}, {"meta", 4}, {"steps", 5}};
+    for (unsigned k = 0; k < H_OTHER; k++)
+        if (names[k].len == n && memcmp(names[k].key, key, n) == 0)
+            return k;
+    return H_OTHER;
+}
+
+static bool read_format(struct lean *l)
+{
+    const char *body;
+    size_t n;
+    bool esc;
+    return read_raw(l, &body, &n, &esc) && !esc && atr_format_known(body, n);
+}
+
+static bool read_block_size(struct lean *l)
+{
+    int64_t v;
+    if (!read_uint(l, &v) || v < 1 || v > ATR_BLOCK_SIZE_MAX)
+        return false;
+    l->t->block_size = (uint32_t)v;
+    return true;
+}
+
+/* The value of trace member key[0..n), as atr.c's read_header and
+ * read_trace read it. Steps are read as they come; the checks that need
+ * the block size wait for the end of the line. */
+static bool trace_member(struct lean *l, const char *key, size_t n)
+{
+    struct atr_trace *t = l->t;
+    unsigned h = header_member(key, n);
+    if (h != H_OTHER && !first_time(l, h))
+        return false;
+    uint64_t seen = l->seen;
+    bool ok;
+    switch (h) {
+    case H_FORMAT:
+        return read_format(l);
+    case H_TRACE_ID:
+        return read_str(l, &t->trace_id);
+    case H_SOURCE:
+        return read_str(l, &t->source);
+    case H_START_MS:
+        return read_uint_or_null(l, &t->start_ms);
+    case H_BLOCK_SIZE:
+        return read_block_size(l);
+    case H_META:
+        return peek(l) == 'n' ? read_null(l) : peek(l) == '{' && skip(l, 1);
+    case H_STEPS:
+        ok = read_list(l, step_elem);
+        l->seen = seen;   /* the steps used it for their own members */
+        return ok;
+    }
+    return skip(l, 1);
+}
+
+int atr_lean_line(struct atr_trace *t, const char *line, size_t len,
+                  const struct atr_lean_opts *o)
+{
+    /* Past the tree's limits the tree fails, so this reader must not
+     * answer (a line of len bytes holds at most len / 2 + 1 values). */
+    if (len / 2 + 1 > o->max_values || o->max_depth < DEPTH_LIST)
+        return 0;
+    struct lean l = {.p = line, .end = line + len, .o = o, .t = t};
+    t->source = NULL;            /* as atr.c's read_trace: "atr" when absent */
+    if (!eat(&l, '{'))
+        return 0;
+    do {
+        const char *key;
+        size_t n;
+        if (!read_key(&l, &key, &n) || !trace_member(&l, key, n))
+            return 0;
+    } while (eat(&l, ','));
+    if (!eat(&l, '}') || peek(&l) != '\0' || l.p != l.end)
+        return 0;
+    uint64_t need = (UINT64_C(1) << H_FORMAT) | (UINT64_C(1) << H_STEPS);
+    if ((l.seen & need) != need || !t->trace_id)
+        return 0;
+    for (size_t k = 0; k < t->n_steps; k++) {
+        size_t earlier;
+        if (atr_step_check(t, &t->steps[k], &earlier) != ATR_CHECK_OK)
+            return 0;
+    }
+    if (!t->source)
+        t->source = "atr";
+    if (t->n_steps)
+        atr_old_journal_line(t);
+    return 1;
+}
