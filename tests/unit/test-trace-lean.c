@@ -118,14 +118,14 @@ static size_t lean_answers, lean_lines;
 static void count_lean(const char *text, size_t len)
 {
     struct atr_lean_opts o = {ATR_DEFAULT_MAX_LINE / ATR_LINE_BYTES_PER_VALUE +
-                              ATR_LINE_VALUES_MIN, ATR_JSON_DEFAULT_DEPTH, true};
+                              ATR_LINE_VALUES_MIN, ATR_JSON_DEFAULT_DEPTH, true, 16};
     struct atr_trace t = ATR_TRACE_INIT;
     for (const char *p = text, *end = text + len; p < end;) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
         atr_trace_clear(&t);
         lean_lines++;
-        lean_answers += (size_t)atr_lean_line(&t, p, n, &o);
+        lean_answers += (size_t)atr_lean_line(&t, p, n, &o, NULL);
         p += n + 1;
     }
     atr_trace_release(&t);
@@ -341,12 +341,12 @@ static void test_edges(void **state)
     const char nul[] = "{\"format\":\"atr-trace/1\",\"trace_id\":\"a\",\"steps\":[]}\0 ";
     compare(nul, sizeof nul - 1, true, 0);
     /* The line with short escapes is the lean reader's, decoded. */
-    struct atr_lean_opts o = {1 << 20, 256, true};
+    struct atr_lean_opts o = {1 << 20, 256, true, 16};
     struct atr_trace t = ATR_TRACE_INIT;
-    assert_int_equal(atr_lean_line(&t, lines[0], strlen(lines[0]), &o), 1);
+    assert_int_equal(atr_lean_line(&t, lines[0], strlen(lines[0]), &o, NULL), 1);
     assert_string_equal(t.trace_id, "a\n\"b\\");
     atr_trace_clear(&t);
-    assert_int_equal(atr_lean_line(&t, lines[1], strlen(lines[1]), &o), 0);   /* \u: the tree's */
+    assert_int_equal(atr_lean_line(&t, lines[1], strlen(lines[1]), &o, NULL), 0);   /* \u: the tree's */
     atr_trace_release(&t);
 }
 

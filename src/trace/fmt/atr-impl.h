@@ -65,15 +65,24 @@ struct atr_lean_opts {
     size_t max_values;        /* the tree's cap on a line's values */
     unsigned max_depth;       /* its nesting cap */
     bool compact_ids;         /* atr_read_opts.compact_ids */
+    uint32_t block_size;      /* a trace's block size when it names none */
 };
+
+/* The ops of the last line read, replayed on the next (atr-lean.c): a
+ * reader's, malloc'd by _new (NULL when out of memory), freed by _free. */
+struct atr_lean_memo;
+struct atr_lean_memo *atr_lean_memo_new(void);
+void atr_lean_memo_free(struct atr_lean_memo *m);   /* accepts NULL */
 
 /* atr-lean.c: reads line[0..len) into t (as atr_reader_next hands it to
  * a format) without a JSON tree. 1: t is what atr.c's tree reader makes
  * of the line, but for the JSON nodes (meta, extra, messages, output:
  * NULL). 0: cannot tell (anything outside the common shape: escapes past
  * the short ones, non-ASCII, repeated members, every error); t then holds
- * a partial read: reset it and read the line with the tree. */
+ * a partial read: reset it and read the line with the tree. memo (NULL:
+ * none) holds the ops of the last line read; lines that share its bytes
+ * but for their values are read by replaying them. */
 int atr_lean_line(struct atr_trace *t, const char *line, size_t len,
-                  const struct atr_lean_opts *o);
+                  const struct atr_lean_opts *o, struct atr_lean_memo *memo);
 
 #endif

@@ -13,6 +13,7 @@
  * so every error, and every line this reader does not know, is the
  * tree's. Values it does not keep (meta, unknown members, messages) are
  * stepped over by json/scan.h, which checks them as it goes. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "json/scan.h"
@@ -28,6 +29,8 @@ enum { H_FORMAT, H_TRACE_ID, H_SOURCE, H_START_MS, H_BLOCK_SIZE, H_META, H_STEPS
 
 struct lean {
     const char *p, *end;         /* the cursor in the line */
+    const char *line;
+    struct atr_lean_memo *rec;   /* recording the line's ops into, or NULL */
     const struct atr_lean_opts *o;
     struct atr_trace *t;
     struct atr_step *s;          /* the step being read */
@@ -292,16 +295,11 @@ static bool first_time(struct lean *l, unsigned bit)
     return true;
 }
 
-/* The value of step member key[0..n), as atr.c's read_member stores it;
- * the JSON nodes (messages, output, unknown members) are stepped over. */
-static bool step_member(struct lean *l, const char *key, size_t n)
+/* The value of step member e, as atr.c's read_member stores it; the JSON
+ * nodes (messages, output) are stepped over. */
+static bool member_value(struct lean *l, const struct atr_member *e)
 {
     struct atr_step *s = l->s;
-    const struct atr_member *e = atr_member_find(key, n);
-    if (!e)
-        return skip(l, DEPTH_STEP);
-    if (!first_time(l, e->bit))
-        return false;
     int64_t v;
     switch (e->kind) {
     case M_INT:
@@ -327,35 +325,6 @@ static bool step_member(struct lean *l, const char *key, size_t n)
         return read_str(l, &s->agent) && s->agent && s->agent[0];
     }
     return false;
-}
-
-/* Step i of "steps": an object with "kind"; its prefix applied. */
-static bool step_elem(struct lean *l, size_t i, size_t *cap)
-{
-    (void)cap;
-    if (i == SIZE_MAX)
-        return true;
-    l->s = atr_trace_add_step(l->t, ATR_STEP_LLM);
-    l->seen = 0;
-    l->kind = l->prefix = false;
-    if (!eat(l, '{'))
-        return false;
-    if (peek(l) != '}') {
-        do {
-            const char *key;
-            size_t n;
-            if (!read_key(l, &key, &n) || !step_member(l, key, n))
-                return false;
-        } while (eat(l, ','));
-    }
-    if (!eat(l, '}') || !l->kind)
-        return false;
-    if (l->prefix) {
-        if (atr_prefix_check(l->t, l->s, l->prefix_step, l->prefix_blocks) != 0)
-            return false;
-        atr_prefix_apply(l->t, l->s, l->prefix_step, l->prefix_blocks, l->o->compact_ids);
-    }
-    return true;
 }
 
 static unsigned header_member(const char *key, size_t n)
@@ -388,59 +357,175 @@ static bool read_block_size(struct lean *l)
     return true;
 }
 
+/* ---- ops: what the reader does at each value, recorded and replayed ----
+ *
+ * Lines of one workload differ, as a rule, only in their values: the
+ * keys, their order and the structure around them are the same bytes.
+ * A line read here is recorded as its ops, each a value read (or a step
+ * begun or ended) at an offset, with the line's bytes between them. The
+ * next line is read by replaying them: the bytes between values must be
+ * the recorded ones (16 at a time, memcmp), and each value is read by
+ * the same function the reader would call there, since what the reader
+ * calls depends only on those bytes (keys, brackets, commas, blanks).
+ * So a replay reads a line as the reader would; where the bytes differ
+ * it stops, and the reader reads the line (and records it). Values the
+ * reader steps over (meta, unknown members) that are the recorded bytes
+ * are not scanned again: the recorded ones were one valid value, and the
+ * bytes after them must match as well. */
+
+enum op_kind { OP_FORMAT, OP_TRACE_ID, OP_SOURCE, OP_START_MS, OP_BLOCK_SIZE, OP_META, OP_SKIP,
+               OP_STEP_BEGIN, OP_STEP_END, OP_MEMBER };
+enum { MEMO_TEXT = 4096, MEMO_OPS = 256 };
+
+struct lean_op {
+    uint16_t start, end;         /* the value in the recorded line */
+    uint8_t kind, depth;         /* OP_SKIP: the depth it is at */
+    const struct atr_member *e;  /* OP_MEMBER */
+};
+
+struct atr_lean_memo {
+    size_t len;                  /* the recorded line's length; 0: none */
+    unsigned n_ops;
+    bool full;                   /* recording gave up: more ops than fit */
+    struct lean_op ops[MEMO_OPS];
+    char text[MEMO_TEXT];
+};
+
+struct atr_lean_memo *atr_lean_memo_new(void)
+{
+    struct atr_lean_memo *m = malloc(sizeof *m);
+    if (m)
+        m->len = 0;
+    return m;
+}
+
+void atr_lean_memo_free(struct atr_lean_memo *m)
+{
+    free(m);
+}
+
+static void begin_step(struct lean *l)
+{
+    l->s = atr_trace_add_step(l->t, ATR_STEP_LLM);
+    l->seen = 0;
+    l->kind = l->prefix = false;
+}
+
+/* After a step's '}': it has "kind"; its prefix applied. */
+static bool end_step(struct lean *l)
+{
+    if (!l->kind)
+        return false;
+    if (l->prefix) {
+        if (atr_prefix_check(l->t, l->s, l->prefix_step, l->prefix_blocks) != 0)
+            return false;
+        atr_prefix_apply(l->t, l->s, l->prefix_step, l->prefix_blocks, l->o->compact_ids);
+    }
+    return true;
+}
+
+static bool run_op(struct lean *l, unsigned kind, const struct atr_member *e, unsigned depth)
+{
+    switch (kind) {
+    case OP_FORMAT:
+        return read_format(l);
+    case OP_TRACE_ID:
+        return read_str(l, &l->t->trace_id);
+    case OP_SOURCE:
+        return read_str(l, &l->t->source);
+    case OP_START_MS:
+        return read_uint_or_null(l, &l->t->start_ms);
+    case OP_BLOCK_SIZE:
+        return read_block_size(l);
+    case OP_META:
+        return peek(l) == 'n' ? read_null(l) : peek(l) == '{' && skip(l, 1);
+    case OP_SKIP:
+        return skip(l, depth);
+    case OP_STEP_BEGIN:
+        begin_step(l);
+        return true;
+    case OP_STEP_END:
+        return end_step(l);
+    case OP_MEMBER:
+        return member_value(l, e);
+    }
+    return false;
+}
+
+/* Runs an op at the cursor, and records it when recording. */
+static bool op(struct lean *l, unsigned kind, const struct atr_member *e, unsigned depth)
+{
+    const char *start = l->p;
+    if (!run_op(l, kind, e, depth))
+        return false;
+    struct atr_lean_memo *m = l->rec;
+    if (m && !m->full) {
+        if (m->n_ops == MEMO_OPS) {
+            m->full = true;
+            return true;
+        }
+        m->ops[m->n_ops++] = (struct lean_op){(uint16_t)(start - l->line),
+                                              (uint16_t)(l->p - l->line), (uint8_t)kind,
+                                              (uint8_t)depth, e};
+    }
+    return true;
+}
+
+/* A step member: its name looked up, once per step; unknown ones are
+ * stepped over. */
+static bool step_member(struct lean *l, const char *key, size_t n)
+{
+    const struct atr_member *e = atr_member_find(key, n);
+    if (!e)
+        return op(l, OP_SKIP, NULL, DEPTH_STEP);
+    return first_time(l, e->bit) && op(l, OP_MEMBER, e, 0);
+}
+
+/* Step i of "steps": an object with "kind"; its prefix applied. */
+static bool step_elem(struct lean *l, size_t i, size_t *cap)
+{
+    (void)cap;
+    if (i == SIZE_MAX)
+        return true;
+    if (!op(l, OP_STEP_BEGIN, NULL, 0) || !eat(l, '{'))
+        return false;
+    if (peek(l) != '}') {
+        do {
+            const char *key;
+            size_t n;
+            if (!read_key(l, &key, &n) || !step_member(l, key, n))
+                return false;
+        } while (eat(l, ','));
+    }
+    return eat(l, '}') && op(l, OP_STEP_END, NULL, 0);
+}
+
 /* The value of trace member key[0..n), as atr.c's read_header and
  * read_trace read it. Steps are read as they come; the checks that need
  * the block size wait for the end of the line. */
 static bool trace_member(struct lean *l, const char *key, size_t n)
 {
-    struct atr_trace *t = l->t;
+    static const unsigned ops[] = {[H_FORMAT] = OP_FORMAT, [H_TRACE_ID] = OP_TRACE_ID,
+                                   [H_SOURCE] = OP_SOURCE, [H_START_MS] = OP_START_MS,
+                                   [H_BLOCK_SIZE] = OP_BLOCK_SIZE, [H_META] = OP_META};
     unsigned h = header_member(key, n);
-    if (h != H_OTHER && !first_time(l, h))
+    if (h == H_OTHER)
+        return op(l, OP_SKIP, NULL, 1);
+    if (!first_time(l, h))
         return false;
+    if (h != H_STEPS)
+        return op(l, ops[h], NULL, 0);
     uint64_t seen = l->seen;
-    bool ok;
-    switch (h) {
-    case H_FORMAT:
-        return read_format(l);
-    case H_TRACE_ID:
-        return read_str(l, &t->trace_id);
-    case H_SOURCE:
-        return read_str(l, &t->source);
-    case H_START_MS:
-        return read_uint_or_null(l, &t->start_ms);
-    case H_BLOCK_SIZE:
-        return read_block_size(l);
-    case H_META:
-        return peek(l) == 'n' ? read_null(l) : peek(l) == '{' && skip(l, 1);
-    case H_STEPS:
-        ok = read_list(l, step_elem);
-        l->seen = seen;   /* the steps used it for their own members */
-        return ok;
-    }
-    return skip(l, 1);
+    bool ok = read_list(l, step_elem);
+    l->seen = seen;   /* the steps used it for their own members */
+    return ok;
 }
 
-int atr_lean_line(struct atr_trace *t, const char *line, size_t len,
-                  const struct atr_lean_opts *o)
+/* The checks of a whole line, once its members are read. */
+static int finish(struct lean *l)
 {
-    /* Past the tree's limits the tree fails, so this reader must not
-     * answer (a line of len bytes holds at most len / 2 + 1 values). */
-    if (len / 2 + 1 > o->max_values || o->max_depth < DEPTH_LIST)
-        return 0;
-    struct lean l = {.p = line, .end = line + len, .o = o, .t = t};
-    t->source = NULL;            /* as atr.c's read_trace: "atr" when absent */
-    if (!eat(&l, '{'))
-        return 0;
-    do {
-        const char *key;
-        size_t n;
-        if (!read_key(&l, &key, &n) || !trace_member(&l, key, n))
-            return 0;
-    } while (eat(&l, ','));
-    if (!eat(&l, '}') || peek(&l) != '\0' || l.p != l.end)
-        return 0;
-    uint64_t need = (UINT64_C(1) << H_FORMAT) | (UINT64_C(1) << H_STEPS);
-    if ((l.seen & need) != need || !t->trace_id)
+    struct atr_trace *t = l->t;
+    if (!t->trace_id)
         return 0;
     for (size_t k = 0; k < t->n_steps; k++) {
         size_t earlier;
@@ -452,4 +537,79 @@ int atr_lean_line(struct atr_trace *t, const char *line, size_t len,
     if (t->n_steps)
         atr_old_journal_line(t);
     return 1;
+}
+
+/* The line read member by member. */
+static bool read_line(struct lean *l)
+{
+    if (!eat(l, '{'))
+        return false;
+    do {
+        const char *key;
+        size_t n;
+        if (!read_key(l, &key, &n) || !trace_member(l, key, n))
+            return false;
+    } while (eat(l, ','));
+    if (!eat(l, '}') || peek(l) != '\0' || l->p != l->end)
+        return false;
+    uint64_t need = (UINT64_C(1) << H_FORMAT) | (UINT64_C(1) << H_STEPS);
+    return (l->seen & need) == need;
+}
+
+/* line[0..len) equals text[0..n) from the cursor on: stepped over. */
+static bool same_bytes(struct lean *l, const char *text, size_t n)
+{
+    if ((size_t)(l->end - l->p) < n || memcmp(l->p, text, n) != 0)
+        return false;
+    l->p += n;
+    return true;
+}
+
+/* The line read by the recorded ops (see above). */
+static bool replay(struct lean *l, const struct atr_lean_memo *m)
+{
+    size_t at = 0;
+    for (unsigned k = 0; k < m->n_ops; k++) {
+        const struct lean_op *o = &m->ops[k];
+        if (!same_bytes(l, m->text + at, o->start - at))
+            return false;
+        bool skipped = (o->kind == OP_SKIP || o->kind == OP_META) &&
+                       same_bytes(l, m->text + o->start, (size_t)(o->end - o->start));
+        if (!skipped && !run_op(l, o->kind, o->e, o->depth))
+            return false;
+        at = o->end;
+    }
+    return same_bytes(l, m->text + at, m->len - at) && l->p == l->end;
+}
+
+int atr_lean_line(struct atr_trace *t, const char *line, size_t len,
+                  const struct atr_lean_opts *o, struct atr_lean_memo *memo)
+{
+    /* Past the tree's limits the tree fails, so this reader must not
+     * answer (a line of len bytes holds at most len / 2 + 1 values). */
+    if (len / 2 + 1 > o->max_values || o->max_depth < DEPTH_LIST)
+        return 0;
+    struct lean l = {.p = line, .end = line + len, .line = line, .o = o, .t = t};
+    t->source = NULL;            /* as atr.c's read_trace: "atr" when absent */
+    if (memo && memo->len) {
+        if (replay(&l, memo))
+            return finish(&l);
+        atr_trace_clear(t);      /* as it came, to be read again */
+        t->block_size = o->block_size;
+        l = (struct lean){.p = line, .end = line + len, .line = line, .o = o, .t = t};
+    }
+    if (memo && len <= MEMO_TEXT) {
+        memo->len = 0;
+        memo->n_ops = 0;
+        memo->full = false;
+        l.rec = memo;
+    }
+    if (!read_line(&l))
+        return 0;
+    int rc = finish(&l);
+    if (rc == 1 && l.rec && !memo->full) {
+        memcpy(memo->text, line, len);
+        memo->len = len;
+    }
+    return rc;
 }

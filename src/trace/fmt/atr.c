@@ -474,14 +474,21 @@ static int next(struct atr_reader *r, struct atr_trace *t)
     size_t len;
     int rc = atr_reader_getline_nonblank(r, &line, &len);
     struct atr_lean_opts lo = {r->opts.max_line / ATR_LINE_BYTES_PER_VALUE + ATR_LINE_VALUES_MIN,
-                               r->opts.max_depth, r->opts.compact_ids};
-    if (rc <= 0 || atr_lean_line(t, line, len, &lo) == 1)
+                               r->opts.max_depth, r->opts.compact_ids, r->opts.block_size};
+    if (!r->state)
+        r->state = atr_lean_memo_new();   /* NULL: no replays, still lean */
+    if (rc <= 0 || atr_lean_line(t, line, len, &lo, r->state) == 1)
         return rc;
     atr_reader_trace_reset(r, t);
     rc = atr_reader_parse_line(r, &t->arena, line, len, &doc);
     return rc <= 0 ? rc : read_trace(r, t, doc);
 }
 
+static void free_state(void *state)
+{
+    atr_lean_memo_free(state);
+}
+
 const struct atr_format atr_format_atr = {
-    "atr", "atr-trace v1 NDJSON (this project's own format)", sniff, next, NULL,
+    "atr", "atr-trace v1 NDJSON (this project's own format)", sniff, next, free_state,
 };
