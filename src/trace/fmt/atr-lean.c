@@ -142,11 +142,38 @@ static bool read_str(struct lean *l, const char **out)
 /* A non-negative integer literal of at most 18 digits, which the tree
  * reads as is_int with this value; anything else (a sign, a fraction, an
  * exponent, more digits, a leading zero before a digit): cannot tell. */
+/* Eight bytes at p that are all digits, as their value; else -1. Hash
+ * ids have 16 digits: two of these, not sixteen steps of a loop. A byte
+ * under '0' borrows and one over '9' carries only into later bytes, so
+ * the first non-digit is flagged whatever follows it. */
+static inline int64_t digits8(const char *p)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint64_t x;
+    memcpy(&x, p, 8);
+    uint64_t d = x - UINT64_C(0x3030303030303030);
+    if (((x + UINT64_C(0x4646464646464646)) | d) & UINT64_C(0x8080808080808080))
+        return -1;
+    d = d * 10 + (d >> 8);       /* pairs, then quads, then all eight */
+    d = ((d & UINT64_C(0x000000FF000000FF)) * (100 + (UINT64_C(1000000) << 32)) +
+         ((d >> 16) & UINT64_C(0x000000FF000000FF)) * (1 + (UINT64_C(10000) << 32))) >> 32;
+    return (int64_t)d;
+#else
+    (void)p;
+    return -1;
+#endif
+}
+
 static bool read_uint(struct lean *l, int64_t *out)
 {
     peek(l);
     const char *p = l->p, *start = p;
     uint64_t v = 0;              /* 19 digits and more wrap: not used */
+    int64_t eight;
+    while (l->end - p >= 8 && p - start <= 10 && (eight = digits8(p)) >= 0) {
+        v = v * 100000000 + (uint64_t)eight;
+        p += 8;
+    }
     while (p < l->end && (unsigned)(*p - '0') < 10)
         v = v * 10 + (unsigned)(*p++ - '0');
     size_t n = (size_t)(p - start);
