@@ -86,8 +86,10 @@ void atr_prefix_apply(struct atr_trace *t, struct atr_step *s, int64_t k, int64_
     }
     const struct atr_step *ref = &t->steps[k];
     uint64_t *all = atr_arena_alloc(&t->arena, ((size_t)n + s->n_hash_ids + 1) * sizeof *all);
-    memcpy(all, ref->hash_ids, (size_t)n * sizeof *all);
-    memcpy(all + n, s->hash_ids, s->n_hash_ids * sizeof *all);
+    if (n)                       /* either list may be absent (NULL) */
+        memcpy(all, ref->hash_ids, (size_t)n * sizeof *all);
+    if (s->n_hash_ids)
+        memcpy(all + n, s->hash_ids, s->n_hash_ids * sizeof *all);
     s->hash_ids = all;
     s->n_hash_ids += (uint32_t)n;
 }
