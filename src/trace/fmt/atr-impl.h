@@ -5,8 +5,9 @@
  * members from one table and make the same checks through the functions
  * here, so a line they both read comes out the same.
  *
- * Memory: nothing here allocates except atr_prefix_apply and
- * atr_old_journal_line, in the trace's arena. */
+ * Memory: atr_prefix_apply, atr_old_journal_line and atr_lean_line
+ * allocate in the trace's arena; a memo is malloc'd (atr_lean_memo_new)
+ * and freed by its owner, the reader (its format state). */
 #ifndef ATR_TRACE_FMT_ATR_IMPL_H
 #define ATR_TRACE_FMT_ATR_IMPL_H
 

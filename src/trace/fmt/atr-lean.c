@@ -12,7 +12,9 @@
  * tell" for anything else; atr.c then reads the line again with the tree,
  * so every error, and every line this reader does not know, is the
  * tree's. Values it does not keep (meta, unknown members, messages) are
- * stepped over by json/scan.h, which checks them as it goes. */
+ * stepped over by json/scan.h, which checks them as it goes. A line read
+ * is recorded as its ops, and the next line replayed from them where it
+ * differs only in its values ("ops" below). */
 #include <stdlib.h>
 #include <string.h>
 
