@@ -29,6 +29,7 @@ fuzz_one() {
     [ "$name" = fuzz-bench-spec ] && cp "$root"/tests/data/bench-spec/*.json "$root"/examples/bench/*.json "$corpus/"
     [ "$name" = fuzz-report ] && cp "$root"/tests/data/report/*.json "$root"/tests/data/report/*.ndjson "$corpus/" 2>/dev/null
     [ "$name" = fuzz-fmt-atr ] && cp "$root"/tests/data/dag/*.ndjson "$corpus/"
+    [ "$name" = fuzz-trace-lean ] && cp "$root"/tests/data/atr/*.ndjson "$root"/tests/data/dag/*.ndjson "$corpus/"
     [ "$name" = fuzz-sessions ] && cp "$root"/tests/data/proxy/*.ndjson "$corpus/"
     [ "$name" = fuzz-bench-metrics ] && cp "$root"/tests/data/bench-run/*.txt "$corpus/"
     [ "$name" = fuzz-metrics ] && find "$root/tests/data/replay" -name '*.jsonl' -exec cp {} "$corpus/" \; 2>/dev/null

@@ -104,6 +104,11 @@ static const char *plain_run(const char *p, const char *end)
     return p;
 }
 
+const char *atr_json_scan_plain_end(const char *p, const char *end)
+{
+    return plain_run(p, end);
+}
+
 /* The rest of a string from its first escape at p; its closing quote, or
  * NULL. Apart from scan_string so that the common string saves nothing. */
 static const char *escaped_run(const char *p, const char *end)

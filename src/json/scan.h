@@ -105,6 +105,11 @@ static inline char atr_json_scan_peek(struct atr_json_scan *s)
     return atr_json_scan_peek_slow(s);
 }
 
+/* Where the run of bytes from p that a string body holds as they are
+ * ends (at a quote, a backslash, a control or non-ASCII byte, or end):
+ * for a reader of its own that keeps to what the scanner accepts. */
+const char *atr_json_scan_plain_end(const char *p, const char *end);
+
 /* Each reader below steps over blanks first, reads one value of its kind
  * and returns true, or returns false (cannot tell, or another kind). */
 

@@ -122,9 +122,7 @@ int atr_reader_next(struct atr_reader *r, struct atr_trace *t, struct atr_error 
         return -1;
     }
     atr_arena_clear(&r->scratch);
-    atr_trace_clear(t);
-    t->block_size = r->opts.block_size;
-    t->source = r->fmt->name;
+    atr_reader_trace_reset(r, t);
     int rc = r->fmt->next(r, t);
     if (rc < 0) {
         if (r->looks_like && r->ntraces == 0)
@@ -137,6 +135,13 @@ int atr_reader_next(struct atr_reader *r, struct atr_trace *t, struct atr_error 
     if (rc > 0)
         r->ntraces++;
     return rc;
+}
+
+void atr_reader_trace_reset(const struct atr_reader *r, struct atr_trace *t)
+{
+    atr_trace_clear(t);
+    t->block_size = r->opts.block_size;
+    t->source = r->fmt->name;
 }
 
 const char *atr_reader_format(const struct atr_reader *r) { return r->fmt->name; }
@@ -282,16 +287,20 @@ static int cut_last_line(struct atr_reader *r, size_t len)
     return 0;
 }
 
+int atr_reader_parse_line(struct atr_reader *r, struct atr_arena *a, const char *line,
+                          size_t len, struct atr_json **out)
+{
+    if (atr_reader_parse(r, a, line, len, r->base_line, 1, false, out) < 0)
+        return cut_last_line(r, len);
+    return 1;
+}
+
 int atr_reader_json_line(struct atr_reader *r, struct atr_arena *a, struct atr_json **out)
 {
     const char *line;
     size_t len;
     int rc = atr_reader_getline_nonblank(r, &line, &len);
-    if (rc <= 0)
-        return rc;
-    if (atr_reader_parse(r, a, line, len, r->base_line, 1, false, out) < 0)
-        return cut_last_line(r, len);
-    return 1;
+    return rc <= 0 ? rc : atr_reader_parse_line(r, a, line, len, out);
 }
 
 int atr_reader_json_shape(struct atr_reader *r, const char *what, enum atr_json_shape *shape)

@@ -33,6 +33,12 @@ struct atr_read_opts {
     uint32_t block_size;      /* tokens per hash block; 0 = 16 */
     bool keep_content;        /* fill step->messages */
     bool compact_ids;         /* atr "prefix" steps keep it: see struct atr_step */
+    /* The caller reads no JSON node of a trace (meta, extra, messages,
+     * output may then be NULL): atr-trace lines of the common shape are
+     * read in one pass without a tree (fmt/atr-lean.c), every field the
+     * same; other lines, and errors, as without it. Ignored with
+     * keep_content and by other formats. */
+    bool lean;
     size_t max_line;          /* 0 = ATR_DEFAULT_MAX_LINE */
     unsigned max_depth;       /* JSON nesting cap; 0 = 256 */
     /* Takes the reader's warnings, for the CLI to print (the library never
@@ -135,6 +141,14 @@ int atr_reader_json_shape(struct atr_reader *r, const char *what, enum atr_json_
 /* Next non-blank line parsed as one JSON value into a: 1, 0 at the end,
  * -1 after fail. */
 int atr_reader_json_line(struct atr_reader *r, struct atr_arena *a, struct atr_json **out);
+/* Same for a line just read with atr_reader_getline(_nonblank): 1, 0 when
+ * it is the cut last line of a file being written (opts.warn), -1 after
+ * fail. */
+int atr_reader_parse_line(struct atr_reader *r, struct atr_arena *a, const char *line,
+                          size_t len, struct atr_json **out);
+/* Empties t as atr_reader_next hands it to a format's next(): cleared,
+ * with the reader's block size and the format's name as its source. */
+void atr_reader_trace_reset(const struct atr_reader *r, struct atr_trace *t);
 
 /* Elements of a top-level JSON array, parsed one at a time: begin once,
  * then next returns 1 with *out, 0 after the last, -1 after fail. */

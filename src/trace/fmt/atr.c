@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "trace/convo.h"
+#include "trace/fmt/atr-impl.h"
 #include "trace/reader.h"
 #include "trace/tokens.h"
 
@@ -66,8 +67,35 @@ static int read_ids(struct atr_reader *r, struct atr_trace *t, struct atr_json *
     return 0;
 }
 
+int atr_prefix_check(const struct atr_trace *t, const struct atr_step *s, int64_t k, int64_t n)
+{
+    if (k < 0 || (size_t)k >= s->i || t->steps[k].kind != ATR_STEP_LLM)
+        return 1;
+    return n < 0 || (uint64_t)n > t->steps[k].n_hash_ids ? 2 : 0;
+}
+
+/* The sim's workload reads the reference (compact) and needs no copy. */
+void atr_prefix_apply(struct atr_trace *t, struct atr_step *s, int64_t k, int64_t n,
+                      bool compact)
+{
+    if (compact) {
+        s->prefix_step = (uint32_t)k;
+        s->prefix_blocks = (uint32_t)n;
+        s->n_hash_ids += (uint32_t)n;
+        return;
+    }
+    const struct atr_step *ref = &t->steps[k];
+    uint64_t *all = atr_arena_alloc(&t->arena, ((size_t)n + s->n_hash_ids + 1) * sizeof *all);
+    if (n)                       /* either list may be absent (NULL) */
+        memcpy(all, ref->hash_ids, (size_t)n * sizeof *all);
+    if (s->n_hash_ids)
+        memcpy(all + n, s->hash_ids, s->n_hash_ids * sizeof *all);
+    s->hash_ids = all;
+    s->n_hash_ids += (uint32_t)n;
+}
+
 /* "prefix":{"step":k,"blocks":n} + own ids -> the full list, or with
- * compact_ids the reference to it (the sim's workload needs no copy). */
+ * compact_ids the reference to it. */
 static int expand_prefix(struct atr_reader *r, struct atr_trace *t, struct atr_step *s,
                          struct atr_json *prefix)
 {
@@ -76,23 +104,14 @@ static int expand_prefix(struct atr_reader *r, struct atr_trace *t, struct atr_s
         atr_reader_opt_i64(r, prefix, "step", &k) < 0 ||
         atr_reader_opt_i64(r, prefix, "blocks", &n) < 0)
         return atr_reader_fail_at(r, prefix, "expected \"prefix\" to be {\"step\":K,\"blocks\":N}");
-    if (k < 0 || (size_t)k >= s->i || t->steps[k].kind != ATR_STEP_LLM)
+    switch (atr_prefix_check(t, s, k, n)) {
+    case 1:
         return atr_reader_fail_at(r, prefix, "expected \"prefix\".\"step\" to name an earlier llm step");
-    const struct atr_step *ref = &t->steps[k];
-    if (n < 0 || (uint64_t)n > ref->n_hash_ids)
+    case 2:
         return atr_reader_fail_at(r, prefix, "prefix of %lld blocks, but step %lld has %u",
-                                  (long long)n, (long long)k, ref->n_hash_ids);
-    if (r->opts.compact_ids) {
-        s->prefix_step = (uint32_t)k;
-        s->prefix_blocks = (uint32_t)n;
-        s->n_hash_ids += (uint32_t)n;
-        return 0;
+                                  (long long)n, (long long)k, t->steps[k].n_hash_ids);
     }
-    uint64_t *all = atr_arena_alloc(&t->arena, ((size_t)n + s->n_hash_ids + 1) * sizeof *all);
-    memcpy(all, ref->hash_ids, (size_t)n * sizeof *all);
-    memcpy(all + n, s->hash_ids, s->n_hash_ids * sizeof *all);
-    s->hash_ids = all;
-    s->n_hash_ids += (uint32_t)n;
+    atr_prefix_apply(t, s, k, n, r->opts.compact_ids);
     return 0;
 }
 
@@ -122,58 +141,65 @@ static int read_parents(struct atr_reader *r, struct atr_trace *t, struct atr_st
     s->parents = atr_arena_alloc(&t->arena, (n ? n : 1) * sizeof *s->parents);
     s->n_parents = 0;
     for (struct atr_json *e = v->u.kids.first; e; e = e->next) {
-        if (e->type != ATR_JSON_NUMBER || !e->is_int || e->i < 0 || e->i >= (int64_t)s->i)
+        int bad = e->type != ATR_JSON_NUMBER || !e->is_int ? 1 : atr_parent_check(s, e->i);
+        if (bad == 1)
             return s->i ? atr_reader_fail_at(r, e, "expected a parent of step %u to be an "
                                              "earlier step (0..%u)", s->i, s->i - 1)
                         : atr_reader_fail_at(r, e, "step 0 has no earlier step to wait for "
                                              "(a root has \"parents\":[])");
-        for (uint32_t k = 0; k < s->n_parents; k++)
-            if (s->parents[k] == (uint32_t)e->i)
-                return atr_reader_fail_at(r, e, "parent %lld of step %u repeats",
-                                          (long long)e->i, s->i);
+        if (bad == 2)
+            return atr_reader_fail_at(r, e, "parent %lld of step %u repeats",
+                                      (long long)e->i, s->i);
         s->parents[s->n_parents++] = (uint32_t)e->i;
     }
     return 0;
 }
 
+int atr_parent_check(const struct atr_step *s, int64_t v)
+{
+    if (v < 0 || v >= (int64_t)s->i)
+        return 1;
+    for (uint32_t k = 0; k < s->n_parents; k++)
+        if (s->parents[k] == (uint32_t)v)
+            return 2;
+    return 0;
+}
+
 /* The members a step knows, listed by first letter: a member's name is
  * compared only with those that share it (a compare with each of two dozen
- * names was a seventh of reading a trace, issue 16). */
-enum member_kind { M_INT, M_STR, M_EXIT, M_I, M_IDS, M_PREFIX, M_MESSAGES, M_OUTPUT, M_KIND,
-                   M_PARENTS, M_AGENT };
-struct member {
-    const char *key;
-    size_t len;
-    enum member_kind kind;
-    size_t off;  /* M_INT, M_STR: the field of struct atr_step */
-};
-#define INT(name) {#name, sizeof #name - 1, M_INT, offsetof(struct atr_step, name)}
-#define STR(name) {#name, sizeof #name - 1, M_STR, offsetof(struct atr_step, name)}
-#define OTHER(name, kind) {name, sizeof name - 1, kind, 0}
-static const struct member m_a[] = {STR(action), OTHER("agent", M_AGENT)};
-static const struct member m_b[] = {INT(bytes)};
-static const struct member m_c[] = {INT(cached_tokens), STR(command), STR(command_head), STR(cwd)};
-static const struct member m_d[] = {INT(dur_ms)};
-static const struct member m_e[] = {OTHER("exit_code", M_EXIT), INT(estimated_input_tokens),
-                                    INT(estimated_output_tokens)};
-static const struct member m_f[] = {STR(file_op)};
-static const struct member m_h[] = {OTHER("hash_ids", M_IDS)};
-static const struct member m_i[] = {OTHER("i", M_I), INT(input_tokens)};
-static const struct member m_k[] = {OTHER("kind", M_KIND)};
-static const struct member m_m[] = {INT(max_tokens), OTHER("messages", M_MESSAGES)};
-static const struct member m_o[] = {INT(output_tokens), OTHER("output", M_OUTPUT), INT(old_bytes),
-                                    STR(output_tokens_from)};
-static const struct member m_p[] = {STR(path), OTHER("prefix", M_PREFIX), OTHER("parents", M_PARENTS)};
-static const struct member m_r[] = {INT(recorded_input_tokens), INT(recorded_output_tokens)};
-static const struct member m_s[] = {STR(selector)};
-static const struct member m_t[] = {INT(t_ms), INT(timeout_ms), STR(tool), STR(tokens_from)};
-static const struct member m_u[] = {STR(url)};
+ * names was a seventh of reading a trace, issue 16). Each has its own bit. */
+#define INT(name, b) {#name, sizeof #name - 1, M_INT, offsetof(struct atr_step, name), b}
+#define STR(name, b) {#name, sizeof #name - 1, M_STR, offsetof(struct atr_step, name), b}
+#define OTHER(name, kind, b) {name, sizeof name - 1, kind, 0, b}
+static const struct atr_member m_a[] = {STR(action, 0), OTHER("agent", M_AGENT, 1)};
+static const struct atr_member m_b[] = {INT(bytes, 2)};
+static const struct atr_member m_c[] = {INT(cached_tokens, 3), STR(command, 4),
+                                        STR(command_head, 5), STR(cwd, 6)};
+static const struct atr_member m_d[] = {INT(dur_ms, 7)};
+static const struct atr_member m_e[] = {OTHER("exit_code", M_EXIT, 8),
+                                        INT(estimated_input_tokens, 9),
+                                        INT(estimated_output_tokens, 10)};
+static const struct atr_member m_f[] = {STR(file_op, 11)};
+static const struct atr_member m_h[] = {OTHER("hash_ids", M_IDS, 12)};
+static const struct atr_member m_i[] = {OTHER("i", M_I, 13), INT(input_tokens, 14)};
+static const struct atr_member m_k[] = {OTHER("kind", M_KIND, 15)};
+static const struct atr_member m_m[] = {INT(max_tokens, 16), OTHER("messages", M_MESSAGES, 17)};
+static const struct atr_member m_o[] = {INT(output_tokens, 18), OTHER("output", M_OUTPUT, 19),
+                                        INT(old_bytes, 20), STR(output_tokens_from, 21)};
+static const struct atr_member m_p[] = {STR(path, 22), OTHER("prefix", M_PREFIX, 23),
+                                        OTHER("parents", M_PARENTS, 24)};
+static const struct atr_member m_r[] = {INT(recorded_input_tokens, 25),
+                                        INT(recorded_output_tokens, 26)};
+static const struct atr_member m_s[] = {STR(selector, 27)};
+static const struct atr_member m_t[] = {INT(t_ms, 28), INT(timeout_ms, 29), STR(tool, 30),
+                                        STR(tokens_from, 31)};
+static const struct atr_member m_u[] = {STR(url, 32)};
 #undef INT
 #undef STR
 #undef OTHER
 #define LETTER(ch, c) [ch - 'a'] = {m_##c, sizeof m_##c / sizeof *m_##c}
 static const struct {
-    const struct member *v;
+    const struct atr_member *v;
     size_t n;
 } members[26] = {
     LETTER('a', a), LETTER('b', b), LETTER('c', c), LETTER('d', d), LETTER('e', e),
@@ -183,15 +209,14 @@ static const struct {
 };
 #undef LETTER
 
-/* The entry for member m's name, or NULL when the step does not know it. */
-static const struct member *find_member(const struct atr_json *m)
+const struct atr_member *atr_member_find(const char *key, size_t len)
 {
-    unsigned c = m->key ? (unsigned char)m->key[0] - 'a' : 26;
+    unsigned c = key && len ? (unsigned char)key[0] - 'a' : 26;
     if (c >= 26)
         return NULL;
     for (size_t k = 0; k < members[c].n; k++) {
-        const struct member *e = &members[c].v[k];
-        if (e->len == m->key_len && memcmp(e->key, m->key, e->len) == 0)
+        const struct atr_member *e = &members[c].v[k];
+        if (e->len == len && memcmp(e->key, key, len) == 0)
             return e;
     }
     return NULL;
@@ -199,7 +224,7 @@ static const struct member *find_member(const struct atr_json *m)
 
 /* Stores member m, named as e says, in step s; 0 or -1 after fail. */
 static int read_member(struct atr_reader *r, struct atr_trace *t, struct atr_step *s,
-                       const struct member *e, struct atr_json *m, struct atr_json **prefix)
+                       const struct atr_member *e, struct atr_json *m, struct atr_json **prefix)
 {
     switch (e->kind) {
     case M_INT:
@@ -242,18 +267,44 @@ static int read_member(struct atr_reader *r, struct atr_trace *t, struct atr_ste
 
 /* tokens_from and output_tokens_from name one of the three origins; *v
  * becomes the static name, so copies of the step outlive the trace. */
-static int check_origin(struct atr_reader *r, struct atr_json *node, const char *key,
-                        const char **v)
+static bool origin_name(const char **v)
 {
     static const char *const names[] = {ATR_TOKENS_RECORDED, ATR_TOKENS_SCALED,
                                         ATR_TOKENS_ESTIMATED};
     if (!*v)
-        return 0;
+        return true;
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
         if (strcmp(*v, names[k]) == 0) {
             *v = names[k];
-            return 0;
+            return true;
         }
+    return false;
+}
+
+enum atr_step_check atr_step_check(const struct atr_trace *t, struct atr_step *s,
+                                   size_t *earlier)
+{
+    if (!origin_name(&s->tokens_from))
+        return ATR_CHECK_TOKENS_FROM;
+    if (!origin_name(&s->output_tokens_from))
+        return ATR_CHECK_OUTPUT_FROM;
+    if (s->kind == ATR_STEP_LLM && s->n_hash_ids && s->input_tokens != ATR_UNSET &&
+        s->n_hash_ids != ((uint64_t)s->input_tokens + t->block_size - 1) / t->block_size)
+        return ATR_CHECK_IDS;
+    if (s->kind == ATR_STEP_TOOL && !s->tool)
+        return ATR_CHECK_TOOL;
+    if (s->i > 0 && s->t_ms != ATR_UNSET) {
+        for (size_t k = s->i; k-- > 0;)
+            if (t->steps[k].t_ms != ATR_UNSET) {
+                *earlier = k;
+                return t->steps[k].t_ms > s->t_ms ? ATR_CHECK_ORDER : ATR_CHECK_OK;
+            }
+    }
+    return ATR_CHECK_OK;
+}
+
+static int check_origin(struct atr_reader *r, struct atr_json *node, const char *key)
+{
     return atr_reader_fail_at(r, atr_json_get(node, key), "expected \"%s\" to be \"recorded\", "
                               "\"scaled\" or \"estimated\"", key);
 }
@@ -261,28 +312,26 @@ static int check_origin(struct atr_reader *r, struct atr_json *node, const char 
 static int check_step(struct atr_reader *r, struct atr_trace *t, struct atr_step *s,
                       struct atr_json *node)
 {
-    if (check_origin(r, node, "tokens_from", &s->tokens_from) < 0 ||
-        check_origin(r, node, "output_tokens_from", &s->output_tokens_from) < 0)
-        return -1;
-    if (s->kind == ATR_STEP_LLM && s->n_hash_ids && s->input_tokens != ATR_UNSET) {
-        uint64_t want = ((uint64_t)s->input_tokens + t->block_size - 1) / t->block_size;
-        if (s->n_hash_ids != want)
-            return atr_reader_fail_at(r, node, "expected %llu hash ids for %lld input tokens "
-                                      "in blocks of %u, found %u", (unsigned long long)want,
-                                      (long long)s->input_tokens, t->block_size, s->n_hash_ids);
-    }
-    if (s->kind == ATR_STEP_TOOL && !s->tool)
+    size_t k = 0;
+    switch (atr_step_check(t, s, &k)) {
+    case ATR_CHECK_OK:
+        return 0;
+    case ATR_CHECK_TOKENS_FROM:
+        return check_origin(r, node, "tokens_from");
+    case ATR_CHECK_OUTPUT_FROM:
+        return check_origin(r, node, "output_tokens_from");
+    case ATR_CHECK_IDS:
+        return atr_reader_fail_at(r, node, "expected %llu hash ids for %lld input tokens "
+                                  "in blocks of %u, found %u",
+                                  ((unsigned long long)s->input_tokens + t->block_size - 1) /
+                                  t->block_size, (long long)s->input_tokens, t->block_size,
+                                  s->n_hash_ids);
+    case ATR_CHECK_TOOL:
         return atr_reader_fail_at(r, node, "expected \"tool\" in tool step");
-    if (s->i > 0 && s->t_ms != ATR_UNSET) {
-        for (size_t k = s->i; k-- > 0;)
-            if (t->steps[k].t_ms != ATR_UNSET) {
-                if (t->steps[k].t_ms > s->t_ms)
-                    return atr_reader_fail_at(r, node, "step %u starts at %lld ms, before "
-                                              "step %zu (%lld ms): steps must be in time order",
-                                              s->i, (long long)s->t_ms, k,
-                                              (long long)t->steps[k].t_ms);
-                break;
-            }
+    case ATR_CHECK_ORDER:
+        return atr_reader_fail_at(r, node, "step %u starts at %lld ms, before "
+                                  "step %zu (%lld ms): steps must be in time order",
+                                  s->i, (long long)s->t_ms, k, (long long)t->steps[k].t_ms);
     }
     return 0;
 }
@@ -299,7 +348,7 @@ static int read_step(struct atr_reader *r, struct atr_trace *t, struct atr_json 
     struct atr_json *prefix = NULL;
     for (struct atr_json *m = node->u.kids.first, *next; m; m = next) {
         next = m->next;  /* keep_extra relinks m */
-        const struct member *e = find_member(m);
+        const struct atr_member *e = atr_member_find(m->key, m->key_len);
         if (!e)
             keep_extra(t, &s->extra, m);
         else if (read_member(r, t, s, e, m, &prefix) < 0)
@@ -308,6 +357,12 @@ static int read_step(struct atr_reader *r, struct atr_trace *t, struct atr_json 
     if (prefix && expand_prefix(r, t, s, prefix) < 0)
         return -1;
     return check_step(r, t, s, node);
+}
+
+bool atr_format_known(const char *s, size_t len)
+{
+    return (len == sizeof ATR_TRACE_FORMAT - 1 && memcmp(s, ATR_TRACE_FORMAT, len) == 0) ||
+           (len == sizeof ATR_TRACE_FORMAT_DAG - 1 && memcmp(s, ATR_TRACE_FORMAT_DAG, len) == 0);
 }
 
 static int read_header(struct atr_reader *r, struct atr_trace *t, struct atr_json *m,
@@ -330,7 +385,7 @@ static int read_header(struct atr_reader *r, struct atr_trace *t, struct atr_jso
         return get_uint(r, m, "start_ms", &t->start_ms);
     } else if (atr_json_key_is(m, "block_size")) {
         int64_t bs = 0;
-        if (get_uint(r, m, "block_size", &bs) < 0 || bs < 1 || bs > 1 << 20)
+        if (get_uint(r, m, "block_size", &bs) < 0 || bs < 1 || bs > ATR_BLOCK_SIZE_MAX)
             return atr_reader_fail_at(r, m, "expected \"block_size\" to be an integer 1..1048576");
         t->block_size = (uint32_t)bs;
     } else if (atr_json_key_is(m, "meta")) {
@@ -350,7 +405,7 @@ static int read_header(struct atr_reader *r, struct atr_trace *t, struct atr_jso
  * count with the estimate beside it and ids fitted by the one-request rule
  * (proxy/journal.h), else the estimate marked so; every consumer then
  * sends and counts what the upstream counted. */
-static void read_old_journal_line(struct atr_trace *t)
+void atr_old_journal_line(struct atr_trace *t)
 {
     struct atr_step *s = &t->steps[0];
     if (t->n_steps != 1 || strcmp(t->source, "atr-proxy") != 0 || s->kind != ATR_STEP_LLM ||
@@ -399,7 +454,7 @@ static int read_trace(struct atr_reader *r, struct atr_trace *t, struct atr_json
     if (!t->source)
         t->source = "atr";
     if (t->n_steps)
-        read_old_journal_line(t);
+        atr_old_journal_line(t);
     return 1;
 }
 
@@ -410,10 +465,32 @@ static int next(struct atr_reader *r, struct atr_trace *t)
      * per id was most of the cost of reading a trace (issue 16). */
     r->pack_key = "hash_ids";
     r->pack_max = ATR_HASH_ID_MASK;
-    int rc = atr_reader_json_line(r, &t->arena, &doc);   /* blank lines are skipped */
+    if (!r->opts.lean || r->opts.keep_content) {
+        int rc = atr_reader_json_line(r, &t->arena, &doc);   /* blank lines are skipped */
+        return rc <= 0 ? rc : read_trace(r, t, doc);
+    }
+    /* A caller that reads no JSON node: the line without a tree when the
+     * lean reader can vouch for it, else the tree as above, which gives
+     * the errors. */
+    const char *line;
+    size_t len;
+    int rc = atr_reader_getline_nonblank(r, &line, &len);
+    struct atr_lean_opts lo = {r->opts.max_line / ATR_LINE_BYTES_PER_VALUE + ATR_LINE_VALUES_MIN,
+                               r->opts.max_depth, r->opts.compact_ids, r->opts.block_size};
+    if (!r->state)
+        r->state = atr_lean_memo_new();   /* NULL: no replays, still lean */
+    if (rc <= 0 || atr_lean_line(t, line, len, &lo, r->state) == 1)
+        return rc;
+    atr_reader_trace_reset(r, t);
+    rc = atr_reader_parse_line(r, &t->arena, line, len, &doc);
     return rc <= 0 ? rc : read_trace(r, t, doc);
 }
 
+static void free_state(void *state)
+{
+    atr_lean_memo_free(state);
+}
+
 const struct atr_format atr_format_atr = {
-    "atr", "atr-trace v1 NDJSON (this project's own format)", sniff, next, NULL,
+    "atr", "atr-trace v1 NDJSON (this project's own format)", sniff, next, free_state,
 };
