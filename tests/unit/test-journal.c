@@ -24,6 +24,7 @@
 #include "trace/reader.h"
 #include "trace/sessions.h"
 #include "trace/tokens.h"
+#include "slurp.h"
 
 /* ---- helpers ---- */
 
@@ -43,21 +44,6 @@ static char *format(const struct atr_proxy_record *r)
     struct atr_buf b = ATR_BUF_INIT;
     assert_int_equal(atr_journal_format(&b, r), 0);
     return b.data;
-}
-
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    struct atr_buf b = ATR_BUF_INIT;
-    char chunk[65536];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-        atr_buf_append(&b, chunk, n);
-    fclose(f);
-    *len = b.len;
-    return b.data ? b.data : calloc(1, 1);
 }
 
 /* Every line of text parses as one JSON object; returns the line count. */

@@ -21,6 +21,7 @@
 #include "trace/writer.h"
 #include "util/buf.h"
 #include "util/rng.h"
+#include "slurp.h"
 
 static void same_str(const char *a, const char *b)
 {
@@ -129,22 +130,6 @@ static void count_lean(const char *text, size_t len)
         p += n + 1;
     }
     atr_trace_release(&t);
-}
-
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    struct atr_buf b = ATR_BUF_INIT;
-    char chunk[65536];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-        atr_buf_append(&b, chunk, n);
-    fclose(f);
-    *len = b.len;
-    atr_buf_append(&b, "", 1);
-    return b.data;
 }
 
 static size_t files;
